@@ -1,0 +1,58 @@
+/// The names and kinds of a type's indexes, in declaration order, and their signature.
+///
+/// Stored in the `meta` database per type (the CLI reads it) and, as ``signature``, in every record
+/// header, so a changed declaration is noticed record by record.
+struct IndexDeclaration: Sendable, Equatable, Codable {
+    struct Entry: Sendable, Equatable, Codable {
+        let name: String
+        let kind: IndexKind
+    }
+
+    let entries: [Entry]
+
+    static let none = IndexDeclaration(entries: [])
+
+    /// FNV-1a over names and kinds in order: changes when an index is added, removed, renamed,
+    /// reordered or changes kind.
+    var signature: UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        func mix(_ byte: UInt8) {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x0000_0100_0000_01b3
+        }
+        for entry in entries {
+            for byte in entry.name.utf8 { mix(byte) }
+            mix(0)
+            mix(entry.kind.rawValue)
+        }
+        return hash
+    }
+
+    /// The declaration of `T`'s indexes (empty for types that declare none).
+    static func of<T: LocalStorable>(_ type: T.Type) -> IndexDeclaration {
+        guard let indexed = type as? any LocalStorageIndexed.Type else { return .none }
+        return indexed.indexDeclaration
+    }
+}
+
+extension LocalStorageIndexed {
+    static var indexDeclaration: IndexDeclaration {
+        IndexDeclaration(entries: storageIndexes.map { IndexDeclaration.Entry(name: $0.name, kind: $0.kind) })
+    }
+
+    /// This value's index values in declaration order; nil and NaN values are left out.
+    var storedIndexValues: [StoredIndexValue] {
+        Self.storageIndexes.compactMap { index in
+            guard let value = index.extract(self), let bytes = value.storedBytes else { return nil }
+            return StoredIndexValue(name: index.name, kind: index.kind, bytes: bytes)
+        }
+    }
+}
+
+extension LocalStorable {
+    /// This value's index values (none unless the type is ``LocalStorageIndexed``).
+    var indexValuesForStorage: [StoredIndexValue] {
+        guard let indexed = self as? any LocalStorageIndexed else { return [] }
+        return indexed.storedIndexValues
+    }
+}

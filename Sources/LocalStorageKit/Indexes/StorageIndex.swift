@@ -1,0 +1,66 @@
+/// One declared index of a ``LocalStorageIndexed`` type: a name and how to read the value.
+///
+/// ```swift
+/// static var storageIndexes: [StorageIndex<User>] {
+///     [
+///         .string("role") { $0.role.rawValue },
+///         .number("age") { $0.age },
+///         StorageIndex("email", \.email),
+///     ]
+/// }
+/// ```
+/// A closure or key path that returns nil means the record is not indexed on that index: it never
+/// matches a condition on it, and sorts first ascending, last descending.
+public struct StorageIndex<T>: Sendable {
+    /// The index name used in filters and sorts.
+    public let name: String
+    let kind: IndexKind
+    let extract: @Sendable (T) -> IndexValue?
+
+    init(name: String, kind: IndexKind, extract: @escaping @Sendable (T) -> IndexValue?) {
+        self.name = name
+        self.kind = kind
+        self.extract = extract
+    }
+
+    /// A string index computed by a closure.
+    public static func string(_ name: String, _ value: @escaping @Sendable (T) -> String?) -> StorageIndex {
+        StorageIndex(name: name, kind: .string) { value($0).map(IndexValue.string) }
+    }
+
+    /// A number index computed by a closure.
+    public static func number<N: StorageIndexNumber>(
+        _ name: String, _ value: @escaping @Sendable (T) -> N?
+    ) -> StorageIndex {
+        StorageIndex(name: name, kind: .number) { value($0).map { .number($0.storageNumber.value) } }
+    }
+
+    /// A string index on a property.
+    public init(_ name: String, _ keyPath: KeyPath<T, String> & Sendable) {
+        self.init(name: name, kind: .string) { .string($0[keyPath: keyPath]) }
+    }
+
+    /// A string index on an optional property.
+    public init(_ name: String, _ keyPath: KeyPath<T, String?> & Sendable) {
+        self.init(name: name, kind: .string) { $0[keyPath: keyPath].map(IndexValue.string) }
+    }
+
+    /// A number index on a property.
+    public init<N: StorageIndexNumber>(_ name: String, _ keyPath: KeyPath<T, N> & Sendable) {
+        self.init(name: name, kind: .number) { .number($0[keyPath: keyPath].storageNumber.value) }
+    }
+
+    /// A number index on an optional property.
+    public init<N: StorageIndexNumber>(_ name: String, _ keyPath: KeyPath<T, N?> & Sendable) {
+        self.init(name: name, kind: .number) { $0[keyPath: keyPath].map { .number($0.storageNumber.value) } }
+    }
+}
+
+/// A ``LocalStorable`` type with declared indexes that queries filter, order and count on.
+///
+/// Up to 255 indexes per type; each record stores a signature of the declaration, and after a
+/// change the first query of the type re-indexes the records that are stale.
+public protocol LocalStorageIndexed: LocalStorable {
+    /// The indexes of this type, in declaration order.
+    static var storageIndexes: [StorageIndex<Self>] { get }
+}

@@ -1,0 +1,75 @@
+import CLMDB
+
+/// A cursor over one database, valid only inside ``Transaction/withCursor(_:_:)``.
+///
+/// Keys and values it returns point into the memory map.
+struct Cursor {
+    /// One key/value pair under the cursor.
+    typealias Entry = (key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)
+
+    let handle: OpaquePointer
+
+    /// Moves the cursor (`MDB_FIRST`, `MDB_NEXT`, `MDB_PREV`, …) and returns the pair, or nil past the end.
+    @inline(__always)
+    mutating func move(_ op: MDB_cursor_op) throws -> Entry? {
+        var k = MDB_val()
+        var v = MDB_val()
+        let code = mdb_cursor_get(handle, &k, &v, op)
+        if code == MDB_NOTFOUND { return nil }
+        try check(code, "mdb_cursor_get")
+        return (UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size),
+                UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size))
+    }
+
+    /// Positions at the first key ≥ `key` (`MDB_SET_RANGE`).
+    mutating func seek(atLeast key: [UInt8]) throws -> Entry? {
+        if key.isEmpty { return try move(MDB_FIRST) }
+        var k = MDB_val()
+        var v = MDB_val()
+        var code: Int32 = 0
+        key.withUnsafeBytes { kb in
+            k = MDB_val(mv_size: kb.count, mv_data: UnsafeMutableRawPointer(mutating: kb.baseAddress))
+            code = mdb_cursor_get(handle, &k, &v, MDB_SET_RANGE)
+        }
+        if code == MDB_NOTFOUND { return nil }
+        try check(code, "mdb_cursor_get")
+        return (UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size),
+                UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size))
+    }
+
+    /// Positions at the first pair ≥ (`key`, `value`) in a sorted-duplicates database.
+    mutating func seek(atLeast key: [UInt8], value: [UInt8]) throws -> Entry? {
+        guard let entry = try seek(atLeast: key) else { return nil }
+        guard entry.key.elementsEqual(key) else { return entry }
+        var k = MDB_val()
+        var v = MDB_val()
+        var code: Int32 = 0
+        key.withUnsafeBytes { kb in
+            value.withUnsafeBytes { vb in
+                k = MDB_val(mv_size: kb.count, mv_data: UnsafeMutableRawPointer(mutating: kb.baseAddress))
+                v = MDB_val(mv_size: vb.count, mv_data: UnsafeMutableRawPointer(mutating: vb.baseAddress))
+                code = mdb_cursor_get(handle, &k, &v, MDB_GET_BOTH_RANGE)
+            }
+        }
+        if code == MDB_NOTFOUND {
+            // Every duplicate of `key` is below `value`: continue at the next key.
+            guard try seek(atLeast: key) != nil else { return nil }
+            return try move(MDB_NEXT_NODUP)
+        }
+        try check(code, "mdb_cursor_get")
+        return (UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size),
+                UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size))
+    }
+
+    /// The number of duplicates under the current key of a sorted-duplicates database.
+    func duplicateCount() throws -> Int {
+        var count: Int = 0
+        try check(mdb_cursor_count(handle, &count), "mdb_cursor_count")
+        return count
+    }
+
+    /// Deletes the pair under the cursor.
+    mutating func deleteCurrent() throws {
+        try check(mdb_cursor_del(handle, 0), "mdb_cursor_del")
+    }
+}

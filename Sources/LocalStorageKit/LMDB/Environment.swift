@@ -1,0 +1,257 @@
+import CLMDB
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// One open LMDB environment: the memory map, the read-transaction pool and the resize gate.
+///
+/// A process opens each store directory once (see ``EnvironmentRegistry``); every `LocalStorage`
+/// on that directory shares this object. Only the writer thread calls ``write(_:)``.
+final class Environment: @unchecked Sendable {
+    // @unchecked: `handle` is immutable after init and LMDB's environment is thread-safe under
+    // MDB_NOTLS; every mutable field below is behind a Mutex or the resize gate.
+
+    /// The same limits in the library and the CLI, so either can open a store the other made.
+    static let maxDatabases: UInt32 = 1024
+    static let maxReaders: UInt32 = 512
+
+    let handle: OpaquePointer
+    let path: String
+    let maxMapSize: Int
+    private let gate = ResizeGate()
+    private let readPool = Mutex<[ReadHandle]>([])
+    private let mapSize: Mutex<Int>
+    private let openedPID = getpid()
+
+    /// Opens (creating if needed) the environment in `directory`.
+    init(directory: String, mapSize: Int, maxMapSize: Int, durability: StorageDurability,
+         readOnly: Bool = false) throws {
+        var raw: OpaquePointer?
+        try check(mdb_env_create(&raw), "mdb_env_create")
+        guard let raw else { throw LMDBError(code: ENOMEM, call: "mdb_env_create", caller: #function) }
+        do {
+            try check(mdb_env_set_maxdbs(raw, Environment.maxDatabases), "mdb_env_set_maxdbs")
+            try check(mdb_env_set_maxreaders(raw, Environment.maxReaders), "mdb_env_set_maxreaders")
+            try check(mdb_env_set_mapsize(raw, Environment.rounded(mapSize)), "mdb_env_set_mapsize")
+            var flags = UInt32(MDB_NOTLS)
+            switch durability {
+            case .full: break
+            case .relaxed: flags |= UInt32(MDB_NOMETASYNC)
+            case .none: flags |= UInt32(MDB_NOSYNC)
+            }
+            if readOnly { flags |= UInt32(MDB_RDONLY) }
+            try check(directory.withCString { mdb_env_open(raw, $0, flags, 0o644) }, "mdb_env_open")
+            var dead: Int32 = 0
+            try check(mdb_reader_check(raw, &dead), "mdb_reader_check")
+        } catch {
+            mdb_env_close(raw)
+            throw error
+        }
+        handle = raw
+        path = directory
+        self.maxMapSize = max(maxMapSize, mapSize)
+        var info = MDB_envinfo()
+        mdb_env_info(raw, &info)
+        self.mapSize = Mutex(info.me_mapsize)
+    }
+
+    private let isClosed = Mutex(false)
+
+    deinit { close() }
+
+    /// Closes the environment; later calls do nothing. No transaction may be open.
+    func close() {
+        let wasClosed = isClosed.withLock { closed in
+            defer { closed = true }
+            return closed
+        }
+        guard !wasClosed else { return }
+        for txn in readPool.withLock({ pool in defer { pool = [] }; return pool }) { mdb_txn_abort(txn.handle) }
+        mdb_env_close(handle)
+    }
+
+    /// The current size of the memory map in bytes.
+    var currentMapSize: Int { mapSize.withLock { $0 } }
+
+    /// The id of the last committed transaction of any process (`mdb_env_info`).
+    var lastTransactionID: Int {
+        var info = MDB_envinfo()
+        mdb_env_info(handle, &info)
+        return info.me_last_txnid
+    }
+
+    /// Environment information: map size, last page, readers.
+    func info() -> MDB_envinfo {
+        var info = MDB_envinfo()
+        mdb_env_info(handle, &info)
+        return info
+    }
+
+    /// Clears reader slots left behind by dead processes; returns how many were cleared.
+    @discardableResult
+    func clearStaleReaders() -> Int {
+        var dead: Int32 = 0
+        mdb_reader_check(handle, &dead)
+        return Int(dead)
+    }
+
+    /// Throws when this object is used in a child after `fork()`, which LMDB forbids.
+    private func checkProcess() throws {
+        if getpid() != openedPID {
+            throw LMDBError(code: EPERM, call: "fork", caller: "Environment used after fork()")
+        }
+    }
+
+    // MARK: - Reads
+
+    /// Runs `body` in a read transaction taken from the pool; the transaction ends when it returns.
+    ///
+    /// Nothing `body` reads from the map may escape it.
+    func read<R>(_ body: (Transaction) throws -> R) throws -> R {
+        try checkProcess()
+        while true {
+            let outcome: ReadOutcome<R> = try gate.withShared {
+                let txn: OpaquePointer
+                do {
+                    txn = try takeReadTransaction()
+                } catch let error as LMDBError where error.isMapResized {
+                    return .resized
+                }
+                defer { returnReadTransaction(txn) }
+                return .done(try body(Transaction(handle: txn, isReadOnly: true)))
+            }
+            switch outcome {
+            case .done(let value): return value
+            case .resized: try adoptMapSize()
+            }
+        }
+    }
+
+    private enum ReadOutcome<R> {
+        case done(R)
+        case resized
+    }
+
+    private func takeReadTransaction() throws -> OpaquePointer {
+        if let pooled = readPool.withLock({ $0.popLast() })?.handle {
+            let code = mdb_txn_renew(pooled)
+            if code == MDB_SUCCESS { return pooled }
+            mdb_txn_abort(pooled)
+            try check(code, "mdb_txn_renew")
+        }
+        var txn: OpaquePointer?
+        var code = mdb_txn_begin(handle, nil, UInt32(MDB_RDONLY), &txn)
+        if code == MDB_READERS_FULL {
+            clearStaleReaders()
+            code = mdb_txn_begin(handle, nil, UInt32(MDB_RDONLY), &txn)
+        }
+        try check(code, "mdb_txn_begin")
+        guard let txn else { throw LMDBError(code: EINVAL, call: "mdb_txn_begin", caller: #function) }
+        return txn
+    }
+
+    private func returnReadTransaction(_ txn: OpaquePointer) {
+        mdb_txn_reset(txn)
+        let kept = readPool.withLock { pool -> Bool in
+            guard pool.count < 32 else { return false }
+            pool.append(ReadHandle(handle: txn))
+            return true
+        }
+        if !kept { mdb_txn_abort(txn) }
+    }
+
+    // MARK: - Writes (writer thread only)
+
+    /// Runs `body` in a write transaction and commits it; aborts when `body` throws.
+    ///
+    /// Only the writer thread calls this, so LMDB's write lock is never contended in-process.
+    func write<R>(_ body: (Transaction) throws -> R) throws -> R {
+        try checkProcess()
+        while true {
+            let outcome: ReadOutcome<R> = try gate.withShared {
+                var raw: OpaquePointer?
+                let code = mdb_txn_begin(handle, nil, 0, &raw)
+                if code == MDB_MAP_RESIZED { return .resized }
+                try check(code, "mdb_txn_begin")
+                guard let txn = raw else { throw LMDBError(code: EINVAL, call: "mdb_txn_begin", caller: #function) }
+                let value: R
+                do {
+                    value = try body(Transaction(handle: txn, isReadOnly: false))
+                } catch {
+                    mdb_txn_abort(txn)
+                    throw error
+                }
+                try check(mdb_txn_commit(txn), "mdb_txn_commit")
+                return .done(value)
+            }
+            switch outcome {
+            case .done(let value): return value
+            case .resized: try adoptMapSize()
+            }
+        }
+    }
+
+    /// Runs `body` in a nested transaction of `parent`: its writes vanish if it throws.
+    func nested<R>(in parent: Transaction, _ body: (Transaction) throws -> R) throws -> R {
+        var raw: OpaquePointer?
+        try check(mdb_txn_begin(handle, parent.handle, 0, &raw), "mdb_txn_begin")
+        guard let txn = raw else { throw LMDBError(code: EINVAL, call: "mdb_txn_begin", caller: #function) }
+        let value: R
+        do {
+            value = try body(Transaction(handle: txn, isReadOnly: false))
+        } catch {
+            mdb_txn_abort(txn)
+            throw error
+        }
+        try check(mdb_txn_commit(txn), "mdb_txn_commit")
+        return value
+    }
+
+    // MARK: - Map size
+
+    /// Doubles the map (up to ``maxMapSize``); false when it is already at the limit.
+    func growMap() throws -> Bool {
+        try gate.withExclusive { () throws -> Bool in
+            var info = MDB_envinfo()
+            mdb_env_info(handle, &info)
+            let current = info.me_mapsize
+            guard current < maxMapSize else { return false }
+            let next = Environment.rounded(min(maxMapSize, max(current * 2, current + 1 << 20)))
+            try check(mdb_env_set_mapsize(handle, next), "mdb_env_set_mapsize")
+            mapSize.withLock { $0 = next }
+            return true
+        }
+    }
+
+    /// Adopts a map size another process set (`MDB_MAP_RESIZED`).
+    func adoptMapSize() throws {
+        try gate.withExclusive { () throws in
+            try check(mdb_env_set_mapsize(handle, 0), "mdb_env_set_mapsize")
+            var info = MDB_envinfo()
+            mdb_env_info(handle, &info)
+            mapSize.withLock { $0 = info.me_mapsize }
+        }
+    }
+
+    /// Rounds a map size up to a multiple of 64 KiB (a multiple of every OS page size).
+    static func rounded(_ size: Int) -> Int {
+        let unit = 64 * 1024
+        return max(unit, (size + unit - 1) / unit * unit)
+    }
+
+    // MARK: - Copy
+
+    /// Writes a compacted copy of the environment into `directory` (`mdb_env_copy2`).
+    func copyCompacted(to directory: String) throws {
+        try check(directory.withCString { mdb_env_copy2(handle, $0, UInt32(MDB_CP_COMPACT)) }, "mdb_env_copy2")
+    }
+}
+
+/// A reset read transaction waiting in the pool.
+private struct ReadHandle: @unchecked Sendable {
+    // @unchecked: a reset transaction belongs to no thread (MDB_NOTLS); only one taker pops it.
+    let handle: OpaquePointer
+}

@@ -1,0 +1,114 @@
+import CLMDB
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A borrowed view of an open LMDB transaction, valid only inside the closure that received it.
+///
+/// Read and write transactions share this type; only the writer thread ever holds one that can
+/// write. Values returned by ``get(_:key:)`` point into the memory map and must not outlive the
+/// closure either.
+struct Transaction {
+    let handle: OpaquePointer
+    let isReadOnly: Bool
+
+    /// The value stored under `key`, pointing into the map, or nil when absent.
+    func get(_ dbi: MDB_dbi, key: UnsafeRawBufferPointer) throws -> UnsafeRawBufferPointer? {
+        var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
+        var v = MDB_val()
+        let code = mdb_get(handle, dbi, &k, &v)
+        if code == MDB_NOTFOUND { return nil }
+        try check(code, "mdb_get")
+        return UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)
+    }
+
+    /// The value stored under `key` (bytes given as an array), pointing into the map.
+    func get(_ dbi: MDB_dbi, key: [UInt8]) throws -> UnsafeRawBufferPointer? {
+        try key.withUnsafeBytes { try get(dbi, key: $0) }
+    }
+
+    /// Stores `value` under `key`, replacing (or, in a sorted-duplicates database, adding) it.
+    func put(_ dbi: MDB_dbi, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer,
+             flags: UInt32 = 0) throws {
+        var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
+        var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
+        let code = mdb_put(handle, dbi, &k, &v, flags)
+        if code == MDB_KEYEXIST && flags & UInt32(MDB_NODUPDATA) != 0 { return }
+        try check(code, "mdb_put")
+    }
+
+    /// Stores `value` under `key`; array convenience.
+    func put(_ dbi: MDB_dbi, key: [UInt8], value: [UInt8], flags: UInt32 = 0) throws {
+        try key.withUnsafeBytes { k in
+            try value.withUnsafeBytes { v in try put(dbi, key: k, value: v, flags: flags) }
+        }
+    }
+
+    /// Deletes `key` (and, when `value` is given in a sorted-duplicates database, only that pair).
+    /// Returns false when there was nothing to delete.
+    @discardableResult
+    func delete(_ dbi: MDB_dbi, key: [UInt8], value: [UInt8]? = nil) throws -> Bool {
+        var code: Int32 = 0
+        key.withUnsafeBytes { kb in
+            var k = MDB_val(mv_size: kb.count, mv_data: UnsafeMutableRawPointer(mutating: kb.baseAddress))
+            if let value {
+                value.withUnsafeBytes { vb in
+                    var v = MDB_val(mv_size: vb.count, mv_data: UnsafeMutableRawPointer(mutating: vb.baseAddress))
+                    code = mdb_del(handle, dbi, &k, &v)
+                }
+            } else {
+                code = mdb_del(handle, dbi, &k, nil)
+            }
+        }
+        if code == MDB_NOTFOUND { return false }
+        try check(code, "mdb_del")
+        return true
+    }
+
+    /// Removes every entry of a database, keeping the database itself.
+    func empty(_ dbi: MDB_dbi) throws {
+        try check(mdb_drop(handle, dbi, 0), "mdb_drop")
+    }
+
+    /// Removes a database and its name from the environment.
+    func drop(_ dbi: MDB_dbi) throws {
+        try check(mdb_drop(handle, dbi, 1), "mdb_drop")
+    }
+
+    /// The number of entries in a database (duplicates counted), in O(1).
+    func entryCount(_ dbi: MDB_dbi) throws -> Int {
+        var stat = MDB_stat()
+        try check(mdb_stat(handle, dbi, &stat), "mdb_stat")
+        return stat.ms_entries
+    }
+
+    /// Page statistics of a database.
+    func stat(_ dbi: MDB_dbi) throws -> MDB_stat {
+        var stat = MDB_stat()
+        try check(mdb_stat(handle, dbi, &stat), "mdb_stat")
+        return stat
+    }
+
+    /// Opens a cursor on `dbi` for the duration of `body`.
+    func withCursor<R>(_ dbi: MDB_dbi, _ body: (inout Cursor) throws -> R) throws -> R {
+        var raw: OpaquePointer?
+        try check(mdb_cursor_open(handle, dbi, &raw), "mdb_cursor_open")
+        guard let raw else { throw LMDBError(code: EINVAL, call: "mdb_cursor_open", caller: #function) }
+        defer { mdb_cursor_close(raw) }
+        var cursor = Cursor(handle: raw)
+        return try body(&cursor)
+    }
+
+    /// Opens (and with `create`, creates) a named database in this transaction.
+    /// Returns nil when the database does not exist and `create` is false.
+    func openDatabase(_ name: String, flags: Int32, create: Bool) throws -> MDB_dbi? {
+        var dbi: MDB_dbi = 0
+        let openFlags = UInt32(flags | (create ? MDB_CREATE : 0))
+        let code = name.withCString { mdb_dbi_open(handle, $0, openFlags, &dbi) }
+        if code == MDB_NOTFOUND { return nil }
+        try check(code, "mdb_dbi_open")
+        return dbi
+    }
+}

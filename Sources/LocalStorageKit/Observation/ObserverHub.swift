@@ -1,0 +1,64 @@
+import Foundation
+import Synchronization
+
+/// Fans committed changes out to the change streams and live queries of each type.
+///
+/// The writer calls ``publish(_:)`` after every commit, in commit order; subscribers must not block
+/// (they only yield into buffered streams or schedule a rerun).
+final class ObserverHub: Sendable {
+    typealias Subscriber = @Sendable ([PublishedChange]) -> Void
+
+    private struct State {
+        var subscribers: [String: [UInt64: Subscriber]] = [:]
+        var nextToken: UInt64 = 0
+    }
+
+    private let state = Mutex(State())
+
+    /// Whether anyone observes `typeName` (the writer skips building changes nobody reads).
+    func hasSubscribers(_ typeName: String) -> Bool {
+        state.withLock { !($0.subscribers[typeName]?.isEmpty ?? true) }
+    }
+
+    /// Whether anyone observes anything.
+    var isObserved: Bool { state.withLock { !$0.subscribers.isEmpty } }
+
+    /// Adds a subscriber for `typeName`; returns the token that removes it.
+    func subscribe(_ typeName: String, _ subscriber: @escaping Subscriber) -> UInt64 {
+        state.withLock { state in
+            state.nextToken += 1
+            state.subscribers[typeName, default: [:]][state.nextToken] = subscriber
+            return state.nextToken
+        }
+    }
+
+    /// Removes a subscriber.
+    func unsubscribe(_ typeName: String, token: UInt64) {
+        state.withLock { state in
+            state.subscribers[typeName]?[token] = nil
+            if state.subscribers[typeName]?.isEmpty == true { state.subscribers[typeName] = nil }
+        }
+    }
+
+    /// Delivers one commit's changes, grouped by type, to that type's subscribers.
+    func publish(_ changes: [PublishedChange]) {
+        guard !changes.isEmpty else { return }
+        let byType = Dictionary(grouping: changes, by: \.typeName)
+        let targets = state.withLock { state in
+            byType.compactMap { name, changes in
+                state.subscribers[name].map { (Array($0.values), changes) }
+            }
+        }
+        for (subscribers, changes) in targets {
+            for subscriber in subscribers { subscriber(changes) }
+        }
+    }
+
+    /// Tells every subscriber of every type that something changed outside this process.
+    func publishExternalChange(typeNames: [String]) {
+        let subscribers = state.withLock { state in
+            typeNames.flatMap { state.subscribers[$0].map { Array($0.values) } ?? [] }
+        }
+        for subscriber in subscribers { subscriber([]) }
+    }
+}

@@ -1,0 +1,40 @@
+/// One committed change to a stored type, as ``LocalStorage/changes(of:)`` delivers it.
+public enum StorageChange<T: Sendable>: Sendable {
+    /// A record was saved for the first time (or after it had expired).
+    case inserted(T)
+    /// An existing record was saved again or updated.
+    case updated(T)
+    /// A record was deleted.
+    case deleted(id: String)
+    /// An expired record was purged.
+    case expired(id: String)
+    /// Every record of the type was deleted (``LocalStorage/deleteAll(_:)``).
+    case cleared
+}
+
+extension StorageChange: Equatable where T: Equatable {}
+
+/// A change as the writer publishes it, before it is typed for each observer.
+struct PublishedChange: Sendable {
+    enum Kind: Sendable {
+        case inserted(any Sendable)
+        case updated(any Sendable)
+        case deleted(String)
+        case expired(String)
+        case cleared
+    }
+
+    let typeName: String
+    let kind: Kind
+
+    /// The change typed for an observer of `T`; nil when the value is of another Swift type.
+    func typed<T: Sendable>(as type: T.Type) -> StorageChange<T>? {
+        switch kind {
+        case .inserted(let value): (value as? T).map(StorageChange.inserted)
+        case .updated(let value): (value as? T).map(StorageChange.updated)
+        case .deleted(let id): .deleted(id: id)
+        case .expired(let id): .expired(id: id)
+        case .cleared: .cleared
+        }
+    }
+}

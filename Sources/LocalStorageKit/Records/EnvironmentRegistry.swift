@@ -1,0 +1,63 @@
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Makes every ``LocalStorage`` on one directory in this process share one ``StoreCore``.
+///
+/// Keyed by the directory's device and inode, not its path, so two spellings of one directory
+/// (symlinks, `..`) still share; an entry lives as long as some store holds its core.
+enum EnvironmentRegistry {
+    private struct Key: Hashable {
+        let device: UInt64
+        let inode: UInt64
+    }
+
+    private final class WeakCore: @unchecked Sendable {
+        // @unchecked: only read and written under the registry's mutex.
+        weak var core: StoreCore?
+        init(_ core: StoreCore) { self.core = core }
+    }
+
+    private static let entries = Mutex<[Key: WeakCore]>([:])
+
+    /// The core for `configuration`'s directory, opening it when no store in this process has.
+    static func core(for configuration: LocalStorageConfiguration) throws -> StoreCore {
+        if configuration.isInMemory {
+            return try StoreCore(directory: try makeInMemoryDirectory(), configuration: configuration)
+        }
+        let directory = configuration.storeDirectory
+        do {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        } catch {
+            throw LocalStorageError.openFailed(path: directory.path, reason: "\(error.localizedDescription)")
+        }
+        var info = stat()
+        guard stat(directory.path, &info) == 0 else {
+            throw LocalStorageError.openFailed(path: directory.path, reason: String(cString: strerror(errno)))
+        }
+        let key = Key(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+        return try entries.withLock { entries in
+            if let core = entries[key]?.core { return core }
+            let core = try StoreCore(directory: directory, configuration: configuration)
+            entries[key] = WeakCore(core)
+            entries = entries.filter { $0.value.core != nil }
+            return core
+        }
+    }
+
+    private static func makeInMemoryDirectory() throws -> URL {
+        let shm = URL(fileURLWithPath: "/dev/shm", isDirectory: true)
+        let base = access(shm.path, W_OK) == 0 ? shm : FileManager.default.temporaryDirectory
+        let directory = base.appendingPathComponent("LocalStorageKit-\(UUID().uuidString)", isDirectory: true)
+        do {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        } catch {
+            throw LocalStorageError.openFailed(path: directory.path, reason: "\(error.localizedDescription)")
+        }
+        return directory
+    }
+}

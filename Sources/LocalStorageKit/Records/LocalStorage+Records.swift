@@ -1,0 +1,257 @@
+import CLMDB
+import Foundation
+
+extension LocalStorage {
+    // MARK: - Saving
+
+    /// Saves `value`, replacing any record with its id.
+    ///
+    /// Re-saving an id keeps its `createdAt`, moves `updatedAt` and takes the new expiration. Concurrent
+    /// saves from many tasks are committed together; the call returns when the commit is durable.
+    /// - Throws: `invalidId` for an empty or over-long id, `encodingFailed`, `storageFull`.
+    public func save<T: LocalStorable>(_ value: T, expiration: CacheExpiration = .never) async throws {
+        try await operation("save") {
+            let schema = try await core.schema(for: T.self)
+            let record = try prepare(value)
+            try await core.writer.perform { context in
+                try RecordWriter.put(record, expiresAt: expiration.expiresAt(now: context.now), schema: schema,
+                                     context: context)
+            }
+        }
+    }
+
+    /// Saves every value in one transaction: all of them or, on failure, none.
+    ///
+    /// When the sequence repeats an id, the last value wins.
+    public func save<T: LocalStorable, S: Sequence & Sendable>(
+        contentsOf values: S, expiration: CacheExpiration = .never
+    ) async throws where S.Element == T {
+        try await operation("save(contentsOf:)") {
+            let schema = try await core.schema(for: T.self)
+            let records = try values.map { try prepare($0) }
+            guard !records.isEmpty else { return }
+            // Applying puts in key order fills pages better and is several times faster; the stable
+            // sort keeps the last write to a repeated id last.
+            let ordered = records.enumerated().sorted {
+                $0.element.key.lexicographicallyPrecedes($1.element.key)
+                    || ($0.element.key == $1.element.key && $0.offset < $1.offset)
+            }.map(\.element)
+            try await core.writer.perform { context in
+                let expiresAt = expiration.expiresAt(now: context.now)
+                for record in ordered {
+                    try RecordWriter.put(record, expiresAt: expiresAt, schema: schema, context: context)
+                }
+            }
+        }
+    }
+
+    /// Encodes a value and its index values for the writer.
+    func prepare<T: LocalStorable>(_ value: T) throws -> PreparedRecord {
+        let id = value.storageID
+        let key = try RecordWriter.key(for: id)
+        let format = core.configuration.codec.format
+        return PreparedRecord(id: id, key: key, payload: try PayloadCodec.encode(value, as: format),
+                              format: format, version: T.storageVersion, indexValues: value.indexValuesForStorage,
+                              value: value)
+    }
+
+    // MARK: - Reading
+
+    /// The record with `id`, or nil when it is absent or expired.
+    ///
+    /// - Throws: `decodingFailed` when the stored payload does not decode as `T`; `migrationFailed`.
+    public func fetch<T: LocalStorable>(_ type: T.Type, id: String) async throws -> T? {
+        try await operation("fetch") {
+            let schema = try await core.schema(for: T.self)
+            let key = try RecordWriter.key(for: id)
+            let now = Clock.now()
+            let counter = core.decodes
+            let (value, expired): (T?, Bool) = try core.environment.read { txn in
+                guard let bytes = try txn.get(schema.records, key: key) else { return (nil, false) }
+                let view = try RecordView(bytes)
+                if view.isExpired(at: now) { return (nil, true) }
+                return (try RecordDecoding.decode(T.self, view: view, id: id, counter: counter), false)
+            }
+            if expired && core.configuration.autoPurgeExpiredOnRead {
+                try await purge(keys: [key], schema: schema)
+            }
+            return value
+        }
+    }
+
+    /// Live records of `T` in `options.sort` order (by id unless told otherwise), paged by limit and offset.
+    ///
+    /// Complexity: O(offset + limit) entries walked; only returned rows are decoded.
+    public func fetch<T: LocalStorable>(_ type: T.Type, options: FetchOptions = FetchOptions()) async throws -> [T] {
+        try await operation("fetch(options:)") {
+            let options = try options.validated()
+            let schema = try await core.schema(for: T.self)
+            let now = Clock.now()
+            let counter = core.decodes
+            let (items, expired) = try core.environment.read { txn in
+                try RecordReader.list(T.self, schema: schema, options: options, now: now, txn: txn, counter: counter)
+            }
+            if !expired.isEmpty && (options.purgeExpired || core.configuration.autoPurgeExpiredOnRead) {
+                try await purge(keys: expired, schema: schema)
+            }
+            return items
+        }
+    }
+
+    /// The number of live (unexpired) records of `T`.
+    ///
+    /// Complexity: O(expired but unpurged records); decodes nothing.
+    public func count<T: LocalStorable>(_ type: T.Type) async throws -> Int {
+        try await operation("count") {
+            let schema = try await core.schema(for: T.self)
+            let now = Clock.now()
+            return try core.environment.read { txn in try RecordReader.count(schema: schema, now: now, txn: txn) }
+        }
+    }
+
+    /// What the store knows about a record: timestamps, expiry, size, version.
+    ///
+    /// The one read that still returns an expired record (with `isExpired == true`) until it is purged.
+    public func metadata<T: LocalStorable>(_ type: T.Type, id: String) async throws -> StorageMetadata? {
+        try await operation("metadata") {
+            let schema = try await core.schema(for: T.self)
+            let key = try RecordWriter.key(for: id)
+            let now = Clock.now()
+            return try core.environment.read { txn -> StorageMetadata? in
+                guard let bytes = try txn.get(schema.records, key: key) else { return nil }
+                let view = try RecordView(bytes)
+                return StorageMetadata(
+                    createdAt: Clock.date(fromNanoseconds: view.createdAt),
+                    updatedAt: Clock.date(fromNanoseconds: view.updatedAt),
+                    expiresAt: view.expiresAt == 0 ? nil : Clock.date(fromNanoseconds: view.expiresAt),
+                    sizeInBytes: view.payload.count,
+                    isExpired: view.isExpired(at: now),
+                    version: view.version)
+            }
+        }
+    }
+
+    // MARK: - Deleting
+
+    /// Deletes the record with `id`; deleting a missing id does nothing.
+    public func delete<T: LocalStorable>(_ type: T.Type, id: String) async throws {
+        try await operation("delete") {
+            let schema = try await core.schema(for: T.self)
+            let key = try RecordWriter.key(for: id)
+            try await core.writer.perform { context in
+                if try RecordWriter.delete(key: key, schema: schema, txn: context.txn) {
+                    context.publish(PublishedChange(typeName: schema.name, kind: .deleted(id)))
+                }
+            }
+        }
+    }
+
+    /// Deletes every record of `T` (emits one `.cleared`).
+    public func deleteAll<T: LocalStorable>(_ type: T.Type) async throws {
+        try await operation("deleteAll") {
+            let schema = try await core.schema(for: T.self)
+            try await core.writer.perform { context in
+                try RecordWriter.deleteAll(schema: schema, txn: context.txn)
+                context.publish(PublishedChange(typeName: schema.name, kind: .cleared))
+            }
+        }
+    }
+
+    /// Deletes every expired record of every type in the store; returns how many.
+    ///
+    /// Emits `.expired(id)` for each. Works in bounded batches.
+    @discardableResult
+    public func purgeExpired() async throws -> Int {
+        try await operation("purgeExpired") {
+            let meta = core.meta
+            return try await core.writer.performExclusive { writer in
+                try LocalStorage.purgeAllExpired(meta: meta, writer: writer)
+            }
+        }
+    }
+
+    /// Purges every type's expired records in batches of 10,000 per transaction.
+    static func purgeAllExpired(meta: MDB_dbi, writer: Writer) throws -> Int {
+        let infos = try writer.transact { context in try StoreCore.typeInfos(meta: meta, in: context.txn) }
+        var total = 0
+        for info in infos {
+            while true {
+                let purged = try writer.transact { context in
+                    let schema = try StoreCore.schema(for: info, in: context.txn)
+                    return try RecordWriter.purgeExpired(schema: schema, now: context.now, limit: 10_000,
+                                                         context: context)
+                }
+                total += purged
+                if purged < 10_000 { break }
+            }
+        }
+        return total
+    }
+
+    /// Deletes the given records if they are (still) expired, emitting `.expired(id)`.
+    func purge(keys: [[UInt8]], schema: TypeSchema) async throws {
+        try await core.writer.perform { context in
+            for key in keys {
+                guard let bytes = try context.txn.get(schema.records, key: key),
+                      let view = try? RecordView(bytes), view.isExpired(at: context.now) else { continue }
+                try RecordWriter.delete(key: key, schema: schema, txn: context.txn)
+                context.publish(PublishedChange(typeName: schema.name,
+                                                kind: .expired(String(decoding: key, as: UTF8.self))))
+            }
+        }
+    }
+
+    // MARK: - Changing one record
+
+    /// Changes a record's time to live without rewriting its value.
+    ///
+    /// - Throws: `notFound(id:)` when the record is absent or expired.
+    public func setExpiration<T: LocalStorable>(_ type: T.Type, id: String, _ expiration: CacheExpiration) async throws {
+        try await operation("setExpiration") {
+            let schema = try await core.schema(for: T.self)
+            let key = try RecordWriter.key(for: id)
+            try await core.writer.perform { context in
+                guard let bytes = try context.txn.get(schema.records, key: key) else { throw LocalStorageError.notFound(id: id) }
+                let view = try RecordView(bytes)
+                guard !view.isExpired(at: context.now) else { throw LocalStorageError.notFound(id: id) }
+                var header = view.header()
+                header.expiresAt = expiration.expiresAt(now: context.now)
+                try RecordWriter.replaceHeader(of: view, with: header, key: key, schema: schema, txn: context.txn)
+            }
+        }
+    }
+
+    /// Reads, mutates and writes a record in one transaction; returns the new value.
+    ///
+    /// `mutate` runs on the writer thread: keep it short. The record keeps its expiration.
+    /// - Throws: `notFound(id:)` when the record is absent or expired; `invalidId` if `mutate` changes the id;
+    ///   whatever `mutate` throws (nothing is written then).
+    @discardableResult
+    public func update<T: LocalStorable>(_ type: T.Type, id: String,
+                                         _ mutate: @escaping @Sendable (inout T) throws -> Void) async throws -> T {
+        try await operation("update") {
+            let schema = try await core.schema(for: T.self)
+            let key = try RecordWriter.key(for: id)
+            let format = core.configuration.codec.format
+            let counter = core.decodes
+            return try await core.writer.perform { context -> T in
+                guard let bytes = try context.txn.get(schema.records, key: key) else {
+                    throw LocalStorageError.notFound(id: id)
+                }
+                let view = try RecordView(bytes)
+                guard !view.isExpired(at: context.now) else { throw LocalStorageError.notFound(id: id) }
+                let expiresAt = view.expiresAt
+                var value = try RecordDecoding.decode(T.self, view: view, id: id, counter: counter)
+                try mutate(&value)
+                guard value.storageID == id else {
+                    throw LocalStorageError.invalidId("update must not change the id (\(id) → \(value.storageID))")
+                }
+                let record = PreparedRecord(id: id, key: key, payload: try PayloadCodec.encode(value, as: format),
+                                            format: format, version: T.storageVersion,
+                                            indexValues: value.indexValuesForStorage, value: value)
+                try RecordWriter.put(record, expiresAt: expiresAt, schema: schema, context: context)
+                return value
+            }
+        }
+    }
+}

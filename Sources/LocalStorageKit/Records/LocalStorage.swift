@@ -1,0 +1,65 @@
+import Foundation
+
+/// A cache of Codable records in LMDB: save with a time to live, fetch in microseconds, query
+/// through declared indexes, page, observe, migrate.
+///
+/// ```swift
+/// let storage = try LocalStorage()
+/// try await storage.save(product, expiration: .hours(2))
+/// let item: Product? = try await storage.fetch(Product.self, id: "sku_108")
+/// ```
+///
+/// `LocalStorage` is safe to use from any task or thread. Two stores on the same directory in one
+/// process share one LMDB environment and one writer; the store closes when its last reference goes.
+/// Writes from every task are committed together by a single writer thread (group commit), and each
+/// call returns once its write is durable (per ``LocalStorageConfiguration/durability``).
+public final class LocalStorage: Sendable {
+    let core: StoreCore
+
+    /// The configuration the store was opened with.
+    public var configuration: LocalStorageConfiguration { core.configuration }
+
+    /// Opens the store described by `configuration` (by default, on disk in the default directory).
+    ///
+    /// - Throws: ``LocalStorageError/openFailed(path:reason:)`` when the directory cannot hold a store.
+    public convenience init(configuration: LocalStorageConfiguration = .default) throws {
+        try self.init(configuration: configuration, logger: configuration.logger)
+    }
+
+    /// Opens the store described by `configuration`, reporting to `logger`.
+    public init(configuration: LocalStorageConfiguration, logger: (any StorageLogger)?) throws {
+        var configuration = configuration
+        configuration.logger = logger
+        core = try EnvironmentRegistry.core(for: configuration)
+    }
+
+    /// A repository: the same operations bound to one type.
+    public func repository<T: LocalStorable>(_ type: T.Type) -> LocalRepository<T> {
+        LocalRepository(storage: self)
+    }
+
+    /// The number of transactions the writer has committed (shows group commit at work).
+    var commitCount: Int { core.writer.commitCount }
+
+    /// The number of payloads decoded so far.
+    var decodeCount: Int { core.decodes.value }
+
+    // MARK: - Plumbing
+
+    /// Runs a public operation: maps every error to ``LocalStorageError`` and reports its duration.
+    func operation<R>(_ name: String, _ body: () async throws -> R) async throws(LocalStorageError) -> R {
+        let start = ContinuousClock.now
+        defer {
+            if let logger = core.logger {
+                let elapsed = ContinuousClock.now - start
+                let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
+                logger.record(duration: seconds, operation: name)
+            }
+        }
+        do {
+            return try await body()
+        } catch {
+            throw LocalStorageError.wrapping(error)
+        }
+    }
+}

@@ -1,0 +1,93 @@
+import Foundation
+
+/// How durable each commit is.
+public enum StorageDurability: Sendable, Hashable {
+    /// Every commit is flushed to disk before the save returns (the default).
+    case full
+    /// The data is flushed on commit, the meta page lazily (`MDB_NOMETASYNC`): a system crash may lose
+    /// the last commits, never consistency.
+    case relaxed
+    /// Nothing is flushed (`MDB_NOSYNC`): for throwaway caches. A system crash may lose recent commits;
+    /// a process crash loses nothing.
+    case none
+}
+
+/// The format new payloads are written in. A store may hold both; each record says which it uses.
+public enum StorageCodec: Sendable, Hashable {
+    /// Foundation's `JSONEncoder` / `JSONDecoder`.
+    case json
+    /// LocalStorageKit's compact, self-describing binary Codable format (faster to decode).
+    case binary
+}
+
+/// Settings for a ``LocalStorage``.
+///
+/// ```swift
+/// var config = LocalStorageConfiguration()
+/// config.databaseDirectory = .applicationSupportDirectory
+/// config.durability = .relaxed
+/// let storage = try LocalStorage(configuration: config)
+/// ```
+public struct LocalStorageConfiguration: Sendable {
+    /// Keeps the store in a private temporary directory (on `/dev/shm` when it exists), removed when
+    /// the store closes. Implies ``StorageDurability/none``.
+    public var isInMemory: Bool = false
+    /// Deletes the expired records a read meets, after the read.
+    public var autoPurgeExpiredOnRead: Bool = false
+    /// The directory that holds the store. The store itself lives in a `LocalStorage` folder inside it.
+    public var databaseDirectory: URL = .applicationSupportDirectory
+    /// Where the store reports what it does; nil for silence.
+    public var logger: (any StorageLogger)?
+    /// How durable each commit is.
+    public var durability: StorageDurability = .full
+    /// The initial size of the memory map in bytes; it grows on demand up to ``maxMapSize``.
+    public var mapSize: Int = 64 << 20
+    /// The largest the memory map may grow to; saves past it throw ``LocalStorageError/storageFull``.
+    public var maxMapSize: Int = 64 << 30
+    /// How long live queries wait after a write for more writes before rerunning.
+    public var liveQueryCoalescing: Duration = .milliseconds(50)
+    /// The format new payloads are written in.
+    public var codec: StorageCodec = .json
+    /// How often the background sweep purges expired records; nil turns it off. Off by default for
+    /// in-memory stores.
+    public var expirySweepInterval: Duration? = .seconds(60)
+    /// How often live queries check for writes by other processes.
+    public var externalChangePollInterval: Duration = .milliseconds(250)
+
+    /// A configuration with every default.
+    public init() {}
+
+    /// The on-disk store in the default directory.
+    public static var `default`: LocalStorageConfiguration { LocalStorageConfiguration() }
+
+    /// A private store for tests and throwaway caches, removed when it closes.
+    public static var inMemory: LocalStorageConfiguration {
+        var configuration = LocalStorageConfiguration()
+        configuration.isInMemory = true
+        configuration.durability = .none
+        configuration.expirySweepInterval = nil
+        return configuration
+    }
+
+    /// The directory LMDB's files go in.
+    var storeDirectory: URL {
+        databaseDirectory.appendingPathComponent("LocalStorage", isDirectory: true)
+    }
+}
+
+#if !canImport(Darwin)
+extension URL {
+    /// The per-user application data directory: `$XDG_DATA_HOME`, else `~/.local/share`.
+    ///
+    /// Foundation provides this on Apple platforms; LocalStorageKit supplies it where it is missing.
+    public static var applicationSupportDirectory: URL {
+        let environment = ProcessInfo.processInfo.environment
+        if let xdg = environment["XDG_DATA_HOME"], !xdg.isEmpty {
+            return URL(fileURLWithPath: xdg, isDirectory: true)
+        }
+        let home = environment["HOME"].map { URL(fileURLWithPath: $0, isDirectory: true) }
+            ?? FileManager.default.homeDirectoryForCurrentUser
+        return home.appendingPathComponent(".local/share", isDirectory: true)
+    }
+}
+#endif

@@ -1,0 +1,54 @@
+/// Everything LocalStorageKit throws.
+///
+/// Cases carry enough to say what went wrong in one line; ``description`` does.
+public enum LocalStorageError: Error, Sendable, CustomStringConvertible, Equatable {
+    /// The record does not exist (or has expired) and the call needs one.
+    case notFound(id: String)
+    /// A stored payload could not be decoded as the requested type, or a stored record is damaged.
+    case decodingFailed(reason: String)
+    /// A value could not be encoded.
+    case encodingFailed(reason: String)
+    /// A migration chain step is missing, threw, or produced a payload that does not decode.
+    case migrationFailed(from: Int, to: Int, underlying: String)
+    /// A filter or sort names an index the type does not declare.
+    case unknownIndex(String)
+    /// A query is malformed: wrong value kind for an index, NaN, a page below 1, ….
+    case invalidQuery(String)
+    /// An id is empty or too long for an LMDB key (511 bytes of UTF-8).
+    case invalidId(String)
+    /// The store reached its maximum map size.
+    case storageFull
+    /// The store could not be opened (not an LMDB store, damaged, no permission, …).
+    case openFailed(path: String, reason: String)
+    /// LMDB reported an error: its code, its message and the failing call.
+    case storageError(code: Int32, message: String)
+
+    public var description: String {
+        switch self {
+        case .notFound(let id): "No record with id \"\(id)\" (absent or expired)"
+        case .decodingFailed(let reason): "Decoding failed: \(reason)"
+        case .encodingFailed(let reason): "Encoding failed: \(reason)"
+        case .migrationFailed(let from, let to, let underlying):
+            "Migration from version \(from) to \(to) failed: \(underlying)"
+        case .unknownIndex(let name): "Unknown index \"\(name)\""
+        case .invalidQuery(let reason): "Invalid query: \(reason)"
+        case .invalidId(let reason): "Invalid id: \(reason)"
+        case .storageFull: "The store is full: it reached its maximum map size"
+        case .openFailed(let path, let reason): "Cannot open the store at \(path): \(reason)"
+        case .storageError(let code, let message): "Storage error \(code): \(message)"
+        }
+    }
+}
+
+extension LocalStorageError {
+    /// Maps any error thrown inside the library to the public error type.
+    static func wrapping(_ error: any Error) -> LocalStorageError {
+        switch error {
+        case let error as LocalStorageError: return error
+        case let error as LMDBError:
+            if error.isMapFull { return .storageFull }
+            return .storageError(code: error.code, message: error.description)
+        default: return .storageError(code: -1, message: String(describing: error))
+        }
+    }
+}

@@ -1,0 +1,79 @@
+import CLMDB
+
+/// Reads records inside a read transaction: listings by id or update time, counts, expiry sets.
+enum RecordReader {
+    /// The keys of records that expired by `now` but are not purged yet (walks only those).
+    static func expiredKeys(schema: TypeSchema, now: Int64, txn: Transaction) throws -> Set<[UInt8]> {
+        var keys = Set<[UInt8]>()
+        try txn.withCursor(schema.expiry) { cursor in
+            var entry = try cursor.move(MDB_FIRST)
+            while let current = entry, current.key.count == 8 {
+                let expiresAt = Int64(bitPattern: UInt64(bigEndian: current.key.loadUnaligned(as: UInt64.self)))
+                if expiresAt > now { break }
+                keys.insert(Array(current.value))
+                entry = try cursor.move(MDB_NEXT)
+            }
+        }
+        return keys
+    }
+
+    /// The number of live records of a type: all entries minus the expired ones.
+    static func count(schema: TypeSchema, now: Int64, txn: Transaction) throws -> Int {
+        let total = try txn.entryCount(schema.records)
+        let expired = try expiredKeys(schema: schema, now: now, txn: txn).count
+        return max(0, total - expired)
+    }
+
+    /// Lists live records in `options.sort` order, decoding only the rows returned.
+    /// Returns the rows and the keys of expired records it met.
+    static func list<T: LocalStorable>(
+        _ type: T.Type, schema: TypeSchema, options: FetchOptions, now: Int64, txn: Transaction,
+        counter: DecodeCounter
+    ) throws -> (items: [T], expired: [[UInt8]]) {
+        var items: [T] = []
+        var expiredMet: [[UInt8]] = []
+        let end = options.end
+        guard end > 0, options.limit != 0 else { return ([], []) }
+        var position = 0
+        switch options.sort {
+        case .id:
+            try txn.withCursor(schema.records) { cursor in
+                var entry = try cursor.move(MDB_FIRST)
+                while let current = entry, position < end {
+                    let view = try RecordView(current.value)
+                    if view.isExpired(at: now) {
+                        expiredMet.append(Array(current.key))
+                    } else {
+                        if position >= options.offset {
+                            let id = String(decoding: current.key, as: UTF8.self)
+                            items.append(try RecordDecoding.decode(T.self, view: view, id: id, counter: counter))
+                        }
+                        position += 1
+                    }
+                    entry = try cursor.move(MDB_NEXT)
+                }
+            }
+        case .newestFirst, .oldestFirst:
+            let expired = try expiredKeys(schema: schema, now: now, txn: txn)
+            let newestFirst = options.sort == .newestFirst
+            try txn.withCursor(schema.updated) { cursor in
+                var entry = try cursor.move(newestFirst ? MDB_LAST : MDB_FIRST)
+                while let current = entry, position < end {
+                    let key = Array(current.value)
+                    if expired.contains(key) {
+                        expiredMet.append(key)
+                    } else {
+                        if position >= options.offset, let bytes = try txn.get(schema.records, key: key) {
+                            let view = try RecordView(bytes)
+                            let id = String(decoding: key, as: UTF8.self)
+                            items.append(try RecordDecoding.decode(T.self, view: view, id: id, counter: counter))
+                        }
+                        position += 1
+                    }
+                    entry = try cursor.move(newestFirst ? MDB_PREV : MDB_NEXT)
+                }
+            }
+        }
+        return (items, expiredMet)
+    }
+}

@@ -1,0 +1,151 @@
+import CLMDB
+
+/// A record ready to store: encoded off the writer thread, written on it.
+struct PreparedRecord: Sendable {
+    let id: String
+    let key: [UInt8]
+    let payload: [UInt8]
+    let format: PayloadFormat
+    let version: Int
+    let indexValues: [StoredIndexValue]
+    /// The value itself, for change streams.
+    let value: any Sendable
+}
+
+/// The writes that keep a record, its index entries, its update-time entry and its expiry entry in
+/// step. Every function runs inside one write transaction.
+enum RecordWriter {
+    /// Validates an id as a record key: 1…511 bytes of UTF-8.
+    static func key(for id: String) throws(LocalStorageError) -> [UInt8] {
+        let bytes = Array(id.utf8)
+        if bytes.isEmpty { throw .invalidId("an id must not be empty") }
+        if bytes.count > 511 {
+            throw .invalidId("an id may have at most 511 bytes of UTF-8; this one has \(bytes.count)")
+        }
+        return bytes
+    }
+
+    /// Inserts or replaces a record: keeps `createdAt` of a live record it replaces, moves
+    /// `updatedAt` to the batch time, takes the new expiration. Publishes `.inserted` or `.updated`.
+    static func put(_ record: PreparedRecord, expiresAt: Int64, schema: TypeSchema,
+                    context: Writer.Context) throws {
+        let txn = context.txn
+        var createdAt = context.now
+        var replacesLiveRecord = false
+        if let existing = try txn.get(schema.records, key: record.key) {
+            if let view = try? RecordView(existing) {
+                if !view.isExpired(at: context.now) {
+                    createdAt = view.createdAt
+                    replacesLiveRecord = true
+                }
+                try removeEntries(of: view.header(), key: record.key, schema: schema, txn: txn)
+            }
+        }
+        let header = RecordHeader(format: record.format, version: record.version, createdAt: createdAt,
+                                  updatedAt: context.now, expiresAt: expiresAt, signature: schema.signature,
+                                  indexValues: record.indexValues)
+        try txn.put(schema.records, key: record.key, value: try header.serialized(payload: record.payload))
+        try addEntries(of: header, key: record.key, schema: schema, txn: txn)
+        context.publish(PublishedChange(typeName: schema.name,
+                                        kind: replacesLiveRecord ? .updated(record.value) : .inserted(record.value)))
+    }
+
+    /// Rewrites a record's header (same payload), keeping its entries in step.
+    static func replaceHeader(of view: RecordView, with header: RecordHeader, key: [UInt8], schema: TypeSchema,
+                              txn: Transaction) throws {
+        let old = view.header()
+        let bytes = try header.serialized(payload: Array(view.payload))
+        try removeEntries(of: old, key: key, schema: schema, txn: txn)
+        try txn.put(schema.records, key: key, value: bytes)
+        try addEntries(of: header, key: key, schema: schema, txn: txn)
+    }
+
+    /// Deletes a record and its entries; false when there was no record.
+    @discardableResult
+    static func delete(key: [UInt8], schema: TypeSchema, txn: Transaction) throws -> Bool {
+        guard let existing = try txn.get(schema.records, key: key) else { return false }
+        if let view = try? RecordView(existing) {
+            try removeEntries(of: view.header(), key: key, schema: schema, txn: txn)
+        }
+        try txn.delete(schema.records, key: key)
+        return true
+    }
+
+    /// Deletes every record of a type with all its entries.
+    static func deleteAll(schema: TypeSchema, txn: Transaction) throws {
+        try txn.empty(schema.records)
+        try txn.empty(schema.updated)
+        try txn.empty(schema.expiry)
+        for index in schema.indexes { try txn.empty(index.dbi) }
+    }
+
+    /// Adds the update-time, expiry and index entries of a record.
+    static func addEntries(of header: RecordHeader, key: [UInt8], schema: TypeSchema, txn: Transaction) throws {
+        try txn.put(schema.updated, key: timeKey(header.updatedAt), value: key)
+        if header.expiresAt != 0 {
+            try txn.put(schema.expiry, key: timeKey(header.expiresAt), value: key)
+        }
+        for value in header.indexValues {
+            guard let index = schema.index(named: value.name), index.kind == value.kind else { continue }
+            let indexKey = value.bytes.withUnsafeBytes { IndexValue.keyBytes(kind: value.kind, stored: $0) }
+            try txn.put(index.dbi, key: indexKey, value: key)
+        }
+    }
+
+    /// Removes the update-time, expiry and index entries of a record.
+    static func removeEntries(of header: RecordHeader, key: [UInt8], schema: TypeSchema,
+                              txn: Transaction) throws {
+        try txn.delete(schema.updated, key: timeKey(header.updatedAt), value: key)
+        if header.expiresAt != 0 {
+            try txn.delete(schema.expiry, key: timeKey(header.expiresAt), value: key)
+        }
+        for value in header.indexValues {
+            guard let index = schema.index(named: value.name), index.kind == value.kind else { continue }
+            let indexKey = value.bytes.withUnsafeBytes { IndexValue.keyBytes(kind: value.kind, stored: $0) }
+            try txn.delete(index.dbi, key: indexKey, value: key)
+        }
+    }
+
+    /// A timestamp as an 8-byte big-endian key (memcmp order = time order).
+    static func timeKey(_ nanoseconds: Int64) -> [UInt8] {
+        var key: [UInt8] = []
+        key.reserveCapacity(8)
+        key.appendBigEndian(UInt64(bitPattern: nanoseconds))
+        return key
+    }
+
+    /// Deletes up to `limit` records of a type that expired by `now`, publishing `.expired(id)`.
+    /// Returns how many it deleted.
+    static func purgeExpired(schema: TypeSchema, now: Int64, limit: Int, context: Writer.Context) throws -> Int {
+        let txn = context.txn
+        var expired: [(time: [UInt8], key: [UInt8])] = []
+        try txn.withCursor(schema.expiry) { cursor in
+            var entry = try cursor.move(MDB_FIRST)
+            while let current = entry, expired.count < limit {
+                guard current.key.count == 8 else { break }
+                let expiresAt = Int64(bitPattern: UInt64(bigEndian: current.key.loadUnaligned(as: UInt64.self)))
+                if expiresAt > now { break }
+                expired.append((Array(current.key), Array(current.value)))
+                entry = try cursor.move(MDB_NEXT)
+            }
+        }
+        var purged = 0
+        for (time, key) in expired {
+            let bytes = try txn.get(schema.records, key: key)
+            let view = bytes.flatMap { try? RecordView($0) }
+            if let view, !view.isExpired(at: now) {
+                // A stale entry (the header says otherwise): drop just the entry.
+                try txn.delete(schema.expiry, key: time, value: key)
+                continue
+            }
+            if bytes != nil, try delete(key: key, schema: schema, txn: txn) {
+                purged += 1
+                context.publish(PublishedChange(typeName: schema.name,
+                                                kind: .expired(String(decoding: key, as: UTF8.self))))
+            }
+            // A dangling entry (no record, or a damaged header) is removed either way.
+            try txn.delete(schema.expiry, key: time, value: key)
+        }
+        return purged
+    }
+}

@@ -1,0 +1,270 @@
+import Foundation
+import Synchronization
+
+/// The one thread that writes: it drains every queued request into one transaction (group commit),
+/// commits, publishes the changes, then resumes each caller.
+///
+/// Each request runs in a nested transaction, so a request that throws (say `notFound` in an
+/// `update`) fails alone while the rest of its batch commits. `MDB_MAP_FULL` aborts the batch, grows
+/// the map while no transaction of this process is open, and replays it; at the size limit each
+/// request is retried alone so that only the ones that do not fit fail with `storageFull`.
+final class Writer: @unchecked Sendable {
+    // @unchecked: the queue and flags are only touched under `condition`; the thread owns the rest.
+
+    /// What a request sees while it runs: the transaction and the batch's clock.
+    final class Context {
+        var txn: Transaction
+        /// The batch's timestamp in ns since 1970; strictly increasing from batch to batch.
+        let now: Int64
+        let environment: Environment
+        fileprivate var changes: [PublishedChange] = []
+        fileprivate var afterCommit: [() -> Void] = []
+
+        fileprivate init(txn: Transaction, now: Int64, environment: Environment) {
+            self.txn = txn
+            self.now = now
+            self.environment = environment
+        }
+
+        /// Records a change to publish after the commit.
+        func publish(_ change: PublishedChange) { changes.append(change) }
+
+        /// Runs `body` after the transaction commits (never if it aborts).
+        func onCommit(_ body: @escaping () -> Void) { afterCommit.append(body) }
+    }
+
+    private enum Work {
+        /// Joins the next group commit.
+        case batched((Context) throws -> Void, finish: (Error?) -> Void)
+        /// Runs alone on the writer thread, with its own transactions (re-indexing, bulk purges).
+        case exclusive((Writer) throws -> Void, finish: (Error?) -> Void)
+    }
+
+    let environment: Environment
+    private let hub: ObserverHub
+    private let condition = NSCondition()
+    private var queue: [Work] = []
+    private var isStopping = false
+    private var thread: Thread?
+    private let finished = DispatchSemaphore(value: 0)
+    private var lastTimestamp: Int64 = 0
+    private let commits = Atomic<Int>(0)
+    private let logger: (any StorageLogger)?
+
+    /// The number of transactions committed so far.
+    var commitCount: Int { commits.load(ordering: .relaxed) }
+
+    static let maxBatchRequests = 4096
+
+    init(environment: Environment, hub: ObserverHub, logger: (any StorageLogger)?) {
+        self.environment = environment
+        self.hub = hub
+        self.logger = logger
+        let thread = Thread { self.run() }
+        thread.name = "LocalStorageKit.writer"
+        self.thread = thread
+        thread.start()
+    }
+
+    /// Finishes the queued work, then ends the thread. Called once, when the store closes.
+    func stop() {
+        condition.lock()
+        isStopping = true
+        let isWriterThread = thread.map { $0 == Thread.current } ?? false
+        thread = nil
+        condition.signal()
+        condition.unlock()
+        // The last reference may be dropped by a request finishing on the writer thread itself.
+        if !isWriterThread { finished.wait() }
+    }
+
+    // MARK: - Submitting work
+
+    /// Runs `body` in the next group commit and returns its result once that commit is durable.
+    func perform<R: Sendable>(_ body: @escaping (Context) throws -> R) async throws -> R {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<R, Error>) in
+            let box = ResultBox<R>()
+            enqueue(.batched({ context in box.value = try body(context) }, finish: { error in
+                if let error {
+                    continuation.resume(throwing: error)
+                } else if let value = box.value {
+                    continuation.resume(returning: value)
+                } else {
+                    continuation.resume(throwing: LocalStorageError.storageError(code: -1, message: "no result"))
+                }
+            }))
+        }
+    }
+
+    /// Runs `body` alone on the writer thread; it may commit several transactions with ``transact(_:)``.
+    func performExclusive<R: Sendable>(_ body: @escaping (Writer) throws -> R) async throws -> R {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<R, Error>) in
+            let box = ResultBox<R>()
+            enqueue(.exclusive({ writer in box.value = try body(writer) }, finish: { error in
+                if let error {
+                    continuation.resume(throwing: error)
+                } else if let value = box.value {
+                    continuation.resume(returning: value)
+                } else {
+                    continuation.resume(throwing: LocalStorageError.storageError(code: -1, message: "no result"))
+                }
+            }))
+        }
+    }
+
+    private func enqueue(_ work: Work) {
+        condition.lock()
+        if isStopping {
+            condition.unlock()
+            switch work {
+            case .batched(_, let finish), .exclusive(_, let finish):
+                finish(LocalStorageError.storageError(code: -1, message: "the store is closed"))
+            }
+            return
+        }
+        queue.append(work)
+        condition.signal()
+        condition.unlock()
+    }
+
+    // MARK: - The thread
+
+    private func run() {
+        while true {
+            condition.lock()
+            while queue.isEmpty && !isStopping { condition.wait() }
+            if queue.isEmpty && isStopping {
+                condition.unlock()
+                break
+            }
+            let work: [Work]
+            if case .exclusive = queue[0] {
+                work = [queue.removeFirst()]
+            } else {
+                let end = queue.prefix(Writer.maxBatchRequests).firstIndex {
+                    if case .exclusive = $0 { true } else { false }
+                } ?? min(queue.count, Writer.maxBatchRequests)
+                work = Array(queue[..<end])
+                queue.removeFirst(end)
+            }
+            condition.unlock()
+            process(work)
+        }
+        finished.signal()
+    }
+
+    private func process(_ work: [Work]) {
+        if work.count == 1, case .exclusive(let body, let finish) = work[0] {
+            do {
+                try body(self)
+                finish(nil)
+            } catch {
+                finish(LocalStorageError.wrapping(error))
+            }
+            return
+        }
+        let requests = work.compactMap { item -> ((Context) throws -> Void, (Error?) -> Void)? in
+            if case .batched(let body, let finish) = item { return (body, finish) }
+            return nil
+        }
+        commit(requests)
+    }
+
+    private func nextTimestamp() -> Int64 {
+        let now = max(Clock.now(), lastTimestamp + 1)
+        lastTimestamp = now
+        return now
+    }
+
+    /// Commits `requests` together, growing the map and replaying on `MDB_MAP_FULL`.
+    private func commit(_ requests: [((Context) throws -> Void, (Error?) -> Void)]) {
+        while true {
+            do {
+                let now = nextTimestamp()
+                let (outcomes, context) = try environment.write { txn in
+                    let context = Context(txn: txn, now: now, environment: environment)
+                    var outcomes: [Error?] = []
+                    outcomes.reserveCapacity(requests.count)
+                    for (body, _) in requests {
+                        let changeMark = context.changes.count
+                        let hookMark = context.afterCommit.count
+                        do {
+                            if requests.count == 1 {
+                                try body(context)
+                            } else {
+                                try environment.nested(in: txn) { child in
+                                    context.txn = child
+                                    defer { context.txn = txn }
+                                    try body(context)
+                                }
+                            }
+                            outcomes.append(nil)
+                        } catch let error as LMDBError where error.isMapFull {
+                            throw error
+                        } catch {
+                            context.changes.removeSubrange(changeMark...)
+                            context.afterCommit.removeSubrange(hookMark...)
+                            outcomes.append(error)
+                        }
+                    }
+                    return (outcomes, context)
+                }
+                commits.add(1, ordering: .relaxed)
+                for hook in context.afterCommit { hook() }
+                hub.publish(context.changes)
+                for ((_, finish), outcome) in zip(requests, outcomes) {
+                    finish(outcome.map(LocalStorageError.wrapping))
+                }
+                return
+            } catch let error as LMDBError where error.isMapFull {
+                do {
+                    if try environment.growMap() {
+                        logger?.log(level: .info, message: "Grew the memory map",
+                                    metadata: ["bytes": "\(environment.currentMapSize)"])
+                        continue
+                    }
+                } catch {
+                    requests.forEach { $0.1(LocalStorageError.wrapping(error)) }
+                    return
+                }
+                if requests.count > 1 {
+                    for request in requests { commit([request]) }
+                } else {
+                    requests.forEach { $0.1(LocalStorageError.storageFull) }
+                }
+                return
+            } catch {
+                let wrapped = LocalStorageError.wrapping(error)
+                logger?.log(level: .error, message: "A write batch failed", metadata: ["error": "\(wrapped)"])
+                requests.forEach { $0.1(wrapped) }
+                return
+            }
+        }
+    }
+
+    /// Commits one transaction from inside an exclusive request, growing the map on `MDB_MAP_FULL`.
+    /// Changes published by `body` reach observers after the commit.
+    func transact<R>(_ body: (Context) throws -> R) throws -> R {
+        while true {
+            do {
+                let now = nextTimestamp()
+                let (value, context) = try environment.write { txn in
+                    let context = Context(txn: txn, now: now, environment: environment)
+                    return (try body(context), context)
+                }
+                commits.add(1, ordering: .relaxed)
+                for hook in context.afterCommit { hook() }
+                hub.publish(context.changes)
+                return value
+            } catch let error as LMDBError where error.isMapFull {
+                guard try environment.growMap() else { throw LocalStorageError.storageFull }
+            }
+        }
+    }
+}
+
+/// Carries a request's result from the writer thread to its continuation.
+private final class ResultBox<R>: @unchecked Sendable {
+    // @unchecked: written on the writer thread before `finish`, read in `finish` on the same thread.
+    var value: R?
+}

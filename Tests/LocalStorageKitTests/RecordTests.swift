@@ -1,0 +1,343 @@
+import CLMDB
+import Foundation
+import Testing
+@testable import LocalStorageKit
+
+@Suite struct RecordTests {
+    @Test func savedProductRoundTrips() async throws {
+        let storage = try LocalStorage(configuration: .inMemory)
+        let product = Product.sample(108)
+        try await storage.save(product, expiration: .hours(2))
+        let fetched = try await storage.fetch(Product.self, id: "sku_108")
+        #expect(fetched == product)
+        #expect(try await storage.fetch(Product.self, id: "missing") == nil)
+    }
+
+    @Test func repositoryMirrorsTheStore() async throws {
+        let storage = try LocalStorage(configuration: .inMemory)
+        let repository = storage.repository(User.self)
+        try await repository.save(User.mock)
+        let fetched = try await repository.fetch(id: User.mock.id)
+        #expect(fetched?.name == User.mock.name)
+        #expect(try await repository.count() == 1)
+        try await repository.delete(id: User.mock.id)
+        #expect(try await repository.fetch(id: User.mock.id) == nil)
+        #expect(try await repository.count() == 0)
+    }
+
+    @Test func resavingKeepsCreatedAtAndMovesUpdatedAt() async throws {
+        let storage = try LocalStorage(configuration: .inMemory)
+        var note = Note(id: "n1", text: "first")
+        try await storage.save(note, expiration: .hours(1))
+        let first = try #require(try await storage.metadata(Note.self, id: "n1"))
+        note.text = "second"
+        try await storage.save(note, expiration: .never)
+        let second = try #require(try await storage.metadata(Note.self, id: "n1"))
+        #expect(second.createdAt == first.createdAt)
+        #expect(second.updatedAt > first.updatedAt)
+        #expect(first.expiresAt != nil)
+        #expect(second.expiresAt == nil)
+        #expect(try await storage.fetch(Note.self, id: "n1")?.text == "second")
+    }
+
+    @Test func metadataDescribesTheRecord() async throws {
+        let storage = try LocalStorage(configuration: .inMemory)
+        let before = Date()
+        try await storage.save(Note(id: "n", text: "hello"), expiration: .minutes(15))
+        let meta = try #require(try await storage.metadata(Note.self, id: "n"))
+        #expect(meta.createdAt >= before.addingTimeInterval(-1))
+        #expect(meta.createdAt == meta.updatedAt)
+        let expiresAt = try #require(meta.expiresAt)
+        #expect(abs(expiresAt.timeIntervalSince(meta.createdAt) - 900) < 1)
+        #expect(meta.sizeInBytes == (try JSONEncoder().encode(Note(id: "n", text: "hello"))).count
+                || storage.configuration.codec == .binary)
+        #expect(meta.sizeInBytes > 0)
+        #expect(!meta.isExpired)
+        #expect(meta.version == 1)
+        #expect(try await storage.metadata(Note.self, id: "other") == nil)
+    }
+
+    @Test func expiredRecordsAreInvisibleExceptToMetadata() async throws {
+        let storage = try LocalStorage(configuration: .inMemory)
+        try await storage.save(Note(id: "old", text: "x"), expiration: .date(Date().addingTimeInterval(-1)))
+        try await storage.save(Note(id: "soon", text: "y"), expiration: .seconds(0.2))
+        try await storage.save(Note(id: "live", text: "z"), expiration: .days(7))
+        #expect(try await storage.fetch(Note.self, id: "old") == nil)
+        #expect(try await storage.count(Note.self) == 2)
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(try await storage.fetch(Note.self, id: "soon") == nil)
+        #expect(try await storage.fetch(Note.self, options: FetchOptions()).map(\.id) == ["live"])
+        #expect(try await storage.fetch(Note.self, options: FetchOptions(sort: .newestFirst)).map(\.id) == ["live"])
+        #expect(try await storage.count(Note.self) == 1)
+        let meta = try #require(try await storage.metadata(Note.self, id: "old"))
+        #expect(meta.isExpired)
+        #expect(try await storage.purgeExpired() == 2)
+        #expect(try await storage.metadata(Note.self, id: "old") == nil)
+        #expect(try await storage.purgeExpired() == 0)
+    }
+
+    @Test func fetchWithPurgeExpiredDeletesWhatItMeets() async throws {
+        let storage = try LocalStorage(configuration: .inMemory)
+        try await storage.save(Note(id: "a", text: "x"), expiration: .date(Date().addingTimeInterval(-5)))
+        try await storage.save(Note(id: "b", text: "y"))
+        let rows = try await storage.fetch(Note.self, options: FetchOptions(purgeExpired: true))
+        #expect(rows.map(\.id) == ["b"])
+        #expect(try await storage.metadata(Note.self, id: "a") == nil)
+    }
+
+    @Test func autoPurgeOnReadDeletesExpiredRecords() async throws {
+        var configuration = LocalStorageConfiguration.inMemory
+        configuration.autoPurgeExpiredOnRead = true
+        let storage = try LocalStorage(configuration: configuration)
+        try await storage.save(Note(id: "a", text: "x"), expiration: .date(Date().addingTimeInterval(-5)))
+        #expect(try await storage.fetch(Note.self, id: "a") == nil)
+        #expect(try await storage.metadata(Note.self, id: "a") == nil)
+    }
+
+    @Test func newestFirstPagesByUpdateTime() async throws {
+        let storage = try LocalStorage(configuration: .inMemory)
+        for n in 0..<30 {
+            try await storage.save(Note(id: String(format: "n%02d", (n * 7) % 30), text: "\(n)"))
+        }
+        let order = (0..<30).map { String(format: "n%02d", ($0 * 7) % 30) }
+        let newest = try await storage.fetch(Note.self, options: FetchOptions(limit: 10, offset: 5, sort: .newestFirst))
+        #expect(newest.map(\.id) == Array(order.reversed()[5..<15]))
+        let oldest = try await storage.fetch(Note.self, options: FetchOptions(limit: 4, sort: .oldestFirst))
+        #expect(oldest.map(\.id) == Array(order[0..<4]))
+        let byID = try await storage.fetch(Note.self, options: FetchOptions(limit: 3, offset: 28))
+        #expect(byID.map(\.id) == ["n28", "n29"])
+        // Re-saving moves a record to the front.
+        try await storage.save(Note(id: "n00", text: "again"))
+        #expect(try await storage.fetch(Note.self, options: FetchOptions(limit: 1, sort: .newestFirst)).first?.id == "n00")
+        #expect(try await storage.fetch(Note.self, options: FetchOptions(limit: 0)).isEmpty)
+        await #expect(throws: LocalStorageError.self) {
+            try await storage.fetch(Note.self, options: FetchOptions(limit: -1))
+        }
+    }
+
+    @Test func deleteAllAndMissingDeletes() async throws {
+        let storage = try LocalStorage(configuration: .inMemory)
+        try await storage.save(contentsOf: (0..<50).map { Note(id: "n\($0)", text: "t") })
+        try await storage.delete(Note.self, id: "nope")
+        #expect(try await storage.count(Note.self) == 50)
+        try await storage.deleteAll(Note.self)
+        #expect(try await storage.count(Note.self) == 0)
+        #expect(try await storage.fetch(Note.self, options: FetchOptions(sort: .newestFirst)).isEmpty)
+    }
+
+    @Test func saveContentsOfIsOneTransactionAndLastValueWins() async throws {
+        let storage = try LocalStorage(configuration: .inMemory)
+        try await storage.save(Note(id: "warm-up", text: ""))
+        let before = storage.commitCount
+        try await storage.save(contentsOf: [Note(id: "a", text: "1"), Note(id: "b", text: "2"), Note(id: "a", text: "3")])
+        #expect(storage.commitCount - before == 1)
+        #expect(try await storage.fetch(Note.self, id: "a")?.text == "3")
+        #expect(try await storage.count(Note.self) == 3)
+    }
+
+    @Test func setExpirationAndUpdateNeedAnExistingRecord() async throws {
+        let storage = try LocalStorage(configuration: .inMemory)
+        await #expect(throws: LocalStorageError.notFound(id: "x")) {
+            try await storage.setExpiration(Note.self, id: "x", .hours(1))
+        }
+        await #expect(throws: LocalStorageError.notFound(id: "x")) {
+            try await storage.update(Note.self, id: "x") { $0.text = "never" }
+        }
+        try await storage.save(Note(id: "x", text: "a"), expiration: .hours(1))
+        let updated = try await storage.update(Note.self, id: "x") { $0.text += "b" }
+        #expect(updated.text == "ab")
+        #expect(try await storage.fetch(Note.self, id: "x")?.text == "ab")
+        #expect(try await storage.metadata(Note.self, id: "x")?.expiresAt != nil)
+        try await storage.setExpiration(Note.self, id: "x", .never)
+        #expect(try await storage.metadata(Note.self, id: "x")?.expiresAt == nil)
+        try await storage.setExpiration(Note.self, id: "x", .date(Date().addingTimeInterval(-1)))
+        #expect(try await storage.fetch(Note.self, id: "x") == nil)
+        #expect(try await storage.purgeExpired() == 1)
+    }
+
+    @Test func updateThatThrowsWritesNothing() async throws {
+        struct Refused: Error {}
+        let storage = try LocalStorage(configuration: .inMemory)
+        try await storage.save(Note(id: "x", text: "a"))
+        await #expect(throws: LocalStorageError.self) {
+            try await storage.update(Note.self, id: "x") { note in
+                note.text = "changed"
+                throw Refused()
+            }
+        }
+        #expect(try await storage.fetch(Note.self, id: "x")?.text == "a")
+    }
+
+    @Test(arguments: ["", String(repeating: "x", count: 512), String(repeating: "é", count: 300)])
+    func badIDsAreRejected(id: String) async throws {
+        let storage = try LocalStorage(configuration: .inMemory)
+        await #expect(throws: LocalStorageError.self) { try await storage.save(Note(id: id, text: "t")) }
+        await #expect(throws: LocalStorageError.self) { try await storage.fetch(Note.self, id: id) }
+    }
+
+    @Test func longestIDFits() async throws {
+        let storage = try LocalStorage(configuration: .inMemory)
+        let id = String(repeating: "k", count: 511)
+        try await storage.save(Product(id: id, title: "t", category: "c", price: 1, rating: 2))
+        #expect(try await storage.fetch(Product.self, id: id)?.id == id)
+    }
+
+    @Test func payloadOfAnotherTypeFailsToDecode() async throws {
+        struct Other: LocalStorable { let id: String; var count: Int; static var storageName: String { "Note" } }
+        let storage = try LocalStorage(configuration: .inMemory)
+        try await storage.save(Note(id: "n", text: "t"))
+        await #expect {
+            try await storage.fetch(Other.self, id: "n")
+        } throws: { error in
+            guard case LocalStorageError.decodingFailed(let reason) = error else { return false }
+            return reason.contains("\"n\"") && reason.contains("Other")
+        }
+    }
+
+    @Test func persistsAcrossCloseAndReopen() async throws {
+        let directory = temporaryDirectory()
+        do {
+            let storage = try LocalStorage(configuration: diskConfiguration(directory, durability: .full))
+            try await storage.save(contentsOf: (0..<100).map { Product.sample($0) }, expiration: .days(1))
+        }
+        let reopened = try LocalStorage(configuration: diskConfiguration(directory))
+        #expect(try await reopened.count(Product.self) == 100)
+        #expect(try await reopened.fetch(Product.self, id: "sku_7") == Product.sample(7))
+    }
+
+    @Test func twoStoresOnOneDirectoryShareTheEnvironment() async throws {
+        let directory = temporaryDirectory()
+        let first = try LocalStorage(configuration: diskConfiguration(directory))
+        let second = try LocalStorage(configuration: diskConfiguration(directory))
+        #expect(first.core === second.core)
+        try await first.save(Note(id: "a", text: "shared"))
+        #expect(try await second.fetch(Note.self, id: "a")?.text == "shared")
+        let memoryA = try LocalStorage(configuration: .inMemory)
+        let memoryB = try LocalStorage(configuration: .inMemory)
+        #expect(memoryA.core !== memoryB.core)
+    }
+
+    @Test func inMemoryDirectoryIsRemovedOnClose() async throws {
+        var directory: URL?
+        do {
+            let storage = try LocalStorage(configuration: .inMemory)
+            try await storage.save(Note(id: "a", text: "t"))
+            directory = storage.core.directory
+            #expect(FileManager.default.fileExists(atPath: storage.core.directory.path))
+        }
+        let path = try #require(directory).path
+        #expect(!FileManager.default.fileExists(atPath: path))
+    }
+
+    @Test func concurrentSavesAreGroupCommitted() async throws {
+        let storage = try LocalStorage(configuration: diskConfiguration(durability: .full))
+        try await storage.save(Note(id: "warm-up", text: ""))
+        let before = storage.commitCount
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for n in 0..<1000 {
+                group.addTask { try await storage.save(Note(id: "n\(n)", text: "\(n)")) }
+            }
+            try await group.waitForAll()
+        }
+        let commits = storage.commitCount - before
+        #expect(try await storage.count(Note.self) == 1001)
+        #expect(commits < 100, "1,000 concurrent saves took \(commits) commits")
+    }
+
+    @Test func concurrentWritersAndReadersSeeExactCounts() async throws {
+        let storage = try LocalStorage(configuration: diskConfiguration())
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for writer in 0..<8 {
+                group.addTask {
+                    for n in 0..<250 { try await storage.save(Product.sample(writer * 250 + n)) }
+                }
+            }
+            for _ in 0..<4 {
+                group.addTask {
+                    for _ in 0..<100 {
+                        let count = try await storage.count(Product.self)
+                        #expect((0...2000).contains(count))
+                        _ = try await storage.fetch(Product.self, id: "sku_1")
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(try await storage.count(Product.self) == 2000)
+        for n in stride(from: 0, to: 2000, by: 97) {
+            #expect(try await storage.fetch(Product.self, id: "sku_\(n)") == Product.sample(n))
+        }
+    }
+
+    @Test func mapGrowsFromATinyMap() async throws {
+        var configuration = diskConfiguration()
+        configuration.mapSize = 64 * 1024
+        configuration.maxMapSize = 64 << 20
+        let storage = try LocalStorage(configuration: configuration)
+        let text = String(repeating: "x", count: 2000)
+        try await storage.save(contentsOf: (0..<3000).map { Note(id: "n\($0)", text: text) })
+        #expect(try await storage.count(Note.self) == 3000)
+        #expect(storage.core.environment.currentMapSize > 64 * 1024)
+    }
+
+    @Test func fullMapThrowsStorageFullAndKeepsCommittedData() async throws {
+        var configuration = diskConfiguration()
+        configuration.mapSize = 256 * 1024
+        configuration.maxMapSize = 1 << 20
+        let storage = try LocalStorage(configuration: configuration)
+        try await storage.save(Note(id: "kept", text: "safe"))
+        let text = String(repeating: "y", count: 4000)
+        await #expect(throws: LocalStorageError.storageFull) {
+            try await storage.save(contentsOf: (0..<1000).map { Note(id: "big\($0)", text: text) })
+        }
+        #expect(try await storage.fetch(Note.self, id: "kept")?.text == "safe")
+        #expect(try await storage.count(Note.self) == 1)
+        try await storage.save(Note(id: "small", text: "fits"))
+        #expect(try await storage.count(Note.self) == 2)
+    }
+
+    @Test func storeIsARealLMDBEnvironment() async throws {
+        let directory = temporaryDirectory()
+        let storage = try LocalStorage(configuration: diskConfiguration(directory))
+        try await storage.save(Product.sample(1), expiration: .hours(1))
+        let names: [String] = try storage.core.environment.read { txn in
+            try txn.withCursor(MDB_dbi(1)) { cursor in
+                var names: [String] = []
+                var entry = try cursor.move(MDB_FIRST)
+                while let current = entry {
+                    names.append(String(decoding: current.key, as: UTF8.self))
+                    entry = try cursor.move(MDB_NEXT)
+                }
+                return names
+            }
+        }
+        #expect(Set(names).isSuperset(of: ["meta", "r.Product", "u.Product", "e.Product", "i.Product.price"]))
+    }
+
+    @Test func loggerReceivesOperationDurations() async throws {
+        final class Recorder: StorageLogger, @unchecked Sendable {
+            let lock = NSLock()
+            var operations: [String] = []
+            func log(level: StorageLogLevel, message: String, metadata: [String: String]?) {}
+            func record(duration: TimeInterval, operation: String) {
+                lock.withLock { operations.append(operation) }
+                #expect(duration >= 0)
+            }
+        }
+        let recorder = Recorder()
+        let storage = try LocalStorage(configuration: .inMemory, logger: recorder)
+        try await storage.save(Note(id: "a", text: "t"))
+        _ = try await storage.fetch(Note.self, id: "a")
+        _ = try await storage.count(Note.self)
+        let operations = recorder.lock.withLock { recorder.operations }
+        #expect(operations == ["save", "fetch", "count"])
+    }
+
+    @Test func applicationSupportDirectoryCompiles() {
+        var configuration = LocalStorageConfiguration()
+        configuration.databaseDirectory = .applicationSupportDirectory
+        #expect(!configuration.databaseDirectory.path.isEmpty)
+        #expect(LocalStorageConfiguration.inMemory.isInMemory)
+        #expect(LocalStorageConfiguration.default.durability == .full)
+    }
+}

@@ -1,0 +1,84 @@
+import Foundation
+@testable import LocalStorageKit
+
+/// A fresh directory under the system's temporary directory, for one test's store.
+func temporaryDirectory() -> URL {
+    let url = FileManager.default.temporaryDirectory
+        .appendingPathComponent("LocalStorageKitTests-\(UUID().uuidString)", isDirectory: true)
+    try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    return url
+}
+
+/// A configuration for a store on disk in a fresh temporary directory.
+func diskConfiguration(_ directory: URL = temporaryDirectory(),
+                       durability: StorageDurability = .none) -> LocalStorageConfiguration {
+    var configuration = LocalStorageConfiguration()
+    configuration.databaseDirectory = directory
+    configuration.durability = durability
+    configuration.expirySweepInterval = nil
+    return configuration
+}
+
+/// The seed's product.
+struct Product: LocalStorageIndexed, Equatable {
+    let id: String
+    var title: String
+    var category: String
+    var price: Double
+    var rating: Double
+
+    static var storageIndexes: [StorageIndex<Product>] {
+        [
+            StorageIndex("category", \.category),
+            StorageIndex("price", \.price),
+            StorageIndex("rating", \.rating),
+        ]
+    }
+
+    static func sample(_ n: Int) -> Product {
+        Product(id: "sku_\(n)", title: "Product \(n)", category: ["books", "electronics", "toys"][n % 3],
+                price: Double(n % 500) + 0.5, rating: Double(n % 50) / 10)
+    }
+}
+
+/// The seed's user.
+struct User: LocalStorageIndexed, Equatable {
+    enum Role: String, Codable, Sendable { case admin, editor, viewer }
+    let id: String
+    var name: String
+    var email: String
+    var role: Role
+    var age: Int
+    var lastSeen: Date
+
+    static var storageIndexes: [StorageIndex<User>] {
+        [
+            .string("role") { $0.role.rawValue },
+            .number("age") { $0.age },
+            .number("lastSeen") { $0.lastSeen },
+            .string("email") { $0.email },
+        ]
+    }
+
+    static let mock = User(id: "usr_42", name: "Ada", email: "ada@example.com", role: .admin, age: 36,
+                           lastSeen: Date(timeIntervalSince1970: 1_700_000_000))
+}
+
+/// A type without indexes.
+struct Note: LocalStorable, Equatable {
+    let id: String
+    var text: String
+}
+
+/// SplitMix64: a small, seedable generator for reproducible random tests.
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs the system libraries LocalStorageKit builds against, when they are missing.
+# Usage: scripts/ensure-dependencies.sh [lmdb] [sqlite]   (default: lmdb)
+set -euo pipefail
+
+wanted=("$@")
+[ ${#wanted[@]} -eq 0 ] && wanted=(lmdb)
+
+packages=()
+for lib in "${wanted[@]}"; do
+    case "$lib" in
+        lmdb) [ -f /usr/include/lmdb.h ] || pkg-config --exists lmdb 2>/dev/null || packages+=(liblmdb-dev) ;;
+        sqlite) [ -f /usr/include/sqlite3.h ] || packages+=(libsqlite3-dev) ;;
+        *) echo "unknown library: $lib" >&2; exit 2 ;;
+    esac
+done
+[ ${#packages[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -eq 0 ]; then sudo=(); else sudo=(sudo); fi
+if ! command -v apt-get >/dev/null 2>&1; then
+    echo "Please install: ${packages[*]} (e.g. 'brew install lmdb' on macOS)" >&2
+    exit 1
+fi
+echo "Installing ${packages[*]} ..." >&2
+"${sudo[@]}" apt-get update -qq
+DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq "${packages[@]}" >/dev/null
