@@ -7,7 +7,7 @@ demo:
 
 test:
 	@scripts/ensure-dependencies.sh lmdb
-	swift test --parallel
+	swift test
 
 bench:
 	@scripts/ensure-dependencies.sh lmdb sqlite
