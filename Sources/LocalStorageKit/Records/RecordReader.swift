@@ -28,7 +28,7 @@ enum RecordReader {
     /// Returns the rows and the keys of expired records it met.
     static func list<T: LocalStorable>(
         _ type: T.Type, schema: TypeSchema, options: FetchOptions, now: Int64, txn: Transaction,
-        counter: DecodeCounter
+        session: DecodeSession
     ) throws -> (items: [T], expired: [[UInt8]]) {
         var items: [T] = []
         var expiredMet: [[UInt8]] = []
@@ -46,7 +46,7 @@ enum RecordReader {
                     } else {
                         if position >= options.offset {
                             let id = String(decoding: current.key, as: UTF8.self)
-                            items.append(try RecordDecoding.decode(T.self, view: view, id: id, counter: counter))
+                            items.append(try RecordDecoding.decode(T.self, view: view, id: id, session: session))
                         }
                         position += 1
                     }
@@ -66,7 +66,7 @@ enum RecordReader {
                         if position >= options.offset, let bytes = try txn.get(schema.records, key: key) {
                             let view = try RecordView(bytes)
                             let id = String(decoding: key, as: UTF8.self)
-                            items.append(try RecordDecoding.decode(T.self, view: view, id: id, counter: counter))
+                            items.append(try RecordDecoding.decode(T.self, view: view, id: id, session: session))
                         }
                         position += 1
                     }
