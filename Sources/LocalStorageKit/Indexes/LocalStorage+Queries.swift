@@ -93,9 +93,8 @@ extension LocalStorage {
     private func decodeRow<T: LocalStorable>(_ type: T.Type, key: [UInt8], executor: QueryExecutor,
                                              session: DecodeSession) throws -> T? {
         try key.withUnsafeBytes { id in
-            guard let view = try executor.view(of: id) else { return nil }
-            return try RecordDecoding.decode(T.self, view: view, id: String(decoding: id, as: UTF8.self),
-                                             session: session)
+            guard let bytes = try executor.txn.get(executor.schema.records, key: id) else { return nil }
+            return try session.decodeRow(T.self, bytes: bytes, id: id)
         }
     }
 }

@@ -105,7 +105,7 @@ extension LocalStorage {
 
     /// A decode session for one read: counts decodes and collects records migrated on the way.
     func makeDecodeSession() -> DecodeSession {
-        DecodeSession(counter: core.decodes, format: core.configuration.codec.format)
+        DecodeSession(counter: core.decodes, format: core.configuration.codec.format, logger: core.logger)
     }
 
     /// Stores the records a read migrated, so each migrates once. A failure is logged, not thrown:

@@ -96,11 +96,28 @@ enum MigrationValidator {
 final class DecodeSession {
     let counter: DecodeCounter?
     let format: PayloadFormat
+    let logger: (any StorageLogger)?
     private(set) var upgrades: [RecordUpgrade] = []
 
-    init(counter: DecodeCounter?, format: PayloadFormat) {
+    init(counter: DecodeCounter?, format: PayloadFormat, logger: (any StorageLogger)? = nil) {
         self.counter = counter
         self.format = format
+        self.logger = logger
+    }
+
+    /// Decodes one row of a listing or query. A damaged row (header or payload that does not decode, or
+    /// a failing migration) is skipped and logged, so one bad record cannot hide the others; fetching it
+    /// by id reports the error.
+    func decodeRow<T: LocalStorable>(_ type: T.Type, bytes: UnsafeRawBufferPointer, id: UnsafeRawBufferPointer)
+        throws -> T? {
+        let id = String(decoding: id, as: UTF8.self)
+        do {
+            return try RecordDecoding.decode(T.self, view: try RecordView(bytes), id: id, session: self)
+        } catch let error as LocalStorageError {
+            logger?.log(level: .error, message: "Skipped a record that does not decode",
+                        metadata: ["type": T.storageName, "id": id, "error": "\(error)"])
+            return nil
+        }
     }
 
     func noteUpgrade<T: LocalStorable>(of value: T, view: RecordView, id: String) {
