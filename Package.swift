@@ -16,6 +16,8 @@ let package = Package(
         ),
         .target(name: "LocalStorageKit", dependencies: ["CLMDB"]),
         .executableTarget(name: "LocalStorageDemo", dependencies: ["LocalStorageKit"]),
+        // The helper process of the crash and multi-process tests (Tests/LocalStorageKitTests/Reliability).
+        .executableTarget(name: "LocalStorageStress", dependencies: ["LocalStorageKit", "CLMDB"]),
         .testTarget(name: "LocalStorageKitTests", dependencies: ["LocalStorageKit", "CLMDB"]),
     ],
     swiftLanguageModes: [.v6]
