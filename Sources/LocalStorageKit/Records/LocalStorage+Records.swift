@@ -68,7 +68,7 @@ extension LocalStorage {
             let session = makeDecodeSession()
             let (value, expired): (T?, Bool) = try core.environment.read { txn in
                 guard let bytes = try txn.get(schema.records, key: key) else { return (nil, false) }
-                let view = try RecordView(bytes)
+                let view = try RecordDecoding.view(of: bytes, T.self, id: id)
                 if view.isExpired(at: now) { return (nil, true) }
                 return (try RecordDecoding.decode(T.self, view: view, id: id, session: session), false)
             }
@@ -121,7 +121,7 @@ extension LocalStorage {
             let now = Clock.now()
             return try core.environment.read { txn -> StorageMetadata? in
                 guard let bytes = try txn.get(schema.records, key: key) else { return nil }
-                let view = try RecordView(bytes)
+                let view = try RecordDecoding.view(of: bytes, T.self, id: id)
                 return StorageMetadata(
                     createdAt: Clock.date(fromNanoseconds: view.createdAt),
                     updatedAt: Clock.date(fromNanoseconds: view.updatedAt),
@@ -214,7 +214,7 @@ extension LocalStorage {
             let key = try RecordWriter.key(for: id)
             try await core.writer.perform { context in
                 guard let bytes = try context.txn.get(schema.records, key: key) else { throw LocalStorageError.notFound(id: id) }
-                let view = try RecordView(bytes)
+                let view = try RecordDecoding.view(of: bytes, T.self, id: id)
                 guard !view.isExpired(at: context.now) else { throw LocalStorageError.notFound(id: id) }
                 var header = view.header()
                 header.expiresAt = expiration.expiresAt(now: context.now)
@@ -241,7 +241,7 @@ extension LocalStorage {
                 guard let bytes = try context.txn.get(schema.records, key: key) else {
                     throw LocalStorageError.notFound(id: id)
                 }
-                let view = try RecordView(bytes)
+                let view = try RecordDecoding.view(of: bytes, T.self, id: id)
                 guard !view.isExpired(at: context.now) else { throw LocalStorageError.notFound(id: id) }
                 let expiresAt = view.expiresAt
                 var value = try RecordDecoding.decode(T.self, view: view, id: id, session: session)
