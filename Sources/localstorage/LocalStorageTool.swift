@@ -75,7 +75,9 @@ struct LocalStorageTool {
 
     static var usage: String {
         let width = commands.map { $0.name.count }.max() ?? 0
-        let list = commands.map { "  " + $0.name.padding(toLength: width + 2, withPad: " ", startingAt: 0) + $0.summary }
+        let list = commands.map {
+            "  " + $0.name.padding(toLength: width + 2, withPad: " ", startingAt: 0) + $0.summary
+        }
         return """
             usage: localstorage <command> [arguments] [--store DIR] [--json]
 

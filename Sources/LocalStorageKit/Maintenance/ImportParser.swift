@@ -59,7 +59,9 @@ struct ImportParser {
         guard let format = PayloadFormat(name: summary.format) else {
             throw reason("unknown payload format \"\(summary.format)\"")
         }
-        guard let range = JSONText.rangeOfMember("payload", in: line) else { throw reason("the record has no payload") }
+        guard let range = JSONText.rangeOfMember("payload", in: line) else {
+            throw reason("the record has no payload")
+        }
         let payload = try PayloadCodec.payload(fromJSON: Data(line[range]), as: format)
         var values: [StoredIndexValue] = []
         var remaining = summary.indexes

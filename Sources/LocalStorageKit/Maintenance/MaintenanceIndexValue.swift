@@ -75,7 +75,7 @@
         case (.number, .integer(let value)): return OrderedKey.encodeNumber(.int(value))
         case (.number, .unsignedInteger(let value)): return OrderedKey.encodeNumber(.uint(value))
         case (.number, .double(let value)): return OrderedKey.encodeNumber(.double(value))
-        case (.number, .string(let text)): return MaintenanceIndexValue.number(parsing: text)?.storedBytes(kind: .number)
+        case (.number, .string(let text)): return Self.number(parsing: text)?.storedBytes(kind: .number)
         }
     }
 

@@ -57,8 +57,8 @@ extension StoreMaintenance {
                     while let current = entry {
                         let id = StoreMaintenance.id(of: current.key)
                         do {
-                            let detail = try StoreMaintenance.detail(type: type.info.name, id: id, bytes: current.value,
-                                                                     now: nil)
+                            let detail = try StoreMaintenance.detail(type: type.info.name, id: id,
+                                                                     bytes: current.value, now: nil)
                             try emit(try detail.jsonLine())
                             report.records += 1
                         } catch let error as LocalStorageError {
@@ -86,7 +86,8 @@ extension StoreMaintenance {
     /// values exactly. A type the store does not know is added as the file describes it; a type it knows
     /// keeps its own description.
     /// - Throws: ``MaintenanceError/invalidImportLine(_:reason:)`` naming the first bad line.
-    public func importRecords(from url: URL, progress: MaintenanceProgressHandler? = nil) async throws -> ImportReport {
+    public func importRecords(from url: URL,
+                              progress: MaintenanceProgressHandler? = nil) async throws -> ImportReport {
         let total = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber)?.intValue
         let known = currentCatalog.types.mapValues(\.info)
         // First pass: check every line; nothing is written.

@@ -132,11 +132,15 @@ extension StoreMaintenance {
                         txn: Transaction) throws -> [[UInt8]] {
         let ranked = try keys.map { key -> (value: [UInt8], key: [UInt8]) in
             guard let bytes = try txn.get(schema.records, key: key), let view = try? RecordView(bytes),
-                  let value = view.indexValue(named: index.nameBytes), value.kind == index.kind else { return ([], key) }
+                  let value = view.indexValue(named: index.nameBytes), value.kind == index.kind else {
+                return ([], key)
+            }
             return (IndexValue.keyBytes(kind: index.kind, stored: value.value), key)
         }
         let ascending = ranked.sorted {
-            $0.value == $1.value ? $0.key.lexicographicallyPrecedes($1.key) : $0.value.lexicographicallyPrecedes($1.value)
+            $0.value == $1.value
+                ? $0.key.lexicographicallyPrecedes($1.key)
+                : $0.value.lexicographicallyPrecedes($1.value)
         }.map(\.key)
         return isDescending ? ascending.reversed() : ascending
     }

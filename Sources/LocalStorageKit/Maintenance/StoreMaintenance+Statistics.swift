@@ -49,7 +49,8 @@ extension StoreMaintenance {
                     }))
             }
             return StoreStatistics(
-                path: directory.path, mapSize: info.me_mapsize, usedBytes: (info.me_last_pgno + 1) * Int(main.ms_psize),
+                path: directory.path, mapSize: info.me_mapsize,
+                usedBytes: (info.me_last_pgno + 1) * Int(main.ms_psize),
                 pageSize: Int(main.ms_psize), pages: pages, readersInUse: try environment.readersInUse(),
                 maxReaders: Int(info.me_maxreaders), lastTransactionID: info.me_last_txnid, types: types)
         }
