@@ -24,6 +24,11 @@ struct Output: Sendable {
         if toStandardError { message(text) } else { line(text) }
     }
 
+    /// Writes `value` as JSON with `--json`, otherwise `text`, to standard output.
+    func result<T: Encodable>(_ value: T, text: String) throws {
+        if isJSON { try json(value) } else { line(text) }
+    }
+
     /// A timestamp (ns since 1970) as ISO 8601 with milliseconds, in UTC.
     static func date(_ nanoseconds: Int64) -> String {
         Date.ISO8601FormatStyle(includingFractionalSeconds: true)

@@ -193,6 +193,32 @@ import Testing
         #expect(fromEnvironment.stdout.contains("Product"))
     }
 
+    @Test func verifyThroughTheSPIReportsAPayloadThatIsNotJSON() async throws {
+        let directory = temporaryDirectory()
+        let configuration = diskConfiguration(directory)
+        do {
+            let storage = try LocalStorage(configuration: configuration)
+            try await storage.save(Note(id: "n1", text: "fine"))
+            let header = RecordHeader(format: .json, version: 1, createdAt: 1, updatedAt: 2, expiresAt: 0,
+                                      signature: IndexDeclaration.none.signature, indexValues: [])
+            try storage.core.environment.write { txn in
+                let records = try #require(try txn.openDatabase("r.Note", flags: 0, create: false))
+                let updated = try #require(try txn.openDatabase("u.Note", flags: MDB_DUPSORT, create: false))
+                try txn.put(records, key: Array("bad".utf8), value: try header.serialized(payload: Array("{no".utf8)))
+                try txn.put(updated, key: RecordWriter.timeKey(2), value: Array("bad".utf8))
+            }
+        }  // The store closes here: one process may open an environment only once.
+        let maintenance = try await StoreMaintenance(directory: configuration.storeDirectory)
+        let report = try maintenance.verify()
+        #expect(report.records == 2)
+        #expect(report.problems.map(\.kind) == [.undecodablePayload])
+        #expect(report.problems.first?.description.hasPrefix("Note \"bad\": the json payload cannot be read") == true)
+        #expect(throws: MaintenanceError.recordNotFound(type: "Note", id: "zz")) {
+            try maintenance.record("Note", id: "zz")
+        }
+        #expect(try maintenance.list("Note").records.map(\.id) == ["bad", "n1"])
+    }
+
     // MARK: - JSON text
 
     @Test func prettyPrintingKeepsNumbersExactly() {

@@ -17,16 +17,8 @@ enum ClearCommand: Command {
     static func run(_ arguments: ParsedArguments, store: StoreMaintenance, output: Output) async throws -> Int32 {
         let type = arguments.positionals[0]
         let count = try await store.clear(type)
-        if output.isJSON {
-            try output.json(ClearReport(type: type, deleted: count))
-        } else {
-            output.line("Deleted \(count) records of \(type).")
-        }
+        try output.result(DeletionReport(type: type, id: nil, deleted: count),
+                          text: "Deleted \(count) records of \(type).")
         return 0
-    }
-
-    private struct ClearReport: Encodable {
-        let type: String
-        let deleted: Int
     }
 }

@@ -11,17 +11,16 @@ enum DeleteCommand: Command {
     static func run(_ arguments: ParsedArguments, store: StoreMaintenance, output: Output) async throws -> Int32 {
         let (type, id) = (arguments.positionals[0], arguments.positionals[1])
         try await store.delete(type, id: id)
-        if output.isJSON {
-            try output.json(DeleteReport(type: type, id: id, deleted: true))
-        } else {
-            output.line("Deleted \(type) \"\(id)\".")
-        }
+        try output.result(DeletionReport(type: type, id: id, deleted: 1), text: "Deleted \(type) \"\(id)\".")
         return 0
     }
+}
 
-    private struct DeleteReport: Encodable {
-        let type: String
-        let id: String
-        let deleted: Bool
-    }
+/// What `delete` and `clear` report with `--json`.
+struct DeletionReport: Encodable {
+    let type: String
+    /// The id, for `delete`.
+    let id: String?
+    /// How many records were deleted.
+    let deleted: Int
 }

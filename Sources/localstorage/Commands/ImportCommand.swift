@@ -20,12 +20,8 @@ enum ImportCommand: Command {
         let file = URL(fileURLWithPath: arguments.positionals[0])
         let report = try await store.importRecords(from: file, progress: progress.handler)
         progress.finish()
-        if output.isJSON {
-            try output.json(report)
-        } else {
-            let types = report.types.isEmpty ? "" : " of " + report.types.joined(separator: ", ")
-            output.line("Imported \(report.records) records\(types).")
-        }
+        let types = report.types.isEmpty ? "" : " of " + report.types.joined(separator: ", ")
+        try output.result(report, text: "Imported \(report.records) records\(types).")
         return 0
     }
 }

@@ -12,14 +12,10 @@ enum PurgeExpiredCommand: Command {
         let progress = ProgressDisplay()
         let purged = try await store.purgeExpired(arguments.positionals.first, progress: progress.handler)
         progress.finish()
-        if output.isJSON {
-            try output.json(purged)
-            return 0
-        }
         let total = purged.values.reduce(0, +)
         let counts = purged.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }
         let detail = counts.isEmpty ? "" : " (" + counts.joined(separator: ", ") + ")"
-        output.line("Purged \(total) expired records\(detail).")
+        try output.result(purged, text: "Purged \(total) expired records\(detail).")
         return 0
     }
 }
