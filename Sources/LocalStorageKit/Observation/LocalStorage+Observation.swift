@@ -97,10 +97,7 @@ extension LocalStorage {
         options: FetchOptions = FetchOptions()
     ) -> AsyncThrowingStream<[T], Error> {
         liveQuery(of: T.self) { storage in
-            if filters.isEmpty && sort == nil {
-                return try await storage.fetch(T.self, options: options)
-            }
-            return try await storage.fetch(T.self, matching: filters, orderedBy: sort, options: options)
+            try await storage.fetch(T.self, matching: filters, orderedBy: sort, options: options)
         }
     }
 
