@@ -8,31 +8,31 @@ import Synchronization
 /// `pollInterval` and, when it moved, publishes an external change for every observed type through
 /// the ``ObserverHub``. Own commits already reach live queries directly from the writer.
 ///
-/// The difference is read without stopping the writer, so a commit in flight can make it move when
-/// nobody else wrote (a harmless extra rerun that emits nothing); any real outside commit changes it
-/// for good, so it is never missed.
+/// The two numbers are read together only while no write transaction of this process is under way
+/// (``Writer/readWhileIdle(_:)``, a seqlock); a poll that meets one skips and the next poll decides,
+/// so the difference is exact: no missed outside commit, no rerun for an own commit.
 final class LiveQueryCenter: Sendable {
     private struct State {
         var observers = 0
         var poller: Task<Void, Never>?
         var isStopped = false
-        /// `lastTransactionID - ownCommits` at the last poll.
-        var outsideCommits = 0
+        /// `lastTransactionID - ownCommits` at the last settled poll; nil when unknown (reruns at the
+        /// next settled poll, to be safe).
+        var outsideCommits: Int?
     }
 
     private let environment: Environment
     private let hub: ObserverHub
+    private let writer: Writer
     private let pollInterval: Duration
-    private let ownCommits: @Sendable () -> Int
     private let state = Mutex(State())
     private let externalChanges = Atomic<Int>(0)
 
-    init(environment: Environment, hub: ObserverHub, pollInterval: Duration,
-         ownCommits: @escaping @Sendable () -> Int) {
+    init(environment: Environment, hub: ObserverHub, writer: Writer, pollInterval: Duration) {
         self.environment = environment
         self.hub = hub
+        self.writer = writer
         self.pollInterval = max(pollInterval, .milliseconds(1))
-        self.ownCommits = ownCommits
     }
 
     /// The number of active live queries.
@@ -93,7 +93,7 @@ final class LiveQueryCenter: Sendable {
         let changed: Bool? = state.withLock { state in
             // Under the lock, so that `stop()` never returns while the environment is being read.
             guard !state.isStopped, state.poller != nil else { return nil }
-            let mark = outsideCommitMark()
+            guard let mark = outsideCommitMark() else { return false }  // a write under way: next time
             defer { state.outsideCommits = mark }
             return mark != state.outsideCommits
         }
@@ -105,10 +105,9 @@ final class LiveQueryCenter: Sendable {
         return true
     }
 
-    /// Commits by other processes so far, up to a constant: read own commits first, so that every
-    /// commit counted there is already in the transaction id.
-    private func outsideCommitMark() -> Int {
-        let own = ownCommits()
-        return environment.lastTransactionID &- own
+    /// Commits by other processes so far, up to a constant; nil while this process is writing.
+    private func outsideCommitMark() -> Int? {
+        let environment = self.environment
+        return writer.readWhileIdle { environment.lastTransactionID }.map { $0.value &- $0.commits }
     }
 }

@@ -43,9 +43,8 @@ final class StoreCore: Sendable {
         self.hub = hub
         let writer = Writer(environment: environment, hub: hub, logger: configuration.logger)
         self.writer = writer
-        liveQueries = LiveQueryCenter(environment: environment, hub: hub,
-                                      pollInterval: configuration.externalChangePollInterval,
-                                      ownCommits: { writer.commitCount })
+        liveQueries = LiveQueryCenter(environment: environment, hub: hub, writer: writer,
+                                      pollInterval: configuration.externalChangePollInterval)
         sweeper = ExpirySweeper(writer: writer, meta: meta, interval: configuration.expirySweepInterval,
                                 logger: configuration.logger)
         logger?.log(level: .info, message: "Opened store", metadata: ["path": directory.path])
