@@ -23,15 +23,17 @@ extension LocalStorage {
             if plan.constraints.isEmpty && plan.sortIndex == nil {
                 return try await fetch(T.self, options: options)
             }
+            try await migrateIfPending(T.self, schema: schema)
             let now = Clock.now()
-            let counter = core.decodes
+            let session = makeDecodeSession()
             let (items, expired) = try core.environment.read { txn in
                 let executor = try QueryExecutor(schema: schema, plan: plan, txn: txn, now: now)
                 let items = try executor.orderedIDs(options: options).compactMap { key in
-                    try decodeRow(T.self, key: key, executor: executor, counter: counter)
+                    try decodeRow(T.self, key: key, executor: executor, session: session)
                 }
                 return (items, Array(executor.expired))
             }
+            await writeBack(session, schema: schema)
             if !expired.isEmpty && (options.purgeExpired || core.configuration.autoPurgeExpiredOnRead) {
                 try await purge(keys: expired, schema: schema)
             }
@@ -46,6 +48,7 @@ extension LocalStorage {
         try await operation("count(matching:)") {
             let schema = try await core.schema(for: T.self)
             let plan = try QueryPlan(filters: filters, sort: nil, schema: schema)
+            try await migrateIfPending(T.self, schema: schema)
             let now = Clock.now()
             return try core.environment.read { txn in
                 try QueryExecutor(schema: schema, plan: plan, txn: txn, now: now).count()
@@ -69,27 +72,29 @@ extension LocalStorage {
             let plan = try QueryPlan(filters: filters, sort: sort, schema: schema)
             let (offset, overflow) = (page - 1).multipliedReportingOverflow(by: pageSize)
             let options = FetchOptions(limit: overflow ? 0 : pageSize, offset: overflow ? 0 : offset)
+            try await migrateIfPending(T.self, schema: schema)
             let now = Clock.now()
-            let counter = core.decodes
-            return try core.environment.read { txn in
+            let session = makeDecodeSession()
+            let result = try core.environment.read { txn in
                 let executor = try QueryExecutor(schema: schema, plan: plan, txn: txn, now: now)
                 let total = try executor.count()
                 let ids = overflow || offset >= total ? [] : try executor.orderedIDs(options: options)
                 let items = try ids.compactMap { key in
-                    try decodeRow(T.self, key: key, executor: executor, counter: counter)
+                    try decodeRow(T.self, key: key, executor: executor, session: session)
                 }
                 return StoragePage(items: items, page: page, pageSize: pageSize, totalCount: total)
             }
+            await writeBack(session, schema: schema)
+            return result
         }
     }
 
     /// Decodes one returned row (the record is read again by id; rows are few).
     private func decodeRow<T: LocalStorable>(_ type: T.Type, key: [UInt8], executor: QueryExecutor,
-                                             counter: DecodeCounter) throws -> T? {
+                                             session: DecodeSession) throws -> T? {
         try key.withUnsafeBytes { id in
-            guard let view = try executor.view(of: id) else { return nil }
-            return try RecordDecoding.decode(T.self, view: view, id: String(decoding: id, as: UTF8.self),
-                                             counter: counter)
+            guard let bytes = try executor.txn.get(executor.schema.records, key: id) else { return nil }
+            return try session.decodeRow(T.self, bytes: bytes, id: id)
         }
     }
 }

@@ -153,3 +153,20 @@ enum RecordWriter {
         return purged
     }
 }
+
+extension RecordWriter {
+    /// Stores a record migrated by a read at its new version, keeping its timestamps and expiry, unless
+    /// the record changed since it was read.
+    static func apply(_ upgrade: RecordUpgrade, schema: TypeSchema, txn: Transaction) throws {
+        guard let bytes = try txn.get(schema.records, key: upgrade.key), let view = try? RecordView(bytes),
+              view.version == upgrade.fromVersion, view.updatedAt == upgrade.updatedAt else { return }
+        var header = view.header()
+        header.format = upgrade.format
+        header.version = upgrade.version
+        header.indexValues = upgrade.indexValues
+        header.signature = schema.signature
+        try removeEntries(of: view.header(), key: upgrade.key, schema: schema, txn: txn)
+        try txn.put(schema.records, key: upgrade.key, value: try header.serialized(payload: upgrade.payload))
+        try addEntries(of: header, key: upgrade.key, schema: schema, txn: txn)
+    }
+}
