@@ -222,23 +222,16 @@ import Testing
     /// test runs its body in a fresh child process (this test binary, relaunched), which opens the
     /// store on its own and commits, exactly as the CLI or another app would.
     @Test func writesFromAnotherProcessReachLiveQueries() async throws {
-        let directory = temporaryDirectory()
-        var configuration = diskConfiguration(directory)
-        configuration.externalChangePollInterval = .milliseconds(20)
-        let storage = try LocalStorage(configuration: configuration)
-        try await storage.save(Note(id: "local", text: "parent"))
-        let live = Recorder(storage.updates(of: Note.self))
-        #expect(await live.eventually { $0.last?.map(\.id) == ["local"] })
+        let watched = try await WatchedStore(holding: [Note(id: "local", text: "parent")])
 
-        await #expect(processExitsWith: .success) { [path = directory.path as String] in
+        await #expect(processExitsWith: .success) { [path = watched.directory.path as String] in
             let other = try LocalStorage(configuration: diskConfiguration(URL(fileURLWithPath: path)))
             try await other.save(Note(id: "remote", text: "child"))
         }
 
-        #expect(await live.eventually { $0.last?.map(\.id) == ["local", "remote"] })
-        #expect(storage.core.liveQueries.externalChangeCount >= 1)
-        live.cancel()
-        try? FileManager.default.removeItem(at: directory)
+        #expect(await watched.live.eventually { $0.last?.map(\.id) == ["local", "remote"] })
+        #expect(watched.storage.core.liveQueries.externalChangeCount >= 1)
+        watched.close()
     }
 
     @Test func ownWritesAreNotMistakenForOutsideWrites() async throws {
@@ -255,6 +248,17 @@ import Testing
         // Rerunning on every move of the transaction id would count about one per burst here.
         #expect(storage.core.liveQueries.externalChangeCount == 0)
         live.cancel()
+    }
+
+    @Test func theCLIDeletingARecordReachesLiveQueries() async throws {
+        let watched = try await WatchedStore(holding: [Note(id: "n1", text: "one"), Note(id: "n2", text: "two")])
+        let store = watched.storage.configuration.storeDirectory.path
+
+        let result = try CLIResult.run(["delete", "Note", "n1", "--store", store], environment: nil)
+
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(await watched.live.eventually { $0.last?.map(\.id) == ["n2"] })
+        watched.close()
     }
 
     // MARK: - Background expiry
@@ -328,6 +332,31 @@ import Testing
 
 // MARK: - Helpers
 
+/// A store on disk holding some notes, watched by a live query of every note that polls for other
+/// processes' writes every 20 ms, for the cross-process tests.
+struct WatchedStore {
+    let directory: URL
+    let storage: LocalStorage
+    let live: Recorder<[Note]>
+
+    init(holding notes: [Note]) async throws {
+        directory = temporaryDirectory()
+        var configuration = diskConfiguration(directory)
+        configuration.externalChangePollInterval = .milliseconds(20)
+        storage = try LocalStorage(configuration: configuration)
+        try await storage.save(contentsOf: notes)
+        live = Recorder(storage.updates(of: Note.self))
+        let ids = notes.map(\.id).sorted()
+        #expect(await live.eventually { $0.last?.map(\.id) == ids })
+    }
+
+    /// Ends the live query and removes the directory.
+    func close() {
+        live.cancel()
+        try? FileManager.default.removeItem(at: directory)
+    }
+}
+
 /// Polls `condition` every 10 ms until it holds or `timeout` passes; returns whether it held.
 ///
 /// The generous default only matters when the machine is loaded (the suites run in parallel on few
@@ -363,7 +392,8 @@ final class Recorder<Element: Sendable>: Sendable {
     var values: [Element] { received.withLock { $0 } }
 
     /// Waits until the values received satisfy `condition`.
-    func eventually(within timeout: Duration = .seconds(10), _ condition: @escaping ([Element]) -> Bool) async -> Bool {
+    func eventually(within timeout: Duration = .seconds(10),
+                    _ condition: @escaping ([Element]) -> Bool) async -> Bool {
         await LocalStorageKitTests.eventually(within: timeout) { condition(values) }
     }
 
