@@ -296,6 +296,22 @@ import Testing
         changes.cancel()
     }
 
+    @Test func neitherTheSweepNorEndedStreamsKeepTheStoreOpen() async throws {
+        let directory = temporaryDirectory()
+        var configuration = diskConfiguration(directory)
+        configuration.expirySweepInterval = .milliseconds(5)
+        var storage: LocalStorage? = try LocalStorage(configuration: configuration)
+        weak let core = storage?.core
+        if let storage {
+            for try await _ in storage.updates(of: Note.self) { break }
+            _ = storage.changes(of: Note.self)
+            try await Task.sleep(for: .milliseconds(20))  // a few sweeps
+        }
+        storage = nil
+        #expect(await eventually { core == nil })
+        try? FileManager.default.removeItem(at: directory)
+    }
+
     // MARK: - The README's view model
 
     struct Post: LocalStorable, Equatable {
