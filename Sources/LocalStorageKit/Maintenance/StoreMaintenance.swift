@@ -16,8 +16,8 @@ import Synchronization
 /// print(report.problems.isEmpty ? "clean" : "\(report.problems.count) problems")
 /// ```
 ///
-/// Do not open it in a process that already has a ``LocalStorage`` open on the same directory: LMDB
-/// forbids opening one environment twice in a process.
+/// In a process that already has a ``LocalStorage`` on the same directory it shares that store's
+/// environment and writer (LMDB forbids opening one environment twice in a process).
 @_spi(Maintenance) public final class StoreMaintenance: Sendable {
     /// The directory that holds the store's `data.mdb`.
     public let directory: URL
@@ -65,7 +65,7 @@ import Synchronization
         var configuration = LocalStorageConfiguration()
         configuration.expirySweepInterval = nil
         self.directory = directory
-        core = try StoreCore(directory: directory, configuration: configuration)
+        core = try EnvironmentRegistry.core(directory: directory, configuration: configuration)
         try await reloadCatalog()
     }
 
