@@ -282,7 +282,7 @@ private struct Fixture {
 }
 
 /// One finished run of the CLI.
-private struct CLIResult {
+struct CLIResult {
     let status: Int32
     let stdout: String
     let stderr: String

@@ -53,6 +53,9 @@ public struct LocalStorageConfiguration: Sendable {
     public var expirySweepInterval: Duration? = .seconds(60)
     /// How often live queries check for writes by other processes.
     public var externalChangePollInterval: Duration = .milliseconds(250)
+    /// How many events a change stream holds for a consumer that has not read them yet; past it the
+    /// oldest are dropped, so a slow consumer never blocks the writer or grows memory without bound.
+    public var changeStreamBufferSize: Int = 10_000
 
     /// A configuration with every default.
     public init() {}
