@@ -228,7 +228,8 @@ struct QueryExecutor {
             }
         case .newestFirst, .oldestFirst:
             let descending = options.sort == .newestFirst
-            try walk(schema.updated, [KeyInterval(lower: [], upper: nil, prefix: nil)], descending: descending) { _, id in
+            let everything = [KeyInterval(lower: [], upper: nil, prefix: nil)]
+            try walk(schema.updated, everything, descending: descending) { _, id in
                 guard !isExpired(id), let view = try view(of: id), !view.isExpired(at: now), matches(view) else {
                     return true
                 }

@@ -213,12 +213,15 @@ extension LocalStorage {
     /// Changes a record's time to live without rewriting its value.
     ///
     /// - Throws: `notFound(id:)` when the record is absent or expired.
-    public func setExpiration<T: LocalStorable>(_ type: T.Type, id: String, _ expiration: CacheExpiration) async throws {
+    public func setExpiration<T: LocalStorable>(_ type: T.Type, id: String,
+                                                _ expiration: CacheExpiration) async throws {
         try await operation("setExpiration") {
             let schema = try await core.schema(for: T.self)
             let key = try RecordWriter.key(for: id)
             try await core.writer.perform { context in
-                guard let bytes = try context.txn.get(schema.records, key: key) else { throw LocalStorageError.notFound(id: id) }
+                guard let bytes = try context.txn.get(schema.records, key: key) else {
+                    throw LocalStorageError.notFound(id: id)
+                }
                 let view = try RecordView(bytes)
                 guard !view.isExpired(at: context.now) else { throw LocalStorageError.notFound(id: id) }
                 var header = view.header()
