@@ -16,6 +16,19 @@ let package = Package(
         ),
         .target(name: "LocalStorageKit", dependencies: ["CLMDB"]),
         .executableTarget(name: "LocalStorageDemo", dependencies: ["LocalStorageKit"]),
+        // The benchmark compares LocalStorageKit with raw LMDB and SQLite (`libsqlite3-dev`);
+        // `make bench` / `make bench-quick` run it in release mode.
+        .systemLibrary(
+            name: "CSQLite",
+            path: "Benchmarks/Sources/CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
+        ),
+        .executableTarget(
+            name: "LocalStorageBenchmarks",
+            dependencies: ["LocalStorageKit", "CLMDB", "CSQLite"],
+            path: "Benchmarks/Sources/LocalStorageBenchmarks"
+        ),
         .testTarget(name: "LocalStorageKitTests", dependencies: ["LocalStorageKit", "CLMDB"]),
     ],
     swiftLanguageModes: [.v6]
