@@ -65,13 +65,14 @@ extension LocalStorage {
             let schema = try await core.schema(for: T.self)
             let key = try RecordWriter.key(for: id)
             let now = Clock.now()
-            let counter = core.decodes
+            let session = makeDecodeSession()
             let (value, expired): (T?, Bool) = try core.environment.read { txn in
                 guard let bytes = try txn.get(schema.records, key: key) else { return (nil, false) }
                 let view = try RecordView(bytes)
                 if view.isExpired(at: now) { return (nil, true) }
-                return (try RecordDecoding.decode(T.self, view: view, id: id, counter: counter), false)
+                return (try RecordDecoding.decode(T.self, view: view, id: id, session: session), false)
             }
+            await writeBack(session, schema: schema)
             if expired && core.configuration.autoPurgeExpiredOnRead {
                 try await purge(keys: [key], schema: schema)
             }
@@ -87,10 +88,11 @@ extension LocalStorage {
             let options = try options.validated()
             let schema = try await core.schema(for: T.self)
             let now = Clock.now()
-            let counter = core.decodes
+            let session = makeDecodeSession()
             let (items, expired) = try core.environment.read { txn in
-                try RecordReader.list(T.self, schema: schema, options: options, now: now, txn: txn, counter: counter)
+                try RecordReader.list(T.self, schema: schema, options: options, now: now, txn: txn, session: session)
             }
+            await writeBack(session, schema: schema)
             if !expired.isEmpty && (options.purgeExpired || core.configuration.autoPurgeExpiredOnRead) {
                 try await purge(keys: expired, schema: schema)
             }
@@ -235,13 +237,14 @@ extension LocalStorage {
             let format = core.configuration.codec.format
             let counter = core.decodes
             return try await core.writer.perform { context -> T in
+                let session = DecodeSession(counter: counter, format: format)
                 guard let bytes = try context.txn.get(schema.records, key: key) else {
                     throw LocalStorageError.notFound(id: id)
                 }
                 let view = try RecordView(bytes)
                 guard !view.isExpired(at: context.now) else { throw LocalStorageError.notFound(id: id) }
                 let expiresAt = view.expiresAt
-                var value = try RecordDecoding.decode(T.self, view: view, id: id, counter: counter)
+                var value = try RecordDecoding.decode(T.self, view: view, id: id, session: session)
                 try mutate(&value)
                 guard value.storageID == id else {
                     throw LocalStorageError.invalidId("update must not change the id (\(id) → \(value.storageID))")

@@ -9,7 +9,7 @@ public enum LocalStorageError: Error, Sendable, CustomStringConvertible, Equatab
     /// A value could not be encoded.
     case encodingFailed(reason: String)
     /// A migration chain step is missing, threw, or produced a payload that does not decode.
-    case migrationFailed(from: Int, to: Int, underlying: String)
+    case migrationFailed(from: Int, to: Int, underlying: any Error)
     /// A filter or sort names an index the type does not declare.
     case unknownIndex(String)
     /// A query is malformed: wrong value kind for an index, NaN, a page below 1, ….
@@ -36,6 +36,27 @@ public enum LocalStorageError: Error, Sendable, CustomStringConvertible, Equatab
         case .storageFull: "The store is full: it reached its maximum map size"
         case .openFailed(let path, let reason): "Cannot open the store at \(path): \(reason)"
         case .storageError(let code, let message): "Storage error \(code): \(message)"
+        }
+    }
+
+    /// Cases are equal when they are the same case with the same values; underlying migration errors
+    /// compare by their description.
+    public static func == (lhs: LocalStorageError, rhs: LocalStorageError) -> Bool {
+        switch (lhs, rhs) {
+        case (.notFound(let a), .notFound(let b)): a == b
+        case (.decodingFailed(let a), .decodingFailed(let b)): a == b
+        case (.encodingFailed(let a), .encodingFailed(let b)): a == b
+        case (.migrationFailed(let fromA, let toA, let errorA), .migrationFailed(let fromB, let toB, let errorB)):
+            fromA == fromB && toA == toB && String(describing: errorA) == String(describing: errorB)
+        case (.unknownIndex(let a), .unknownIndex(let b)): a == b
+        case (.invalidQuery(let a), .invalidQuery(let b)): a == b
+        case (.invalidId(let a), .invalidId(let b)): a == b
+        case (.storageFull, .storageFull): true
+        case (.openFailed(let pathA, let reasonA), .openFailed(let pathB, let reasonB)):
+            pathA == pathB && reasonA == reasonB
+        case (.storageError(let codeA, let messageA), .storageError(let codeB, let messageB)):
+            codeA == codeB && messageA == messageB
+        default: false
         }
     }
 }

@@ -28,7 +28,7 @@ enum RecordReader {
     /// Returns the rows and the keys of expired records it met.
     static func list<T: LocalStorable>(
         _ type: T.Type, schema: TypeSchema, options: FetchOptions, now: Int64, txn: Transaction,
-        counter: DecodeCounter
+        session: DecodeSession
     ) throws -> (items: [T], expired: [[UInt8]]) {
         var items: [T] = []
         var expiredMet: [[UInt8]] = []
@@ -40,13 +40,13 @@ enum RecordReader {
             try txn.withCursor(schema.records) { cursor in
                 var entry = try cursor.move(MDB_FIRST)
                 while let current = entry, position < end {
-                    let view = try RecordView(current.value)
-                    if view.isExpired(at: now) {
+                    let view = try? RecordView(current.value)
+                    if let view, view.isExpired(at: now) {
                         expiredMet.append(Array(current.key))
                     } else {
-                        if position >= options.offset {
-                            let id = String(decoding: current.key, as: UTF8.self)
-                            items.append(try RecordDecoding.decode(T.self, view: view, id: id, counter: counter))
+                        if position >= options.offset,
+                           let item = try session.decodeRow(T.self, bytes: current.value, id: current.key) {
+                            items.append(item)
                         }
                         position += 1
                     }
@@ -63,10 +63,9 @@ enum RecordReader {
                     if expired.contains(key) {
                         expiredMet.append(key)
                     } else {
-                        if position >= options.offset, let bytes = try txn.get(schema.records, key: key) {
-                            let view = try RecordView(bytes)
-                            let id = String(decoding: key, as: UTF8.self)
-                            items.append(try RecordDecoding.decode(T.self, view: view, id: id, counter: counter))
+                        if position >= options.offset, let bytes = try txn.get(schema.records, key: key),
+                           let item = try session.decodeRow(T.self, bytes: bytes, id: current.value) {
+                            items.append(item)
                         }
                         position += 1
                     }

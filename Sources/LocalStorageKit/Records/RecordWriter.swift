@@ -85,10 +85,8 @@ enum RecordWriter {
         if header.expiresAt != 0 {
             try txn.put(schema.expiry, key: timeKey(header.expiresAt), value: key)
         }
-        for value in header.indexValues {
-            guard let index = schema.index(named: value.name), index.kind == value.kind else { continue }
-            let indexKey = value.bytes.withUnsafeBytes { IndexValue.keyBytes(kind: value.kind, stored: $0) }
-            try txn.put(index.dbi, key: indexKey, value: key)
+        for index in schema.indexes {
+            try txn.put(index.dbi, key: indexKey(of: header, for: index), value: key)
         }
     }
 
@@ -99,11 +97,17 @@ enum RecordWriter {
         if header.expiresAt != 0 {
             try txn.delete(schema.expiry, key: timeKey(header.expiresAt), value: key)
         }
-        for value in header.indexValues {
-            guard let index = schema.index(named: value.name), index.kind == value.kind else { continue }
-            let indexKey = value.bytes.withUnsafeBytes { IndexValue.keyBytes(kind: value.kind, stored: $0) }
-            try txn.delete(index.dbi, key: indexKey, value: key)
+        for index in schema.indexes {
+            try txn.delete(index.dbi, key: indexKey(of: header, for: index), value: key)
         }
+    }
+
+    /// The key a record has in `index`: its value's ordered encoding, or ``IndexKeys/missing``.
+    static func indexKey(of header: RecordHeader, for index: TypeSchema.Index) -> [UInt8] {
+        guard let value = header.indexValues.first(where: { $0.name == index.name && $0.kind == index.kind }) else {
+            return IndexKeys.missing
+        }
+        return value.bytes.withUnsafeBytes { IndexValue.keyBytes(kind: value.kind, stored: $0) }
     }
 
     /// A timestamp as an 8-byte big-endian key (memcmp order = time order).
@@ -147,5 +151,22 @@ enum RecordWriter {
             try txn.delete(schema.expiry, key: time, value: key)
         }
         return purged
+    }
+}
+
+extension RecordWriter {
+    /// Stores a record migrated by a read at its new version, keeping its timestamps and expiry, unless
+    /// the record changed since it was read.
+    static func apply(_ upgrade: RecordUpgrade, schema: TypeSchema, txn: Transaction) throws {
+        guard let bytes = try txn.get(schema.records, key: upgrade.key), let view = try? RecordView(bytes),
+              view.version == upgrade.fromVersion, view.updatedAt == upgrade.updatedAt else { return }
+        var header = view.header()
+        header.format = upgrade.format
+        header.version = upgrade.version
+        header.indexValues = upgrade.indexValues
+        header.signature = schema.signature
+        try removeEntries(of: view.header(), key: upgrade.key, schema: schema, txn: txn)
+        try txn.put(schema.records, key: upgrade.key, value: try header.serialized(payload: upgrade.payload))
+        try addEntries(of: header, key: upgrade.key, schema: schema, txn: txn)
     }
 }

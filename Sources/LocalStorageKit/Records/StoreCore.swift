@@ -78,6 +78,12 @@ final class StoreCore: Sendable {
             let version = T.storageVersion
             let reindexer = Reindexer<T>(logger: logger)
             let meta = self.meta
+            if let versioned = T.self as? any LocalStorageVersioned.Type {
+                for problem in MigrationValidator.problems(steps: versioned.migrations, current: version) {
+                    logger?.log(level: .error, message: "Migration chain of \(name): \(problem)",
+                                metadata: ["type": name])
+                }
+            }
             let writer = self.writer
             let task = Task {
                 try await writer.performExclusive { writer in
@@ -93,10 +99,11 @@ final class StoreCore: Sendable {
             return schema
         case .pending(let task):
             do {
-                let schema = try await task.value
+                let (schema, migrationPending) = try await task.value
                 schemas.withLock { state in
                     state.ready[key] = schema
                     state.pending[key] = nil
+                    if migrationPending { state.migrationsPending.insert(schema.name) }
                 }
                 return schema
             } catch {
@@ -108,12 +115,31 @@ final class StoreCore: Sendable {
 
     private enum Registration {
         case ready(TypeSchema)
-        case pending(Task<TypeSchema, Error>)
+        case pending(Task<(TypeSchema, Bool), Error>)
     }
 
     private struct SchemaState {
         var ready: [ObjectIdentifier: TypeSchema] = [:]
-        var pending: [ObjectIdentifier: Task<TypeSchema, Error>] = [:]
+        var pending: [ObjectIdentifier: Task<(TypeSchema, Bool), Error>] = [:]
+        var migrationsPending: Set<String> = []
+    }
+
+    /// Whether records of `typeName` may be older than its current version (the type's version moved
+    /// since they were written) and have not all been migrated yet.
+    func isMigrationPending(_ typeName: String) -> Bool {
+        schemas.withLock { $0.migrationsPending.contains(typeName) }
+    }
+
+    /// Records that every record of the type is at its current version.
+    func markMigrated(schema: TypeSchema) async throws {
+        guard schemas.withLock({ $0.migrationsPending.remove(schema.name) }) != nil else { return }
+        let meta = self.meta
+        let info = TypeInfo(name: schema.name, indexes: schema.declaration.entries, signature: schema.signature,
+                            version: schema.version)
+        let bytes = Array(try JSONEncoder().encode(info))
+        try await writer.perform { context in
+            try context.txn.put(meta, key: TypeInfo.key(schema.name), value: bytes)
+        }
     }
 
     /// Validates a type name for storage.
@@ -127,7 +153,7 @@ final class StoreCore: Sendable {
     private static func register<T: LocalStorable>(
         _ name: String, declaration: IndexDeclaration, version: Int, meta: MDB_dbi, writer: Writer,
         reindexer: Reindexer<T>
-    ) throws -> TypeSchema {
+    ) throws -> (TypeSchema, Bool) {
         try validate(typeName: name)
         let (schema, previous) = try writer.transact { context -> (TypeSchema, TypeInfo?) in
             let schema = try TypeSchema.open(name, declaration: declaration, version: version, in: context.txn)
@@ -139,13 +165,15 @@ final class StoreCore: Sendable {
         if let previous, previous.signature != declaration.signature {
             try reindexer.run(schema: schema, previous: previous, writer: writer)
         }
+        // The stored version moves only once every record is migrated (see `markMigrated`).
+        let migrationPending = (previous?.version ?? version) < version
         let info = TypeInfo(name: name, indexes: declaration.entries, signature: declaration.signature,
-                            version: version)
+                            version: migrationPending ? previous?.version ?? version : version)
         if info != previous {
             let bytes = Array(try JSONEncoder().encode(info))
             try writer.transact { context in try context.txn.put(meta, key: TypeInfo.key(name), value: bytes) }
         }
-        return schema
+        return (schema, migrationPending)
     }
 
     /// The names of every type this store has records of (from `meta`).

@@ -1,0 +1,312 @@
+import CLMDB
+
+/// Runs a ``QueryPlan`` inside one read transaction, on index keys and record headers only.
+///
+/// How it picks a path:
+/// - It estimates each constrained index by walking its candidate keys, up to ``estimateCap``.
+/// - When some index has fewer candidates than the cap, it collects that index's matches (checking the
+///   other conditions on the record headers) and sorts them by the requested order: cheap, because there
+///   are few.
+/// - Otherwise it walks in the requested order (the sort index, the ids, or the update-time index),
+///   checks each entry, and stops at offset + limit.
+/// `count` walks the cheapest index and reads headers only when a condition on another index (or a
+/// string value cut at the key budget) needs one. Nothing here decodes a payload.
+struct QueryExecutor {
+    let schema: TypeSchema
+    let plan: QueryPlan
+    let txn: Transaction
+    let now: Int64
+    /// Records that expired but are not purged yet (usually few).
+    let expired: Set<[UInt8]>
+
+    static let estimateCap = 1000
+
+    init(schema: TypeSchema, plan: QueryPlan, txn: Transaction, now: Int64) throws {
+        self.schema = schema
+        self.plan = plan
+        self.txn = txn
+        self.now = now
+        expired = try RecordReader.expiredKeys(schema: schema, now: now, txn: txn)
+    }
+
+    // MARK: - Walking an index
+
+    /// Calls `body` with (key, id) for each entry of `dbi` inside `intervals`, ascending or descending,
+    /// until it returns false.
+    func walk(_ dbi: MDB_dbi, _ intervals: [KeyInterval], descending: Bool,
+              _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool) throws {
+        try txn.withCursor(dbi) { cursor in
+            for interval in descending ? intervals.reversed() : intervals {
+                guard var entry = try start(&cursor, interval, descending: descending) else { continue }
+                while true {
+                    if !descending, let upper = interval.upper, OrderedKey.compare(entry.key, upper) > 0 { break }
+                    if descending, OrderedKey.compare(entry.key, interval.lower) < 0 { break }
+                    if let prefix = interval.prefix, !entry.key.starts(with: prefix) { break }
+                    if try !body(entry.key, entry.value) { return }
+                    guard let next = try cursor.move(descending ? MDB_PREV : MDB_NEXT) else { break }
+                    entry = next
+                }
+            }
+        }
+    }
+
+    private func start(_ cursor: inout Cursor, _ interval: KeyInterval, descending: Bool) throws -> Cursor.Entry? {
+        guard descending else { return try cursor.seek(atLeast: interval.lower) }
+        // Descending: position on the last entry ≤ the interval's upper end.
+        let upper: [UInt8]?
+        if let prefix = interval.prefix { upper = QueryExecutor.successor(of: prefix) } else { upper = interval.upper }
+        guard let upper else { return try cursor.move(MDB_LAST) }
+        guard let found = try cursor.seek(atLeast: upper) else { return try cursor.move(MDB_LAST) }
+        if interval.prefix == nil, found.key.elementsEqual(upper) {
+            // MDB_LAST_DUP positions without returning the key; read the pair under the cursor.
+            _ = try cursor.move(MDB_LAST_DUP)
+            return try cursor.move(MDB_GET_CURRENT)
+        }
+        return try cursor.move(MDB_PREV)
+    }
+
+    /// The smallest key greater than every key starting with `prefix`, or nil when there is none.
+    static func successor(of prefix: [UInt8]) -> [UInt8]? {
+        var bytes = prefix
+        while let last = bytes.last {
+            if last < 0xFF {
+                bytes[bytes.count - 1] = last + 1
+                return bytes
+            }
+            bytes.removeLast()
+        }
+        return nil
+    }
+
+    // MARK: - Checking one candidate
+
+    /// The record header of `id`, or nil when the record is missing or damaged.
+    func view(of id: UnsafeRawBufferPointer) throws -> RecordView? {
+        guard let bytes = try txn.get(schema.records, key: id) else { return nil }
+        return try? RecordView(bytes)
+    }
+
+    func isExpired(_ id: UnsafeRawBufferPointer) -> Bool {
+        !expired.isEmpty && expired.contains(Array(id))
+    }
+
+    /// Whether a record (by its header) satisfies every constraint except `skipping`.
+    func matches(_ view: RecordView, skipping: String? = nil) -> Bool {
+        for constraint in plan.constraints where constraint.index.name != skipping {
+            guard let stored = view.indexValue(named: constraint.index.nameBytes),
+                  stored.kind == constraint.index.kind else { return false }
+            for condition in constraint.conditions where !condition.matches(value: stored.value) { return false }
+        }
+        return true
+    }
+
+    /// Checks an entry of the driving index: its own conditions on the key, the rest on the header.
+    /// Returns whether it matches, and the header when one was read.
+    func check(key: UnsafeRawBufferPointer, id: UnsafeRawBufferPointer,
+               driving: QueryPlan.Constraint?) throws -> (matches: Bool, view: RecordView?) {
+        var needsHeader = plan.constraints.count > (driving == nil ? 0 : 1)
+        if let driving {
+            if key.elementsEqual(IndexKeys.missing) { return (false, nil) }
+            if IndexKeys.isCut(key, kind: driving.index.kind) {
+                needsHeader = true
+            } else {
+                for condition in driving.conditions where !condition.matches(key: key) { return (false, nil) }
+            }
+        }
+        if isExpired(id) { return (false, nil) }
+        guard needsHeader else { return (true, nil) }
+        guard let view = try view(of: id), !view.isExpired(at: now) else { return (false, nil) }
+        let cutDriving = driving.map { IndexKeys.isCut(key, kind: $0.index.kind) } ?? false
+        return (matches(view, skipping: cutDriving ? nil : driving?.index.name), view)
+    }
+
+    // MARK: - Choosing the driving index
+
+    /// The constraint with the fewest candidate keys (exact below the cap), and that number.
+    func cheapestConstraint() throws -> (constraint: QueryPlan.Constraint, condition: CompiledCondition,
+                                         estimate: Int)? {
+        var best: (QueryPlan.Constraint, CompiledCondition, Int)?
+        for constraint in plan.constraints {
+            for condition in constraint.conditions {
+                let cap = min(QueryExecutor.estimateCap, best?.2 ?? Int.max)
+                var seen = 0
+                try walk(constraint.index.dbi, condition.intervals, descending: false) { _, _ in
+                    seen += 1
+                    return seen < cap
+                }
+                if best == nil || seen < (best?.2 ?? Int.max) { best = (constraint, condition, seen) }
+            }
+        }
+        return best
+    }
+
+    // MARK: - Count
+
+    /// The number of live records matching every condition. Decodes nothing.
+    func count() throws -> Int {
+        guard let (driving, condition, _) = try cheapestConstraint() else {
+            if plan.constraints.isEmpty { return try RecordReader.count(schema: schema, now: now, txn: txn) }
+            return 0
+        }
+        var total = 0
+        try walk(driving.index.dbi, condition.intervals, descending: false) { key, id in
+            if try check(key: key, id: id, driving: driving).matches { total += 1 }
+            return true
+        }
+        return total
+    }
+
+    // MARK: - Rows
+
+    /// The ids of the matching records at positions offset..<end in the query's order.
+    func orderedIDs(options: FetchOptions) throws -> [[UInt8]] {
+        let end = options.end
+        guard end > options.offset else { return [] }
+        if let cheapest = try cheapestConstraint(), cheapest.estimate < QueryExecutor.estimateCap,
+           !(plan.sortIndex?.name == cheapest.constraint.index.name) {
+            return try collectAndSort(driving: cheapest.constraint, condition: cheapest.condition, options: options)
+        }
+        var ids: [[UInt8]] = []
+        var position = 0
+        func accept(_ id: UnsafeRawBufferPointer) -> Bool {
+            if position >= options.offset { ids.append(Array(id)) }
+            position += 1
+            return position < end
+        }
+        if let sortIndex = plan.sortIndex {
+            let driving = plan.constraints.first { $0.index.name == sortIndex.name }
+            let condition = try driving.flatMap { constraint in
+                try cheapestCondition(of: constraint)
+            }
+            let intervals = condition?.intervals ?? [KeyInterval(lower: [], upper: nil, prefix: nil)]
+            try walkSortedResolvingCuts(sortIndex, intervals) { key, id in
+                try check(key: key, id: id, driving: driving).matches ? accept(id) : true
+            }
+            return ids
+        }
+        switch options.sort {
+        case .id:
+            try txn.withCursor(schema.records) { cursor in
+                var entry = try cursor.move(MDB_FIRST)
+                while let current = entry {
+                    if let view = try? RecordView(current.value), !view.isExpired(at: now), matches(view) {
+                        if !accept(current.key) { break }
+                    }
+                    entry = try cursor.move(MDB_NEXT)
+                }
+            }
+        case .newestFirst, .oldestFirst:
+            let descending = options.sort == .newestFirst
+            try walk(schema.updated, [KeyInterval(lower: [], upper: nil, prefix: nil)], descending: descending) { _, id in
+                guard !isExpired(id), let view = try view(of: id), !view.isExpired(at: now), matches(view) else {
+                    return true
+                }
+                return accept(id)
+            }
+        }
+        return ids
+    }
+
+    private func cheapestCondition(of constraint: QueryPlan.Constraint) throws -> CompiledCondition? {
+        var best: (CompiledCondition, Int)?
+        for condition in constraint.conditions {
+            var seen = 0
+            let cap = min(QueryExecutor.estimateCap, best?.1 ?? Int.max)
+            try walk(constraint.index.dbi, condition.intervals, descending: false) { _, _ in
+                seen += 1
+                return seen < cap
+            }
+            if best == nil || seen < (best?.1 ?? Int.max) { best = (condition, seen) }
+        }
+        return best?.0
+    }
+
+    /// Walks the sort index in the query's direction. Keys cut at the string budget can tie while their
+    /// full values differ, so each run of equal cut keys is re-ordered by the full values from the headers.
+    private func walkSortedResolvingCuts(_ index: TypeSchema.Index, _ intervals: [KeyInterval],
+                                         _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool)
+        throws {
+        let descending = plan.isDescending
+        var run: (key: [UInt8], ids: [[UInt8]])?
+        func flush() throws -> Bool {
+            guard let current = run else { return true }
+            run = nil
+            var rows: [(value: [UInt8], id: [UInt8])] = []
+            for id in current.ids {
+                let value = try id.withUnsafeBytes { try view(of: $0) }
+                    .flatMap { $0.indexValue(named: index.nameBytes).map { Array($0.value) } } ?? []
+                rows.append((value, id))
+            }
+            func precedes(_ a: (value: [UInt8], id: [UInt8]), _ b: (value: [UInt8], id: [UInt8])) -> Bool {
+                let order = OrderedKey.compare(a.value, b.value)
+                return order != 0 ? order < 0 : a.id.lexicographicallyPrecedes(b.id)
+            }
+            rows.sort { descending ? precedes($1, $0) : precedes($0, $1) }
+            for row in rows {
+                let keepGoing = try current.key.withUnsafeBytes { key in
+                    try row.id.withUnsafeBytes { id in try body(key, id) }
+                }
+                if !keepGoing { return false }
+            }
+            return true
+        }
+        var stopped = false
+        try walk(index.dbi, intervals, descending: descending) { key, id in
+            if IndexKeys.isCut(key, kind: index.kind) {
+                if let current = run, key.elementsEqual(current.key) {
+                    run?.ids.append(Array(id))
+                    return true
+                }
+                if try !flush() { stopped = true; return false }
+                run = (Array(key), [Array(id)])
+                return true
+            }
+            if try !flush() { stopped = true; return false }
+            return try body(key, id)
+        }
+        if !stopped { _ = try flush() }
+    }
+
+    /// Collects every match from a small driving index, then orders them as asked.
+    private func collectAndSort(driving: QueryPlan.Constraint, condition: CompiledCondition,
+                                options: FetchOptions) throws -> [[UInt8]] {
+        var rows: [(sortValue: [UInt8]?, time: Int64, id: [UInt8])] = []
+        let sortIndex = plan.sortIndex
+        let needsHeader = sortIndex != nil || options.sort != .id
+        try walk(driving.index.dbi, condition.intervals, descending: false) { key, id in
+            let (matches, header) = try check(key: key, id: id, driving: driving)
+            guard matches else { return true }
+            if needsHeader {
+                guard let view = try header ?? view(of: id) else { return true }
+                let sortValue = sortIndex.flatMap { index in
+                    view.indexValue(named: index.nameBytes).flatMap { $0.kind == index.kind ? Array($0.value) : nil }
+                }
+                rows.append((sortValue, view.updatedAt, Array(id)))
+            } else {
+                rows.append((nil, 0, Array(id)))
+            }
+            return true
+        }
+        let descending = sortIndex != nil ? plan.isDescending : options.sort == .newestFirst
+        func precedes(_ a: (sortValue: [UInt8]?, time: Int64, id: [UInt8]),
+                      _ b: (sortValue: [UInt8]?, time: Int64, id: [UInt8])) -> Bool {
+            if sortIndex != nil {
+                switch (a.sortValue, b.sortValue) {
+                case (nil, nil): break
+                case (nil, _): return true
+                case (_, nil): return false
+                case (let x?, let y?):
+                    let order = OrderedKey.compare(x, y)
+                    if order != 0 { return order < 0 }
+                }
+            } else if options.sort != .id, a.time != b.time {
+                return a.time < b.time
+            }
+            return a.id.lexicographicallyPrecedes(b.id)
+        }
+        rows.sort { descending ? precedes($1, $0) : precedes($0, $1) }
+        let end = min(options.end, rows.count)
+        guard options.offset < end else { return [] }
+        return rows[options.offset..<end].map(\.id)
+    }
+}

@@ -1,0 +1,225 @@
+import Foundation
+import Testing
+@testable import LocalStorageKit
+
+/// Version 1 of the seed's profile, as an older app wrote it.
+struct ProfileV1: LocalStorable {
+    static var storageName: String { "UserProfile" }
+    let id: String
+    var firstName: String
+    var lastName: String
+    var email: String
+}
+
+/// The seed's profile at version 2, with the seed's JSONSerialization migration.
+struct UserProfile: LocalStorageVersioned, LocalStorageIndexed {
+    let id: String
+    var fullName: String
+    var email: String
+
+    static var currentVersion: Int { 2 }
+
+    static var migrations: [StorageMigration] {
+        [
+            StorageMigration(from: 1, to: 2) { oldData in
+                guard var json = try JSONSerialization.jsonObject(with: oldData) as? [String: Any] else {
+                    throw CocoaError(.coderReadCorrupt)
+                }
+                let first = json.removeValue(forKey: "firstName") as? String ?? ""
+                let last = json.removeValue(forKey: "lastName") as? String ?? ""
+                json["fullName"] = "\(first) \(last)".trimmingCharacters(in: .whitespaces)
+                return try JSONSerialization.data(withJSONObject: json)
+            },
+        ]
+    }
+
+    static var storageIndexes: [StorageIndex<UserProfile>] { [StorageIndex("fullName", \.fullName)] }
+}
+
+/// The seed's JSONDecoder-form migration between two payload structs.
+struct LegacyPayload: Codable { let id: String; let name: String; let age: Int }
+struct ModernPayload: Codable {
+    let id: String
+    let displayName: String
+    let birthYear: Int
+    init(legacy: LegacyPayload) {
+        id = legacy.id
+        displayName = legacy.name.uppercased()
+        birthYear = 2026 - legacy.age
+    }
+}
+
+struct MemberV1: LocalStorable {
+    static var storageName: String { "Member" }
+    let id: String
+    let name: String
+    let age: Int
+}
+
+struct Member: LocalStorageVersioned {
+    let id: String
+    let displayName: String
+    let birthYear: Int
+    static var currentVersion: Int { 2 }
+    static var migrations: [StorageMigration] {
+        [
+            StorageMigration(from: 1, to: 2) { data in
+                let json = try JSONDecoder().decode(LegacyPayload.self, from: data)
+                let upgraded = ModernPayload(legacy: json)
+                return try JSONEncoder().encode(upgraded)
+            },
+        ]
+    }
+}
+
+/// Three versions: 1 has `n`, 2 renames it to `count`, 3 adds `label`.
+struct CounterV1: LocalStorable {
+    static var storageName: String { "Counter" }
+    let id: String
+    var n: Int
+}
+
+struct Counter: LocalStorageVersioned, Equatable {
+    let id: String
+    var count: Int
+    var label: String
+    static var currentVersion: Int { 3 }
+    static var migrations: [StorageMigration] {
+        [
+            StorageMigration(from: 2, to: 3) { data in
+                guard var json = try JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+                    throw CocoaError(.coderReadCorrupt)
+                }
+                json["label"] = "c\(json["count"] as? Int ?? -1)"
+                return try JSONSerialization.data(withJSONObject: json)
+            },
+            StorageMigration(from: 1, to: 2) { data in
+                guard var json = try JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+                    throw CocoaError(.coderReadCorrupt)
+                }
+                json["count"] = json.removeValue(forKey: "n")
+                return try JSONSerialization.data(withJSONObject: json)
+            },
+        ]
+    }
+}
+
+struct Refusal: Error, CustomStringConvertible { var description: String { "refused" } }
+
+struct BrokenCounter: LocalStorageVersioned {
+    static var storageName: String { "Counter" }
+    let id: String
+    var count: Int
+    static var currentVersion: Int { 2 }
+    static var migrations: [StorageMigration] { [StorageMigration(from: 1, to: 2) { _ in throw Refusal() }] }
+}
+
+struct GappedCounter: LocalStorageVersioned {
+    static var storageName: String { "Counter" }
+    let id: String
+    var count: Int
+    static var currentVersion: Int { 3 }
+    static var migrations: [StorageMigration] {
+        [StorageMigration(from: 1, to: 2) { $0 }]
+    }
+}
+
+@Suite struct MigrationTests {
+    /// Writes v1 records with an old app, then returns a store reopened on the same directory.
+    func storeWithOldRecords<Old: LocalStorable>(_ records: [Old], codec: StorageCodec = .json) async throws
+        -> LocalStorage {
+        let directory = temporaryDirectory()
+        var configuration = diskConfiguration(directory)
+        configuration.codec = codec
+        do {
+            let old = try LocalStorage(configuration: configuration)
+            try await old.save(contentsOf: records)
+        }
+        return try LocalStorage(configuration: configuration)
+    }
+
+    @Test(arguments: [StorageCodec.json, .binary])
+    func seedJSONSerializationMigrationUpgradesOnRead(codec: StorageCodec) async throws {
+        let storage = try await storeWithOldRecords(
+            [ProfileV1(id: "usr_1", firstName: "Ada", lastName: "Lovelace", email: "ada@example.com")], codec: codec)
+        #expect(try await storage.metadata(UserProfile.self, id: "usr_1")?.version == 1)
+        let profile = try #require(try await storage.fetch(UserProfile.self, id: "usr_1"))
+        #expect(profile.fullName == "Ada Lovelace")
+        #expect(profile.email == "ada@example.com")
+        // Written back once, at the current version, in the store's codec.
+        #expect(try await storage.metadata(UserProfile.self, id: "usr_1")?.version == 2)
+        #expect(try await storage.fetch(UserProfile.self, id: "usr_1")?.fullName == "Ada Lovelace")
+    }
+
+    @Test func seedJSONDecoderMigrationUpgradesOnRead() async throws {
+        let storage = try await storeWithOldRecords([MemberV1(id: "m1", name: "grace", age: 40)])
+        let member = try #require(try await storage.fetch(Member.self, id: "m1"))
+        #expect(member.displayName == "GRACE")
+        #expect(member.birthYear == 1986)
+    }
+
+    @Test func threeStepChainRunsInOrder() async throws {
+        let storage = try await storeWithOldRecords([CounterV1(id: "c", n: 7)])
+        #expect(try await storage.fetch(Counter.self, id: "c") == Counter(id: "c", count: 7, label: "c7"))
+        #expect(try await storage.metadata(Counter.self, id: "c")?.version == 3)
+    }
+
+    @Test func throwingStepLeavesTheRecordUntouched() async throws {
+        let storage = try await storeWithOldRecords([CounterV1(id: "c", n: 7)])
+        let before = try #require(try await storage.metadata(BrokenCounter.self, id: "c"))
+        await #expect {
+            try await storage.fetch(BrokenCounter.self, id: "c")
+        } throws: { error in
+            guard case LocalStorageError.migrationFailed(let from, let to, let underlying) = error else { return false }
+            return from == 1 && to == 2 && underlying is Refusal
+        }
+        #expect(try await storage.metadata(BrokenCounter.self, id: "c") == before)
+        #expect(try await storage.fetch(CounterV1.self, id: "c")?.n == 7)
+    }
+
+    @Test func missingStepFailsWithMigrationFailed() async throws {
+        let storage = try await storeWithOldRecords([CounterV1(id: "c", n: 7)])
+        await #expect {
+            try await storage.fetch(GappedCounter.self, id: "c")
+        } throws: { error in
+            guard case LocalStorageError.migrationFailed(let from, let to, _) = error else { return false }
+            return from == 2 && to == 3
+        }
+        #expect(try await storage.metadata(GappedCounter.self, id: "c")?.version == 1)
+        #expect(MigrationValidator.problems(steps: GappedCounter.migrations, current: 3) == ["no step from version 2"])
+        #expect(MigrationValidator.problems(steps: Counter.migrations, current: 3).isEmpty)
+    }
+
+    @Test func migrateAllUpgradesEveryRecordInBatches() async throws {
+        let storage = try await storeWithOldRecords((0..<10_000).map { CounterV1(id: "c\($0)", n: $0) })
+        let reports = ProgressLog()
+        let migrated = try await storage.migrateAll(Counter.self) { reports.append($0) }
+        #expect(migrated == 10_000)
+        let last = try #require(reports.last)
+        #expect(last.processed == 10_000 && last.total == 10_000 && last.migrated == 10_000)
+        #expect(reports.count > 10)
+        #expect(try await storage.migrateAll(Counter.self) == 0)
+        #expect(try await storage.metadata(Counter.self, id: "c9999")?.version == 3)
+        #expect(try await storage.fetch(Counter.self, id: "c4242") == Counter(id: "c4242", count: 4242, label: "c4242"))
+    }
+
+    @Test func indexedQueriesSeeMigratedValues() async throws {
+        let storage = try await storeWithOldRecords([
+            ProfileV1(id: "u1", firstName: "Ada", lastName: "Lovelace", email: "a@x"),
+            ProfileV1(id: "u2", firstName: "Alan", lastName: "Turing", email: "t@x"),
+        ])
+        let hits = try await storage.fetch(UserProfile.self, matching: [.hasPrefix("fullName", "Alan")])
+        #expect(hits.map(\.id) == ["u2"])
+        #expect(try await storage.count(UserProfile.self, matching: [.equals("fullName", "Ada Lovelace")]) == 1)
+    }
+}
+
+/// Collects progress reports from the writer thread.
+final class ProgressLog: @unchecked Sendable {
+    // @unchecked: every access holds `lock`.
+    private let lock = NSLock()
+    private var reports: [MigrationProgress] = []
+    func append(_ report: MigrationProgress) { lock.withLock { reports.append(report) } }
+    var last: MigrationProgress? { lock.withLock { reports.last } }
+    var count: Int { lock.withLock { reports.count } }
+}
