@@ -24,25 +24,30 @@ enum Benchmark {
 
     /// Runs every contender's batches in turn (round-robin, so that drift hits all alike) and takes medians.
     static func measure(_ workload: Workload) async throws -> WorkloadResult {
-        var samples: [String: [Double]] = [:]
+        var wallSamples = workload.earlierSamples.mapValues { [$0.wall] }
+        var cpuSamples = workload.earlierSamples.mapValues { [$0.cpu] }
         var disagreeing: Set<String> = []
         for batch in 0..<(workload.warmups + workload.batches) {
             var reference: Int?
             for contender in workload.contenders {
                 try await contender.prepare?(batch)
-                let start = Stats.now()
-                let checksum = try await contender.run(batch)
-                let elapsed = Stats.now() - start
+                var checksum = 0
+                let sample = try await Sample.measure(operations: contender.operations) {
+                    checksum = try await contender.run(batch)
+                }
                 if batch >= workload.warmups {
-                    samples[contender.name, default: []].append(Double(elapsed) / Double(contender.operations))
+                    wallSamples[contender.name, default: []].append(sample.wall)
+                    cpuSamples[contender.name, default: []].append(sample.cpu)
                 }
                 guard contender.isComparable else { continue }
                 if let reference, reference != checksum { disagreeing.insert(contender.name) }
                 reference = reference ?? checksum
             }
         }
-        return WorkloadResult(workload: workload, medians: samples.mapValues(Stats.median),
+        return WorkloadResult(workload: workload, wallMedians: wallSamples.mapValues(Stats.median),
+                              cpuMedians: cpuSamples.mapValues(Stats.median),
                               disagreeing: workload.contenders.map(\.name).filter(disagreeing.contains),
+                              sampleCount: workload.contenders.first.flatMap { wallSamples[$0.name]?.count } ?? 0,
                               peakResidentBytes: Stats.peakResidentBytes())
     }
 }

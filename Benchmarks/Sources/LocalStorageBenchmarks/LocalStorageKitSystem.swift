@@ -60,7 +60,6 @@ final class LocalStorageKitSystem: Sendable {
         return checksum.value
     }
 
-    #if BENCHMARK_QUERIES
     // MARK: - Indexed queries
 
     func fetch(priceIn range: ClosedRange<Double>, limit: Int) async throws -> Int {
@@ -86,5 +85,4 @@ final class LocalStorageKitSystem: Sendable {
         checksum.add(page.totalCount)
         return checksum.value
     }
-    #endif
 }

@@ -10,22 +10,25 @@ enum Report {
               + (options.isQuick ? "quick run" : "full run") + ", seed \(options.seed)")
         emit("\(info.activeProcessorCount) cores, \(info.operatingSystemVersionString); "
               + "LMDB \(String(cString: mdb_version(nil, nil, nil))), SQLite \(String(cString: sqlite3_libversion()))")
-        emit("stores in \(directory.path)\n")
+        emit("stores in \(directory.path)" + loadAverage())
+        emit("")
     }
 
-    static func printLoad(_ system: String, count: Int, nanoseconds: UInt64) {
-        emit("loaded \(count) products into \(system) in \(seconds(nanoseconds))")
+    static func printLoad(_ system: String, count: Int, seconds: Double) {
+        emit("loaded \(count) products into \(system) in " + String(format: "%.2f s", seconds))
     }
 
     static func printResult(_ result: WorkloadResult) {
         let workload = result.workload
         emit("\n[\(workload.name)] \(workload.description)")
         if let durability = workload.durability { emit("  durability: \(durability)") }
-        emit("  median of \(workload.batches) batches (after \(workload.warmups) warm-up)")
+        emit("  median of \(result.sampleCount) batches (after \(workload.warmups) warm-up); "
+             + "the summary uses \(workload.clock.rawValue) time")
         for contender in workload.contenders {
-            let median = result.medians[contender.name] ?? 0
-            emit("  " + pad(contender.name, 36) + padLeft(grouped(median), 14) + " ns/op"
-                  + "  (\(contender.operations) ops/batch)")
+            let wall = result.wallMedians[contender.name] ?? 0
+            let cpu = result.cpuMedians[contender.name] ?? 0
+            emit("  " + pad(contender.name, 36) + padLeft(grouped(wall), 13) + " ns/op wall"
+                 + padLeft(grouped(cpu), 13) + " ns/op CPU  (\(contender.operations) ops/batch)")
         }
         if !result.disagreeing.isEmpty {
             emit("  WARNING: results differ from the first system's: \(result.disagreeing.joined(separator: ", "))")
@@ -35,8 +38,8 @@ enum Report {
 
     static func printSummary(_ results: [WorkloadResult], options: BenchmarkOptions) {
         emit("\n## Summary\n")
-        emit("Median ns/op. LSK/raw: how many times slower than raw LMDB; SQLite/LSK: how many times faster "
-             + "than SQLite.\n")
+        emit("Median ns/op (CPU time for reads, wall time for the durable writes). LSK/raw: how many times "
+             + "slower than raw LMDB; SQLite/LSK: how many times faster than SQLite.\n")
         emit("| Workload | LocalStorageKit | raw LMDB | SQLite | LSK/raw | SQLite/LSK | Target | Result |")
         emit("|---|---:|---:|---:|---:|---:|---|---|")
         for result in results {
@@ -62,7 +65,11 @@ enum Report {
                 emit("| " + cells.joined(separator: " | ") + " |")
             }
         }
-        emit("\npeak RSS of the whole run: \(mebibytes(Stats.peakResidentBytes()))")
+        for result in results where result.workload.rows.isEmpty {
+            let figures = result.workload.contenders.map { "\($0.name) \(grouped(result.medians[$0.name] ?? 0)) ns" }
+            emit("\n\(result.workload.name): " + figures.joined(separator: ", ") + " per record")
+        }
+        emit("\npeak RSS of the whole run: \(mebibytes(Stats.peakResidentBytes()))" + loadAverage())
         let arguments = CommandLine.arguments.dropFirst().joined(separator: " ")
         emit("command: swift run -c release LocalStorageBenchmarks \(arguments)")
         if results.contains(where: { !$0.disagreeing.isEmpty }) {
@@ -89,14 +96,14 @@ enum Report {
         return out
     }
 
+    private static func loadAverage() -> String {
+        Stats.loadAverage().map { String(format: "; load average %.2f", $0) } ?? ""
+    }
+
     static func times(_ ratio: Double) -> String {
         if ratio >= 100 { return String(format: "%.0f×", ratio) }
         if ratio >= 10 { return String(format: "%.1f×", ratio) }
         return String(format: "%.2f×", ratio)
-    }
-
-    static func seconds(_ nanoseconds: UInt64) -> String {
-        String(format: "%.2f s", Double(nanoseconds) / 1e9)
     }
 
     static func mebibytes(_ bytes: Int) -> String {

@@ -13,6 +13,20 @@ enum Stats {
         return UInt64(spec.tv_sec) * 1_000_000_000 + UInt64(spec.tv_nsec)
     }
 
+    /// CPU time used by every thread of this process so far, in nanoseconds: unlike the wall clock, it does
+    /// not count the time other processes on a busy machine take from this one.
+    static func processCPUTime() -> UInt64 {
+        var spec = timespec()
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &spec)
+        return UInt64(spec.tv_sec) * 1_000_000_000 + UInt64(spec.tv_nsec)
+    }
+
+    /// The 1-minute load average, or nil when unknown.
+    static func loadAverage() -> Double? {
+        var loads = [Double](repeating: 0, count: 1)
+        return getloadavg(&loads, 1) == 1 ? loads[0] : nil
+    }
+
     /// The median of `samples` (the mean of the middle two for an even count); 0 when empty.
     static func median(_ samples: [Double]) -> Double {
         guard !samples.isEmpty else { return 0 }

@@ -8,6 +8,8 @@ final class Stores {
     var localStorageKit: LocalStorageKitSystem?
     var rawLMDB: RawLMDBSystem?
     var sqlite: SQLiteSystem?
+    /// How long loading each store took per record, by contender name: a bulk save into an empty store.
+    var loadSamples: [String: Sample] = [:]
 
     /// The initial map size of the LMDB stores, so that none grows during a measurement.
     static let mapSize = 1 << 30
@@ -20,32 +22,39 @@ final class Stores {
     /// Creates and fills the stores of the systems the options include, each in one durable transaction.
     static func load(_ products: [Product], options: BenchmarkOptions, directory: URL) async throws -> Stores {
         let stores = Stores(directory: directory, options: options)
+        let count = products.count
         if options.includes(.localStorageKit) {
-            let start = Stats.now()
             let system = try LocalStorageKitSystem(directory: directory.appendingPathComponent("lsk"),
                                                    durability: .full, codec: options.codec, mapSize: mapSize)
-            try await system.save(contentsOf: products)
+            try await system.warmUp()
+            let sample = try await Sample.measure(operations: count) { try await system.save(contentsOf: products) }
             stores.localStorageKit = system
-            Report.printLoad("LocalStorageKit", count: products.count, nanoseconds: Stats.now() - start)
+            stores.record(sample, for: Workloads.Name.localStorageKit, count: count)
         }
         if options.includes(.rawLMDB) {
-            let start = Stats.now()
             let system = try RawLMDBSystem(directory: directory.appendingPathComponent("lmdb"), isDurable: true,
                                            mapSize: mapSize)
-            try system.save(contentsOf: products)
+            let sample = try await Sample.measure(operations: count) { try system.save(contentsOf: products) }
             stores.rawLMDB = system
-            Report.printLoad("raw LMDB", count: products.count, nanoseconds: Stats.now() - start)
+            stores.record(sample, for: Workloads.Name.raw, count: count)
         }
         if options.includes(.sqlite) {
-            let start = Stats.now()
             try FileManager.default.createDirectory(at: directory.appendingPathComponent("sqlite"),
                                                     withIntermediateDirectories: true)
-            let system = try SQLiteSystem(path: directory.appendingPathComponent("sqlite/products.sqlite").path)
-            try system.save(contentsOf: products)
+            // Loaded like the bulk-save workload (synchronous=FULL), then read at synchronous=NORMAL.
+            let system = try SQLiteSystem(path: directory.appendingPathComponent("sqlite/products.sqlite").path,
+                                          synchronous: "FULL")
+            let sample = try await Sample.measure(operations: count) { try system.save(contentsOf: products) }
+            try system.setSynchronous("NORMAL")
             stores.sqlite = system
-            Report.printLoad("SQLite", count: products.count, nanoseconds: Stats.now() - start)
+            stores.record(sample, for: Workloads.Name.sqlite, count: count)
         }
         return stores
+    }
+
+    private func record(_ sample: Sample, for name: String, count: Int) {
+        loadSamples[name] = sample
+        Report.printLoad(name, count: count, seconds: sample.wall * Double(count) / 1e9)
     }
 
     /// A fresh, empty directory for one bulk-save batch of one system.

@@ -10,7 +10,13 @@ struct Workload {
     let batches: Int
     /// Untimed batches before them.
     var warmups = 1
+    /// The clock the summary uses: process CPU time for reads (robust on a busy machine), the wall clock for
+    /// writes (which wait for the disk).
+    var clock: BenchmarkClock = .cpu
     var contenders: [Contender]
+    /// Samples taken before the workload ran, by contender name: the bulk save counts the loading of the
+    /// read stores, which is the same operation.
+    var earlierSamples: [String: Sample] = [:]
     /// The lines this workload adds to the summary table.
     var rows: [SummaryRow]
 }
@@ -61,13 +67,43 @@ struct Target {
     }
 }
 
+/// One timed batch, per operation.
+struct Sample {
+    let wall: Double
+    let cpu: Double
+
+    /// Times `body`, dividing by `operations`.
+    static func measure(operations: Int, _ body: () async throws -> Void) async rethrows -> Sample {
+        let start = Stats.now()
+        let startCPU = Stats.processCPUTime()
+        try await body()
+        let cpu = Stats.processCPUTime() - startCPU
+        let wall = Stats.now() - start
+        return Sample(wall: Double(wall) / Double(operations), cpu: Double(cpu) / Double(operations))
+    }
+}
+
+/// Which time a figure is measured in.
+enum BenchmarkClock: String {
+    /// `CLOCK_PROCESS_CPUTIME_ID`: the CPU time of all of this process's threads.
+    case cpu = "CPU"
+    /// `CLOCK_MONOTONIC`: elapsed time, waits for the disk included.
+    case wall
+}
+
 /// What running a workload measured.
 struct WorkloadResult {
     let workload: Workload
-    /// Median ns per operation, by contender name.
-    let medians: [String: Double]
+    /// Median wall-clock ns per operation, by contender name.
+    let wallMedians: [String: Double]
+    /// Median CPU ns per operation, by contender name.
+    let cpuMedians: [String: Double]
+    /// The medians of the workload's summary clock.
+    var medians: [String: Double] { workload.clock == .cpu ? cpuMedians : wallMedians }
     /// Contenders whose checksums differed from the first comparable contender's.
     let disagreeing: [String]
+    /// Timed batches per contender (the first contender's count).
+    let sampleCount: Int
     /// The process's peak resident set size after the workload.
     let peakResidentBytes: Int
 }

@@ -3,7 +3,7 @@ import LocalStorageKit
 
 /// The workloads of issue 4, each run by every system on the same inputs.
 enum Workloads {
-    static let names = ["fetch", "range", "equals-sorted", "count", "page", "scan", "bulk", "saves"]
+    static let names = ["codec", "fetch", "range", "equals-sorted", "count", "page", "scan", "bulk", "saves"]
 
     /// Contender names, which the summary rows and targets refer to.
     enum Name {
@@ -28,6 +28,7 @@ enum Workloads {
         var generator = SplitMix64(seed: options.seed &+ 1)
         let query = QuerySizes(isQuick: options.isQuick)
         return [
+            codec(products, isQuick: options.isQuick),
             fetch(stores, records: products.count, isQuick: options.isQuick, generator: &generator),
             range(stores, query, generator: &generator),
             equalsSorted(stores, query, generator: &generator),
@@ -61,6 +62,26 @@ enum Workloads {
     }
 
     // MARK: - Reads
+
+    /// Foundation's JSON coders alone, as the library calls them (a new coder per record): the floor under
+    /// every decoded read and every save while the payload is JSON.
+    static func codec(_ products: [Product], isQuick: Bool) -> Workload {
+        let operations = isQuick ? 1_000 : 2_000
+        let sample = Array(products.prefix(operations))
+        let payloads = sample.compactMap { try? JSONEncoder().encode($0) }
+        let bytes = payloads.reduce(0) { $0 + $1.count } / max(payloads.count, 1)
+        let decode = Contender(name: "JSONDecoder().decode", operations: payloads.count, isComparable: false) { _ in
+            var checksum = Checksum()
+            for payload in payloads { checksum.add(try JSONDecoder().decode(Product.self, from: payload)) }
+            return checksum.value
+        }
+        let encode = Contender(name: "JSONEncoder().encode", operations: sample.count, isComparable: false) { _ in
+            try sample.reduce(0) { $0 &+ (try JSONEncoder().encode($1)).count }
+        }
+        return Workload(
+            name: "codec", description: "Foundation JSON decode and encode of one product (\(bytes) bytes on average)",
+            batches: isQuick ? 7 : 21, contenders: [decode, encode], rows: [])
+    }
 
     static func fetch(_ stores: Stores, records: Int, isQuick: Bool, generator: inout SplitMix64) -> Workload {
         let operations = isQuick ? 1_000 : 2_000
@@ -105,7 +126,7 @@ enum Workloads {
             description: "fetch matching .between(\"price\", a...a+100) ordered by .ascending(\"price\"), limit 20, "
                 + "decoded (~10% of the records match)",
             sizes: sizes, targetRatio: 3, stores: stores, inputs: ranges,
-            localStorageKit: localStorageKitRange,
+            localStorageKit: { try await $0.fetch(priceIn: $1, limit: limit) },
             raw: { try $0.fetch(priceIn: $1, limit: limit) },
             sqlite: { try $0.fetch(priceIn: $1, limit: limit) })
     }
@@ -117,7 +138,7 @@ enum Workloads {
             description: "fetch matching .equals(\"category\", c) ordered by .descending(\"price\"), limit 20, "
                 + "decoded (1 of 20 categories)",
             sizes: sizes, targetRatio: 3, stores: stores, inputs: categories,
-            localStorageKit: localStorageKitEqualsSorted,
+            localStorageKit: { try await $0.fetch(category: $1, byDescendingPriceLimit: limit) },
             raw: { try $0.fetch(category: $1, byDescendingPriceLimit: limit) },
             sqlite: { try $0.fetch(category: $1, byDescendingPriceLimit: limit) })
     }
@@ -128,7 +149,7 @@ enum Workloads {
             name: "count", label: "count(between(price))",
             description: "count matching .between(\"price\", a...a+100) (~10% of the records)",
             sizes: sizes, targetRatio: 3, stores: stores, inputs: ranges,
-            localStorageKit: localStorageKitCount,
+            localStorageKit: { try await $0.count(priceIn: $1) },
             raw: { try $0.count(priceIn: $1) },
             sqlite: { try $0.count(priceIn: $1) })
     }
@@ -140,7 +161,7 @@ enum Workloads {
             description: "page(matching: .between(\"price\", a...a+100), orderedBy: .ascending(\"price\"), page: 50, "
                 + "pageSize: 20): rows 981-1000 decoded, and the total count",
             sizes: sizes, targetRatio: 3, stores: stores, inputs: ranges,
-            localStorageKit: localStorageKitPage,
+            localStorageKit: { try await $0.page(priceIn: $1, page: page, pageSize: pageSize) },
             raw: { try $0.page(priceIn: $1, page: page, pageSize: pageSize) },
             sqlite: { try $0.page(priceIn: $1, page: page, pageSize: pageSize) })
     }
@@ -224,10 +245,12 @@ enum Workloads {
         return Workload(
             name: "bulk",
             description: "save(contentsOf:) of \(records) products with 3 indexes into an empty store, one "
-                + "transaction, JSON encoding included; ns per record",
+                + "transaction, JSON encoding included; ns per record. The first sample is the loading of the "
+                + "read store",
             durability: "durable commit: LocalStorageKit .full, raw LMDB default flags (fsync), "
                 + "SQLite WAL + synchronous=FULL",
-            batches: isQuick ? 2 : 5, warmups: 0, contenders: contenders,
+            batches: isQuick ? 0 : 4, warmups: 0, clock: .wall, contenders: contenders,
+            earlierSamples: stores.loadSamples,
             rows: [SummaryRow(label: "bulk save \(records) (per record)", localStorageKit: Name.localStorageKit,
                               raw: Name.raw, sqlite: Name.sqlite,
                               targets: [.atLeast(2, "SQLite/LSK ≥ 2×", Name.sqlite, over: Name.localStorageKit)])])
@@ -309,7 +332,7 @@ enum Workloads {
                 + "\(sequential) one after the other, each awaited until durable; into the 100k store",
             durability: "durable commit: LocalStorageKit .full, raw LMDB default flags (fsync), "
                 + "SQLite WAL + synchronous=FULL",
-            batches: isQuick ? 1 : 3, warmups: 0, contenders: contenders,
+            batches: isQuick ? 1 : 3, warmups: 0, clock: .wall, contenders: contenders,
             rows: [
                 SummaryRow(label: "1,000 durable saves, concurrent", localStorageKit: Name.localStorageKitConcurrent,
                            sqlite: Name.sqliteConcurrent,
@@ -331,12 +354,12 @@ enum Workloads {
     static func queryWorkload<Input>(
         name: String, label: String, description: String, sizes: QuerySizes, targetRatio: Double, stores: Stores,
         inputs: [Input],
-        localStorageKit: ((LocalStorageKitSystem, Input) async throws -> Int)?,
+        localStorageKit: @escaping (LocalStorageKitSystem, Input) async throws -> Int,
         raw: @escaping (RawLMDBSystem, Input) throws -> Int,
         sqlite: @escaping (SQLiteSystem, Input) throws -> Int
     ) -> Workload {
         var contenders: [Contender] = []
-        if let system = stores.localStorageKit, let localStorageKit {
+        if let system = stores.localStorageKit {
             contenders.append(Contender(name: Name.localStorageKit,
                                         operations: sizes.operations) { batch in
                 var checksum = Checksum()
@@ -360,30 +383,4 @@ enum Workloads {
                               targets: [.atLeast(targetRatio, "SQLite/LSK ≥ \(Int(targetRatio))×", Name.sqlite,
                                                  over: Name.localStorageKit)])])
     }
-
-    // MARK: - LocalStorageKit's indexed queries
-
-    typealias RangeQuery = @Sendable (LocalStorageKitSystem, ClosedRange<Double>) async throws -> Int
-    typealias CategoryQuery = @Sendable (LocalStorageKitSystem, String) async throws -> Int
-
-    #if BENCHMARK_QUERIES
-    static let localStorageKitRange: RangeQuery? = {
-        try await $0.fetch(priceIn: $1, limit: limit)
-    }
-    static let localStorageKitEqualsSorted: CategoryQuery? = {
-        try await $0.fetch(category: $1, byDescendingPriceLimit: limit)
-    }
-    static let localStorageKitCount: RangeQuery? = {
-        try await $0.count(priceIn: $1)
-    }
-    static let localStorageKitPage: RangeQuery? = {
-        try await $0.page(priceIn: $1, page: page, pageSize: pageSize)
-    }
-    #else
-    // The indexed queries are not on this branch yet: LocalStorageKit sits these workloads out.
-    static let localStorageKitRange: RangeQuery? = nil
-    static let localStorageKitEqualsSorted: CategoryQuery? = nil
-    static let localStorageKitCount: RangeQuery? = nil
-    static let localStorageKitPage: RangeQuery? = nil
-    #endif
 }
