@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .library(name: "LocalStorageKit", targets: ["LocalStorageKit"]),
         .executable(name: "localstorage-demo", targets: ["LocalStorageDemo"]),
+        .executable(name: "localstorage", targets: ["localstorage"]),
     ],
     targets: [
         .systemLibrary(
@@ -29,7 +30,9 @@ let package = Package(
             dependencies: ["LocalStorageKit", "CLMDB", "CSQLite"],
             path: "Benchmarks/Sources/LocalStorageBenchmarks"
         ),
-        .testTarget(name: "LocalStorageKitTests", dependencies: ["LocalStorageKit", "CLMDB"]),
+        .executableTarget(name: "localstorage", dependencies: ["LocalStorageKit"]),
+        // The CLI tests run the built `localstorage` binary; depending on it makes `swift test` build it first.
+        .testTarget(name: "LocalStorageKitTests", dependencies: ["LocalStorageKit", "CLMDB", "localstorage"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -9,8 +9,8 @@ struct BenchmarkOptions: Sendable {
     var recordCount = 100_000
     /// Workload or system names to run; empty for all.
     var only: Set<String> = []
-    /// The payload codec LocalStorageKit writes.
-    var codec: StorageCodec = .json
+    /// The payload codec LocalStorageKit writes: the library's default unless told otherwise.
+    var codec: StorageCodec = LocalStorageConfiguration().codec
     /// The seed of the records and of every random query parameter.
     var seed: UInt64 = 0x5EED_0004
     /// Where the stores go; a fresh temporary directory when nil.
@@ -26,7 +26,7 @@ struct BenchmarkOptions: Sendable {
           --records N      products per store (default 100000)
           --only NAMES     workloads (\(Workloads.names.joined(separator: ", ")))
                            and/or systems (lsk, lmdb, sqlite) to run
-          --codec NAME     LocalStorageKit's payload codec (default json)
+          --codec NAME     LocalStorageKit's payload codec (default: the library's, binary)
           --seed N         seed of the records and query parameters
           --directory P    where to create the stores (default: a fresh temporary directory)
         """
