@@ -17,6 +17,19 @@ let package = Package(
         ),
         .target(name: "LocalStorageKit", dependencies: ["CLMDB"]),
         .executableTarget(name: "LocalStorageDemo", dependencies: ["LocalStorageKit"]),
+        // The benchmark compares LocalStorageKit with raw LMDB and SQLite (`libsqlite3-dev`);
+        // `make bench` / `make bench-quick` run it in release mode.
+        .systemLibrary(
+            name: "CSQLite",
+            path: "Benchmarks/Sources/CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
+        ),
+        .executableTarget(
+            name: "LocalStorageBenchmarks",
+            dependencies: ["LocalStorageKit", "CLMDB", "CSQLite"],
+            path: "Benchmarks/Sources/LocalStorageBenchmarks"
+        ),
         .executableTarget(name: "localstorage", dependencies: ["LocalStorageKit"]),
         // The CLI tests run the built `localstorage` binary; depending on it makes `swift test` build it first.
         .testTarget(name: "LocalStorageKitTests", dependencies: ["LocalStorageKit", "CLMDB", "localstorage"]),
