@@ -1,4 +1,5 @@
-# The two commands of the README: `make demo` and `make test`. Both install liblmdb-dev if missing.
+# The two commands of the README: `make demo` and `make test`. Both install liblmdb-dev if missing;
+# `make test` also installs libsqlite3-dev: `swift test` builds every target, the benchmark's included.
 .PHONY: demo test bench bench-quick
 
 demo:
@@ -6,7 +7,7 @@ demo:
 	swift run -c release localstorage-demo
 
 test:
-	@scripts/ensure-dependencies.sh lmdb
+	@scripts/ensure-dependencies.sh lmdb sqlite
 	swift test
 
 bench:

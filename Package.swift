@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .library(name: "LocalStorageKit", targets: ["LocalStorageKit"]),
         .executable(name: "localstorage-demo", targets: ["LocalStorageDemo"]),
+        .executable(name: "localstorage", targets: ["localstorage"]),
     ],
     targets: [
         .systemLibrary(
@@ -16,9 +17,26 @@ let package = Package(
         ),
         .target(name: "LocalStorageKit", dependencies: ["CLMDB"]),
         .executableTarget(name: "LocalStorageDemo", dependencies: ["LocalStorageKit"]),
+        // The benchmark compares LocalStorageKit with raw LMDB and SQLite (`libsqlite3-dev`);
+        // `make bench` / `make bench-quick` run it in release mode.
+        .systemLibrary(
+            name: "CSQLite",
+            path: "Benchmarks/Sources/CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
+        ),
+        .executableTarget(
+            name: "LocalStorageBenchmarks",
+            dependencies: ["LocalStorageKit", "CLMDB", "CSQLite"],
+            path: "Benchmarks/Sources/LocalStorageBenchmarks"
+        ),
+        .executableTarget(name: "localstorage", dependencies: ["LocalStorageKit"]),
         // The helper process of the crash and multi-process tests (Tests/LocalStorageKitTests/Reliability).
         .executableTarget(name: "LocalStorageStress", dependencies: ["LocalStorageKit", "CLMDB"]),
-        .testTarget(name: "LocalStorageKitTests", dependencies: ["LocalStorageKit", "CLMDB"]),
+        // The CLI and reliability tests run the built `localstorage` and `LocalStorageStress` binaries;
+        // depending on them makes `swift test` build them first.
+        .testTarget(name: "LocalStorageKitTests",
+                    dependencies: ["LocalStorageKit", "CLMDB", "localstorage", "LocalStorageStress"]),
     ],
     swiftLanguageModes: [.v6]
 )

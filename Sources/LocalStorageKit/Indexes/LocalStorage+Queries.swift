@@ -67,7 +67,9 @@ extension LocalStorage {
     ) async throws -> StoragePage<T> {
         try await operation("page") {
             guard page >= 1 else { throw LocalStorageError.invalidQuery("pages count from 1 (got \(page))") }
-            guard pageSize >= 1 else { throw LocalStorageError.invalidQuery("pageSize must be at least 1 (got \(pageSize))") }
+            guard pageSize >= 1 else {
+                throw LocalStorageError.invalidQuery("pageSize must be at least 1 (got \(pageSize))")
+            }
             let schema = try await core.schema(for: T.self)
             let plan = try QueryPlan(filters: filters, sort: sort, schema: schema)
             let (offset, overflow) = (page - 1).multipliedReportingOverflow(by: pageSize)

@@ -148,10 +148,41 @@ struct QueryExecutor {
             if plan.constraints.isEmpty { return try RecordReader.count(schema: schema, now: now, txn: txn) }
             return 0
         }
+        if plan.constraints.count == 1 && expired.isEmpty {
+            return try countByDistinctKeys(driving, condition.intervals)
+        }
         var total = 0
         try walk(driving.index.dbi, condition.intervals, descending: false) { key, id in
             if try check(key: key, id: id, driving: driving).matches { total += 1 }
             return true
+        }
+        return total
+    }
+
+    /// Counts a query whose conditions are all on one index (and nothing has expired) from the keys
+    /// alone: one step per distinct value, adding its number of duplicates (`mdb_cursor_count`).
+    /// Keys cut at the string budget are checked one record at a time.
+    private func countByDistinctKeys(_ driving: QueryPlan.Constraint, _ intervals: [KeyInterval]) throws -> Int {
+        var total = 0
+        try txn.withCursor(driving.index.dbi) { cursor in
+            for interval in intervals {
+                var entry = try cursor.seek(atLeast: interval.lower)
+                while let current = entry {
+                    if let upper = interval.upper, OrderedKey.compare(current.key, upper) > 0 { break }
+                    if let prefix = interval.prefix, !current.key.starts(with: prefix) { break }
+                    if IndexKeys.isCut(current.key, kind: driving.index.kind) {
+                        let matches = try check(key: current.key, id: current.value, driving: driving).matches
+                        total += matches ? 1 : 0
+                        entry = try cursor.move(MDB_NEXT)
+                        continue
+                    }
+                    if !current.key.elementsEqual(IndexKeys.missing),
+                       driving.conditions.allSatisfy({ $0.matches(key: current.key) }) {
+                        total += try cursor.duplicateCount()
+                    }
+                    entry = try cursor.move(MDB_NEXT_NODUP)
+                }
+            }
         }
         return total
     }
@@ -197,7 +228,8 @@ struct QueryExecutor {
             }
         case .newestFirst, .oldestFirst:
             let descending = options.sort == .newestFirst
-            try walk(schema.updated, [KeyInterval(lower: [], upper: nil, prefix: nil)], descending: descending) { _, id in
+            let everything = [KeyInterval(lower: [], upper: nil, prefix: nil)]
+            try walk(schema.updated, everything, descending: descending) { _, id in
                 guard !isExpired(id), let view = try view(of: id), !view.isExpired(at: now), matches(view) else {
                     return true
                 }

@@ -24,7 +24,7 @@ final class Environment: @unchecked Sendable {
     private let gate = ResizeGate()
     private let readPool = Mutex<[ReadHandle]>([])
     private let mapSize: Mutex<Int>
-    private let openedPID = getpid()
+    private let openedForkGeneration = ForkWatch.generation
 
     /// Opens (creating if needed) the environment in `directory`.
     init(directory: String, mapSize: Int, maxMapSize: Int, durability: StorageDurability,
@@ -119,7 +119,7 @@ final class Environment: @unchecked Sendable {
 
     /// Throws when this object is used in a child after `fork()`, which LMDB forbids.
     private func checkProcess() throws {
-        if getpid() != openedPID {
+        if ForkWatch.generation != openedForkGeneration {
             throw LMDBError(code: EPERM, call: "fork", caller: "Environment used after fork()")
         }
     }
@@ -283,4 +283,19 @@ struct TruncatedDataFile: Error, CustomStringConvertible {
     var description: String {
         "the data file is truncated or damaged: it has \(length) bytes, its pages need \(needed)"
     }
+}
+
+/// Notices `fork()` without a system call per transaction: a child handler registered once with
+/// `pthread_atfork` bumps a generation counter that each environment compares with the one it was
+/// opened in.
+enum ForkWatch {
+    private static let counter: Atomic<Int> = {
+        pthread_atfork(nil, nil) { ForkWatch.bump() }
+        return Atomic<Int>(0)
+    }()
+
+    private static func bump() { counter.add(1, ordering: .relaxed) }
+
+    /// How many times this process image has been forked into (0 in the original process).
+    static var generation: Int { counter.load(ordering: .relaxed) }
 }

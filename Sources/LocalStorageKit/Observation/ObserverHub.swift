@@ -23,6 +23,12 @@ final class ObserverHub: Sendable {
     /// Whether anyone observes anything.
     var isObserved: Bool { state.withLock { !$0.subscribers.isEmpty } }
 
+    /// The types someone observes.
+    var observedTypeNames: [String] { state.withLock { Array($0.subscribers.keys) } }
+
+    /// The number of subscribers across all types (tests check that ended streams free theirs).
+    var subscriberCount: Int { state.withLock { $0.subscribers.values.reduce(0) { $0 + $1.count } } }
+
     /// Adds a subscriber for `typeName`; returns the token that removes it.
     func subscribe(_ typeName: String, _ subscriber: @escaping Subscriber) -> UInt64 {
         state.withLock { state in
@@ -54,7 +60,8 @@ final class ObserverHub: Sendable {
         }
     }
 
-    /// Tells every subscriber of every type that something changed outside this process.
+    /// Tells every subscriber of `typeNames` that something changed outside this process: each is
+    /// called with no changes (change streams ignore that; live queries rerun).
     func publishExternalChange(typeNames: [String]) {
         let subscribers = state.withLock { state in
             typeNames.flatMap { state.subscribers[$0].map { Array($0.values) } ?? [] }

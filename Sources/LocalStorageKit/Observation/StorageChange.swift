@@ -1,4 +1,10 @@
 /// One committed change to a stored type, as ``LocalStorage/changes(of:)`` delivers it.
+///
+/// ```swift
+/// for await change in storage.changes(of: TaskItem.self) {
+///     if case .inserted(let task) = change { print("Created task: \(task.title)") }
+/// }
+/// ```
 public enum StorageChange<T: Sendable>: Sendable {
     /// A record was saved for the first time (or after it had expired).
     case inserted(T)
@@ -22,12 +28,16 @@ struct PublishedChange: Sendable {
         case deleted(String)
         case expired(String)
         case cleared
+        /// The type's records changed in a way a change stream does not describe (a new expiration):
+        /// live queries rerun, change streams stay silent.
+        case touched
     }
 
     let typeName: String
     let kind: Kind
 
-    /// The change typed for an observer of `T`; nil when the value is of another Swift type.
+    /// The change typed for an observer of `T`; nil when the value is of another Swift type or the
+    /// change is not one a change stream reports (``Kind/touched``).
     func typed<T: Sendable>(as type: T.Type) -> StorageChange<T>? {
         switch kind {
         case .inserted(let value): (value as? T).map(StorageChange.inserted)
@@ -35,6 +45,7 @@ struct PublishedChange: Sendable {
         case .deleted(let id): .deleted(id: id)
         case .expired(let id): .expired(id: id)
         case .cleared: .cleared
+        case .touched: nil
         }
     }
 }

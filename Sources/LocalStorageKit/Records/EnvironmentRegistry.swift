@@ -29,7 +29,12 @@ enum EnvironmentRegistry {
         if configuration.isInMemory {
             return try StoreCore(directory: try makeInMemoryDirectory(), configuration: configuration)
         }
-        let directory = configuration.storeDirectory
+        return try core(directory: configuration.storeDirectory, configuration: configuration)
+    }
+
+    /// The core for a store directory (the one holding `data.mdb`), opening it when no store in this
+    /// process has; the CLI's maintenance API opens stores by that directory.
+    static func core(directory: URL, configuration: LocalStorageConfiguration) throws -> StoreCore {
         do {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         } catch {

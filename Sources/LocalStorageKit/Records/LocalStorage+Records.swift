@@ -174,20 +174,25 @@ extension LocalStorage {
 
     /// Purges every type's expired records in batches of 10,000 per transaction.
     static func purgeAllExpired(meta: MDB_dbi, writer: Writer) throws -> Int {
-        let infos = try writer.transact { context in try StoreCore.typeInfos(meta: meta, in: context.txn) }
         var total = 0
-        for info in infos {
-            while true {
-                let purged = try writer.transact { context in
-                    let schema = try StoreCore.schema(for: info, in: context.txn)
-                    return try RecordWriter.purgeExpired(schema: schema, now: context.now, limit: 10_000,
-                                                         context: context)
-                }
-                total += purged
-                if purged < 10_000 { break }
-            }
+        while true {
+            let purged = try purgeExpiredBatch(meta: meta, writer: writer, limit: 10_000)
+            total += purged
+            if purged < 10_000 { return total }
         }
-        return total
+    }
+
+    /// Purges up to `limit` expired records, across every type, in one transaction; returns how many.
+    static func purgeExpiredBatch(meta: MDB_dbi, writer: Writer, limit: Int) throws -> Int {
+        try writer.transact { context in
+            var purged = 0
+            for info in try StoreCore.typeInfos(meta: meta, in: context.txn) where purged < limit {
+                let schema = try StoreCore.schema(for: info, in: context.txn)
+                purged += try RecordWriter.purgeExpired(schema: schema, now: context.now, limit: limit - purged,
+                                                        context: context)
+            }
+            return purged
+        }
     }
 
     /// Deletes the given records if they are (still) expired, emitting `.expired(id)`.
@@ -208,17 +213,21 @@ extension LocalStorage {
     /// Changes a record's time to live without rewriting its value.
     ///
     /// - Throws: `notFound(id:)` when the record is absent or expired.
-    public func setExpiration<T: LocalStorable>(_ type: T.Type, id: String, _ expiration: CacheExpiration) async throws {
+    public func setExpiration<T: LocalStorable>(_ type: T.Type, id: String,
+                                                _ expiration: CacheExpiration) async throws {
         try await operation("setExpiration") {
             let schema = try await core.schema(for: T.self)
             let key = try RecordWriter.key(for: id)
             try await core.writer.perform { context in
-                guard let bytes = try context.txn.get(schema.records, key: key) else { throw LocalStorageError.notFound(id: id) }
+                guard let bytes = try context.txn.get(schema.records, key: key) else {
+                    throw LocalStorageError.notFound(id: id)
+                }
                 let view = try RecordDecoding.view(of: bytes, T.self, id: id)
                 guard !view.isExpired(at: context.now) else { throw LocalStorageError.notFound(id: id) }
                 var header = view.header()
                 header.expiresAt = expiration.expiresAt(now: context.now)
                 try RecordWriter.replaceHeader(of: view, with: header, key: key, schema: schema, txn: context.txn)
+                context.publish(PublishedChange(typeName: schema.name, kind: .touched))
             }
         }
     }

@@ -16,6 +16,7 @@ final class StoreCore: Sendable {
     /// Payloads decoded so far (tests check that queries decode only the rows they return).
     let decodes = DecodeCounter()
     let liveQueries: LiveQueryCenter
+    let sweeper: ExpirySweeper
 
     init(directory: URL, configuration: LocalStorageConfiguration) throws {
         let durability = configuration.isInMemory ? StorageDurability.none : configuration.durability
@@ -40,13 +41,17 @@ final class StoreCore: Sendable {
         self.logger = configuration.logger
         let hub = ObserverHub()
         self.hub = hub
-        writer = Writer(environment: environment, hub: hub, logger: configuration.logger)
-        liveQueries = LiveQueryCenter(environment: environment, hub: hub,
+        let writer = Writer(environment: environment, hub: hub, logger: configuration.logger)
+        self.writer = writer
+        liveQueries = LiveQueryCenter(environment: environment, hub: hub, writer: writer,
                                       pollInterval: configuration.externalChangePollInterval)
+        sweeper = ExpirySweeper(writer: writer, meta: meta, interval: configuration.expirySweepInterval,
+                                logger: configuration.logger)
         logger?.log(level: .info, message: "Opened store", metadata: ["path": directory.path])
     }
 
     deinit {
+        sweeper.stop()
         liveQueries.stop()
         writer.stop()
         environment.close()

@@ -49,10 +49,35 @@ final class Writer: @unchecked Sendable {
     private let finished = DispatchSemaphore(value: 0)
     private var lastTimestamp: Int64 = 0
     private let commits = Atomic<Int>(0)
+    /// Odd while a write transaction is under way (a seqlock for ``readWhileIdle(_:)``).
+    private let writeEpoch = Atomic<UInt64>(0)
     private let logger: (any StorageLogger)?
 
     /// The number of transactions committed so far.
     var commitCount: Int { commits.load(ordering: .relaxed) }
+
+    /// Runs `read` and returns its result with the number of commits so far, provided no write
+    /// transaction of this writer was under way at any point meanwhile; nil otherwise (try later).
+    ///
+    /// Live queries use it to tell this process's commits from other processes' in LMDB's last
+    /// transaction id: within the window, that id includes exactly `commits` of ours.
+    func readWhileIdle<R>(_ read: () -> R) -> (commits: Int, value: R)? {
+        let epoch = writeEpoch.load(ordering: .sequentiallyConsistent)
+        guard epoch & 1 == 0 else { return nil }
+        let count = commits.load(ordering: .sequentiallyConsistent)
+        let value = read()
+        guard writeEpoch.load(ordering: .sequentiallyConsistent) == epoch else { return nil }
+        return (count, value)
+    }
+
+    /// One write transaction, counted: the epoch is odd from before it begins until it is counted.
+    private func countedWrite<R>(_ body: (Transaction) throws -> R) throws -> R {
+        writeEpoch.add(1, ordering: .sequentiallyConsistent)
+        defer { writeEpoch.add(1, ordering: .sequentiallyConsistent) }
+        let value = try environment.write(body)
+        commits.add(1, ordering: .sequentiallyConsistent)
+        return value
+    }
 
     static let maxBatchRequests = 4096
 
@@ -181,7 +206,7 @@ final class Writer: @unchecked Sendable {
         while true {
             do {
                 let now = nextTimestamp()
-                let (outcomes, context) = try environment.write { txn in
+                let (outcomes, context) = try countedWrite { txn in
                     let context = Context(txn: txn, now: now, environment: environment)
                     var outcomes: [Error?] = []
                     outcomes.reserveCapacity(requests.count)
@@ -209,7 +234,6 @@ final class Writer: @unchecked Sendable {
                     }
                     return (outcomes, context)
                 }
-                commits.add(1, ordering: .relaxed)
                 for hook in context.afterCommit { hook() }
                 hub.publish(context.changes)
                 for ((_, finish), outcome) in zip(requests, outcomes) {
@@ -248,11 +272,10 @@ final class Writer: @unchecked Sendable {
         while true {
             do {
                 let now = nextTimestamp()
-                let (value, context) = try environment.write { txn in
+                let (value, context) = try countedWrite { txn in
                     let context = Context(txn: txn, now: now, environment: environment)
                     return (try body(context), context)
                 }
-                commits.add(1, ordering: .relaxed)
                 for hook in context.afterCommit { hook() }
                 hub.publish(context.changes)
                 return value

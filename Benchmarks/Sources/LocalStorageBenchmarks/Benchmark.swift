@@ -1,0 +1,53 @@
+import Foundation
+
+/// Builds the stores, runs the workloads, prints the report.
+enum Benchmark {
+    static func run(_ options: BenchmarkOptions) async throws {
+        let directory = options.directory
+            ?? FileManager.default.temporaryDirectory.appendingPathComponent(
+                "LocalStorageBenchmarks-\(ProcessInfo.processInfo.processIdentifier)", isDirectory: true)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+
+        Report.printHeader(options: options, directory: directory)
+        let products = Product.generate(count: options.recordCount, seed: options.seed)
+        let stores = try await Stores.load(products, options: options, directory: directory)
+        var results: [WorkloadResult] = []
+        for workload in Workloads.all(stores: stores, products: products, options: options)
+        where options.includes(workload: workload.name) {
+            let result = try await measure(workload)
+            Report.printResult(result)
+            results.append(result)
+        }
+        Report.printSummary(results, options: options)
+    }
+
+    /// Runs every contender's batches in turn (round-robin, so that drift hits all alike) and takes medians.
+    static func measure(_ workload: Workload) async throws -> WorkloadResult {
+        var wallSamples = workload.earlierSamples.mapValues { [$0.wall] }
+        var cpuSamples = workload.earlierSamples.mapValues { [$0.cpu] }
+        var disagreeing: Set<String> = []
+        for batch in 0..<(workload.warmups + workload.batches) {
+            var reference: Int?
+            for contender in workload.contenders {
+                try await contender.prepare?(batch)
+                var checksum = 0
+                let sample = try await Sample.measure(operations: contender.operations) {
+                    checksum = try await contender.run(batch)
+                }
+                if batch >= workload.warmups {
+                    wallSamples[contender.name, default: []].append(sample.wall)
+                    cpuSamples[contender.name, default: []].append(sample.cpu)
+                }
+                guard contender.isComparable else { continue }
+                if let reference, reference != checksum { disagreeing.insert(contender.name) }
+                reference = reference ?? checksum
+            }
+        }
+        return WorkloadResult(workload: workload, wallMedians: wallSamples.mapValues(Stats.median),
+                              cpuMedians: cpuSamples.mapValues(Stats.median),
+                              disagreeing: workload.contenders.map(\.name).filter(disagreeing.contains),
+                              sampleCount: workload.contenders.first.flatMap { wallSamples[$0.name]?.count } ?? 0,
+                              peakResidentBytes: Stats.peakResidentBytes())
+    }
+}

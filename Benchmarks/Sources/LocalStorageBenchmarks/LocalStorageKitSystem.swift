@@ -1,0 +1,88 @@
+import Foundation
+import LocalStorageKit
+
+/// The library under test, through its public API only.
+final class LocalStorageKitSystem: Sendable {
+    let storage: LocalStorage
+
+    /// Opens (creating) a store in `directory`.
+    init(directory: URL, durability: StorageDurability, codec: StorageCodec, mapSize: Int) throws {
+        var configuration = LocalStorageConfiguration()
+        configuration.databaseDirectory = directory
+        configuration.durability = durability
+        configuration.codec = codec
+        configuration.mapSize = mapSize
+        configuration.expirySweepInterval = nil
+        storage = try LocalStorage(configuration: configuration)
+    }
+
+    /// Opens the type's databases, so that the first timed call does not.
+    func warmUp() async throws {
+        _ = try await storage.count(Product.self)
+    }
+
+    // MARK: - Writing
+
+    func save(contentsOf products: [Product]) async throws {
+        try await storage.save(contentsOf: products)
+    }
+
+    /// One save after the other, each awaited until durable.
+    func saveSequentially(_ products: [Product]) async throws {
+        for product in products { try await storage.save(product) }
+    }
+
+    /// Every save at once from its own task; the writer commits whatever has queued up together.
+    func saveConcurrently(_ products: [Product]) async throws {
+        let storage = self.storage
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for product in products {
+                group.addTask { try await storage.save(product) }
+            }
+            try await group.waitForAll()
+        }
+    }
+
+    // MARK: - Reading
+
+    func fetch(_ ids: ArraySlice<String>) async throws -> Int {
+        var checksum = Checksum()
+        for id in ids {
+            if let product = try await storage.fetch(Product.self, id: id) { checksum.add(product) }
+        }
+        return checksum.value
+    }
+
+    /// Every record, decoded, in id order.
+    func scan() async throws -> Int {
+        var checksum = Checksum()
+        for product in try await storage.fetch(Product.self) { checksum.add(product) }
+        return checksum.value
+    }
+
+    // MARK: - Indexed queries
+
+    func fetch(priceIn range: ClosedRange<Double>, limit: Int) async throws -> Int {
+        let products = try await storage.fetch(Product.self, matching: [.between("price", range)],
+                                               orderedBy: .ascending("price"), options: FetchOptions(limit: limit))
+        return products.reduce(into: Checksum()) { $0.add($1) }.value
+    }
+
+    func fetch(category: String, byDescendingPriceLimit limit: Int) async throws -> Int {
+        let products = try await storage.fetch(Product.self, matching: [.equals("category", category)],
+                                               orderedBy: .descending("price"), options: FetchOptions(limit: limit))
+        return products.reduce(into: Checksum()) { $0.add($1) }.value
+    }
+
+    func count(priceIn range: ClosedRange<Double>) async throws -> Int {
+        try await storage.count(Product.self, matching: [.between("price", range)])
+    }
+
+    func page(priceIn range: ClosedRange<Double>, page: Int, pageSize: Int) async throws -> Int {
+        let page = try await storage.page(Product.self, matching: [.between("price", range)],
+                                          orderedBy: .ascending("price"), page: page, pageSize: pageSize)
+        var checksum = page.items.reduce(into: Checksum()) { $0.add($1) }
+        checksum.add(page.totalCount)
+        return checksum.value
+    }
+}

@@ -1,0 +1,386 @@
+import Foundation
+import LocalStorageKit
+
+/// The workloads of issue 4, each run by every system on the same inputs.
+enum Workloads {
+    static let names = ["codec", "fetch", "range", "equals-sorted", "count", "page", "scan", "bulk", "saves"]
+
+    /// Contender names, which the summary rows and targets refer to.
+    enum Name {
+        static let localStorageKit = "LocalStorageKit"
+        static let rawGet = "raw LMDB mdb_get only"
+        static let raw = "raw LMDB"
+        static let sqlite = "SQLite"
+        static let localStorageKitConcurrent = "LocalStorageKit concurrent"
+        static let localStorageKitSequential = "LocalStorageKit sequential"
+        static let rawSequential = "raw LMDB sequential"
+        static let sqliteConcurrent = "SQLite concurrent (8 connections)"
+        static let sqliteSequential = "SQLite sequential"
+    }
+
+    /// A price range about a tenth of all products fall in (prices are uniform in 1.00 ... 999.99).
+    static let rangeWidth = 100.0
+    static let limit = 20
+    static let page = 50
+    static let pageSize = 20
+
+    static func all(stores: Stores, products: [Product], options: BenchmarkOptions) -> [Workload] {
+        var generator = SplitMix64(seed: options.seed &+ 1)
+        let query = QuerySizes(isQuick: options.isQuick)
+        return [
+            codec(products, isQuick: options.isQuick),
+            fetch(stores, records: products.count, isQuick: options.isQuick, generator: &generator),
+            range(stores, query, generator: &generator),
+            equalsSorted(stores, query, generator: &generator),
+            count(stores, query, generator: &generator),
+            page(stores, query, generator: &generator),
+            scan(stores, records: products.count, isQuick: options.isQuick),
+            bulk(stores, products: products, isQuick: options.isQuick),
+            saves(stores, isQuick: options.isQuick),
+        ]
+    }
+
+    /// Batches and operations per batch of the query workloads.
+    struct QuerySizes {
+        let operations: Int
+        let batches: Int
+
+        init(isQuick: Bool) {
+            operations = isQuick ? 40 : 150
+            batches = isQuick ? 7 : 15
+        }
+
+        /// One input per operation of every batch, warm-up included.
+        func inputs<Input>(_ make: () -> Input) -> [Input] {
+            (0..<operations * (batches + 1)).map { _ in make() }
+        }
+
+        /// The inputs of batch `batch`.
+        func slice<Input>(_ inputs: [Input], _ batch: Int) -> ArraySlice<Input> {
+            inputs[batch * operations..<(batch + 1) * operations]
+        }
+    }
+
+    // MARK: - Reads
+
+    /// Foundation's JSON coders alone, as the library calls them (a new coder per record): the floor under
+    /// every decoded read and every save while the payload is JSON.
+    static func codec(_ products: [Product], isQuick: Bool) -> Workload {
+        let operations = isQuick ? 1_000 : 2_000
+        let sample = Array(products.prefix(operations))
+        let payloads = sample.compactMap { try? JSONEncoder().encode($0) }
+        let bytes = payloads.reduce(0) { $0 + $1.count } / max(payloads.count, 1)
+        let decode = Contender(name: "JSONDecoder().decode", operations: payloads.count, isComparable: false) { _ in
+            var checksum = Checksum()
+            for payload in payloads { checksum.add(try JSONDecoder().decode(Product.self, from: payload)) }
+            return checksum.value
+        }
+        let encode = Contender(name: "JSONEncoder().encode", operations: sample.count, isComparable: false) { _ in
+            try sample.reduce(0) { $0 &+ (try JSONEncoder().encode($1)).count }
+        }
+        return Workload(
+            name: "codec", description: "Foundation JSON decode and encode of one product (\(bytes) bytes on average)",
+            batches: isQuick ? 7 : 21, contenders: [decode, encode], rows: [])
+    }
+
+    static func fetch(_ stores: Stores, records: Int, isQuick: Bool, generator: inout SplitMix64) -> Workload {
+        let operations = isQuick ? 1_000 : 2_000
+        let batches = isQuick ? 7 : 21
+        let ids = (0..<operations * (batches + 1)).map { _ in Product.id(1 + generator.below(records)) }
+        let slice = { (batch: Int) in ids[batch * operations..<(batch + 1) * operations] }
+        var contenders: [Contender] = []
+        if let system = stores.localStorageKit {
+            contenders.append(Contender(name: Name.localStorageKit, operations: operations) {
+                try await system.fetch(slice($0))
+            })
+        }
+        if let system = stores.rawLMDB {
+            contenders.append(Contender(name: Name.rawGet, operations: operations,
+                                        isComparable: false) { try system.getOnly(slice($0)) })
+            contenders.append(Contender(name: Name.raw, operations: operations) {
+                try system.fetch(slice($0))
+            })
+        }
+        if let system = stores.sqlite {
+            contenders.append(Contender(name: Name.sqlite, operations: operations) {
+                try system.fetch(slice($0))
+            })
+        }
+        return Workload(
+            name: "fetch", description: "fetch(id) of a random id, decoded; raw: renew txn, mdb_get, reset",
+            batches: batches, contenders: contenders,
+            rows: [
+                SummaryRow(label: "fetch(id) vs raw mdb_get only", localStorageKit: Name.localStorageKit,
+                           raw: Name.rawGet,
+                           targets: [.atMost(3, "LSK/raw get ≤ 3×", Name.localStorageKit, over: Name.rawGet)]),
+                SummaryRow(label: "fetch(id), decoded", localStorageKit: Name.localStorageKit, raw: Name.raw,
+                           sqlite: Name.sqlite,
+                           targets: [.atLeast(3, "SQLite/LSK ≥ 3×", Name.sqlite, over: Name.localStorageKit)]),
+            ])
+    }
+
+    static func range(_ stores: Stores, _ sizes: QuerySizes, generator: inout SplitMix64) -> Workload {
+        let ranges = sizes.inputs { priceRange(using: &generator) }
+        return queryWorkload(
+            name: "range", label: "between(price) by price, limit 20",
+            description: "fetch matching .between(\"price\", a...a+100) ordered by .ascending(\"price\"), limit 20, "
+                + "decoded (~10% of the records match)",
+            sizes: sizes, targetRatio: 3, stores: stores, inputs: ranges,
+            localStorageKit: { try await $0.fetch(priceIn: $1, limit: limit) },
+            raw: { try $0.fetch(priceIn: $1, limit: limit) },
+            sqlite: { try $0.fetch(priceIn: $1, limit: limit) })
+    }
+
+    static func equalsSorted(_ stores: Stores, _ sizes: QuerySizes, generator: inout SplitMix64) -> Workload {
+        let categories = sizes.inputs { Product.categories[generator.below(Product.categories.count)] }
+        return queryWorkload(
+            name: "equals-sorted", label: "equals(category) by price desc, limit 20",
+            description: "fetch matching .equals(\"category\", c) ordered by .descending(\"price\"), limit 20, "
+                + "decoded (1 of 20 categories)",
+            sizes: sizes, targetRatio: 3, stores: stores, inputs: categories,
+            localStorageKit: { try await $0.fetch(category: $1, byDescendingPriceLimit: limit) },
+            raw: { try $0.fetch(category: $1, byDescendingPriceLimit: limit) },
+            sqlite: { try $0.fetch(category: $1, byDescendingPriceLimit: limit) })
+    }
+
+    static func count(_ stores: Stores, _ sizes: QuerySizes, generator: inout SplitMix64) -> Workload {
+        let ranges = sizes.inputs { priceRange(using: &generator) }
+        return queryWorkload(
+            name: "count", label: "count(between(price))",
+            description: "count matching .between(\"price\", a...a+100) (~10% of the records)",
+            sizes: sizes, targetRatio: 3, stores: stores, inputs: ranges,
+            localStorageKit: { try await $0.count(priceIn: $1) },
+            raw: { try $0.count(priceIn: $1) },
+            sqlite: { try $0.count(priceIn: $1) })
+    }
+
+    static func page(_ stores: Stores, _ sizes: QuerySizes, generator: inout SplitMix64) -> Workload {
+        let ranges = sizes.inputs { priceRange(using: &generator) }
+        return queryWorkload(
+            name: "page", label: "page 50 × 20, between(price) by price",
+            description: "page(matching: .between(\"price\", a...a+100), orderedBy: .ascending(\"price\"), page: 50, "
+                + "pageSize: 20): rows 981-1000 decoded, and the total count",
+            sizes: sizes, targetRatio: 3, stores: stores, inputs: ranges,
+            localStorageKit: { try await $0.page(priceIn: $1, page: page, pageSize: pageSize) },
+            raw: { try $0.page(priceIn: $1, page: page, pageSize: pageSize) },
+            sqlite: { try $0.page(priceIn: $1, page: page, pageSize: pageSize) })
+    }
+
+    static func scan(_ stores: Stores, records: Int, isQuick: Bool) -> Workload {
+        var contenders: [Contender] = []
+        if let system = stores.localStorageKit {
+            contenders.append(Contender(name: Name.localStorageKit, operations: records) {
+                _ in try await system.scan()
+            })
+        }
+        if let system = stores.rawLMDB {
+            contenders.append(Contender(name: Name.raw, operations: records) { _ in
+                try system.scan()
+            })
+        }
+        if let system = stores.sqlite {
+            contenders.append(Contender(name: Name.sqlite, operations: records) { _ in
+                try system.scan()
+            })
+        }
+        return Workload(
+            name: "scan", description: "every record decoded, in id order; ns per record",
+            batches: isQuick ? 3 : 7, warmups: isQuick ? 0 : 1, contenders: contenders,
+            rows: [SummaryRow(label: "full scan (per record)", localStorageKit: Name.localStorageKit, raw: Name.raw,
+                              sqlite: Name.sqlite)])
+    }
+
+    // MARK: - Writes
+
+    static func bulk(_ stores: Stores, products: [Product], isQuick: Bool) -> Workload {
+        let records = products.count
+        var contenders: [Contender] = []
+        if stores.options.includes(.localStorageKit) {
+            let store = Slot<LocalStorageKitSystem>()
+            let options = stores.options
+            contenders.append(Contender(
+                name: Name.localStorageKit, operations: records,
+                prepare: { batch in
+                    store.value = nil
+                    let system = try LocalStorageKitSystem(
+                        directory: try stores.scratchDirectory("lsk-\(batch)"), durability: .full,
+                        codec: options.codec, mapSize: Stores.mapSize)
+                    try await system.warmUp()
+                    store.value = system
+                },
+                run: { _ in
+                    try await store.get("store").save(contentsOf: products)
+                    return 0
+                }))
+        }
+        if stores.options.includes(.rawLMDB) {
+            let store = Slot<RawLMDBSystem>()
+            contenders.append(Contender(
+                name: Name.raw, operations: records,
+                prepare: { batch in
+                    store.value = nil
+                    store.value = try RawLMDBSystem(directory: try stores.scratchDirectory("lmdb-\(batch)"),
+                                                    isDurable: true, mapSize: Stores.mapSize)
+                },
+                run: { _ in
+                    try store.get("store").save(contentsOf: products)
+                    return 0
+                }))
+        }
+        if stores.options.includes(.sqlite) {
+            let store = Slot<SQLiteSystem>()
+            contenders.append(Contender(
+                name: Name.sqlite, operations: records,
+                prepare: { batch in
+                    store.value = nil
+                    let directory = try stores.scratchDirectory("sqlite-\(batch)")
+                    store.value = try SQLiteSystem(path: directory.appendingPathComponent("products.sqlite").path,
+                                                   synchronous: "FULL")
+                },
+                run: { _ in
+                    try store.get("store").save(contentsOf: products)
+                    return 0
+                }))
+        }
+        return Workload(
+            name: "bulk",
+            description: "save(contentsOf:) of \(records) products with 3 indexes into an empty store, one "
+                + "transaction, JSON encoding included; ns per record. The first sample is the loading of the "
+                + "read store",
+            durability: "durable commit: LocalStorageKit .full, raw LMDB default flags (fsync), "
+                + "SQLite WAL + synchronous=FULL",
+            batches: isQuick ? 0 : 4, warmups: 0, clock: .wall, contenders: contenders,
+            earlierSamples: stores.loadSamples,
+            rows: [SummaryRow(label: "bulk save \(records) (per record)", localStorageKit: Name.localStorageKit,
+                              raw: Name.raw, sqlite: Name.sqlite,
+                              targets: [.atLeast(2, "SQLite/LSK ≥ 2×", Name.sqlite, over: Name.localStorageKit)])])
+    }
+
+    static func saves(_ stores: Stores, isQuick: Bool) -> Workload {
+        let concurrent = 1_000
+        let sequential = isQuick ? 200 : 1_000
+        let seed = stores.options.seed
+        /// Fresh products for one batch, with ids no other batch or contender uses.
+        func batchProducts(_ prefix: String, _ batch: Int, _ count: Int) -> [Product] {
+            Product.generate(count: count, seed: seed &+ 1_000 &+ UInt64(batch)).enumerated().map {
+                $0.element.withID("\(prefix)_\(batch)_\($0.offset)")
+            }
+        }
+        var contenders: [Contender] = []
+        if let system = stores.localStorageKit {
+            let concurrentInputs = Slot<[Product]>()
+            contenders.append(Contender(
+                name: Name.localStorageKitConcurrent, operations: concurrent,
+                isComparable: false,
+                prepare: { concurrentInputs.value = batchProducts("lskc", $0, concurrent) },
+                run: { _ in
+                    try await system.saveConcurrently(try concurrentInputs.get("products"))
+                    return 0
+                }))
+            let sequentialInputs = Slot<[Product]>()
+            contenders.append(Contender(
+                name: Name.localStorageKitSequential, operations: sequential,
+                isComparable: false,
+                prepare: { sequentialInputs.value = batchProducts("lsks", $0, sequential) },
+                run: { _ in
+                    try await system.saveSequentially(try sequentialInputs.get("products"))
+                    return 0
+                }))
+        }
+        if let system = stores.rawLMDB {
+            let inputs = Slot<[Product]>()
+            contenders.append(Contender(
+                name: Name.rawSequential, operations: sequential, isComparable: false,
+                prepare: { inputs.value = batchProducts("raws", $0, sequential) },
+                run: { _ in
+                    for product in try inputs.get("products") { try system.save(product) }
+                    return 0
+                }))
+        }
+        if let system = stores.sqlite {
+            let inputs = Slot<[Product]>()
+            contenders.append(Contender(
+                name: Name.sqliteSequential, operations: sequential, isComparable: false,
+                prepare: {
+                    try system.setSynchronous("FULL")
+                    inputs.value = batchProducts("sqls", $0, sequential)
+                },
+                run: { _ in
+                    for product in try inputs.get("products") { try system.save(product) }
+                    return 0
+                }))
+            let concurrentInputs = Slot<[Product]>()
+            let writers = Slot<[SQLiteSystem]>()
+            let path = stores.directory.appendingPathComponent("sqlite/products.sqlite").path
+            contenders.append(Contender(
+                name: Name.sqliteConcurrent, operations: concurrent, isComparable: false,
+                prepare: {
+                    if writers.value == nil {
+                        writers.value = try (0..<8).map { _ in try SQLiteSystem(path: path, synchronous: "FULL") }
+                    }
+                    concurrentInputs.value = batchProducts("sqlc", $0, concurrent)
+                },
+                run: { _ in
+                    try SQLiteSystem.saveConcurrently(try concurrentInputs.get("products"),
+                                                      writers: try writers.get("writers"))
+                    return 0
+                }))
+        }
+        return Workload(
+            name: "saves",
+            description: "\(concurrent) saves at once (one task each; SQLite: 8 threads, one connection each) vs "
+                + "\(sequential) one after the other, each awaited until durable; into the 100k store",
+            durability: "durable commit: LocalStorageKit .full, raw LMDB default flags (fsync), "
+                + "SQLite WAL + synchronous=FULL",
+            batches: isQuick ? 1 : 3, warmups: 0, clock: .wall, contenders: contenders,
+            rows: [
+                SummaryRow(label: "1,000 durable saves, concurrent", localStorageKit: Name.localStorageKitConcurrent,
+                           sqlite: Name.sqliteConcurrent,
+                           targets: [.atLeast(20, "LSK sequential/concurrent ≥ 20×", Name.localStorageKitSequential,
+                                              over: Name.localStorageKitConcurrent)]),
+                SummaryRow(label: "durable saves, sequential", localStorageKit: Name.localStorageKitSequential,
+                           raw: Name.rawSequential, sqlite: Name.sqliteSequential),
+            ])
+    }
+
+    // MARK: - Helpers
+
+    static func priceRange(using generator: inout SplitMix64) -> ClosedRange<Double> {
+        let lower = Product.randomPrice(using: &generator)
+        return lower...(lower + rangeWidth)
+    }
+
+    /// A query workload: each contender runs the batch's inputs one after the other.
+    static func queryWorkload<Input>(
+        name: String, label: String, description: String, sizes: QuerySizes, targetRatio: Double, stores: Stores,
+        inputs: [Input],
+        localStorageKit: @escaping (LocalStorageKitSystem, Input) async throws -> Int,
+        raw: @escaping (RawLMDBSystem, Input) throws -> Int,
+        sqlite: @escaping (SQLiteSystem, Input) throws -> Int
+    ) -> Workload {
+        var contenders: [Contender] = []
+        if let system = stores.localStorageKit {
+            contenders.append(Contender(name: Name.localStorageKit,
+                                        operations: sizes.operations) { batch in
+                var checksum = Checksum()
+                for input in sizes.slice(inputs, batch) { checksum.add(try await localStorageKit(system, input)) }
+                return checksum.value
+            })
+        }
+        if let system = stores.rawLMDB {
+            contenders.append(Contender(name: Name.raw, operations: sizes.operations) { batch in
+                try sizes.slice(inputs, batch).reduce(into: Checksum()) { $0.add(try raw(system, $1)) }.value
+            })
+        }
+        if let system = stores.sqlite {
+            contenders.append(Contender(name: Name.sqlite, operations: sizes.operations) { batch in
+                try sizes.slice(inputs, batch).reduce(into: Checksum()) { $0.add(try sqlite(system, $1)) }.value
+            })
+        }
+        return Workload(
+            name: name, description: description, batches: sizes.batches, contenders: contenders,
+            rows: [SummaryRow(label: label, localStorageKit: Name.localStorageKit, raw: Name.raw, sqlite: Name.sqlite,
+                              targets: [.atLeast(targetRatio, "SQLite/LSK ≥ \(Int(targetRatio))×", Name.sqlite,
+                                                 over: Name.localStorageKit)])])
+    }
+}

@@ -1,0 +1,32 @@
+/// Decodes `Decodable` values from payloads written by ``BinaryEncoder`` or ``BinaryJSON/binary(fromJSON:)``.
+///
+/// Decoding is as lenient as `JSONDecoder`: integers decode from any number they hold exactly,
+/// floats from any number, `Date` from any number, `Data` from binary data or Base64, `URL` and
+/// `UUID` from strings, `Decimal` from any number.
+///
+/// ```swift
+/// let product = try bytes.withUnsafeBytes { try BinaryDecoder().decode(Product.self, from: $0) }
+/// ```
+struct BinaryDecoder {
+    /// Creates a decoder. It has no options: the format has one fixed shape.
+    init() {}
+
+    /// Decodes a `T` from `bytes`, reading them in place; they need to stay valid only during the call.
+    ///
+    /// - Throws: `DecodingError` where Codable semantics call for one (a missing key, a type mismatch,
+    ///   a nil value, a number that does not fit), ``BinaryCodecError`` for malformed bytes.
+    func decode<T: Decodable>(_ type: T.Type, from bytes: UnsafeRawBufferPointer) throws -> T {
+        let reader = BinaryReader(bytes)
+        guard reader.count > 0 else {
+            throw BinaryCodecError("Empty binary payload.")
+        }
+        let version = try reader.tag(at: 0)
+        guard version == BinaryFormat.version else {
+            throw BinaryCodecError("Unsupported binary payload version \(version).")
+        }
+        guard try reader.skipValue(at: 1) == reader.count else {
+            throw BinaryCodecError.corrupt("trailing bytes after the value", at: 1)
+        }
+        return try BinaryDecodingState(reader: reader).decodeValue(type, at: 1, path: nil, key: nil)
+    }
+}

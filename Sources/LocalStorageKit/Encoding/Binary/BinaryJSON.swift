@@ -1,0 +1,85 @@
+import Foundation
+
+/// Converts between binary payloads and JSON without knowing the Swift type they hold.
+///
+/// The CLI and migrations use it to show and rewrite records; a payload written by `JSONEncoder`
+/// can be turned into a binary one that ``BinaryDecoder`` decodes like `JSONDecoder` would.
+enum BinaryJSON {
+    /// Returns the JSON for a binary payload, the bytes `JSONEncoder` (default strategies) would
+    /// have written for the same value: no whitespace, keys in payload order, `/` escaped, dates as
+    /// seconds since the reference date, data as Base64, decimals and floats as their shortest text.
+    ///
+    /// Complexity: O(n) in the size of the payload.
+    /// - Throws: ``BinaryCodecError`` for malformed bytes, nesting deeper than
+    ///   ``BinaryFormat/maximumDepth``, or a non-finite float (JSON has no way to write it).
+    static func jsonData(fromBinary bytes: UnsafeRawBufferPointer) throws -> Data {
+        let reader = BinaryReader(bytes)
+        guard reader.count > 0 else {
+            throw BinaryCodecError("Empty binary payload.")
+        }
+        let version = try reader.tag(at: 0)
+        guard version == BinaryFormat.version else {
+            throw BinaryCodecError("Unsupported binary payload version \(version).")
+        }
+        var writer = BinaryJSONWriter(reader: reader)
+        let end = try writer.writeValue(at: 1, depth: 0)
+        guard end == reader.count else {
+            throw BinaryCodecError.corrupt("trailing bytes after the value", at: end)
+        }
+        return Data(writer.output)
+    }
+
+    /// Returns the binary payload for any valid JSON text, such that ``BinaryDecoder`` decodes from it
+    /// the values `JSONDecoder` would decode from the JSON.
+    ///
+    /// Integers that fit 64 bits become integers, other numbers become float64 when that keeps their
+    /// text exactly and decimal text otherwise, so no precision is lost.
+    ///
+    /// Complexity: O(n) in the size of the JSON.
+    /// - Throws: ``BinaryCodecError`` for malformed JSON or nesting deeper than ``BinaryFormat/maximumDepth``.
+    static func binary(fromJSON data: Data) throws -> [UInt8] {
+        try data.withUnsafeBytes { raw in
+            var parser = BinaryJSONParser(input: raw)
+            return try parser.parseDocument()
+        }
+    }
+
+    // MARK: - Number text
+
+    /// Returns the JSON text of the number at `offset`, as `JSONEncoder` writes numbers.
+    ///
+    /// - Throws: ``BinaryCodecError`` if the value is not a number, is not finite, or is a malformed decimal.
+    static func jsonText(ofNumberAt offset: Int, in reader: BinaryReader) throws -> String {
+        switch try reader.number(at: offset) {
+        case .signed(let value)?: return String(value)
+        case .unsigned(let value)?: return String(value)
+        case .double(let value)?:
+            guard value.isFinite else {
+                throw BinaryCodecError("Non-finite number \(value) at byte \(offset) cannot be written as JSON.")
+            }
+            return jsonText(of: value)
+        case .float(let value)?:
+            guard value.isFinite else {
+                throw BinaryCodecError("Non-finite number \(value) at byte \(offset) cannot be written as JSON.")
+            }
+            return jsonText(of: value)
+        case .text(let text)?:
+            var utf8 = Array(text.utf8)
+            guard utf8.withUnsafeMutableBufferPointer({ BinaryJSONParser.isNumber(UnsafeBufferPointer($0)) }) else {
+                throw BinaryCodecError.corrupt("decimal text is not a number", at: offset)
+            }
+            return text
+        case nil:
+            throw BinaryCodecError.corrupt("expected a number", at: offset)
+        }
+    }
+
+    /// Returns a float's shortest text without a trailing `.0`, as `JSONEncoder` writes it.
+    static func jsonText<Number: BinaryFloatingPoint & CustomStringConvertible>(of value: Number) -> String {
+        var text = value.description
+        if text.hasSuffix(".0") {
+            text.removeLast(2)
+        }
+        return text
+    }
+}

@@ -1,0 +1,50 @@
+import CLMDB
+
+/// Environment-wide figures for the maintenance tool: pages, readers, the free list.
+extension Environment {
+    /// Page statistics of the environment's main database (`mdb_env_stat`): page size and tree shape.
+    func mainStatistics() throws -> MDB_stat {
+        var stat = MDB_stat()
+        try check(mdb_env_stat(handle, &stat), "mdb_env_stat")
+        return stat
+    }
+
+    /// The number of reader-table slots held by some process (`mdb_reader_list`), whether or not
+    /// the slot's transaction is active right now.
+    func readersInUse() throws -> Int {
+        var lines = 0
+        let code = withUnsafeMutablePointer(to: &lines) { counter in
+            mdb_reader_list(handle, { message, context in
+                // A header line, then one line per slot; "(no active readers)" when there are none.
+                guard let message, let context else { return 0 }
+                let text = String(cString: message)
+                if !text.hasPrefix("("), !text.contains("pid") {
+                    context.assumingMemoryBound(to: Int.self).pointee += 1
+                }
+                return 0
+            }, counter)
+        }
+        try check(code, "mdb_reader_list")
+        return lines
+    }
+}
+
+extension Transaction {
+    /// The number of pages on LMDB's free list as this transaction sees it.
+    ///
+    /// Walks the free-list database (dbi 0): each value is a page-number list whose first word
+    /// holds its length. Complexity: O(free-list entries).
+    func freePageCount() throws -> Int {
+        try withCursor(0) { cursor in
+            var pages = 0
+            var entry = try cursor.move(MDB_FIRST)
+            while let current = entry {
+                if current.value.count >= MemoryLayout<Int>.size {
+                    pages += current.value.loadUnaligned(as: Int.self)
+                }
+                entry = try cursor.move(MDB_NEXT)
+            }
+            return pages
+        }
+    }
+}

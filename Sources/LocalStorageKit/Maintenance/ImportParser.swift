@@ -1,0 +1,138 @@
+import CLMDB
+import Foundation
+
+/// Turns the lines of an export file into type descriptions and records, and writes them.
+struct ImportParser {
+    /// One line's content.
+    enum Item: Sendable {
+        case type(TypeInfo)
+        case record(type: String, key: [UInt8], header: RecordHeader, payload: [UInt8])
+    }
+
+    /// The types described so far: the store's own, replaced by the file's type lines.
+    private var declarations: [String: TypeInfo]
+    /// The names of the types the file described, in file order.
+    private(set) var typeNames: [String] = []
+    private var lineNumber = 0
+    private let decoder = JSONDecoder()
+
+    init(known: [String: TypeInfo]) {
+        declarations = known
+    }
+
+    /// Just enough of a line to tell a type line from a record line.
+    private struct Probe: Decodable {
+        let id: String?
+    }
+
+    /// Parses the next line; nil for an empty line.
+    ///
+    /// - Throws: ``MaintenanceError/invalidImportLine(_:reason:)``.
+    mutating func parse(_ line: ArraySlice<UInt8>) throws -> Item? {
+        lineNumber += 1
+        guard line.contains(where: { ![0x20, 0x09, 0x0D].contains($0) }) else { return nil }
+        let bytes = Array(line)
+        do {
+            let data = Data(bytes)
+            if try decoder.decode(Probe.self, from: data).id == nil {
+                let description = try decoder.decode(TypeDescription.self, from: data)
+                guard let info = description.typeInfo else { throw reason("an index kind is not string or number") }
+                try StoreCore.validate(typeName: info.name)
+                declarations[info.name] = info
+                if !typeNames.contains(info.name) { typeNames.append(info.name) }
+                return .type(info)
+            }
+            return try record(try decoder.decode(RecordSummary.self, from: data), line: bytes)
+        } catch let error as MaintenanceError {
+            throw error
+        } catch let error as DecodingError {
+            throw reason("not a type or record line (\(Self.explain(error)))")
+        } catch {
+            throw reason("\(error)")
+        }
+    }
+
+    private func record(_ summary: RecordSummary, line: [UInt8]) throws -> Item {
+        guard let info = declarations[summary.type] else {
+            throw reason("type \"\(summary.type)\" is neither described earlier in the file nor in the store")
+        }
+        guard let format = PayloadFormat(name: summary.format) else {
+            throw reason("unknown payload format \"\(summary.format)\"")
+        }
+        guard let range = JSONText.rangeOfMember("payload", in: line) else {
+            throw reason("the record has no payload")
+        }
+        let payload = try PayloadCodec.payload(fromJSON: Data(line[range]), as: format)
+        var values: [StoredIndexValue] = []
+        var remaining = summary.indexes
+        for entry in info.indexes {
+            guard let value = remaining.removeValue(forKey: entry.name) else { continue }
+            values.append(try stored(value, name: entry.name, kind: entry.kind))
+        }
+        // Values of indexes the declaration no longer has (a record indexed before a change) keep their own kind.
+        for (name, value) in remaining.sorted(by: { $0.key < $1.key }) {
+            let kind: IndexKind = if case .string = value { .string } else { .number }
+            values.append(try stored(value, name: name, kind: kind))
+        }
+        let header = RecordHeader(format: format, version: summary.version, createdAt: summary.createdAt,
+                                  updatedAt: summary.updatedAt, expiresAt: summary.expiresAt ?? 0,
+                                  signature: summary.signature, indexValues: values)
+        return .record(type: summary.type, key: try RecordWriter.key(for: summary.id), header: header,
+                       payload: payload)
+    }
+
+    private func stored(_ value: MaintenanceIndexValue, name: String, kind: IndexKind) throws -> StoredIndexValue {
+        guard let bytes = value.storedBytes(kind: kind) else {
+            throw reason("the value \(value) of index \"\(name)\" is not a \(kind.name)")
+        }
+        return StoredIndexValue(name: name, kind: kind, bytes: bytes)
+    }
+
+    private func reason(_ text: String) -> MaintenanceError {
+        .invalidImportLine(lineNumber, reason: text)
+    }
+
+    private static func explain(_ error: DecodingError) -> String {
+        switch error {
+        case .keyNotFound(let key, _): "no \"\(key.stringValue)\""
+        case .typeMismatch(_, let context), .valueNotFound(_, let context), .dataCorrupted(let context):
+            (context.codingPath.map(\.stringValue) + [context.debugDescription]).joined(separator: ": ")
+        @unknown default: "\(error)"
+        }
+    }
+
+    // MARK: - Writing
+
+    /// Writes a batch in one transaction: adds unknown types to `meta`, replaces records and their entries.
+    ///
+    /// - Returns: The number of records written.
+    static func apply(_ items: [Item], meta: MDB_dbi, txn: Transaction) throws -> Int {
+        var schemas: [String: TypeSchema] = [:]
+        func schema(_ name: String) throws -> TypeSchema {
+            if let schema = schemas[name] { return schema }
+            guard let bytes = try txn.get(meta, key: TypeInfo.key(name)),
+                  let info = try? JSONDecoder().decode(TypeInfo.self, from: Data(bytes)) else {
+                throw MaintenanceError.invalidArgument("the store has no readable description of type \(name)")
+            }
+            let schema = try StoreCore.schema(for: info, in: txn)
+            schemas[name] = schema
+            return schema
+        }
+        var records = 0
+        for item in items {
+            switch item {
+            case .type(let info):
+                if try txn.get(meta, key: TypeInfo.key(info.name)) == nil {
+                    try txn.put(meta, key: TypeInfo.key(info.name), value: Array(try JSONEncoder().encode(info)))
+                }
+            case .record(let type, let key, let header, let payload):
+                let schema = try schema(type)
+                try RecordWriter.delete(key: key, schema: schema, txn: txn)
+                try txn.put(schema.records, key: key, value: try header.serialized(payload: payload))
+                try RecordWriter.addEntries(of: header, key: key, schema: schema, txn: txn)
+                records += 1
+            }
+        }
+        return records
+    }
+}

@@ -1,0 +1,49 @@
+import Foundation
+
+/// Reads a file line by line in large chunks, without holding the whole file in memory.
+struct LineReader {
+    private let handle: FileHandle
+    private var buffer: [UInt8] = []
+    private var start = 0
+    private var isAtEnd = false
+    /// Bytes handed out so far, line breaks included.
+    private(set) var bytesRead = 0
+
+    /// Opens `url` for reading.
+    init(url: URL) throws {
+        do {
+            handle = try FileHandle(forReadingFrom: url)
+        } catch {
+            throw MaintenanceError.invalidArgument("cannot read \(url.path): \(error.localizedDescription)")
+        }
+    }
+
+    /// The next line without its line break (a trailing `\r` removed too), or nil at the end of the file.
+    mutating func nextLine() throws -> ArraySlice<UInt8>? {
+        while true {
+            if let newline = buffer[start...].firstIndex(of: UInt8(ascii: "\n")) {
+                var line = buffer[start..<newline]
+                bytesRead += newline + 1 - start
+                start = newline + 1
+                if line.last == UInt8(ascii: "\r") { line = line.dropLast() }
+                return line
+            }
+            if isAtEnd {
+                guard start < buffer.count else { return nil }
+                let line = buffer[start...]
+                bytesRead += buffer.count - start
+                start = buffer.count
+                return line
+            }
+            buffer.removeFirst(start)
+            start = 0
+            let chunk = try handle.read(upToCount: 1 << 20) ?? Data()
+            if chunk.isEmpty { isAtEnd = true } else { buffer.append(contentsOf: chunk) }
+        }
+    }
+
+    /// Closes the file.
+    func close() {
+        try? handle.close()
+    }
+}

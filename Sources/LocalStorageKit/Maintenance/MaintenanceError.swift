@@ -1,0 +1,38 @@
+/// What ``StoreMaintenance`` throws besides ``LocalStorageError``.
+@_spi(Maintenance) public enum MaintenanceError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The directory holds no store (no `data.mdb`).
+    case noStore(path: String)
+    /// The store has no type of this name; `known` lists the types it has.
+    case unknownType(String, known: [String])
+    /// The type declares no index of this name; `known` lists its indexes.
+    case unknownIndex(String, type: String, known: [String])
+    /// The type has no record with this id.
+    case recordNotFound(type: String, id: String)
+    /// A value or argument cannot be used as given.
+    case invalidArgument(String)
+    /// An output location already holds a store or file that must not be overwritten.
+    case outputExists(path: String)
+    /// A line of an import file cannot be imported.
+    case invalidImportLine(Int, reason: String)
+
+    /// The problem in one line.
+    public var description: String {
+        switch self {
+        case .noStore(let path):
+            "no store at \(path) (no data.mdb there)"
+        case .unknownType(let name, let known):
+            "the store has no type \"\(name)\"" + (known.isEmpty ? "" : " (it has: \(known.joined(separator: ", ")))")
+        case .unknownIndex(let name, let type, let known):
+            "\(type) has no index \"\(name)\""
+                + (known.isEmpty ? " (it has none)" : " (it has: \(known.joined(separator: ", ")))")
+        case .recordNotFound(let type, let id):
+            "\(type) has no record \"\(id)\""
+        case .invalidArgument(let reason):
+            reason
+        case .outputExists(let path):
+            "\(path) already exists; choose another output"
+        case .invalidImportLine(let line, let reason):
+            "line \(line): \(reason)"
+        }
+    }
+}

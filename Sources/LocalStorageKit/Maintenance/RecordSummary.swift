@@ -1,0 +1,86 @@
+import Foundation
+
+/// A record's metadata as its header stores it: what `list` shows, and an export line without its payload.
+///
+/// Timestamps are nanoseconds since 1970, exactly as stored.
+@_spi(Maintenance) public struct RecordSummary: Codable, Sendable, Equatable {
+    /// The type's storage name.
+    public var type: String
+    /// The record id.
+    public var id: String
+    /// When the record was first saved (ns since 1970).
+    public var createdAt: Int64
+    /// When the record was last saved (ns since 1970).
+    public var updatedAt: Int64
+    /// When the record expires (ns since 1970); nil when it never does.
+    public var expiresAt: Int64?
+    /// The schema version the payload is stored at.
+    public var version: Int
+    /// The payload format: `"json"` or `"binary"`.
+    public var format: String
+    /// The signature of the index declaration the record was indexed with.
+    public var signature: UInt64
+    /// The record's index values by index name.
+    public var indexes: [String: MaintenanceIndexValue]
+    /// The payload size in bytes (listings only; exports leave it out).
+    public var sizeInBytes: Int?
+    /// Whether the record had expired when it was read (listings only; exports leave it out).
+    public var isExpired: Bool?
+
+    /// The summary of a record read from the store; `now` (ns) adds the listing-only fields.
+    init(type: String, id: String, view: RecordView, now: Int64?) {
+        self.type = type
+        self.id = id
+        createdAt = view.createdAt
+        updatedAt = view.updatedAt
+        expiresAt = view.expiresAt == 0 ? nil : view.expiresAt
+        version = view.version
+        format = view.format.name
+        signature = view.signature
+        var indexes: [String: MaintenanceIndexValue] = [:]
+        view.forEachIndexValue { name, kind, value in
+            indexes[String(decoding: name, as: UTF8.self)] = MaintenanceIndexValue(kind: kind, stored: value)
+            return true
+        }
+        self.indexes = indexes
+        if let now {
+            sizeInBytes = view.payload.count
+            isExpired = view.isExpired(at: now)
+        }
+    }
+}
+
+/// One record in full: its metadata and its payload as JSON, whatever codec wrote it.
+@_spi(Maintenance) public struct RecordDetail: Sendable {
+    /// The record's metadata.
+    public var summary: RecordSummary
+    /// The payload as JSON bytes.
+    public var payload: Data
+
+    /// The record as one line of JSON: the summary's fields, then `"payload"` holding the payload verbatim.
+    ///
+    /// This is the line format of ``StoreMaintenance/export(types:to:progress:)``.
+    /// - Throws: `encodingFailed` if the summary cannot be encoded.
+    public func jsonLine() throws -> Data {
+        try JSONText.object(summary, appending: "payload", rawJSON: payload)
+    }
+}
+
+extension PayloadFormat {
+    /// `"json"` or `"binary"`.
+    var name: String {
+        switch self {
+        case .json: "json"
+        case .binary: "binary"
+        }
+    }
+
+    /// The format spelled `name`, or nil.
+    init?(name: String) {
+        switch name {
+        case "json": self = .json
+        case "binary": self = .binary
+        default: return nil
+        }
+    }
+}

@@ -1,0 +1,46 @@
+import Foundation
+
+/// What `compact` did: the sizes before and after, and the check of the copy.
+@_spi(Maintenance) public struct CompactReport: Codable, Sendable {
+    /// The directory of the compacted copy.
+    public var output: String
+    /// The size of the store's data file in bytes.
+    public var originalBytes: Int
+    /// The size of the copy's data file in bytes.
+    public var compactedBytes: Int
+    /// ``StoreMaintenance/verify(progress:)`` on the copy.
+    public var verify: VerifyReport
+}
+
+extension StoreMaintenance {
+    /// Writes a compacted copy of the store into `output` (free pages left out, pages renumbered), then
+    /// verifies the copy.
+    ///
+    /// The copy is taken from one snapshot, so an app may keep writing meanwhile.
+    /// - Throws: ``MaintenanceError/outputExists(path:)`` when `output` already holds a store.
+    public func compact(to output: URL, progress: MaintenanceProgressHandler? = nil) async throws -> CompactReport {
+        let fileManager = FileManager.default
+        let outputFile = output.appendingPathComponent("data.mdb")
+        guard !fileManager.fileExists(atPath: outputFile.path) else {
+            throw MaintenanceError.outputExists(path: outputFile.path)
+        }
+        do {
+            try fileManager.createDirectory(at: output, withIntermediateDirectories: true)
+        } catch {
+            throw MaintenanceError.invalidArgument("cannot create \(output.path): \(error.localizedDescription)")
+        }
+        progress?(MaintenanceProgress(task: "compact", completed: 0, total: nil))
+        try StoreMaintenance.mappingErrors { try core.environment.copyCompacted(to: output.path) }
+        progress?(MaintenanceProgress(task: "compact", completed: 1, total: 1))
+        let copy = try await StoreMaintenance(directory: output)
+        return CompactReport(output: output.path,
+                             originalBytes: Self.fileSize(directory.appendingPathComponent("data.mdb")),
+                             compactedBytes: Self.fileSize(outputFile), verify: try copy.verify(progress: progress))
+    }
+
+    /// The size of a file in bytes, 0 when it cannot be read.
+    private static func fileSize(_ url: URL) -> Int {
+        let attributes = try? FileManager.default.attributesOfItem(atPath: url.path)
+        return (attributes?[.size] as? NSNumber)?.intValue ?? 0
+    }
+}

@@ -1,0 +1,128 @@
+import CLMDB
+import Foundation
+
+/// What `export` wrote.
+@_spi(Maintenance) public struct ExportReport: Codable, Sendable {
+    /// Types exported.
+    public var types: Int
+    /// Records exported.
+    public var records: Int
+    /// Records left out because they cannot be read.
+    public var skipped: [VerifyProblem]
+}
+
+/// What `import` read.
+@_spi(Maintenance) public struct ImportReport: Codable, Sendable {
+    /// The types the file described.
+    public var types: [String]
+    /// Records imported (inserted or replaced).
+    public var records: Int
+}
+
+extension StoreMaintenance {
+    // MARK: - Export
+
+    /// Writes types and records as JSON Lines, from one snapshot.
+    ///
+    /// Each type starts with a line describing it (`type`, `version`, `signature`, `indexes`), followed by
+    /// one line per record, in id order: `type`, `id`, `createdAt`, `updatedAt`, `expiresAt` (ns since 1970;
+    /// no `expiresAt` when it never expires), `version`, `format`, `signature`, `indexes` and, last, `payload`
+    /// as JSON, whatever codec wrote it. Records that cannot be read are left out and reported.
+    ///
+    /// - Parameters:
+    ///   - names: The types to export; empty for all.
+    ///   - output: Receives the text in chunks of about a megabyte.
+    /// - Throws: ``MaintenanceError/unknownType(_:known:)``; whatever `output` throws.
+    public func export(types names: [String] = [], to output: (Data) throws -> Void,
+                       progress: MaintenanceProgressHandler? = nil) throws -> ExportReport {
+        let types = names.isEmpty ? currentCatalog.sortedTypes : try names.map { try storedType($0) }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return try read { txn in
+            let total = try types.reduce(0) { $0 + (try txn.entryCount($1.schema.records)) }
+            var report = ExportReport(types: types.count, records: 0, skipped: [])
+            var buffer = Data()
+            func emit(_ line: Data) throws {
+                buffer.append(line)
+                buffer.append(UInt8(ascii: "\n"))
+                if buffer.count >= 1 << 20 {
+                    try output(buffer)
+                    buffer.removeAll(keepingCapacity: true)
+                }
+            }
+            for type in types {
+                try emit(try encoder.encode(TypeDescription(type.info)))
+                try txn.withCursor(type.schema.records) { cursor in
+                    var entry = try cursor.move(MDB_FIRST)
+                    while let current = entry {
+                        let id = StoreMaintenance.id(of: current.key)
+                        do {
+                            let detail = try StoreMaintenance.detail(type: type.info.name, id: id,
+                                                                     bytes: current.value, now: nil)
+                            try emit(try detail.jsonLine())
+                            report.records += 1
+                        } catch let error as LocalStorageError {
+                            let kind: VerifyProblem.Kind = (try? RecordView(current.value)) == nil
+                                ? .damagedRecord : .undecodablePayload
+                            report.skipped.append(VerifyProblem(type: type.info.name, id: id, kind: kind,
+                                                                detail: "\(error)"))
+                        }
+                        progress?(MaintenanceProgress(task: "export", completed: report.records, total: total))
+                        entry = try cursor.move(MDB_NEXT)
+                    }
+                }
+            }
+            if !buffer.isEmpty { try output(buffer) }
+            return report
+        }
+    }
+
+    // MARK: - Import
+
+    /// Imports a file written by ``export(types:to:progress:)`` into this store, empty or not.
+    ///
+    /// Every line is checked before anything is written; then records are written in bounded transactions,
+    /// replacing records with the same type and id and keeping their timestamps, expiry, version and index
+    /// values exactly. A type the store does not know is added as the file describes it; a type it knows
+    /// keeps its own description.
+    /// - Throws: ``MaintenanceError/invalidImportLine(_:reason:)`` naming the first bad line.
+    public func importRecords(from url: URL,
+                              progress: MaintenanceProgressHandler? = nil) async throws -> ImportReport {
+        let total = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber)?.intValue
+        let known = currentCatalog.types.mapValues(\.info)
+        // First pass: check every line; nothing is written.
+        var parser = ImportParser(known: known)
+        var reader = try LineReader(url: url)
+        defer { reader.close() }
+        while let line = try reader.nextLine() {
+            _ = try parser.parse(line)
+            progress?(MaintenanceProgress(task: "check", completed: reader.bytesRead, total: total))
+        }
+        // Second pass: write in batches.
+        parser = ImportParser(known: known)
+        var lines = try LineReader(url: url)
+        defer { lines.close() }
+        var batch: [ImportParser.Item] = []
+        var batchBytes = 0
+        var records = 0
+        while true {
+            let line = try lines.nextLine()
+            if let line, let item = try parser.parse(line) {
+                batch.append(item)
+                batchBytes += line.count
+            }
+            guard line == nil || batch.count >= StoreMaintenance.batchSize || batchBytes >= 32 << 20 else { continue }
+            let items = batch
+            let meta = core.meta
+            records += try await write { writer in
+                try writer.transact { context in try ImportParser.apply(items, meta: meta, txn: context.txn) }
+            }
+            batch.removeAll(keepingCapacity: true)
+            batchBytes = 0
+            progress?(MaintenanceProgress(task: "import", completed: lines.bytesRead, total: total))
+            if line == nil { break }
+        }
+        try await reloadCatalog()
+        return ImportReport(types: parser.typeNames, records: records)
+    }
+}

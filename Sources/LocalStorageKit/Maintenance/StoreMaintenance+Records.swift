@@ -1,0 +1,210 @@
+import CLMDB
+import Foundation
+
+extension StoreMaintenance {
+    // MARK: - Reading
+
+    /// A page of a type's records with their metadata, served by the type's indexes.
+    ///
+    /// With conditions, the first condition's index finds the candidates and the others are checked
+    /// against the header values; an order then sorts them (records without a value first, ascending).
+    /// With only an order, the order's index is walked, so records without a value are not listed.
+    /// Otherwise records are listed by id. Expired records are listed too, marked `isExpired`.
+    ///
+    /// Complexity: O(offset + limit) without conditions; O(candidates) with them.
+    /// - Throws: ``MaintenanceError/unknownType(_:known:)``, ``MaintenanceError/unknownIndex(_:type:known:)``,
+    ///   ``MaintenanceError/invalidArgument(_:)`` for a value that does not fit its index.
+    public func list(_ typeName: String, query: ListQuery = ListQuery()) throws -> RecordListing {
+        let type = try storedType(typeName)
+        let schema = type.schema
+        let conditions = try query.conditions.map { condition -> (TypeSchema.Index, [UInt8]) in
+            let index = try self.index(condition.index, of: schema)
+            let value = index.kind == .string
+                ? MaintenanceIndexValue.string(condition.value)
+                : MaintenanceIndexValue.number(parsing: condition.value)
+            guard let stored = value?.storedBytes(kind: index.kind) else {
+                throw MaintenanceError.invalidArgument(
+                    "\"\(condition.value)\" is not a number; index \"\(index.name)\" holds numbers")
+            }
+            return (index, stored)
+        }
+        let order = try query.order.map { (try index($0.index, of: schema), $0.isDescending) }
+        let end = query.limit.map { query.offset + max(0, $0) } ?? Int.max
+        let now = Clock.now()
+        return try read { txn in
+            var keys: [[UInt8]] = []
+            if let driving = conditions.first {
+                let (first, stored) = driving
+                let key = stored.withUnsafeBytes { IndexValue.keyBytes(kind: first.kind, stored: $0) }
+                keys = try duplicates(of: key, in: first.dbi, txn: txn).filter { id in
+                    guard let bytes = try txn.get(schema.records, key: id), let view = try? RecordView(bytes) else {
+                        return true  // Listed as damaged below.
+                    }
+                    return conditions.allSatisfy { index, stored in
+                        view.indexValue(named: index.nameBytes).map { $0.value.elementsEqual(stored) } ?? false
+                    }
+                }
+                if let order {
+                    keys = try sorted(keys, by: order.0, isDescending: order.1, schema: schema, txn: txn)
+                }
+                keys = Array(keys.prefix(end).dropFirst(query.offset))
+            } else {
+                let dbi = order?.0.dbi ?? schema.records
+                let isDescending = order?.1 ?? false
+                try txn.withCursor(dbi) { cursor in
+                    var position = 0
+                    var entry = try cursor.move(isDescending ? MDB_LAST : MDB_FIRST)
+                    while let current = entry, position < end {
+                        if position >= query.offset { keys.append(Array(order == nil ? current.key : current.value)) }
+                        position += 1
+                        entry = try cursor.move(isDescending ? MDB_PREV : MDB_NEXT)
+                    }
+                }
+            }
+            var listing = RecordListing(records: [], damaged: [])
+            for key in keys {
+                let id = String(decoding: key, as: UTF8.self)
+                guard let bytes = try txn.get(schema.records, key: key) else { continue }
+                do {
+                    let view = try RecordView(bytes)
+                    listing.records.append(RecordSummary(type: schema.name, id: id, view: view, now: now))
+                } catch {
+                    listing.damaged.append(VerifyProblem(type: schema.name, id: id, kind: .damagedRecord,
+                                                         detail: "\(error)"))
+                }
+            }
+            return listing
+        }
+    }
+
+    /// One record's metadata and its payload as JSON.
+    ///
+    /// - Throws: ``MaintenanceError/recordNotFound(type:id:)``; `decodingFailed` for a damaged record or a
+    ///   payload that cannot be turned into JSON.
+    public func record(_ typeName: String, id: String) throws -> RecordDetail {
+        let schema = try storedType(typeName).schema
+        let key = try StoreMaintenance.mappingErrors { try RecordWriter.key(for: id) }
+        let now = Clock.now()
+        return try read { txn in
+            guard let bytes = try txn.get(schema.records, key: key) else {
+                throw MaintenanceError.recordNotFound(type: schema.name, id: id)
+            }
+            return try StoreMaintenance.detail(type: schema.name, id: id, bytes: bytes, now: now)
+        }
+    }
+
+    /// A record's summary and JSON payload; `now` adds the listing-only fields.
+    static func detail(type: String, id: String, bytes: UnsafeRawBufferPointer, now: Int64?) throws -> RecordDetail {
+        let view = try RecordView(bytes)
+        let payload: Data
+        do {
+            payload = try PayloadCodec.json(from: view.payload, format: view.format)
+        } catch {
+            throw LocalStorageError.decodingFailed(
+                reason: "the \(view.format.name) payload of \(type) \"\(id)\" cannot be read: \(error)")
+        }
+        return RecordDetail(summary: RecordSummary(type: type, id: id, view: view, now: now), payload: payload)
+    }
+
+    /// The index `name` of `schema`.
+    private func index(_ name: String, of schema: TypeSchema) throws -> TypeSchema.Index {
+        guard let index = schema.index(named: name) else {
+            throw MaintenanceError.unknownIndex(name, type: schema.name, known: schema.indexes.map(\.name))
+        }
+        return index
+    }
+
+    /// The ids stored under `key` in a sorted-duplicates database, in id order.
+    private func duplicates(of key: [UInt8], in dbi: MDB_dbi, txn: Transaction) throws -> [[UInt8]] {
+        try txn.withCursor(dbi) { cursor in
+            var ids: [[UInt8]] = []
+            var entry = try cursor.seek(atLeast: key)
+            while let current = entry, current.key.elementsEqual(key) {
+                ids.append(Array(current.value))
+                entry = try cursor.move(MDB_NEXT)
+            }
+            return ids
+        }
+    }
+
+    /// `keys` ordered by their records' values of `index` (no value first), ties by id.
+    private func sorted(_ keys: [[UInt8]], by index: TypeSchema.Index, isDescending: Bool, schema: TypeSchema,
+                        txn: Transaction) throws -> [[UInt8]] {
+        let ranked = try keys.map { key -> (value: [UInt8], key: [UInt8]) in
+            guard let bytes = try txn.get(schema.records, key: key), let view = try? RecordView(bytes),
+                  let value = view.indexValue(named: index.nameBytes), value.kind == index.kind else {
+                return ([], key)
+            }
+            return (IndexValue.keyBytes(kind: index.kind, stored: value.value), key)
+        }
+        let ascending = ranked.sorted {
+            $0.value == $1.value
+                ? $0.key.lexicographicallyPrecedes($1.key)
+                : $0.value.lexicographicallyPrecedes($1.value)
+        }.map(\.key)
+        return isDescending ? ascending.reversed() : ascending
+    }
+
+    // MARK: - Writing
+
+    /// Deletes one record and its index entries.
+    ///
+    /// A record whose header is damaged is deleted too; its index entries, which cannot be known, are left
+    /// for ``repair(progress:)``.
+    /// - Throws: ``MaintenanceError/recordNotFound(type:id:)``.
+    public func delete(_ typeName: String, id: String) async throws {
+        let schema = try storedType(typeName).schema
+        let key = try StoreMaintenance.mappingErrors { try RecordWriter.key(for: id) }
+        let deleted = try await write { writer in
+            try writer.transact { context in try RecordWriter.delete(key: key, schema: schema, txn: context.txn) }
+        }
+        if !deleted { throw MaintenanceError.recordNotFound(type: schema.name, id: id) }
+    }
+
+    /// Deletes every record of a type with all its index entries, in one transaction; returns how many.
+    public func clear(_ typeName: String) async throws -> Int {
+        let schema = try storedType(typeName).schema
+        return try await write { writer in
+            try writer.transact { context in
+                let count = try context.txn.entryCount(schema.records)
+                try RecordWriter.deleteAll(schema: schema, txn: context.txn)
+                return count
+            }
+        }
+    }
+
+    /// Deletes the expired records of one type, or of every type, in bounded transactions.
+    ///
+    /// - Returns: How many records were deleted, per type name.
+    public func purgeExpired(_ typeName: String? = nil,
+                             progress: MaintenanceProgressHandler? = nil) async throws -> [String: Int] {
+        let types = try typeName.map { [try storedType($0)] } ?? currentCatalog.sortedTypes
+        let schemas = types.map(\.schema)
+        let now = Clock.now()
+        let total = try read { txn in
+            try schemas.reduce(0) { $0 + (try RecordReader.expiredKeys(schema: $1, now: now, txn: txn).count) }
+        }
+        return try await write { writer in
+            var purged: [String: Int] = [:]
+            var done = 0
+            for schema in schemas {
+                var count = 0
+                while true {
+                    let batch = try writer.transact { context in
+                        try RecordWriter.purgeExpired(schema: schema, now: context.now,
+                                                      limit: StoreMaintenance.batchSize, context: context)
+                    }
+                    count += batch
+                    done += batch
+                    progress?(MaintenanceProgress(task: "purge", completed: done, total: total))
+                    if batch < StoreMaintenance.batchSize { break }
+                }
+                purged[schema.name] = count
+            }
+            return purged
+        }
+    }
+
+    /// Records per write transaction for purges, repairs and imports.
+    static var batchSize: Int { 10_000 }
+}

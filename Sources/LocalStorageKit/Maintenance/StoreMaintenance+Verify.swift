@@ -1,0 +1,217 @@
+import CLMDB
+import Foundation
+
+extension StoreMaintenance {
+    /// Checks the whole store in one snapshot.
+    ///
+    /// Every record's header must parse and its payload turn into JSON; every index, update-time and expiry
+    /// entry must name an existing record whose header holds that value; every record's values must be in
+    /// its indexes. Complexity: O(records + entries), each with a B-tree lookup; memory stays small.
+    /// - Throws: ``LocalStorageError`` when the store cannot be read (problems in the data are reported).
+    public func verify(progress: MaintenanceProgressHandler? = nil) throws -> VerifyReport {
+        let catalog = currentCatalog
+        var report = VerifyReport(types: catalog.types.count, records: 0, entries: 0,
+                                  problems: catalog.unreadable.map {
+                                      VerifyProblem(type: $0, id: nil, kind: .unreadableType,
+                                                    detail: "its description in meta cannot be read")
+                                  }, repairedTypes: [])
+        try read { txn in
+            let total = try catalog.sortedTypes.reduce(0) { sum, type in
+                try Self.databases(of: type.schema).reduce(sum) { $0 + (try txn.entryCount($1.dbi)) }
+            }
+            var checker = Checker(txn: txn, progress: progress, total: total)
+            for type in catalog.sortedTypes {
+                try checker.checkRecords(of: type.schema)
+                for database in Self.databases(of: type.schema).dropFirst() {
+                    try checker.checkEntries(of: database, in: type.schema)
+                }
+            }
+            report.records = checker.records
+            report.entries = checker.entries
+            report.problems += checker.problems
+        }
+        return report
+    }
+
+    /// Rebuilds the index, update-time and expiry entries of every type `verify` finds inconsistent, from the
+    /// values stored in the record headers (one transaction per type), then verifies again.
+    ///
+    /// Records whose header is damaged cannot be indexed; they stay and are reported.
+    /// - Returns: The report of the check after the repair, naming the repaired types.
+    public func repair(progress: MaintenanceProgressHandler? = nil) async throws -> VerifyReport {
+        let before = try verify(progress: progress)
+        let names = Set(before.problems.filter(\.isFixedByReindexing).map(\.type))
+        let schemas = currentCatalog.sortedTypes.map(\.schema).filter { names.contains($0.name) }
+        try await write { writer in
+            for schema in schemas {
+                try writer.transact { context in try StoreMaintenance.rebuildEntries(of: schema, txn: context.txn) }
+            }
+        }
+        var after = try verify(progress: progress)
+        after.repairedTypes = schemas.map(\.name)
+        return after
+    }
+
+    /// Empties a type's entry databases and adds every record's entries again from its header.
+    private static func rebuildEntries(of schema: TypeSchema, txn: Transaction) throws {
+        for database in databases(of: schema).dropFirst() { try txn.empty(database.dbi) }
+        try txn.withCursor(schema.records) { cursor in
+            var entry = try cursor.move(MDB_FIRST)
+            while let current = entry {
+                if let view = try? RecordView(current.value) {
+                    try RecordWriter.addEntries(of: view.header(), key: Array(current.key), schema: schema, txn: txn)
+                }
+                entry = try cursor.move(MDB_NEXT)
+            }
+        }
+    }
+
+    /// What one database of a type holds.
+    enum Database {
+        case records
+        case updated
+        case expiry
+        case index(TypeSchema.Index)
+    }
+
+    /// A type's databases: the records first, then update times, expiry times and each index.
+    static func databases(of schema: TypeSchema) -> [(database: Database, dbi: MDB_dbi)] {
+        [(.records, schema.records), (.updated, schema.updated), (.expiry, schema.expiry)]
+            + schema.indexes.map { (.index($0), $0.dbi) }
+    }
+}
+
+/// The checks of ``StoreMaintenance/verify(progress:)`` inside one read transaction.
+private struct Checker {
+    let txn: Transaction
+    let progress: MaintenanceProgressHandler?
+    let total: Int
+    var records = 0
+    var entries = 0
+    var problems: [VerifyProblem] = []
+
+    init(txn: Transaction, progress: MaintenanceProgressHandler?, total: Int) {
+        self.txn = txn
+        self.progress = progress
+        self.total = total
+    }
+
+    private mutating func step() {
+        if (records + entries) % 1024 == 0 {
+            progress?(MaintenanceProgress(task: "verify", completed: records + entries, total: total))
+        }
+    }
+
+    private mutating func report(_ schema: TypeSchema, _ id: String?, _ kind: VerifyProblem.Kind, _ detail: String) {
+        problems.append(VerifyProblem(type: schema.name, id: id, kind: kind, detail: detail))
+    }
+
+    /// Each record: header, payload, and the presence of each entry it should have.
+    mutating func checkRecords(of schema: TypeSchema) throws {
+        try txn.withCursor(schema.records) { cursor in
+            var entry = try cursor.move(MDB_FIRST)
+            while let current = entry {
+                records += 1
+                step()
+                let key = Array(current.key)
+                let id = StoreMaintenance.id(of: current.key)
+                do {
+                    let view = try RecordView(current.value)
+                    try checkPayload(of: view, schema: schema, id: id)
+                    try checkEntriesExist(for: view, key: key, id: id, schema: schema)
+                } catch let error as LocalStorageError {
+                    report(schema, id, .damagedRecord, "\(error)")
+                }
+                entry = try cursor.move(MDB_NEXT)
+            }
+        }
+    }
+
+    private mutating func checkPayload(of view: RecordView, schema: TypeSchema, id: String) throws {
+        do {
+            let json = try PayloadCodec.json(from: view.payload, format: view.format)
+            _ = try JSONSerialization.jsonObject(with: json, options: [.fragmentsAllowed])
+        } catch {
+            report(schema, id, .undecodablePayload, "the \(view.format.name) payload cannot be read as JSON: \(error)")
+        }
+    }
+
+    private mutating func checkEntriesExist(for view: RecordView, key: [UInt8], id: String,
+                                            schema: TypeSchema) throws {
+        if try !hasEntry(RecordWriter.timeKey(view.updatedAt), key, in: schema.updated) {
+            report(schema, id, .missingEntry, "no update-time entry for \(view.updatedAt)")
+        }
+        if view.expiresAt != 0, try !hasEntry(RecordWriter.timeKey(view.expiresAt), key, in: schema.expiry) {
+            report(schema, id, .missingEntry, "no expiry entry for \(view.expiresAt)")
+        }
+        for index in schema.indexes {
+            guard let stored = view.indexValue(named: index.nameBytes), stored.kind == index.kind else { continue }
+            guard let value = MaintenanceIndexValue(kind: index.kind, stored: stored.value) else {
+                report(schema, id, .damagedRecord, "its value of index \"\(index.name)\" is not a valid number key")
+                continue
+            }
+            let indexKey = IndexValue.keyBytes(kind: index.kind, stored: stored.value)
+            if try !hasEntry(indexKey, key, in: index.dbi) {
+                report(schema, id, .missingEntry, "index \"\(index.name)\" has no entry for its value \(value)")
+            }
+        }
+    }
+
+    private func hasEntry(_ key: [UInt8], _ value: [UInt8], in dbi: MDB_dbi) throws -> Bool {
+        try txn.withCursor(dbi) { cursor in
+            guard let found = try cursor.seek(atLeast: key, value: value) else { return false }
+            return found.key.elementsEqual(key) && found.value.elementsEqual(value)
+        }
+    }
+
+    /// Each entry of an update-time, expiry or index database: its record exists and holds its value.
+    mutating func checkEntries(of database: (database: StoreMaintenance.Database, dbi: MDB_dbi),
+                               in schema: TypeSchema) throws {
+        try txn.withCursor(database.dbi) { cursor in
+            var entry = try cursor.move(MDB_FIRST)
+            while let current = entry {
+                entries += 1
+                step()
+                let id = StoreMaintenance.id(of: current.value)
+                let name = Self.name(of: database.database)
+                if let bytes = try txn.get(schema.records, key: current.value) {
+                    // A damaged record is reported once, by checkRecords.
+                    if let view = try? RecordView(bytes) {
+                        switch Self.key(in: view, for: database.database) {
+                        case nil:
+                            report(schema, id, .mismatchedEntry, "\(name) entry, but the record has no value there")
+                        case let held? where !held.elementsEqual(current.key):
+                            report(schema, id, .mismatchedEntry, "\(name) entry does not match the record's value")
+                        default:
+                            break
+                        }
+                    }
+                } else {
+                    report(schema, id, .danglingEntry, "\(name) entry points at no record")
+                }
+                entry = try cursor.move(MDB_NEXT)
+            }
+        }
+    }
+
+    /// The key a record's entry in `database` must have; nil when it should have none.
+    private static func key(in view: RecordView, for database: StoreMaintenance.Database) -> [UInt8]? {
+        switch database {
+        case .records: return nil
+        case .updated: return RecordWriter.timeKey(view.updatedAt)
+        case .expiry: return view.expiresAt == 0 ? nil : RecordWriter.timeKey(view.expiresAt)
+        case .index(let index):
+            guard let stored = view.indexValue(named: index.nameBytes), stored.kind == index.kind else { return nil }
+            return IndexValue.keyBytes(kind: index.kind, stored: stored.value)
+        }
+    }
+
+    private static func name(of database: StoreMaintenance.Database) -> String {
+        switch database {
+        case .records: "record"
+        case .updated: "an update-time"
+        case .expiry: "an expiry"
+        case .index(let index): "an index \"\(index.name)\""
+        }
+    }
+}

@@ -1,0 +1,159 @@
+import CLMDB
+import Foundation
+import Synchronization
+
+/// Offline maintenance of one store directory: statistics, listings, verification, repair, compaction,
+/// export and import. The `localstorage` command-line tool is a thin shell around it.
+///
+/// It knows the stored types and their indexes only from the store's own `meta` database, never from
+/// app code. It is safe to use while an app in another process has the same store open: LMDB lets
+/// readers and one writer share a store across processes, and every write goes through the store's
+/// writer in bounded transactions.
+///
+/// ```swift
+/// let maintenance = try await StoreMaintenance(directory: storeURL)
+/// let report = try maintenance.verify()
+/// print(report.problems.isEmpty ? "clean" : "\(report.problems.count) problems")
+/// ```
+///
+/// In a process that already has a ``LocalStorage`` on the same directory it shares that store's
+/// environment and writer (LMDB forbids opening one environment twice in a process).
+@_spi(Maintenance) public final class StoreMaintenance: Sendable {
+    /// The directory that holds the store's `data.mdb`.
+    public let directory: URL
+    let core: StoreCore
+    private let catalog = Mutex(Catalog())
+
+    /// One stored type as `meta` declares it, with its open databases.
+    struct StoredType: Sendable {
+        let info: TypeInfo
+        let schema: TypeSchema
+    }
+
+    /// Everything `meta` says, read once per open (and again after an import adds types).
+    struct Catalog: Sendable {
+        /// The readable types by name.
+        var types: [String: StoredType] = [:]
+        /// The names of `meta` entries that are not valid type descriptions.
+        var unreadable: [String] = []
+
+        /// The readable types in name order.
+        var sortedTypes: [StoredType] { types.values.sorted { $0.info.name < $1.info.name } }
+    }
+
+    /// The directory an app's store lives in when it keeps the default configuration.
+    public static var defaultDirectory: URL { LocalStorageConfiguration().storeDirectory }
+
+    /// Opens the store in `directory` for maintenance.
+    ///
+    /// - Parameters:
+    ///   - directory: The directory that holds `data.mdb` (a configuration's `databaseDirectory`
+    ///     followed by `LocalStorage`).
+    ///   - creatingIfMissing: Creates an empty store when there is none (for imports); otherwise a
+    ///     missing store is an error, so that a mistyped path never leaves an empty store behind.
+    /// - Throws: ``MaintenanceError/noStore(path:)``, or ``LocalStorageError/openFailed(path:reason:)``.
+    public init(directory: URL, creatingIfMissing: Bool = false) async throws {
+        let dataFile = directory.appendingPathComponent("data.mdb")
+        if !FileManager.default.fileExists(atPath: dataFile.path) {
+            guard creatingIfMissing else { throw MaintenanceError.noStore(path: directory.path) }
+            do {
+                try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            } catch {
+                throw LocalStorageError.openFailed(path: directory.path, reason: error.localizedDescription)
+            }
+        }
+        var configuration = LocalStorageConfiguration()
+        configuration.expirySweepInterval = nil
+        self.directory = directory
+        core = try EnvironmentRegistry.core(directory: directory, configuration: configuration)
+        try await reloadCatalog()
+    }
+
+    // MARK: - Types
+
+    /// Every type the store's `meta` database describes, in name order.
+    public func types() -> [TypeDescription] {
+        catalog.withLock { $0.sortedTypes.map { TypeDescription($0.info) } }
+    }
+
+    /// Names of `meta` entries that could not be read as type descriptions.
+    public var unreadableTypeNames: [String] { catalog.withLock { $0.unreadable } }
+
+    /// Reads `meta` again and opens the databases of every type it names.
+    func reloadCatalog() async throws {
+        let meta = core.meta
+        let loaded = try await core.writer.performExclusive { writer in
+            try writer.transact { context in try StoreMaintenance.loadCatalog(meta: meta, txn: context.txn) }
+        }
+        catalog.withLock { $0 = loaded }
+    }
+
+    /// The current catalog.
+    var currentCatalog: Catalog { catalog.withLock { $0 } }
+
+    /// The type called `name`.
+    ///
+    /// - Throws: ``MaintenanceError/unknownType(_:known:)``.
+    func storedType(_ name: String) throws -> StoredType {
+        let current = currentCatalog
+        guard let type = current.types[name] else {
+            throw MaintenanceError.unknownType(name, known: current.sortedTypes.map(\.info.name))
+        }
+        return type
+    }
+
+    /// Reads every `type.` entry of `meta` and opens (creating when missing) each type's databases.
+    private static func loadCatalog(meta: MDB_dbi, txn: Transaction) throws -> Catalog {
+        var catalog = Catalog()
+        var infos: [TypeInfo] = []
+        try txn.withCursor(meta) { cursor in
+            var entry = try cursor.seek(atLeast: TypeInfo.keyPrefix)
+            while let current = entry, current.key.starts(with: TypeInfo.keyPrefix) {
+                if let info = try? JSONDecoder().decode(TypeInfo.self, from: Data(current.value)) {
+                    infos.append(info)
+                } else {
+                    let name = current.key.dropFirst(TypeInfo.keyPrefix.count)
+                    catalog.unreadable.append(String(decoding: name, as: UTF8.self))
+                }
+                entry = try cursor.move(MDB_NEXT)
+            }
+        }
+        for info in infos {
+            catalog.types[info.name] = StoredType(info: info, schema: try StoreCore.schema(for: info, in: txn))
+        }
+        return catalog
+    }
+
+    // MARK: - Plumbing
+
+    /// Runs `body` in one read transaction (one consistent snapshot of the store).
+    func read<R>(_ body: (Transaction) throws -> R) throws -> R {
+        try StoreMaintenance.mappingErrors { try core.environment.read(body) }
+    }
+
+    /// Runs `body` alone on the store's writer thread; it commits with `Writer.transact`.
+    func write<R: Sendable>(_ body: @escaping (Writer) throws -> R) async throws -> R {
+        do {
+            return try await core.writer.performExclusive(body)
+        } catch {
+            throw StoreMaintenance.publicError(error)
+        }
+    }
+
+    /// Runs `body`, turning internal errors into ``LocalStorageError``.
+    static func mappingErrors<R>(_ body: () throws -> R) throws -> R {
+        do {
+            return try body()
+        } catch {
+            throw publicError(error)
+        }
+    }
+
+    /// ``MaintenanceError`` as it is, everything else as ``LocalStorageError``.
+    static func publicError(_ error: any Error) -> any Error {
+        error is MaintenanceError ? error : LocalStorageError.wrapping(error)
+    }
+
+    /// The id a record key spells.
+    static func id(of key: UnsafeRawBufferPointer) -> String { String(decoding: key, as: UTF8.self) }
+}

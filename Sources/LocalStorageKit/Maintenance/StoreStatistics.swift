@@ -1,0 +1,69 @@
+/// What `stats` reports: the memory map, pages, readers and each type's records and indexes.
+@_spi(Maintenance) public struct StoreStatistics: Codable, Sendable {
+    /// Page counts of the whole environment.
+    public struct Pages: Codable, Sendable {
+        /// Pages the map can hold (map size / page size).
+        public var capacity: Int
+        /// Pages written so far (the data file's high-water mark).
+        public var used: Int
+        /// Used pages on LMDB's free list, ready for reuse.
+        public var free: Int
+        /// Branch pages of every database.
+        public var branch: Int
+        /// Leaf pages of every database.
+        public var leaf: Int
+        /// Overflow pages (values too large for a leaf) of every database.
+        public var overflow: Int
+    }
+
+    /// One index of a type.
+    public struct Index: Codable, Sendable {
+        /// The index name.
+        public var name: String
+        /// `"string"` or `"number"`.
+        public var kind: String
+        /// Entries in the index (one per indexed record).
+        public var entries: Int
+    }
+
+    /// One stored type.
+    public struct TypeStatistics: Codable, Sendable {
+        /// The type's storage name.
+        public var name: String
+        /// Records stored, expired ones included until they are purged.
+        public var records: Int
+        /// Bytes of the stored records (headers and payloads).
+        public var bytes: Int
+        /// Bytes of the payloads alone.
+        public var payloadBytes: Int
+        /// Records that have expired but are not purged yet.
+        public var expired: Int
+        /// Pages of the type's databases (records and indexes).
+        public var pages: Int
+        /// Entries of the update-time index.
+        public var updateEntries: Int
+        /// Entries of the expiry index.
+        public var expiryEntries: Int
+        /// The declared indexes.
+        public var indexes: [Index]
+    }
+
+    /// The store directory.
+    public var path: String
+    /// The size of the memory map in bytes.
+    public var mapSize: Int
+    /// Bytes in use: pages written so far times the page size.
+    public var usedBytes: Int
+    /// The page size in bytes.
+    public var pageSize: Int
+    /// Page counts.
+    public var pages: Pages
+    /// Reader slots held by some process right now.
+    public var readersInUse: Int
+    /// Reader slots the store allows.
+    public var maxReaders: Int
+    /// The id of the last committed transaction.
+    public var lastTransactionID: Int
+    /// Every stored type, in name order.
+    public var types: [TypeStatistics]
+}

@@ -1,0 +1,54 @@
+/// One inconsistency `verify` found, naming the type and, when there is one, the record id.
+@_spi(Maintenance) public struct VerifyProblem: Codable, Sendable, Equatable, CustomStringConvertible {
+    /// What kind of inconsistency it is.
+    public enum Kind: String, Codable, Sendable {
+        /// A `meta` entry is not a readable type description.
+        case unreadableType
+        /// A record's header cannot be parsed.
+        case damagedRecord
+        /// A record's payload cannot be turned into JSON.
+        case undecodablePayload
+        /// A record's index, update-time or expiry entry is missing.
+        case missingEntry
+        /// An index, update-time or expiry entry names a record that does not exist.
+        case danglingEntry
+        /// An entry names a record whose header holds another value.
+        case mismatchedEntry
+    }
+
+    /// The type's storage name.
+    public var type: String
+    /// The record id, when the problem concerns one record.
+    public var id: String?
+    /// What kind of inconsistency it is.
+    public var kind: Kind
+    /// The details, in words.
+    public var detail: String
+
+    /// `Type "id": detail`.
+    public var description: String {
+        "\(type)" + (id.map { " \"\($0)\"" } ?? "") + ": \(detail)"
+    }
+
+    /// Whether rebuilding the type's index entries from the record headers fixes it.
+    var isFixedByReindexing: Bool {
+        [.missingEntry, .danglingEntry, .mismatchedEntry].contains(kind)
+    }
+}
+
+/// What `verify` found.
+@_spi(Maintenance) public struct VerifyReport: Codable, Sendable {
+    /// Types checked.
+    public var types: Int
+    /// Records checked.
+    public var records: Int
+    /// Index, update-time and expiry entries checked.
+    public var entries: Int
+    /// Every problem found, by type then record.
+    public var problems: [VerifyProblem]
+    /// The types whose index entries were rebuilt before this check (`verify --repair`).
+    public var repairedTypes: [String]
+
+    /// Whether no problem was found.
+    public var isClean: Bool { problems.isEmpty }
+}

@@ -1,0 +1,60 @@
+import CLMDB
+
+/// Purges expired records in the background while the store is open.
+///
+/// Every `interval` it hands the writer one batch of at most ``batchSize`` expired records (across all
+/// types) at a time, each batch its own transaction, so that saves queued meanwhile are committed
+/// between batches instead of waiting for the whole sweep. Each purged record is published as
+/// ``StorageChange/expired(id:)``. The sweeper holds the writer weakly: it never keeps the store open,
+/// and ``stop()`` (called when the store closes) ends it.
+final class ExpirySweeper: Sendable {
+    /// The most records one sweep transaction deletes.
+    static let batchSize = 1_000
+
+    private let task: Task<Void, Never>?
+
+    /// Starts sweeping every `interval`; does nothing when `interval` is nil.
+    init(writer: Writer, meta: MDB_dbi, interval: Duration?, logger: (any StorageLogger)?) {
+        guard let interval else {
+            task = nil
+            return
+        }
+        let period = max(interval, .milliseconds(1))
+        task = Task.detached(priority: .background) { [weak writer] in
+            while true {
+                do {
+                    try await Task.sleep(for: period)
+                } catch {
+                    return // Cancelled: the store closed.
+                }
+                guard let writer else { return }
+                do {
+                    let purged = try await ExpirySweeper.sweep(writer: writer, meta: meta,
+                                                               batchSize: ExpirySweeper.batchSize)
+                    if purged > 0 {
+                        logger?.log(level: .debug, message: "Swept expired records", metadata: ["count": "\(purged)"])
+                    }
+                } catch {
+                    if Task.isCancelled { return }
+                    logger?.log(level: .error, message: "The expiry sweep failed", metadata: ["error": "\(error)"])
+                }
+            }
+        }
+    }
+
+    /// Ends the sweep; a batch already queued still completes.
+    func stop() { task?.cancel() }
+
+    /// Purges every expired record now, in batches of `batchSize`; returns how many it purged.
+    static func sweep(writer: Writer, meta: MDB_dbi, batchSize: Int) async throws -> Int {
+        var total = 0
+        while !Task.isCancelled {
+            let purged = try await writer.performExclusive { writer in
+                try LocalStorage.purgeExpiredBatch(meta: meta, writer: writer, limit: batchSize)
+            }
+            total += purged
+            if purged < batchSize { break }
+        }
+        return total
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+import Synchronization
+
+/// The state of one live query: which commits it has seen, the coalescing window, and the last
+/// result it emitted.
+///
+/// The writer thread calls ``invalidate()`` after each commit that touched the type (or when another
+/// process wrote); that only bumps a counter and wakes the query's task, so it never blocks. The task
+/// waits out the coalescing window, reruns the query once if anything was committed since its last
+/// run, and emits the result unless it encodes to the same bytes as the last one emitted.
+final class LiveQuery<T: LocalStorable>: Sendable {
+    /// Commits seen so far; the task compares it before and after each run.
+    private let generation = Atomic<UInt64>(0)
+    /// Wakes the task; keeps at most one pending wake-up, so a burst costs one.
+    private let wakeUps: AsyncStream<Void>
+    private let wake: AsyncStream<Void>.Continuation
+    private let coalescing: Duration
+
+    init(coalescing: Duration) {
+        self.coalescing = max(coalescing, .zero)
+        (wakeUps, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    }
+
+    /// Marks the current result stale (called on the writer thread; never blocks).
+    func invalidate() {
+        generation.add(1, ordering: .releasing)
+        wake.yield()
+    }
+
+    /// Ends ``run(emittingTo:query:)`` at its next wait.
+    func stop() { wake.finish() }
+
+    /// Emits the current result, then a fresh one after each coalesced burst of invalidations, until
+    /// the task is cancelled or ``stop()`` is called. A query error ends `output` with that error.
+    func run(emittingTo output: AsyncThrowingStream<[T], Error>.Continuation,
+             query: () async throws -> [T]) async {
+        var seen = generation.load(ordering: .acquiring)
+        var lastEmitted: Data?
+        do {
+            let first = try await query()
+            lastEmitted = LiveQuery.fingerprint(of: first)
+            output.yield(first)
+            for await _ in wakeUps {
+                try await Task.sleep(for: coalescing)
+                // Read the counter before the query starts: a commit after this point bumps it again
+                // and brings another (possibly silent) rerun, so none is ever missed.
+                let current = generation.load(ordering: .acquiring)
+                guard current != seen else { continue }
+                seen = current
+                let result = try await query()
+                let fingerprint = LiveQuery.fingerprint(of: result)
+                if fingerprint == nil || fingerprint != lastEmitted {
+                    lastEmitted = fingerprint
+                    output.yield(result)
+                }
+            }
+            output.finish()
+        } catch is CancellationError {
+            output.finish()
+        } catch {
+            output.finish(throwing: error)
+        }
+    }
+
+    /// The bytes two results are compared by: their JSON with sorted keys (ids, order and every
+    /// field). Nil when a value does not encode, which counts as a change.
+    static func fingerprint(of result: [T]) -> Data? {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return try? encoder.encode(result)
+    }
+}

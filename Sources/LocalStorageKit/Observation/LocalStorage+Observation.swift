@@ -1,0 +1,126 @@
+import Foundation
+import Synchronization
+
+extension LocalStorage {
+    // MARK: - Change streams
+
+    /// Every change committed to records of `T` from now on, in commit order.
+    ///
+    /// The stream is live as soon as this call returns: a save that starts after it is delivered.
+    /// `save(contentsOf:)` gives one event per record, ``deleteAll(_:)`` one ``StorageChange/cleared``,
+    /// and every purge of expired records (``purgeExpired()``, a purge on read, the background sweep)
+    /// one ``StorageChange/expired(id:)`` per record.
+    ///
+    /// ```swift
+    /// for await change in storage.changes(of: TaskItem.self) {
+    ///     switch change {
+    ///     case .inserted(let task): print("Created task: \(task.title)")
+    ///     case .updated(let task): print("Updated task: \(task.title)")
+    ///     case .deleted(let id): print("Deleted task ID: \(id)")
+    ///     case .expired(let id): print("Task expired ID: \(id)")
+    ///     case .cleared: print("All tasks cleared from cache")
+    ///     }
+    /// }
+    /// ```
+    ///
+    /// **Buffering.** The writer never waits for a consumer: events go into the stream's buffer,
+    /// which keeps the newest ``LocalStorageConfiguration/changeStreamBufferSize`` events and drops
+    /// older ones when a consumer falls that far behind (the logger gets one warning per stream).
+    /// Memory therefore stays bounded even for a consumer that never reads. A consumer that must not
+    /// miss anything should read promptly, or observe a result with ``updates(of:matching:orderedBy:options:)``
+    /// instead, which always converges on the current result.
+    ///
+    /// Change streams describe writes made through this process's stores. Writes by another process
+    /// (the CLI, another app) reach live queries, not change streams.
+    ///
+    /// Leaving the `for await` loop, cancelling its task, or dropping the stream ends the stream and
+    /// removes its observer. While the stream is active it keeps the store open.
+    public func changes<T: LocalStorable>(of type: T.Type) -> AsyncStream<StorageChange<T>> {
+        let capacity = max(1, configuration.changeStreamBufferSize)
+        let (stream, continuation) = AsyncStream.makeStream(of: StorageChange<T>.self,
+                                                            bufferingPolicy: .bufferingNewest(capacity))
+        let name = T.storageName
+        let logger = core.logger
+        let hasWarned = Atomic<Bool>(false)
+        let token = core.hub.subscribe(name) { changes in
+            for change in changes {
+                guard let typed = change.typed(as: T.self) else { continue }
+                guard case .dropped = continuation.yield(typed) else { continue }
+                if !hasWarned.exchange(true, ordering: .relaxed) {
+                    logger?.log(level: .warning, message: "A change stream fell behind; dropping its oldest events",
+                                metadata: ["type": name, "buffer": "\(capacity)"])
+                }
+            }
+        }
+        // Holding `self` keeps the store open while the stream is active; ending it breaks the cycle.
+        continuation.onTermination = { [self] _ in
+            core.hub.unsubscribe(name, token: token)
+        }
+        return stream
+    }
+
+    // MARK: - Live queries
+
+    /// The records of `T` that match a query: the current result first, then a new result after each
+    /// burst of committed writes to the type.
+    ///
+    /// `storage.updates(of: Post.self)` observes every record in `options.sort` order;
+    /// `matching` and `orderedBy` narrow and order the result as in
+    /// ``fetch(_:matching:orderedBy:options:)``. The query runs inside the store each time.
+    ///
+    /// ```swift
+    /// for try await admins in storage.updates(of: User.self, matching: [.equals("role", "admin")]) {
+    ///     self.admins = admins
+    /// }
+    /// ```
+    ///
+    /// - **Coalescing.** The first commit that touches `T` starts a window of
+    ///   ``LocalStorageConfiguration/liveQueryCoalescing``; the query reruns once when it closes, however
+    ///   many records were written meanwhile. So it reruns at most once per window, never once per record.
+    /// - **No repeats.** A rerun whose result encodes to the same JSON bytes as the last one emitted
+    ///   (ids, order and every field; `T` need not be `Equatable`) emits nothing.
+    /// - **Slow consumers.** The stream keeps only the newest result: a consumer that falls behind
+    ///   skips straight to the current one.
+    /// - **Other processes.** While any live query is active, the store checks LMDB's last
+    ///   transaction id every ``LocalStorageConfiguration/externalChangePollInterval``; when another
+    ///   process (the CLI, another app) committed, every live query reruns.
+    /// - **Ending.** Leaving the `for try await` loop or cancelling its task ends the stream and frees
+    ///   its observer. While the stream is active it keeps the store open.
+    ///
+    /// A record whose time to live runs out leaves the result when it is purged (by the background
+    /// sweep, ``purgeExpired()``, or a purging read).
+    ///
+    /// - Throws: through the stream, and ending it: whatever the query throws, such as
+    ///   `unknownIndex`, `invalidQuery` or `decodingFailed`.
+    public func updates<T: LocalStorable>(
+        of type: T.Type, matching filters: [StorageIndexFilter] = [], orderedBy sort: StorageIndexSort? = nil,
+        options: FetchOptions = FetchOptions()
+    ) -> AsyncThrowingStream<[T], Error> {
+        liveQuery(of: T.self) { storage in
+            try await storage.fetch(T.self, matching: filters, orderedBy: sort, options: options)
+        }
+    }
+
+    /// Runs `query` now and again after each burst of commits to `T`, emitting changed results.
+    func liveQuery<T: LocalStorable>(
+        of type: T.Type, _ query: @escaping @Sendable (LocalStorage) async throws -> [T]
+    ) -> AsyncThrowingStream<[T], Error> {
+        let (stream, continuation) = AsyncThrowingStream.makeStream(of: [T].self, throwing: Error.self,
+                                                                    bufferingPolicy: .bufferingNewest(1))
+        let name = T.storageName
+        let live = LiveQuery<T>(coalescing: configuration.liveQueryCoalescing)
+        // Subscribe before the first run so that no commit after this call can be missed.
+        let token = core.hub.subscribe(name) { _ in live.invalidate() }
+        core.liveQueries.beginObserving()
+        let task = Task { [self] in
+            await live.run(emittingTo: continuation) { try await query(self) }
+        }
+        continuation.onTermination = { [core] _ in
+            task.cancel()
+            live.stop()
+            core.hub.unsubscribe(name, token: token)
+            core.liveQueries.endObserving()
+        }
+        return stream
+    }
+}

@@ -1,0 +1,44 @@
+@_spi(Maintenance) import LocalStorageKit
+
+/// One subcommand: its name, help text, accepted arguments and what it does.
+protocol Command: Sendable {
+    /// The word that selects the command.
+    static var name: String { get }
+    /// The synopsis after `localstorage`, e.g. `get TYPE ID`.
+    static var synopsis: String { get }
+    /// One line for the command list.
+    static var summary: String { get }
+    /// Details for `--help`: arguments and options, one per line.
+    static var details: String { get }
+    /// The arguments it accepts.
+    static var spec: ArgumentSpec { get }
+    /// Whether the command may create the store when there is none.
+    static var createsStore: Bool { get }
+
+    /// Checks arguments that need no store, before the store is opened.
+    static func validate(_ arguments: ParsedArguments) throws(UsageError)
+
+    /// Runs the command; returns the exit status (0 success, 1 problems found).
+    static func run(_ arguments: ParsedArguments, store: StoreMaintenance, output: Output) async throws -> Int32
+}
+
+extension Command {
+    static var createsStore: Bool { false }
+
+    static func validate(_ arguments: ParsedArguments) throws(UsageError) {}
+
+    /// The text `--help` prints.
+    static var help: String {
+        var text = "usage: localstorage \(synopsis) [--store DIR] [--json]\n\n\(summary)\n"
+        if !details.isEmpty { text += "\n\(details)\n" }
+        text += """
+
+            Global options:
+              --store DIR   the store directory (holding data.mdb); default $LOCALSTORAGE_STORE,
+                            then the library's default directory
+              --json        machine-readable output
+              --help, -h    this help
+            """
+        return text
+    }
+}

@@ -1,0 +1,50 @@
+import Foundation
+@_spi(Maintenance) import LocalStorageKit
+
+/// `export [TYPE…] [--output FILE]`: types and records as JSON Lines.
+enum ExportCommand: Command {
+    static let name = "export"
+    static let synopsis = "export [TYPE…] [--output FILE]"
+    static let summary = "Writes types and records as JSON Lines (to standard output by default)."
+    static let details = """
+        Arguments:
+          TYPE…          the types to export (default: all)
+          --output FILE  write to FILE instead of standard output
+        Each type starts with a line describing it (type, version, signature, indexes), then one line
+        per record: type, id, createdAt, updatedAt, expiresAt (ns since 1970), version, format,
+        signature, indexes and payload (JSON). Unreadable records are left out and reported on
+        standard error, and the exit status is 1.
+        """
+    static let spec = ArgumentSpec(options: ["output"], positionals: 0...Int.max)
+
+    static func run(_ arguments: ParsedArguments, store: StoreMaintenance, output: Output) async throws -> Int32 {
+        let toFile = arguments.value("output")
+        let handle: FileHandle
+        if let toFile {
+            guard FileManager.default.createFile(atPath: toFile, contents: nil),
+                  let file = FileHandle(forWritingAtPath: toFile) else {
+                throw MaintenanceError.invalidArgument("cannot write \(toFile)")
+            }
+            handle = file
+        } else {
+            handle = FileHandle.standardOutput
+        }
+        let progress = ProgressDisplay()
+        let report = try store.export(types: arguments.positionals, to: { try handle.write(contentsOf: $0) },
+                                      progress: progress.handler)
+        progress.finish()
+        if toFile != nil { try handle.close() }
+        // The records may be on standard output: the report then goes to standard error.
+        if output.isJSON {
+            try output.json(report, toStandardError: toFile == nil)
+        } else {
+            for problem in report.skipped {
+                output.message("localstorage: skipped \(problem)")
+            }
+            let summary = "Exported \(report.records) records of \(report.types) types"
+                + (report.skipped.isEmpty ? "." : "; skipped \(report.skipped.count) unreadable records.")
+            if toFile == nil { output.message(summary) } else { output.line(summary) }
+        }
+        return report.skipped.isEmpty ? 0 : 1
+    }
+}

@@ -1,0 +1,67 @@
+@_spi(Maintenance) import LocalStorageKit
+
+/// `list TYPE`: ids with metadata, filtered and ordered by the type's indexes.
+enum ListCommand: Command {
+    static let name = "list"
+    static let synopsis = "list TYPE [--limit N] [--offset N] [--where INDEX=VALUE]… [--order INDEX|-INDEX]"
+    static let summary = "Ids of a type's records with their metadata, using the store's indexes."
+    static let details = """
+        Arguments:
+          TYPE                 the type's storage name (see `localstorage types`)
+          --limit N            at most N records (default: all)
+          --offset N           skip the first N records
+          --where INDEX=VALUE  only records whose INDEX equals VALUE; repeat to AND conditions
+          --order INDEX        order by INDEX, ascending; -INDEX for descending
+                               (alone, it lists only records that have a value for INDEX)
+        Records are listed by id otherwise. Expired records are listed too, marked expired.
+        """
+    static let spec = ArgumentSpec(options: ["limit", "offset", "where", "order"], positionals: 1...1)
+
+    static func validate(_ arguments: ParsedArguments) throws(UsageError) {
+        _ = try query(arguments)
+    }
+
+    static func query(_ arguments: ParsedArguments) throws(UsageError) -> ListQuery {
+        var query = ListQuery(limit: try arguments.count("limit"), offset: try arguments.count("offset") ?? 0)
+        for condition in arguments.options["where"] ?? [] {
+            guard let equals = condition.firstIndex(of: "="), equals != condition.startIndex else {
+                throw UsageError("--where needs INDEX=VALUE, not \"\(condition)\"")
+            }
+            query.conditions.append(ListQuery.Condition(index: String(condition[..<equals]),
+                                                        value: String(condition[condition.index(after: equals)...])))
+        }
+        if let order = arguments.value("order") {
+            let isDescending = order.hasPrefix("-")
+            let index = isDescending ? String(order.dropFirst()) : order
+            guard !index.isEmpty else { throw UsageError("--order needs an index name") }
+            query.order = ListQuery.Order(index: index, isDescending: isDescending)
+        }
+        return query
+    }
+
+    static func run(_ arguments: ParsedArguments, store: StoreMaintenance, output: Output) async throws -> Int32 {
+        let listing = try store.list(arguments.positionals[0], query: try query(arguments))
+        if output.isJSON {
+            try output.json(listing)
+            return 0
+        }
+        for record in listing.records {
+            output.line(describe(record))
+        }
+        for problem in listing.damaged {
+            output.line("\(problem.id ?? "?")  DAMAGED: \(problem.detail)")
+        }
+        if listing.records.isEmpty && listing.damaged.isEmpty { output.line("(no records)") }
+        return 0
+    }
+
+    /// One record on one line: id, times, version, format, size, index values.
+    static func describe(_ record: RecordSummary) -> String {
+        var parts = [record.id, "updated " + Output.date(record.updatedAt)]
+        parts.append(record.expiresAt.map { "expires " + Output.date($0) } ?? "never expires")
+        if record.isExpired == true { parts.append("EXPIRED") }
+        parts.append("v\(record.version) \(record.format) \(Output.bytes(record.sizeInBytes ?? 0))")
+        parts += record.indexes.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+        return parts.joined(separator: "  ")
+    }
+}

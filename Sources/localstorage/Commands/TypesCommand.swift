@@ -1,0 +1,29 @@
+@_spi(Maintenance) import LocalStorageKit
+
+/// `types`: the stored types with their index declarations and schema versions.
+enum TypesCommand: Command {
+    static let name = "types"
+    static let synopsis = "types"
+    static let summary = "Stored types with their index declarations and schema versions."
+    static let details = ""
+    static let spec = ArgumentSpec()
+
+    static func run(_ arguments: ParsedArguments, store: StoreMaintenance, output: Output) async throws -> Int32 {
+        let types = store.types()
+        for name in store.unreadableTypeNames {
+            output.message("localstorage: warning: the description of type \"\(name)\" cannot be read")
+        }
+        if output.isJSON {
+            try output.json(types)
+            return 0
+        }
+        if types.isEmpty { output.line("(no types)") }
+        for type in types {
+            output.line("\(type.name)  version \(type.version)  signature \(String(type.signature, radix: 16))")
+            for index in type.indexes {
+                output.line("  \(index.name)  \(index.kind)")
+            }
+        }
+        return 0
+    }
+}

@@ -1,0 +1,433 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import LocalStorageKit
+
+@Suite struct ObservationTests {
+    // MARK: - Change streams
+
+    @Test func changeStreamReportsEveryWriteOfItsTypeInCommitOrder() async throws {
+        var configuration = LocalStorageConfiguration.inMemory
+        configuration.autoPurgeExpiredOnRead = true
+        let storage = try LocalStorage(configuration: configuration)
+        // Live as soon as the call returns: the very next save is delivered.
+        var changes = storage.changes(of: Note.self).makeAsyncIterator()
+        let past = CacheExpiration.date(Date().addingTimeInterval(-1))
+
+        try await storage.save(Note(id: "a", text: "1"))
+        try await storage.save(Note(id: "a", text: "2"))
+        try await storage.save(Product.sample(1))
+        try await storage.save(contentsOf: [Note(id: "b", text: "b"), Note(id: "c", text: "c")])
+        try await storage.update(Note.self, id: "b") { $0.text = "b2" }
+        try await storage.delete(Note.self, id: "c")
+        try await storage.delete(Note.self, id: "missing")
+        try await storage.setExpiration(Note.self, id: "a", .hours(1))
+        try await storage.save(Note(id: "read", text: "r"), expiration: past)
+        #expect(try await storage.fetch(Note.self, id: "read") == nil)  // purges on read
+        try await storage.save(Note(id: "old", text: "o"), expiration: past)
+        #expect(try await storage.purgeExpired() == 1)
+        try await storage.deleteAll(Note.self)
+        try await storage.deleteAll(Note.self)
+
+        let expected: [StorageChange<Note>] = [
+            .inserted(Note(id: "a", text: "1")), .updated(Note(id: "a", text: "2")),
+            .inserted(Note(id: "b", text: "b")), .inserted(Note(id: "c", text: "c")),
+            .updated(Note(id: "b", text: "b2")), .deleted(id: "c"),
+            .inserted(Note(id: "read", text: "r")), .expired(id: "read"),
+            .inserted(Note(id: "old", text: "o")), .expired(id: "old"),
+            .cleared, .cleared,
+        ]
+        var received: [StorageChange<Note>] = []
+        for _ in expected {
+            guard let change = await changes.next() else { break }
+            received.append(change)
+        }
+        #expect(received == expected)
+    }
+
+    @Test func slowConsumerNeverBlocksTheWriterAndKeepsTheNewestEvents() async throws {
+        var configuration = LocalStorageConfiguration.inMemory
+        configuration.changeStreamBufferSize = 8
+        let logger = RecordingLogger()
+        let storage = try LocalStorage(configuration: configuration, logger: logger)
+        let unread = storage.changes(of: Note.self)
+
+        // Nobody reads while 150 events are published: every save still returns.
+        try await storage.save(contentsOf: (0..<100).map { Note(id: String(format: "n%03d", $0), text: "") })
+        for index in 100..<150 { try await storage.save(Note(id: String(format: "n%03d", index), text: "")) }
+
+        var iterator = unread.makeAsyncIterator()
+        var buffered: [StorageChange<Note>] = []
+        for _ in 0..<8 { if let change = await iterator.next() { buffered.append(change) } }
+        #expect(buffered == (142..<150).map { .inserted(Note(id: String(format: "n%03d", $0), text: "")) })
+        try await storage.delete(Note.self, id: "n000")
+        #expect(await iterator.next() == .deleted(id: "n000"))
+        #expect(logger.messages(at: .warning).count == 1)
+    }
+
+    @Test func endingAChangeStreamFreesItsObserver() async throws {
+        let storage = try LocalStorage(configuration: .inMemory)
+        let hub = storage.core.hub
+
+        let task = Task { for await _ in storage.changes(of: Note.self) {} }
+        #expect(await eventually { hub.subscriberCount == 1 })
+        task.cancel()
+        await task.value
+        #expect(await eventually { hub.subscriberCount == 0 })
+
+        try await storage.save(Note(id: "a", text: ""))
+        let leaving = Task { () -> StorageChange<Note>? in
+            for await change in storage.changes(of: Note.self) {
+                return change
+            }
+            return nil
+        }
+        #expect(await eventually { hub.subscriberCount == 1 })
+        try await storage.delete(Note.self, id: "a")
+        #expect(await leaving.value == .deleted(id: "a"))
+        #expect(await eventually { hub.subscriberCount == 0 })
+
+        _ = storage.changes(of: Note.self)  // dropped unread
+        #expect(await eventually { hub.subscriberCount == 0 })
+    }
+
+    // MARK: - Live queries
+
+    @Test func liveQueryStartsWithTheResultAndEmitsOnlyChanges() async throws {
+        var configuration = LocalStorageConfiguration.inMemory
+        configuration.liveQueryCoalescing = .milliseconds(10)
+        let storage = try LocalStorage(configuration: configuration)
+        try await storage.save(Note(id: "a", text: "1"))
+        let live = Recorder(storage.updates(of: Note.self))
+        #expect(await live.eventually { $0 == [[Note(id: "a", text: "1")]] })
+
+        // Saving the same value again commits, reruns, and emits nothing.
+        try await storage.save(Note(id: "a", text: "1"))
+        try await Task.sleep(for: .milliseconds(150))
+        #expect(live.values.count == 1)
+
+        try await storage.save(Note(id: "b", text: "2"))
+        #expect(await live.eventually { $0.last == [Note(id: "a", text: "1"), Note(id: "b", text: "2")] })
+        try await storage.setExpiration(Note.self, id: "a", .date(Date().addingTimeInterval(-1)))
+        #expect(await live.eventually { $0.last == [Note(id: "b", text: "2")] })
+        try await storage.deleteAll(Note.self)
+        #expect(await live.eventually { $0.last == [] })
+        #expect(live.values.count == 4)
+        live.cancel()
+    }
+
+    @Test func aBurstOf200SavesIsCoalescedIntoFewReruns() async throws {
+        var configuration = LocalStorageConfiguration.inMemory
+        configuration.liveQueryCoalescing = .milliseconds(200)
+        let storage = try LocalStorage(configuration: configuration)
+        let live = Recorder(storage.updates(of: Note.self, options: FetchOptions(sort: .oldestFirst)))
+        #expect(await live.eventually { $0 == [[]] })
+
+        let notes = (0..<200).map { Note(id: "n\($0)", text: "\($0)") }
+        let start = ContinuousClock.now
+        for note in notes { try await storage.save(note) }
+        #expect(await live.eventually { $0.last == notes })
+        let elapsed = ContinuousClock.now - start
+        try await Task.sleep(for: .milliseconds(300))  // a straggling rerun would land by now
+
+        #expect(live.values.last == notes)
+        // At most one rerun per window: the first result, one per window the burst spanned, one more
+        // for the window the burst ended in. Usually the burst fits in one window: 2 or 3 emissions.
+        let windows = Int(elapsed / configuration.liveQueryCoalescing)
+        #expect(live.values.count <= windows + 3, "\(live.values.count) emissions in \(elapsed)")
+        #expect(live.values.count < 50, "one emission per record would be 201; got \(live.values.count)")
+        live.cancel()
+    }
+
+    @Test func indexedLiveQueryFollowsOnlyItsMatches() async throws {
+        var configuration = LocalStorageConfiguration.inMemory
+        configuration.liveQueryCoalescing = .milliseconds(10)
+        let storage = try LocalStorage(configuration: configuration)
+        func user(_ id: String, _ role: User.Role, age: Int) -> User {
+            User(id: id, name: id, email: "\(id)@example.com", role: role, age: age,
+                 lastSeen: Date(timeIntervalSince1970: 0))
+        }
+        try await storage.save(user("ada", .admin, age: 36))
+        let admins = Recorder(storage.updates(of: User.self, matching: [.equals("role", "admin")],
+                                              orderedBy: .descending("age")))
+        #expect(await admins.eventually { $0.last?.map(\.id) == ["ada"] })
+
+        try await storage.save(user("vic", .viewer, age: 50))  // not a match: reruns, emits nothing
+        try await storage.save(user("bob", .admin, age: 40))
+        #expect(await admins.eventually { $0.last?.map(\.id) == ["bob", "ada"] })
+        try await storage.update(User.self, id: "ada") { $0.role = .editor }
+        #expect(await admins.eventually { $0.last?.map(\.id) == ["bob"] })
+        #expect(admins.values.map { $0.map(\.id) } == [["ada"], ["bob", "ada"], ["bob"]])
+        admins.cancel()
+
+        await #expect(throws: LocalStorageError.unknownIndex("nickname")) {
+            for try await _ in storage.updates(of: User.self, matching: [.equals("nickname", "x")]) {}
+        }
+    }
+
+    @Test func leavingTheLoopOrCancellingFreesTheLiveQuery() async throws {
+        let storage = try LocalStorage(configuration: .inMemory)
+        let core = storage.core
+
+        for try await result in storage.updates(of: Note.self) {
+            #expect(result.isEmpty)
+            break
+        }
+        #expect(await eventually {
+            core.hub.subscriberCount == 0 && core.liveQueries.observerCount == 0 && !core.liveQueries.isPolling
+        })
+
+        let task = Task { for try await _ in storage.repository(Note.self).updates() {} }
+        #expect(await eventually { core.liveQueries.observerCount == 1 && core.liveQueries.isPolling })
+        task.cancel()
+        _ = await task.result
+        #expect(await eventually {
+            core.hub.subscriberCount == 0 && core.liveQueries.observerCount == 0 && !core.liveQueries.isPolling
+        })
+    }
+
+    @Test func aFailingQueryEndsTheStreamWithItsError() async throws {
+        let storage = try LocalStorage(configuration: .inMemory)
+        await #expect(throws: LocalStorageError.self) {
+            for try await _ in storage.updates(of: Note.self, options: FetchOptions(limit: -1)) {}
+        }
+        #expect(await eventually { storage.core.liveQueries.observerCount == 0 })
+    }
+
+    @Test func repositoryStreamsMirrorTheStore() async throws {
+        var configuration = LocalStorageConfiguration.inMemory
+        configuration.liveQueryCoalescing = .milliseconds(5)
+        let storage = try LocalStorage(configuration: configuration)
+        let repository = storage.repository(Product.self)
+        var changes = repository.changes().makeAsyncIterator()
+        let live = Recorder(repository.updates(options: FetchOptions(limit: 1)))
+        #expect(await live.eventually { $0 == [[]] })
+
+        try await repository.save(Product.sample(2))
+        #expect(await changes.next() == .inserted(Product.sample(2)))
+        #expect(await live.eventually { $0.last == [Product.sample(2)] })
+        try await repository.save(Product.sample(3))  // outside the first page: no new result
+        #expect(await changes.next() == .inserted(Product.sample(3)))
+        try await repository.save(Product.sample(1))
+        #expect(await live.eventually { $0.last == [Product.sample(1)] })
+        #expect(live.values == [[], [Product.sample(2)], [Product.sample(1)]])
+        live.cancel()
+    }
+
+    /// Another process writes to the store while a live query watches it, and the query sees it.
+    ///
+    /// Why a process: LMDB forbids opening one environment twice in the same process (its POSIX
+    /// locks are per process, so a second handle would take over and reset the lock file the first
+    /// one uses), and ``EnvironmentRegistry`` rightly shares one per directory. Swift Testing's exit
+    /// test runs its body in a fresh child process (this test binary, relaunched), which opens the
+    /// store on its own and commits, exactly as the CLI or another app would.
+    @Test func writesFromAnotherProcessReachLiveQueries() async throws {
+        let watched = try await WatchedStore(holding: [Note(id: "local", text: "parent")])
+
+        await #expect(processExitsWith: .success) { [path = watched.directory.path as String] in
+            let other = try LocalStorage(configuration: diskConfiguration(URL(fileURLWithPath: path)))
+            try await other.save(Note(id: "remote", text: "child"))
+        }
+
+        #expect(await watched.live.eventually { $0.last?.map(\.id) == ["local", "remote"] })
+        #expect(watched.storage.core.liveQueries.externalChangeCount >= 1)
+        watched.close()
+    }
+
+    @Test func ownWritesAreNotMistakenForOutsideWrites() async throws {
+        var configuration = LocalStorageConfiguration.inMemory
+        configuration.externalChangePollInterval = .milliseconds(2)
+        let storage = try LocalStorage(configuration: configuration)
+        let live = Recorder(storage.updates(of: Note.self))
+        #expect(await live.eventually { $0 == [[]] })
+        for round in 0..<20 {  // 20 bursts a few polls apart
+            for index in 0..<5 { try await storage.save(Note(id: "n\(round * 5 + index)", text: "")) }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(await live.eventually { $0.last?.count == 100 })
+        // Rerunning on every move of the transaction id would count about one per burst here.
+        #expect(storage.core.liveQueries.externalChangeCount == 0)
+        live.cancel()
+    }
+
+    @Test func theCLIDeletingARecordReachesLiveQueries() async throws {
+        let watched = try await WatchedStore(holding: [Note(id: "n1", text: "one"), Note(id: "n2", text: "two")])
+        let store = watched.storage.configuration.storeDirectory.path
+
+        let result = try CLIResult.run(["delete", "Note", "n1", "--store", store], environment: nil)
+
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(await watched.live.eventually { $0.last?.map(\.id) == ["n2"] })
+        watched.close()
+    }
+
+    // MARK: - Background expiry
+
+    @Test func theBackgroundSweepPurgesExpiredRecords() async throws {
+        var configuration = LocalStorageConfiguration.inMemory
+        #expect(configuration.expirySweepInterval == nil)
+        configuration.expirySweepInterval = .milliseconds(50)
+        let storage = try LocalStorage(configuration: configuration)
+        let changes = Recorder(storage.changes(of: Note.self))
+        try await storage.save(contentsOf: [Note(id: "a", text: ""), Note(id: "b", text: "")],
+                               expiration: .seconds(0.1))
+        try await storage.save(Note(id: "keep", text: ""))
+
+        #expect(await changes.eventually { $0.contains(.expired(id: "a")) && $0.contains(.expired(id: "b")) })
+        #expect(try await storage.metadata(Note.self, id: "a") == nil)
+        #expect(try await storage.count(Note.self) == 1)
+        changes.cancel()
+    }
+
+    @Test func theSweepWorksInBoundedBatches() async throws {
+        let storage = try LocalStorage(configuration: .inMemory)
+        let changes = Recorder(storage.changes(of: Note.self))
+        let past = CacheExpiration.date(Date().addingTimeInterval(-1))
+        try await storage.save(contentsOf: (0..<25).map { Note(id: "n\($0)", text: "") }, expiration: past)
+        try await storage.save(Note(id: "keep", text: ""))
+        let commits = storage.commitCount
+
+        let purged = try await ExpirySweeper.sweep(writer: storage.core.writer, meta: storage.core.meta, batchSize: 10)
+
+        #expect(purged == 25)
+        #expect(storage.commitCount - commits == 3)  // 10 + 10 + 5, one transaction each
+        #expect(await changes.eventually { $0.filter { if case .expired = $0 { true } else { false } }.count == 25 })
+        #expect(try await storage.count(Note.self) == 1)
+        changes.cancel()
+    }
+
+    @Test func neitherTheSweepNorEndedStreamsKeepTheStoreOpen() async throws {
+        let directory = temporaryDirectory()
+        var configuration = diskConfiguration(directory)
+        configuration.expirySweepInterval = .milliseconds(5)
+        var storage: LocalStorage? = try LocalStorage(configuration: configuration)
+        weak let core = storage?.core
+        if let storage {
+            for try await _ in storage.updates(of: Note.self) { break }
+            _ = storage.changes(of: Note.self)
+            try await Task.sleep(for: .milliseconds(20))  // a few sweeps
+        }
+        storage = nil
+        #expect(await eventually { core == nil })
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    // MARK: - The README's view model
+
+    struct Post: LocalStorable, Equatable {
+        let id: String
+        var title: String
+    }
+
+    /// The README's platform-neutral view model (add `@Observable` on Apple platforms).
+    @MainActor
+    final class FeedViewModel {
+        var posts: [Post] = []
+
+        func observeFeed(storage: LocalStorage) async {
+            do {
+                for try await updatedPosts in storage.updates(of: Post.self) {
+                    self.posts = updatedPosts
+                }
+            } catch {
+                print("Stream terminated with error: \(error)")
+            }
+        }
+    }
+
+    @Test @MainActor func theReadmeViewModelFollowsTheStore() async throws {
+        let storage = try LocalStorage(configuration: .inMemory)
+        let viewModel = FeedViewModel()
+        let observation = Task { await viewModel.observeFeed(storage: storage) }
+        try await storage.save(contentsOf: [Post(id: "p1", title: "Hello"), Post(id: "p2", title: "World")])
+        #expect(await eventually { viewModel.posts.map(\.title) == ["Hello", "World"] })
+        observation.cancel()
+        await observation.value
+    }
+}
+
+// MARK: - Helpers
+
+/// A store on disk holding some notes, watched by a live query of every note that polls for other
+/// processes' writes every 20 ms, for the cross-process tests.
+struct WatchedStore {
+    let directory: URL
+    let storage: LocalStorage
+    let live: Recorder<[Note]>
+
+    init(holding notes: [Note]) async throws {
+        directory = temporaryDirectory()
+        var configuration = diskConfiguration(directory)
+        configuration.externalChangePollInterval = .milliseconds(20)
+        storage = try LocalStorage(configuration: configuration)
+        try await storage.save(contentsOf: notes)
+        live = Recorder(storage.updates(of: Note.self))
+        let ids = notes.map(\.id).sorted()
+        #expect(await live.eventually { $0.last?.map(\.id) == ids })
+    }
+
+    /// Ends the live query and removes the directory.
+    func close() {
+        live.cancel()
+        try? FileManager.default.removeItem(at: directory)
+    }
+}
+
+/// Polls `condition` every 10 ms until it holds or `timeout` passes; returns whether it held.
+///
+/// The generous default only matters when the machine is loaded (the suites run in parallel on few
+/// cores); a passing condition returns at once.
+func eventually(within timeout: Duration = .seconds(10), isolation: isolated (any Actor)? = #isolation,
+                _ condition: () async throws -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if (try? await condition()) == true { return true }
+        try? await Task.sleep(for: .milliseconds(10))
+    }
+    return (try? await condition()) == true
+}
+
+/// Consumes a stream in the background and keeps everything it yields.
+final class Recorder<Element: Sendable>: Sendable {
+    private let received = Mutex<[Element]>([])
+    private let task = Mutex<Task<Void, Never>?>(nil)
+
+    init<S: AsyncSequence & Sendable>(_ sequence: S) where S.Element == Element {
+        let consumer = Task { [self] in
+            do {
+                for try await element in sequence { received.withLock { $0.append(element) } }
+            } catch {
+                // A stream that ends with an error simply stops recording; the tests check values.
+                return
+            }
+        }
+        task.withLock { $0 = consumer }
+    }
+
+    /// Everything received so far.
+    var values: [Element] { received.withLock { $0 } }
+
+    /// Waits until the values received satisfy `condition`.
+    func eventually(within timeout: Duration = .seconds(10),
+                    _ condition: @escaping ([Element]) -> Bool) async -> Bool {
+        await LocalStorageKitTests.eventually(within: timeout) { condition(values) }
+    }
+
+    /// Stops consuming (ends the stream).
+    func cancel() { task.withLock { $0?.cancel() } }
+}
+
+/// A logger that keeps its messages.
+final class RecordingLogger: StorageLogger {
+    private let entries = Mutex<[(StorageLogLevel, String)]>([])
+
+    func log(level: StorageLogLevel, message: String, metadata: [String: String]?) {
+        entries.withLock { $0.append((level, message)) }
+    }
+
+    func record(duration: TimeInterval, operation: String) {}
+
+    func messages(at level: StorageLogLevel) -> [String] {
+        entries.withLock { $0.filter { $0.0 == level }.map(\.1) }
+    }
+}
