@@ -9,7 +9,7 @@ import Darwin
 
 /// Crash safety: a helper process saves records one by one and prints each id once its save returned;
 /// the test kills it with SIGKILL at random moments, reopens the store, and checks that every printed
-/// id is there and the store is consistent. `CRASH_ROUNDS` raises the number of rounds
+/// id is there and `localstorage verify` finds the store clean. `CRASH_ROUNDS` raises the number of rounds
 /// (`scripts/crash-test.sh` runs 25 per durability); the suite's default keeps CI fast.
 @Suite(.serialized)
 struct CrashSafetyTests {
@@ -29,14 +29,15 @@ struct CrashSafetyTests {
             await helper.kill()
             acknowledged.formUnion(helper.lines.filter { $0 != "ready" && $0 != "done" })
 
-            let (missing, problems) = try await withStore(diskConfiguration(directory)) { storage in
-                let stored = try await storage.fetch(StressRecord.self).map(\.id)
-                return (acknowledged.subtracting(stored), try await ConsistencyCheck.problems(in: storage))
+            let missing = try await withStore(diskConfiguration(directory)) { storage in
+                acknowledged.subtracting(try await storage.fetch(StressRecord.self).map(\.id))
             }
+            // The CLI's verify, in its own process, as an operator would run it after a crash.
+            let verify = try await verifyWithTheCLI(directory)
             #expect(missing.isEmpty, "round \(round): acknowledged saves lost: \(missing.sorted().prefix(10))")
-            #expect(problems.isEmpty, "round \(round): \(problems)")
+            #expect(verify.status == 0, "round \(round): \(verify.output)")
             lost += missing.count
-            unclean += problems.isEmpty ? 0 : 1
+            unclean += verify.status == 0 ? 0 : 1
         }
         #expect(acknowledged.count > rounds, "the helper should have saved records before most kills")
         reportFigure("crash durability=\(durability) rounds=\(rounds) acknowledged=\(acknowledged.count) "
@@ -76,7 +77,7 @@ struct CrashSafetyTests {
             #expect(try await storage.fetch(StressRecord.self, id: "last") == nil)
             #expect(try await storage.count(StressRecord.self) == 50)
             #expect(try await storage.count(StressRecord.self, matching: [.equals("group", "a")]) == 50)
-            #expect(try await ConsistencyCheck.problems(in: storage).isEmpty)
+            #expect(try await verifyProblems(storage).isEmpty)
             try await storage.save(StressRecord(id: "after", group: "c", sequence: 100, blob: "after"))
             #expect(try await storage.count(StressRecord.self) == 51)
         }
@@ -104,7 +105,7 @@ struct CrashSafetyTests {
         try await withStore(configuration) { storage async throws in
             #expect(try await storage.count(StressRecord.self) == 40)
             #expect(try await storage.count(StressRecord.self, matching: [.equals("group", "b")]) == 0)
-            #expect(try await ConsistencyCheck.problems(in: storage).isEmpty)
+            #expect(try await verifyProblems(storage).isEmpty)
         }
     }
 }

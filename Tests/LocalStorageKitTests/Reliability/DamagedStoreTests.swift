@@ -87,12 +87,12 @@ struct DamagedStoreTests {
         #expect(try await storage.fetch(Product.self, id: victim) == nil)
     }
 
-    @Test func theConsistencyCheckReportsADamagedHeader() async throws {
-        let storage = try LocalStorage(configuration: .inMemory)
+    @Test func verifyReportsADamagedHeader() async throws {
+        let storage = try LocalStorage(configuration: diskConfiguration())
         try await storage.save(contentsOf: (0..<3).map(Product.sample))
-        #expect(try await ConsistencyCheck.problems(in: storage).isEmpty)
+        #expect(try await verifyProblems(storage).isEmpty)
         try await overwrite("sku_1", with: [0xA7, 1, 2, 3], in: storage)
-        let problems = try await ConsistencyCheck.problems(in: storage)
+        let problems = try await verifyProblems(storage)
         #expect(problems.contains { $0.contains("sku_1") })
     }
 

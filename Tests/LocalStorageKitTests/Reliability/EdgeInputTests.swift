@@ -36,7 +36,9 @@ struct EdgeInputTests {
     }
 
     @Test func nanInAJSONRecordIsAnEncodingFailureAndStoresNothing() async throws {
-        let storage = try LocalStorage(configuration: .inMemory)
+        var configuration = LocalStorageConfiguration.inMemory
+        configuration.codec = .json
+        let storage = try LocalStorage(configuration: configuration)
         var product = Product.sample(1)
         product.price = .nan
         await #expect(throws: LocalStorageError.self) { try await storage.save(product) }
@@ -44,8 +46,21 @@ struct EdgeInputTests {
         #expect(try await storage.count(Product.self) == 0)
     }
 
+    @Test func nanInABinaryRecordRoundTripsAndIsNotIndexed() async throws {
+        let storage = try LocalStorage(configuration: diskConfiguration())
+        var product = Product.sample(1)
+        product.price = .nan
+        try await storage.save(product)
+        #expect(try await storage.fetch(Product.self, id: product.id)?.price.isNaN == true)
+        #expect(try await storage.count(Product.self, matching: [.atLeast("price", -Double.infinity)]) == 0)
+        // Known gap, reported: JSON has no NaN, so the JSON view of this payload (CLI, export, migrations)
+        // fails and verify flags the record, although the app reads it back fine.
+        let problems = try await verifyProblems(storage)
+        #expect(problems.count == 1 && problems.allSatisfy { $0.contains("Non-finite") }, "\(problems)")
+    }
+
     @Test func aNaNIndexValueIsNotIndexed() async throws {
-        let storage = try LocalStorage(configuration: .inMemory)
+        let storage = try LocalStorage(configuration: diskConfiguration())
         try await storage.save(contentsOf: [Ratio(id: "nan", numerator: 0, denominator: 0),
                                             Ratio(id: "half", numerator: 1, denominator: 2),
                                             Ratio(id: "inf", numerator: 1, denominator: 0)])
@@ -53,7 +68,7 @@ struct EdgeInputTests {
         #expect(try await storage.count(Ratio.self, matching: [.atLeast("ratio", -Double.infinity)]) == 2)
         let ascending = try await storage.fetch(Ratio.self, matching: [], orderedBy: .ascending("ratio"))
         #expect(ascending.map(\.id) == ["nan", "half", "inf"], "no value sorts first ascending")
-        #expect(try await ConsistencyCheck.problems(in: storage).isEmpty)
+        #expect(try await verifyProblems(storage).isEmpty)
     }
 
     // MARK: - Ids
@@ -81,7 +96,7 @@ struct EdgeInputTests {
     }
 
     @Test func aFiveHundredElevenByteIdWorksEverywhereIncludingIndexes() async throws {
-        let storage = try LocalStorage(configuration: .inMemory)
+        let storage = try LocalStorage(configuration: diskConfiguration())
         let id = String(repeating: "é", count: 255) + "x"  // 511 bytes of UTF-8
         #expect(id.utf8.count == 511)
         let product = Product(id: id, title: "long", category: "books", price: 1, rating: 2)
@@ -89,7 +104,7 @@ struct EdgeInputTests {
         #expect(try await storage.fetch(Product.self, id: id) == product)
         #expect(try await storage.fetch(Product.self, matching: [.equals("category", "books")]) == [product])
         #expect(try await storage.fetch(Product.self, options: FetchOptions(sort: .newestFirst)) == [product])
-        #expect(try await ConsistencyCheck.problems(in: storage).isEmpty)
+        #expect(try await verifyProblems(storage).isEmpty)
         try await storage.delete(Product.self, id: id)
         #expect(try await storage.count(Product.self) == 0)
     }
@@ -148,7 +163,7 @@ struct EdgeInputTests {
     }
 
     @Test func indexValuesOverTheKeyBudgetStayExact() async throws {
-        let storage = try LocalStorage(configuration: .inMemory)
+        let storage = try LocalStorage(configuration: diskConfiguration())
         let base = String(repeating: "k", count: 1_000)
         let products = [
             Product(id: "p1", title: "", category: base + "a", price: 1, rating: 1),
@@ -162,7 +177,7 @@ struct EdgeInputTests {
         #expect(try await storage.count(Product.self, matching: [.greaterThan("category", base + "a")]) == 2)
         let ordered = try await storage.fetch(Product.self, matching: [], orderedBy: .descending("category"))
         #expect(ordered.map(\.id) == ["p4", "p2", "p1", "p3"])
-        #expect(try await ConsistencyCheck.problems(in: storage).isEmpty)
+        #expect(try await verifyProblems(storage).isEmpty)
     }
 
     @Test func anIndexValueTooLongForTheHeaderIsAnEncodingFailure() async throws {

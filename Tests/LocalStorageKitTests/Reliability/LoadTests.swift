@@ -149,7 +149,7 @@ struct LoadTests {
         }
         #expect(byGroup == saved)
         #expect(core.environment.currentMapSize > initialMapSize, "the map should have grown")
-        #expect(try await ConsistencyCheck.problems(in: storage).isEmpty)
+        #expect(try await verifyProblems(storage).isEmpty)
         reportFigure("load seconds=\(seconds) readerThreads=\(readerCount) apiReaders=8 writers=8 saves=\(saved) "
                      + "threadReads=\(tally.reads.load(ordering: .relaxed)) "
                      + "apiReads=\(tally.apiReads.load(ordering: .relaxed)) errors=\(errors.count) "

@@ -32,7 +32,7 @@ struct MultiProcessTests {
         #expect(all.filter { $0.id.hasPrefix("app-") }.count == appSaved)
         #expect(Set(all.filter { $0.id.hasPrefix("cli-") }.map(\.id)) == helperIDs)
         #expect(try await storage.count(StressRecord.self) == appSaved + helperIDs.count)
-        #expect(try await ConsistencyCheck.problems(in: storage).isEmpty)
+        #expect(try await verifyProblems(storage).isEmpty)
         reportFigure("multiprocess writer: app saves=\(appSaved) other process saves=1000 lost=0")
     }
 
@@ -54,7 +54,7 @@ struct MultiProcessTests {
         #expect(storage.core.environment.currentMapSize > before)
         try await storage.save(StressRecord(id: "app-after", group: "app", sequence: 1, blob: "after"))
         #expect(try await storage.count(StressRecord.self) == 2002)
-        #expect(try await ConsistencyCheck.problems(in: storage).isEmpty)
+        #expect(try await verifyProblems(storage).isEmpty)
     }
 
     @Test func aMapGrownByAnotherProcessIsAdoptedByAWriteFirst() async throws {

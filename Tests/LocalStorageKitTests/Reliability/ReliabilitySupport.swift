@@ -1,7 +1,7 @@
 import CLMDB
 import Foundation
 import Synchronization
-@testable import LocalStorageKit
+@_spi(Maintenance) @testable import LocalStorageKit
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -38,20 +38,21 @@ func storeFilesDirectory(_ directory: URL) -> URL {
 // MARK: - The helper process
 
 enum HelperError: Error, CustomStringConvertible {
-    case notBuilt(searched: [String])
+    case notBuilt(String, searched: [String])
     case timedOut(String)
 
     var description: String {
         switch self {
-        case .notBuilt(let searched):
-            "LocalStorageStress is not built (run `swift build` first); looked in \(searched.joined(separator: ", "))"
+        case .notBuilt(let name, let searched):
+            "\(name) is not built (run `swift build` first); looked in \(searched.joined(separator: ", "))"
         case .timedOut(let what): "timed out waiting for \(what)"
         }
     }
 }
 
-/// The `LocalStorageStress` executable: next to the test binary, else in the package's `.build`.
-func stressHelperURL(filePath: String = #filePath) throws -> URL {
+/// A built executable of the package (`LocalStorageStress`, `localstorage`): next to the test binary, else
+/// in the package's `.build`.
+func builtProductURL(_ name: String, filePath: String = #filePath) throws -> URL {
     let manager = FileManager.default
     var searched: [String] = []
     var directories: [URL] = []
@@ -70,11 +71,11 @@ func stressHelperURL(filePath: String = #filePath) throws -> URL {
         directories.append(build.appendingPathComponent(platform).appendingPathComponent("debug"))
     }
     for directory in directories {
-        let candidate = directory.appendingPathComponent("LocalStorageStress")
+        let candidate = directory.appendingPathComponent(name)
         searched.append(directory.path)
         if manager.isExecutableFile(atPath: candidate.path) { return candidate }
     }
-    throw HelperError.notBuilt(searched: searched)
+    throw HelperError.notBuilt(name, searched: searched)
 }
 
 /// A running `LocalStorageStress` process whose standard output is collected line by line.
@@ -94,8 +95,8 @@ final class HelperProcess: @unchecked Sendable {
         func withLock<R>(_ body: (inout State) -> R) -> R { state.withLock { body(&$0) } }
     }
 
-    init(_ arguments: [String]) throws {
-        process.executableURL = try stressHelperURL()
+    init(_ arguments: [String], executable: String = "LocalStorageStress") throws {
+        process.executableURL = try builtProductURL(executable)
         process.arguments = arguments
         let pipe = Pipe()
         process.standardOutput = pipe
@@ -195,85 +196,17 @@ func withStore<R>(_ configuration: LocalStorageConfiguration,
 
 // MARK: - Consistency
 
-/// Checks that a store's records and entries agree: every record's header parses and its JSON payload
-/// is JSON; the update-time, expiry and index databases hold exactly the entries the headers call for
-/// (including the `00 00` "no value" key), no more, no fewer. Returns a line per problem.
-///
-/// This is the test suite's own check until the CLI's `verify` (StoreMaintenance) is on this branch.
-enum ConsistencyCheck {
-    private struct Entry: Hashable {
-        let key: [UInt8]
-        let value: [UInt8]
-    }
+/// The problems the maintenance `verify` finds in an on-disk store (headers that do not parse, payloads that
+/// are not JSON, index, update-time and expiry entries that do not match the records), one line each.
+/// It shares the store's environment, as the CLI would in the app's process.
+func verifyProblems(_ storage: LocalStorage) async throws -> [String] {
+    let maintenance = try await StoreMaintenance(directory: storage.core.directory)
+    return try maintenance.verify().problems.map(\.description)
+}
 
-    static func problems(in storage: LocalStorage) async throws -> [String] {
-        let meta = storage.core.meta
-        // A write transaction (on the writer thread) so that every type's databases can be opened.
-        return try await storage.core.writer.perform { context in
-            try problems(meta: meta, txn: context.txn)
-        }
-    }
-
-    static func problems(meta: MDB_dbi, txn: Transaction) throws -> [String] {
-        var problems: [String] = []
-        for info in try StoreCore.typeInfos(meta: meta, in: txn) {
-            let schema = try StoreCore.schema(for: info, in: txn)
-            var updated = Set<Entry>()
-            var expiry = Set<Entry>()
-            var indexes = [String: Set<Entry>]()
-            try txn.withCursor(schema.records) { cursor in
-                var entry = try cursor.move(MDB_FIRST)
-                while let current = entry {
-                    let key = Array(current.key)
-                    let id = String(decoding: key, as: UTF8.self)
-                    do {
-                        let view = try RecordView(current.value)
-                        let header = view.header()
-                        if view.format == .json, (try? JSONSerialization.jsonObject(
-                            with: Data(view.payload), options: [.fragmentsAllowed])) == nil {
-                            problems.append("\(info.name) \(id): the payload is not JSON")
-                        }
-                        updated.insert(Entry(key: RecordWriter.timeKey(header.updatedAt), value: key))
-                        if header.expiresAt != 0 {
-                            expiry.insert(Entry(key: RecordWriter.timeKey(header.expiresAt), value: key))
-                        }
-                        for index in schema.indexes {
-                            indexes[index.name, default: []].insert(
-                                Entry(key: RecordWriter.indexKey(of: header, for: index), value: key))
-                        }
-                    } catch {
-                        problems.append("\(info.name) \(id): \(error)")
-                    }
-                    entry = try cursor.move(MDB_NEXT)
-                }
-            }
-            try compare(txn: txn, dbi: schema.updated, expected: updated, label: "\(info.name) update time",
-                        into: &problems)
-            try compare(txn: txn, dbi: schema.expiry, expected: expiry, label: "\(info.name) expiry",
-                        into: &problems)
-            for index in schema.indexes {
-                try compare(txn: txn, dbi: index.dbi, expected: indexes[index.name] ?? [],
-                            label: "\(info.name) index \(index.name)", into: &problems)
-            }
-        }
-        return problems
-    }
-
-    private static func compare(txn: Transaction, dbi: MDB_dbi, expected: Set<Entry>, label: String,
-                                into problems: inout [String]) throws {
-        var actual = Set<Entry>()
-        try txn.withCursor(dbi) { cursor in
-            var entry = try cursor.move(MDB_FIRST)
-            while let current = entry {
-                actual.insert(Entry(key: Array(current.key), value: Array(current.value)))
-                entry = try cursor.move(MDB_NEXT)
-            }
-        }
-        for missing in expected.subtracting(actual).prefix(5) {
-            problems.append("\(label): missing entry for \(String(decoding: missing.value, as: UTF8.self))")
-        }
-        for dangling in actual.subtracting(expected).prefix(5) {
-            problems.append("\(label): entry for \(String(decoding: dangling.value, as: UTF8.self)) matches no record")
-        }
-    }
+/// Runs `localstorage verify` on a store directory in its own process; returns its exit status and output.
+func verifyWithTheCLI(_ directory: URL) async throws -> (status: Int32, output: String) {
+    let cli = try HelperProcess(["verify", "--store", storeFilesDirectory(directory).path], executable: "localstorage")
+    let status = await cli.waitForExit()
+    return (status, cli.lines.joined(separator: "\n"))
 }
