@@ -14,9 +14,10 @@ for sanitizer in "${sanitizers[@]}"; do
     log=".build/sanitize-$sanitizer.log"
     mkdir -p .build
     echo "== $sanitizer sanitizer: building and testing (log: $log)"
-    # Swift's own crash backtracer would confuse the sanitizers' reports.
-    if SWIFT_BACKTRACE=enable=no swift test --sanitize="$sanitizer" --scratch-path ".build/sanitize-$sanitizer" \
-        "${filter[@]}" >"$log" 2>&1; then
+    # Swift's own crash backtracer would confuse the sanitizers' reports. Suppressions: see the file.
+    if SWIFT_BACKTRACE=enable=no TSAN_OPTIONS="suppressions=$PWD/scripts/tsan-suppressions.txt" \
+        swift test --sanitize="$sanitizer" --scratch-path ".build/sanitize-$sanitizer" "${filter[@]}" >"$log" 2>&1
+    then
         result="passed"
     else
         result="FAILED"

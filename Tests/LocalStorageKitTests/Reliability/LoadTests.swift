@@ -103,13 +103,15 @@ struct LoadTests {
             }
         }
 
-        // 8 writers, each saving its own records one by one until the time is up.
+        // 8 writers, each saving its own records.
         let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
         let saved = try await withThrowingTaskGroup(of: Int.self) { group in
             for writer in 0..<8 {
                 group.addTask {
                     var count = 0
-                    while ContinuousClock.now < deadline {
+                    // Until the time is up, and at least 100 records each (enough to outgrow 64 KiB when a
+                    // sanitizer slows everything down).
+                    while ContinuousClock.now < deadline || count < 100 {
                         // Alternately one record and a batch of ten, so that the map grows under load.
                         let size = count % 2 == 0 ? 1 : 10
                         let records = (count..<count + size).map { n in
