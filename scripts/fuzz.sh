@@ -60,8 +60,8 @@ for target in "${targets[@]}"; do
     seed "$target"
     echo "== $target: fuzzing for ${seconds}s"
     log="$work/$target/fuzz.log"
-    if ! SWIFT_BACKTRACE=enable=no "$binary" "$work/$target/corpus" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
-        -print_final_stats=1 -artifact_prefix="$work/$target/" >"$log" 2>&1; then
+    if ! SWIFT_BACKTRACE=enable=no "$binary" "$work/$target/corpus" -max_total_time="$seconds" -timeout=10 \
+        -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$work/$target/" >"$log" 2>&1; then
         tail -40 "$log"
         echo "== $target: FAILED (see $log)" >&2
         exit 1

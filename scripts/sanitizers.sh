@@ -16,6 +16,7 @@ for sanitizer in "${sanitizers[@]}"; do
     echo "== $sanitizer sanitizer: building and testing (log: $log)"
     # Swift's own crash backtracer would confuse the sanitizers' reports. Suppressions: see the file.
     if SWIFT_BACKTRACE=enable=no TSAN_OPTIONS="suppressions=$PWD/scripts/tsan-suppressions.txt" \
+        LSAN_OPTIONS="suppressions=$PWD/scripts/lsan-suppressions.txt" \
         swift test --sanitize="$sanitizer" --scratch-path ".build/sanitize-$sanitizer" "${filter[@]}" >"$log" 2>&1
     then
         result="passed"

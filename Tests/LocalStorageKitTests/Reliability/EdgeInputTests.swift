@@ -42,7 +42,9 @@ struct EdgeInputTests {
         var product = Product.sample(1)
         product.price = .nan
         await #expect(throws: LocalStorageError.self) { try await storage.save(product) }
-        await #expect(throws: LocalStorageError.self) { try await storage.save(contentsOf: [Product.sample(2), product]) }
+        await #expect(throws: LocalStorageError.self) {
+            try await storage.save(contentsOf: [Product.sample(2), product])
+        }
         #expect(try await storage.count(Product.self) == 0)
     }
 

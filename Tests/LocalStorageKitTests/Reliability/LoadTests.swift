@@ -60,7 +60,9 @@ struct LoadTests {
                         try core.environment.read { txn in
                             let inside = tally.inside.add(1, ordering: .relaxed).newValue
                             defer { tally.inside.subtract(1, ordering: .relaxed) }
-                            if inside > tally.peak.load(ordering: .relaxed) { tally.peak.store(inside, ordering: .relaxed) }
+                            if inside > tally.peak.load(ordering: .relaxed) {
+                                tally.peak.store(inside, ordering: .relaxed)
+                            }
                             if let bytes = try txn.get(schema.records, key: key) {
                                 _ = try RecordDecoding.decode(StressRecord.self, view: RecordView(bytes), id: "")
                             }
