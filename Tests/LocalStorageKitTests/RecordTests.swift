@@ -155,6 +155,32 @@ import Testing
         #expect(try await storage.purgeExpired() == 1)
     }
 
+    @Test func aFailingRequestFailsAloneInItsBatch() async throws {
+        let storage = try LocalStorage(configuration: diskConfiguration(durability: .full))
+        try await storage.save(Note(id: "warm-up", text: ""))
+        let failures = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for n in 0..<200 {
+                group.addTask {
+                    if n % 10 == 0 {
+                        do {
+                            try await storage.update(Note.self, id: "missing\(n)") { $0.text = "never" }
+                            return false
+                        } catch LocalStorageError.notFound {
+                            return true
+                        }
+                    }
+                    try await storage.save(Note(id: "n\(n)", text: "\(n)"))
+                    return false
+                }
+            }
+            return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+        }
+        #expect(failures == 20)
+        #expect(try await storage.count(Note.self) == 181)
+        #expect(try await storage.fetch(Note.self, id: "missing10") == nil)
+        #expect(try await storage.fetch(Note.self, id: "n11")?.text == "11")
+    }
+
     @Test func updateThatThrowsWritesNothing() async throws {
         struct Refused: Error {}
         let storage = try LocalStorage(configuration: .inMemory)

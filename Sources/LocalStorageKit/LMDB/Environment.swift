@@ -194,22 +194,6 @@ final class Environment: @unchecked Sendable {
         }
     }
 
-    /// Runs `body` in a nested transaction of `parent`: its writes vanish if it throws.
-    func nested<R>(in parent: Transaction, _ body: (Transaction) throws -> R) throws -> R {
-        var raw: OpaquePointer?
-        try check(mdb_txn_begin(handle, parent.handle, 0, &raw), "mdb_txn_begin")
-        guard let txn = raw else { throw LMDBError(code: EINVAL, call: "mdb_txn_begin", caller: #function) }
-        let value: R
-        do {
-            value = try body(Transaction(handle: txn, isReadOnly: false))
-        } catch {
-            mdb_txn_abort(txn)
-            throw error
-        }
-        try check(mdb_txn_commit(txn), "mdb_txn_commit")
-        return value
-    }
-
     // MARK: - Map size
 
     /// Doubles the map (up to ``maxMapSize``); false when it is already at the limit.
