@@ -65,10 +65,10 @@ extension LocalStorage {
             let schema = try await core.schema(for: T.self)
             let key = try RecordWriter.key(for: id)
             let now = Clock.now()
-            let session = makeDecodeSession()
+            let session = makeDecodeSession(for: schema)
             let (value, expired): (T?, Bool) = try core.environment.read { txn in
                 guard let bytes = try txn.get(schema.records, key: key) else { return (nil, false) }
-                let view = try RecordView(bytes)
+                let view = try RecordView(fixedPartOf: bytes)
                 if view.isExpired(at: now) { return (nil, true) }
                 return (try RecordDecoding.decode(T.self, view: view, id: id, session: session), false)
             }
@@ -88,7 +88,7 @@ extension LocalStorage {
             let options = try options.validated()
             let schema = try await core.schema(for: T.self)
             let now = Clock.now()
-            let session = makeDecodeSession()
+            let session = makeDecodeSession(for: schema)
             let (items, expired) = try core.environment.read { txn in
                 try RecordReader.list(T.self, schema: schema, options: options, now: now, txn: txn, session: session)
             }

@@ -10,7 +10,7 @@ enum RecordDecoding {
     static func decode<T: LocalStorable>(_ type: T.Type, view: RecordView, id: String,
                                          session: DecodeSession? = nil) throws -> T {
         session?.counter?.increment()
-        let current = T.storageVersion
+        let current = session?.currentVersion ?? T.storageVersion
         if view.version < current, let versioned = T.self as? any LocalStorageVersioned.Type {
             let value = try migrate(T.self, view: view, id: id, to: current, steps: versioned.migrations)
             session?.noteUpgrade(of: value, view: view, id: id)
@@ -97,12 +97,16 @@ final class DecodeSession {
     let counter: DecodeCounter?
     let format: PayloadFormat
     let logger: (any StorageLogger)?
+    /// The version the decoded type writes, when the caller knows it (saves a conformance lookup).
+    let currentVersion: Int?
     private(set) var upgrades: [RecordUpgrade] = []
 
-    init(counter: DecodeCounter?, format: PayloadFormat, logger: (any StorageLogger)? = nil) {
+    init(counter: DecodeCounter?, format: PayloadFormat, logger: (any StorageLogger)? = nil,
+         currentVersion: Int? = nil) {
         self.counter = counter
         self.format = format
         self.logger = logger
+        self.currentVersion = currentVersion
     }
 
     /// Decodes one row of a listing or query. A damaged row (header or payload that does not decode, or
@@ -112,7 +116,7 @@ final class DecodeSession {
         throws -> T? {
         let id = String(decoding: id, as: UTF8.self)
         do {
-            return try RecordDecoding.decode(T.self, view: try RecordView(bytes), id: id, session: self)
+            return try RecordDecoding.decode(T.self, view: try RecordView(fixedPartOf: bytes), id: id, session: self)
         } catch let error as LocalStorageError {
             logger?.log(level: .error, message: "Skipped a record that does not decode",
                         metadata: ["type": T.storageName, "id": id, "error": "\(error)"])
