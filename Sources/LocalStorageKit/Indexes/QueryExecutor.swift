@@ -11,7 +11,7 @@ import CLMDB
 ///   checks each entry, and stops at offset + limit.
 /// `count` walks the cheapest index and reads headers only when a condition on another index (or a
 /// string value cut at the key budget) needs one. Nothing here decodes a payload.
-struct QueryExecutor {
+final class QueryExecutor {
     let schema: TypeSchema
     let plan: QueryPlan
     let txn: Transaction
@@ -168,6 +168,12 @@ struct QueryExecutor {
     /// ranges and prefixes take one cursor step per entry and evaluate the conditions once per distinct
     /// key. Keys cut at the string budget are checked one record at a time.
     private func countByKeys(_ driving: QueryPlan.Constraint, _ generator: CompiledCondition) throws -> Int {
+        if driving.conditions.count == 1,
+           case .range(let lower, let lowerInclusive, let upper, let upperInclusive) = generator.test {
+            return try countRange(driving, lower: lower?.key ?? IndexKeys.firstValue,
+                                  excludingLower: lower != nil && !lowerInclusive,
+                                  upper: upper?.key, upperInclusive: upperInclusive)
+        }
         var total = 0
         let kind = driving.index.kind
         let conditions = driving.conditions
@@ -178,7 +184,7 @@ struct QueryExecutor {
                 var entry = try cursor.seek(atLeast: interval.lower)
                 var previous: (key: UnsafeRawBufferPointer, matched: Bool)?
                 while let current = entry {
-                    if let last = previous, current.key.elementsEqual(last.key) {
+                    if let last = previous, ByteOrder.equal(current.key, last.key) {
                         total += last.matched ? 1 : 0
                         entry = try cursor.move(MDB_NEXT)
                         continue
@@ -200,6 +206,38 @@ struct QueryExecutor {
                         total += matched ? 1 : 0
                         previous = (current.key, matched)
                         entry = try cursor.move(MDB_NEXT)
+                    }
+                }
+            }
+        }
+        return total
+    }
+
+    /// Counts the entries of one range: one cursor step and at most two memcmp per entry. The walk
+    /// starts at the lower bound, so only an excluded lower bound and the upper bound need checks.
+    private func countRange(_ driving: QueryPlan.Constraint, lower: [UInt8], excludingLower: Bool,
+                            upper: [UInt8]?, upperInclusive: Bool) throws -> Int {
+        let isString = driving.index.kind == .string
+        var total = 0
+        try txn.withCursor(driving.index.dbi) { cursor in
+            guard var entry = try cursor.seek(atLeast: lower) else { return }
+            try lower.withUnsafeBytes { low in
+                try (upper ?? []).withUnsafeBytes { high in
+                    let hasUpper = upper != nil
+                    while true {
+                        let key = entry.key
+                        let isCut = isString && key.count >= 2 && key[key.count - 2] == 0 && key[key.count - 1] == 2
+                        if hasUpper {
+                            let order = ByteOrder.compare(key, high)
+                            if order > 0 || (order == 0 && !upperInclusive && !isCut) { return }
+                        }
+                        if isCut {
+                            total += try check(key: key, id: entry.value, driving: driving).matches ? 1 : 0
+                        } else if !(excludingLower && ByteOrder.equal(key, low)) {
+                            total += 1
+                        }
+                        guard let next = try cursor.move(MDB_NEXT) else { return }
+                        entry = next
                     }
                 }
             }
