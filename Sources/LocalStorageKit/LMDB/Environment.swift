@@ -113,22 +113,28 @@ final class Environment: @unchecked Sendable {
     func read<R>(_ body: (Transaction) throws -> R) throws -> R {
         try checkProcess()
         while true {
-            let outcome: ReadOutcome<R> = try gate.withShared {
-                let txn: OpaquePointer
-                do {
-                    txn = try takeReadTransaction()
-                } catch let error as LMDBError where error.isMapResized {
-                    return .resized
-                }
-                defer { returnReadTransaction(txn) }
-                return .done(try body(Transaction(handle: txn, isReadOnly: true)))
+            // Plain control flow, no generic result enum: that cost a metadata lookup per read.
+            gate.lockShared()
+            let txn: OpaquePointer
+            do {
+                txn = try takeReadTransaction()
+            } catch let error as LMDBError where error.isMapResized {
+                gate.unlockShared()
+                try adoptMapSize()
+                continue
+            } catch {
+                gate.unlockShared()
+                throw error
             }
-            switch outcome {
-            case .done(let value): return value
-            case .resized: try adoptMapSize()
+            defer {
+                returnReadTransaction(txn)
+                gate.unlockShared()
             }
+            return try body(Transaction(handle: txn, isReadOnly: true))
         }
     }
+
+
 
     private enum ReadOutcome<R> {
         case done(R)

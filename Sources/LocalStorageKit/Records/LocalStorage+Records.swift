@@ -66,11 +66,15 @@ extension LocalStorage {
             let key = try RecordWriter.key(for: id)
             let now = Clock.now()
             let session = makeDecodeSession(for: schema)
-            let (value, expired): (T?, Bool) = try core.environment.read { txn in
-                guard let bytes = try txn.get(schema.records, key: key) else { return (nil, false) }
+            var expired = false
+            let value: T? = try core.environment.read { txn in
+                guard let bytes = try txn.get(schema.records, key: key) else { return nil }
                 let view = try RecordView(fixedPartOf: bytes)
-                if view.isExpired(at: now) { return (nil, true) }
-                return (try RecordDecoding.decode(T.self, view: view, id: id, session: session), false)
+                if view.isExpired(at: now) {
+                    expired = true
+                    return nil
+                }
+                return try RecordDecoding.decode(T.self, view: view, id: id, session: session)
             }
             await writeBack(session, schema: schema)
             if expired && core.configuration.autoPurgeExpiredOnRead {
