@@ -63,22 +63,26 @@ extension LocalStorage {
     public func fetch<T: LocalStorable>(_ type: T.Type, id: String) async throws -> T? {
         try await operation("fetch") {
             let schema = try await core.schema(for: T.self)
-            let key = try RecordWriter.key(for: id)
             let now = Clock.now()
             let session = makeDecodeSession(for: schema)
             var expired = false
-            let value: T? = try core.environment.read { txn in
-                guard let bytes = try txn.get(schema.records, key: key) else { return nil }
-                let view = try RecordView(fixedPartOf: bytes)
-                if view.isExpired(at: now) {
-                    expired = true
-                    return nil
+            var utf8 = id
+            // The id's own UTF-8 is the key: no copy on the hot path.
+            let value: T? = try utf8.withUTF8 { key in
+                try RecordWriter.validate(keyLength: key.count)
+                return try core.environment.read { txn in
+                    guard let bytes = try txn.get(schema.records, key: UnsafeRawBufferPointer(key)) else { return nil }
+                    let view = try RecordView(fixedPartOf: bytes)
+                    if view.isExpired(at: now) {
+                        expired = true
+                        return nil
+                    }
+                    return try RecordDecoding.decode(T.self, view: view, id: id, session: session)
                 }
-                return try RecordDecoding.decode(T.self, view: view, id: id, session: session)
             }
             await writeBack(session, schema: schema)
             if expired && core.configuration.autoPurgeExpiredOnRead {
-                try await purge(keys: [key], schema: schema)
+                try await purge(keys: [Array(id.utf8)], schema: schema)
             }
             return value
         }

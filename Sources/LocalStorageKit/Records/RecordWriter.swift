@@ -18,11 +18,17 @@ enum RecordWriter {
     /// Validates an id as a record key: 1…511 bytes of UTF-8.
     static func key(for id: String) throws(LocalStorageError) -> [UInt8] {
         let bytes = Array(id.utf8)
-        if bytes.isEmpty { throw .invalidId("an id must not be empty") }
-        if bytes.count > 511 {
-            throw .invalidId("an id may have at most 511 bytes of UTF-8; this one has \(bytes.count)")
-        }
+        try validate(keyLength: bytes.count)
         return bytes
+    }
+
+    /// Checks an id's UTF-8 length against LMDB's key limit.
+    @inline(__always)
+    static func validate(keyLength: Int) throws(LocalStorageError) {
+        if keyLength == 0 { throw .invalidId("an id must not be empty") }
+        if keyLength > 511 {
+            throw .invalidId("an id may have at most 511 bytes of UTF-8; this one has \(keyLength)")
+        }
     }
 
     /// Inserts or replaces a record: keeps `createdAt` of a live record it replaces, moves
