@@ -21,11 +21,23 @@ final class Writer: @unchecked Sendable {
         let environment: Environment
         fileprivate var changes: [PublishedChange] = []
         fileprivate var afterCommit: [() -> Void] = []
+        private let hub: ObserverHub
+        private var observed: [String: Bool] = [:]
 
-        fileprivate init(txn: Transaction, now: Int64, environment: Environment) {
+        fileprivate init(txn: Transaction, now: Int64, environment: Environment, hub: ObserverHub) {
             self.txn = txn
             self.now = now
             self.environment = environment
+            self.hub = hub
+        }
+
+        /// Whether anyone observes `typeName` (asked once per transaction): writers skip building
+        /// changes nobody will read.
+        func isObserved(_ typeName: String) -> Bool {
+            if let known = observed[typeName] { return known }
+            let answer = hub.hasSubscribers(typeName)
+            observed[typeName] = answer
+            return answer
         }
 
         /// Records a change to publish after the commit.
@@ -210,7 +222,7 @@ final class Writer: @unchecked Sendable {
             do {
                 let now = nextTimestamp()
                 let context = try countedWrite { txn in
-                    let context = Context(txn: txn, now: now, environment: environment)
+                    let context = Context(txn: txn, now: now, environment: environment, hub: hub)
                     for (position, (body, _)) in pending.enumerated() {
                         do {
                             try body(context)
@@ -265,7 +277,7 @@ final class Writer: @unchecked Sendable {
             do {
                 let now = nextTimestamp()
                 let (value, context) = try countedWrite { txn in
-                    let context = Context(txn: txn, now: now, environment: environment)
+                    let context = Context(txn: txn, now: now, environment: environment, hub: hub)
                     return (try body(context), context)
                 }
                 for hook in context.afterCommit { hook() }
