@@ -338,6 +338,23 @@ import Testing
             }
         }
         #expect(Set(names).isSuperset(of: ["meta", "r.Product", "u.Product", "e.Product", "i.Product.price"]))
+
+        // LMDB's own tool reads it too (`make test` installs lmdb-utils).
+        let tool = ["/usr/bin/mdb_stat", "/usr/local/bin/mdb_stat", "/opt/homebrew/bin/mdb_stat"]
+            .first { FileManager.default.isExecutableFile(atPath: $0) }
+        let path = try #require(tool, "mdb_stat is not installed (lmdb-utils)")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = ["-a", storage.core.directory.path]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        for name in ["meta", "r.Product", "u.Product", "e.Product", "i.Product.category"] {
+            #expect(output.contains("Status of \(name)"))
+        }
     }
 
     @Test func loggerReceivesOperationDurations() async throws {
