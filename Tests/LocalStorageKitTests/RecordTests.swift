@@ -25,6 +25,22 @@ import Testing
         #expect(try await repository.count() == 0)
     }
 
+    @Test func modelsWithIntegerIDsUseTheirOwnIDType() async throws {
+        struct Ticket: LocalStorable, Equatable {
+            let id: Int
+            var title: String
+        }
+        let storage = try LocalStorage(configuration: .inMemory)
+        let repository = storage.repository(Ticket.self)
+        try await repository.save(Ticket(id: 42, title: "answer"))
+        #expect(try await repository.fetch(id: 42)?.title == "answer")
+        #expect(try await storage.fetch(Ticket.self, id: 42)?.title == "answer")
+        #expect(try await storage.fetch(Ticket.self, id: "42")?.title == "answer")
+        #expect(try await repository.metadata(id: 42) != nil)
+        try await storage.delete(Ticket.self, id: 42)
+        #expect(try await repository.fetch(id: 42) == nil)
+    }
+
     @Test func resavingKeepsCreatedAtAndMovesUpdatedAt() async throws {
         let storage = try LocalStorage(configuration: .inMemory)
         var note = Note(id: "n1", text: "first")
