@@ -31,8 +31,12 @@ let package = Package(
             path: "Benchmarks/Sources/LocalStorageBenchmarks"
         ),
         .executableTarget(name: "localstorage", dependencies: ["LocalStorageKit"]),
-        // The CLI tests run the built `localstorage` binary; depending on it makes `swift test` build it first.
-        .testTarget(name: "LocalStorageKitTests", dependencies: ["LocalStorageKit", "CLMDB", "localstorage"]),
+        // The helper process of the crash and multi-process tests (Tests/LocalStorageKitTests/Reliability).
+        .executableTarget(name: "LocalStorageStress", dependencies: ["LocalStorageKit", "CLMDB"]),
+        // The CLI and reliability tests run the built `localstorage` and `LocalStorageStress` binaries;
+        // depending on them makes `swift test` build them first.
+        .testTarget(name: "LocalStorageKitTests",
+                    dependencies: ["LocalStorageKit", "CLMDB", "localstorage", "LocalStorageStress"]),
     ],
     swiftLanguageModes: [.v6]
 )

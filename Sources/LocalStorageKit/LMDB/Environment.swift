@@ -44,6 +44,7 @@ final class Environment: @unchecked Sendable {
             }
             if readOnly { flags |= UInt32(MDB_RDONLY) }
             try check(directory.withCString { mdb_env_open(raw, $0, flags, 0o644) }, "mdb_env_open")
+            try Environment.checkDataFileLength(raw, directory: directory)
             var dead: Int32 = 0
             try check(mdb_reader_check(raw, &dead), "mdb_reader_check")
         } catch {
@@ -59,6 +60,24 @@ final class Environment: @unchecked Sendable {
     }
 
     private let isClosed = Mutex(false)
+
+    /// Throws when the data file is shorter than the pages its newest meta page uses.
+    ///
+    /// LMDB maps the file and trusts the meta page: reading a page past the end of a truncated file
+    /// would kill the process with SIGBUS, so a truncated file must fail at open instead.
+    private static func checkDataFileLength(_ raw: OpaquePointer, directory: String) throws {
+        var info = MDB_envinfo()
+        var pages = MDB_stat()
+        mdb_env_info(raw, &info)
+        try check(mdb_env_stat(raw, &pages), "mdb_env_stat")
+        var file = stat()
+        let dataPath = directory.hasSuffix("/") ? directory + "data.mdb" : directory + "/data.mdb"
+        guard stat(dataPath, &file) == 0 else { return }
+        let (needed, overflow) = (info.me_last_pgno + 1).multipliedReportingOverflow(by: Int(pages.ms_psize))
+        if overflow || Int(file.st_size) < needed {
+            throw TruncatedDataFile(length: Int(file.st_size), needed: needed)
+        }
+    }
 
     deinit { close() }
 
@@ -244,6 +263,16 @@ final class Environment: @unchecked Sendable {
 private struct ReadHandle: @unchecked Sendable {
     // @unchecked: a reset transaction belongs to no thread (MDB_NOTLS); only one taker pops it.
     let handle: OpaquePointer
+}
+
+/// The data file is shorter than the pages its meta page refers to.
+struct TruncatedDataFile: Error, CustomStringConvertible {
+    let length: Int
+    let needed: Int
+
+    var description: String {
+        "the data file is truncated or damaged: it has \(length) bytes, its pages need \(needed)"
+    }
 }
 
 /// Notices `fork()` without a system call per transaction: a child handler registered once with

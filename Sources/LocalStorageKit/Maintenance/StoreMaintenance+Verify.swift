@@ -145,7 +145,13 @@ private struct Checker {
             report(schema, id, .missingEntry, "no expiry entry for \(view.expiresAt)")
         }
         for index in schema.indexes {
-            guard let stored = view.indexValue(named: index.nameBytes), stored.kind == index.kind else { continue }
+            guard let stored = view.indexValue(named: index.nameBytes), stored.kind == index.kind else {
+                // No value: the record is in the index under the "no value" key, as RecordWriter puts it.
+                if try !hasEntry(IndexKeys.missing, key, in: index.dbi) {
+                    report(schema, id, .missingEntry, "index \"\(index.name)\" has no \"no value\" entry for it")
+                }
+                continue
+            }
             guard let value = MaintenanceIndexValue(kind: index.kind, stored: stored.value) else {
                 report(schema, id, .damagedRecord, "its value of index \"\(index.name)\" is not a valid number key")
                 continue
@@ -201,7 +207,9 @@ private struct Checker {
         case .updated: return RecordWriter.timeKey(view.updatedAt)
         case .expiry: return view.expiresAt == 0 ? nil : RecordWriter.timeKey(view.expiresAt)
         case .index(let index):
-            guard let stored = view.indexValue(named: index.nameBytes), stored.kind == index.kind else { return nil }
+            guard let stored = view.indexValue(named: index.nameBytes), stored.kind == index.kind else {
+                return IndexKeys.missing
+            }
             return IndexValue.keyBytes(kind: index.kind, stored: stored.value)
         }
     }

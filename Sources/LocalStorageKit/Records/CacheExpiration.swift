@@ -32,6 +32,8 @@ public enum CacheExpiration: Sendable, Hashable {
         guard seconds.isFinite else { return seconds > 0 ? 0 : 1 }
         let offset = seconds * 1e9
         if offset >= Double(Int64.max - now) { return 0 }
+        // A lifetime reaching back before 1970 (say `.seconds(-1e300)`) would overflow Int64.
+        if offset <= -Double(now) { return 1 }
         // A non-positive lifetime expires at once; 1 ns keeps 0 meaning "never".
         return max(1, now + Int64(offset.rounded(.down)))
     }

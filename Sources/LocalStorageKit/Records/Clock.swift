@@ -19,7 +19,9 @@ enum Clock {
         let value = date.timeIntervalSince1970 * 1e9
         guard value.isFinite else { return value > 0 ? Int64.max : 1 }
         if value >= 9.2e18 { return Int64.max }
-        return max(1, Int64(value))
+        // Before 1970 (`Date.distantPast` is -6.3e19 ns, below Int64.min) is already expired.
+        if value < 1 { return 1 }
+        return Int64(value)
     }
 
     /// Nanoseconds since 1970 as a date.

@@ -69,7 +69,7 @@ extension LocalStorage {
                 try RecordWriter.validate(keyLength: key.count)
                 return try core.environment.read { txn in
                     guard let bytes = try txn.get(schema.records, key: UnsafeRawBufferPointer(key)) else { return nil }
-                    let view = try RecordView(fixedPartOf: bytes)
+                    let view = try RecordDecoding.view(of: bytes, T.self, id: id, fixedPartOnly: true)
                     if view.isExpired(at: now) {
                         expired = true
                         return nil
@@ -126,7 +126,7 @@ extension LocalStorage {
             let now = Clock.now()
             return try core.environment.read { txn -> StorageMetadata? in
                 guard let bytes = try txn.get(schema.records, key: key) else { return nil }
-                let view = try RecordView(bytes)
+                let view = try RecordDecoding.view(of: bytes, T.self, id: id, fixedPartOnly: true)
                 return StorageMetadata(
                     createdAt: Clock.date(fromNanoseconds: view.createdAt),
                     updatedAt: Clock.date(fromNanoseconds: view.updatedAt),
@@ -227,7 +227,7 @@ extension LocalStorage {
                 guard let bytes = try context.txn.get(schema.records, key: key) else {
                     throw LocalStorageError.notFound(id: id)
                 }
-                let view = try RecordView(bytes)
+                let view = try RecordDecoding.view(of: bytes, T.self, id: id)
                 guard !view.isExpired(at: context.now) else { throw LocalStorageError.notFound(id: id) }
                 var header = view.header()
                 header.expiresAt = expiration.expiresAt(now: context.now)
@@ -255,7 +255,7 @@ extension LocalStorage {
                 guard let bytes = try context.txn.get(schema.records, key: key) else {
                     throw LocalStorageError.notFound(id: id)
                 }
-                let view = try RecordView(bytes)
+                let view = try RecordDecoding.view(of: bytes, T.self, id: id)
                 guard !view.isExpired(at: context.now) else { throw LocalStorageError.notFound(id: id) }
                 let expiresAt = view.expiresAt
                 var value = try RecordDecoding.decode(T.self, view: view, id: id, session: session)

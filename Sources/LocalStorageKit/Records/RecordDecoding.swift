@@ -23,6 +23,17 @@ enum RecordDecoding {
         }
     }
 
+    /// Validates a stored record's header; a damaged one is a `decodingFailed` naming the type and id.
+    static func view<T>(of bytes: UnsafeRawBufferPointer, _ type: T.Type, id: String, fixedPartOnly: Bool = false)
+        throws(LocalStorageError) -> RecordView {
+        do {
+            return try fixedPartOnly ? RecordView(fixedPartOf: bytes) : RecordView(bytes)
+        } catch {
+            guard case .decodingFailed(let reason) = error else { throw error }
+            throw .decodingFailed(reason: "\(T.self) \"\(id)\": \(reason)")
+        }
+    }
+
     /// Runs the chain of steps from the record's version to `current` on its JSON, then decodes.
     static func migrate<T: LocalStorable>(_ type: T.Type, view: RecordView, id: String, to current: Int,
                                           steps: [StorageMigration]) throws -> T {
@@ -116,7 +127,8 @@ final class DecodeSession {
         throws -> T? {
         let id = String(decoding: id, as: UTF8.self)
         do {
-            return try RecordDecoding.decode(T.self, view: try RecordView(fixedPartOf: bytes), id: id, session: self)
+            let view = try RecordDecoding.view(of: bytes, T.self, id: id, fixedPartOnly: true)
+            return try RecordDecoding.decode(T.self, view: view, id: id, session: self)
         } catch let error as LocalStorageError {
             logger?.log(level: .error, message: "Skipped a record that does not decode",
                         metadata: ["type": T.storageName, "id": id, "error": "\(error)"])

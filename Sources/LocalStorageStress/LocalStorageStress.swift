@@ -1,0 +1,194 @@
+import CLMDB
+import Foundation
+import LocalStorageKit
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A helper process for the reliability tests: it saves, grows, holds reader slots or locks on a
+/// store directory while a test kills it, reads alongside it, or checks what it left behind.
+///
+/// ```
+/// LocalStorageStress save-loop DIR full|relaxed|none [COUNT] [PREFIX]   prints each id after its save returns
+/// LocalStorageStress grow DIR COUNT                                     saves COUNT 2 KB records, 100 a commit
+/// LocalStorageStress hold-readers DIR                                   fills the reader table, then sleeps
+/// LocalStorageStress hold-lock FILE                                     holds a shared lock on byte 0 of FILE
+/// LocalStorageStress open DIR [--as-nobody]                             opens the store; prints the outcome
+/// ```
+@main
+struct LocalStorageStress {
+    static func main() async {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        do {
+            switch arguments.first {
+            case "save-loop" where arguments.count >= 3:
+                try await saveLoop(directory: arguments[1], durability: arguments[2],
+                                   count: arguments.count > 3 ? Int(arguments[3]) ?? Int.max : Int.max,
+                                   prefix: arguments.count > 4 ? arguments[4] : "r")
+            case "grow" where arguments.count == 3:
+                try await grow(directory: arguments[1], count: Int(arguments[2]) ?? 1000)
+            case "hold-readers" where arguments.count == 2:
+                try holdReaders(directory: arguments[1])
+            case "hold-lock" where arguments.count == 2:
+                try holdLock(file: arguments[1])
+            case "open" where arguments.count >= 2:
+                openStore(directory: arguments[1], asNobody: arguments.dropFirst(2).contains("--as-nobody"))
+            default:
+                say("usage: LocalStorageStress save-loop|grow|hold-readers|hold-lock|open …")
+                exit(2)
+            }
+        } catch {
+            say("error: \(error)")
+            exit(1)
+        }
+    }
+
+    /// Writes one line to standard output with `write(2)`: nothing stays buffered when the process dies.
+    static func say(_ line: String) {
+        let bytes = Array((line + "\n").utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes[offset...].withUnsafeBytes { write(STDOUT_FILENO, $0.baseAddress, $0.count) }
+            if written <= 0 { return }
+            offset += written
+        }
+    }
+
+    static func configuration(_ directory: String, durability: StorageDurability,
+                              mapSize: Int) -> LocalStorageConfiguration {
+        var configuration = LocalStorageConfiguration()
+        configuration.databaseDirectory = URL(fileURLWithPath: directory, isDirectory: true)
+        configuration.durability = durability
+        configuration.mapSize = mapSize
+        configuration.maxMapSize = 1 << 30
+        configuration.expirySweepInterval = nil
+        return configuration
+    }
+
+    // MARK: - Modes
+
+    /// Saves records one by one on a 64 KiB map that has to grow, printing each id once its save returned.
+    /// Every seventh save replaces an earlier record, every fifth has no group, every third expires in a day.
+    static func saveLoop(directory: String, durability name: String, count: Int, prefix: String) async throws {
+        let durability: StorageDurability
+        switch name {
+        case "full": durability = .full
+        case "relaxed": durability = .relaxed
+        case "none": durability = .none
+        default: throw StressError(description: "unknown durability \(name)")
+        }
+        let storage = try LocalStorage(configuration: configuration(directory, durability: durability,
+                                                                    mapSize: 64 << 10))
+        say("ready")
+        var sequence = 0
+        while sequence < count {
+            let replaces = sequence % 7 == 6
+            let id = replaces ? "\(prefix)-\(sequence / 2)" : "\(prefix)-\(sequence)"
+            let record = StressRecord.make(id: id, sequence: sequence)
+            try await storage.save(record, expiration: sequence % 3 == 0 ? .days(1) : .never)
+            say(id)
+            sequence += 1
+        }
+        say("done")
+    }
+
+    /// Saves `count` records of about 2 KB on a 16 MiB map, so that a process with a smaller map sees
+    /// `MDB_MAP_RESIZED`.
+    static func grow(directory: String, count: Int) async throws {
+        let storage = try LocalStorage(configuration: configuration(directory, durability: .none,
+                                                                    mapSize: 16 << 20))
+        var saved = 0
+        while saved < count {
+            let batch = (saved..<min(count, saved + 100)).map { n in
+                StressRecord(id: "grow-\(n)", group: "grow", sequence: n, blob: String(repeating: "g", count: 2000))
+            }
+            try await storage.save(contentsOf: batch)
+            saved += batch.count
+        }
+        say("done \(saved)")
+    }
+
+    /// Opens the store with raw LMDB (the library's flags and limits) and begins read transactions until
+    /// the reader table is full, then sleeps until killed: every slot it holds becomes stale.
+    static func holdReaders(directory: String) throws {
+        var env: OpaquePointer?
+        try lmdb(mdb_env_create(&env), "mdb_env_create")
+        try lmdb(mdb_env_set_maxdbs(env, 1024), "mdb_env_set_maxdbs")
+        try lmdb(mdb_env_set_maxreaders(env, 512), "mdb_env_set_maxreaders")
+        try lmdb(mdb_env_open(env, directory, UInt32(MDB_NOTLS), 0o644), "mdb_env_open")
+        var held = 0
+        while true {
+            var txn: OpaquePointer?
+            let code = mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &txn)
+            if code == MDB_READERS_FULL { break }
+            try lmdb(code, "mdb_txn_begin")
+            held += 1
+        }
+        say("holding \(held)")
+        while true { sleep(60) }
+    }
+
+    /// Holds a shared `fcntl` lock on byte 0 of `file`, as a process using that LMDB lock file would.
+    static func holdLock(file: String) throws {
+        let descriptor = Foundation.open(file, O_RDWR)
+        guard descriptor >= 0 else { throw StressError(description: "cannot open \(file)") }
+        var lock = flock()
+        lock.l_type = Int16(F_RDLCK)
+        lock.l_whence = Int16(SEEK_SET)
+        lock.l_start = 0
+        lock.l_len = 1
+        guard fcntl(descriptor, F_SETLK, &lock) == 0 else { throw StressError(description: "cannot lock \(file)") }
+        say("locked")
+        while true { sleep(60) }
+    }
+
+    /// Opens the store and prints `opened` or the error; as root with `--as-nobody`, drops to `nobody`
+    /// first so that file permissions apply.
+    static func openStore(directory: String, asNobody: Bool) {
+        if asNobody && getuid() == 0 {
+            guard setgid(65534) == 0, setuid(65534) == 0 else {
+                say("error: cannot drop privileges")
+                exit(2)
+            }
+        }
+        do {
+            _ = try LocalStorage(configuration: configuration(directory, durability: .full, mapSize: 1 << 20))
+            say("opened")
+        } catch let error as LocalStorageError {
+            say("LocalStorageError: \(error)")
+            exit(1)
+        } catch {
+            say("other error: \(error)")
+            exit(3)
+        }
+    }
+
+    static func lmdb(_ code: Int32, _ call: String) throws {
+        guard code == MDB_SUCCESS else {
+            throw StressError(description: "\(call): \(String(cString: mdb_strerror(code)))")
+        }
+    }
+}
+
+struct StressError: Error, CustomStringConvertible {
+    let description: String
+}
+
+/// The record the helper writes; the tests declare the same type to read it back.
+struct StressRecord: LocalStorageIndexed {
+    let id: String
+    var group: String?
+    var sequence: Int
+    var blob: String
+
+    static var storageIndexes: [StorageIndex<StressRecord>] {
+        [StorageIndex("group", \.group), StorageIndex("sequence", \.sequence)]
+    }
+
+    static func make(id: String, sequence: Int) -> StressRecord {
+        StressRecord(id: id, group: sequence % 5 == 4 ? nil : "g\(sequence % 4)", sequence: sequence,
+                     blob: String(repeating: "x", count: 40 + (sequence * 37) % 400))
+    }
+}

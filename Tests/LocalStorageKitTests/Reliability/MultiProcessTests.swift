@@ -1,0 +1,82 @@
+import CLMDB
+import Foundation
+import Testing
+@testable import LocalStorageKit
+
+/// Other processes on the same store: one writing while this one reads and writes, one growing the map
+/// (`MDB_MAP_RESIZED` here), one killed while holding reader slots (`mdb_reader_check`).
+@Suite(.serialized)
+struct MultiProcessTests {
+    @Test func anotherProcessWritesWhileThisOneReadsAndWrites() async throws {
+        let directory = temporaryDirectory()
+        let storage = try LocalStorage(configuration: diskConfiguration(directory))
+        try await storage.save(StressRecord(id: "app-first", group: "app", sequence: 0, blob: "app"))
+        let helper = try HelperProcess(["save-loop", directory.path, "full", "1000", "cli"])
+        var appSaved = 1
+        var lastSeen = 0
+        var sawTheOtherMidway = false
+        while helper.lines.last != "done" || appSaved < 100 {
+            try await storage.save(StressRecord(id: "app-\(appSaved)", group: "app", sequence: appSaved, blob: "app"))
+            appSaved += 1
+            // Ids only ever get added: the count never goes back, whoever commits.
+            let seen = try await storage.count(StressRecord.self)
+            #expect(seen >= lastSeen)
+            lastSeen = seen
+            if seen > appSaved && helper.lines.last != "done" { sawTheOtherMidway = true }
+            if appSaved > 20_000 { break }
+        }
+        #expect(await helper.waitForExit() == 0)
+        let helperIDs = Set(helper.lines.filter { $0.hasPrefix("cli-") })
+        let all = try await storage.fetch(StressRecord.self)
+        #expect(all.filter { $0.id.hasPrefix("app-") }.count == appSaved)
+        #expect(Set(all.filter { $0.id.hasPrefix("cli-") }.map(\.id)) == helperIDs)
+        #expect(try await storage.count(StressRecord.self) == appSaved + helperIDs.count)
+        #expect(try await verifyProblems(storage).isEmpty)
+        reportFigure("multiprocess writer: app saves=\(appSaved) other process saves=1000 lost=0 "
+                     + "overlapped=\(sawTheOtherMidway)")
+    }
+
+    /// Another process grows the map far past this process's 64 KiB; the first transaction here, a read or
+    /// a write, meets `MDB_MAP_RESIZED`, adopts the new size and retries.
+    @Test(arguments: [true, false])
+    func aMapGrownByAnotherProcessIsAdopted(readFirst: Bool) async throws {
+        let directory = temporaryDirectory()
+        var configuration = diskConfiguration(directory)
+        configuration.mapSize = 64 << 10
+        let storage = try LocalStorage(configuration: configuration)
+        try await storage.save(StressRecord(id: "app", group: "app", sequence: 0, blob: "app"))
+        let before = storage.core.environment.currentMapSize
+
+        // 2,000 records of 2 KB on a 16 MiB map.
+        let helper = try HelperProcess(["grow", directory.path, "2000"])
+        #expect(await helper.waitForExit() == 0)
+        #expect(helper.lines.last == "done 2000")
+
+        if readFirst {
+            #expect(try await storage.fetch(StressRecord.self, id: "grow-1999")?.sequence == 1999)
+        }
+        try await storage.save(StressRecord(id: "app-after", group: "app", sequence: 1, blob: "after"))
+        #expect(storage.core.environment.currentMapSize > before)
+        #expect(try await storage.count(StressRecord.self) == 2002)
+        #expect(try await verifyProblems(storage).isEmpty)
+    }
+
+    @Test func readerSlotsLeftByAKilledProcessAreCleared() async throws {
+        let directory = temporaryDirectory()
+        // This test drives an Environment directly: a LocalStorage on the same files in this process
+        // would be a second environment on them, which LMDB forbids.
+        let environment = try Environment(directory: directory.path, mapSize: 1 << 20, maxMapSize: 1 << 20,
+                                          durability: .none)
+        let helper = try HelperProcess(["hold-readers", directory.path])
+        let holding = try await helper.waitForLine("the reader table to fill") { $0.hasPrefix("holding") }
+        #expect(throws: LMDBError.self, "the table is full while the other process lives") {
+            try environment.read { _ in }
+        }
+        await helper.kill()
+        // The first read meets MDB_READERS_FULL, clears the dead process's slots and retries.
+        try environment.read { _ in }
+        #expect(environment.clearStaleReaders() == 0, "nothing stale is left")
+        reportFigure("stale readers: killed process held \(holding.dropFirst("holding ".count)) slots; cleared")
+        environment.close()
+    }
+}

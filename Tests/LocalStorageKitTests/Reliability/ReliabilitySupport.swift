@@ -1,0 +1,212 @@
+import CLMDB
+import Foundation
+import Synchronization
+@_spi(Maintenance) @testable import LocalStorageKit
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The record the `LocalStorageStress` helper writes (the same declaration, so the tests can read it).
+struct StressRecord: LocalStorageIndexed, Equatable {
+    let id: String
+    var group: String?
+    var sequence: Int
+    var blob: String
+
+    static var storageIndexes: [StorageIndex<StressRecord>] {
+        [StorageIndex("group", \.group), StorageIndex("sequence", \.sequence)]
+    }
+}
+
+/// A reliability figure, printed as one greppable line (`scripts/crash-test.sh` collects them).
+func reportFigure(_ text: String) {
+    print("[reliability] \(text)")
+}
+
+/// The value of an integer environment variable, or `defaultValue`.
+func environmentInteger(_ name: String, default defaultValue: Int) -> Int {
+    ProcessInfo.processInfo.environment[name].flatMap { Int($0) } ?? defaultValue
+}
+
+/// The directory LMDB's files of a store in `directory` are in.
+func storeFilesDirectory(_ directory: URL) -> URL {
+    directory.appendingPathComponent("LocalStorage", isDirectory: true)
+}
+
+// MARK: - The helper process
+
+enum HelperError: Error, CustomStringConvertible {
+    case notBuilt(String, searched: [String])
+    case timedOut(String)
+
+    var description: String {
+        switch self {
+        case .notBuilt(let name, let searched):
+            "\(name) is not built (run `swift build` first); looked in \(searched.joined(separator: ", "))"
+        case .timedOut(let what): "timed out waiting for \(what)"
+        }
+    }
+}
+
+/// A built executable of the package (`LocalStorageStress`, `localstorage`): next to the test binary, else
+/// in the package's `.build`.
+func builtProductURL(_ name: String, filePath: String = #filePath) throws -> URL {
+    let manager = FileManager.default
+    var searched: [String] = []
+    var directories: [URL] = []
+    if let executable = try? manager.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
+        var url = URL(fileURLWithPath: executable).deletingLastPathComponent()
+        for _ in 0..<4 {
+            directories.append(url)
+            url = url.deletingLastPathComponent()
+        }
+    }
+    var root = URL(fileURLWithPath: filePath)
+    for _ in 0..<4 { root = root.deletingLastPathComponent() }
+    let build = root.appendingPathComponent(".build", isDirectory: true)
+    directories.append(build.appendingPathComponent("debug", isDirectory: true))
+    for platform in (try? manager.contentsOfDirectory(atPath: build.path)) ?? [] {
+        directories.append(build.appendingPathComponent(platform).appendingPathComponent("debug"))
+    }
+    for directory in directories {
+        let candidate = directory.appendingPathComponent(name)
+        searched.append(directory.path)
+        if manager.isExecutableFile(atPath: candidate.path) { return candidate }
+    }
+    throw HelperError.notBuilt(name, searched: searched)
+}
+
+/// A running `LocalStorageStress` process whose standard output is collected line by line.
+final class HelperProcess: @unchecked Sendable {
+    // @unchecked: `process` is only used by the test that started it; the output is behind a Mutex.
+    private let process = Process()
+    private let output = LineCollector()
+
+    private final class LineCollector: Sendable {
+        struct State {
+            var lines: [String] = []
+            var partial: [UInt8] = []
+            var isClosed = false
+        }
+        let state = Mutex(State())
+
+        func withLock<R>(_ body: (inout State) -> R) -> R { state.withLock { body(&$0) } }
+    }
+
+    init(_ arguments: [String], executable: String = "LocalStorageStress") throws {
+        process.executableURL = try builtProductURL(executable)
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let handle = pipe.fileHandleForReading
+        let output = self.output
+        Thread.detachNewThread {
+            while true {
+                let data = handle.availableData
+                output.withLock { output in
+                    if data.isEmpty {
+                        output.isClosed = true
+                        return
+                    }
+                    for byte in data {
+                        if byte == UInt8(ascii: "\n") {
+                            output.lines.append(String(decoding: output.partial, as: UTF8.self))
+                            output.partial.removeAll()
+                        } else {
+                            output.partial.append(byte)
+                        }
+                    }
+                }
+                if data.isEmpty { return }
+            }
+        }
+    }
+
+    var processIdentifier: Int32 { process.processIdentifier }
+
+    /// The complete lines printed so far (a line cut by the kill is not one).
+    var lines: [String] { output.withLock { $0.lines } }
+
+    /// Waits until a line satisfies `predicate` and returns it.
+    @discardableResult
+    func waitForLine(_ what: String, timeout: Duration = .seconds(60),
+                     where predicate: @escaping (String) -> Bool) async throws -> String {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            let (found, closed) = output.withLock { ($0.lines.first(where: predicate), $0.isClosed) }
+            if let found { return found }
+            if closed { break }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        throw HelperError.timedOut("\(what) (output so far: \(lines.suffix(3)))")
+    }
+
+    /// Kills the process with SIGKILL and waits for it and for the end of its output.
+    func kill() async {
+        sendSignal(SIGKILL, to: process.processIdentifier)
+        await waitForExit()
+    }
+
+    /// Waits for the process to end and its output to be read to the end; returns its exit status.
+    @discardableResult
+    func waitForExit(timeout: Duration = .seconds(120)) async -> Int32 {
+        let deadline = ContinuousClock.now + timeout
+        while process.isRunning && ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        while !output.withLock({ $0.isClosed }) && ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(2))
+        }
+        return process.isRunning ? -1 : process.terminationStatus
+    }
+
+    deinit {
+        if process.isRunning { sendSignal(SIGKILL, to: process.processIdentifier) }
+    }
+}
+
+/// Sends `signal` to the process `pid` (a free function: the helper's own `kill()` hides the C call).
+func sendSignal(_ signal: Int32, to pid: Int32) {
+    _ = kill(pid, signal)
+}
+
+// MARK: - Closing a store
+
+/// Runs `body` with a store on `configuration` and waits until the store has closed (its environment
+/// is gone from this process), so the files can be changed or opened by another process.
+func withStore<R>(_ configuration: LocalStorageConfiguration,
+                  _ body: (LocalStorage) async throws -> R) async throws -> R {
+    weak var core: StoreCore?
+    let result: R
+    do {
+        let storage = try LocalStorage(configuration: configuration)
+        core = storage.core
+        result = try await body(storage)
+    }
+    let deadline = ContinuousClock.now + .seconds(10)
+    while core != nil && ContinuousClock.now < deadline {
+        try await Task.sleep(for: .milliseconds(5))
+    }
+    if core != nil { throw HelperError.timedOut("the store to close") }
+    return result
+}
+
+// MARK: - Consistency
+
+/// The problems the maintenance `verify` finds in an on-disk store (headers that do not parse, payloads that
+/// are not JSON, index, update-time and expiry entries that do not match the records), one line each.
+/// It shares the store's environment, as the CLI would in the app's process.
+func verifyProblems(_ storage: LocalStorage) async throws -> [String] {
+    let maintenance = try await StoreMaintenance(directory: storage.core.directory)
+    return try maintenance.verify().problems.map(\.description)
+}
+
+/// Runs `localstorage verify` on a store directory in its own process; returns its exit status and output.
+func verifyWithTheCLI(_ directory: URL) async throws -> (status: Int32, output: String) {
+    let cli = try HelperProcess(["verify", "--store", storeFilesDirectory(directory).path], executable: "localstorage")
+    let status = await cli.waitForExit()
+    return (status, cli.lines.joined(separator: "\n"))
+}
