@@ -9,7 +9,9 @@ wanted=("$@")
 packages=()
 for lib in "${wanted[@]}"; do
     case "$lib" in
-        lmdb) [ -f /usr/include/lmdb.h ] || pkg-config --exists lmdb 2>/dev/null || packages+=(liblmdb-dev) ;;
+        lmdb)
+            [ -f /usr/include/lmdb.h ] || pkg-config --exists lmdb 2>/dev/null || packages+=(liblmdb-dev)
+            command -v mdb_stat >/dev/null 2>&1 || packages+=(lmdb-utils) ;;
         sqlite) [ -f /usr/include/sqlite3.h ] || packages+=(libsqlite3-dev) ;;
         *) echo "unknown library: $lib" >&2; exit 2 ;;
     esac

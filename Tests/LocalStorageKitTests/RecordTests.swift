@@ -25,6 +25,22 @@ import Testing
         #expect(try await repository.count() == 0)
     }
 
+    @Test func modelsWithIntegerIDsUseTheirOwnIDType() async throws {
+        struct Ticket: LocalStorable, Equatable {
+            let id: Int
+            var title: String
+        }
+        let storage = try LocalStorage(configuration: .inMemory)
+        let repository = storage.repository(Ticket.self)
+        try await repository.save(Ticket(id: 42, title: "answer"))
+        #expect(try await repository.fetch(id: 42)?.title == "answer")
+        #expect(try await storage.fetch(Ticket.self, id: 42)?.title == "answer")
+        #expect(try await storage.fetch(Ticket.self, id: "42")?.title == "answer")
+        #expect(try await repository.metadata(id: 42) != nil)
+        try await storage.delete(Ticket.self, id: 42)
+        #expect(try await repository.fetch(id: 42) == nil)
+    }
+
     @Test func resavingKeepsCreatedAtAndMovesUpdatedAt() async throws {
         let storage = try LocalStorage(configuration: .inMemory)
         var note = Note(id: "n1", text: "first")
@@ -153,6 +169,32 @@ import Testing
         try await storage.setExpiration(Note.self, id: "x", .date(Date().addingTimeInterval(-1)))
         #expect(try await storage.fetch(Note.self, id: "x") == nil)
         #expect(try await storage.purgeExpired() == 1)
+    }
+
+    @Test func aFailingRequestFailsAloneInItsBatch() async throws {
+        let storage = try LocalStorage(configuration: diskConfiguration(durability: .full))
+        try await storage.save(Note(id: "warm-up", text: ""))
+        let failures = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for n in 0..<200 {
+                group.addTask {
+                    if n % 10 == 0 {
+                        do {
+                            try await storage.update(Note.self, id: "missing\(n)") { $0.text = "never" }
+                            return false
+                        } catch LocalStorageError.notFound {
+                            return true
+                        }
+                    }
+                    try await storage.save(Note(id: "n\(n)", text: "\(n)"))
+                    return false
+                }
+            }
+            return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+        }
+        #expect(failures == 20)
+        #expect(try await storage.count(Note.self) == 181)
+        #expect(try await storage.fetch(Note.self, id: "missing10") == nil)
+        #expect(try await storage.fetch(Note.self, id: "n11")?.text == "11")
     }
 
     @Test func updateThatThrowsWritesNothing() async throws {
@@ -312,6 +354,23 @@ import Testing
             }
         }
         #expect(Set(names).isSuperset(of: ["meta", "r.Product", "u.Product", "e.Product", "i.Product.price"]))
+
+        // LMDB's own tool reads it too (`make test` installs lmdb-utils).
+        let tool = ["/usr/bin/mdb_stat", "/usr/local/bin/mdb_stat", "/opt/homebrew/bin/mdb_stat"]
+            .first { FileManager.default.isExecutableFile(atPath: $0) }
+        let path = try #require(tool, "mdb_stat is not installed (lmdb-utils)")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = ["-a", storage.core.directory.path]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        for name in ["meta", "r.Product", "u.Product", "e.Product", "i.Product.category"] {
+            #expect(output.contains("Status of \(name)"))
+        }
     }
 
     @Test func loggerReceivesOperationDurations() async throws {

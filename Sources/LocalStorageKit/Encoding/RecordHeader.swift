@@ -98,8 +98,16 @@ struct RecordView {
     let headerLength: Int
     let format: PayloadFormat
 
-    /// Validates the header of `bytes`; throws `decodingFailed` for anything that is not a record.
+    /// Validates the header of `bytes`, index values included; throws `decodingFailed` for anything that
+    /// is not a record. Write paths use this one, so a header they copy is whole.
     init(_ bytes: UnsafeRawBufferPointer) throws(LocalStorageError) {
+        try self.init(fixedPartOf: bytes)
+        try validateIndexValues()
+    }
+
+    /// Validates only the fixed part, for reads that decode the payload or look up one index value
+    /// (``forEachIndexValue(_:)`` checks every length as it goes).
+    init(fixedPartOf bytes: UnsafeRawBufferPointer) throws(LocalStorageError) {
         guard bytes.count >= RecordHeader.fixedLength, bytes[0] == RecordHeader.magic else {
             throw .decodingFailed(reason: "the stored bytes are not a LocalStorageKit record")
         }
@@ -113,7 +121,6 @@ struct RecordView {
         self.bytes = bytes
         self.headerLength = length
         self.format = format
-        try validateIndexValues()
     }
 
     @inline(__always)
@@ -158,17 +165,22 @@ struct RecordView {
     private static var damaged: LocalStorageError { .decodingFailed(reason: "the record header is damaged") }
 
     /// Calls `body` with each stored index value (name bytes, kind, value bytes) until it returns false.
+    /// Stops at the first entry that does not fit in the header (a damaged header never reads out of
+    /// bounds).
     func forEachIndexValue(
         _ body: (UnsafeRawBufferPointer, IndexKind, UnsafeRawBufferPointer) throws -> Bool
     ) rethrows {
         var offset = RecordHeader.fixedLength
         for _ in 0..<indexValueCount {
+            guard offset < headerLength else { return }
             let nameLength = Int(bytes[offset])
+            guard offset + 1 + nameLength + 3 <= headerLength,
+                  let kind = IndexKind(rawValue: bytes[offset + 1 + nameLength]) else { return }
             let name = UnsafeRawBufferPointer(rebasing: bytes[(offset + 1)..<(offset + 1 + nameLength)])
             offset += 1 + nameLength
-            let kind = IndexKind(rawValue: bytes[offset]) ?? .string
             let valueLength = Int(load(offset + 1, as: UInt16.self))
             offset += 3
+            guard offset + valueLength <= headerLength else { return }
             let value = UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + valueLength)])
             offset += valueLength
             if try !body(name, kind, value) { return }

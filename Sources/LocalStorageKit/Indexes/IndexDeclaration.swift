@@ -55,4 +55,25 @@ extension LocalStorable {
         guard let indexed = self as? any LocalStorageIndexed else { return [] }
         return indexed.storedIndexValues
     }
+
+    /// A function computing index values with the declaration read once: for batches, where asking
+    /// `storageIndexes` (and casting to find it) per value costs more than the values themselves.
+    static func indexValueComputer() -> (Self) -> [StoredIndexValue] {
+        guard let indexed = Self.self as? any LocalStorageIndexed.Type else { return { _ in [] } }
+        return indexed.erasedIndexValueComputer() as? (Self) -> [StoredIndexValue] ?? { $0.indexValuesForStorage }
+    }
+}
+
+extension LocalStorageIndexed {
+    /// ``LocalStorable/indexValueComputer()`` for this type, type-erased so it can leave the existential.
+    static func erasedIndexValueComputer() -> Any {
+        let indexes = storageIndexes
+        let compute: (Self) -> [StoredIndexValue] = { value in
+            indexes.compactMap { index in
+                guard let indexValue = index.extract(value), let bytes = indexValue.storedBytes else { return nil }
+                return StoredIndexValue(name: index.name, kind: index.kind, bytes: bytes)
+            }
+        }
+        return compute
+    }
 }

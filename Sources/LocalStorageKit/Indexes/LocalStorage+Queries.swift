@@ -25,7 +25,7 @@ extension LocalStorage {
             }
             try await migrateIfPending(T.self, schema: schema)
             let now = Clock.now()
-            let session = makeDecodeSession()
+            let session = makeDecodeSession(for: schema)
             let (items, expired) = try core.environment.read { txn in
                 let executor = try QueryExecutor(schema: schema, plan: plan, txn: txn, now: now)
                 let items = try executor.orderedIDs(options: options).compactMap { key in
@@ -76,7 +76,7 @@ extension LocalStorage {
             let options = FetchOptions(limit: overflow ? 0 : pageSize, offset: overflow ? 0 : offset)
             try await migrateIfPending(T.self, schema: schema)
             let now = Clock.now()
-            let session = makeDecodeSession()
+            let session = makeDecodeSession(for: schema)
             let result = try core.environment.read { txn in
                 let executor = try QueryExecutor(schema: schema, plan: plan, txn: txn, now: now)
                 let total = try executor.count()

@@ -11,7 +11,7 @@ import CLMDB
 ///   checks each entry, and stops at offset + limit.
 /// `count` walks the cheapest index and reads headers only when a condition on another index (or a
 /// string value cut at the key budget) needs one. Nothing here decodes a payload.
-struct QueryExecutor {
+final class QueryExecutor {
     let schema: TypeSchema
     let plan: QueryPlan
     let txn: Transaction
@@ -83,7 +83,7 @@ struct QueryExecutor {
     /// The record header of `id`, or nil when the record is missing or damaged.
     func view(of id: UnsafeRawBufferPointer) throws -> RecordView? {
         guard let bytes = try txn.get(schema.records, key: id) else { return nil }
-        return try? RecordView(bytes)
+        return try? RecordView(fixedPartOf: bytes)
     }
 
     func isExpired(_ id: UnsafeRawBufferPointer) -> Bool {
@@ -144,12 +144,16 @@ struct QueryExecutor {
 
     /// The number of live records matching every condition. Decodes nothing.
     func count() throws -> Int {
+        if plan.constraints.count == 1, let only = plan.constraints.first, only.conditions.count == 1,
+           expired.isEmpty {
+            return try countByKeys(only, only.conditions[0])
+        }
         guard let (driving, condition, _) = try cheapestConstraint() else {
             if plan.constraints.isEmpty { return try RecordReader.count(schema: schema, now: now, txn: txn) }
             return 0
         }
         if plan.constraints.count == 1 && expired.isEmpty {
-            return try countByDistinctKeys(driving, condition.intervals)
+            return try countByKeys(driving, condition)
         }
         var total = 0
         try walk(driving.index.dbi, condition.intervals, descending: false) { key, id in
@@ -160,27 +164,81 @@ struct QueryExecutor {
     }
 
     /// Counts a query whose conditions are all on one index (and nothing has expired) from the keys
-    /// alone: one step per distinct value, adding its number of duplicates (`mdb_cursor_count`).
-    /// Keys cut at the string budget are checked one record at a time.
-    private func countByDistinctKeys(_ driving: QueryPlan.Constraint, _ intervals: [KeyInterval]) throws -> Int {
+    /// alone. Equality walks one step per value and adds its number of duplicates (`mdb_cursor_count`);
+    /// ranges and prefixes take one cursor step per entry and evaluate the conditions once per distinct
+    /// key. Keys cut at the string budget are checked one record at a time.
+    private func countByKeys(_ driving: QueryPlan.Constraint, _ generator: CompiledCondition) throws -> Int {
+        if driving.conditions.count == 1,
+           case .range(let lower, let lowerInclusive, let upper, let upperInclusive) = generator.test {
+            return try countRange(driving, lower: lower?.key ?? IndexKeys.firstValue,
+                                  excludingLower: lower != nil && !lowerInclusive,
+                                  upper: upper?.key, upperInclusive: upperInclusive)
+        }
         var total = 0
+        let kind = driving.index.kind
+        let conditions = driving.conditions
+        let isPoints: Bool
+        if case .points = generator.test { isPoints = true } else { isPoints = false }
         try txn.withCursor(driving.index.dbi) { cursor in
-            for interval in intervals {
+            for interval in generator.intervals {
                 var entry = try cursor.seek(atLeast: interval.lower)
+                var previous: (key: UnsafeRawBufferPointer, matched: Bool)?
                 while let current = entry {
-                    if let upper = interval.upper, OrderedKey.compare(current.key, upper) > 0 { break }
-                    if let prefix = interval.prefix, !current.key.starts(with: prefix) { break }
-                    if IndexKeys.isCut(current.key, kind: driving.index.kind) {
-                        let matches = try check(key: current.key, id: current.value, driving: driving).matches
-                        total += matches ? 1 : 0
+                    if let last = previous, ByteOrder.equal(current.key, last.key) {
+                        total += last.matched ? 1 : 0
                         entry = try cursor.move(MDB_NEXT)
                         continue
                     }
-                    if !current.key.elementsEqual(IndexKeys.missing),
-                       driving.conditions.allSatisfy({ $0.matches(key: current.key) }) {
-                        total += try cursor.duplicateCount()
+                    if let upper = interval.upper, OrderedKey.compare(current.key, upper) > 0 { break }
+                    if let prefix = interval.prefix, !current.key.starts(with: prefix) { break }
+                    if IndexKeys.isCut(current.key, kind: kind) {
+                        previous = nil
+                        total += try check(key: current.key, id: current.value, driving: driving).matches ? 1 : 0
+                        entry = try cursor.move(MDB_NEXT)
+                        continue
                     }
-                    entry = try cursor.move(MDB_NEXT_NODUP)
+                    let matched = !current.key.elementsEqual(IndexKeys.missing)
+                        && conditions.allSatisfy { $0.matches(key: current.key) }
+                    if isPoints {
+                        total += matched ? try cursor.duplicateCount() : 0
+                        entry = try cursor.move(MDB_NEXT_NODUP)
+                    } else {
+                        total += matched ? 1 : 0
+                        previous = (current.key, matched)
+                        entry = try cursor.move(MDB_NEXT)
+                    }
+                }
+            }
+        }
+        return total
+    }
+
+    /// Counts the entries of one range: one cursor step and at most two memcmp per entry. The walk
+    /// starts at the lower bound, so only an excluded lower bound and the upper bound need checks.
+    private func countRange(_ driving: QueryPlan.Constraint, lower: [UInt8], excludingLower: Bool,
+                            upper: [UInt8]?, upperInclusive: Bool) throws -> Int {
+        let isString = driving.index.kind == .string
+        var total = 0
+        try txn.withCursor(driving.index.dbi) { cursor in
+            guard var entry = try cursor.seek(atLeast: lower) else { return }
+            try lower.withUnsafeBytes { low in
+                try (upper ?? []).withUnsafeBytes { high in
+                    let hasUpper = upper != nil
+                    while true {
+                        let key = entry.key
+                        let isCut = isString && key.count >= 2 && key[key.count - 2] == 0 && key[key.count - 1] == 2
+                        if hasUpper {
+                            let order = ByteOrder.compare(key, high)
+                            if order > 0 || (order == 0 && !upperInclusive && !isCut) { return }
+                        }
+                        if isCut {
+                            total += try check(key: key, id: entry.value, driving: driving).matches ? 1 : 0
+                        } else if !(excludingLower && ByteOrder.equal(key, low)) {
+                            total += 1
+                        }
+                        guard let next = try cursor.move(MDB_NEXT) else { return }
+                        entry = next
+                    }
                 }
             }
         }
@@ -193,7 +251,9 @@ struct QueryExecutor {
     func orderedIDs(options: FetchOptions) throws -> [[UInt8]] {
         let end = options.end
         guard end > options.offset else { return [] }
-        if let cheapest = try cheapestConstraint(), cheapest.estimate < QueryExecutor.estimateCap,
+        let allOnSortIndex = plan.sortIndex.map { sort in plan.constraints.allSatisfy { $0.index.name == sort.name } }
+        if allOnSortIndex != true, let cheapest = try cheapestConstraint(),
+           cheapest.estimate < QueryExecutor.estimateCap,
            !(plan.sortIndex?.name == cheapest.constraint.index.name) {
             return try collectAndSort(driving: cheapest.constraint, condition: cheapest.condition, options: options)
         }
@@ -220,7 +280,7 @@ struct QueryExecutor {
             try txn.withCursor(schema.records) { cursor in
                 var entry = try cursor.move(MDB_FIRST)
                 while let current = entry {
-                    if let view = try? RecordView(current.value), !view.isExpired(at: now), matches(view) {
+                    if let view = try? RecordView(fixedPartOf: current.value), !view.isExpired(at: now), matches(view) {
                         if !accept(current.key) { break }
                     }
                     entry = try cursor.move(MDB_NEXT)
@@ -240,6 +300,7 @@ struct QueryExecutor {
     }
 
     private func cheapestCondition(of constraint: QueryPlan.Constraint) throws -> CompiledCondition? {
+        if constraint.conditions.count == 1 { return constraint.conditions.first }
         var best: (CompiledCondition, Int)?
         for condition in constraint.conditions {
             var seen = 0

@@ -132,22 +132,28 @@ final class Environment: @unchecked Sendable {
     func read<R>(_ body: (Transaction) throws -> R) throws -> R {
         try checkProcess()
         while true {
-            let outcome: ReadOutcome<R> = try gate.withShared {
-                let txn: OpaquePointer
-                do {
-                    txn = try takeReadTransaction()
-                } catch let error as LMDBError where error.isMapResized {
-                    return .resized
-                }
-                defer { returnReadTransaction(txn) }
-                return .done(try body(Transaction(handle: txn, isReadOnly: true)))
+            // Plain control flow, no generic result enum: that cost a metadata lookup per read.
+            gate.lockShared()
+            let txn: OpaquePointer
+            do {
+                txn = try takeReadTransaction()
+            } catch let error as LMDBError where error.isMapResized {
+                gate.unlockShared()
+                try adoptMapSize()
+                continue
+            } catch {
+                gate.unlockShared()
+                throw error
             }
-            switch outcome {
-            case .done(let value): return value
-            case .resized: try adoptMapSize()
+            defer {
+                returnReadTransaction(txn)
+                gate.unlockShared()
             }
+            return try body(Transaction(handle: txn, isReadOnly: true))
         }
     }
+
+
 
     private enum ReadOutcome<R> {
         case done(R)
@@ -211,22 +217,6 @@ final class Environment: @unchecked Sendable {
             case .resized: try adoptMapSize()
             }
         }
-    }
-
-    /// Runs `body` in a nested transaction of `parent`: its writes vanish if it throws.
-    func nested<R>(in parent: Transaction, _ body: (Transaction) throws -> R) throws -> R {
-        var raw: OpaquePointer?
-        try check(mdb_txn_begin(handle, parent.handle, 0, &raw), "mdb_txn_begin")
-        guard let txn = raw else { throw LMDBError(code: EINVAL, call: "mdb_txn_begin", caller: #function) }
-        let value: R
-        do {
-            value = try body(Transaction(handle: txn, isReadOnly: false))
-        } catch {
-            mdb_txn_abort(txn)
-            throw error
-        }
-        try check(mdb_txn_commit(txn), "mdb_txn_commit")
-        return value
     }
 
     // MARK: - Map size

@@ -39,6 +39,14 @@ final class ResizeGate: @unchecked Sendable {
         return try body()
     }
 
+    /// Takes the gate shared; pair with ``unlockShared()``.
+    @inline(__always)
+    func lockShared() { pthread_rwlock_rdlock(lock) }
+
+    /// Releases a shared hold taken with ``lockShared()``.
+    @inline(__always)
+    func unlockShared() { pthread_rwlock_unlock(lock) }
+
     /// Runs `body` while no other transaction of this process is open.
     func withExclusive<R>(_ body: () throws -> R) rethrows -> R {
         pthread_rwlock_wrlock(lock)

@@ -104,8 +104,9 @@ extension LocalStorage {
     }
 
     /// A decode session for one read: counts decodes and collects records migrated on the way.
-    func makeDecodeSession() -> DecodeSession {
-        DecodeSession(counter: core.decodes, format: core.configuration.codec.format, logger: core.logger)
+    func makeDecodeSession(for schema: TypeSchema) -> DecodeSession {
+        DecodeSession(counter: core.decodes, format: core.configuration.codec.format, logger: core.logger,
+                      currentVersion: schema.version)
     }
 
     /// Stores the records a read migrated, so each migrates once. A failure is logged, not thrown:

@@ -12,7 +12,7 @@ extension LocalStorage {
     public func save<T: LocalStorable>(_ value: T, expiration: CacheExpiration = .never) async throws {
         try await operation("save") {
             let schema = try await core.schema(for: T.self)
-            let record = try prepare(value)
+            let record = try prepare(value, schema: schema)
             try await core.writer.perform { context in
                 try RecordWriter.put(record, expiresAt: expiration.expiresAt(now: context.now), schema: schema,
                                      context: context)
@@ -28,31 +28,28 @@ extension LocalStorage {
     ) async throws where S.Element == T {
         try await operation("save(contentsOf:)") {
             let schema = try await core.schema(for: T.self)
-            let records = try values.map { try prepare($0) }
+            let indexValues = T.indexValueComputer()
+            let records = try values.map { try prepare($0, schema: schema, indexValues: indexValues) }
             guard !records.isEmpty else { return }
-            // Applying puts in key order fills pages better and is several times faster; the stable
-            // sort keeps the last write to a repeated id last.
-            let ordered = records.enumerated().sorted {
-                $0.element.key.lexicographicallyPrecedes($1.element.key)
-                    || ($0.element.key == $1.element.key && $0.offset < $1.offset)
-            }.map(\.element)
+            // Applying puts in key order fills pages better and is several times faster; a repeated id
+            // keeps its last value.
+            let ordered = RecordWriter.sortedByKey(records)
             try await core.writer.perform { context in
                 let expiresAt = expiration.expiresAt(now: context.now)
-                for record in ordered {
-                    try RecordWriter.put(record, expiresAt: expiresAt, schema: schema, context: context)
-                }
+                try RecordWriter.putAll(ordered, expiresAt: expiresAt, schema: schema, context: context)
             }
         }
     }
 
     /// Encodes a value and its index values for the writer.
-    func prepare<T: LocalStorable>(_ value: T) throws -> PreparedRecord {
+    func prepare<T: LocalStorable>(_ value: T, schema: TypeSchema,
+                                   indexValues: ((T) -> [StoredIndexValue])? = nil) throws -> PreparedRecord {
         let id = value.storageID
         let key = try RecordWriter.key(for: id)
         let format = core.configuration.codec.format
         return PreparedRecord(id: id, key: key, payload: try PayloadCodec.encode(value, as: format),
-                              format: format, version: T.storageVersion, indexValues: value.indexValuesForStorage,
-                              value: value)
+                              format: format, version: schema.version,
+                              indexValues: indexValues?(value) ?? value.indexValuesForStorage, value: value)
     }
 
     // MARK: - Reading
@@ -63,18 +60,26 @@ extension LocalStorage {
     public func fetch<T: LocalStorable>(_ type: T.Type, id: String) async throws -> T? {
         try await operation("fetch") {
             let schema = try await core.schema(for: T.self)
-            let key = try RecordWriter.key(for: id)
             let now = Clock.now()
-            let session = makeDecodeSession()
-            let (value, expired): (T?, Bool) = try core.environment.read { txn in
-                guard let bytes = try txn.get(schema.records, key: key) else { return (nil, false) }
-                let view = try RecordDecoding.view(of: bytes, T.self, id: id)
-                if view.isExpired(at: now) { return (nil, true) }
-                return (try RecordDecoding.decode(T.self, view: view, id: id, session: session), false)
+            let session = makeDecodeSession(for: schema)
+            var expired = false
+            var utf8 = id
+            // The id's own UTF-8 is the key: no copy on the hot path.
+            let value: T? = try utf8.withUTF8 { key in
+                try RecordWriter.validate(keyLength: key.count)
+                return try core.environment.read { txn in
+                    guard let bytes = try txn.get(schema.records, key: UnsafeRawBufferPointer(key)) else { return nil }
+                    let view = try RecordDecoding.view(of: bytes, T.self, id: id, fixedPartOnly: true)
+                    if view.isExpired(at: now) {
+                        expired = true
+                        return nil
+                    }
+                    return try RecordDecoding.decode(T.self, view: view, id: id, session: session)
+                }
             }
             await writeBack(session, schema: schema)
             if expired && core.configuration.autoPurgeExpiredOnRead {
-                try await purge(keys: [key], schema: schema)
+                try await purge(keys: [Array(id.utf8)], schema: schema)
             }
             return value
         }
@@ -88,7 +93,7 @@ extension LocalStorage {
             let options = try options.validated()
             let schema = try await core.schema(for: T.self)
             let now = Clock.now()
-            let session = makeDecodeSession()
+            let session = makeDecodeSession(for: schema)
             let (items, expired) = try core.environment.read { txn in
                 try RecordReader.list(T.self, schema: schema, options: options, now: now, txn: txn, session: session)
             }
@@ -121,7 +126,7 @@ extension LocalStorage {
             let now = Clock.now()
             return try core.environment.read { txn -> StorageMetadata? in
                 guard let bytes = try txn.get(schema.records, key: key) else { return nil }
-                let view = try RecordDecoding.view(of: bytes, T.self, id: id)
+                let view = try RecordDecoding.view(of: bytes, T.self, id: id, fixedPartOnly: true)
                 return StorageMetadata(
                     createdAt: Clock.date(fromNanoseconds: view.createdAt),
                     updatedAt: Clock.date(fromNanoseconds: view.updatedAt),

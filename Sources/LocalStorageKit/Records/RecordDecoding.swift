@@ -10,7 +10,7 @@ enum RecordDecoding {
     static func decode<T: LocalStorable>(_ type: T.Type, view: RecordView, id: String,
                                          session: DecodeSession? = nil) throws -> T {
         session?.counter?.increment()
-        let current = T.storageVersion
+        let current = session?.currentVersion ?? T.storageVersion
         if view.version < current, let versioned = T.self as? any LocalStorageVersioned.Type {
             let value = try migrate(T.self, view: view, id: id, to: current, steps: versioned.migrations)
             session?.noteUpgrade(of: value, view: view, id: id)
@@ -24,10 +24,10 @@ enum RecordDecoding {
     }
 
     /// Validates a stored record's header; a damaged one is a `decodingFailed` naming the type and id.
-    static func view<T>(of bytes: UnsafeRawBufferPointer, _ type: T.Type, id: String)
+    static func view<T>(of bytes: UnsafeRawBufferPointer, _ type: T.Type, id: String, fixedPartOnly: Bool = false)
         throws(LocalStorageError) -> RecordView {
         do {
-            return try RecordView(bytes)
+            return try fixedPartOnly ? RecordView(fixedPartOf: bytes) : RecordView(bytes)
         } catch {
             guard case .decodingFailed(let reason) = error else { throw error }
             throw .decodingFailed(reason: "\(T.self) \"\(id)\": \(reason)")
@@ -108,12 +108,16 @@ final class DecodeSession {
     let counter: DecodeCounter?
     let format: PayloadFormat
     let logger: (any StorageLogger)?
+    /// The version the decoded type writes, when the caller knows it (saves a conformance lookup).
+    let currentVersion: Int?
     private(set) var upgrades: [RecordUpgrade] = []
 
-    init(counter: DecodeCounter?, format: PayloadFormat, logger: (any StorageLogger)? = nil) {
+    init(counter: DecodeCounter?, format: PayloadFormat, logger: (any StorageLogger)? = nil,
+         currentVersion: Int? = nil) {
         self.counter = counter
         self.format = format
         self.logger = logger
+        self.currentVersion = currentVersion
     }
 
     /// Decodes one row of a listing or query. A damaged row (header or payload that does not decode, or
@@ -123,8 +127,8 @@ final class DecodeSession {
         throws -> T? {
         let id = String(decoding: id, as: UTF8.self)
         do {
-            return try RecordDecoding.decode(T.self, view: try RecordDecoding.view(of: bytes, T.self, id: id), id: id,
-                                             session: self)
+            let view = try RecordDecoding.view(of: bytes, T.self, id: id, fixedPartOnly: true)
+            return try RecordDecoding.decode(T.self, view: view, id: id, session: self)
         } catch let error as LocalStorageError {
             logger?.log(level: .error, message: "Skipped a record that does not decode",
                         metadata: ["type": T.storageName, "id": id, "error": "\(error)"])

@@ -40,7 +40,7 @@ enum RecordReader {
             try txn.withCursor(schema.records) { cursor in
                 var entry = try cursor.move(MDB_FIRST)
                 while let current = entry, position < end {
-                    let view = try? RecordView(current.value)
+                    let view = try? RecordView(fixedPartOf: current.value)
                     if let view, view.isExpired(at: now) {
                         expiredMet.append(Array(current.key))
                     } else {

@@ -75,6 +75,7 @@ final class StoreCore: Sendable {
     /// The open databases of `T`, registering the type (and re-indexing stale records) on first use.
     func schema<T: LocalStorable>(for type: T.Type) async throws -> TypeSchema {
         let key = ObjectIdentifier(type)
+        if let schema = schemas.withLock({ $0.ready[key] }) { return schema }
         let registration = schemas.withLock { state -> Registration in
             if let schema = state.ready[key] { return .ready(schema) }
             if let task = state.pending[key] { return .pending(task) }

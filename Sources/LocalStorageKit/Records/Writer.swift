@@ -4,8 +4,10 @@ import Synchronization
 /// The one thread that writes: it drains every queued request into one transaction (group commit),
 /// commits, publishes the changes, then resumes each caller.
 ///
-/// Each request runs in a nested transaction, so a request that throws (say `notFound` in an
-/// `update`) fails alone while the rest of its batch commits. `MDB_MAP_FULL` aborts the batch, grows
+/// A request that throws (say `notFound` in an `update`) fails alone: the batch's transaction is
+/// aborted and replayed without it, so nothing it wrote survives and the rest still commit together.
+/// (Nested transactions would do the same, but LMDB sizes each one by `maxdbs`, which made every
+/// grouped save several times dearer.) `MDB_MAP_FULL` aborts the batch, grows
 /// the map while no transaction of this process is open, and replays it; at the size limit each
 /// request is retried alone so that only the ones that do not fit fail with `storageFull`.
 final class Writer: @unchecked Sendable {
@@ -19,11 +21,23 @@ final class Writer: @unchecked Sendable {
         let environment: Environment
         fileprivate var changes: [PublishedChange] = []
         fileprivate var afterCommit: [() -> Void] = []
+        private let hub: ObserverHub
+        private var observed: [String: Bool] = [:]
 
-        fileprivate init(txn: Transaction, now: Int64, environment: Environment) {
+        fileprivate init(txn: Transaction, now: Int64, environment: Environment, hub: ObserverHub) {
             self.txn = txn
             self.now = now
             self.environment = environment
+            self.hub = hub
+        }
+
+        /// Whether anyone observes `typeName` (asked once per transaction): writers skip building
+        /// changes nobody will read.
+        func isObserved(_ typeName: String) -> Bool {
+            if let known = observed[typeName] { return known }
+            let answer = hub.hasSubscribers(typeName)
+            observed[typeName] = answer
+            return answer
         }
 
         /// Records a change to publish after the commit.
@@ -203,43 +217,32 @@ final class Writer: @unchecked Sendable {
 
     /// Commits `requests` together, growing the map and replaying on `MDB_MAP_FULL`.
     private func commit(_ requests: [((Context) throws -> Void, (Error?) -> Void)]) {
-        while true {
+        var pending = requests
+        while !pending.isEmpty {
             do {
                 let now = nextTimestamp()
-                let (outcomes, context) = try countedWrite { txn in
-                    let context = Context(txn: txn, now: now, environment: environment)
-                    var outcomes: [Error?] = []
-                    outcomes.reserveCapacity(requests.count)
-                    for (body, _) in requests {
-                        let changeMark = context.changes.count
-                        let hookMark = context.afterCommit.count
+                let context = try countedWrite { txn in
+                    let context = Context(txn: txn, now: now, environment: environment, hub: hub)
+                    for (position, (body, _)) in pending.enumerated() {
                         do {
-                            if requests.count == 1 {
-                                try body(context)
-                            } else {
-                                try environment.nested(in: txn) { child in
-                                    context.txn = child
-                                    defer { context.txn = txn }
-                                    try body(context)
-                                }
-                            }
-                            outcomes.append(nil)
+                            try body(context)
                         } catch let error as LMDBError where error.isMapFull {
                             throw error
                         } catch {
-                            context.changes.removeSubrange(changeMark...)
-                            context.afterCommit.removeSubrange(hookMark...)
-                            outcomes.append(error)
+                            throw RequestFailure(position: position, error: error)
                         }
                     }
-                    return (outcomes, context)
+                    return context
                 }
                 for hook in context.afterCommit { hook() }
                 hub.publish(context.changes)
-                for ((_, finish), outcome) in zip(requests, outcomes) {
-                    finish(outcome.map(LocalStorageError.wrapping))
-                }
+                for (_, finish) in pending { finish(nil) }
                 return
+            } catch let failure as RequestFailure {
+                // The transaction is aborted, so the failed request left nothing behind; the others
+                // replay without it. Requests are closures over prepared values, so replaying is safe.
+                pending[failure.position].1(LocalStorageError.wrapping(failure.error))
+                pending.remove(at: failure.position)
             } catch let error as LMDBError where error.isMapFull {
                 do {
                     if try environment.growMap() {
@@ -248,23 +251,24 @@ final class Writer: @unchecked Sendable {
                         continue
                     }
                 } catch {
-                    requests.forEach { $0.1(LocalStorageError.wrapping(error)) }
+                    pending.forEach { $0.1(LocalStorageError.wrapping(error)) }
                     return
                 }
-                if requests.count > 1 {
-                    for request in requests { commit([request]) }
+                if pending.count > 1 {
+                    for request in pending { commit([request]) }
                 } else {
-                    requests.forEach { $0.1(LocalStorageError.storageFull) }
+                    pending.forEach { $0.1(LocalStorageError.storageFull) }
                 }
                 return
             } catch {
                 let wrapped = LocalStorageError.wrapping(error)
                 logger?.log(level: .error, message: "A write batch failed", metadata: ["error": "\(wrapped)"])
-                requests.forEach { $0.1(wrapped) }
+                pending.forEach { $0.1(wrapped) }
                 return
             }
         }
     }
+
 
     /// Commits one transaction from inside an exclusive request, growing the map on `MDB_MAP_FULL`.
     /// Changes published by `body` reach observers after the commit.
@@ -273,7 +277,7 @@ final class Writer: @unchecked Sendable {
             do {
                 let now = nextTimestamp()
                 let (value, context) = try countedWrite { txn in
-                    let context = Context(txn: txn, now: now, environment: environment)
+                    let context = Context(txn: txn, now: now, environment: environment, hub: hub)
                     return (try body(context), context)
                 }
                 for hook in context.afterCommit { hook() }
@@ -284,6 +288,12 @@ final class Writer: @unchecked Sendable {
             }
         }
     }
+}
+
+/// A request of a batch threw; the batch replays without it.
+private struct RequestFailure: Error {
+    let position: Int
+    let error: any Error
 }
 
 /// Carries a request's result from the writer thread to its continuation.

@@ -1,0 +1,43 @@
+/// Index entries (key, id) collected in one contiguous arena and sorted without reference counting,
+/// so a bulk save can add each database's entries in key order.
+struct EntryBatch {
+    private var arena: [UInt8] = []
+    private var entries: [(offset: Int, keyCount: Int, idCount: Int)] = []
+
+    init(capacity: Int) {
+        entries.reserveCapacity(capacity)
+        arena.reserveCapacity(capacity * 24)
+    }
+
+    mutating func append(key: [UInt8], id: [UInt8]) {
+        entries.append((arena.count, key.count, id.count))
+        arena.append(contentsOf: key)
+        arena.append(contentsOf: id)
+    }
+
+    /// Sorts by key, then id (memcmp order: the order LMDB keeps them in).
+    mutating func sort() {
+        arena.withUnsafeBytes { raw in
+            entries.sort { a, b in
+                let endA = a.offset + a.keyCount
+                let endB = b.offset + b.keyCount
+                let order = ByteOrder.compare(UnsafeRawBufferPointer(rebasing: raw[a.offset..<endA]),
+                                              UnsafeRawBufferPointer(rebasing: raw[b.offset..<endB]))
+                if order != 0 { return order < 0 }
+                return ByteOrder.compare(UnsafeRawBufferPointer(rebasing: raw[endA..<(endA + a.idCount)]),
+                                         UnsafeRawBufferPointer(rebasing: raw[endB..<(endB + b.idCount)])) < 0
+            }
+        }
+    }
+
+    /// Calls `body` with each (key, id) in the current order.
+    func forEach(_ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Void) rethrows {
+        try arena.withUnsafeBytes { raw in
+            for entry in entries {
+                let keyEnd = entry.offset + entry.keyCount
+                try body(UnsafeRawBufferPointer(rebasing: raw[entry.offset..<keyEnd]),
+                         UnsafeRawBufferPointer(rebasing: raw[keyEnd..<(keyEnd + entry.idCount)]))
+            }
+        }
+    }
+}
