@@ -304,26 +304,6 @@ import Testing
 /// The fixtures live inside the suite so that their names cannot clash with other test files.
 extension BinaryCodecTests {
 
-    /// A fixed-seed pseudo-random generator (SplitMix64), so every run tests the same values.
-    struct SplitMix64: RandomNumberGenerator {
-        /// The generator's state.
-        private var state: UInt64
-
-        /// Creates a generator with the given seed.
-        init(seed: UInt64) {
-            state = seed
-        }
-
-        /// Returns the next 64 random bits.
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var mixed = state
-            mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
-            return mixed ^ (mixed >> 31)
-        }
-    }
-
     /// The record of the performance targets.
     struct Product: Codable, Equatable {
         let id: String

@@ -112,12 +112,12 @@ struct ReferenceStore {
     static let scores: [Int?] = [nil, -3, -1, 0, 1, 2, 5, 40]
     static let weights: [Double?] = [nil, -1.5, 0, 0.5, 2, 3.25, 40]
 
-    static func randomItem(_ id: String, _ rng: inout SeededGenerator) -> Item {
+    static func randomItem(_ id: String, _ rng: inout SplitMix64) -> Item {
         Item(id: id, name: names.randomElement(using: &rng) ?? nil, score: scores.randomElement(using: &rng) ?? nil,
              weight: weights.randomElement(using: &rng) ?? nil, tag: tags.randomElement(using: &rng) ?? "red")
     }
 
-    static func randomFilter(_ rng: inout SeededGenerator) -> (StorageIndexFilter, String, ReferenceStore.Condition) {
+    static func randomFilter(_ rng: inout SplitMix64) -> (StorageIndexFilter, String, ReferenceStore.Condition) {
         let index = ["name", "score", "weight", "tag"].randomElement(using: &rng) ?? "name"
         let isString = index == "name" || index == "tag"
         let stringPool = (names.compactMap { $0 } + tags + ["b\u{0}b", "y", "ac"])
@@ -169,7 +169,7 @@ struct ReferenceStore {
     }
 
     @Test func randomQueriesMatchTheReferenceModel() async throws {
-        var rng = SeededGenerator(seed: 0x5EED)
+        var rng = SplitMix64(seed: 0x5EED)
         let storage = try LocalStorage(configuration: .inMemory)
         var model = ReferenceStore()
         let ids = (0..<900).map { "i\(String($0 * 7919 % 100_000, radix: 36))" }

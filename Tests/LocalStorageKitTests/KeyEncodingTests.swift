@@ -1,26 +1,6 @@
 import Testing
 @testable import LocalStorageKit
 
-/// A small deterministic pseudo-random generator (SplitMix64) so that property tests are reproducible.
-struct SplitMix64: RandomNumberGenerator {
-    /// The generator's running state.
-    private var state: UInt64
-
-    /// Creates a generator from a fixed seed.
-    init(seed: UInt64) {
-        state = seed
-    }
-
-    /// The next pseudo-random 64-bit value.
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// Tests of the order-preserving key encodings in ``OrderedKey`` and of ``NumericValue``.
 @Suite struct KeyEncodingTests {
     // MARK: - Helpers

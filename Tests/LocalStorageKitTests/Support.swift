@@ -70,8 +70,8 @@ struct Note: LocalStorable, Equatable {
     var text: String
 }
 
-/// SplitMix64: a small, seedable generator for reproducible random tests.
-struct SeededGenerator: RandomNumberGenerator {
+/// SplitMix64: a small, seedable generator, so every randomized test runs the same values.
+struct SplitMix64: RandomNumberGenerator {
     var state: UInt64
     init(seed: UInt64) { state = seed }
     mutating func next() -> UInt64 {

@@ -17,7 +17,7 @@ struct CrashSafetyTests {
     func killedSaverLosesNoAcknowledgedSave(durability: String) async throws {
         let rounds = environmentInteger("CRASH_ROUNDS", default: durability == "full" ? 6 : 2)
         let directory = temporaryDirectory()
-        var generator = SeededGenerator(seed: 0xC0FFEE &+ UInt64(durability.utf8.count))
+        var generator = SplitMix64(seed: 0xC0FFEE &+ UInt64(durability.utf8.count))
         var acknowledged = Set<String>()
         var lost = 0
         var unclean = 0

@@ -52,7 +52,7 @@ struct LoadTests {
                     tally.running.subtract(1, ordering: .relaxed)
                     done.leave()
                 }
-                var generator = SeededGenerator(seed: UInt64(reader))
+                var generator = SplitMix64(seed: UInt64(reader))
                 while !tally.stop.load(ordering: .relaxed) {
                     do {
                         let n = Int.random(in: 0..<2000, using: &generator)
