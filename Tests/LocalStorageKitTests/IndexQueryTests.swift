@@ -341,6 +341,22 @@ struct ReferenceStore {
         }
     }
 
+    @Test(arguments: [StorageIndexFilter.between("price", 10.0...300.0), .greaterThan("price", 100), .lessThan("price", 77.5)])
+    func rangePagesOnTheSortIndexAgreeWithFetchAndCount(filter: StorageIndexFilter) async throws {
+        let storage = try LocalStorage(configuration: .inMemory)
+        try await storage.save(contentsOf: (0..<700).map { Product.sample($0) })
+        let total = try await storage.count(Product.self, matching: [filter])
+        let all = try await storage.fetch(Product.self, matching: [filter], orderedBy: .ascending("price"))
+        #expect(all.count == total)
+        for number in 1...5 {
+            let page = try await storage.page(Product.self, matching: [filter], orderedBy: .ascending("price"),
+                                              page: number, pageSize: 40)
+            #expect(page.totalCount == total)
+            let start = min((number - 1) * 40, all.count)
+            #expect(page.items.map(\.id) == all[start..<min(start + 40, all.count)].map(\.id))
+        }
+    }
+
     @Test func pagesPastTheEndAndEmptyResults() async throws {
         let storage = try LocalStorage(configuration: .inMemory)
         try await storage.save(contentsOf: (0..<30).map { Product.sample($0) })

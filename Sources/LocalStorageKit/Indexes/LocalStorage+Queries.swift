@@ -79,8 +79,14 @@ extension LocalStorage {
             let session = makeDecodeSession(for: schema)
             let result = try core.environment.read { txn in
                 let executor = try QueryExecutor(schema: schema, plan: plan, txn: txn, now: now)
-                let total = try executor.count()
-                let ids = overflow || offset >= total ? [] : try executor.orderedIDs(options: options)
+                let total: Int
+                let ids: [[UInt8]]
+                if !overflow, let walked = try executor.pageInOneWalk(options: options) {
+                    (total, ids) = walked
+                } else {
+                    total = try executor.count()
+                    ids = overflow || offset >= total ? [] : try executor.orderedIDs(options: options)
+                }
                 let items = try ids.compactMap { key in
                     try decodeRow(T.self, key: key, executor: executor, session: session)
                 }

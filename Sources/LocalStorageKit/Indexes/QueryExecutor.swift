@@ -245,6 +245,45 @@ final class QueryExecutor {
         return total
     }
 
+    // MARK: - Pages
+
+    /// A page of a query whose one condition is a range on a number sort index, ascending, with nothing
+    /// expired: one walk counts the range and collects the page's ids on the way. Nil for any other
+    /// shape (the caller counts, then walks to the page).
+    func pageInOneWalk(options: FetchOptions) throws -> (total: Int, ids: [[UInt8]])? {
+        guard expired.isEmpty, !plan.isDescending, let sortIndex = plan.sortIndex, sortIndex.kind == .number,
+              plan.constraints.count == 1, let only = plan.constraints.first, only.index.name == sortIndex.name,
+              only.conditions.count == 1,
+              case .range(let lower, let lowerInclusive, let upper, let upperInclusive) = only.conditions[0].test
+        else { return nil }
+        let start = lower?.key ?? IndexKeys.firstValue
+        let excludingLower = lower != nil && !lowerInclusive
+        let end = options.end
+        var position = 0
+        var ids: [[UInt8]] = []
+        try txn.withCursor(sortIndex.dbi) { cursor in
+            guard var entry = try cursor.seek(atLeast: start) else { return }
+            try start.withUnsafeBytes { low in
+                try (upper?.key ?? []).withUnsafeBytes { high in
+                    let hasUpper = upper != nil
+                    while true {
+                        if hasUpper {
+                            let order = ByteOrder.compare(entry.key, high)
+                            if order > 0 || (order == 0 && !upperInclusive) { return }
+                        }
+                        if !(excludingLower && ByteOrder.equal(entry.key, low)) {
+                            if position >= options.offset && position < end { ids.append(Array(entry.value)) }
+                            position += 1
+                        }
+                        guard let next = try cursor.move(MDB_NEXT) else { return }
+                        entry = next
+                    }
+                }
+            }
+        }
+        return (position, ids)
+    }
+
     // MARK: - Rows
 
     /// The ids of the matching records at positions offset..<end in the query's order.
