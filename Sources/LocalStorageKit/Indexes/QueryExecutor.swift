@@ -125,19 +125,39 @@ final class QueryExecutor {
     /// The constraint with the fewest candidate keys (exact below the cap), and that number.
     func cheapestConstraint() throws -> (constraint: QueryPlan.Constraint, condition: CompiledCondition,
                                          estimate: Int)? {
-        var best: (QueryPlan.Constraint, CompiledCondition, Int)?
+        var best: (constraint: QueryPlan.Constraint, condition: CompiledCondition, estimate: Int)?
         for constraint in plan.constraints {
-            for condition in constraint.conditions {
-                let cap = min(QueryExecutor.estimateCap, best?.2 ?? Int.max)
-                var seen = 0
-                try walk(constraint.index.dbi, condition.intervals, descending: false) { _, _ in
-                    seen += 1
-                    return seen < cap
-                }
-                if best == nil || seen < (best?.2 ?? Int.max) { best = (constraint, condition, seen) }
-            }
+            guard let (condition, estimate) = try cheapestCondition(of: constraint, below: best?.estimate)
+            else { continue }
+            if best == nil || estimate < (best?.estimate ?? Int.max) { best = (constraint, condition, estimate) }
         }
         return best
+    }
+
+    /// The condition of `constraint` with the fewest candidate keys, counted up to the cap (or up to
+    /// `bound`, past which it cannot win anyway). A lone condition is not walked at all.
+    private func cheapestCondition(of constraint: QueryPlan.Constraint,
+                                   below bound: Int? = nil) throws -> (CompiledCondition, Int)? {
+        if constraint.conditions.count == 1, bound == nil, let only = constraint.conditions.first {
+            return (only, try estimate(constraint.index, only, cap: QueryExecutor.estimateCap))
+        }
+        var best: (CompiledCondition, Int)?
+        for condition in constraint.conditions {
+            let cap = min(QueryExecutor.estimateCap, best?.1 ?? bound ?? Int.max)
+            let seen = try estimate(constraint.index, condition, cap: cap)
+            if best == nil || seen < (best?.1 ?? Int.max) { best = (condition, seen) }
+        }
+        return best
+    }
+
+    /// The number of index entries a condition's intervals hold, counted up to `cap`.
+    private func estimate(_ index: TypeSchema.Index, _ condition: CompiledCondition, cap: Int) throws -> Int {
+        var seen = 0
+        try walk(index.dbi, condition.intervals, descending: false) { _, _ in
+            seen += 1
+            return seen < cap
+        }
+        return seen
     }
 
     // MARK: - Count
@@ -306,7 +326,8 @@ final class QueryExecutor {
         if let sortIndex = plan.sortIndex {
             let driving = plan.constraints.first { $0.index.name == sortIndex.name }
             let condition = try driving.flatMap { constraint in
-                try cheapestCondition(of: constraint)
+                constraint.conditions.count == 1
+                    ? constraint.conditions.first : try cheapestCondition(of: constraint)?.0
             }
             let intervals = condition?.intervals ?? [KeyInterval(lower: [], upper: nil, prefix: nil)]
             try walkSortedResolvingCuts(sortIndex, intervals) { key, id in
@@ -336,21 +357,6 @@ final class QueryExecutor {
             }
         }
         return ids
-    }
-
-    private func cheapestCondition(of constraint: QueryPlan.Constraint) throws -> CompiledCondition? {
-        if constraint.conditions.count == 1 { return constraint.conditions.first }
-        var best: (CompiledCondition, Int)?
-        for condition in constraint.conditions {
-            var seen = 0
-            let cap = min(QueryExecutor.estimateCap, best?.1 ?? Int.max)
-            try walk(constraint.index.dbi, condition.intervals, descending: false) { _, _ in
-                seen += 1
-                return seen < cap
-            }
-            if best == nil || seen < (best?.1 ?? Int.max) { best = (condition, seen) }
-        }
-        return best?.0
     }
 
     /// Walks the sort index in the query's direction. Keys cut at the string budget can tie while their

@@ -155,7 +155,7 @@ final class Environment: @unchecked Sendable {
 
 
 
-    private enum ReadOutcome<R> {
+    private enum TransactionOutcome<R> {
         case done(R)
         case resized
     }
@@ -196,7 +196,7 @@ final class Environment: @unchecked Sendable {
     func write<R>(_ body: (Transaction) throws -> R) throws -> R {
         try checkProcess()
         while true {
-            let outcome: ReadOutcome<R> = try gate.withShared {
+            let outcome: TransactionOutcome<R> = try gate.withShared {
                 var raw: OpaquePointer?
                 let code = mdb_txn_begin(handle, nil, 0, &raw)
                 if code == MDB_MAP_RESIZED { return .resized }
