@@ -5,16 +5,26 @@ enum RecordReader {
     /// The keys of records that expired by `now` but are not purged yet (walks only those).
     static func expiredKeys(schema: TypeSchema, now: Int64, txn: Transaction) throws -> Set<[UInt8]> {
         var keys = Set<[UInt8]>()
+        try forEachExpired(schema: schema, now: now, txn: txn) { _, key in
+            keys.insert(Array(key))
+            return true
+        }
+        return keys
+    }
+
+    /// Calls `body` with (expiry-time key, record key) for each entry of the expiry database that is due
+    /// by `now`, oldest first, until it returns false. Walks only what expired.
+    static func forEachExpired(schema: TypeSchema, now: Int64, txn: Transaction,
+                               _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool) throws {
         try txn.withCursor(schema.expiry) { cursor in
             var entry = try cursor.move(MDB_FIRST)
             while let current = entry, current.key.count == 8 {
                 let expiresAt = Int64(bitPattern: UInt64(bigEndian: current.key.loadUnaligned(as: UInt64.self)))
                 if expiresAt > now { break }
-                keys.insert(Array(current.value))
+                if try !body(current.key, current.value) { return }
                 entry = try cursor.move(MDB_NEXT)
             }
         }
-        return keys
     }
 
     /// The number of live records of a type: all entries minus the expired ones.

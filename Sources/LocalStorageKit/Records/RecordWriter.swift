@@ -165,15 +165,9 @@ enum RecordWriter {
     static func purgeExpired(schema: TypeSchema, now: Int64, limit: Int, context: Writer.Context) throws -> Int {
         let txn = context.txn
         var expired: [(time: [UInt8], key: [UInt8])] = []
-        try txn.withCursor(schema.expiry) { cursor in
-            var entry = try cursor.move(MDB_FIRST)
-            while let current = entry, expired.count < limit {
-                guard current.key.count == 8 else { break }
-                let expiresAt = Int64(bitPattern: UInt64(bigEndian: current.key.loadUnaligned(as: UInt64.self)))
-                if expiresAt > now { break }
-                expired.append((Array(current.key), Array(current.value)))
-                entry = try cursor.move(MDB_NEXT)
-            }
+        try RecordReader.forEachExpired(schema: schema, now: now, txn: txn) { time, key in
+            expired.append((Array(time), Array(key)))
+            return expired.count < limit
         }
         var purged = 0
         for (time, key) in expired {

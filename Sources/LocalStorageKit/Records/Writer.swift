@@ -121,25 +121,22 @@ final class Writer: @unchecked Sendable {
 
     /// Runs `body` in the next group commit and returns its result once that commit is durable.
     func perform<R: Sendable>(_ body: @escaping (Context) throws -> R) async throws -> R {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<R, Error>) in
-            let box = ResultBox<R>()
-            enqueue(.batched({ context in box.value = try body(context) }, finish: { error in
-                if let error {
-                    continuation.resume(throwing: error)
-                } else if let value = box.value {
-                    continuation.resume(returning: value)
-                } else {
-                    continuation.resume(throwing: LocalStorageError.storageError(code: -1, message: "no result"))
-                }
-            }))
-        }
+        try await submit { box, finish in .batched({ context in box.value = try body(context) }, finish: finish) }
     }
 
     /// Runs `body` alone on the writer thread; it may commit several transactions with ``transact(_:)``.
     func performExclusive<R: Sendable>(_ body: @escaping (Writer) throws -> R) async throws -> R {
+        try await submit { box, finish in .exclusive({ writer in box.value = try body(writer) }, finish: finish) }
+    }
+
+    /// Queues the work `make` builds and suspends until the writer finishes it: the work stores its
+    /// result in the box, and `finish` resumes the caller with that result or the error.
+    private func submit<R: Sendable>(
+        _ make: (ResultBox<R>, @escaping (Error?) -> Void) -> Work
+    ) async throws -> R {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<R, Error>) in
             let box = ResultBox<R>()
-            enqueue(.exclusive({ writer in box.value = try body(writer) }, finish: { error in
+            enqueue(make(box) { error in
                 if let error {
                     continuation.resume(throwing: error)
                 } else if let value = box.value {
@@ -147,7 +144,7 @@ final class Writer: @unchecked Sendable {
                 } else {
                     continuation.resume(throwing: LocalStorageError.storageError(code: -1, message: "no result"))
                 }
-            }))
+            })
         }
     }
 
