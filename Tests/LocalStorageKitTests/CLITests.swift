@@ -47,9 +47,9 @@ import Testing
 
     @Test func verifyReportsACorruptedRecordWhileOtherCommandsKeepWorking() async throws {
         let fixture = try await Fixture()
+        let schema = try await fixture.storage.core.schema(for: Product.self)
         try fixture.storage.core.environment.write { txn in
-            let records = try #require(try txn.openDatabase("r.Product", flags: 0, create: false))
-            try txn.put(records, key: Array("sku_3".utf8), value: [0xDE, 0xAD, 0xBE, 0xEF])
+            try txn.put(schema.records, key: Array("sku_3".utf8), value: [0xDE, 0xAD, 0xBE, 0xEF])
         }
         let verify = try fixture.run(["verify"])
         #expect(verify.status == 1)
@@ -80,10 +80,11 @@ import Testing
 
     @Test func verifyFindsMissingAndStrayIndexEntries() async throws {
         let fixture = try await Fixture()
+        let schema = try await fixture.storage.core.schema(for: Product.self)
+        let category = try #require(schema.index(named: "category")).dbi
+        let price = try #require(schema.index(named: "price")).dbi
         try fixture.storage.core.environment.write { txn in
-            let category = try #require(try txn.openDatabase("i.Product.category", flags: MDB_DUPSORT, create: false))
             try txn.delete(category, key: OrderedKey.encodeString("toys").bytes, value: Array("sku_2".utf8))
-            let price = try #require(try txn.openDatabase("i.Product.price", flags: MDB_DUPSORT, create: false))
             try txn.put(price, key: try #require(OrderedKey.encodeNumber(.int(7))), value: Array("ghost".utf8))
         }
         let report = try fixture.maintenanceReport()
@@ -201,9 +202,9 @@ import Testing
             try await storage.save(Note(id: "n1", text: "fine"))
             let header = RecordHeader(format: .json, version: 1, createdAt: 1, updatedAt: 2, expiresAt: 0,
                                       signature: IndexDeclaration.none.signature, indexValues: [])
+            let schema = try await storage.core.schema(for: Note.self)
             try storage.core.environment.write { txn in
-                let records = try #require(try txn.openDatabase("r.Note", flags: 0, create: false))
-                let updated = try #require(try txn.openDatabase("u.Note", flags: MDB_DUPSORT, create: false))
+                let (records, updated) = (schema.records, schema.updated)
                 try txn.put(records, key: Array("bad".utf8), value: try header.serialized(payload: Array("{no".utf8)))
                 try txn.put(updated, key: RecordWriter.timeKey(2), value: Array("bad".utf8))
             }

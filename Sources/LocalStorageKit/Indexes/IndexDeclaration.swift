@@ -28,6 +28,43 @@ struct IndexDeclaration: Sendable, Equatable, Codable {
         return hash
     }
 
+    /// The most indexes one type may declare.
+    static let maxIndexes = 64
+    /// The longest storage name, in bytes of UTF-8 (its `meta` key must fit LMDB's 511-byte limit).
+    static let maxTypeNameBytes = 500
+    /// The longest index name, in bytes of UTF-8 (record headers store its length in one byte).
+    static let maxIndexNameBytes = 255
+
+    /// Checks a type's storage name and this declaration.
+    ///
+    /// - Parameter type: The Swift type's name, named in the error.
+    /// - Throws: `invalidDeclaration` naming the type and the problem.
+    func validate(storageName: String, type: String) throws(LocalStorageError) {
+        let subject = "\(type) (storageName \"\(storageName)\")"
+        if storageName.isEmpty { throw .invalidDeclaration("\(type): storageName must not be empty") }
+        let nameBytes = storageName.utf8.count
+        if nameBytes > IndexDeclaration.maxTypeNameBytes {
+            throw .invalidDeclaration("\(type): storageName has \(nameBytes) bytes of UTF-8; at most "
+                                      + "\(IndexDeclaration.maxTypeNameBytes) are allowed")
+        }
+        if entries.count > IndexDeclaration.maxIndexes {
+            throw .invalidDeclaration("\(subject) declares \(entries.count) indexes; at most "
+                                      + "\(IndexDeclaration.maxIndexes) are allowed")
+        }
+        var seen: Set<String> = []
+        for entry in entries {
+            if entry.name.isEmpty { throw .invalidDeclaration("\(subject) declares an index with an empty name") }
+            let bytes = entry.name.utf8.count
+            if bytes > IndexDeclaration.maxIndexNameBytes {
+                throw .invalidDeclaration("\(subject): index name \"\(entry.name.prefix(40))…\" has \(bytes) bytes "
+                                          + "of UTF-8; at most \(IndexDeclaration.maxIndexNameBytes) are allowed")
+            }
+            if !seen.insert(entry.name).inserted {
+                throw .invalidDeclaration("\(subject) declares two indexes named \"\(entry.name)\"")
+            }
+        }
+    }
+
     /// The declaration of `T`'s indexes (empty for types that declare none).
     static func of<T: LocalStorable>(_ type: T.Type) -> IndexDeclaration {
         guard let indexed = type as? any LocalStorageIndexed.Type else { return .none }

@@ -26,7 +26,7 @@ extension LocalStorage {
             try await migrateIfPending(T.self, schema: schema)
             let now = Clock.now()
             let session = makeDecodeSession(for: schema)
-            let (items, expired) = try core.environment.read { txn in
+            let (items, expired) = try await readIndexed(T.self, schema: schema) { txn in
                 let executor = try QueryExecutor(schema: schema, plan: plan, txn: txn, now: now)
                 let items = try executor.orderedIDs(options: options).compactMap { key in
                     try decodeRow(T.self, key: key, executor: executor, session: session)
@@ -50,7 +50,7 @@ extension LocalStorage {
             let plan = try QueryPlan(filters: filters, sort: nil, schema: schema)
             try await migrateIfPending(T.self, schema: schema)
             let now = Clock.now()
-            return try core.environment.read { txn in
+            return try await readIndexed(T.self, schema: schema) { txn in
                 try QueryExecutor(schema: schema, plan: plan, txn: txn, now: now).count()
             }
         }
@@ -77,7 +77,7 @@ extension LocalStorage {
             try await migrateIfPending(T.self, schema: schema)
             let now = Clock.now()
             let session = makeDecodeSession(for: schema)
-            let result = try core.environment.read { txn in
+            let result = try await readIndexed(T.self, schema: schema) { txn in
                 let executor = try QueryExecutor(schema: schema, plan: plan, txn: txn, now: now)
                 let total: Int
                 let ids: [[UInt8]]

@@ -1,77 +1,122 @@
 import CLMDB
 
-/// Brings a type's index entries in line with a changed declaration, in bounded write batches.
+/// Brings the records of a type that were indexed with another declaration in line with this one, in
+/// bounded write batches.
 ///
-/// Indexes that were removed (or changed kind) lose their database; then every record whose header
-/// carries an older declaration signature is decoded once, its index values recomputed, its header
-/// rewritten and its entries added. `meta` records the new signature only after the last batch, so an
-/// interrupted re-index simply runs again on the next open.
+/// The signature database (`s.<type#>`) lists every record under the signature of the declaration it
+/// was indexed with, so the stale records are found without reading the others. Each is decoded once,
+/// its index values recomputed, its header rewritten and its entries moved: out of every index it may
+/// be in (see ``RecordWriter/removeEntries(of:key:schema:txn:)``), into this declaration's. Nothing is
+/// dropped: indexes this declaration no longer has simply empty as their records move, and keep their
+/// numbers, because another declaration of the type (another app version, another process) may still
+/// hold their handles and write to them.
 struct Reindexer<T: LocalStorable>: Sendable {
     let logger: (any StorageLogger)?
     static var batchSize: Int { 1000 }
 
-    func run(schema: TypeSchema, previous: TypeInfo, writer: Writer) throws {
-        let kinds = Dictionary(schema.indexes.map { ($0.name, $0.kind) }, uniquingKeysWith: { first, _ in first })
-        try writer.transact { context in
-            for old in previous.indexes where kinds[old.name] != old.kind {
-                let name = TypeSchema.indexName(schema.name, old.name)
-                guard let dbi = try context.txn.openDatabase(name, flags: TypeSchema.duplicateFlags, create: false)
-                else { continue }
-                if kinds[old.name] == nil { try context.txn.drop(dbi) } else { try context.txn.empty(dbi) }
-            }
-        }
-        logger?.log(level: .notice, message: "Re-indexing \(schema.name) after its index declaration changed",
-                    metadata: ["type": schema.name])
-        var after: [UInt8]?
-        var visited = 0
-        var rewritten = 0
-        while true {
-            let (seen, changed, last) = try writer.transact { context in
-                try reindexBatch(schema: schema, after: after, context: context)
-            }
-            visited += seen
-            rewritten += changed
-            after = last
-            logger?.log(level: .info, message: "Re-indexed \(visited) records of \(schema.name)",
-                        metadata: ["type": schema.name, "rewritten": "\(rewritten)"])
-            if seen < Reindexer.batchSize { break }
+    /// Whether `txn`'s snapshot holds records of the type indexed with another declaration than
+    /// `schema`'s. O(log n): the first and last keys of the signature database.
+    static func hasStaleRecords(schema: TypeSchema, txn: Transaction) throws -> Bool {
+        let mine = RecordWriter.signatureKey(schema.signature)
+        return try txn.withCursor(schema.signatures) { cursor in
+            guard let first = try cursor.move(MDB_FIRST) else { return false }
+            guard first.key.elementsEqual(mine) else { return true }
+            guard let last = try cursor.move(MDB_LAST) else { return false }
+            return !last.key.elementsEqual(mine)
         }
     }
 
-    private func reindexBatch(schema: TypeSchema, after: [UInt8]?,
-                              context: Writer.Context) throws -> (seen: Int, changed: Int, last: [UInt8]?) {
-        let txn = context.txn
-        var keys: [[UInt8]] = []
-        try txn.withCursor(schema.records) { cursor in
-            var entry = try cursor.seek(atLeast: after ?? [])
-            if let current = entry, let after, current.key.elementsEqual(after) {
-                entry = try cursor.move(MDB_NEXT)
+    /// Re-indexes every stale record; returns how many could not be (logged: damaged, newer, or not
+    /// decodable as `T`), which stay as they were.
+    @discardableResult
+    func run(schema: TypeSchema, writer: Writer) throws -> Int {
+        logger?.log(level: .notice, message: "Re-indexing \(schema.name) for its current index declaration",
+                    metadata: ["type": schema.name])
+        var after: (signature: [UInt8], key: [UInt8])?
+        var visited = 0
+        var rewritten = 0
+        var failed = 0
+        while true {
+            let batch = try writer.transact { context in
+                try reindexBatch(schema: schema, after: after, context: context)
             }
-            while let current = entry, keys.count < Reindexer.batchSize {
-                keys.append(Array(current.key))
+            visited += batch.seen
+            rewritten += batch.changed
+            failed += batch.failed
+            after = batch.last
+            if batch.seen < Reindexer.batchSize { break }
+        }
+        logger?.log(level: .info, message: "Re-indexed \(rewritten) of \(visited) records of \(schema.name)",
+                    metadata: ["type": schema.name, "failed": "\(failed)"])
+        return failed
+    }
+
+    private struct Batch {
+        var seen = 0
+        var changed = 0
+        var failed = 0
+        var last: (signature: [UInt8], key: [UInt8])?
+    }
+
+    private func reindexBatch(schema: TypeSchema, after: (signature: [UInt8], key: [UInt8])?,
+                              context: Writer.Context) throws -> Batch {
+        let txn = context.txn
+        let mine = RecordWriter.signatureKey(schema.signature)
+        var stale: [(signature: [UInt8], key: [UInt8])] = []
+        try txn.withCursor(schema.signatures) { cursor in
+            var entry: Cursor.Entry?
+            if let after {
+                entry = try cursor.seek(atLeast: after.signature, value: after.key)
+                if let current = entry, current.key.elementsEqual(after.signature),
+                   current.value.elementsEqual(after.key) {
+                    entry = try cursor.move(MDB_NEXT)
+                }
+            } else {
+                entry = try cursor.move(MDB_FIRST)
+            }
+            while let current = entry, stale.count < Reindexer.batchSize {
+                if current.key.elementsEqual(mine) {
+                    entry = try cursor.move(MDB_NEXT_NODUP)
+                    continue
+                }
+                stale.append((Array(current.key), Array(current.value)))
                 entry = try cursor.move(MDB_NEXT)
             }
         }
-        var changed = 0
-        for key in keys {
-            guard let bytes = try txn.get(schema.records, key: key) else { continue }
+        var batch = Batch(seen: stale.count, last: stale.last)
+        for (signature, key) in stale {
             let id = String(decoding: key, as: UTF8.self)
+            guard let bytes = try txn.get(schema.records, key: key) else {
+                // An entry without its record: remove it.
+                try txn.delete(schema.signatures, key: signature, value: key)
+                continue
+            }
             do {
                 let view = try RecordView(bytes)
-                guard view.signature != schema.signature else { continue }
+                if !RecordWriter.signatureKey(view.signature).elementsEqual(signature) {
+                    // The entry disagrees with the header: the header wins.
+                    try txn.delete(schema.signatures, key: signature, value: key)
+                    try txn.put(schema.signatures, key: RecordWriter.signatureKey(view.signature), value: key)
+                    if view.signature == schema.signature { continue }
+                }
+                guard view.version <= schema.version else {
+                    throw LocalStorageError.decodingFailed(
+                        reason: "stored at version \(view.version), newer than \(schema.version)")
+                }
                 let value = try RecordDecoding.decode(T.self, view: view, id: id)
                 var header = view.header()
                 header.indexValues = value.indexValuesForStorage
                 header.signature = schema.signature
                 try RecordWriter.replaceHeader(of: view, with: header, key: key, schema: schema, txn: txn)
-                changed += 1
+                batch.changed += 1
             } catch let error as LMDBError {
                 throw error
             } catch {
+                batch.failed += 1
                 logger?.log(level: .warning, message: "Could not re-index a record; it is left as it was",
                             metadata: ["type": schema.name, "id": id, "error": "\(error)"])
             }
         }
-        return (keys.count, changed, keys.last)
+        return batch
     }
 }

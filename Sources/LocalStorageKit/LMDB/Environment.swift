@@ -15,7 +15,10 @@ final class Environment: @unchecked Sendable {
     // MDB_NOTLS; every mutable field below is behind a Mutex or the resize gate.
 
     /// The same limits in the library and the CLI, so either can open a store the other made.
-    static let maxDatabases: UInt32 = 1024
+    /// Each stored type uses 4 databases plus one per index it ever declared, and `meta` one in all.
+    static let maxDatabases: UInt32 = 4096
+    /// How many types of 16 indexes fit in ``maxDatabases`` (the documented limit).
+    static let typesOfSixteenIndexes = (Int(maxDatabases) - 1) / 20
     static let maxReaders: UInt32 = 512
 
     let handle: OpaquePointer

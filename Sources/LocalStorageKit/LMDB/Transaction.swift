@@ -14,6 +14,9 @@ struct Transaction {
     let handle: OpaquePointer
     let isReadOnly: Bool
 
+    /// The transaction's id: for a read transaction, the id of the commit its snapshot shows.
+    var id: Int { Int(mdb_txn_id(handle)) }
+
     /// The value stored under `key`, pointing into the map, or nil when absent.
     func get(_ dbi: MDB_dbi, key: UnsafeRawBufferPointer) throws -> UnsafeRawBufferPointer? {
         var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))

@@ -37,7 +37,7 @@ struct ImportParser {
             if try decoder.decode(Probe.self, from: data).id == nil {
                 let description = try decoder.decode(TypeDescription.self, from: data)
                 guard let info = description.typeInfo else { throw reason("an index kind is not string or number") }
-                try StoreCore.validate(typeName: info.name)
+                try IndexDeclaration(entries: info.indexes).validate(storageName: info.name, type: "type")
                 declarations[info.name] = info
                 if !typeNames.contains(info.name) { typeNames.append(info.name) }
                 return .type(info)
@@ -110,9 +110,8 @@ struct ImportParser {
         var schemas: [String: TypeSchema] = [:]
         func schema(_ name: String) throws -> TypeSchema {
             if let schema = schemas[name] { return schema }
-            guard let bytes = try txn.get(meta, key: TypeInfo.key(name)),
-                  let info = try? JSONDecoder().decode(TypeInfo.self, from: Data(bytes)) else {
-                throw MaintenanceError.invalidArgument("the store has no readable description of type \(name)")
+            guard let info = try TypeRegistry.info(named: name, meta: meta, txn: txn) else {
+                throw MaintenanceError.invalidArgument("the store has no description of type \(name)")
             }
             let schema = try StoreCore.schema(for: info, in: txn)
             schemas[name] = schema
@@ -122,8 +121,9 @@ struct ImportParser {
         for item in items {
             switch item {
             case .type(let info):
-                if try txn.get(meta, key: TypeInfo.key(info.name)) == nil {
-                    try txn.put(meta, key: TypeInfo.key(info.name), value: Array(try JSONEncoder().encode(info)))
+                if try TypeRegistry.info(named: info.name, meta: meta, txn: txn) == nil {
+                    _ = try TypeRegistry.register(info.name, declaration: IndexDeclaration(entries: info.indexes),
+                                                  version: info.version, meta: meta, txn: txn)
                 }
             case .record(let type, let key, let header, let payload):
                 let schema = try schema(type)

@@ -20,7 +20,7 @@ extension StoreMaintenance {
             for type in catalog.sortedTypes {
                 let schema = type.schema
                 var typePages = 0
-                for dbi in [schema.records, schema.updated, schema.expiry] + schema.indexes.map(\.dbi) {
+                for dbi in StoreMaintenance.databases(of: schema).map(\.dbi) {
                     let stat = try txn.stat(dbi)
                     pages.branch += stat.ms_branch_pages
                     pages.leaf += stat.ms_leaf_pages

@@ -21,9 +21,9 @@ extension StoreMaintenance {
             }
             var checker = Checker(txn: txn, progress: progress, total: total)
             for type in catalog.sortedTypes {
-                try checker.checkRecords(of: type.schema)
+                try checker.checkRecords(of: type)
                 for database in Self.databases(of: type.schema).dropFirst() {
-                    try checker.checkEntries(of: database, in: type.schema)
+                    try checker.checkEntries(of: database, in: type)
                 }
             }
             report.records = checker.records
@@ -71,13 +71,25 @@ extension StoreMaintenance {
         case records
         case updated
         case expiry
+        case signatures
         case index(TypeSchema.Index)
     }
 
-    /// A type's databases: the records first, then update times, expiry times and each index.
+    /// A type's databases: the records first, then update times, expiry times, signatures and every index
+    /// the type ever declared.
     static func databases(of schema: TypeSchema) -> [(database: Database, dbi: MDB_dbi)] {
-        [(.records, schema.records), (.updated, schema.updated), (.expiry, schema.expiry)]
-            + schema.indexes.map { (.index($0), $0.dbi) }
+        [(.records, schema.records), (.updated, schema.updated), (.expiry, schema.expiry),
+         (.signatures, schema.signatures)]
+            + schema.allIndexes.map { (.index($0), $0.dbi) }
+    }
+}
+
+extension StoreMaintenance.StoredType {
+    /// The indexes a record indexed with `signature` has entries in: its declaration's, or, for a
+    /// declaration `meta` does not record, the one registered last (as ``RecordWriter`` adds them).
+    func declaredIndexes(signature: UInt64) -> [TypeSchema.Index] {
+        guard let slots = info.slots(ofSignature: signature) else { return schema.indexes }
+        return slots.compactMap { slot in schema.allIndexes.first { $0.slot == slot.number } }
     }
 }
 
@@ -107,7 +119,8 @@ private struct Checker {
     }
 
     /// Each record: header, payload, and the presence of each entry it should have.
-    mutating func checkRecords(of schema: TypeSchema) throws {
+    mutating func checkRecords(of type: StoreMaintenance.StoredType) throws {
+        let schema = type.schema
         try txn.withCursor(schema.records) { cursor in
             var entry = try cursor.move(MDB_FIRST)
             while let current = entry {
@@ -118,7 +131,7 @@ private struct Checker {
                 do {
                     let view = try RecordView(current.value)
                     try checkPayload(of: view, schema: schema, id: id)
-                    try checkEntriesExist(for: view, key: key, id: id, schema: schema)
+                    try checkEntriesExist(for: view, key: key, id: id, type: type)
                 } catch let error as LocalStorageError {
                     report(schema, id, .damagedRecord, "\(error)")
                 }
@@ -137,14 +150,18 @@ private struct Checker {
     }
 
     private mutating func checkEntriesExist(for view: RecordView, key: [UInt8], id: String,
-                                            schema: TypeSchema) throws {
+                                            type: StoreMaintenance.StoredType) throws {
+        let schema = type.schema
         if try !hasEntry(RecordWriter.timeKey(view.updatedAt), key, in: schema.updated) {
             report(schema, id, .missingEntry, "no update-time entry for \(view.updatedAt)")
         }
         if view.expiresAt != 0, try !hasEntry(RecordWriter.timeKey(view.expiresAt), key, in: schema.expiry) {
             report(schema, id, .missingEntry, "no expiry entry for \(view.expiresAt)")
         }
-        for index in schema.indexes {
+        if try !hasEntry(RecordWriter.signatureKey(view.signature), key, in: schema.signatures) {
+            report(schema, id, .missingEntry, "no signature entry for \(view.signature)")
+        }
+        for index in type.declaredIndexes(signature: view.signature) {
             guard let stored = view.indexValue(named: index.nameBytes), stored.kind == index.kind else {
                 // No value: the record is in the index under the "no value" key, as RecordWriter puts it.
                 if try !hasEntry(IndexKeys.missing, key, in: index.dbi) {
@@ -172,7 +189,8 @@ private struct Checker {
 
     /// Each entry of an update-time, expiry or index database: its record exists and holds its value.
     mutating func checkEntries(of database: (database: StoreMaintenance.Database, dbi: MDB_dbi),
-                               in schema: TypeSchema) throws {
+                               in type: StoreMaintenance.StoredType) throws {
+        let schema = type.schema
         try txn.withCursor(database.dbi) { cursor in
             var entry = try cursor.move(MDB_FIRST)
             while let current = entry {
@@ -183,7 +201,7 @@ private struct Checker {
                 if let bytes = try txn.get(schema.records, key: current.value) {
                     // A damaged record is reported once, by checkRecords.
                     if let view = try? RecordView(bytes) {
-                        switch Self.key(in: view, for: database.database) {
+                        switch Self.key(in: view, for: database.database, type: type) {
                         case nil:
                             report(schema, id, .mismatchedEntry, "\(name) entry, but the record has no value there")
                         case let held? where !held.elementsEqual(current.key):
@@ -201,12 +219,18 @@ private struct Checker {
     }
 
     /// The key a record's entry in `database` must have; nil when it should have none.
-    private static func key(in view: RecordView, for database: StoreMaintenance.Database) -> [UInt8]? {
+    private static func key(in view: RecordView, for database: StoreMaintenance.Database,
+                            type: StoreMaintenance.StoredType) -> [UInt8]? {
         switch database {
         case .records: return nil
         case .updated: return RecordWriter.timeKey(view.updatedAt)
         case .expiry: return view.expiresAt == 0 ? nil : RecordWriter.timeKey(view.expiresAt)
+        case .signatures: return RecordWriter.signatureKey(view.signature)
         case .index(let index):
+            // Only the indexes of the declaration the record was indexed with hold it.
+            guard type.declaredIndexes(signature: view.signature).contains(where: { $0.slot == index.slot }) else {
+                return nil
+            }
             guard let stored = view.indexValue(named: index.nameBytes), stored.kind == index.kind else {
                 return IndexKeys.missing
             }
@@ -219,6 +243,7 @@ private struct Checker {
         case .records: "record"
         case .updated: "an update-time"
         case .expiry: "an expiry"
+        case .signatures: "a signature"
         case .index(let index): "an index \"\(index.name)\""
         }
     }

@@ -102,22 +102,11 @@ import Synchronization
         return type
     }
 
-    /// Reads every `type.` entry of `meta` and opens (creating when missing) each type's databases.
+    /// Reads every type description in `meta` and opens each type's databases.
     private static func loadCatalog(meta: MDB_dbi, txn: Transaction) throws -> Catalog {
         var catalog = Catalog()
-        var infos: [TypeInfo] = []
-        try txn.withCursor(meta) { cursor in
-            var entry = try cursor.seek(atLeast: TypeInfo.keyPrefix)
-            while let current = entry, current.key.starts(with: TypeInfo.keyPrefix) {
-                if let info = try? JSONDecoder().decode(TypeInfo.self, from: Data(current.value)) {
-                    infos.append(info)
-                } else {
-                    let name = current.key.dropFirst(TypeInfo.keyPrefix.count)
-                    catalog.unreadable.append(String(decoding: name, as: UTF8.self))
-                }
-                entry = try cursor.move(MDB_NEXT)
-            }
-        }
+        let (infos, unreadable) = try TypeRegistry.all(meta: meta, txn: txn)
+        catalog.unreadable = unreadable.map(\.name)
         for info in infos {
             catalog.types[info.name] = StoredType(info: info, schema: try StoreCore.schema(for: info, in: txn))
         }

@@ -35,7 +35,9 @@
             guard let kind = IndexKind(name: index.kind) else { return nil }
             entries.append(IndexDeclaration.Entry(name: index.name, kind: kind))
         }
-        return TypeInfo(name: name, indexes: entries, signature: signature, version: version)
+        // Numbers are the store's own: the store allocates them when the import registers the type.
+        return TypeInfo(name: name, number: 0, indexes: entries, signature: signature, version: version, slots: [],
+                        declarations: [])
     }
 }
 

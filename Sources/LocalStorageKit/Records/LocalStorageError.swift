@@ -16,6 +16,9 @@ public enum LocalStorageError: Error, Sendable, CustomStringConvertible, Equatab
     case invalidQuery(String)
     /// An id is empty or too long for an LMDB key (511 bytes of UTF-8).
     case invalidId(String)
+    /// A type's declaration cannot be stored: an empty or over-long name, two indexes with one name, or
+    /// more indexes or types than the store can hold. Thrown on the type's first use, naming the type.
+    case invalidDeclaration(String)
     /// The store reached its maximum map size.
     case storageFull
     /// The store could not be opened (not an LMDB store, damaged, no permission, …).
@@ -33,6 +36,7 @@ public enum LocalStorageError: Error, Sendable, CustomStringConvertible, Equatab
         case .unknownIndex(let name): "Unknown index \"\(name)\""
         case .invalidQuery(let reason): "Invalid query: \(reason)"
         case .invalidId(let reason): "Invalid id: \(reason)"
+        case .invalidDeclaration(let reason): "Invalid declaration: \(reason)"
         case .storageFull: "The store is full: it reached its maximum map size"
         case .openFailed(let path, let reason): "Cannot open the store at \(path): \(reason)"
         case .storageError(let code, let message): "Storage error \(code): \(message)"
@@ -51,6 +55,7 @@ public enum LocalStorageError: Error, Sendable, CustomStringConvertible, Equatab
         case (.unknownIndex(let a), .unknownIndex(let b)): a == b
         case (.invalidQuery(let a), .invalidQuery(let b)): a == b
         case (.invalidId(let a), .invalidId(let b)): a == b
+        case (.invalidDeclaration(let a), .invalidDeclaration(let b)): a == b
         case (.storageFull, .storageFull): true
         case (.openFailed(let pathA, let reasonA), .openFailed(let pathB, let reasonB)):
             pathA == pathB && reasonA == reasonB

@@ -52,9 +52,12 @@ enum RecordWriter {
             }
         }
         let txn = context.txn
-        // Every record of the batch has the same update time (and expiry): one key, ids already sorted.
+        // Every record of the batch has the same update time (and expiry, and signature): one key, ids
+        // already sorted.
         let updated = timeKey(context.now)
         for record in records { try txn.put(schema.updated, key: updated, value: record.key) }
+        let signature = signatureKey(schema.signature)
+        for record in records { try txn.put(schema.signatures, key: signature, value: record.key) }
         if expiresAt != 0 {
             let expiry = timeKey(expiresAt)
             for record in records { try txn.put(schema.expiry, key: expiry, value: record.key) }
@@ -74,11 +77,19 @@ enum RecordWriter {
         var replacesLiveRecord = false
         if let existing = try txn.get(schema.records, key: record.key) {
             if let view = try? RecordView(existing) {
+                if view.version > record.version {
+                    throw LocalStorageError.decodingFailed(
+                        reason: "\(schema.name) \"\(record.id)\" is stored at version \(view.version), newer than "
+                            + "this app's version \(record.version) (written by a newer version); it was not overwritten")
+                }
                 if !view.isExpired(at: context.now) {
                     createdAt = view.createdAt
                     replacesLiveRecord = true
                 }
                 try removeEntries(of: view.header(), key: record.key, schema: schema, txn: txn)
+            } else {
+                // A damaged header cannot say where the record's entries are: find them all.
+                try removeEntriesOfDamagedRecord(key: record.key, schema: schema, txn: txn)
             }
         }
         let header = RecordHeader(format: record.format, version: record.version, createdAt: createdAt,
@@ -108,39 +119,65 @@ enum RecordWriter {
         guard let existing = try txn.get(schema.records, key: key) else { return false }
         if let view = try? RecordView(existing) {
             try removeEntries(of: view.header(), key: key, schema: schema, txn: txn)
+        } else {
+            try removeEntriesOfDamagedRecord(key: key, schema: schema, txn: txn)
         }
         try txn.delete(schema.records, key: key)
         return true
     }
 
-    /// Deletes every record of a type with all its entries.
+    /// Deletes every record of a type with all its entries, in every index the type ever declared.
     static func deleteAll(schema: TypeSchema, txn: Transaction) throws {
         try txn.empty(schema.records)
         try txn.empty(schema.updated)
         try txn.empty(schema.expiry)
-        for index in schema.indexes { try txn.empty(index.dbi) }
+        try txn.empty(schema.signatures)
+        for index in try schema.current(in: txn)?.allIndexes ?? schema.allIndexes { try txn.empty(index.dbi) }
     }
 
-    /// Adds the update-time, expiry and index entries of a record.
+    /// Adds the update-time, expiry, signature and index entries of a record: index entries in the indexes
+    /// of the declaration its header names (this schema's, but for imported records).
     static func addEntries(of header: RecordHeader, key: [UInt8], schema: TypeSchema, txn: Transaction) throws {
         try txn.put(schema.updated, key: timeKey(header.updatedAt), value: key)
         if header.expiresAt != 0 {
             try txn.put(schema.expiry, key: timeKey(header.expiresAt), value: key)
         }
-        for index in schema.indexes {
+        try txn.put(schema.signatures, key: signatureKey(header.signature), value: key)
+        let indexes = header.signature == schema.signature
+            ? schema.indexes : try schema.declaredIndexes(signature: header.signature, txn: txn) ?? schema.indexes
+        for index in indexes {
             try txn.put(index.dbi, key: indexKey(of: header, for: index), value: key)
         }
     }
 
-    /// Removes the update-time, expiry and index entries of a record.
+    /// Removes the update-time, expiry, signature and index entries of a record, from every index the
+    /// record may be in whatever declaration it was indexed with (removing an absent pair does nothing).
     static func removeEntries(of header: RecordHeader, key: [UInt8], schema: TypeSchema,
                               txn: Transaction) throws {
         try txn.delete(schema.updated, key: timeKey(header.updatedAt), value: key)
         if header.expiresAt != 0 {
             try txn.delete(schema.expiry, key: timeKey(header.expiresAt), value: key)
         }
-        for index in schema.indexes {
+        try txn.delete(schema.signatures, key: signatureKey(header.signature), value: key)
+        for index in try schema.indexesHolding(signature: header.signature, txn: txn) {
             try txn.delete(index.dbi, key: indexKey(of: header, for: index), value: key)
+        }
+    }
+
+    /// Removes every entry pointing at `key` from every secondary database of the type, by walking them:
+    /// for a record whose header is damaged, so it cannot say where its entries are. O(entries), rare.
+    static func removeEntriesOfDamagedRecord(key: [UInt8], schema: TypeSchema, txn: Transaction) throws {
+        let indexes = try schema.current(in: txn)?.allIndexes ?? schema.allIndexes
+        for dbi in [schema.updated, schema.expiry, schema.signatures] + indexes.map(\.dbi) {
+            var found: [[UInt8]] = []
+            try txn.withCursor(dbi) { cursor in
+                var entry = try cursor.move(MDB_FIRST)
+                while let current = entry {
+                    if current.value.elementsEqual(key) { found.append(Array(current.key)) }
+                    entry = try cursor.move(MDB_NEXT)
+                }
+            }
+            for entryKey in found { try txn.delete(dbi, key: entryKey, value: key) }
         }
     }
 
@@ -150,6 +187,14 @@ enum RecordWriter {
             return IndexKeys.missing
         }
         return value.bytes.withUnsafeBytes { IndexValue.keyBytes(kind: value.kind, stored: $0) }
+    }
+
+    /// A declaration signature as the 8-byte big-endian key of the signature database.
+    static func signatureKey(_ signature: UInt64) -> [UInt8] {
+        var key: [UInt8] = []
+        key.reserveCapacity(8)
+        key.appendBigEndian(signature)
+        return key
     }
 
     /// A timestamp as an 8-byte big-endian key (memcmp order = time order).
@@ -172,6 +217,7 @@ enum RecordWriter {
         var purged = 0
         for (time, key) in expired {
             let bytes = try txn.get(schema.records, key: key)
+            // A damaged header has no trustworthy expiry: the entry says it expired, so it goes.
             let view = bytes.flatMap { try? RecordView($0) }
             if let view, !view.isExpired(at: now) {
                 // A stale entry (the header says otherwise): drop just the entry.

@@ -1,64 +1,132 @@
 import CLMDB
+import Synchronization
 
-/// The open databases of one stored type.
+/// The open databases of one stored type, as one declaration of it sees them.
 ///
-/// Names on disk: `r.<type>` records (key id), `u.<type>` update times (key updatedAt, sorted duplicate
-/// ids), `e.<type>` expiry times (key expiresAt, sorted duplicate ids), `i.<type>.<index>` one per index
-/// (key ordered value, sorted duplicate ids).
+/// Databases are named by the numbers `meta` allocates (see ``TypeInfo``), never by user names:
+/// `r.<type#>` records (key id), `u.<type#>` update times, `e.<type#>` expiry times, `s.<type#>`
+/// declaration signatures (each key a signature, its sorted duplicates the ids indexed with it), and
+/// `i.<type#>.<slot#>` one per (index name, kind) the type ever declared (key ordered value). A name
+/// with dots, `0x00` or any length therefore never collides with another, and no database is ever
+/// dropped while someone may hold its handle.
 struct TypeSchema: Sendable {
     struct Index: Sendable {
         let name: String
         let nameBytes: [UInt8]
         let kind: IndexKind
+        let slot: UInt32
         let dbi: MDB_dbi
     }
 
     let name: String
+    let number: UInt32
     let records: MDB_dbi
     let updated: MDB_dbi
     let expiry: MDB_dbi
+    let signatures: MDB_dbi
+    /// The indexes of this declaration, in declaration order.
     let indexes: [Index]
+    /// Every index the type had declared when this schema was opened, retired ones included: a record
+    /// indexed with any declaration in ``knownSignatures`` has entries only in these.
+    let allIndexes: [Index]
+    let knownSignatures: Set<UInt64>
     let declaration: IndexDeclaration
     let version: Int
+    /// State shared by every copy of this schema (the re-index memo).
+    let runtime: SchemaRuntime
 
     var signature: UInt64 { declaration.signature }
 
     /// The index called `name`, or nil.
     func index(named name: String) -> Index? { indexes.first { $0.name == name } }
 
-    static func recordsName(_ type: String) -> String { "r.\(type)" }
-    static func updatedName(_ type: String) -> String { "u.\(type)" }
-    static func expiryName(_ type: String) -> String { "e.\(type)" }
-    static func indexName(_ type: String, _ index: String) -> String { "i.\(type).\(index)" }
     static let duplicateFlags = MDB_DUPSORT
 
-    /// Opens (creating) the databases of `name` with `declaration` in a write transaction.
-    static func open(_ name: String, declaration: IndexDeclaration, version: Int,
-                     in txn: Transaction) throws -> TypeSchema {
+    /// Opens the databases of `info`'s type for `declaration`, whose slots `info` must hold.
+    ///
+    /// With `create`, missing databases are created (a write transaction); without, a missing one throws.
+    /// - Throws: `invalidDeclaration` when the process cannot open that many databases.
+    static func open(_ info: TypeInfo, declaration: IndexDeclaration, version: Int, in txn: Transaction,
+                     create: Bool) throws -> TypeSchema {
         func open(_ dbName: String, _ flags: Int32) throws -> MDB_dbi {
-            guard let dbi = try txn.openDatabase(dbName, flags: flags, create: true) else {
-                throw LMDBError(code: MDB_NOTFOUND, call: "mdb_dbi_open", caller: #function)
+            do {
+                guard let dbi = try txn.openDatabase(dbName, flags: flags, create: create) else {
+                    throw LocalStorageError.decodingFailed(
+                        reason: "the store lacks database \(dbName) of type \(info.name); it is damaged")
+                }
+                return dbi
+            } catch let error as LMDBError where error.code == MDB_DBS_FULL {
+                throw LocalStorageError.invalidDeclaration(
+                    "type \"\(info.name)\" needs \(4 + info.slots.count) databases (4 + \(info.slots.count) "
+                        + "indexes), but a process can open at most \(Environment.maxDatabases) per store and "
+                        + "the store's other types use the rest: at most \(Environment.maxDatabases - 1) in all, "
+                        + "each type 4 + its indexes (for example \(Environment.typesOfSixteenIndexes) types of 16 indexes)")
             }
-            return dbi
         }
-        let indexes = try declaration.entries.map { entry in
-            Index(name: entry.name, nameBytes: Array(entry.name.utf8), kind: entry.kind,
-                  dbi: try open(indexName(name, entry.name), duplicateFlags))
+        let n = info.number
+        var byNumber: [UInt32: Index] = [:]
+        var all: [Index] = []
+        for slot in info.slots {
+            let index = Index(name: slot.name, nameBytes: Array(slot.name.utf8), kind: slot.kind, slot: slot.number,
+                              dbi: try open("i.\(n).\(slot.number)", duplicateFlags))
+            byNumber[slot.number] = index
+            all.append(index)
         }
-        return TypeSchema(name: name, records: try open(recordsName(name), 0),
-                          updated: try open(updatedName(name), duplicateFlags),
-                          expiry: try open(expiryName(name), duplicateFlags),
-                          indexes: indexes, declaration: declaration, version: version)
+        var indexes: [Index] = []
+        for entry in declaration.entries {
+            guard let slot = info.slot(named: entry.name, kind: entry.kind), let index = byNumber[slot.number] else {
+                throw LocalStorageError.decodingFailed(
+                    reason: "the store's description of type \(info.name) has no slot for index \(entry.name)")
+            }
+            indexes.append(index)
+        }
+        return TypeSchema(name: info.name, number: n, records: try open("r.\(n)", 0),
+                          updated: try open("u.\(n)", duplicateFlags), expiry: try open("e.\(n)", duplicateFlags),
+                          signatures: try open("s.\(n)", duplicateFlags), indexes: indexes, allIndexes: all,
+                          knownSignatures: Set(info.declarations.map(\.signature)), declaration: declaration,
+                          version: version, runtime: SchemaRuntime())
+    }
+
+    // MARK: - Entries of records indexed with other declarations
+
+    /// The indexes that may hold entries of a record indexed with `signature`: every index of the type.
+    ///
+    /// A declaration this schema has not seen (registered since, perhaps by another process) is looked up
+    /// in `meta` inside `txn`, and its databases opened there.
+    func indexesHolding(signature: UInt64, txn: Transaction) throws -> [Index] {
+        if knownSignatures.contains(signature) { return allIndexes }
+        return try current(in: txn)?.allIndexes ?? allIndexes
+    }
+
+    /// The indexes a record indexed with `signature` has entries in (its declaration's), or nil when that
+    /// declaration is not recorded.
+    func declaredIndexes(signature: UInt64, txn: Transaction) throws -> [Index]? {
+        if signature == self.signature { return indexes }
+        guard let info = try currentInfo(in: txn), let slots = info.slots(ofSignature: signature),
+              let schema = try current(info, in: txn) else { return nil }
+        return slots.compactMap { slot in schema.allIndexes.first { $0.slot == slot.number } }
+    }
+
+    /// This type as `meta` describes it now, opened in `txn` (creating nothing), or nil when `meta` has
+    /// no description.
+    func current(in txn: Transaction) throws -> TypeSchema? {
+        try currentInfo(in: txn).flatMap { try current($0, in: txn) }
+    }
+
+    private func current(_ info: TypeInfo, in txn: Transaction) throws -> TypeSchema? {
+        try TypeSchema.open(info, declaration: declaration, version: version, in: txn, create: false)
+    }
+
+    private func currentInfo(in txn: Transaction) throws -> TypeInfo? {
+        // `meta` is the store's first database; opening it again returns the handle this process has.
+        guard let meta = try txn.openDatabase(TypeRegistry.metaName, flags: 0, create: false) else { return nil }
+        return try TypeRegistry.info(named: name, meta: meta, txn: txn)
     }
 }
 
-/// What the `meta` database says about one stored type (JSON, under `type.<name>`).
-struct TypeInfo: Codable, Sendable, Equatable {
-    var name: String
-    var indexes: [IndexDeclaration.Entry]
-    var signature: UInt64
-    var version: Int
-
-    static func key(_ name: String) -> [UInt8] { Array("type.\(name)".utf8) }
-    static let keyPrefix: [UInt8] = Array("type.".utf8)
+/// Mutable state shared by the copies of one ``TypeSchema``.
+final class SchemaRuntime: Sendable {
+    /// The read snapshot (transaction id) at which a re-index last left records it could not re-index;
+    /// queries on that same snapshot do not try again.
+    let reindexedAt = Atomic<Int>(-1)
 }

@@ -1,0 +1,119 @@
+import CLMDB
+import Foundation
+
+/// The open schemas of this process's types, and the registrations under way.
+struct SchemaCache: Sendable {
+    var ready: [ObjectIdentifier: TypeSchema] = [:]
+    var pending: [ObjectIdentifier: Task<(TypeSchema, Bool), Error>] = [:]
+    var migrationsPending: Set<String> = []
+}
+
+extension StoreCore {
+    // MARK: - Type schemas
+
+    /// The open databases of `T`, registering the type on first use.
+    ///
+    /// - Throws: `invalidDeclaration` when `T`'s names or indexes cannot be stored; `decodingFailed` when
+    ///   the store's description of the type cannot be read (damaged, or written by a newer version).
+    func schema<T: LocalStorable>(for type: T.Type) async throws -> TypeSchema {
+        let key = ObjectIdentifier(type)
+        if let schema = schemas.withLock({ $0.ready[key] }) { return schema }
+        let name = T.storageName
+        let declaration = IndexDeclaration.of(T.self)
+        try declaration.validate(storageName: name, type: "\(T.self)")
+        let registration = schemas.withLock { state -> Registration in
+            if let schema = state.ready[key] { return .ready(schema) }
+            if let task = state.pending[key] { return .pending(task) }
+            let version = T.storageVersion
+            let meta = self.meta
+            if let versioned = T.self as? any LocalStorageVersioned.Type {
+                for problem in MigrationValidator.problems(steps: versioned.migrations, current: version) {
+                    logger?.log(level: .error, message: "Migration chain of \(name): \(problem)",
+                                metadata: ["type": name])
+                }
+            }
+            let writer = self.writer
+            let task = Task {
+                try await writer.performExclusive { writer in
+                    try writer.transact { context in
+                        try StoreCore.register(name, declaration: declaration, version: version, meta: meta,
+                                               txn: context.txn)
+                    }
+                }
+            }
+            state.pending[key] = task
+            return .pending(task)
+        }
+        switch registration {
+        case .ready(let schema):
+            return schema
+        case .pending(let task):
+            do {
+                let (schema, migrationPending) = try await task.value
+                schemas.withLock { state in
+                    state.ready[key] = schema
+                    state.pending[key] = nil
+                    if migrationPending { state.migrationsPending.insert(schema.name) }
+                }
+                return schema
+            } catch {
+                schemas.withLock { $0.pending[key] = nil }
+                throw error
+            }
+        }
+    }
+
+    private enum Registration {
+        case ready(TypeSchema)
+        case pending(Task<(TypeSchema, Bool), Error>)
+    }
+
+    /// Records the type's declaration in `meta` and opens its databases, in one write transaction.
+    ///
+    /// Nothing is re-indexed here: records indexed with another declaration are brought up to date by the
+    /// first indexed query (see ``Reindexer``), because another declaration of the same stored type (an
+    /// app and its extension) may go on writing them.
+    private static func register(_ name: String, declaration: IndexDeclaration, version: Int, meta: MDB_dbi,
+                                 txn: Transaction) throws -> (TypeSchema, Bool) {
+        let (info, _) = try TypeRegistry.register(name, declaration: declaration, version: version, meta: meta,
+                                                  txn: txn)
+        let schema = try TypeSchema.open(info, declaration: declaration, version: version, in: txn, create: true)
+        // The stored version moves only once every record is migrated (see `markMigrated`).
+        return (schema, info.version < version)
+    }
+
+    /// Whether records of `typeName` may be older than its current version (the type's version moved
+    /// since they were written) and have not all been migrated yet.
+    func isMigrationPending(_ typeName: String) -> Bool {
+        schemas.withLock { $0.migrationsPending.contains(typeName) }
+    }
+
+    /// Records that every record of the type is at its current version.
+    func markMigrated(schema: TypeSchema) async throws {
+        guard schemas.withLock({ $0.migrationsPending.remove(schema.name) }) != nil else { return }
+        let meta = self.meta
+        try await writer.perform { context in
+            guard var info = try TypeRegistry.info(named: schema.name, meta: meta, txn: context.txn),
+                  info.version < schema.version else { return }
+            info.version = schema.version
+            try TypeRegistry.put(info, meta: meta, txn: context.txn)
+        }
+    }
+
+    /// The descriptions of every type this store has records of (from `meta`).
+    func storedTypeInfos() throws -> [TypeInfo] {
+        try environment.read { txn in try StoreCore.typeInfos(meta: meta, in: txn) }
+    }
+
+    /// The readable type descriptions in `meta`; unreadable ones are left out (and never written).
+    static func typeInfos(meta: MDB_dbi, in txn: Transaction) throws -> [TypeInfo] {
+        try TypeRegistry.all(meta: meta, txn: txn).infos
+    }
+
+    /// Opens the databases of a type known only from `meta` (for purges and maintenance), with the
+    /// declaration registered last; in a read-only transaction nothing is created.
+    static func schema(for info: TypeInfo, in txn: Transaction) throws -> TypeSchema {
+        try TypeSchema.open(info, declaration: IndexDeclaration(entries: info.indexes), version: info.version,
+                            in: txn, create: !txn.isReadOnly)
+    }
+}

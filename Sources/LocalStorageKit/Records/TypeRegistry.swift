@@ -1,0 +1,150 @@
+import CLMDB
+import Foundation
+
+/// Reads and writes the type descriptions in `meta`: type and index numbers, declarations, versions.
+///
+/// Every change is a read-modify-write inside the caller's write transaction, so two processes
+/// registering declarations of one type never lose each other's numbers (LMDB has one writer at a time).
+enum TypeRegistry {
+    /// The name of the database holding the type descriptions.
+    static let metaName = "meta"
+    /// The on-disk layout this version reads and writes.
+    static let layout = 2
+    static let layoutKey: [UInt8] = Array("layout".utf8)
+    private static let nextTypeKey: [UInt8] = Array("next.type".utf8)
+
+    /// Checks the store's layout marker; on a new store (empty `meta`) writes it when `txn` can write.
+    ///
+    /// - Throws: `openFailed`'s reason as a `decodingFailed` when the store has another layout.
+    static func checkLayout(meta: MDB_dbi, txn: Transaction) throws {
+        if let stored = try txn.get(meta, key: layoutKey) {
+            let text = String(decoding: stored, as: UTF8.self)
+            guard let found = Int(text) else {
+                throw LocalStorageError.decodingFailed(reason: "the store's layout marker \"\(text)\" is damaged")
+            }
+            if found > layout {
+                throw LocalStorageError.decodingFailed(
+                    reason: "the store has layout \(found), written by a newer version of LocalStorageKit "
+                        + "(this version reads layout \(layout)); it was left untouched")
+            }
+            if found < layout {
+                throw LocalStorageError.decodingFailed(reason: "the store has the older layout \(found)")
+            }
+            return
+        }
+        let isEmpty = try txn.withCursor(meta) { cursor in try cursor.move(MDB_FIRST) == nil }
+        guard isEmpty else {
+            throw LocalStorageError.decodingFailed(
+                reason: "the store was written by a development version of LocalStorageKit before 0.1.0 "
+                    + "(no layout marker); export it with that version and import it into a new store")
+        }
+        guard !txn.isReadOnly else { return }
+        try txn.put(meta, key: layoutKey, value: Array("\(layout)".utf8))
+    }
+
+    /// The description of the type called `name`, or nil when `meta` has none.
+    ///
+    /// - Throws: `decodingFailed` when the description cannot be read: damaged, or written by a newer
+    ///   version (an unknown index kind). Such a description is never overwritten.
+    static func info(named name: String, meta: MDB_dbi, txn: Transaction) throws -> TypeInfo? {
+        guard let bytes = try txn.get(meta, key: TypeInfo.key(name)) else { return nil }
+        return try decode(bytes, name: name)
+    }
+
+    static func decode(_ bytes: UnsafeRawBufferPointer, name: String) throws -> TypeInfo {
+        do {
+            return try JSONDecoder().decode(TypeInfo.self, from: Data(bytes))
+        } catch {
+            throw LocalStorageError.decodingFailed(
+                reason: "the store's description of type \"\(name)\" cannot be read: it is damaged or was written "
+                    + "by a newer version of LocalStorageKit (\(describe(error))); it was left untouched")
+        }
+    }
+
+    static func put(_ info: TypeInfo, meta: MDB_dbi, txn: Transaction) throws {
+        try txn.put(meta, key: TypeInfo.key(info.name), value: Array(try JSONEncoder().encode(info)))
+    }
+
+    /// Registers `declaration` of the type called `name`: allocates the type's number and a slot for
+    /// each new (index, kind) pair, records the declaration by signature, and keeps the newest
+    /// declaration as the one the CLI shows. Writes `meta` only when something changed.
+    ///
+    /// - Returns: The description now in `meta`, and the one before (nil for a new type).
+    static func register(_ name: String, declaration: IndexDeclaration, version: Int, meta: MDB_dbi,
+                         txn: Transaction) throws -> (info: TypeInfo, previous: TypeInfo?) {
+        let previous = try info(named: name, meta: meta, txn: txn)
+        var info: TypeInfo
+        if let previous {
+            info = previous
+        } else {
+            info = TypeInfo(name: name, number: try allocateTypeNumber(meta: meta, txn: txn), indexes: [],
+                            signature: declaration.signature, version: version, slots: [], declarations: [])
+        }
+        var numbers: [UInt32] = []
+        for entry in declaration.entries {
+            if let slot = info.slot(named: entry.name, kind: entry.kind) {
+                numbers.append(slot.number)
+            } else {
+                let number = (info.slots.map(\.number).max() ?? 0) + 1
+                info.slots.append(TypeInfo.Slot(name: entry.name, kind: entry.kind, number: number))
+                numbers.append(number)
+            }
+        }
+        if !info.declarations.contains(where: { $0.signature == declaration.signature }) {
+            info.declarations.append(TypeInfo.Declaration(signature: declaration.signature, slots: numbers))
+        }
+        info.indexes = declaration.entries
+        info.signature = declaration.signature
+        if info != previous { try put(info, meta: meta, txn: txn) }
+        return (info, previous)
+    }
+
+    /// Every readable type description, and the names (with the reason) of those that cannot be read.
+    static func all(meta: MDB_dbi, txn: Transaction) throws
+        -> (infos: [TypeInfo], unreadable: [(name: String, reason: String)]) {
+        try txn.withCursor(meta) { cursor in
+            var infos: [TypeInfo] = []
+            var unreadable: [(String, String)] = []
+            var entry = try cursor.seek(atLeast: TypeInfo.keyPrefix)
+            while let current = entry, current.key.starts(with: TypeInfo.keyPrefix) {
+                let name = String(decoding: current.key.dropFirst(TypeInfo.keyPrefix.count), as: UTF8.self)
+                do {
+                    infos.append(try decode(current.value, name: name))
+                } catch {
+                    unreadable.append((name, "\(error)"))
+                }
+                entry = try cursor.move(MDB_NEXT)
+            }
+            return (infos, unreadable)
+        }
+    }
+
+    private static func allocateTypeNumber(meta: MDB_dbi, txn: Transaction) throws -> UInt32 {
+        var next: UInt32 = 1
+        if let stored = try txn.get(meta, key: nextTypeKey) {
+            guard stored.count == 4 else {
+                throw LocalStorageError.decodingFailed(reason: "the store's type counter is damaged")
+            }
+            next = UInt32(littleEndian: stored.loadUnaligned(as: UInt32.self))
+        }
+        guard next < UInt32.max else {
+            throw LocalStorageError.invalidDeclaration("the store has allocated every type number")
+        }
+        var bytes: [UInt8] = []
+        bytes.appendLittleEndian(next + 1)
+        try txn.put(meta, key: nextTypeKey, value: bytes)
+        return next
+    }
+
+    private static func describe(_ error: any Error) -> String {
+        guard let error = error as? DecodingError else { return "\(error)" }
+        switch error {
+        case .dataCorrupted(let context), .keyNotFound(_, let context), .typeMismatch(_, let context),
+             .valueNotFound(_, let context):
+            let path = context.codingPath.map(\.stringValue).joined(separator: ".")
+            return path.isEmpty ? context.debugDescription : "\(path): \(context.debugDescription)"
+        @unknown default:
+            return "\(error)"
+        }
+    }
+}
