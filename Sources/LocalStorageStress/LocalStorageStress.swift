@@ -1,6 +1,7 @@
 import CLMDB
 import Foundation
 import LocalStorageKit
+import LocalStorageTestSupport
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -16,6 +17,7 @@ import Darwin
 /// LocalStorageStress hold-readers DIR                                   fills the reader table, then sleeps
 /// LocalStorageStress hold-lock FILE                                     holds a shared lock on byte 0 of FILE
 /// LocalStorageStress open DIR [--as-nobody]                             opens the store; prints the outcome
+/// LocalStorageStress evolve DIR        runs EvolutionDriver commands from standard input, one reply each
 /// ```
 @main
 struct LocalStorageStress {
@@ -33,6 +35,8 @@ struct LocalStorageStress {
                 try holdReaders(directory: arguments[1])
             case "hold-lock" where arguments.count == 2:
                 try holdLock(file: arguments[1])
+            case "evolve" where arguments.count == 2:
+                try await evolve(directory: arguments[1])
             case "open" where arguments.count >= 2:
                 openStore(directory: arguments[1], asNobody: arguments.dropFirst(2).contains("--as-nobody"))
             default:
@@ -110,12 +114,21 @@ struct LocalStorageStress {
         say("done \(saved)")
     }
 
+    /// Answers ``EvolutionDriver`` commands read from standard input until it ends.
+    static func evolve(directory: String) async throws {
+        let storage = try LocalStorage(configuration: configuration(directory, durability: .none, mapSize: 1 << 20))
+        say("ready")
+        while let line = readLine() {
+            say(await EvolutionDriver.perform(line, on: storage))
+        }
+    }
+
     /// Opens the store with raw LMDB (the library's flags and limits) and begins read transactions until
     /// the reader table is full, then sleeps until killed: every slot it holds becomes stale.
     static func holdReaders(directory: String) throws {
         var env: OpaquePointer?
         try lmdb(mdb_env_create(&env), "mdb_env_create")
-        try lmdb(mdb_env_set_maxdbs(env, 1024), "mdb_env_set_maxdbs")
+        try lmdb(mdb_env_set_maxdbs(env, 4096), "mdb_env_set_maxdbs")
         try lmdb(mdb_env_set_maxreaders(env, 512), "mdb_env_set_maxreaders")
         try lmdb(mdb_env_open(env, directory, UInt32(MDB_NOTLS), 0o644), "mdb_env_open")
         var held = 0

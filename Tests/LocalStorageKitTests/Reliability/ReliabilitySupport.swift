@@ -83,6 +83,8 @@ final class HelperProcess: @unchecked Sendable {
     // @unchecked: `process` is only used by the test that started it; the output is behind a Mutex.
     private let process = Process()
     private let output = LineCollector()
+    /// The process's standard input, when it was started `withInput`.
+    private let input: FileHandle?
 
     private final class LineCollector: Sendable {
         struct State {
@@ -95,9 +97,16 @@ final class HelperProcess: @unchecked Sendable {
         func withLock<R>(_ body: (inout State) -> R) -> R { state.withLock { body(&$0) } }
     }
 
-    init(_ arguments: [String], executable: String = "LocalStorageStress") throws {
+    init(_ arguments: [String], executable: String = "LocalStorageStress", withInput: Bool = false) throws {
         process.executableURL = try builtProductURL(executable)
         process.arguments = arguments
+        if withInput {
+            let inputPipe = Pipe()
+            process.standardInput = inputPipe
+            input = inputPipe.fileHandleForWriting
+        } else {
+            input = nil
+        }
         let pipe = Pipe()
         process.standardOutput = pipe
         try process.run()
@@ -142,6 +151,25 @@ final class HelperProcess: @unchecked Sendable {
             try await Task.sleep(for: .milliseconds(5))
         }
         throw HelperError.timedOut("\(what) (output so far: \(lines.suffix(3)))")
+    }
+
+    /// Writes `line` to the process's standard input and returns the next line it prints.
+    func ask(_ line: String, timeout: Duration = .seconds(60)) async throws -> String {
+        let before = lines.count
+        input?.write(Data((line + "\n").utf8))
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            let (reply, closed) = output.withLock { ($0.lines.count > before ? $0.lines[before] : nil, $0.isClosed) }
+            if let reply { return reply }
+            if closed { break }
+            try await Task.sleep(for: .microseconds(200))
+        }
+        throw HelperError.timedOut("a reply to \(line) (output so far: \(lines.suffix(3)))")
+    }
+
+    /// Closes the process's standard input (a reading loop then ends).
+    func closeInput() {
+        try? input?.close()
     }
 
     /// Kills the process with SIGKILL and waits for it and for the end of its output.
