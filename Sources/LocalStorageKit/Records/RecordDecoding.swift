@@ -11,6 +11,11 @@ enum RecordDecoding {
                                          session: DecodeSession? = nil) throws -> T {
         session?.counter?.increment()
         let current = session?.currentVersion ?? T.storageVersion
+        if view.version > current {
+            throw LocalStorageError.decodingFailed(
+                reason: "\(T.self) \"\(id)\" is stored at version \(view.version), newer than its current version "
+                    + "\(current): it was written by a newer version of the app and is left untouched")
+        }
         if view.version < current, let versioned = T.self as? any LocalStorageVersioned.Type {
             let value = try migrate(T.self, view: view, id: id, to: current, steps: versioned.migrations)
             session?.noteUpgrade(of: value, view: view, id: id)

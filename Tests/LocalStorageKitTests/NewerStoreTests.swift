@@ -1,0 +1,132 @@
+import CLMDB
+import Foundation
+import Testing
+@_spi(Maintenance) @testable import LocalStorageKit
+
+/// A record type as a newer app version writes it (version 3) and as this one knows it (version 2).
+struct Sheet3: LocalStorageVersioned, LocalStorageIndexed, Equatable {
+    let id: String
+    var title: String
+    static var storageName: String { "Sheet" }
+    static var currentVersion: Int { 3 }
+    static var migrations: [StorageMigration] { [] }
+    static var storageIndexes: [StorageIndex<Self>] { [.string("title") { $0.title }] }
+}
+
+struct Sheet2: LocalStorageVersioned, LocalStorageIndexed, Equatable {
+    let id: String
+    var title: String
+    static var storageName: String { "Sheet" }
+    static var currentVersion: Int { 2 }
+    static var migrations: [StorageMigration] { [] }
+    static var storageIndexes: [StorageIndex<Self>] { [.string("title") { $0.title }] }
+}
+
+/// What this version cannot understand it never rewrites: a damaged or newer type description, a
+/// record written at a newer version, a newer store layout. And a damaged record that is replaced or
+/// deleted leaves no index entry behind.
+@Suite struct NewerStoreTests {
+    /// The reason of the `decodingFailed` that `body` throws; nil when it throws nothing or another error.
+    private func decodingFailure(_ body: () async throws -> Void) async -> String? {
+        do {
+            try await body()
+        } catch LocalStorageError.decodingFailed(let reason) {
+            return reason
+        } catch {
+            return nil
+        }
+        return nil
+    }
+
+    private func meta(_ storage: LocalStorage, _ key: [UInt8]) throws -> [UInt8]? {
+        try storage.core.environment.read { txn in try txn.get(storage.core.meta, key: key).map(Array.init) }
+    }
+
+    @Test(arguments: ["garbage", "newerKind"])
+    func anUnreadableTypeDescriptionIsNeverOverwritten(damage: String) async throws {
+        let directory = temporaryDirectory()
+        let key = Array("t.Product".utf8)
+        let damaged: [UInt8]
+        do {
+            let storage = try LocalStorage(configuration: diskConfiguration(directory))
+            try await storage.save(Product.sample(1))
+            let stored = try #require(try meta(storage, key))
+            if damage == "garbage" {
+                damaged = Array("{not json".utf8)
+            } else {
+                // A newer version's index kind (3) in an otherwise valid description.
+                let text = String(decoding: stored, as: UTF8.self)
+                damaged = Array(text.replacingOccurrences(of: "\"kind\":2", with: "\"kind\":3").utf8)
+                #expect(damaged != stored)
+            }
+            let metaDBI = storage.core.meta
+            try await storage.core.writer.perform { context in try context.txn.put(metaDBI, key: key, value: damaged) }
+        }
+        try await withStore(diskConfiguration(directory)) { storage async throws in
+            let reason = await decodingFailure { try await storage.save(Product.sample(2)) }
+            #expect(reason?.contains("description of type \"Product\" cannot be read") == true, "\(reason ?? "")")
+            await #expect(throws: LocalStorageError.self) { try await storage.fetch(Product.self, id: "sku_1") }
+            #expect(try meta(storage, key) == damaged)
+            // The maintenance tool names it as unreadable, and leaves it too.
+            let maintenance = try await StoreMaintenance(directory: storage.core.directory)
+            #expect(maintenance.unreadableTypeNames == ["Product"])
+            #expect(try maintenance.verify().problems.map(\.kind) == [.unreadableType])
+            #expect(try meta(storage, key) == damaged)
+        }
+    }
+
+    @Test func aRecordOfANewerVersionIsReportedAndNeverOverwritten() async throws {
+        let storage = try LocalStorage(configuration: .inMemory)
+        try await storage.save(Sheet3(id: "s1", title: "from the future"))
+        let read = await decodingFailure { _ = try await storage.fetch(Sheet2.self, id: "s1") }
+        #expect(read?.contains("version 3, newer than its current version 2") == true, "\(read ?? "")")
+        let write = await decodingFailure { try await storage.save(Sheet2(id: "s1", title: "older")) }
+        #expect(write?.contains("not overwritten") == true, "\(write ?? "")")
+        let update = await decodingFailure { try await storage.update(Sheet2.self, id: "s1") { $0.title = "older" } }
+        #expect(update != nil)
+        // Queries of the older type skip it (and log), re-indexing included.
+        #expect(try await storage.fetch(Sheet2.self, matching: [.hasPrefix("title", "")]) == [])
+        #expect(try await storage.fetch(Sheet3.self, id: "s1") == Sheet3(id: "s1", title: "from the future"))
+        #expect(try await storage.metadata(Sheet3.self, id: "s1")?.version == 3)
+    }
+
+    @Test func aNewerStoreLayoutFailsToOpenAndIsLeftAlone() async throws {
+        let directory = temporaryDirectory()
+        do {
+            let storage = try LocalStorage(configuration: diskConfiguration(directory))
+            try await storage.save(Note(id: "n", text: "kept"))
+            let metaDBI = storage.core.meta
+            try await storage.core.writer.perform { context in
+                try context.txn.put(metaDBI, key: TypeRegistry.layoutKey, value: Array("3".utf8))
+            }
+        }
+        do {
+            _ = try LocalStorage(configuration: diskConfiguration(directory))
+            Issue.record("a store of a newer layout opened")
+        } catch LocalStorageError.openFailed(_, let reason) {
+            #expect(reason.contains("layout 3, written by a newer version"), "\(reason)")
+        }
+    }
+
+    @Test(arguments: ["save", "delete", "purge"])
+    func aDamagedRecordThatIsReplacedOrDeletedLeavesNoEntryBehind(action: String) async throws {
+        let directory = temporaryDirectory()
+        try await withStore(diskConfiguration(directory)) { storage async throws in
+            try await storage.save(contentsOf: (0..<5).map(Product.sample), expiration: .seconds(1))
+            let schema = try await storage.core.schema(for: Product.self)
+            try await storage.core.writer.perform { context in
+                try context.txn.put(schema.records, key: Array("sku_2".utf8), value: [0xA7, 0x02, 0xFF])
+            }
+            switch action {
+            case "save": try await storage.save(Product.sample(2))
+            case "delete": try await storage.delete(Product.self, id: "sku_2")
+            default:
+                try await Task.sleep(for: .milliseconds(1100))
+                #expect(try await storage.purgeExpired() == 5)
+            }
+            #expect(try await verifyProblems(storage) == [])
+            let expected = action == "save" ? 5 : action == "delete" ? 4 : 0
+            #expect(try await storage.count(Product.self, matching: [.atLeast("price", 0)]) == expected)
+        }
+    }
+}
