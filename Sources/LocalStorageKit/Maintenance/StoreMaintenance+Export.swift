@@ -30,12 +30,14 @@ extension StoreMaintenance {
     /// as JSON, whatever codec wrote it. Records that cannot be read are left out and reported.
     ///
     /// - Parameters:
-    ///   - names: The types to export; empty for all.
+    ///   - names: The types to export, each once however often it is named; empty for all.
     ///   - output: Receives the text in chunks of about a megabyte.
     /// - Throws: ``MaintenanceError/unknownType(_:known:)``; whatever `output` throws.
     public func export(types names: [String] = [], to output: (Data) throws -> Void,
                        progress: MaintenanceProgressHandler? = nil) throws -> ExportReport {
-        let types = names.isEmpty ? currentCatalog.sortedTypes : try names.map { try storedType($0) }
+        var seen: Set<String> = []
+        let unique = names.filter { seen.insert($0).inserted }  // `export A A` exports A once.
+        let types = unique.isEmpty ? currentCatalog.sortedTypes : try unique.map { try storedType($0) }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return try read { txn in

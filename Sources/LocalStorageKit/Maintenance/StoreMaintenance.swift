@@ -44,15 +44,29 @@ import Synchronization
     /// The directory an app's store lives in when it keeps the default configuration.
     public static var defaultDirectory: URL { LocalStorageConfiguration().storeDirectory }
 
+    /// The store directory `directory` names: `directory` itself when it holds `data.mdb`, else the store
+    /// directory a configuration derives from it as its `databaseDirectory` when that holds `data.mdb`,
+    /// else `directory` (where a new store would go).
+    public static func storeDirectory(named directory: URL) -> URL {
+        let manager = FileManager.default
+        if manager.fileExists(atPath: directory.appendingPathComponent("data.mdb").path) { return directory }
+        var configuration = LocalStorageConfiguration()
+        configuration.databaseDirectory = directory
+        let derived = configuration.storeDirectory
+        if manager.fileExists(atPath: derived.appendingPathComponent("data.mdb").path) { return derived }
+        return directory
+    }
+
     /// Opens the store in `directory` for maintenance.
     ///
     /// - Parameters:
-    ///   - directory: The directory that holds `data.mdb` (a configuration's `databaseDirectory`
-    ///     followed by `LocalStorage`).
+    ///   - directory: The directory that holds `data.mdb`, or a configuration's `databaseDirectory` whose
+    ///     store directory (see ``storeDirectory(named:)``) holds it.
     ///   - creatingIfMissing: Creates an empty store when there is none (for imports); otherwise a
     ///     missing store is an error, so that a mistyped path never leaves an empty store behind.
     /// - Throws: ``MaintenanceError/noStore(path:)``, or ``LocalStorageError/openFailed(path:reason:)``.
     public init(directory: URL, creatingIfMissing: Bool = false) async throws {
+        let directory = StoreMaintenance.storeDirectory(named: directory)
         let dataFile = directory.appendingPathComponent("data.mdb")
         if !FileManager.default.fileExists(atPath: dataFile.path) {
             guard creatingIfMissing else { throw MaintenanceError.noStore(path: directory.path) }
