@@ -14,6 +14,8 @@
     case outputExists(path: String)
     /// A line of an import file cannot be imported.
     case invalidImportLine(Int, reason: String)
+    /// The store was opened read-only (this process cannot write its files), and the command writes.
+    case readOnly(path: String)
 
     /// The problem in one line.
     public var description: String {
@@ -33,6 +35,8 @@
             "\(path) already exists; choose another output"
         case .invalidImportLine(let line, let reason):
             "line \(line): \(reason)"
+        case .readOnly(let path):
+            "the store at \(path) is read-only for this user; only reading commands work on it"
         }
     }
 }

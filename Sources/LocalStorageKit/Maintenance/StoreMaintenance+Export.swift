@@ -115,7 +115,7 @@ extension StoreMaintenance {
             }
             guard line == nil || batch.count >= StoreMaintenance.batchSize || batchBytes >= 32 << 20 else { continue }
             let items = batch
-            let meta = core.meta
+            let meta = self.meta
             records += try await write { writer in
                 try writer.transact { context in try ImportParser.apply(items, meta: meta, txn: context.txn) }
             }
