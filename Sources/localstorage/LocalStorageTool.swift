@@ -57,9 +57,22 @@ struct LocalStorageTool {
                 return 0
             }
             try command.validate(arguments)
-            let store = try await StoreMaintenance(directory: storeDirectory(arguments),
-                                                   creatingIfMissing: command.createsStore)
-            return try await command.run(arguments, store: store, output: output)
+            let directory = StoreMaintenance.storeDirectory(named: storeDirectory(arguments))
+            // What a command that creates the store must remove again when it fails.
+            let created = command.createsStore ? NewStore(directory) : nil
+            do {
+                let store = try await StoreMaintenance(directory: directory, creatingIfMissing: command.createsStore)
+                let status = try await command.run(arguments, store: store, output: output)
+                if status != 0 { try created?.remove() }
+                return status
+            } catch {
+                do {
+                    try created?.remove()
+                } catch let cleanup {
+                    output.message("localstorage: error: \(cleanup)")
+                }
+                throw error
+            }
         } catch let error as UsageError {
             output.message("localstorage \(command.name): \(error)")
             output.message("usage: localstorage \(command.synopsis) [--store DIR] [--json]  (--help for more)")
@@ -135,5 +148,40 @@ struct LocalStorageTool {
             Run localstorage <command> --help for a command's arguments.
             Exit status: 0 success, 1 problems found or the operation failed, 2 usage errors.
             """
+    }
+}
+
+/// A store a command is about to create, so that a failed command leaves nothing behind: the files it
+/// adds and the directories it makes. Nil when the store exists already.
+struct NewStore {
+    /// The store's files, to be removed.
+    let files: [URL]
+    /// The outermost directory that did not exist yet, if any.
+    let firstNewDirectory: URL?
+
+    init?(_ directory: URL) {
+        let manager = FileManager.default
+        guard !manager.fileExists(atPath: directory.appendingPathComponent("data.mdb").path) else { return nil }
+        files = ["data.mdb", "lock.mdb"].map { directory.appendingPathComponent($0) }
+            .filter { !manager.fileExists(atPath: $0.path) }
+        var missing: URL?
+        var current = directory.standardizedFileURL
+        while !manager.fileExists(atPath: current.path), current.path != "/" {
+            missing = current
+            current = current.deletingLastPathComponent()
+        }
+        firstNewDirectory = missing
+    }
+
+    /// Removes what the command created.
+    func remove() throws {
+        let manager = FileManager.default
+        if let firstNewDirectory {
+            if manager.fileExists(atPath: firstNewDirectory.path) { try manager.removeItem(at: firstNewDirectory) }
+            return
+        }
+        for file in files where manager.fileExists(atPath: file.path) {
+            try manager.removeItem(at: file)
+        }
     }
 }
