@@ -62,6 +62,30 @@ import Glibc
         #expect(result.stderr.contains("\"binaryPayload\" and \"payload\" hold different values"))
     }
 
+    @Test func importComparesAnInfiniteIndexValueWithThePayload() async throws {
+        let store = try await IntegrityStore { storage in
+            var product = Product.sample(1)
+            product.price = .infinity
+            try await storage.save(product)
+        }
+        let exported = try store.run(["export"]).stdout
+        #expect(exported.contains("\"price\":\"Infinity\""))
+        let target = store.directory.appendingPathComponent("copy")
+        let file = store.directory.appendingPathComponent("products.jsonl")
+        try Data(exported.utf8).write(to: file)
+        #expect(try store.run(["import", file.path, "--store", target.path]).status == 0)
+        // The payload's price made finite (and its exact bytes dropped), the index left at Infinity.
+        let inPayload = try #require(exported.range(of: "\"price\":\"Infinity\"", options: .backwards))
+        let finite = exported.replacingCharacters(in: inPayload, with: "\"price\":3")
+            .replacingOccurrences(of: #""binaryPayload":"[^"]*","#, with: "", options: .regularExpression)
+        try #require(!finite.contains("binaryPayload") && finite.contains("\"price\":3,"), "\(finite)")
+        try Data(finite.utf8).write(to: file)
+        let result = try store.run(["import", file.path, "--store", target.path])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("index \"price\" holds Infinity but the payload's \"price\" is 3"),
+                "\(result.stderr)")
+    }
+
     // MARK: - The store option
 
     @Test func storeOptionTakesTheDatabaseDirectoryToo() async throws {

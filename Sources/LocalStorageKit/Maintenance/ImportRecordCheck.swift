@@ -44,8 +44,14 @@ struct ImportRecordCheck {
             return "the record's id \"\(summary.id)\" differs from its payload's id \"\(payloadID)\""
         }
         guard checkingPayloadValues else { return nil }
-        for (name, value) in summary.indexes.sorted(by: { $0.key < $1.key }) {
+        for (name, given) in summary.indexes.sorted(by: { $0.key < $1.key }) {
             guard let member = document.member(at: name) else { continue }
+            // A number index's infinities are strings in the file ("Infinity"): compare them as numbers.
+            var value = given
+            if declared[name] == .number, case .string(let text) = given,
+               let number = MaintenanceIndexValue.number(parsing: text) {
+                value = number
+            }
             if let disagreement = Self.disagreement(value, member) {
                 return "index \"\(name)\" holds \(value) but the payload's \"\(name)\" is \(disagreement)"
                     + " (use --no-payload-check if the index is computed differently)"
