@@ -7,6 +7,7 @@ enum DeleteCommand: Command {
     static let summary = "Deletes one record and its index entries."
     static let details = """
         Fails (status 1) when the record does not exist.
+
         \(IdentifierArgument.help)
         """
     static let spec = ArgumentSpec(flags: ["escaped"], positionals: 2...2)

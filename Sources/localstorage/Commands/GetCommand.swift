@@ -11,6 +11,7 @@ enum GetCommand: Command {
         holds one object: the record's metadata (type, id, createdAt, updatedAt, expiresAt in ns since
         1970, version, format, signature, indexes) and "payload". NaN and ±Infinity, which JSON cannot
         hold, show as the strings "NaN", "Infinity" and "-Infinity".
+
         \(IdentifierArgument.help)
         """
     static let spec = ArgumentSpec(flags: ["escaped"], positionals: 2...2)
