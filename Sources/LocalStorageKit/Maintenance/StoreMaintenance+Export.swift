@@ -26,8 +26,10 @@ extension StoreMaintenance {
     ///
     /// Each type starts with a line describing it (`type`, `version`, `signature`, `indexes`), followed by
     /// one line per record, in id order: `type`, `id`, `createdAt`, `updatedAt`, `expiresAt` (ns since 1970;
-    /// no `expiresAt` when it never expires), `version`, `format`, `signature`, `indexes` and, last, `payload`
-    /// as JSON, whatever codec wrote it. Records that cannot be read are left out and reported.
+    /// no `expiresAt` when it never expires), `version`, `format`, `signature`, `indexes`, then `binaryPayload`
+    /// (the stored binary payload in Base64, only when the payload holds NaN or ±Infinity, which its JSON
+    /// view shows as strings) and, last, `payload` as JSON, whatever codec wrote it. Records that cannot be
+    /// read are left out and reported.
     ///
     /// - Parameters:
     ///   - names: The types to export, each once however often it is named; empty for all.

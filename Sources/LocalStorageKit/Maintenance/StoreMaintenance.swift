@@ -77,6 +77,8 @@ import Darwin
     ///     store directory (see ``storeDirectory(named:)``) holds it.
     ///   - creatingIfMissing: Creates an empty store when there is none (for imports); otherwise a
     ///     missing store is an error, so that a mistyped path never leaves an empty store behind.
+    ///
+    /// A store this process cannot write is opened read-only (see ``isReadOnly``).
     /// - Throws: ``MaintenanceError/noStore(path:)``, or ``LocalStorageError/openFailed(path:reason:)``.
     public init(directory: URL, creatingIfMissing: Bool = false) async throws {
         let directory = StoreMaintenance.storeDirectory(named: directory)
