@@ -34,10 +34,12 @@ extension Command {
         text += """
 
             Global options:
-              --store DIR   the store directory (holding data.mdb); default $LOCALSTORAGE_STORE,
-                            then the library's default directory
+              --store DIR   the store: the directory holding data.mdb, or the app's databaseDirectory
+                            (the store is then DIR/LocalStorage); default $LOCALSTORAGE_STORE, then
+                            the library's default directory
               --json        machine-readable output
               --help, -h    this help
+            Global options may come before or after the command.
             """
         return text
     }

@@ -20,13 +20,23 @@ struct LocalStorageTool {
 
     /// Runs one command line; returns the exit status.
     static func run(_ words: [String]) async -> Int32 {
-        let output = Output(isJSON: words.contains("--json"))
-        guard let name = words.first else {
+        var output = Output(isJSON: words.contains("--json"))
+        let (leading, name, rest): ([String], String?, [String])
+        do {
+            (leading, name, rest) = try splitCommand(words)
+        } catch {
+            return fail(error, output: output)
+        }
+        guard let name else {
+            if leading.contains("--help") || leading.contains("-h") {
+                output.line(usage)
+                return 0
+            }
             output.message(usage)
             return 2
         }
         if ["help", "--help", "-h"].contains(name) {
-            if let topic = words.dropFirst().first, !topic.hasPrefix("-") {
+            if let topic = rest.first, !topic.hasPrefix("-") {
                 guard let command = commands.first(where: { $0.name == topic }) else {
                     return fail(UsageError("unknown command \"\(topic)\""), output: output)
                 }
@@ -40,15 +50,29 @@ struct LocalStorageTool {
             return fail(UsageError("unknown command \"\(name)\"; run localstorage --help"), output: output)
         }
         do {
-            let arguments = try ArgumentParser.parse(Array(words.dropFirst()), spec: command.spec)
+            let arguments = try ArgumentParser.parse(leading + rest, spec: command.spec)
+            output = Output(isJSON: arguments.has("json"))
             if arguments.has("help") {
                 output.line(command.help)
                 return 0
             }
             try command.validate(arguments)
-            let store = try await StoreMaintenance(directory: storeDirectory(arguments),
-                                                   creatingIfMissing: command.createsStore)
-            return try await command.run(arguments, store: store, output: output)
+            let directory = StoreMaintenance.storeDirectory(named: storeDirectory(arguments))
+            // What a command that creates the store must remove again when it fails.
+            let created = command.createsStore ? NewStore(directory) : nil
+            do {
+                let store = try await StoreMaintenance(directory: directory, creatingIfMissing: command.createsStore)
+                let status = try await command.run(arguments, store: store, output: output)
+                if status != 0 { try created?.remove() }
+                return status
+            } catch {
+                do {
+                    try created?.remove()
+                } catch let cleanup {
+                    output.message("localstorage: error: \(cleanup)")
+                }
+                throw error
+            }
         } catch let error as UsageError {
             output.message("localstorage \(command.name): \(error)")
             output.message("usage: localstorage \(command.synopsis) [--store DIR] [--json]  (--help for more)")
@@ -56,6 +80,37 @@ struct LocalStorageTool {
         } catch {
             return fail(error, output: output)
         }
+    }
+
+    /// Splits a command line into the global options before the command, the command, and the words after it.
+    ///
+    /// Global options (`--store DIR`, `--store=DIR`, `--json`, `--help`) may come before the command as
+    /// well as after it.
+    static func splitCommand(_ words: [String]) throws(UsageError) -> (leading: [String], command: String?,
+                                                                    rest: [String]) {
+        var leading: [String] = []
+        var index = 0
+        while index < words.count {
+            let word = words[index]
+            let name = word.hasPrefix("--") ? String(word.dropFirst(2).prefix { $0 != "=" }) : nil
+            if word == "-h" || name.map({ ArgumentParser.globalFlags.contains($0) }) == true {
+                leading.append(word)
+                index += 1
+            } else if let name, ArgumentParser.globalOptions.contains(name) {
+                leading.append(word)
+                index += 1
+                if !word.contains("=") {
+                    guard index < words.count else { throw UsageError("--\(name) needs a value") }
+                    leading.append(words[index])
+                    index += 1
+                }
+            } else if word.hasPrefix("-") {
+                throw UsageError("unknown option \(word) before the command; run localstorage --help")
+            } else {
+                return (leading, word, Array(words[(index + 1)...]))
+            }
+        }
+        return (leading, nil, [])
     }
 
     /// Reports `error` in one line; returns its exit status.
@@ -86,10 +141,47 @@ struct LocalStorageTool {
             Commands:
             \(list.joined(separator: "\n"))
 
-            The store is --store DIR (the directory holding data.mdb), else $LOCALSTORAGE_STORE, else
+            The store is --store DIR, else $LOCALSTORAGE_STORE, else
             \(StoreMaintenance.defaultDirectory.path).
+            DIR is the directory holding data.mdb, or the app's databaseDirectory (the store is then
+            DIR/LocalStorage). --store and --json may come before or after the command.
             Run localstorage <command> --help for a command's arguments.
             Exit status: 0 success, 1 problems found or the operation failed, 2 usage errors.
             """
+    }
+}
+
+/// A store a command is about to create, so that a failed command leaves nothing behind: the files it
+/// adds and the directories it makes. Nil when the store exists already.
+struct NewStore {
+    /// The store's files, to be removed.
+    let files: [URL]
+    /// The outermost directory that did not exist yet, if any.
+    let firstNewDirectory: URL?
+
+    init?(_ directory: URL) {
+        let manager = FileManager.default
+        guard !manager.fileExists(atPath: directory.appendingPathComponent("data.mdb").path) else { return nil }
+        files = ["data.mdb", "lock.mdb"].map { directory.appendingPathComponent($0) }
+            .filter { !manager.fileExists(atPath: $0.path) }
+        var missing: URL?
+        var current = directory.standardizedFileURL
+        while !manager.fileExists(atPath: current.path), current.path != "/" {
+            missing = current
+            current = current.deletingLastPathComponent()
+        }
+        firstNewDirectory = missing
+    }
+
+    /// Removes what the command created.
+    func remove() throws {
+        let manager = FileManager.default
+        if let firstNewDirectory {
+            if manager.fileExists(atPath: firstNewDirectory.path) { try manager.removeItem(at: firstNewDirectory) }
+            return
+        }
+        for file in files where manager.fileExists(atPath: file.path) {
+            try manager.removeItem(at: file)
+        }
     }
 }

@@ -4,7 +4,7 @@ import Testing
 
 // MARK: - Many types from one generic: Deeper<Deeper<…<Level0>>> is a new type at every depth
 
-protocol NamedLevel { static var depth: Int { get } }
+protocol NamedLevel: Sendable { static var depth: Int { get } }
 enum Level0: NamedLevel { static var depth: Int { 0 } }
 enum Deeper<Inner: NamedLevel>: NamedLevel { static var depth: Int { Inner.depth + 1 } }
 

@@ -112,7 +112,8 @@ struct Sheet2: LocalStorageVersioned, LocalStorageIndexed, Equatable {
     func aDamagedRecordThatIsReplacedOrDeletedLeavesNoEntryBehind(action: String) async throws {
         let directory = temporaryDirectory()
         try await withStore(diskConfiguration(directory)) { storage async throws in
-            try await storage.save(contentsOf: (0..<5).map(Product.sample), expiration: .seconds(1))
+            try await storage.save(contentsOf: (0..<5).map(Product.sample),
+                                   expiration: action == "purge" ? .seconds(1) : .hours(1))
             let schema = try await storage.core.schema(for: Product.self)
             try await storage.core.writer.perform { context in
                 try context.txn.put(schema.records, key: Array("sku_2".utf8), value: [0xA7, 0x02, 0xFF])

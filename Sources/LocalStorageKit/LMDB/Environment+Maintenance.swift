@@ -1,4 +1,9 @@
 import CLMDB
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Environment-wide figures for the maintenance tool: pages, readers, the free list.
 extension Environment {
@@ -7,6 +12,23 @@ extension Environment {
         var stat = MDB_stat()
         try check(mdb_env_stat(handle, &stat), "mdb_env_stat")
         return stat
+    }
+
+    /// Runs `body` in a fresh read transaction that is committed, not reset, so the database handles it
+    /// opens stay valid afterwards: how a read-only store (which has no writer) opens its databases.
+    func readCommitted<R>(_ body: (Transaction) throws -> R) throws -> R {
+        var raw: OpaquePointer?
+        try check(mdb_txn_begin(handle, nil, UInt32(MDB_RDONLY), &raw), "mdb_txn_begin")
+        guard let txn = raw else { throw LMDBError(code: EINVAL, call: "mdb_txn_begin", caller: #function) }
+        let value: R
+        do {
+            value = try body(Transaction(handle: txn, isReadOnly: true))
+        } catch {
+            mdb_txn_abort(txn)
+            throw error
+        }
+        try check(mdb_txn_commit(txn), "mdb_txn_commit")
+        return value
     }
 
     /// The number of reader-table slots held by some process (`mdb_reader_list`), whether or not

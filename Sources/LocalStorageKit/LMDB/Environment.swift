@@ -30,8 +30,11 @@ final class Environment: @unchecked Sendable {
     private let openedForkGeneration = ForkWatch.generation
 
     /// Opens (creating if needed) the environment in `directory`.
+    ///
+    /// `readOnly` opens it with `MDB_RDONLY`; `withoutLock` adds `MDB_NOLOCK`, for a read-only store whose
+    /// lock file this process cannot write (nothing may write the store meanwhile).
     init(directory: String, mapSize: Int, maxMapSize: Int, durability: StorageDurability,
-         readOnly: Bool = false) throws {
+         readOnly: Bool = false, withoutLock: Bool = false) throws {
         var raw: OpaquePointer?
         try check(mdb_env_create(&raw), "mdb_env_create")
         guard let raw else { throw LMDBError(code: ENOMEM, call: "mdb_env_create", caller: #function) }
@@ -46,6 +49,7 @@ final class Environment: @unchecked Sendable {
             case .none: flags |= UInt32(MDB_NOSYNC)
             }
             if readOnly { flags |= UInt32(MDB_RDONLY) }
+            if withoutLock { flags |= UInt32(MDB_NOLOCK) }
             try check(directory.withCString { mdb_env_open(raw, $0, flags, 0o644) }, "mdb_env_open")
             try Environment.checkDataFileLength(raw, directory: directory)
             var dead: Int32 = 0

@@ -9,15 +9,20 @@ struct ImportParser {
         case record(type: String, key: [UInt8], header: RecordHeader, payload: [UInt8])
     }
 
-    /// The types described so far: the store's own, replaced by the file's type lines.
+    /// The types the store describes.
+    private let known: [String: TypeInfo]
+    /// The types described so far: the store's own, and the file's type lines for the others.
     private var declarations: [String: TypeInfo]
     /// The names of the types the file described, in file order.
     private(set) var typeNames: [String] = []
     private var lineNumber = 0
     private let decoder = JSONDecoder()
+    private let check: ImportRecordCheck
 
-    init(known: [String: TypeInfo]) {
+    init(known: [String: TypeInfo], check: ImportRecordCheck = ImportRecordCheck()) {
+        self.known = known
         declarations = known
+        self.check = check
     }
 
     /// Just enough of a line to tell a type line from a record line.
@@ -38,7 +43,9 @@ struct ImportParser {
                 let description = try decoder.decode(TypeDescription.self, from: data)
                 guard let info = description.typeInfo else { throw reason("an index kind is not string or number") }
                 try IndexDeclaration(entries: info.indexes).validate(storageName: info.name, type: "type")
-                declarations[info.name] = info
+                // A type the store knows keeps its own description (the import does not replace it),
+                // so its records are checked against that one.
+                declarations[info.name] = known[info.name] ?? info
                 if !typeNames.contains(info.name) { typeNames.append(info.name) }
                 return .type(info)
             }
@@ -62,17 +69,22 @@ struct ImportParser {
         guard let range = JSONText.rangeOfMember("payload", in: line) else {
             throw reason("the record has no payload")
         }
-        let payload = try PayloadCodec.payload(fromJSON: Data(line[range]), as: format)
+        let json = Data(line[range])
+        let payload = try exactPayload(in: line, json: json, format: format)
+            ?? PayloadCodec.payload(fromJSON: json, as: format)
+        if let problem = check.problem(with: summary, payload: json, info: info) {
+            throw reason("\(summary.type) \"\(summary.id)\": \(problem)")
+        }
         var values: [StoredIndexValue] = []
         var remaining = summary.indexes
         for entry in info.indexes {
             guard let value = remaining.removeValue(forKey: entry.name) else { continue }
-            values.append(try stored(value, name: entry.name, kind: entry.kind))
+            values.append(try stored(value, name: entry.name, kind: entry.kind, of: summary))
         }
         // Values of indexes the declaration no longer has (a record indexed before a change) keep their own kind.
         for (name, value) in remaining.sorted(by: { $0.key < $1.key }) {
             let kind: IndexKind = if case .string = value { .string } else { .number }
-            values.append(try stored(value, name: name, kind: kind))
+            values.append(try stored(value, name: name, kind: kind, of: summary))
         }
         let header = RecordHeader(format: format, version: summary.version, createdAt: summary.createdAt,
                                   updatedAt: summary.updatedAt, expiresAt: summary.expiresAt ?? 0,
@@ -81,9 +93,43 @@ struct ImportParser {
                        payload: payload)
     }
 
-    private func stored(_ value: MaintenanceIndexValue, name: String, kind: IndexKind) throws -> StoredIndexValue {
+    /// The stored payload a `binaryPayload` member carries (for payloads holding NaN or ±Infinity, which
+    /// the JSON view cannot restore), checked against the line's payload JSON; nil when there is none.
+    private func exactPayload(in line: [UInt8], json: Data, format: PayloadFormat) throws -> [UInt8]? {
+        guard let range = JSONText.rangeOfMember(RecordDetail.exactPayloadKey, in: line) else { return nil }
+        let key = RecordDetail.exactPayloadKey
+        guard format == .binary else { throw reason("\"\(key)\" is only for records in the binary format") }
+        guard let text = try? decoder.decode(String.self, from: Data(line[range])),
+              let bytes = Data(base64Encoded: text) else {
+            throw reason("\"\(key)\" is not a Base64 string")
+        }
+        let view: Data
+        do {
+            view = try bytes.withUnsafeBytes { try BinaryJSON.jsonView(fromBinary: $0).json }
+        } catch {
+            throw reason("\"\(key)\" is not a valid binary payload: \(error)")
+        }
+        guard view == json || Self.sameJSON(view, json) else {
+            throw reason("\"\(key)\" and \"payload\" hold different values (edit neither, or remove \"\(key)\")")
+        }
+        return Array(bytes)
+    }
+
+    /// Whether two JSON texts hold the same value.
+    private static func sameJSON(_ first: Data, _ second: Data) -> Bool {
+        do {
+            return try JSONDecoder().decode(JSONValue.self, from: first)
+                == JSONDecoder().decode(JSONValue.self, from: second)
+        } catch {
+            return false
+        }
+    }
+
+    private func stored(_ value: MaintenanceIndexValue, name: String, kind: IndexKind,
+                        of summary: RecordSummary) throws -> StoredIndexValue {
         guard let bytes = value.storedBytes(kind: kind) else {
-            throw reason("the value \(value) of index \"\(name)\" is not a \(kind.name)")
+            throw reason("\(summary.type) \"\(summary.id)\": the value \(value) of index \"\(name)\""
+                + " is not a \(kind.name)")
         }
         return StoredIndexValue(name: name, kind: kind, bytes: bytes)
     }

@@ -8,6 +8,11 @@ import Foundation
 
     /// `value` encoded as a JSON object (sorted keys) with one more member, `key`, holding `rawJSON` verbatim.
     static func object<T: Encodable>(_ value: T, appending key: String, rawJSON: Data) throws -> Data {
+        try object(value, appending: [(key, rawJSON)])
+    }
+
+    /// `value` encoded as a JSON object (sorted keys) followed by `members`, each value verbatim, in order.
+    static func object<T: Encodable>(_ value: T, appending members: [(key: String, rawJSON: Data)]) throws -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         var object: Data
@@ -18,9 +23,11 @@ import Foundation
         }
         guard object.last == UInt8(ascii: "}") else { return object }
         object.removeLast()
-        if object.count > 1 { object.append(UInt8(ascii: ",")) }
-        object.append(contentsOf: Array("\"\(key)\":".utf8))
-        object.append(rawJSON)
+        for (key, rawJSON) in members {
+            if object.count > 1 { object.append(UInt8(ascii: ",")) }
+            object.append(contentsOf: Array("\"\(key)\":".utf8))
+            object.append(rawJSON)
+        }
         object.append(UInt8(ascii: "}"))
         return object
     }

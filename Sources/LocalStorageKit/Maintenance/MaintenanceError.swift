@@ -14,12 +14,14 @@
     case outputExists(path: String)
     /// A line of an import file cannot be imported.
     case invalidImportLine(Int, reason: String)
+    /// The store was opened read-only (this process cannot write its files), and the command writes.
+    case readOnly(path: String)
 
     /// The problem in one line.
     public var description: String {
         switch self {
         case .noStore(let path):
-            "no store at \(path) (no data.mdb there)"
+            "no store at \(path) (no data.mdb there, nor in its LocalStorage directory)"
         case .unknownType(let name, let known):
             "the store has no type \"\(name)\"" + (known.isEmpty ? "" : " (it has: \(known.joined(separator: ", ")))")
         case .unknownIndex(let name, let type, let known):
@@ -33,6 +35,8 @@
             "\(path) already exists; choose another output"
         case .invalidImportLine(let line, let reason):
             "line \(line): \(reason)"
+        case .readOnly(let path):
+            "the store at \(path) is read-only for this user; only reading commands work on it"
         }
     }
 }

@@ -1,7 +1,8 @@
 /// An index value as maintenance output shows it: a string or an exact number.
 ///
 /// In JSON a string is a string and a number is a number, written exactly (integers beyond 2^53 keep
-/// every digit); the infinities, which JSON cannot spell, are the strings `"+Infinity"` and `"-Infinity"`.
+/// every digit); the infinities, which JSON cannot spell, are the strings `"Infinity"` and
+/// `"-Infinity"` (`"+Infinity"` is read too, as older exports wrote it).
 @_spi(Maintenance) public enum MaintenanceIndexValue: Codable, Sendable, Equatable, CustomStringConvertible {
     /// A string index value.
     case string(String)
@@ -12,15 +13,19 @@
     /// Any other number.
     case double(Double)
 
-    static let positiveInfinity = "+Infinity"
+    /// How infinities are spelled in output (and the JSON view of payloads): `Infinity`, `-Infinity`.
+    static let positiveInfinity = "Infinity"
     static let negativeInfinity = "-Infinity"
 
-    /// The value as text: a string as it is, a number as Swift prints it.
+    /// The value as text: a string as it is, a number as Swift prints it, infinities as `Infinity` and
+    /// `-Infinity` (the spelling `--where` accepts).
     public var description: String {
         switch self {
         case .string(let string): string
         case .integer(let value): String(value)
         case .unsignedInteger(let value): String(value)
+        case .double(let value) where value == .infinity: Self.positiveInfinity
+        case .double(let value) where value == -.infinity: Self.negativeInfinity
         case .double(let value): value.description
         }
     }
@@ -80,15 +85,16 @@
     }
 
     /// Parses a number as a command line or an export spells it: an integer, a decimal, `true`/`false`
-    /// (indexed as 1 and 0) or an infinity. Nil for anything else, NaN included.
+    /// (indexed as 1 and 0) or an infinity (`Infinity`, `+Infinity`, `-Infinity`, `inf`, `-inf`, in any
+    /// case). Nil for anything else, NaN included (NaN is never indexed).
     static func number(parsing text: String) -> MaintenanceIndexValue? {
         if let value = Int64(text) { return .integer(value) }
         if let value = UInt64(text) { return .unsignedInteger(value) }
-        switch text {
+        switch text.lowercased() {
         case "true": return .integer(1)
         case "false": return .integer(0)
-        case positiveInfinity, "inf", "+inf", "infinity": return .double(.infinity)
-        case negativeInfinity, "-inf", "-infinity": return .double(-.infinity)
+        case "infinity", "+infinity", "inf", "+inf": return .double(.infinity)
+        case "-infinity", "-inf": return .double(-.infinity)
         default: break
         }
         guard let value = Double(text), value.isFinite else { return nil }

@@ -54,16 +54,30 @@ import Foundation
 @_spi(Maintenance) public struct RecordDetail: Sendable {
     /// The record's metadata.
     public var summary: RecordSummary
-    /// The payload as JSON bytes.
+    /// The payload as JSON bytes: its JSON view, where NaN and ±Infinity (which JSON numbers cannot hold)
+    /// are the strings `"NaN"`, `"Infinity"` and `"-Infinity"`.
     public var payload: Data
+    /// The stored binary payload, when ``payload`` cannot restore it exactly (it held a non-finite number);
+    /// nil otherwise.
+    public var exactPayload: Data?
 
-    /// The record as one line of JSON: the summary's fields, then `"payload"` holding the payload verbatim.
+    /// The record as one line of JSON: the summary's fields, then `"binaryPayload"` (Base64 of
+    /// ``exactPayload``, when there is one and `includingExactPayload` is true), then `"payload"` holding
+    /// the payload JSON verbatim.
     ///
     /// This is the line format of ``StoreMaintenance/export(types:to:progress:)``.
     /// - Throws: `encodingFailed` if the summary cannot be encoded.
-    public func jsonLine() throws -> Data {
-        try JSONText.object(summary, appending: "payload", rawJSON: payload)
+    public func jsonLine(includingExactPayload: Bool = true) throws -> Data {
+        var members: [(String, Data)] = []
+        if includingExactPayload, let exactPayload {
+            members.append((RecordDetail.exactPayloadKey, Data("\"\(exactPayload.base64EncodedString())\"".utf8)))
+        }
+        members.append(("payload", payload))
+        return try JSONText.object(summary, appending: members)
     }
+
+    /// The export member that carries a binary payload the JSON view cannot restore.
+    static let exactPayloadKey = "binaryPayload"
 }
 
 extension PayloadFormat {

@@ -30,7 +30,7 @@ extension StoreMaintenance {
             throw MaintenanceError.invalidArgument("cannot create \(output.path): \(error.localizedDescription)")
         }
         progress?(MaintenanceProgress(task: "compact", completed: 0, total: nil))
-        try StoreMaintenance.mappingErrors { try core.environment.copyCompacted(to: output.path) }
+        try StoreMaintenance.mappingErrors { try environment.copyCompacted(to: output.path) }
         progress?(MaintenanceProgress(task: "compact", completed: 1, total: 1))
         let copy = try await StoreMaintenance(directory: output)
         return CompactReport(output: output.path,

@@ -26,16 +26,20 @@ extension StoreMaintenance {
     ///
     /// Each type starts with a line describing it (`type`, `version`, `signature`, `indexes`), followed by
     /// one line per record, in id order: `type`, `id`, `createdAt`, `updatedAt`, `expiresAt` (ns since 1970;
-    /// no `expiresAt` when it never expires), `version`, `format`, `signature`, `indexes` and, last, `payload`
-    /// as JSON, whatever codec wrote it. Records that cannot be read are left out and reported.
+    /// no `expiresAt` when it never expires), `version`, `format`, `signature`, `indexes`, then `binaryPayload`
+    /// (the stored binary payload in Base64, only when the payload holds NaN or ±Infinity, which its JSON
+    /// view shows as strings) and, last, `payload` as JSON, whatever codec wrote it. Records that cannot be
+    /// read are left out and reported.
     ///
     /// - Parameters:
-    ///   - names: The types to export; empty for all.
+    ///   - names: The types to export, each once however often it is named; empty for all.
     ///   - output: Receives the text in chunks of about a megabyte.
     /// - Throws: ``MaintenanceError/unknownType(_:known:)``; whatever `output` throws.
     public func export(types names: [String] = [], to output: (Data) throws -> Void,
                        progress: MaintenanceProgressHandler? = nil) throws -> ExportReport {
-        let types = names.isEmpty ? currentCatalog.sortedTypes : try names.map { try storedType($0) }
+        var seen: Set<String> = []
+        let unique = names.filter { seen.insert($0).inserted }  // `export A A` exports A once.
+        let types = unique.isEmpty ? currentCatalog.sortedTypes : try unique.map { try storedType($0) }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return try read { txn in
@@ -79,50 +83,64 @@ extension StoreMaintenance {
 
     // MARK: - Import
 
-    /// Imports a file written by ``export(types:to:progress:)`` into this store, empty or not.
+    /// Imports a file written by ``export(types:to:progress:)`` into this store, empty or not, all or nothing.
     ///
-    /// Every line is checked before anything is written; then records are written in bounded transactions,
-    /// replacing records with the same type and id and keeping their timestamps, expiry, version and index
-    /// values exactly. A type the store does not know is added as the file describes it; a type it knows
-    /// keeps its own description.
-    /// - Throws: ``MaintenanceError/invalidImportLine(_:reason:)`` naming the first bad line.
-    public func importRecords(from url: URL,
+    /// Every line is checked before anything is written: its syntax, and each record against its type as
+    /// far as the store's metadata allows (see ``ImportRecordCheck``: the payload's id, index names, kinds
+    /// and values, the version). Then every record is written in **one** transaction, replacing records
+    /// with the same type and id and keeping their timestamps, expiry, version and index values exactly;
+    /// when anything fails, nothing of the import is written. A type the store does not know is added as
+    /// the file describes it; a type it knows keeps its own description. A record whose payload held NaN
+    /// or ±Infinity is restored from its `binaryPayload`, byte for byte.
+    ///
+    /// - Parameter checkingPayloadValues: Compare index values with payload members of the same name.
+    /// - Throws: ``MaintenanceError/invalidImportLine(_:reason:)`` naming the first bad line;
+    ///   ``MaintenanceError/readOnly(path:)`` on a store this process cannot write.
+    public func importRecords(from url: URL, checkingPayloadValues: Bool = true,
                               progress: MaintenanceProgressHandler? = nil) async throws -> ImportReport {
-        let total = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber)?.intValue
+        let total = try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber
+        let size = total?.intValue  // Only for the progress display.
         let known = currentCatalog.types.mapValues(\.info)
+        let check = ImportRecordCheck(checkingPayloadValues: checkingPayloadValues)
         // First pass: check every line; nothing is written.
-        var parser = ImportParser(known: known)
+        var parser = ImportParser(known: known, check: check)
         var reader = try LineReader(url: url)
         defer { reader.close() }
         while let line = try reader.nextLine() {
             _ = try parser.parse(line)
-            progress?(MaintenanceProgress(task: "check", completed: reader.bytesRead, total: total))
+            progress?(MaintenanceProgress(task: "check", completed: reader.bytesRead, total: size))
         }
-        // Second pass: write in batches.
-        parser = ImportParser(known: known)
-        var lines = try LineReader(url: url)
-        defer { lines.close() }
-        var batch: [ImportParser.Item] = []
-        var batchBytes = 0
-        var records = 0
-        while true {
-            let line = try lines.nextLine()
-            if let line, let item = try parser.parse(line) {
-                batch.append(item)
-                batchBytes += line.count
+        let typeNames = parser.typeNames
+        // Second pass: one transaction, so that a failure leaves nothing of the import behind. The file is
+        // read again inside it (the writer reruns the body after growing the map).
+        let meta = self.meta
+        let records = try await write { writer in
+            try writer.transact { context in
+                var parser = ImportParser(known: known, check: check)
+                var lines = try LineReader(url: url)
+                defer { lines.close() }
+                var batch: [ImportParser.Item] = []
+                var batchBytes = 0
+                var records = 0
+                while true {
+                    let line = try lines.nextLine()
+                    if let line, let item = try parser.parse(line) {
+                        batch.append(item)
+                        batchBytes += line.count
+                    }
+                    guard line == nil || batch.count >= StoreMaintenance.batchSize || batchBytes >= 32 << 20 else {
+                        continue
+                    }
+                    records += try ImportParser.apply(batch, meta: meta, txn: context.txn)
+                    batch.removeAll(keepingCapacity: true)
+                    batchBytes = 0
+                    progress?(MaintenanceProgress(task: "import", completed: lines.bytesRead, total: size))
+                    if line == nil { break }
+                }
+                return records
             }
-            guard line == nil || batch.count >= StoreMaintenance.batchSize || batchBytes >= 32 << 20 else { continue }
-            let items = batch
-            let meta = core.meta
-            records += try await write { writer in
-                try writer.transact { context in try ImportParser.apply(items, meta: meta, txn: context.txn) }
-            }
-            batch.removeAll(keepingCapacity: true)
-            batchBytes = 0
-            progress?(MaintenanceProgress(task: "import", completed: lines.bytesRead, total: total))
-            if line == nil { break }
         }
         try await reloadCatalog()
-        return ImportReport(types: parser.typeNames, records: records)
+        return ImportReport(types: typeNames, records: records)
     }
 }

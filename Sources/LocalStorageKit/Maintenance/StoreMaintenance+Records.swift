@@ -7,9 +7,10 @@ extension StoreMaintenance {
     /// A page of a type's records with their metadata, served by the type's indexes.
     ///
     /// With conditions, the first condition's index finds the candidates and the others are checked
-    /// against the header values; an order then sorts them (records without a value first, ascending).
-    /// With only an order, the order's index is walked, so records without a value are not listed.
-    /// Otherwise records are listed by id. Expired records are listed too, marked `isExpired`.
+    /// against the header values; an order then sorts them. With only an order, the order's index is
+    /// walked. Either way a record with no value for the order's index sorts first ascending and last
+    /// descending, and ties break by id, as in the library's queries. Otherwise records are listed by id.
+    /// Expired records are listed too, marked `isExpired`.
     ///
     /// Complexity: O(offset + limit) without conditions; O(candidates) with them.
     /// - Throws: ``MaintenanceError/unknownType(_:known:)``, ``MaintenanceError/unknownIndex(_:type:known:)``,
@@ -49,6 +50,8 @@ extension StoreMaintenance {
                 }
                 keys = Array(keys.prefix(end).dropFirst(query.offset))
             } else {
+                // The order's index holds records without a value too (key `00 00`, before every value),
+                // so its walk lists them first ascending and last descending.
                 let dbi = order?.0.dbi ?? schema.records
                 let isDescending = order?.1 ?? false
                 try txn.withCursor(dbi) { cursor in
@@ -96,14 +99,23 @@ extension StoreMaintenance {
     /// A record's summary and JSON payload; `now` adds the listing-only fields.
     static func detail(type: String, id: String, bytes: UnsafeRawBufferPointer, now: Int64?) throws -> RecordDetail {
         let view = try RecordView(bytes)
-        let payload: Data
+        let payload: (json: Data, isExact: Bool)
         do {
-            payload = try PayloadCodec.json(from: view.payload, format: view.format)
+            payload = try jsonView(of: view)
         } catch {
             throw LocalStorageError.decodingFailed(
                 reason: "the \(view.format.name) payload of \(type) \"\(id)\" cannot be read: \(error)")
         }
-        return RecordDetail(summary: RecordSummary(type: type, id: id, view: view, now: now), payload: payload)
+        return RecordDetail(summary: RecordSummary(type: type, id: id, view: view, now: now), payload: payload.json,
+                            exactPayload: payload.isExact ? nil : Data(view.payload))
+    }
+
+    /// The JSON view of a record's payload (NaN and ±Infinity as strings), and whether it is exact.
+    static func jsonView(of view: RecordView) throws -> (json: Data, isExact: Bool) {
+        switch view.format {
+        case .json: (Data(view.payload), true)
+        case .binary: try BinaryJSON.jsonView(fromBinary: view.payload)
+        }
     }
 
     /// The index `name` of `schema`.

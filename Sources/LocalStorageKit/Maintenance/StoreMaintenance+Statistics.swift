@@ -6,7 +6,7 @@ extension StoreMaintenance {
     /// Complexity: O(records): the byte counts read every record's header in place (no payload is decoded).
     /// - Throws: ``LocalStorageError`` when the store cannot be read.
     public func statistics() throws -> StoreStatistics {
-        let environment = core.environment
+        let environment = self.environment
         let info = environment.info()
         let catalog = currentCatalog
         let now = Clock.now()

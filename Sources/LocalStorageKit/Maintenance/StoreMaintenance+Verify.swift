@@ -142,7 +142,7 @@ private struct Checker {
 
     private mutating func checkPayload(of view: RecordView, schema: TypeSchema, id: String) throws {
         do {
-            let json = try PayloadCodec.json(from: view.payload, format: view.format)
+            let json = try StoreMaintenance.jsonView(of: view).json  // NaN and ±Infinity are valid payloads.
             _ = try JSONSerialization.jsonObject(with: json, options: [.fragmentsAllowed])
         } catch {
             report(schema, id, .undecodablePayload, "the \(view.format.name) payload cannot be read as JSON: \(error)")

@@ -1,6 +1,11 @@
 import CLMDB
 import Foundation
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Offline maintenance of one store directory: statistics, listings, verification, repair, compaction,
 /// export and import. The `localstorage` command-line tool is a thin shell around it.
@@ -21,7 +26,15 @@ import Synchronization
 @_spi(Maintenance) public final class StoreMaintenance: Sendable {
     /// The directory that holds the store's `data.mdb`.
     public let directory: URL
-    let core: StoreCore
+    /// Whether the store was opened read-only, because this process cannot write its files: reading
+    /// commands work, writing ones throw ``MaintenanceError/readOnly(path:)``.
+    public var isReadOnly: Bool { core == nil }
+    /// The store's environment.
+    let environment: Environment
+    /// The store's `meta` database.
+    let meta: MDB_dbi
+    /// The store with its writer; nil when the store is read-only.
+    private let core: StoreCore?
     private let catalog = Mutex(Catalog())
 
     /// One stored type as `meta` declares it, with its open databases.
@@ -44,15 +57,31 @@ import Synchronization
     /// The directory an app's store lives in when it keeps the default configuration.
     public static var defaultDirectory: URL { LocalStorageConfiguration().storeDirectory }
 
+    /// The store directory `directory` names: `directory` itself when it holds `data.mdb`, else the store
+    /// directory a configuration derives from it as its `databaseDirectory` when that holds `data.mdb`,
+    /// else `directory` (where a new store would go).
+    public static func storeDirectory(named directory: URL) -> URL {
+        let manager = FileManager.default
+        if manager.fileExists(atPath: directory.appendingPathComponent("data.mdb").path) { return directory }
+        var configuration = LocalStorageConfiguration()
+        configuration.databaseDirectory = directory
+        let derived = configuration.storeDirectory
+        if manager.fileExists(atPath: derived.appendingPathComponent("data.mdb").path) { return derived }
+        return directory
+    }
+
     /// Opens the store in `directory` for maintenance.
     ///
     /// - Parameters:
-    ///   - directory: The directory that holds `data.mdb` (a configuration's `databaseDirectory`
-    ///     followed by `LocalStorage`).
+    ///   - directory: The directory that holds `data.mdb`, or a configuration's `databaseDirectory` whose
+    ///     store directory (see ``storeDirectory(named:)``) holds it.
     ///   - creatingIfMissing: Creates an empty store when there is none (for imports); otherwise a
     ///     missing store is an error, so that a mistyped path never leaves an empty store behind.
+    ///
+    /// A store this process cannot write is opened read-only (see ``isReadOnly``).
     /// - Throws: ``MaintenanceError/noStore(path:)``, or ``LocalStorageError/openFailed(path:reason:)``.
     public init(directory: URL, creatingIfMissing: Bool = false) async throws {
+        let directory = StoreMaintenance.storeDirectory(named: directory)
         let dataFile = directory.appendingPathComponent("data.mdb")
         if !FileManager.default.fileExists(atPath: dataFile.path) {
             guard creatingIfMissing else { throw MaintenanceError.noStore(path: directory.path) }
@@ -62,11 +91,58 @@ import Synchronization
                 throw LocalStorageError.openFailed(path: directory.path, reason: error.localizedDescription)
             }
         }
-        var configuration = LocalStorageConfiguration()
-        configuration.expirySweepInterval = nil
         self.directory = directory
-        core = try EnvironmentRegistry.core(directory: directory, configuration: configuration)
+        if let lock = StoreMaintenance.readOnlyLock(directory) {
+            // A store this process cannot write: open it read-only, outside the registry (no writer).
+            do {
+                let defaults = LocalStorageConfiguration()
+                environment = try Environment(directory: directory.path, mapSize: defaults.mapSize,
+                                              maxMapSize: defaults.maxMapSize, durability: .none, readOnly: true,
+                                              withoutLock: lock == .unusable)
+                meta = try environment.readCommitted { txn in
+                    guard let dbi = try txn.openDatabase("meta", flags: 0, create: false) else {
+                        throw LMDBError(code: MDB_NOTFOUND, call: "mdb_dbi_open", caller: #function)
+                    }
+                    return dbi
+                }
+            } catch let error as LMDBError where error.code == MDB_NOTFOUND {
+                throw LocalStorageError.openFailed(path: directory.path, reason: "the store has no meta database")
+            } catch {
+                throw LocalStorageError.openFailed(path: directory.path, reason: "read-only: \(error)")
+            }
+            core = nil
+        } else {
+            var configuration = LocalStorageConfiguration()
+            configuration.expirySweepInterval = nil
+            let core = try EnvironmentRegistry.core(directory: directory, configuration: configuration)
+            self.core = core
+            environment = core.environment
+            meta = core.meta
+        }
         try await reloadCatalog()
+    }
+
+    /// How a read-only store's lock file can be used.
+    enum ReadOnlyLock {
+        /// `lock.mdb` is writable: readers register as usual.
+        case usable
+        /// `lock.mdb` is missing (and cannot be made) or cannot be written: read without it.
+        case unusable
+    }
+
+    /// Nil when this process can write the store in `directory`; otherwise how its lock file can be used.
+    ///
+    /// `access(2)` answers for the real user, as the kernel would for a write: root may write a store
+    /// without write permission bits, but not one on a read-only file system.
+    static func readOnlyLock(_ directory: URL) -> ReadOnlyLock? {
+        let data = directory.appendingPathComponent("data.mdb").path
+        let lock = directory.appendingPathComponent("lock.mdb").path
+        let lockExists = FileManager.default.fileExists(atPath: lock)
+        let lockWritable = lockExists ? access(lock, W_OK) == 0 : access(directory.path, W_OK) == 0
+        guard FileManager.default.fileExists(atPath: data), access(data, W_OK) != 0 || !lockWritable else {
+            return nil
+        }
+        return lockWritable ? .usable : .unusable
     }
 
     // MARK: - Types
@@ -81,9 +157,17 @@ import Synchronization
 
     /// Reads `meta` again and opens the databases of every type it names.
     func reloadCatalog() async throws {
-        let meta = core.meta
-        let loaded = try await core.writer.performExclusive { writer in
-            try writer.transact { context in try StoreMaintenance.loadCatalog(meta: meta, txn: context.txn) }
+        let meta = self.meta
+        let loaded: Catalog
+        if let core {
+            loaded = try await core.writer.performExclusive { writer in
+                try writer.transact { context in try StoreMaintenance.loadCatalog(meta: meta, txn: context.txn) }
+            }
+        } else {
+            // A committed read transaction keeps the database handles it opened.
+            loaded = try StoreMaintenance.mappingErrors {
+                try environment.readCommitted { txn in try StoreMaintenance.loadCatalog(meta: meta, txn: txn) }
+            }
         }
         catalog.withLock { $0 = loaded }
     }
@@ -117,11 +201,14 @@ import Synchronization
 
     /// Runs `body` in one read transaction (one consistent snapshot of the store).
     func read<R>(_ body: (Transaction) throws -> R) throws -> R {
-        try StoreMaintenance.mappingErrors { try core.environment.read(body) }
+        try StoreMaintenance.mappingErrors { try environment.read(body) }
     }
 
     /// Runs `body` alone on the store's writer thread; it commits with `Writer.transact`.
+    ///
+    /// - Throws: ``MaintenanceError/readOnly(path:)`` on a read-only store.
     func write<R: Sendable>(_ body: @escaping (Writer) throws -> R) async throws -> R {
+        guard let core else { throw MaintenanceError.readOnly(path: directory.path) }
         do {
             return try await core.writer.performExclusive(body)
         } catch {

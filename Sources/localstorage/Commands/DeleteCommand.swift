@@ -3,15 +3,25 @@
 /// `delete TYPE ID`: deletes one record and its index entries.
 enum DeleteCommand: Command {
     static let name = "delete"
-    static let synopsis = "delete TYPE ID"
+    static let synopsis = "delete TYPE ID [--escaped]"
     static let summary = "Deletes one record and its index entries."
-    static let details = "Fails (status 1) when the record does not exist."
-    static let spec = ArgumentSpec(positionals: 2...2)
+    static let details = """
+        Fails (status 1) when the record does not exist.
+
+        \(IdentifierArgument.help)
+        """
+    static let spec = ArgumentSpec(flags: ["escaped"], positionals: 2...2)
+
+    static func validate(_ arguments: ParsedArguments) throws(UsageError) {
+        _ = try IdentifierArgument.id(arguments)
+    }
 
     static func run(_ arguments: ParsedArguments, store: StoreMaintenance, output: Output) async throws -> Int32 {
-        let (type, id) = (arguments.positionals[0], arguments.positionals[1])
+        let (type, id) = (arguments.positionals[0], try IdentifierArgument.id(arguments))
         try await store.delete(type, id: id)
-        try output.result(DeletionReport(type: type, id: id, deleted: 1), text: "Deleted \(type) \"\(id)\".")
+        let shown = IdentifierArgument.displayed(id)
+        try output.result(DeletionReport(type: type, id: id, deleted: 1),
+                          text: "Deleted \(type) " + (shown == id ? "\"\(id)\"" : shown) + ".")
         return 0
     }
 }

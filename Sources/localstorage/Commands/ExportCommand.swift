@@ -12,8 +12,11 @@ enum ExportCommand: Command {
           --output FILE  write to FILE instead of standard output
         Each type starts with a line describing it (type, version, signature, indexes), then one line
         per record: type, id, createdAt, updatedAt, expiresAt (ns since 1970), version, format,
-        signature, indexes and payload (JSON). Unreadable records are left out and reported on
-        standard error, and the exit status is 1.
+        signature, indexes and payload (JSON). A payload holding NaN or ±Infinity shows them as the
+        strings "NaN", "Infinity" and "-Infinity", and the line also carries binaryPayload (the stored
+        bytes in Base64), from which import restores the record exactly. Each type is exported once,
+        however often it is named. Unreadable records are left out and reported on standard error,
+        and the exit status is 1.
         """
     static let spec = ArgumentSpec(options: ["output"], positionals: 0...Int.max)
 

@@ -4,21 +4,29 @@ import Foundation
 /// `import FILE`: reads a file written by `export` into the store.
 enum ImportCommand: Command {
     static let name = "import"
-    static let synopsis = "import FILE"
+    static let synopsis = "import FILE [--no-payload-check]"
     static let summary = "Imports a JSON Lines file written by export into the store (created if missing)."
     static let details = """
-        Every line is checked before anything is written; records are then written in bounded
-        transactions, replacing records with the same type and id and keeping their timestamps,
-        expiry, version and index values. Types the store does not know are added as the file
-        describes them.
+        All or nothing: every line is checked before anything is written, then every record is written
+        in one transaction, replacing records with the same type and id and keeping their timestamps,
+        expiry, version and index values. When the import fails nothing of it remains (a store it
+        created is removed again). Types the store does not know are added as the file describes them.
+        Each record is checked against its type: its id must equal the payload's "id", its index
+        values must be declared with their kinds and agree with payload members of the same name, its
+        version must not be newer than the type's. Records whose payload held NaN or ±Infinity are
+        restored exactly from their "binaryPayload".
+          --no-payload-check   do not compare index values with payload members of the same name
+                               (for indexes computed differently, such as a lowercased email)
         """
-    static let spec = ArgumentSpec(positionals: 1...1)
+    static let spec = ArgumentSpec(flags: ["no-payload-check"], positionals: 1...1)
     static let createsStore = true
 
     static func run(_ arguments: ParsedArguments, store: StoreMaintenance, output: Output) async throws -> Int32 {
         let progress = ProgressDisplay()
         let file = URL(fileURLWithPath: arguments.positionals[0])
-        let report = try await store.importRecords(from: file, progress: progress.handler)
+        let report = try await store.importRecords(from: file,
+                                                   checkingPayloadValues: !arguments.has("no-payload-check"),
+                                                   progress: progress.handler)
         progress.finish()
         let types = report.types.isEmpty ? "" : " of " + report.types.joined(separator: ", ")
         try output.result(report, text: "Imported \(report.records) records\(types).")

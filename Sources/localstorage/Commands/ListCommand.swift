@@ -10,10 +10,14 @@ enum ListCommand: Command {
           TYPE                 the type's storage name (see `localstorage types`)
           --limit N            at most N records (default: all)
           --offset N           skip the first N records
-          --where INDEX=VALUE  only records whose INDEX equals VALUE; repeat to AND conditions
-          --order INDEX        order by INDEX, ascending; -INDEX for descending
-                               (alone, it lists only records that have a value for INDEX)
+          --where INDEX=VALUE  only records whose INDEX equals VALUE; repeat to AND conditions.
+                               A number VALUE is an integer, a decimal, true/false, or Infinity /
+                               -Infinity (also inf, -inf); NaN is never indexed
+          --order INDEX        order by INDEX, ascending; -INDEX for descending. Records with no
+                               value for INDEX come first ascending and last descending; ties by id
         Records are listed by id otherwise. Expired records are listed too, marked expired.
+        Ids holding control characters (such as 0x00) are shown as quoted JSON strings; name them
+        with get/delete --escaped.
         """
     static let spec = ArgumentSpec(options: ["limit", "offset", "where", "order"], positionals: 1...1)
 
@@ -49,7 +53,7 @@ enum ListCommand: Command {
             output.line(describe(record))
         }
         for problem in listing.damaged {
-            output.line("\(problem.id ?? "?")  DAMAGED: \(problem.detail)")
+            output.line("\(problem.id.map(IdentifierArgument.displayed) ?? "?")  DAMAGED: \(problem.detail)")
         }
         if listing.records.isEmpty && listing.damaged.isEmpty { output.line("(no records)") }
         return 0
@@ -57,7 +61,7 @@ enum ListCommand: Command {
 
     /// One record on one line: id, times, version, format, size, index values.
     static func describe(_ record: RecordSummary) -> String {
-        var parts = [record.id, "updated " + Output.date(record.updatedAt)]
+        var parts = [IdentifierArgument.displayed(record.id), "updated " + Output.date(record.updatedAt)]
         parts.append(record.expiresAt.map { "expires " + Output.date($0) } ?? "never expires")
         if record.isExpired == true { parts.append("EXPIRED") }
         parts.append("v\(record.version) \(record.format) \(Output.bytes(record.sizeInBytes ?? 0))")

@@ -13,6 +13,32 @@ enum BinaryJSON {
     /// - Throws: ``BinaryCodecError`` for malformed bytes, nesting deeper than
     ///   ``BinaryFormat/maximumDepth``, or a non-finite float (JSON has no way to write it).
     static func jsonData(fromBinary bytes: UnsafeRawBufferPointer) throws -> Data {
+        try convert(bytes, nonFinite: .reject).json
+    }
+
+    /// How the JSON text of a payload shows NaN and ±Infinity, which JSON numbers cannot hold.
+    enum NonFiniteNumbers {
+        /// Throw: the text must decode to the very same values (migrations).
+        case reject
+        /// Write the strings `"NaN"`, `"Infinity"` and `"-Infinity"` (what `JSONEncoder` writes with
+        /// `.convertToString(positiveInfinity: "Infinity", negativeInfinity: "-Infinity", nan: "NaN")`):
+        /// valid JSON for people and tools such as `jq`, but no longer the same values.
+        case strings
+    }
+
+    /// The JSON view of a binary payload: like ``jsonData(fromBinary:)``, except that NaN and ±Infinity
+    /// become the strings `"NaN"`, `"Infinity"` and `"-Infinity"` instead of throwing.
+    ///
+    /// - Returns: The JSON, and whether it is exact: false when a non-finite number became a string, so
+    ///   that turning the JSON back into a payload would not give the same values.
+    /// - Throws: ``BinaryCodecError`` for malformed bytes or nesting deeper than ``BinaryFormat/maximumDepth``.
+    static func jsonView(fromBinary bytes: UnsafeRawBufferPointer) throws -> (json: Data, isExact: Bool) {
+        let converted = try convert(bytes, nonFinite: .strings)
+        return (converted.json, !converted.replacedNonFinite)
+    }
+
+    private static func convert(_ bytes: UnsafeRawBufferPointer,
+                                nonFinite: NonFiniteNumbers) throws -> (json: Data, replacedNonFinite: Bool) {
         let reader = BinaryReader(bytes)
         guard reader.count > 0 else {
             throw BinaryCodecError("Empty binary payload.")
@@ -21,12 +47,19 @@ enum BinaryJSON {
         guard version == BinaryFormat.version else {
             throw BinaryCodecError("Unsupported binary payload version \(version).")
         }
-        var writer = BinaryJSONWriter(reader: reader)
+        var writer = BinaryJSONWriter(reader: reader, nonFinite: nonFinite)
         let end = try writer.writeValue(at: 1, depth: 0)
         guard end == reader.count else {
             throw BinaryCodecError.corrupt("trailing bytes after the value", at: end)
         }
-        return Data(writer.output)
+        return (Data(writer.output), writer.replacedNonFinite)
+    }
+
+    /// The string the JSON view writes for a non-finite number, or nil for a finite one.
+    static func nonFiniteText(_ value: Double) -> String? {
+        if value.isNaN { return "NaN" }
+        if value.isInfinite { return value < 0 ? "-Infinity" : "Infinity" }
+        return nil
     }
 
     /// Returns the binary payload for any valid JSON text, such that ``BinaryDecoder`` decodes from it

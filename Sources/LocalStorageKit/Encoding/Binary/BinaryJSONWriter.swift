@@ -4,12 +4,17 @@ import Foundation
 struct BinaryJSONWriter {
     /// The payload being converted.
     let reader: BinaryReader
+    /// What to do with NaN and ±Infinity.
+    let nonFinite: BinaryJSON.NonFiniteNumbers
     /// The JSON written so far.
     private(set) var output: [UInt8] = []
+    /// Whether a non-finite number was written as a string.
+    private(set) var replacedNonFinite = false
 
     /// Creates a writer for the payload `reader` reads.
-    init(reader: BinaryReader) {
+    init(reader: BinaryReader, nonFinite: BinaryJSON.NonFiniteNumbers = .reject) {
         self.reader = reader
+        self.nonFinite = nonFinite
         output.reserveCapacity(reader.count * 2)
     }
 
@@ -40,7 +45,14 @@ struct BinaryJSONWriter {
         case BinaryFormat.Tag.map:
             return try writeMap(at: offset, depth: depth)
         default:
-            append(try BinaryJSON.jsonText(ofNumberAt: offset, in: reader))
+            if nonFinite == .strings, let text = try nonFiniteText(at: offset) {
+                output.append(UInt8(ascii: "\""))
+                append(text)
+                output.append(UInt8(ascii: "\""))
+                replacedNonFinite = true
+            } else {
+                append(try BinaryJSON.jsonText(ofNumberAt: offset, in: reader))
+            }
         }
         return try reader.skipValue(at: offset)
     }
@@ -94,6 +106,15 @@ struct BinaryJSONWriter {
         }
         output.append(UInt8(ascii: "}"))
         return position
+    }
+
+    /// `"NaN"`, `"Infinity"` or `"-Infinity"` for a non-finite float at `offset`; nil for anything else.
+    private func nonFiniteText(at offset: Int) throws -> String? {
+        switch try reader.number(at: offset) {
+        case .double(let value)?: BinaryJSON.nonFiniteText(value)
+        case .float(let value)?: BinaryJSON.nonFiniteText(Double(value))
+        default: nil
+        }
     }
 
     /// Appends ASCII or UTF-8 text.

@@ -1,0 +1,50 @@
+import Foundation
+
+/// The ID argument of `get` and `delete`: as given, or with `--escaped` in JSON string escapes, so that
+/// ids holding `0x00` or other control characters (which a command line cannot carry) can be named.
+enum IdentifierArgument {
+    /// The lines `--help` prints about it.
+    static let help = """
+        ID is taken as given. With --escaped it is read as the inside of a JSON string: \\u0000 for
+        the 0x00 byte (or any \\uXXXX), \\n, \\t, \\" and \\\\ for a backslash, so ids with control
+        characters can be named (list --json spells ids that way; list shows them quoted).
+        """
+
+    /// The id the command line names (the second positional argument).
+    static func id(_ arguments: ParsedArguments) throws(UsageError) -> String {
+        let text = arguments.positionals[1]
+        guard arguments.has("escaped") else { return text }
+        return try unescaped(text)
+    }
+
+    /// `text` read as the inside of a JSON string literal.
+    static func unescaped(_ text: String) throws(UsageError) -> String {
+        let literal = "\"" + text + "\""
+        let decoded: String
+        do {
+            decoded = try JSONDecoder().decode(String.self, from: Data(literal.utf8))
+        } catch {
+            throw UsageError("--escaped: \"\(text)\" is not valid JSON string escapes (\\uXXXX, \\n, \\t, \\\\ …)")
+        }
+        return decoded
+    }
+
+    /// `id` for a line of text output: as it is, or as a quoted JSON string when it holds a control character.
+    static func displayed(_ id: String) -> String {
+        guard id.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else { return id }
+        var out = "\""
+        for scalar in id.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\t": out += "\\t"
+            case "\r": out += "\\r"
+            case _ where scalar.value < 0x20 || scalar.value == 0x7F:
+                out += String(format: "\\u%04x", scalar.value)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+}

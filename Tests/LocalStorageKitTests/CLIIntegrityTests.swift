@@ -1,0 +1,461 @@
+import CLMDB
+import Foundation
+import Testing
+@_spi(Maintenance) @testable import LocalStorageKit
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The CLI on data and command lines it used to mishandle: non-finite numbers, odd ids, read-only stores,
+/// imports that must be all or nothing, and global flags anywhere.
+@Suite struct CLIIntegrityTests {
+    // MARK: - Non-finite numbers
+
+    @Test func nonFiniteNumbersShowAsStringsAndSurviveExportAndImport() async throws {
+        let store = try await IntegrityStore { storage in
+            try await storage.save(contentsOf: Reading.samples)
+        }
+        let get = try store.run(["get", "Reading", "r_nan"])
+        #expect(get.status == 0, "\(get.stderr)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(get.stdout.utf8)) as? [String: Any])
+        #expect(object["value"] as? String == "NaN")
+        #expect(object["spread"] as? [String] == ["Infinity", "-Infinity"])
+        if FileManager.default.isExecutableFile(atPath: "/usr/bin/jq") {
+            #expect(try jq(".spread[1]", get.stdout) == "\"-Infinity\"\n")
+        }
+        let json = try store.run(["get", "Reading", "r_inf", "--json"])
+        let detail = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        #expect((detail["payload"] as? [String: Any])?["value"] as? String == "Infinity")
+        #expect(detail["binaryPayload"] == nil)  // Only exports carry the exact bytes.
+        let verify = try store.run(["verify"])
+        #expect(verify.status == 0, "\(verify.stdout)")
+
+        let file = store.directory.appendingPathComponent("readings.jsonl")
+        #expect(try store.run(["export", "--output", file.path]).status == 0)
+        let copy = store.directory.appendingPathComponent("copy")
+        let imported = try store.run(["import", file.path, "--store", copy.path])
+        #expect(imported.status == 0, "\(imported.stderr)")
+        #expect(imported.stdout == "Imported \(Reading.samples.count) records of Reading.\n")
+        let again = store.directory.appendingPathComponent("again.jsonl")
+        #expect(try store.run(["export", "--output", again.path, "--store", copy.path]).status == 0)
+        #expect(try Data(contentsOf: file) == Data(contentsOf: again))
+
+        let restored = try LocalStorage(configuration: diskConfiguration(copy.deletingLastPathComponent(),
+                                                                         storeDirectoryName: "copy"))
+        for sample in Reading.samples {
+            let read = try #require(try await restored.fetch(Reading.self, id: sample.id))
+            #expect(read.isIdentical(to: sample), "\(sample.id): \(read)")
+        }
+    }
+
+    @Test func importRejectsABinaryPayloadThatDisagreesWithItsJSON() async throws {
+        let store = try await IntegrityStore { storage in
+            try await storage.save(contentsOf: Reading.samples)
+        }
+        let exported = try store.run(["export"]).stdout
+        let edited = exported.replacingOccurrences(of: "\"label\":\"nan\"", with: "\"label\":\"edited\"")
+        #expect(edited != exported)
+        let file = store.directory.appendingPathComponent("edited.jsonl")
+        try Data(edited.utf8).write(to: file)
+        let result = try store.run(["import", file.path, "--store", store.directory.appendingPathComponent("c").path])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("\"binaryPayload\" and \"payload\" hold different values"))
+    }
+
+    @Test func importComparesAnInfiniteIndexValueWithThePayload() async throws {
+        let store = try await IntegrityStore { storage in
+            var product = Product.sample(1)
+            product.price = .infinity
+            try await storage.save(product)
+        }
+        let exported = try store.run(["export"]).stdout
+        #expect(exported.contains("\"price\":\"Infinity\""))
+        let target = store.directory.appendingPathComponent("copy")
+        let file = store.directory.appendingPathComponent("products.jsonl")
+        try Data(exported.utf8).write(to: file)
+        #expect(try store.run(["import", file.path, "--store", target.path]).status == 0)
+        // The payload's price made finite (and its exact bytes dropped), the index left at Infinity.
+        let inPayload = try #require(exported.range(of: "\"price\":\"Infinity\"", options: .backwards))
+        let finite = exported.replacingCharacters(in: inPayload, with: "\"price\":3")
+            .replacingOccurrences(of: #""binaryPayload":"[^"]*","#, with: "", options: .regularExpression)
+        try #require(!finite.contains("binaryPayload") && finite.contains("\"price\":3,"), "\(finite)")
+        try Data(finite.utf8).write(to: file)
+        let result = try store.run(["import", file.path, "--store", target.path])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("index \"price\" holds Infinity but the payload's \"price\" is 3"),
+                "\(result.stderr)")
+    }
+
+    // MARK: - The store option
+
+    @Test func storeOptionTakesTheDatabaseDirectoryToo() async throws {
+        let store = try await IntegrityStore { storage in try await storage.save(Note(id: "n1", text: "one")) }
+        let result = try store.run(["list", "Note"], store: store.directory)  // The databaseDirectory.
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.hasPrefix("n1  updated"))
+        #expect(try store.run(["stats"], store: store.storeDirectory).status == 0)  // The directory of data.mdb.
+        let none = try store.run(["stats"], store: store.directory.appendingPathComponent("none"))
+        #expect(none.status == 1)
+        #expect(none.stderr.contains("no store at"))
+    }
+
+    // MARK: - get
+
+    @Test func getPrintsOnlyThePayloadAndJSONAddsTheMetadata() async throws {
+        let store = try await IntegrityStore { storage in try await storage.save(Product.sample(4)) }
+        let get = try store.run(["get", "Product", "sku_4"])
+        #expect(get.status == 0)
+        let payload = try JSONDecoder().decode(Product.self, from: Data(get.stdout.utf8))
+        #expect(payload == Product.sample(4))
+        let json = try store.run(["get", "Product", "sku_4", "--json"])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        #expect(object["id"] as? String == "sku_4")
+        #expect(object["format"] as? String == "binary")
+        #expect((object["indexes"] as? [String: Any])?["category"] as? String == "electronics")
+        #expect((object["payload"] as? [String: Any])?["title"] as? String == "Product 4")
+    }
+
+    // MARK: - Infinity in conditions and listings
+
+    @Test func whereAcceptsInfinityAndListSpellsItTheSameWay() async throws {
+        let store = try await IntegrityStore { storage in
+            var free = Product.sample(1)
+            free.price = .infinity
+            var owed = Product.sample(2)
+            owed.price = -.infinity
+            try await storage.save(contentsOf: [free, owed, Product.sample(3)])
+        }
+        let up = try store.run(["list", "Product", "--where", "price=Infinity"])
+        #expect(up.status == 0, "\(up.stderr)")
+        #expect(up.stdout.hasPrefix("sku_1  "))
+        #expect(up.stdout.contains("price=Infinity"))
+        #expect(up.stdout.split(separator: "\n").count == 1)
+        let down = try store.run(["list", "Product", "--where", "price=-Infinity"])
+        #expect(down.stdout.hasPrefix("sku_2  ") && down.stdout.contains("price=-Infinity"))
+        #expect(try store.run(["list", "Product", "--where", "price=inf"]).stdout == up.stdout)
+        let json = try store.run(["list", "Product", "--where", "price=Infinity", "--json"])
+        #expect(json.stdout.contains("\"price\" : \"Infinity\""))
+    }
+
+    // MARK: - Read-only stores
+
+    @Test func readingCommandsWorkOnAReadOnlyStore() async throws {
+        let store = try await IntegrityStore { storage in
+            try await storage.save(contentsOf: (0..<5).map(Product.sample))
+        }
+        // Everyone may read, no one may write; root ignores permission bits, so run the CLI as nobody.
+        try makeReadOnly(store.directory)
+        defer { try? makeWritable(store.directory) }
+        let launcher = getuid() == 0 ? ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] : []
+        if !launcher.isEmpty {
+            try #require(FileManager.default.isExecutableFile(atPath: launcher[0]), "setpriv is needed as root")
+        }
+        func run(_ arguments: [String]) throws -> CLIResult {
+            try CLIResult.run(arguments + ["--store", store.storeDirectory.path],
+                              environment: ["HOME": "/tmp"], launcher: launcher)
+        }
+        let stats = try run(["stats"])
+        #expect(stats.status == 0, "\(stats.stderr)")
+        #expect(stats.stdout.contains("Product: 5 records"))
+        #expect(try run(["types"]).stdout.contains("Product  version 1"))
+        let list = try run(["list", "Product", "--order", "-price", "--limit", "1"])
+        #expect(list.status == 0, "\(list.stderr)")
+        #expect(list.stdout.hasPrefix("sku_4  "))
+        #expect(try run(["get", "Product", "sku_2"]).stdout.contains("\"title\": \"Product 2\""))
+        let verify = try run(["verify"])
+        #expect(verify.status == 0, "\(verify.stdout)\(verify.stderr)")
+        let export = try run(["export"])
+        #expect(export.status == 0, "\(export.stderr)")
+        #expect(export.stdout.split(separator: "\n").count == 6)
+        let copy = temporaryDirectory()
+        try FileManager.default.setAttributes([.posixPermissions: 0o777], ofItemAtPath: copy.path)
+        let compact = try run(["compact", "--output", copy.appendingPathComponent("c").path])
+        #expect(compact.status == 0, "\(compact.stdout)\(compact.stderr)")
+        let delete = try run(["delete", "Product", "sku_1"])
+        #expect(delete.status == 1)
+        #expect(delete.stderr.contains("is read-only for this user"))
+        #expect(try await store.storage.count(Product.self) == 5)
+    }
+
+    // MARK: - Import: all or nothing, checked against the type
+
+    @Test func failedImportIntoANewStoreLeavesNothingBehind() async throws {
+        let store = try await IntegrityStore { storage in try await storage.save(Note(id: "n1", text: "one")) }
+        let exported = try store.run(["export"]).stdout
+        let file = store.directory.appendingPathComponent("bad.jsonl")
+        try Data((exported + "{\"type\":\"Note\",\"id\":\"x\"}\n").utf8).write(to: file)
+        let target = store.directory.appendingPathComponent("new/store")
+        let result = try store.run(["import", file.path, "--store", target.path])
+        #expect(result.status == 1)
+        #expect(!FileManager.default.fileExists(atPath: store.directory.appendingPathComponent("new").path))
+        // An existing but empty directory stays, without store files.
+        let empty = store.directory.appendingPathComponent("empty")
+        try FileManager.default.createDirectory(at: empty, withIntermediateDirectories: true)
+        #expect(try store.run(["import", file.path, "--store", empty.path]).status == 1)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: empty.path).isEmpty)
+    }
+
+    @Test func importThatFailsWhileWritingWritesNothing() async throws {
+        let store = try await IntegrityStore { storage in try await storage.save(Note(id: "n1", text: "one")) }
+        let lines = try store.run(["export"]).stdout.split(separator: "\n").map(String.init)
+        let (typeLine, recordLine) = (lines[0], lines[1])
+        // More records than one old batch of 10,000, then a record of a type whose description in the
+        // store cannot be read: the line checks pass, the write fails at the end.
+        var file = typeLine + "\n"
+        for n in 0..<10_050 {
+            file += recordLine.replacingOccurrences(of: "\"n1\"", with: "\"bulk_\(n)\"") + "\n"
+        }
+        file += #"{"indexes":[],"signature":0,"type":"Broken","version":1}"# + "\n"
+        file += recordLine.replacingOccurrences(of: "\"type\":\"Note\"", with: "\"type\":\"Broken\"") + "\n"
+        let url = store.directory.appendingPathComponent("big.jsonl")
+        try Data(file.utf8).write(to: url)
+        try store.storage.core.environment.write { txn in
+            try txn.put(store.storage.core.meta, key: TypeInfo.key("Broken"), value: Array("{damaged".utf8))
+        }
+        let result = try store.run(["import", url.path])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("Broken"))
+        #expect(try await store.storage.count(Note.self) == 1)
+        #expect(try await store.storage.fetch(Note.self, id: "bulk_0") == nil)
+    }
+
+    /// Edits of one exported Product line (the first match: the outer fields come before the payload)
+    /// that make it disagree with its type, and the message for each.
+    static let disagreeingEdits: [(find: String, replace: String, message: String)] = [
+        ("\"id\":\"sku_4\",\"indexes\"", "\"id\":\"sku_44\",\"indexes\"",
+         "the record's id \"sku_44\" differs from its payload's id \"sku_4\""),
+        ("\"price\":4.5,\"rating\"", "\"price\":99,\"rating\"",
+         "index \"price\" holds 99 but the payload's \"price\" is 4.5"),
+        ("\"category\":\"electronics\",\"price\"", "\"category\":\"toys\",\"price\"",
+         "index \"category\" holds toys but the payload's \"category\" is \"electronics\""),
+        ("\"indexes\":{", "\"indexes\":{\"colour\":\"red\",",
+         "index \"colour\" is not declared by type \"Product\" (it has: category, price, rating)"),
+        ("\"category\":\"electronics\",\"price\"", "\"category\":7,\"price\"",
+         "the value 7 of index \"category\" is not a string"),
+        ("\"version\":1,\"payload\"", "\"version\":2,\"payload\"",
+         "version 2 is newer than the version 1 of type \"Product\""),
+    ]
+
+    @Test(arguments: disagreeingEdits)
+    func importRejectsARecordThatDisagreesWithItsType(_ edit: (find: String, replace: String, message: String))
+        async throws {
+        let store = try await IntegrityStore { storage in try await storage.save(Product.sample(4)) }
+        let exported = try store.run(["export"]).stdout
+        let found = try #require(exported.range(of: edit.find), "the edit \(edit.find) matches nothing in \(exported)")
+        let edited = exported.replacingCharacters(in: found, with: edit.replace)
+        let file = store.directory.appendingPathComponent("edited.jsonl")
+        try Data(edited.utf8).write(to: file)
+        let target = store.directory.appendingPathComponent("target")
+        let result = try store.run(["import", file.path, "--store", target.path])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("line 2: Product \"sku_4"), "\(result.stderr)")
+        #expect(result.stderr.contains(edit.message), "\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: target.path))
+        // Into the existing store too: nothing changes.
+        let before = try store.run(["export"]).stdout
+        #expect(try store.run(["import", file.path]).status == 1)
+        #expect(try store.run(["export"]).stdout == before)
+    }
+
+    @Test func noPayloadCheckAcceptsIndexesComputedDifferently() async throws {
+        let store = try await IntegrityStore { storage in try await storage.save(Product.sample(4)) }
+        let exported = try store.run(["export"]).stdout
+        let found = try #require(exported.range(of: "\"category\":\"electronics\",\"price\""))
+        let edited = exported.replacingCharacters(in: found, with: "\"category\":\"ELECTRONICS\",\"price\"")
+        let file = store.directory.appendingPathComponent("edited.jsonl")
+        try Data(edited.utf8).write(to: file)
+        let target = store.directory.appendingPathComponent("target")
+        #expect(try store.run(["import", file.path, "--store", target.path]).status == 1)
+        let accepted = try store.run(["import", file.path, "--no-payload-check", "--store", target.path])
+        #expect(accepted.status == 0, "\(accepted.stderr)")
+        #expect(try store.run(["list", "Product", "--where", "category=ELECTRONICS", "--store", target.path])
+            .stdout.hasPrefix("sku_4  "))
+    }
+
+    // MARK: - export, global flags, ids
+
+    @Test func exportNamesEachTypeOnce() async throws {
+        let store = try await IntegrityStore { storage in
+            try await storage.save(contentsOf: (0..<3).map(Product.sample))
+            try await storage.save(Note(id: "n1", text: "one"))
+        }
+        let twice = try store.run(["export", "Product", "Note", "Product"])
+        #expect(twice.status == 0)
+        let lines = twice.stdout.split(separator: "\n")
+        #expect(lines.count == 6)  // Product's type line and 3 records, Note's type line and 1 record.
+        #expect(lines.filter { $0.contains("\"id\":\"sku_0\"") }.count == 1)
+        #expect(twice.stderr == "Exported 4 records of 2 types.\n")
+    }
+
+    @Test func globalFlagsMayComeBeforeTheCommand() async throws {
+        let store = try await IntegrityStore { storage in try await storage.save(Note(id: "n1", text: "one")) }
+        let path = store.storeDirectory.path
+        let before = try CLIResult.run(["--json", "--store", path, "list", "Note"], environment: nil)
+        #expect(before.status == 0, "\(before.stderr)")
+        let listing = try JSONDecoder().decode(RecordListing.self, from: Data(before.stdout.utf8))
+        #expect(listing.records.map(\.id) == ["n1"])
+        let inline = try CLIResult.run(["--store=\(path)", "types", "--json"], environment: nil)
+        #expect(inline.status == 0 && inline.stdout.contains("\"type\" : \"Note\""))
+        let mixed = try CLIResult.run(["--store", path, "get", "--json", "Note", "n1"], environment: nil)
+        #expect(mixed.status == 0 && mixed.stdout.contains("\"payload\""))
+        #expect(try CLIResult.run(["--store", path, "--help"], environment: nil).status == 0)
+        #expect(try CLIResult.run(["--bogus", "types"], environment: nil).status == 2)
+        #expect(try CLIResult.run(["--store"], environment: nil).status == 2)
+    }
+
+    @Test func idsWithControlCharactersCanBeNamedEscaped() async throws {
+        let store = try await IntegrityStore { storage in
+            try await storage.save(contentsOf: [Note(id: "a\u{0}b", text: "nul"), Note(id: "tab\tid", text: "tab"),
+                                                Note(id: "a", text: "plain")])
+        }
+        let list = try store.run(["list", "Note"])
+        #expect(list.stdout.contains("\"a\\u0000b\"  updated"), "\(list.stdout)")
+        #expect(list.stdout.contains("\"tab\\tid\"  updated"), "\(list.stdout)")
+        let nul = try store.run(["get", "Note", "a\\u0000b", "--escaped"])
+        #expect(nul.status == 0, "\(nul.stderr)")
+        #expect(nul.stdout.contains("\"text\": \"nul\""))
+        #expect(try store.run(["get", "Note", "tab\\tid", "--escaped"]).stdout.contains("\"text\": \"tab\""))
+        #expect(try store.run(["get", "Note", "a\\u0000b"]).status == 1)  // Without --escaped: taken as given.
+        #expect(try store.run(["get", "Note", "bad\\q", "--escaped"]).status == 2)
+        let delete = try store.run(["delete", "Note", "a\\u0000b", "--escaped"])
+        #expect(delete.status == 0, "\(delete.stderr)")
+        #expect(delete.stdout == "Deleted Note \"a\\u0000b\".\n")
+        #expect(try await store.storage.fetch(Note.self, id: "a\u{0}b") == nil)
+        #expect(try await store.storage.fetch(Note.self, id: "a") != nil)
+        #expect(try store.run(["get", "--help"]).stdout.contains("--escaped"))
+    }
+
+    // MARK: - Order
+
+    @Test func orderListsRecordsWithoutAValueFirstAscendingAndLastDescending() async throws {
+        let store = try await IntegrityStore { storage in
+            try await storage.save(contentsOf: [Chore(id: "t1", due: 2), Chore(id: "t2", due: nil),
+                                                Chore(id: "t3", due: 1), Chore(id: "t4", due: nil),
+                                                Chore(id: "t5", due: 2)])
+        }
+        func ids(_ arguments: [String]) throws -> [String] {
+            let result = try store.run(["list", "Chore", "--json"] + arguments)
+            #expect(result.status == 0, "\(result.stderr)")
+            return try JSONDecoder().decode(RecordListing.self, from: Data(result.stdout.utf8)).records.map(\.id)
+        }
+        let ascending = try await store.storage.fetch(Chore.self, matching: [], orderedBy: .ascending("due")).map(\.id)
+        let descending = try await store.storage.fetch(Chore.self, matching: [], orderedBy: .descending("due"))
+            .map(\.id)
+        #expect(ascending == ["t2", "t4", "t3", "t1", "t5"])
+        #expect(try ids(["--order", "due"]) == ascending)
+        #expect(try ids(["--order", "-due"]) == descending)
+        #expect(try ids(["--order", "due", "--offset", "1", "--limit", "2"]) == ["t4", "t3"])
+        #expect(try ids(["--order", "-due", "--offset", "3"]) == Array(descending.dropFirst(3)))
+        #expect(try store.run(["list", "--help"]).stdout.contains("come first ascending and last descending"))
+    }
+}
+
+// MARK: - Fixtures
+
+/// A store on disk made by the library and open in this process, as an app would have it.
+private struct IntegrityStore {
+    /// The databaseDirectory.
+    let directory: URL
+    let storage: LocalStorage
+
+    /// The directory holding data.mdb.
+    var storeDirectory: URL { storage.configuration.storeDirectory }
+
+    init(_ fill: (LocalStorage) async throws -> Void) async throws {
+        directory = temporaryDirectory()
+        storage = try LocalStorage(configuration: diskConfiguration(directory))
+        try await fill(storage)
+    }
+
+    /// Runs the CLI with `--store` (the store directory unless `store` says otherwise).
+    func run(_ arguments: [String], store: URL? = nil) throws -> CLIResult {
+        var arguments = arguments
+        if !arguments.contains("--store") { arguments += ["--store", (store ?? storeDirectory).path] }
+        return try CLIResult.run(arguments, environment: nil)
+    }
+}
+
+/// A configuration whose store directory is `directory/name` rather than `directory/LocalStorage`: opens
+/// a store imported into a directory of any name, through a databaseDirectory that points at it.
+private func diskConfiguration(_ parent: URL, storeDirectoryName name: String) throws -> LocalStorageConfiguration {
+    // The library puts its files in databaseDirectory/LocalStorage: link that name to the imported store.
+    let link = parent.appendingPathComponent("app-\(name)")
+    try FileManager.default.createDirectory(at: link, withIntermediateDirectories: true)
+    try FileManager.default.createSymbolicLink(at: link.appendingPathComponent("LocalStorage"),
+                                               withDestinationURL: parent.appendingPathComponent(name))
+    return LocalStorageKitTests.diskConfiguration(link)
+}
+
+/// Payloads with NaN and infinities, in Double and Float, at the top level and nested.
+private struct Reading: LocalStorable {
+    let id: String
+    var label: String
+    var value: Double
+    var spread: [Double]
+    var single: Float
+
+    static let samples = [
+        Reading(id: "r_nan", label: "nan", value: .nan, spread: [.infinity, -.infinity], single: .nan),
+        Reading(id: "r_inf", label: "inf", value: .infinity, spread: [], single: -.infinity),
+        Reading(id: "r_fin", label: "fin", value: 1.5, spread: [0.1, -2], single: 3.25),
+    ]
+
+    /// Equal, NaN included (NaN is never `==` itself).
+    func isIdentical(to other: Reading) -> Bool {
+        func same(_ a: Double, _ b: Double) -> Bool { a.bitPattern == b.bitPattern }
+        return id == other.id && label == other.label && same(value, other.value)
+            && spread.count == other.spread.count && zip(spread, other.spread).allSatisfy(same)
+            && single.bitPattern == other.single.bitPattern
+    }
+}
+
+/// A type whose index value is optional.
+private struct Chore: LocalStorageIndexed {
+    let id: String
+    var due: Double?
+
+    static var storageIndexes: [StorageIndex<Chore>] { [StorageIndex("due", \.due)] }
+}
+
+/// Runs `jq filter` on `input`; returns its standard output.
+private func jq(_ filter: String, _ input: String) throws -> String {
+    let folder = temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: folder) }
+    let (inFile, outFile) = (folder.appendingPathComponent("in"), folder.appendingPathComponent("out"))
+    try Data(input.utf8).write(to: inFile)
+    try Data().write(to: outFile)
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/jq")
+    process.arguments = [filter]
+    process.standardInput = try FileHandle(forReadingFrom: inFile)
+    process.standardOutput = try FileHandle(forWritingTo: outFile)
+    try process.run()
+    process.waitUntilExit()
+    #expect(process.terminationStatus == 0)
+    return try String(contentsOf: outFile, encoding: .utf8)
+}
+
+private func makeReadOnly(_ directory: URL) throws {
+    try setPermissions(directory, file: 0o444, folder: 0o555)
+}
+
+private func makeWritable(_ directory: URL) throws {
+    try setPermissions(directory, file: 0o644, folder: 0o755)
+}
+
+/// Sets the permissions of `directory`, everything below it, and its parent (so others can enter it).
+private func setPermissions(_ directory: URL, file: Int, folder: Int) throws {
+    let manager = FileManager.default
+    try manager.setAttributes([.posixPermissions: 0o755], ofItemAtPath: directory.deletingLastPathComponent().path)
+    var folders = [directory]
+    for case let path as String in manager.enumerator(atPath: directory.path) ?? NSEnumerator() {
+        let url = directory.appendingPathComponent(path)
+        var isFolder: ObjCBool = false
+        if manager.fileExists(atPath: url.path, isDirectory: &isFolder), isFolder.boolValue {
+            folders.append(url)
+        } else {
+            try manager.setAttributes([.posixPermissions: file], ofItemAtPath: url.path)
+        }
+    }
+    for url in folders { try manager.setAttributes([.posixPermissions: folder], ofItemAtPath: url.path) }
+}
