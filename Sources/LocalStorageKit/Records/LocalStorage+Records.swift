@@ -239,36 +239,63 @@ extension LocalStorage {
 
     /// Reads, mutates and writes a record in one transaction; returns the new value.
     ///
-    /// `mutate` runs on the writer thread: keep it short. The record keeps its expiration.
+    /// `mutate` runs on the writer thread, exactly once, in a transaction of its own: keep it short. The
+    /// record keeps its expiration.
     /// - Throws: `notFound(id:)` when the record is absent or expired; `invalidId` if `mutate` changes the id;
-    ///   whatever `mutate` throws (nothing is written then).
+    ///   whatever `mutate` throws, unchanged (nothing is written then).
     @discardableResult
     public func update<T: LocalStorable>(_ type: T.Type, id: String,
                                          _ mutate: @escaping @Sendable (inout T) throws -> Void) async throws -> T {
-        try await operation("update") {
+        try await operationPassingCallerErrors("update") {
             let schema = try await core.schema(for: T.self)
             let key = try RecordWriter.key(for: id)
-            let format = core.configuration.codec.format
+            let format = configuration.codec.format
             let counter = core.decodes
-            return try await core.writer.perform { context -> T in
-                let session = DecodeSession(counter: counter, format: format)
+            let memo = UpdateMemo<T>()
+            return try await core.writer.performAlone { context -> T in
                 guard let bytes = try context.txn.get(schema.records, key: key) else {
                     throw LocalStorageError.notFound(id: id)
                 }
                 let view = try RecordDecoding.view(of: bytes, T.self, id: id)
                 guard !view.isExpired(at: context.now) else { throw LocalStorageError.notFound(id: id) }
-                let expiresAt = view.expiresAt
-                var value = try RecordDecoding.decode(T.self, view: view, id: id, session: session)
-                try mutate(&value)
-                guard value.storageID == id else {
-                    throw LocalStorageError.invalidId("update must not change the id (\(id) → \(value.storageID))")
-                }
-                let record = PreparedRecord(id: id, key: key, payload: try PayloadCodec.encode(value, as: format),
+                let record: PreparedRecord
+                let value: T
+                if let done = memo.result {
+                    // A replay after the map grew: reuse what `mutate` made, if the record is still the one
+                    // it saw; never call it twice.
+                    guard done.version == view.version, done.payload.elementsEqual(view.payload) else {
+                        throw LocalStorageError.storageError(code: -1, message:
+                            "update of \(T.self) \"\(id)\": the record changed in another process while the map "
+                            + "grew; mutate was not run again")
+                    }
+                    (record, value) = (done.record, done.value)
+                } else {
+                    var mutated = try RecordDecoding.decode(T.self, view: view, id: id,
+                                                            session: DecodeSession(counter: counter, format: format))
+                    do {
+                        try mutate(&mutated)
+                    } catch {
+                        throw CallerError(underlying: error)
+                    }
+                    guard mutated.storageID == id else {
+                        throw LocalStorageError.invalidId(
+                            "update must not change the id (\(id) → \(mutated.storageID))")
+                    }
+                    record = PreparedRecord(id: id, key: key, payload: try PayloadCodec.encode(mutated, as: format),
                                             format: format, version: T.storageVersion,
-                                            indexValues: value.indexValuesForStorage, value: value)
-                try RecordWriter.put(record, expiresAt: expiresAt, schema: schema, context: context)
+                                            indexValues: mutated.indexValuesForStorage, value: mutated)
+                    value = mutated
+                    memo.result = (Array(view.payload), view.version, record, mutated)
+                }
+                try RecordWriter.put(record, expiresAt: view.expiresAt, schema: schema, context: context)
                 return value
             }
         }
     }
+}
+
+/// What an `update`'s `mutate` made, kept for a replay of its transaction (after the map grew).
+private final class UpdateMemo<T>: @unchecked Sendable {
+    // @unchecked: only the writer thread touches it, inside the one request that owns it.
+    var result: (payload: [UInt8], version: Int, record: PreparedRecord, value: T)?
 }

@@ -49,17 +49,32 @@ public final class LocalStorage: Sendable {
     /// Runs a public operation: maps every error to ``LocalStorageError`` and reports its duration.
     func operation<R>(_ name: String, _ body: () async throws -> R) async throws(LocalStorageError) -> R {
         let start = ContinuousClock.now
-        defer {
-            if let logger = core.logger {
-                let elapsed = ContinuousClock.now - start
-                let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
-                logger.record(duration: seconds, operation: name)
-            }
-        }
+        defer { report(name, since: start) }
         do {
             return try await body()
         } catch {
             throw LocalStorageError.wrapping(error)
         }
+    }
+
+    /// Runs a public operation that calls a caller's closure: the closure's own error (a ``CallerError``)
+    /// comes out unchanged, every other error as a ``LocalStorageError``.
+    func operationPassingCallerErrors<R>(_ name: String, _ body: () async throws -> R) async throws -> R {
+        let start = ContinuousClock.now
+        defer { report(name, since: start) }
+        do {
+            return try await body()
+        } catch let error as CallerError {
+            throw error.underlying
+        } catch {
+            throw LocalStorageError.wrapping(error)
+        }
+    }
+
+    private func report(_ name: String, since start: ContinuousClock.Instant) {
+        guard let logger = core.logger else { return }
+        let elapsed = ContinuousClock.now - start
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
+        logger.record(duration: seconds, operation: name)
     }
 }

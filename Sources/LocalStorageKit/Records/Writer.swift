@@ -4,8 +4,10 @@ import Synchronization
 /// The one thread that writes: it drains every queued request into one transaction (group commit),
 /// commits, publishes the changes, then resumes each caller.
 ///
-/// A request that throws (say `notFound` in an `update`) fails alone: the batch's transaction is
-/// aborted and replayed without it, so nothing it wrote survives and the rest still commit together.
+/// A request that throws fails alone: the batch's transaction is aborted and replayed without it, so
+/// nothing it wrote survives and the rest still commit together. Replaying is safe for requests that
+/// are closures over prepared values; a request that runs a caller's closure (`update`) commits in a
+/// transaction of its own instead (``performAlone(_:)``), so no peer can make its closure run twice.
 /// (Nested transactions would do the same, but LMDB sizes each one by `maxdbs`, which made every
 /// grouped save several times dearer.) `MDB_MAP_FULL` aborts the batch, grows
 /// the map while no transaction of this process is open, and replays it; at the size limit each
@@ -50,6 +52,9 @@ final class Writer: @unchecked Sendable {
     private enum Work {
         /// Joins the next group commit.
         case batched((Context) throws -> Void, finish: (Error?) -> Void)
+        /// Commits in a transaction of its own: for requests that run a caller's closure, which must
+        /// run exactly once (a failing peer in a shared batch would make the batch replay it).
+        case solo((Context) throws -> Void, finish: (Error?) -> Void)
         /// Runs alone on the writer thread, with its own transactions (re-indexing, bulk purges).
         case exclusive((Writer) throws -> Void, finish: (Error?) -> Void)
     }
@@ -66,6 +71,13 @@ final class Writer: @unchecked Sendable {
     /// Odd while a write transaction is under way (a seqlock for ``readWhileIdle(_:)``).
     private let writeEpoch = Atomic<UInt64>(0)
     private let logger: (any StorageLogger)?
+
+    /// The number of requests waiting for the writer (tests use it to line requests up in one batch).
+    var queuedCount: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return queue.count
+    }
 
     /// The number of transactions committed so far.
     var commitCount: Int { commits.load(ordering: .relaxed) }
@@ -124,6 +136,21 @@ final class Writer: @unchecked Sendable {
         try await submit { box, finish in .batched({ context in box.value = try body(context) }, finish: finish) }
     }
 
+    /// Runs `body` in a transaction of its own and returns its result once that commit is durable.
+    ///
+    /// For requests that call a caller's closure: no peer can make the transaction replay. `body` still
+    /// runs again when the map has to grow (the transaction is aborted first), so it must notice a replay
+    /// and not call the closure twice (see `update`).
+    func performAlone<R: Sendable>(_ body: @escaping (Context) throws -> R) async throws -> R {
+        try await submit { box, finish in .solo({ context in box.value = try body(context) }, finish: finish) }
+    }
+
+    /// Queues `body` for the next group commit without waiting for it: for work a read found (a migrated
+    /// record to store, an expired one to purge). `finish` runs on the writer thread with the outcome.
+    func hand(_ body: @escaping (Context) throws -> Void, finish: @escaping (Error?) -> Void) {
+        enqueue(.batched(body, finish: finish))
+    }
+
     /// Runs `body` alone on the writer thread; it may commit several transactions with ``transact(_:)``.
     func performExclusive<R: Sendable>(_ body: @escaping (Writer) throws -> R) async throws -> R {
         try await submit { box, finish in .exclusive({ writer in box.value = try body(writer) }, finish: finish) }
@@ -153,7 +180,7 @@ final class Writer: @unchecked Sendable {
         if isStopping {
             condition.unlock()
             switch work {
-            case .batched(_, let finish), .exclusive(_, let finish):
+            case .batched(_, let finish), .solo(_, let finish), .exclusive(_, let finish):
                 finish(LocalStorageError.storageError(code: -1, message: "the store is closed"))
             }
             return
@@ -174,14 +201,14 @@ final class Writer: @unchecked Sendable {
                 break
             }
             let work: [Work]
-            if case .exclusive = queue[0] {
-                work = [queue.removeFirst()]
-            } else {
+            if case .batched = queue[0] {
                 let end = queue.prefix(Writer.maxBatchRequests).firstIndex {
-                    if case .exclusive = $0 { true } else { false }
+                    if case .batched = $0 { false } else { true }
                 } ?? min(queue.count, Writer.maxBatchRequests)
                 work = Array(queue[..<end])
                 queue.removeFirst(end)
+            } else {
+                work = [queue.removeFirst()]
             }
             condition.unlock()
             process(work)
@@ -195,8 +222,12 @@ final class Writer: @unchecked Sendable {
                 try body(self)
                 finish(nil)
             } catch {
-                finish(LocalStorageError.wrapping(error))
+                finish(Writer.outgoing(error))
             }
+            return
+        }
+        if work.count == 1, case .solo(let body, let finish) = work[0] {
+            commit([(body, finish)])
             return
         }
         let requests = work.compactMap { item -> ((Context) throws -> Void, (Error?) -> Void)? in
@@ -238,7 +269,7 @@ final class Writer: @unchecked Sendable {
             } catch let failure as RequestFailure {
                 // The transaction is aborted, so the failed request left nothing behind; the others
                 // replay without it. Requests are closures over prepared values, so replaying is safe.
-                pending[failure.position].1(LocalStorageError.wrapping(failure.error))
+                pending[failure.position].1(Writer.outgoing(failure.error))
                 pending.remove(at: failure.position)
             } catch let error as LMDBError where error.isMapFull {
                 do {
@@ -285,6 +316,21 @@ final class Writer: @unchecked Sendable {
             }
         }
     }
+}
+
+extension Writer {
+    /// The error a caller gets: a caller's own error (``CallerError``) unchanged, anything else as a
+    /// ``LocalStorageError``.
+    static func outgoing(_ error: any Error) -> any Error {
+        if error is CallerError { return error }
+        return LocalStorageError.wrapping(error)
+    }
+}
+
+/// An error thrown by a caller's own closure (`update`'s `mutate`): it travels through the writer and
+/// the public boundary unwrapped, and comes out as the caller threw it.
+struct CallerError: Error {
+    let underlying: any Error
 }
 
 /// A request of a batch threw; the batch replays without it.
