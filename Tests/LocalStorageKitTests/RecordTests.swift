@@ -201,7 +201,7 @@ import Testing
         struct Refused: Error {}
         let storage = try LocalStorage(configuration: .inMemory)
         try await storage.save(Note(id: "x", text: "a"))
-        await #expect(throws: LocalStorageError.self) {
+        await #expect(throws: Refused.self) {
             try await storage.update(Note.self, id: "x") { note in
                 note.text = "changed"
                 throw Refused()

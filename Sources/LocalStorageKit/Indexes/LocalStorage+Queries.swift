@@ -34,7 +34,7 @@ extension LocalStorage {
                 return (items, Array(executor.expired))
             }
             await writeBack(session, schema: schema)
-            if !expired.isEmpty && (options.purgeExpired || core.configuration.autoPurgeExpiredOnRead) {
+            if !expired.isEmpty && (options.purgeExpired || configuration.autoPurgeExpiredOnRead) {
                 try await purge(keys: expired, schema: schema)
             }
             return items

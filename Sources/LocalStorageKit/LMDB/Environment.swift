@@ -21,6 +21,7 @@ final class Environment: @unchecked Sendable {
     let handle: OpaquePointer
     let path: String
     let maxMapSize: Int
+    private let durabilityState: Mutex<StorageDurability>
     private let gate = ResizeGate()
     private let readPool = Mutex<[ReadHandle]>([])
     private let mapSize: Mutex<Int>
@@ -54,12 +55,30 @@ final class Environment: @unchecked Sendable {
         handle = raw
         path = directory
         self.maxMapSize = max(maxMapSize, mapSize)
+        durabilityState = Mutex(durability)
         var info = MDB_envinfo()
         mdb_env_info(raw, &info)
         self.mapSize = Mutex(info.me_mapsize)
     }
 
     private let isClosed = Mutex(false)
+
+    /// How durable each commit is now.
+    var durability: StorageDurability { durabilityState.withLock { $0 } }
+
+    /// Changes how durable later commits are (`mdb_env_set_flags`; LMDB allows it on an open environment).
+    func setDurability(_ durability: StorageDurability) throws {
+        try durabilityState.withLock { current in
+            let sync = UInt32(MDB_NOSYNC | MDB_NOMETASYNC)
+            try check(mdb_env_set_flags(handle, sync, 0), "mdb_env_set_flags")
+            switch durability {
+            case .full: break
+            case .relaxed: try check(mdb_env_set_flags(handle, UInt32(MDB_NOMETASYNC), 1), "mdb_env_set_flags")
+            case .none: try check(mdb_env_set_flags(handle, UInt32(MDB_NOSYNC), 1), "mdb_env_set_flags")
+            }
+            current = durability
+        }
+    }
 
     /// Throws when the data file is shorter than the pages its newest meta page uses.
     ///

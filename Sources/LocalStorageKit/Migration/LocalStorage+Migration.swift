@@ -43,8 +43,8 @@ extension LocalStorage {
         _ type: T.Type, schema: TypeSchema, stopOnFailure: Bool,
         progress: (@Sendable (MigrationProgress) -> Void)?
     ) async throws -> Int {
-        let format = core.configuration.codec.format
-        let logger = core.logger
+        let format = configuration.codec.format
+        let logger = self.logger
         return try await core.writer.performExclusive { writer in
             let total = try writer.transact { try $0.txn.entryCount(schema.records) }
             var after: [UInt8]?
@@ -105,7 +105,7 @@ extension LocalStorage {
 
     /// A decode session for one read: counts decodes and collects records migrated on the way.
     func makeDecodeSession(for schema: TypeSchema) -> DecodeSession {
-        DecodeSession(counter: core.decodes, format: core.configuration.codec.format, logger: core.logger,
+        DecodeSession(counter: core.decodes, format: configuration.codec.format, logger: logger,
                       currentVersion: schema.version)
     }
 
@@ -119,7 +119,7 @@ extension LocalStorage {
                 for upgrade in upgrades { try RecordWriter.apply(upgrade, schema: schema, txn: context.txn) }
             }
         } catch {
-            core.logger?.log(level: .warning, message: "Could not store migrated records",
+            logger?.log(level: .warning, message: "Could not store migrated records",
                              metadata: ["type": schema.name, "error": "\(error)"])
         }
     }

@@ -40,7 +40,7 @@ extension LocalStorage {
         let (stream, continuation) = AsyncStream.makeStream(of: StorageChange<T>.self,
                                                             bufferingPolicy: .bufferingNewest(capacity))
         let name = T.storageName
-        let logger = core.logger
+        let logger = self.logger
         let hasWarned = Atomic<Bool>(false)
         let token = core.hub.subscribe(name) { changes in
             for change in changes {

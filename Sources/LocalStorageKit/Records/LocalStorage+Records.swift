@@ -46,7 +46,7 @@ extension LocalStorage {
                                    indexValues: ((T) -> [StoredIndexValue])? = nil) throws -> PreparedRecord {
         let id = value.storageID
         let key = try RecordWriter.key(for: id)
-        let format = core.configuration.codec.format
+        let format = configuration.codec.format
         return PreparedRecord(id: id, key: key, payload: try PayloadCodec.encode(value, as: format),
                               format: format, version: schema.version,
                               indexValues: indexValues?(value) ?? value.indexValuesForStorage, value: value)
@@ -78,7 +78,7 @@ extension LocalStorage {
                 }
             }
             await writeBack(session, schema: schema)
-            if expired && core.configuration.autoPurgeExpiredOnRead {
+            if expired && configuration.autoPurgeExpiredOnRead {
                 try await purge(keys: [Array(id.utf8)], schema: schema)
             }
             return value
@@ -98,7 +98,7 @@ extension LocalStorage {
                 try RecordReader.list(T.self, schema: schema, options: options, now: now, txn: txn, session: session)
             }
             await writeBack(session, schema: schema)
-            if !expired.isEmpty && (options.purgeExpired || core.configuration.autoPurgeExpiredOnRead) {
+            if !expired.isEmpty && (options.purgeExpired || configuration.autoPurgeExpiredOnRead) {
                 try await purge(keys: expired, schema: schema)
             }
             return items

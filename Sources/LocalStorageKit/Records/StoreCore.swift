@@ -13,6 +13,9 @@ final class StoreCore: Sendable {
     let meta: MDB_dbi
     let directory: URL
     private let schemas = Mutex(SchemaState())
+    /// The environment settings the first ``LocalStorage`` on this core asked for (nil while only
+    /// maintenance has it open).
+    private let pinnedSettings = Mutex<EnvironmentSettings?>(nil)
     /// Payloads decoded so far (tests check that queries decode only the rows they return).
     let decodes = DecodeCounter()
     let liveQueries: LiveQueryCenter
@@ -57,6 +60,29 @@ final class StoreCore: Sendable {
         environment.close()
         if configuration.isInMemory {
             try? FileManager.default.removeItem(at: directory)
+        }
+    }
+
+    /// Checks that a ``LocalStorage`` asking for `settings` can share this core: the first one pins them
+    /// (taking over the durability when only maintenance had the store open), later ones must agree.
+    ///
+    /// - Throws: `openFailed` naming the setting that differs.
+    func adopt(_ settings: EnvironmentSettings, path: String) throws {
+        try pinnedSettings.withLock { pinned in
+            if let pinned {
+                if let reason = pinned.disagreement(with: settings) {
+                    throw LocalStorageError.openFailed(path: path, reason: reason)
+                }
+                return
+            }
+            if settings.durability != environment.durability {
+                do {
+                    try environment.setDurability(settings.durability)
+                } catch {
+                    throw LocalStorageError.openFailed(path: path, reason: StoreCore.explain(error))
+                }
+            }
+            pinned = settings
         }
     }
 
