@@ -98,6 +98,7 @@ import Testing
         try await storage.save(Note(id: "b", text: "y"))
         let rows = try await storage.fetch(Note.self, options: FetchOptions(purgeExpired: true))
         #expect(rows.map(\.id) == ["b"])
+        try await storage.waitForQueuedWrites()  // the read handed the purge to the writer
         #expect(try await storage.metadata(Note.self, id: "a") == nil)
     }
 
@@ -107,6 +108,7 @@ import Testing
         let storage = try LocalStorage(configuration: configuration)
         try await storage.save(Note(id: "a", text: "x"), expiration: .date(Date().addingTimeInterval(-5)))
         #expect(try await storage.fetch(Note.self, id: "a") == nil)
+        try await storage.waitForQueuedWrites()  // the read handed the purge to the writer
         #expect(try await storage.metadata(Note.self, id: "a") == nil)
     }
 

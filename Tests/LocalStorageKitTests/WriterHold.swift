@@ -48,3 +48,10 @@ final class CallCounter: Sendable {
     func increment() { count.add(1, ordering: .relaxed) }
     var value: Int { count.load(ordering: .relaxed) }
 }
+
+extension LocalStorage {
+    /// Returns once the writer has committed everything queued before the call (work reads handed over).
+    func waitForQueuedWrites() async throws {
+        try await core.writer.perform { _ in }
+    }
+}

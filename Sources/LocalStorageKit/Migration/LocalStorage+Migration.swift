@@ -109,18 +109,19 @@ extension LocalStorage {
                       currentVersion: schema.version)
     }
 
-    /// Stores the records a read migrated, so each migrates once. A failure is logged, not thrown:
-    /// the read already has its values, and the record will migrate again next time.
-    func writeBack(_ session: DecodeSession, schema: TypeSchema) async {
+    /// Hands the writer the records a read migrated, so each migrates once, and returns at once: a read
+    /// never waits for a commit. A failure is logged, not thrown: the read already has its values, and
+    /// the record will migrate again next time.
+    func writeBack(_ session: DecodeSession, schema: TypeSchema) {
         let upgrades = session.upgrades
         guard !upgrades.isEmpty else { return }
-        do {
-            try await core.writer.perform { context in
-                for upgrade in upgrades { try RecordWriter.apply(upgrade, schema: schema, txn: context.txn) }
-            }
-        } catch {
+        let logger = self.logger
+        core.writer.hand({ context in
+            for upgrade in upgrades { try RecordWriter.apply(upgrade, schema: schema, txn: context.txn) }
+        }, finish: { error in
+            guard let error else { return }
             logger?.log(level: .warning, message: "Could not store migrated records",
-                             metadata: ["type": schema.name, "error": "\(error)"])
-        }
+                        metadata: ["type": schema.name, "error": "\(LocalStorageError.wrapping(error))"])
+        })
     }
 }

@@ -77,9 +77,9 @@ extension LocalStorage {
                     return try RecordDecoding.decode(T.self, view: view, id: id, session: session)
                 }
             }
-            await writeBack(session, schema: schema)
+            writeBack(session, schema: schema)
             if expired && configuration.autoPurgeExpiredOnRead {
-                try await purge(keys: [Array(id.utf8)], schema: schema)
+                purge(keys: [Array(id.utf8)], schema: schema)
             }
             return value
         }
@@ -97,9 +97,9 @@ extension LocalStorage {
             let (items, expired) = try core.environment.read { txn in
                 try RecordReader.list(T.self, schema: schema, options: options, now: now, txn: txn, session: session)
             }
-            await writeBack(session, schema: schema)
+            writeBack(session, schema: schema)
             if !expired.isEmpty && (options.purgeExpired || configuration.autoPurgeExpiredOnRead) {
-                try await purge(keys: expired, schema: schema)
+                purge(keys: expired, schema: schema)
             }
             return items
         }
@@ -200,17 +200,32 @@ extension LocalStorage {
         }
     }
 
-    /// Deletes the given records if they are (still) expired, emitting `.expired(id)`.
-    func purge(keys: [[UInt8]], schema: TypeSchema) async throws {
-        try await core.writer.perform { context in
+    /// Hands the writer the records a read found expired, to delete if they still are (emitting
+    /// `.expired(id)`), and returns at once: a read never waits for a commit. A failure is logged.
+    func purge(keys: [[UInt8]], schema: TypeSchema) {
+        let logger = self.logger
+        core.writer.hand({ context in
             for key in keys {
-                guard let bytes = try context.txn.get(schema.records, key: key),
-                      let view = try? RecordView(bytes), view.isExpired(at: context.now) else { continue }
+                guard let bytes = try context.txn.get(schema.records, key: key) else { continue }
+                let view: RecordView
+                do {
+                    view = try RecordView(bytes)
+                } catch {
+                    logger?.log(level: .warning, message: "Left a damaged record in place instead of purging it",
+                                metadata: ["type": schema.name, "id": String(decoding: key, as: UTF8.self),
+                                           "error": "\(error)"])
+                    continue
+                }
+                guard view.isExpired(at: context.now) else { continue }
                 try RecordWriter.delete(key: key, schema: schema, txn: context.txn)
                 context.publish(PublishedChange(typeName: schema.name,
                                                 kind: .expired(String(decoding: key, as: UTF8.self))))
             }
-        }
+        }, finish: { error in
+            guard let error else { return }
+            logger?.log(level: .warning, message: "Could not purge expired records a read found",
+                        metadata: ["type": schema.name, "error": "\(LocalStorageError.wrapping(error))"])
+        })
     }
 
     // MARK: - Changing one record
