@@ -16,7 +16,8 @@ public enum LocalStorageError: Error, Sendable, CustomStringConvertible, Equatab
     case invalidQuery(String)
     /// An id is empty or too long for an LMDB key (511 bytes of UTF-8).
     case invalidId(String)
-    /// The store reached its maximum map size.
+    /// The store cannot grow: its memory map reached ``LocalStorageConfiguration/maxMapSize``, or the disk
+    /// holding it is full. The store's logger gets an error message saying which.
     case storageFull
     /// The store could not be opened (not an LMDB store, damaged, no permission, …).
     case openFailed(path: String, reason: String)
@@ -33,7 +34,7 @@ public enum LocalStorageError: Error, Sendable, CustomStringConvertible, Equatab
         case .unknownIndex(let name): "Unknown index \"\(name)\""
         case .invalidQuery(let reason): "Invalid query: \(reason)"
         case .invalidId(let reason): "Invalid id: \(reason)"
-        case .storageFull: "The store is full: it reached its maximum map size"
+        case .storageFull: "The store is full: its map reached maxMapSize or its disk is full (the log says which)"
         case .openFailed(let path, let reason): "Cannot open the store at \(path): \(reason)"
         case .storageError(let code, let message): "Storage error \(code): \(message)"
         }
@@ -67,7 +68,7 @@ extension LocalStorageError {
         switch error {
         case let error as LocalStorageError: return error
         case let error as LMDBError:
-            if error.isMapFull { return .storageFull }
+            if error.isMapFull || error.isDiskFull { return .storageFull }
             return .storageError(code: error.code, message: error.description)
         default: return .storageError(code: -1, message: String(describing: error))
         }

@@ -51,6 +51,11 @@ final class StoreCore: Sendable {
         sweeper = ExpirySweeper(writer: writer, meta: meta, interval: configuration.expirySweepInterval,
                                 logger: configuration.logger)
         logger?.log(level: .info, message: "Opened store", metadata: ["path": directory.path])
+        if environment.recreatedUnfinishedDataFile {
+            logger?.log(level: .warning,
+                        message: "Created the store afresh: its data file was left unfinished by an earlier creation "
+                            + "(a full disk?) and held no data", metadata: ["path": directory.path])
+        }
     }
 
     deinit {
@@ -92,6 +97,7 @@ final class StoreCore: Sendable {
         case MDB_INVALID: return "not an LMDB store, or its data file is damaged (\(error.message))"
         case MDB_VERSION_MISMATCH: return "the store was made by an incompatible LMDB version (\(error.message))"
         case EACCES, EROFS: return "permission denied (\(error.message))"
+        case ENOSPC, EDQUOT: return "the disk is full (\(error.message))"
         default: return error.description
         }
     }

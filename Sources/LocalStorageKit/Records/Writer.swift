@@ -285,8 +285,15 @@ final class Writer: @unchecked Sendable {
                 if pending.count > 1 {
                     for request in pending { commit([request]) }
                 } else {
+                    logger?.log(level: .error, message: "A write does not fit: the store's map reached maxMapSize",
+                                metadata: ["path": environment.path, "maxMapSize": "\(environment.maxMapSize)"])
                     pending.forEach { $0.1(LocalStorageError.storageFull) }
                 }
+                return
+            } catch let error as LMDBError where error.isDiskFull {
+                logger?.log(level: .error, message: "A write failed: the disk holding the store is full",
+                            metadata: ["path": environment.path, "error": error.description])
+                pending.forEach { $0.1(LocalStorageError.storageFull) }
                 return
             } catch {
                 let wrapped = LocalStorageError.wrapping(error)
@@ -312,7 +319,15 @@ final class Writer: @unchecked Sendable {
                 hub.publish(context.changes)
                 return value
             } catch let error as LMDBError where error.isMapFull {
-                guard try environment.growMap() else { throw LocalStorageError.storageFull }
+                guard try environment.growMap() else {
+                    logger?.log(level: .error, message: "A write does not fit: the store's map reached maxMapSize",
+                                metadata: ["path": environment.path, "maxMapSize": "\(environment.maxMapSize)"])
+                    throw LocalStorageError.storageFull
+                }
+            } catch let error as LMDBError where error.isDiskFull {
+                logger?.log(level: .error, message: "A write failed: the disk holding the store is full",
+                            metadata: ["path": environment.path, "error": error.description])
+                throw LocalStorageError.storageFull
             }
         }
     }
