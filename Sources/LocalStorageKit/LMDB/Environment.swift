@@ -123,8 +123,21 @@ final class Environment: @unchecked Sendable {
         guard code == EIO else { return code }
         var info = statvfs()
         guard statvfs(path, &info) == 0 else { return code }
-        let free = UInt64(info.f_bavail) * UInt64(info.f_frsize)
-        return free < 1 << 20 ? ENOSPC : code
+        return isNearlyFull(info) ? ENOSPC : code
+    }
+
+    /// ``diskFullOr(_:path:)`` for the open environment, through its data file's descriptor (the path of an
+    /// in-memory store is gone once it is open).
+    private func diskFullOr(_ code: Int32) -> Int32 {
+        guard code == EIO else { return code }
+        var fd: Int32 = -1
+        var info = statvfs()
+        guard mdb_env_get_fd(handle, &fd) == MDB_SUCCESS, fstatvfs(fd, &info) == 0 else { return code }
+        return Environment.isNearlyFull(info) ? ENOSPC : code
+    }
+
+    private static func isNearlyFull(_ info: statvfs) -> Bool {
+        UInt64(info.f_bavail) * UInt64(info.f_frsize) < 1 << 20
     }
 
     private let isClosed = Mutex(false)
@@ -294,7 +307,7 @@ final class Environment: @unchecked Sendable {
                     mdb_txn_abort(txn)
                     throw error
                 }
-                try check(Environment.diskFullOr(mdb_txn_commit(txn), path: path), "mdb_txn_commit")
+                try check(diskFullOr(mdb_txn_commit(txn)), "mdb_txn_commit")
                 return .done(value)
             }
             switch outcome {

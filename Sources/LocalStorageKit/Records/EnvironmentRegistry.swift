@@ -29,9 +29,7 @@ enum EnvironmentRegistry {
     /// - Throws: `openFailed` when a store of this process has the directory open with other
     ///   environment settings (``EnvironmentSettings``), naming the first that differs.
     static func core(for configuration: LocalStorageConfiguration) throws -> StoreCore {
-        if configuration.isInMemory {
-            return try StoreCore(directory: try makeInMemoryDirectory(), configuration: configuration)
-        }
+        if configuration.isInMemory { return try inMemoryCore(configuration) }
         return try core(directory: configuration.storeDirectory, configuration: configuration,
                         settings: EnvironmentSettings(configuration))
     }
@@ -64,6 +62,38 @@ enum EnvironmentRegistry {
             entries = entries.filter { $0.value.core != nil }
             return core
         }
+    }
+
+    /// A private store whose files are unlinked as soon as LMDB has them open: the environment keeps
+    /// working on its open descriptors (nothing reopens an in-memory store by path), and the kernel frees
+    /// the files when the process lets go of them, whether the store closes, the process exits without
+    /// closing it or is killed.
+    private static func inMemoryCore(_ configuration: LocalStorageConfiguration) throws -> StoreCore {
+        let directory = try makeInMemoryDirectory()
+        let core: StoreCore
+        do {
+            core = try StoreCore(directory: directory, configuration: configuration)
+        } catch {
+            removeInMemoryFiles(directory)
+            throw error
+        }
+        if let problem = removeInMemoryFiles(directory) {
+            throw LocalStorageError.openFailed(path: directory.path, reason: "cannot unlink the in-memory store's files: "
+                                               + problem)
+        }
+        return core
+    }
+
+    /// Unlinks an in-memory store's files and its directory; returns what failed, if anything did.
+    @discardableResult
+    private static func removeInMemoryFiles(_ directory: URL) -> String? {
+        var problems: [String] = []
+        for name in ["data.mdb", "lock.mdb"] {
+            let path = directory.appendingPathComponent(name).path
+            if unlink(path) != 0 && errno != ENOENT { problems.append("\(name): \(String(cString: strerror(errno)))") }
+        }
+        if rmdir(directory.path) != 0 { problems.append("\(directory.lastPathComponent): \(String(cString: strerror(errno)))") }
+        return problems.isEmpty ? nil : problems.joined(separator: "; ")
     }
 
     private static func makeInMemoryDirectory() throws -> URL {

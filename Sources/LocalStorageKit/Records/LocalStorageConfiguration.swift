@@ -35,8 +35,9 @@ public enum StorageCodec: Sendable, Hashable {
 /// let storage = try LocalStorage(configuration: config)
 /// ```
 public struct LocalStorageConfiguration: Sendable {
-    /// Keeps the store in a private temporary directory (on `/dev/shm` when it exists), removed when
-    /// the store closes. Implies ``StorageDurability/none``.
+    /// Keeps the store in private temporary files (on `/dev/shm` when it exists) that are unlinked as soon
+    /// as they are open: the memory is freed when the store closes or the process ends, however it ends,
+    /// and nothing is left behind. Implies ``StorageDurability/none``.
     public var isInMemory: Bool = false
     /// Deletes the expired records a read meets, after the read.
     public var autoPurgeExpiredOnRead: Bool = false
@@ -71,7 +72,7 @@ public struct LocalStorageConfiguration: Sendable {
     /// The on-disk store in the default directory.
     public static var `default`: LocalStorageConfiguration { LocalStorageConfiguration() }
 
-    /// A private store for tests and throwaway caches, removed when it closes.
+    /// A private store for tests and throwaway caches; nothing of it outlives the store or the process.
     public static var inMemory: LocalStorageConfiguration {
         var configuration = LocalStorageConfiguration()
         configuration.isInMemory = true

@@ -63,9 +63,7 @@ final class StoreCore: Sendable {
         liveQueries.stop()
         writer.stop()
         environment.close()
-        if configuration.isInMemory {
-            try? FileManager.default.removeItem(at: directory)
-        }
+        // An in-memory store's files were unlinked once open (see `EnvironmentRegistry`): nothing to remove.
     }
 
     /// Checks that a ``LocalStorage`` asking for `settings` can share this core: the first one pins them
