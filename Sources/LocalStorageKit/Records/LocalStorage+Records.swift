@@ -44,7 +44,7 @@ extension LocalStorage {
     /// Encodes a value and its index values for the writer.
     func prepare<T: LocalStorable>(_ value: T, schema: TypeSchema,
                                    indexValues: ((T) -> [StoredIndexValue])? = nil) throws -> PreparedRecord {
-        let id = value.storageID
+        let id = try value.storageID()
         let key = try RecordWriter.key(for: id)
         let format = configuration.codec.format
         return PreparedRecord(id: id, key: key, payload: try PayloadCodec.encode(value, as: format),
@@ -292,9 +292,9 @@ extension LocalStorage {
                     } catch {
                         throw CallerError(underlying: error)
                     }
-                    guard mutated.storageID == id else {
-                        throw LocalStorageError.invalidId(
-                            "update must not change the id (\(id) → \(mutated.storageID))")
+                    let newID = try mutated.storageID()
+                    guard newID == id else {
+                        throw LocalStorageError.invalidId("update must not change the id (\(id) → \(newID))")
                     }
                     record = PreparedRecord(id: id, key: key, payload: try PayloadCodec.encode(mutated, as: format),
                                             format: format, version: T.storageVersion,
