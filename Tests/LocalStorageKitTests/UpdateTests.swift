@@ -49,6 +49,58 @@ import Testing
         #expect(try await storage.fetch(Note.self, id: "n")?.text == "b")
     }
 
+    @Test func mutateRunsOnceWhenAnotherUpdateOfItsBatchThrows() async throws {
+        let storage = try LocalStorage(configuration: diskConfiguration())
+        try await storage.save(contentsOf: [Note(id: "a", text: "a"), Note(id: "b", text: "b")])
+        let calls = CallCounter()
+        let hold = try await WriterHold(storage)
+        let first = Task {
+            try await storage.update(Note.self, id: "a") { note in
+                calls.increment()
+                note.text = "a2"
+            }
+        }
+        try await waitUntil("the first update is queued") { storage.core.writer.queuedCount == 1 }
+        let second = Task {
+            try await storage.update(Note.self, id: "a") { note in
+                calls.increment()
+                note.text += "+"  // sees the first update's value: they share the batch
+            }
+        }
+        try await waitUntil("the second update is queued") { storage.core.writer.queuedCount == 2 }
+        let failing = Task { try await storage.update(Note.self, id: "b") { _ in throw Refusal(reason: "peer") } }
+        try await waitUntil("the failing update is queued") { storage.core.writer.queuedCount == 3 }
+        try await hold.release()
+        await #expect(throws: Refusal(reason: "peer")) { try await failing.value }
+        #expect(try await first.value.text == "a2")
+        #expect(try await second.value.text == "a2+")
+        #expect(calls.value == 2)
+        #expect(try await storage.fetch(Note.self, id: "a")?.text == "a2+")
+        #expect(try await storage.fetch(Note.self, id: "b")?.text == "b")
+    }
+
+    @Test func concurrentUpdatesAndSavesStillCommitInGroups() async throws {
+        let storage = try LocalStorage(configuration: diskConfiguration())
+        try await storage.save(contentsOf: (0..<50).map { Note(id: "n\($0)", text: "") })
+        let hold = try await WriterHold(storage)
+        let before = storage.commitCount
+        let requests = Task {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for index in 0..<50 {
+                    group.addTask { try await storage.update(Note.self, id: "n\(index)") { $0.text = "u" } }
+                    group.addTask { try await storage.save(Note(id: "s\(index)", text: "s")) }
+                }
+                try await group.waitForAll()
+            }
+        }
+        try await waitUntil("every request is queued") { storage.core.writer.queuedCount == 100 }
+        try await hold.release()
+        try await requests.value
+        // One transaction for the saves, one for the updates (the hold's job is not counted).
+        #expect(storage.commitCount - before == 2)
+        #expect(try await storage.fetch(Note.self, options: FetchOptions(limit: 50)).allSatisfy { $0.text == "u" })
+    }
+
     @Test func mutateRunsOnceWhenItsOwnWriteMakesTheMapGrow() async throws {
         var configuration = diskConfiguration()
         configuration.mapSize = 256 << 10

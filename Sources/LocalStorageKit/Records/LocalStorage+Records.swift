@@ -254,8 +254,8 @@ extension LocalStorage {
 
     /// Reads, mutates and writes a record in one transaction; returns the new value.
     ///
-    /// `mutate` runs on the writer thread, exactly once, in a transaction of its own: keep it short. The
-    /// record keeps its expiration.
+    /// `mutate` runs on the writer thread, exactly once, in a group commit of such calls only: keep it short.
+    /// The record keeps its expiration.
     /// - Throws: `notFound(id:)` when the record is absent or expired; `invalidId` if `mutate` changes the id;
     ///   whatever `mutate` throws, unchanged (nothing is written then).
     @discardableResult
@@ -267,7 +267,7 @@ extension LocalStorage {
             let format = configuration.codec.format
             let counter = core.decodes
             let memo = UpdateMemo<T>()
-            return try await core.writer.performAlone { context -> T in
+            return try await core.writer.performOnce { context -> T in
                 guard let bytes = try context.txn.get(schema.records, key: key) else {
                     throw LocalStorageError.notFound(id: id)
                 }
@@ -276,12 +276,12 @@ extension LocalStorage {
                 let record: PreparedRecord
                 let value: T
                 if let done = memo.result {
-                    // A replay after the map grew: reuse what `mutate` made, if the record is still the one
-                    // it saw; never call it twice.
+                    // A replay (another update of the batch threw, or the map grew): reuse what `mutate` made
+                    // when the record is still the one it saw; never call it twice.
                     guard done.version == view.version, done.payload.elementsEqual(view.payload) else {
                         throw LocalStorageError.storageError(code: -1, message:
-                            "update of \(T.self) \"\(id)\": the record changed in another process while the map "
-                            + "grew; mutate was not run again")
+                            "update of \(T.self) \"\(id)\": the record changed while the write was retried; "
+                            + "mutate was not run again")
                     }
                     (record, value) = (done.record, done.value)
                 } else {

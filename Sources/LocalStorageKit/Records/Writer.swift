@@ -6,9 +6,11 @@ import Synchronization
 ///
 /// A request that throws fails alone: the batch's transaction is aborted and replayed without it, so
 /// nothing it wrote survives and the rest still commit together. Replaying is safe for requests that
-/// are closures over prepared values; a request that runs a caller's closure (`update`) commits in a
-/// transaction of its own instead (``performAlone(_:)``), so no peer can make its closure run twice.
-/// (Nested transactions would do the same, but LMDB sizes each one by `maxdbs`, which made every
+/// are closures over prepared values. Requests that run a caller's closure (`update`, through
+/// ``performOnce(_:)``) commit together in a transaction of their own, after the other requests drained
+/// with them: a failing save can then never replay them, and each one keeps what its closure made, so a
+/// replay caused by one of them reuses it instead of calling the closure again.
+/// (Nested transactions would isolate requests too, but LMDB sizes each one by `maxdbs`, which made every
 /// grouped save several times dearer.) `MDB_MAP_FULL` aborts the batch, grows
 /// the map while no transaction of this process is open, and replays it; at the size limit each
 /// request is retried alone so that only the ones that do not fit fail with `storageFull`.
@@ -52,9 +54,9 @@ final class Writer: @unchecked Sendable {
     private enum Work {
         /// Joins the next group commit.
         case batched((Context) throws -> Void, finish: (Error?) -> Void)
-        /// Commits in a transaction of its own: for requests that run a caller's closure, which must
-        /// run exactly once (a failing peer in a shared batch would make the batch replay it).
-        case solo((Context) throws -> Void, finish: (Error?) -> Void)
+        /// Runs a caller's closure, which must run exactly once: joins the next group commit of such
+        /// requests only, committed after the batched requests drained with it.
+        case once((Context) throws -> Void, finish: (Error?) -> Void)
         /// Runs alone on the writer thread, with its own transactions (re-indexing, bulk purges).
         case exclusive((Writer) throws -> Void, finish: (Error?) -> Void)
     }
@@ -136,13 +138,14 @@ final class Writer: @unchecked Sendable {
         try await submit { box, finish in .batched({ context in box.value = try body(context) }, finish: finish) }
     }
 
-    /// Runs `body` in a transaction of its own and returns its result once that commit is durable.
+    /// Runs `body`, which calls a caller's closure, in the next group commit of such requests, and returns
+    /// its result once that commit is durable.
     ///
-    /// For requests that call a caller's closure: no peer can make the transaction replay. `body` still
-    /// runs again when the map has to grow (the transaction is aborted first), so it must notice a replay
-    /// and not call the closure twice (see `update`).
-    func performAlone<R: Sendable>(_ body: @escaping (Context) throws -> R) async throws -> R {
-        try await submit { box, finish in .solo({ context in box.value = try body(context) }, finish: finish) }
+    /// No plain request shares the transaction, so a failing save never replays it. `body` still runs again
+    /// when the transaction replays because another such request threw or the map had to grow; it must keep
+    /// what the closure made and reuse it when the record it read is unchanged (see `update`).
+    func performOnce<R: Sendable>(_ body: @escaping (Context) throws -> R) async throws -> R {
+        try await submit { box, finish in .once({ context in box.value = try body(context) }, finish: finish) }
     }
 
     /// Queues `body` for the next group commit without waiting for it: for work a read found (a migrated
@@ -180,7 +183,7 @@ final class Writer: @unchecked Sendable {
         if isStopping {
             condition.unlock()
             switch work {
-            case .batched(_, let finish), .solo(_, let finish), .exclusive(_, let finish):
+            case .batched(_, let finish), .once(_, let finish), .exclusive(_, let finish):
                 finish(LocalStorageError.storageError(code: -1, message: "the store is closed"))
             }
             return
@@ -201,14 +204,14 @@ final class Writer: @unchecked Sendable {
                 break
             }
             let work: [Work]
-            if case .batched = queue[0] {
+            if case .exclusive = queue[0] {
+                work = [queue.removeFirst()]
+            } else {
                 let end = queue.prefix(Writer.maxBatchRequests).firstIndex {
-                    if case .batched = $0 { false } else { true }
+                    if case .exclusive = $0 { true } else { false }
                 } ?? min(queue.count, Writer.maxBatchRequests)
                 work = Array(queue[..<end])
                 queue.removeFirst(end)
-            } else {
-                work = [queue.removeFirst()]
             }
             condition.unlock()
             process(work)
@@ -226,15 +229,19 @@ final class Writer: @unchecked Sendable {
             }
             return
         }
-        if work.count == 1, case .solo(let body, let finish) = work[0] {
-            commit([(body, finish)])
-            return
+        // Requests over prepared values first, in one transaction; then the ones that run a caller's
+        // closure, in another, so that no failure among the first can replay the second.
+        var plain: [((Context) throws -> Void, (Error?) -> Void)] = []
+        var once: [((Context) throws -> Void, (Error?) -> Void)] = []
+        for item in work {
+            switch item {
+            case .batched(let body, let finish): plain.append((body, finish))
+            case .once(let body, let finish): once.append((body, finish))
+            case .exclusive: break
+            }
         }
-        let requests = work.compactMap { item -> ((Context) throws -> Void, (Error?) -> Void)? in
-            if case .batched(let body, let finish) = item { return (body, finish) }
-            return nil
-        }
-        commit(requests)
+        if !plain.isEmpty { commit(plain) }
+        if !once.isEmpty { commit(once) }
     }
 
     private func nextTimestamp() -> Int64 {
@@ -268,7 +275,8 @@ final class Writer: @unchecked Sendable {
                 return
             } catch let failure as RequestFailure {
                 // The transaction is aborted, so the failed request left nothing behind; the others
-                // replay without it. Requests are closures over prepared values, so replaying is safe.
+                // replay without it. Requests are closures over prepared values, or keep what their caller's
+                // closure made (``performOnce(_:)``), so replaying is safe.
                 pending[failure.position].1(Writer.outgoing(failure.error))
                 pending.remove(at: failure.position)
             } catch let error as LMDBError where error.isMapFull {
