@@ -1,7 +1,8 @@
+import CLMDB
 import Foundation
 import Synchronization
 import Testing
-@testable import LocalStorageKit
+@_spi(Maintenance) @testable import LocalStorageKit
 
 /// Two `LocalStorage` values on one directory: the environment's settings must agree, the rest is each one's own.
 @Suite struct SharedEnvironmentTests {
@@ -35,6 +36,21 @@ import Testing
         }
         #expect(reason.hasPrefix("\(setting) differs"))
         _ = first
+    }
+
+    @Test func aStoreOpeningAfterMaintenanceGetsTheDurabilityItAsksFor() async throws {
+        let configuration = diskConfiguration(durability: .none)
+        let maintenance = try await StoreMaintenance(directory: configuration.storeDirectory, creatingIfMissing: true)
+        #expect(maintenance.core.environment.durability == .full)  // maintenance opens with the defaults
+        let storage = try LocalStorage(configuration: configuration)
+        #expect(storage.core === maintenance.core)
+        #expect(storage.core.environment.durability == .none)
+        var flags: UInt32 = 0
+        #expect(mdb_env_get_flags(storage.core.environment.handle, &flags) == MDB_SUCCESS)
+        #expect(flags & UInt32(MDB_NOSYNC) != 0)  // LMDB itself no longer syncs
+        #expect(throws: LocalStorageError.self) {
+            _ = try LocalStorage(configuration: diskConfiguration(configuration.databaseDirectory, durability: .full))
+        }
     }
 
     @Test func loggerCodecAndAutoPurgeBelongToEachStore() async throws {

@@ -42,12 +42,12 @@ final class Environment: @unchecked Sendable {
         let raw: OpaquePointer
         do {
             raw = try Environment.openHandle(directory: directory, mapSize: mapSize, durability: durability,
-                                       readOnly: readOnly)
+                                             readOnly: readOnly)
             recreatedUnfinishedDataFile = false
-        } catch let error as LMDBError where error.code == MDB_INVALID && !readOnly
-            && Environment.emptyUnfinishedDataFile(directory: directory) {
+        } catch let error as LMDBError where error.code == MDB_INVALID {
+            guard !readOnly, Environment.emptyUnfinishedDataFile(directory: directory) else { throw error }
             raw = try Environment.openHandle(directory: directory, mapSize: mapSize, durability: durability,
-                                       readOnly: readOnly)
+                                             readOnly: readOnly)
             recreatedUnfinishedDataFile = true
         }
         handle = raw

@@ -53,7 +53,9 @@ import Darwin
         #expect(try Data(contentsOf: dataFile) == foreign)
     }
 
-    // MARK: - On a real full file system (a small tmpfs; needs the right to mount one)
+    // MARK: - On a real full file system (a small tmpfs; needs Linux and the right to mount one)
+
+    #if os(Linux)
 
     static let canMountTmpfs: Bool = {
         let probe = temporaryDirectory().appendingPathComponent("probe", isDirectory: true)
@@ -143,4 +145,5 @@ import Darwin
             #expect(try await storage.fetch(Note.self, id: "n")?.text == "room again")
         }
     }
+    #endif
 }
