@@ -185,7 +185,8 @@ struct LocalStorageStress {
         let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
         var directories: Set<String> = []
         for descriptor in descriptors {
-            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(descriptor)"),
+            let link = "/proc/self/fd/\(descriptor)"
+            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: link),
                   target.contains("LocalStorageKit-"), target.contains(".mdb") else { continue }
             let path = target.hasSuffix(" (deleted)") ? String(target.dropLast(" (deleted)".count)) : target
             directories.insert(URL(fileURLWithPath: path).deletingLastPathComponent().path)

@@ -84,7 +84,9 @@ struct ReferenceStore {
             let name = sort.indexName
             descending = sort.isDescending
             // Each row's sort value once, not once per comparison.
-            let values = Dictionary(uniqueKeysWithValues: live.map { ($0.item.id, ReferenceStore.value($0.item, name)) })
+            let values = Dictionary(uniqueKeysWithValues: live.map {
+                ($0.item.id, ReferenceStore.value($0.item, name))
+            })
             ascending = { a, b in
                 switch (values[a.item.id] ?? nil, values[b.item.id] ?? nil) {
                 case (nil, nil): return idLess(a, b)

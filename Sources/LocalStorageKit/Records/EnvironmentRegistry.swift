@@ -78,8 +78,8 @@ enum EnvironmentRegistry {
             throw error
         }
         if let problem = removeInMemoryFiles(directory) {
-            throw LocalStorageError.openFailed(path: directory.path, reason: "cannot unlink the in-memory store's files: "
-                                               + problem)
+            throw LocalStorageError.openFailed(path: directory.path,
+                                               reason: "cannot unlink the in-memory store's files: " + problem)
         }
         return core
     }
@@ -90,9 +90,13 @@ enum EnvironmentRegistry {
         var problems: [String] = []
         for name in ["data.mdb", "lock.mdb"] {
             let path = directory.appendingPathComponent(name).path
-            if unlink(path) != 0 && errno != ENOENT { problems.append("\(name): \(String(cString: strerror(errno)))") }
+            if unlink(path) != 0 && errno != ENOENT {
+                problems.append("\(name): \(String(cString: strerror(errno)))")
+            }
         }
-        if rmdir(directory.path) != 0 { problems.append("\(directory.lastPathComponent): \(String(cString: strerror(errno)))") }
+        if rmdir(directory.path) != 0 {
+            problems.append("\(directory.lastPathComponent): \(String(cString: strerror(errno)))")
+        }
         return problems.isEmpty ? nil : problems.joined(separator: "; ")
     }
 

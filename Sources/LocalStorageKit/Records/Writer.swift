@@ -263,6 +263,10 @@ final class Writer: @unchecked Sendable {
                             try body(context)
                         } catch let error as LMDBError where error.isMapFull {
                             throw error
+                        } catch let error as LMDBError where error.code == EIO || error.isDiskFull {
+                            // LMDB spilling dirty pages met the full disk: the batch's problem, not the request's.
+                            let code = Environment.diskFullOr(error.code, path: environment.path)
+                            throw LMDBError(code: code, call: error.call, caller: error.caller)
                         } catch {
                             throw RequestFailure(position: position, error: error)
                         }
