@@ -2,6 +2,7 @@ import CLMDB
 import Foundation
 import LocalStorageKit
 import LocalStorageTestSupport
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -18,6 +19,10 @@ import Darwin
 /// LocalStorageStress hold-lock FILE                                     holds a shared lock on byte 0 of FILE
 /// LocalStorageStress open DIR [--as-nobody]                             opens the store; prints the outcome
 /// LocalStorageStress evolve DIR        runs EvolutionDriver commands from standard input, one reply each
+/// LocalStorageStress in-memory hold|exit                                opens an in-memory store, prints the
+///                                                                       directory of its open files, then
+///                                                                       sleeps until killed or exits with the
+///                                                                       store still referenced
 /// ```
 @main
 struct LocalStorageStress {
@@ -37,6 +42,8 @@ struct LocalStorageStress {
                 try holdLock(file: arguments[1])
             case "evolve" where arguments.count == 2:
                 try await evolve(directory: arguments[1])
+            case "in-memory" where arguments.count == 2 && ["hold", "exit"].contains(arguments[1]):
+                try await inMemory(exitWithoutClosing: arguments[1] == "exit")
             case "open" where arguments.count >= 2:
                 openStore(directory: arguments[1], asNobody: arguments.dropFirst(2).contains("--as-nobody"))
             default:
@@ -176,6 +183,31 @@ struct LocalStorageStress {
             say("other error: \(error)")
             exit(3)
         }
+    }
+
+    /// A store kept alive to the end of the process, as an app keeping it in a global would.
+    static let keptStore = Mutex<LocalStorage?>(nil)
+
+    /// Opens an in-memory store and saves to it, prints `dir PATH` for the directory of each file it has
+    /// open (read from `/proc/self/fd`, so it is found even once unlinked), then `ready`; then sleeps until
+    /// killed, or exits at once without closing the store.
+    static func inMemory(exitWithoutClosing: Bool) async throws {
+        let storage = try LocalStorage(configuration: .inMemory)
+        try await storage.save(StressRecord.make(id: "m", sequence: 1))
+        keptStore.withLock { $0 = storage }
+        let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        var directories: Set<String> = []
+        for descriptor in descriptors {
+            let link = "/proc/self/fd/\(descriptor)"
+            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: link),
+                  target.contains("LocalStorageKit-"), target.contains(".mdb") else { continue }
+            let path = target.hasSuffix(" (deleted)") ? String(target.dropLast(" (deleted)".count)) : target
+            directories.insert(URL(fileURLWithPath: path).deletingLastPathComponent().path)
+        }
+        for directory in directories.sorted() { say("dir \(directory)") }
+        say("ready")
+        if exitWithoutClosing { exit(0) }
+        while true { sleep(60) }
     }
 
     static func lmdb(_ code: Int32, _ call: String) throws {

@@ -33,9 +33,9 @@ extension LocalStorage {
                 }
                 return (items, Array(executor.expired))
             }
-            await writeBack(session, schema: schema)
-            if !expired.isEmpty && (options.purgeExpired || core.configuration.autoPurgeExpiredOnRead) {
-                try await purge(keys: expired, schema: schema)
+            writeBack(session, schema: schema)
+            if !expired.isEmpty && (options.purgeExpired || configuration.autoPurgeExpiredOnRead) {
+                purge(keys: expired, schema: schema)
             }
             return items
         }
@@ -92,7 +92,7 @@ extension LocalStorage {
                 }
                 return StoragePage(items: items, page: page, pageSize: pageSize, totalCount: total)
             }
-            await writeBack(session, schema: schema)
+            writeBack(session, schema: schema)
             return result
         }
     }

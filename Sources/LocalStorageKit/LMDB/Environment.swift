@@ -24,17 +24,50 @@ final class Environment: @unchecked Sendable {
     let handle: OpaquePointer
     let path: String
     let maxMapSize: Int
+    private let durabilityState: Mutex<StorageDurability>
     private let gate = ResizeGate()
     private let readPool = Mutex<[ReadHandle]>([])
     private let mapSize: Mutex<Int>
     private let openedForkGeneration = ForkWatch.generation
 
+    /// Whether opening found the data file of a store whose creation never finished (the disk filled up
+    /// while LMDB wrote its first meta pages) and started it afresh.
+    let recreatedUnfinishedDataFile: Bool
+
     /// Opens (creating if needed) the environment in `directory`.
+    ///
+    /// A `data.mdb` that LMDB rejects as invalid but that is shorter than its two meta pages, with nothing
+    /// committed in them, is what an interrupted creation leaves (LMDB writes both meta pages at once when
+    /// it creates a store, and any commit writes more pages after them): it holds no data and is emptied so
+    /// that LMDB creates the store again. Any other invalid file is left alone and the open fails.
     ///
     /// `readOnly` opens it with `MDB_RDONLY`; `withoutLock` adds `MDB_NOLOCK`, for a read-only store whose
     /// lock file this process cannot write (nothing may write the store meanwhile).
     init(directory: String, mapSize: Int, maxMapSize: Int, durability: StorageDurability,
          readOnly: Bool = false, withoutLock: Bool = false) throws {
+        let raw: OpaquePointer
+        do {
+            raw = try Environment.openHandle(directory: directory, mapSize: mapSize, durability: durability,
+                                             readOnly: readOnly, withoutLock: withoutLock)
+            recreatedUnfinishedDataFile = false
+        } catch let error as LMDBError where error.code == MDB_INVALID {
+            guard !readOnly, Environment.emptyUnfinishedDataFile(directory: directory) else { throw error }
+            raw = try Environment.openHandle(directory: directory, mapSize: mapSize, durability: durability,
+                                             readOnly: readOnly, withoutLock: withoutLock)
+            recreatedUnfinishedDataFile = true
+        }
+        handle = raw
+        path = directory
+        self.maxMapSize = max(maxMapSize, mapSize)
+        durabilityState = Mutex(durability)
+        var info = MDB_envinfo()
+        mdb_env_info(raw, &info)
+        self.mapSize = Mutex(info.me_mapsize)
+    }
+
+    /// Creates and opens an LMDB environment; closes it again on any failure.
+    private static func openHandle(directory: String, mapSize: Int, durability: StorageDurability,
+                                   readOnly: Bool, withoutLock: Bool) throws -> OpaquePointer {
         var raw: OpaquePointer?
         try check(mdb_env_create(&raw), "mdb_env_create")
         guard let raw else { throw LMDBError(code: ENOMEM, call: "mdb_env_create", caller: #function) }
@@ -50,7 +83,8 @@ final class Environment: @unchecked Sendable {
             }
             if readOnly { flags |= UInt32(MDB_RDONLY) }
             if withoutLock { flags |= UInt32(MDB_NOLOCK) }
-            try check(directory.withCString { mdb_env_open(raw, $0, flags, 0o644) }, "mdb_env_open")
+            let code = directory.withCString { mdb_env_open(raw, $0, flags, 0o644) }
+            try check(Environment.diskFullOr(code, path: directory), "mdb_env_open")
             try Environment.checkDataFileLength(raw, directory: directory)
             var dead: Int32 = 0
             try check(mdb_reader_check(raw, &dead), "mdb_reader_check")
@@ -58,15 +92,79 @@ final class Environment: @unchecked Sendable {
             mdb_env_close(raw)
             throw error
         }
-        handle = raw
-        path = directory
-        self.maxMapSize = max(maxMapSize, mapSize)
-        var info = MDB_envinfo()
-        mdb_env_info(raw, &info)
-        self.mapSize = Mutex(info.me_mapsize)
+        return raw
+    }
+
+    /// Empties `directory`'s `data.mdb` when it is what an interrupted creation leaves: shorter than two
+    /// meta pages, and either too short to hold one meta page or holding a meta page with LMDB's magic
+    /// number and transaction id 0 (nothing committed). Returns whether it did.
+    static func emptyUnfinishedDataFile(directory: String) -> Bool {
+        let dataPath = directory.hasSuffix("/") ? directory + "data.mdb" : directory + "/data.mdb"
+        let fd = openFile(dataPath, O_RDWR)
+        guard fd >= 0 else { return false }
+        defer { closeFile(fd) }
+        var file = stat()
+        guard fstat(fd, &file) == 0 else { return false }
+        // LMDB's meta page: a 16-byte page header, then MDB_meta: magic (UInt32) at 16, the page size in
+        // the free database's md_pad at 40, the transaction id at 144.
+        let header = 152
+        let length = Int(file.st_size)
+        guard length >= header else { return false }
+        var bytes = [UInt8](repeating: 0, count: header)
+        guard pread(fd, &bytes, header, 0) == header else { return false }
+        func load32(_ offset: Int) -> UInt32 {
+            bytes.withUnsafeBytes { UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: offset, as: UInt32.self)) }
+        }
+        func load64(_ offset: Int) -> UInt64 {
+            bytes.withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(fromByteOffset: offset, as: UInt64.self)) }
+        }
+        let pageSize = Int(load32(40))
+        guard load32(16) == 0xBEEF_C0DE, load64(144) == 0, pageSize >= 512,
+              length < 2 * pageSize else { return false }
+        return ftruncate(fd, 0) == 0
+    }
+
+    /// `code`, or `ENOSPC` when it is an `EIO` and the file system holding `path` is (nearly) full: LMDB
+    /// reports a short write, which is what a full disk gives, as `EIO`.
+    static func diskFullOr(_ code: Int32, path: String) -> Int32 {
+        guard code == EIO else { return code }
+        var info = statvfs()
+        guard statvfs(path, &info) == 0 else { return code }
+        return isNearlyFull(info) ? ENOSPC : code
+    }
+
+    /// ``diskFullOr(_:path:)`` for the open environment, through its data file's descriptor (the path of an
+    /// in-memory store is gone once it is open).
+    private func diskFullOr(_ code: Int32) -> Int32 {
+        guard code == EIO else { return code }
+        var fd: Int32 = -1
+        var info = statvfs()
+        guard mdb_env_get_fd(handle, &fd) == MDB_SUCCESS, fstatvfs(fd, &info) == 0 else { return code }
+        return Environment.isNearlyFull(info) ? ENOSPC : code
+    }
+
+    private static func isNearlyFull(_ info: statvfs) -> Bool {
+        UInt64(info.f_bavail) * UInt64(info.f_frsize) < 1 << 20
     }
 
     private let isClosed = Mutex(false)
+
+    /// How durable each commit is now.
+    var durability: StorageDurability { durabilityState.withLock { $0 } }
+
+    /// Changes how durable later commits are (`mdb_env_set_flags`; LMDB allows it on an open environment).
+    func setDurability(_ durability: StorageDurability) throws {
+        try durabilityState.withLock { current in
+            let sync = UInt32(MDB_NOSYNC | MDB_NOMETASYNC)
+            try check(mdb_env_set_flags(handle, sync, 0), "mdb_env_set_flags")
+            switch durability {
+            case .full: break
+            case .relaxed: try check(mdb_env_set_flags(handle, UInt32(MDB_NOMETASYNC), 1), "mdb_env_set_flags")
+            case .none: try check(mdb_env_set_flags(handle, UInt32(MDB_NOSYNC), 1), "mdb_env_set_flags")
+            }
+            current = durability
+        }
+    }
 
     /// Throws when the data file is shorter than the pages its newest meta page uses.
     ///
@@ -216,7 +314,7 @@ final class Environment: @unchecked Sendable {
                     mdb_txn_abort(txn)
                     throw error
                 }
-                try check(mdb_txn_commit(txn), "mdb_txn_commit")
+                try check(diskFullOr(mdb_txn_commit(txn)), "mdb_txn_commit")
                 return .done(value)
             }
             switch outcome {
@@ -295,4 +393,21 @@ enum ForkWatch {
 
     /// How many times this process image has been forked into (0 in the original process).
     static var generation: Int { counter.load(ordering: .relaxed) }
+}
+
+/// `open(2)` and `close(2)`, out of reach of ``Environment``'s own `close()`.
+private func openFile(_ path: String, _ flags: Int32) -> Int32 {
+    #if canImport(Glibc)
+    Glibc.open(path, flags)
+    #else
+    Darwin.open(path, flags)
+    #endif
+}
+
+private func closeFile(_ fd: Int32) {
+    #if canImport(Glibc)
+    _ = Glibc.close(fd)
+    #else
+    _ = Darwin.close(fd)
+    #endif
 }

@@ -1,4 +1,9 @@
 import CLMDB
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// A failed LMDB call: LMDB's return code, its message, and the C function that failed.
 ///
@@ -19,6 +24,9 @@ struct LMDBError: Error, CustomStringConvertible, Equatable {
 
     var isMapFull: Bool { code == MDB_MAP_FULL }
     var isMapResized: Bool { code == MDB_MAP_RESIZED }
+    /// The file system holding the store has no room left (`ENOSPC`, `EDQUOT`; an `EIO` from a short write
+    /// on a full disk is turned into `ENOSPC` by the environment).
+    var isDiskFull: Bool { code == ENOSPC || code == EDQUOT }
 }
 
 /// Turns an LMDB return code into a thrown ``LMDBError`` naming the failing call.

@@ -34,7 +34,7 @@ import Darwin
     /// The store's `meta` database.
     let meta: MDB_dbi
     /// The store with its writer; nil when the store is read-only.
-    private let core: StoreCore?
+    let core: StoreCore?
     private let catalog = Mutex(Catalog())
 
     /// One stored type as `meta` declares it, with its open databases.

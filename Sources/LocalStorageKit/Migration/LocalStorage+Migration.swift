@@ -43,8 +43,8 @@ extension LocalStorage {
         _ type: T.Type, schema: TypeSchema, stopOnFailure: Bool,
         progress: (@Sendable (MigrationProgress) -> Void)?
     ) async throws -> Int {
-        let format = core.configuration.codec.format
-        let logger = core.logger
+        let format = configuration.codec.format
+        let logger = self.logger
         return try await core.writer.performExclusive { writer in
             let total = try writer.transact { try $0.txn.entryCount(schema.records) }
             var after: [UInt8]?
@@ -105,22 +105,23 @@ extension LocalStorage {
 
     /// A decode session for one read: counts decodes and collects records migrated on the way.
     func makeDecodeSession(for schema: TypeSchema) -> DecodeSession {
-        DecodeSession(counter: core.decodes, format: core.configuration.codec.format, logger: core.logger,
+        DecodeSession(counter: core.decodes, format: configuration.codec.format, logger: logger,
                       currentVersion: schema.version)
     }
 
-    /// Stores the records a read migrated, so each migrates once. A failure is logged, not thrown:
-    /// the read already has its values, and the record will migrate again next time.
-    func writeBack(_ session: DecodeSession, schema: TypeSchema) async {
+    /// Hands the writer the records a read migrated, so each migrates once, and returns at once: a read
+    /// never waits for a commit. A failure is logged, not thrown: the read already has its values, and
+    /// the record will migrate again next time.
+    func writeBack(_ session: DecodeSession, schema: TypeSchema) {
         let upgrades = session.upgrades
         guard !upgrades.isEmpty else { return }
-        do {
-            try await core.writer.perform { context in
-                for upgrade in upgrades { try RecordWriter.apply(upgrade, schema: schema, txn: context.txn) }
-            }
-        } catch {
-            core.logger?.log(level: .warning, message: "Could not store migrated records",
-                             metadata: ["type": schema.name, "error": "\(error)"])
-        }
+        let logger = self.logger
+        core.writer.hand({ context in
+            for upgrade in upgrades { try RecordWriter.apply(upgrade, schema: schema, txn: context.txn) }
+        }, finish: { error in
+            guard let error else { return }
+            logger?.log(level: .warning, message: "Could not store migrated records",
+                        metadata: ["type": schema.name, "error": "\(LocalStorageError.wrapping(error))"])
+        })
     }
 }

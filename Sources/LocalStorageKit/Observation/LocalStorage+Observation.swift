@@ -40,7 +40,7 @@ extension LocalStorage {
         let (stream, continuation) = AsyncStream.makeStream(of: StorageChange<T>.self,
                                                             bufferingPolicy: .bufferingNewest(capacity))
         let name = T.storageName
-        let logger = core.logger
+        let logger = self.logger
         let hasWarned = Atomic<Bool>(false)
         let token = core.hub.subscribe(name) { changes in
             for change in changes {
@@ -102,11 +102,16 @@ extension LocalStorage {
     }
 
     /// Runs `query` now and again after each burst of commits to `T`, emitting changed results.
+    ///
+    /// The stream keeps only the newest result a consumer has not read yet; tests pass `.unbounded` to see
+    /// every emission.
     func liveQuery<T: LocalStorable>(
-        of type: T.Type, _ query: @escaping @Sendable (LocalStorage) async throws -> [T]
+        of type: T.Type,
+        buffering: AsyncThrowingStream<[T], Error>.Continuation.BufferingPolicy = .bufferingNewest(1),
+        _ query: @escaping @Sendable (LocalStorage) async throws -> [T]
     ) -> AsyncThrowingStream<[T], Error> {
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: [T].self, throwing: Error.self,
-                                                                    bufferingPolicy: .bufferingNewest(1))
+                                                                    bufferingPolicy: buffering)
         let name = T.storageName
         let live = LiveQuery<T>(coalescing: configuration.liveQueryCoalescing)
         // Subscribe before the first run so that no commit after this call can be missed.

@@ -25,16 +25,22 @@ enum EnvironmentRegistry {
     private static let entries = Mutex<[Key: WeakCore]>([:])
 
     /// The core for `configuration`'s directory, opening it when no store in this process has.
+    ///
+    /// - Throws: `openFailed` when a store of this process has the directory open with other
+    ///   environment settings (``EnvironmentSettings``), naming the first that differs.
     static func core(for configuration: LocalStorageConfiguration) throws -> StoreCore {
-        if configuration.isInMemory {
-            return try StoreCore(directory: try makeInMemoryDirectory(), configuration: configuration)
-        }
-        return try core(directory: configuration.storeDirectory, configuration: configuration)
+        if configuration.isInMemory { return try inMemoryCore(configuration) }
+        return try core(directory: configuration.storeDirectory, configuration: configuration,
+                        settings: EnvironmentSettings(configuration))
     }
 
     /// The core for a store directory (the one holding `data.mdb`), opening it when no store in this
     /// process has; the CLI's maintenance API opens stores by that directory.
-    static func core(directory: URL, configuration: LocalStorageConfiguration) throws -> StoreCore {
+    ///
+    /// `settings` are the environment settings a ``LocalStorage`` asks for: the first such open pins them
+    /// and every later one must agree. Maintenance passes nil and takes the environment as it is.
+    static func core(directory: URL, configuration: LocalStorageConfiguration,
+                     settings: EnvironmentSettings? = nil) throws -> StoreCore {
         do {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         } catch {
@@ -46,12 +52,52 @@ enum EnvironmentRegistry {
         }
         let key = Key(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
         return try entries.withLock { entries in
-            if let core = entries[key]?.core { return core }
+            if let core = entries[key]?.core {
+                if let settings { try core.adopt(settings, path: directory.path) }
+                return core
+            }
             let core = try StoreCore(directory: directory, configuration: configuration)
+            if let settings { try core.adopt(settings, path: directory.path) }
             entries[key] = WeakCore(core)
             entries = entries.filter { $0.value.core != nil }
             return core
         }
+    }
+
+    /// A private store whose files are unlinked as soon as LMDB has them open: the environment keeps
+    /// working on its open descriptors (nothing reopens an in-memory store by path), and the kernel frees
+    /// the files when the process lets go of them, whether the store closes, the process exits without
+    /// closing it or is killed.
+    private static func inMemoryCore(_ configuration: LocalStorageConfiguration) throws -> StoreCore {
+        let directory = try makeInMemoryDirectory()
+        let core: StoreCore
+        do {
+            core = try StoreCore(directory: directory, configuration: configuration)
+        } catch {
+            removeInMemoryFiles(directory)
+            throw error
+        }
+        if let problem = removeInMemoryFiles(directory) {
+            throw LocalStorageError.openFailed(path: directory.path,
+                                               reason: "cannot unlink the in-memory store's files: " + problem)
+        }
+        return core
+    }
+
+    /// Unlinks an in-memory store's files and its directory; returns what failed, if anything did.
+    @discardableResult
+    private static func removeInMemoryFiles(_ directory: URL) -> String? {
+        var problems: [String] = []
+        for name in ["data.mdb", "lock.mdb"] {
+            let path = directory.appendingPathComponent(name).path
+            if unlink(path) != 0 && errno != ENOENT {
+                problems.append("\(name): \(String(cString: strerror(errno)))")
+            }
+        }
+        if rmdir(directory.path) != 0 {
+            problems.append("\(directory.lastPathComponent): \(String(cString: strerror(errno)))")
+        }
+        return problems.isEmpty ? nil : problems.joined(separator: "; ")
     }
 
     private static func makeInMemoryDirectory() throws -> URL {
@@ -64,5 +110,36 @@ enum EnvironmentRegistry {
             throw LocalStorageError.openFailed(path: directory.path, reason: "\(error.localizedDescription)")
         }
         return directory
+    }
+}
+
+/// The settings that belong to an LMDB environment, shared by every ``LocalStorage`` on its directory in
+/// one process: they must agree.
+struct EnvironmentSettings: Sendable, Equatable {
+    let durability: StorageDurability
+    let mapSize: Int
+    let maxMapSize: Int
+
+    init(_ configuration: LocalStorageConfiguration) {
+        durability = configuration.durability
+        mapSize = configuration.mapSize
+        maxMapSize = configuration.maxMapSize
+    }
+
+    /// Why `other` cannot share an environment opened with these settings, or nil when it can.
+    func disagreement(with other: EnvironmentSettings) -> String? {
+        if durability != other.durability {
+            return "durability differs: the store is open in this process with .\(durability), "
+                + "this open asks for .\(other.durability)"
+        }
+        if mapSize != other.mapSize {
+            return "mapSize differs: the store is open in this process with \(mapSize) bytes, "
+                + "this open asks for \(other.mapSize)"
+        }
+        if maxMapSize != other.maxMapSize {
+            return "maxMapSize differs: the store is open in this process with \(maxMapSize) bytes, "
+                + "this open asks for \(other.maxMapSize)"
+        }
+        return nil
     }
 }

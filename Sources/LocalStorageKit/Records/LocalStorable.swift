@@ -1,17 +1,24 @@
+import Foundation
+
 /// A Codable value that a ``LocalStorage`` can cache.
 ///
-/// Conform your model and give it an `id`; the store keys records by `String(describing: id)`
-/// under ``storageName``.
+/// Conform your model and give it an `id`: a `String`, any integer type, a `UUID` (keyed by its
+/// `uuidString`) or any `LosslessStringConvertible` type (keyed by its `description`). Records are keyed
+/// by that string under ``storageName``, and every call that takes an id takes the model's own `ID` too.
 ///
 /// ```swift
 /// struct Product: LocalStorable {
 ///     let id: String
 ///     var title: String
 /// }
+/// struct Session: LocalStorable {
+///     let id: UUID
+///     var user: String
+/// }
 /// try await storage.save(product, expiration: .hours(2))
+/// let session = try await storage.fetch(Session.self, id: sessionID)
 /// ```
-public protocol LocalStorable: Codable, Sendable, Identifiable
-    where ID: LosslessStringConvertible & Sendable {
+public protocol LocalStorable: Codable, Sendable, Identifiable where ID: Sendable {
     /// The name records of this type are stored under; defaults to the type's name.
     ///
     /// Changing it makes earlier records of the type invisible (they stay under the old name).
@@ -22,5 +29,25 @@ extension LocalStorable {
     public static var storageName: String { String(describing: Self.self) }
 
     /// The record key of this value: its id as a string.
-    var storageID: String { id.description }
+    ///
+    /// - Throws: `invalidId` when the id's type is none of the supported kinds.
+    func storageID() throws(LocalStorageError) -> String { try StorageKey.string(for: id) }
+}
+
+/// How a model's id becomes the string its record is keyed by.
+enum StorageKey {
+    /// `id` as a record key: a `String` as it is, a `UUID` by its `uuidString`, any other
+    /// `LosslessStringConvertible` (every integer type among them) by its `description`.
+    ///
+    /// - Throws: `invalidId` for any other type, whose text form need not tell its values apart.
+    static func string<ID>(for id: ID) throws(LocalStorageError) -> String {
+        switch id {
+        case let id as String: return id
+        case let id as UUID: return id.uuidString
+        case let id as any LosslessStringConvertible: return id.description
+        default:
+            throw .invalidId("\(ID.self) cannot key a record: use a String, an integer, a UUID or a "
+                             + "LosslessStringConvertible type as the id")
+        }
+    }
 }

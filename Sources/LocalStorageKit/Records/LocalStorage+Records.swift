@@ -44,9 +44,9 @@ extension LocalStorage {
     /// Encodes a value and its index values for the writer.
     func prepare<T: LocalStorable>(_ value: T, schema: TypeSchema,
                                    indexValues: ((T) -> [StoredIndexValue])? = nil) throws -> PreparedRecord {
-        let id = value.storageID
+        let id = try value.storageID()
         let key = try RecordWriter.key(for: id)
-        let format = core.configuration.codec.format
+        let format = configuration.codec.format
         return PreparedRecord(id: id, key: key, payload: try PayloadCodec.encode(value, as: format),
                               format: format, version: schema.version,
                               indexValues: indexValues?(value) ?? value.indexValuesForStorage, value: value)
@@ -77,9 +77,9 @@ extension LocalStorage {
                     return try RecordDecoding.decode(T.self, view: view, id: id, session: session)
                 }
             }
-            await writeBack(session, schema: schema)
-            if expired && core.configuration.autoPurgeExpiredOnRead {
-                try await purge(keys: [Array(id.utf8)], schema: schema)
+            writeBack(session, schema: schema)
+            if expired && configuration.autoPurgeExpiredOnRead {
+                purge(keys: [Array(id.utf8)], schema: schema)
             }
             return value
         }
@@ -97,9 +97,9 @@ extension LocalStorage {
             let (items, expired) = try core.environment.read { txn in
                 try RecordReader.list(T.self, schema: schema, options: options, now: now, txn: txn, session: session)
             }
-            await writeBack(session, schema: schema)
-            if !expired.isEmpty && (options.purgeExpired || core.configuration.autoPurgeExpiredOnRead) {
-                try await purge(keys: expired, schema: schema)
+            writeBack(session, schema: schema)
+            if !expired.isEmpty && (options.purgeExpired || configuration.autoPurgeExpiredOnRead) {
+                purge(keys: expired, schema: schema)
             }
             return items
         }
@@ -200,17 +200,32 @@ extension LocalStorage {
         }
     }
 
-    /// Deletes the given records if they are (still) expired, emitting `.expired(id)`.
-    func purge(keys: [[UInt8]], schema: TypeSchema) async throws {
-        try await core.writer.perform { context in
+    /// Hands the writer the records a read found expired, to delete if they still are (emitting
+    /// `.expired(id)`), and returns at once: a read never waits for a commit. A failure is logged.
+    func purge(keys: [[UInt8]], schema: TypeSchema) {
+        let logger = self.logger
+        core.writer.hand({ context in
             for key in keys {
-                guard let bytes = try context.txn.get(schema.records, key: key),
-                      let view = try? RecordView(bytes), view.isExpired(at: context.now) else { continue }
+                guard let bytes = try context.txn.get(schema.records, key: key) else { continue }
+                let view: RecordView
+                do {
+                    view = try RecordView(bytes)
+                } catch {
+                    logger?.log(level: .warning, message: "Left a damaged record in place instead of purging it",
+                                metadata: ["type": schema.name, "id": String(decoding: key, as: UTF8.self),
+                                           "error": "\(error)"])
+                    continue
+                }
+                guard view.isExpired(at: context.now) else { continue }
                 try RecordWriter.delete(key: key, schema: schema, txn: context.txn)
                 context.publish(PublishedChange(typeName: schema.name,
                                                 kind: .expired(String(decoding: key, as: UTF8.self))))
             }
-        }
+        }, finish: { error in
+            guard let error else { return }
+            logger?.log(level: .warning, message: "Could not purge expired records a read found",
+                        metadata: ["type": schema.name, "error": "\(LocalStorageError.wrapping(error))"])
+        })
     }
 
     // MARK: - Changing one record
@@ -239,36 +254,63 @@ extension LocalStorage {
 
     /// Reads, mutates and writes a record in one transaction; returns the new value.
     ///
-    /// `mutate` runs on the writer thread: keep it short. The record keeps its expiration.
+    /// `mutate` runs on the writer thread, exactly once, in a group commit of such calls only: keep it short.
+    /// The record keeps its expiration.
     /// - Throws: `notFound(id:)` when the record is absent or expired; `invalidId` if `mutate` changes the id;
-    ///   whatever `mutate` throws (nothing is written then).
+    ///   whatever `mutate` throws, unchanged (nothing is written then).
     @discardableResult
     public func update<T: LocalStorable>(_ type: T.Type, id: String,
                                          _ mutate: @escaping @Sendable (inout T) throws -> Void) async throws -> T {
-        try await operation("update") {
+        try await operationPassingCallerErrors("update") {
             let schema = try await core.schema(for: T.self)
             let key = try RecordWriter.key(for: id)
-            let format = core.configuration.codec.format
+            let format = configuration.codec.format
             let counter = core.decodes
-            return try await core.writer.perform { context -> T in
-                let session = DecodeSession(counter: counter, format: format)
+            let memo = UpdateMemo<T>()
+            return try await core.writer.performOnce { context -> T in
                 guard let bytes = try context.txn.get(schema.records, key: key) else {
                     throw LocalStorageError.notFound(id: id)
                 }
                 let view = try RecordDecoding.view(of: bytes, T.self, id: id)
                 guard !view.isExpired(at: context.now) else { throw LocalStorageError.notFound(id: id) }
-                let expiresAt = view.expiresAt
-                var value = try RecordDecoding.decode(T.self, view: view, id: id, session: session)
-                try mutate(&value)
-                guard value.storageID == id else {
-                    throw LocalStorageError.invalidId("update must not change the id (\(id) → \(value.storageID))")
-                }
-                let record = PreparedRecord(id: id, key: key, payload: try PayloadCodec.encode(value, as: format),
+                let record: PreparedRecord
+                let value: T
+                if let done = memo.result {
+                    // A replay (another update of the batch threw, or the map grew): reuse what `mutate` made
+                    // when the record is still the one it saw; never call it twice.
+                    guard done.version == view.version, done.payload.elementsEqual(view.payload) else {
+                        throw LocalStorageError.storageError(code: -1, message:
+                            "update of \(T.self) \"\(id)\": the record changed while the write was retried; "
+                            + "mutate was not run again")
+                    }
+                    (record, value) = (done.record, done.value)
+                } else {
+                    var mutated = try RecordDecoding.decode(T.self, view: view, id: id,
+                                                            session: DecodeSession(counter: counter, format: format))
+                    do {
+                        try mutate(&mutated)
+                    } catch {
+                        throw CallerError(underlying: error)
+                    }
+                    let newID = try mutated.storageID()
+                    guard newID == id else {
+                        throw LocalStorageError.invalidId("update must not change the id (\(id) → \(newID))")
+                    }
+                    record = PreparedRecord(id: id, key: key, payload: try PayloadCodec.encode(mutated, as: format),
                                             format: format, version: T.storageVersion,
-                                            indexValues: value.indexValuesForStorage, value: value)
-                try RecordWriter.put(record, expiresAt: expiresAt, schema: schema, context: context)
+                                            indexValues: mutated.indexValuesForStorage, value: mutated)
+                    value = mutated
+                    memo.result = (Array(view.payload), view.version, record, mutated)
+                }
+                try RecordWriter.put(record, expiresAt: view.expiresAt, schema: schema, context: context)
                 return value
             }
         }
     }
+}
+
+/// What an `update`'s `mutate` made, kept for a replay of its transaction (after the map grew).
+private final class UpdateMemo<T>: @unchecked Sendable {
+    // @unchecked: only the writer thread touches it, inside the one request that owns it.
+    var result: (payload: [UInt8], version: Int, record: PreparedRecord, value: T)?
 }

@@ -16,8 +16,17 @@ import Foundation
 public final class LocalStorage: Sendable {
     let core: StoreCore
 
-    /// The configuration the store was opened with.
-    public var configuration: LocalStorageConfiguration { core.configuration }
+    /// The configuration this store was opened with.
+    ///
+    /// Two stores on one directory share the settings of the environment (``LocalStorageConfiguration/durability``,
+    /// ``LocalStorageConfiguration/mapSize``, ``LocalStorageConfiguration/maxMapSize``), which must agree; the
+    /// others (``LocalStorageConfiguration/logger``, ``LocalStorageConfiguration/codec``,
+    /// ``LocalStorageConfiguration/autoPurgeExpiredOnRead``, the live-query and change-stream settings) are
+    /// this store's own.
+    public let configuration: LocalStorageConfiguration
+
+    /// Where this store reports what it does.
+    var logger: (any StorageLogger)? { configuration.logger }
 
     /// Opens the store described by `configuration` (by default, on disk in the default directory).
     ///
@@ -27,10 +36,15 @@ public final class LocalStorage: Sendable {
     }
 
     /// Opens the store described by `configuration`, reporting to `logger`.
+    ///
+    /// - Throws: ``LocalStorageError/openFailed(path:reason:)`` when the directory cannot hold a store, or
+    ///   when another store in this process has the directory open with a different `durability`,
+    ///   `mapSize` or `maxMapSize` (the reason names the setting).
     public init(configuration: LocalStorageConfiguration, logger: (any StorageLogger)?) throws {
         var configuration = configuration
         configuration.logger = logger
         core = try EnvironmentRegistry.core(for: configuration)
+        self.configuration = configuration
     }
 
     /// A repository: the same operations bound to one type.
@@ -49,17 +63,32 @@ public final class LocalStorage: Sendable {
     /// Runs a public operation: maps every error to ``LocalStorageError`` and reports its duration.
     func operation<R>(_ name: String, _ body: () async throws -> R) async throws(LocalStorageError) -> R {
         let start = ContinuousClock.now
-        defer {
-            if let logger = core.logger {
-                let elapsed = ContinuousClock.now - start
-                let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
-                logger.record(duration: seconds, operation: name)
-            }
-        }
+        defer { report(name, since: start) }
         do {
             return try await body()
         } catch {
             throw LocalStorageError.wrapping(error)
         }
+    }
+
+    /// Runs a public operation that calls a caller's closure: the closure's own error (a ``CallerError``)
+    /// comes out unchanged, every other error as a ``LocalStorageError``.
+    func operationPassingCallerErrors<R>(_ name: String, _ body: () async throws -> R) async throws -> R {
+        let start = ContinuousClock.now
+        defer { report(name, since: start) }
+        do {
+            return try await body()
+        } catch let error as CallerError {
+            throw error.underlying
+        } catch {
+            throw LocalStorageError.wrapping(error)
+        }
+    }
+
+    private func report(_ name: String, since start: ContinuousClock.Instant) {
+        guard let logger else { return }
+        let elapsed = ContinuousClock.now - start
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
+        logger.record(duration: seconds, operation: name)
     }
 }

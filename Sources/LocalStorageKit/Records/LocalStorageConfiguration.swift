@@ -22,6 +22,12 @@ public enum StorageCodec: Sendable, Hashable {
 
 /// Settings for a ``LocalStorage``.
 ///
+/// Two stores on one directory in one process share one LMDB environment. Its settings, ``durability``,
+/// ``mapSize`` and ``maxMapSize``, must agree: a second open that asks for others throws
+/// ``LocalStorageError/openFailed(path:reason:)`` naming the setting. ``expirySweepInterval`` and
+/// ``externalChangePollInterval`` drive work shared by the environment and are taken from the first open.
+/// Every other setting belongs to each store.
+///
 /// ```swift
 /// var config = LocalStorageConfiguration()
 /// config.databaseDirectory = .applicationSupportDirectory
@@ -29,8 +35,9 @@ public enum StorageCodec: Sendable, Hashable {
 /// let storage = try LocalStorage(configuration: config)
 /// ```
 public struct LocalStorageConfiguration: Sendable {
-    /// Keeps the store in a private temporary directory (on `/dev/shm` when it exists), removed when
-    /// the store closes. Implies ``StorageDurability/none``.
+    /// Keeps the store in private temporary files (on `/dev/shm` when it exists) that are unlinked as soon
+    /// as they are open: the memory is freed when the store closes or the process ends, however it ends,
+    /// and nothing is left behind. Implies ``StorageDurability/none``.
     public var isInMemory: Bool = false
     /// Deletes the expired records a read meets, after the read.
     public var autoPurgeExpiredOnRead: Bool = false
@@ -50,9 +57,10 @@ public struct LocalStorageConfiguration: Sendable {
     /// faster to decode than JSON); records written as JSON keep reading either way.
     public var codec: StorageCodec = .binary
     /// How often the background sweep purges expired records; nil turns it off. Off by default for
-    /// in-memory stores.
+    /// in-memory stores. Stores sharing a directory share one sweep, set by the first to open it.
     public var expirySweepInterval: Duration? = .seconds(60)
-    /// How often live queries check for writes by other processes.
+    /// How often live queries check for writes by other processes (set by the first store to open a
+    /// directory, for every store sharing it).
     public var externalChangePollInterval: Duration = .milliseconds(250)
     /// How many events a change stream holds for a consumer that has not read them yet; past it the
     /// oldest are dropped, so a slow consumer never blocks the writer or grows memory without bound.
@@ -64,7 +72,7 @@ public struct LocalStorageConfiguration: Sendable {
     /// The on-disk store in the default directory.
     public static var `default`: LocalStorageConfiguration { LocalStorageConfiguration() }
 
-    /// A private store for tests and throwaway caches, removed when it closes.
+    /// A private store for tests and throwaway caches; nothing of it outlives the store or the process.
     public static var inMemory: LocalStorageConfiguration {
         var configuration = LocalStorageConfiguration()
         configuration.isInMemory = true

@@ -19,7 +19,8 @@ public enum LocalStorageError: Error, Sendable, CustomStringConvertible, Equatab
     /// A type's declaration cannot be stored: an empty or over-long name, two indexes with one name, or
     /// more indexes or types than the store can hold. Thrown on the type's first use, naming the type.
     case invalidDeclaration(String)
-    /// The store reached its maximum map size.
+    /// The store cannot grow: its memory map reached ``LocalStorageConfiguration/maxMapSize``, or the disk
+    /// holding it is full. The store's logger gets an error message saying which.
     case storageFull
     /// The store could not be opened (not an LMDB store, damaged, no permission, …).
     case openFailed(path: String, reason: String)
@@ -37,7 +38,7 @@ public enum LocalStorageError: Error, Sendable, CustomStringConvertible, Equatab
         case .invalidQuery(let reason): "Invalid query: \(reason)"
         case .invalidId(let reason): "Invalid id: \(reason)"
         case .invalidDeclaration(let reason): "Invalid declaration: \(reason)"
-        case .storageFull: "The store is full: it reached its maximum map size"
+        case .storageFull: "The store is full: its map reached maxMapSize or its disk is full (the log says which)"
         case .openFailed(let path, let reason): "Cannot open the store at \(path): \(reason)"
         case .storageError(let code, let message): "Storage error \(code): \(message)"
         }
@@ -72,7 +73,7 @@ extension LocalStorageError {
         switch error {
         case let error as LocalStorageError: return error
         case let error as LMDBError:
-            if error.isMapFull { return .storageFull }
+            if error.isMapFull || error.isDiskFull { return .storageFull }
             return .storageError(code: error.code, message: error.description)
         default: return .storageError(code: -1, message: String(describing: error))
         }

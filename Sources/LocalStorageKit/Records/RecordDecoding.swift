@@ -141,8 +141,19 @@ final class DecodeSession {
         }
     }
 
+    /// Notes a record a read migrated, to write back at its new version. When the migrated value does not
+    /// encode, the record is left at its old version (it migrates again on the next read) and the failure is
+    /// logged.
     func noteUpgrade<T: LocalStorable>(of value: T, view: RecordView, id: String) {
-        guard let payload = try? PayloadCodec.encode(value, as: format), let key = try? RecordWriter.key(for: id) else {
+        let payload: [UInt8]
+        let key: [UInt8]
+        do {
+            payload = try PayloadCodec.encode(value, as: format)
+            key = try RecordWriter.key(for: id)
+        } catch {
+            logger?.log(level: .warning,
+                        message: "Could not re-encode a migrated record; it stays at version \(view.version)",
+                        metadata: ["type": T.storageName, "id": id, "error": "\(error)"])
             return
         }
         upgrades.append(RecordUpgrade(key: key, fromVersion: view.version, updatedAt: view.updatedAt,

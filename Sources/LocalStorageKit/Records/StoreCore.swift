@@ -13,6 +13,9 @@ final class StoreCore: Sendable {
     let meta: MDB_dbi
     let directory: URL
     let schemas = Mutex(SchemaCache())
+    /// The environment settings the first ``LocalStorage`` on this core asked for (nil while only
+    /// maintenance has it open).
+    private let pinnedSettings = Mutex<EnvironmentSettings?>(nil)
     /// Payloads decoded so far (tests check that queries decode only the rows they return).
     let decodes = DecodeCounter()
     let liveQueries: LiveQueryCenter
@@ -49,6 +52,11 @@ final class StoreCore: Sendable {
         sweeper = ExpirySweeper(writer: writer, meta: meta, interval: configuration.expirySweepInterval,
                                 logger: configuration.logger)
         logger?.log(level: .info, message: "Opened store", metadata: ["path": directory.path])
+        if environment.recreatedUnfinishedDataFile {
+            logger?.log(level: .warning,
+                        message: "Created the store afresh: its data file was left unfinished by an earlier creation "
+                            + "(a full disk?) and held no data", metadata: ["path": directory.path])
+        }
     }
 
     deinit {
@@ -56,8 +64,29 @@ final class StoreCore: Sendable {
         liveQueries.stop()
         writer.stop()
         environment.close()
-        if configuration.isInMemory {
-            try? FileManager.default.removeItem(at: directory)
+        // An in-memory store's files were unlinked once open (see `EnvironmentRegistry`): nothing to remove.
+    }
+
+    /// Checks that a ``LocalStorage`` asking for `settings` can share this core: the first one pins them
+    /// (taking over the durability when only maintenance had the store open), later ones must agree.
+    ///
+    /// - Throws: `openFailed` naming the setting that differs.
+    func adopt(_ settings: EnvironmentSettings, path: String) throws {
+        try pinnedSettings.withLock { pinned in
+            if let pinned {
+                if let reason = pinned.disagreement(with: settings) {
+                    throw LocalStorageError.openFailed(path: path, reason: reason)
+                }
+                return
+            }
+            if settings.durability != environment.durability {
+                do {
+                    try environment.setDurability(settings.durability)
+                } catch {
+                    throw LocalStorageError.openFailed(path: path, reason: StoreCore.explain(error))
+                }
+            }
+            pinned = settings
         }
     }
 
@@ -68,6 +97,7 @@ final class StoreCore: Sendable {
         case MDB_INVALID: return "not an LMDB store, or its data file is damaged (\(error.message))"
         case MDB_VERSION_MISMATCH: return "the store was made by an incompatible LMDB version (\(error.message))"
         case EACCES, EROFS: return "permission denied (\(error.message))"
+        case ENOSPC, EDQUOT: return "the disk is full (\(error.message))"
         default: return error.description
         }
     }

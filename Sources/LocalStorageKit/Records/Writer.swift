@@ -4,9 +4,13 @@ import Synchronization
 /// The one thread that writes: it drains every queued request into one transaction (group commit),
 /// commits, publishes the changes, then resumes each caller.
 ///
-/// A request that throws (say `notFound` in an `update`) fails alone: the batch's transaction is
-/// aborted and replayed without it, so nothing it wrote survives and the rest still commit together.
-/// (Nested transactions would do the same, but LMDB sizes each one by `maxdbs`, which made every
+/// A request that throws fails alone: the batch's transaction is aborted and replayed without it, so
+/// nothing it wrote survives and the rest still commit together. Replaying is safe for requests that
+/// are closures over prepared values. Requests that run a caller's closure (`update`, through
+/// ``performOnce(_:)``) commit together in a transaction of their own, after the other requests drained
+/// with them: a failing save can then never replay them, and each one keeps what its closure made, so a
+/// replay caused by one of them reuses it instead of calling the closure again.
+/// (Nested transactions would isolate requests too, but LMDB sizes each one by `maxdbs`, which made every
 /// grouped save several times dearer.) `MDB_MAP_FULL` aborts the batch, grows
 /// the map while no transaction of this process is open, and replays it; at the size limit each
 /// request is retried alone so that only the ones that do not fit fail with `storageFull`.
@@ -50,6 +54,9 @@ final class Writer: @unchecked Sendable {
     private enum Work {
         /// Joins the next group commit.
         case batched((Context) throws -> Void, finish: (Error?) -> Void)
+        /// Runs a caller's closure, which must run exactly once: joins the next group commit of such
+        /// requests only, committed after the batched requests drained with it.
+        case once((Context) throws -> Void, finish: (Error?) -> Void)
         /// Runs alone on the writer thread, with its own transactions (re-indexing, bulk purges).
         case exclusive((Writer) throws -> Void, finish: (Error?) -> Void)
     }
@@ -66,6 +73,13 @@ final class Writer: @unchecked Sendable {
     /// Odd while a write transaction is under way (a seqlock for ``readWhileIdle(_:)``).
     private let writeEpoch = Atomic<UInt64>(0)
     private let logger: (any StorageLogger)?
+
+    /// The number of requests waiting for the writer (tests use it to line requests up in one batch).
+    var queuedCount: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return queue.count
+    }
 
     /// The number of transactions committed so far.
     var commitCount: Int { commits.load(ordering: .relaxed) }
@@ -124,6 +138,22 @@ final class Writer: @unchecked Sendable {
         try await submit { box, finish in .batched({ context in box.value = try body(context) }, finish: finish) }
     }
 
+    /// Runs `body`, which calls a caller's closure, in the next group commit of such requests, and returns
+    /// its result once that commit is durable.
+    ///
+    /// No plain request shares the transaction, so a failing save never replays it. `body` still runs again
+    /// when the transaction replays because another such request threw or the map had to grow; it must keep
+    /// what the closure made and reuse it when the record it read is unchanged (see `update`).
+    func performOnce<R: Sendable>(_ body: @escaping (Context) throws -> R) async throws -> R {
+        try await submit { box, finish in .once({ context in box.value = try body(context) }, finish: finish) }
+    }
+
+    /// Queues `body` for the next group commit without waiting for it: for work a read found (a migrated
+    /// record to store, an expired one to purge). `finish` runs on the writer thread with the outcome.
+    func hand(_ body: @escaping (Context) throws -> Void, finish: @escaping (Error?) -> Void) {
+        enqueue(.batched(body, finish: finish))
+    }
+
     /// Runs `body` alone on the writer thread; it may commit several transactions with ``transact(_:)``.
     func performExclusive<R: Sendable>(_ body: @escaping (Writer) throws -> R) async throws -> R {
         try await submit { box, finish in .exclusive({ writer in box.value = try body(writer) }, finish: finish) }
@@ -153,7 +183,7 @@ final class Writer: @unchecked Sendable {
         if isStopping {
             condition.unlock()
             switch work {
-            case .batched(_, let finish), .exclusive(_, let finish):
+            case .batched(_, let finish), .once(_, let finish), .exclusive(_, let finish):
                 finish(LocalStorageError.storageError(code: -1, message: "the store is closed"))
             }
             return
@@ -195,15 +225,23 @@ final class Writer: @unchecked Sendable {
                 try body(self)
                 finish(nil)
             } catch {
-                finish(LocalStorageError.wrapping(error))
+                finish(Writer.outgoing(error))
             }
             return
         }
-        let requests = work.compactMap { item -> ((Context) throws -> Void, (Error?) -> Void)? in
-            if case .batched(let body, let finish) = item { return (body, finish) }
-            return nil
+        // Requests over prepared values first, in one transaction; then the ones that run a caller's
+        // closure, in another, so that no failure among the first can replay the second.
+        var plain: [((Context) throws -> Void, (Error?) -> Void)] = []
+        var once: [((Context) throws -> Void, (Error?) -> Void)] = []
+        for item in work {
+            switch item {
+            case .batched(let body, let finish): plain.append((body, finish))
+            case .once(let body, let finish): once.append((body, finish))
+            case .exclusive: break
+            }
         }
-        commit(requests)
+        if !plain.isEmpty { commit(plain) }
+        if !once.isEmpty { commit(once) }
     }
 
     private func nextTimestamp() -> Int64 {
@@ -225,6 +263,10 @@ final class Writer: @unchecked Sendable {
                             try body(context)
                         } catch let error as LMDBError where error.isMapFull {
                             throw error
+                        } catch let error as LMDBError where error.code == EIO || error.isDiskFull {
+                            // LMDB spilling dirty pages met the full disk: the batch's problem, not the request's.
+                            let code = Environment.diskFullOr(error.code, path: environment.path)
+                            throw LMDBError(code: code, call: error.call, caller: error.caller)
                         } catch {
                             throw RequestFailure(position: position, error: error)
                         }
@@ -237,8 +279,9 @@ final class Writer: @unchecked Sendable {
                 return
             } catch let failure as RequestFailure {
                 // The transaction is aborted, so the failed request left nothing behind; the others
-                // replay without it. Requests are closures over prepared values, so replaying is safe.
-                pending[failure.position].1(LocalStorageError.wrapping(failure.error))
+                // replay without it. Requests are closures over prepared values, or keep what their caller's
+                // closure made (``performOnce(_:)``), so replaying is safe.
+                pending[failure.position].1(Writer.outgoing(failure.error))
                 pending.remove(at: failure.position)
             } catch let error as LMDBError where error.isMapFull {
                 do {
@@ -254,8 +297,15 @@ final class Writer: @unchecked Sendable {
                 if pending.count > 1 {
                     for request in pending { commit([request]) }
                 } else {
+                    logger?.log(level: .error, message: "A write does not fit: the store's map reached maxMapSize",
+                                metadata: ["path": environment.path, "maxMapSize": "\(environment.maxMapSize)"])
                     pending.forEach { $0.1(LocalStorageError.storageFull) }
                 }
+                return
+            } catch let error as LMDBError where error.isDiskFull {
+                logger?.log(level: .error, message: "A write failed: the disk holding the store is full",
+                            metadata: ["path": environment.path, "error": error.description])
+                pending.forEach { $0.1(LocalStorageError.storageFull) }
                 return
             } catch {
                 let wrapped = LocalStorageError.wrapping(error)
@@ -281,10 +331,33 @@ final class Writer: @unchecked Sendable {
                 hub.publish(context.changes)
                 return value
             } catch let error as LMDBError where error.isMapFull {
-                guard try environment.growMap() else { throw LocalStorageError.storageFull }
+                guard try environment.growMap() else {
+                    logger?.log(level: .error, message: "A write does not fit: the store's map reached maxMapSize",
+                                metadata: ["path": environment.path, "maxMapSize": "\(environment.maxMapSize)"])
+                    throw LocalStorageError.storageFull
+                }
+            } catch let error as LMDBError where error.isDiskFull {
+                logger?.log(level: .error, message: "A write failed: the disk holding the store is full",
+                            metadata: ["path": environment.path, "error": error.description])
+                throw LocalStorageError.storageFull
             }
         }
     }
+}
+
+extension Writer {
+    /// The error a caller gets: a caller's own error (``CallerError``) unchanged, anything else as a
+    /// ``LocalStorageError``.
+    static func outgoing(_ error: any Error) -> any Error {
+        if error is CallerError { return error }
+        return LocalStorageError.wrapping(error)
+    }
+}
+
+/// An error thrown by a caller's own closure (`update`'s `mutate`): it travels through the writer and
+/// the public boundary unwrapped, and comes out as the caller threw it.
+struct CallerError: Error {
+    let underlying: any Error
 }
 
 /// A request of a batch threw; the batch replays without it.

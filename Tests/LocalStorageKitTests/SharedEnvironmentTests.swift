@@ -1,0 +1,112 @@
+import CLMDB
+import Foundation
+import Synchronization
+import Testing
+@_spi(Maintenance) @testable import LocalStorageKit
+
+/// Two `LocalStorage` values on one directory: the environment's settings must agree, the rest is each one's own.
+@Suite struct SharedEnvironmentTests {
+    @Test func aDifferentDurabilityIsRefusedNamingTheSetting() async throws {
+        let directory = temporaryDirectory()
+        let first = try LocalStorage(configuration: diskConfiguration(directory, durability: .none))
+        let error = #expect(throws: LocalStorageError.self) {
+            _ = try LocalStorage(configuration: diskConfiguration(directory, durability: .full))
+        }
+        guard case .openFailed(_, let reason) = error else {
+            Issue.record("expected openFailed, got \(String(describing: error))")
+            return
+        }
+        #expect(reason.contains("durability"))
+        #expect(first.configuration.durability == .none)
+        // The same settings share.
+        let second = try LocalStorage(configuration: diskConfiguration(directory, durability: .none))
+        #expect(second.core === first.core)
+    }
+
+    @Test(arguments: ["mapSize", "maxMapSize"])
+    func aDifferentMapSettingIsRefusedNamingIt(setting: String) async throws {
+        let directory = temporaryDirectory()
+        let first = try LocalStorage(configuration: diskConfiguration(directory))
+        var other = diskConfiguration(directory)
+        if setting == "mapSize" { other.mapSize *= 2 } else { other.maxMapSize *= 2 }
+        let error = #expect(throws: LocalStorageError.self) { _ = try LocalStorage(configuration: other) }
+        guard case .openFailed(_, let reason) = error else {
+            Issue.record("expected openFailed, got \(String(describing: error))")
+            return
+        }
+        #expect(reason.hasPrefix("\(setting) differs"))
+        _ = first
+    }
+
+    @Test func aStoreOpeningAfterMaintenanceGetsTheDurabilityItAsksFor() async throws {
+        let configuration = diskConfiguration(durability: .none)
+        let maintenance = try await StoreMaintenance(directory: configuration.storeDirectory, creatingIfMissing: true)
+        let maintenanceCore = try #require(maintenance.core)
+        #expect(maintenanceCore.environment.durability == .full)  // maintenance opens with the defaults
+        let storage = try LocalStorage(configuration: configuration)
+        #expect(storage.core === maintenanceCore)
+        #expect(storage.core.environment.durability == .none)
+        var flags: UInt32 = 0
+        #expect(mdb_env_get_flags(storage.core.environment.handle, &flags) == MDB_SUCCESS)
+        #expect(flags & UInt32(MDB_NOSYNC) != 0)  // LMDB itself no longer syncs
+        #expect(throws: LocalStorageError.self) {
+            _ = try LocalStorage(configuration: diskConfiguration(configuration.databaseDirectory, durability: .full))
+        }
+    }
+
+    @Test func loggerCodecAndAutoPurgeBelongToEachStore() async throws {
+        let directory = temporaryDirectory()
+        var jsonConfiguration = diskConfiguration(directory)
+        jsonConfiguration.codec = .json
+        let jsonLogger = OperationLogger()
+        let jsonStore = try LocalStorage(configuration: jsonConfiguration, logger: jsonLogger)
+        var binaryConfiguration = diskConfiguration(directory)
+        binaryConfiguration.codec = .binary
+        binaryConfiguration.autoPurgeExpiredOnRead = true
+        let binaryLogger = OperationLogger()
+        let binaryStore = try LocalStorage(configuration: binaryConfiguration, logger: binaryLogger)
+        #expect(jsonStore.core === binaryStore.core)
+        #expect(jsonStore.configuration.codec == .json && !jsonStore.configuration.autoPurgeExpiredOnRead)
+        #expect(binaryStore.configuration.codec == .binary && binaryStore.configuration.autoPurgeExpiredOnRead)
+
+        try await jsonStore.save(Note(id: "j", text: "json"))
+        try await binaryStore.save(Note(id: "b", text: "binary"))
+        let schema = try await jsonStore.core.schema(for: Note.self)
+        let formats = try jsonStore.core.environment.read { txn in
+            try ["j", "b"].map { id -> PayloadFormat? in
+                try txn.get(schema.records, key: Array(id.utf8)).map { try RecordView($0).format }
+            }
+        }
+        #expect(formats == [.json, .binary])
+        #expect(jsonLogger.operations.filter { $0 == "save" }.count == 1)
+        #expect(binaryLogger.operations.filter { $0 == "save" }.count == 1)
+
+        // Only the store that asked for it purges the expired records its reads meet.
+        try await jsonStore.save(Note(id: "gone", text: ""), expiration: .date(Date(timeIntervalSinceNow: -1)))
+        #expect(try await jsonStore.fetch(Note.self, id: "gone") == nil)
+        try await jsonStore.save(Note(id: "flush", text: ""))  // the writer is first in, first out
+        #expect(try await jsonStore.metadata(Note.self, id: "gone") != nil)
+        #expect(try await binaryStore.fetch(Note.self, id: "gone") == nil)
+        try await binaryStore.save(Note(id: "flush", text: ""))
+        #expect(try await jsonStore.metadata(Note.self, id: "gone") == nil)
+    }
+}
+
+/// A logger that keeps the names of the operations it timed.
+final class OperationLogger: StorageLogger {
+    private let names = Mutex<[String]>([])
+    private let lines = Mutex<[(StorageLogLevel, String, [String: String])]>([])
+
+    func log(level: StorageLogLevel, message: String, metadata: [String: String]?) {
+        lines.withLock { $0.append((level, message, metadata ?? [:])) }
+    }
+
+    func record(duration: TimeInterval, operation: String) { names.withLock { $0.append(operation) } }
+
+    var operations: [String] { names.withLock { $0 } }
+
+    /// The messages logged at `level`, each with its metadata.
+    func entries(at level: StorageLogLevel) -> [(message: String, metadata: [String: String])] {
+        lines.withLock { $0.filter { $0.0 == level }.map { ($0.1, $0.2) } }
+    }
+}
