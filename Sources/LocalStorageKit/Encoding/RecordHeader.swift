@@ -33,8 +33,16 @@ struct RecordHeader: Equatable {
 
     /// Header bytes followed by `payload`.
     func serialized(payload: [UInt8]) throws(LocalStorageError) -> [UInt8] {
+        var out = try bytes(reserving: payload.count)
+        out.append(contentsOf: payload)
+        return out
+    }
+
+    /// The header's bytes alone (its length field says where the payload starts), with room reserved
+    /// for `payloadCount` more.
+    func bytes(reserving payloadCount: Int = 0) throws(LocalStorageError) -> [UInt8] {
         var out: [UInt8] = []
-        out.reserveCapacity(RecordHeader.fixedLength + indexValues.count * 24 + payload.count)
+        out.reserveCapacity(RecordHeader.fixedLength + indexValues.count * 24 + payloadCount)
         out.append(RecordHeader.magic)
         out.append(format.rawValue)
         out.appendLittleEndian(UInt16(0))
@@ -64,7 +72,6 @@ struct RecordHeader: Equatable {
         let length = UInt16(out.count)
         out[2] = UInt8(truncatingIfNeeded: length)
         out[3] = UInt8(truncatingIfNeeded: length >> 8)
-        out.append(contentsOf: payload)
         return out
     }
 }

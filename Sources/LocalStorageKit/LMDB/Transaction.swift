@@ -42,6 +42,40 @@ struct Transaction {
         try check(code, "mdb_put")
     }
 
+    /// Stores `length` bytes under `key` that `fill` writes straight into the map (`MDB_RESERVE`): no
+    /// intermediate buffer holds the whole value. Not for sorted-duplicates databases.
+    func putReserved(_ dbi: MDB_dbi, key: [UInt8], length: Int,
+                     fill: (UnsafeMutableRawBufferPointer) -> Void) throws {
+        try key.withUnsafeBytes { kb in
+            var k = MDB_val(mv_size: kb.count, mv_data: UnsafeMutableRawPointer(mutating: kb.baseAddress))
+            var v = MDB_val(mv_size: length, mv_data: nil)
+            try check(mdb_put(handle, dbi, &k, &v, UInt32(MDB_RESERVE)), "mdb_put")
+            guard let start = v.mv_data else { throw LMDBError(code: EINVAL, call: "mdb_put", caller: #function) }
+            fill(UnsafeMutableRawBufferPointer(start: start, count: length))
+        }
+    }
+
+    // MARK: - Nested transactions (writer thread only)
+
+    /// Begins a transaction nested in this write transaction: its writes are seen by the parent only if
+    /// it commits. This transaction must not be used until the child commits or aborts.
+    func beginNested() throws -> Transaction {
+        var raw: OpaquePointer?
+        try check(mdb_txn_begin(mdb_txn_env(handle), handle, 0, &raw), "mdb_txn_begin")
+        guard let raw else { throw LMDBError(code: EINVAL, call: "mdb_txn_begin", caller: #function) }
+        return Transaction(handle: raw, isReadOnly: false)
+    }
+
+    /// Commits a nested transaction into its parent.
+    func commitNested() throws {
+        try check(mdb_txn_commit(handle), "mdb_txn_commit")
+    }
+
+    /// Aborts a nested transaction: nothing it wrote reaches its parent.
+    func abortNested() {
+        mdb_txn_abort(handle)
+    }
+
     /// Stores `value` under `key`; array convenience.
     func put(_ dbi: MDB_dbi, key: [UInt8], value: [UInt8], flags: UInt32 = 0) throws {
         try key.withUnsafeBytes { k in

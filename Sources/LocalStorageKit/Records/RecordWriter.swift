@@ -95,7 +95,15 @@ enum RecordWriter {
         let header = RecordHeader(format: record.format, version: record.version, createdAt: createdAt,
                                   updatedAt: context.now, expiresAt: expiresAt, signature: schema.signature,
                                   indexValues: record.indexValues)
-        try txn.put(schema.records, key: record.key, value: try header.serialized(payload: record.payload))
+        // Header and payload go straight into the map (`MDB_RESERVE`): no buffer holds them together.
+        let headerBytes = try header.bytes()
+        let payload = record.payload
+        try txn.putReserved(schema.records, key: record.key, length: headerBytes.count + payload.count) { target in
+            headerBytes.withUnsafeBytes { target.copyMemory(from: $0) }
+            payload.withUnsafeBytes { source in
+                UnsafeMutableRawBufferPointer(rebasing: target[headerBytes.count...]).copyMemory(from: source)
+            }
+        }
         if context.isObserved(schema.name) {
             let kind: PublishedChange.Kind = replacesLiveRecord ? .updated(record.value) : .inserted(record.value)
             context.publish(PublishedChange(typeName: schema.name, kind: kind))

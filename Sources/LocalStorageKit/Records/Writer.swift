@@ -4,16 +4,15 @@ import Synchronization
 /// The one thread that writes: it drains every queued request into one transaction (group commit),
 /// commits, publishes the changes, then resumes each caller.
 ///
-/// A request that throws fails alone: the batch's transaction is aborted and replayed without it, so
-/// nothing it wrote survives and the rest still commit together. Replaying is safe for requests that
-/// are closures over prepared values. Requests that run a caller's closure (`update`, through
-/// ``performOnce(_:)``) commit together in a transaction of their own, after the other requests drained
-/// with them: a failing save can then never replay them, and each one keeps what its closure made, so a
-/// replay caused by one of them reuses it instead of calling the closure again.
-/// (Nested transactions would isolate requests too, but LMDB sizes each one by `maxdbs`, which made every
-/// grouped save several times dearer.) `MDB_MAP_FULL` aborts the batch, grows
-/// the map while no transaction of this process is open, and replays it; at the size limit each
-/// request is retried alone so that only the ones that do not fit fail with `storageFull`.
+/// Two kinds of request share a drain. Requests over prepared values (saves, deletes) go first, in one
+/// transaction: one that throws fails alone, because the transaction is aborted and replayed without it,
+/// which is safe for them. Requests that run a caller's closure (`write { tx in }`, `update`) go next,
+/// in one transaction of their own, each in a transaction nested in it: one that throws is aborted alone
+/// and the others commit together, so no peer can make a closure run twice or lose its writes.
+/// (A nested transaction per plain save would cost LMDB's per-`maxdbs` allocations on every save; failures
+/// of plain requests are rare, so replaying them is the cheaper way to the same isolation.)
+/// `MDB_MAP_FULL` aborts, grows the map while no transaction of this process is open, and replays; at the
+/// size limit each request is retried alone so that only the ones that do not fit fail with `storageFull`.
 final class Writer: @unchecked Sendable {
     // @unchecked: the queue and flags are only touched under `condition`; the thread owns the rest.
 
@@ -23,12 +22,14 @@ final class Writer: @unchecked Sendable {
         /// The batch's timestamp in ns since 1970; strictly increasing from batch to batch.
         let now: Int64
         let environment: Environment
-        fileprivate var changes: [PublishedChange] = []
-        fileprivate var afterCommit: [() -> Void] = []
+        var changes: [PublishedChange] = []
+        var afterCommit: [() -> Void] = []
+        /// Set when a write of this request met `MDB_MAP_FULL`, even if the caller's closure caught it.
+        var metMapFull = false
         private let hub: ObserverHub
         private var observed: [String: Bool] = [:]
 
-        fileprivate init(txn: Transaction, now: Int64, environment: Environment, hub: ObserverHub) {
+        init(txn: Transaction, now: Int64, environment: Environment, hub: ObserverHub) {
             self.txn = txn
             self.now = now
             self.environment = environment
@@ -49,6 +50,17 @@ final class Writer: @unchecked Sendable {
 
         /// Runs `body` after the transaction commits (never if it aborts).
         func onCommit(_ body: @escaping () -> Void) { afterCommit.append(body) }
+
+        /// A context for a transaction nested in this one, with the same clock and observers.
+        func nested(_ child: Transaction) -> Context {
+            Context(txn: child, now: now, environment: environment, hub: hub)
+        }
+
+        /// Takes over the changes and hooks of a nested context whose transaction committed into this one.
+        func absorb(_ child: Context) {
+            changes += child.changes
+            afterCommit += child.afterCommit
+        }
     }
 
     private enum Work {
@@ -62,17 +74,17 @@ final class Writer: @unchecked Sendable {
     }
 
     let environment: Environment
-    private let hub: ObserverHub
+    let hub: ObserverHub
     private let condition = NSCondition()
     private var queue: [Work] = []
     private var isStopping = false
     private var thread: Thread?
     private let finished = DispatchSemaphore(value: 0)
-    private var lastTimestamp: Int64 = 0
+    var lastTimestamp: Int64 = 0
     private let commits = Atomic<Int>(0)
     /// Odd while a write transaction is under way (a seqlock for ``readWhileIdle(_:)``).
     private let writeEpoch = Atomic<UInt64>(0)
-    private let logger: (any StorageLogger)?
+    let logger: (any StorageLogger)?
 
     /// The number of requests waiting for the writer (tests use it to line requests up in one batch).
     var queuedCount: Int {
@@ -99,7 +111,7 @@ final class Writer: @unchecked Sendable {
     }
 
     /// One write transaction, counted: the epoch is odd from before it begins until it is counted.
-    private func countedWrite<R>(_ body: (Transaction) throws -> R) throws -> R {
+    func countedWrite<R>(_ body: (Transaction) throws -> R) throws -> R {
         writeEpoch.add(1, ordering: .sequentiallyConsistent)
         defer { writeEpoch.add(1, ordering: .sequentiallyConsistent) }
         let value = try environment.write(body)
@@ -138,12 +150,11 @@ final class Writer: @unchecked Sendable {
         try await submit { box, finish in .batched({ context in box.value = try body(context) }, finish: finish) }
     }
 
-    /// Runs `body`, which calls a caller's closure, in the next group commit of such requests, and returns
-    /// its result once that commit is durable.
+    /// Runs `body`, which calls a caller's closure, in a transaction nested in the next group commit of
+    /// such requests, and returns its result once that commit is durable.
     ///
-    /// No plain request shares the transaction, so a failing save never replays it. `body` still runs again
-    /// when the transaction replays because another such request threw or the map had to grow; it must keep
-    /// what the closure made and reuse it when the record it read is unchanged (see `update`).
+    /// `body` runs once: a peer that throws is aborted alone. It runs again only when its own writes need
+    /// the map to grow (its nested transaction is aborted first, so nothing of the first run stays).
     func performOnce<R: Sendable>(_ body: @escaping (Context) throws -> R) async throws -> R {
         try await submit { box, finish in .once({ context in box.value = try body(context) }, finish: finish) }
     }
@@ -241,108 +252,15 @@ final class Writer: @unchecked Sendable {
             }
         }
         if !plain.isEmpty { commit(plain) }
-        if !once.isEmpty { commit(once) }
+        if !once.isEmpty { commitOnce(once) }
     }
 
-    private func nextTimestamp() -> Int64 {
+    func nextTimestamp() -> Int64 {
         let now = max(Clock.now(), lastTimestamp + 1)
         lastTimestamp = now
         return now
     }
 
-    /// Commits `requests` together, growing the map and replaying on `MDB_MAP_FULL`.
-    private func commit(_ requests: [((Context) throws -> Void, (Error?) -> Void)]) {
-        var pending = requests
-        while !pending.isEmpty {
-            do {
-                let now = nextTimestamp()
-                let context = try countedWrite { txn in
-                    let context = Context(txn: txn, now: now, environment: environment, hub: hub)
-                    for (position, (body, _)) in pending.enumerated() {
-                        do {
-                            try body(context)
-                        } catch let error as LMDBError where error.isMapFull {
-                            throw error
-                        } catch let error as LMDBError where error.code == EIO || error.isDiskFull {
-                            // LMDB spilling dirty pages met the full disk: the batch's problem, not the request's.
-                            let code = Environment.diskFullOr(error.code, path: environment.path)
-                            throw LMDBError(code: code, call: error.call, caller: error.caller)
-                        } catch {
-                            throw RequestFailure(position: position, error: error)
-                        }
-                    }
-                    return context
-                }
-                for hook in context.afterCommit { hook() }
-                hub.publish(context.changes)
-                for (_, finish) in pending { finish(nil) }
-                return
-            } catch let failure as RequestFailure {
-                // The transaction is aborted, so the failed request left nothing behind; the others
-                // replay without it. Requests are closures over prepared values, or keep what their caller's
-                // closure made (``performOnce(_:)``), so replaying is safe.
-                pending[failure.position].1(Writer.outgoing(failure.error))
-                pending.remove(at: failure.position)
-            } catch let error as LMDBError where error.isMapFull {
-                do {
-                    if try environment.growMap() {
-                        logger?.log(level: .info, message: "Grew the memory map",
-                                    metadata: ["bytes": "\(environment.currentMapSize)"])
-                        continue
-                    }
-                } catch {
-                    pending.forEach { $0.1(LocalStorageError.wrapping(error)) }
-                    return
-                }
-                if pending.count > 1 {
-                    for request in pending { commit([request]) }
-                } else {
-                    logger?.log(level: .error, message: "A write does not fit: the store's map reached maxMapSize",
-                                metadata: ["path": environment.path, "maxMapSize": "\(environment.maxMapSize)"])
-                    pending.forEach { $0.1(LocalStorageError.storageFull) }
-                }
-                return
-            } catch let error as LMDBError where error.isDiskFull {
-                logger?.log(level: .error, message: "A write failed: the disk holding the store is full",
-                            metadata: ["path": environment.path, "error": error.description])
-                pending.forEach { $0.1(LocalStorageError.storageFull) }
-                return
-            } catch {
-                let wrapped = LocalStorageError.wrapping(error)
-                logger?.log(level: .error, message: "A write batch failed", metadata: ["error": "\(wrapped)"])
-                pending.forEach { $0.1(wrapped) }
-                return
-            }
-        }
-    }
-
-
-    /// Commits one transaction from inside an exclusive request, growing the map on `MDB_MAP_FULL`.
-    /// Changes published by `body` reach observers after the commit.
-    func transact<R>(_ body: (Context) throws -> R) throws -> R {
-        while true {
-            do {
-                let now = nextTimestamp()
-                let (value, context) = try countedWrite { txn in
-                    let context = Context(txn: txn, now: now, environment: environment, hub: hub)
-                    return (try body(context), context)
-                }
-                for hook in context.afterCommit { hook() }
-                hub.publish(context.changes)
-                return value
-            } catch let error as LMDBError where error.isMapFull {
-                guard try environment.growMap() else {
-                    logger?.log(level: .error, message: "A write does not fit: the store's map reached maxMapSize",
-                                metadata: ["path": environment.path, "maxMapSize": "\(environment.maxMapSize)"])
-                    throw LocalStorageError.storageFull
-                }
-            } catch let error as LMDBError where error.isDiskFull {
-                logger?.log(level: .error, message: "A write failed: the disk holding the store is full",
-                            metadata: ["path": environment.path, "error": error.description])
-                throw LocalStorageError.storageFull
-            }
-        }
-    }
 }
 
 extension Writer {
@@ -361,7 +279,7 @@ struct CallerError: Error {
 }
 
 /// A request of a batch threw; the batch replays without it.
-private struct RequestFailure: Error {
+struct RequestFailure: Error {
     let position: Int
     let error: any Error
 }

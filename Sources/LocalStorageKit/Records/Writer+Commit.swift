@@ -1,0 +1,180 @@
+import CLMDB
+import Foundation
+
+extension Writer {
+    /// Commits `requests` together, growing the map and replaying on `MDB_MAP_FULL`.
+    func commit(_ requests: [((Context) throws -> Void, (Error?) -> Void)]) {
+        var pending = requests
+        while !pending.isEmpty {
+            do {
+                let now = nextTimestamp()
+                let context = try countedWrite { txn in
+                    let context = Context(txn: txn, now: now, environment: environment, hub: hub)
+                    for (position, (body, _)) in pending.enumerated() {
+                        do {
+                            try body(context)
+                        } catch let error as LMDBError where error.isMapFull {
+                            throw error
+                        } catch let error as LMDBError where error.code == EIO || error.isDiskFull {
+                            // LMDB spilling dirty pages met the full disk: the batch's problem, not the request's.
+                            let code = Environment.diskFullOr(error.code, path: environment.path)
+                            throw LMDBError(code: code, call: error.call, caller: error.caller)
+                        } catch {
+                            throw RequestFailure(position: position, error: error)
+                        }
+                    }
+                    return context
+                }
+                for hook in context.afterCommit { hook() }
+                hub.publish(context.changes)
+                for (_, finish) in pending { finish(nil) }
+                return
+            } catch let failure as RequestFailure {
+                // The transaction is aborted, so the failed request left nothing behind; the others
+                // replay without it. Requests are closures over prepared values, or keep what their caller's
+                // closure made (``performOnce(_:)``), so replaying is safe.
+                pending[failure.position].1(Writer.outgoing(failure.error))
+                pending.remove(at: failure.position)
+            } catch let error as LMDBError where error.isMapFull {
+                do {
+                    if try environment.growMap() {
+                        logger?.log(level: .info, message: "Grew the memory map",
+                                    metadata: ["bytes": "\(environment.currentMapSize)"])
+                        continue
+                    }
+                } catch {
+                    pending.forEach { $0.1(LocalStorageError.wrapping(error)) }
+                    return
+                }
+                if pending.count > 1 {
+                    for request in pending { commit([request]) }
+                } else {
+                    logger?.log(level: .error, message: "A write does not fit: the store's map reached maxMapSize",
+                                metadata: ["path": environment.path, "maxMapSize": "\(environment.maxMapSize)"])
+                    pending.forEach { $0.1(LocalStorageError.storageFull) }
+                }
+                return
+            } catch let error as LMDBError where error.isDiskFull {
+                logger?.log(level: .error, message: "A write failed: the disk holding the store is full",
+                            metadata: ["path": environment.path, "error": error.description])
+                pending.forEach { $0.1(LocalStorageError.storageFull) }
+                return
+            } catch {
+                let wrapped = LocalStorageError.wrapping(error)
+                logger?.log(level: .error, message: "A write batch failed", metadata: ["error": "\(wrapped)"])
+                pending.forEach { $0.1(wrapped) }
+                return
+            }
+        }
+    }
+
+
+    /// Commits one transaction from inside an exclusive request, growing the map on `MDB_MAP_FULL`.
+    /// Changes published by `body` reach observers after the commit.
+    func transact<R>(_ body: (Context) throws -> R) throws -> R {
+        while true {
+            do {
+                let now = nextTimestamp()
+                let (value, context) = try countedWrite { txn in
+                    let context = Context(txn: txn, now: now, environment: environment, hub: hub)
+                    return (try body(context), context)
+                }
+                for hook in context.afterCommit { hook() }
+                hub.publish(context.changes)
+                return value
+            } catch let error as LMDBError where error.isMapFull {
+                guard try environment.growMap() else {
+                    logger?.log(level: .error, message: "A write does not fit: the store's map reached maxMapSize",
+                                metadata: ["path": environment.path, "maxMapSize": "\(environment.maxMapSize)"])
+                    throw LocalStorageError.storageFull
+                }
+            } catch let error as LMDBError where error.isDiskFull {
+                logger?.log(level: .error, message: "A write failed: the disk holding the store is full",
+                            metadata: ["path": environment.path, "error": error.description])
+                throw LocalStorageError.storageFull
+            }
+        }
+    }
+
+    /// Commits requests that run a caller's closure: each in a transaction nested in one parent, so one
+    /// that throws is aborted alone and the others commit together, each closure having run once.
+    ///
+    /// A request whose own writes met `MDB_MAP_FULL` is aborted alone too; after the others commit, the
+    /// map grows and that request runs again (or fails with `storageFull` at the size limit).
+    func commitOnce(_ requests: [((Context) throws -> Void, (Error?) -> Void)]) {
+        enum Outcome {
+            case done
+            case failed(any Error)
+            case needsRoom
+        }
+        let now = nextTimestamp()
+        let outcomes: [Outcome]
+        do {
+            let (context, results) = try countedWrite { txn -> (Context, [Outcome]) in
+                let context = Context(txn: txn, now: now, environment: environment, hub: hub)
+                var results: [Outcome] = []
+                results.reserveCapacity(requests.count)
+                for (body, _) in requests {
+                    let child = context.nested(try txn.beginNested())
+                    do {
+                        try body(child)
+                        if child.metMapFull {
+                            // The closure caught the full map and went on: its writes are incomplete.
+                            child.txn.abortNested()
+                            results.append(.needsRoom)
+                            continue
+                        }
+                        try child.txn.commitNested()
+                        context.absorb(child)
+                        results.append(.done)
+                    } catch let error as LMDBError where error.isMapFull {
+                        child.txn.abortNested()
+                        results.append(.needsRoom)
+                    } catch {
+                        child.txn.abortNested()
+                        results.append(child.metMapFull ? .needsRoom : .failed(error))
+                    }
+                }
+                return (context, results)
+            }
+            for hook in context.afterCommit { hook() }
+            hub.publish(context.changes)
+            outcomes = results
+        } catch {
+            // The parent itself failed (its commit met a full map or disk): nothing of it was written.
+            // Closures that ran must not run again; they fail with the store's error.
+            let wrapped = LocalStorageError.wrapping(error)
+            logger?.log(level: .error, message: "A batch of transactions failed to commit",
+                        metadata: ["error": "\(wrapped)"])
+            if case let error as LMDBError = error, error.isMapFull {
+                do { _ = try environment.growMap() } catch {
+                    logger?.log(level: .error, message: "Could not grow the map", metadata: ["error": "\(error)"])
+                }
+            }
+            requests.forEach { $0.1(wrapped) }
+            return
+        }
+        var retry: [((Context) throws -> Void, (Error?) -> Void)] = []
+        for (request, outcome) in zip(requests, outcomes) {
+            switch outcome {
+            case .done: request.1(nil)
+            case .failed(let error): request.1(Writer.outgoing(error))
+            case .needsRoom: retry.append(request)
+            }
+        }
+        guard !retry.isEmpty else { return }
+        do {
+            if try environment.growMap() {
+                logger?.log(level: .info, message: "Grew the memory map",
+                            metadata: ["bytes": "\(environment.currentMapSize)"])
+                commitOnce(retry)
+                return
+            }
+            logger?.log(level: .error, message: "A write does not fit: the store's map reached maxMapSize",
+                        metadata: ["path": environment.path, "maxMapSize": "\(environment.maxMapSize)"])
+            retry.forEach { $0.1(LocalStorageError.storageFull) }
+        } catch {
+            retry.forEach { $0.1(LocalStorageError.wrapping(error)) }
+        }
+    }
+}
