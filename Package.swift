@@ -27,7 +27,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "LocalStorageBenchmarks",
-            dependencies: ["LocalStorageKit", "CLMDB", "CSQLite"],
+            dependencies: ["LocalStorageKit", "CLMDB", "CSQLite", "LocalStorageTestSupport"],
             path: "Benchmarks/Sources/LocalStorageBenchmarks"
         ),
         .executableTarget(name: "localstorage", dependencies: ["LocalStorageKit"]),

@@ -19,6 +19,7 @@ import Darwin
 /// LocalStorageStress hold-lock FILE                                     holds a shared lock on byte 0 of FILE
 /// LocalStorageStress open DIR [--as-nobody]                             opens the store; prints the outcome
 /// LocalStorageStress evolve DIR        runs EvolutionDriver commands from standard input, one reply each
+/// LocalStorageStress long-write DIR    saves one record, then 2,000 in one write transaction that never ends
 /// LocalStorageStress in-memory hold|exit                                opens an in-memory store, prints the
 ///                                                                       directory of its open files, then
 ///                                                                       sleeps until killed or exits with the
@@ -40,6 +41,8 @@ struct LocalStorageStress {
                 try holdReaders(directory: arguments[1])
             case "hold-lock" where arguments.count == 2:
                 try holdLock(file: arguments[1])
+            case "long-write" where arguments.count == 2:
+                try await longWrite(directory: arguments[1])
             case "evolve" where arguments.count == 2:
                 try await evolve(directory: arguments[1])
             case "in-memory" where arguments.count == 2 && ["hold", "exit"].contains(arguments[1]):
@@ -119,6 +122,19 @@ struct LocalStorageStress {
             saved += batch.count
         }
         say("done \(saved)")
+    }
+
+    /// Commits one record, then writes 2,000 more in one transaction whose body prints `inside` and then
+    /// sleeps until the process is killed: none of the 2,000 may survive, the first one must.
+    static func longWrite(directory: String) async throws {
+        let storage = try LocalStorage(configuration: configuration(directory, durability: .full, mapSize: 1 << 20))
+        try await storage.save(StressRecord.make(id: "before", sequence: 0))
+        say("saved")
+        try await storage.write { tx in
+            for n in 0..<2000 { try tx.save(StressRecord.make(id: "inside-\(n)", sequence: n)) }
+            say("inside")
+            while true { sleep(1) }
+        }
     }
 
     /// Answers ``EvolutionDriver`` commands read from standard input until it ends.
@@ -219,21 +235,4 @@ struct LocalStorageStress {
 
 struct StressError: Error, CustomStringConvertible {
     let description: String
-}
-
-/// The record the helper writes; the tests declare the same type to read it back.
-struct StressRecord: LocalStorageIndexed {
-    let id: String
-    var group: String?
-    var sequence: Int
-    var blob: String
-
-    static var storageIndexes: [StorageIndex<StressRecord>] {
-        [StorageIndex("group", \.group), StorageIndex("sequence", \.sequence)]
-    }
-
-    static func make(id: String, sequence: Int) -> StressRecord {
-        StressRecord(id: id, group: sequence % 5 == 4 ? nil : "g\(sequence % 4)", sequence: sequence,
-                     blob: String(repeating: "x", count: 40 + (sequence * 37) % 400))
-    }
 }

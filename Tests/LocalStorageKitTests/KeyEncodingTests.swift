@@ -1,4 +1,5 @@
 import Testing
+import LocalStorageTestSupport
 @testable import LocalStorageKit
 
 /// Tests of the order-preserving key encodings in ``OrderedKey`` and of ``NumericValue``.

@@ -1,4 +1,5 @@
 import Foundation
+import LocalStorageTestSupport
 import Testing
 @_spi(Maintenance) @testable import LocalStorageKit
 

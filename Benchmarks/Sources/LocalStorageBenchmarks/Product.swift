@@ -1,4 +1,5 @@
 import LocalStorageKit
+import LocalStorageTestSupport
 
 /// The record every system stores: the seed's `Product` with a few more fields (~150 bytes of JSON).
 struct Product: LocalStorageIndexed, Equatable {

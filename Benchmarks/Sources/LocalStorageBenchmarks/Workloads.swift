@@ -1,4 +1,5 @@
 import Foundation
+import LocalStorageTestSupport
 import LocalStorageKit
 
 /// The workloads of issue 4, each run by every system on the same inputs.

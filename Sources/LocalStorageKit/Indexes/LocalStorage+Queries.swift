@@ -20,23 +20,15 @@ extension LocalStorage {
             let options = try options.validated()
             let schema = try await core.schema(for: T.self)
             let plan = try QueryPlan(filters: filters, sort: sort, schema: schema)
-            if plan.constraints.isEmpty && plan.sortIndex == nil {
-                return try await fetch(T.self, options: options)
-            }
+            guard QueryRunner.usesIndexes(plan) else { return try await fetch(T.self, options: options) }
             try await migrateIfPending(T.self, schema: schema)
             let now = Clock.now()
             let session = makeDecodeSession(for: schema)
             let (items, expired) = try await readIndexed(T.self, schema: schema) { txn in
-                let executor = try QueryExecutor(schema: schema, plan: plan, txn: txn, now: now)
-                let items = try executor.orderedIDs(options: options).compactMap { key in
-                    try decodeRow(T.self, key: key, executor: executor, session: session)
-                }
-                return (items, Array(executor.expired))
+                try QueryRunner.fetch(T.self, plan: plan, options: options, schema: schema, now: now, txn: txn,
+                                      session: session)
             }
-            writeBack(session, schema: schema)
-            if !expired.isEmpty && (options.purgeExpired || configuration.autoPurgeExpiredOnRead) {
-                purge(keys: expired, schema: schema)
-            }
+            followUp(session: session, expired: expired, purge: options.purgeExpired, schema: schema)
             return items
         }
     }
@@ -51,7 +43,7 @@ extension LocalStorage {
             try await migrateIfPending(T.self, schema: schema)
             let now = Clock.now()
             return try await readIndexed(T.self, schema: schema) { txn in
-                try QueryExecutor(schema: schema, plan: plan, txn: txn, now: now).count()
+                try QueryRunner.count(plan: plan, schema: schema, now: now, txn: txn)
             }
         }
     }
@@ -66,43 +58,18 @@ extension LocalStorage {
         page: Int, pageSize: Int
     ) async throws -> StoragePage<T> {
         try await operation("page") {
-            guard page >= 1 else { throw LocalStorageError.invalidQuery("pages count from 1 (got \(page))") }
-            guard pageSize >= 1 else {
-                throw LocalStorageError.invalidQuery("pageSize must be at least 1 (got \(pageSize))")
-            }
+            try QueryRunner.validate(page: page, pageSize: pageSize)
             let schema = try await core.schema(for: T.self)
             let plan = try QueryPlan(filters: filters, sort: sort, schema: schema)
-            let (offset, overflow) = (page - 1).multipliedReportingOverflow(by: pageSize)
-            let options = FetchOptions(limit: overflow ? 0 : pageSize, offset: overflow ? 0 : offset)
             try await migrateIfPending(T.self, schema: schema)
             let now = Clock.now()
             let session = makeDecodeSession(for: schema)
             let result = try await readIndexed(T.self, schema: schema) { txn in
-                let executor = try QueryExecutor(schema: schema, plan: plan, txn: txn, now: now)
-                let total: Int
-                let ids: [[UInt8]]
-                if !overflow, let walked = try executor.pageInOneWalk(options: options) {
-                    (total, ids) = walked
-                } else {
-                    total = try executor.count()
-                    ids = overflow || offset >= total ? [] : try executor.orderedIDs(options: options)
-                }
-                let items = try ids.compactMap { key in
-                    try decodeRow(T.self, key: key, executor: executor, session: session)
-                }
-                return StoragePage(items: items, page: page, pageSize: pageSize, totalCount: total)
+                try QueryRunner.page(T.self, plan: plan, page: page, pageSize: pageSize, schema: schema, now: now,
+                                     txn: txn, session: session)
             }
-            writeBack(session, schema: schema)
+            followUp(session: session, expired: [], purge: false, schema: schema)
             return result
-        }
-    }
-
-    /// Decodes one returned row (the record is read again by id; rows are few).
-    private func decodeRow<T: LocalStorable>(_ type: T.Type, key: [UInt8], executor: QueryExecutor,
-                                             session: DecodeSession) throws -> T? {
-        try key.withUnsafeBytes { id in
-            guard let bytes = try executor.txn.get(executor.schema.records, key: id) else { return nil }
-            return try session.decodeRow(T.self, bytes: bytes, id: id)
         }
     }
 }

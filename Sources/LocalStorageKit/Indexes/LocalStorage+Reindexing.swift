@@ -27,7 +27,7 @@ extension LocalStorage {
     }
 
     /// Re-indexes the stale records of `T` on the writer thread.
-    private func reindex<T: LocalStorable>(_ type: T.Type, schema: TypeSchema) async throws {
+    func reindex<T: LocalStorable>(_ type: T.Type, schema: TypeSchema) async throws {
         let reindexer = Reindexer<T>(logger: core.logger)
         let environment = core.environment
         try await core.writer.performExclusive { writer in

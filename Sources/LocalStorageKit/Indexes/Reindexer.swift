@@ -51,6 +51,16 @@ struct Reindexer<T: LocalStorable>: Sendable {
         return failed
     }
 
+    /// Re-indexes every stale record inside `context`'s transaction (a write transaction's query).
+    func reindexAll(schema: TypeSchema, context: Writer.Context) throws {
+        var after: (signature: [UInt8], key: [UInt8])?
+        while true {
+            let batch = try reindexBatch(schema: schema, after: after, context: context)
+            after = batch.last
+            if batch.seen < Reindexer.batchSize { return }
+        }
+    }
+
     private struct Batch {
         var seen = 0
         var changed = 0

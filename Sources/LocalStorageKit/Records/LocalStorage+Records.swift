@@ -68,19 +68,13 @@ extension LocalStorage {
             let value: T? = try utf8.withUTF8 { key in
                 try RecordWriter.validate(keyLength: key.count)
                 return try core.environment.read { txn in
-                    guard let bytes = try txn.get(schema.records, key: UnsafeRawBufferPointer(key)) else { return nil }
-                    let view = try RecordDecoding.view(of: bytes, T.self, id: id, fixedPartOnly: true)
-                    if view.isExpired(at: now) {
-                        expired = true
-                        return nil
-                    }
-                    return try RecordDecoding.decode(T.self, view: view, id: id, session: session)
+                    let found = try RecordReader.get(T.self, key: UnsafeRawBufferPointer(key), id: id, schema: schema,
+                                                     now: now, txn: txn, session: session)
+                    expired = found.expired
+                    return found.value
                 }
             }
-            writeBack(session, schema: schema)
-            if expired && configuration.autoPurgeExpiredOnRead {
-                purge(keys: [Array(id.utf8)], schema: schema)
-            }
+            followUp(session: session, expired: expired ? [Array(id.utf8)] : [], purge: false, schema: schema)
             return value
         }
     }
@@ -97,10 +91,7 @@ extension LocalStorage {
             let (items, expired) = try core.environment.read { txn in
                 try RecordReader.list(T.self, schema: schema, options: options, now: now, txn: txn, session: session)
             }
-            writeBack(session, schema: schema)
-            if !expired.isEmpty && (options.purgeExpired || configuration.autoPurgeExpiredOnRead) {
-                purge(keys: expired, schema: schema)
-            }
+            followUp(session: session, expired: expired, purge: options.purgeExpired, schema: schema)
             return items
         }
     }
@@ -124,16 +115,8 @@ extension LocalStorage {
             let schema = try await core.schema(for: T.self)
             let key = try RecordWriter.key(for: id)
             let now = Clock.now()
-            return try core.environment.read { txn -> StorageMetadata? in
-                guard let bytes = try txn.get(schema.records, key: key) else { return nil }
-                let view = try RecordDecoding.view(of: bytes, T.self, id: id, fixedPartOnly: true)
-                return StorageMetadata(
-                    createdAt: Clock.date(fromNanoseconds: view.createdAt),
-                    updatedAt: Clock.date(fromNanoseconds: view.updatedAt),
-                    expiresAt: view.expiresAt == 0 ? nil : Clock.date(fromNanoseconds: view.expiresAt),
-                    sizeInBytes: view.payload.count,
-                    isExpired: view.isExpired(at: now),
-                    version: view.version)
+            return try core.environment.read { txn in
+                try RecordReader.metadata(T.self, key: key, id: id, schema: schema, now: now, txn: txn)
             }
         }
     }
@@ -146,9 +129,7 @@ extension LocalStorage {
             let schema = try await core.schema(for: T.self)
             let key = try RecordWriter.key(for: id)
             try await core.writer.perform { context in
-                if try RecordWriter.delete(key: key, schema: schema, txn: context.txn) {
-                    context.publish(PublishedChange(typeName: schema.name, kind: .deleted(id)))
-                }
+                try RecordWriter.delete(id: id, key: key, schema: schema, context: context)
             }
         }
     }
@@ -157,10 +138,7 @@ extension LocalStorage {
     public func deleteAll<T: LocalStorable>(_ type: T.Type) async throws {
         try await operation("deleteAll") {
             let schema = try await core.schema(for: T.self)
-            try await core.writer.perform { context in
-                try RecordWriter.deleteAll(schema: schema, txn: context.txn)
-                context.publish(PublishedChange(typeName: schema.name, kind: .cleared))
-            }
+            try await core.writer.perform { context in try RecordWriter.clear(schema: schema, context: context) }
         }
     }
 
@@ -200,26 +178,24 @@ extension LocalStorage {
         }
     }
 
+    /// What a read leaves for the writer: the records it migrated, to write back, and the expired ones it
+    /// met, to purge when `purge` or ``LocalStorageConfiguration/autoPurgeExpiredOnRead`` asks. Returns at once.
+    func followUp(session: DecodeSession, expired: [[UInt8]], purge: Bool, schema: TypeSchema) {
+        writeBack(session, schema: schema)
+        if !expired.isEmpty && (purge || configuration.autoPurgeExpiredOnRead) {
+            self.purge(keys: expired, schema: schema)
+        }
+    }
+
     /// Hands the writer the records a read found expired, to delete if they still are (emitting
     /// `.expired(id)`), and returns at once: a read never waits for a commit. A failure is logged.
     func purge(keys: [[UInt8]], schema: TypeSchema) {
         let logger = self.logger
         core.writer.hand({ context in
-            for key in keys {
-                guard let bytes = try context.txn.get(schema.records, key: key) else { continue }
-                let view: RecordView
-                do {
-                    view = try RecordView(bytes)
-                } catch {
-                    logger?.log(level: .warning, message: "Left a damaged record in place instead of purging it",
-                                metadata: ["type": schema.name, "id": String(decoding: key, as: UTF8.self),
-                                           "error": "\(error)"])
-                    continue
-                }
-                guard view.isExpired(at: context.now) else { continue }
-                try RecordWriter.delete(key: key, schema: schema, txn: context.txn)
-                context.publish(PublishedChange(typeName: schema.name,
-                                                kind: .expired(String(decoding: key, as: UTF8.self))))
+            try RecordWriter.purge(keys: keys, schema: schema, context: context) { key, error in
+                logger?.log(level: .warning, message: "Left a damaged record in place instead of purging it",
+                            metadata: ["type": schema.name, "id": String(decoding: key, as: UTF8.self),
+                                       "error": "\(error)"])
             }
         }, finish: { error in
             guard let error else { return }
@@ -239,15 +215,7 @@ extension LocalStorage {
             let schema = try await core.schema(for: T.self)
             let key = try RecordWriter.key(for: id)
             try await core.writer.perform { context in
-                guard let bytes = try context.txn.get(schema.records, key: key) else {
-                    throw LocalStorageError.notFound(id: id)
-                }
-                let view = try RecordDecoding.view(of: bytes, T.self, id: id)
-                guard !view.isExpired(at: context.now) else { throw LocalStorageError.notFound(id: id) }
-                var header = view.header()
-                header.expiresAt = expiration.expiresAt(now: context.now)
-                try RecordWriter.replaceHeader(of: view, with: header, key: key, schema: schema, txn: context.txn)
-                context.publish(PublishedChange(typeName: schema.name, kind: .touched))
+                try RecordWriter.setExpiration(T.self, id: id, key: key, expiration, schema: schema, context: context)
             }
         }
     }

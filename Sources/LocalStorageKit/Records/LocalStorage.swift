@@ -73,6 +73,7 @@ public final class LocalStorage: Sendable {
 
     /// Runs a public operation that calls a caller's closure: the closure's own error (a ``CallerError``)
     /// comes out unchanged, every other error as a ``LocalStorageError``.
+    nonisolated(nonsending)
     func operationPassingCallerErrors<R>(_ name: String, _ body: () async throws -> R) async throws -> R {
         let start = ContinuousClock.now
         defer { report(name, since: start) }

@@ -86,3 +86,29 @@ enum RecordReader {
         return (items, expiredMet)
     }
 }
+
+extension RecordReader {
+    /// The live record stored under `key`, decoded; `expired` when it is there but expired.
+    static func get<T: LocalStorable>(_ type: T.Type, key: UnsafeRawBufferPointer, id: String, schema: TypeSchema,
+                                      now: Int64, txn: Transaction,
+                                      session: DecodeSession) throws -> (value: T?, expired: Bool) {
+        guard let bytes = try txn.get(schema.records, key: key) else { return (nil, false) }
+        let view = try RecordDecoding.view(of: bytes, T.self, id: id, fixedPartOnly: true)
+        if view.isExpired(at: now) { return (nil, true) }
+        return (try RecordDecoding.decode(T.self, view: view, id: id, session: session), false)
+    }
+
+    /// What the header of the record stored under `key` says, expired or not.
+    static func metadata<T: LocalStorable>(_ type: T.Type, key: [UInt8], id: String, schema: TypeSchema,
+                                           now: Int64, txn: Transaction) throws -> StorageMetadata? {
+        guard let bytes = try txn.get(schema.records, key: key) else { return nil }
+        let view = try RecordDecoding.view(of: bytes, T.self, id: id, fixedPartOnly: true)
+        return StorageMetadata(
+            createdAt: Clock.date(fromNanoseconds: view.createdAt),
+            updatedAt: Clock.date(fromNanoseconds: view.updatedAt),
+            expiresAt: view.expiresAt == 0 ? nil : Clock.date(fromNanoseconds: view.expiresAt),
+            sizeInBytes: view.payload.count,
+            isExpired: view.isExpired(at: now),
+            version: view.version)
+    }
+}

@@ -283,3 +283,52 @@ extension RecordWriter {
         return unique
     }
 }
+
+extension RecordWriter {
+    /// Deletes the record with `id` and publishes `.deleted(id)`; a missing id does nothing.
+    static func delete(id: String, key: [UInt8], schema: TypeSchema, context: Writer.Context) throws {
+        if try delete(key: key, schema: schema, txn: context.txn) {
+            context.publish(PublishedChange(typeName: schema.name, kind: .deleted(id)))
+        }
+    }
+
+    /// Deletes every record of a type and publishes `.cleared`.
+    static func clear(schema: TypeSchema, context: Writer.Context) throws {
+        try deleteAll(schema: schema, txn: context.txn)
+        context.publish(PublishedChange(typeName: schema.name, kind: .cleared))
+    }
+
+    /// Gives a live record a new expiry without rewriting its payload.
+    ///
+    /// - Throws: `notFound(id:)` when the record is absent or expired.
+    static func setExpiration<T>(_ type: T.Type, id: String, key: [UInt8], _ expiration: CacheExpiration,
+                                 schema: TypeSchema, context: Writer.Context) throws {
+        guard let bytes = try context.txn.get(schema.records, key: key) else { throw LocalStorageError.notFound(id: id) }
+        let view = try RecordDecoding.view(of: bytes, T.self, id: id)
+        guard !view.isExpired(at: context.now) else { throw LocalStorageError.notFound(id: id) }
+        var header = view.header()
+        header.expiresAt = expiration.expiresAt(now: context.now)
+        try replaceHeader(of: view, with: header, key: key, schema: schema, txn: context.txn)
+        context.publish(PublishedChange(typeName: schema.name, kind: .touched))
+    }
+
+    /// Deletes the given records if they are (still) expired, publishing `.expired(id)`; a damaged one is
+    /// left in place and reported to `damaged`.
+    static func purge(keys: [[UInt8]], schema: TypeSchema, context: Writer.Context,
+                      damaged: (_ key: [UInt8], _ error: any Error) -> Void) throws {
+        for key in keys {
+            guard let bytes = try context.txn.get(schema.records, key: key) else { continue }
+            let view: RecordView
+            do {
+                view = try RecordView(bytes)
+            } catch {
+                damaged(key, error)
+                continue
+            }
+            guard view.isExpired(at: context.now) else { continue }
+            try delete(key: key, schema: schema, txn: context.txn)
+            context.publish(PublishedChange(typeName: schema.name, kind: .expired(String(decoding: key, as: UTF8.self))))
+        }
+    }
+}
+

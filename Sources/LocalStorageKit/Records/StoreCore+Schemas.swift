@@ -63,6 +63,32 @@ extension StoreCore {
         }
     }
 
+    /// `T`'s open databases if this process has registered it, else nil.
+    func cachedSchema<T: LocalStorable>(for type: T.Type) -> TypeSchema? {
+        schemas.withLock { $0.ready[ObjectIdentifier(type)] }
+    }
+
+    /// `T`'s schema inside a write transaction: the cached one, or registered in `context`'s own
+    /// transaction, and cached once that commits.
+    func schema<T: LocalStorable>(for type: T.Type, in context: Writer.Context) throws -> TypeSchema {
+        let key = ObjectIdentifier(type)
+        if let schema = cachedSchema(for: type) { return schema }
+        let name = T.storageName
+        let declaration = IndexDeclaration.of(T.self)
+        try declaration.validate(storageName: name, type: "\(T.self)")
+        let (schema, migrationPending) = try StoreCore.register(name, declaration: declaration,
+                                                                version: T.storageVersion, meta: meta,
+                                                                txn: context.txn)
+        context.onCommit { [weak self] in
+            self?.schemas.withLock { state in
+                guard state.ready[key] == nil else { return }
+                state.ready[key] = schema
+                if migrationPending { state.migrationsPending.insert(schema.name) }
+            }
+        }
+        return schema
+    }
+
     private enum Registration {
         case ready(TypeSchema)
         case pending(Task<(TypeSchema, Bool), Error>)

@@ -1,4 +1,5 @@
 import Foundation
+import LocalStorageTestSupport
 import Testing
 @testable import LocalStorageKit
 #if canImport(Glibc)

@@ -1,5 +1,6 @@
 import CLMDB
 import Foundation
+import LocalStorageTestSupport
 import Synchronization
 import Testing
 #if canImport(Glibc)

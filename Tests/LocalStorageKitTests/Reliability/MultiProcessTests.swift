@@ -1,5 +1,6 @@
 import CLMDB
 import Foundation
+import LocalStorageTestSupport
 import Testing
 @testable import LocalStorageKit
 

@@ -2,23 +2,13 @@ import CLMDB
 import Foundation
 import Synchronization
 @_spi(Maintenance) @testable import LocalStorageKit
+import LocalStorageTestSupport
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-
-/// The record the `LocalStorageStress` helper writes (the same declaration, so the tests can read it).
-struct StressRecord: LocalStorageIndexed, Equatable {
-    let id: String
-    var group: String?
-    var sequence: Int
-    var blob: String
-
-    static var storageIndexes: [StorageIndex<StressRecord>] {
-        [StorageIndex("group", \.group), StorageIndex("sequence", \.sequence)]
-    }
-}
 
 /// A reliability figure, printed as one greppable line (`scripts/crash-test.sh` collects them).
 func reportFigure(_ text: String) {

@@ -1,0 +1,94 @@
+extension LocalStorage {
+    /// Runs `body` in one write transaction, atomically across records and types, and returns its result
+    /// once the transaction is durable.
+    ///
+    /// ```swift
+    /// let left = try await storage.write { tx in
+    ///     guard var stock = try tx.fetch(Stock.self, id: "sku_1") else { throw ShopError.soldOut }
+    ///     stock.count -= 1
+    ///     try tx.save(stock)
+    ///     return stock.count
+    /// }
+    /// ```
+    /// The body is synchronous and runs on the store's writer thread, exactly once: a failing request
+    /// committed in the same group commit never makes it run again. It sees its own writes. When it throws,
+    /// nothing it did is written and its own error comes out unchanged. The one exception to "once": when
+    /// the body's own writes need the memory map to grow past its current size, the map grows and the body
+    /// runs again on a fresh transaction (nothing of the first run is kept). Keep bodies short: other
+    /// writes wait for them. Change streams get the transaction's events after it commits, in order, and
+    /// a live query reruns once for the whole transaction.
+    /// - Throws: Whatever `body` throws, unchanged; `storageFull` when its writes do not fit.
+    public func write<R: Sendable>(_ body: @escaping @Sendable (StorageWriteTransaction) throws -> R) async throws
+        -> R {
+        try await operationPassingCallerErrors("write") {
+            try await core.writer.performOnce { context in
+                let transaction = StorageWriteTransaction(storage: self, context: context)
+                defer { transaction.close() }
+                do {
+                    return try body(transaction)
+                } catch {
+                    throw CallerError(underlying: error)
+                }
+            }
+        }
+    }
+
+    /// Runs `body` on one consistent snapshot of the store: however many writes commit meanwhile, every
+    /// read in it sees the same state.
+    ///
+    /// ```swift
+    /// let (user, posts) = try await storage.read { tx in
+    ///     (try tx.fetch(User.self, id: "u1"), try tx.fetch(Post.self, matching: [.equals("author", "u1")]))
+    /// }
+    /// ```
+    /// The body runs on the caller's executor, synchronously. It may run again, on a new snapshot, when a
+    /// type it reads must first be registered, migrated or re-indexed (the first use of a type in this
+    /// process, or after its index declaration changed), so keep it free of side effects.
+    /// - Throws: Whatever `body` throws, unchanged.
+    nonisolated(nonsending)
+    public func read<R>(_ body: (StorageReadTransaction) throws -> R) async throws -> R {
+        try await operationPassingCallerErrors("read") {
+            var attempt = 0
+            while true {
+                let now = Clock.now()
+                var outcome: Result<R, any Error>?
+                let transaction = try core.environment.read { txn in
+                    let transaction = StorageReadTransaction(storage: self, txn: txn, now: now,
+                                                             mayPrepare: attempt < 3)
+                    defer { transaction.close() }
+                    do {
+                        outcome = .success(try body(transaction))
+                    } catch {
+                        outcome = .failure(error)
+                    }
+                    return transaction
+                }
+                if !transaction.preparation.isEmpty {
+                    attempt += 1
+                    for step in transaction.preparation { try await step() }
+                    continue
+                }
+                for followUp in transaction.followUps { followUp() }
+                switch outcome {
+                case .success(let value)?: return value
+                case .failure(let error)?: throw CallerError(underlying: error)
+                case nil: throw LocalStorageError.storageError(code: -1, message: "the read ran no body")
+                }
+            }
+        }
+    }
+}
+
+extension LocalRepository {
+    /// Runs `body` in one write transaction (see ``LocalStorage/write(_:)``).
+    public func write<R: Sendable>(_ body: @escaping @Sendable (StorageWriteTransaction) throws -> R) async throws
+        -> R {
+        try await storage.write(body)
+    }
+
+    /// Runs `body` on one consistent snapshot (see ``LocalStorage/read(_:)``).
+    nonisolated(nonsending)
+    public func read<R>(_ body: (StorageReadTransaction) throws -> R) async throws -> R {
+        try await storage.read(body)
+    }
+}

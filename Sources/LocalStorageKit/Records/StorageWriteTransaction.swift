@@ -1,0 +1,112 @@
+/// A write transaction: the reads of ``StorageReadTransaction`` plus writes, valid only inside the
+/// closure of ``LocalStorage/write(_:)`` that receives it.
+///
+/// ```swift
+/// let left = try await storage.write { tx in
+///     try tx.save(order, expiration: .days(30))
+///     try tx.delete(Cart.self, id: order.cartID)
+///     guard var stock = try tx.fetch(Stock.self, id: order.sku) else { throw ShopError.soldOut }
+///     stock.count -= 1
+///     try tx.save(stock)
+///     return stock.count
+/// }
+/// ```
+/// Reads see the transaction's own writes. Everything commits together when the closure returns, or
+/// nothing does when it throws. Records a read migrates or finds expired are written back or purged in
+/// the same transaction; an indexed query re-indexes records another declaration of the type wrote
+/// first, in the same transaction too (a query inside a write does not run pending migrations first).
+public final class StorageWriteTransaction: StorageReadTransaction {
+    let context: Writer.Context
+
+    init(storage: LocalStorage, context: Writer.Context) {
+        self.context = context
+        super.init(storage: storage, txn: context.txn, now: context.now)
+    }
+
+    override func resolveSchema<T: LocalStorable>(_ type: T.Type) throws -> TypeSchema {
+        try storage.core.schema(for: T.self, in: context)
+    }
+
+    override func prepareIndexedRead<T: LocalStorable>(_ type: T.Type, schema: TypeSchema) throws {
+        guard try Reindexer<T>.hasStaleRecords(schema: schema, txn: txn) else { return }
+        try Reindexer<T>(logger: storage.logger).reindexAll(schema: schema, context: context)
+    }
+
+    override func finish(_ session: DecodeSession, expired: [[UInt8]], purge: Bool, schema: TypeSchema) throws {
+        for upgrade in session.upgrades { try RecordWriter.apply(upgrade, schema: schema, txn: txn) }
+        guard !expired.isEmpty, purge || storage.configuration.autoPurgeExpiredOnRead else { return }
+        let logger = storage.logger
+        try RecordWriter.purge(keys: expired, schema: schema, context: context) { key, error in
+            logger?.log(level: .warning, message: "Left a damaged record in place instead of purging it",
+                        metadata: ["type": schema.name, "id": String(decoding: key, as: UTF8.self),
+                                   "error": "\(error)"])
+        }
+    }
+
+    override func mapped(_ error: any Error) -> any Error {
+        if let error = error as? LMDBError, error.isMapFull {
+            // The writer grows the map and runs the transaction again, whatever the closure does with this.
+            context.metMapFull = true
+        }
+        return super.mapped(error)
+    }
+
+    // MARK: - Writes
+
+    /// Saves `value`, replacing any record with its id (see ``LocalStorage/save(_:expiration:)``).
+    public func save<T: LocalStorable>(_ value: T, expiration: CacheExpiration = .never) throws {
+        try run {
+            let schema = try schema(T.self)
+            let record = try storage.prepare(value, schema: schema)
+            try RecordWriter.put(record, expiresAt: expiration.expiresAt(now: now), schema: schema, context: context)
+        }
+    }
+
+    /// Saves every value; when the sequence repeats an id, the last value wins.
+    public func save<T: LocalStorable, S: Sequence>(contentsOf values: S, expiration: CacheExpiration = .never) throws
+        where S.Element == T {
+        try run {
+            let schema = try schema(T.self)
+            let indexValues = T.indexValueComputer()
+            let records = try values.map { try storage.prepare($0, schema: schema, indexValues: indexValues) }
+            guard !records.isEmpty else { return }
+            try RecordWriter.putAll(RecordWriter.sortedByKey(records), expiresAt: expiration.expiresAt(now: now),
+                                    schema: schema, context: context)
+        }
+    }
+
+    /// Deletes the record with `id`; deleting a missing id does nothing.
+    public func delete<T: LocalStorable>(_ type: T.Type, id: String) throws {
+        try run {
+            try RecordWriter.delete(id: id, key: try RecordWriter.key(for: id), schema: try schema(T.self),
+                                    context: context)
+        }
+    }
+
+    /// Deletes the record whose id is `id`; a missing id does nothing.
+    @_disfavoredOverload
+    public func delete<T: LocalStorable>(_ type: T.Type, id: T.ID) throws {
+        try delete(type, id: try StorageKey.string(for: id))
+    }
+
+    /// Deletes every record of `T` (emits one `.cleared` after the commit).
+    public func deleteAll<T: LocalStorable>(_ type: T.Type) throws {
+        try run { try RecordWriter.clear(schema: try schema(T.self), context: context) }
+    }
+
+    /// Changes a record's time to live without rewriting its value.
+    ///
+    /// - Throws: `notFound(id:)` when the record is absent or expired.
+    public func setExpiration<T: LocalStorable>(_ type: T.Type, id: String, _ expiration: CacheExpiration) throws {
+        try run {
+            try RecordWriter.setExpiration(T.self, id: id, key: try RecordWriter.key(for: id), expiration,
+                                           schema: try schema(T.self), context: context)
+        }
+    }
+
+    /// Changes the time to live of the record whose id is `id`. - Throws: `notFound(id:)`.
+    @_disfavoredOverload
+    public func setExpiration<T: LocalStorable>(_ type: T.Type, id: T.ID, _ expiration: CacheExpiration) throws {
+        try setExpiration(type, id: try StorageKey.string(for: id), expiration)
+    }
+}

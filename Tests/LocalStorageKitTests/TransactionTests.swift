@@ -1,0 +1,253 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import LocalStorageKit
+import LocalStorageTestSupport
+
+struct Account: LocalStorageIndexed, Equatable {
+    let id: String
+    var balance: Int
+    static var storageIndexes: [StorageIndex<Account>] { [.number("balance") { $0.balance }] }
+}
+
+enum ShopError: Error, Equatable {
+    case soldOut(sku: String)
+}
+
+/// `write { tx in }` and `read { tx in }`: atomic, exactly once, one snapshot, own errors unchanged.
+@Suite struct TransactionTests {
+    @Test func aBodyThatThrowsAfterSeveralWritesLeavesNothing() async throws {
+        let storage = try LocalStorage(configuration: .inMemory)
+        try await storage.save(Note(id: "kept", text: "before"))
+        try await storage.save(Product.sample(1))
+        let commits = storage.commitCount
+        await #expect(throws: ShopError.soldOut(sku: "sku_9")) {
+            try await storage.write { tx in
+                try tx.save(Note(id: "new", text: "x"))
+                try tx.save(Note(id: "kept", text: "changed"))
+                try tx.delete(Product.self, id: "sku_1")
+                try tx.save(contentsOf: (2..<5).map(Product.sample))
+                #expect(try tx.fetch(Note.self, id: "kept")?.text == "changed")  // it sees its own writes
+                #expect(try tx.count(Product.self, matching: [.atLeast("price", 0)]) == 3)
+                throw ShopError.soldOut(sku: "sku_9")
+            }
+        }
+        #expect(try await storage.fetch(Note.self, id: "kept")?.text == "before")
+        #expect(try await storage.fetch(Note.self, id: "new") == nil)
+        #expect(try await storage.fetch(Product.self).map(\.id) == ["sku_1"])
+        #expect(try await storage.count(Product.self, matching: [.atLeast("price", 0)]) == 1)
+        #expect(storage.commitCount - commits <= 1)
+    }
+
+    @Test func aWriteIsAtomicAcrossTypesAndReturnsItsResult() async throws {
+        let storage = try LocalStorage(configuration: .inMemory)
+        try await storage.save(Account(id: "stock", balance: 3))
+        let changes = storage.changes(of: Note.self)
+        let left = try await storage.write { tx -> Int in
+            guard var stock = try tx.fetch(Account.self, id: "stock") else { throw ShopError.soldOut(sku: "stock") }
+            stock.balance -= 1
+            try tx.save(stock)
+            try tx.save(Note(id: "order", text: "one"), expiration: .days(30))
+            try tx.save(Note(id: "temp", text: "t"))
+            try tx.delete(Note.self, id: "temp")
+            try tx.setExpiration(Note.self, id: "order", .days(1))
+            return stock.balance
+        }
+        #expect(left == 2)
+        #expect(try await storage.fetch(Account.self, id: "stock")?.balance == 2)
+        let meta = try #require(try await storage.metadata(Note.self, id: "order"))
+        #expect(try #require(meta.expiresAt).timeIntervalSinceNow < 86_401)
+        // The transaction's events arrive after its commit, in order.
+        var events: [String] = []
+        for await change in changes {
+            switch change {
+            case .inserted(let note): events.append("+\(note.id)")
+            case .updated(let note): events.append("~\(note.id)")
+            case .deleted(let id): events.append("-\(id)")
+            case .expired(let id): events.append("x\(id)")
+            case .cleared: events.append("clear")
+            }
+            if events.count == 3 { break }
+        }
+        #expect(events == ["+order", "+temp", "-temp"])
+    }
+
+    @Test func aLiveQuerySeesTheWholeTransactionAtOnce() async throws {
+        let storage = try LocalStorage(configuration: .inMemory)
+        var results = storage.updates(of: Note.self).makeAsyncIterator()
+        #expect(try await results.next()?.isEmpty == true)
+        try await storage.write { tx in
+            for n in 0..<50 { try tx.save(Note(id: "n\(n)", text: "\(n)")) }
+        }
+        // The first result after the commit already holds all 50: no partial state is ever shown.
+        #expect(try await results.next()?.count == 50)
+    }
+
+    @Test func aReadSeesOneSnapshotWhileWritesCommit() async throws {
+        let storage = try LocalStorage(configuration: .inMemory)
+        try await storage.save(contentsOf: (0..<10).map { Note(id: "n\($0)", text: "v0") })
+        let writer = Task {
+            for round in 1...40 {
+                try await storage.save(contentsOf: (0..<10).map { Note(id: "n\($0)", text: "v\(round)") })
+                try await storage.save(Note(id: "extra\(round)", text: "x"))
+            }
+        }
+        let (first, second, count) = try await storage.read { tx in
+            let first = try tx.fetch(Note.self)
+            Thread.sleep(forTimeInterval: 0.05)  // writes commit meanwhile
+            return (first, try tx.fetch(Note.self), try tx.count(Note.self))
+        }
+        try await writer.value
+        #expect(first == second)
+        #expect(count == first.count)
+        #expect(Set(first.map(\.text)).count == 1)
+        #expect(try await storage.count(Note.self) == 50)
+    }
+
+    @Test func aReadRegistersReindexesAndAnswersExactly() async throws {
+        typealias AB = Evolving<NamePlain, DeclarationAB>
+        typealias BC = Evolving<NamePlain, DeclarationBC>
+        let storage = try LocalStorage(configuration: .inMemory)
+        try await storage.save(contentsOf: (0..<5).map { (n: Int) in AB(id: "r\(n)", a: n, b: "x", c: n) })
+        // BC was never used in this process, and every record was indexed with AB's declaration.
+        let (count, ids) = try await storage.read { tx in
+            (try tx.count(BC.self, matching: [.atLeast("c", 2)]),
+             try tx.fetch(BC.self, matching: [.equals("b", "x")], orderedBy: .descending("c")).map(\.id))
+        }
+        #expect(count == 3)
+        #expect(ids == ["r4", "r3", "r2", "r1", "r0"])
+    }
+
+    @Test func aTransactionUsedOutsideItsClosureThrows() async throws {
+        let storage = try LocalStorage(configuration: .inMemory)
+        let leaked = try await storage.read { $0 }
+        #expect(throws: LocalStorageError.self) { try leaked.fetch(Note.self, id: "n") }
+    }
+
+    @Test func aBodyRunsOnceWhenAPeerOfItsCommitFails() async throws {
+        var configuration = diskConfiguration()
+        configuration.mapSize = 1 << 20
+        configuration.maxMapSize = 1 << 20
+        let storage = try LocalStorage(configuration: configuration)
+        let calls = CallCounter()
+        let hold = try await WriterHold(storage)
+        let tooBig = Task { try await storage.save(Note(id: "big", text: String(repeating: "x", count: 2 << 20))) }
+        try await waitUntil("the save is queued") { storage.core.writer.queuedCount == 1 }
+        let body = Task {
+            try await storage.write { tx in
+                calls.increment()
+                try tx.save(Note(id: "mine", text: "kept"))
+            }
+        }
+        try await waitUntil("the write is queued") { storage.core.writer.queuedCount == 2 }
+        let failing = Task {
+            try await storage.write { tx in
+                try tx.save(Note(id: "theirs", text: "lost"))
+                throw ShopError.soldOut(sku: "peer")
+            }
+        }
+        try await waitUntil("the failing write is queued") { storage.core.writer.queuedCount == 3 }
+        try await hold.release()
+        await #expect(throws: LocalStorageError.storageFull) { try await tooBig.value }
+        await #expect(throws: ShopError.soldOut(sku: "peer")) { try await failing.value }
+        try await body.value
+        #expect(calls.value == 1)
+        #expect(try await storage.fetch(Note.self, id: "mine")?.text == "kept")
+        #expect(try await storage.fetch(Note.self, id: "theirs") == nil)
+    }
+
+    @Test func concurrentWritesAndSavesShareCommits() async throws {
+        let storage = try LocalStorage(configuration: diskConfiguration(durability: .full))
+        let commits = storage.commitCount
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for n in 0..<200 {
+                group.addTask { try await storage.write { tx in try tx.save(Note(id: "w\(n)", text: "w")) } }
+                group.addTask { try await storage.save(Note(id: "s\(n)", text: "s")) }
+            }
+            try await group.waitForAll()
+        }
+        #expect(try await storage.count(Note.self) == 400)
+        // One commit each would be 400; group commit shares them (two kinds a drain at most).
+        #expect(storage.commitCount - commits < 200)
+    }
+
+    /// Many concurrent transfers between accounts, some refused; readers summing every balance in one
+    /// snapshot never see money appear or vanish.
+    @Test func theBankNeverLosesMoney() async throws {
+        let storage = try LocalStorage(configuration: diskConfiguration())
+        let accounts = 20
+        try await storage.save(contentsOf: (0..<accounts).map { Account(id: "a\($0)", balance: 100) })
+        let refused = CallCounter()
+        let sums = Totals()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for worker in 0..<8 {
+                group.addTask {
+                    var random = SplitMix64(seed: UInt64(worker) &+ 0xBA4C)
+                    for _ in 0..<60 {
+                        let first = random.below(accounts)
+                        let from = "a\(first)"
+                        let to = "a\((first + 1 + random.below(accounts - 1)) % accounts)"  // never `from`
+                        let amount = 1 + random.below(80)
+                        do {
+                            try await storage.write { tx in
+                                guard var source = try tx.fetch(Account.self, id: from),
+                                      var target = try tx.fetch(Account.self, id: to) else {
+                                    throw ShopError.soldOut(sku: "missing")
+                                }
+                                source.balance -= amount
+                                try tx.save(source)
+                                target.balance += amount
+                                try tx.save(target)
+                                if source.balance < 0 { throw ShopError.soldOut(sku: from) }  // after writing
+                            }
+                        } catch ShopError.soldOut {
+                            refused.increment()
+                        }
+                    }
+                }
+            }
+            for _ in 0..<3 {
+                group.addTask {
+                    for _ in 0..<100 {
+                        // Account by account, so that only one snapshot for the whole body adds up.
+                        let total = try await storage.read { tx in
+                            try (0..<accounts).reduce(0) { sum, n in
+                                sum + (try tx.fetch(Account.self, id: "a\(n)")?.balance ?? 0)
+                            }
+                        }
+                        sums.append(total)
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let totals = sums.values
+        #expect(totals.count == 300)
+        #expect(totals.allSatisfy { $0 == 100 * accounts }, "\(Set(totals))")
+        let final = try await storage.fetch(Account.self)
+        #expect(final.reduce(0) { $0 + $1.balance } == 100 * accounts)
+        #expect(final.allSatisfy { $0.balance >= 0 })
+        #expect(refused.value > 0 && refused.value < 480)
+        // The balance index agrees with the payloads after all of it.
+        #expect(try await storage.count(Account.self, matching: [.atLeast("balance", 0)]) == accounts)
+    }
+
+    @Test func aProcessKilledInsideALongTransactionLosesAllOfItAndNothingElse() async throws {
+        let directory = temporaryDirectory()
+        let child = try HelperProcess(["long-write", directory.path])
+        try await child.waitForLine("inside") { $0 == "inside" }
+        await child.kill()
+        try await withStore(diskConfiguration(directory)) { storage async throws in
+            #expect(try await storage.fetch(StressRecord.self).map(\.id) == ["before"])
+            #expect(try await storage.count(StressRecord.self, matching: [.atLeast("sequence", 0)]) == 1)
+            #expect(try await verifyProblems(storage) == [])
+        }
+    }
+}
+
+/// Sums collected from several tasks.
+final class Totals: Sendable {
+    private let state = Mutex<[Int]>([])
+    func append(_ total: Int) { state.withLock { $0.append(total) } }
+    var values: [Int] { state.withLock { $0 } }
+}
