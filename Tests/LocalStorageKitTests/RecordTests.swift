@@ -347,7 +347,7 @@ import Testing
         let storage = try LocalStorage(configuration: diskConfiguration(directory))
         try await storage.save(Product.sample(1), expiration: .hours(1))
         let names: [String] = try storage.core.environment.read { txn in
-            try txn.withCursor(MDB_dbi(1)) { cursor in
+            try txn.withCursor(.main) { cursor in
                 var names: [String] = []
                 var entry = try cursor.move(MDB_FIRST)
                 while let current = entry {

@@ -1,4 +1,3 @@
-import CLMDB
 
 /// Runs a ``QueryPlan`` inside one read transaction, on index keys and record headers only.
 ///
@@ -33,7 +32,7 @@ final class QueryExecutor {
 
     /// Calls `body` with (key, id) for each entry of `dbi` inside `intervals`, ascending or descending,
     /// until it returns false.
-    func walk(_ dbi: MDB_dbi, _ intervals: [KeyInterval], descending: Bool,
+    func walk(_ dbi: Database, _ intervals: [KeyInterval], descending: Bool,
               _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool) throws {
         try txn.withCursor(dbi) { cursor in
             for interval in descending ? intervals.reversed() : intervals {
@@ -43,7 +42,7 @@ final class QueryExecutor {
                     if descending, OrderedKey.compare(entry.key, interval.lower) < 0 { break }
                     if let prefix = interval.prefix, !entry.key.starts(with: prefix) { break }
                     if try !body(entry.key, entry.value) { return }
-                    guard let next = try cursor.move(descending ? MDB_PREV : MDB_NEXT) else { break }
+                    guard let next = try cursor.move(descending ? .previous : .next) else { break }
                     entry = next
                 }
             }
@@ -55,14 +54,14 @@ final class QueryExecutor {
         // Descending: position on the last entry ≤ the interval's upper end.
         let upper: [UInt8]?
         if let prefix = interval.prefix { upper = QueryExecutor.successor(of: prefix) } else { upper = interval.upper }
-        guard let upper else { return try cursor.move(MDB_LAST) }
-        guard let found = try cursor.seek(atLeast: upper) else { return try cursor.move(MDB_LAST) }
+        guard let upper else { return try cursor.move(.last) }
+        guard let found = try cursor.seek(atLeast: upper) else { return try cursor.move(.last) }
         if interval.prefix == nil, found.key.elementsEqual(upper) {
-            // MDB_LAST_DUP positions without returning the key; read the pair under the cursor.
-            _ = try cursor.move(MDB_LAST_DUP)
-            return try cursor.move(MDB_GET_CURRENT)
+            // .lastDuplicate positions without returning the key; read the pair under the cursor.
+            _ = try cursor.move(.lastDuplicate)
+            return try cursor.move(.current)
         }
-        return try cursor.move(MDB_PREV)
+        return try cursor.move(.previous)
     }
 
     /// The smallest key greater than every key starting with `prefix`, or nil when there is none.
@@ -206,7 +205,7 @@ final class QueryExecutor {
                 while let current = entry {
                     if let last = previous, ByteOrder.equal(current.key, last.key) {
                         total += last.matched ? 1 : 0
-                        entry = try cursor.move(MDB_NEXT)
+                        entry = try cursor.move(.next)
                         continue
                     }
                     if let upper = interval.upper, OrderedKey.compare(current.key, upper) > 0 { break }
@@ -214,18 +213,18 @@ final class QueryExecutor {
                     if IndexKeys.isCut(current.key, kind: kind) {
                         previous = nil
                         total += try check(key: current.key, id: current.value, driving: driving).matches ? 1 : 0
-                        entry = try cursor.move(MDB_NEXT)
+                        entry = try cursor.move(.next)
                         continue
                     }
                     let matched = !current.key.elementsEqual(IndexKeys.missing)
                         && conditions.allSatisfy { $0.matches(key: current.key) }
                     if isPoints {
                         total += matched ? try cursor.duplicateCount() : 0
-                        entry = try cursor.move(MDB_NEXT_NODUP)
+                        entry = try cursor.move(.nextKey)
                     } else {
                         total += matched ? 1 : 0
                         previous = (current.key, matched)
-                        entry = try cursor.move(MDB_NEXT)
+                        entry = try cursor.move(.next)
                     }
                 }
             }
@@ -256,7 +255,7 @@ final class QueryExecutor {
                         } else if !(excludingLower && ByteOrder.equal(key, low)) {
                             total += 1
                         }
-                        guard let next = try cursor.move(MDB_NEXT) else { return }
+                        guard let next = try cursor.move(.next) else { return }
                         entry = next
                     }
                 }
@@ -295,7 +294,7 @@ final class QueryExecutor {
                             if position >= options.offset && position < end { ids.append(Array(entry.value)) }
                             position += 1
                         }
-                        guard let next = try cursor.move(MDB_NEXT) else { return }
+                        guard let next = try cursor.move(.next) else { return }
                         entry = next
                     }
                 }
@@ -338,12 +337,12 @@ final class QueryExecutor {
         switch options.sort {
         case .id:
             try txn.withCursor(schema.records) { cursor in
-                var entry = try cursor.move(MDB_FIRST)
+                var entry = try cursor.move(.first)
                 while let current = entry {
                     if let view = try? RecordView(fixedPartOf: current.value), !view.isExpired(at: now), matches(view) {
                         if !accept(current.key) { break }
                     }
-                    entry = try cursor.move(MDB_NEXT)
+                    entry = try cursor.move(.next)
                 }
             }
         case .newestFirst, .oldestFirst:

@@ -1,4 +1,3 @@
-import CLMDB
 
 /// Brings the records of a type that were indexed with another declaration in line with this one, in
 /// bounded write batches.
@@ -19,9 +18,9 @@ struct Reindexer<T: LocalStorable>: Sendable {
     static func hasStaleRecords(schema: TypeSchema, txn: Transaction) throws -> Bool {
         let mine = RecordWriter.signatureKey(schema.signature)
         return try txn.withCursor(schema.signatures) { cursor in
-            guard let first = try cursor.move(MDB_FIRST) else { return false }
+            guard let first = try cursor.move(.first) else { return false }
             guard first.key.elementsEqual(mine) else { return true }
-            guard let last = try cursor.move(MDB_LAST) else { return false }
+            guard let last = try cursor.move(.last) else { return false }
             return !last.key.elementsEqual(mine)
         }
     }
@@ -79,18 +78,18 @@ struct Reindexer<T: LocalStorable>: Sendable {
                 entry = try cursor.seek(atLeast: after.signature, value: after.key)
                 if let current = entry, current.key.elementsEqual(after.signature),
                    current.value.elementsEqual(after.key) {
-                    entry = try cursor.move(MDB_NEXT)
+                    entry = try cursor.move(.next)
                 }
             } else {
-                entry = try cursor.move(MDB_FIRST)
+                entry = try cursor.move(.first)
             }
             while let current = entry, stale.count < Reindexer.batchSize {
                 if current.key.elementsEqual(mine) {
-                    entry = try cursor.move(MDB_NEXT_NODUP)
+                    entry = try cursor.move(.nextKey)
                     continue
                 }
                 stale.append((Array(current.key), Array(current.value)))
-                entry = try cursor.move(MDB_NEXT)
+                entry = try cursor.move(.next)
             }
         }
         var batch = Batch(seen: stale.count, last: stale.last)

@@ -21,6 +21,10 @@ struct Cursor {
                 UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size))
     }
 
+    /// Moves the cursor and returns the pair, or nil past the end.
+    @inline(__always)
+    mutating func move(_ move: CursorMove) throws -> Entry? { try self.move(move.operation) }
+
     /// Positions at the first key ≥ `key` (`MDB_SET_RANGE`).
     mutating func seek(atLeast key: [UInt8]) throws -> Entry? {
         if key.isEmpty { return try move(MDB_FIRST) }

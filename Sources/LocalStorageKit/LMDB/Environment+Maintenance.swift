@@ -8,10 +8,10 @@ import Darwin
 /// Environment-wide figures for the maintenance tool: pages, readers, the free list.
 extension Environment {
     /// Page statistics of the environment's main database (`mdb_env_stat`): page size and tree shape.
-    func mainStatistics() throws -> MDB_stat {
+    func mainStatistics() throws -> DatabaseStatistics {
         var stat = MDB_stat()
         try check(mdb_env_stat(handle, &stat), "mdb_env_stat")
-        return stat
+        return DatabaseStatistics(stat)
     }
 
     /// Runs `body` in a fresh read transaction that is committed, not reset, so the database handles it
@@ -57,7 +57,7 @@ extension Transaction {
     /// Walks the free-list database (dbi 0): each value is a page-number list whose first word
     /// holds its length. Complexity: O(free-list entries).
     func freePageCount() throws -> Int {
-        try withCursor(0) { cursor in
+        try withCursor(.freePages) { cursor in
             var pages = 0
             var entry = try cursor.move(MDB_FIRST)
             while let current = entry {

@@ -208,10 +208,10 @@ final class Environment: @unchecked Sendable {
     }
 
     /// Environment information: map size, last page, readers.
-    func info() -> MDB_envinfo {
+    func info() -> EnvironmentInfo {
         var info = MDB_envinfo()
         mdb_env_info(handle, &info)
-        return info
+        return EnvironmentInfo(info)
     }
 
     /// Clears reader slots left behind by dead processes; returns how many were cleared.
@@ -362,37 +362,6 @@ final class Environment: @unchecked Sendable {
     func copyCompacted(to directory: String) throws {
         try check(directory.withCString { mdb_env_copy2(handle, $0, UInt32(MDB_CP_COMPACT)) }, "mdb_env_copy2")
     }
-}
-
-/// A reset read transaction waiting in the pool.
-private struct ReadHandle: @unchecked Sendable {
-    // @unchecked: a reset transaction belongs to no thread (MDB_NOTLS); only one taker pops it.
-    let handle: OpaquePointer
-}
-
-/// The data file is shorter than the pages its meta page refers to.
-struct TruncatedDataFile: Error, CustomStringConvertible {
-    let length: Int
-    let needed: Int
-
-    var description: String {
-        "the data file is truncated or damaged: it has \(length) bytes, its pages need \(needed)"
-    }
-}
-
-/// Notices `fork()` without a system call per transaction: a child handler registered once with
-/// `pthread_atfork` bumps a generation counter that each environment compares with the one it was
-/// opened in.
-enum ForkWatch {
-    private static let counter: Atomic<Int> = {
-        pthread_atfork(nil, nil) { ForkWatch.bump() }
-        return Atomic<Int>(0)
-    }()
-
-    private static func bump() { counter.add(1, ordering: .relaxed) }
-
-    /// How many times this process image has been forked into (0 in the original process).
-    static var generation: Int { counter.load(ordering: .relaxed) }
 }
 
 /// `open(2)` and `close(2)`, out of reach of ``Environment``'s own `close()`.

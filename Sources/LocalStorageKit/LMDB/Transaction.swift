@@ -18,38 +18,38 @@ struct Transaction {
     var id: Int { Int(mdb_txn_id(handle)) }
 
     /// The value stored under `key`, pointing into the map, or nil when absent.
-    func get(_ dbi: MDB_dbi, key: UnsafeRawBufferPointer) throws -> UnsafeRawBufferPointer? {
+    func get(_ database: Database, key: UnsafeRawBufferPointer) throws -> UnsafeRawBufferPointer? {
         var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
         var v = MDB_val()
-        let code = mdb_get(handle, dbi, &k, &v)
+        let code = mdb_get(handle, database.handle, &k, &v)
         if code == MDB_NOTFOUND { return nil }
         try check(code, "mdb_get")
         return UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)
     }
 
     /// The value stored under `key` (bytes given as an array), pointing into the map.
-    func get(_ dbi: MDB_dbi, key: [UInt8]) throws -> UnsafeRawBufferPointer? {
-        try key.withUnsafeBytes { try get(dbi, key: $0) }
+    func get(_ database: Database, key: [UInt8]) throws -> UnsafeRawBufferPointer? {
+        try key.withUnsafeBytes { try get(database, key: $0) }
     }
 
     /// Stores `value` under `key`, replacing (or, in a sorted-duplicates database, adding) it.
-    func put(_ dbi: MDB_dbi, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer,
+    func put(_ database: Database, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer,
              flags: UInt32 = 0) throws {
         var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
         var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
-        let code = mdb_put(handle, dbi, &k, &v, flags)
+        let code = mdb_put(handle, database.handle, &k, &v, flags)
         if code == MDB_KEYEXIST && flags & UInt32(MDB_NODUPDATA) != 0 { return }
         try check(code, "mdb_put")
     }
 
     /// Stores `length` bytes under `key` that `fill` writes straight into the map (`MDB_RESERVE`): no
     /// intermediate buffer holds the whole value. Not for sorted-duplicates databases.
-    func putReserved(_ dbi: MDB_dbi, key: [UInt8], length: Int,
+    func putReserved(_ database: Database, key: [UInt8], length: Int,
                      fill: (UnsafeMutableRawBufferPointer) -> Void) throws {
         try key.withUnsafeBytes { kb in
             var k = MDB_val(mv_size: kb.count, mv_data: UnsafeMutableRawPointer(mutating: kb.baseAddress))
             var v = MDB_val(mv_size: length, mv_data: nil)
-            try check(mdb_put(handle, dbi, &k, &v, UInt32(MDB_RESERVE)), "mdb_put")
+            try check(mdb_put(handle, database.handle, &k, &v, UInt32(MDB_RESERVE)), "mdb_put")
             guard let start = v.mv_data else { throw LMDBError(code: EINVAL, call: "mdb_put", caller: #function) }
             fill(UnsafeMutableRawBufferPointer(start: start, count: length))
         }
@@ -77,26 +77,26 @@ struct Transaction {
     }
 
     /// Stores `value` under `key`; array convenience.
-    func put(_ dbi: MDB_dbi, key: [UInt8], value: [UInt8], flags: UInt32 = 0) throws {
+    func put(_ database: Database, key: [UInt8], value: [UInt8], flags: UInt32 = 0) throws {
         try key.withUnsafeBytes { k in
-            try value.withUnsafeBytes { v in try put(dbi, key: k, value: v, flags: flags) }
+            try value.withUnsafeBytes { v in try put(database, key: k, value: v, flags: flags) }
         }
     }
 
     /// Deletes `key` (and, when `value` is given in a sorted-duplicates database, only that pair).
     /// Returns false when there was nothing to delete.
     @discardableResult
-    func delete(_ dbi: MDB_dbi, key: [UInt8], value: [UInt8]? = nil) throws -> Bool {
+    func delete(_ database: Database, key: [UInt8], value: [UInt8]? = nil) throws -> Bool {
         var code: Int32 = 0
         key.withUnsafeBytes { kb in
             var k = MDB_val(mv_size: kb.count, mv_data: UnsafeMutableRawPointer(mutating: kb.baseAddress))
             if let value {
                 value.withUnsafeBytes { vb in
                     var v = MDB_val(mv_size: vb.count, mv_data: UnsafeMutableRawPointer(mutating: vb.baseAddress))
-                    code = mdb_del(handle, dbi, &k, &v)
+                    code = mdb_del(handle, database.handle, &k, &v)
                 }
             } else {
-                code = mdb_del(handle, dbi, &k, nil)
+                code = mdb_del(handle, database.handle, &k, nil)
             }
         }
         if code == MDB_NOTFOUND { return false }
@@ -105,33 +105,33 @@ struct Transaction {
     }
 
     /// Removes every entry of a database, keeping the database itself.
-    func empty(_ dbi: MDB_dbi) throws {
-        try check(mdb_drop(handle, dbi, 0), "mdb_drop")
+    func empty(_ database: Database) throws {
+        try check(mdb_drop(handle, database.handle, 0), "mdb_drop")
     }
 
     /// Removes a database and its name from the environment.
-    func drop(_ dbi: MDB_dbi) throws {
-        try check(mdb_drop(handle, dbi, 1), "mdb_drop")
+    func drop(_ database: Database) throws {
+        try check(mdb_drop(handle, database.handle, 1), "mdb_drop")
     }
 
     /// The number of entries in a database (duplicates counted), in O(1).
-    func entryCount(_ dbi: MDB_dbi) throws -> Int {
+    func entryCount(_ database: Database) throws -> Int {
         var stat = MDB_stat()
-        try check(mdb_stat(handle, dbi, &stat), "mdb_stat")
+        try check(mdb_stat(handle, database.handle, &stat), "mdb_stat")
         return stat.ms_entries
     }
 
     /// Page statistics of a database.
-    func stat(_ dbi: MDB_dbi) throws -> MDB_stat {
+    func statistics(_ database: Database) throws -> DatabaseStatistics {
         var stat = MDB_stat()
-        try check(mdb_stat(handle, dbi, &stat), "mdb_stat")
-        return stat
+        try check(mdb_stat(handle, database.handle, &stat), "mdb_stat")
+        return DatabaseStatistics(stat)
     }
 
-    /// Opens a cursor on `dbi` for the duration of `body`.
-    func withCursor<R>(_ dbi: MDB_dbi, _ body: (inout Cursor) throws -> R) throws -> R {
+    /// Opens a cursor on `database` for the duration of `body`.
+    func withCursor<R>(_ database: Database, _ body: (inout Cursor) throws -> R) throws -> R {
         var raw: OpaquePointer?
-        try check(mdb_cursor_open(handle, dbi, &raw), "mdb_cursor_open")
+        try check(mdb_cursor_open(handle, database.handle, &raw), "mdb_cursor_open")
         guard let raw else { throw LMDBError(code: EINVAL, call: "mdb_cursor_open", caller: #function) }
         defer { mdb_cursor_close(raw) }
         var cursor = Cursor(handle: raw)
@@ -140,12 +140,12 @@ struct Transaction {
 
     /// Opens (and with `create`, creates) a named database in this transaction.
     /// Returns nil when the database does not exist and `create` is false.
-    func openDatabase(_ name: String, flags: Int32, create: Bool) throws -> MDB_dbi? {
+    func openDatabase(_ name: String, sortedDuplicates: Bool = false, create: Bool) throws -> Database? {
         var dbi: MDB_dbi = 0
-        let openFlags = UInt32(flags | (create ? MDB_CREATE : 0))
+        let openFlags = UInt32((sortedDuplicates ? MDB_DUPSORT : 0) | (create ? MDB_CREATE : 0))
         let code = name.withCString { mdb_dbi_open(handle, $0, openFlags, &dbi) }
         if code == MDB_NOTFOUND { return nil }
         try check(code, "mdb_dbi_open")
-        return dbi
+        return Database(handle: dbi)
     }
 }

@@ -1,4 +1,3 @@
-import CLMDB
 import Foundation
 
 /// Turns the lines of an export file into type descriptions and records, and writes them.
@@ -152,7 +151,7 @@ struct ImportParser {
     /// Writes a batch in one transaction: adds unknown types to `meta`, replaces records and their entries.
     ///
     /// - Returns: The number of records written.
-    static func apply(_ items: [Item], meta: MDB_dbi, txn: Transaction) throws -> Int {
+    static func apply(_ items: [Item], meta: Database, txn: Transaction) throws -> Int {
         var schemas: [String: TypeSchema] = [:]
         func schema(_ name: String) throws -> TypeSchema {
             if let schema = schemas[name] { return schema }

@@ -1,4 +1,3 @@
-import CLMDB
 import Foundation
 
 /// What `export` wrote.
@@ -57,7 +56,7 @@ extension StoreMaintenance {
             for type in types {
                 try emit(try encoder.encode(TypeDescription(type.info)))
                 try txn.withCursor(type.schema.records) { cursor in
-                    var entry = try cursor.move(MDB_FIRST)
+                    var entry = try cursor.move(.first)
                     while let current = entry {
                         let id = StoreMaintenance.id(of: current.key)
                         do {
@@ -72,7 +71,7 @@ extension StoreMaintenance {
                                                                 detail: "\(error)"))
                         }
                         progress?(MaintenanceProgress(task: "export", completed: report.records, total: total))
-                        entry = try cursor.move(MDB_NEXT)
+                        entry = try cursor.move(.next)
                     }
                 }
             }

@@ -1,4 +1,3 @@
-import CLMDB
 import Foundation
 
 extension StoreMaintenance {
@@ -56,11 +55,11 @@ extension StoreMaintenance {
                 let isDescending = order?.1 ?? false
                 try txn.withCursor(dbi) { cursor in
                     var position = 0
-                    var entry = try cursor.move(isDescending ? MDB_LAST : MDB_FIRST)
+                    var entry = try cursor.move(isDescending ? .last : .first)
                     while let current = entry, position < end {
                         if position >= query.offset { keys.append(Array(order == nil ? current.key : current.value)) }
                         position += 1
-                        entry = try cursor.move(isDescending ? MDB_PREV : MDB_NEXT)
+                        entry = try cursor.move(isDescending ? .previous : .next)
                     }
                 }
             }
@@ -127,13 +126,13 @@ extension StoreMaintenance {
     }
 
     /// The ids stored under `key` in a sorted-duplicates database, in id order.
-    private func duplicates(of key: [UInt8], in dbi: MDB_dbi, txn: Transaction) throws -> [[UInt8]] {
+    private func duplicates(of key: [UInt8], in dbi: Database, txn: Transaction) throws -> [[UInt8]] {
         try txn.withCursor(dbi) { cursor in
             var ids: [[UInt8]] = []
             var entry = try cursor.seek(atLeast: key)
             while let current = entry, current.key.elementsEqual(key) {
                 ids.append(Array(current.value))
-                entry = try cursor.move(MDB_NEXT)
+                entry = try cursor.move(.next)
             }
             return ids
         }

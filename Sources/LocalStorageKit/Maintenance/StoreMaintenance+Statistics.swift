@@ -1,4 +1,3 @@
-import CLMDB
 
 extension StoreMaintenance {
     /// Figures about the whole store and each type, from one snapshot.
@@ -13,28 +12,28 @@ extension StoreMaintenance {
         return try read { txn in
             let main = try environment.mainStatistics()
             var pages = StoreStatistics.Pages(
-                capacity: info.me_mapsize / max(1, Int(main.ms_psize)), used: info.me_last_pgno + 1,
-                free: try txn.freePageCount(), branch: main.ms_branch_pages, leaf: main.ms_leaf_pages,
-                overflow: main.ms_overflow_pages)
+                capacity: info.mapSize / max(1, main.pageSize), used: info.lastPage + 1,
+                free: try txn.freePageCount(), branch: main.branchPages, leaf: main.leafPages,
+                overflow: main.overflowPages)
             var types: [StoreStatistics.TypeStatistics] = []
             for type in catalog.sortedTypes {
                 let schema = type.schema
                 var typePages = 0
                 for dbi in StoreMaintenance.databases(of: schema).map(\.dbi) {
-                    let stat = try txn.stat(dbi)
-                    pages.branch += stat.ms_branch_pages
-                    pages.leaf += stat.ms_leaf_pages
-                    pages.overflow += stat.ms_overflow_pages
-                    typePages += stat.ms_branch_pages + stat.ms_leaf_pages + stat.ms_overflow_pages
+                    let stat = try txn.statistics(dbi)
+                    pages.branch += stat.branchPages
+                    pages.leaf += stat.leafPages
+                    pages.overflow += stat.overflowPages
+                    typePages += stat.branchPages + stat.leafPages + stat.overflowPages
                 }
                 var bytes = 0
                 var payloadBytes = 0
                 try txn.withCursor(schema.records) { cursor in
-                    var entry = try cursor.move(MDB_FIRST)
+                    var entry = try cursor.move(.first)
                     while let current = entry {
                         bytes += current.value.count
                         payloadBytes += (try? RecordView(current.value))?.payload.count ?? 0
-                        entry = try cursor.move(MDB_NEXT)
+                        entry = try cursor.move(.next)
                     }
                 }
                 types.append(StoreStatistics.TypeStatistics(
@@ -49,10 +48,10 @@ extension StoreMaintenance {
                     }))
             }
             return StoreStatistics(
-                path: directory.path, mapSize: info.me_mapsize,
-                usedBytes: (info.me_last_pgno + 1) * Int(main.ms_psize),
-                pageSize: Int(main.ms_psize), pages: pages, readersInUse: try environment.readersInUse(),
-                maxReaders: Int(info.me_maxreaders), lastTransactionID: info.me_last_txnid, types: types)
+                path: directory.path, mapSize: info.mapSize,
+                usedBytes: (info.lastPage + 1) * main.pageSize,
+                pageSize: main.pageSize, pages: pages, readersInUse: try environment.readersInUse(),
+                maxReaders: info.maxReaders, lastTransactionID: info.lastTransactionID, types: types)
         }
     }
 }

@@ -1,4 +1,3 @@
-import CLMDB
 import Foundation
 
 extension StoreMaintenance {
@@ -56,18 +55,18 @@ extension StoreMaintenance {
     private static func rebuildEntries(of schema: TypeSchema, txn: Transaction) throws {
         for database in databases(of: schema).dropFirst() { try txn.empty(database.dbi) }
         try txn.withCursor(schema.records) { cursor in
-            var entry = try cursor.move(MDB_FIRST)
+            var entry = try cursor.move(.first)
             while let current = entry {
                 if let view = try? RecordView(current.value) {
                     try RecordWriter.addEntries(of: view.header(), key: Array(current.key), schema: schema, txn: txn)
                 }
-                entry = try cursor.move(MDB_NEXT)
+                entry = try cursor.move(.next)
             }
         }
     }
 
     /// What one database of a type holds.
-    enum Database {
+    enum Role {
         case records
         case updated
         case expiry
@@ -77,7 +76,7 @@ extension StoreMaintenance {
 
     /// A type's databases: the records first, then update times, expiry times, signatures and every index
     /// the type ever declared.
-    static func databases(of schema: TypeSchema) -> [(database: Database, dbi: MDB_dbi)] {
+    static func databases(of schema: TypeSchema) -> [(database: Role, dbi: Database)] {
         [(.records, schema.records), (.updated, schema.updated), (.expiry, schema.expiry),
          (.signatures, schema.signatures)]
             + schema.allIndexes.map { (.index($0), $0.dbi) }
@@ -122,7 +121,7 @@ private struct Checker {
     mutating func checkRecords(of type: StoreMaintenance.StoredType) throws {
         let schema = type.schema
         try txn.withCursor(schema.records) { cursor in
-            var entry = try cursor.move(MDB_FIRST)
+            var entry = try cursor.move(.first)
             while let current = entry {
                 records += 1
                 step()
@@ -135,7 +134,7 @@ private struct Checker {
                 } catch let error as LocalStorageError {
                     report(schema, id, .damagedRecord, "\(error)")
                 }
-                entry = try cursor.move(MDB_NEXT)
+                entry = try cursor.move(.next)
             }
         }
     }
@@ -180,7 +179,7 @@ private struct Checker {
         }
     }
 
-    private func hasEntry(_ key: [UInt8], _ value: [UInt8], in dbi: MDB_dbi) throws -> Bool {
+    private func hasEntry(_ key: [UInt8], _ value: [UInt8], in dbi: Database) throws -> Bool {
         try txn.withCursor(dbi) { cursor in
             guard let found = try cursor.seek(atLeast: key, value: value) else { return false }
             return found.key.elementsEqual(key) && found.value.elementsEqual(value)
@@ -188,11 +187,11 @@ private struct Checker {
     }
 
     /// Each entry of an update-time, expiry or index database: its record exists and holds its value.
-    mutating func checkEntries(of database: (database: StoreMaintenance.Database, dbi: MDB_dbi),
+    mutating func checkEntries(of database: (database: StoreMaintenance.Role, dbi: Database),
                                in type: StoreMaintenance.StoredType) throws {
         let schema = type.schema
         try txn.withCursor(database.dbi) { cursor in
-            var entry = try cursor.move(MDB_FIRST)
+            var entry = try cursor.move(.first)
             while let current = entry {
                 entries += 1
                 step()
@@ -213,13 +212,13 @@ private struct Checker {
                 } else {
                     report(schema, id, .danglingEntry, "\(name) entry points at no record")
                 }
-                entry = try cursor.move(MDB_NEXT)
+                entry = try cursor.move(.next)
             }
         }
     }
 
     /// The key a record's entry in `database` must have; nil when it should have none.
-    private static func key(in view: RecordView, for database: StoreMaintenance.Database,
+    private static func key(in view: RecordView, for database: StoreMaintenance.Role,
                             type: StoreMaintenance.StoredType) -> [UInt8]? {
         switch database {
         case .records: return nil
@@ -238,7 +237,7 @@ private struct Checker {
         }
     }
 
-    private static func name(of database: StoreMaintenance.Database) -> String {
+    private static func name(of database: StoreMaintenance.Role) -> String {
         switch database {
         case .records: "record"
         case .updated: "an update-time"

@@ -1,4 +1,3 @@
-import CLMDB
 import Foundation
 import Synchronization
 #if canImport(Glibc)
@@ -32,7 +31,7 @@ import Darwin
     /// The store's environment.
     let environment: Environment
     /// The store's `meta` database.
-    let meta: MDB_dbi
+    let meta: Database
     /// The store with its writer; nil when the store is read-only.
     let core: StoreCore?
     private let catalog = Mutex(Catalog())
@@ -100,12 +99,12 @@ import Darwin
                                               maxMapSize: defaults.maxMapSize, durability: .none, readOnly: true,
                                               withoutLock: lock == .unusable)
                 meta = try environment.readCommitted { txn in
-                    guard let dbi = try txn.openDatabase("meta", flags: 0, create: false) else {
-                        throw LMDBError(code: MDB_NOTFOUND, call: "mdb_dbi_open", caller: #function)
+                    guard let dbi = try txn.openDatabase("meta", create: false) else {
+                        throw LMDBError.notFound("mdb_dbi_open")
                     }
                     return dbi
                 }
-            } catch let error as LMDBError where error.code == MDB_NOTFOUND {
+            } catch let error as LMDBError where error.isNotFound {
                 throw LocalStorageError.openFailed(path: directory.path, reason: "the store has no meta database")
             } catch {
                 throw LocalStorageError.openFailed(path: directory.path, reason: "read-only: \(error)")
@@ -187,7 +186,7 @@ import Darwin
     }
 
     /// Reads every type description in `meta` and opens each type's databases.
-    private static func loadCatalog(meta: MDB_dbi, txn: Transaction) throws -> Catalog {
+    private static func loadCatalog(meta: Database, txn: Transaction) throws -> Catalog {
         var catalog = Catalog()
         let (infos, unreadable) = try TypeRegistry.all(meta: meta, txn: txn)
         catalog.unreadable = unreadable.map(\.name)

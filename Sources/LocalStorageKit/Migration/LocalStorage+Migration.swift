@@ -1,4 +1,3 @@
-import CLMDB
 import Foundation
 
 /// How far ``LocalStorage/migrateAll(_:progress:)`` has come.
@@ -76,10 +75,10 @@ extension LocalStorage {
         var keys: [[UInt8]] = []
         try txn.withCursor(schema.records) { cursor in
             var entry = try cursor.seek(atLeast: after ?? [])
-            if let current = entry, let after, current.key.elementsEqual(after) { entry = try cursor.move(MDB_NEXT) }
+            if let current = entry, let after, current.key.elementsEqual(after) { entry = try cursor.move(.next) }
             while let current = entry, keys.count < 500 {
                 keys.append(Array(current.key))
-                entry = try cursor.move(MDB_NEXT)
+                entry = try cursor.move(.next)
             }
         }
         var migrated = 0

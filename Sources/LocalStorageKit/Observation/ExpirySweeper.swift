@@ -1,4 +1,3 @@
-import CLMDB
 
 /// Purges expired records in the background while the store is open.
 ///
@@ -14,7 +13,7 @@ final class ExpirySweeper: Sendable {
     private let task: Task<Void, Never>?
 
     /// Starts sweeping every `interval`; does nothing when `interval` is nil.
-    init(writer: Writer, meta: MDB_dbi, interval: Duration?, logger: (any StorageLogger)?) {
+    init(writer: Writer, meta: Database, interval: Duration?, logger: (any StorageLogger)?) {
         guard let interval else {
             task = nil
             return
@@ -46,7 +45,7 @@ final class ExpirySweeper: Sendable {
     func stop() { task?.cancel() }
 
     /// Purges every expired record now, in batches of `batchSize`; returns how many it purged.
-    static func sweep(writer: Writer, meta: MDB_dbi, batchSize: Int) async throws -> Int {
+    static func sweep(writer: Writer, meta: Database, batchSize: Int) async throws -> Int {
         var total = 0
         while !Task.isCancelled {
             let purged = try await writer.performExclusive { writer in

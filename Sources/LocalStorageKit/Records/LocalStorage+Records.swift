@@ -1,4 +1,3 @@
-import CLMDB
 import Foundation
 
 extension LocalStorage {
@@ -156,7 +155,7 @@ extension LocalStorage {
     }
 
     /// Purges every type's expired records in batches of 10,000 per transaction.
-    static func purgeAllExpired(meta: MDB_dbi, writer: Writer) throws -> Int {
+    static func purgeAllExpired(meta: Database, writer: Writer) throws -> Int {
         var total = 0
         while true {
             let purged = try purgeExpiredBatch(meta: meta, writer: writer, limit: 10_000)
@@ -166,7 +165,7 @@ extension LocalStorage {
     }
 
     /// Purges up to `limit` expired records, across every type, in one transaction; returns how many.
-    static func purgeExpiredBatch(meta: MDB_dbi, writer: Writer, limit: Int) throws -> Int {
+    static func purgeExpiredBatch(meta: Database, writer: Writer, limit: Int) throws -> Int {
         try writer.transact { context in
             var purged = 0
             for info in try StoreCore.typeInfos(meta: meta, in: context.txn) where purged < limit {

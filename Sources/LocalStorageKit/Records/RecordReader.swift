@@ -1,4 +1,3 @@
-import CLMDB
 
 /// Reads records inside a read transaction: listings by id or update time, counts, expiry sets.
 enum RecordReader {
@@ -17,12 +16,12 @@ enum RecordReader {
     static func forEachExpired(schema: TypeSchema, now: Int64, txn: Transaction,
                                _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool) throws {
         try txn.withCursor(schema.expiry) { cursor in
-            var entry = try cursor.move(MDB_FIRST)
+            var entry = try cursor.move(.first)
             while let current = entry, current.key.count == 8 {
                 let expiresAt = Int64(bitPattern: UInt64(bigEndian: current.key.loadUnaligned(as: UInt64.self)))
                 if expiresAt > now { break }
                 if try !body(current.key, current.value) { return }
-                entry = try cursor.move(MDB_NEXT)
+                entry = try cursor.move(.next)
             }
         }
     }
@@ -48,7 +47,7 @@ enum RecordReader {
         switch options.sort {
         case .id:
             try txn.withCursor(schema.records) { cursor in
-                var entry = try cursor.move(MDB_FIRST)
+                var entry = try cursor.move(.first)
                 while let current = entry, position < end {
                     let view = try? RecordView(fixedPartOf: current.value)
                     if let view, view.isExpired(at: now) {
@@ -60,14 +59,14 @@ enum RecordReader {
                         }
                         position += 1
                     }
-                    entry = try cursor.move(MDB_NEXT)
+                    entry = try cursor.move(.next)
                 }
             }
         case .newestFirst, .oldestFirst:
             let expired = try expiredKeys(schema: schema, now: now, txn: txn)
             let newestFirst = options.sort == .newestFirst
             try txn.withCursor(schema.updated) { cursor in
-                var entry = try cursor.move(newestFirst ? MDB_LAST : MDB_FIRST)
+                var entry = try cursor.move(newestFirst ? .last : .first)
                 while let current = entry, position < end {
                     let key = Array(current.value)
                     if expired.contains(key) {
@@ -79,7 +78,7 @@ enum RecordReader {
                         }
                         position += 1
                     }
-                    entry = try cursor.move(newestFirst ? MDB_PREV : MDB_NEXT)
+                    entry = try cursor.move(newestFirst ? .previous : .next)
                 }
             }
         }

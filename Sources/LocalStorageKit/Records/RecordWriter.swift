@@ -1,4 +1,3 @@
-import CLMDB
 
 /// A record ready to store: encoded off the writer thread, written on it.
 struct PreparedRecord: Sendable {
@@ -179,10 +178,10 @@ enum RecordWriter {
         for dbi in [schema.updated, schema.expiry, schema.signatures] + indexes.map(\.dbi) {
             var found: [[UInt8]] = []
             try txn.withCursor(dbi) { cursor in
-                var entry = try cursor.move(MDB_FIRST)
+                var entry = try cursor.move(.first)
                 while let current = entry {
                     if current.value.elementsEqual(key) { found.append(Array(current.key)) }
-                    entry = try cursor.move(MDB_NEXT)
+                    entry = try cursor.move(.next)
                 }
             }
             for entryKey in found { try txn.delete(dbi, key: entryKey, value: key) }

@@ -1,4 +1,3 @@
-import CLMDB
 import Foundation
 
 /// The open schemas of this process's types, and the registrations under way.
@@ -99,7 +98,7 @@ extension StoreCore {
     /// Nothing is re-indexed here: records indexed with another declaration are brought up to date by the
     /// first indexed query (see ``Reindexer``), because another declaration of the same stored type (an
     /// app and its extension) may go on writing them.
-    private static func register(_ name: String, declaration: IndexDeclaration, version: Int, meta: MDB_dbi,
+    private static func register(_ name: String, declaration: IndexDeclaration, version: Int, meta: Database,
                                  txn: Transaction) throws -> (TypeSchema, Bool) {
         let (info, _) = try TypeRegistry.register(name, declaration: declaration, version: version, meta: meta,
                                                   txn: txn)
@@ -132,7 +131,7 @@ extension StoreCore {
     }
 
     /// The readable type descriptions in `meta`; unreadable ones are left out (and never written).
-    static func typeInfos(meta: MDB_dbi, in txn: Transaction) throws -> [TypeInfo] {
+    static func typeInfos(meta: Database, in txn: Transaction) throws -> [TypeInfo] {
         try TypeRegistry.all(meta: meta, txn: txn).infos
     }
 

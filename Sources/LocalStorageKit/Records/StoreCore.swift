@@ -1,4 +1,3 @@
-import CLMDB
 import Foundation
 import Synchronization
 
@@ -10,7 +9,7 @@ final class StoreCore: Sendable {
     let hub: ObserverHub
     let configuration: LocalStorageConfiguration
     let logger: (any StorageLogger)?
-    let meta: MDB_dbi
+    let meta: Database
     let directory: URL
     let schemas = Mutex(SchemaCache())
     /// The environment settings the first ``LocalStorage`` on this core asked for (nil while only
@@ -31,8 +30,8 @@ final class StoreCore: Sendable {
         }
         do {
             meta = try environment.write { txn in
-                guard let dbi = try txn.openDatabase(TypeRegistry.metaName, flags: 0, create: true) else {
-                    throw LMDBError(code: MDB_NOTFOUND, call: "mdb_dbi_open", caller: #function)
+                guard let dbi = try txn.openDatabase(TypeRegistry.metaName, create: true) else {
+                    throw LMDBError.notFound("mdb_dbi_open")
                 }
                 try TypeRegistry.checkLayout(meta: dbi, txn: txn)
                 return dbi
@@ -93,9 +92,9 @@ final class StoreCore: Sendable {
     private static func explain(_ error: any Error) -> String {
         if case LocalStorageError.decodingFailed(let reason) = error { return reason }
         guard let error = error as? LMDBError else { return String(describing: error) }
+        if error.isInvalidFile { return "not an LMDB store, or its data file is damaged (\(error.message))" }
+        if error.isVersionMismatch { return "the store was made by an incompatible LMDB version (\(error.message))" }
         switch error.code {
-        case MDB_INVALID: return "not an LMDB store, or its data file is damaged (\(error.message))"
-        case MDB_VERSION_MISMATCH: return "the store was made by an incompatible LMDB version (\(error.message))"
         case EACCES, EROFS: return "permission denied (\(error.message))"
         case ENOSPC, EDQUOT: return "the disk is full (\(error.message))"
         default: return error.description

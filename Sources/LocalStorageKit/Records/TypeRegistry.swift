@@ -1,4 +1,3 @@
-import CLMDB
 import Foundation
 
 /// Reads and writes the type descriptions in `meta`: type and index numbers, declarations, versions.
@@ -16,7 +15,7 @@ enum TypeRegistry {
     /// Checks the store's layout marker; on a new store (empty `meta`) writes it when `txn` can write.
     ///
     /// - Throws: `openFailed`'s reason as a `decodingFailed` when the store has another layout.
-    static func checkLayout(meta: MDB_dbi, txn: Transaction) throws {
+    static func checkLayout(meta: Database, txn: Transaction) throws {
         if let stored = try txn.get(meta, key: layoutKey) {
             let text = String(decoding: stored, as: UTF8.self)
             guard let found = Int(text) else {
@@ -32,7 +31,7 @@ enum TypeRegistry {
             }
             return
         }
-        let isEmpty = try txn.withCursor(meta) { cursor in try cursor.move(MDB_FIRST) == nil }
+        let isEmpty = try txn.withCursor(meta) { cursor in try cursor.move(.first) == nil }
         guard isEmpty else {
             throw LocalStorageError.decodingFailed(
                 reason: "the store was written by a development version of LocalStorageKit before 0.1.0 "
@@ -46,7 +45,7 @@ enum TypeRegistry {
     ///
     /// - Throws: `decodingFailed` when the description cannot be read: damaged, or written by a newer
     ///   version (an unknown index kind). Such a description is never overwritten.
-    static func info(named name: String, meta: MDB_dbi, txn: Transaction) throws -> TypeInfo? {
+    static func info(named name: String, meta: Database, txn: Transaction) throws -> TypeInfo? {
         guard let bytes = try txn.get(meta, key: TypeInfo.key(name)) else { return nil }
         return try decode(bytes, name: name)
     }
@@ -61,7 +60,7 @@ enum TypeRegistry {
         }
     }
 
-    static func put(_ info: TypeInfo, meta: MDB_dbi, txn: Transaction) throws {
+    static func put(_ info: TypeInfo, meta: Database, txn: Transaction) throws {
         try txn.put(meta, key: TypeInfo.key(info.name), value: Array(try JSONEncoder().encode(info)))
     }
 
@@ -70,7 +69,7 @@ enum TypeRegistry {
     /// declaration as the one the CLI shows. Writes `meta` only when something changed.
     ///
     /// - Returns: The description now in `meta`, and the one before (nil for a new type).
-    static func register(_ name: String, declaration: IndexDeclaration, version: Int, meta: MDB_dbi,
+    static func register(_ name: String, declaration: IndexDeclaration, version: Int, meta: Database,
                          txn: Transaction) throws -> (info: TypeInfo, previous: TypeInfo?) {
         let previous = try info(named: name, meta: meta, txn: txn)
         var info: TypeInfo
@@ -100,7 +99,7 @@ enum TypeRegistry {
     }
 
     /// Every readable type description, and the names (with the reason) of those that cannot be read.
-    static func all(meta: MDB_dbi, txn: Transaction) throws
+    static func all(meta: Database, txn: Transaction) throws
         -> (infos: [TypeInfo], unreadable: [(name: String, reason: String)]) {
         try txn.withCursor(meta) { cursor in
             var infos: [TypeInfo] = []
@@ -113,13 +112,13 @@ enum TypeRegistry {
                 } catch {
                     unreadable.append((name, "\(error)"))
                 }
-                entry = try cursor.move(MDB_NEXT)
+                entry = try cursor.move(.next)
             }
             return (infos, unreadable)
         }
     }
 
-    private static func allocateTypeNumber(meta: MDB_dbi, txn: Transaction) throws -> UInt32 {
+    private static func allocateTypeNumber(meta: Database, txn: Transaction) throws -> UInt32 {
         var next: UInt32 = 1
         if let stored = try txn.get(meta, key: nextTypeKey) {
             guard stored.count == 4 else {

@@ -1,4 +1,3 @@
-import CLMDB
 import Synchronization
 
 /// The open databases of one stored type, as one declaration of it sees them.
@@ -15,15 +14,15 @@ struct TypeSchema: Sendable {
         let nameBytes: [UInt8]
         let kind: IndexKind
         let slot: UInt32
-        let dbi: MDB_dbi
+        let dbi: Database
     }
 
     let name: String
     let number: UInt32
-    let records: MDB_dbi
-    let updated: MDB_dbi
-    let expiry: MDB_dbi
-    let signatures: MDB_dbi
+    let records: Database
+    let updated: Database
+    let expiry: Database
+    let signatures: Database
     /// The indexes of this declaration, in declaration order.
     let indexes: [Index]
     /// Every index the type had declared when this schema was opened, retired ones included: a record
@@ -40,22 +39,20 @@ struct TypeSchema: Sendable {
     /// The index called `name`, or nil.
     func index(named name: String) -> Index? { indexes.first { $0.name == name } }
 
-    static let duplicateFlags = MDB_DUPSORT
-
     /// Opens the databases of `info`'s type for `declaration`, whose slots `info` must hold.
     ///
     /// With `create`, missing databases are created (a write transaction); without, a missing one throws.
     /// - Throws: `invalidDeclaration` when the process cannot open that many databases.
     static func open(_ info: TypeInfo, declaration: IndexDeclaration, version: Int, in txn: Transaction,
                      create: Bool) throws -> TypeSchema {
-        func open(_ dbName: String, _ flags: Int32) throws -> MDB_dbi {
+        func open(_ dbName: String, sortedDuplicates: Bool = true) throws -> Database {
             do {
-                guard let dbi = try txn.openDatabase(dbName, flags: flags, create: create) else {
+                guard let dbi = try txn.openDatabase(dbName, sortedDuplicates: sortedDuplicates, create: create) else {
                     throw LocalStorageError.decodingFailed(
                         reason: "the store lacks database \(dbName) of type \(info.name); it is damaged")
                 }
                 return dbi
-            } catch let error as LMDBError where error.code == MDB_DBS_FULL {
+            } catch let error as LMDBError where error.isDatabasesFull {
                 throw LocalStorageError.invalidDeclaration(
                     "type \"\(info.name)\" needs \(4 + info.slots.count) databases (4 + \(info.slots.count) "
                         + "indexes), but a process can open at most \(Environment.maxDatabases) per store and "
@@ -68,7 +65,7 @@ struct TypeSchema: Sendable {
         var all: [Index] = []
         for slot in info.slots {
             let index = Index(name: slot.name, nameBytes: Array(slot.name.utf8), kind: slot.kind, slot: slot.number,
-                              dbi: try open("i.\(n).\(slot.number)", duplicateFlags))
+                              dbi: try open("i.\(n).\(slot.number)"))
             byNumber[slot.number] = index
             all.append(index)
         }
@@ -80,9 +77,9 @@ struct TypeSchema: Sendable {
             }
             indexes.append(index)
         }
-        return TypeSchema(name: info.name, number: n, records: try open("r.\(n)", 0),
-                          updated: try open("u.\(n)", duplicateFlags), expiry: try open("e.\(n)", duplicateFlags),
-                          signatures: try open("s.\(n)", duplicateFlags), indexes: indexes, allIndexes: all,
+        return TypeSchema(name: info.name, number: n, records: try open("r.\(n)", sortedDuplicates: false),
+                          updated: try open("u.\(n)"), expiry: try open("e.\(n)"),
+                          signatures: try open("s.\(n)"), indexes: indexes, allIndexes: all,
                           knownSignatures: Set(info.declarations.map(\.signature)), declaration: declaration,
                           version: version, runtime: SchemaRuntime())
     }
@@ -119,7 +116,7 @@ struct TypeSchema: Sendable {
 
     private func currentInfo(in txn: Transaction) throws -> TypeInfo? {
         // `meta` is the store's first database; opening it again returns the handle this process has.
-        guard let meta = try txn.openDatabase(TypeRegistry.metaName, flags: 0, create: false) else { return nil }
+        guard let meta = try txn.openDatabase(TypeRegistry.metaName, create: false) else { return nil }
         return try TypeRegistry.info(named: name, meta: meta, txn: txn)
     }
 }
