@@ -49,7 +49,7 @@ final class ExpirySweeper: Sendable {
         var total = 0
         while !Task.isCancelled {
             let purged = try await writer.performExclusive { writer in
-                try LocalStorage.purgeExpiredBatch(meta: meta, writer: writer, limit: batchSize)
+                try RecordWriter.purgeExpiredBatch(meta: meta, writer: writer, limit: batchSize)
             }
             total += purged
             if purged < batchSize { break }

@@ -5,7 +5,7 @@ import Synchronization
 ///
 /// The writer calls ``publish(_:)`` after every commit, in commit order; subscribers must not block
 /// (they only yield into buffered streams or schedule a rerun).
-final class ObserverHub: Sendable {
+final class ObserverHub: CommitListener {
     typealias Subscriber = @Sendable ([PublishedChange]) -> Void
 
     private struct State {

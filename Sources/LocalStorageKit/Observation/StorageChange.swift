@@ -20,22 +20,7 @@ public enum StorageChange<T: Sendable>: Sendable {
 
 extension StorageChange: Equatable where T: Equatable {}
 
-/// A change as the writer publishes it, before it is typed for each observer.
-struct PublishedChange: Sendable {
-    enum Kind: Sendable {
-        case inserted(any Sendable)
-        case updated(any Sendable)
-        case deleted(String)
-        case expired(String)
-        case cleared
-        /// The type's records changed in a way a change stream does not describe (a new expiration):
-        /// live queries rerun, change streams stay silent.
-        case touched
-    }
-
-    let typeName: String
-    let kind: Kind
-
+extension PublishedChange {
     /// The change typed for an observer of `T`; nil when the value is of another Swift type or the
     /// change is not one a change stream reports (``Kind/touched``).
     func typed<T: Sendable>(as type: T.Type) -> StorageChange<T>? {

@@ -84,6 +84,13 @@ struct TypeSchema: Sendable {
                           version: version, runtime: SchemaRuntime())
     }
 
+    /// Opens the databases of a type known only from `meta` (purges, maintenance), with the declaration
+    /// registered last; in a read-only transaction nothing is created.
+    static func open(_ info: TypeInfo, in txn: Transaction) throws -> TypeSchema {
+        try open(info, declaration: IndexDeclaration(entries: info.indexes), version: info.version, in: txn,
+                 create: !txn.isReadOnly)
+    }
+
     // MARK: - Entries of records indexed with other declarations
 
     /// The indexes that may hold entries of a record indexed with `signature`: every index of the type.

@@ -26,10 +26,10 @@ final class Writer: @unchecked Sendable {
         var afterCommit: [() -> Void] = []
         /// Set when a write of this request met `MDB_MAP_FULL`, even if the caller's closure caught it.
         var metMapFull = false
-        private let hub: ObserverHub
+        private let hub: any CommitListener
         private var observed: [String: Bool] = [:]
 
-        init(txn: Transaction, now: Int64, environment: Environment, hub: ObserverHub) {
+        init(txn: Transaction, now: Int64, environment: Environment, hub: any CommitListener) {
             self.txn = txn
             self.now = now
             self.environment = environment
@@ -74,7 +74,7 @@ final class Writer: @unchecked Sendable {
     }
 
     let environment: Environment
-    let hub: ObserverHub
+    let hub: any CommitListener
     private let condition = NSCondition()
     private var queue: [Work] = []
     private var isStopping = false
@@ -121,7 +121,7 @@ final class Writer: @unchecked Sendable {
 
     static let maxBatchRequests = 4096
 
-    init(environment: Environment, hub: ObserverHub, logger: (any StorageLogger)?) {
+    init(environment: Environment, hub: any CommitListener, logger: (any StorageLogger)?) {
         self.environment = environment
         self.hub = hub
         self.logger = logger

@@ -1,25 +1,5 @@
 import Foundation
 
-/// How durable each commit is.
-public enum StorageDurability: Sendable, Hashable {
-    /// Every commit is flushed to disk before the save returns (the default).
-    case full
-    /// The data is flushed on commit, the meta page lazily (`MDB_NOMETASYNC`): a system crash may lose
-    /// the last commits, never consistency.
-    case relaxed
-    /// Nothing is flushed (`MDB_NOSYNC`): for throwaway caches. A system crash may lose recent commits;
-    /// a process crash loses nothing.
-    case none
-}
-
-/// The format new payloads are written in. A store may hold both; each record says which it uses.
-public enum StorageCodec: Sendable, Hashable {
-    /// Foundation's `JSONEncoder` / `JSONDecoder`.
-    case json
-    /// LocalStorageKit's compact, self-describing binary Codable format (faster to decode).
-    case binary
-}
-
 /// Settings for a ``LocalStorage``.
 ///
 /// Two stores on one directory in one process share one LMDB environment. Its settings, ``durability``,

@@ -138,7 +138,6 @@ extension StoreCore {
     /// Opens the databases of a type known only from `meta` (for purges and maintenance), with the
     /// declaration registered last; in a read-only transaction nothing is created.
     static func schema(for info: TypeInfo, in txn: Transaction) throws -> TypeSchema {
-        try TypeSchema.open(info, declaration: IndexDeclaration(entries: info.indexes), version: info.version,
-                            in: txn, create: !txn.isReadOnly)
+        try TypeSchema.open(info, in: txn)
     }
 }

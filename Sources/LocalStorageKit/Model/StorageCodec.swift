@@ -1,0 +1,7 @@
+/// The format new payloads are written in. A store may hold both; each record says which it uses.
+public enum StorageCodec: Sendable, Hashable {
+    /// Foundation's `JSONEncoder` / `JSONDecoder`.
+    case json
+    /// LocalStorageKit's compact, self-describing binary Codable format (faster to decode).
+    case binary
+}

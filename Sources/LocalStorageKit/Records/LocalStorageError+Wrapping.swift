@@ -1,0 +1,12 @@
+extension LocalStorageError {
+    /// Maps any error thrown inside the library to the public error type.
+    static func wrapping(_ error: any Error) -> LocalStorageError {
+        switch error {
+        case let error as LocalStorageError: return error
+        case let error as LMDBError:
+            if error.isMapFull || error.isDiskFull { return .storageFull }
+            return .storageError(code: error.code, message: error.description)
+        default: return .storageError(code: -1, message: String(describing: error))
+        }
+    }
+}

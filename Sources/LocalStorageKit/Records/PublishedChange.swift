@@ -1,0 +1,16 @@
+/// A change as the writer publishes it, before it is typed for each observer.
+struct PublishedChange: Sendable {
+    enum Kind: Sendable {
+        case inserted(any Sendable)
+        case updated(any Sendable)
+        case deleted(String)
+        case expired(String)
+        case cleared
+        /// The type's records changed in a way a change stream does not describe (a new expiration):
+        /// live queries rerun, change streams stay silent.
+        case touched
+    }
+
+    let typeName: String
+    let kind: Kind
+}
