@@ -8,6 +8,7 @@ demo:
 
 test:
 	@scripts/ensure-dependencies.sh lmdb sqlite
+	@if command -v python3 >/dev/null 2>&1; then python3 scripts/check-layers.py; fi
 	swift test
 
 bench:
