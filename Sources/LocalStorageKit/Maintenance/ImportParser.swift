@@ -172,9 +172,7 @@ struct ImportParser {
                 }
             case .record(let type, let key, let header, let payload):
                 let schema = try schema(type)
-                try RecordWriter.delete(key: key, schema: schema, txn: txn)
-                try txn.put(schema.records, key: key, value: try header.serialized(payload: payload))
-                try RecordWriter.addEntries(of: header, key: key, schema: schema, txn: txn)
+                try RecordWriter.restore(key: key, header: header, payload: payload, schema: schema, txn: txn)
                 records += 1
             }
         }

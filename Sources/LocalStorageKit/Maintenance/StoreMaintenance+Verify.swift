@@ -43,26 +43,12 @@ extension StoreMaintenance {
         let schemas = currentCatalog.sortedTypes.map(\.schema).filter { names.contains($0.name) }
         try await write { writer in
             for schema in schemas {
-                try writer.transact { context in try StoreMaintenance.rebuildEntries(of: schema, txn: context.txn) }
+                try writer.transact { context in try RecordWriter.rebuildEntries(of: schema, txn: context.txn) }
             }
         }
         var after = try verify(progress: progress)
         after.repairedTypes = schemas.map(\.name)
         return after
-    }
-
-    /// Empties a type's entry databases and adds every record's entries again from its header.
-    private static func rebuildEntries(of schema: TypeSchema, txn: Transaction) throws {
-        for database in databases(of: schema).dropFirst() { try txn.empty(database.dbi) }
-        try txn.withCursor(schema.records) { cursor in
-            var entry = try cursor.move(.first)
-            while let current = entry {
-                if let view = try? RecordView(current.value) {
-                    try RecordWriter.addEntries(of: view.header(), key: Array(current.key), schema: schema, txn: txn)
-                }
-                entry = try cursor.move(.next)
-            }
-        }
     }
 
     /// What one database of a type holds.

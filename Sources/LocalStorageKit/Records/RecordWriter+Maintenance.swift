@@ -1,0 +1,53 @@
+extension RecordWriter {
+    /// Purges every type's expired records in batches of 10,000 per transaction.
+    static func purgeAllExpired(meta: Database, writer: Writer) throws -> Int {
+        var total = 0
+        while true {
+            let purged = try purgeExpiredBatch(meta: meta, writer: writer, limit: 10_000)
+            total += purged
+            if purged < 10_000 { return total }
+        }
+    }
+
+    /// Purges up to `limit` expired records, across every type, in one transaction; returns how many.
+    static func purgeExpiredBatch(meta: Database, writer: Writer, limit: Int) throws -> Int {
+        try writer.transact { context in
+            var purged = 0
+            for info in try TypeRegistry.all(meta: meta, txn: context.txn).infos where purged < limit {
+                let schema = try TypeSchema.open(info, in: context.txn)
+                purged += try RecordWriter.purgeExpired(schema: schema, now: context.now, limit: limit - purged,
+                                                        context: context)
+            }
+            return purged
+        }
+    }
+}
+
+extension RecordWriter {
+    /// Stores a record exactly as a backup holds it (header and payload), replacing any record with its key,
+    /// with the entries its header calls for.
+    static func restore(key: [UInt8], header: RecordHeader, payload: [UInt8], schema: TypeSchema,
+                        txn: Transaction) throws {
+        try delete(key: key, schema: schema, txn: txn)
+        try txn.put(schema.records, key: key, value: try header.serialized(payload: payload))
+        try addEntries(of: header, key: key, schema: schema, txn: txn)
+    }
+
+    /// Empties a type's entry databases and adds every record's entries again from its header; a record
+    /// whose header is damaged gets none (`verify` reports it).
+    static func rebuildEntries(of schema: TypeSchema, txn: Transaction) throws {
+        let current = try schema.current(in: txn) ?? schema
+        for dbi in [current.updated, current.expiry, current.signatures] + current.allIndexes.map(\.dbi) {
+            try txn.empty(dbi)
+        }
+        try txn.withCursor(schema.records) { cursor in
+            var entry = try cursor.move(.first)
+            while let record = entry {
+                if let view = try? RecordView(record.value) {
+                    try addEntries(of: view.header(), key: Array(record.key), schema: schema, txn: txn)
+                }
+                entry = try cursor.move(.next)
+            }
+        }
+    }
+}
