@@ -42,9 +42,20 @@ extension LocalStorage {
         let name = T.storageName
         let logger = self.logger
         let hasWarned = Atomic<Bool>(false)
+        let core = self.core
+        // Another process's inserts and updates arrive as ids; the value is read from the store.
+        Task {
+            do {
+                _ = try await core.schema(for: T.self)
+            } catch {
+                logger?.log(level: .warning, message: "A change stream's type cannot be registered",
+                            metadata: ["type": name, "error": "\(error)"])
+            }
+        }
         let token = core.hub.subscribe(name) { changes in
             for change in changes {
-                guard let typed = change.typed(as: T.self) else { continue }
+                guard let typed = change.typed(as: T.self) ?? LocalStorage.outsideChange(change, T.self, core: core)
+                else { continue }
                 guard case .dropped = continuation.yield(typed) else { continue }
                 if !hasWarned.exchange(true, ordering: .relaxed) {
                     logger?.log(level: .warning, message: "A change stream fell behind; dropping its oldest events",
@@ -53,10 +64,44 @@ extension LocalStorage {
             }
         }
         // Holding `self` keeps the store open while the stream is active; ending it breaks the cycle.
+        core.liveQueries.beginObserving()
         continuation.onTermination = { [self] _ in
-            core.hub.unsubscribe(name, token: token)
+            withExtendedLifetime(self) {
+                core.hub.unsubscribe(name, token: token)
+                core.liveQueries.endObserving()
+            }
         }
         return stream
+    }
+
+    /// The change another process made, typed: its value read from the store now (nil when the record
+    /// is gone or does not decode; a later change in the log says what happened to it).
+    static func outsideChange<T: LocalStorable>(_ change: PublishedChange, _ type: T.Type,
+                                                core: StoreCore) -> StorageChange<T>? {
+        let (id, inserted): (String, Bool)
+        switch change.kind {
+        case .externalInserted(let value): (id, inserted) = (value, true)
+        case .externalUpdated(let value): (id, inserted) = (value, false)
+        default: return nil
+        }
+        guard let schema = core.cachedSchema(for: T.self) else { return nil }
+        let session = DecodeSession(counter: core.decodes, format: .binary, logger: core.logger,
+                                    currentVersion: schema.version)
+        let key = Array(id.utf8)
+        let found: T?
+        do {
+            found = try key.withUnsafeBytes { key in
+                try core.environment.read { txn in
+                    try RecordReader.get(T.self, key: key, id: id, schema: schema, now: Clock.now(), txn: txn,
+                                         session: session).value
+                }
+            }
+        } catch {
+            core.logger?.log(level: .warning, message: "Could not read a record another process changed",
+                             metadata: ["type": schema.name, "id": id, "error": "\(error)"])
+            return nil
+        }
+        return found.map { inserted ? .inserted($0) : .updated($0) }
     }
 
     // MARK: - Live queries

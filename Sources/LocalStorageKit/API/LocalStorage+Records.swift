@@ -127,7 +127,7 @@ extension LocalStorage {
         try await operation("delete") {
             let schema = try await core.schema(for: T.self)
             let key = try RecordWriter.key(for: id)
-            try await core.writer.perform { context in
+            _ = try await core.writer.perform { context in
                 try RecordWriter.delete(id: id, key: key, schema: schema, context: context)
             }
         }

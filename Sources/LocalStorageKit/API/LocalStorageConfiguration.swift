@@ -45,6 +45,10 @@ public struct LocalStorageConfiguration: Sendable {
     /// How many events a change stream holds for a consumer that has not read them yet; past it the
     /// oldest are dropped, so a slow consumer never blocks the writer or grows memory without bound.
     public var changeStreamBufferSize: Int = 10_000
+    /// How many changes the store's change log keeps at least, for ``LocalStorage/changes(of:since:)``
+    /// and for other processes to follow: a token older than that throws
+    /// ``LocalStorageError/changeTokenExpired``. Belongs to the environment (taken from the first open).
+    public var changeLogRetention: Int = 100_000
 
     /// A configuration with every default.
     public init() {}

@@ -10,6 +10,8 @@ final class StoreCore: Sendable {
     let configuration: LocalStorageConfiguration
     let logger: (any StorageLogger)?
     let meta: Database
+    /// The change log every commit appends to (see ``ChangeLog``).
+    let changeLog: ChangeLog
     let directory: URL
     let schemas = Mutex(SchemaCache())
     /// The environment settings the first ``LocalStorage`` on this core asked for (nil while only
@@ -29,12 +31,13 @@ final class StoreCore: Sendable {
             throw LocalStorageError.openFailed(path: directory.path, reason: StoreCore.explain(error))
         }
         do {
-            meta = try environment.write { txn in
-                guard let dbi = try txn.openDatabase(TypeRegistry.metaName, create: true) else {
+            (meta, changeLog) = try environment.write { txn in
+                guard let dbi = try txn.openDatabase(TypeRegistry.metaName, create: true),
+                      let changes = try ChangeLog.open(in: txn) else {
                     throw LMDBError.notFound("mdb_dbi_open")
                 }
                 try TypeRegistry.checkLayout(meta: dbi, txn: txn)
-                return dbi
+                return (dbi, ChangeLog(database: changes, retention: configuration.changeLogRetention))
             }
         } catch {
             throw LocalStorageError.openFailed(path: directory.path, reason: StoreCore.explain(error))
@@ -44,10 +47,10 @@ final class StoreCore: Sendable {
         self.logger = configuration.logger
         let hub = ObserverHub()
         self.hub = hub
-        let writer = Writer(environment: environment, hub: hub, logger: configuration.logger)
+        let writer = Writer(environment: environment, hub: hub, logger: configuration.logger, changeLog: changeLog)
         self.writer = writer
-        liveQueries = LiveQueryCenter(environment: environment, hub: hub, writer: writer,
-                                      pollInterval: configuration.externalChangePollInterval)
+        liveQueries = LiveQueryCenter(environment: environment, hub: hub, writer: writer, changeLog: changeLog,
+                                      meta: meta, pollInterval: configuration.externalChangePollInterval)
         sweeper = ExpirySweeper(writer: writer, meta: meta, interval: configuration.expirySweepInterval,
                                 logger: configuration.logger)
         logger?.log(level: .info, message: "Opened store", metadata: ["path": directory.path])

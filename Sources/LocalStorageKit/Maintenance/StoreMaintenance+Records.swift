@@ -160,14 +160,14 @@ extension StoreMaintenance {
 
     /// Deletes one record and its index entries.
     ///
-    /// A record whose header is damaged is deleted too; its index entries, which cannot be known, are left
-    /// for ``repair(progress:)``.
+    /// A record whose header is damaged is deleted too; its index entries are found by walking the type's
+    /// entry databases. Apps observing the type hear of it through the change log.
     /// - Throws: ``MaintenanceError/recordNotFound(type:id:)``.
     public func delete(_ typeName: String, id: String) async throws {
         let schema = try storedType(typeName).schema
         let key = try StoreMaintenance.mappingErrors { try RecordWriter.key(for: id) }
         let deleted = try await write { writer in
-            try writer.transact { context in try RecordWriter.delete(key: key, schema: schema, txn: context.txn) }
+            try writer.transact { context in try RecordWriter.delete(id: id, key: key, schema: schema, context: context) }
         }
         if !deleted { throw MaintenanceError.recordNotFound(type: schema.name, id: id) }
     }
@@ -178,7 +178,7 @@ extension StoreMaintenance {
         return try await write { writer in
             try writer.transact { context in
                 let count = try context.txn.entryCount(schema.records)
-                try RecordWriter.deleteAll(schema: schema, txn: context.txn)
+                try RecordWriter.clear(schema: schema, context: context)
                 return count
             }
         }

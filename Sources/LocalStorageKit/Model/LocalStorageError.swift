@@ -19,6 +19,9 @@ public enum LocalStorageError: Error, Sendable, CustomStringConvertible, Equatab
     /// A type's declaration cannot be stored: an empty or over-long name, two indexes with one name, or
     /// more indexes or types than the store can hold. Thrown on the type's first use, naming the type.
     case invalidDeclaration(String)
+    /// A ``StorageChangeToken`` is older than the change log keeps (see
+    /// ``LocalStorageConfiguration/changeLogRetention``): reload in full and take a new token.
+    case changeTokenExpired
     /// The store cannot grow: its memory map reached ``LocalStorageConfiguration/maxMapSize``, or the disk
     /// holding it is full. The store's logger gets an error message saying which.
     case storageFull
@@ -38,6 +41,7 @@ public enum LocalStorageError: Error, Sendable, CustomStringConvertible, Equatab
         case .invalidQuery(let reason): "Invalid query: \(reason)"
         case .invalidId(let reason): "Invalid id: \(reason)"
         case .invalidDeclaration(let reason): "Invalid declaration: \(reason)"
+        case .changeTokenExpired: "The change token is older than the change log keeps: reload in full"
         case .storageFull: "The store is full: its map reached maxMapSize or its disk is full (the log says which)"
         case .openFailed(let path, let reason): "Cannot open the store at \(path): \(reason)"
         case .storageError(let code, let message): "Storage error \(code): \(message)"
@@ -57,6 +61,7 @@ public enum LocalStorageError: Error, Sendable, CustomStringConvertible, Equatab
         case (.invalidQuery(let a), .invalidQuery(let b)): a == b
         case (.invalidId(let a), .invalidId(let b)): a == b
         case (.invalidDeclaration(let a), .invalidDeclaration(let b)): a == b
+        case (.changeTokenExpired, .changeTokenExpired): true
         case (.storageFull, .storageFull): true
         case (.openFailed(let pathA, let reasonA), .openFailed(let pathB, let reasonB)):
             pathA == pathB && reasonA == reasonB

@@ -1,37 +1,42 @@
 import Synchronization
 
-/// Notices writes by other processes while live queries are active, and tells them to rerun.
+/// Follows writes by other processes while live queries or change streams are active.
 ///
-/// LMDB's last transaction id (`mdb_env_info`) moves with every commit by any process. The writer
-/// counts this process's own commits, so `lastTransactionID - ownCommits` moves only when someone
-/// else committed. While at least one live query is active, a task polls that difference every
-/// `pollInterval` and, when it moved, publishes an external change for every observed type through
-/// the ``ObserverHub``. Own commits already reach live queries directly from the writer.
-///
-/// The two numbers are read together only while no write transaction of this process is under way
-/// (``Writer/readWhileIdle(_:)``, a seqlock); a poll that meets one skips and the next poll decides,
-/// so the difference is exact: no missed outside commit, no rerun for an own commit.
+/// Every commit, by any process, appends its changes to the store's change log (``ChangeLog``) in its own
+/// transaction. While at least one observer is active, a task checks LMDB's last transaction id every
+/// `pollInterval`; when it moved, it reads the log entries after its position that another process
+/// wrote, in commit order, and publishes them through the ``ObserverHub`` like this process's own
+/// commits: change streams get the changes (reading the values from the store), live queries of those
+/// types rerun. Own commits reach observers directly from the writer and are skipped here by their mark.
 final class LiveQueryCenter: Sendable {
     private struct State {
         var observers = 0
         var poller: Task<Void, Never>?
         var isStopped = false
-        /// `lastTransactionID - ownCommits` at the last settled poll; nil when unknown (reruns at the
-        /// next settled poll, to be safe).
-        var outsideCommits: Int?
+        /// The last change-log sequence read; nil until it could be read.
+        var position: UInt64?
+        /// LMDB's last transaction id at the last poll.
+        var lastTransaction = -1
+        /// Type names by number, as `meta` had them.
+        var typeNames: [UInt32: String] = [:]
     }
 
     private let environment: Environment
     private let hub: ObserverHub
     private let writer: Writer
+    private let changeLog: ChangeLog
+    private let meta: Database
     private let pollInterval: Duration
     private let state = Mutex(State())
     private let externalChanges = Atomic<Int>(0)
 
-    init(environment: Environment, hub: ObserverHub, writer: Writer, pollInterval: Duration) {
+    init(environment: Environment, hub: ObserverHub, writer: Writer, changeLog: ChangeLog, meta: Database,
+         pollInterval: Duration) {
         self.environment = environment
         self.hub = hub
         self.writer = writer
+        self.changeLog = changeLog
+        self.meta = meta
         self.pollInterval = max(pollInterval, .milliseconds(1))
     }
 
@@ -44,22 +49,28 @@ final class LiveQueryCenter: Sendable {
     /// Whether the poller runs (it runs exactly while a live query is active).
     var isPolling: Bool { state.withLock { $0.poller != nil } }
 
-    /// Registers an active live query; the first one starts the poller.
+    /// Registers an active observer (a live query or a change stream); the first one starts the poller.
     ///
-    /// Call it before the query's first run: outside commits before that are in the first result.
+    /// Call it before the observer's first read: outside commits before that are in its first result.
     func beginObserving() {
         state.withLock { state in
             guard !state.isStopped else { return }
             state.observers += 1
             guard state.poller == nil else { return }
-            state.outsideCommits = outsideCommitMark()
+            let changeLog = self.changeLog
+            state.lastTransaction = environment.lastTransactionID
+            do {
+                state.position = try environment.read { txn in try changeLog.lastSequence(in: txn) }
+            } catch {
+                state.position = nil  // read at the first poll, which reruns every observer then
+            }
             let interval = pollInterval
             state.poller = Task.detached(priority: .utility) { [weak self] in
                 while true {
                     do {
                         try await Task.sleep(for: interval)
                     } catch {
-                        return // Cancelled: the last live query ended or the store closed.
+                        return // Cancelled: the last observer ended or the store closed.
                     }
                     guard let self, self.poll() else { return }
                 }
@@ -88,26 +99,67 @@ final class LiveQueryCenter: Sendable {
         }
     }
 
-    /// Checks for outside commits once; false when polling should end.
+    /// Reads and publishes the other processes' changes since the last poll; false when polling should end.
     private func poll() -> Bool {
-        let changed: Bool? = state.withLock { state in
+        let outcome: [PublishedChange]?? = state.withLock { state in
             // Under the lock, so that `stop()` never returns while the environment is being read.
             guard !state.isStopped, state.poller != nil else { return nil }
-            guard let mark = outsideCommitMark() else { return false }  // a write under way: next time
-            defer { state.outsideCommits = mark }
-            return mark != state.outsideCommits
+            let transaction = environment.lastTransactionID
+            guard transaction != state.lastTransaction else { return .some(nil) }
+            state.lastTransaction = transaction
+            do {
+                return .some(try readOutsideChanges(&state))
+            } catch {
+                // The log cannot be read: every observed type reruns, to be safe.
+                return .some([])
+            }
         }
-        guard let changed else { return false }
-        if changed {
-            externalChanges.add(1, ordering: .relaxed)
+        guard let outcome else { return false }
+        guard let changes = outcome else { return true }
+        externalChanges.add(1, ordering: .relaxed)
+        if changes.isEmpty {
             hub.publishExternalChange(typeNames: hub.observedTypeNames)
+        } else {
+            hub.publish(changes)
         }
         return true
     }
 
-    /// Commits by other processes so far, up to a constant; nil while this process is writing.
-    private func outsideCommitMark() -> Int? {
-        let environment = self.environment
-        return writer.readWhileIdle { environment.lastTransactionID }.map { $0.value &- $0.commits }
+    /// The change-log entries after the position that other processes wrote, as published changes.
+    private func readOutsideChanges(_ state: inout State) throws -> [PublishedChange]? {
+        let changeLog = self.changeLog
+        let own = changeLog.writer
+        var entries: [ChangeLog.Entry] = []
+        guard var position = state.position else {
+            state.position = try environment.read { txn in try changeLog.lastSequence(in: txn) }
+            return []
+        }
+        try environment.read { txn in
+            try changeLog.forEachEntry(after: position, in: txn) { entry in
+                position = entry.sequence
+                if entry.writer != own { entries.append(entry) }
+                return true
+            }
+        }
+        state.position = position
+        guard !entries.isEmpty else { return nil }
+        if entries.contains(where: { state.typeNames[$0.type] == nil }) {
+            let meta = self.meta
+            let infos = try environment.read { txn in try TypeRegistry.all(meta: meta, txn: txn).infos }
+            for info in infos { state.typeNames[info.number] = info.name }
+        }
+        return entries.compactMap { entry in
+            guard let name = state.typeNames[entry.type] else { return nil }
+            let id = String(decoding: entry.id, as: UTF8.self)
+            let kind: PublishedChange.Kind = switch entry.kind {
+            case .inserted: .externalInserted(id)
+            case .updated: .externalUpdated(id)
+            case .deleted: .deleted(id)
+            case .expired: .expired(id)
+            case .cleared: .cleared
+            case .touched: .touched
+            }
+            return PublishedChange(typeName: name, kind: kind)
+        }
     }
 }

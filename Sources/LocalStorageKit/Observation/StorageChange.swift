@@ -30,7 +30,7 @@ extension PublishedChange {
         case .deleted(let id): .deleted(id: id)
         case .expired(let id): .expired(id: id)
         case .cleared: .cleared
-        case .touched: nil
+        case .touched, .externalInserted, .externalUpdated: nil
         }
     }
 }

@@ -9,6 +9,9 @@ struct PublishedChange: Sendable {
         /// The type's records changed in a way a change stream does not describe (a new expiration):
         /// live queries rerun, change streams stay silent.
         case touched
+        /// Another process inserted or updated the record with this id: observers read its value.
+        case externalInserted(String)
+        case externalUpdated(String)
     }
 
     let typeName: String

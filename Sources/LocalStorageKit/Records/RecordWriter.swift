@@ -103,6 +103,7 @@ enum RecordWriter {
                 UnsafeMutableRawBufferPointer(rebasing: target[headerBytes.count...]).copyMemory(from: source)
             }
         }
+        context.log(schema, replacesLiveRecord ? .updated : .inserted, id: record.key)
         if context.isObserved(schema.name) {
             let kind: PublishedChange.Kind = replacesLiveRecord ? .updated(record.value) : .inserted(record.value)
             context.publish(PublishedChange(typeName: schema.name, kind: kind))
@@ -233,6 +234,7 @@ enum RecordWriter {
             }
             if bytes != nil, try delete(key: key, schema: schema, txn: txn) {
                 purged += 1
+                context.log(schema, .expired, id: key)
                 context.publish(PublishedChange(typeName: schema.name,
                                                 kind: .expired(String(decoding: key, as: UTF8.self))))
             }
@@ -285,15 +287,18 @@ extension RecordWriter {
 
 extension RecordWriter {
     /// Deletes the record with `id` and publishes `.deleted(id)`; a missing id does nothing.
-    static func delete(id: String, key: [UInt8], schema: TypeSchema, context: Writer.Context) throws {
-        if try delete(key: key, schema: schema, txn: context.txn) {
-            context.publish(PublishedChange(typeName: schema.name, kind: .deleted(id)))
-        }
+    @discardableResult
+    static func delete(id: String, key: [UInt8], schema: TypeSchema, context: Writer.Context) throws -> Bool {
+        guard try delete(key: key, schema: schema, txn: context.txn) else { return false }
+        context.log(schema, .deleted, id: key)
+        context.publish(PublishedChange(typeName: schema.name, kind: .deleted(id)))
+        return true
     }
 
     /// Deletes every record of a type and publishes `.cleared`.
     static func clear(schema: TypeSchema, context: Writer.Context) throws {
         try deleteAll(schema: schema, txn: context.txn)
+        context.log(schema, .cleared, id: [])
         context.publish(PublishedChange(typeName: schema.name, kind: .cleared))
     }
 
@@ -308,6 +313,7 @@ extension RecordWriter {
         var header = view.header()
         header.expiresAt = expiration.expiresAt(now: context.now)
         try replaceHeader(of: view, with: header, key: key, schema: schema, txn: context.txn)
+        context.log(schema, .touched, id: key)
         context.publish(PublishedChange(typeName: schema.name, kind: .touched))
     }
 
@@ -326,6 +332,7 @@ extension RecordWriter {
             }
             guard view.isExpired(at: context.now) else { continue }
             try delete(key: key, schema: schema, txn: context.txn)
+            context.log(schema, .expired, id: key)
             context.publish(PublishedChange(typeName: schema.name, kind: .expired(String(decoding: key, as: UTF8.self))))
         }
     }

@@ -22,6 +22,7 @@ extension Writer {
                             throw RequestFailure(position: position, error: error)
                         }
                     }
+                    try changeLog?.append(context.logged, txn: txn)
                     return context
                 }
                 for hook in context.afterCommit { hook() }
@@ -76,7 +77,9 @@ extension Writer {
                 let now = nextTimestamp()
                 let (value, context) = try countedWrite { txn in
                     let context = Context(txn: txn, now: now, environment: environment, hub: hub)
-                    return (try body(context), context)
+                    let value = try body(context)
+                    try changeLog?.append(context.logged, txn: txn)
+                    return (value, context)
                 }
                 for hook in context.afterCommit { hook() }
                 hub.publish(context.changes)
@@ -134,6 +137,7 @@ extension Writer {
                         results.append(child.metMapFull ? .needsRoom : .failed(error))
                     }
                 }
+                try changeLog?.append(context.logged, txn: txn)
                 return (context, results)
             }
             for hook in context.afterCommit { hook() }

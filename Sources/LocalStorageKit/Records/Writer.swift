@@ -24,6 +24,8 @@ final class Writer: @unchecked Sendable {
         let environment: Environment
         var changes: [PublishedChange] = []
         var afterCommit: [() -> Void] = []
+        /// What this transaction writes to the change log.
+        var logged: [ChangeLog.Pending] = []
         /// Set when a write of this request met `MDB_MAP_FULL`, even if the caller's closure caught it.
         var metMapFull = false
         private let hub: any CommitListener
@@ -48,6 +50,11 @@ final class Writer: @unchecked Sendable {
         /// Records a change to publish after the commit.
         func publish(_ change: PublishedChange) { changes.append(change) }
 
+        /// Records a change in the change log, in this transaction (whether anyone observes it or not).
+        func log(_ schema: TypeSchema, _ kind: ChangeLog.Kind, id: [UInt8]) {
+            logged.append(ChangeLog.Pending(type: schema.number, kind: kind, id: id))
+        }
+
         /// Runs `body` after the transaction commits (never if it aborts).
         func onCommit(_ body: @escaping () -> Void) { afterCommit.append(body) }
 
@@ -60,6 +67,7 @@ final class Writer: @unchecked Sendable {
         func absorb(_ child: Context) {
             changes += child.changes
             afterCommit += child.afterCommit
+            logged += child.logged
         }
     }
 
@@ -121,8 +129,13 @@ final class Writer: @unchecked Sendable {
 
     static let maxBatchRequests = 4096
 
-    init(environment: Environment, hub: any CommitListener, logger: (any StorageLogger)?) {
+    /// The store's change log, which every commit appends to in its own transaction.
+    let changeLog: ChangeLog?
+
+    init(environment: Environment, hub: any CommitListener, logger: (any StorageLogger)?,
+         changeLog: ChangeLog? = nil) {
         self.environment = environment
+        self.changeLog = changeLog
         self.hub = hub
         self.logger = logger
         let thread = Thread { self.run() }

@@ -1,0 +1,99 @@
+extension LocalStorage {
+    /// The store's position now in its change log, to read what changes after it later, even in another
+    /// process or after a relaunch.
+    ///
+    /// ```swift
+    /// let mark = try await storage.changeToken()
+    /// // … later:
+    /// let (changes, next) = try await storage.changes(of: User.self, since: mark)
+    /// ```
+    public func changeToken() async throws -> StorageChangeToken {
+        try await operation("changeToken") {
+            let changeLog = core.changeLog
+            return StorageChangeToken(sequence: try core.environment.read { txn in
+                try changeLog.lastSequence(in: txn)
+            })
+        }
+    }
+
+    /// The changes to records of `T` committed after `token`, by any process, in commit order, and the
+    /// position to read from next time.
+    ///
+    /// A record changed several times since `token` is reported once, with its latest state: an insert
+    /// and updates come as one `.inserted` of the current value, anything followed by a delete as the
+    /// `.deleted` alone, and a `.cleared` drops what came before it. A consumer that applies the changes in
+    /// order therefore ends at the store's true state. Values are read from the store now.
+    ///
+    /// Complexity: O(changes since `token`, of every type) plus one read per changed record.
+    /// - Throws: ``LocalStorageError/changeTokenExpired`` when the log no longer holds every change after
+    ///   `token` (it keeps ``LocalStorageConfiguration/changeLogRetention``), or when `token` is not from
+    ///   this store: reload in full and take a new token.
+    public func changes<T: LocalStorable>(of type: T.Type, since token: StorageChangeToken) async throws
+        -> (changes: [StorageChange<T>], next: StorageChangeToken) {
+        try await operation("changes(of:since:)") {
+            let schema = try await core.schema(for: T.self)
+            let session = makeDecodeSession(for: schema)
+            let now = Clock.now()
+            let changeLog = core.changeLog
+            let result = try core.environment.read { txn in
+                try ChangeFeed.read(T.self, since: token, schema: schema, changeLog: changeLog, now: now, txn: txn,
+                                    session: session)
+            }
+            followUp(session: session, expired: [], purge: false, schema: schema)
+            return result
+        }
+    }
+}
+
+/// Reads the change log for ``LocalStorage/changes(of:since:)``.
+enum ChangeFeed {
+    static func read<T: LocalStorable>(
+        _ type: T.Type, since token: StorageChangeToken, schema: TypeSchema, changeLog: ChangeLog, now: Int64,
+        txn: Transaction, session: DecodeSession
+    ) throws -> (changes: [StorageChange<T>], next: StorageChangeToken) {
+        guard token.sequence >= (try changeLog.trimmedThrough(in: txn)),
+              token.sequence <= (try changeLog.lastSequence(in: txn)) else {
+            throw LocalStorageError.changeTokenExpired
+        }
+        var latest: [[UInt8]: (sequence: UInt64, kind: ChangeLog.Kind, inserted: Bool)] = [:]
+        var cleared: UInt64?
+        var last = token.sequence
+        try changeLog.forEachEntry(after: token.sequence, in: txn) { entry in
+            last = entry.sequence
+            guard entry.type == schema.number else { return true }
+            switch entry.kind {
+            case .cleared:
+                latest = [:]
+                cleared = entry.sequence
+            case .touched:
+                break
+            case .inserted, .updated, .deleted, .expired:
+                let inserted = entry.kind == .inserted || (entry.kind == .updated && latest[entry.id]?.inserted == true)
+                latest[entry.id] = (entry.sequence, entry.kind, inserted)
+            }
+            return true
+        }
+        var ordered: [(sequence: UInt64, change: StorageChange<T>)] = []
+        if let cleared { ordered.append((cleared, .cleared)) }
+        for (key, change) in latest {
+            let id = String(decoding: key, as: UTF8.self)
+            switch change.kind {
+            case .deleted: ordered.append((change.sequence, .deleted(id: id)))
+            case .expired: ordered.append((change.sequence, .expired(id: id)))
+            case .inserted, .updated:
+                let found = try key.withUnsafeBytes { key in
+                    try RecordReader.get(T.self, key: key, id: id, schema: schema, now: now, txn: txn, session: session)
+                }
+                if let value = found.value {
+                    ordered.append((change.sequence, change.inserted ? .inserted(value) : .updated(value)))
+                } else if found.expired {
+                    ordered.append((change.sequence, .expired(id: id)))
+                }
+            case .cleared, .touched:
+                break
+            }
+        }
+        ordered.sort { $0.sequence < $1.sequence }
+        return (ordered.map(\.change), StorageChangeToken(sequence: last))
+    }
+}

@@ -1,0 +1,138 @@
+import Foundation
+
+/// The store's change log: every commit's changes (type number, record id, kind) under increasing
+/// sequence numbers, written in the commit's own transaction, so that any process on the store can read
+/// what changed after a position (``StorageChangeToken``), and follow other processes' writes.
+///
+/// Layout of the `changes` database: key = sequence, 8 bytes big-endian (from 1); value = the writing
+/// process's mark (UInt64 LE), the type number (UInt32 LE), the kind (UInt8), then the id's UTF-8. Key 0
+/// holds the highest sequence trimmed so far (UInt64 LE). The log keeps at least `retention` entries;
+/// once it holds a tenth more (at least 1,000 more), a commit trims the oldest, at most 10,000 plus its own
+/// count at a time, so trimming never holds a save up for long.
+final class ChangeLog: Sendable {
+    enum Kind: UInt8, Sendable {
+        case inserted = 1, updated, deleted, expired, cleared
+        /// A new expiration: live queries rerun, change streams stay silent.
+        case touched
+    }
+
+    struct Entry {
+        let sequence: UInt64
+        let writer: UInt64
+        let type: UInt32
+        let kind: Kind
+        let id: [UInt8]
+    }
+
+    /// What a commit logs for one change, before it has a sequence number.
+    struct Pending: Sendable {
+        let type: UInt32
+        let kind: Kind
+        let id: [UInt8]
+    }
+
+    static let name = "changes"
+    private static let watermarkKey = [UInt8](repeating: 0, count: 8)
+
+    let database: Database
+    let retention: Int
+    /// This process's mark on the entries it writes (random for each open environment).
+    let writer: UInt64
+
+    init(database: Database, retention: Int) {
+        self.database = database
+        self.retention = max(1, retention)
+        writer = UInt64.random(in: 1...UInt64.max)
+    }
+
+    /// Opens (creating) the log's database in a write transaction, or opens it if it exists in a read one.
+    static func open(in txn: Transaction) throws -> Database? {
+        try txn.openDatabase(name, create: !txn.isReadOnly)
+    }
+
+    // MARK: - Writing (the writer's transaction)
+
+    /// Appends one commit's changes and trims past the retention.
+    func append(_ changes: [Pending], txn: Transaction) throws {
+        guard !changes.isEmpty else { return }
+        var sequence = try lastSequence(in: txn)
+        for change in changes {
+            sequence += 1
+            var value: [UInt8] = []
+            value.reserveCapacity(13 + change.id.count)
+            value.appendLittleEndian(writer)
+            value.appendLittleEndian(change.type)
+            value.append(change.kind.rawValue)
+            value.append(contentsOf: change.id)
+            try txn.put(database, key: ChangeLog.key(sequence), value: value)
+        }
+        try trim(last: sequence, budget: changes.count + 10_000, txn: txn)
+    }
+
+    private func trim(last: UInt64, budget: Int, txn: Transaction) throws {
+        guard let first = try firstSequence(in: txn) else { return }
+        let slack = UInt64(max(1000, retention / 10))
+        guard last - first + 1 > UInt64(retention) + slack else { return }
+        let keepFrom = last - UInt64(retention) + 1
+        var sequence = first
+        var deleted = 0
+        while sequence < keepFrom, deleted < budget {
+            try txn.delete(database, key: ChangeLog.key(sequence))
+            sequence += 1
+            deleted += 1
+        }
+        var mark: [UInt8] = []
+        mark.appendLittleEndian(sequence - 1)
+        try txn.put(database, key: ChangeLog.watermarkKey, value: mark)
+    }
+
+    // MARK: - Reading
+
+    /// The sequence of the newest entry, or 0 when the log is empty.
+    func lastSequence(in txn: Transaction) throws -> UInt64 {
+        try txn.withCursor(database) { cursor in
+            guard let last = try cursor.move(.last), last.key.count == 8 else { return 0 }
+            return UInt64(bigEndian: last.key.loadUnaligned(as: UInt64.self))
+        }
+    }
+
+    /// The sequence of the oldest entry kept, or nil when there is none.
+    func firstSequence(in txn: Transaction) throws -> UInt64? {
+        try txn.withCursor(database) { cursor in
+            guard let first = try cursor.seek(atLeast: ChangeLog.key(1)), first.key.count == 8 else { return nil }
+            return UInt64(bigEndian: first.key.loadUnaligned(as: UInt64.self))
+        }
+    }
+
+    /// The highest sequence trimmed so far (0 when nothing was): a position below it has lost changes.
+    func trimmedThrough(in txn: Transaction) throws -> UInt64 {
+        guard let mark = try txn.get(database, key: ChangeLog.watermarkKey), mark.count == 8 else { return 0 }
+        return UInt64(littleEndian: mark.loadUnaligned(as: UInt64.self))
+    }
+
+    /// Calls `body` with every entry after `sequence`, oldest first, until it returns false. Entries that do
+    /// not parse are skipped.
+    func forEachEntry(after sequence: UInt64, in txn: Transaction, _ body: (Entry) throws -> Bool) throws {
+        try txn.withCursor(database) { cursor in
+            var entry = try cursor.seek(atLeast: ChangeLog.key(sequence &+ 1))
+            while let current = entry {
+                if current.key.count == 8, current.value.count >= 13,
+                   let kind = Kind(rawValue: current.value[12]) {
+                    let parsed = Entry(
+                        sequence: UInt64(bigEndian: current.key.loadUnaligned(as: UInt64.self)),
+                        writer: UInt64(littleEndian: current.value.loadUnaligned(as: UInt64.self)),
+                        type: UInt32(littleEndian: current.value.loadUnaligned(fromByteOffset: 8, as: UInt32.self)),
+                        kind: kind, id: Array(current.value[13...]))
+                    if try !body(parsed) { return }
+                }
+                entry = try cursor.move(.next)
+            }
+        }
+    }
+
+    static func key(_ sequence: UInt64) -> [UInt8] {
+        var key: [UInt8] = []
+        key.appendBigEndian(sequence)
+        return key
+    }
+}

@@ -1,0 +1,160 @@
+import Foundation
+import Testing
+@testable import LocalStorageKit
+import LocalStorageTestSupport
+
+/// The change log: tokens, `changes(of:since:)`, retention, and other processes' writes in change streams.
+@Suite struct ChangeFeedTests {
+    /// Applies changes to a model of the store's records.
+    private func apply(_ changes: [StorageChange<Note>], to model: inout [String: String]) {
+        for change in changes {
+            switch change {
+            case .inserted(let note), .updated(let note): model[note.id] = note.text
+            case .deleted(let id), .expired(let id): model[id] = nil
+            case .cleared: model = [:]
+            }
+        }
+    }
+
+    @Test func changesSinceATokenAreTheLatestStateOfEachRecordInCommitOrder() async throws {
+        let storage = try LocalStorage(configuration: .inMemory)
+        try await storage.save(contentsOf: [Note(id: "a", text: "1"), Note(id: "b", text: "1")])
+        try await storage.save(Product.sample(1))  // another type: never reported
+        let mark = try await storage.changeToken()
+        try await storage.save(Note(id: "a", text: "2"))
+        try await storage.save(Note(id: "c", text: "1"))
+        try await storage.delete(Note.self, id: "b")
+        try await storage.save(Note(id: "d", text: "1"))
+        try await storage.delete(Note.self, id: "d")
+        try await storage.save(Note(id: "c", text: "2"))
+        try await storage.save(Product.sample(2))
+        let (changes, next) = try await storage.changes(of: Note.self, since: mark)
+        #expect(changes == [.updated(Note(id: "a", text: "2")), .deleted(id: "b"), .deleted(id: "d"),
+                            .inserted(Note(id: "c", text: "2"))])
+        #expect(next > mark)
+        #expect(try await storage.changes(of: Note.self, since: next).changes.isEmpty)
+        // A token survives encoding, as a caller keeps it across launches.
+        let decoded = try JSONDecoder().decode(StorageChangeToken.self, from: JSONEncoder().encode(mark))
+        #expect(decoded == mark)
+    }
+
+    /// Random writes, tokens taken at random moments: from each token, the changes bring the state the
+    /// store had then to the state it has now.
+    @Test func fromAnyTokenTheChangesLeadToTheStoresState() async throws {
+        let storage = try LocalStorage(configuration: .inMemory)
+        var random = SplitMix64(seed: 0xFEED)
+        var model: [String: String] = [:]
+        var marks: [(StorageChangeToken, [String: String])] = []
+        for step in 0..<300 {
+            if random.below(10) == 0 { marks.append((try await storage.changeToken(), model)) }
+            let id = "n\(random.below(25))"
+            switch random.below(20) {
+            case 0..<12:
+                try await storage.save(Note(id: id, text: "\(step)"))
+                model[id] = "\(step)"
+            case 12..<18:
+                try await storage.delete(Note.self, id: id)
+                model[id] = nil
+            case 18:
+                try await storage.write { tx in
+                    try tx.save(Note(id: id, text: "w\(step)"))
+                    try tx.delete(Note.self, id: "n0")
+                }
+                model[id] = "w\(step)"
+                if id != "n0" { model["n0"] = nil } else { model[id] = nil }
+            default:
+                // Clearing is rare: a clear after a token hides every earlier difference.
+                if step == 150 {
+                    try await storage.deleteAll(Note.self)
+                    model = [:]
+                } else {
+                    try await storage.delete(Note.self, id: id)
+                    model[id] = nil
+                }
+            }
+        }
+        #expect(marks.count > 10)
+        for (mark, then) in marks {
+            var state = then
+            apply(try await storage.changes(of: Note.self, since: mark).changes, to: &state)
+            #expect(state == model)
+        }
+        let live = try await storage.fetch(Note.self)
+        #expect(Dictionary(uniqueKeysWithValues: live.map { ($0.id, $0.text) }) == model)
+    }
+
+    @Test func aTokenOlderThanTheRetentionIsExpired() async throws {
+        var configuration = LocalStorageConfiguration.inMemory
+        configuration.changeLogRetention = 10
+        let storage = try LocalStorage(configuration: configuration)
+        let old = try await storage.changeToken()
+        try await storage.save(Note(id: "first", text: "x"))
+        #expect(try await storage.changes(of: Note.self, since: old).changes.count == 1)
+        for batch in 0..<12 {
+            try await storage.save(contentsOf: (0..<100).map { Note(id: "b\(batch)-\($0)", text: "x") })
+        }
+        await #expect(throws: LocalStorageError.changeTokenExpired) {
+            _ = try await storage.changes(of: Note.self, since: old)
+        }
+        let fresh = try await storage.changeToken()
+        try await storage.save(Note(id: "after", text: "y"))
+        #expect(try await storage.changes(of: Note.self, since: fresh).changes == [.inserted(Note(id: "after", text: "y"))])
+        // A token from a longer log (another store) is no position here either.
+        let foreign = StorageChangeToken(sequence: 1 << 40)
+        await #expect(throws: LocalStorageError.changeTokenExpired) {
+            _ = try await storage.changes(of: Note.self, since: foreign)
+        }
+    }
+
+    @Test func aProcessThatStoppedReadsExactlyTheChangesItMissed() async throws {
+        let directory = temporaryDirectory()
+        let saved: Data = try await withStore(diskConfiguration(directory)) { storage async throws in
+            try await storage.save(StressRecord.make(id: "mine", sequence: 0))
+            return try JSONEncoder().encode(try await storage.changeToken())
+        }
+        // While this process is "stopped", another one writes.
+        let child = try HelperProcess(["save-loop", directory.path, "none", "6", "other"])
+        #expect(await child.waitForExit() == 0)
+        let ids = child.lines.filter { $0.hasPrefix("other-") }
+        #expect(ids.count == 6)
+        try await withStore(diskConfiguration(directory)) { storage async throws in
+            let mark = try JSONDecoder().decode(StorageChangeToken.self, from: saved)
+            let (changes, _) = try await storage.changes(of: StressRecord.self, since: mark)
+            let reported = changes.compactMap { change -> String? in
+                if case .inserted(let record) = change { return record.id }
+                if case .updated(let record) = change { return record.id }
+                return nil
+            }
+            // The helper's seventh save would replace an earlier one; six saves are six inserts, in order.
+            #expect(reported == ids)
+        }
+    }
+
+    @Test(.timeLimit(.minutes(1))) func anotherProcessesWritesReachAChangeStream() async throws {
+        let directory = temporaryDirectory()
+        var configuration = diskConfiguration(directory)
+        configuration.externalChangePollInterval = .milliseconds(5)
+        try await withStore(configuration) { storage async throws in
+            _ = try await storage.count(StressRecord.self)  // registered here, as an app would have
+            let stream = storage.changes(of: StressRecord.self)
+            let child = try HelperProcess(["save-loop", directory.path, "none", "4", "child"])
+            #expect(await child.waitForExit() == 0)
+            var received: [String] = []
+            for await change in stream {
+                if case .inserted(let record) = change { received.append(record.id) }
+                if received.count == 4 { break }
+            }
+            #expect(received == ["child-0", "child-1", "child-2", "child-3"])
+
+            // And the maintenance tool's delete, from its own process.
+            let deletes = storage.changes(of: StressRecord.self)
+            let cli = try HelperProcess(["delete", "StressRecord", "child-2", "--store", storeFilesDirectory(directory).path],
+                                        executable: "localstorage")
+            #expect(await cli.waitForExit() == 0)
+            for await change in deletes {
+                #expect(change == .deleted(id: "child-2"))
+                break
+            }
+        }
+    }
+}
