@@ -155,6 +155,32 @@ import Testing
         live.cancel()
     }
 
+    /// The leading edge: with a 2 s window, a single save after a quiet period reaches the live query at
+    /// once, and a burst after it is still coalesced.
+    @Test func aSaveAfterAQuietPeriodReachesALiveQueryAtOnce() async throws {
+        var configuration = LocalStorageConfiguration.inMemory
+        configuration.liveQueryCoalescing = .seconds(2)
+        let storage = try LocalStorage(configuration: configuration)
+        let runs = CallCounter()
+        let live = Recorder(storage.liveQuery(of: Note.self) { storage in
+            runs.increment()
+            return try await storage.fetch(Note.self)
+        })
+        #expect(await live.eventually { $0 == [[]] })
+        try await Task.sleep(for: .seconds(2))  // a quiet window
+        let start = ContinuousClock.now
+        try await storage.save(Note(id: "one", text: "x"))
+        #expect(await live.eventually(within: .seconds(10)) { $0.last?.map(\.id) == ["one"] })
+        let latency = ContinuousClock.now - start
+        #expect(latency < .seconds(1), "\(latency)")
+        // A burst right after: no rerun per save; the final state arrives within about one window.
+        let before = runs.value
+        for n in 0..<100 { try await storage.save(Note(id: "b\(n)", text: "x")) }
+        #expect(await live.eventually(within: .seconds(10)) { $0.last?.count == 101 })
+        #expect(runs.value - before <= 3, "\(runs.value - before) reruns for a burst inside one window")
+        live.cancel()
+    }
+
     @Test func indexedLiveQueryFollowsOnlyItsMatches() async throws {
         var configuration = LocalStorageConfiguration.inMemory
         configuration.liveQueryCoalescing = .milliseconds(10)

@@ -6,8 +6,9 @@ import Synchronization
 ///
 /// The writer thread calls ``invalidate()`` after each commit that touched the type (or when another
 /// process wrote); that only bumps a counter and wakes the query's task, so it never blocks. The task
-/// waits out the coalescing window, reruns the query once if anything was committed since its last
-/// run, and emits the result unless it encodes to the same bytes as the last one emitted.
+/// reruns at once when its last run is a coalescing window old (the leading edge), else waits out the
+/// rest of the window; it reruns once if anything was committed since its last run, and emits the result
+/// unless it encodes to the same bytes as the last one emitted.
 final class LiveQuery<T: LocalStorable>: Sendable {
     /// Commits seen so far; the task compares it before and after each run.
     private let generation = Atomic<UInt64>(0)
@@ -40,13 +41,18 @@ final class LiveQuery<T: LocalStorable>: Sendable {
             let first = try await query()
             lastEmitted = LiveQuery.fingerprint(of: first)
             output.yield(first)
+            var lastRun = ContinuousClock.now
             for await _ in wakeUps {
-                try await Task.sleep(for: coalescing)
+                // Leading edge: the first commit after a quiet window reruns at once; while commits keep
+                // coming, at most one rerun per window.
+                let quiet = ContinuousClock.now - lastRun
+                if quiet < coalescing { try await Task.sleep(for: coalescing - quiet) }
                 // Read the counter before the query starts: a commit after this point bumps it again
                 // and brings another (possibly silent) rerun, so none is ever missed.
                 let current = generation.load(ordering: .acquiring)
                 guard current != seen else { continue }
                 seen = current
+                lastRun = ContinuousClock.now
                 let result = try await query()
                 let fingerprint = LiveQuery.fingerprint(of: result)
                 if fingerprint == nil || fingerprint != lastEmitted {
