@@ -139,12 +139,19 @@ import LocalStorageTestSupport
             let stream = storage.changes(of: StressRecord.self)
             let child = try HelperProcess(["save-loop", directory.path, "none", "4", "child"])
             #expect(await child.waitForExit() == 0)
-            var received: [String] = []
-            for await change in stream {
-                if case .inserted(let record) = change { received.append(record.id) }
-                if received.count == 4 { break }
+            let recorder = Recorder(stream)
+            let arrived = await recorder.eventually(within: .seconds(30)) { $0.count >= 4 }
+            let center = storage.core.liveQueries
+            let diagnosis = "polling \(center.isPolling), position \(String(describing: center.followedPosition)), "
+                + "failures \(center.readFailureCount), outside changes \(center.externalChangeCount), "
+                + "received \(recorder.values)"
+            #expect(arrived, "\(diagnosis)")
+            let received = recorder.values.compactMap { change -> String? in
+                if case .inserted(let record) = change { return record.id }
+                return nil
             }
             #expect(received == ["child-0", "child-1", "child-2", "child-3"])
+            recorder.cancel()
 
             // And the maintenance tool's delete, from its own process.
             let deletes = storage.changes(of: StressRecord.self)

@@ -106,6 +106,20 @@ extension LocalStorage {
 
     // MARK: - Live queries
 
+    /// The soonest expiry after now among the records of `T` (nil when none expires or it cannot be read).
+    static func nextExpiry<T: LocalStorable>(of type: T.Type, core: StoreCore) -> Int64? {
+        guard let schema = core.cachedSchema(for: T.self) else { return nil }
+        do {
+            return try core.environment.read { txn in
+                try RecordReader.nextExpiry(schema: schema, after: Clock.now(), txn: txn)
+            }
+        } catch {
+            core.logger?.log(level: .warning, message: "A live query cannot read the next expiry",
+                             metadata: ["type": schema.name, "error": "\(error)"])
+            return nil
+        }
+    }
+
     /// The records of `T` that match a query: the current result first, then a new result after each
     /// burst of committed writes to the type.
     ///
@@ -141,7 +155,7 @@ extension LocalStorage {
         of type: T.Type, matching filters: [StorageIndexFilter] = [], orderedBy sort: StorageIndexSort? = nil,
         options: FetchOptions = FetchOptions()
     ) -> AsyncThrowingStream<[T], Error> {
-        liveQuery(of: T.self) { storage in
+        liveQuery(of: T.self, matching: filters) { storage in
             try await storage.fetch(T.self, matching: filters, orderedBy: sort, options: options)
         }
     }
@@ -150,8 +164,11 @@ extension LocalStorage {
     ///
     /// The stream keeps only the newest result a consumer has not read yet; tests pass `.unbounded` to see
     /// every emission.
+    ///
+    /// With `filters`, a committed change whose record meets them neither before nor after does not rerun
+    /// the query. After each run a timer is armed for the soonest expiry among the type's records.
     func liveQuery<T: LocalStorable>(
-        of type: T.Type,
+        of type: T.Type, matching filters: [StorageIndexFilter] = [],
         buffering: AsyncThrowingStream<[T], Error>.Continuation.BufferingPolicy = .bufferingNewest(1),
         _ query: @escaping @Sendable (LocalStorage) async throws -> [T]
     ) -> AsyncThrowingStream<[T], Error> {
@@ -160,10 +177,20 @@ extension LocalStorage {
         let name = T.storageName
         let live = LiveQuery<T>(coalescing: configuration.liveQueryCoalescing)
         // Subscribe before the first run so that no commit after this call can be missed.
-        let token = core.hub.subscribe(name) { _ in live.invalidate() }
+        let token = core.hub.subscribe(name) { changes in live.invalidate(for: changes) }
         core.liveQueries.beginObserving()
+        let core = self.core
         let task = Task { [self] in
-            await live.run(emittingTo: continuation) { try await query(self) }
+            if !filters.isEmpty {
+                do {
+                    live.setPlan(try QueryPlan(filters: filters, sort: nil, schema: try await core.schema(for: T.self)))
+                } catch {
+                    // The query itself reports the problem when it runs.
+                }
+            }
+            await live.run(emittingTo: continuation, query: { try await query(self) },
+                           nextExpiry: { LocalStorage.nextExpiry(of: T.self, core: core) },
+                           onRerun: { core.liveQueries.noteRerun() })
         }
         continuation.onTermination = { [core] _ in
             task.cancel()

@@ -78,8 +78,8 @@ public final class StorageWriteTransaction: StorageReadTransaction {
     /// Deletes the record with `id`; deleting a missing id does nothing.
     public func delete<T: LocalStorable>(_ type: T.Type, id: String) throws {
         try run {
-            try RecordWriter.delete(id: id, key: try RecordWriter.key(for: id), schema: try schema(T.self),
-                                    context: context)
+            _ = try RecordWriter.delete(id: id, key: try RecordWriter.key(for: id), schema: try schema(T.self),
+                                        context: context)
         }
     }
 

@@ -16,10 +16,42 @@ final class LiveQuery<T: LocalStorable>: Sendable {
     private let wakeUps: AsyncStream<Void>
     private let wake: AsyncStream<Void>.Continuation
     private let coalescing: Duration
+    /// The query's conditions, once known: changes outside them do not rerun it.
+    private let plan = Mutex<QueryPlan?>(nil)
+    /// Wakes the query when the soonest expiry among the type's records passes.
+    private let expiryTimer = Mutex<Task<Void, Never>?>(nil)
 
     init(coalescing: Duration) {
         self.coalescing = max(coalescing, .zero)
         (wakeUps, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    }
+
+    /// Sets the conditions changes are checked against (see ``QueryPlan/mayBeAffected(by:)``).
+    func setPlan(_ plan: QueryPlan) { self.plan.withLock { $0 = plan } }
+
+    /// Marks the result stale when one of `changes` may alter it (an empty list: something changed that
+    /// is not described, so it may).
+    func invalidate(for changes: [PublishedChange]) {
+        let plan = self.plan.withLock { $0 }
+        guard let plan, !changes.isEmpty else { return invalidate() }
+        if changes.contains(where: plan.mayBeAffected) { invalidate() }
+    }
+
+    /// Wakes the query just after `moment` (ns since 1970), replacing an earlier wake-up.
+    private func invalidate(at moment: Int64) {
+        let delay = max(0, moment - Clock.now()) + 1_000_000
+        let timer = Task { [weak self] in
+            do {
+                try await Task.sleep(for: .nanoseconds(delay))
+            } catch {
+                return  // replaced or stopped
+            }
+            self?.invalidate()
+        }
+        expiryTimer.withLock { current in
+            current?.cancel()
+            current = timer
+        }
     }
 
     /// Marks the current result stale (called on the writer thread; never blocks).
@@ -29,16 +61,24 @@ final class LiveQuery<T: LocalStorable>: Sendable {
     }
 
     /// Ends ``run(emittingTo:query:)`` at its next wait.
-    func stop() { wake.finish() }
+    func stop() {
+        wake.finish()
+        expiryTimer.withLock { $0?.cancel() }
+    }
 
     /// Emits the current result, then a fresh one after each coalesced burst of invalidations, until
     /// the task is cancelled or ``stop()`` is called. A query error ends `output` with that error.
+    ///
+    /// After each run, `nextExpiry` tells when the soonest record of the type expires: the query reruns
+    /// then, so an expiring row leaves the result without any write. `onRerun` counts reruns.
     func run(emittingTo output: AsyncThrowingStream<[T], Error>.Continuation,
-             query: () async throws -> [T]) async {
+             query: () async throws -> [T], nextExpiry: () -> Int64? = { nil },
+             onRerun: () -> Void = {}) async {
         var seen = generation.load(ordering: .acquiring)
         var lastEmitted: Data?
         do {
             let first = try await query()
+            if let moment = nextExpiry() { invalidate(at: moment) }
             lastEmitted = LiveQuery.fingerprint(of: first)
             output.yield(first)
             var lastRun = ContinuousClock.now
@@ -54,6 +94,8 @@ final class LiveQuery<T: LocalStorable>: Sendable {
                 seen = current
                 lastRun = ContinuousClock.now
                 let result = try await query()
+                onRerun()
+                if let moment = nextExpiry() { invalidate(at: moment) }
                 let fingerprint = LiveQuery.fingerprint(of: result)
                 if fingerprint == nil || fingerprint != lastEmitted {
                     lastEmitted = fingerprint

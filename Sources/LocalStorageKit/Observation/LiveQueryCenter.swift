@@ -19,6 +19,8 @@ final class LiveQueryCenter: Sendable {
         var lastTransaction = -1
         /// Type names by number, as `meta` had them.
         var typeNames: [UInt32: String] = [:]
+        /// Polls whose read of the log failed (tests and diagnostics).
+        var readFailures = 0
     }
 
     private let environment: Environment
@@ -29,6 +31,13 @@ final class LiveQueryCenter: Sendable {
     private let pollInterval: Duration
     private let state = Mutex(State())
     private let externalChanges = Atomic<Int>(0)
+    private let reruns = Atomic<Int>(0)
+
+    /// How many times live queries of this store reran after their first result (tests read it).
+    var rerunCount: Int { reruns.load(ordering: .relaxed) }
+
+    /// Counts one rerun of a live query.
+    func noteRerun() { reruns.add(1, ordering: .relaxed) }
 
     init(environment: Environment, hub: ObserverHub, writer: Writer, changeLog: ChangeLog, meta: Database,
          pollInterval: Duration) {
@@ -45,6 +54,12 @@ final class LiveQueryCenter: Sendable {
 
     /// How many times the poller saw outside commits and told live queries to rerun.
     var externalChangeCount: Int { externalChanges.load(ordering: .relaxed) }
+
+    /// How many polls could not read the change log.
+    var readFailureCount: Int { state.withLock { $0.readFailures } }
+
+    /// The change-log position the poller has read up to.
+    var followedPosition: UInt64? { state.withLock { $0.position } }
 
     /// Whether the poller runs (it runs exactly while a live query is active).
     var isPolling: Bool { state.withLock { $0.poller != nil } }
@@ -106,11 +121,14 @@ final class LiveQueryCenter: Sendable {
             guard !state.isStopped, state.poller != nil else { return nil }
             let transaction = environment.lastTransactionID
             guard transaction != state.lastTransaction else { return .some(nil) }
-            state.lastTransaction = transaction
             do {
-                return .some(try readOutsideChanges(&state))
+                let changes = try readOutsideChanges(&state)
+                state.lastTransaction = transaction
+                return .some(changes)
             } catch {
-                // The log cannot be read: every observed type reruns, to be safe.
+                // The log cannot be read now: every observed type reruns, to be safe, and the next poll
+                // reads the same entries again.
+                state.readFailures += 1
                 return .some([])
             }
         }

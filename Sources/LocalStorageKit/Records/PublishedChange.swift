@@ -16,4 +16,18 @@ struct PublishedChange: Sendable {
 
     let typeName: String
     let kind: Kind
+    /// The record's index values before and after the change (nil: no record there), when the writer
+    /// knows them; a live query whose conditions neither side meets need not rerun. Nil when unknown.
+    var region: Region?
+
+    struct Region: Sendable {
+        let old: [StoredIndexValue]?
+        let new: [StoredIndexValue]?
+    }
+
+    init(typeName: String, kind: Kind, region: Region? = nil) {
+        self.typeName = typeName
+        self.kind = kind
+        self.region = region
+    }
 }

@@ -11,6 +11,26 @@ struct QueryPlan: Sendable {
     let sortIndex: TypeSchema.Index?
     let isDescending: Bool
 
+    /// Whether a record with these header index values meets every condition (false for no record).
+    func matches(_ values: [StoredIndexValue]?) -> Bool {
+        guard let values else { return false }
+        return constraints.allSatisfy { constraint in
+            guard let value = values.first(where: {
+                $0.kind == constraint.index.kind && $0.name.utf8.elementsEqual(constraint.index.nameBytes)
+            }) else { return false }
+            return value.bytes.withUnsafeBytes { bytes in
+                constraint.conditions.allSatisfy { $0.matches(value: bytes) }
+            }
+        }
+    }
+
+    /// Whether `change` may alter the result of a query with this plan: always, unless the writer knew the
+    /// record's index values before and after and the conditions hold for neither.
+    func mayBeAffected(by change: PublishedChange) -> Bool {
+        guard !constraints.isEmpty, let region = change.region else { return true }
+        return matches(region.old) || matches(region.new)
+    }
+
     /// Validates `filters` and `sort` against the type's declaration.
     ///
     /// - Throws: `unknownIndex` for an index the type does not declare; `invalidQuery` for a value of

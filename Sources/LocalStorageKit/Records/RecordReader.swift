@@ -111,3 +111,16 @@ extension RecordReader {
             version: view.version)
     }
 }
+
+extension RecordReader {
+    /// The soonest expiry after `now` among the type's records (ns since 1970), or nil when none expires.
+    static func nextExpiry(schema: TypeSchema, after now: Int64, txn: Transaction) throws -> Int64? {
+        try txn.withCursor(schema.expiry) { cursor in
+            guard let entry = try cursor.seek(atLeast: RecordWriter.timeKey(now &+ 1)), entry.key.count == 8 else {
+                return nil
+            }
+            return Int64(bitPattern: UInt64(bigEndian: entry.key.loadUnaligned(as: UInt64.self)))
+        }
+    }
+}
+

@@ -74,6 +74,8 @@ enum RecordWriter {
         let txn = context.txn
         var createdAt = context.now
         var replacesLiveRecord = false
+        var oldValues: [StoredIndexValue]?
+        var regionKnown = true
         if let existing = try txn.get(schema.records, key: record.key) {
             if let view = try? RecordView(existing) {
                 if view.version > record.version {
@@ -81,14 +83,17 @@ enum RecordWriter {
                         reason: "\(schema.name) \"\(record.id)\" is stored at version \(view.version), newer than "
                             + "this app's version \(record.version) (written by a newer version); it was not overwritten")
                 }
+                let old = view.header()
                 if !view.isExpired(at: context.now) {
                     createdAt = view.createdAt
                     replacesLiveRecord = true
+                    oldValues = old.indexValues
                 }
-                try removeEntries(of: view.header(), key: record.key, schema: schema, txn: txn)
+                try removeEntries(of: old, key: record.key, schema: schema, txn: txn)
             } else {
                 // A damaged header cannot say where the record's entries are: find them all.
                 try removeEntriesOfDamagedRecord(key: record.key, schema: schema, txn: txn)
+                regionKnown = false
             }
         }
         let header = RecordHeader(format: record.format, version: record.version, createdAt: createdAt,
@@ -106,7 +111,8 @@ enum RecordWriter {
         context.log(schema, replacesLiveRecord ? .updated : .inserted, id: record.key)
         if context.isObserved(schema.name) {
             let kind: PublishedChange.Kind = replacesLiveRecord ? .updated(record.value) : .inserted(record.value)
-            context.publish(PublishedChange(typeName: schema.name, kind: kind))
+            let region = regionKnown ? PublishedChange.Region(old: oldValues, new: record.indexValues) : nil
+            context.publish(PublishedChange(typeName: schema.name, kind: kind, region: region))
         }
         return header
     }
@@ -289,9 +295,15 @@ extension RecordWriter {
     /// Deletes the record with `id` and publishes `.deleted(id)`; a missing id does nothing.
     @discardableResult
     static func delete(id: String, key: [UInt8], schema: TypeSchema, context: Writer.Context) throws -> Bool {
+        var region: PublishedChange.Region?
+        if context.isObserved(schema.name), let bytes = try context.txn.get(schema.records, key: key),
+           let view = try? RecordView(bytes) {
+            region = PublishedChange.Region(old: view.isExpired(at: context.now) ? nil : view.header().indexValues,
+                                            new: nil)
+        }
         guard try delete(key: key, schema: schema, txn: context.txn) else { return false }
         context.log(schema, .deleted, id: key)
-        context.publish(PublishedChange(typeName: schema.name, kind: .deleted(id)))
+        context.publish(PublishedChange(typeName: schema.name, kind: .deleted(id), region: region))
         return true
     }
 
