@@ -30,8 +30,9 @@ extension LocalStorage {
     /// miss anything should read promptly, or observe a result with ``updates(of:matching:orderedBy:options:)``
     /// instead, which always converges on the current result.
     ///
-    /// Change streams describe writes made through this process's stores. Writes by another process
-    /// (the CLI, another app) reach live queries, not change streams.
+    /// Change streams describe writes by every process on the store: another process's writes (the CLI,
+    /// an app extension) arrive through the store's change log within about
+    /// ``LocalStorageConfiguration/externalChangePollInterval``, with values read from the store.
     ///
     /// Leaving the `for await` loop, cancelling its task, or dropping the stream ends the stream and
     /// removes its observer. While the stream is active it keeps the store open.
@@ -133,21 +134,22 @@ extension LocalStorage {
     /// }
     /// ```
     ///
-    /// - **Coalescing.** The first commit that touches `T` starts a window of
-    ///   ``LocalStorageConfiguration/liveQueryCoalescing``; the query reruns once when it closes, however
-    ///   many records were written meanwhile. So it reruns at most once per window, never once per record.
+    /// - **Coalescing.** The first commit that touches `T` after a quiet window reruns the query at once;
+    ///   while commits keep coming it reruns at most once per
+    ///   ``LocalStorageConfiguration/liveQueryCoalescing`` window, never once per record. A change to a
+    ///   record that meets `matching` neither before nor after does not rerun it.
     /// - **No repeats.** A rerun whose result encodes to the same JSON bytes as the last one emitted
     ///   (ids, order and every field; `T` need not be `Equatable`) emits nothing.
     /// - **Slow consumers.** The stream keeps only the newest result: a consumer that falls behind
     ///   skips straight to the current one.
-    /// - **Other processes.** While any live query is active, the store checks LMDB's last
-    ///   transaction id every ``LocalStorageConfiguration/externalChangePollInterval``; when another
-    ///   process (the CLI, another app) committed, every live query reruns.
+    /// - **Other processes.** While any live query or change stream is active, the store reads the
+    ///   change log every ``LocalStorageConfiguration/externalChangePollInterval`` for the changes other
+    ///   processes (the CLI, another app) committed, and reruns the live queries of those types.
     /// - **Ending.** Leaving the `for try await` loop or cancelling its task ends the stream and frees
     ///   its observer. While the stream is active it keeps the store open.
     ///
-    /// A record whose time to live runs out leaves the result when it is purged (by the background
-    /// sweep, ``purgeExpired()``, or a purging read).
+    /// A record whose time to live runs out leaves the result when it expires: the query reruns then,
+    /// with no write needed.
     ///
     /// - Throws: through the stream, and ending it: whatever the query throws, such as
     ///   `unknownIndex`, `invalidQuery` or `decodingFailed`.
