@@ -188,10 +188,6 @@ import Testing
         var configuration = LocalStorageConfiguration.inMemory
         configuration.liveQueryCoalescing = .milliseconds(5)
         let storage = try LocalStorage(configuration: configuration)
-        func user(_ id: String, _ role: User.Role, age: Int) -> User {
-            User(id: id, name: id, email: "\(id)@example.com", role: role, age: age,
-                 lastSeen: Date(timeIntervalSince1970: 0))
-        }
         try await storage.save(user("ada", .admin, age: 36))
         let admins = Recorder(storage.updates(of: User.self, matching: [.equals("role", "admin"), .atLeast("age", 18)]))
         #expect(await admins.eventually { $0.last?.map(\.id) == ["ada"] })
@@ -233,10 +229,6 @@ import Testing
         var configuration = LocalStorageConfiguration.inMemory
         configuration.liveQueryCoalescing = .milliseconds(10)
         let storage = try LocalStorage(configuration: configuration)
-        func user(_ id: String, _ role: User.Role, age: Int) -> User {
-            User(id: id, name: id, email: "\(id)@example.com", role: role, age: age,
-                 lastSeen: Date(timeIntervalSince1970: 0))
-        }
         try await storage.save(user("ada", .admin, age: 36))
         let admins = Recorder(storage.updates(of: User.self, matching: [.equals("role", "admin")],
                                               orderedBy: .descending("age")))
@@ -520,4 +512,9 @@ final class RecordingLogger: StorageLogger {
     func messages(at level: StorageLogLevel) -> [String] {
         entries.withLock { $0.filter { $0.0 == level }.map(\.1) }
     }
+}
+
+/// A user with `role` and `age`, the rest derived from the id.
+func user(_ id: String, _ role: User.Role, age: Int) -> User {
+    User(id: id, name: id, email: "\(id)@example.com", role: role, age: age, lastSeen: Date(timeIntervalSince1970: 0))
 }
