@@ -138,7 +138,7 @@ import LocalStorageTestSupport
             _ = try await storage.count(StressRecord.self)  // registered here, as an app would have
             let stream = storage.changes(of: StressRecord.self)
             let child = try HelperProcess(["save-loop", directory.path, "none", "4", "child"])
-            #expect(await child.waitForExit() == 0)
+            #expect(await child.waitForExit(timeout: .seconds(30)) == 0)
             let recorder = Recorder(stream)
             let arrived = await recorder.eventually(within: .seconds(30)) { $0.count >= 4 }
             let center = storage.core.liveQueries
@@ -154,14 +154,17 @@ import LocalStorageTestSupport
             recorder.cancel()
 
             // And the maintenance tool's delete, from its own process.
-            let deletes = storage.changes(of: StressRecord.self)
+            let deletes = Recorder(storage.changes(of: StressRecord.self))
             let cli = try HelperProcess(["delete", "StressRecord", "child-2", "--store", storeFilesDirectory(directory).path],
                                         executable: "localstorage")
-            #expect(await cli.waitForExit() == 0)
-            for await change in deletes {
-                #expect(change == .deleted(id: "child-2"))
-                break
-            }
+            let status = await cli.waitForExit(timeout: .seconds(30))
+            #expect(status == 0, "\(cli.lines)")
+            let deleted = await deletes.eventually(within: .seconds(30)) { !$0.isEmpty }
+            let after = "polling \(center.isPolling), position \(String(describing: center.followedPosition)), "
+                + "failures \(center.readFailureCount), outside changes \(center.externalChangeCount)"
+            #expect(deleted, "\(after)")
+            #expect(deletes.values == [.deleted(id: "child-2")])
+            deletes.cancel()
         }
     }
 }
