@@ -109,10 +109,11 @@ import Testing
         var emissions = stream.makeAsyncIterator()
         #expect(try await emissions.next() == [Note(id: "a", text: "1")])
 
-        // Saving the same value again commits and reruns the query, which emits nothing: once that rerun
-        // is over, the next emission is the one the next change brings.
+        // Saving the same value again writes a new version of the record: results are told apart by ids
+        // and record versions (nothing is encoded), so the rerun emits it once, and the next change next.
         try await storage.save(Note(id: "a", text: "1"))
         try await waitUntil("the query reruns after the identical save") { finishedRuns.value >= 2 }
+        #expect(try await emissions.next() == [Note(id: "a", text: "1")])
         try await storage.save(Note(id: "b", text: "2"))
         #expect(try await emissions.next() == [Note(id: "a", text: "1"), Note(id: "b", text: "2")])
         #expect(runs.value >= 3)
@@ -222,6 +223,27 @@ import Testing
         let writes = storage.commitCount
         #expect(await live.eventually(within: .seconds(20)) { $0.last?.map(\.id) == ["stays"] })
         #expect(storage.commitCount == writes)  // nothing was written or purged meanwhile
+        live.cancel()
+    }
+
+    /// A rerun whose rows have the same ids and record versions emits nothing, and nothing is encoded to
+    /// tell: the values are compared by what the store already knows.
+    @Test func anUnchangedResultIsToldByVersionsWithoutEncoding() async throws {
+        var configuration = LocalStorageConfiguration.inMemory
+        configuration.liveQueryCoalescing = .milliseconds(5)
+        let storage = try LocalStorage(configuration: configuration)
+        try await storage.save(contentsOf: (0..<20).map { EncodeCountedNote(id: "n\($0)", text: "x") })
+        let live = Recorder(storage.updates(of: EncodeCountedNote.self))
+        #expect(await live.eventually { $0.last?.count == 20 })
+        let encodes = EncodeCountedNote.encodes.value
+        let reruns = storage.core.liveQueries.rerunCount
+        try await storage.setExpiration(EncodeCountedNote.self, id: "n3", .days(1))  // reruns, same rows
+        try await waitUntil("the live query reran") { storage.core.liveQueries.rerunCount > reruns }
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(live.values.count == 1)
+        #expect(EncodeCountedNote.encodes.value == encodes)
+        try await storage.save(EncodeCountedNote(id: "n3", text: "changed"))  // a new version of one row
+        #expect(await live.eventually { $0.count == 2 && $0.last?.first(where: { $0.id == "n3" })?.text == "changed" })
         live.cancel()
     }
 
@@ -517,4 +539,25 @@ final class RecordingLogger: StorageLogger {
 /// A user with `role` and `age`, the rest derived from the id.
 func user(_ id: String, _ role: User.Role, age: Int) -> User {
     User(id: id, name: id, email: "\(id)@example.com", role: role, age: age, lastSeen: Date(timeIntervalSince1970: 0))
+}
+
+/// A note that counts how often it is encoded.
+struct EncodeCountedNote: LocalStorable, Equatable {
+    static let encodes = CallCounter()
+    let id: String
+    var text: String
+
+    init(id: String, text: String) {
+        self.id = id
+        self.text = text
+    }
+
+    enum CodingKeys: String, CodingKey { case id, text }
+
+    func encode(to encoder: any Encoder) throws {
+        EncodeCountedNote.encodes.increment()
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(text, forKey: .text)
+    }
 }

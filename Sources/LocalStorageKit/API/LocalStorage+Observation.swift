@@ -138,8 +138,8 @@ extension LocalStorage {
     ///   while commits keep coming it reruns at most once per
     ///   ``LocalStorageConfiguration/liveQueryCoalescing`` window, never once per record. A change to a
     ///   record that meets `matching` neither before nor after does not rerun it.
-    /// - **No repeats.** A rerun whose result encodes to the same JSON bytes as the last one emitted
-    ///   (ids, order and every field; `T` need not be `Equatable`) emits nothing.
+    /// - **No repeats.** A rerun whose rows have the same ids, order and record versions (update times)
+    ///   as the last result emitted emits nothing; nothing is encoded to tell (`T` need not be `Equatable`).
     /// - **Slow consumers.** The stream keeps only the newest result: a consumer that falls behind
     ///   skips straight to the current one.
     /// - **Other processes.** While any live query or change stream is active, the store reads the

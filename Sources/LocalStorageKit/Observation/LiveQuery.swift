@@ -75,12 +75,18 @@ final class LiveQuery<T: LocalStorable>: Sendable {
              query: () async throws -> [T], nextExpiry: () -> Int64? = { nil },
              onRerun: () -> Void = {}) async {
         var seen = generation.load(ordering: .acquiring)
-        var lastEmitted: Data?
-        do {
-            let first = try await query()
+        var lastEmitted: Fingerprint?
+        /// One run, with the id and update time of each row it decoded.
+        func run() async throws -> (result: [T], fingerprint: Fingerprint?) {
+            let versions = RowVersions()
+            let result = try await RowVersions.$current.withValue(versions) { try await query() }
             if let moment = nextExpiry() { invalidate(at: moment) }
-            lastEmitted = LiveQuery.fingerprint(of: first)
-            output.yield(first)
+            return (result, LiveQuery.fingerprint(of: result, versions: versions.rows))
+        }
+        do {
+            let first = try await run()
+            lastEmitted = first.fingerprint
+            output.yield(first.result)
             var lastRun = ContinuousClock.now
             for await _ in wakeUps {
                 // Leading edge: the first commit after a quiet window reruns at once; while commits keep
@@ -93,10 +99,8 @@ final class LiveQuery<T: LocalStorable>: Sendable {
                 guard current != seen else { continue }
                 seen = current
                 lastRun = ContinuousClock.now
-                let result = try await query()
+                let (result, fingerprint) = try await run()
                 onRerun()
-                if let moment = nextExpiry() { invalidate(at: moment) }
-                let fingerprint = LiveQuery.fingerprint(of: result)
                 if fingerprint == nil || fingerprint != lastEmitted {
                     lastEmitted = fingerprint
                     output.yield(result)
@@ -110,8 +114,23 @@ final class LiveQuery<T: LocalStorable>: Sendable {
         }
     }
 
-    /// The bytes two results are compared by: their JSON with sorted keys (ids, order and every
-    /// field). Nil when a value does not encode, which counts as a change.
+    /// What two results are compared by.
+    enum Fingerprint: Equatable {
+        /// The id and update time of every row, in order: what the store's reads noted.
+        case versions([RowVersion])
+        /// The result's JSON with sorted keys, for a query whose rows the store did not note one by one.
+        case json(Data)
+    }
+
+    /// The ids and record versions when every row of the result was noted (no encoding at all); else
+    /// the JSON with sorted keys (ids, order and every field). Nil when a value does not encode, which
+    /// counts as a change.
+    static func fingerprint(of result: [T], versions: [RowVersion]) -> Fingerprint? {
+        if versions.count == result.count { return .versions(versions) }
+        return fingerprint(of: result).map(Fingerprint.json)
+    }
+
+    /// The result's JSON with sorted keys; nil when a value does not encode.
     static func fingerprint(of result: [T]) -> Data? {
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys

@@ -23,10 +23,13 @@ final class DecodeSession {
     /// by id reports the error.
     func decodeRow<T: LocalStorable>(_ type: T.Type, bytes: UnsafeRawBufferPointer, id: UnsafeRawBufferPointer)
         throws -> T? {
+        let key = id
         let id = String(decoding: id, as: UTF8.self)
         do {
             let view = try RecordDecoding.view(of: bytes, T.self, id: id, fixedPartOnly: true)
-            return try RecordDecoding.decode(T.self, view: view, id: id, session: self)
+            let value = try RecordDecoding.decode(T.self, view: view, id: id, session: self)
+            RowVersions.current?.note(id: key, updatedAt: view.updatedAt)
+            return value
         } catch let error as LocalStorageError {
             logger?.log(level: .error, message: "Skipped a record that does not decode",
                         metadata: ["type": T.storageName, "id": id, "error": "\(error)"])
