@@ -4,7 +4,7 @@ import LocalStorageKit
 
 /// The workloads of issue 4, each run by every system on the same inputs.
 enum Workloads {
-    static let names = ["codec", "fetch", "range", "equals-sorted", "count", "page", "scan", "bulk", "saves"]
+    static let names = ["codec", "fetch", "range", "equals-sorted", "count", "page", "scan", "bulk", "saves", "live"]
 
     /// Contender names, which the summary rows and targets refer to.
     enum Name {
@@ -38,6 +38,7 @@ enum Workloads {
             scan(stores, records: products.count, isQuick: options.isQuick),
             bulk(stores, products: products, isQuick: options.isQuick),
             saves(stores, isQuick: options.isQuick),
+            live(stores, isQuick: options.isQuick),
         ]
     }
 
