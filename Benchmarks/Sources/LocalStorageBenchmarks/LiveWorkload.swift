@@ -1,9 +1,11 @@
 import Foundation
-import LocalStorageKit
+@_spi(Benchmarks) import LocalStorageKit
 
 extension Workloads {
     static let liveOneRow = "LocalStorageKit save → live emission, 1 row"
     static let liveThousandRows = "LocalStorageKit save → live emission, 1,000 rows"
+    static let liveOneRowFirstDesign = "first design: save → live emission, 1 row"
+    static let liveThousandRowsFirstDesign = "first design: save → live emission, 1,000 rows"
 
     /// How long a save takes to reach a live query that watches it, when the store is otherwise idle: one
     /// save per batch (after a pause longer than the coalescing window), the batch ends when the query
@@ -15,6 +17,18 @@ extension Workloads {
                 .contender(name: liveOneRow))
             contenders.append(LiveProbe(storage: system.storage, category: "live-thousand", rows: 1_000)
                 .contender(name: liveThousandRows))
+            // The same store through a second instance whose live queries behave as the first design did.
+            var configuration = system.storage.configuration
+            configuration.liveQueriesUseTheFirstDesign = true
+            do {
+                let firstDesign = try LocalStorage(configuration: configuration)
+                contenders.append(LiveProbe(storage: firstDesign, category: "live-one-first", rows: 1)
+                    .contender(name: liveOneRowFirstDesign))
+                contenders.append(LiveProbe(storage: firstDesign, category: "live-thousand-first", rows: 1_000)
+                    .contender(name: liveThousandRowsFirstDesign))
+            } catch {
+                print("live: no first-design baseline (\(error))")
+            }
         }
         return Workload(
             name: "live",
@@ -23,8 +37,11 @@ extension Workloads {
             durability: "durable commit: LocalStorageKit .full",
             batches: isQuick ? 15 : 41, warmups: 2, clock: .wall, contenders: contenders,
             rows: [
-                SummaryRow(label: "save → live query emission, idle, 1 row (aim ≤ 5 ms)", localStorageKit: liveOneRow),
-                SummaryRow(label: "save → live query emission, 1,000-row result", localStorageKit: liveThousandRows),
+                SummaryRow(label: "save → live query emission, idle, 1 row (aim ≤ 5 ms)", localStorageKit: liveOneRow,
+                           targets: [.atLeast(5, "first design/LSK ≥ 5×", liveOneRowFirstDesign, over: liveOneRow)]),
+                SummaryRow(label: "save → live query emission, 1,000-row result", localStorageKit: liveThousandRows,
+                           targets: [.atLeast(1, "first design/LSK ≥ 1×", liveThousandRowsFirstDesign,
+                                              over: liveThousandRows)]),
             ])
     }
 }

@@ -177,7 +177,8 @@ extension LocalStorage {
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: [T].self, throwing: Error.self,
                                                                     bufferingPolicy: buffering)
         let name = T.storageName
-        let live = LiveQuery<T>(coalescing: configuration.liveQueryCoalescing)
+        let live = LiveQuery<T>(coalescing: configuration.liveQueryCoalescing,
+                                firstDesign: configuration.liveQueriesUseTheFirstDesign)
         // Subscribe before the first run so that no commit after this call can be missed.
         let token = core.hub.subscribe(name) { changes in live.invalidate(for: changes) }
         core.liveQueries.beginObserving()

@@ -33,6 +33,9 @@ public struct LocalStorageConfiguration: Sendable {
     public var maxMapSize: Int = 64 << 30
     /// How long live queries wait after a write for more writes before rerunning.
     public var liveQueryCoalescing: Duration = .milliseconds(50)
+    /// Makes live queries behave as the first design did (sleep out the whole window before every rerun,
+    /// compare results by their JSON), so the benchmark can measure both in one run. Not for apps.
+    @_spi(Benchmarks) public var liveQueriesUseTheFirstDesign = false
     /// The format new payloads are written in: the compact binary format by default (several times
     /// faster to decode than JSON); records written as JSON keep reading either way.
     public var codec: StorageCodec = .binary
