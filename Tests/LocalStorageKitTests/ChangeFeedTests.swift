@@ -33,6 +33,9 @@ import LocalStorageTestSupport
                             .inserted(Note(id: "c", text: "2"))])
         #expect(next > mark)
         #expect(try await storage.changes(of: Note.self, since: next).changes.isEmpty)
+        let repository = storage.repository(Note.self)
+        #expect(try await repository.changes(since: mark).changes == changes)
+        #expect(try await repository.changeToken() == next)
         // A token survives encoding, as a caller keeps it across launches.
         let decoded = try JSONDecoder().decode(StorageChangeToken.self, from: JSONEncoder().encode(mark))
         #expect(decoded == mark)

@@ -97,3 +97,16 @@ enum ChangeFeed {
         return (ordered.map(\.change), StorageChangeToken(sequence: last))
     }
 }
+
+extension LocalRepository {
+    /// The store's position now in its change log (see ``LocalStorage/changeToken()``).
+    public func changeToken() async throws -> StorageChangeToken {
+        try await storage.changeToken()
+    }
+
+    /// The changes to records of `T` committed after `token` (see ``LocalStorage/changes(of:since:)``).
+    public func changes(since token: StorageChangeToken) async throws
+        -> (changes: [StorageChange<T>], next: StorageChangeToken) {
+        try await storage.changes(of: T.self, since: token)
+    }
+}
