@@ -208,9 +208,19 @@ struct LocalStorageStress {
     /// open (read from `/proc/self/fd`, so it is found even once unlinked), then `ready`; then sleeps until
     /// killed, or exits at once without closing the store.
     static func inMemory(exitWithoutClosing: Bool) async throws {
+        // Files of in-memory stores the parent had open may be inherited: only the new ones are this store's.
+        let inherited = storeDirectoriesOfOpenFiles()
         let storage = try LocalStorage(configuration: .inMemory)
         try await storage.save(StressRecord.make(id: "m", sequence: 1))
         keptStore.withLock { $0 = storage }
+        for directory in storeDirectoriesOfOpenFiles().subtracting(inherited).sorted() { say("dir \(directory)") }
+        say("ready")
+        if exitWithoutClosing { exit(0) }
+        while true { sleep(60) }
+    }
+
+    /// The directories of the LocalStorageKit store files this process has open (from `/proc/self/fd`).
+    static func storeDirectoriesOfOpenFiles() -> Set<String> {
         let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
         var directories: Set<String> = []
         for descriptor in descriptors {
@@ -220,10 +230,7 @@ struct LocalStorageStress {
             let path = target.hasSuffix(" (deleted)") ? String(target.dropLast(" (deleted)".count)) : target
             directories.insert(URL(fileURLWithPath: path).deletingLastPathComponent().path)
         }
-        for directory in directories.sorted() { say("dir \(directory)") }
-        say("ready")
-        if exitWithoutClosing { exit(0) }
-        while true { sleep(60) }
+        return directories
     }
 
     static func lmdb(_ code: Int32, _ call: String) throws {

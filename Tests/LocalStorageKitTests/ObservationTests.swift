@@ -364,7 +364,12 @@ import Testing
         let result = try CLIResult.run(["delete", "Note", "n1", "--store", store], environment: nil)
 
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(await watched.live.eventually(within: .seconds(30)) { $0.last?.map(\.id) == ["n2"] })
+        let center = watched.storage.core.liveQueries
+        let arrived = await watched.live.eventually(within: .seconds(30)) { $0.last?.map(\.id) == ["n2"] }
+        let diagnosis = "polling \(center.isPolling), position \(String(describing: center.followedPosition)), "
+            + "failures \(center.readFailureCount), outside \(center.externalChangeCount), "
+            + "txn \(watched.storage.core.environment.lastTransactionID), results \(watched.live.values.map { $0.map(\.id) })"
+        #expect(arrived, "\(diagnosis)")
         watched.close()
     }
 

@@ -1,0 +1,107 @@
+/// Counting on index keys: ``QueryExecutor/count()`` and the range counts it uses. Nothing is decoded.
+extension QueryExecutor {
+    // MARK: - Count
+
+    /// The number of live records matching every condition. Decodes nothing.
+    func count() throws -> Int {
+        if plan.constraints.count == 1, let only = plan.constraints.first, only.conditions.count == 1,
+           expired.isEmpty {
+            return try countByKeys(only, only.conditions[0])
+        }
+        guard let (driving, condition, _) = try cheapestConstraint() else {
+            if plan.constraints.isEmpty { return try RecordReader.count(schema: schema, now: now, txn: txn) }
+            return 0
+        }
+        if plan.constraints.count == 1 && expired.isEmpty {
+            return try countByKeys(driving, condition)
+        }
+        var total = 0
+        try walk(driving.index.dbi, condition.intervals, descending: false) { key, id in
+            if try check(key: key, id: id, driving: driving).matches { total += 1 }
+            return true
+        }
+        return total
+    }
+
+    /// Counts a query whose conditions are all on one index (and nothing has expired) from the keys
+    /// alone. Equality walks one step per value and adds its number of duplicates (`mdb_cursor_count`);
+    /// ranges and prefixes take one cursor step per entry and evaluate the conditions once per distinct
+    /// key. Keys cut at the string budget are checked one record at a time.
+    func countByKeys(_ driving: QueryPlan.Constraint, _ generator: CompiledCondition) throws -> Int {
+        if driving.conditions.count == 1,
+           case .range(let lower, let lowerInclusive, let upper, let upperInclusive) = generator.test {
+            return try countRange(driving, lower: lower?.key ?? IndexKeys.firstValue,
+                                  excludingLower: lower != nil && !lowerInclusive,
+                                  upper: upper?.key, upperInclusive: upperInclusive)
+        }
+        var total = 0
+        let kind = driving.index.kind
+        let conditions = driving.conditions
+        let isPoints: Bool
+        if case .points = generator.test { isPoints = true } else { isPoints = false }
+        try txn.withCursor(driving.index.dbi) { cursor in
+            for interval in generator.intervals {
+                var entry = try cursor.seek(atLeast: interval.lower)
+                var previous: (key: UnsafeRawBufferPointer, matched: Bool)?
+                while let current = entry {
+                    if let last = previous, ByteOrder.equal(current.key, last.key) {
+                        total += last.matched ? 1 : 0
+                        entry = try cursor.move(.next)
+                        continue
+                    }
+                    if let upper = interval.upper, OrderedKey.compare(current.key, upper) > 0 { break }
+                    if let prefix = interval.prefix, !current.key.starts(with: prefix) { break }
+                    if IndexKeys.isCut(current.key, kind: kind) {
+                        previous = nil
+                        total += try check(key: current.key, id: current.value, driving: driving).matches ? 1 : 0
+                        entry = try cursor.move(.next)
+                        continue
+                    }
+                    let matched = !current.key.elementsEqual(IndexKeys.missing)
+                        && conditions.allSatisfy { $0.matches(key: current.key) }
+                    if isPoints {
+                        total += matched ? try cursor.duplicateCount() : 0
+                        entry = try cursor.move(.nextKey)
+                    } else {
+                        total += matched ? 1 : 0
+                        previous = (current.key, matched)
+                        entry = try cursor.move(.next)
+                    }
+                }
+            }
+        }
+        return total
+    }
+
+    /// Counts the entries of one range: one cursor step and at most two memcmp per entry. The walk
+    /// starts at the lower bound, so only an excluded lower bound and the upper bound need checks.
+    func countRange(_ driving: QueryPlan.Constraint, lower: [UInt8], excludingLower: Bool,
+                            upper: [UInt8]?, upperInclusive: Bool) throws -> Int {
+        let isString = driving.index.kind == .string
+        var total = 0
+        try txn.withCursor(driving.index.dbi) { cursor in
+            guard var entry = try cursor.seek(atLeast: lower) else { return }
+            try lower.withUnsafeBytes { low in
+                try (upper ?? []).withUnsafeBytes { high in
+                    let hasUpper = upper != nil
+                    while true {
+                        let key = entry.key
+                        let isCut = isString && key.count >= 2 && key[key.count - 2] == 0 && key[key.count - 1] == 2
+                        if hasUpper {
+                            let order = ByteOrder.compare(key, high)
+                            if order > 0 || (order == 0 && !upperInclusive && !isCut) { return }
+                        }
+                        if isCut {
+                            total += try check(key: key, id: entry.value, driving: driving).matches ? 1 : 0
+                        } else if !(excludingLower && ByteOrder.equal(key, low)) {
+                            total += 1
+                        }
+                        guard let next = try cursor.move(.next) else { return }
+                        entry = next
+                    }
+                }
+            }
+        }
+        return total
+    }
+}
