@@ -110,3 +110,35 @@ final class OperationLogger: StorageLogger {
         lines.withLock { $0.filter { $0.0 == level }.map { ($0.1, $0.2) } }
     }
 }
+
+/// Stores are shared by the identity of their files, not by path.
+@Suite struct StoreIdentityTests {
+    @Test func aRenamedDirectoryStillSharesItsOpenStore() async throws {
+        let first = temporaryDirectory()
+        let kept = try LocalStorage(configuration: diskConfiguration(first))
+        try await kept.save(Note(id: "n", text: "kept"))
+        let renamed = first.deletingLastPathComponent().appendingPathComponent(first.lastPathComponent + "-renamed")
+        try FileManager.default.moveItem(at: first, to: renamed)
+        let again = try LocalStorage(configuration: diskConfiguration(renamed))
+        #expect(again.core === kept.core)  // one environment for one set of files, as LMDB requires
+        #expect(try await again.fetch(Note.self, id: "n")?.text == "kept")
+    }
+
+    @Test func aNewDirectoryGetsAStoreOfItsOwnEvenWithAnOpenStoresInode() async throws {
+        // The registry finds candidates by the directory's inode; a directory deleted while its store
+        // stays open can free that inode for a new one. Simulated: the open store's entry is looked up for
+        // a directory whose data file is not the one that store has open.
+        let first = temporaryDirectory()
+        let kept = try LocalStorage(configuration: diskConfiguration(first))
+        try await kept.save(Note(id: "old", text: "x"))
+        // As if its directory had been deleted: the open store keeps its files, the directory has none.
+        for name in ["data.mdb", "lock.mdb"] {
+            try FileManager.default.moveItem(at: kept.core.directory.appendingPathComponent(name),
+                                             to: first.appendingPathComponent("moved-" + name))
+        }
+        let fresh = try LocalStorage(configuration: diskConfiguration(first))  // same directory inode
+        #expect(fresh.core !== kept.core)
+        #expect(try await fresh.count(Note.self) == 0)
+        #expect(try await kept.count(Note.self) == 1)
+    }
+}

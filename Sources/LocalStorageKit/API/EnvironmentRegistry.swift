@@ -14,6 +14,18 @@ enum EnvironmentRegistry {
     private struct Key: Hashable {
         let device: UInt64
         let inode: UInt64
+
+        init(device: UInt64, inode: UInt64) {
+            self.device = device
+            self.inode = inode
+        }
+
+        /// The key of what `path` names now; nil when it names nothing.
+        init?(path: String) {
+            var info = stat()
+            guard stat(path, &info) == 0 else { return nil }
+            self.init(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+        }
     }
 
     private final class WeakCore: @unchecked Sendable {
@@ -52,7 +64,12 @@ enum EnvironmentRegistry {
         }
         let key = Key(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
         return try entries.withLock { entries in
-            if let core = entries[key]?.core {
+            // A directory deleted while its store stayed open may free its inode for a new directory: the
+            // open store is this directory's only if the data file here is the one it has open (a renamed
+            // directory still shares).
+            if let core = entries[key]?.core, let open = core.environment.dataFileIdentity,
+               Key(path: directory.appendingPathComponent("data.mdb").path)
+                == Key(device: open.device, inode: open.inode) {
                 if let settings { try core.adopt(settings, path: directory.path) }
                 return core
             }

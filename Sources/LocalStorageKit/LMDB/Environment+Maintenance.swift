@@ -70,3 +70,14 @@ extension Transaction {
         }
     }
 }
+
+extension Environment {
+    /// The device and inode of the open data file (`mdb_env_get_fd`, `fstat`), or nil.
+    var dataFileIdentity: (device: UInt64, inode: UInt64)? {
+        var descriptor: Int32 = -1
+        guard mdb_env_get_fd(handle, &descriptor) == MDB_SUCCESS, descriptor >= 0 else { return nil }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else { return nil }
+        return (UInt64(info.st_dev), UInt64(info.st_ino))
+    }
+}
