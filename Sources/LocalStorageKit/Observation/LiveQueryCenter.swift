@@ -80,7 +80,9 @@ final class LiveQueryCenter: Sendable {
                 state.position = nil  // read at the first poll, which reruns every observer then
             }
             let interval = pollInterval
-            state.poller = Task.detached(priority: .utility) { [weak self] in
+            // Default priority: at a lower one, a process busy with other tasks could starve the poll, and
+            // other processes' writes would wait for it.
+            state.poller = Task.detached { [weak self] in
                 while true {
                     do {
                         try await Task.sleep(for: interval)
