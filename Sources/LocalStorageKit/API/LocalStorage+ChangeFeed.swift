@@ -7,6 +7,7 @@ extension LocalStorage {
     /// // … later:
     /// let (changes, next) = try await storage.changes(of: User.self, since: mark)
     /// ```
+    nonisolated(nonsending)
     public func changeToken() async throws -> StorageChangeToken {
         try await operation("changeToken") {
             let changeLog = core.changeLog
@@ -28,6 +29,7 @@ extension LocalStorage {
     /// - Throws: ``LocalStorageError/changeTokenExpired`` when the log no longer holds every change after
     ///   `token` (it keeps ``LocalStorageConfiguration/changeLogRetention``), or when `token` is not from
     ///   this store: reload in full and take a new token.
+    nonisolated(nonsending)
     public func changes<T: LocalStorable>(of type: T.Type, since token: StorageChangeToken) async throws
         -> (changes: [StorageChange<T>], next: StorageChangeToken) {
         try await operation("changes(of:since:)") {
@@ -100,11 +102,13 @@ enum ChangeFeed {
 
 extension LocalRepository {
     /// The store's position now in its change log (see ``LocalStorage/changeToken()``).
+    nonisolated(nonsending)
     public func changeToken() async throws -> StorageChangeToken {
         try await storage.changeToken()
     }
 
     /// The changes to records of `T` committed after `token` (see ``LocalStorage/changes(of:since:)``).
+    nonisolated(nonsending)
     public func changes(since token: StorageChangeToken) async throws
         -> (changes: [StorageChange<T>], next: StorageChangeToken) {
         try await storage.changes(of: T.self, since: token)

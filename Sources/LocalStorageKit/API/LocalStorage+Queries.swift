@@ -12,6 +12,7 @@ extension LocalStorage {
     /// Runs inside the store on index keys and record headers; only the rows returned are decoded.
     /// - Throws: `unknownIndex` for an index `T` does not declare, `invalidQuery` for a value of the wrong
     ///   kind or NaN, `decodingFailed` for a returned row that does not decode.
+    nonisolated(nonsending)
     public func fetch<T: LocalStorable>(
         _ type: T.Type, matching filters: [StorageIndexFilter], orderedBy sort: StorageIndexSort? = nil,
         options: FetchOptions = FetchOptions()
@@ -36,6 +37,7 @@ extension LocalStorage {
     /// The number of live records of `T` matching every filter. Decodes nothing.
     ///
     /// - Throws: `unknownIndex`, `invalidQuery`.
+    nonisolated(nonsending)
     public func count<T: LocalStorable>(_ type: T.Type, matching filters: [StorageIndexFilter]) async throws -> Int {
         try await operation("count(matching:)") {
             let schema = try await core.schema(for: T.self)
@@ -53,6 +55,7 @@ extension LocalStorage {
     /// Pages count from 1. A page past the end has no items but true totals; nothing matching gives
     /// `totalPages == 0`. Items and totals come from one consistent snapshot.
     /// - Throws: `invalidQuery` when `page` or `pageSize` is below 1; `unknownIndex`.
+    nonisolated(nonsending)
     public func page<T: LocalStorable>(
         _ type: T.Type, matching filters: [StorageIndexFilter] = [], orderedBy sort: StorageIndexSort? = nil,
         page: Int, pageSize: Int
@@ -76,17 +79,20 @@ extension LocalStorage {
 
 extension LocalRepository {
     /// Records matching every filter, in `orderedBy` order (or `options.sort` without one).
+    nonisolated(nonsending)
     public func fetch(matching filters: [StorageIndexFilter], orderedBy sort: StorageIndexSort? = nil,
                       options: FetchOptions = FetchOptions()) async throws -> [T] {
         try await storage.fetch(T.self, matching: filters, orderedBy: sort, options: options)
     }
 
     /// The number of live records matching every filter.
+    nonisolated(nonsending)
     public func count(matching filters: [StorageIndexFilter]) async throws -> Int {
         try await storage.count(T.self, matching: filters)
     }
 
     /// One page of the records matching every filter.
+    nonisolated(nonsending)
     public func page(matching filters: [StorageIndexFilter] = [], orderedBy sort: StorageIndexSort? = nil,
                      page: Int, pageSize: Int) async throws -> StoragePage<T> {
         try await storage.page(T.self, matching: filters, orderedBy: sort, page: page, pageSize: pageSize)

@@ -56,6 +56,7 @@ extension LocalStorage {
     /// The record with `id`, or nil when it is absent or expired.
     ///
     /// - Throws: `decodingFailed` when the stored payload does not decode as `T`; `migrationFailed`.
+    nonisolated(nonsending)
     public func fetch<T: LocalStorable>(_ type: T.Type, id: String) async throws -> T? {
         try await operation("fetch") {
             let schema = try await core.schema(for: T.self)
@@ -81,6 +82,7 @@ extension LocalStorage {
     /// Live records of `T` in `options.sort` order (by id unless told otherwise), paged by limit and offset.
     ///
     /// Complexity: O(offset + limit) entries walked; only returned rows are decoded.
+    nonisolated(nonsending)
     public func fetch<T: LocalStorable>(_ type: T.Type, options: FetchOptions = FetchOptions()) async throws -> [T] {
         try await operation("fetch(options:)") {
             let options = try options.validated()
@@ -98,6 +100,7 @@ extension LocalStorage {
     /// The number of live (unexpired) records of `T`.
     ///
     /// Complexity: O(expired but unpurged records); decodes nothing.
+    nonisolated(nonsending)
     public func count<T: LocalStorable>(_ type: T.Type) async throws -> Int {
         try await operation("count") {
             let schema = try await core.schema(for: T.self)
@@ -109,6 +112,7 @@ extension LocalStorage {
     /// What the store knows about a record: timestamps, expiry, size, version.
     ///
     /// The one read that still returns an expired record (with `isExpired == true`) until it is purged.
+    nonisolated(nonsending)
     public func metadata<T: LocalStorable>(_ type: T.Type, id: String) async throws -> StorageMetadata? {
         try await operation("metadata") {
             let schema = try await core.schema(for: T.self)

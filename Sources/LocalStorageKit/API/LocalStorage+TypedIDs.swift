@@ -5,12 +5,14 @@
 extension LocalStorage {
     /// The record whose id is `id`, or nil when it is absent or expired.
     @_disfavoredOverload
+    nonisolated(nonsending)
     public func fetch<T: LocalStorable>(_ type: T.Type, id: T.ID) async throws -> T? {
         try await fetch(type, id: try StorageKey.string(for: id))
     }
 
     /// What the store knows about the record whose id is `id`.
     @_disfavoredOverload
+    nonisolated(nonsending)
     public func metadata<T: LocalStorable>(_ type: T.Type, id: T.ID) async throws -> StorageMetadata? {
         try await metadata(type, id: try StorageKey.string(for: id))
     }
@@ -41,10 +43,12 @@ extension LocalStorage {
 extension LocalRepository {
     /// The record whose id is `id`, or nil when it is absent or expired.
     @_disfavoredOverload
+    nonisolated(nonsending)
     public func fetch(id: T.ID) async throws -> T? { try await fetch(id: try StorageKey.string(for: id)) }
 
     /// What the store knows about the record whose id is `id`.
     @_disfavoredOverload
+    nonisolated(nonsending)
     public func metadata(id: T.ID) async throws -> StorageMetadata? {
         try await metadata(id: try StorageKey.string(for: id))
     }

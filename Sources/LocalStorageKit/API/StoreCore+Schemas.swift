@@ -14,6 +14,7 @@ extension StoreCore {
     ///
     /// - Throws: `invalidDeclaration` when `T`'s names or indexes cannot be stored; `decodingFailed` when
     ///   the store's description of the type cannot be read (damaged, or written by a newer version).
+    nonisolated(nonsending)
     func schema<T: LocalStorable>(for type: T.Type) async throws -> TypeSchema {
         let key = ObjectIdentifier(type)
         if let schema = schemas.withLock({ $0.ready[key] }) { return schema }
