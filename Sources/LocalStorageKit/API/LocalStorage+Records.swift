@@ -172,11 +172,7 @@ extension LocalStorage {
     func purge(keys: [[UInt8]], schema: TypeSchema) {
         let logger = self.logger
         core.writer.hand({ context in
-            try RecordWriter.purge(keys: keys, schema: schema, context: context) { key, error in
-                logger?.log(level: .warning, message: "Left a damaged record in place instead of purging it",
-                            metadata: ["type": schema.name, "id": String(decoding: key, as: UTF8.self),
-                                       "error": "\(error)"])
-            }
+            try RecordWriter.purge(keys: keys, schema: schema, context: context, logger: logger)
         }, finish: { error in
             guard let error else { return }
             logger?.log(level: .warning, message: "Could not purge expired records a read found",

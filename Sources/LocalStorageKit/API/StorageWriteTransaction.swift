@@ -35,12 +35,7 @@ public final class StorageWriteTransaction: StorageReadTransaction {
     override func finish(_ session: DecodeSession, expired: [[UInt8]], purge: Bool, schema: TypeSchema) throws {
         for upgrade in session.upgrades { try RecordWriter.apply(upgrade, schema: schema, txn: txn) }
         guard !expired.isEmpty, purge || storage.configuration.autoPurgeExpiredOnRead else { return }
-        let logger = storage.logger
-        try RecordWriter.purge(keys: expired, schema: schema, context: context) { key, error in
-            logger?.log(level: .warning, message: "Left a damaged record in place instead of purging it",
-                        metadata: ["type": schema.name, "id": String(decoding: key, as: UTF8.self),
-                                   "error": "\(error)"])
-        }
+        try RecordWriter.purge(keys: expired, schema: schema, context: context, logger: storage.logger)
     }
 
     override func mapped(_ error: any Error) -> any Error {

@@ -130,14 +130,24 @@ enum RecordWriter {
     /// Deletes a record and its entries; false when there was no record.
     @discardableResult
     static func delete(key: [UInt8], schema: TypeSchema, txn: Transaction) throws -> Bool {
-        guard let existing = try txn.get(schema.records, key: key) else { return false }
+        try remove(key: key, schema: schema, txn: txn) != nil
+    }
+
+    /// Deletes a record and its entries; returns nil when there was none, else the header it had (nil
+    /// inside when the header was damaged) and whether it had expired by `now`.
+    private static func remove(key: [UInt8], schema: TypeSchema, txn: Transaction,
+                               now: Int64 = 0) throws -> (header: RecordHeader?, wasExpired: Bool)? {
+        guard let existing = try txn.get(schema.records, key: key) else { return nil }
+        var removed: (header: RecordHeader?, wasExpired: Bool) = (nil, false)
         if let view = try? RecordView(existing) {
-            try removeEntries(of: view.header(), key: key, schema: schema, txn: txn)
+            let header = view.header()
+            removed = (header, view.isExpired(at: now))
+            try removeEntries(of: header, key: key, schema: schema, txn: txn)
         } else {
             try removeEntriesOfDamagedRecord(key: key, schema: schema, txn: txn)
         }
         try txn.delete(schema.records, key: key)
-        return true
+        return removed
     }
 
     /// Deletes every record of a type with all its entries, in every index the type ever declared.
@@ -295,15 +305,17 @@ extension RecordWriter {
     /// Deletes the record with `id` and publishes `.deleted(id)`; a missing id does nothing.
     @discardableResult
     static func delete(id: String, key: [UInt8], schema: TypeSchema, context: Writer.Context) throws -> Bool {
-        var region: PublishedChange.Region?
-        if context.isObserved(schema.name), let bytes = try context.txn.get(schema.records, key: key),
-           let view = try? RecordView(bytes) {
-            region = PublishedChange.Region(old: view.isExpired(at: context.now) ? nil : view.header().indexValues,
-                                            new: nil)
+        guard let removed = try remove(key: key, schema: schema, txn: context.txn, now: context.now) else {
+            return false
         }
-        guard try delete(key: key, schema: schema, txn: context.txn) else { return false }
         context.log(schema, .deleted, id: key)
-        context.publish(PublishedChange(typeName: schema.name, kind: .deleted(id), region: region))
+        if context.isObserved(schema.name) {
+            // A damaged header says nothing of where the record was: no region, so every live query reruns.
+            let region = removed.header.map {
+                PublishedChange.Region(old: removed.wasExpired ? nil : $0.indexValues, new: nil)
+            }
+            context.publish(PublishedChange(typeName: schema.name, kind: .deleted(id), region: region))
+        }
         return true
     }
 
@@ -330,16 +342,18 @@ extension RecordWriter {
     }
 
     /// Deletes the given records if they are (still) expired, publishing `.expired(id)`; a damaged one is
-    /// left in place and reported to `damaged`.
+    /// left in place and logged.
     static func purge(keys: [[UInt8]], schema: TypeSchema, context: Writer.Context,
-                      damaged: (_ key: [UInt8], _ error: any Error) -> Void) throws {
+                      logger: (any StorageLogger)?) throws {
         for key in keys {
             guard let bytes = try context.txn.get(schema.records, key: key) else { continue }
             let view: RecordView
             do {
                 view = try RecordView(bytes)
             } catch {
-                damaged(key, error)
+                logger?.log(level: .warning, message: "Left a damaged record in place instead of purging it",
+                            metadata: ["type": schema.name, "id": String(decoding: key, as: UTF8.self),
+                                       "error": "\(error)"])
                 continue
             }
             guard view.isExpired(at: context.now) else { continue }
