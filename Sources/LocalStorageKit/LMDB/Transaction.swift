@@ -42,6 +42,27 @@ struct Transaction {
         try check(code, "mdb_put")
     }
 
+    /// Adds the pair (`key`, `value`) to a sorted-duplicates database unless it is there already
+    /// (`MDB_NODUPDATA`). Returns whether it was added.
+    func insert(_ database: Database, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws -> Bool {
+        var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
+        var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
+        let code = mdb_put(handle, database.handle, &k, &v, UInt32(MDB_NODUPDATA))
+        if code == MDB_KEYEXIST { return false }
+        try check(code, "mdb_put")
+        return true
+    }
+
+    /// Deletes `key` (every duplicate of it); raw-bytes form. Returns false when it was absent.
+    @discardableResult
+    func delete(_ database: Database, key: UnsafeRawBufferPointer) throws -> Bool {
+        var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
+        let code = mdb_del(handle, database.handle, &k, nil)
+        if code == MDB_NOTFOUND { return false }
+        try check(code, "mdb_del")
+        return true
+    }
+
     /// Stores `length` bytes under `key` that `fill` writes straight into the map (`MDB_RESERVE`): no
     /// intermediate buffer holds the whole value. Not for sorted-duplicates databases.
     func putReserved(_ database: Database, key: [UInt8], length: Int,

@@ -5,6 +5,10 @@ extension QueryExecutor {
     /// The number of live records matching every condition. Decodes nothing.
     func count() throws -> Int {
         if plan.constraints.count == 1, let only = plan.constraints.first, only.conditions.count == 1,
+           let counted = try countByTree(only, only.conditions[0]) {
+            return counted
+        }
+        if plan.constraints.count == 1, let only = plan.constraints.first, only.conditions.count == 1,
            expired.isEmpty {
             return try countByKeys(only, only.conditions[0])
         }
@@ -21,6 +25,44 @@ extension QueryExecutor {
             return true
         }
         return total
+    }
+
+    /// Counts a range or prefix condition from the count tree (``CountTree``): the same cost for 100 or
+    /// 100,000 matches. Records that expired but are not purged yet are read and subtracted. Nil when the
+    /// tree cannot answer: the store has none (read-only, older layout), or a bound is a string cut at the
+    /// key budget (such keys must be checked against their records).
+    func countByTree(_ driving: QueryPlan.Constraint, _ condition: CompiledCondition) throws -> Int? {
+        guard let counts = schema.counts else { return nil }
+        let index = driving.index
+        func isCut(_ key: [UInt8]) -> Bool { key.withUnsafeBytes { IndexKeys.isCut($0, kind: index.kind) } }
+        var total: Int
+        switch condition.test {
+        case .range(let lower, let lowerInclusive, let upper, let upperInclusive):
+            if let lower, isCut(lower.key) { return nil }
+            if let upper, isCut(upper.key) { return nil }
+            total = try CountTree.count(index: index, counts: counts, txn: txn,
+                                        lower: lower?.key ?? IndexKeys.firstValue,
+                                        lowerInclusive: lower == nil || lowerInclusive,
+                                        upper: upper?.key, upperInclusive: upperInclusive)
+        case .prefix(let key, _, let keyIsCut):
+            if keyIsCut { return nil }
+            let lower = OrderedKey.compare(key, IndexKeys.firstValue) < 0 ? IndexKeys.firstValue : key
+            total = try CountTree.count(index: index, counts: counts, txn: txn, lower: lower, lowerInclusive: true,
+                                        upper: QueryExecutor.successor(of: key), upperInclusive: false)
+        case .points:
+            return nil
+        }
+        for id in expired {
+            let counted = try id.withUnsafeBytes { id -> Bool in
+                guard let view = try view(of: id),
+                      let stored = view.indexValue(named: index.nameBytes), stored.kind == index.kind else {
+                    return false
+                }
+                return condition.matches(value: stored.value)
+            }
+            if counted { total -= 1 }
+        }
+        return max(0, total)
     }
 
     /// Counts a query whose conditions are all on one index (and nothing has expired) from the keys

@@ -40,6 +40,9 @@ extension RecordWriter {
         for dbi in [current.updated, current.expiry, current.signatures] + current.allIndexes.map(\.dbi) {
             try txn.empty(dbi)
         }
+        if let counts = current.counts {
+            for index in current.allIndexes { try CountTree.clear(index, counts: counts, txn: txn) }
+        }
         try txn.withCursor(schema.records) { cursor in
             var entry = try cursor.move(.first)
             while let record = entry {

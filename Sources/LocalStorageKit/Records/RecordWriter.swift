@@ -63,7 +63,15 @@ enum RecordWriter {
         }
         for (position, index) in schema.indexes.enumerated() {
             indexEntries[position].sort()
-            try indexEntries[position].forEach { key, id in try txn.put(index.dbi, key: key, value: id) }
+            guard let counts = schema.counts else {
+                try indexEntries[position].forEach { key, id in try txn.put(index.dbi, key: key, value: id) }
+                continue
+            }
+            var tally = CountTree.Tally(index: index, counts: counts)
+            try indexEntries[position].forEach { key, id in
+                if try txn.insert(index.dbi, key: key, value: id) { try tally.note(key, count: 1, txn: txn) }
+            }
+            try tally.finish(txn: txn)
         }
     }
 
@@ -156,7 +164,10 @@ enum RecordWriter {
         try txn.empty(schema.updated)
         try txn.empty(schema.expiry)
         try txn.empty(schema.signatures)
-        for index in try schema.current(in: txn)?.allIndexes ?? schema.allIndexes { try txn.empty(index.dbi) }
+        for index in try schema.current(in: txn)?.allIndexes ?? schema.allIndexes {
+            try txn.empty(index.dbi)
+            if let counts = schema.counts { try CountTree.clear(index, counts: counts, txn: txn) }
+        }
     }
 
     /// Adds the update-time, expiry, signature and index entries of a record: index entries in the indexes
@@ -170,7 +181,7 @@ enum RecordWriter {
         let indexes = header.signature == schema.signature
             ? schema.indexes : try schema.declaredIndexes(signature: header.signature, txn: txn) ?? schema.indexes
         for index in indexes {
-            try txn.put(index.dbi, key: indexKey(of: header, for: index), value: key)
+            try addEntry(indexKey(of: header, for: index), id: key, to: index, schema: schema, txn: txn)
         }
     }
 
@@ -184,7 +195,26 @@ enum RecordWriter {
         }
         try txn.delete(schema.signatures, key: signatureKey(header.signature), value: key)
         for index in try schema.indexesHolding(signature: header.signature, txn: txn) {
-            try txn.delete(index.dbi, key: indexKey(of: header, for: index), value: key)
+            try removeEntry(indexKey(of: header, for: index), id: key, from: index, schema: schema, txn: txn)
+        }
+    }
+
+    /// Adds one index entry and counts it in the count tree.
+    static func addEntry(_ entryKey: [UInt8], id: [UInt8], to index: TypeSchema.Index, schema: TypeSchema,
+                         txn: Transaction) throws {
+        let added = try entryKey.withUnsafeBytes { k in
+            try id.withUnsafeBytes { v in try txn.insert(index.dbi, key: k, value: v) }
+        }
+        if added, let counts = schema.counts {
+            try entryKey.withUnsafeBytes { try CountTree.adjust($0, by: 1, index: index, counts: counts, txn: txn) }
+        }
+    }
+
+    /// Removes one index entry, if present, and uncounts it.
+    static func removeEntry(_ entryKey: [UInt8], id: [UInt8], from index: TypeSchema.Index, schema: TypeSchema,
+                            txn: Transaction) throws {
+        if try txn.delete(index.dbi, key: entryKey, value: id), let counts = schema.counts {
+            try entryKey.withUnsafeBytes { try CountTree.adjust($0, by: -1, index: index, counts: counts, txn: txn) }
         }
     }
 
@@ -192,7 +222,7 @@ enum RecordWriter {
     /// for a record whose header is damaged, so it cannot say where its entries are. O(entries), rare.
     static func removeEntriesOfDamagedRecord(key: [UInt8], schema: TypeSchema, txn: Transaction) throws {
         let indexes = try schema.current(in: txn)?.allIndexes ?? schema.allIndexes
-        for dbi in [schema.updated, schema.expiry, schema.signatures] + indexes.map(\.dbi) {
+        func entries(pointingAtKeyIn dbi: Database) throws -> [[UInt8]] {
             var found: [[UInt8]] = []
             try txn.withCursor(dbi) { cursor in
                 var entry = try cursor.move(.first)
@@ -201,7 +231,15 @@ enum RecordWriter {
                     entry = try cursor.move(.next)
                 }
             }
-            for entryKey in found { try txn.delete(dbi, key: entryKey, value: key) }
+            return found
+        }
+        for dbi in [schema.updated, schema.expiry, schema.signatures] {
+            for entryKey in try entries(pointingAtKeyIn: dbi) { try txn.delete(dbi, key: entryKey, value: key) }
+        }
+        for index in indexes {
+            for entryKey in try entries(pointingAtKeyIn: index.dbi) {
+                try removeEntry(entryKey, id: key, from: index, schema: schema, txn: txn)
+            }
         }
     }
 

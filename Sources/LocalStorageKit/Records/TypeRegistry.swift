@@ -7,8 +7,11 @@ import Foundation
 enum TypeRegistry {
     /// The name of the database holding the type descriptions.
     static let metaName = "meta"
-    /// The on-disk layout this version reads and writes.
-    static let layout = 2
+    /// The on-disk layout this version writes: 3 added the count tree (``CountTree``). Layout 2 is read
+    /// (read-only stores count by walking) and upgraded when opened for writing.
+    static let layout = 3
+    /// The oldest layout this version opens.
+    static let oldestLayout = 2
     static let layoutKey: [UInt8] = Array("layout".utf8)
     private static let nextTypeKey: [UInt8] = Array("next.type".utf8)
 
@@ -26,9 +29,10 @@ enum TypeRegistry {
                     reason: "the store has layout \(found), written by a newer version of LocalStorageKit "
                         + "(this version reads layout \(layout)); it was left untouched")
             }
-            if found < layout {
+            if found < oldestLayout {
                 throw LocalStorageError.decodingFailed(reason: "the store has the older layout \(found)")
             }
+            if found < layout && !txn.isReadOnly { try upgradeToCountTree(meta: meta, txn: txn) }
             return
         }
         let isEmpty = try txn.withCursor(meta) { cursor in try cursor.move(.first) == nil }
@@ -38,6 +42,23 @@ enum TypeRegistry {
                     + "(no layout marker); export it with that version and import it into a new store")
         }
         guard !txn.isReadOnly else { return }
+        try txn.put(meta, key: layoutKey, value: Array("\(layout)".utf8))
+    }
+
+    /// Layout 2 → 3: builds the count tree of every index of every type from its entries, in the
+    /// transaction that opens the store. O(entries), once.
+    private static func upgradeToCountTree(meta: Database, txn: Transaction) throws {
+        let (infos, unreadable) = try all(meta: meta, txn: txn)
+        if let first = unreadable.first {
+            throw LocalStorageError.decodingFailed(
+                reason: "the store needs an upgrade to layout \(layout), but the description of type "
+                    + "\"\(first.name)\" cannot be read (\(first.reason)); it was left untouched")
+        }
+        for info in infos {
+            let schema = try TypeSchema.open(info, in: txn)
+            guard let counts = schema.counts else { continue }
+            for index in schema.allIndexes { try CountTree.rebuild(index, counts: counts, txn: txn) }
+        }
         try txn.put(meta, key: layoutKey, value: Array("\(layout)".utf8))
     }
 

@@ -15,6 +15,8 @@ struct TypeSchema: Sendable {
         let kind: IndexKind
         let slot: UInt32
         let dbi: Database
+        /// The bytes the index's counters in the count tree start with (type and slot numbers).
+        let counterPrefix: [UInt8]
     }
 
     let name: String
@@ -23,6 +25,9 @@ struct TypeSchema: Sendable {
     let updated: Database
     let expiry: Database
     let signatures: Database
+    /// The store's count tree (``CountTree``), or nil in a read-only store of an older layout that has none:
+    /// counts then walk the index.
+    let counts: Database?
     /// The indexes of this declaration, in declaration order.
     let indexes: [Index]
     /// Every index the type had declared when this schema was opened, retired ones included: a record
@@ -56,7 +61,7 @@ struct TypeSchema: Sendable {
                 throw LocalStorageError.invalidDeclaration(
                     "type \"\(info.name)\" needs \(4 + info.slots.count) databases (4 + \(info.slots.count) "
                         + "indexes), but a process can open at most \(Environment.maxDatabases) per store and "
-                        + "the store's other types use the rest: at most \(Environment.maxDatabases - 1) in all, "
+                        + "the store's other types use the rest: at most \(Int(Environment.maxDatabases) - Environment.storeDatabases) in all, "
                         + "each type 4 + its indexes (for example \(Environment.typesOfSixteenIndexes) types of 16 indexes)")
             }
         }
@@ -65,7 +70,8 @@ struct TypeSchema: Sendable {
         var all: [Index] = []
         for slot in info.slots {
             let index = Index(name: slot.name, nameBytes: Array(slot.name.utf8), kind: slot.kind, slot: slot.number,
-                              dbi: try open("i.\(n).\(slot.number)"))
+                              dbi: try open("i.\(n).\(slot.number)"),
+                              counterPrefix: CountTree.counterPrefix(type: n, slot: slot.number))
             byNumber[slot.number] = index
             all.append(index)
         }
@@ -79,7 +85,9 @@ struct TypeSchema: Sendable {
         }
         return TypeSchema(name: info.name, number: n, records: try open("r.\(n)", sortedDuplicates: false),
                           updated: try open("u.\(n)"), expiry: try open("e.\(n)"),
-                          signatures: try open("s.\(n)"), indexes: indexes, allIndexes: all,
+                          signatures: try open("s.\(n)"),
+                          counts: try txn.openDatabase(CountTree.databaseName, sortedDuplicates: false, create: create),
+                          indexes: indexes, allIndexes: all,
                           knownSignatures: Set(info.declarations.map(\.signature)), declaration: declaration,
                           version: version, runtime: SchemaRuntime())
     }

@@ -1,0 +1,237 @@
+/// Exact entry counts of every index by key prefix, so that a range count costs the same for 100 or
+/// 100,000 matches (docs/DESIGN.md, "Counts").
+///
+/// LMDB's B-tree keeps no counts, so the store keeps its own in the `counts` database. For an index
+/// slot and each level `L` in `1...depth(of: kind)`, the counter under `type# ‖ slot# ‖ L ‖ p` holds how
+/// many entries of the index have a key whose first `min(L, key length)` bytes are `p`. The groups of
+/// one level partition the entries, and their names sort the way their members do, so the number of
+/// entries below a key `K` is the sum, level by level, of the groups inside `K`'s parent group that sort
+/// before `K`'s own group (at most 257 per level), plus a walk of the entries of `K`'s deepest group.
+///
+/// Counters change in the same transaction as the entries they count, so they are exact in every
+/// snapshot; a nested transaction that aborts takes its counter changes with it.
+enum CountTree {
+    static let databaseName = "counts"
+
+    /// How many levels an index of `kind` keeps. A number's key is a tag, two exponent bytes and the
+    /// mantissa: six levels separate values to 16 mantissa bits. Strings keep their first eight bytes.
+    @inline(__always)
+    static func depth(of kind: IndexKind) -> Int { kind == .number ? 6 : 8 }
+
+    /// The bytes every counter of `slot` of type `type` starts with.
+    static func counterPrefix(type: UInt32, slot: UInt32) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(9)
+        bytes.appendBigEndian(type)
+        bytes.appendBigEndian(slot)
+        return bytes
+    }
+
+    // MARK: - Keeping the counts
+
+    /// Adds `delta` to the counters of every level for one entry key.
+    static func adjust(_ key: UnsafeRawBufferPointer, by delta: Int, index: TypeSchema.Index, counts: Database,
+                       txn: Transaction) throws {
+        let depth = depth(of: index.kind)
+        var counterKey = index.counterPrefix
+        counterKey.reserveCapacity(9 + depth)
+        for level in 1...depth {
+            counterKey.removeSubrange(8...)
+            counterKey.append(UInt8(level))
+            counterKey.append(contentsOf: UnsafeRawBufferPointer(rebasing: key[0..<min(level, key.count)]))
+            try add(delta, toCounter: counterKey, counts: counts, txn: txn)
+        }
+    }
+
+    /// Adds `delta` to one counter, deleting it when it reaches zero.
+    static func add(_ delta: Int, toCounter counterKey: [UInt8], counts: Database, txn: Transaction) throws {
+        try counterKey.withUnsafeBytes { key in
+            var value = 0
+            if let stored = try txn.get(counts, key: key), stored.count == 8 {
+                value = Int(UInt64(littleEndian: stored.loadUnaligned(as: UInt64.self)))
+            }
+            value = max(0, value + delta)
+            if value == 0 {
+                try txn.delete(counts, key: key)
+            } else {
+                var encoded = UInt64(value).littleEndian
+                try withUnsafeBytes(of: &encoded) { try txn.put(counts, key: key, value: $0) }
+            }
+        }
+    }
+
+    /// Removes every counter of an index (its entries are being removed wholesale).
+    static func clear(_ index: TypeSchema.Index, counts: Database, txn: Transaction) throws {
+        try txn.withCursor(counts) { cursor in
+            while let current = try cursor.seek(atLeast: index.counterPrefix),
+                  current.key.starts(with: index.counterPrefix) {
+                try cursor.deleteCurrent()
+            }
+        }
+    }
+
+    /// Rebuilds the counters of an index from its entries: O(entries), once per index when an older store
+    /// is opened.
+    static func rebuild(_ index: TypeSchema.Index, counts: Database, txn: Transaction) throws {
+        try clear(index, counts: counts, txn: txn)
+        var tally = Tally(index: index, counts: counts)
+        try txn.withCursor(index.dbi) { cursor in
+            var entry = try cursor.move(.first)
+            while let current = entry {
+                try tally.note(current.key, count: try cursor.duplicateCount(), txn: txn)
+                entry = try cursor.move(.nextKey)
+            }
+        }
+        try tally.finish(txn: txn)
+    }
+
+    /// Counts entries given in key order and writes each group's total once: a bulk save of 100,000
+    /// records touches each counter once instead of once per record.
+    struct Tally {
+        let index: TypeSchema.Index
+        let counts: Database
+        private let depth: Int
+        private var previous: [UInt8] = []
+        private var pending: [Int]
+        private var hasPrevious = false
+
+        init(index: TypeSchema.Index, counts: Database) {
+            self.index = index
+            self.counts = counts
+            depth = CountTree.depth(of: index.kind)
+            pending = Array(repeating: 0, count: depth + 1)
+        }
+
+        /// Notes `count` entries under `key`, which must not sort before the previous key noted.
+        mutating func note(_ key: UnsafeRawBufferPointer, count: Int, txn: Transaction) throws {
+            if hasPrevious {
+                // The first level whose group differs from the previous key's; deeper ones differ too.
+                let common = zip(previous, key).prefix { $0 == $1 }.count
+                var level = 1
+                while level <= depth {
+                    let length = min(level, previous.count)
+                    if length != min(level, key.count) || common < length { break }
+                    level += 1
+                }
+                if level <= depth { try flush(from: level, txn: txn) }
+            }
+            previous.removeAll(keepingCapacity: true)
+            previous.append(contentsOf: key)
+            hasPrevious = true
+            for level in 1...depth { pending[level] += count }
+        }
+
+        /// Writes what is pending.
+        mutating func finish(txn: Transaction) throws {
+            if hasPrevious { try flush(from: 1, txn: txn) }
+            hasPrevious = false
+        }
+
+        private mutating func flush(from first: Int, txn: Transaction) throws {
+            var counterKey = index.counterPrefix
+            for level in first...depth where pending[level] != 0 {
+                counterKey.removeSubrange(8...)
+                counterKey.append(UInt8(level))
+                counterKey.append(contentsOf: previous[0..<min(level, previous.count)])
+                try CountTree.add(pending[level], toCounter: counterKey, counts: counts, txn: txn)
+                pending[level] = 0
+            }
+        }
+    }
+
+    // MARK: - Counting
+
+    /// The number of entries of `index` whose key sorts before `key`: one seek and at most 257 counters
+    /// per level, then the entries of `key`'s deepest group that sort before it.
+    static func rank(below key: [UInt8], index: TypeSchema.Index, counts: Database, txn: Transaction) throws -> Int {
+        let depth = depth(of: index.kind)
+        var total = 0
+        var start = index.counterPrefix
+        start.reserveCapacity(9 + depth)
+        let finished: Bool = try txn.withCursor(counts) { cursor in
+            try key.withUnsafeBytes { target in
+                for level in 1...depth {
+                    start.removeSubrange(8...)
+                    start.append(UInt8(level))
+                    start.append(contentsOf: key[0..<(level - 1)])
+                    let edge = UnsafeRawBufferPointer(rebasing: target[0..<min(level, key.count)])
+                    var entry = try cursor.seek(atLeast: start)
+                    while let current = entry, current.key.count >= start.count,
+                          current.key.starts(with: start) {
+                        let name = UnsafeRawBufferPointer(rebasing: current.key[9...])
+                        if ByteOrder.compare(name, edge) >= 0 { break }
+                        if current.value.count == 8 {
+                            total += Int(UInt64(littleEndian: current.value.loadUnaligned(as: UInt64.self)))
+                        }
+                        entry = try cursor.move(.next)
+                    }
+                    // Every entry of `key`'s own group at this level is ≥ `key` when the key ends here.
+                    if key.count <= level { return true }
+                }
+                return false
+            }
+        }
+        if finished { return total }
+        // The entries of the deepest group that sort before `key`.
+        try txn.withCursor(index.dbi) { cursor in
+            try key.withUnsafeBytes { target in
+                var entry = try cursor.seek(atLeast: Array(key[0..<depth]))
+                while let current = entry, ByteOrder.compare(current.key, target) < 0 {
+                    total += try cursor.duplicateCount()
+                    entry = try cursor.move(.nextKey)
+                }
+            }
+        }
+        return total
+    }
+
+    /// The number of entries of `index` with keys between `lower` and `upper` (nil: no upper bound).
+    static func count(index: TypeSchema.Index, counts: Database, txn: Transaction,
+                      lower: [UInt8], lowerInclusive: Bool, upper: [UInt8]?, upperInclusive: Bool) throws -> Int {
+        let above: Int
+        if let upper {
+            above = try rank(below: upperInclusive ? upper + [0] : upper, index: index, counts: counts, txn: txn)
+        } else {
+            above = try txn.entryCount(index.dbi)
+        }
+        let below = try rank(below: lowerInclusive ? lower : lower + [0], index: index, counts: counts, txn: txn)
+        return max(0, above - below)
+    }
+}
+
+extension CountTree {
+    /// Where the entry at position `rank` (from 0, in key then id order) of `index` is: the `skip`-th entry
+    /// at or after key `start`. Nil when the index has no more than `rank` entries. Costs what
+    /// ``rank(below:index:counts:txn:)`` does.
+    static func locate(rank: Int, index: TypeSchema.Index, counts: Database,
+                       txn: Transaction) throws -> (start: [UInt8], skip: Int)? {
+        let depth = depth(of: index.kind)
+        var remaining = rank
+        var parent: [UInt8] = []
+        var start = index.counterPrefix
+        return try txn.withCursor(counts) { cursor in
+            for level in 1...depth {
+                start.removeSubrange(8...)
+                start.append(UInt8(level))
+                start.append(contentsOf: parent)
+                var entry = try cursor.seek(atLeast: start)
+                var found = false
+                while let current = entry, current.key.count >= start.count, current.key.starts(with: start) {
+                    let count = current.value.count == 8
+                        ? Int(UInt64(littleEndian: current.value.loadUnaligned(as: UInt64.self))) : 0
+                    if remaining < count {
+                        parent = Array(current.key[9...])
+                        found = true
+                        break
+                    }
+                    remaining -= count
+                    entry = try cursor.move(.next)
+                }
+                guard found else { return nil }
+                // A group named by a whole key holds that key's entries only.
+                if parent.count < level { return (parent, remaining) }
+            }
+            return (parent, remaining)
+        }
+    }
+}

@@ -1,0 +1,221 @@
+import Foundation
+import LocalStorageTestSupport
+import Testing
+@testable import LocalStorageKit
+
+/// The count tree (Records/CountTree.swift) against a reference model: counts and pages of random
+/// queries after random saves, replacements, deletes, expiries and aborted transactions.
+@Suite struct CountTreeTests {
+    struct Gauge: LocalStorageIndexed, Equatable {
+        let id: String
+        var reading: Double?
+        var label: String
+
+        static var storageIndexes: [StorageIndex<Gauge>] {
+            [StorageIndex("reading", \.reading), StorageIndex("label", \.label)]
+        }
+    }
+
+    struct Aborted: Error {}
+
+    /// Readings with many duplicates, both signs, tiny and huge magnitudes and integers, so keys share
+    /// prefixes at every level of the tree.
+    static func reading(_ random: inout SplitMix64) -> Double? {
+        switch random.below(8) {
+        case 0: return nil
+        case 1: return Double(random.below(21) - 10)
+        case 2: return Double(random.below(2_000_001)) / 1000 - 1000
+        case 3: return Double(random.below(100)) * 1e-300
+        case 4: return Double(random.below(100)) * 1e300
+        case 5: return Double(random.below(1 << 20)) + 0.25
+        case 6: return -Double(random.below(1 << 20)) - 0.5
+        default: return Double(random.below(1000)) / 8
+        }
+    }
+
+    /// Labels with long common prefixes, `\0`, and values longer than the key budget (cut keys).
+    static func label(_ random: inout SplitMix64) -> String {
+        switch random.below(5) {
+        case 0: return "item-\(String(random.below(300)).leftPadded(to: 4))"
+        case 1: return String(repeating: "x", count: 395 + random.below(10)) + String(random.below(20))
+        case 2: return "a\u{0}" + String(random.below(50))
+        case 3: return ""
+        default: return String(UnicodeScalar(UInt8(97 + random.below(26)))) + String(random.below(1000))
+        }
+    }
+
+    static func bound(_ random: inout SplitMix64, _ model: [String: Gauge]) -> Double {
+        // Bounds often sit exactly on stored values.
+        if random.below(2) == 0, let value = model.values.randomElement(using: &random)?.reading { return value }
+        return reading(&random) ?? 0
+    }
+
+    @Test func countsAndPagesMatchAReferenceModel() async throws {
+        let storage = try LocalStorage(configuration: diskConfiguration())
+        var random = SplitMix64(seed: 0xC0_4E7)
+        var model: [String: Gauge] = [:]
+        func gauge() -> Gauge {
+            Gauge(id: "g\(random.below(400))", reading: Self.reading(&random), label: Self.label(&random))
+        }
+        for step in 0..<160 {
+            switch random.below(6) {
+            case 0, 1:
+                var batch: [String: Gauge] = [:]
+                for _ in 0..<(1 + random.below(60)) { let value = gauge(); batch[value.id] = value }
+                try await storage.save(contentsOf: Array(batch.values))
+                model.merge(batch) { $1 }
+            case 2:
+                let value = gauge()
+                try await storage.save(value)
+                model[value.id] = value
+            case 3:
+                let id = "g\(random.below(400))"
+                try await storage.delete(Gauge.self, id: id)
+                model[id] = nil
+            case 4:
+                let value = gauge()
+                try await storage.save(value, expiration: .date(Date().addingTimeInterval(-5)))
+                model[value.id] = nil
+            default:
+                let value = gauge()
+                let victim = "g\(random.below(400))"
+                await #expect(throws: Aborted.self) {
+                    try await storage.write { tx in
+                        try tx.save(value)
+                        try tx.delete(Gauge.self, id: victim)
+                        throw Aborted()
+                    }
+                }
+            }
+            for _ in 0..<6 { try await checkCount(storage, model, &random, step: step) }
+            try await checkPage(storage, model, &random, step: step)
+        }
+    }
+
+    private func checkCount(_ storage: LocalStorage, _ model: [String: Gauge], _ random: inout SplitMix64,
+                            step: Int) async throws {
+        let low = Self.bound(&random, model), high = Self.bound(&random, model)
+        let (filter, test): (StorageIndexFilter, (Gauge) -> Bool)
+        switch random.below(8) {
+        case 0: (filter, test) = (.atLeast("reading", low), { $0.reading.map { $0 >= low } ?? false })
+        case 1: (filter, test) = (.greaterThan("reading", low), { $0.reading.map { $0 > low } ?? false })
+        case 2: (filter, test) = (.atMost("reading", low), { $0.reading.map { $0 <= low } ?? false })
+        case 3: (filter, test) = (.lessThan("reading", low), { $0.reading.map { $0 < low } ?? false })
+        case 4:
+            let range = min(low, high)...max(low, high)
+            (filter, test) = (.between("reading", range), { $0.reading.map(range.contains) ?? false })
+        case 5:
+            let prefix = String(Self.label(&random).prefix(random.below(6)))
+            (filter, test) = (.hasPrefix("label", prefix), { $0.label.utf8.starts(with: prefix.utf8) })
+        case 6:
+            let a = Self.label(&random), b = Self.label(&random)
+            let range = min(a, b)...max(a, b)
+            (filter, test) = (.between("label", range), { range.contains($0.label) })
+        default:
+            let a = Self.label(&random)
+            (filter, test) = (.lessThan("label", a), { $0.label < a })
+        }
+        let expected = model.values.filter(test).count
+        let counted = try await storage.count(Gauge.self, matching: [filter])
+        #expect(counted == expected, "step \(step): count of \(filter)")
+    }
+
+    private func checkPage(_ storage: LocalStorage, _ model: [String: Gauge], _ random: inout SplitMix64,
+                           step: Int) async throws {
+        let low = Self.bound(&random, model), high = Self.bound(&random, model)
+        let range = min(low, high)...max(low, high)
+        // Index order: by value, then by id bytes.
+        let matching = model.values.filter { $0.reading.map(range.contains) ?? false }.sorted { a, b in
+            let (x, y) = (a.reading ?? 0, b.reading ?? 0)
+            return x != y ? x < y : a.id.utf8.lexicographicallyPrecedes(b.id.utf8)
+        }
+        let pageSize = 1 + random.below(12)
+        let pageNumber = 1 + random.below(max(1, matching.count / pageSize + 2))
+        let page = try await storage.page(Gauge.self, matching: [.between("reading", range)],
+                                          orderedBy: .ascending("reading"), page: pageNumber, pageSize: pageSize)
+        let start = min(matching.count, (pageNumber - 1) * pageSize)
+        let expected = matching[start..<min(matching.count, start + pageSize)].map(\.id)
+        #expect(page.totalCount == matching.count, "step \(step): total of \(range)")
+        #expect(page.items.map(\.id) == expected, "step \(step): page \(pageNumber) × \(pageSize) of \(range)")
+    }
+
+    /// Counts come from the tree, not a walk: a counter changed behind the store's back changes the count.
+    @Test func rangeCountsReadTheTree() async throws {
+        let storage = try LocalStorage(configuration: diskConfiguration())
+        try await storage.save(contentsOf: (0..<500).map { Gauge(id: "g\($0)", reading: Double($0), label: "") })
+        #expect(try await storage.count(Gauge.self, matching: [.between("reading", 100.0...399.0)]) == 300)
+        let schema = try await storage.core.schema(for: Gauge.self)
+        let index = try #require(schema.index(named: "reading"))
+        let counts = try #require(schema.counts)
+        #expect(try await storage.count(Gauge.self, matching: [.between("reading", -1.0...1e9)]) == 500)
+        // The level-1 group of zero (tag 0x12) lies wholly inside -1...1e9, so its counter is summed.
+        try await storage.core.writer.perform { context in
+            try CountTree.add(1000, toCounter: index.counterPrefix + [1, 0x12], counts: counts, txn: context.txn)
+        }
+        let tampered = try await storage.count(Gauge.self, matching: [.between("reading", -1.0...1e9)])
+        #expect(tampered == 1500)
+    }
+
+    /// The counters a store keeps after random writes are exactly those a rebuild from the entries gives.
+    @Test func keptCountersEqualARebuild() async throws {
+        let storage = try LocalStorage(configuration: diskConfiguration())
+        var random = SplitMix64(seed: 77)
+        for _ in 0..<40 {
+            let batch = (0..<(1 + random.below(40))).map { _ in
+                Gauge(id: "g\(random.below(200))", reading: Self.reading(&random), label: Self.label(&random))
+            }
+            try await storage.save(contentsOf: Dictionary(batch.map { ($0.id, $0) }) { $1 }.map(\.value))
+            try await storage.delete(Gauge.self, id: "g\(random.below(200))")
+            if let one = batch.first { try await storage.save(Gauge(id: one.id, reading: nil, label: "z")) }
+        }
+        let schema = try await storage.core.schema(for: Gauge.self)
+        let counts = try #require(schema.counts)
+        let (kept, rebuilt) = try await storage.core.writer.perform { context in
+            let kept = try Self.counters(counts, context.txn)
+            for index in schema.allIndexes { try CountTree.rebuild(index, counts: counts, txn: context.txn) }
+            return (kept, try Self.counters(counts, context.txn))
+        }
+        #expect(!kept.isEmpty)
+        #expect(kept == rebuilt)
+    }
+
+    static func counters(_ counts: Database, _ txn: Transaction) throws -> [[UInt8]: [UInt8]] {
+        var all: [[UInt8]: [UInt8]] = [:]
+        try txn.withCursor(counts) { cursor in
+            var entry = try cursor.move(.first)
+            while let current = entry {
+                all[Array(current.key)] = Array(current.value)
+                entry = try cursor.move(.next)
+            }
+        }
+        return all
+    }
+
+    /// A store of layout 2 (no count tree) gets its tree built when it is opened for writing.
+    @Test func anOlderLayoutGetsItsCountTreeWhenOpened() async throws {
+        let directory = temporaryDirectory()
+        let gauges = (0..<300).map { Gauge(id: "g\($0)", reading: Double($0 % 97), label: "l\($0 % 13)") }
+        try await withStore(diskConfiguration(directory)) { storage async throws in
+            try await storage.save(contentsOf: gauges)
+            let schema = try await storage.core.schema(for: Gauge.self)
+            let counts = try #require(schema.counts)
+            let meta = storage.core.meta
+            try await storage.core.writer.perform { context in
+                try context.txn.empty(counts)
+                try context.txn.put(meta, key: TypeRegistry.layoutKey, value: Array("2".utf8))
+            }
+        }
+        try await withStore(diskConfiguration(directory)) { storage async throws in
+            let expected = gauges.filter { ($0.reading ?? 0) >= 40 }.count
+            #expect(try await storage.count(Gauge.self, matching: [.atLeast("reading", 40.0)]) == expected)
+            let prefixed = gauges.filter { $0.label.hasPrefix("l1") }.count
+            #expect(try await storage.count(Gauge.self, matching: [.hasPrefix("label", "l1")]) == prefixed)
+        }
+    }
+}
+
+private extension String {
+    func leftPadded(to length: Int) -> String {
+        String(repeating: "0", count: max(0, length - count)) + self
+    }
+}
