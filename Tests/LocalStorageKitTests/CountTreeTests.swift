@@ -139,21 +139,24 @@ import Testing
         #expect(page.items.map(\.id) == expected, "step \(step): page \(pageNumber) × \(pageSize) of \(range)")
     }
 
-    /// Counts come from the tree, not a walk: a counter changed behind the store's back changes the count.
-    @Test func rangeCountsReadTheTree() async throws {
+    /// Single range and prefix counts and number-range page totals come from the tree; combined filters
+    /// walk, and still count exactly.
+    @Test func thePlanSaysWhichCountsUseTheTree() async throws {
         let storage = try LocalStorage(configuration: diskConfiguration())
-        try await storage.save(contentsOf: (0..<500).map { Gauge(id: "g\($0)", reading: Double($0), label: "") })
-        #expect(try await storage.count(Gauge.self, matching: [.between("reading", 100.0...399.0)]) == 300)
-        let schema = try await storage.core.schema(for: Gauge.self)
-        let index = try #require(schema.index(named: "reading"))
-        let counts = try #require(schema.counts)
-        #expect(try await storage.count(Gauge.self, matching: [.between("reading", -1.0...1e9)]) == 500)
-        // The level-1 group of zero (tag 0x12) lies wholly inside -1...1e9, so its counter is summed.
-        try await storage.core.writer.perform { context in
-            try CountTree.add(1000, toCounter: index.counterPrefix + [1, 0x12], counts: counts, txn: context.txn)
+        try await storage.save(contentsOf: (0..<500).map { Gauge(id: "g\($0)", reading: Double($0), label: "l\($0 % 7)") })
+        let runtime = try await storage.core.schema(for: Gauge.self).runtime
+        func tally() -> (tree: Int, walk: Int) {
+            (runtime.countsFromTree.load(ordering: .relaxed), runtime.countsByWalking.load(ordering: .relaxed))
         }
-        let tampered = try await storage.count(Gauge.self, matching: [.between("reading", -1.0...1e9)])
-        #expect(tampered == 1500)
+        #expect(try await storage.count(Gauge.self, matching: [.between("reading", 100.0...399.0)]) == 300)
+        #expect(try await storage.count(Gauge.self, matching: [.hasPrefix("label", "l3")]) == 71)
+        let page = try await storage.page(Gauge.self, matching: [.atLeast("reading", 450.0)],
+                                          orderedBy: .ascending("reading"), page: 2, pageSize: 20)
+        #expect(page.totalCount == 50 && page.items.map(\.id) == (470..<490).map { "g\($0)" })
+        #expect(tally() == (3, 0))
+        let combined = try await storage.count(Gauge.self, matching: [.atLeast("reading", 100.0), .equals("label", "l3")])
+        #expect(combined == (100..<500).filter { $0 % 7 == 3 }.count)
+        #expect(tally() == (3, 1))
     }
 
     /// The counters a store keeps after random writes are exactly those a rebuild from the entries gives.

@@ -1,4 +1,5 @@
 import Foundation
+import LocalStorageTestSupport
 
 /// Builds the stores, runs the workloads, prints the report.
 enum Benchmark {
@@ -20,6 +21,40 @@ enum Benchmark {
             results.append(result)
         }
         Report.printSummary(results, options: options)
+        if !options.scalingTableSizes.isEmpty {
+            try await runScaling(options, directory: directory.appendingPathComponent("scaling"))
+        }
+    }
+
+    /// The scaling table: fetch, range (limit 20), count and page at each store size, so the growth of
+    /// each cost with N can be read off. Quick repetitions; one store of each system per size.
+    static func runScaling(_ options: BenchmarkOptions, directory: URL) async throws {
+        Report.emit("\n## Scaling\n")
+        var table: [(size: Int, medians: [String: [String: Double]])] = []
+        for size in options.scalingTableSizes {
+            var sized = options
+            sized.recordCount = size
+            sized.isQuick = true
+            sized.loadsStoreWithoutCountTree = false
+            let products = Product.generate(count: size, seed: options.seed)
+            let stores = try await Stores.load(products, options: sized,
+                                               directory: directory.appendingPathComponent("\(size)"))
+            var generator = SplitMix64(seed: options.seed &+ 3)
+            let query = Workloads.QuerySizes(isQuick: true)
+            let workloads = [
+                Workloads.fetch(stores, records: size, isQuick: true, generator: &generator),
+                Workloads.range(stores, query, generator: &generator),
+                Workloads.count(stores, query, width: Workloads.rangeWidth, name: "count", generator: &generator),
+                Workloads.page(stores, query, page: Workloads.pageNumber, width: Workloads.rangeWidth, name: "page",
+                               generator: &generator),
+            ]
+            var medians: [String: [String: Double]] = [:]
+            for workload in workloads { medians[workload.name] = try await measure(workload).medians }
+            table.append((size, medians))
+            stores.close()
+            try? FileManager.default.removeItem(at: directory.appendingPathComponent("\(size)"))
+        }
+        Report.printScaling(table)
     }
 
     /// Runs every contender's batches in turn (round-robin, so that drift hits all alike) and takes medians.

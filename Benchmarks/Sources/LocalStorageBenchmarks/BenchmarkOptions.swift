@@ -15,12 +15,17 @@ struct BenchmarkOptions: Sendable {
     var seed: UInt64 = 0x5EED_0004
     /// Where the stores go; a fresh temporary directory when nil.
     var directory: URL?
+    /// Store sizes of the scaling table (fetch, range, count and page at each size); empty for none.
+    /// A full run makes it at 10,000 and 100,000 records; `--scaling` sets the sizes (1,000,000 is opt-in).
+    var scalingSizes: [Int]?
+    /// Whether the read stores include one made without a count tree (for the write-cost rows).
+    var loadsStoreWithoutCountTree = true
     /// `--help`: print the usage and stop.
     var isHelpRequested = false
 
     static let usage = """
         Usage: LocalStorageBenchmarks [--quick] [--records N] [--only NAME[,NAME...]] [--codec json|binary]
-                                      [--seed N] [--directory PATH]
+                                      [--seed N] [--directory PATH] [--scaling N[,N...]|none]
 
           --quick          fewer repetitions (the whole run takes under a minute)
           --records N      products per store (default 100000)
@@ -29,6 +34,8 @@ struct BenchmarkOptions: Sendable {
           --codec NAME     LocalStorageKit's payload codec (default: the library's, binary)
           --seed N         seed of the records and query parameters
           --directory P    where to create the stores (default: a fresh temporary directory)
+          --scaling SIZES  store sizes of the scaling table (default: 10000,100000 in a full run,
+                           none in a quick run); for example 10000,100000,1000000
         """
 
     /// Parses the arguments after the program name.
@@ -67,6 +74,17 @@ struct BenchmarkOptions: Sendable {
                 self.seed = seed
             case "--directory":
                 directory = URL(fileURLWithPath: try value(for: argument), isDirectory: true)
+            case "--scaling":
+                let text = try value(for: argument)
+                if text == "none" {
+                    scalingSizes = []
+                } else {
+                    let sizes = text.split(separator: ",").compactMap { Int($0) }
+                    guard !sizes.isEmpty, sizes.allSatisfy({ $0 >= 1_000 }) else {
+                        throw BenchmarkError("--scaling needs sizes of at least 1000, separated by commas, or none")
+                    }
+                    scalingSizes = sizes
+                }
             case "--help", "-h":
                 isHelpRequested = true
             default:
@@ -74,6 +92,9 @@ struct BenchmarkOptions: Sendable {
             }
         }
     }
+
+    /// The sizes of the scaling table this run makes.
+    var scalingTableSizes: [Int] { scalingSizes ?? (isQuick ? [] : [10_000, 100_000]) }
 
     /// Whether the run includes `workload`.
     func includes(workload: String) -> Bool {

@@ -1,13 +1,15 @@
 import Foundation
-import LocalStorageKit
+@_spi(Benchmarks) import LocalStorageKit
 
 /// The library under test, through its public API only.
 final class LocalStorageKitSystem: Sendable {
     let storage: LocalStorage
 
-    /// Opens (creating) a store in `directory`.
-    init(directory: URL, durability: StorageDurability, codec: StorageCodec, mapSize: Int) throws {
+    /// Opens (creating) a store in `directory`; a new store made with `countTree` false keeps none.
+    init(directory: URL, durability: StorageDurability, codec: StorageCodec, mapSize: Int,
+         countTree: Bool = true) throws {
         var configuration = LocalStorageConfiguration()
+        configuration.withoutCountTree = !countTree
         configuration.databaseDirectory = directory
         configuration.durability = durability
         configuration.codec = codec
@@ -51,6 +53,24 @@ final class LocalStorageKitSystem: Sendable {
             if let product = try await storage.fetch(Product.self, id: id) { checksum.add(product) }
         }
         return checksum.value
+    }
+
+    /// The same fetches, from `@MainActor` code (a view model's context): each read runs on the main actor
+    /// rather than hopping to another executor and back.
+    @MainActor
+    func fetchFromMainActor(_ ids: ArraySlice<String>) async throws -> Int {
+        var checksum = Checksum()
+        for id in ids {
+            if let product = try await storage.fetch(Product.self, id: id) { checksum.add(product) }
+        }
+        return checksum.value
+    }
+
+    @MainActor
+    func fetchFromMainActor(priceIn range: ClosedRange<Double>, limit: Int) async throws -> Int {
+        let products = try await storage.fetch(Product.self, matching: [.between("price", range)],
+                                               orderedBy: .ascending("price"), options: FetchOptions(limit: limit))
+        return products.reduce(into: Checksum()) { $0.add($1) }.value
     }
 
     /// Every record, decoded, in id order.

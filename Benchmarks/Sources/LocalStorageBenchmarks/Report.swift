@@ -77,6 +77,25 @@ enum Report {
         }
     }
 
+    /// The scaling table: µs per operation of LocalStorageKit and SQLite at each store size.
+    static func printScaling(_ table: [(size: Int, medians: [String: [String: Double]])]) {
+        let columns = [("fetch", "fetch(id)"), ("range", "range, limit 20"), ("count", "count 10%"),
+                       ("page", "page 50 × 20")]
+        emit("µs per operation (CPU time), LocalStorageKit / SQLite, at each number of records.\n")
+        emit("| records | " + columns.map(\.1).joined(separator: " | ") + " |")
+        emit("|---:|" + columns.map { _ in "---:|" }.joined())
+        for (size, medians) in table {
+            let cells = columns.map { column -> String in
+                let figures = medians[column.0] ?? [:]
+                func micro(_ name: String) -> String {
+                    figures[name].map { String(format: "%.1f", $0 / 1000) } ?? "–"
+                }
+                return micro(Workloads.Name.localStorageKit) + " / " + micro(Workloads.Name.sqlite)
+            }
+            emit("| \(grouped(Double(size))) | " + cells.joined(separator: " | ") + " |")
+        }
+    }
+
     // MARK: - Formatting
 
     /// Prints a line and flushes it, so that progress shows when the output goes to a file or a pipe.

@@ -6,6 +6,8 @@ final class Stores {
     let directory: URL
     let options: BenchmarkOptions
     var localStorageKit: LocalStorageKitSystem?
+    /// The same store made without a count tree, to measure what keeping it costs writes.
+    var localStorageKitWithoutCountTree: LocalStorageKitSystem?
     var rawLMDB: RawLMDBSystem?
     var sqlite: SQLiteSystem?
     /// How long loading each store took per record, by contender name: a bulk save into an empty store.
@@ -31,6 +33,15 @@ final class Stores {
             stores.localStorageKit = system
             stores.record(sample, for: Workloads.Name.localStorageKit, count: count)
         }
+        if options.includes(.localStorageKit) && options.loadsStoreWithoutCountTree {
+            let plain = try LocalStorageKitSystem(directory: directory.appendingPathComponent("lsk-no-count-tree"),
+                                                  durability: .full, codec: options.codec, mapSize: mapSize,
+                                                  countTree: false)
+            try await plain.warmUp()
+            let plainSample = try await Sample.measure(operations: count) { try await plain.save(contentsOf: products) }
+            stores.localStorageKitWithoutCountTree = plain
+            stores.record(plainSample, for: Workloads.Name.withoutCountTree, count: count)
+        }
         if options.includes(.rawLMDB) {
             let system = try RawLMDBSystem(directory: directory.appendingPathComponent("lmdb"), isDurable: true,
                                            mapSize: mapSize)
@@ -55,6 +66,14 @@ final class Stores {
     private func record(_ sample: Sample, for name: String, count: Int) {
         loadSamples[name] = sample
         Report.printLoad(name, count: count, seconds: sample.wall * Double(count) / 1e9)
+    }
+
+    /// Lets go of the stores (the scaling table opens one set per size).
+    func close() {
+        localStorageKit = nil
+        localStorageKitWithoutCountTree = nil
+        rawLMDB = nil
+        sqlite = nil
     }
 
     /// A fresh, empty directory for one bulk-save batch of one system.

@@ -4,11 +4,16 @@ import LocalStorageKit
 
 /// The workloads of issue 4, each run by every system on the same inputs.
 enum Workloads {
-    static let names = ["codec", "fetch", "range", "equals-sorted", "count", "page", "scan", "bulk", "saves", "live"]
+    static let names = ["codec", "fetch", "range", "equals-sorted", "count-1%", "count", "count-50%", "page",
+                         "page-500", "scan", "bulk", "saves", "live"]
 
     /// Contender names, which the summary rows and targets refer to.
     enum Name {
         static let localStorageKit = "LocalStorageKit"
+        static let fromMainActor = "LocalStorageKit from @MainActor"
+        static let withoutCountTree = "LocalStorageKit without count tree"
+        static let withoutCountTreeConcurrent = "LocalStorageKit concurrent, no count tree"
+        static let withoutCountTreeSequential = "LocalStorageKit sequential, no count tree"
         static let rawGet = "raw LMDB mdb_get only"
         static let raw = "raw LMDB"
         static let sqlite = "SQLite"
@@ -22,7 +27,7 @@ enum Workloads {
     /// A price range about a tenth of all products fall in (prices are uniform in 1.00 ... 999.99).
     static let rangeWidth = 100.0
     static let limit = 20
-    static let page = 50
+    static let pageNumber = 50
     static let pageSize = 20
 
     static func all(stores: Stores, products: [Product], options: BenchmarkOptions) -> [Workload] {
@@ -33,8 +38,11 @@ enum Workloads {
             fetch(stores, records: products.count, isQuick: options.isQuick, generator: &generator),
             range(stores, query, generator: &generator),
             equalsSorted(stores, query, generator: &generator),
-            count(stores, query, generator: &generator),
-            page(stores, query, generator: &generator),
+            count(stores, query, width: 10, name: "count-1%", generator: &generator),
+            count(stores, query, width: rangeWidth, name: "count", generator: &generator),
+            count(stores, query, width: 500, name: "count-50%", generator: &generator),
+            page(stores, query, page: pageNumber, width: rangeWidth, name: "page", generator: &generator),
+            page(stores, query, page: 500, width: 500, name: "page-500", generator: &generator),
             scan(stores, records: products.count, isQuick: options.isQuick),
             bulk(stores, products: products, isQuick: options.isQuick),
             saves(stores, isQuick: options.isQuick),
@@ -95,6 +103,9 @@ enum Workloads {
             contenders.append(Contender(name: Name.localStorageKit, operations: operations) {
                 try await system.fetch(slice($0))
             })
+            contenders.append(Contender(name: Name.fromMainActor, operations: operations, isComparable: false) {
+                try await system.fetchFromMainActor(slice($0))
+            })
         }
         if let system = stores.rawLMDB {
             contenders.append(Contender(name: Name.rawGet, operations: operations,
@@ -118,6 +129,7 @@ enum Workloads {
                 SummaryRow(label: "fetch(id), decoded", localStorageKit: Name.localStorageKit, raw: Name.raw,
                            sqlite: Name.sqlite,
                            targets: [.atLeast(3, "SQLite/LSK ≥ 3×", Name.sqlite, over: Name.localStorageKit)]),
+                fromMainActorRow("fetch(id) from @MainActor"),
             ])
     }
 
@@ -129,6 +141,7 @@ enum Workloads {
                 + "decoded (~10% of the records match)",
             sizes: sizes, targetRatio: 3, stores: stores, inputs: ranges,
             localStorageKit: { try await $0.fetch(priceIn: $1, limit: limit) },
+            fromMainActor: { try await $0.fetchFromMainActor(priceIn: $1, limit: limit) },
             raw: { try $0.fetch(priceIn: $1, limit: limit) },
             sqlite: { try $0.fetch(priceIn: $1, limit: limit) })
     }
@@ -145,24 +158,28 @@ enum Workloads {
             sqlite: { try $0.fetch(category: $1, byDescendingPriceLimit: limit) })
     }
 
-    static func count(_ stores: Stores, _ sizes: QuerySizes, generator: inout SplitMix64) -> Workload {
-        let ranges = sizes.inputs { priceRange(using: &generator) }
+    static func count(_ stores: Stores, _ sizes: QuerySizes, width: Double, name: String,
+                      generator: inout SplitMix64) -> Workload {
+        let ranges = sizes.inputs { priceRange(width: width, using: &generator) }
+        let share = "\(Int(width / 10))%"
         return queryWorkload(
-            name: "count", label: "count(between(price))",
-            description: "count matching .between(\"price\", a...a+100) (~10% of the records)",
-            sizes: sizes, targetRatio: 3, stores: stores, inputs: ranges,
+            name: name, label: "count(between(price)), \(share)",
+            description: "count matching .between(\"price\", a...a+\(Int(width))) (~\(share) of the records)",
+            sizes: sizes, targetRatio: 20, stores: stores, inputs: ranges,
             localStorageKit: { try await $0.count(priceIn: $1) },
             raw: { try $0.count(priceIn: $1) },
             sqlite: { try $0.count(priceIn: $1) })
     }
 
-    static func page(_ stores: Stores, _ sizes: QuerySizes, generator: inout SplitMix64) -> Workload {
-        let ranges = sizes.inputs { priceRange(using: &generator) }
+    static func page(_ stores: Stores, _ sizes: QuerySizes, page: Int, width: Double, name: String,
+                     generator: inout SplitMix64) -> Workload {
+        let ranges = sizes.inputs { priceRange(width: width, using: &generator) }
+        let first = (page - 1) * pageSize + 1
         return queryWorkload(
-            name: "page", label: "page 50 × 20, between(price) by price",
-            description: "page(matching: .between(\"price\", a...a+100), orderedBy: .ascending(\"price\"), page: 50, "
-                + "pageSize: 20): rows 981-1000 decoded, and the total count",
-            sizes: sizes, targetRatio: 3, stores: stores, inputs: ranges,
+            name: name, label: "page \(page) × \(pageSize), \(Int(width / 10))% range by price",
+            description: "page(matching: .between(\"price\", a...a+\(Int(width))), orderedBy: .ascending(\"price\"), "
+                + "page: \(page), pageSize: \(pageSize)): rows \(first)-\(first + pageSize - 1) decoded, and the total count",
+            sizes: sizes, targetRatio: 10, stores: stores, inputs: ranges,
             localStorageKit: { try await $0.page(priceIn: $1, page: page, pageSize: pageSize) },
             raw: { try $0.page(priceIn: $1, page: page, pageSize: pageSize) },
             sqlite: { try $0.page(priceIn: $1, page: page, pageSize: pageSize) })
@@ -198,22 +215,24 @@ enum Workloads {
         let records = products.count
         var contenders: [Contender] = []
         if stores.options.includes(.localStorageKit) {
-            let store = Slot<LocalStorageKitSystem>()
             let options = stores.options
-            contenders.append(Contender(
-                name: Name.localStorageKit, operations: records,
-                prepare: { batch in
-                    store.value = nil
-                    let system = try LocalStorageKitSystem(
-                        directory: try stores.scratchDirectory("lsk-\(batch)"), durability: .full,
-                        codec: options.codec, mapSize: Stores.mapSize)
-                    try await system.warmUp()
-                    store.value = system
-                },
-                run: { _ in
-                    try await store.get("store").save(contentsOf: products)
-                    return 0
-                }))
+            for (name, countTree) in [(Name.localStorageKit, true), (Name.withoutCountTree, false)] {
+                let store = Slot<LocalStorageKitSystem>()
+                contenders.append(Contender(
+                    name: name, operations: records, isComparable: false,
+                    prepare: { batch in
+                        store.value = nil
+                        let system = try LocalStorageKitSystem(
+                            directory: try stores.scratchDirectory("lsk-\(countTree)-\(batch)"), durability: .full,
+                            codec: options.codec, mapSize: Stores.mapSize, countTree: countTree)
+                        try await system.warmUp()
+                        store.value = system
+                    },
+                    run: { _ in
+                        try await store.get("store").save(contentsOf: products)
+                        return 0
+                    }))
+            }
         }
         if stores.options.includes(.rawLMDB) {
             let store = Slot<RawLMDBSystem>()
@@ -255,7 +274,9 @@ enum Workloads {
             earlierSamples: stores.loadSamples,
             rows: [SummaryRow(label: "bulk save \(records) (per record)", localStorageKit: Name.localStorageKit,
                               raw: Name.raw, sqlite: Name.sqlite,
-                              targets: [.atLeast(2, "SQLite/LSK ≥ 2×", Name.sqlite, over: Name.localStorageKit)])])
+                              targets: [.atLeast(2.5, "SQLite/LSK ≥ 2.5×", Name.sqlite, over: Name.localStorageKit)]),
+                   SummaryRow(label: "bulk save \(records), no count tree", localStorageKit: Name.withoutCountTree,
+                              raw: Name.raw, sqlite: Name.sqlite)])
     }
 
     static func saves(_ stores: Stores, isQuick: Bool) -> Workload {
@@ -269,21 +290,24 @@ enum Workloads {
             }
         }
         var contenders: [Contender] = []
-        if let system = stores.localStorageKit {
+        let systems = [(stores.localStorageKit, Name.localStorageKitConcurrent, Name.localStorageKitSequential, "lsk"),
+                       (stores.localStorageKitWithoutCountTree, Name.withoutCountTreeConcurrent,
+                        Name.withoutCountTreeSequential, "lskn")]
+        for case let (system?, concurrentName, sequentialName, prefix) in systems {
             let concurrentInputs = Slot<[Product]>()
             contenders.append(Contender(
-                name: Name.localStorageKitConcurrent, operations: concurrent,
+                name: concurrentName, operations: concurrent,
                 isComparable: false,
-                prepare: { concurrentInputs.value = batchProducts("lskc", $0, concurrent) },
+                prepare: { concurrentInputs.value = batchProducts(prefix + "c", $0, concurrent) },
                 run: { _ in
                     try await system.saveConcurrently(try concurrentInputs.get("products"))
                     return 0
                 }))
             let sequentialInputs = Slot<[Product]>()
             contenders.append(Contender(
-                name: Name.localStorageKitSequential, operations: sequential,
+                name: sequentialName, operations: sequential,
                 isComparable: false,
-                prepare: { sequentialInputs.value = batchProducts("lsks", $0, sequential) },
+                prepare: { sequentialInputs.value = batchProducts(prefix + "s", $0, sequential) },
                 run: { _ in
                     try await system.saveSequentially(try sequentialInputs.get("products"))
                     return 0
@@ -342,21 +366,35 @@ enum Workloads {
                                               over: Name.localStorageKitConcurrent)]),
                 SummaryRow(label: "durable saves, sequential", localStorageKit: Name.localStorageKitSequential,
                            raw: Name.rawSequential, sqlite: Name.sqliteSequential),
+                SummaryRow(label: "1,000 durable saves, concurrent, no count tree",
+                           localStorageKit: Name.withoutCountTreeConcurrent, sqlite: Name.sqliteConcurrent),
+                SummaryRow(label: "durable saves, sequential, no count tree",
+                           localStorageKit: Name.withoutCountTreeSequential, raw: Name.rawSequential,
+                           sqlite: Name.sqliteSequential),
             ])
     }
 
     // MARK: - Helpers
 
-    static func priceRange(using generator: inout SplitMix64) -> ClosedRange<Double> {
-        let lower = Product.randomPrice(using: &generator)
-        return lower...(lower + rangeWidth)
+    static func priceRange(width: Double = rangeWidth, using generator: inout SplitMix64) -> ClosedRange<Double> {
+        // Prices are uniform in 1.00 ... 999.99: every range lies wholly inside.
+        let lower = 1 + Double(generator.below(Int((999 - width) * 100))) / 100
+        return lower...(lower + width)
+    }
+
+    /// The row comparing a read from `@MainActor` code with the same read from a nonisolated context.
+    static func fromMainActorRow(_ label: String) -> SummaryRow {
+        SummaryRow(label: label + " vs nonisolated", localStorageKit: Name.fromMainActor,
+                   targets: [.atMost(1.2, "@MainActor/nonisolated ≤ 1.2×", Name.fromMainActor,
+                                     over: Name.localStorageKit)])
     }
 
     /// A query workload: each contender runs the batch's inputs one after the other.
-    static func queryWorkload<Input>(
+    static func queryWorkload<Input: Sendable>(
         name: String, label: String, description: String, sizes: QuerySizes, targetRatio: Double, stores: Stores,
         inputs: [Input],
         localStorageKit: @escaping (LocalStorageKitSystem, Input) async throws -> Int,
+        fromMainActor: (@MainActor (LocalStorageKitSystem, Input) async throws -> Int)? = nil,
         raw: @escaping (RawLMDBSystem, Input) throws -> Int,
         sqlite: @escaping (SQLiteSystem, Input) throws -> Int
     ) -> Workload {
@@ -368,6 +406,13 @@ enum Workloads {
                 for input in sizes.slice(inputs, batch) { checksum.add(try await localStorageKit(system, input)) }
                 return checksum.value
             })
+            if let fromMainActor {
+                contenders.append(Contender(name: Name.fromMainActor, operations: sizes.operations) { @MainActor batch in
+                    var checksum = Checksum()
+                    for input in sizes.slice(inputs, batch) { checksum.add(try await fromMainActor(system, input)) }
+                    return checksum.value
+                })
+            }
         }
         if let system = stores.rawLMDB {
             contenders.append(Contender(name: Name.raw, operations: sizes.operations) { batch in
@@ -383,6 +428,7 @@ enum Workloads {
             name: name, description: description, batches: sizes.batches, contenders: contenders,
             rows: [SummaryRow(label: label, localStorageKit: Name.localStorageKit, raw: Name.raw, sqlite: Name.sqlite,
                               targets: [.atLeast(targetRatio, "SQLite/LSK ≥ \(Int(targetRatio))×", Name.sqlite,
-                                                 over: Name.localStorageKit)])])
+                                                 over: Name.localStorageKit)])]
+                + (fromMainActor == nil ? [] : [fromMainActorRow(label + " from @MainActor")]))
     }
 }

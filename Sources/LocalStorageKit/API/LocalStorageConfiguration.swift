@@ -36,6 +36,9 @@ public struct LocalStorageConfiguration: Sendable {
     /// Makes live queries behave as the first design did (sleep out the whole window before every rerun,
     /// compare results by their JSON), so the benchmark can measure both in one run. Not for apps.
     @_spi(Benchmarks) public var liveQueriesUseTheFirstDesign = false
+    /// A new store made with this set keeps no count tree, so counts and page totals walk the index: the
+    /// benchmark measures the tree's write cost against it. Not for real stores.
+    @_spi(Benchmarks) public var withoutCountTree = false
     /// The format new payloads are written in: the compact binary format by default (several times
     /// faster to decode than JSON); records written as JSON keep reading either way.
     public var codec: StorageCodec = .binary

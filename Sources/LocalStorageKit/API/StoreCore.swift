@@ -36,7 +36,7 @@ final class StoreCore: Sendable {
                       let changes = try ChangeLog.open(in: txn) else {
                     throw LMDBError.notFound("mdb_dbi_open")
                 }
-                try TypeRegistry.checkLayout(meta: dbi, txn: txn)
+                try TypeRegistry.checkLayout(meta: dbi, txn: txn, countTree: !configuration.withoutCountTree)
                 return (dbi, ChangeLog(database: changes, retention: configuration.changeLogRetention))
             }
         } catch {

@@ -14,9 +14,10 @@ enum CountTree {
     static let databaseName = "counts"
 
     /// How many levels an index of `kind` keeps. A number's key is a tag, two exponent bytes and the
-    /// mantissa: six levels separate values to 16 mantissa bits. Strings keep their first eight bytes.
+    /// mantissa: five levels separate values of one binary exponent into 32,768 groups (a group of a
+    /// 100,000-record store holds about one entry). Strings keep their first eight bytes.
     @inline(__always)
-    static func depth(of kind: IndexKind) -> Int { kind == .number ? 6 : 8 }
+    static func depth(of kind: IndexKind) -> Int { kind == .number ? 5 : 8 }
 
     /// The bytes every counter of `slot` of type `type` starts with.
     static func counterPrefix(type: UInt32, slot: UInt32) -> [UInt8] {
@@ -141,35 +142,36 @@ enum CountTree {
 
     // MARK: - Counting
 
-    /// The number of entries of `index` whose key sorts before `key`: one seek and at most 257 counters
-    /// per level, then the entries of `key`'s deepest group that sort before it.
+    /// The number of entries of `index` whose key sorts before `key`.
+    ///
+    /// Level by level, it sums the groups inside `key`'s parent group that sort before `key`'s own group,
+    /// walking from whichever end of the parent's groups is nearer (the other side is the parent's count
+    /// minus the walked side and `key`'s group): at most 128 counters per level. Then it walks the entries
+    /// of `key`'s deepest group that sort before it.
     static func rank(below key: [UInt8], index: TypeSchema.Index, counts: Database, txn: Transaction) throws -> Int {
         let depth = depth(of: index.kind)
         var total = 0
+        var parentCount = try txn.entryCount(index.dbi)
         var start = index.counterPrefix
         start.reserveCapacity(9 + depth)
+        var edgeKey = start
         let finished: Bool = try txn.withCursor(counts) { cursor in
-            try key.withUnsafeBytes { target in
-                for level in 1...depth {
-                    start.removeSubrange(8...)
-                    start.append(UInt8(level))
-                    start.append(contentsOf: key[0..<(level - 1)])
-                    let edge = UnsafeRawBufferPointer(rebasing: target[0..<min(level, key.count)])
-                    var entry = try cursor.seek(atLeast: start)
-                    while let current = entry, current.key.count >= start.count,
-                          current.key.starts(with: start) {
-                        let name = UnsafeRawBufferPointer(rebasing: current.key[9...])
-                        if ByteOrder.compare(name, edge) >= 0 { break }
-                        if current.value.count == 8 {
-                            total += Int(UInt64(littleEndian: current.value.loadUnaligned(as: UInt64.self)))
-                        }
-                        entry = try cursor.move(.next)
-                    }
-                    // Every entry of `key`'s own group at this level is ≥ `key` when the key ends here.
-                    if key.count <= level { return true }
-                }
-                return false
+            for level in 1...depth {
+                if parentCount == 0 { return true }
+                start.removeSubrange(8...)
+                start.append(UInt8(level))
+                start.append(contentsOf: key[0..<(level - 1)])
+                edgeKey.removeSubrange(8...)
+                edgeKey.append(UInt8(level))
+                edgeKey.append(contentsOf: key[0..<min(level, key.count)])
+                let (before, edgeCount) = try groupsBefore(edgeKey, in: start, parentCount: parentCount,
+                                                           cursor: &cursor)
+                total += before
+                // Every entry of `key`'s own group at this level is ≥ `key` when the key ends here.
+                if key.count <= level { return true }
+                parentCount = edgeCount
             }
+            return parentCount == 0
         }
         if finished { return total }
         // The entries of the deepest group that sort before `key`.
@@ -183,6 +185,61 @@ enum CountTree {
             }
         }
         return total
+    }
+
+    /// The total of the counters under `start` (one parent group's children) that sort before `edge`, and
+    /// the counter of `edge` itself (0 when absent), walking from the nearer end.
+    private static func groupsBefore(_ edge: [UInt8], in start: [UInt8], parentCount: Int,
+                                     cursor: inout Cursor) throws -> (before: Int, edge: Int) {
+        func count(_ value: UnsafeRawBufferPointer) -> Int {
+            value.count == 8 ? Int(UInt64(littleEndian: value.loadUnaligned(as: UInt64.self))) : 0
+        }
+        func isChild(_ key: UnsafeRawBufferPointer) -> Bool {
+            key.count >= start.count && key.starts(with: start)
+        }
+        /// The byte a child group's name adds to the parent's (-1 for the group of the parent's own key).
+        func childByte(_ key: UnsafeRawBufferPointer) -> Int { key.count > start.count ? Int(key[start.count]) : -1 }
+        guard let first = try cursor.seek(atLeast: start), isChild(first.key) else { return (0, 0) }
+        let firstByte = childByte(first.key)
+        let edgeByte = edge.count > start.count ? Int(edge[start.count]) : -1
+        // The last child: the entry before the first key past every child.
+        var last: Cursor.Entry?
+        if let past = QueryExecutor.successor(of: start), try cursor.seek(atLeast: past) != nil {
+            last = try cursor.move(.previous)
+        } else {
+            last = try cursor.move(.last)
+        }
+        guard let last, isChild(last.key) else { return (0, 0) }
+        let lastByte = childByte(last.key)
+        return try edge.withUnsafeBytes { edge in
+            if edgeByte - firstByte <= lastByte - edgeByte {
+                // Forward from the first child.
+                var before = 0
+                var entry = try cursor.seek(atLeast: start)
+                while let current = entry, isChild(current.key) {
+                    let order = ByteOrder.compare(current.key, edge)
+                    if order == 0 { return (before, count(current.value)) }
+                    if order > 0 { break }
+                    before += count(current.value)
+                    entry = try cursor.move(.next)
+                }
+                return (before, 0)
+            }
+            // Backward from the last child (the cursor is on it).
+            var after = 0
+            var entry: Cursor.Entry? = last
+            while let current = entry, isChild(current.key) {
+                let order = ByteOrder.compare(current.key, edge)
+                if order == 0 {
+                    let own = count(current.value)
+                    return (max(0, parentCount - after - own), own)
+                }
+                if order < 0 { break }
+                after += count(current.value)
+                entry = try cursor.move(.previous)
+            }
+            return (max(0, parentCount - after), 0)
+        }
     }
 
     /// The number of entries of `index` with keys between `lower` and `upper` (nil: no upper bound).

@@ -6,8 +6,15 @@ extension QueryExecutor {
     func count() throws -> Int {
         if plan.constraints.count == 1, let only = plan.constraints.first, only.conditions.count == 1,
            let counted = try countByTree(only, only.conditions[0]) {
+            schema.runtime.countsFromTree.add(1, ordering: .relaxed)
             return counted
         }
+        schema.runtime.countsByWalking.add(1, ordering: .relaxed)
+        return try countByWalking()
+    }
+
+    /// Counts by walking the cheapest index (equality by its duplicate counts).
+    private func countByWalking() throws -> Int {
         if plan.constraints.count == 1, let only = plan.constraints.first, only.conditions.count == 1,
            expired.isEmpty {
             return try countByKeys(only, only.conditions[0])

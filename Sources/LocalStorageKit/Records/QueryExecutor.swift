@@ -210,6 +210,7 @@ final class QueryExecutor {
         -> (total: Int, ids: [[UInt8]]) {
         let total = try CountTree.count(index: index, counts: counts, txn: txn, lower: start,
                                         lowerInclusive: startInclusive, upper: upper, upperInclusive: upperInclusive)
+        schema.runtime.countsFromTree.add(1, ordering: .relaxed)
         let wanted = min(options.end, total) - options.offset
         guard wanted > 0 else { return (total, []) }
         let below = try CountTree.rank(below: startInclusive ? start : start + [0], index: index, counts: counts,

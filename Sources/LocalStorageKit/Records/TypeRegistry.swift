@@ -18,7 +18,9 @@ enum TypeRegistry {
     /// Checks the store's layout marker; on a new store (empty `meta`) writes it when `txn` can write.
     ///
     /// - Throws: `openFailed`'s reason as a `decodingFailed` when the store has another layout.
-    static func checkLayout(meta: Database, txn: Transaction) throws {
+    ///
+    /// A new store gets its count tree unless `countTree` is false (benchmarks measure a store without one).
+    static func checkLayout(meta: Database, txn: Transaction, countTree: Bool = true) throws {
         if let stored = try txn.get(meta, key: layoutKey) {
             let text = String(decoding: stored, as: UTF8.self)
             guard let found = Int(text) else {
@@ -42,12 +44,14 @@ enum TypeRegistry {
                     + "(no layout marker); export it with that version and import it into a new store")
         }
         guard !txn.isReadOnly else { return }
+        if countTree { _ = try txn.openDatabase(CountTree.databaseName, create: true) }
         try txn.put(meta, key: layoutKey, value: Array("\(layout)".utf8))
     }
 
     /// Layout 2 → 3: builds the count tree of every index of every type from its entries, in the
     /// transaction that opens the store. O(entries), once.
     private static func upgradeToCountTree(meta: Database, txn: Transaction) throws {
+        _ = try txn.openDatabase(CountTree.databaseName, create: true)
         let (infos, unreadable) = try all(meta: meta, txn: txn)
         if let first = unreadable.first {
             throw LocalStorageError.decodingFailed(

@@ -25,8 +25,9 @@ struct TypeSchema: Sendable {
     let updated: Database
     let expiry: Database
     let signatures: Database
-    /// The store's count tree (``CountTree``), or nil in a read-only store of an older layout that has none:
-    /// counts then walk the index.
+    /// The store's count tree (``CountTree``), or nil when the store has none (a read-only store of an
+    /// older layout, or a benchmark's store made without one): counts then walk the index. Only the store's
+    /// opening creates it, so every schema of a store agrees.
     let counts: Database?
     /// The indexes of this declaration, in declaration order.
     let indexes: [Index]
@@ -86,7 +87,7 @@ struct TypeSchema: Sendable {
         return TypeSchema(name: info.name, number: n, records: try open("r.\(n)", sortedDuplicates: false),
                           updated: try open("u.\(n)"), expiry: try open("e.\(n)"),
                           signatures: try open("s.\(n)"),
-                          counts: try txn.openDatabase(CountTree.databaseName, sortedDuplicates: false, create: create),
+                          counts: try txn.openDatabase(CountTree.databaseName, sortedDuplicates: false, create: false),
                           indexes: indexes, allIndexes: all,
                           knownSignatures: Set(info.declarations.map(\.signature)), declaration: declaration,
                           version: version, runtime: SchemaRuntime())
@@ -141,4 +142,8 @@ final class SchemaRuntime: Sendable {
     /// The read snapshot (transaction id) at which a re-index last left records it could not re-index;
     /// queries on that same snapshot do not try again.
     let reindexedAt = Atomic<Int>(-1)
+    /// How the type's counts (and page totals) were answered: from the count tree, or by walking entries.
+    /// The plan's choice, kept so tests and diagnostics can tell.
+    let countsFromTree = Atomic<Int>(0)
+    let countsByWalking = Atomic<Int>(0)
 }
