@@ -1,23 +1,27 @@
 /// Exact entry counts of every index by key prefix, so that a range count costs the same for 100 or
 /// 100,000 matches (docs/DESIGN.md, "Counts").
 ///
-/// LMDB's B-tree keeps no counts, so the store keeps its own in the `counts` database. For an index
-/// slot and each level `L` in `1...depth(of: kind)`, the counter under `type# ‖ slot# ‖ L ‖ p` holds how
-/// many entries of the index have a key whose first `min(L, key length)` bytes are `p`. The groups of
-/// one level partition the entries, and their names sort the way their members do, so the number of
-/// entries below a key `K` is the sum, level by level, of the groups inside `K`'s parent group that sort
-/// before `K`'s own group (at most 257 per level), plus a walk of the entries of `K`'s deepest group.
+/// LMDB's B-tree keeps no counts, so the store keeps its own in the `counts` database. Each kind of index
+/// has a few levels, each a prefix length `L` (``levels(of:)``); for an index slot and a level, the counter
+/// under `type# ‖ slot# ‖ L ‖ p` holds how many entries of the index have a key whose first
+/// `min(L, key length)` bytes are `p`. The groups of one level partition the entries, and their names sort
+/// the way their members do, so the number of entries below a key `K` is the sum, level by level, of the
+/// groups inside `K`'s parent group that sort before `K`'s own group, plus a walk of the entries of `K`'s
+/// deepest group. Each level costs one seek and a walk from the nearer end of the parent's groups.
 ///
 /// Counters change in the same transaction as the entries they count, so they are exact in every
 /// snapshot; a nested transaction that aborts takes its counter changes with it.
 enum CountTree {
     static let databaseName = "counts"
 
-    /// How many levels an index of `kind` keeps. A number's key is a tag, two exponent bytes and the
-    /// mantissa: five levels separate values of one binary exponent into 32,768 groups (a group of a
-    /// 100,000-record store holds about one entry). Strings keep their first eight bytes.
+    /// The prefix lengths an index of `kind` keeps counters for. A number's key is a tag, two exponent bytes
+    /// and the mantissa (``OrderedKey``): the first level groups by sign and binary exponent (a few dozen
+    /// groups in practice, at most 4,200), the next two by the mantissa's first two bytes, so a group of a
+    /// 100,000-record store holds about one entry. Strings keep one level per byte of their first eight.
     @inline(__always)
-    static func depth(of kind: IndexKind) -> Int { kind == .number ? 5 : 8 }
+    static func levels(of kind: IndexKind) -> [Int] { kind == .number ? numberLevels : stringLevels }
+    private static let numberLevels = [3, 4, 5]
+    private static let stringLevels = [1, 2, 3, 4, 5, 6, 7, 8]
 
     /// The bytes every counter of `slot` of type `type` starts with.
     static func counterPrefix(type: UInt32, slot: UInt32) -> [UInt8] {
@@ -33,10 +37,9 @@ enum CountTree {
     /// Adds `delta` to the counters of every level for one entry key.
     static func adjust(_ key: UnsafeRawBufferPointer, by delta: Int, index: TypeSchema.Index, counts: Database,
                        txn: Transaction) throws {
-        let depth = depth(of: index.kind)
         var counterKey = index.counterPrefix
-        counterKey.reserveCapacity(9 + depth)
-        for level in 1...depth {
+        counterKey.reserveCapacity(17)
+        for level in levels(of: index.kind) {
             counterKey.removeSubrange(8...)
             counterKey.append(UInt8(level))
             counterKey.append(contentsOf: UnsafeRawBufferPointer(rebasing: key[0..<min(level, key.count)]))
@@ -91,16 +94,17 @@ enum CountTree {
     struct Tally {
         let index: TypeSchema.Index
         let counts: Database
-        private let depth: Int
+        private let levels: [Int]
         private var previous: [UInt8] = []
+        /// What is pending for each level (by position in `levels`).
         private var pending: [Int]
         private var hasPrevious = false
 
         init(index: TypeSchema.Index, counts: Database) {
             self.index = index
             self.counts = counts
-            depth = CountTree.depth(of: index.kind)
-            pending = Array(repeating: 0, count: depth + 1)
+            levels = CountTree.levels(of: index.kind)
+            pending = Array(repeating: 0, count: levels.count)
         }
 
         /// Notes `count` entries under `key`, which must not sort before the previous key noted.
@@ -108,34 +112,35 @@ enum CountTree {
             if hasPrevious {
                 // The first level whose group differs from the previous key's; deeper ones differ too.
                 let common = zip(previous, key).prefix { $0 == $1 }.count
-                var level = 1
-                while level <= depth {
-                    let length = min(level, previous.count)
-                    if length != min(level, key.count) || common < length { break }
-                    level += 1
+                var position = 0
+                while position < levels.count {
+                    let length = min(levels[position], previous.count)
+                    if length != min(levels[position], key.count) || common < length { break }
+                    position += 1
                 }
-                if level <= depth { try flush(from: level, txn: txn) }
+                if position < levels.count { try flush(from: position, txn: txn) }
             }
             previous.removeAll(keepingCapacity: true)
             previous.append(contentsOf: key)
             hasPrevious = true
-            for level in 1...depth { pending[level] += count }
+            for position in pending.indices { pending[position] += count }
         }
 
         /// Writes what is pending.
         mutating func finish(txn: Transaction) throws {
-            if hasPrevious { try flush(from: 1, txn: txn) }
+            if hasPrevious { try flush(from: 0, txn: txn) }
             hasPrevious = false
         }
 
         private mutating func flush(from first: Int, txn: Transaction) throws {
             var counterKey = index.counterPrefix
-            for level in first...depth where pending[level] != 0 {
+            for position in first..<levels.count where pending[position] != 0 {
+                let level = levels[position]
                 counterKey.removeSubrange(8...)
                 counterKey.append(UInt8(level))
                 counterKey.append(contentsOf: previous[0..<min(level, previous.count)])
-                try CountTree.add(pending[level], toCounter: counterKey, counts: counts, txn: txn)
-                pending[level] = 0
+                try CountTree.add(pending[position], toCounter: counterKey, counts: counts, txn: txn)
+                pending[position] = 0
             }
         }
     }
@@ -145,31 +150,34 @@ enum CountTree {
     /// The number of entries of `index` whose key sorts before `key`.
     ///
     /// Level by level, it sums the groups inside `key`'s parent group that sort before `key`'s own group,
-    /// walking from whichever end of the parent's groups is nearer (the other side is the parent's count
-    /// minus the walked side and `key`'s group): at most 128 counters per level. Then it walks the entries
-    /// of `key`'s deepest group that sort before it.
+    /// walking from the end of the parent's groups that is likely nearer (the other side is the parent's
+    /// count minus the walked side and `key`'s group): one seek and a short walk per level. Then it walks
+    /// the entries of `key`'s deepest group that sort before it.
     static func rank(below key: [UInt8], index: TypeSchema.Index, counts: Database, txn: Transaction) throws -> Int {
-        let depth = depth(of: index.kind)
+        let levels = levels(of: index.kind)
         var total = 0
         var parentCount = try txn.entryCount(index.dbi)
+        var parentLength = 0
         var start = index.counterPrefix
-        start.reserveCapacity(9 + depth)
+        start.reserveCapacity(17)
         var edgeKey = start
         let finished: Bool = try txn.withCursor(counts) { cursor in
-            for level in 1...depth {
+            for level in levels {
                 if parentCount == 0 { return true }
                 start.removeSubrange(8...)
                 start.append(UInt8(level))
-                start.append(contentsOf: key[0..<(level - 1)])
+                start.append(contentsOf: key[0..<parentLength])
                 edgeKey.removeSubrange(8...)
                 edgeKey.append(UInt8(level))
                 edgeKey.append(contentsOf: key[0..<min(level, key.count)])
+                let forward = startsNearer(key, at: parentLength, kind: index.kind)
                 let (before, edgeCount) = try groupsBefore(edgeKey, in: start, parentCount: parentCount,
-                                                           cursor: &cursor)
+                                                           forward: forward, cursor: &cursor)
                 total += before
                 // Every entry of `key`'s own group at this level is ≥ `key` when the key ends here.
                 if key.count <= level { return true }
                 parentCount = edgeCount
+                parentLength = level
             }
             return parentCount == 0
         }
@@ -177,7 +185,7 @@ enum CountTree {
         // The entries of the deepest group that sort before `key`.
         try txn.withCursor(index.dbi) { cursor in
             try key.withUnsafeBytes { target in
-                var entry = try cursor.seek(atLeast: Array(key[0..<depth]))
+                var entry = try cursor.seek(atLeast: Array(key[0..<parentLength]))
                 while let current = entry, ByteOrder.compare(current.key, target) < 0 {
                     total += try cursor.duplicateCount()
                     entry = try cursor.move(.nextKey)
@@ -187,9 +195,27 @@ enum CountTree {
         return total
     }
 
+    /// Whether `key`'s group likely sits in the first half of its siblings, judged by the byte after the
+    /// parent's prefix: a number's first mantissa byte has its top bit set when positive (clear when
+    /// negative, the bytes being inverted), strings are mostly ASCII letters and digits.
+    @inline(__always)
+    private static func startsNearer(_ key: [UInt8], at position: Int, kind: IndexKind) -> Bool {
+        guard position < key.count else { return true }
+        let byte = key[position]
+        switch kind {
+        case .number:
+            if position == 0 { return byte <= OrderedKey.zeroTag }
+            if position == 3 { return key[0] == OrderedKey.positiveTag ? byte < 0xC0 : byte < 0x40 }
+            return byte < 0x80
+        case .string:
+            return byte < 0x58
+        }
+    }
+
     /// The total of the counters under `start` (one parent group's children) that sort before `edge`, and
-    /// the counter of `edge` itself (0 when absent), walking from the nearer end.
-    private static func groupsBefore(_ edge: [UInt8], in start: [UInt8], parentCount: Int,
+    /// the counter of `edge` itself (0 when absent): forward from the first child, or backward from the
+    /// last one (the parent's count minus what lies after).
+    private static func groupsBefore(_ edge: [UInt8], in start: [UInt8], parentCount: Int, forward: Bool,
                                      cursor: inout Cursor) throws -> (before: Int, edge: Int) {
         func count(_ value: UnsafeRawBufferPointer) -> Int {
             value.count == 8 ? Int(UInt64(littleEndian: value.loadUnaligned(as: UInt64.self))) : 0
@@ -197,23 +223,8 @@ enum CountTree {
         func isChild(_ key: UnsafeRawBufferPointer) -> Bool {
             key.count >= start.count && key.starts(with: start)
         }
-        /// The byte a child group's name adds to the parent's (-1 for the group of the parent's own key).
-        func childByte(_ key: UnsafeRawBufferPointer) -> Int { key.count > start.count ? Int(key[start.count]) : -1 }
-        guard let first = try cursor.seek(atLeast: start), isChild(first.key) else { return (0, 0) }
-        let firstByte = childByte(first.key)
-        let edgeByte = edge.count > start.count ? Int(edge[start.count]) : -1
-        // The last child: the entry before the first key past every child.
-        var last: Cursor.Entry?
-        if let past = QueryExecutor.successor(of: start), try cursor.seek(atLeast: past) != nil {
-            last = try cursor.move(.previous)
-        } else {
-            last = try cursor.move(.last)
-        }
-        guard let last, isChild(last.key) else { return (0, 0) }
-        let lastByte = childByte(last.key)
         return try edge.withUnsafeBytes { edge in
-            if edgeByte - firstByte <= lastByte - edgeByte {
-                // Forward from the first child.
+            if forward {
                 var before = 0
                 var entry = try cursor.seek(atLeast: start)
                 while let current = entry, isChild(current.key) {
@@ -225,9 +236,14 @@ enum CountTree {
                 }
                 return (before, 0)
             }
-            // Backward from the last child (the cursor is on it).
+            // The last child: the entry before the first key past every child.
+            var entry: Cursor.Entry?
+            if let past = QueryExecutor.successor(of: start), try cursor.seek(atLeast: past) != nil {
+                entry = try cursor.move(.previous)
+            } else {
+                entry = try cursor.move(.last)
+            }
             var after = 0
-            var entry: Cursor.Entry? = last
             while let current = entry, isChild(current.key) {
                 let order = ByteOrder.compare(current.key, edge)
                 if order == 0 {
@@ -262,12 +278,11 @@ extension CountTree {
     /// ``rank(below:index:counts:txn:)`` does.
     static func locate(rank: Int, index: TypeSchema.Index, counts: Database,
                        txn: Transaction) throws -> (start: [UInt8], skip: Int)? {
-        let depth = depth(of: index.kind)
         var remaining = rank
         var parent: [UInt8] = []
         var start = index.counterPrefix
         return try txn.withCursor(counts) { cursor in
-            for level in 1...depth {
+            for level in levels(of: index.kind) {
                 start.removeSubrange(8...)
                 start.append(UInt8(level))
                 start.append(contentsOf: parent)
