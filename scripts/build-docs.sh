@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # `make docs`: the DocC site of LocalStorageKit, built with the toolchain's own `docc` (no plugin package).
 #
-#  1. builds the LocalStorageKit target with the compiler's symbol-graph output (public symbols, no
-#     synthesized members), in its own scratch directory so that the test build is not invalidated;
+#  1. builds the LocalStorageKit target with the compiler's symbol-graph output (scripts/symbol-graphs.sh:
+#     public symbols, no synthesized members, its own scratch directory so the test build stays valid);
 #  2. checks that every public symbol declared in Sources/ has a `///` comment (scripts/check-doc-coverage.py);
 #  3. checks that every ```swift block of the articles is compiled by ArticleSnippetTests
 #     (scripts/check-doc-snippets.py);
@@ -29,15 +29,8 @@ fi
 
 graphs=${SYMBOL_GRAPH_DIR:-.build/symbol-graphs}
 output=${DOCS_OUTPUT:-.build/docs}
-scratch=.build/docs-scratch
 
-# A stale graph of a removed symbol must not survive: start from an empty directory.
-rm -rf "$graphs"
-mkdir -p "$graphs"
-swift build --scratch-path "$scratch" --target LocalStorageKit \
-    -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc "$PWD/$graphs" \
-    -Xswiftc -symbol-graph-minimum-access-level -Xswiftc public \
-    -Xswiftc -symbol-graph-skip-synthesized-members
+scripts/symbol-graphs.sh "$graphs"
 
 python3 scripts/check-doc-coverage.py "$graphs"
 python3 scripts/check-doc-snippets.py
