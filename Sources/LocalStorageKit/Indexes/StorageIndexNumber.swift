@@ -18,44 +18,58 @@ public struct StorageNumber: Sendable, Hashable {
 }
 
 extension Int: StorageIndexNumber {
+    /// The value as a number index orders it.
     public var storageNumber: StorageNumber { StorageNumber(.int(Int64(self))) }
 }
 extension Int8: StorageIndexNumber {
+    /// The value as a number index orders it.
     public var storageNumber: StorageNumber { StorageNumber(.int(Int64(self))) }
 }
 extension Int16: StorageIndexNumber {
+    /// The value as a number index orders it.
     public var storageNumber: StorageNumber { StorageNumber(.int(Int64(self))) }
 }
 extension Int32: StorageIndexNumber {
+    /// The value as a number index orders it.
     public var storageNumber: StorageNumber { StorageNumber(.int(Int64(self))) }
 }
 extension Int64: StorageIndexNumber {
+    /// The value as a number index orders it.
     public var storageNumber: StorageNumber { StorageNumber(.int(self)) }
 }
 extension UInt: StorageIndexNumber {
+    /// The value as a number index orders it.
     public var storageNumber: StorageNumber { StorageNumber(.uint(UInt64(self))) }
 }
 extension UInt8: StorageIndexNumber {
+    /// The value as a number index orders it.
     public var storageNumber: StorageNumber { StorageNumber(.uint(UInt64(self))) }
 }
 extension UInt16: StorageIndexNumber {
+    /// The value as a number index orders it.
     public var storageNumber: StorageNumber { StorageNumber(.uint(UInt64(self))) }
 }
 extension UInt32: StorageIndexNumber {
+    /// The value as a number index orders it.
     public var storageNumber: StorageNumber { StorageNumber(.uint(UInt64(self))) }
 }
 extension UInt64: StorageIndexNumber {
+    /// The value as a number index orders it.
     public var storageNumber: StorageNumber { StorageNumber(.uint(self)) }
 }
 extension Double: StorageIndexNumber {
+    /// The value as a number index orders it.
     public var storageNumber: StorageNumber { StorageNumber(.double(self)) }
 }
 extension Float: StorageIndexNumber {
+    /// The value as a number index orders it (widened to `Double`, exactly).
     public var storageNumber: StorageNumber { StorageNumber(.double(Double(self))) }
 }
 extension Date: StorageIndexNumber {
+    /// The value as a number index orders it (seconds since 1970, as a `Double`).
     public var storageNumber: StorageNumber { StorageNumber(.double(timeIntervalSince1970)) }
 }
 extension Bool: StorageIndexNumber {
+    /// The value as a number index orders it (`false` is 0, `true` is 1).
     public var storageNumber: StorageNumber { StorageNumber(.int(self ? 1 : 0)) }
 }

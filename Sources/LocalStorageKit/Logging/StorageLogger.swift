@@ -1,9 +1,14 @@
 import Foundation
 
 /// How important a log message is.
+///
+/// From the least to the most severe: `trace`, `debug`, `info`, `notice`, `warning`, `error`, `critical`.
+/// Levels compare by severity, so `level >= .warning` selects warnings and worse.
 public enum StorageLogLevel: Int, Sendable, Comparable, CaseIterable, CustomStringConvertible {
+    /// A level of severity; the cases run from the least severe (`trace`) to the most (`critical`).
     case trace, debug, info, notice, warning, error, critical
 
+    /// Whether `lhs` is less severe than `rhs`.
     public static func < (lhs: StorageLogLevel, rhs: StorageLogLevel) -> Bool { lhs.rawValue < rhs.rawValue }
 
     public var description: String {
@@ -47,6 +52,8 @@ public struct ConsoleStorageLogger: StorageLogger {
         self.recordsDurations = recordsDurations
     }
 
+    /// Prints `[LocalStorage] level: message key=value …` to standard error when `level` is at least
+    /// ``minimumLevel``; metadata keys are sorted.
     public func log(level: StorageLogLevel, message: String, metadata: [String: String]?) {
         guard level >= minimumLevel else { return }
         var line = "[LocalStorage] \(level): \(message)"
@@ -56,6 +63,8 @@ public struct ConsoleStorageLogger: StorageLogger {
         FileHandle.standardError.write(Data((line + "\n").utf8))
     }
 
+    /// Prints the operation's duration in microseconds at `trace`, when ``recordsDurations`` is on and
+    /// ``minimumLevel`` is `trace`; otherwise does nothing.
     public func record(duration: TimeInterval, operation: String) {
         guard recordsDurations, minimumLevel <= .trace else { return }
         let micros = (duration * 1e6).rounded()
@@ -75,6 +84,7 @@ public struct OSLogStorageLogger: StorageLogger {
         logger = os.Logger(subsystem: subsystem, category: category)
     }
 
+    /// Writes the message at the matching `os.Logger` level (`trace` and `debug` as debug), marked public.
     public func log(level: StorageLogLevel, message: String, metadata: [String: String]?) {
         let text = metadata.map { "\(message) \($0)" } ?? message
         switch level {
@@ -87,6 +97,7 @@ public struct OSLogStorageLogger: StorageLogger {
         }
     }
 
+    /// Writes the operation's duration in microseconds at debug level.
     public func record(duration: TimeInterval, operation: String) {
         logger.debug("\(operation, privacy: .public) took \(duration * 1e6) µs")
     }

@@ -2,7 +2,7 @@ import Foundation
 
 /// How long a saved record stays visible.
 ///
-/// An expired record is invisible to every read except ``LocalStorage/metadata(_:id:)``, whether or
+/// An expired record is invisible to every read except ``LocalStorage/metadata(_:id:)-(_,String)``, whether or
 /// not it has been purged yet.
 public enum CacheExpiration: Sendable, Hashable {
     /// The record never expires.

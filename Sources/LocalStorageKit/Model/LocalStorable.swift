@@ -26,6 +26,7 @@ public protocol LocalStorable: Codable, Sendable, Identifiable where ID: Sendabl
 }
 
 extension LocalStorable {
+    /// The type's name, as `String(describing:)` spells it: `"Product"`.
     public static var storageName: String { String(describing: Self.self) }
 
     /// The record key of this value: its id as a string.

@@ -30,6 +30,7 @@ public enum LocalStorageError: Error, Sendable, CustomStringConvertible, Equatab
     /// LMDB reported an error: its code, its message and the failing call.
     case storageError(code: Int32, message: String)
 
+    /// A one-line explanation of the error, naming the id, index, version or path involved.
     public var description: String {
         switch self {
         case .notFound(let id): "No record with id \"\(id)\" (absent or expired)"

@@ -11,7 +11,9 @@ public struct StorageChangeToken: Codable, Sendable, Hashable, Comparable, Custo
         self.sequence = sequence
     }
 
+    /// Whether `lhs` is an earlier position in the change log than `rhs`.
     public static func < (lhs: StorageChangeToken, rhs: StorageChangeToken) -> Bool { lhs.sequence < rhs.sequence }
 
+    /// The position's sequence number, for logs: `StorageChangeToken(42)`.
     public var description: String { "StorageChangeToken(\(sequence))" }
 }
