@@ -136,11 +136,15 @@ struct EnvironmentSettings: Sendable, Equatable {
     let durability: StorageDurability
     let mapSize: Int
     let maxMapSize: Int
+    let limits: StorageLimits?
+    let evictionPolicy: StorageEvictionPolicy
 
     init(_ configuration: LocalStorageConfiguration) {
         durability = configuration.durability
         mapSize = configuration.mapSize
         maxMapSize = configuration.maxMapSize
+        limits = configuration.limits
+        evictionPolicy = configuration.evictionPolicy
     }
 
     /// Why `other` cannot share an environment opened with these settings, or nil when it can.
@@ -156,6 +160,14 @@ struct EnvironmentSettings: Sendable, Equatable {
         if maxMapSize != other.maxMapSize {
             return "maxMapSize differs: the store is open in this process with \(maxMapSize) bytes, "
                 + "this open asks for \(other.maxMapSize)"
+        }
+        if limits != other.limits {
+            return "limits differ: the store is open in this process with \(limits?.description ?? "no limits"), "
+                + "this open asks for \(other.limits?.description ?? "no limits")"
+        }
+        if evictionPolicy != other.evictionPolicy {
+            return "evictionPolicy differs: the store is open in this process with .\(evictionPolicy), "
+                + "this open asks for .\(other.evictionPolicy)"
         }
         return nil
     }

@@ -71,6 +71,9 @@ extension LocalStorage {
                     let found = try RecordReader.get(T.self, key: UnsafeRawBufferPointer(key), id: id, schema: schema,
                                                      now: now, txn: txn, session: session)
                     expired = found.expired
+                    if schema.tracksRecency, found.value != nil {
+                        core.accessNotes.note(type: schema.number, key: UnsafeRawBufferPointer(key))
+                    }
                     return found.value
                 }
             }

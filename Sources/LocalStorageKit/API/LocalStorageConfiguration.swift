@@ -31,6 +31,15 @@ public struct LocalStorageConfiguration: Sendable {
     public var mapSize: Int = 64 << 20
     /// The largest the memory map may grow to; saves past it throw ``LocalStorageError/storageFull``.
     public var maxMapSize: Int = 64 << 30
+    /// Bounds on the whole store (nil, the default: none). Every commit leaves them satisfied by evicting
+    /// expired records, then ``evictionPolicy``'s victims. Belongs to the environment: every store on one
+    /// directory in a process must agree.
+    public var limits: StorageLimits?
+    /// Which records a bounded store evicts first after the expired ones (types with their own
+    /// ``LocalStorable/storageLimits`` included).
+    public var evictionPolicy: StorageEvictionPolicy = .leastRecentlyUsed
+    /// A memory tier of decoded values in front of the store (nil, the default: none). Per instance.
+    public var memoryCache: MemoryCacheConfiguration?
     /// How long live queries wait after a write for more writes before rerunning.
     public var liveQueryCoalescing: Duration = .milliseconds(50)
     /// Makes live queries behave as the first design did (sleep out the whole window before every rerun,

@@ -21,6 +21,9 @@ extension StoreCore {
         let name = T.storageName
         let declaration = IndexDeclaration.of(T.self)
         try declaration.validate(storageName: name, type: "\(T.self)")
+        if let problem = T.storageLimits?.problem {
+            throw LocalStorageError.invalidDeclaration("the storageLimits of \(T.self): \(problem)")
+        }
         let registration = schemas.withLock { state -> Registration in
             if let schema = state.ready[key] { return .ready(schema) }
             if let task = state.pending[key] { return .pending(task) }
@@ -49,7 +52,8 @@ extension StoreCore {
             return schema
         case .pending(let task):
             do {
-                let (schema, migrationPending) = try await task.value
+                let (registered, migrationPending) = try await task.value
+                let schema = limited(registered, T.self)
                 schemas.withLock { state in
                     state.ready[key] = schema
                     state.pending[key] = nil
@@ -76,9 +80,13 @@ extension StoreCore {
         let name = T.storageName
         let declaration = IndexDeclaration.of(T.self)
         try declaration.validate(storageName: name, type: "\(T.self)")
-        let (schema, migrationPending) = try StoreCore.register(name, declaration: declaration,
-                                                                version: T.storageVersion, meta: meta,
-                                                                txn: context.txn)
+        if let problem = T.storageLimits?.problem {
+            throw LocalStorageError.invalidDeclaration("the storageLimits of \(T.self): \(problem)")
+        }
+        let (registered, migrationPending) = try StoreCore.register(name, declaration: declaration,
+                                                                    version: T.storageVersion, meta: meta,
+                                                                    txn: context.txn)
+        let schema = limited(registered, T.self)
         context.onCommit { [weak self] in
             self?.schemas.withLock { state in
                 guard state.ready[key] == nil else { return }
@@ -86,6 +94,15 @@ extension StoreCore {
                 if migrationPending { state.migrationsPending.insert(schema.name) }
             }
         }
+        return schema
+    }
+
+    /// `schema` with `T`'s own limits, which the writer learns here.
+    private func limited<T: LocalStorable>(_ schema: TypeSchema, _ type: T.Type) -> TypeSchema {
+        var schema = schema
+        schema.limits = T.storageLimits
+        limits.register(type: schema.number, limits: T.storageLimits)
+        schema.tracksRecency = limits.tracksRecency(ofType: schema.number)
         return schema
     }
 

@@ -6,6 +6,12 @@ import Synchronization
 final class StoreCore: Sendable {
     let environment: Environment
     let writer: Writer
+    /// The store's limits and the types' own, for the writer's evictions.
+    let limits: LimitBook
+    /// Reads noted for least-recently-used eviction, folded by the writer.
+    let accessNotes = AccessNotes()
+    /// Evictions since the store opened in this process.
+    let evictions = EvictionTally()
     let hub: ObserverHub
     let configuration: LocalStorageConfiguration
     let logger: (any StorageLogger)?
@@ -24,6 +30,9 @@ final class StoreCore: Sendable {
 
     init(directory: URL, configuration: LocalStorageConfiguration) throws {
         let durability = configuration.isInMemory ? StorageDurability.none : configuration.durability
+        if let problem = configuration.limits?.problem {
+            throw LocalStorageError.openFailed(path: directory.path, reason: "limits: \(problem)")
+        }
         do {
             environment = try Environment(directory: directory.path, mapSize: configuration.mapSize,
                                           maxMapSize: configuration.maxMapSize, durability: durability)
@@ -47,7 +56,11 @@ final class StoreCore: Sendable {
         self.logger = configuration.logger
         let hub = ObserverHub()
         self.hub = hub
-        let writer = Writer(environment: environment, hub: hub, logger: configuration.logger, changeLog: changeLog)
+        let limits = LimitBook(store: configuration.limits, policy: configuration.evictionPolicy)
+        self.limits = limits
+        let evictor = Evictor(book: limits, notes: accessNotes, evictions: evictions)
+        let writer = Writer(environment: environment, hub: hub, logger: configuration.logger, changeLog: changeLog,
+                            evictor: evictor)
         self.writer = writer
         liveQueries = LiveQueryCenter(environment: environment, hub: hub, writer: writer, changeLog: changeLog,
                                       meta: meta, pollInterval: configuration.externalChangePollInterval)

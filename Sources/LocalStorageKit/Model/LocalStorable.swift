@@ -23,11 +23,22 @@ public protocol LocalStorable: Codable, Sendable, Identifiable where ID: Sendabl
     ///
     /// Changing it makes earlier records of the type invisible (they stay under the old name).
     static var storageName: String { get }
+
+    /// Bounds on how many records of this type, and how many payload bytes, the store keeps; nil (the
+    /// default) for none beyond the store's own ``LocalStorageConfiguration/limits``.
+    ///
+    /// ```swift
+    /// static var storageLimits: StorageLimits? { StorageLimits(maxRecords: 1_000) }
+    /// ```
+    static var storageLimits: StorageLimits? { get }
 }
 
 extension LocalStorable {
     /// The type's name, as `String(describing:)` spells it: `"Product"`.
     public static var storageName: String { String(describing: Self.self) }
+
+    /// No limits of the type's own.
+    public static var storageLimits: StorageLimits? { nil }
 
     /// The record key of this value: its id as a string.
     ///

@@ -30,6 +30,7 @@ extension RecordWriter {
                         txn: Transaction) throws {
         try delete(key: key, schema: schema, txn: txn)
         try txn.put(schema.records, key: key, value: try header.serialized(payload: payload))
+        try CountTree.addPayloadBytes(payload.count, schema: schema, txn: txn)
         try addEntries(of: header, key: key, schema: schema, txn: txn)
     }
 

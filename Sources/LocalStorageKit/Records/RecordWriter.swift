@@ -85,6 +85,7 @@ enum RecordWriter {
         var oldValues: [StoredIndexValue]?
         var regionKnown = true
         if let existing = try txn.get(schema.records, key: record.key) {
+            try CountTree.addPayloadBytes(-payloadSize(of: existing), schema: schema, txn: txn)
             if let view = try? RecordView(existing) {
                 if view.version > record.version {
                     throw LocalStorageError.decodingFailed(
@@ -116,6 +117,7 @@ enum RecordWriter {
                 UnsafeMutableRawBufferPointer(rebasing: target[headerBytes.count...]).copyMemory(from: source)
             }
         }
+        try CountTree.addPayloadBytes(payload.count, schema: schema, txn: txn)
         context.log(schema, replacesLiveRecord ? .updated : .inserted, id: record.key)
         if context.isObserved(schema.name) {
             let kind: PublishedChange.Kind = replacesLiveRecord ? .updated(record.value) : .inserted(record.value)
@@ -146,6 +148,7 @@ enum RecordWriter {
     private static func remove(key: [UInt8], schema: TypeSchema, txn: Transaction,
                                now: Int64 = 0) throws -> (header: RecordHeader?, wasExpired: Bool)? {
         guard let existing = try txn.get(schema.records, key: key) else { return nil }
+        try CountTree.addPayloadBytes(-payloadSize(of: existing), schema: schema, txn: txn)
         var removed: (header: RecordHeader?, wasExpired: Bool) = (nil, false)
         if let view = try? RecordView(existing) {
             let header = view.header()
@@ -161,6 +164,7 @@ enum RecordWriter {
     /// Deletes every record of a type with all its entries, in every index the type ever declared.
     static func deleteAll(schema: TypeSchema, txn: Transaction) throws {
         try txn.empty(schema.records)
+        if let counts = schema.counts { try txn.delete(counts, key: CountTree.payloadBytesKey(type: schema.number)) }
         try txn.empty(schema.updated)
         try txn.empty(schema.expiry)
         try txn.empty(schema.signatures)
@@ -251,6 +255,12 @@ enum RecordWriter {
         return value.bytes.withUnsafeBytes { IndexValue.keyBytes(kind: value.kind, stored: $0) }
     }
 
+    /// The payload bytes of a stored record (what ``StorageMetadata/sizeInBytes`` reports); a record whose
+    /// header is damaged counts whole.
+    static func payloadSize(of stored: UnsafeRawBufferPointer) -> Int {
+        (try? RecordView(fixedPartOf: stored))?.payload.count ?? stored.count
+    }
+
     /// A declaration signature as the 8-byte big-endian key of the signature database.
     static func signatureKey(_ signature: UInt64) -> [UInt8] {
         var key: [UInt8] = []
@@ -311,6 +321,7 @@ extension RecordWriter {
         header.indexValues = upgrade.indexValues
         header.signature = schema.signature
         try removeEntries(of: view.header(), key: upgrade.key, schema: schema, txn: txn)
+        try CountTree.addPayloadBytes(upgrade.payload.count - view.payload.count, schema: schema, txn: txn)
         try txn.put(schema.records, key: upgrade.key, value: try header.serialized(payload: upgrade.payload))
         try addEntries(of: header, key: upgrade.key, schema: schema, txn: txn)
     }

@@ -13,7 +13,7 @@ enum TypeRegistry {
     /// The oldest layout this version opens.
     static let oldestLayout = 2
     static let layoutKey: [UInt8] = Array("layout".utf8)
-    private static let nextTypeKey: [UInt8] = Array("next.type".utf8)
+    static let nextTypeKey: [UInt8] = Array("next.type".utf8)
 
     /// Checks the store's layout marker; on a new store (empty `meta`) writes it when `txn` can write.
     ///
@@ -62,6 +62,7 @@ enum TypeRegistry {
             let schema = try TypeSchema.open(info, in: txn)
             guard let counts = schema.counts else { continue }
             for index in schema.allIndexes { try CountTree.rebuild(index, counts: counts, txn: txn) }
+            try CountTree.recountPayloadBytes(schema: schema, txn: txn)
         }
         try txn.put(meta, key: layoutKey, value: Array("\(layout)".utf8))
     }

@@ -39,6 +39,10 @@ struct TypeSchema: Sendable {
     let version: Int
     /// State shared by every copy of this schema (the re-index memo).
     let runtime: SchemaRuntime
+    /// The type's own limits (``LocalStorable/storageLimits``), when this process knows the type.
+    var limits: StorageLimits? = nil
+    /// Whether reads of the type are noted for least-recently-used eviction (``AccessNotes``).
+    var tracksRecency = false
 
     var signature: UInt64 { declaration.signature }
 

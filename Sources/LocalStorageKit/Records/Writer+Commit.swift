@@ -22,6 +22,7 @@ extension Writer {
                             throw RequestFailure(position: position, error: error)
                         }
                     }
+                    try evictor?.enforce(context)
                     try changeLog?.append(context.logged, txn: txn)
                     return context
                 }
@@ -78,6 +79,7 @@ extension Writer {
                 let (value, context) = try countedWrite { txn in
                     let context = Context(txn: txn, now: now, environment: environment, hub: hub)
                     let value = try body(context)
+                    try evictor?.enforce(context)
                     try changeLog?.append(context.logged, txn: txn)
                     return (value, context)
                 }
@@ -137,6 +139,7 @@ extension Writer {
                         results.append(child.metMapFull ? .needsRoom : .failed(error))
                     }
                 }
+                try evictor?.enforce(context)
                 try changeLog?.append(context.logged, txn: txn)
                 return (context, results)
             }

@@ -17,6 +17,9 @@ final class Writer: @unchecked Sendable {
     // @unchecked: the queue and flags are only touched under `condition`; the thread owns the rest.
 
     /// What a request sees while it runs: the transaction and the batch's clock.
+    /// Keeps the limits in every commit (nil: none are set up).
+    let evictor: Evictor?
+
     final class Context {
         var txn: Transaction
         /// The batch's timestamp in ns since 1970; strictly increasing from batch to batch.
@@ -133,8 +136,9 @@ final class Writer: @unchecked Sendable {
     let changeLog: ChangeLog?
 
     init(environment: Environment, hub: any CommitListener, logger: (any StorageLogger)?,
-         changeLog: ChangeLog? = nil) {
+         changeLog: ChangeLog? = nil, evictor: Evictor? = nil) {
         self.environment = environment
+        self.evictor = evictor
         self.changeLog = changeLog
         self.hub = hub
         self.logger = logger

@@ -1,0 +1,239 @@
+import Foundation
+
+/// Keeps every limit in the commit that passes one (docs/DESIGN.md, "A bounded cache"). Runs on the
+/// writer thread, inside the transaction, after the requests and before the change log is written.
+///
+/// In each scope over its limit (a type with its own limits that this commit wrote, then the whole store)
+/// it evicts, one record at a time until the scope fits: expired records first (soonest expired first),
+/// then the policy's victims among records this commit did not write, then this commit's own. Evicting is
+/// deleting: the entries, the count tree and the change log stay exact, and observers see `.deleted(id:)`.
+final class Evictor {
+    let book: LimitBook
+    let notes: AccessNotes
+    let evictions: EvictionTally
+    private var schemas: [UInt32: TypeSchema] = [:]
+    /// The `next.type` value the schema cache was filled at.
+    private var schemasMarker: [UInt8]?
+    /// The schemas of the transaction under way.
+    private var contextSchemas: (context: Writer.Context, schemas: [UInt32: TypeSchema])?
+
+    init(book: LimitBook, notes: AccessNotes, evictions: EvictionTally) {
+        self.book = book
+        self.notes = notes
+        self.evictions = evictions
+    }
+
+    /// Folds pending recency and evicts what the limits call for.
+    func enforce(_ context: Writer.Context) throws {
+        guard !book.isEmpty else { return }
+        let txn = context.txn
+        let written = context.logged
+        let wroteRecords = written.contains { $0.kind == .inserted || $0.kind == .updated }
+        let recency = book.policy == .leastRecentlyUsed
+        if !wroteRecords && (!recency || notes.isEmpty) && !written.contains(where: { $0.kind != .touched }) {
+            return
+        }
+        let access = try AccessIndex.open(txn)
+        if recency { try fold(written, access: access, context: context) }
+        guard wroteRecords else { return }
+        var excluded: [UInt32: Set<[UInt8]>] = [:]
+        for change in written where change.kind == .inserted || change.kind == .updated {
+            excluded[change.type, default: []].insert(change.id)
+        }
+        for type in excluded.keys.sorted() {
+            guard let limits = book.limits(ofType: type), let schema = try schema(type, context: context) else {
+                continue
+            }
+            try keep(limits, in: [schema], excluded: excluded, access: access, context: context)
+        }
+        if let limits = book.store {
+            let scope = try allSchemas(context).sorted { $0.key < $1.key }.map(\.value)
+            try keep(limits, in: scope, excluded: excluded, access: access, context: context)
+        }
+    }
+
+    // MARK: - Recency
+
+    /// Gives each record read since the last commit, then each record this commit wrote, the next clock
+    /// value (so this commit's records are the most recent), and drops the recency of deleted records.
+    private func fold(_ written: [ChangeLog.Pending], access: AccessIndex, context: Writer.Context) throws {
+        let txn = context.txn
+        var clock = try access.clock(txn)
+        let start = clock
+        for (type, key) in notes.take() where book.tracksRecency(ofType: type) {
+            guard let schema = try schema(type, context: context), try txn.get(schema.records, key: key) != nil else {
+                continue
+            }
+            clock += 1
+            try access.set(type: type, key: key, clock: clock, txn: txn)
+        }
+        for change in written {
+            switch change.kind {
+            case .inserted, .updated:
+                guard book.tracksRecency(ofType: change.type) else { continue }
+                clock += 1
+                try access.set(type: change.type, key: change.id, clock: clock, txn: txn)
+            case .deleted, .expired:
+                try access.remove(type: change.type, key: change.id, txn: txn)
+            case .cleared:
+                try access.removeAll(type: change.type, txn: txn)
+            case .touched:
+                continue
+            }
+        }
+        if clock != start { try access.setClock(clock, txn) }
+    }
+
+    // MARK: - Keeping a limit
+
+    private func keep(_ limits: StorageLimits, in scope: [TypeSchema], excluded: [UInt32: Set<[UInt8]>],
+                      access: AccessIndex, context: Writer.Context) throws {
+        let txn = context.txn
+        var records = 0
+        var bytes = 0
+        for schema in scope {
+            records += try txn.entryCount(schema.records)
+            if limits.maxBytes != nil { bytes += try payloadBytes(schema, txn) }
+        }
+        func isOver() -> Bool {
+            if let maxRecords = limits.maxRecords, records > maxRecords { return true }
+            if let maxBytes = limits.maxBytes, bytes > maxBytes { return true }
+            return false
+        }
+        while isOver() {
+            guard let (schema, key) = try victim(in: scope, excluded: excluded, access: access, now: context.now,
+                                                 txn: txn) else {
+                throw LocalStorageError.decodingFailed(
+                    reason: "the store is over its limits (\(limits)) but holds no record to evict; "
+                        + "its counters are damaged (localstorage verify)")
+            }
+            let size = try txn.get(schema.records, key: key).map(RecordWriter.payloadSize(of:)) ?? 0
+            try RecordWriter.delete(id: String(decoding: key, as: UTF8.self), key: key, schema: schema,
+                                    context: context)
+            try access.remove(type: schema.number, key: key, txn: txn)
+            evictions.add(schema.name)
+            records -= 1
+            bytes -= size
+        }
+    }
+
+    /// The next record to evict from `scope`: the soonest expired, else the policy's first among records
+    /// this commit did not write, else the policy's first of this commit's.
+    private func victim(in scope: [TypeSchema], excluded: [UInt32: Set<[UInt8]>], access: AccessIndex, now: Int64,
+                        txn: Transaction) throws -> (TypeSchema, [UInt8])? {
+        var best: (schema: TypeSchema, key: [UInt8], rank: Rank)?
+        func consider(_ schema: TypeSchema, _ found: (key: [UInt8], rank: Rank)?) {
+            guard let found else { return }
+            if best == nil || found.rank < best!.rank { best = (schema, found.key, found.rank) }
+        }
+        for schema in scope { consider(schema, try expiredHead(schema, now: now, txn: txn)) }
+        if let best { return (best.schema, best.key) }
+        for skipping in [true, false] {
+            for schema in scope {
+                let mine = skipping ? excluded[schema.number] ?? [] : []
+                consider(schema, try policyHead(schema, skipping: mine, access: access, txn: txn))
+            }
+            if let best { return (best.schema, best.key) }
+        }
+        return nil
+    }
+
+    /// Victims compare by this: a group (records first ranked by the policy's index, then those the index
+    /// misses), then the index's value.
+    struct Rank: Comparable {
+        let group: Int
+        let value: UInt64
+
+        static func < (a: Rank, b: Rank) -> Bool { (a.group, a.value) < (b.group, b.value) }
+    }
+
+    private func expiredHead(_ schema: TypeSchema, now: Int64, txn: Transaction) throws -> ([UInt8], Rank)? {
+        var found: ([UInt8], Rank)?
+        try RecordReader.forEachExpired(schema: schema, now: now, txn: txn) { time, key in
+            found = (Array(key), Rank(group: 0, value: UInt64(bigEndian: time.loadUnaligned(as: UInt64.self))))
+            return false
+        }
+        return found
+    }
+
+    private func policyHead(_ schema: TypeSchema, skipping: Set<[UInt8]>, access: AccessIndex,
+                            txn: Transaction) throws -> ([UInt8], Rank)? {
+        switch book.policy {
+        case .leastRecentlyUsed:
+            if let found = try access.oldest(type: schema.number, records: schema.records, skipping: skipping,
+                                             txn: txn) {
+                return (found.key, Rank(group: 1, value: found.clock))
+            }
+            // Records no tracking process has used since tracking began (written by a process without this
+            // limit): by update time, after every tracked one.
+            return try firstEntry(schema.updated, skipping: skipping, txn: txn, group: 2) { key in
+                try access.clock(type: schema.number, key: key, txn: txn) == nil
+            }
+        case .leastRecentlyUpdated:
+            return try firstEntry(schema.updated, skipping: skipping, txn: txn, group: 1) { _ in true }
+        case .soonestExpiring:
+            if let found = try firstEntry(schema.expiry, skipping: skipping, txn: txn, group: 1, { _ in true }) {
+                return found
+            }
+            return try firstEntry(schema.updated, skipping: skipping, txn: txn, group: 2) { _ in true }
+        }
+    }
+
+    /// The first entry of a time-keyed database (8-byte big-endian time → record key) whose record is not
+    /// skipped and passes `accept`.
+    private func firstEntry(_ database: Database, skipping: Set<[UInt8]>, txn: Transaction, group: Int,
+                            _ accept: ([UInt8]) throws -> Bool) throws -> ([UInt8], Rank)? {
+        try txn.withCursor(database) { cursor in
+            var entry = try cursor.move(.first)
+            while let current = entry {
+                let key = Array(current.value)
+                if current.key.count == 8, !skipping.contains(key), try accept(key) {
+                    return (key, Rank(group: group, value: UInt64(bigEndian: current.key.loadUnaligned(as: UInt64.self))))
+                }
+                entry = try cursor.move(.next)
+            }
+            return nil
+        }
+    }
+
+    // MARK: - Schemas
+
+    private func payloadBytes(_ schema: TypeSchema, _ txn: Transaction) throws -> Int {
+        if let bytes = try CountTree.payloadBytes(schema: schema, txn: txn) { return bytes }
+        var total = 0
+        try txn.withCursor(schema.records) { cursor in
+            var entry = try cursor.move(.first)
+            while let record = entry {
+                total += RecordWriter.payloadSize(of: record.value)
+                entry = try cursor.move(.next)
+            }
+        }
+        return total
+    }
+
+    private func schema(_ type: UInt32, context: Writer.Context) throws -> TypeSchema? {
+        try allSchemas(context)[type]
+    }
+
+    /// Every type of the store by number; reloaded when a type was registered since. Handles opened in a
+    /// transaction are kept only once it commits (LMDB closes them when it aborts).
+    private func allSchemas(_ context: Writer.Context) throws -> [UInt32: TypeSchema] {
+        if let current = contextSchemas, current.context === context { return current.schemas }
+        let txn = context.txn
+        guard let meta = try txn.openDatabase(TypeRegistry.metaName, create: false) else { return [:] }
+        let marker = try txn.get(meta, key: TypeRegistry.nextTypeKey).map(Array.init)
+        var opened = schemas
+        if marker != schemasMarker || schemas.isEmpty {
+            opened = [:]
+            for info in try TypeRegistry.all(meta: meta, txn: txn).infos {
+                opened[info.number] = try TypeSchema.open(info, in: txn)
+            }
+            context.onCommit { [weak self] in
+                self?.schemas = opened
+                self?.schemasMarker = marker
+            }
+        }
+        contextSchemas = (context, opened)
+        return opened
+    }
+}
