@@ -1,0 +1,293 @@
+import Foundation
+import LocalStorageTestSupport
+import Synchronization
+import Testing
+@testable import LocalStorageKit
+
+/// Limits, eviction policies and recency (Records/Evictor.swift) against reference models.
+@Suite struct BoundedCacheTests {
+    struct Tile: LocalStorable, Equatable {
+        let id: String
+        var weight: Int
+        var blob: String = ""
+    }
+
+    struct Thumb: LocalStorable, Equatable {
+        let id: String
+        var size: Int
+        static var storageLimits: StorageLimits? { StorageLimits(maxRecords: 100) }
+    }
+
+    struct Ranked: LocalStorageIndexed, Equatable {
+        let id: String
+        var score: Double
+        static var storageIndexes: [StorageIndex<Ranked>] { [StorageIndex("score", \.score)] }
+    }
+
+    static func configuration(_ limits: StorageLimits?, policy: StorageEvictionPolicy = .leastRecentlyUsed,
+                              directory: URL = temporaryDirectory()) -> LocalStorageConfiguration {
+        var configuration = diskConfiguration(directory)
+        configuration.limits = limits
+        configuration.evictionPolicy = policy
+        return configuration
+    }
+
+    static func ids<T: LocalStorable>(_ type: T.Type, _ storage: LocalStorage) async throws -> Set<String> {
+        Set(try await storage.fetch(T.self).map { "\($0.id)" })
+    }
+
+    /// 10,000 saves into a store of at most 1,000 records: after every commit the store holds at most
+    /// 1,000, and exactly the 1,000 most recently written (no reads, so LRU is write order).
+    @Test func aRecordLimitHoldsAfterEveryCommit() async throws {
+        let storage = try LocalStorage(configuration: Self.configuration(StorageLimits(maxRecords: 1_000)))
+        var random = SplitMix64(seed: 1_000)
+        var order: [String] = []   // least recently written first
+        var saved = 0
+        while saved < 10_000 {
+            let batch = (0..<(1 + random.below(40))).map { _ in Tile(id: "t\(random.below(3_000))", weight: 1) }
+            let unique = Dictionary(batch.map { ($0.id, $0) }) { $1 }
+            if unique.count == 1 || random.below(3) == 0, let one = batch.first {
+                try await storage.save(one)
+                order.removeAll { $0 == one.id }
+                order.append(one.id)
+            } else {
+                try await storage.save(contentsOf: Array(unique.values))
+                // A batch is written in key order.
+                let keys = unique.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+                order.removeAll { unique[$0] != nil }
+                order += keys
+            }
+            saved += batch.count
+            if order.count > 1_000 { order.removeFirst(order.count - 1_000) }
+            let count = try await storage.count(Tile.self)
+            #expect(count <= 1_000, "after \(saved) saves")
+            if count > 1_000 { return }
+        }
+        #expect(try await Self.ids(Tile.self, storage) == Set(order))
+        let statistics = storage.core.evictions.count(of: Tile.storageName)
+        #expect(statistics > 0)
+    }
+
+    /// A byte limit with records of mixed sizes: the payload bytes never pass it, and the oldest go first.
+    @Test func aByteLimitHoldsWithMixedSizes() async throws {
+        let limit = 40_000
+        let storage = try LocalStorage(configuration: Self.configuration(StorageLimits(maxBytes: limit)))
+        var random = SplitMix64(seed: 7)
+        var model: [(id: String, size: Int)] = []
+        for step in 0..<300 {
+            let tile = Tile(id: "b\(random.below(200))", weight: step,
+                            blob: String(repeating: "x", count: random.below(2_500)))
+            try await storage.save(tile)
+            let size = try #require(try await storage.metadata(Tile.self, id: tile.id)).sizeInBytes
+            model.removeAll { $0.id == tile.id }
+            model.append((tile.id, size))
+            while model.map(\.size).reduce(0, +) > limit { model.removeFirst() }
+            let stored = try await storage.fetch(Tile.self)
+            var bytes = 0
+            for tile in stored { bytes += try #require(try await storage.metadata(Tile.self, id: tile.id)).sizeInBytes }
+            #expect(bytes <= limit, "step \(step)")
+            #expect(Set(stored.map(\.id)) == Set(model.map(\.id)), "step \(step)")
+        }
+    }
+
+    /// A type's own limit beside the store's: both hold, and the type's evictions are its own records.
+    @Test func perTypeLimitsBesideAStoreLimit() async throws {
+        let storage = try LocalStorage(configuration: Self.configuration(StorageLimits(maxRecords: 300)))
+        var random = SplitMix64(seed: 3)
+        for _ in 0..<120 {
+            if random.below(2) == 0 {
+                try await storage.save(contentsOf: (0..<(1 + random.below(20))).map { _ in
+                    Thumb(id: "h\(random.below(1_000))", size: 1)
+                })
+            } else {
+                try await storage.save(contentsOf: (0..<(1 + random.below(20))).map { _ in
+                    Tile(id: "t\(random.below(1_000))", weight: 1)
+                })
+            }
+            let thumbs = try await storage.count(Thumb.self)
+            let tiles = try await storage.count(Tile.self)
+            #expect(thumbs <= 100)
+            #expect(thumbs + tiles <= 300)
+        }
+        #expect(storage.core.evictions.count(of: Thumb.storageName) > 0)
+    }
+
+    /// The records of the commit that passed the limit go after every older record, and a batch larger
+    /// than the limit keeps its own last records.
+    @Test func aCommitsOwnRecordsAreEvictedLast() async throws {
+        let storage = try LocalStorage(configuration: Self.configuration(StorageLimits(maxRecords: 10)))
+        try await storage.save(contentsOf: (0..<9).map { Tile(id: "old\($0)", weight: $0) })
+        try await storage.write { tx in
+            for n in 0..<5 { try tx.save(Tile(id: "new\(n)", weight: n)) }
+        }
+        let ids = try await Self.ids(Tile.self, storage)
+        #expect(ids.count == 10)
+        #expect(ids.isSuperset(of: (0..<5).map { "new\($0)" }))
+        try await storage.save(contentsOf: (10..<25).map { Tile(id: "big\($0)", weight: $0) })
+        #expect(try await Self.ids(Tile.self, storage) == Set((15..<25).map { "big\($0)" }))
+    }
+
+    /// Expired records go first, then each policy's victim.
+    @Test(arguments: StorageEvictionPolicy.allCases)
+    func policiesPickTheirVictims(policy: StorageEvictionPolicy) async throws {
+        let storage = try LocalStorage(configuration: Self.configuration(StorageLimits(maxRecords: 4), policy: policy))
+        try await storage.save(Tile(id: "a", weight: 0), expiration: .hours(5))
+        try await storage.save(Tile(id: "b", weight: 0), expiration: .hours(1))
+        try await storage.save(Tile(id: "c", weight: 0))
+        try await storage.save(Tile(id: "gone", weight: 0), expiration: .date(Date().addingTimeInterval(-1)))
+        // Reads: "a" becomes the most recently used.
+        _ = try await storage.fetch(Tile.self, id: "a")
+        try await storage.save(Tile(id: "d", weight: 0))
+        #expect(try await Self.ids(Tile.self, storage) == ["a", "b", "c", "d"], "the expired record goes first")
+        try await storage.save(Tile(id: "e", weight: 0))
+        let expected: Set<String> = switch policy {
+        case .leastRecentlyUsed: ["a", "c", "d", "e"]       // b: written before c and not read since
+        case .leastRecentlyUpdated: ["b", "c", "d", "e"]    // a: written first
+        case .soonestExpiring: ["a", "c", "d", "e"]         // b: expires soonest
+        }
+        #expect(try await Self.ids(Tile.self, storage) == expected)
+    }
+
+    /// Evictions are `.deleted(id:)` on change streams, and live queries drop the evicted rows; indexes
+    /// and the count tree stay exact.
+    @Test func evictionsReachObserversAndKeepIndexesExact() async throws {
+        let storage = try LocalStorage(configuration: Self.configuration(StorageLimits(maxRecords: 20)))
+        let mark = try await storage.changeToken()
+        let latest = Mutex<[Ranked]?>(nil)
+        let consumer = Task {
+            for try await rows in storage.updates(of: Ranked.self, matching: [.atLeast("score", 0.0)],
+                                                  orderedBy: .ascending("score")) {
+                latest.withLock { $0 = rows }
+            }
+        }
+        defer { consumer.cancel() }
+        try await storage.save(contentsOf: (0..<20).map { Ranked(id: Self.rankedID($0), score: Double($0)) })
+        try await storage.save(contentsOf: (20..<25).map { Ranked(id: Self.rankedID($0), score: Double($0)) })
+        let (changes, _) = try await storage.changes(of: Ranked.self, since: mark)
+        let deleted = changes.compactMap { change -> String? in
+            if case .deleted(let id) = change { return id }
+            return nil
+        }
+        #expect(Set(deleted) == Set((0..<5).map(Self.rankedID)))
+        let expected = (5..<25).map { Ranked(id: Self.rankedID($0), score: Double($0)) }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while latest.withLock({ $0 }) != expected && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(latest.withLock { $0 } == expected)
+        #expect(try await storage.count(Ranked.self, matching: [.between("score", 0.0...100.0)]) == 20)
+        #expect(try await storage.count(Ranked.self, matching: [.lessThan("score", 5.0)]) == 0)
+    }
+
+    /// Ids in number order (a batch is written, and so aged, in id order).
+    static func rankedID(_ n: Int) -> String { n < 10 ? "r0\(n)" : "r\(n)" }
+
+    /// On a Zipf-distributed trace (a cache filled on misses), the store's LRU hits within a few points of
+    /// an exact LRU simulated here; a sampled LRU (Redis's: sample 5, evict the oldest) is printed beside.
+    @Test func zipfHitRateMatchesAnExactLRU() async throws {
+        let capacity = 150
+        let storage = try LocalStorage(configuration: Self.configuration(StorageLimits(maxRecords: capacity)))
+        let trace = ZipfTrace(keys: 2_000, exponent: 1.0, length: 8_000, seed: 11)
+        var hits = 0
+        for key in trace.keys {
+            if try await storage.fetch(Tile.self, id: "z\(key)") != nil {
+                hits += 1
+            } else {
+                try await storage.save(Tile(id: "z\(key)", weight: key))
+            }
+        }
+        let ours = Double(hits) / Double(trace.keys.count)
+        let exact = ZipfTrace.exactLRUHitRate(trace.keys, capacity: capacity)
+        let sampled = ZipfTrace.sampledLRUHitRate(trace.keys, capacity: capacity, sample: 5, seed: 5)
+        print("zipf hit rates: ours \(ours), exact LRU \(exact), sampled LRU \(sampled)")
+        #expect(abs(ours - exact) <= 0.03, "ours \(ours), exact \(exact)")
+        #expect(ours > 0.2)
+    }
+
+    @Test func limitsBelowOneAreRejected() async throws {
+        #expect(throws: LocalStorageError.self) {
+            _ = try LocalStorage(configuration: Self.configuration(StorageLimits(maxRecords: 0)))
+        }
+        struct Broken: LocalStorable {
+            let id: String
+            static var storageLimits: StorageLimits? { StorageLimits(maxBytes: -1) }
+        }
+        let storage = try LocalStorage(configuration: Self.configuration(nil))
+        await #expect(throws: LocalStorageError.self) { try await storage.save(Broken(id: "x")) }
+    }
+
+    @Test func twoOpensWithDifferentLimitsDisagree() async throws {
+        let directory = temporaryDirectory()
+        let first = try LocalStorage(configuration: Self.configuration(StorageLimits(maxRecords: 5), directory: directory))
+        do {
+            _ = try LocalStorage(configuration: Self.configuration(StorageLimits(maxRecords: 6), directory: directory))
+            Issue.record("the second open agreed")
+        } catch LocalStorageError.openFailed(_, let reason) {
+            #expect(reason.contains("limits differ"), "\(reason)")
+        }
+        _ = first
+    }
+}
+
+/// A fixed-seed Zipf trace and the reference caches the hit-rate test compares with.
+struct ZipfTrace {
+    let keys: [Int]
+
+    init(keys count: Int, exponent: Double, length: Int, seed: UInt64) {
+        var random = SplitMix64(seed: seed)
+        var cumulative: [Double] = []
+        var total = 0.0
+        for rank in 1...count {
+            total += 1 / pow(Double(rank), exponent)
+            cumulative.append(total)
+        }
+        keys = (0..<length).map { _ in
+            let target = Double(random.next() >> 11) / Double(1 << 53) * total
+            var low = 0, high = cumulative.count - 1
+            while low < high {
+                let middle = (low + high) / 2
+                if cumulative[middle] < target { low = middle + 1 } else { high = middle }
+            }
+            return low
+        }
+    }
+
+    /// The hit rate of an exact LRU cache of `capacity` filled on misses.
+    static func exactLRUHitRate(_ keys: [Int], capacity: Int) -> Double {
+        var lastUse: [Int: Int] = [:]
+        var hits = 0
+        for (time, key) in keys.enumerated() {
+            if lastUse[key] != nil { hits += 1 }
+            lastUse[key] = time
+            if lastUse.count > capacity, let victim = lastUse.min(by: { $0.value < $1.value })?.key {
+                lastUse[victim] = nil
+            }
+        }
+        return Double(hits) / Double(keys.count)
+    }
+
+    /// The hit rate of Redis's approximated LRU: evict the oldest of `sample` random keys.
+    static func sampledLRUHitRate(_ keys: [Int], capacity: Int, sample: Int, seed: UInt64) -> Double {
+        var random = SplitMix64(seed: seed)
+        var lastUse: [Int: Int] = [:]
+        var held: [Int] = []
+        var hits = 0
+        for (time, key) in keys.enumerated() {
+            if lastUse[key] != nil {
+                hits += 1
+            } else {
+                held.append(key)
+            }
+            lastUse[key] = time
+            if held.count > capacity {
+                let candidates = (0..<sample).map { _ in random.below(held.count) }
+                if let victim = candidates.min(by: { lastUse[held[$0]] ?? 0 < lastUse[held[$1]] ?? 0 }) {
+                    lastUse[held[victim]] = nil
+                    held.swapAt(victim, held.count - 1)
+                    held.removeLast()
+                }
+            }
+        }
+        return Double(hits) / Double(keys.count)
+    }
+}
