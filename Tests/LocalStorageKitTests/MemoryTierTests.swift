@@ -54,6 +54,20 @@ import LocalStorageTestSupport
         }
     }
 
+    @Test func idsAreTheirBytesNotCanonicallyEquivalentStrings() async throws {
+        let storage = try tieredStore()
+        let composed = "caf\u{E9}"
+        let decomposed = "cafe\u{301}"
+        #expect(composed == decomposed)  // Equal as Strings, two records in the store.
+        try await storage.save(Note(id: composed, text: "composed"))
+        #expect(try await storage.fetch(Note.self, id: composed)?.text == "composed")
+        #expect(try await storage.fetch(Note.self, id: decomposed) == nil)
+        try await storage.save(Note(id: decomposed, text: "decomposed"))
+        #expect(try await storage.fetch(Note.self, id: decomposed)?.text == "decomposed")
+        #expect(try await storage.fetch(Note.self, id: composed)?.text == "composed")
+        #expect(try await storage.fetch(Note.self, id: decomposed)?.text == "decomposed")
+    }
+
     @Test func boundsBelowOneFailTheOpen() throws {
         var configuration = diskConfiguration()
         configuration.memoryCache = MemoryCacheConfiguration(maxRecords: 0, maxBytes: 100)

@@ -17,10 +17,23 @@ import Synchronization
 /// Lock order: a read transaction may be open when the tier's lock is taken, never the other way round
 /// (map growth holds readers off, so waiting for the lock inside a read must never wait for a read).
 final class MemoryTier: Sendable {
-    /// A record: its type's number in the store and its id.
+    /// A record: its type's number in the store and its id, compared and hashed by the id's UTF-8 bytes,
+    /// as the store keys records (`String` equality would make "é" and "e\u{301}", two records, one key).
     struct Key: Hashable, Sendable {
         let type: UInt32
         let id: String
+
+        static func == (a: Key, b: Key) -> Bool {
+            guard a.type == b.type else { return false }
+            var (left, right) = (a.id, b.id)
+            return left.withUTF8 { left in right.withUTF8 { right in left.elementsEqual(right) } }
+        }
+
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(type)
+            var id = self.id
+            id.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+        }
     }
 
     private struct Slot {
