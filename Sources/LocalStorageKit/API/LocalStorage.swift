@@ -21,8 +21,8 @@ public final class LocalStorage: Sendable {
     /// Two stores on one directory share the settings of the environment (``LocalStorageConfiguration/durability``,
     /// ``LocalStorageConfiguration/mapSize``, ``LocalStorageConfiguration/maxMapSize``), which must agree; the
     /// others (``LocalStorageConfiguration/logger``, ``LocalStorageConfiguration/codec``,
-    /// ``LocalStorageConfiguration/autoPurgeExpiredOnRead``, the live-query and change-stream settings) are
-    /// this store's own.
+    /// ``LocalStorageConfiguration/autoPurgeExpiredOnRead``, ``LocalStorageConfiguration/memoryCache``, the
+    /// live-query and change-stream settings) are this store's own.
     public let configuration: LocalStorageConfiguration
 
     /// Decoded values of hot records (``LocalStorageConfiguration/memoryCache``; nil: none).
