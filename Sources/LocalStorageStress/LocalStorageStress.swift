@@ -20,6 +20,8 @@ import Darwin
 /// LocalStorageStress open DIR [--as-nobody]                             opens the store; prints the outcome
 /// LocalStorageStress evolve DIR        runs EvolutionDriver commands from standard input, one reply each
 /// LocalStorageStress long-write DIR    saves one record, then 2,000 in one write transaction that never ends
+/// LocalStorageStress overwrite DIR     runs `save ID SEQUENCE`, `delete ID`, `clear` from standard input on
+///                                      StressRecord, replying `ok` once each write returned
 /// LocalStorageStress in-memory hold|exit                                opens an in-memory store, prints the
 ///                                                                       directory of its open files, then
 ///                                                                       sleeps until killed or exits with the
@@ -43,6 +45,8 @@ struct LocalStorageStress {
                 try holdLock(file: arguments[1])
             case "long-write" where arguments.count == 2:
                 try await longWrite(directory: arguments[1])
+            case "overwrite" where arguments.count == 2:
+                try await overwrite(directory: arguments[1])
             case "evolve" where arguments.count == 2:
                 try await evolve(directory: arguments[1])
             case "in-memory" where arguments.count == 2 && ["hold", "exit"].contains(arguments[1]):
@@ -134,6 +138,32 @@ struct LocalStorageStress {
             for n in 0..<2000 { try tx.save(StressRecord.make(id: "inside-\(n)", sequence: n)) }
             say("inside")
             while true { sleep(1) }
+        }
+    }
+
+    /// Writes `StressRecord`s as told on standard input (`save ID SEQUENCE`, `delete ID`, `clear`), one
+    /// line a command, replying `ok` once the write returned (it is committed then), or `error: …`.
+    static func overwrite(directory: String) async throws {
+        let storage = try LocalStorage(configuration: configuration(directory, durability: .none, mapSize: 1 << 20))
+        say("ready")
+        while let line = readLine() {
+            let words = line.split(separator: " ").map(String.init)
+            do {
+                switch words.first {
+                case "save" where words.count == 3:
+                    guard let sequence = Int(words[2]) else { throw StressError(description: "bad sequence") }
+                    try await storage.save(StressRecord.make(id: words[1], sequence: sequence))
+                case "delete" where words.count == 2:
+                    try await storage.delete(StressRecord.self, id: words[1])
+                case "clear" where words.count == 1:
+                    try await storage.deleteAll(StressRecord.self)
+                default:
+                    throw StressError(description: "unknown command \(line)")
+                }
+                say("ok")
+            } catch {
+                say("error: \(error)")
+            }
         }
     }
 

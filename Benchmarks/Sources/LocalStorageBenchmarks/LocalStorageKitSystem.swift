@@ -7,8 +7,9 @@ final class LocalStorageKitSystem: Sendable {
 
     /// Opens (creating) a store in `directory`; a new store made with `countTree` false keeps none.
     init(directory: URL, durability: StorageDurability, codec: StorageCodec, mapSize: Int,
-         countTree: Bool = true) throws {
+         countTree: Bool = true, memoryCache: MemoryCacheConfiguration? = nil) throws {
         var configuration = LocalStorageConfiguration()
+        configuration.memoryCache = memoryCache
         configuration.withoutCountTree = !countTree
         configuration.databaseDirectory = directory
         configuration.durability = durability

@@ -8,6 +8,8 @@ final class Stores {
     var localStorageKit: LocalStorageKitSystem?
     /// The same store made without a count tree, to measure what keeping it costs writes.
     var localStorageKitWithoutCountTree: LocalStorageKitSystem?
+    /// A second store on the LocalStorageKit store's directory, with a memory tier that holds every record.
+    var localStorageKitMemoryTier: LocalStorageKitSystem?
     var rawLMDB: RawLMDBSystem?
     var sqlite: SQLiteSystem?
     /// How long loading each store took per record, by contender name: a bulk save into an empty store.
@@ -32,6 +34,9 @@ final class Stores {
             let sample = try await Sample.measure(operations: count) { try await system.save(contentsOf: products) }
             stores.localStorageKit = system
             stores.record(sample, for: Workloads.Name.localStorageKit, count: count)
+            stores.localStorageKitMemoryTier = try LocalStorageKitSystem(
+                directory: directory.appendingPathComponent("lsk"), durability: .full, codec: options.codec,
+                mapSize: mapSize, memoryCache: MemoryCacheConfiguration(maxRecords: count + 1, maxBytes: 1 << 30))
         }
         if options.includes(.localStorageKit) && options.loadsStoreWithoutCountTree {
             let plain = try LocalStorageKitSystem(directory: directory.appendingPathComponent("lsk-no-count-tree"),
@@ -72,6 +77,7 @@ final class Stores {
     func close() {
         localStorageKit = nil
         localStorageKitWithoutCountTree = nil
+        localStorageKitMemoryTier = nil
         rawLMDB = nil
         sqlite = nil
     }

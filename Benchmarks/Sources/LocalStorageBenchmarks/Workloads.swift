@@ -11,6 +11,7 @@ enum Workloads {
     enum Name {
         static let localStorageKit = "LocalStorageKit"
         static let fromMainActor = "LocalStorageKit from @MainActor"
+        static let memoryTierHit = "LocalStorageKit memory tier hit"
         static let withoutCountTree = "LocalStorageKit without count tree"
         static let withoutCountTreeConcurrent = "LocalStorageKit concurrent, no count tree"
         static let withoutCountTreeSequential = "LocalStorageKit sequential, no count tree"
@@ -107,6 +108,12 @@ enum Workloads {
                 try await system.fetchFromMainActor(slice($0))
             })
         }
+        if let tiered = stores.localStorageKitMemoryTier {
+            // Each batch's ids are fetched once untimed (misses that fill the tier), then timed as hits.
+            contenders.append(Contender(name: Name.memoryTierHit, operations: operations,
+                                        prepare: { _ = try await tiered.fetch(slice($0)) },
+                                        run: { try await tiered.fetch(slice($0)) }))
+        }
         if let system = stores.rawLMDB {
             contenders.append(Contender(name: Name.rawGet, operations: operations,
                                         isComparable: false) { try system.getOnly(slice($0)) })
@@ -130,6 +137,10 @@ enum Workloads {
                            sqlite: Name.sqlite,
                            targets: [.atLeast(3, "SQLite/LSK ≥ 3×", Name.sqlite, over: Name.localStorageKit)]),
                 fromMainActorRow("fetch(id) from @MainActor"),
+                SummaryRow(label: "fetch(id), memory tier hit vs raw mdb_get", localStorageKit: Name.memoryTierHit,
+                           raw: Name.rawGet),
+                SummaryRow(label: "fetch(id), memory tier hit vs plain fetch", localStorageKit: Name.memoryTierHit,
+                           raw: Name.localStorageKit),
             ])
     }
 

@@ -60,6 +60,7 @@ extension LocalStorage {
     public func fetch<T: LocalStorable>(_ type: T.Type, id: String) async throws -> T? {
         try await operation("fetch") {
             let schema = try await core.schema(for: T.self)
+            if let memoryTier { return try fetch(T.self, id: id, schema: schema, through: memoryTier) }
             let now = Clock.now()
             let session = makeDecodeSession(for: schema)
             var expired = false

@@ -21,9 +21,12 @@ public final class LocalStorage: Sendable {
     /// Two stores on one directory share the settings of the environment (``LocalStorageConfiguration/durability``,
     /// ``LocalStorageConfiguration/mapSize``, ``LocalStorageConfiguration/maxMapSize``), which must agree; the
     /// others (``LocalStorageConfiguration/logger``, ``LocalStorageConfiguration/codec``,
-    /// ``LocalStorageConfiguration/autoPurgeExpiredOnRead``, the live-query and change-stream settings) are
-    /// this store's own.
+    /// ``LocalStorageConfiguration/autoPurgeExpiredOnRead``, ``LocalStorageConfiguration/memoryCache``, the
+    /// live-query and change-stream settings) are this store's own.
     public let configuration: LocalStorageConfiguration
+
+    /// Decoded values of hot records (``LocalStorageConfiguration/memoryCache``; nil: none).
+    let memoryTier: MemoryTier?
 
     /// Where this store reports what it does.
     var logger: (any StorageLogger)? { configuration.logger }
@@ -45,6 +48,7 @@ public final class LocalStorage: Sendable {
         configuration.logger = logger
         core = try EnvironmentRegistry.core(for: configuration)
         self.configuration = configuration
+        memoryTier = try LocalStorage.makeMemoryTier(configuration, core: core)
     }
 
     /// A repository: the same operations bound to one type.

@@ -27,6 +27,9 @@ final class StoreCore: Sendable {
     let decodes = DecodeCounter()
     let liveQueries: LiveQueryCenter
     let sweeper: ExpirySweeper
+    /// The open databases of every stored type by number, for ``LocalStorage/statistics()`` (filled as
+    /// types appear; see StoreCore+Statistics.swift).
+    let statisticsSchemas = Mutex<[UInt32: TypeSchema]>([:])
 
     init(directory: URL, configuration: LocalStorageConfiguration) throws {
         let durability = configuration.isInMemory ? StorageDurability.none : configuration.durability

@@ -148,10 +148,13 @@ struct ImportParser {
 
     // MARK: - Writing
 
-    /// Writes a batch in one transaction: adds unknown types to `meta`, replaces records and their entries.
+    /// Writes a batch in one transaction: adds unknown types to `meta`, replaces records and their entries,
+    /// and logs each record in the change log (so other processes, their change streams and memory tiers,
+    /// see it).
     ///
     /// - Returns: The number of records written.
-    static func apply(_ items: [Item], meta: Database, txn: Transaction) throws -> Int {
+    static func apply(_ items: [Item], meta: Database, context: Writer.Context) throws -> Int {
+        let txn = context.txn
         var schemas: [String: TypeSchema] = [:]
         func schema(_ name: String) throws -> TypeSchema {
             if let schema = schemas[name] { return schema }
@@ -172,7 +175,9 @@ struct ImportParser {
                 }
             case .record(let type, let key, let header, let payload):
                 let schema = try schema(type)
+                let replaces = try txn.get(schema.records, key: key) != nil
                 try RecordWriter.restore(key: key, header: header, payload: payload, schema: schema, txn: txn)
+                context.log(schema, replaces ? .updated : .inserted, id: key)
                 records += 1
             }
         }

@@ -130,7 +130,7 @@ extension StoreMaintenance {
                     guard line == nil || batch.count >= StoreMaintenance.batchSize || batchBytes >= 32 << 20 else {
                         continue
                     }
-                    records += try ImportParser.apply(batch, meta: meta, txn: context.txn)
+                    records += try ImportParser.apply(batch, meta: meta, context: context)
                     batch.removeAll(keepingCapacity: true)
                     batchBytes = 0
                     progress?(MaintenanceProgress(task: "import", completed: lines.bytesRead, total: size))

@@ -47,11 +47,26 @@ extension StoreMaintenance {
                                               entries: try txn.entryCount(index.dbi))
                     }))
             }
-            return StoreStatistics(
+            var statistics = StoreStatistics(
                 path: directory.path, mapSize: info.mapSize,
                 usedBytes: (info.lastPage + 1) * main.pageSize,
                 pageSize: main.pageSize, pages: pages, readersInUse: try environment.readersInUse(),
                 maxReaders: info.maxReaders, lastTransactionID: info.lastTransactionID, types: types)
+            statistics.addTotals(fileBytes: try environment.dataFileSize())
+            return statistics
         }
+    }
+}
+
+extension StoreStatistics {
+    /// Fills in the totals and the space figures from the types and pages.
+    mutating func addTotals(fileBytes: Int) {
+        records = types.reduce(0) { $0 + $1.records }
+        payloadBytes = types.reduce(0) { $0 + $1.payloadBytes }
+        expired = types.reduce(0) { $0 + $1.expired }
+        mapUsedBytes = max(0, pages.used - pages.free) * pageSize
+        mapFreeBytes = max(0, mapSize - mapUsedBytes)
+        self.fileBytes = fileBytes
+        reclaimableBytes = pages.free * pageSize
     }
 }

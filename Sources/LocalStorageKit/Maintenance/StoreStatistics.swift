@@ -66,4 +66,21 @@
     public var lastTransactionID: Int
     /// Every stored type, in name order.
     public var types: [TypeStatistics]
+
+    // MARK: - The totals and the space a compact gives back (what `LocalStorage.statistics()` reports)
+
+    /// Records of every type, expired ones included until they are purged.
+    public var records: Int = 0
+    /// Payload bytes of every record.
+    public var payloadBytes: Int = 0
+    /// Records of every type that have expired but are not purged yet.
+    public var expired: Int = 0
+    /// Bytes of map pages holding data: pages written so far minus the free ones (`mapUsedBytes`).
+    public var mapUsedBytes: Int = 0
+    /// Bytes of the map not holding data: never written, or free pages (`mapFreeBytes`).
+    public var mapFreeBytes: Int = 0
+    /// The size of the data file on disk (an LMDB file never shrinks by itself).
+    public var fileBytes: Int = 0
+    /// Bytes of the data file in free pages: what a `compact` gives back (about; it also packs pages).
+    public var reclaimableBytes: Int = 0
 }

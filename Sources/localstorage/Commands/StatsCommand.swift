@@ -1,11 +1,17 @@
 @_spi(Maintenance) import LocalStorageKit
 
-/// `stats`: map size and use, pages, readers, and per type records, bytes, expired records and indexes.
+/// `stats`: map size and use, pages, readers, the data file and the free pages a `compact` gives back, the
+/// totals, and per type records, bytes, expired records and indexes.
 enum StatsCommand: Command {
     static let name = "stats"
     static let synopsis = "stats"
-    static let summary = "Map size and use, pages, readers; records, bytes, expired and index entries per type."
-    static let details = ""
+    static let summary = "Map size and use, pages, readers, free space; records, bytes, expired and index entries "
+        + "per type and in all."
+    static let details = """
+        An LMDB data file never shrinks by itself: pages freed by deletes are reused by later writes. "Free \
+        pages" is how much of the file a `compact` would give back. Evictions, memory-tier hits and limits \
+        belong to the app's process (LocalStorage.statistics()), not to the file.
+        """
     static let spec = ArgumentSpec()
 
     static func run(_ arguments: ParsedArguments, store: StoreMaintenance, output: Output) async throws -> Int32 {
@@ -20,8 +26,14 @@ enum StatsCommand: Command {
             + " (page size \(stats.pageSize) B)")
         output.line("Pages     \(pages.used) used, \(pages.free) free, \(pages.capacity) capacity;"
             + " \(pages.branch) branch, \(pages.leaf) leaf, \(pages.overflow) overflow")
+        output.line("Map data  \(Output.bytes(stats.mapUsedBytes)) holding data,"
+            + " \(Output.bytes(stats.mapFreeBytes)) free")
+        output.line("File      \(Output.bytes(stats.fileBytes)) on disk; \(Output.bytes(stats.reclaimableBytes)) in"
+            + " free pages (\(pages.free) pages) a compact would give back")
         output.line("Readers   \(stats.readersInUse) in use of \(stats.maxReaders)")
         output.line("Last txn  \(stats.lastTransactionID)")
+        output.line("Total     \(stats.records) records, payloads \(Output.bytes(stats.payloadBytes)),"
+            + " \(stats.expired) expired, \(stats.types.count) types")
         for type in stats.types {
             output.line()
             output.line("\(type.name): \(type.records) records, \(Output.bytes(type.bytes))"

@@ -1,0 +1,28 @@
+extension StoreCore {
+    /// The open databases of every type the store describes, by type number (descriptions that cannot be
+    /// read are left out).
+    ///
+    /// Types this process has not opened yet (written by another process or an earlier run) are opened
+    /// once through the writer, in a transaction that commits: LMDB closes the handles a read transaction
+    /// opened when it ends, and opening handles must not race the writer's own.
+    nonisolated(nonsending)
+    func allSchemas() async throws -> [UInt32: TypeSchema] {
+        let meta = self.meta
+        let infos = try environment.read { txn in try TypeRegistry.all(meta: meta, txn: txn).infos }
+        let known = statisticsSchemas.withLock { $0 }
+        if infos.allSatisfy({ known[$0.number] != nil }) { return known }
+        let opened = try await writer.performExclusive { writer in
+            try writer.transact { context -> [UInt32: TypeSchema] in
+                var opened: [UInt32: TypeSchema] = [:]
+                for info in try TypeRegistry.all(meta: meta, txn: context.txn).infos {
+                    opened[info.number] = try TypeSchema.open(info, in: context.txn)
+                }
+                return opened
+            }
+        }
+        return statisticsSchemas.withLock { schemas in
+            schemas.merge(opened) { old, _ in old }
+            return schemas
+        }
+    }
+}

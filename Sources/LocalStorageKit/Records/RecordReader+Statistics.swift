@@ -1,0 +1,25 @@
+extension RecordReader {
+    /// What one type holds in `txn`'s snapshot: records (expired ones included), their payload bytes and the
+    /// records expired by `now` but not purged yet.
+    ///
+    /// Complexity: O(expired records), plus O(records) when the store keeps no counters (the payload
+    /// bytes are then summed from the records' headers, read in place).
+    static func figures(schema: TypeSchema, now: Int64, txn: Transaction)
+        throws -> (records: Int, payloadBytes: Int, expired: Int) {
+        let records = try txn.entryCount(schema.records)
+        var payloadBytes = 0
+        if let counted = try CountTree.payloadBytes(schema: schema, txn: txn) {
+            payloadBytes = counted
+        } else {
+            try txn.withCursor(schema.records) { cursor in
+                var entry = try cursor.move(.first)
+                while let record = entry {
+                    payloadBytes += RecordWriter.payloadSize(of: record.value)
+                    entry = try cursor.move(.next)
+                }
+            }
+        }
+        let expired = try expiredKeys(schema: schema, now: now, txn: txn).count
+        return (records, payloadBytes, expired)
+    }
+}

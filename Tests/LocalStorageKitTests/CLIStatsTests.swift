@@ -1,0 +1,51 @@
+import Foundation
+import Testing
+@_spi(Maintenance) @testable import LocalStorageKit
+
+/// `localstorage stats`: the figures ``LocalStorage/statistics()`` reports, and the free pages a `compact`
+/// gives back.
+@Suite struct CLIStatsTests {
+    @Test func statsShowTheStoresFiguresAndWhatACompactGivesBack() async throws {
+        let directory = temporaryDirectory()
+        let storage = try LocalStorage(configuration: diskConfiguration(directory))
+        let text = String(repeating: "x", count: 2_000)
+        try await storage.save(contentsOf: (0..<300).map { Note(id: "n\($0)", text: text) })
+        for n in 0..<250 { try await storage.delete(Note.self, id: "n\(n)") }
+        try await storage.save(contentsOf: (0..<4).map(Product.sample))
+        try await storage.save(Product.sample(4), expiration: .date(Date(timeIntervalSince1970: 1)))
+        let expected = try await storage.statistics()
+        let store = storage.configuration.storeDirectory.path
+
+        let json = try CLIResult.run(["stats", "--json", "--store", store], environment: nil)
+        #expect(json.status == 0, "\(json.stderr)")
+        let figures = try JSONDecoder().decode(StoreStatistics.self, from: Data(json.stdout.utf8))
+        #expect(figures.records == expected.records)
+        #expect(figures.records == 55)
+        #expect(figures.payloadBytes == expected.payloadBytes)
+        #expect(figures.expired == expected.expiredRecords)
+        #expect(figures.expired == 1)
+        for type in figures.types {
+            let own = try #require(expected.types[type.name])
+            #expect(type.records == own.records)
+            #expect(type.payloadBytes == own.payloadBytes)
+            #expect(type.expired == own.expiredRecords)
+        }
+        #expect(figures.mapUsedBytes == expected.mapUsedBytes)
+        #expect(figures.reclaimableBytes == figures.pages.free * figures.pageSize)
+        #expect(figures.reclaimableBytes > 0)  // 250 deleted records of 2 KB left free pages behind.
+        #expect(figures.fileBytes >= figures.usedBytes - figures.reclaimableBytes)
+
+        let plain = try CLIResult.run(["stats", "--store", store], environment: nil)
+        #expect(plain.status == 0)
+        #expect(plain.stdout.contains("Total     55 records"))
+        #expect(plain.stdout.contains("a compact would give back"))
+
+        let copy = directory.appendingPathComponent("compacted")
+        let compact = try CLIResult.run(["compact", "--output", copy.path, "--json", "--store", store],
+                                        environment: nil)
+        #expect(compact.status == 0, "\(compact.stderr)")
+        let report = try JSONDecoder().decode(CompactReport.self, from: Data(compact.stdout.utf8))
+        // The copy leaves the free pages out.
+        #expect(report.compactedBytes <= report.originalBytes - figures.reclaimableBytes)
+    }
+}
