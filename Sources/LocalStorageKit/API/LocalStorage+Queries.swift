@@ -18,6 +18,8 @@ extension LocalStorage {
         options: FetchOptions = FetchOptions()
     ) async throws -> [T] {
         try await operation("fetch(matching:)") {
+            if options.scope == .shared { return try await fetchShared(T.self, matching: filters, orderedBy: sort,
+                                                                       options: options) }
             let options = try options.validated()
             let schema = try await core.schema(for: T.self)
             let plan = try QueryPlan(filters: filters, sort: sort, schema: schema)

@@ -25,6 +25,9 @@ public final class LocalStorage: Sendable {
     /// this store's own.
     public let configuration: LocalStorageConfiguration
 
+    /// The shared tier this store is the near cache of, when ``LocalStorageConfiguration/sharedTier`` names one.
+    let sharedTier: SharedTier?
+
     /// Where this store reports what it does.
     var logger: (any StorageLogger)? { configuration.logger }
 
@@ -43,8 +46,14 @@ public final class LocalStorage: Sendable {
     public init(configuration: LocalStorageConfiguration, logger: (any StorageLogger)?) throws {
         var configuration = configuration
         configuration.logger = logger
-        core = try EnvironmentRegistry.core(for: configuration)
+        let core = try EnvironmentRegistry.core(for: configuration)
+        self.core = core
         self.configuration = configuration
+        sharedTier = try configuration.sharedTier.map { try SharedTier(settings: $0, core: core, logger: logger) }
+    }
+
+    deinit {
+        sharedTier?.stop()
     }
 
     /// A repository: the same operations bound to one type.
