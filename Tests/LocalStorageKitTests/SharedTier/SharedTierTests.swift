@@ -60,7 +60,7 @@ struct SharedTierTests {
     @Test func expiryHoldsOnTheServerAndEveryInstance() async throws {
         let a = try sharedStore(tier)
         let b = try sharedStore(tier)
-        try await a.save(Product.sample(1), expiration: .seconds(0.5))
+        try await a.save(Product.sample(1), expiration: .seconds(1.5))
         try await a.save(Product.sample(2))
         // Both instances hold the same expiry (metadata reads the server on a local miss, expired or not).
         let expiresAt = try await b.metadata(Product.self, id: "sku_1")?.expiresAt
