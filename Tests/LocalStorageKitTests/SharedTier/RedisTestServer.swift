@@ -182,12 +182,15 @@ enum SharedTestServer {
     }
 }
 
-/// An in-memory store whose shared tier is `tier`.
-func sharedStore(_ tier: SharedTierConfiguration, logger: (any StorageLogger)? = nil) throws -> LocalStorage {
+/// An in-memory store whose shared tier is `tier`, once it has made its first connection (an instance
+/// follows the shared tier's changes from its first subscription on) or failed to.
+func sharedStore(_ tier: SharedTierConfiguration, logger: (any StorageLogger)? = nil) async throws -> LocalStorage {
     var configuration = LocalStorageConfiguration.inMemory
     configuration.sharedTier = tier
     configuration.liveQueryCoalescing = .milliseconds(5)
-    return try LocalStorage(configuration: configuration, logger: logger)
+    let storage = try LocalStorage(configuration: configuration, logger: logger)
+    _ = try await waitUntil { storage.sharedTier.map { $0.phase != .connecting && $0.phase != .syncing } ?? true }
+    return storage
 }
 
 /// Waits (polling, up to `timeout`) until `condition` holds; returns whether it did. Tests assert on the
@@ -235,6 +238,22 @@ func first<S: AsyncSequence & Sendable, R: Sendable>(_ count: Int, of stream: S,
         let result = try await group.next() ?? nil
         group.cancelAll()
         guard let result else { throw SharedTestError.timedOut("\(count) elements of a stream") }
+        return result
+    }
+}
+
+/// `body`'s result, or a failure after `timeout` instead of waiting for ever.
+func withTimeout<R: Sendable>(_ timeout: Duration = .seconds(20),
+                              _ body: @escaping @Sendable () async throws -> R) async throws -> R {
+    try await withThrowingTaskGroup(of: R?.self) { group in
+        group.addTask { try await body() }
+        group.addTask {
+            try await Task.sleep(for: timeout)
+            return nil
+        }
+        let result = try await group.next() ?? nil
+        group.cancelAll()
+        guard let result else { throw SharedTestError.timedOut("a test step") }
         return result
     }
 }

@@ -8,8 +8,8 @@ struct SharedTierTests {
     let tier = SharedTestServer.configuration()
 
     @Test func aSaveIsReadByAnotherInstanceAndKeptLocally() async throws {
-        let a = try sharedStore(tier)
-        let b = try sharedStore(tier)
+        let a = try await sharedStore(tier)
+        let b = try await sharedStore(tier)
         try await a.save(Product.sample(1), expiration: .hours(1))
         #expect(try await b.fetch(Product.self, id: "sku_1") == Product.sample(1))
         // The miss was filled with the server's bytes, remaining time to live included.
@@ -21,8 +21,8 @@ struct SharedTierTests {
     }
 
     @Test func writesReachEveryOtherInstancesLocalStoreAndChangeStreams() async throws {
-        let a = try sharedStore(tier)
-        let b = try sharedStore(tier)
+        let a = try await sharedStore(tier)
+        let b = try await sharedStore(tier)
         _ = try await b.count(Product.self)  // B knows the type (its store has a schema for it)
         let changes = b.changes(of: Product.self)
         try await a.save(Product.sample(1))
@@ -43,23 +43,27 @@ struct SharedTierTests {
     }
 
     @Test func liveQueriesOfAnotherInstanceFollowWrites() async throws {
-        let a = try sharedStore(tier)
-        let b = try sharedStore(tier)
+        let a = try await sharedStore(tier)
+        let b = try await sharedStore(tier)
         let updates = b.updates(of: Product.self, matching: [.equals("category", "books")], orderedBy: .ascending("price"))
-        var iterator = updates.makeAsyncIterator()
-        #expect(try await iterator.next()?.map(\.id) == [])
-        try await a.save(contentsOf: (0..<9).map(Product.sample))
-        var last: [String] = []
-        while let result = try await iterator.next() {
-            last = result.map(\.id)
-            if last.count == 3 { break }
+        let (first, last) = try await withTimeout {
+            var iterator = updates.makeAsyncIterator()
+            let first = try await iterator.next()?.map(\.id)
+            try await a.save(contentsOf: (0..<9).map(Product.sample))
+            var last: [String] = []
+            while let result = try await iterator.next() {
+                last = result.map(\.id)
+                if last.count == 3 { break }
+            }
+            return (first, last)
         }
+        #expect(first == [])
         #expect(last == ["sku_0", "sku_3", "sku_6"])
     }
 
     @Test func expiryHoldsOnTheServerAndEveryInstance() async throws {
-        let a = try sharedStore(tier)
-        let b = try sharedStore(tier)
+        let a = try await sharedStore(tier)
+        let b = try await sharedStore(tier)
         try await a.save(Product.sample(1), expiration: .seconds(1.5))
         try await a.save(Product.sample(2))
         // Both instances hold the same expiry (metadata reads the server on a local miss, expired or not).
@@ -86,8 +90,8 @@ struct SharedTierTests {
     @Test func namespacesNeverMeet() async throws {
         var other = SharedTestServer.configuration()
         other.namespace = tier.namespace + ":r:Product"
-        let a = try sharedStore(tier)
-        let b = try sharedStore(other)
+        let a = try await sharedStore(tier)
+        let b = try await sharedStore(other)
         try await a.save(Product.sample(1))
         #expect(try await b.fetch(Product.self, id: "sku_1") == nil)
         #expect(try await b.count(Product.self, matching: [], options: FetchOptions(scope: .shared)) == 0)
@@ -96,8 +100,8 @@ struct SharedTierTests {
     }
 
     @Test func deleteAllAndSetExpirationAndUpdateGoThroughTheServer() async throws {
-        let a = try sharedStore(tier)
-        let b = try sharedStore(tier)
+        let a = try await sharedStore(tier)
+        let b = try await sharedStore(tier)
         try await a.save(contentsOf: (0..<5).map(Product.sample))
         let updated = try await b.update(Product.self, id: "sku_2") { $0.title = "by b" }
         #expect(updated.title == "by b")
@@ -114,7 +118,7 @@ struct SharedTierTests {
     }
 
     @Test func writeTransactionsSayTheyDoNotReachTheSharedTier() async throws {
-        let a = try sharedStore(tier)
+        let a = try await sharedStore(tier)
         await #expect(throws: LocalStorageError.sharedTierUnavailable(LocalStorage.writeTransactionsNotShared)) {
             try await a.write { tx in try tx.save(Product.sample(1)) }
         }
@@ -136,7 +140,7 @@ struct SharedTierFailureTests {
         let port = try RedisTestServer.freePort()
         var tier = SharedTierConfiguration(url: try #require(URL(string: "redis://127.0.0.1:\(port)/0")), namespace: "x")
         tier.connectTimeout = .milliseconds(300)
-        let storage = try sharedStore(tier)
+        let storage = try await sharedStore(tier)
         let error = await #expect(throws: LocalStorageError.self) { try await storage.save(Product.sample(1)) }
         #expect("\(String(describing: error))".contains("127.0.0.1:\(port)"))
         #expect(try await storage.count(Product.self) == 0)
@@ -151,7 +155,7 @@ struct SharedTierFailureTests {
         let secret = "wrong-staple-\(UUID().uuidString)"
         var tier = server.configuration(namespace: "p", password: secret)
         tier.url = try #require(URL(string: "redis://:\(secret)@127.0.0.1:\(server.port)/0"))
-        let storage = try sharedStore(tier, logger: logger)
+        let storage = try await sharedStore(tier, logger: logger)
         let error = await #expect(throws: LocalStorageError.self) { try await storage.save(Product.sample(1)) }
         let text = "\(String(describing: error))"
         #expect(text.contains("AUTH"))
@@ -163,12 +167,12 @@ struct SharedTierFailureTests {
         #expect(!tier.redactedURL.contains(secret))
 
         // No password at all: the server says it wants one, and the message says where to set it.
-        let none = try sharedStore(server.configuration(namespace: "p", password: nil).withoutPassword())
+        let none = try await sharedStore(server.configuration(namespace: "p", password: nil).withoutPassword())
         let missing = await #expect(throws: LocalStorageError.self) { try await none.save(Product.sample(1)) }
         #expect("\(String(describing: missing))".contains("NOAUTH"))
 
         // The right one works.
-        let right = try sharedStore(server.configuration(namespace: "p"))
+        let right = try await sharedStore(server.configuration(namespace: "p"))
         try await right.save(Product.sample(1))
         #expect(try await right.fetch(Product.self, id: "sku_1") == Product.sample(1))
     }
