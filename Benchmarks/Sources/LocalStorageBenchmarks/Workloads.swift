@@ -4,7 +4,7 @@ import LocalStorageKit
 
 /// The workloads of issue 4, each run by every system on the same inputs.
 enum Workloads {
-    static let names = ["codec", "fetch", "range", "equals-sorted", "count", "page", "scan", "bulk", "saves", "live"]
+    static let names = ["codec", "fetch", "range", "equals-sorted", "count", "page", "scan", "bulk", "saves", "live", "shared"]
 
     /// Contender names, which the summary rows and targets refer to.
     enum Name {
@@ -39,7 +39,8 @@ enum Workloads {
             bulk(stores, products: products, isQuick: options.isQuick),
             saves(stores, isQuick: options.isQuick),
             live(stores, isQuick: options.isQuick),
-        ]
+        ] + (options.includes(workload: "shared") ? [shared(products: products, isQuick: options.isQuick)]
+            .compactMap { $0 } : [])
     }
 
     /// Batches and operations per batch of the query workloads.

@@ -22,6 +22,7 @@ extension LocalStorage {
                                                                        options: options) }
             let options = try options.validated()
             let schema = try await core.schema(for: T.self)
+            await sharedTier?.awaitSettled()
             let plan = try QueryPlan(filters: filters, sort: sort, schema: schema)
             guard QueryRunner.usesIndexes(plan) else { return try await fetch(T.self, options: options) }
             try await migrateIfPending(T.self, schema: schema)
@@ -43,6 +44,7 @@ extension LocalStorage {
     public func count<T: LocalStorable>(_ type: T.Type, matching filters: [StorageIndexFilter]) async throws -> Int {
         try await operation("count(matching:)") {
             let schema = try await core.schema(for: T.self)
+            await sharedTier?.awaitSettled()
             let plan = try QueryPlan(filters: filters, sort: nil, schema: schema)
             try await migrateIfPending(T.self, schema: schema)
             let now = Clock.now()
@@ -65,6 +67,7 @@ extension LocalStorage {
         try await operation("page") {
             try QueryRunner.validate(page: page, pageSize: pageSize)
             let schema = try await core.schema(for: T.self)
+            await sharedTier?.awaitSettled()
             let plan = try QueryPlan(filters: filters, sort: sort, schema: schema)
             try await migrateIfPending(T.self, schema: schema)
             let now = Clock.now()

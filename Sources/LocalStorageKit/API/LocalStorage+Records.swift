@@ -94,6 +94,7 @@ extension LocalStorage {
             if options.scope == .shared { return try await fetchShared(T.self, matching: [], orderedBy: nil, options: options) }
             let options = try options.validated()
             let schema = try await core.schema(for: T.self)
+            await sharedTier?.awaitSettled()
             let now = Clock.now()
             let session = makeDecodeSession(for: schema)
             let (items, expired) = try core.environment.read { txn in
@@ -111,6 +112,7 @@ extension LocalStorage {
     public func count<T: LocalStorable>(_ type: T.Type) async throws -> Int {
         try await operation("count") {
             let schema = try await core.schema(for: T.self)
+            await sharedTier?.awaitSettled()
             let now = Clock.now()
             return try core.environment.read { txn in try RecordReader.count(schema: schema, now: now, txn: txn) }
         }

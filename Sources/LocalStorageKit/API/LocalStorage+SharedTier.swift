@@ -77,10 +77,9 @@ extension LocalStorage {
             }
             let record = PreparedRecord(id: id, key: key, payload: payload, format: header.format,
                                         version: header.version, indexValues: header.indexValues, value: id)
-            var put = try tier.put(record, expiresAt: expiration.expiresAt(now: now), now: header.updatedAt,
+            // A new expiry is not an update: the header keeps its update time (and creation time).
+            let put = try tier.put(record, expiresAt: expiration.expiresAt(now: now), now: header.updatedAt,
                                    schema: schema, createdAt: header.createdAt, expect: expect)
-            // A new expiry is not an update: the header keeps its update time.
-            put.bytes.replaceSubrange(16..<24, with: RecordWriter.littleEndian(header.updatedAt))
             do {
                 let written = try await tier.write([put], schema: schema, now: now)
                 try await commitOwnUnobserved(written, key: key, schema: schema, tier: tier)
@@ -154,9 +153,14 @@ extension LocalStorage {
         core.writer.hand({ context in
             // A change applied since the read may be newer than what the read got: then keep nothing.
             guard tier.state.withLock({ $0.phase == .live && $0.appliedSeq == before.1 }) else { return }
-            if let existing = try context.txn.get(schema.records, key: key),
-               let view = try? RecordView(fixedPartOf: existing), !view.isExpired(at: context.now) {
-                return  // A live local copy (written meanwhile) wins; a damaged one is replaced.
+            if let existing = try context.txn.get(schema.records, key: key) {
+                let isLive: Bool
+                do {
+                    isLive = try !RecordView(fixedPartOf: existing).isExpired(at: context.now)
+                } catch {
+                    isLive = false  // A damaged local copy is replaced by the server's record.
+                }
+                if isLive { return }  // A live local copy (written meanwhile) wins.
             }
             try RecordWriter.putReplica(bytes, key: key, value: value, schema: schema, context: context)
         }, finish: { error in
@@ -180,15 +184,6 @@ extension LocalStorage {
                 expiresAt: view.expiresAt == 0 ? nil : Clock.date(fromNanoseconds: view.expiresAt),
                 sizeInBytes: view.payload.count, isExpired: view.isExpired(at: now), version: view.version)
         }
-    }
-}
-
-extension RecordWriter {
-    /// An Int64 as 8 little-endian bytes (the header's byte order).
-    static func littleEndian(_ value: Int64) -> [UInt8] {
-        var out: [UInt8] = []
-        out.appendLittleEndian(value)
-        return out
     }
 }
 

@@ -430,7 +430,6 @@ final class SharedTier: Sendable {
             state.withLock { $0.appliedSeq = max($0.appliedSeq ?? Int64.min, sequence) }
         }, finish: { [self] error in
             guard let error else { return }
-            // The change is lost for this instance's copy: drop what it named so a read goes to the server.
             state.withLock { $0.appliedSeq = max($0.appliedSeq ?? Int64.min, sequence) }
             logger?.log(level: .error, message: "Could not apply a change from the shared tier",
                         metadata: ["error": "\(LocalStorageError.wrapping(error))"])
@@ -446,7 +445,17 @@ final class SharedTier: Sendable {
         case UInt8(ascii: "P"), UInt8(ascii: "D"):
             let key = Array(change.id.utf8)
             guard !key.isEmpty, key.count <= 511 else { return }
-            if let record = change.record, (try? record.withUnsafeBytes { try RecordView($0) }) != nil {
+            if let record = change.record {
+                do {
+                    _ = try record.withUnsafeBytes { buffer throws(LocalStorageError) in try RecordView(buffer) }
+                } catch {
+                    // Not a record (written by something else under our key): drop the local copy, so that a
+                    // read goes to the server and reports it.
+                    logger?.log(level: .error, message: "The shared tier holds a damaged record; dropped the local copy",
+                                metadata: ["type": change.type, "id": change.id, "error": "\(error)"])
+                    try RecordWriter.delete(id: change.id, key: key, schema: schema, context: context)
+                    return
+                }
                 try RecordWriter.putReplica(record, key: key, value: nil, schema: schema, context: context)
             } else {
                 try RecordWriter.delete(id: change.id, key: key, schema: schema, context: context)

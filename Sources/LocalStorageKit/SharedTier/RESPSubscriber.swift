@@ -43,7 +43,8 @@ final class RESPSubscriber: @unchecked Sendable {
     func stop() {
         condition.lock()
         isStopping = true
-        let started = thread != nil
+        // Called from its own thread (cannot happen today, but must not deadlock): just let the loop end.
+        let started = thread.map { $0 != Thread.current } ?? false
         thread = nil
         condition.broadcast()
         condition.unlock()

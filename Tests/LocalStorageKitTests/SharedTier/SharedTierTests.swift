@@ -64,12 +64,14 @@ struct SharedTierTests {
     @Test func expiryHoldsOnTheServerAndEveryInstance() async throws {
         let a = try await sharedStore(tier)
         let b = try await sharedStore(tier)
-        try await a.save(Product.sample(1), expiration: .seconds(1.5))
+        try await a.save(Product.sample(1), expiration: .hours(1))
         try await a.save(Product.sample(2))
-        // Both instances hold the same expiry (metadata reads the server on a local miss, expired or not).
+        // Both instances hold the same expiry (metadata reads the server on a local miss).
         let expiresAt = try await b.metadata(Product.self, id: "sku_1")?.expiresAt
         #expect(expiresAt != nil)
         #expect(try await a.metadata(Product.self, id: "sku_1")?.expiresAt == expiresAt)
+        #expect(try await b.fetch(Product.self, id: "sku_1") != nil)
+        try await a.setExpiration(Product.self, id: "sku_1", .seconds(0.3))
         #expect(try await waitUntil {
             let left = try await a.fetch(Product.self, id: "sku_1")
             let right = try await b.fetch(Product.self, id: "sku_1")
