@@ -7,7 +7,7 @@ ignored. Exit status 1 lists every upward or sideways edge.
 """
 import collections, glob, os, re, sys
 
-RANK = {"Model": 0, "LMDB": 1, "Logging": 1, "Encoding": 2, "Indexes": 3, "Migration": 3,
+RANK = {"Model": 0, "LMDB": 1, "Logging": 1, "Encoding": 2, "SharedTier": 2, "Indexes": 3, "Migration": 3,
         "Records": 4, "Observation": 5, "API": 6, "Maintenance": 7}
 base = os.path.join(os.path.dirname(__file__), "..", "Sources", "LocalStorageKit")
 files = glob.glob(os.path.join(base, "**", "*.swift"), recursive=True)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the system libraries LocalStorageKit builds against, when they are missing.
-# Usage: scripts/ensure-dependencies.sh [lmdb] [sqlite]   (default: lmdb)
+# Usage: scripts/ensure-dependencies.sh [lmdb] [sqlite] [redis]   (default: lmdb)
+# `redis` installs redis-server (the shared-tier tests and benchmark run against a real one).
 set -euo pipefail
 
 wanted=("$@")
@@ -13,6 +14,7 @@ for lib in "${wanted[@]}"; do
             [ -f /usr/include/lmdb.h ] || pkg-config --exists lmdb 2>/dev/null || packages+=(liblmdb-dev)
             command -v mdb_stat >/dev/null 2>&1 || packages+=(lmdb-utils) ;;
         sqlite) [ -f /usr/include/sqlite3.h ] || packages+=(libsqlite3-dev) ;;
+        redis) command -v redis-server >/dev/null 2>&1 || packages+=(redis-server) ;;
         *) echo "unknown library: $lib" >&2; exit 2 ;;
     esac
 done
@@ -20,7 +22,7 @@ done
 
 if [ "$(id -u)" -eq 0 ]; then sudo=(); else sudo=(sudo); fi
 if ! command -v apt-get >/dev/null 2>&1; then
-    echo "Please install: ${packages[*]} (e.g. 'brew install lmdb' on macOS)" >&2
+    echo "Please install: ${packages[*]} (e.g. 'brew install lmdb redis' on macOS)" >&2
     exit 1
 fi
 echo "Installing ${packages[*]} ..." >&2

@@ -18,6 +18,9 @@ import Darwin
 /// LocalStorageStress hold-readers DIR                                   fills the reader table, then sleeps
 /// LocalStorageStress hold-lock FILE                                     holds a shared lock on byte 0 of FILE
 /// LocalStorageStress open DIR [--as-nobody]                             opens the store; prints the outcome
+/// LocalStorageStress shared DIR PORT NAMESPACE   an instance of a store with a shared tier on the Redis
+///                                                server at 127.0.0.1:PORT, driven from standard input
+///                                                (see SharedTierDriver)
 /// LocalStorageStress evolve DIR        runs EvolutionDriver commands from standard input, one reply each
 /// LocalStorageStress long-write DIR    saves one record, then 2,000 in one write transaction that never ends
 /// LocalStorageStress overwrite DIR     runs `save ID SEQUENCE`, `delete ID`, `clear` from standard input on
@@ -51,6 +54,9 @@ struct LocalStorageStress {
                 try await evolve(directory: arguments[1])
             case "in-memory" where arguments.count == 2 && ["hold", "exit"].contains(arguments[1]):
                 try await inMemory(exitWithoutClosing: arguments[1] == "exit")
+            case "shared" where arguments.count == 4:
+                try await SharedTierDriver.run(directory: arguments[1], port: Int(arguments[2]) ?? 0,
+                                               namespace: arguments[3])
             case "open" where arguments.count >= 2:
                 openStore(directory: arguments[1], asNobody: arguments.dropFirst(2).contains("--as-nobody"))
             default:

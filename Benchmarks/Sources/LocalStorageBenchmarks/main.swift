@@ -1,5 +1,16 @@
 import Foundation
 
+// The follower process of the shared-tier workload (see SharedTierWorkload.swift).
+if CommandLine.arguments.count == 4, CommandLine.arguments[1] == "--shared-follower" {
+    do {
+        try await FollowerProcess.run(port: CommandLine.arguments[2], namespace: CommandLine.arguments[3])
+        exit(0)
+    } catch {
+        FileHandle.standardError.write(Data("follower failed: \(error)\n".utf8))
+        exit(1)
+    }
+}
+
 let options: BenchmarkOptions
 do {
     options = try BenchmarkOptions(arguments: Array(CommandLine.arguments.dropFirst()))

@@ -18,8 +18,11 @@ extension LocalStorage {
         options: FetchOptions = FetchOptions()
     ) async throws -> [T] {
         try await operation("fetch(matching:)") {
+            if options.scope == .shared { return try await fetchShared(T.self, matching: filters, orderedBy: sort,
+                                                                       options: options) }
             let options = try options.validated()
             let schema = try await core.schema(for: T.self)
+            await sharedTier?.awaitSettled()
             let plan = try QueryPlan(filters: filters, sort: sort, schema: schema)
             guard QueryRunner.usesIndexes(plan) else { return try await fetch(T.self, options: options) }
             try await migrateIfPending(T.self, schema: schema)
@@ -41,6 +44,7 @@ extension LocalStorage {
     public func count<T: LocalStorable>(_ type: T.Type, matching filters: [StorageIndexFilter]) async throws -> Int {
         try await operation("count(matching:)") {
             let schema = try await core.schema(for: T.self)
+            await sharedTier?.awaitSettled()
             let plan = try QueryPlan(filters: filters, sort: nil, schema: schema)
             try await migrateIfPending(T.self, schema: schema)
             let now = Clock.now()
@@ -63,6 +67,7 @@ extension LocalStorage {
         try await operation("page") {
             try QueryRunner.validate(page: page, pageSize: pageSize)
             let schema = try await core.schema(for: T.self)
+            await sharedTier?.awaitSettled()
             let plan = try QueryPlan(filters: filters, sort: sort, schema: schema)
             try await migrateIfPending(T.self, schema: schema)
             let now = Clock.now()

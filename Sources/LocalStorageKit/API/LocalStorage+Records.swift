@@ -12,6 +12,8 @@ extension LocalStorage {
         try await operation("save") {
             let schema = try await core.schema(for: T.self)
             let record = try prepare(value, schema: schema)
+            if let sharedTier { return try await saveShared([record], expiration: expiration, schema: schema,
+                                                            tier: sharedTier) }
             try await core.writer.perform { context in
                 try RecordWriter.put(record, expiresAt: expiration.expiresAt(now: context.now), schema: schema,
                                      context: context)
@@ -33,6 +35,8 @@ extension LocalStorage {
             // Applying puts in key order fills pages better and is several times faster; a repeated id
             // keeps its last value.
             let ordered = RecordWriter.sortedByKey(records)
+            if let sharedTier { return try await saveShared(ordered, expiration: expiration, schema: schema,
+                                                            tier: sharedTier) }
             try await core.writer.perform { context in
                 let expiresAt = expiration.expiresAt(now: context.now)
                 try RecordWriter.putAll(ordered, expiresAt: expiresAt, schema: schema, context: context)
@@ -60,7 +64,14 @@ extension LocalStorage {
     public func fetch<T: LocalStorable>(_ type: T.Type, id: String) async throws -> T? {
         try await operation("fetch") {
             let schema = try await core.schema(for: T.self)
-            if let memoryTier { return try fetch(T.self, id: id, schema: schema, through: memoryTier) }
+            await sharedTier?.awaitSettled()
+            if let memoryTier {
+                let value = try fetch(T.self, id: id, schema: schema, through: memoryTier)
+                if value == nil, let sharedTier {
+                    return try await fetchShared(T.self, id: id, schema: schema, tier: sharedTier)
+                }
+                return value
+            }
             let now = Clock.now()
             let session = makeDecodeSession(for: schema)
             var expired = false
@@ -79,6 +90,7 @@ extension LocalStorage {
                 }
             }
             followUp(session: session, expired: expired ? [Array(id.utf8)] : [], purge: false, schema: schema)
+            if value == nil, let sharedTier { return try await fetchShared(T.self, id: id, schema: schema, tier: sharedTier) }
             return value
         }
     }
@@ -89,8 +101,10 @@ extension LocalStorage {
     nonisolated(nonsending)
     public func fetch<T: LocalStorable>(_ type: T.Type, options: FetchOptions = FetchOptions()) async throws -> [T] {
         try await operation("fetch(options:)") {
+            if options.scope == .shared { return try await fetchShared(T.self, matching: [], orderedBy: nil, options: options) }
             let options = try options.validated()
             let schema = try await core.schema(for: T.self)
+            await sharedTier?.awaitSettled()
             let now = Clock.now()
             let session = makeDecodeSession(for: schema)
             let (items, expired) = try core.environment.read { txn in
@@ -108,6 +122,7 @@ extension LocalStorage {
     public func count<T: LocalStorable>(_ type: T.Type) async throws -> Int {
         try await operation("count") {
             let schema = try await core.schema(for: T.self)
+            await sharedTier?.awaitSettled()
             let now = Clock.now()
             return try core.environment.read { txn in try RecordReader.count(schema: schema, now: now, txn: txn) }
         }
@@ -121,10 +136,15 @@ extension LocalStorage {
         try await operation("metadata") {
             let schema = try await core.schema(for: T.self)
             let key = try RecordWriter.key(for: id)
+            await sharedTier?.awaitSettled()
             let now = Clock.now()
-            return try core.environment.read { txn in
+            let local = try core.environment.read { txn in
                 try RecordReader.metadata(T.self, key: key, id: id, schema: schema, now: now, txn: txn)
             }
+            if local == nil, let sharedTier {
+                return try await metadataShared(T.self, id: id, key: key, schema: schema, tier: sharedTier)
+            }
+            return local
         }
     }
 
@@ -135,6 +155,7 @@ extension LocalStorage {
         try await operation("delete") {
             let schema = try await core.schema(for: T.self)
             let key = try RecordWriter.key(for: id)
+            if let sharedTier { return try await deleteShared(id: id, key: key, schema: schema, tier: sharedTier) }
             _ = try await core.writer.perform { context in
                 try RecordWriter.delete(id: id, key: key, schema: schema, context: context)
             }
@@ -145,6 +166,7 @@ extension LocalStorage {
     public func deleteAll<T: LocalStorable>(_ type: T.Type) async throws {
         try await operation("deleteAll") {
             let schema = try await core.schema(for: T.self)
+            if let sharedTier { return try await deleteAllShared(schema: schema, tier: sharedTier) }
             try await core.writer.perform { context in try RecordWriter.clear(schema: schema, context: context) }
         }
     }
@@ -194,6 +216,10 @@ extension LocalStorage {
         try await operation("setExpiration") {
             let schema = try await core.schema(for: T.self)
             let key = try RecordWriter.key(for: id)
+            if let sharedTier {
+                return try await setExpirationShared(T.self, id: id, key: key, expiration, schema: schema,
+                                                     tier: sharedTier)
+            }
             try await core.writer.perform { context in
                 try RecordWriter.setExpiration(T.self, id: id, key: key, expiration, schema: schema, context: context)
             }
@@ -212,6 +238,9 @@ extension LocalStorage {
         try await operationPassingCallerErrors("update") {
             let schema = try await core.schema(for: T.self)
             let key = try RecordWriter.key(for: id)
+            if let sharedTier {
+                return try await updateShared(T.self, id: id, key: key, schema: schema, tier: sharedTier, mutate)
+            }
             let format = configuration.codec.format
             let counter = core.decodes
             let memo = UpdateMemo<T>()

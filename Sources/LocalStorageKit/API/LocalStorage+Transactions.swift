@@ -21,7 +21,8 @@ extension LocalStorage {
     public func write<R: Sendable>(_ body: @escaping @Sendable (StorageWriteTransaction) throws -> R) async throws
         -> R {
         try await operationPassingCallerErrors("write") {
-            try await core.writer.performOnce { context in
+            if sharedTier != nil { throw LocalStorageError.sharedTierUnavailable(Self.writeTransactionsNotShared) }
+            return try await core.writer.performOnce { context in
                 let transaction = StorageWriteTransaction(storage: self, context: context)
                 defer { transaction.close() }
                 do {

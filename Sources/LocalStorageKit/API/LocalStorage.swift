@@ -27,6 +27,8 @@ public final class LocalStorage: Sendable {
 
     /// Decoded values of hot records (``LocalStorageConfiguration/memoryCache``; nil: none).
     let memoryTier: MemoryTier?
+    /// The shared tier this store is the near cache of, when ``LocalStorageConfiguration/sharedTier`` names one.
+    let sharedTier: SharedTier?
 
     /// Where this store reports what it does.
     var logger: (any StorageLogger)? { configuration.logger }
@@ -46,9 +48,15 @@ public final class LocalStorage: Sendable {
     public init(configuration: LocalStorageConfiguration, logger: (any StorageLogger)?) throws {
         var configuration = configuration
         configuration.logger = logger
-        core = try EnvironmentRegistry.core(for: configuration)
+        let core = try EnvironmentRegistry.core(for: configuration)
+        self.core = core
         self.configuration = configuration
         memoryTier = try LocalStorage.makeMemoryTier(configuration, core: core)
+        sharedTier = try configuration.sharedTier.map { try SharedTier(settings: $0, core: core, logger: logger) }
+    }
+
+    deinit {
+        sharedTier?.stop()
     }
 
     /// A repository: the same operations bound to one type.

@@ -64,6 +64,9 @@ public struct LocalStorageConfiguration: Sendable {
     /// and for other processes to follow: a token older than that throws
     /// ``LocalStorageError/changeTokenExpired``. Belongs to the environment (taken from the first open).
     public var changeLogRetention: Int = 100_000
+    /// A Redis or Valkey server that several instances share, with this store as their near cache; nil (the
+    /// default) for a store of this host alone. See ``SharedTierConfiguration``.
+    public var sharedTier: SharedTierConfiguration?
 
     /// A configuration with every default.
     public init() {}

@@ -14,6 +14,15 @@ public struct FetchOptions: Sendable, Hashable {
         case oldestFirst
     }
 
+    /// Where a query runs when the store has a shared tier (``LocalStorageConfiguration/sharedTier``).
+    public enum Scope: Sendable, Hashable {
+        /// On this instance's own store, its near cache (the default).
+        case local
+        /// On the shared tier itself, over every instance's records: the same rows as the local query would
+        /// give on the same data. Without a shared tier it throws ``LocalStorageError/invalidQuery(_:)``.
+        case shared
+    }
+
     /// The most records to return; nil for all. A negative limit is an ``LocalStorageError/invalidQuery(_:)``.
     public var limit: Int?
     /// How many matching records to skip first.
@@ -22,13 +31,17 @@ public struct FetchOptions: Sendable, Hashable {
     public var sort: Sort
     /// Deletes the expired records the read meets.
     public var purgeExpired: Bool
+    /// Where the query runs: `.local` (the default) or `.shared`, on the shared tier.
+    public var scope: Scope
 
-    /// Options with every argument defaulted: all records, by id.
-    public init(limit: Int? = nil, offset: Int = 0, sort: Sort = .id, purgeExpired: Bool = false) {
+    /// Options with every argument defaulted: all records, by id, on this instance's store.
+    public init(limit: Int? = nil, offset: Int = 0, sort: Sort = .id, purgeExpired: Bool = false,
+                scope: Scope = .local) {
         self.limit = limit
         self.offset = offset
         self.sort = sort
         self.purgeExpired = purgeExpired
+        self.scope = scope
     }
 
     /// Checks limit and offset.

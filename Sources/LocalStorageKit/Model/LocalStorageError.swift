@@ -29,6 +29,10 @@ public enum LocalStorageError: Error, Sendable, CustomStringConvertible, Equatab
     case openFailed(path: String, reason: String)
     /// LMDB reported an error: its code, its message and the failing call.
     case storageError(code: Int32, message: String)
+    /// The shared tier (``SharedTierConfiguration``) could not be reached or refused a command; the message
+    /// says what failed (never the password). A write that throws it changed nothing; a read that throws it
+    /// found no local copy to serve.
+    case sharedTierUnavailable(String)
 
     /// A one-line explanation of the error, naming the id, index, version or path involved.
     public var description: String {
@@ -46,6 +50,7 @@ public enum LocalStorageError: Error, Sendable, CustomStringConvertible, Equatab
         case .storageFull: "The store is full: its map reached maxMapSize or its disk is full (the log says which)"
         case .openFailed(let path, let reason): "Cannot open the store at \(path): \(reason)"
         case .storageError(let code, let message): "Storage error \(code): \(message)"
+        case .sharedTierUnavailable(let reason): "The shared tier is unavailable: \(reason)"
         }
     }
 
@@ -68,6 +73,7 @@ public enum LocalStorageError: Error, Sendable, CustomStringConvertible, Equatab
             pathA == pathB && reasonA == reasonB
         case (.storageError(let codeA, let messageA), .storageError(let codeB, let messageB)):
             codeA == codeB && messageA == messageB
+        case (.sharedTierUnavailable(let a), .sharedTierUnavailable(let b)): a == b
         default: false
         }
     }

@@ -669,3 +669,51 @@ enum ConfigurationSnippets {
         return logged
     }
 }
+
+// MARK: - A Bounded Cache
+
+enum BoundedCacheSnippets {
+    static func configure() async throws -> StorageStatistics {
+        // snippet: bounded-cache-configuration
+        var config = LocalStorageConfiguration()
+        config.limits = StorageLimits(maxRecords: 100_000, maxBytes: 512 << 20)  // the whole store
+        config.evictionPolicy = .leastRecentlyUsed  // default; .leastRecentlyUpdated, .soonestExpiring
+        config.memoryCache = MemoryCacheConfiguration(maxRecords: 10_000, maxBytes: 64 << 20)  // nil: off
+        let storage = try LocalStorage(configuration: config)
+
+        struct Thumbnail: LocalStorable {
+            let id: String
+            var png: Data
+            static var storageLimits: StorageLimits? { StorageLimits(maxRecords: 1_000) }  // one type
+        }
+        let usage = try await storage.statistics()  // StorageStatistics
+        // snippet-end
+        _ = Thumbnail(id: "t", png: Data())
+        return usage
+    }
+}
+
+// MARK: - Sharing a Cache Between Hosts
+
+enum SharingBetweenHostsSnippets {
+    typealias Product = GettingStartedSnippets.Product
+
+    /// Compiled only: it needs a Redis server on the default port.
+    static func share(_ product: Product) async throws -> (Product?, [Product], Int) {
+        // snippet: sharing-between-hosts
+        var config = LocalStorageConfiguration()
+        config.sharedTier = SharedTierConfiguration(url: URL(string: "redis://127.0.0.1:6379/0")!,
+                                                    namespace: "shop")      // password:, database:, timeouts
+        let storage = try LocalStorage(configuration: config)
+
+        try await storage.save(product, expiration: .hours(2))   // on the server first, then in the local store
+        let p = try await storage.fetch(Product.self, id: "sku_108")        // local first; a miss reads the server
+        let top = try await storage.fetch(Product.self, matching: [.equals("category", "books")],
+                                          orderedBy: .descending("rating"),
+                                          options: FetchOptions(limit: 20, scope: .shared))  // on the server itself
+        let n = try await storage.count(Product.self, matching: [.atLeast("price", 10)],
+                                        options: FetchOptions(scope: .shared))              // ZLEXCOUNT, O(log n)
+        // snippet-end
+        return (p, top, n)
+    }
+}

@@ -1,0 +1,48 @@
+/// Writing records exactly as the shared tier holds them (docs/DESIGN.md, "Sharing a cache between hosts").
+extension RecordWriter {
+    /// Stores `bytes` (a whole record: header and payload, as the shared tier holds it) under `key`, keeping
+    /// the record's entries in step and publishing `.inserted` or `.updated` with `value` (or, without one, the
+    /// id for observers to read), unless the store
+    /// already holds exactly these bytes. The header's timestamps and expiry are kept as they are, so every
+    /// instance's copy is the same record. Returns whether anything changed.
+    ///
+    /// - Throws: `decodingFailed` when `bytes` is not a record.
+    @discardableResult
+    static func putReplica(_ bytes: [UInt8], key: [UInt8], value: (any Sendable)?, schema: TypeSchema,
+                           context: Writer.Context) throws -> Bool {
+        let txn = context.txn
+        let header = try bytes.withUnsafeBytes { buffer throws(LocalStorageError) in try RecordView(buffer).header() }
+        var replacesLiveRecord = false
+        var oldValues: [StoredIndexValue]?
+        var regionKnown = true
+        if let existing = try txn.get(schema.records, key: key) {
+            if existing.elementsEqual(bytes) { return false }
+            if let view = try? RecordView(existing) {
+                let old = view.header()
+                if !view.isExpired(at: context.now) {
+                    replacesLiveRecord = true
+                    oldValues = old.indexValues
+                }
+                try removeEntries(of: old, key: key, schema: schema, txn: txn)
+            } else {
+                try removeEntriesOfDamagedRecord(key: key, schema: schema, txn: txn)
+                regionKnown = false
+            }
+        }
+        try txn.put(schema.records, key: key, value: bytes)
+        try addEntries(of: header, key: key, schema: schema, txn: txn)
+        context.log(schema, replacesLiveRecord ? .updated : .inserted, id: key)
+        if context.isObserved(schema.name) {
+            let kind: PublishedChange.Kind
+            if let value {
+                kind = replacesLiveRecord ? .updated(value) : .inserted(value)
+            } else {
+                let id = String(decoding: key, as: UTF8.self)
+                kind = replacesLiveRecord ? .externalUpdated(id) : .externalInserted(id)
+            }
+            let region = regionKnown ? PublishedChange.Region(old: oldValues, new: header.indexValues) : nil
+            context.publish(PublishedChange(typeName: schema.name, kind: kind, region: region))
+        }
+        return true
+    }
+}

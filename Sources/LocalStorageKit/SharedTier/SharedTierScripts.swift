@@ -1,0 +1,138 @@
+/// The server-side scripts: each runs atomically on the server, so no reader ever sees half a change.
+///
+/// Every script takes the namespace prefix (`ARGV[1]`), the writer's clock as an 8-byte big-endian time
+/// (`ARGV[2]`, for the expiry sweep) and the change log's retention (`ARGV[3]`). Changes get the next
+/// number of `{ns}:seq`, an entry in `{ns}:log` (`seq notice`) and a message on `{ns}:changes`
+/// (`seq notice record`).
+enum SharedTierScripts {
+    static let common = """
+        local ns, now, retention = ARGV[1], ARGV[2], tonumber(ARGV[3])
+        local function frames(blob)
+          local list, i = {}, 1
+          while i + 3 <= #blob do
+            local a, b, c, d = string.byte(blob, i, i + 3)
+            local n = ((a * 256 + b) * 256 + c) * 256 + d
+            list[#list + 1] = string.sub(blob, i + 4, i + 3 + n)
+            i = i + 4 + n
+          end
+          return list
+        end
+        local function unindex(t, id)
+          local mkey = ns .. 'm:' .. t
+          local old = redis.call('HGET', mkey, id)
+          if old then
+            local l = frames(old)
+            for j = 1, #l - 1, 2 do redis.call('ZREM', l[j], l[j + 1]) end
+            redis.call('HDEL', mkey, id)
+          end
+        end
+        local function notify(notice, record)
+          local seq = redis.call('INCR', ns .. 'seq')
+          redis.call('ZADD', ns .. 'log', seq, seq .. ' ' .. notice)
+          redis.call('PUBLISH', ns .. 'changes', seq .. ' ' .. notice .. record)
+          return seq
+        end
+        local function trim()
+          redis.call('ZREMRANGEBYRANK', ns .. 'log', 0, -(retention + 1))
+        end
+        local function sweep(limit)
+          local due = redis.call('ZRANGEBYLEX', ns .. 'e', '-', '(' .. now, 'LIMIT', 0, limit)
+          for _, m in ipairs(due) do
+            local rest = string.sub(m, 9)
+            local colon = string.find(rest, ':', 1, true)
+            if colon then
+              local t, id = string.sub(rest, 1, colon - 1), string.sub(rest, colon + 1)
+              unindex(t, id)
+              redis.call('DEL', ns .. 'r:' .. t .. ':' .. id)
+            end
+            redis.call('ZREM', ns .. 'e', m)
+          end
+          return #due
+        end
+
+        """
+
+    /// Puts records: `ARGV[4…]` in groups of 8: type, id, record, time to live in ms (0 = none), the
+    /// framed (set, member) pairs, the notice, the version written, and the expected old updatedAt ‖
+    /// expiresAt (16 bytes; empty for none, `-` for "must exist"). A live old record keeps its createdAt.
+    /// Returns per record the old createdAt (8 bytes, or empty) and the sequence, or an error
+    /// `NEWER …`/`CONFLICT …` before anything was written.
+    static let put = common + """
+        local records = {}
+        for i = 4, #ARGV, 8 do
+          local r = { t = ARGV[i], id = ARGV[i + 1], rec = ARGV[i + 2], ttl = tonumber(ARGV[i + 3]),
+                      blob = ARGV[i + 4], notice = ARGV[i + 5], version = tonumber(ARGV[i + 6]),
+                      expect = ARGV[i + 7] }
+          r.key = ns .. 'r:' .. r.t .. ':' .. r.id
+          r.old = redis.call('GET', r.key)
+          if r.old and (#r.old < 42 or string.byte(r.old, 1) ~= 167) then r.old = false end
+          if r.old then
+            local a, b, c, d = string.byte(r.old, 5, 8)
+            local version = a + b * 256 + c * 65536 + d * 16777216
+            if version > r.version then
+              return redis.error_reply('NEWER ' .. r.id .. ' is stored at version ' .. version)
+            end
+          end
+          if r.expect ~= '' then
+            if not r.old then return redis.error_reply('CONFLICT ' .. r.id .. ' is absent') end
+            if r.expect ~= '-' and string.sub(r.old, 17, 32) ~= r.expect then
+              return redis.error_reply('CONFLICT ' .. r.id .. ' changed')
+            end
+          end
+          records[#records + 1] = r
+        end
+        local out = {}
+        for _, r in ipairs(records) do
+          local created = ''
+          local rec = r.rec
+          if r.old then
+            created = string.sub(r.old, 9, 16)
+            rec = string.sub(rec, 1, 8) .. created .. string.sub(rec, 17)
+          end
+          unindex(r.t, r.id)
+          if r.ttl > 0 then redis.call('SET', r.key, rec, 'PX', r.ttl) else redis.call('SET', r.key, rec) end
+          local l = frames(r.blob)
+          for j = 1, #l - 1, 2 do redis.call('ZADD', l[j], 0, l[j + 1]) end
+          redis.call('HSET', ns .. 'm:' .. r.t, r.id, r.blob)
+          out[#out + 1] = created
+          out[#out + 1] = notify(r.notice, rec)
+        end
+        trim()
+        sweep(100)
+        return out
+        """
+
+    /// Deletes records: `ARGV[4…]` in pairs of type, id, then the notice. Returns the sequences.
+    static let delete = common + """
+        local out = {}
+        for i = 4, #ARGV, 3 do
+          local t, id = ARGV[i], ARGV[i + 1]
+          unindex(t, id)
+          redis.call('DEL', ns .. 'r:' .. t .. ':' .. id)
+          out[#out + 1] = notify(ARGV[i + 2], '')
+        end
+        trim()
+        sweep(100)
+        return out
+        """
+
+    /// Deletes every record of a type: `ARGV[4]` type, `ARGV[5]` notice, `ARGV[6…]` the type's index sets.
+    static let clear = common + """
+        local t = ARGV[4]
+        local ids = redis.call('ZRANGE', ns .. 'k:' .. t, 0, -1)
+        for _, id in ipairs(ids) do
+          unindex(t, id)
+          redis.call('DEL', ns .. 'r:' .. t .. ':' .. id)
+        end
+        redis.call('DEL', ns .. 'k:' .. t, ns .. 'u:' .. t, ns .. 'm:' .. t)
+        for i = 6, #ARGV do redis.call('DEL', ARGV[i]) end
+        local seq = notify(ARGV[5], '')
+        trim()
+        return seq
+        """
+
+    /// Removes records that expired by `now`, with their index members; returns how many (at most 1,000).
+    static let sweep = common + """
+        return sweep(1000)
+        """
+}

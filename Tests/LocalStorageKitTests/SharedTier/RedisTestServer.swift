@@ -1,0 +1,259 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import LocalStorageKit
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A `redis-server` the shared-tier tests start on a free loopback port, in a temporary directory of its
+/// own, with `appendonly yes` and `appendfsync always` (a write that returned survives a SIGKILL).
+final class RedisTestServer: Sendable {
+    let port: Int
+    let directory: URL
+    let password: String?
+    private let process = Mutex<Process?>(nil)
+
+    /// `redis-server` on the `PATH` (or in the usual places), or nil.
+    static let binary: String? = {
+        var candidates = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map(String.init)
+        candidates += ["/usr/bin", "/usr/sbin", "/usr/local/bin", "/opt/homebrew/bin"]
+        for directory in candidates {
+            let path = directory + "/redis-server"
+            if FileManager.default.isExecutableFile(atPath: path) { return path }
+        }
+        return nil
+    }()
+
+    /// Starts a server on a free loopback port (or `port`) in a fresh directory (or `directory`).
+    init(password: String? = nil, port: Int? = nil, directory: URL? = nil) throws {
+        guard RedisTestServer.binary != nil else { throw SharedTestError.noServer }
+        self.port = try port ?? RedisTestServer.freePort()
+        self.directory = directory ?? temporaryDirectory()
+        self.password = password
+        try start()
+    }
+
+    deinit {
+        process.withLock { process in
+            if let process, process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        }
+    }
+
+    /// Starts (or restarts) the server process and waits until it answers.
+    func start() throws {
+        guard let binary = RedisTestServer.binary else { throw SharedTestError.noServer }
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: binary)
+        var arguments = ["--port", "\(port)", "--bind", "127.0.0.1", "--dir", directory.path,
+                         "--appendonly", "yes", "--appendfsync", "always", "--save", "", "--daemonize", "no",
+                         "--logfile", directory.appendingPathComponent("redis.log").path]
+        if let password { arguments += ["--requirepass", password] }
+        server.arguments = arguments
+        server.standardOutput = FileHandle.nullDevice
+        server.standardError = FileHandle.nullDevice
+        try server.run()
+        process.withLock { $0 = server }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline {
+            if (try? ping()) == true { return }
+            guard server.isRunning else { break }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        throw SharedTestError.serverDidNotStart(port: port, log: directory.appendingPathComponent("redis.log").path)
+    }
+
+    /// Whether the server answers PING.
+    func ping() throws -> Bool {
+        let endpoint = RESPEndpoint(host: "127.0.0.1", port: port, username: nil, password: password, database: 0,
+                                    connectTimeout: .milliseconds(200), readTimeout: .milliseconds(500))
+        let session = try RESPSession(endpoint: endpoint)
+        defer { session.close() }
+        return try session.roundTrip([.command("PING")]).first == .simple("PONG")
+    }
+
+    /// Kills the server with SIGKILL and waits until it is gone.
+    func killHard() {
+        let server = process.withLock { process -> Process? in
+            defer { process = nil }
+            return process
+        }
+        guard let server else { return }
+        kill(server.processIdentifier, SIGKILL)
+        server.waitUntilExit()
+    }
+
+    /// Stops the server (SIGKILL: the tests need nothing it has not already fsynced).
+    func stop() { killHard() }
+
+    /// A shared tier on this server under `namespace`.
+    func configuration(namespace: String, password: String? = nil) -> SharedTierConfiguration {
+        var tier = SharedTierConfiguration(url: URL(string: "redis://127.0.0.1:\(port)/0") ?? URL(fileURLWithPath: "/"),
+                                           namespace: namespace, password: password ?? self.password)
+        tier.connectTimeout = .seconds(2)
+        tier.readTimeout = .seconds(5)
+        tier.reconnectDelay = .milliseconds(20)
+        tier.maxReconnectDelay = .milliseconds(200)
+        return tier
+    }
+
+    /// A free TCP port on the loopback interface (bound, read back, released).
+    static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw SharedTestError.noPort }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0 else { throw SharedTestError.noPort }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let named = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        guard named == 0 else { throw SharedTestError.noPort }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
+
+enum SharedTestError: Error, CustomStringConvertible {
+    case noServer
+    case noPort
+    case serverDidNotStart(port: Int, log: String)
+    case timedOut(String)
+
+    var description: String {
+        switch self {
+        case .noServer: "redis-server is not installed (scripts/ensure-dependencies.sh redis)"
+        case .noPort: "no free loopback port"
+        case .serverDidNotStart(let port, let log): "redis-server did not start on port \(port); see \(log)"
+        case .timedOut(let what): "timed out waiting for \(what)"
+        }
+    }
+}
+
+/// The server the shared-tier suites share: the one `LOCALSTORAGE_REDIS_PORT` names (`.ci/run` starts it), else
+/// one started for this test process, else none (the suites are skipped, saying why).
+enum SharedTestServer {
+    static let port: Int? = {
+        if let text = ProcessInfo.processInfo.environment["LOCALSTORAGE_REDIS_PORT"], let port = Int(text) {
+            return port
+        }
+        do {
+            let server = try RedisTestServer()
+            keep.withLock { $0 = server }
+            return server.port
+        } catch {
+            return nil
+        }
+    }()
+
+    /// The server started here, kept for the life of the test process (killed at exit by `atexit`).
+    private static let keep = Mutex<RedisTestServer?>(nil)
+
+    static var isAvailable: Bool {
+        if port != nil { registerCleanup() }
+        return port != nil
+    }
+
+    static let skipReason: Comment =
+        "no Redis server: set LOCALSTORAGE_REDIS_PORT, or install redis-server (scripts/ensure-dependencies.sh redis)"
+
+    private static let cleanup: Void = {
+        atexit { SharedTestServer.keep.withLock { $0?.stop() } }
+    }()
+
+    private static func registerCleanup() { _ = cleanup }
+
+    /// A shared tier on the suite's server under a fresh namespace (tests never see each other's records).
+    static func configuration(namespace: String = "t-\(UUID().uuidString)") -> SharedTierConfiguration {
+        var tier = SharedTierConfiguration(url: URL(string: "redis://127.0.0.1:\(port ?? 1)/0") ?? URL(fileURLWithPath: "/"),
+                                           namespace: namespace)
+        tier.readTimeout = .seconds(5)
+        tier.reconnectDelay = .milliseconds(20)
+        tier.maxReconnectDelay = .milliseconds(200)
+        return tier
+    }
+}
+
+/// An in-memory store whose shared tier is `tier`, once it has made its first connection (an instance
+/// follows the shared tier's changes from its first subscription on) or failed to.
+func sharedStore(_ tier: SharedTierConfiguration, logger: (any StorageLogger)? = nil) async throws -> LocalStorage {
+    var configuration = LocalStorageConfiguration.inMemory
+    configuration.sharedTier = tier
+    configuration.liveQueryCoalescing = .milliseconds(5)
+    let storage = try LocalStorage(configuration: configuration, logger: logger)
+    _ = try await waitUntil { storage.sharedTier.map { $0.phase != .connecting && $0.phase != .syncing } ?? true }
+    return storage
+}
+
+/// Waits (polling, up to `timeout`) until `condition` holds; returns whether it did. Tests assert on the
+/// outcome, never on how long it took.
+func waitUntil(timeout: Duration = .seconds(20), _ condition: () async throws -> Bool) async throws -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if try await condition() { return true }
+        try await Task.sleep(for: .milliseconds(10))
+    }
+    return try await condition()
+}
+
+/// A logger that keeps every line, to check what was logged.
+final class CapturingLogger: StorageLogger, Sendable {
+    private let lines = Mutex<[String]>([])
+
+    func log(level: StorageLogLevel, message: String, metadata: [String: String]?) {
+        let text = "\(level) \(message) " + (metadata ?? [:]).sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+            .joined(separator: " ")
+        lines.withLock { $0.append(text) }
+    }
+
+    func record(duration: TimeInterval, operation: String) {}
+
+    var all: [String] { lines.withLock { $0 } }
+}
+
+/// The first `count` elements of `stream`, mapped; fails after `timeout` instead of waiting for ever.
+func first<S: AsyncSequence & Sendable, R: Sendable>(_ count: Int, of stream: S, timeout: Duration = .seconds(20),
+                                                    _ transform: @escaping @Sendable (S.Element) -> R) async throws -> [R] {
+    try await withThrowingTaskGroup(of: [R]?.self) { group in
+        group.addTask {
+            var out: [R] = []
+            for try await element in stream {
+                out.append(transform(element))
+                if out.count == count { break }
+            }
+            return out
+        }
+        group.addTask {
+            try await Task.sleep(for: timeout)
+            return nil
+        }
+        let result = try await group.next() ?? nil
+        group.cancelAll()
+        guard let result else { throw SharedTestError.timedOut("\(count) elements of a stream") }
+        return result
+    }
+}
+
+/// `body`'s result, or a failure after `timeout` instead of waiting for ever.
+func withTimeout<R: Sendable>(_ timeout: Duration = .seconds(20),
+                              _ body: @escaping @Sendable () async throws -> R) async throws -> R {
+    try await withThrowingTaskGroup(of: R?.self) { group in
+        group.addTask { try await body() }
+        group.addTask {
+            try await Task.sleep(for: timeout)
+            return nil
+        }
+        let result = try await group.next() ?? nil
+        group.cancelAll()
+        guard let result else { throw SharedTestError.timedOut("a test step") }
+        return result
+    }
+}

@@ -1,0 +1,105 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import LocalStorageKit
+import LocalStorageTestSupport
+
+/// A server of its own per test: killed with SIGKILL mid-stream and restarted, or connections cut.
+@Suite(.enabled(if: RedisTestServer.binary != nil, "redis-server is not installed (scripts/ensure-dependencies.sh redis)"))
+struct SharedTierOutageTests {
+    @Test func aKilledServerLosesNoReturnedWriteAndInstancesRecoverByThemselves() async throws {
+        let server = try RedisTestServer()
+        defer { server.stop() }
+        let tier = server.configuration(namespace: "outage")
+        let a = try await sharedStore(tier)
+        let b = try await sharedStore(tier)
+        try await b.save(StressRecord.make(id: "held-by-b", sequence: -1))
+
+        let returned = Mutex<[Int]>([])
+        let failed = Mutex<[Int]>([])
+        let writer = Task {
+            var n = 0
+            while !Task.isCancelled {
+                do {
+                    try await a.save(StressRecord.make(id: "r\(n)", sequence: n))
+                    returned.withLock { $0.append(n) }
+                } catch {
+                    failed.withLock { $0.append(n) }
+                    try? await Task.sleep(for: .milliseconds(5))
+                }
+                n += 1
+            }
+        }
+        #expect(try await waitUntil { returned.withLock { $0.count } >= 50 })
+        server.killHard()
+        #expect(try await waitUntil { failed.withLock { $0.count } >= 3 }, "writes during the outage throw")
+
+        // During the outage: a write throws and changes nothing; local records still serve; a local miss throws.
+        let localCount = try await a.count(StressRecord.self)
+        await #expect(throws: LocalStorageError.self) {
+            try await a.save(StressRecord.make(id: "during-outage", sequence: 0))
+        }
+        #expect(try await a.count(StressRecord.self) == localCount)
+        await #expect(throws: LocalStorageError.self) { try await a.fetch(StressRecord.self, id: "during-outage") }
+        #expect(try await b.fetch(StressRecord.self, id: "held-by-b")?.sequence == -1)
+        await #expect(throws: LocalStorageError.self) { try await b.fetch(StressRecord.self, id: "never-saved") }
+
+        writer.cancel()
+        await writer.value
+        let acknowledged = returned.withLock { $0 }
+
+        // Restart on the same port and directory: both instances come back by themselves.
+        try server.start()
+        #expect(try await waitUntil { a.sharedTier?.phase == .live && b.sharedTier?.phase == .live })
+        #expect(try await waitUntil {
+            do {
+                try await a.save(StressRecord.make(id: "after", sequence: 1))
+                return true
+            } catch {
+                return false
+            }
+        })
+        #expect(try await waitUntil { try await b.fetch(StressRecord.self, id: "after")?.sequence == 1 })
+
+        // No write that returned is lost on the server: a fresh instance (empty near cache) reads them all.
+        let fresh = try await sharedStore(tier)
+        for n in acknowledged {
+            #expect(try await fresh.fetch(StressRecord.self, id: "r\(n)")?.sequence == n, "r\(n) was acknowledged")
+        }
+        #expect(try await fresh.fetch(StressRecord.self, id: "during-outage") == nil)
+    }
+
+    /// The rule: after a lost connection an instance catches up (from the server's change log, or by dropping
+    /// its local records when the log no longer reaches back) before it serves a local record again.
+    @Test(arguments: [100_000, 2])
+    func anInstanceAwayWhileARecordChangedNeverServesItsOldCopy(logRetention: Int) async throws {
+        let server = try RedisTestServer()
+        defer { server.stop() }
+        var writerTier = server.configuration(namespace: "away")
+        writerTier.changeLogRetention = logRetention
+        var awayTier = server.configuration(namespace: "away")
+        // B stays away long enough for A's writes to happen while it is.
+        awayTier.reconnectDelay = .seconds(3)
+        awayTier.maxReconnectDelay = .seconds(3)
+        let a = try await sharedStore(writerTier)
+        let b = try await sharedStore(awayTier)
+        try await a.save(StressRecord.make(id: "x", sequence: 1))
+        #expect(try await b.fetch(StressRecord.self, id: "x")?.sequence == 1)
+        #expect(try await waitUntil { try await b.count(StressRecord.self) == 1 })  // B holds its own copy
+
+        let killer = RESPConnection(endpoint: try awayTier.endpoint(), reconnectDelay: .milliseconds(10),
+                                    maxReconnectDelay: .milliseconds(10), name: "test")
+        defer { killer.stop() }
+        _ = try await killer.call(.command("CLIENT", "KILL", "TYPE", "pubsub"))
+        #expect(try await waitUntil { b.sharedTier?.phase == .down })
+        try await a.save(StressRecord.make(id: "x", sequence: 2))
+        for n in 0..<5 { try await a.save(StressRecord.make(id: "other\(n)", sequence: n)) }
+
+        // While away (the server is reachable for B's reads, but its copy is local), then back.
+        #expect(try await waitUntil(timeout: .seconds(30)) { b.sharedTier?.phase == .live })
+        #expect(try await b.fetch(StressRecord.self, id: "x")?.sequence == 2)
+        let drops = b.sharedTier?.state.withLock { $0.drops } ?? 0
+        // The fresh start drops once; a log of 2 entries cannot cover 6 changes, so B dropped again.
+        #expect(drops == (logRetention == 2 ? 2 : 1))
+    }
+}

@@ -1,0 +1,189 @@
+import Foundation
+import Testing
+@testable import LocalStorageKit
+
+/// Two instances (stores) on one namespace of the suite's server, in one process.
+@Suite(.enabled(if: SharedTestServer.isAvailable, SharedTestServer.skipReason))
+struct SharedTierTests {
+    let tier = SharedTestServer.configuration()
+
+    @Test func aSaveIsReadByAnotherInstanceAndKeptLocally() async throws {
+        let a = try await sharedStore(tier)
+        let b = try await sharedStore(tier)
+        try await a.save(Product.sample(1), expiration: .hours(1))
+        #expect(try await b.fetch(Product.self, id: "sku_1") == Product.sample(1))
+        // The miss was filled with the server's bytes, remaining time to live included.
+        #expect(try await waitUntil { try await b.count(Product.self) == 1 })
+        let local = try #require(try await b.metadata(Product.self, id: "sku_1"))
+        let remote = try #require(try await a.metadata(Product.self, id: "sku_1"))
+        #expect(local.expiresAt == remote.expiresAt)
+        #expect(local.createdAt == remote.createdAt)
+    }
+
+    @Test func writesReachEveryOtherInstancesLocalStoreAndChangeStreams() async throws {
+        let a = try await sharedStore(tier)
+        let b = try await sharedStore(tier)
+        _ = try await b.count(Product.self)  // B knows the type (its store has a schema for it)
+        let changes = b.changes(of: Product.self)
+        try await a.save(Product.sample(1))
+        var updated = Product.sample(1)
+        updated.title = "changed"
+        try await a.save(updated)
+        try await a.delete(Product.self, id: "sku_1")
+        let seen = try await first(3, of: changes) { change -> String in
+            switch change {
+            case .inserted(let value): "inserted \(value.title)"
+            case .updated(let value): "updated \(value.title)"
+            case .deleted(let id): "deleted \(id)"
+            default: "\(change)"
+            }
+        }
+        #expect(seen == ["inserted Product 1", "updated changed", "deleted sku_1"])
+        #expect(try await b.fetch(Product.self, id: "sku_1") == nil)
+    }
+
+    @Test func liveQueriesOfAnotherInstanceFollowWrites() async throws {
+        let a = try await sharedStore(tier)
+        let b = try await sharedStore(tier)
+        let updates = b.updates(of: Product.self, matching: [.equals("category", "books")], orderedBy: .ascending("price"))
+        let (first, last) = try await withTimeout {
+            var iterator = updates.makeAsyncIterator()
+            let first = try await iterator.next()?.map(\.id)
+            try await a.save(contentsOf: (0..<9).map(Product.sample))
+            var last: [String] = []
+            while let result = try await iterator.next() {
+                last = result.map(\.id)
+                if last.count == 3 { break }
+            }
+            return (first, last)
+        }
+        #expect(first == [])
+        #expect(last == ["sku_0", "sku_3", "sku_6"])
+    }
+
+    @Test func expiryHoldsOnTheServerAndEveryInstance() async throws {
+        let a = try await sharedStore(tier)
+        let b = try await sharedStore(tier)
+        try await a.save(Product.sample(1), expiration: .hours(1))
+        try await a.save(Product.sample(2))
+        // Both instances hold the same expiry (metadata reads the server on a local miss).
+        let expiresAt = try await b.metadata(Product.self, id: "sku_1")?.expiresAt
+        #expect(expiresAt != nil)
+        #expect(try await a.metadata(Product.self, id: "sku_1")?.expiresAt == expiresAt)
+        #expect(try await b.fetch(Product.self, id: "sku_1") != nil)
+        try await a.setExpiration(Product.self, id: "sku_1", .seconds(0.3))
+        #expect(try await waitUntil {
+            let left = try await a.fetch(Product.self, id: "sku_1")
+            let right = try await b.fetch(Product.self, id: "sku_1")
+            return left == nil && right == nil
+        })
+        // The server holds neither the record nor its index members.
+        let options = FetchOptions(scope: .shared)
+        #expect(try await a.count(Product.self, matching: [.atLeast("price", 0)], options: options) == 1)
+        let members = try await a.sharedTier?.connection.call(
+            [Array("ZRANGE".utf8), a.sharedTier?.layout.ids(type: SharedTierLayout.escape("Product")) ?? [],
+             Array("0".utf8), Array("-1".utf8)])
+        #expect(members == .array([.bulk(Array("sku_2".utf8))]))
+        let ttl = try await a.sharedTier?.connection.call(
+            [Array("EXISTS".utf8), a.sharedTier?.layout.record(type: Array("Product".utf8), id: Array("sku_1".utf8)) ?? []])
+        #expect(ttl == .integer(0))
+    }
+
+    @Test func namespacesNeverMeet() async throws {
+        var other = SharedTestServer.configuration()
+        other.namespace = tier.namespace + ":r:Product"
+        let a = try await sharedStore(tier)
+        let b = try await sharedStore(other)
+        try await a.save(Product.sample(1))
+        #expect(try await b.fetch(Product.self, id: "sku_1") == nil)
+        #expect(try await b.count(Product.self, matching: [], options: FetchOptions(scope: .shared)) == 0)
+        try await b.save(Product.sample(2))
+        #expect(try await a.fetch(Product.self, id: "sku_2") == nil)
+    }
+
+    @Test func deleteAllAndSetExpirationAndUpdateGoThroughTheServer() async throws {
+        let a = try await sharedStore(tier)
+        let b = try await sharedStore(tier)
+        try await a.save(contentsOf: (0..<5).map(Product.sample))
+        let updated = try await b.update(Product.self, id: "sku_2") { $0.title = "by b" }
+        #expect(updated.title == "by b")
+        #expect(try await waitUntil { try await a.fetch(Product.self, id: "sku_2")?.title == "by b" })
+        try await b.setExpiration(Product.self, id: "sku_3", .seconds(0.2))
+        #expect(try await waitUntil { try await a.fetch(Product.self, id: "sku_3") == nil })
+        await #expect(throws: LocalStorageError.notFound(id: "nope")) {
+            try await a.update(Product.self, id: "nope") { $0.title = "x" }
+        }
+        try await a.deleteAll(Product.self)
+        #expect(try await waitUntil { try await b.count(Product.self) == 0 })
+        #expect(try await b.fetch(Product.self, id: "sku_1") == nil)
+        #expect(try await b.count(Product.self, matching: [], options: FetchOptions(scope: .shared)) == 0)
+    }
+
+    @Test func writeTransactionsSayTheyDoNotReachTheSharedTier() async throws {
+        let a = try await sharedStore(tier)
+        await #expect(throws: LocalStorageError.sharedTierUnavailable(LocalStorage.writeTransactionsNotShared)) {
+            try await a.write { tx in try tx.save(Product.sample(1)) }
+        }
+        #expect(try await a.fetch(Product.self, id: "sku_1") == nil)
+    }
+
+    @Test func sharedScopeWithoutASharedTierIsAnInvalidQuery() async throws {
+        let storage = try LocalStorage(configuration: .inMemory)
+        await #expect(throws: LocalStorageError.self) {
+            try await storage.fetch(Product.self, matching: [], options: FetchOptions(scope: .shared))
+        }
+    }
+}
+
+/// Failures: wrong passwords, unreachable ports, an unreachable server for writes and reads.
+@Suite(.enabled(if: RedisTestServer.binary != nil || SharedTestServer.isAvailable, SharedTestServer.skipReason))
+struct SharedTierFailureTests {
+    @Test func anUnreachablePortGivesAClearErrorAndWritesChangeNothing() async throws {
+        let port = try RedisTestServer.freePort()
+        var tier = SharedTierConfiguration(url: try #require(URL(string: "redis://127.0.0.1:\(port)/0")), namespace: "x")
+        tier.connectTimeout = .milliseconds(300)
+        let storage = try await sharedStore(tier)
+        let error = await #expect(throws: LocalStorageError.self) { try await storage.save(Product.sample(1)) }
+        #expect("\(String(describing: error))".contains("127.0.0.1:\(port)"))
+        #expect(try await storage.count(Product.self) == 0)
+        // A local miss while the tier is unreachable throws instead of answering nil.
+        await #expect(throws: LocalStorageError.self) { try await storage.fetch(Product.self, id: "sku_1") }
+    }
+
+    @Test func aWrongPasswordIsRefusedClearlyAndNeverLogged() async throws {
+        let server = try RedisTestServer(password: "right-horse-battery")
+        defer { server.stop() }
+        let logger = CapturingLogger()
+        let secret = "wrong-staple-\(UUID().uuidString)"
+        var tier = server.configuration(namespace: "p", password: secret)
+        tier.url = try #require(URL(string: "redis://:\(secret)@127.0.0.1:\(server.port)/0"))
+        let storage = try await sharedStore(tier, logger: logger)
+        let error = await #expect(throws: LocalStorageError.self) { try await storage.save(Product.sample(1)) }
+        let text = "\(String(describing: error))"
+        #expect(text.contains("AUTH"))
+        #expect(text.contains("WRONGPASS"))
+        #expect(!text.contains(secret))
+        #expect(try await waitUntil { logger.all.contains { $0.contains("Lost the shared tier") } })
+        #expect(!logger.all.isEmpty)
+        #expect(logger.all.allSatisfy { !$0.contains(secret) })
+        #expect(!tier.redactedURL.contains(secret))
+
+        // No password at all: the server says it wants one, and the message says where to set it.
+        let none = try await sharedStore(server.configuration(namespace: "p", password: nil).withoutPassword())
+        let missing = await #expect(throws: LocalStorageError.self) { try await none.save(Product.sample(1)) }
+        #expect("\(String(describing: missing))".contains("NOAUTH"))
+
+        // The right one works.
+        let right = try await sharedStore(server.configuration(namespace: "p"))
+        try await right.save(Product.sample(1))
+        #expect(try await right.fetch(Product.self, id: "sku_1") == Product.sample(1))
+    }
+}
+
+extension SharedTierConfiguration {
+    func withoutPassword() -> SharedTierConfiguration {
+        var copy = self
+        copy.password = nil
+        return copy
+    }
+}
