@@ -17,6 +17,7 @@ extension RecordWriter {
         var regionKnown = true
         if let existing = try txn.get(schema.records, key: key) {
             if existing.elementsEqual(bytes) { return false }
+            try CountTree.addPayloadBytes(-payloadSize(of: existing), schema: schema, txn: txn)
             if let view = try? RecordView(existing) {
                 let old = view.header()
                 if !view.isExpired(at: context.now) {
@@ -30,6 +31,7 @@ extension RecordWriter {
             }
         }
         try txn.put(schema.records, key: key, value: bytes)
+        try bytes.withUnsafeBytes { try CountTree.addPayloadBytes(payloadSize(of: $0), schema: schema, txn: txn) }
         try addEntries(of: header, key: key, schema: schema, txn: txn)
         context.log(schema, replacesLiveRecord ? .updated : .inserted, id: key)
         if context.isObserved(schema.name) {
