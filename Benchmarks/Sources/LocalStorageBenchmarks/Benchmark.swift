@@ -21,6 +21,9 @@ enum Benchmark {
             results.append(result)
         }
         Report.printSummary(results, options: options)
+        if options.includes(workload: "bounded") && options.includes(.localStorageKit) {
+            try await Workloads.printHitRates(options, directory: directory.appendingPathComponent("hit-rates"))
+        }
         if !options.scalingTableSizes.isEmpty {
             try await runScaling(options, directory: directory.appendingPathComponent("scaling"))
         }

@@ -5,7 +5,7 @@ import LocalStorageKit
 /// The workloads of issue 4, each run by every system on the same inputs.
 enum Workloads {
     static let names = ["codec", "fetch", "range", "equals-sorted", "count-1%", "count", "count-50%", "page",
-                         "page-500", "scan", "bulk", "saves", "live", "shared"]
+                         "page-500", "scan", "bulk", "saves", "bounded", "live", "shared"]
 
     /// Contender names, which the summary rows and targets refer to.
     enum Name {
@@ -47,6 +47,7 @@ enum Workloads {
             scan(stores, records: products.count, isQuick: options.isQuick),
             bulk(stores, products: products, isQuick: options.isQuick),
             saves(stores, isQuick: options.isQuick),
+            bounded(stores, isQuick: options.isQuick),
             live(stores, isQuick: options.isQuick),
         ] + (options.includes(workload: "shared") ? [shared(products: products, isQuick: options.isQuick)]
             .compactMap { $0 } : [])
