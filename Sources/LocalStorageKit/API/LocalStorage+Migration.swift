@@ -32,6 +32,8 @@ extension LocalStorage {
 
     /// Migrates every old record before the first indexed query of a type whose version moved, so the
     /// query sees migrated index values. Records whose chain fails are logged and left as they were.
+    /// Runs on the caller's executor (a query from `@MainActor` stays there when nothing is pending).
+    nonisolated(nonsending)
     func migrateIfPending<T: LocalStorable>(_ type: T.Type, schema: TypeSchema) async throws {
         guard core.isMigrationPending(schema.name) else { return }
         _ = try await runMigration(T.self, schema: schema, stopOnFailure: false, progress: nil)
