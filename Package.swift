@@ -32,16 +32,21 @@ let package = Package(
         ),
         .executableTarget(name: "localstorage", dependencies: ["LocalStorageKit"]),
         // Record types and drivers that the tests and their helper process share.
-        .target(name: "LocalStorageTestSupport", dependencies: ["LocalStorageKit"],
-                path: "Tests/LocalStorageTestSupport"),
+        .target(
+            name: "LocalStorageTestSupport", dependencies: ["LocalStorageKit"],
+            path: "Tests/LocalStorageTestSupport"),
         // The helper process of the crash and multi-process tests (Tests/LocalStorageKitTests/Reliability).
-        .executableTarget(name: "LocalStorageStress",
-                          dependencies: ["LocalStorageKit", "CLMDB", "LocalStorageTestSupport"]),
+        .executableTarget(
+            name: "LocalStorageStress",
+            dependencies: ["LocalStorageKit", "CLMDB", "LocalStorageTestSupport"]),
         // The CLI and reliability tests run the built `localstorage` and `LocalStorageStress` binaries;
         // depending on them makes `swift test` build them first.
-        .testTarget(name: "LocalStorageKitTests",
-                    dependencies: ["LocalStorageKit", "CLMDB", "LocalStorageTestSupport", "localstorage",
-                                   "LocalStorageStress"]),
+        .testTarget(
+            name: "LocalStorageKitTests",
+            dependencies: [
+                "LocalStorageKit", "CLMDB", "LocalStorageTestSupport", "localstorage",
+                "LocalStorageStress",
+            ]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -3,6 +3,7 @@ import Foundation
 import LocalStorageKit
 import LocalStorageTestSupport
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -37,9 +38,10 @@ struct LocalStorageStress {
         do {
             switch arguments.first {
             case "save-loop" where arguments.count >= 3:
-                try await saveLoop(directory: arguments[1], durability: arguments[2],
-                                   count: arguments.count > 3 ? Int(arguments[3]) ?? Int.max : Int.max,
-                                   prefix: arguments.count > 4 ? arguments[4] : "r")
+                try await saveLoop(
+                    directory: arguments[1], durability: arguments[2],
+                    count: arguments.count > 3 ? Int(arguments[3]) ?? Int.max : Int.max,
+                    prefix: arguments.count > 4 ? arguments[4] : "r")
             case "grow" where arguments.count == 3:
                 try await grow(directory: arguments[1], count: Int(arguments[2]) ?? 1000)
             case "hold-readers" where arguments.count == 2:
@@ -55,8 +57,9 @@ struct LocalStorageStress {
             case "in-memory" where arguments.count == 2 && ["hold", "exit"].contains(arguments[1]):
                 try await inMemory(exitWithoutClosing: arguments[1] == "exit")
             case "shared" where arguments.count == 4:
-                try await SharedTierDriver.run(directory: arguments[1], port: Int(arguments[2]) ?? 0,
-                                               namespace: arguments[3])
+                try await SharedTierDriver.run(
+                    directory: arguments[1], port: Int(arguments[2]) ?? 0,
+                    namespace: arguments[3])
             case "open" where arguments.count >= 2:
                 openStore(directory: arguments[1], asNobody: arguments.dropFirst(2).contains("--as-nobody"))
             default:
@@ -80,8 +83,10 @@ struct LocalStorageStress {
         }
     }
 
-    static func configuration(_ directory: String, durability: StorageDurability,
-                              mapSize: Int) -> LocalStorageConfiguration {
+    static func configuration(
+        _ directory: String, durability: StorageDurability,
+        mapSize: Int
+    ) -> LocalStorageConfiguration {
         var configuration = LocalStorageConfiguration()
         configuration.databaseDirectory = URL(fileURLWithPath: directory, isDirectory: true)
         configuration.durability = durability
@@ -103,8 +108,10 @@ struct LocalStorageStress {
         case "none": durability = .none
         default: throw StressError(description: "unknown durability \(name)")
         }
-        let storage = try LocalStorage(configuration: configuration(directory, durability: durability,
-                                                                    mapSize: 64 << 10))
+        let storage = try LocalStorage(
+            configuration: configuration(
+                directory, durability: durability,
+                mapSize: 64 << 10))
         say("ready")
         var sequence = 0
         while sequence < count {
@@ -121,8 +128,10 @@ struct LocalStorageStress {
     /// Saves `count` records of about 2 KB on a 16 MiB map, so that a process with a smaller map sees
     /// `MDB_MAP_RESIZED`.
     static func grow(directory: String, count: Int) async throws {
-        let storage = try LocalStorage(configuration: configuration(directory, durability: .none,
-                                                                    mapSize: 16 << 20))
+        let storage = try LocalStorage(
+            configuration: configuration(
+                directory, durability: .none,
+                mapSize: 16 << 20))
         var saved = 0
         while saved < count {
             let batch = (saved..<min(count, saved + 100)).map { n in
@@ -262,7 +271,8 @@ struct LocalStorageStress {
         for descriptor in descriptors {
             let link = "/proc/self/fd/\(descriptor)"
             guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: link),
-                  target.contains("LocalStorageKit-"), target.contains(".mdb") else { continue }
+                target.contains("LocalStorageKit-"), target.contains(".mdb")
+            else { continue }
             let path = target.hasSuffix(" (deleted)") ? String(target.dropLast(" (deleted)".count)) : target
             directories.insert(URL(fileURLWithPath: path).deletingLastPathComponent().path)
         }

@@ -39,8 +39,9 @@ enum SharedTierDriver {
             do {
                 switch words.first {
                 case "save" where words.count == 5:
-                    let record = StressRecord(id: words[1], group: words[2] == "-" ? nil : words[2],
-                                              sequence: Int(words[3]) ?? 0, blob: "b")
+                    let record = StressRecord(
+                        id: words[1], group: words[2] == "-" ? nil : words[2],
+                        sequence: Int(words[3]) ?? 0, blob: "b")
                     let ttl = Int(words[4]) ?? 0
                     try await storage.save(record, expiration: ttl == 0 ? .never : .seconds(Double(ttl) / 1000))
                     LocalStorageStress.say("ok")
@@ -51,8 +52,9 @@ enum SharedTierDriver {
                     let record = try await storage.fetch(StressRecord.self, id: words[1])
                     LocalStorageStress.say(record.map { "sequence \($0.sequence)" } ?? "nil")
                 case "watch" where words.count == 2:
-                    let updates = storage.updates(of: StressRecord.self, matching: [.equals("group", words[1])],
-                                                  orderedBy: .ascending("sequence"))
+                    let updates = storage.updates(
+                        of: StressRecord.self, matching: [.equals("group", words[1])],
+                        orderedBy: .ascending("sequence"))
                     watcher = Task {
                         do {
                             for try await result in updates { latest.value.withLock { $0 = result.map(\.id) } }
@@ -62,10 +64,12 @@ enum SharedTierDriver {
                     }
                     LocalStorageStress.say("ok")
                 case "live":
-                    LocalStorageStress.say("live " + (latest.value.withLock { $0 }.map { $0.joined(separator: ",") } ?? "?"))
+                    LocalStorageStress.say(
+                        "live " + (latest.value.withLock { $0 }.map { $0.joined(separator: ",") } ?? "?"))
                 case "count" where words.count == 2:
-                    let count = try await storage.count(StressRecord.self, matching: [.equals("group", words[1])],
-                                                        options: FetchOptions(scope: .shared))
+                    let count = try await storage.count(
+                        StressRecord.self, matching: [.equals("group", words[1])],
+                        options: FetchOptions(scope: .shared))
                     LocalStorageStress.say("count \(count)")
                 default:
                     LocalStorageStress.say("error: unknown command \(line)")

@@ -86,8 +86,12 @@ struct LocalStorageTool {
     ///
     /// Global options (`--store DIR`, `--store=DIR`, `--json`, `--help`) may come before the command as
     /// well as after it.
-    static func splitCommand(_ words: [String]) throws(UsageError) -> (leading: [String], command: String?,
-                                                                    rest: [String]) {
+    static func splitCommand(
+        _ words: [String]
+    ) throws(UsageError) -> (
+        leading: [String], command: String?,
+        rest: [String]
+    ) {
         var leading: [String] = []
         var index = 0
         while index < words.count {

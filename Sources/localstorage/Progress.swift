@@ -1,6 +1,7 @@
 import Foundation
 @_spi(Maintenance) import LocalStorageKit
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

@@ -1,6 +1,7 @@
 import Foundation
 import LocalStorageTestSupport
 import Testing
+
 @testable import LocalStorageKit
 
 // MARK: - Tests
@@ -37,8 +38,10 @@ import Testing
     }
 
     /// Finite doubles and floats round-trip and print as JSONEncoder prints them.
-    @Test(arguments: [0.0, -0.0, 1.0, -1.5, 0.1, 129.99, 1e20, 1e-7, 123_456_789.123, .pi,
-                      .leastNonzeroMagnitude, .greatestFiniteMagnitude, -.greatestFiniteMagnitude])
+    @Test(arguments: [
+        0.0, -0.0, 1.0, -1.5, 0.1, 129.99, 1e20, 1e-7, 123_456_789.123, .pi,
+        .leastNonzeroMagnitude, .greatestFiniteMagnitude, -.greatestFiniteMagnitude,
+    ])
     func floatingPointRoundTrips(value: Double) throws {
         try checkAgainstJSON(value)
         try checkAgainstJSON(Float(value).isFinite ? Float(value) : 1)
@@ -63,8 +66,10 @@ import Testing
     @Test func scalarsAndStringsRoundTrip() throws {
         try checkAgainstJSON(true)
         try checkAgainstJSON(false)
-        let strings = ["", "a", "héllo wörld", String(repeating: "x", count: 31), String(repeating: "y", count: 32),
-                       String(repeating: "z", count: 200), String(repeating: "€", count: 10_000), "\u{0}\u{1F}\"\\/"]
+        let strings = [
+            "", "a", "héllo wörld", String(repeating: "x", count: 31), String(repeating: "y", count: 32),
+            String(repeating: "z", count: 200), String(repeating: "€", count: 10_000), "\u{0}\u{1F}\"\\/",
+        ]
         for string in strings {
             try checkAgainstJSON(string)
             try checkAgainstJSON([string: string])
@@ -99,7 +104,7 @@ import Testing
     @Test func enumsWithAssociatedValuesRoundTrip() throws {
         let shapes: [Shape] = [
             .circle(radius: 2), .rectangle(1, -2.5), .empty,
-            .tagged(name: "t", values: [-128, 127], note: nil), .tagged(name: "", values: [], note: "n")
+            .tagged(name: "t", values: [-128, 127], note: nil), .tagged(name: "", values: [], note: "n"),
         ]
         for shape in shapes {
             try checkAgainstJSON(shape)
@@ -164,8 +169,11 @@ import Testing
         #expect(try decode(Double.self, json: "1E2") == 100)
         #expect(try decode(Data.self, json: "\"AAEC\"") == Data([0, 1, 2]))
         #expect(try decode(URL.self, json: "\"https://a.b/c\"") == URL(string: "https://a.b/c"))
-        #expect(try decode([String: Int].self, json: " { \"a\" : 1 , \"b\":[2][0] } ".replacingOccurrences(
-            of: "[2][0]", with: "2")) == ["a": 1, "b": 2])
+        #expect(
+            try decode(
+                [String: Int].self,
+                json: " { \"a\" : 1 , \"b\":[2][0] } ".replacingOccurrences(
+                    of: "[2][0]", with: "2")) == ["a": 1, "b": 2])
         #expect(throws: DecodingError.self) { try decode(UInt8.self, json: "256") }
         #expect(throws: DecodingError.self) { try decode(Int.self, json: "1.5") }
         #expect(throws: DecodingError.self) { try decode(Int.self, json: "\"1\"") }
@@ -216,9 +224,11 @@ import Testing
     /// Mutated, truncated and random payloads only ever throw.
     @Test func corruptPayloadsThrowAndNeverCrash() throws {
         var generator = ModelGenerator(random: SplitMix64(seed: 0xBAD))
-        let product = Product(id: "p", title: "t", category: "c", price: 1.5, rating: 2, stock: 3, tags: ["a"],
-                              isFeatured: true)
-        let payloads = try [BinaryEncoder().encode(product)]
+        let product = Product(
+            id: "p", title: "t", category: "c", price: 1.5, rating: 2, stock: 3, tags: ["a"],
+            isFeatured: true)
+        let payloads =
+            try [BinaryEncoder().encode(product)]
             + (0..<4).map { _ in try BinaryEncoder().encode(generator.model()) }
         var random = SplitMix64(seed: 42)
         for round in 0..<3000 {
@@ -234,9 +244,11 @@ import Testing
                 let position = Int.random(in: 1..<bytes.count, using: &random)
                 bytes.insert(UInt8.random(in: 0...255, using: &random), at: position)
             default:
-                bytes = [BinaryFormat.version] + (0..<Int.random(in: 0...64, using: &random)).map { _ in
-                    UInt8.random(in: 0...255, using: &random)
-                }
+                bytes =
+                    [BinaryFormat.version]
+                    + (0..<Int.random(in: 0...64, using: &random)).map { _ in
+                        UInt8.random(in: 0...255, using: &random)
+                    }
             }
             _ = try? bytes.withUnsafeBytes { try BinaryDecoder().decode(RichModel.self, from: $0) }
             _ = try? bytes.withUnsafeBytes { try BinaryDecoder().decode(Product.self, from: $0) }
@@ -588,8 +600,9 @@ extension BinaryCodecTests {
         let converted = try binary.withUnsafeBytes { try BinaryJSON.jsonData(fromBinary: $0) }
         let expected = try JSONSerialization.jsonObject(with: json, options: .fragmentsAllowed)
         let actual = try JSONSerialization.jsonObject(with: converted, options: .fragmentsAllowed)
-        #expect(jsonEqual(expected, actual), "\(String(decoding: converted, as: UTF8.self))",
-                sourceLocation: sourceLocation)
+        #expect(
+            jsonEqual(expected, actual), "\(String(decoding: converted, as: UTF8.self))",
+            sourceLocation: sourceLocation)
         let fromJSON = try BinaryJSON.binary(fromJSON: json)
         let decoded = try fromJSON.withUnsafeBytes { try BinaryDecoder().decode(T.self, from: $0) }
         #expect(decoded == (try JSONDecoder().decode(T.self, from: json)), sourceLocation: sourceLocation)
@@ -598,10 +611,10 @@ extension BinaryCodecTests {
     /// Compares two values parsed by `JSONSerialization`.
     func jsonEqual(_ lhs: Any, _ rhs: Any) -> Bool {
         switch (lhs, rhs) {
-        case let (lhs as [String: Any], rhs as [String: Any]):
+        case (let lhs as [String: Any], let rhs as [String: Any]):
             return lhs.count == rhs.count
                 && lhs.allSatisfy { key, value in rhs[key].map { jsonEqual(value, $0) } ?? false }
-        case let (lhs as [Any], rhs as [Any]):
+        case (let lhs as [Any], let rhs as [Any]):
             return lhs.count == rhs.count && zip(lhs, rhs).allSatisfy { jsonEqual($0, $1) }
         case (is [String: Any], _), (is [Any], _), (_, is [String: Any]), (_, is [Any]):
             return false
@@ -648,15 +661,17 @@ extension BinaryCodecTests {
 
         /// Returns a random finite `Float`.
         mutating func float() -> Float {
-            Bool.random(using: &random) ? Float(Int.random(in: -99...99, using: &random)) / 8
+            Bool.random(using: &random)
+                ? Float(Int.random(in: -99...99, using: &random)) / 8
                 : Float.random(in: -1e30...1e30, using: &random)
         }
 
         /// Returns a random date, sometimes with a fractional second.
         mutating func date() -> Date {
-            Date(timeIntervalSinceReferenceDate: Bool.random(using: &random)
-                ? Double(Int.random(in: -1_000_000_000...1_000_000_000, using: &random))
-                : Double.random(in: -1e9...1e9, using: &random))
+            Date(
+                timeIntervalSinceReferenceDate: Bool.random(using: &random)
+                    ? Double(Int.random(in: -1_000_000_000...1_000_000_000, using: &random))
+                    : Double.random(in: -1e9...1e9, using: &random))
         }
 
         /// Returns random bytes.
@@ -689,9 +704,11 @@ extension BinaryCodecTests {
             case 1: return .rectangle(double(), double())
             case 2: return .empty
             default:
-                return .tagged(name: string(), values: (0..<Int.random(in: 0...4, using: &random)).map { _ in
-                    integer(Int8.self)
-                }, note: maybe { $0.string() })
+                return .tagged(
+                    name: string(),
+                    values: (0..<Int.random(in: 0...4, using: &random)).map { _ in
+                        integer(Int8.self)
+                    }, note: maybe { $0.string() })
             }
         }
 

@@ -2,6 +2,7 @@ import Foundation
 import LocalStorageTestSupport
 import Synchronization
 import Testing
+
 @testable import LocalStorageKit
 
 /// Limits, eviction policies and recency (Records/Evictor.swift) against reference models.
@@ -24,8 +25,10 @@ import Testing
         static var storageIndexes: [StorageIndex<Ranked>] { [StorageIndex("score", \.score)] }
     }
 
-    static func configuration(_ limits: StorageLimits?, policy: StorageEvictionPolicy = .leastRecentlyUsed,
-                              directory: URL = temporaryDirectory()) -> LocalStorageConfiguration {
+    static func configuration(
+        _ limits: StorageLimits?, policy: StorageEvictionPolicy = .leastRecentlyUsed,
+        directory: URL = temporaryDirectory()
+    ) -> LocalStorageConfiguration {
         var configuration = diskConfiguration(directory)
         configuration.limits = limits
         configuration.evictionPolicy = policy
@@ -41,7 +44,7 @@ import Testing
     @Test func aRecordLimitHoldsAfterEveryCommit() async throws {
         let storage = try LocalStorage(configuration: Self.configuration(StorageLimits(maxRecords: 1_000)))
         var random = SplitMix64(seed: 1_000)
-        var order: [String] = []   // least recently written first
+        var order: [String] = []  // least recently written first
         var saved = 0
         while saved < 10_000 {
             let batch = (0..<(1 + random.below(40))).map { _ in Tile(id: "t\(random.below(3_000))", weight: 1) }
@@ -75,8 +78,9 @@ import Testing
         var random = SplitMix64(seed: 7)
         var model: [(id: String, size: Int)] = []
         for step in 0..<300 {
-            let tile = Tile(id: "b\(random.below(200))", weight: step,
-                            blob: String(repeating: "x", count: random.below(2_500)))
+            let tile = Tile(
+                id: "b\(random.below(200))", weight: step,
+                blob: String(repeating: "x", count: random.below(2_500)))
             try await storage.save(tile)
             let size = try #require(try await storage.metadata(Tile.self, id: tile.id)).sizeInBytes
             model.removeAll { $0.id == tile.id }
@@ -96,13 +100,15 @@ import Testing
         var random = SplitMix64(seed: 3)
         for _ in 0..<120 {
             if random.below(2) == 0 {
-                try await storage.save(contentsOf: (0..<(1 + random.below(20))).map { _ in
-                    Thumb(id: "h\(random.below(1_000))", size: 1)
-                })
+                try await storage.save(
+                    contentsOf: (0..<(1 + random.below(20))).map { _ in
+                        Thumb(id: "h\(random.below(1_000))", size: 1)
+                    })
             } else {
-                try await storage.save(contentsOf: (0..<(1 + random.below(20))).map { _ in
-                    Tile(id: "t\(random.below(1_000))", weight: 1)
-                })
+                try await storage.save(
+                    contentsOf: (0..<(1 + random.below(20))).map { _ in
+                        Tile(id: "t\(random.below(1_000))", weight: 1)
+                    })
             }
             let thumbs = try await storage.count(Thumb.self)
             let tiles = try await storage.count(Tile.self)
@@ -140,11 +146,12 @@ import Testing
         try await storage.save(Tile(id: "d", weight: 0))
         #expect(try await Self.ids(Tile.self, storage) == ["a", "b", "c", "d"], "the expired record goes first")
         try await storage.save(Tile(id: "e", weight: 0))
-        let expected: Set<String> = switch policy {
-        case .leastRecentlyUsed: ["a", "c", "d", "e"]       // b: written before c and not read since
-        case .leastRecentlyUpdated: ["b", "c", "d", "e"]    // a: written first
-        case .soonestExpiring: ["a", "c", "d", "e"]         // b: expires soonest
-        }
+        let expected: Set<String> =
+            switch policy {
+            case .leastRecentlyUsed: ["a", "c", "d", "e"]  // b: written before c and not read since
+            case .leastRecentlyUpdated: ["b", "c", "d", "e"]  // a: written first
+            case .soonestExpiring: ["a", "c", "d", "e"]  // b: expires soonest
+            }
         #expect(try await Self.ids(Tile.self, storage) == expected)
     }
 
@@ -155,8 +162,10 @@ import Testing
         let mark = try await storage.changeToken()
         let latest = Mutex<[Ranked]?>(nil)
         let consumer = Task {
-            for try await rows in storage.updates(of: Ranked.self, matching: [.atLeast("score", 0.0)],
-                                                  orderedBy: .ascending("score")) {
+            for try await rows in storage.updates(
+                of: Ranked.self, matching: [.atLeast("score", 0.0)],
+                orderedBy: .ascending("score"))
+            {
                 latest.withLock { $0 = rows }
             }
         }
@@ -218,7 +227,8 @@ import Testing
 
     @Test func twoOpensWithDifferentLimitsDisagree() async throws {
         let directory = temporaryDirectory()
-        let first = try LocalStorage(configuration: Self.configuration(StorageLimits(maxRecords: 5), directory: directory))
+        let first = try LocalStorage(
+            configuration: Self.configuration(StorageLimits(maxRecords: 5), directory: directory))
         do {
             _ = try LocalStorage(configuration: Self.configuration(StorageLimits(maxRecords: 6), directory: directory))
             Issue.record("the second open agreed")
@@ -228,4 +238,3 @@ import Testing
         _ = first
     }
 }
-

@@ -1,7 +1,9 @@
 import CLMDB
 import Foundation
 import Testing
+
 @_spi(Maintenance) @testable import LocalStorageKit
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -40,8 +42,10 @@ import Glibc
         #expect(try store.run(["export", "--output", again.path, "--store", copy.path]).status == 0)
         #expect(try Data(contentsOf: file) == Data(contentsOf: again))
 
-        let restored = try LocalStorage(configuration: diskConfiguration(copy.deletingLastPathComponent(),
-                                                                         storeDirectoryName: "copy"))
+        let restored = try LocalStorage(
+            configuration: diskConfiguration(
+                copy.deletingLastPathComponent(),
+                storeDirectoryName: "copy"))
         for sample in Reading.samples {
             let read = try #require(try await restored.fetch(Reading.self, id: sample.id))
             #expect(read.isIdentical(to: sample), "\(sample.id): \(read)")
@@ -82,8 +86,9 @@ import Glibc
         try Data(finite.utf8).write(to: file)
         let result = try store.run(["import", file.path, "--store", target.path])
         #expect(result.status == 1)
-        #expect(result.stderr.contains("index \"price\" holds Infinity but the payload's \"price\" is 3"),
-                "\(result.stderr)")
+        #expect(
+            result.stderr.contains("index \"price\" holds Infinity but the payload's \"price\" is 3"),
+            "\(result.stderr)")
     }
 
     // MARK: - The store option
@@ -151,8 +156,9 @@ import Glibc
             try #require(FileManager.default.isExecutableFile(atPath: launcher[0]), "setpriv is needed as root")
         }
         func run(_ arguments: [String]) throws -> CLIResult {
-            try CLIResult.run(arguments + ["--store", store.storeDirectory.path],
-                              environment: ["HOME": "/tmp"], launcher: launcher)
+            try CLIResult.run(
+                arguments + ["--store", store.storeDirectory.path],
+                environment: ["HOME": "/tmp"], launcher: launcher)
         }
         let stats = try run(["stats"])
         #expect(stats.status == 0, "\(stats.stderr)")
@@ -222,23 +228,38 @@ import Glibc
     /// Edits of one exported Product line (the first match: the outer fields come before the payload)
     /// that make it disagree with its type, and the message for each.
     static let disagreeingEdits: [(find: String, replace: String, message: String)] = [
-        ("\"id\":\"sku_4\",\"indexes\"", "\"id\":\"sku_44\",\"indexes\"",
-         "the record's id \"sku_44\" differs from its payload's id \"sku_4\""),
-        ("\"price\":4.5,\"rating\"", "\"price\":99,\"rating\"",
-         "index \"price\" holds 99 but the payload's \"price\" is 4.5"),
-        ("\"category\":\"electronics\",\"price\"", "\"category\":\"toys\",\"price\"",
-         "index \"category\" holds toys but the payload's \"category\" is \"electronics\""),
-        ("\"indexes\":{", "\"indexes\":{\"colour\":\"red\",",
-         "index \"colour\" is not declared by type \"Product\" (it has: category, price, rating)"),
-        ("\"category\":\"electronics\",\"price\"", "\"category\":7,\"price\"",
-         "the value 7 of index \"category\" is not a string"),
-        ("\"version\":1,\"payload\"", "\"version\":2,\"payload\"",
-         "version 2 is newer than the version 1 of type \"Product\""),
+        (
+            "\"id\":\"sku_4\",\"indexes\"", "\"id\":\"sku_44\",\"indexes\"",
+            "the record's id \"sku_44\" differs from its payload's id \"sku_4\""
+        ),
+        (
+            "\"price\":4.5,\"rating\"", "\"price\":99,\"rating\"",
+            "index \"price\" holds 99 but the payload's \"price\" is 4.5"
+        ),
+        (
+            "\"category\":\"electronics\",\"price\"", "\"category\":\"toys\",\"price\"",
+            "index \"category\" holds toys but the payload's \"category\" is \"electronics\""
+        ),
+        (
+            "\"indexes\":{", "\"indexes\":{\"colour\":\"red\",",
+            "index \"colour\" is not declared by type \"Product\" (it has: category, price, rating)"
+        ),
+        (
+            "\"category\":\"electronics\",\"price\"", "\"category\":7,\"price\"",
+            "the value 7 of index \"category\" is not a string"
+        ),
+        (
+            "\"version\":1,\"payload\"", "\"version\":2,\"payload\"",
+            "version 2 is newer than the version 1 of type \"Product\""
+        ),
     ]
 
     @Test(arguments: disagreeingEdits)
-    func importRejectsARecordThatDisagreesWithItsType(_ edit: (find: String, replace: String, message: String))
-        async throws {
+    func importRejectsARecordThatDisagreesWithItsType(
+        _ edit: (find: String, replace: String, message: String)
+    )
+        async throws
+    {
         let store = try await IntegrityStore { storage in try await storage.save(Product.sample(4)) }
         let exported = try store.run(["export"]).stdout
         let found = try #require(exported.range(of: edit.find), "the edit \(edit.find) matches nothing in \(exported)")
@@ -268,8 +289,9 @@ import Glibc
         #expect(try store.run(["import", file.path, "--store", target.path]).status == 1)
         let accepted = try store.run(["import", file.path, "--no-payload-check", "--store", target.path])
         #expect(accepted.status == 0, "\(accepted.stderr)")
-        #expect(try store.run(["list", "Product", "--where", "category=ELECTRONICS", "--store", target.path])
-            .stdout.hasPrefix("sku_4  "))
+        #expect(
+            try store.run(["list", "Product", "--where", "category=ELECTRONICS", "--store", target.path])
+                .stdout.hasPrefix("sku_4  "))
     }
 
     // MARK: - export, global flags, ids
@@ -305,8 +327,10 @@ import Glibc
 
     @Test func idsWithControlCharactersCanBeNamedEscaped() async throws {
         let store = try await IntegrityStore { storage in
-            try await storage.save(contentsOf: [Note(id: "a\u{0}b", text: "nul"), Note(id: "tab\tid", text: "tab"),
-                                                Note(id: "a", text: "plain")])
+            try await storage.save(contentsOf: [
+                Note(id: "a\u{0}b", text: "nul"), Note(id: "tab\tid", text: "tab"),
+                Note(id: "a", text: "plain"),
+            ])
         }
         let list = try store.run(["list", "Note"])
         #expect(list.stdout.contains("\"a\\u0000b\"  updated"), "\(list.stdout)")
@@ -329,9 +353,11 @@ import Glibc
 
     @Test func orderListsRecordsWithoutAValueFirstAscendingAndLastDescending() async throws {
         let store = try await IntegrityStore { storage in
-            try await storage.save(contentsOf: [Chore(id: "t1", due: 2), Chore(id: "t2", due: nil),
-                                                Chore(id: "t3", due: 1), Chore(id: "t4", due: nil),
-                                                Chore(id: "t5", due: 2)])
+            try await storage.save(contentsOf: [
+                Chore(id: "t1", due: 2), Chore(id: "t2", due: nil),
+                Chore(id: "t3", due: 1), Chore(id: "t4", due: nil),
+                Chore(id: "t5", due: 2),
+            ])
         }
         func ids(_ arguments: [String]) throws -> [String] {
             let result = try store.run(["list", "Chore", "--json"] + arguments)
@@ -381,8 +407,9 @@ private func diskConfiguration(_ parent: URL, storeDirectoryName name: String) t
     // The library puts its files in databaseDirectory/LocalStorage: link that name to the imported store.
     let link = parent.appendingPathComponent("app-\(name)")
     try FileManager.default.createDirectory(at: link, withIntermediateDirectories: true)
-    try FileManager.default.createSymbolicLink(at: link.appendingPathComponent("LocalStorage"),
-                                               withDestinationURL: parent.appendingPathComponent(name))
+    try FileManager.default.createSymbolicLink(
+        at: link.appendingPathComponent("LocalStorage"),
+        withDestinationURL: parent.appendingPathComponent(name))
     return LocalStorageKitTests.diskConfiguration(link)
 }
 

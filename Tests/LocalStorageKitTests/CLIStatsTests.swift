@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @_spi(Maintenance) @testable import LocalStorageKit
 
 /// `localstorage stats`: the figures ``LocalStorage/statistics()`` reports, and the free pages a `compact`
@@ -41,8 +42,9 @@ import Testing
         #expect(plain.stdout.contains("a compact would give back"))
 
         let copy = directory.appendingPathComponent("compacted")
-        let compact = try CLIResult.run(["compact", "--output", copy.path, "--json", "--store", store],
-                                        environment: nil)
+        let compact = try CLIResult.run(
+            ["compact", "--output", copy.path, "--json", "--store", store],
+            environment: nil)
         #expect(compact.status == 0, "\(compact.stderr)")
         let report = try JSONDecoder().decode(CompactReport.self, from: Data(compact.stdout.utf8))
         // The copy leaves the free pages out.

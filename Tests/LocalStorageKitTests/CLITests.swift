@@ -1,6 +1,7 @@
 import CLMDB
 import Foundation
 import Testing
+
 @_spi(Maintenance) @testable import LocalStorageKit
 
 /// The `localstorage` executable, run as a separate process against real stores made by the library.
@@ -25,8 +26,10 @@ import Testing
         #expect(types.stdout.contains("Product  version 1"))
         #expect(types.stdout.contains("  price  number"))
 
-        let list = try fixture.run(["list", "Product", "--where", "category=books", "--order", "-price",
-                                    "--limit", "2", "--json"])
+        let list = try fixture.run([
+            "list", "Product", "--where", "category=books", "--order", "-price",
+            "--limit", "2", "--json",
+        ])
         #expect(list.status == 0, "\(list.stderr)")
         let listing = try JSONDecoder().decode(RecordListing.self, from: Data(list.stdout.utf8))
         #expect(listing.records.map(\.id) == ["sku_9", "sku_6"])
@@ -176,8 +179,10 @@ import Testing
         let help = try fixture.run(["--help"])
         #expect(help.status == 0)
         #expect(help.stdout.contains("purge-expired"))
-        for command in ["stats", "types", "list", "get", "delete", "purge-expired", "clear", "verify", "compact",
-                        "export", "import"] {
+        for command in [
+            "stats", "types", "list", "get", "delete", "purge-expired", "clear", "verify", "compact",
+            "export", "import",
+        ] {
             let result = try fixture.run([command, "--help"])
             #expect(result.status == 0 && result.stdout.hasPrefix("usage: localstorage \(command)"))
         }
@@ -187,8 +192,9 @@ import Testing
         let noStore = try fixture.run(["stats", "--store", fixture.directory.appendingPathComponent("none").path])
         #expect(noStore.status == 1)
         #expect(noStore.stderr.contains("no store at"))
-        let fromEnvironment = try fixture.run(["types"], store: nil,
-                                              environment: ["LOCALSTORAGE_STORE": fixture.store.path])
+        let fromEnvironment = try fixture.run(
+            ["types"], store: nil,
+            environment: ["LOCALSTORAGE_STORE": fixture.store.path])
         #expect(fromEnvironment.stdout.contains("Product"))
     }
 
@@ -198,14 +204,16 @@ import Testing
         do {
             let storage = try LocalStorage(configuration: configuration)
             try await storage.save(Note(id: "n1", text: "fine"))
-            let header = RecordHeader(format: .json, version: 1, createdAt: 1, updatedAt: 2, expiresAt: 0,
-                                      signature: IndexDeclaration.none.signature, indexValues: [])
+            let header = RecordHeader(
+                format: .json, version: 1, createdAt: 1, updatedAt: 2, expiresAt: 0,
+                signature: IndexDeclaration.none.signature, indexValues: [])
             let schema = try await storage.core.schema(for: Note.self)
             try storage.core.environment.write { txn in
                 let (records, updated) = (schema.records, schema.updated)
                 try txn.put(records, key: Array("bad".utf8), value: try header.serialized(payload: Array("{no".utf8)))
                 try txn.put(updated, key: RecordWriter.timeKey(2), value: Array("bad".utf8))
-                try txn.put(schema.signatures, key: RecordWriter.signatureKey(header.signature), value: Array("bad".utf8))
+                try txn.put(
+                    schema.signatures, key: RecordWriter.signatureKey(header.signature), value: Array("bad".utf8))
             }
         }  // The store closes here: one process may open an environment only once.
         let maintenance = try await StoreMaintenance(directory: configuration.storeDirectory)
@@ -223,17 +231,18 @@ import Testing
 
     @Test func prettyPrintingKeepsNumbersExactly() {
         let json = Data(#"{"a":[1,2.50,{}],"b":"x,\"y\"","c":12345678901234567890}"#.utf8)
-        #expect(JSONText.prettyPrinted(json) == """
-            {
-                "a": [
-                    1,
-                    2.50,
-                    {}
-                ],
-                "b": "x,\\"y\\"",
-                "c": 12345678901234567890
-            }
-            """)
+        #expect(
+            JSONText.prettyPrinted(json) == """
+                {
+                    "a": [
+                        1,
+                        2.50,
+                        {}
+                    ],
+                    "b": "x,\\"y\\"",
+                    "c": 12345678901234567890
+                }
+                """)
         let bytes = Array(#"{"id":"p","payload": {"x":"}"} ,"z":1}"#.utf8)
         let range = JSONText.rangeOfMember("payload", in: bytes)
         #expect(range.map { String(decoding: bytes[$0], as: UTF8.self) } == #"{"x":"}"}"#)
@@ -255,13 +264,19 @@ private struct Fixture {
         directory = temporaryDirectory()
         storage = try LocalStorage(configuration: diskConfiguration(directory))
         try await storage.save(contentsOf: (0..<10).map(Product.sample))
-        try await storage.save(contentsOf: [Product.sample(10), Product.sample(11)],
-                               expiration: .date(Date().addingTimeInterval(-60)))
-        let big = User(id: "usr_big", name: "Big", email: "big@example.com", role: .admin, age: 9_007_199_254_740_993,
-                   lastSeen: Date(timeIntervalSince1970: 1_700_000_000.25))
-        try await storage.save(contentsOf: [User.mock, big,
-                                            User(id: "usr_1", name: "Bo", email: "bo@example.com", role: .viewer,
-                                                 age: 20, lastSeen: Date())], expiration: .hours(1))
+        try await storage.save(
+            contentsOf: [Product.sample(10), Product.sample(11)],
+            expiration: .date(Date().addingTimeInterval(-60)))
+        let big = User(
+            id: "usr_big", name: "Big", email: "big@example.com", role: .admin, age: 9_007_199_254_740_993,
+            lastSeen: Date(timeIntervalSince1970: 1_700_000_000.25))
+        try await storage.save(
+            contentsOf: [
+                User.mock, big,
+                User(
+                    id: "usr_1", name: "Bo", email: "bo@example.com", role: .viewer,
+                    age: 20, lastSeen: Date()),
+            ], expiration: .hours(1))
         try await storage.save(contentsOf: [Note(id: "n1", text: "one"), Note(id: "n2", text: "two\nlines")])
     }
 
@@ -289,17 +304,22 @@ struct CLIResult {
 
     /// The built executable: next to the test bundle in the products directory.
     static let executable: URL? = {
-        let candidates = ([Bundle.main] + Bundle.allBundles).flatMap { bundle in
-            [bundle.bundleURL.deletingLastPathComponent(), bundle.bundleURL]
-        } + [URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../.build/debug")]
+        let candidates =
+            ([Bundle.main] + Bundle.allBundles).flatMap { bundle in
+                [bundle.bundleURL.deletingLastPathComponent(), bundle.bundleURL]
+            } + [
+                URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../.build/debug")
+            ]
         return candidates.map { $0.appendingPathComponent("localstorage") }
             .first { FileManager.default.isExecutableFile(atPath: $0.path) }
     }()
 
     /// Runs the CLI with `arguments`; with a `launcher` (such as `setpriv` and its options) it runs
     /// `launcher + [executable] + arguments`.
-    static func run(_ arguments: [String], environment: [String: String]?,
-                    launcher: [String] = []) throws -> CLIResult {
+    static func run(
+        _ arguments: [String], environment: [String: String]?,
+        launcher: [String] = []
+    ) throws -> CLIResult {
         let executable = try #require(executable, "the localstorage executable was not built next to the tests")
         let process = Process()
         if let first = launcher.first {
@@ -324,8 +344,9 @@ struct CLIResult {
         process.standardError = try FileHandle(forWritingTo: err)
         try process.run()
         process.waitUntilExit()
-        return CLIResult(status: process.terminationStatus,
-                         stdout: try String(contentsOf: out, encoding: .utf8),
-                         stderr: try String(contentsOf: err, encoding: .utf8))
+        return CLIResult(
+            status: process.terminationStatus,
+            stdout: try String(contentsOf: out, encoding: .utf8),
+            stderr: try String(contentsOf: err, encoding: .utf8))
     }
 }

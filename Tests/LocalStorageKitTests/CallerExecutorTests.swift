@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+
 @testable import LocalStorageKit
 
 /// The thread this code runs on.
@@ -40,8 +41,11 @@ struct ThreadNotingRecord: LocalStorageIndexed {
         #expect(try await storage.fetch(ThreadNotingRecord.self, id: "r1")?.rank == 1)
         #expect(try await storage.fetch(ThreadNotingRecord.self).count == 3)
         #expect(try await storage.fetch(ThreadNotingRecord.self, matching: [.atLeast("rank", 1)]).count == 2)
-        #expect(try await storage.page(ThreadNotingRecord.self, orderedBy: .descending("rank"), page: 1,
-                                       pageSize: 2).items.count == 2)
+        #expect(
+            try await storage.page(
+                ThreadNotingRecord.self, orderedBy: .descending("rank"), page: 1,
+                pageSize: 2
+            ).items.count == 2)
         #expect(try await storage.read { tx in try tx.fetch(ThreadNotingRecord.self, id: "r2") }?.rank == 2)
         let threads = ThreadNotingRecord.decodedOn.withLock { $0 }
         #expect(threads.count == 9)  // 1 + 3 + 2 + 2 + 1 rows

@@ -1,7 +1,8 @@
 import Foundation
-import Testing
-@testable import LocalStorageKit
 import LocalStorageTestSupport
+import Testing
+
+@testable import LocalStorageKit
 
 /// The change log: tokens, `changes(of:since:)`, retention, and other processes' writes in change streams.
 @Suite struct ChangeFeedTests {
@@ -29,8 +30,11 @@ import LocalStorageTestSupport
         try await storage.save(Note(id: "c", text: "2"))
         try await storage.save(Product.sample(2))
         let (changes, next) = try await storage.changes(of: Note.self, since: mark)
-        #expect(changes == [.updated(Note(id: "a", text: "2")), .deleted(id: "b"), .deleted(id: "d"),
-                            .inserted(Note(id: "c", text: "2"))])
+        #expect(
+            changes == [
+                .updated(Note(id: "a", text: "2")), .deleted(id: "b"), .deleted(id: "d"),
+                .inserted(Note(id: "c", text: "2")),
+            ])
         #expect(next > mark)
         #expect(try await storage.changes(of: Note.self, since: next).changes.isEmpty)
         let repository = storage.repository(Note.self)
@@ -101,7 +105,8 @@ import LocalStorageTestSupport
         }
         let fresh = try await storage.changeToken()
         try await storage.save(Note(id: "after", text: "y"))
-        #expect(try await storage.changes(of: Note.self, since: fresh).changes == [.inserted(Note(id: "after", text: "y"))])
+        #expect(
+            try await storage.changes(of: Note.self, since: fresh).changes == [.inserted(Note(id: "after", text: "y"))])
         // A token from a longer log (another store) is no position here either.
         let foreign = StorageChangeToken(sequence: 1 << 40)
         await #expect(throws: LocalStorageError.changeTokenExpired) {
@@ -145,7 +150,8 @@ import LocalStorageTestSupport
             let recorder = Recorder(stream)
             let arrived = await recorder.eventually(within: .seconds(30)) { $0.count >= 4 }
             let center = storage.core.liveQueries
-            let diagnosis = "polling \(center.isPolling), position \(String(describing: center.followedPosition)), "
+            let diagnosis =
+                "polling \(center.isPolling), position \(String(describing: center.followedPosition)), "
                 + "failures \(center.readFailureCount), outside changes \(center.externalChangeCount), "
                 + "received \(recorder.values)"
             #expect(arrived, "\(diagnosis)")
@@ -158,12 +164,14 @@ import LocalStorageTestSupport
 
             // And the maintenance tool's delete, from its own process.
             let deletes = Recorder(storage.changes(of: StressRecord.self))
-            let cli = try HelperProcess(["delete", "StressRecord", "child-2", "--store", storeFilesDirectory(directory).path],
-                                        executable: "localstorage")
+            let cli = try HelperProcess(
+                ["delete", "StressRecord", "child-2", "--store", storeFilesDirectory(directory).path],
+                executable: "localstorage")
             let status = await cli.waitForExit(timeout: .seconds(30))
             #expect(status == 0, "\(cli.lines)")
             let deleted = await deletes.eventually(within: .seconds(30)) { !$0.isEmpty }
-            let after = "polling \(center.isPolling), position \(String(describing: center.followedPosition)), "
+            let after =
+                "polling \(center.isPolling), position \(String(describing: center.followedPosition)), "
                 + "failures \(center.readFailureCount), outside changes \(center.externalChangeCount)"
             #expect(deleted, "\(after)")
             #expect(deletes.values == [.deleted(id: "child-2")])

@@ -1,6 +1,7 @@
 import Foundation
 import LocalStorageTestSupport
 import Testing
+
 @testable import LocalStorageKit
 
 /// The count tree (Records/CountTree.swift) against a reference model: counts and pages of random
@@ -61,7 +62,10 @@ import Testing
             switch random.below(6) {
             case 0, 1:
                 var batch: [String: Gauge] = [:]
-                for _ in 0..<(1 + random.below(60)) { let value = gauge(); batch[value.id] = value }
+                for _ in 0..<(1 + random.below(60)) {
+                    let value = gauge()
+                    batch[value.id] = value
+                }
                 try await storage.save(contentsOf: Array(batch.values))
                 model.merge(batch) { $1 }
             case 2:
@@ -92,9 +96,12 @@ import Testing
         }
     }
 
-    private func checkCount(_ storage: LocalStorage, _ model: [String: Gauge], _ random: inout SplitMix64,
-                            step: Int) async throws {
-        let low = Self.bound(&random, model), high = Self.bound(&random, model)
+    private func checkCount(
+        _ storage: LocalStorage, _ model: [String: Gauge], _ random: inout SplitMix64,
+        step: Int
+    ) async throws {
+        let low = Self.bound(&random, model)
+        let high = Self.bound(&random, model)
         let (filter, test): (StorageIndexFilter, (Gauge) -> Bool)
         switch random.below(8) {
         case 0: (filter, test) = (.atLeast("reading", low), { $0.reading.map { $0 >= low } ?? false })
@@ -108,7 +115,8 @@ import Testing
             let prefix = String(Self.label(&random).prefix(random.below(6)))
             (filter, test) = (.hasPrefix("label", prefix), { $0.label.utf8.starts(with: prefix.utf8) })
         case 6:
-            let a = Self.label(&random), b = Self.label(&random)
+            let a = Self.label(&random)
+            let b = Self.label(&random)
             let range = min(a, b)...max(a, b)
             (filter, test) = (.between("label", range), { range.contains($0.label) })
         default:
@@ -120,9 +128,12 @@ import Testing
         #expect(counted == expected, "step \(step): count of \(filter)")
     }
 
-    private func checkPage(_ storage: LocalStorage, _ model: [String: Gauge], _ random: inout SplitMix64,
-                           step: Int) async throws {
-        let low = Self.bound(&random, model), high = Self.bound(&random, model)
+    private func checkPage(
+        _ storage: LocalStorage, _ model: [String: Gauge], _ random: inout SplitMix64,
+        step: Int
+    ) async throws {
+        let low = Self.bound(&random, model)
+        let high = Self.bound(&random, model)
         let range = min(low, high)...max(low, high)
         // Index order: by value, then by id bytes.
         let matching = model.values.filter { $0.reading.map(range.contains) ?? false }.sorted { a, b in
@@ -131,8 +142,9 @@ import Testing
         }
         let pageSize = 1 + random.below(12)
         let pageNumber = 1 + random.below(max(1, matching.count / pageSize + 2))
-        let page = try await storage.page(Gauge.self, matching: [.between("reading", range)],
-                                          orderedBy: .ascending("reading"), page: pageNumber, pageSize: pageSize)
+        let page = try await storage.page(
+            Gauge.self, matching: [.between("reading", range)],
+            orderedBy: .ascending("reading"), page: pageNumber, pageSize: pageSize)
         let start = min(matching.count, (pageNumber - 1) * pageSize)
         let expected = matching[start..<min(matching.count, start + pageSize)].map(\.id)
         #expect(page.totalCount == matching.count, "step \(step): total of \(range)")
@@ -143,18 +155,21 @@ import Testing
     /// walk, and still count exactly.
     @Test func thePlanSaysWhichCountsUseTheTree() async throws {
         let storage = try LocalStorage(configuration: diskConfiguration())
-        try await storage.save(contentsOf: (0..<500).map { Gauge(id: "g\($0)", reading: Double($0), label: "l\($0 % 7)") })
+        try await storage.save(
+            contentsOf: (0..<500).map { Gauge(id: "g\($0)", reading: Double($0), label: "l\($0 % 7)") })
         let runtime = try await storage.core.schema(for: Gauge.self).runtime
         func tally() -> (tree: Int, walk: Int) {
             (runtime.countsFromTree.load(ordering: .relaxed), runtime.countsByWalking.load(ordering: .relaxed))
         }
         #expect(try await storage.count(Gauge.self, matching: [.between("reading", 100.0...399.0)]) == 300)
         #expect(try await storage.count(Gauge.self, matching: [.hasPrefix("label", "l3")]) == 71)
-        let page = try await storage.page(Gauge.self, matching: [.atLeast("reading", 450.0)],
-                                          orderedBy: .ascending("reading"), page: 2, pageSize: 20)
+        let page = try await storage.page(
+            Gauge.self, matching: [.atLeast("reading", 450.0)],
+            orderedBy: .ascending("reading"), page: 2, pageSize: 20)
         #expect(page.totalCount == 50 && page.items.map(\.id) == (470..<490).map { "g\($0)" })
         #expect(tally() == (3, 0))
-        let combined = try await storage.count(Gauge.self, matching: [.atLeast("reading", 100.0), .equals("label", "l3")])
+        let combined = try await storage.count(
+            Gauge.self, matching: [.atLeast("reading", 100.0), .equals("label", "l3")])
         #expect(combined == (100..<500).filter { $0 % 7 == 3 }.count)
         #expect(tally() == (3, 1))
     }
@@ -217,8 +232,8 @@ import Testing
     }
 }
 
-private extension String {
-    func leftPadded(to length: Int) -> String {
+extension String {
+    fileprivate func leftPadded(to length: Int) -> String {
         String(repeating: "0", count: max(0, length - count)) + self
     }
 }

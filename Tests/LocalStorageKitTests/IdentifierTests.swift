@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import LocalStorageKit
 
 /// Ids of every supported kind key their records, and every call that takes an id takes the model's own.

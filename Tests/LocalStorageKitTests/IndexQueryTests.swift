@@ -1,6 +1,7 @@
 import Foundation
 import LocalStorageTestSupport
 import Testing
+
 @testable import LocalStorageKit
 
 /// A record with optional values on every kind of index, for the differential test.
@@ -55,8 +56,14 @@ struct ReferenceStore {
     }
 
     enum Condition {
-        case equals(Value), atLeast(Value), atMost(Value), greaterThan(Value), lessThan(Value)
-        case between(Value, Value), oneOf([Value]), prefix([UInt8])
+        case equals(Value)
+        case atLeast(Value)
+        case atMost(Value)
+        case greaterThan(Value)
+        case lessThan(Value)
+        case between(Value, Value)
+        case oneOf([Value])
+        case prefix([UInt8])
 
         func matches(_ value: Value) -> Bool {
             switch self {
@@ -74,9 +81,10 @@ struct ReferenceStore {
 
     func query(_ conditions: [(String, Condition)], sort: StorageIndexSort?, options: FetchOptions) -> [String] {
         let live = rows.values.filter { row in
-            !row.isExpired && conditions.allSatisfy { index, condition in
-                ReferenceStore.value(row.item, index).map(condition.matches) ?? false
-            }
+            !row.isExpired
+                && conditions.allSatisfy { index, condition in
+                    ReferenceStore.value(row.item, index).map(condition.matches) ?? false
+                }
         }
         func idLess(_ a: Row, _ b: Row) -> Bool { a.item.id.utf8.lexicographicallyPrecedes(b.item.id.utf8) }
         let ascending: (Row, Row) -> Bool
@@ -85,9 +93,10 @@ struct ReferenceStore {
             let name = sort.indexName
             descending = sort.isDescending
             // Each row's sort value once, not once per comparison.
-            let values = Dictionary(uniqueKeysWithValues: live.map {
-                ($0.item.id, ReferenceStore.value($0.item, name))
-            })
+            let values = Dictionary(
+                uniqueKeysWithValues: live.map {
+                    ($0.item.id, ReferenceStore.value($0.item, name))
+                })
             ascending = { a, b in
                 switch (values[a.item.id] ?? nil, values[b.item.id] ?? nil) {
                 case (nil, nil): return idLess(a, b)
@@ -118,8 +127,9 @@ struct ReferenceStore {
     static let weights: [Double?] = [nil, -1.5, 0, 0.5, 2, 3.25, 40]
 
     static func randomItem(_ id: String, _ rng: inout SplitMix64) -> Item {
-        Item(id: id, name: names.randomElement(using: &rng) ?? nil, score: scores.randomElement(using: &rng) ?? nil,
-             weight: weights.randomElement(using: &rng) ?? nil, tag: tags.randomElement(using: &rng) ?? "red")
+        Item(
+            id: id, name: names.randomElement(using: &rng) ?? nil, score: scores.randomElement(using: &rng) ?? nil,
+            weight: weights.randomElement(using: &rng) ?? nil, tag: tags.randomElement(using: &rng) ?? "red")
     }
 
     static func randomFilter(_ rng: inout SplitMix64) -> (StorageIndexFilter, String, ReferenceStore.Condition) {
@@ -130,7 +140,8 @@ struct ReferenceStore {
         func pickNumber() -> Double { [-2, -1.5, -1, 0, 0.5, 1, 2, 3.25, 5, 41].randomElement(using: &rng) ?? 0 }
         let kind = Int.random(in: 0..<8, using: &rng)
         if isString {
-            let a = pickString(), b = pickString()
+            let a = pickString()
+            let b = pickString()
             let (low, high) = Array(a.utf8).lexicographicallyPrecedes(Array(b.utf8)) ? (a, b) : (b, a)
             let value = { (s: String) in ReferenceStore.Value.string(Array(s.utf8)) }
             switch kind {
@@ -146,7 +157,8 @@ struct ReferenceStore {
                 return (.hasPrefix(index, prefix), index, .prefix(Array(prefix.utf8)))
             }
         }
-        let a = pickNumber(), b = pickNumber()
+        let a = pickNumber()
+        let b = pickNumber()
         let (low, high) = (min(a, b), max(a, b))
         // Whole numbers go in as Int, to check that Int bounds compare with Double values.
         let filter = a == a.rounded() ? numberFilter(kind, index, Int(a)) : numberFilter(kind, index, a)
@@ -226,9 +238,10 @@ struct ReferenceStore {
                 let sort: StorageIndexSort? = sortIndex.map {
                     Bool.random(using: &rng) ? .ascending($0) : .descending($0)
                 }
-                let options = FetchOptions(limit: [nil, 0, 1, 5, 20, 200].randomElement(using: &rng) ?? nil,
-                                           offset: [0, 0, 3, 17].randomElement(using: &rng) ?? 0,
-                                           sort: [.id, .newestFirst, .oldestFirst].randomElement(using: &rng) ?? .id)
+                let options = FetchOptions(
+                    limit: [nil, 0, 1, 5, 20, 200].randomElement(using: &rng) ?? nil,
+                    offset: [0, 0, 3, 17].randomElement(using: &rng) ?? 0,
+                    sort: [.id, .newestFirst, .oldestFirst].randomElement(using: &rng) ?? .id)
                 // The model sorts every match once per order; limits and pages are slices of that.
                 let ordered = model.query(conditions, sort: sort, options: FetchOptions(sort: options.sort))
                 func slice(_ ids: [String], offset: Int, limit: Int?) -> [String] {
@@ -242,9 +255,11 @@ struct ReferenceStore {
                 #expect(try await storage.count(Item.self, matching: filters) == total, "count \(filters)")
                 let pageSize = Int.random(in: 1...40, using: &rng)
                 let pageNumber = Int.random(in: 1...4, using: &rng)
-                let page = try await storage.page(Item.self, matching: filters, orderedBy: sort, page: pageNumber,
-                                                  pageSize: pageSize)
-                let pageOrder = sort != nil || options.sort == .id
+                let page = try await storage.page(
+                    Item.self, matching: filters, orderedBy: sort, page: pageNumber,
+                    pageSize: pageSize)
+                let pageOrder =
+                    sort != nil || options.sort == .id
                     ? ordered : model.query(conditions, sort: sort, options: FetchOptions())
                 let pageExpected = slice(pageOrder, offset: (pageNumber - 1) * pageSize, limit: pageSize)
                 #expect(page.items.map(\.id) == pageExpected)
@@ -258,17 +273,23 @@ struct ReferenceStore {
         let products = (0..<100_000).map { Product.sample($0) }
         try await storage.save(contentsOf: products)
         let before = storage.decodeCount
-        let rows = try await storage.fetch(Product.self, matching: [.atLeast("price", 100.0)],
-                                           orderedBy: .descending("rating"), options: FetchOptions(limit: 20))
+        let rows = try await storage.fetch(
+            Product.self, matching: [.atLeast("price", 100.0)],
+            orderedBy: .descending("rating"), options: FetchOptions(limit: 20))
         #expect(rows.count == 20)
         #expect(storage.decodeCount - before == 20)
         let afterFetch = storage.decodeCount
-        let count = try await storage.count(Product.self, matching: [.equals("category", "books"),
-                                                                     .between("price", 10...20)])
+        let count = try await storage.count(
+            Product.self,
+            matching: [
+                .equals("category", "books"),
+                .between("price", 10...20),
+            ])
         #expect(count == products.filter { $0.category == "books" && (10...20).contains($0.price) }.count)
         #expect(storage.decodeCount == afterFetch)
-        let page = try await storage.page(Product.self, matching: [.atLeast("price", 50.0)],
-                                          orderedBy: .ascending("price"), page: 3, pageSize: 25)
+        let page = try await storage.page(
+            Product.self, matching: [.atLeast("price", 50.0)],
+            orderedBy: .ascending("price"), page: 3, pageSize: 25)
         #expect(page.items.count == 25)
         #expect(storage.decodeCount - afterFetch == 25)
         #expect(page.totalCount == products.filter { $0.price >= 50 }.count)
@@ -278,24 +299,34 @@ struct ReferenceStore {
         let storage = try LocalStorage(configuration: .inMemory)
         let now = Date()
         let users = (0..<60).map { n in
-            User(id: "usr_\(n)", name: "U\(n)", email: n % 4 == 0 ? "ops.\(n)@x.io" : "dev.\(n)@x.io",
-                 role: [.admin, .editor, .viewer][n % 3], age: 10 + n, lastSeen: now.addingTimeInterval(Double(n)))
+            User(
+                id: "usr_\(n)", name: "U\(n)", email: n % 4 == 0 ? "ops.\(n)@x.io" : "dev.\(n)@x.io",
+                role: [.admin, .editor, .viewer][n % 3], age: 10 + n, lastSeen: now.addingTimeInterval(Double(n)))
         }
         try await storage.save(contentsOf: users)
-        let admins = try await storage.fetch(User.self, matching: [.equals("role", "admin"), .atLeast("age", 18)],
-                                             orderedBy: .descending("lastSeen"), options: FetchOptions(limit: 20))
+        let admins = try await storage.fetch(
+            User.self, matching: [.equals("role", "admin"), .atLeast("age", 18)],
+            orderedBy: .descending("lastSeen"), options: FetchOptions(limit: 20))
         let expected = users.filter { $0.role == .admin && $0.age >= 18 }.sorted { $0.lastSeen > $1.lastSeen }
         #expect(admins.map(\.id) == Array(expected.prefix(20)).map(\.id))
         #expect(try await storage.count(User.self, matching: [.equals("role", "admin")]) == 20)
-        let page = try await storage.page(User.self, matching: [.between("age", 18...30)],
-                                          orderedBy: .ascending("age"), page: 1, pageSize: 50)
+        let page = try await storage.page(
+            User.self, matching: [.between("age", 18...30)],
+            orderedBy: .ascending("age"), page: 1, pageSize: 50)
         #expect(page.items.map(\.age) == Array(18...30))
         #expect(page.totalPages == 1 && !page.hasNextPage && !page.hasPreviousPage)
-        let staff = try await storage.fetch(User.self, matching: [.hasPrefix("email", "ops."),
-                                                                  .oneOf("role", ["admin", "editor"])])
-        #expect(Set(staff.map(\.id)) == Set(users.filter {
-            $0.email.hasPrefix("ops.") && $0.role != .viewer
-        }.map(\.id)))
+        let staff = try await storage.fetch(
+            User.self,
+            matching: [
+                .hasPrefix("email", "ops."),
+                .oneOf("role", ["admin", "editor"]),
+            ])
+        #expect(
+            Set(staff.map(\.id))
+                == Set(
+                    users.filter {
+                        $0.email.hasPrefix("ops.") && $0.role != .viewer
+                    }.map(\.id)))
         let repository = storage.repository(User.self)
         #expect(try await repository.count(matching: [.startsWith("email", "dev.")]) == 45)
     }
@@ -303,11 +334,20 @@ struct ReferenceStore {
     @Test func twoDifferentEqualsOnOneIndexMatchNothing() async throws {
         let storage = try LocalStorage(configuration: .inMemory)
         try await storage.save(contentsOf: (0..<30).map { Product.sample($0) })
-        let none = try await storage.fetch(Product.self, matching: [.equals("category", "books"),
-                                                                    .equals("category", "toys")])
+        let none = try await storage.fetch(
+            Product.self,
+            matching: [
+                .equals("category", "books"),
+                .equals("category", "toys"),
+            ])
         #expect(none.isEmpty)
-        #expect(try await storage.count(Product.self, matching: [.equals("category", "books"),
-                                                                 .equals("category", "toys")]) == 0)
+        #expect(
+            try await storage.count(
+                Product.self,
+                matching: [
+                    .equals("category", "books"),
+                    .equals("category", "toys"),
+                ]) == 0)
         let narrowed = try await storage.count(Product.self, matching: [.atLeast("price", 5.0), .atMost("price", 10)])
         #expect(narrowed == (0..<30).map { Product.sample($0) }.filter { (5...10).contains($0.price) }.count)
     }
@@ -356,7 +396,9 @@ struct ReferenceStore {
         }
     }
 
-    @Test(arguments: [StorageIndexFilter.between("price", 10.0...300.0), .greaterThan("price", 100), .lessThan("price", 77.5)])
+    @Test(arguments: [
+        StorageIndexFilter.between("price", 10.0...300.0), .greaterThan("price", 100), .lessThan("price", 77.5),
+    ])
     func rangePagesOnTheSortIndexAgreeWithFetchAndCount(filter: StorageIndexFilter) async throws {
         let storage = try LocalStorage(configuration: .inMemory)
         try await storage.save(contentsOf: (0..<700).map { Product.sample($0) })
@@ -364,8 +406,9 @@ struct ReferenceStore {
         let all = try await storage.fetch(Product.self, matching: [filter], orderedBy: .ascending("price"))
         #expect(all.count == total)
         for number in 1...5 {
-            let page = try await storage.page(Product.self, matching: [filter], orderedBy: .ascending("price"),
-                                              page: number, pageSize: 40)
+            let page = try await storage.page(
+                Product.self, matching: [filter], orderedBy: .ascending("price"),
+                page: number, pageSize: 40)
             #expect(page.totalCount == total)
             let start = min((number - 1) * 40, all.count)
             #expect(page.items.map(\.id) == all[start..<min(start + 40, all.count)].map(\.id))
@@ -375,17 +418,20 @@ struct ReferenceStore {
     @Test func pagesPastTheEndAndEmptyResults() async throws {
         let storage = try LocalStorage(configuration: .inMemory)
         try await storage.save(contentsOf: (0..<30).map { Product.sample($0) })
-        let past = try await storage.page(Product.self, matching: [], orderedBy: .ascending("price"), page: 9, pageSize: 10)
+        let past = try await storage.page(
+            Product.self, matching: [], orderedBy: .ascending("price"), page: 9, pageSize: 10)
         #expect(past.items.isEmpty && past.totalCount == 30 && past.totalPages == 3)
         #expect(!past.hasNextPage && past.hasPreviousPage)
         let huge = try await storage.page(Product.self, matching: [], page: Int.max, pageSize: Int.max)
         #expect(huge.items.isEmpty && huge.totalCount == 30 && huge.totalPages == 1)
         let none = try await storage.page(Product.self, matching: [.equals("category", "none")], page: 1, pageSize: 10)
         #expect(none.items.isEmpty && none.totalPages == 0 && none.totalCount == 0 && !none.hasNextPage)
-        let second = try await storage.page(Product.self, matching: [], orderedBy: .ascending("price"), page: 2, pageSize: 10)
+        let second = try await storage.page(
+            Product.self, matching: [], orderedBy: .ascending("price"), page: 2, pageSize: 10)
         #expect(second.hasNextPage && second.hasPreviousPage && second.items.count == 10)
-        let all = try await storage.fetch(Product.self, matching: [], orderedBy: .ascending("price"),
-                                          options: FetchOptions(limit: Int.max))
+        let all = try await storage.fetch(
+            Product.self, matching: [], orderedBy: .ascending("price"),
+            options: FetchOptions(limit: Int.max))
         #expect(all.count == 30)
     }
 
@@ -456,7 +502,8 @@ struct ReferenceStore {
         let directory = temporaryDirectory()
         do {
             let storage = try LocalStorage(configuration: diskConfiguration(directory))
-            try await storage.save(contentsOf: (1...2500).map { V1(id: "s\($0)", side: $0 % 10, color: $0 % 2 == 0 ? "red" : "blue") })
+            try await storage.save(
+                contentsOf: (1...2500).map { V1(id: "s\($0)", side: $0 % 10, color: $0 % 2 == 0 ? "red" : "blue") })
             #expect(try await storage.count(V1.self, matching: [.equals("side", 3)]) == 250)
         }
         let reopened = try LocalStorage(configuration: diskConfiguration(directory))
@@ -465,8 +512,9 @@ struct ReferenceStore {
         await #expect(throws: LocalStorageError.unknownIndex("side")) {
             try await reopened.count(V2.self, matching: [.equals("side", 3)])
         }
-        let top = try await reopened.fetch(V2.self, matching: [.equals("color", "blue")], orderedBy: .descending("area"),
-                                           options: FetchOptions(limit: 3))
+        let top = try await reopened.fetch(
+            V2.self, matching: [.equals("color", "blue")], orderedBy: .descending("area"),
+            options: FetchOptions(limit: 3))
         #expect(top.allSatisfy { $0.side == 9 && $0.color == "blue" })
     }
 }

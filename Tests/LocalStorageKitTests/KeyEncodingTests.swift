@@ -1,5 +1,6 @@
-import Testing
 import LocalStorageTestSupport
+import Testing
+
 @testable import LocalStorageKit
 
 /// Tests of the order-preserving key encodings in ``OrderedKey`` and of ``NumericValue``.
@@ -33,9 +34,9 @@ import LocalStorageTestSupport
     /// Whether two values are the same case with the same payload bits (stricter than numeric `==`).
     static func identical(_ a: NumericValue, _ b: NumericValue) -> Bool {
         switch (a, b) {
-        case let (.int(x), .int(y)): return x == y
-        case let (.uint(x), .uint(y)): return x == y
-        case let (.double(x), .double(y)): return x.bitPattern == y.bitPattern
+        case (.int(let x), .int(let y)): return x == y
+        case (.uint(let x), .uint(let y)): return x == y
+        case (.double(let x), .double(let y)): return x.bitPattern == y.bitPattern
         default: return false
         }
     }
@@ -88,8 +89,10 @@ import LocalStorageTestSupport
             return specials[Int(random.next() % UInt64(specials.count))]
         default:
             // Integers that are also exact doubles, in any of the three cases.
-            let value = Int64.random(in: -(1 << 40)...(1 << 40), using: &random) << Int64.random(
-                in: 0...20, using: &random)
+            let value =
+                Int64.random(in: -(1 << 40)...(1 << 40), using: &random)
+                << Int64.random(
+                    in: 0...20, using: &random)
             switch random.next() % 3 {
             case 0: return .int(value)
             case 1: return value >= 0 ? .uint(UInt64(value)) : .int(value)
@@ -510,8 +513,10 @@ import LocalStorageTestSupport
             let s = Self.randomString(using: &random)
             let p: String
             if Bool.random(using: &random) {
-                p = String(String.UnicodeScalarView(s.unicodeScalars.prefix(
-                    Int.random(in: 0...s.unicodeScalars.count, using: &random))))
+                p = String(
+                    String.UnicodeScalarView(
+                        s.unicodeScalars.prefix(
+                            Int.random(in: 0...s.unicodeScalars.count, using: &random))))
             } else {
                 p = Self.randomString(using: &random)
             }

@@ -1,15 +1,18 @@
 import Foundation
-import Testing
-@_spi(Maintenance) @testable import LocalStorageKit
 import LocalStorageTestSupport
+import Testing
+
+@_spi(Maintenance) @testable import LocalStorageKit
 
 /// The memory tier (``MemoryCacheConfiguration``): hits skip the read and the decode, and no write by
 /// any path of this or another process is ever missed.
 @Suite struct MemoryTierTests {
     /// A store on disk with a memory tier.
-    private func tieredStore(_ directory: URL = temporaryDirectory(), maxRecords: Int = 100,
-                             maxBytes: Int = 1 << 20,
-                             limits: StorageLimits? = nil) throws -> LocalStorage {
+    private func tieredStore(
+        _ directory: URL = temporaryDirectory(), maxRecords: Int = 100,
+        maxBytes: Int = 1 << 20,
+        limits: StorageLimits? = nil
+    ) throws -> LocalStorage {
         var configuration = diskConfiguration(directory)
         configuration.memoryCache = MemoryCacheConfiguration(maxRecords: maxRecords, maxBytes: maxBytes)
         configuration.limits = limits
@@ -98,35 +101,47 @@ import LocalStorageTestSupport
     }
 
     static let writePaths: [WritePath] = [
-        WritePath(description: "save", write: { try await $0.save(Note(id: "a", text: "new")) },
-                  expected: Note(id: "a", text: "new")),
-        WritePath(description: "save(contentsOf:)", write: {
-            try await $0.save(contentsOf: [Note(id: "b", text: "b2"), Note(id: "a", text: "new")])
-        }, expected: Note(id: "a", text: "new")),
+        WritePath(
+            description: "save", write: { try await $0.save(Note(id: "a", text: "new")) },
+            expected: Note(id: "a", text: "new")),
+        WritePath(
+            description: "save(contentsOf:)",
+            write: {
+                try await $0.save(contentsOf: [Note(id: "b", text: "b2"), Note(id: "a", text: "new")])
+            }, expected: Note(id: "a", text: "new")),
         WritePath(description: "delete", write: { try await $0.delete(Note.self, id: "a") }, expected: nil),
         WritePath(description: "deleteAll", write: { try await $0.deleteAll(Note.self) }, expected: nil),
-        WritePath(description: "update", write: {
-            try await $0.update(Note.self, id: "a") { $0.text = "new" }
-        }, expected: Note(id: "a", text: "new")),
-        WritePath(description: "write { tx in }", write: {
-            try await $0.write { tx in
-                try tx.delete(Note.self, id: "b")
-                try tx.save(Note(id: "a", text: "new"))
-            }
-        }, expected: Note(id: "a", text: "new")),
-        WritePath(description: "setExpiration", write: {
-            try await $0.setExpiration(Note.self, id: "a", .date(Date(timeIntervalSince1970: 1)))
-        }, expected: nil),
-        WritePath(description: "purgeExpired", write: { storage in
-            // Expires "a" behind the tier's back in the raw store, then purges.
-            let schema = try await storage.core.schema(for: Note.self)
-            try await storage.core.writer.perform { context in
-                try RecordWriter.setExpiration(Note.self, id: "a", key: Array("a".utf8),
-                                               .date(Date(timeIntervalSince1970: 1)), schema: schema,
-                                               context: context)
-            }
-            try await storage.purgeExpired()
-        }, expected: nil),
+        WritePath(
+            description: "update",
+            write: {
+                try await $0.update(Note.self, id: "a") { $0.text = "new" }
+            }, expected: Note(id: "a", text: "new")),
+        WritePath(
+            description: "write { tx in }",
+            write: {
+                try await $0.write { tx in
+                    try tx.delete(Note.self, id: "b")
+                    try tx.save(Note(id: "a", text: "new"))
+                }
+            }, expected: Note(id: "a", text: "new")),
+        WritePath(
+            description: "setExpiration",
+            write: {
+                try await $0.setExpiration(Note.self, id: "a", .date(Date(timeIntervalSince1970: 1)))
+            }, expected: nil),
+        WritePath(
+            description: "purgeExpired",
+            write: { storage in
+                // Expires "a" behind the tier's back in the raw store, then purges.
+                let schema = try await storage.core.schema(for: Note.self)
+                try await storage.core.writer.perform { context in
+                    try RecordWriter.setExpiration(
+                        Note.self, id: "a", key: Array("a".utf8),
+                        .date(Date(timeIntervalSince1970: 1)), schema: schema,
+                        context: context)
+                }
+                try await storage.purgeExpired()
+            }, expected: nil),
     ]
 
     @Test(arguments: writePaths)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import LocalStorageKit
 
 /// Version 1 of the seed's profile, as an older app wrote it.
@@ -29,7 +30,7 @@ struct UserProfile: LocalStorageVersioned, LocalStorageIndexed {
                 let last = json.removeValue(forKey: "lastName") as? String ?? ""
                 json["fullName"] = "\(first) \(last)".trimmingCharacters(in: .whitespaces)
                 return try JSONSerialization.data(withJSONObject: json)
-            },
+            }
         ]
     }
 
@@ -37,7 +38,11 @@ struct UserProfile: LocalStorageVersioned, LocalStorageIndexed {
 }
 
 /// The seed's JSONDecoder-form migration between two payload structs.
-struct LegacyPayload: Codable { let id: String; let name: String; let age: Int }
+struct LegacyPayload: Codable {
+    let id: String
+    let name: String
+    let age: Int
+}
 struct ModernPayload: Codable {
     let id: String
     let displayName: String
@@ -67,7 +72,7 @@ struct Member: LocalStorageVersioned {
                 let json = try JSONDecoder().decode(LegacyPayload.self, from: data)
                 let upgraded = ModernPayload(legacy: json)
                 return try JSONEncoder().encode(upgraded)
-            },
+            }
         ]
     }
 }
@@ -126,8 +131,11 @@ struct GappedCounter: LocalStorageVersioned {
 
 @Suite struct MigrationTests {
     /// Writes v1 records with an old app, then returns a store reopened on the same directory.
-    func storeWithOldRecords<Old: LocalStorable>(_ records: [Old], codec: StorageCodec = .json) async throws
-        -> LocalStorage {
+    func storeWithOldRecords<Old: LocalStorable>(
+        _ records: [Old], codec: StorageCodec = .json
+    ) async throws
+        -> LocalStorage
+    {
         let directory = temporaryDirectory()
         var configuration = diskConfiguration(directory)
         configuration.codec = codec

@@ -1,6 +1,7 @@
 import Foundation
 import LocalStorageTestSupport
 import Testing
+
 @_spi(Maintenance) @testable import LocalStorageKit
 
 // MARK: - Many types from one generic: Deeper<Deeper<…<Level0>>> is a new type at every depth
@@ -56,8 +57,10 @@ protocol LevelVisitor {
     mutating func visit<Level: NamedLevel>(_ level: Level.Type) async throws
 }
 
-func visitLevels<Level: NamedLevel, Visitor: LevelVisitor>(from level: Level.Type, count: Int,
-                                                           _ visitor: inout Visitor) async throws {
+func visitLevels<Level: NamedLevel, Visitor: LevelVisitor>(
+    from level: Level.Type, count: Int,
+    _ visitor: inout Visitor
+) async throws {
     guard count > 0 else { return }
     try await visitor.visit(Level.self)
     try await visitLevels(from: Deeper<Level>.self, count: count - 1, &visitor)
@@ -115,12 +118,15 @@ struct LongName: LocalStorable {
             let want = expected[Record.storageName] ?? -1
             let all = try await storage.fetch(Record.self)
             let counted = try await storage.count(Record.self, matching: [.atLeast(names[0], 0)])
-            let texts = try await storage.fetch(Record.self, matching: [.equals(names[1], "t\(Level.depth)")],
-                                                orderedBy: .descending(names[0]))
+            let texts = try await storage.fetch(
+                Record.self, matching: [.equals(names[1], "t\(Level.depth)")],
+                orderedBy: .descending(names[0]))
             if all.count != want || counted != want || texts.map(\.value) != Array((0..<max(0, want)).reversed())
-                || all.contains(where: { $0.text != "t\(Level.depth)" }) {
-                mismatches.append("\(Level.depth) \(Record.storageName.debugDescription): \(all.count) \(counted) "
-                                  + "\(texts.count), want \(want)")
+                || all.contains(where: { $0.text != "t\(Level.depth)" })
+            {
+                mismatches.append(
+                    "\(Level.depth) \(Record.storageName.debugDescription): \(all.count) \(counted) "
+                        + "\(texts.count), want \(want)")
             }
         }
     }
@@ -200,7 +206,8 @@ struct LongName: LocalStorable {
             #expect(saver.saved == Environment.typesOfSixteenIndexes)
             #expect(saver.saved >= 200)
             let failure = try #require(saver.failure)
-            #expect(failure.contains("sixteen.\(saver.saved)") && failure.contains("20 databases")
+            #expect(
+                failure.contains("sixteen.\(saver.saved)") && failure.contains("20 databases")
                     && failure.contains("at most 4096"), "\(failure)")
             // The store still works for the types it holds.
             #expect(try await storage.count(Sixteen<Level0>.self, matching: [.equals("i3", 3)]) == 1)

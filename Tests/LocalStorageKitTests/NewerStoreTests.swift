@@ -1,6 +1,7 @@
 import CLMDB
 import Foundation
 import Testing
+
 @_spi(Maintenance) @testable import LocalStorageKit
 
 /// A record type as a newer app version writes it (version 3) and as this one knows it (version 2).
@@ -97,7 +98,8 @@ struct Sheet2: LocalStorageVersioned, LocalStorageIndexed, Equatable {
             try await storage.save(Note(id: "n", text: "kept"))
             let metaDBI = storage.core.meta
             try await storage.core.writer.perform { context in
-                try context.txn.put(metaDBI, key: TypeRegistry.layoutKey, value: Array("\(TypeRegistry.layout + 1)".utf8))
+                try context.txn.put(
+                    metaDBI, key: TypeRegistry.layoutKey, value: Array("\(TypeRegistry.layout + 1)".utf8))
             }
         }
         do {
@@ -112,8 +114,9 @@ struct Sheet2: LocalStorageVersioned, LocalStorageIndexed, Equatable {
     func aDamagedRecordThatIsReplacedOrDeletedLeavesNoEntryBehind(action: String) async throws {
         let directory = temporaryDirectory()
         try await withStore(diskConfiguration(directory)) { storage async throws in
-            try await storage.save(contentsOf: (0..<5).map(Product.sample),
-                                   expiration: action == "purge" ? .seconds(1) : .hours(1))
+            try await storage.save(
+                contentsOf: (0..<5).map(Product.sample),
+                expiration: action == "purge" ? .seconds(1) : .hours(1))
             let schema = try await storage.core.schema(for: Product.self)
             try await storage.core.writer.perform { context in
                 try context.txn.put(schema.records, key: Array("sku_2".utf8), value: [0xA7, 0x02, 0xFF])

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+
 @testable import LocalStorageKit
 
 @Suite struct ObservationTests {
@@ -133,10 +134,11 @@ import Testing
         configuration.liveQueryCoalescing = .milliseconds(200)
         let storage = try LocalStorage(configuration: configuration)
         let runs = CallCounter()
-        let live = Recorder(storage.liveQuery(of: Note.self) { storage in
-            runs.increment()
-            return try await storage.fetch(Note.self, options: FetchOptions(sort: .oldestFirst))
-        })
+        let live = Recorder(
+            storage.liveQuery(of: Note.self) { storage in
+                runs.increment()
+                return try await storage.fetch(Note.self, options: FetchOptions(sort: .oldestFirst))
+            })
         #expect(await live.eventually { $0 == [[]] })
 
         let notes = (0..<200).map { Note(id: "n\($0)", text: "\($0)") }
@@ -163,10 +165,11 @@ import Testing
         configuration.liveQueryCoalescing = .seconds(4)
         let storage = try LocalStorage(configuration: configuration)
         let runs = CallCounter()
-        let live = Recorder(storage.liveQuery(of: Note.self) { storage in
-            runs.increment()
-            return try await storage.fetch(Note.self)
-        })
+        let live = Recorder(
+            storage.liveQuery(of: Note.self) { storage in
+                runs.increment()
+                return try await storage.fetch(Note.self)
+            })
         #expect(await live.eventually { $0 == [[]] })
         try await Task.sleep(for: .seconds(4))  // a quiet window
         let start = ContinuousClock.now
@@ -193,7 +196,8 @@ import Testing
         configuration.liveQueryCoalescing = .milliseconds(5)
         let storage = try LocalStorage(configuration: configuration)
         try await storage.save(user("ada", .admin, age: 36))
-        let admins = Recorder(storage.updates(of: User.self, matching: [.equals("role", "admin"), .atLeast("age", 18)]))
+        let admins = Recorder(
+            storage.updates(of: User.self, matching: [.equals("role", "admin"), .atLeast("age", 18)]))
         #expect(await admins.eventually { $0.last?.map(\.id) == ["ada"] })
         try await Task.sleep(for: .milliseconds(50))
         let reruns = storage.core.liveQueries.rerunCount
@@ -256,8 +260,10 @@ import Testing
         configuration.liveQueryCoalescing = .milliseconds(10)
         let storage = try LocalStorage(configuration: configuration)
         try await storage.save(user("ada", .admin, age: 36))
-        let admins = Recorder(storage.updates(of: User.self, matching: [.equals("role", "admin")],
-                                              orderedBy: .descending("age")))
+        let admins = Recorder(
+            storage.updates(
+                of: User.self, matching: [.equals("role", "admin")],
+                orderedBy: .descending("age")))
         #expect(await admins.eventually { $0.last?.map(\.id) == ["ada"] })
 
         try await storage.save(user("vic", .viewer, age: 50))  // not a match: reruns, emits nothing
@@ -281,17 +287,19 @@ import Testing
             #expect(result.isEmpty)
             break
         }
-        #expect(await eventually {
-            core.hub.subscriberCount == 0 && core.liveQueries.observerCount == 0 && !core.liveQueries.isPolling
-        })
+        #expect(
+            await eventually {
+                core.hub.subscriberCount == 0 && core.liveQueries.observerCount == 0 && !core.liveQueries.isPolling
+            })
 
         let task = Task { for try await _ in storage.repository(Note.self).updates() {} }
         #expect(await eventually { core.liveQueries.observerCount == 1 && core.liveQueries.isPolling })
         task.cancel()
         _ = await task.result
-        #expect(await eventually {
-            core.hub.subscriberCount == 0 && core.liveQueries.observerCount == 0 && !core.liveQueries.isPolling
-        })
+        #expect(
+            await eventually {
+                core.hub.subscriberCount == 0 && core.liveQueries.observerCount == 0 && !core.liveQueries.isPolling
+            })
     }
 
     @Test func aFailingQueryEndsTheStreamWithItsError() async throws {
@@ -367,7 +375,8 @@ import Testing
         #expect(result.status == 0, "\(result.stderr)")
         let center = watched.storage.core.liveQueries
         let arrived = await watched.live.eventually(within: .seconds(30)) { $0.last?.map(\.id) == ["n2"] }
-        let diagnosis = "polling \(center.isPolling), position \(String(describing: center.followedPosition)), "
+        let diagnosis =
+            "polling \(center.isPolling), position \(String(describing: center.followedPosition)), "
             + "failures \(center.readFailureCount), outside \(center.externalChangeCount), "
             + "txn \(watched.storage.core.environment.lastTransactionID), results \(watched.live.values.map { $0.map(\.id) })"
         #expect(arrived, "\(diagnosis)")
@@ -382,8 +391,9 @@ import Testing
         configuration.expirySweepInterval = .milliseconds(50)
         let storage = try LocalStorage(configuration: configuration)
         let changes = Recorder(storage.changes(of: Note.self))
-        try await storage.save(contentsOf: [Note(id: "a", text: ""), Note(id: "b", text: "")],
-                               expiration: .seconds(0.1))
+        try await storage.save(
+            contentsOf: [Note(id: "a", text: ""), Note(id: "b", text: "")],
+            expiration: .seconds(0.1))
         try await storage.save(Note(id: "keep", text: ""))
 
         #expect(await changes.eventually { $0.contains(.expired(id: "a")) && $0.contains(.expired(id: "b")) })
@@ -490,8 +500,10 @@ struct WatchedStore {
 ///
 /// The generous default only matters when the machine is loaded (the suites run in parallel on few
 /// cores); a passing condition returns at once.
-func eventually(within timeout: Duration = .seconds(10), isolation: isolated (any Actor)? = #isolation,
-                _ condition: () async throws -> Bool) async -> Bool {
+func eventually(
+    within timeout: Duration = .seconds(10), isolation: isolated (any Actor)? = #isolation,
+    _ condition: () async throws -> Bool
+) async -> Bool {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
         if (try? await condition()) == true { return true }
@@ -521,8 +533,10 @@ final class Recorder<Element: Sendable>: Sendable {
     var values: [Element] { received.withLock { $0 } }
 
     /// Waits until the values received satisfy `condition`.
-    func eventually(within timeout: Duration = .seconds(10),
-                    _ condition: @escaping ([Element]) -> Bool) async -> Bool {
+    func eventually(
+        within timeout: Duration = .seconds(10),
+        _ condition: @escaping ([Element]) -> Bool
+    ) async -> Bool {
         await LocalStorageKitTests.eventually(within: timeout) { condition(values) }
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import LocalStorageKit
 
 /// Version 1 of ``Unencodable``.
@@ -16,10 +17,12 @@ struct Unencodable: LocalStorageVersioned {
     var title: String
     static var currentVersion: Int { 2 }
     static var migrations: [StorageMigration] {
-        [StorageMigration(from: 1, to: 2) { data in
-            let old = try JSONDecoder().decode(UnencodableV1.self, from: data)
-            return try JSONEncoder().encode(["id": old.id, "title": old.name])
-        }]
+        [
+            StorageMigration(from: 1, to: 2) { data in
+                let old = try JSONDecoder().decode(UnencodableV1.self, from: data)
+                return try JSONEncoder().encode(["id": old.id, "title": old.name])
+            }
+        ]
     }
 
     func encode(to encoder: any Encoder) throws { throw Refused() }

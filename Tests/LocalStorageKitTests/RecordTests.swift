@@ -1,6 +1,7 @@
 import CLMDB
 import Foundation
 import Testing
+
 @testable import LocalStorageKit
 
 @Suite struct RecordTests {
@@ -65,7 +66,8 @@ import Testing
         #expect(meta.createdAt == meta.updatedAt)
         let expiresAt = try #require(meta.expiresAt)
         #expect(abs(expiresAt.timeIntervalSince(meta.createdAt) - 900) < 1)
-        #expect(meta.sizeInBytes == (try JSONEncoder().encode(Note(id: "n", text: "hello"))).count
+        #expect(
+            meta.sizeInBytes == (try JSONEncoder().encode(Note(id: "n", text: "hello"))).count
                 || storage.configuration.codec == .binary)
         #expect(meta.sizeInBytes > 0)
         #expect(!meta.isExpired)
@@ -126,7 +128,8 @@ import Testing
         #expect(byID.map(\.id) == ["n28", "n29"])
         // Re-saving moves a record to the front.
         try await storage.save(Note(id: "n00", text: "again"))
-        #expect(try await storage.fetch(Note.self, options: FetchOptions(limit: 1, sort: .newestFirst)).first?.id == "n00")
+        #expect(
+            try await storage.fetch(Note.self, options: FetchOptions(limit: 1, sort: .newestFirst)).first?.id == "n00")
         #expect(try await storage.fetch(Note.self, options: FetchOptions(limit: 0)).isEmpty)
         await #expect(throws: LocalStorageError.self) {
             try await storage.fetch(Note.self, options: FetchOptions(limit: -1))
@@ -147,7 +150,9 @@ import Testing
         let storage = try LocalStorage(configuration: .inMemory)
         try await storage.save(Note(id: "warm-up", text: ""))
         let before = storage.commitCount
-        try await storage.save(contentsOf: [Note(id: "a", text: "1"), Note(id: "b", text: "2"), Note(id: "a", text: "3")])
+        try await storage.save(contentsOf: [
+            Note(id: "a", text: "1"), Note(id: "b", text: "2"), Note(id: "a", text: "3"),
+        ])
         #expect(storage.commitCount - before == 1)
         #expect(try await storage.fetch(Note.self, id: "a")?.text == "3")
         #expect(try await storage.count(Note.self) == 3)
@@ -227,7 +232,11 @@ import Testing
     }
 
     @Test func payloadOfAnotherTypeFailsToDecode() async throws {
-        struct Other: LocalStorable { let id: String; var count: Int; static var storageName: String { "Note" } }
+        struct Other: LocalStorable {
+            let id: String
+            var count: Int
+            static var storageName: String { "Note" }
+        }
         let storage = try LocalStorage(configuration: .inMemory)
         try await storage.save(Note(id: "n", text: "t"))
         await #expect {

@@ -1,7 +1,8 @@
 import Foundation
-import Testing
-@_spi(Maintenance) @testable import LocalStorageKit
 import LocalStorageTestSupport
+import Testing
+
+@_spi(Maintenance) @testable import LocalStorageKit
 
 /// Index declarations that change while records of the type are stored, in one process and across two:
 /// every query stays exact, nothing crashes, and `verify` finds nothing.
@@ -19,9 +20,12 @@ import LocalStorageTestSupport
             guard let n = Int(words[2]) else { return }
             func optional(_ word: String) -> String? { word == "-" ? nil : word }
             switch words[0] {
-            case "save": records[n, default: [:]][words[3]] = (optional(words[4]).flatMap { Int($0) },
-                                                               optional(words[5]),
-                                                               optional(words[6]).flatMap { Int($0) })
+            case "save":
+                records[n, default: [:]][words[3]] = (
+                    optional(words[4]).flatMap { Int($0) },
+                    optional(words[5]),
+                    optional(words[6]).flatMap { Int($0) }
+                )
             case "delete": records[n]?[words[3]] = nil
             case "clear": records[n] = [:]
             default: break
@@ -31,8 +35,10 @@ import LocalStorageTestSupport
         /// The reply the driver must give to a query or count command.
         func expected(_ command: String) -> String {
             let words = command.split(separator: " ", omittingEmptySubsequences: false).map(String.init)
-            let (n, index, op, value, isNumber) = (Int(words[2]) ?? 0, words[3], words[4], words[5],
-                                                   words[6] == "number")
+            let (n, index, op, value, isNumber) = (
+                Int(words[2]) ?? 0, words[3], words[4], words[5],
+                words[6] == "number"
+            )
             var rows: [(id: String, key: [UInt8], number: Int)] = []
             for (id, record) in records[n] ?? [:] {
                 if isNumber {
@@ -44,12 +50,13 @@ import LocalStorageTestSupport
                     let text = index == "b" ? record.b : record.a.map(String.init)
                     guard let text else { continue }
                     let (bytes, bound) = (Array(text.utf8), Array(value.utf8))
-                    let matches: Bool = switch op {
-                    case "eq": bytes == bound
-                    case "ge": !bytes.lexicographicallyPrecedes(bound)
-                    case "lt": bytes.lexicographicallyPrecedes(bound)
-                    default: bytes.starts(with: bound)
-                    }
+                    let matches: Bool =
+                        switch op {
+                        case "eq": bytes == bound
+                        case "ge": !bytes.lexicographicallyPrecedes(bound)
+                        case "lt": bytes.lexicographicallyPrecedes(bound)
+                        default: bytes.starts(with: bound)
+                        }
                     if matches { rows.append((id, bytes, 0)) }
                 }
             }
@@ -83,8 +90,10 @@ import LocalStorageTestSupport
             }
             // Queries through each declaration in turn, with saves in between: each re-indexes what the other
             // wrote, and neither ever sees a handle the other invalidated.
-            let queries = ["query 1 0 b eq x1 string", "query 0 0 a ge 2 number", "count 1 0 c lt 8 number",
-                           "query 0 0 b prefix x string", "count 0 0 a lt 4 number"]
+            let queries = [
+                "query 1 0 b eq x1 string", "query 0 0 a ge 2 number", "count 1 0 c lt 8 number",
+                "query 0 0 b prefix x string", "count 0 0 a lt 4 number",
+            ]
             for (step, query) in queries.enumerated() {
                 #expect(await run(query, on: storage, model: &model) == model.expected(query), "\(query)")
                 let version = step % 2
@@ -96,8 +105,10 @@ import LocalStorageTestSupport
             #expect(await run("save 0 1 new1 1 x1 1", on: storage, model: &model) == "ok")
             #expect(await run("save 0 0 after 7 x1 7", on: storage, model: &model) == "ok")
             #expect(await run("save 1 0 after2 8 x0 8", on: storage, model: &model) == "ok")
-            for query in ["count 0 1 a ge 0 number", "count 0 1 b prefix  string", "query 0 0 a ge 0 number",
-                          "query 1 0 c ge 0 number", "query 0 1 b eq x1 string"] {
+            for query in [
+                "count 0 1 a ge 0 number", "count 0 1 b prefix  string", "query 0 0 a ge 0 number",
+                "query 1 0 c ge 0 number", "query 0 1 b eq x1 string",
+            ] {
                 #expect(await run(query, on: storage, model: &model) == model.expected(query), "\(query)")
             }
             #expect(try await verifyProblems(storage) == [])
@@ -166,9 +177,11 @@ import LocalStorageTestSupport
                     func value(_ range: Range<Int>) -> String {
                         Int.random(in: 0..<5, using: &random) == 0 ? "-" : "\(Int.random(in: range, using: &random))"
                     }
-                    let b = Int.random(in: 0..<5, using: &random) == 0
+                    let b =
+                        Int.random(in: 0..<5, using: &random) == 0
                         ? "-" : ["x", "xy", "y", "é", "x\u{1F98A}"].randomElement(using: &random) ?? "x"
-                    command = "save \(v) \(n) id\(Int.random(in: 0..<40, using: &random)) \(value(0..<15)) \(b) "
+                    command =
+                        "save \(v) \(n) id\(Int.random(in: 0..<40, using: &random)) \(value(0..<15)) \(b) "
                         + value(-5..<5)
                 } else if roll < 60 {
                     command = "delete \(v) \(n) id\(Int.random(in: 0..<40, using: &random))"
@@ -179,7 +192,8 @@ import LocalStorageTestSupport
                     let verb = roll < 80 ? "query" : "count"
                     if index.isNumber {
                         let op = ["eq", "ge", "lt"].randomElement(using: &random) ?? "eq"
-                        command = "\(verb) \(v) \(n) \(index.name) \(op) \(Int.random(in: -5..<15, using: &random)) number"
+                        command =
+                            "\(verb) \(v) \(n) \(index.name) \(op) \(Int.random(in: -5..<15, using: &random)) number"
                     } else {
                         let op = ["eq", "ge", "lt", "prefix"].randomElement(using: &random) ?? "eq"
                         let bound = ["", "x", "xy", "1", "10", "9", "é"].randomElement(using: &random) ?? ""
@@ -189,7 +203,8 @@ import LocalStorageTestSupport
                 }
                 let isRemote = Bool.random(using: &random)
                 let expected = command.hasPrefix("query") || command.hasPrefix("count") ? model.expected(command) : "ok"
-                let reply = isRemote ? try await child.ask(command) : await EvolutionDriver.perform(command, on: storage)
+                let reply =
+                    isRemote ? try await child.ask(command) : await EvolutionDriver.perform(command, on: storage)
                 model.apply(command)
                 #expect(reply == expected, "\(isRemote ? "child" : "parent"): \(command)")
                 if reply != expected { break }

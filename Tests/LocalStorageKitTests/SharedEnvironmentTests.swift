@@ -2,6 +2,7 @@ import CLMDB
 import Foundation
 import Synchronization
 import Testing
+
 @_spi(Maintenance) @testable import LocalStorageKit
 
 /// Two `LocalStorage` values on one directory: the environment's settings must agree, the rest is each one's own.
@@ -133,8 +134,9 @@ final class OperationLogger: StorageLogger {
         try await kept.save(Note(id: "old", text: "x"))
         // As if its directory had been deleted: the open store keeps its files, the directory has none.
         for name in ["data.mdb", "lock.mdb"] {
-            try FileManager.default.moveItem(at: kept.core.directory.appendingPathComponent(name),
-                                             to: first.appendingPathComponent("moved-" + name))
+            try FileManager.default.moveItem(
+                at: kept.core.directory.appendingPathComponent(name),
+                to: first.appendingPathComponent("moved-" + name))
         }
         let fresh = try LocalStorage(configuration: diskConfiguration(first))  // same directory inode
         #expect(fresh.core !== kept.core)

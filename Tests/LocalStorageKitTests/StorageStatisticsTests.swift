@@ -1,7 +1,8 @@
 import Foundation
-import Testing
-@_spi(Benchmarks) @testable import LocalStorageKit
 import LocalStorageTestSupport
+import Testing
+
+@_spi(Benchmarks) @testable import LocalStorageKit
 
 /// ``LocalStorage/statistics()`` and ``LocalStorage/statistics(for:)`` against a model of what was written.
 @Suite struct StorageStatisticsTests {
@@ -53,10 +54,14 @@ import LocalStorageTestSupport
         try expect(try await storage.statistics(for: Note.self), notes)
         try expect(try await storage.statistics(for: Product.self), products)
         #expect(statistics.records == notes.count + products.count)
-        #expect(statistics.payloadBytes == (notes.values.reduce(0) { $0 + $1.bytes }
-            + products.values.reduce(0) { $0 + $1.bytes }))
-        #expect(statistics.expiredRecords == (notes.values.filter(\.expired).count
-            + products.values.filter(\.expired).count))
+        #expect(
+            statistics.payloadBytes
+                == (notes.values.reduce(0) { $0 + $1.bytes }
+                    + products.values.reduce(0) { $0 + $1.bytes }))
+        #expect(
+            statistics.expiredRecords
+                == (notes.values.filter(\.expired).count
+                    + products.values.filter(\.expired).count))
         #expect(statistics.evictions == 0)
         #expect(statistics.limits == nil)
         let tier = try #require(storage.memoryTier)

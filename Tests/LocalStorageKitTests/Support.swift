@@ -1,4 +1,5 @@
 import Foundation
+
 @testable import LocalStorageKit
 
 /// A fresh directory under the system's temporary directory, for one test's store.
@@ -10,8 +11,10 @@ func temporaryDirectory() -> URL {
 }
 
 /// A configuration for a store on disk in a fresh temporary directory.
-func diskConfiguration(_ directory: URL = temporaryDirectory(),
-                       durability: StorageDurability = .none) -> LocalStorageConfiguration {
+func diskConfiguration(
+    _ directory: URL = temporaryDirectory(),
+    durability: StorageDurability = .none
+) -> LocalStorageConfiguration {
     var configuration = LocalStorageConfiguration()
     configuration.databaseDirectory = directory
     configuration.durability = durability
@@ -36,8 +39,9 @@ struct Product: LocalStorageIndexed, Equatable {
     }
 
     static func sample(_ n: Int) -> Product {
-        Product(id: "sku_\(n)", title: "Product \(n)", category: ["books", "electronics", "toys"][n % 3],
-                price: Double(n % 500) + 0.5, rating: Double(n % 50) / 10)
+        Product(
+            id: "sku_\(n)", title: "Product \(n)", category: ["books", "electronics", "toys"][n % 3],
+            price: Double(n % 500) + 0.5, rating: Double(n % 50) / 10)
     }
 }
 
@@ -60,8 +64,9 @@ struct User: LocalStorageIndexed, Equatable {
         ]
     }
 
-    static let mock = User(id: "usr_42", name: "Ada", email: "ada@example.com", role: .admin, age: 36,
-                           lastSeen: Date(timeIntervalSince1970: 1_700_000_000))
+    static let mock = User(
+        id: "usr_42", name: "Ada", email: "ada@example.com", role: .admin, age: 36,
+        lastSeen: Date(timeIntervalSince1970: 1_700_000_000))
 }
 
 /// A type without indexes.

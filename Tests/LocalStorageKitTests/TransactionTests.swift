@@ -1,8 +1,9 @@
 import Foundation
+import LocalStorageTestSupport
 import Synchronization
 import Testing
+
 @testable import LocalStorageKit
-import LocalStorageTestSupport
 
 struct Account: LocalStorageIndexed, Equatable {
     let id: String
@@ -111,8 +112,10 @@ enum ShopError: Error, Equatable {
         try await storage.save(contentsOf: (0..<5).map { (n: Int) in AB(id: "r\(n)", a: n, b: "x", c: n) })
         // BC was never used in this process, and every record was indexed with AB's declaration.
         let (count, ids) = try await storage.read { tx in
-            (try tx.count(BC.self, matching: [.atLeast("c", 2)]),
-             try tx.fetch(BC.self, matching: [.equals("b", "x")], orderedBy: .descending("c")).map(\.id))
+            (
+                try tx.count(BC.self, matching: [.atLeast("c", 2)]),
+                try tx.fetch(BC.self, matching: [.equals("b", "x")], orderedBy: .descending("c")).map(\.id)
+            )
         }
         #expect(count == 3)
         #expect(ids == ["r4", "r3", "r2", "r1", "r0"])
@@ -191,7 +194,8 @@ enum ShopError: Error, Equatable {
                         do {
                             try await storage.write { tx in
                                 guard var source = try tx.fetch(Account.self, id: from),
-                                      var target = try tx.fetch(Account.self, id: to) else {
+                                    var target = try tx.fetch(Account.self, id: to)
+                                else {
                                     throw ShopError.soldOut(sku: "missing")
                                 }
                                 source.balance -= amount

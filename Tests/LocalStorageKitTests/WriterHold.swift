@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+
 @testable import LocalStorageKit
 
 /// Keeps a store's writer busy with an exclusive job until ``release()``, so that requests queue up

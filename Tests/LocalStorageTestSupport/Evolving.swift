@@ -23,7 +23,8 @@ public protocol EvolvingName: Sendable {
 /// A record of one stored type whose index declaration differs between Swift types: an app's old and new
 /// versions, or an app and its extension, sharing one store.
 public struct Evolving<Name: EvolvingName, Declaration: EvolvingDeclaration>: EvolvingFields, LocalStorageIndexed,
-    Equatable {
+    Equatable
+{
     public let id: String
     public var a: Int?
     public var b: String?
@@ -58,8 +59,10 @@ public enum DeclarationBC: EvolvingDeclaration {
 
 /// `[.number("c"), .number("a"), .string("b")]`: a superset, reordered.
 public enum DeclarationCAB: EvolvingDeclaration {
-    public static let description = [(name: "c", isNumber: true), (name: "a", isNumber: true),
-                                     (name: "b", isNumber: false)]
+    public static let description = [
+        (name: "c", isNumber: true), (name: "a", isNumber: true),
+        (name: "b", isNumber: false),
+    ]
     public static func indexes<R: EvolvingFields>(_ record: R.Type) -> [StorageIndex<R>] {
         [.number("c") { $0.c }, .number("a") { $0.a }, .string("b") { $0.b }]
     }
@@ -105,7 +108,8 @@ public enum EvolutionDriver {
     public static func perform(_ line: String, on storage: LocalStorage) async -> String {
         let words = line.split(separator: " ", omittingEmptySubsequences: false).map(String.init)
         guard words.count >= 3, let v = Int(words[1]), declarations.indices.contains(v), let n = Int(words[2]),
-              names.indices.contains(n) else { return "error bad command \(line)" }
+            names.indices.contains(n)
+        else { return "error bad command \(line)" }
         do {
             return try await run(words, on: storage, name: names[n], declaration: declarations[v])
         } catch {
@@ -120,8 +124,10 @@ public enum EvolutionDriver {
         func optional(_ word: String) -> String? { word == "-" ? nil : word }
         switch words[0] {
         case "save" where words.count == 7:
-            try await storage.save(Record(id: words[3], a: optional(words[4]).flatMap { Int($0) },
-                                          b: optional(words[5]), c: optional(words[6]).flatMap { Int($0) }))
+            try await storage.save(
+                Record(
+                    id: words[3], a: optional(words[4]).flatMap { Int($0) },
+                    b: optional(words[5]), c: optional(words[6]).flatMap { Int($0) }))
             return "ok"
         case "delete" where words.count == 4:
             try await storage.delete(Record.self, id: words[3])
@@ -130,8 +136,9 @@ public enum EvolutionDriver {
             try await storage.deleteAll(Record.self)
             return "ok"
         case "query" where words.count == 7, "count" where words.count == 7:
-            let filter = try self.filter(index: words[3], op: words[4], value: words[5],
-                                         isNumber: words[6] == "number")
+            let filter = try self.filter(
+                index: words[3], op: words[4], value: words[5],
+                isNumber: words[6] == "number")
             if words[0] == "count" { return "count \(try await storage.count(Record.self, matching: [filter]))" }
             let rows = try await storage.fetch(Record.self, matching: [filter], orderedBy: .ascending(words[3]))
             return "ids " + rows.map(\.id).joined(separator: ",")
@@ -140,8 +147,11 @@ public enum EvolutionDriver {
         }
     }
 
-    private static func filter(index: String, op: String, value: String, isNumber: Bool) throws
-        -> StorageIndexFilter {
+    private static func filter(
+        index: String, op: String, value: String, isNumber: Bool
+    ) throws
+        -> StorageIndexFilter
+    {
         if isNumber {
             guard let number = Int(value) else { throw DriverError(description: "not a number: \(value)") }
             switch op {

@@ -20,7 +20,8 @@ public struct StressRecord: LocalStorageIndexed, Equatable {
 
     /// The record number `sequence` of a save loop: every fifth has no group, blobs of varied length.
     public static func make(id: String, sequence: Int) -> StressRecord {
-        StressRecord(id: id, group: sequence % 5 == 4 ? nil : "g\(sequence % 4)", sequence: sequence,
-                     blob: String(repeating: "x", count: 40 + (sequence * 37) % 400))
+        StressRecord(
+            id: id, group: sequence % 5 == 4 ? nil : "g\(sequence % 4)", sequence: sequence,
+            blob: String(repeating: "x", count: 40 + (sequence * 37) % 400))
     }
 }

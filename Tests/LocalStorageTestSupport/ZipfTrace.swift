@@ -14,7 +14,8 @@ public struct ZipfTrace: Sendable {
         }
         keys = (0..<length).map { _ in
             let target = Double(random.next() >> 11) / Double(1 << 53) * total
-            var low = 0, high = cumulative.count - 1
+            var low = 0
+            var high = cumulative.count - 1
             while low < high {
                 let middle = (low + high) / 2
                 if cumulative[middle] < target { low = middle + 1 } else { high = middle }

@@ -4,7 +4,8 @@ import LocalStorageTestSupport
 /// Builds the stores, runs the workloads, prints the report.
 enum Benchmark {
     static func run(_ options: BenchmarkOptions) async throws {
-        let directory = options.directory
+        let directory =
+            options.directory
             ?? FileManager.default.temporaryDirectory.appendingPathComponent(
                 "LocalStorageBenchmarks-\(ProcessInfo.processInfo.processIdentifier)", isDirectory: true)
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -40,16 +41,18 @@ enum Benchmark {
             sized.isQuick = true
             sized.loadsStoreWithoutCountTree = false
             let products = Product.generate(count: size, seed: options.seed)
-            let stores = try await Stores.load(products, options: sized,
-                                               directory: directory.appendingPathComponent("\(size)"))
+            let stores = try await Stores.load(
+                products, options: sized,
+                directory: directory.appendingPathComponent("\(size)"))
             var generator = SplitMix64(seed: options.seed &+ 3)
             let query = Workloads.QuerySizes(isQuick: true)
             let workloads = [
                 Workloads.fetch(stores, records: size, isQuick: true, generator: &generator),
                 Workloads.range(stores, query, generator: &generator),
                 Workloads.count(stores, query, width: Workloads.rangeWidth, name: "count", generator: &generator),
-                Workloads.page(stores, query, page: Workloads.pageNumber, width: Workloads.rangeWidth, name: "page",
-                               generator: &generator),
+                Workloads.page(
+                    stores, query, page: Workloads.pageNumber, width: Workloads.rangeWidth, name: "page",
+                    generator: &generator),
             ]
             var medians: [String: [String: Double]] = [:]
             for workload in workloads { medians[workload.name] = try await measure(workload).medians }
@@ -82,10 +85,11 @@ enum Benchmark {
                 reference = reference ?? checksum
             }
         }
-        return WorkloadResult(workload: workload, wallMedians: wallSamples.mapValues(Stats.median),
-                              cpuMedians: cpuSamples.mapValues(Stats.median),
-                              disagreeing: workload.contenders.map(\.name).filter(disagreeing.contains),
-                              sampleCount: workload.contenders.first.flatMap { wallSamples[$0.name]?.count } ?? 0,
-                              peakResidentBytes: Stats.peakResidentBytes())
+        return WorkloadResult(
+            workload: workload, wallMedians: wallSamples.mapValues(Stats.median),
+            cpuMedians: cpuSamples.mapValues(Stats.median),
+            disagreeing: workload.contenders.map(\.name).filter(disagreeing.contains),
+            sampleCount: workload.contenders.first.flatMap { wallSamples[$0.name]?.count } ?? 0,
+            peakResidentBytes: Stats.peakResidentBytes())
     }
 }

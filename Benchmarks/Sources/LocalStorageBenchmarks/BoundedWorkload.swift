@@ -14,28 +14,31 @@ extension Workloads {
         if stores.options.includes(.localStorageKit) {
             for (name, limits) in [(boundedPlain, nil), (boundedLRU, StorageLimits(maxRecords: 1_000))] {
                 let store = Slot<LocalStorage>()
-                contenders.append(Contender(
-                    name: name, operations: operations, isComparable: false,
-                    prepare: { batch in
-                        if store.value == nil {
-                            var configuration = LocalStorageConfiguration()
-                            configuration.databaseDirectory = try stores.scratchDirectory("bounded-\(name.count)")
-                            configuration.durability = .none
-                            configuration.limits = limits
-                            configuration.expirySweepInterval = nil
-                            let storage = try LocalStorage(configuration: configuration)
-                            // Full before the first timed batch, so every timed save evicts.
-                            try await storage.save(contentsOf: Product.generate(count: 1_000, seed: 9))
-                            store.value = storage
-                        }
-                    },
-                    run: { batch in
-                        let storage = try store.get("store")
-                        for (offset, product) in Product.generate(count: operations, seed: UInt64(batch)).enumerated() {
-                            try await storage.save(product.withID("b\(batch)_\(offset)"))
-                        }
-                        return 0
-                    }))
+                contenders.append(
+                    Contender(
+                        name: name, operations: operations, isComparable: false,
+                        prepare: { batch in
+                            if store.value == nil {
+                                var configuration = LocalStorageConfiguration()
+                                configuration.databaseDirectory = try stores.scratchDirectory("bounded-\(name.count)")
+                                configuration.durability = .none
+                                configuration.limits = limits
+                                configuration.expirySweepInterval = nil
+                                let storage = try LocalStorage(configuration: configuration)
+                                // Full before the first timed batch, so every timed save evicts.
+                                try await storage.save(contentsOf: Product.generate(count: 1_000, seed: 9))
+                                store.value = storage
+                            }
+                        },
+                        run: { batch in
+                            let storage = try store.get("store")
+                            for (offset, product) in Product.generate(count: operations, seed: UInt64(batch))
+                                .enumerated()
+                            {
+                                try await storage.save(product.withID("b\(batch)_\(offset)"))
+                            }
+                            return 0
+                        }))
             }
         }
         return Workload(
@@ -43,8 +46,11 @@ extension Workloads {
             description: "one save after the other (durability .none, so the CPU cost shows), into a store "
                 + "without limits vs one at its 1,000-record LRU limit, where every save evicts one record",
             batches: isQuick ? 3 : 9, clock: .wall, contenders: contenders,
-            rows: [SummaryRow(label: "save, LRU tracking + eviction vs no limits", localStorageKit: boundedLRU,
-                              targets: [.atMost(2, "LRU/no limits ≤ 2×", boundedLRU, over: boundedPlain)])])
+            rows: [
+                SummaryRow(
+                    label: "save, LRU tracking + eviction vs no limits", localStorageKit: boundedLRU,
+                    targets: [.atMost(2, "LRU/no limits ≤ 2×", boundedLRU, over: boundedPlain)])
+            ])
     }
 
     /// Hit rates on one Zipf trace (a cache filled on misses): the store's LRU, an exact LRU, and a
@@ -71,12 +77,15 @@ extension Workloads {
         let exact = ZipfTrace.exactLRUHitRate(trace.keys, capacity: capacity)
         let sampled = ZipfTrace.sampledLRUHitRate(trace.keys, capacity: capacity, sample: 5, seed: 5)
         Report.emit("\n## Hit rates\n")
-        Report.emit("Zipf trace (exponent 1.0, \(trace.keys.count) requests over 20,000 keys), a cache of "
-            + "\(capacity) records filled on misses:\n")
+        Report.emit(
+            "Zipf trace (exponent 1.0, \(trace.keys.count) requests over 20,000 keys), a cache of "
+                + "\(capacity) records filled on misses:\n")
         Report.emit("| cache | hit rate |")
         Report.emit("|---|---:|")
-        for (name, rate) in [("LocalStorageKit LRU (reads folded by the writer)", ours), ("exact LRU", exact),
-                             ("sampled LRU (sample 5, Redis-style)", sampled)] {
+        for (name, rate) in [
+            ("LocalStorageKit LRU (reads folded by the writer)", ours), ("exact LRU", exact),
+            ("sampled LRU (sample 5, Redis-style)", sampled),
+        ] {
             Report.emit("| \(name) | " + String(format: "%.2f%%", rate * 100) + " |")
         }
     }

@@ -13,19 +13,23 @@ extension Workloads {
     static func live(_ stores: Stores, isQuick: Bool) -> Workload {
         var contenders: [Contender] = []
         if let system = stores.localStorageKit {
-            contenders.append(LiveProbe(storage: system.storage, category: "live-one", rows: 1)
-                .contender(name: liveOneRow))
-            contenders.append(LiveProbe(storage: system.storage, category: "live-thousand", rows: 1_000)
-                .contender(name: liveThousandRows))
+            contenders.append(
+                LiveProbe(storage: system.storage, category: "live-one", rows: 1)
+                    .contender(name: liveOneRow))
+            contenders.append(
+                LiveProbe(storage: system.storage, category: "live-thousand", rows: 1_000)
+                    .contender(name: liveThousandRows))
             // The same store through a second instance whose live queries behave as the first design did.
             var configuration = system.storage.configuration
             configuration.liveQueriesUseTheFirstDesign = true
             do {
                 let firstDesign = try LocalStorage(configuration: configuration)
-                contenders.append(LiveProbe(storage: firstDesign, category: "live-one-first", rows: 1)
-                    .contender(name: liveOneRowFirstDesign))
-                contenders.append(LiveProbe(storage: firstDesign, category: "live-thousand-first", rows: 1_000)
-                    .contender(name: liveThousandRowsFirstDesign))
+                contenders.append(
+                    LiveProbe(storage: firstDesign, category: "live-one-first", rows: 1)
+                        .contender(name: liveOneRowFirstDesign))
+                contenders.append(
+                    LiveProbe(storage: firstDesign, category: "live-thousand-first", rows: 1_000)
+                        .contender(name: liveThousandRowsFirstDesign))
             } catch {
                 print("live: no first-design baseline (\(error))")
             }
@@ -37,11 +41,16 @@ extension Workloads {
             durability: "durable commit: LocalStorageKit .full",
             batches: isQuick ? 15 : 41, warmups: 2, clock: .wall, contenders: contenders,
             rows: [
-                SummaryRow(label: "save → live query emission, idle, 1 row (aim ≤ 5 ms)", localStorageKit: liveOneRow,
-                           targets: [.atLeast(5, "first design/LSK ≥ 5×", liveOneRowFirstDesign, over: liveOneRow)]),
-                SummaryRow(label: "save → live query emission, 1,000-row result", localStorageKit: liveThousandRows,
-                           targets: [.atLeast(1, "first design/LSK ≥ 1×", liveThousandRowsFirstDesign,
-                                              over: liveThousandRows)]),
+                SummaryRow(
+                    label: "save → live query emission, idle, 1 row (aim ≤ 5 ms)", localStorageKit: liveOneRow,
+                    targets: [.atLeast(5, "first design/LSK ≥ 5×", liveOneRowFirstDesign, over: liveOneRow)]),
+                SummaryRow(
+                    label: "save → live query emission, 1,000-row result", localStorageKit: liveThousandRows,
+                    targets: [
+                        .atLeast(
+                            1, "first design/LSK ≥ 1×", liveThousandRowsFirstDesign,
+                            over: liveThousandRows)
+                    ]),
             ])
     }
 }
@@ -63,8 +72,9 @@ final class LiveProbe: @unchecked Sendable {
     }
 
     func contender(name: String) -> Contender {
-        Contender(name: name, operations: 1, isComparable: false,
-                  prepare: { _ in try await self.prepare() }, run: { _ in try await self.saveAndAwaitEmission() })
+        Contender(
+            name: name, operations: 1, isComparable: false,
+            prepare: { _ in try await self.prepare() }, run: { _ in try await self.saveAndAwaitEmission() })
     }
 
     /// The first time: the category's rows and the live query; every time: a pause longer than the window.

@@ -6,8 +6,10 @@ final class LocalStorageKitSystem: Sendable {
     let storage: LocalStorage
 
     /// Opens (creating) a store in `directory`; a new store made with `countTree` false keeps none.
-    init(directory: URL, durability: StorageDurability, codec: StorageCodec, mapSize: Int,
-         countTree: Bool = true, memoryCache: MemoryCacheConfiguration? = nil) throws {
+    init(
+        directory: URL, durability: StorageDurability, codec: StorageCodec, mapSize: Int,
+        countTree: Bool = true, memoryCache: MemoryCacheConfiguration? = nil
+    ) throws {
         var configuration = LocalStorageConfiguration()
         configuration.memoryCache = memoryCache
         configuration.withoutCountTree = !countTree
@@ -69,8 +71,9 @@ final class LocalStorageKitSystem: Sendable {
 
     @MainActor
     func fetchFromMainActor(priceIn range: ClosedRange<Double>, limit: Int) async throws -> Int {
-        let products = try await storage.fetch(Product.self, matching: [.between("price", range)],
-                                               orderedBy: .ascending("price"), options: FetchOptions(limit: limit))
+        let products = try await storage.fetch(
+            Product.self, matching: [.between("price", range)],
+            orderedBy: .ascending("price"), options: FetchOptions(limit: limit))
         return products.reduce(into: Checksum()) { $0.add($1) }.value
     }
 
@@ -84,14 +87,16 @@ final class LocalStorageKitSystem: Sendable {
     // MARK: - Indexed queries
 
     func fetch(priceIn range: ClosedRange<Double>, limit: Int) async throws -> Int {
-        let products = try await storage.fetch(Product.self, matching: [.between("price", range)],
-                                               orderedBy: .ascending("price"), options: FetchOptions(limit: limit))
+        let products = try await storage.fetch(
+            Product.self, matching: [.between("price", range)],
+            orderedBy: .ascending("price"), options: FetchOptions(limit: limit))
         return products.reduce(into: Checksum()) { $0.add($1) }.value
     }
 
     func fetch(category: String, byDescendingPriceLimit limit: Int) async throws -> Int {
-        let products = try await storage.fetch(Product.self, matching: [.equals("category", category)],
-                                               orderedBy: .descending("price"), options: FetchOptions(limit: limit))
+        let products = try await storage.fetch(
+            Product.self, matching: [.equals("category", category)],
+            orderedBy: .descending("price"), options: FetchOptions(limit: limit))
         return products.reduce(into: Checksum()) { $0.add($1) }.value
     }
 
@@ -100,8 +105,9 @@ final class LocalStorageKitSystem: Sendable {
     }
 
     func page(priceIn range: ClosedRange<Double>, page: Int, pageSize: Int) async throws -> Int {
-        let page = try await storage.page(Product.self, matching: [.between("price", range)],
-                                          orderedBy: .ascending("price"), page: page, pageSize: pageSize)
+        let page = try await storage.page(
+            Product.self, matching: [.between("price", range)],
+            orderedBy: .ascending("price"), page: page, pageSize: pageSize)
         var checksum = page.items.reduce(into: Checksum()) { $0.add($1) }
         checksum.add(page.totalCount)
         return checksum.value

@@ -49,7 +49,8 @@ extension Product {
         var generator = SplitMix64(seed: seed)
         return (0..<max(count, 0)).map { offset in
             let number = offset + 1
-            let title = adjectives[generator.below(adjectives.count)] + " "
+            let title =
+                adjectives[generator.below(adjectives.count)] + " "
                 + nouns[generator.below(nouns.count)] + " \(number)"
             let tagCount = 1 + generator.below(3)
             return Product(
@@ -84,7 +85,8 @@ struct Checksum {
 extension Product {
     /// This product under another id.
     func withID(_ id: String) -> Product {
-        Product(id: id, title: title, category: category, price: price, rating: rating, stock: stock, tags: tags,
-                isFeatured: isFeatured)
+        Product(
+            id: id, title: title, category: category, price: price, rating: rating, stock: stock, tags: tags,
+            isFeatured: isFeatured)
     }
 }

@@ -96,8 +96,11 @@ final class RawLMDBSystem {
     ///
     /// Record value: expiresAt (UInt64 LE, 0 = never), category length (UInt8), category, price and rating
     /// (IEEE bits, LE), then the JSON payload.
-    private func entries(for product: Product)
-        throws -> (key: [UInt8], value: [UInt8], category: [UInt8], price: [UInt8], rating: [UInt8]) {
+    private func entries(
+        for product: Product
+    )
+        throws -> (key: [UInt8], value: [UInt8], category: [UInt8], price: [UInt8], rating: [UInt8])
+    {
         let id = Array(product.id.utf8)
         let category = Array(product.category.utf8)
         guard category.count < 256 else { throw BenchmarkError("category too long") }
@@ -161,7 +164,8 @@ final class RawLMDBSystem {
                 guard Self.loadBigEndian(key) <= upper else { return false }
                 guard !Self.isExpired(value, now: now) else { return true }
                 if let record = try record(txn, key: UnsafeRawBufferPointer(rebasing: key[8...])),
-                   let product = try decodeLive(record, now: now) {
+                    let product = try decodeLive(record, now: now)
+                {
                     checksum.add(product)
                     found += 1
                 }
@@ -181,9 +185,10 @@ final class RawLMDBSystem {
             var found = 0
             try walk(txn, priceIndex, from: nil, backward: true) { key, value in
                 guard !Self.isExpired(value, now: now),
-                      let record = try record(txn, key: UnsafeRawBufferPointer(rebasing: key[8...])),
-                      Self.category(of: record).elementsEqual(wanted),
-                      let product = try decodeLive(record, now: now) else { return true }
+                    let record = try record(txn, key: UnsafeRawBufferPointer(rebasing: key[8...])),
+                    Self.category(of: record).elementsEqual(wanted),
+                    let product = try decodeLive(record, now: now)
+                else { return true }
                 checksum.add(product)
                 found += 1
                 return found < limit
@@ -220,8 +225,9 @@ final class RawLMDBSystem {
                 guard Self.loadBigEndian(key) <= upper else { return false }
                 guard !Self.isExpired(value, now: now) else { return true }
                 if rows.contains(total),
-                   let record = try record(txn, key: UnsafeRawBufferPointer(rebasing: key[8...])),
-                   let product = try decodeLive(record, now: now) {
+                    let record = try record(txn, key: UnsafeRawBufferPointer(rebasing: key[8...])),
+                    let product = try decodeLive(record, now: now)
+                {
                     checksum.add(product)
                 }
                 total += 1
@@ -263,8 +269,9 @@ final class RawLMDBSystem {
         let expiresAt = UInt64(littleEndian: record.loadUnaligned(as: UInt64.self))
         if expiresAt != 0 && expiresAt <= now { return nil }
         let start = 9 + Int(record[8]) + 16
-        let payload = Data(bytesNoCopy: UnsafeMutableRawPointer(mutating: base + start), count: record.count - start,
-                           deallocator: .none)
+        let payload = Data(
+            bytesNoCopy: UnsafeMutableRawPointer(mutating: base + start), count: record.count - start,
+            deallocator: .none)
         return try decoder.decode(Product.self, from: payload)
     }
 
@@ -321,16 +328,19 @@ final class RawLMDBSystem {
 
     /// Walks `dbi` from the first key ≥ `start` (or from the first or last key), calling `body` with each
     /// key and value until it returns false.
-    private func walk(_ txn: OpaquePointer, _ dbi: MDB_dbi, from start: [UInt8]?, backward: Bool = false,
-                      _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool) throws {
+    private func walk(
+        _ txn: OpaquePointer, _ dbi: MDB_dbi, from start: [UInt8]?, backward: Bool = false,
+        _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool
+    ) throws {
         var opened: OpaquePointer?
         try Self.check(mdb_cursor_open(txn, dbi, &opened), "mdb_cursor_open")
         guard let cursor = opened else { throw BenchmarkError("mdb_cursor_open returned no cursor") }
         defer { mdb_cursor_close(cursor) }
         let startKey = start ?? []
         try startKey.withUnsafeBytes { startBytes in
-            var key = MDB_val(mv_size: startBytes.count,
-                              mv_data: UnsafeMutableRawPointer(mutating: startBytes.baseAddress))
+            var key = MDB_val(
+                mv_size: startBytes.count,
+                mv_data: UnsafeMutableRawPointer(mutating: startBytes.baseAddress))
             var value = MDB_val()
             var operation = start != nil ? MDB_SET_RANGE : (backward ? MDB_LAST : MDB_FIRST)
             while true {
@@ -348,10 +358,12 @@ final class RawLMDBSystem {
     private static func put(_ txn: OpaquePointer, _ dbi: MDB_dbi, _ key: [UInt8], _ value: [UInt8]) throws {
         try key.withUnsafeBytes { keyBytes in
             try value.withUnsafeBytes { valueBytes in
-                var keyValue = MDB_val(mv_size: keyBytes.count,
-                                       mv_data: UnsafeMutableRawPointer(mutating: keyBytes.baseAddress))
-                var dataValue = MDB_val(mv_size: valueBytes.count,
-                                        mv_data: UnsafeMutableRawPointer(mutating: valueBytes.baseAddress))
+                var keyValue = MDB_val(
+                    mv_size: keyBytes.count,
+                    mv_data: UnsafeMutableRawPointer(mutating: keyBytes.baseAddress))
+                var dataValue = MDB_val(
+                    mv_size: valueBytes.count,
+                    mv_data: UnsafeMutableRawPointer(mutating: valueBytes.baseAddress))
                 try check(mdb_put(txn, dbi, &keyValue, &dataValue, 0), "mdb_put")
             }
         }

@@ -6,10 +6,13 @@ import Foundation
 enum Report {
     static func printHeader(options: BenchmarkOptions, directory: URL) {
         let info = ProcessInfo.processInfo
-        emit("LocalStorageKit benchmarks: \(options.recordCount) products, codec \(options.codec), "
-              + (options.isQuick ? "quick run" : "full run") + ", seed \(options.seed)")
-        emit("\(info.activeProcessorCount) cores, \(info.operatingSystemVersionString); "
-              + "LMDB \(String(cString: mdb_version(nil, nil, nil))), SQLite \(String(cString: sqlite3_libversion()))")
+        emit(
+            "LocalStorageKit benchmarks: \(options.recordCount) products, codec \(options.codec), "
+                + (options.isQuick ? "quick run" : "full run") + ", seed \(options.seed)")
+        emit(
+            "\(info.activeProcessorCount) cores, \(info.operatingSystemVersionString); "
+                + "LMDB \(String(cString: mdb_version(nil, nil, nil))), SQLite \(String(cString: sqlite3_libversion()))"
+        )
         emit("stores in \(directory.path)" + loadAverage())
         emit("")
     }
@@ -22,13 +25,15 @@ enum Report {
         let workload = result.workload
         emit("\n[\(workload.name)] \(workload.description)")
         if let durability = workload.durability { emit("  durability: \(durability)") }
-        emit("  median of \(result.sampleCount) batches (after \(workload.warmups) warm-up); "
-             + "the summary uses \(workload.clock.rawValue) time")
+        emit(
+            "  median of \(result.sampleCount) batches (after \(workload.warmups) warm-up); "
+                + "the summary uses \(workload.clock.rawValue) time")
         for contender in workload.contenders {
             let wall = result.wallMedians[contender.name] ?? 0
             let cpu = result.cpuMedians[contender.name] ?? 0
-            emit("  " + pad(contender.name, 36) + padLeft(grouped(wall), 13) + " ns/op wall"
-                 + padLeft(grouped(cpu), 13) + " ns/op CPU  (\(contender.operations) ops/batch)")
+            emit(
+                "  " + pad(contender.name, 36) + padLeft(grouped(wall), 13) + " ns/op wall"
+                    + padLeft(grouped(cpu), 13) + " ns/op CPU  (\(contender.operations) ops/batch)")
         }
         if !result.disagreeing.isEmpty {
             emit("  WARNING: results differ from the first system's: \(result.disagreeing.joined(separator: ", "))")
@@ -38,8 +43,9 @@ enum Report {
 
     static func printSummary(_ results: [WorkloadResult], options: BenchmarkOptions) {
         emit("\n## Summary\n")
-        emit("Median ns/op (CPU time for reads, wall time for the durable writes). LSK/raw: how many times "
-             + "slower than raw LMDB; SQLite/LSK: how many times faster than SQLite.\n")
+        emit(
+            "Median ns/op (CPU time for reads, wall time for the durable writes). LSK/raw: how many times "
+                + "slower than raw LMDB; SQLite/LSK: how many times faster than SQLite.\n")
         emit("| Workload | LocalStorageKit | raw LMDB | SQLite | LSK/raw | SQLite/LSK | Target | Result |")
         emit("|---|---:|---:|---:|---:|---:|---|---|")
         for result in results {
@@ -79,8 +85,10 @@ enum Report {
 
     /// The scaling table: µs per operation of LocalStorageKit and SQLite at each store size.
     static func printScaling(_ table: [(size: Int, medians: [String: [String: Double]])]) {
-        let columns = [("fetch", "fetch(id)"), ("range", "range, limit 20"), ("count", "count 10%"),
-                       ("page", "page 50 × 20")]
+        let columns = [
+            ("fetch", "fetch(id)"), ("range", "range, limit 20"), ("count", "count 10%"),
+            ("page", "page 50 × 20"),
+        ]
         emit("µs per operation (CPU time), LocalStorageKit / SQLite, at each number of records.\n")
         emit("| records | " + columns.map(\.1).joined(separator: " | ") + " |")
         emit("|---:|" + columns.map { _ in "---:|" }.joined())

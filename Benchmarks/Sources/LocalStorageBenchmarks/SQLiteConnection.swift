@@ -8,8 +8,9 @@ final class SQLiteConnection {
     /// Opens (creating) the database at `path` in multi-thread mode: one thread at a time per connection.
     init(path: String) throws {
         var opened: OpaquePointer?
-        let code = sqlite3_open_v2(path, &opened, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                                   nil)
+        let code = sqlite3_open_v2(
+            path, &opened, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+            nil)
         guard code == SQLITE_OK, let opened else {
             let message = opened.map { String(cString: sqlite3_errmsg($0)) } ?? "code \(code)"
             sqlite3_close(opened)

@@ -23,7 +23,8 @@ final class SQLiteSystem {
         try connection.execute("PRAGMA busy_timeout=10000")
         try connection.execute("PRAGMA journal_mode=WAL")
         try connection.execute("PRAGMA synchronous=\(synchronous)")
-        try connection.execute("""
+        try connection.execute(
+            """
             CREATE TABLE IF NOT EXISTS products (
                 id TEXT PRIMARY KEY NOT NULL,
                 category TEXT NOT NULL,
@@ -35,20 +36,24 @@ final class SQLiteSystem {
             CREATE INDEX IF NOT EXISTS products_rating ON products(rating);
             """)
         selectByID = try connection.prepare("SELECT payload FROM products WHERE id = ?1")
-        insert = try connection.prepare("""
+        insert = try connection.prepare(
+            """
             INSERT OR REPLACE INTO products (id, category, price, rating, payload) VALUES (?1, ?2, ?3, ?4, ?5)
             """)
         // The rowid follows the id here (records are inserted in id order), so ties on price come out by id,
         // as LocalStorageKit orders them, without asking SQLite for a second sort key it has no index for.
-        selectPriceRange = try connection.prepare("""
+        selectPriceRange = try connection.prepare(
+            """
             SELECT payload FROM products WHERE price BETWEEN ?1 AND ?2 ORDER BY price LIMIT ?3
             """)
         // SQLite sorts this one (category index, then a sort on price), so the tie-break costs nothing.
-        selectCategoryByPrice = try connection.prepare("""
+        selectCategoryByPrice = try connection.prepare(
+            """
             SELECT payload FROM products WHERE category = ?1 ORDER BY price DESC, id DESC LIMIT ?2
             """)
         countPriceRange = try connection.prepare("SELECT count(*) FROM products WHERE price BETWEEN ?1 AND ?2")
-        selectPriceRangePage = try connection.prepare("""
+        selectPriceRangePage = try connection.prepare(
+            """
             SELECT payload FROM products WHERE price BETWEEN ?1 AND ?2 ORDER BY price LIMIT ?3 OFFSET ?4
             """)
         selectAll = try connection.prepare("SELECT payload FROM products")
@@ -87,8 +92,9 @@ final class SQLiteSystem {
                     try connection.check(sqlite3_bind_text(insert, 2, category, -1, nil), "bind category")
                     try connection.check(sqlite3_bind_double(insert, 3, product.price), "bind price")
                     try connection.check(sqlite3_bind_double(insert, 4, product.rating), "bind rating")
-                    try connection.check(sqlite3_bind_blob(insert, 5, bytes.baseAddress, Int32(bytes.count), nil),
-                                         "bind payload")
+                    try connection.check(
+                        sqlite3_bind_blob(insert, 5, bytes.baseAddress, Int32(bytes.count), nil),
+                        "bind payload")
                     _ = try connection.step(insert)
                 }
             }

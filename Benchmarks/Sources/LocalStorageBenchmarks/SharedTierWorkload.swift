@@ -24,20 +24,27 @@ extension Workloads {
         let probe = SharedTierProbe(server: server, products: Array(products.prefix(2_000)))
         let operations = isQuick ? 100 : 400
         let contenders = [
-            Contender(name: sharedHit, operations: operations, isComparable: false,
-                      prepare: { _ in try await probe.prepare() }, run: { _ in try await probe.hits(operations) }),
-            Contender(name: sharedMiss, operations: operations, isComparable: false,
-                      prepare: { _ in try await probe.prepareMisses() },
-                      run: { _ in try await probe.misses(operations) }),
-            Contender(name: sharedSave, operations: operations, isComparable: false,
-                      prepare: { _ in try await probe.prepare() }, run: { batch in try await probe.saves(operations, batch) }),
-            Contender(name: sharedVisible, operations: operations / 4, isComparable: false,
-                      prepare: { _ in try await probe.prepareFollower() },
-                      run: { batch in try await probe.visible(operations / 4, batch) }),
-            Contender(name: rawGET, operations: operations, isComparable: false,
-                      prepare: { _ in try await probe.prepare() }, run: { _ in try await probe.rawGets(operations) }),
-            Contender(name: rawSET, operations: operations, isComparable: false,
-                      prepare: { _ in try await probe.prepare() }, run: { batch in try await probe.rawSets(operations, batch) }),
+            Contender(
+                name: sharedHit, operations: operations, isComparable: false,
+                prepare: { _ in try await probe.prepare() }, run: { _ in try await probe.hits(operations) }),
+            Contender(
+                name: sharedMiss, operations: operations, isComparable: false,
+                prepare: { _ in try await probe.prepareMisses() },
+                run: { _ in try await probe.misses(operations) }),
+            Contender(
+                name: sharedSave, operations: operations, isComparable: false,
+                prepare: { _ in try await probe.prepare() }, run: { batch in try await probe.saves(operations, batch) }),
+            Contender(
+                name: sharedVisible, operations: operations / 4, isComparable: false,
+                prepare: { _ in try await probe.prepareFollower() },
+                run: { batch in try await probe.visible(operations / 4, batch) }),
+            Contender(
+                name: rawGET, operations: operations, isComparable: false,
+                prepare: { _ in try await probe.prepare() }, run: { _ in try await probe.rawGets(operations) }),
+            Contender(
+                name: rawSET, operations: operations, isComparable: false,
+                prepare: { _ in try await probe.prepare() },
+                run: { batch in try await probe.rawSets(operations, batch) }),
         ]
         return Workload(
             name: "shared",
@@ -46,17 +53,21 @@ extension Workloads {
             durability: "near cache .none (in memory); server as started (see the server line)",
             batches: isQuick ? 7 : 15, warmups: 1, clock: .wall, contenders: contenders,
             rows: [
-                SummaryRow(label: "shared tier: near-cache hit vs a GET round trip (aim ≥ 5× faster)",
-                           localStorageKit: sharedHit, raw: rawGET,
-                           targets: [.atLeast(5, "GET/hit ≥ 5×", rawGET, over: sharedHit)]),
-                SummaryRow(label: "shared tier: local miss read from the server vs GET (aim ≤ 3×)",
-                           localStorageKit: sharedMiss, raw: rawGET,
-                           targets: [.atMost(3, "miss/GET ≤ 3×", sharedMiss, over: rawGET)]),
-                SummaryRow(label: "shared tier: save vs SET (aim ≤ 4×)", localStorageKit: sharedSave, raw: rawSET,
-                           targets: [.atMost(4, "save/SET ≤ 4×", sharedSave, over: rawSET)]),
-                SummaryRow(label: "shared tier: save → visible in another process vs SET (aim ≤ 8×)",
-                           localStorageKit: sharedVisible, raw: rawSET,
-                           targets: [.atMost(8, "visible/SET ≤ 8×", sharedVisible, over: rawSET)]),
+                SummaryRow(
+                    label: "shared tier: near-cache hit vs a GET round trip (aim ≥ 5× faster)",
+                    localStorageKit: sharedHit, raw: rawGET,
+                    targets: [.atLeast(5, "GET/hit ≥ 5×", rawGET, over: sharedHit)]),
+                SummaryRow(
+                    label: "shared tier: local miss read from the server vs GET (aim ≤ 3×)",
+                    localStorageKit: sharedMiss, raw: rawGET,
+                    targets: [.atMost(3, "miss/GET ≤ 3×", sharedMiss, over: rawGET)]),
+                SummaryRow(
+                    label: "shared tier: save vs SET (aim ≤ 4×)", localStorageKit: sharedSave, raw: rawSET,
+                    targets: [.atMost(4, "save/SET ≤ 4×", sharedSave, over: rawSET)]),
+                SummaryRow(
+                    label: "shared tier: save → visible in another process vs SET (aim ≤ 8×)",
+                    localStorageKit: sharedVisible, raw: rawSET,
+                    targets: [.atMost(8, "visible/SET ≤ 8×", sharedVisible, over: rawSET)]),
             ])
     }
 }
@@ -76,8 +87,9 @@ final class SharedBenchmarkServer: Sendable {
 
     static func start() -> SharedBenchmarkServer? {
         if let text = ProcessInfo.processInfo.environment["LOCALSTORAGE_REDIS_PORT"], let port = Int(text) {
-            return SharedBenchmarkServer(port: port, label: "127.0.0.1:\(port), from LOCALSTORAGE_REDIS_PORT",
-                                         process: nil)
+            return SharedBenchmarkServer(
+                port: port, label: "127.0.0.1:\(port), from LOCALSTORAGE_REDIS_PORT",
+                process: nil)
         }
         let path = ["/usr/bin/redis-server", "/usr/local/bin/redis-server", "/opt/homebrew/bin/redis-server"]
             .first { FileManager.default.isExecutableFile(atPath: $0) }
@@ -92,12 +104,15 @@ final class SharedBenchmarkServer: Sendable {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             let process = Process()
             process.executableURL = URL(fileURLWithPath: path)
-            process.arguments = ["--port", "\(port)", "--bind", "127.0.0.1", "--dir", directory.path,
-                                 "--appendonly", "yes", "--appendfsync", "everysec", "--save", "",
-                                 "--logfile", directory.appendingPathComponent("redis.log").path]
+            process.arguments = [
+                "--port", "\(port)", "--bind", "127.0.0.1", "--dir", directory.path,
+                "--appendonly", "yes", "--appendfsync", "everysec", "--save", "",
+                "--logfile", directory.appendingPathComponent("redis.log").path,
+            ]
             try process.run()
-            let server = SharedBenchmarkServer(port: port, label: "127.0.0.1:\(port), appendonly yes, everysec",
-                                               process: process)
+            let server = SharedBenchmarkServer(
+                port: port, label: "127.0.0.1:\(port), appendonly yes, everysec",
+                process: process)
             atexit {
                 let pid = SharedBenchmarkServer.running.withLock { $0 }
                 if let pid { _ = kill(pid, SIGKILL) }
@@ -120,7 +135,9 @@ final class SharedBenchmarkServer: Sendable {
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard bound == 0 else { throw BenchmarkError("bind() failed") }
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
@@ -278,7 +295,8 @@ final class FollowerProcess: @unchecked Sendable {
     }
 
     private func launch(port: Int, namespace: String) throws {
-        process.executableURL = Bundle.main.executableURL
+        process.executableURL =
+            Bundle.main.executableURL
             ?? URL(fileURLWithPath: CommandLine.arguments[0])
         process.arguments = ["--shared-follower", "\(port)", namespace]
         let pipe = Pipe()

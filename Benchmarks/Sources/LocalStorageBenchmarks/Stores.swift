@@ -28,8 +28,9 @@ final class Stores {
         let stores = Stores(directory: directory, options: options)
         let count = products.count
         if options.includes(.localStorageKit) {
-            let system = try LocalStorageKitSystem(directory: directory.appendingPathComponent("lsk"),
-                                                   durability: .full, codec: options.codec, mapSize: mapSize)
+            let system = try LocalStorageKitSystem(
+                directory: directory.appendingPathComponent("lsk"),
+                durability: .full, codec: options.codec, mapSize: mapSize)
             try await system.warmUp()
             let sample = try await Sample.measure(operations: count) { try await system.save(contentsOf: products) }
             stores.localStorageKit = system
@@ -39,27 +40,31 @@ final class Stores {
                 mapSize: mapSize, memoryCache: MemoryCacheConfiguration(maxRecords: count + 1, maxBytes: 1 << 30))
         }
         if options.includes(.localStorageKit) && options.loadsStoreWithoutCountTree {
-            let plain = try LocalStorageKitSystem(directory: directory.appendingPathComponent("lsk-no-count-tree"),
-                                                  durability: .full, codec: options.codec, mapSize: mapSize,
-                                                  countTree: false)
+            let plain = try LocalStorageKitSystem(
+                directory: directory.appendingPathComponent("lsk-no-count-tree"),
+                durability: .full, codec: options.codec, mapSize: mapSize,
+                countTree: false)
             try await plain.warmUp()
             let plainSample = try await Sample.measure(operations: count) { try await plain.save(contentsOf: products) }
             stores.localStorageKitWithoutCountTree = plain
             stores.record(plainSample, for: Workloads.Name.withoutCountTree, count: count)
         }
         if options.includes(.rawLMDB) {
-            let system = try RawLMDBSystem(directory: directory.appendingPathComponent("lmdb"), isDurable: true,
-                                           mapSize: mapSize)
+            let system = try RawLMDBSystem(
+                directory: directory.appendingPathComponent("lmdb"), isDurable: true,
+                mapSize: mapSize)
             let sample = try await Sample.measure(operations: count) { try system.save(contentsOf: products) }
             stores.rawLMDB = system
             stores.record(sample, for: Workloads.Name.raw, count: count)
         }
         if options.includes(.sqlite) {
-            try FileManager.default.createDirectory(at: directory.appendingPathComponent("sqlite"),
-                                                    withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                at: directory.appendingPathComponent("sqlite"),
+                withIntermediateDirectories: true)
             // Loaded like the bulk-save workload (synchronous=FULL), then read at synchronous=NORMAL.
-            let system = try SQLiteSystem(path: directory.appendingPathComponent("sqlite/products.sqlite").path,
-                                          synchronous: "FULL")
+            let system = try SQLiteSystem(
+                path: directory.appendingPathComponent("sqlite/products.sqlite").path,
+                synchronous: "FULL")
             let sample = try await Sample.measure(operations: count) { try system.save(contentsOf: products) }
             try system.setSynchronous("NORMAL")
             stores.sqlite = system

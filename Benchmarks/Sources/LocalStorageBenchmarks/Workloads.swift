@@ -1,11 +1,13 @@
 import Foundation
-import LocalStorageTestSupport
 import LocalStorageKit
+import LocalStorageTestSupport
 
 /// The workloads of issue 4, each run by every system on the same inputs.
 enum Workloads {
-    static let names = ["codec", "fetch", "range", "equals-sorted", "count-1%", "count", "count-50%", "page",
-                         "page-500", "scan", "bulk", "saves", "bounded", "live", "shared"]
+    static let names = [
+        "codec", "fetch", "range", "equals-sorted", "count-1%", "count", "count-50%", "page",
+        "page-500", "scan", "bulk", "saves", "bounded", "live", "shared",
+    ]
 
     /// Contender names, which the summary rows and targets refer to.
     enum Name {
@@ -49,8 +51,10 @@ enum Workloads {
             saves(stores, isQuick: options.isQuick),
             bounded(stores, isQuick: options.isQuick),
             live(stores, isQuick: options.isQuick),
-        ] + (options.includes(workload: "shared") ? [shared(products: products, isQuick: options.isQuick)]
-            .compactMap { $0 } : [])
+        ]
+            + (options.includes(workload: "shared")
+                ? [shared(products: products, isQuick: options.isQuick)]
+                    .compactMap { $0 } : [])
     }
 
     /// Batches and operations per batch of the query workloads.
@@ -103,46 +107,59 @@ enum Workloads {
         let slice = { (batch: Int) in ids[batch * operations..<(batch + 1) * operations] }
         var contenders: [Contender] = []
         if let system = stores.localStorageKit {
-            contenders.append(Contender(name: Name.localStorageKit, operations: operations) {
-                try await system.fetch(slice($0))
-            })
-            contenders.append(Contender(name: Name.fromMainActor, operations: operations, isComparable: false) {
-                try await system.fetchFromMainActor(slice($0))
-            })
+            contenders.append(
+                Contender(name: Name.localStorageKit, operations: operations) {
+                    try await system.fetch(slice($0))
+                })
+            contenders.append(
+                Contender(name: Name.fromMainActor, operations: operations, isComparable: false) {
+                    try await system.fetchFromMainActor(slice($0))
+                })
         }
         if let tiered = stores.localStorageKitMemoryTier {
             // Each batch's ids are fetched once untimed (misses that fill the tier), then timed as hits.
-            contenders.append(Contender(name: Name.memoryTierHit, operations: operations,
-                                        prepare: { _ = try await tiered.fetch(slice($0)) },
-                                        run: { try await tiered.fetch(slice($0)) }))
+            contenders.append(
+                Contender(
+                    name: Name.memoryTierHit, operations: operations,
+                    prepare: { _ = try await tiered.fetch(slice($0)) },
+                    run: { try await tiered.fetch(slice($0)) }))
         }
         if let system = stores.rawLMDB {
-            contenders.append(Contender(name: Name.rawGet, operations: operations,
-                                        isComparable: false) { try system.getOnly(slice($0)) })
-            contenders.append(Contender(name: Name.raw, operations: operations) {
-                try system.fetch(slice($0))
-            })
+            contenders.append(
+                Contender(
+                    name: Name.rawGet, operations: operations,
+                    isComparable: false
+                ) { try system.getOnly(slice($0)) })
+            contenders.append(
+                Contender(name: Name.raw, operations: operations) {
+                    try system.fetch(slice($0))
+                })
         }
         if let system = stores.sqlite {
-            contenders.append(Contender(name: Name.sqlite, operations: operations) {
-                try system.fetch(slice($0))
-            })
+            contenders.append(
+                Contender(name: Name.sqlite, operations: operations) {
+                    try system.fetch(slice($0))
+                })
         }
         return Workload(
             name: "fetch", description: "fetch(id) of a random id, decoded; raw: renew txn, mdb_get, reset",
             batches: batches, contenders: contenders,
             rows: [
-                SummaryRow(label: "fetch(id) vs raw mdb_get only", localStorageKit: Name.localStorageKit,
-                           raw: Name.rawGet,
-                           targets: [.atMost(3, "LSK/raw get ≤ 3×", Name.localStorageKit, over: Name.rawGet)]),
-                SummaryRow(label: "fetch(id), decoded", localStorageKit: Name.localStorageKit, raw: Name.raw,
-                           sqlite: Name.sqlite,
-                           targets: [.atLeast(3, "SQLite/LSK ≥ 3×", Name.sqlite, over: Name.localStorageKit)]),
+                SummaryRow(
+                    label: "fetch(id) vs raw mdb_get only", localStorageKit: Name.localStorageKit,
+                    raw: Name.rawGet,
+                    targets: [.atMost(3, "LSK/raw get ≤ 3×", Name.localStorageKit, over: Name.rawGet)]),
+                SummaryRow(
+                    label: "fetch(id), decoded", localStorageKit: Name.localStorageKit, raw: Name.raw,
+                    sqlite: Name.sqlite,
+                    targets: [.atLeast(3, "SQLite/LSK ≥ 3×", Name.sqlite, over: Name.localStorageKit)]),
                 fromMainActorRow("fetch(id) from @MainActor"),
-                SummaryRow(label: "fetch(id), memory tier hit vs raw mdb_get", localStorageKit: Name.memoryTierHit,
-                           raw: Name.rawGet),
-                SummaryRow(label: "fetch(id), memory tier hit vs plain fetch", localStorageKit: Name.memoryTierHit,
-                           raw: Name.localStorageKit),
+                SummaryRow(
+                    label: "fetch(id), memory tier hit vs raw mdb_get", localStorageKit: Name.memoryTierHit,
+                    raw: Name.rawGet),
+                SummaryRow(
+                    label: "fetch(id), memory tier hit vs plain fetch", localStorageKit: Name.memoryTierHit,
+                    raw: Name.localStorageKit),
             ])
     }
 
@@ -171,8 +188,10 @@ enum Workloads {
             sqlite: { try $0.fetch(category: $1, byDescendingPriceLimit: limit) })
     }
 
-    static func count(_ stores: Stores, _ sizes: QuerySizes, width: Double, name: String,
-                      generator: inout SplitMix64) -> Workload {
+    static func count(
+        _ stores: Stores, _ sizes: QuerySizes, width: Double, name: String,
+        generator: inout SplitMix64
+    ) -> Workload {
         let ranges = sizes.inputs { priceRange(width: width, using: &generator) }
         let share = "\(Int(width / 10))%"
         return queryWorkload(
@@ -184,8 +203,10 @@ enum Workloads {
             sqlite: { try $0.count(priceIn: $1) })
     }
 
-    static func page(_ stores: Stores, _ sizes: QuerySizes, page: Int, width: Double, name: String,
-                     generator: inout SplitMix64) -> Workload {
+    static func page(
+        _ stores: Stores, _ sizes: QuerySizes, page: Int, width: Double, name: String,
+        generator: inout SplitMix64
+    ) -> Workload {
         let ranges = sizes.inputs { priceRange(width: width, using: &generator) }
         let first = (page - 1) * pageSize + 1
         return queryWorkload(
@@ -201,25 +222,31 @@ enum Workloads {
     static func scan(_ stores: Stores, records: Int, isQuick: Bool) -> Workload {
         var contenders: [Contender] = []
         if let system = stores.localStorageKit {
-            contenders.append(Contender(name: Name.localStorageKit, operations: records) {
-                _ in try await system.scan()
-            })
+            contenders.append(
+                Contender(name: Name.localStorageKit, operations: records) {
+                    _ in try await system.scan()
+                })
         }
         if let system = stores.rawLMDB {
-            contenders.append(Contender(name: Name.raw, operations: records) { _ in
-                try system.scan()
-            })
+            contenders.append(
+                Contender(name: Name.raw, operations: records) { _ in
+                    try system.scan()
+                })
         }
         if let system = stores.sqlite {
-            contenders.append(Contender(name: Name.sqlite, operations: records) { _ in
-                try system.scan()
-            })
+            contenders.append(
+                Contender(name: Name.sqlite, operations: records) { _ in
+                    try system.scan()
+                })
         }
         return Workload(
             name: "scan", description: "every record decoded, in id order; ns per record",
             batches: isQuick ? 3 : 7, warmups: isQuick ? 0 : 1, contenders: contenders,
-            rows: [SummaryRow(label: "full scan (per record)", localStorageKit: Name.localStorageKit, raw: Name.raw,
-                              sqlite: Name.sqlite)])
+            rows: [
+                SummaryRow(
+                    label: "full scan (per record)", localStorageKit: Name.localStorageKit, raw: Name.raw,
+                    sqlite: Name.sqlite)
+            ])
     }
 
     // MARK: - Writes
@@ -231,50 +258,55 @@ enum Workloads {
             let options = stores.options
             for (name, countTree) in [(Name.localStorageKit, true), (Name.withoutCountTree, false)] {
                 let store = Slot<LocalStorageKitSystem>()
-                contenders.append(Contender(
-                    name: name, operations: records, isComparable: false,
-                    prepare: { batch in
-                        store.value = nil
-                        let system = try LocalStorageKitSystem(
-                            directory: try stores.scratchDirectory("lsk-\(countTree)-\(batch)"), durability: .full,
-                            codec: options.codec, mapSize: Stores.mapSize, countTree: countTree)
-                        try await system.warmUp()
-                        store.value = system
-                    },
-                    run: { _ in
-                        try await store.get("store").save(contentsOf: products)
-                        return 0
-                    }))
+                contenders.append(
+                    Contender(
+                        name: name, operations: records, isComparable: false,
+                        prepare: { batch in
+                            store.value = nil
+                            let system = try LocalStorageKitSystem(
+                                directory: try stores.scratchDirectory("lsk-\(countTree)-\(batch)"), durability: .full,
+                                codec: options.codec, mapSize: Stores.mapSize, countTree: countTree)
+                            try await system.warmUp()
+                            store.value = system
+                        },
+                        run: { _ in
+                            try await store.get("store").save(contentsOf: products)
+                            return 0
+                        }))
             }
         }
         if stores.options.includes(.rawLMDB) {
             let store = Slot<RawLMDBSystem>()
-            contenders.append(Contender(
-                name: Name.raw, operations: records,
-                prepare: { batch in
-                    store.value = nil
-                    store.value = try RawLMDBSystem(directory: try stores.scratchDirectory("lmdb-\(batch)"),
-                                                    isDurable: true, mapSize: Stores.mapSize)
-                },
-                run: { _ in
-                    try store.get("store").save(contentsOf: products)
-                    return 0
-                }))
+            contenders.append(
+                Contender(
+                    name: Name.raw, operations: records,
+                    prepare: { batch in
+                        store.value = nil
+                        store.value = try RawLMDBSystem(
+                            directory: try stores.scratchDirectory("lmdb-\(batch)"),
+                            isDurable: true, mapSize: Stores.mapSize)
+                    },
+                    run: { _ in
+                        try store.get("store").save(contentsOf: products)
+                        return 0
+                    }))
         }
         if stores.options.includes(.sqlite) {
             let store = Slot<SQLiteSystem>()
-            contenders.append(Contender(
-                name: Name.sqlite, operations: records,
-                prepare: { batch in
-                    store.value = nil
-                    let directory = try stores.scratchDirectory("sqlite-\(batch)")
-                    store.value = try SQLiteSystem(path: directory.appendingPathComponent("products.sqlite").path,
-                                                   synchronous: "FULL")
-                },
-                run: { _ in
-                    try store.get("store").save(contentsOf: products)
-                    return 0
-                }))
+            contenders.append(
+                Contender(
+                    name: Name.sqlite, operations: records,
+                    prepare: { batch in
+                        store.value = nil
+                        let directory = try stores.scratchDirectory("sqlite-\(batch)")
+                        store.value = try SQLiteSystem(
+                            path: directory.appendingPathComponent("products.sqlite").path,
+                            synchronous: "FULL")
+                    },
+                    run: { _ in
+                        try store.get("store").save(contentsOf: products)
+                        return 0
+                    }))
         }
         return Workload(
             name: "bulk",
@@ -285,11 +317,15 @@ enum Workloads {
                 + "SQLite WAL + synchronous=FULL",
             batches: isQuick ? 0 : 4, warmups: 0, clock: .wall, contenders: contenders,
             earlierSamples: stores.loadSamples,
-            rows: [SummaryRow(label: "bulk save \(records) (per record)", localStorageKit: Name.localStorageKit,
-                              raw: Name.raw, sqlite: Name.sqlite,
-                              targets: [.atLeast(2.5, "SQLite/LSK ≥ 2.5×", Name.sqlite, over: Name.localStorageKit)]),
-                   SummaryRow(label: "bulk save \(records), no count tree", localStorageKit: Name.withoutCountTree,
-                              raw: Name.raw, sqlite: Name.sqlite)])
+            rows: [
+                SummaryRow(
+                    label: "bulk save \(records) (per record)", localStorageKit: Name.localStorageKit,
+                    raw: Name.raw, sqlite: Name.sqlite,
+                    targets: [.atLeast(2.5, "SQLite/LSK ≥ 2.5×", Name.sqlite, over: Name.localStorageKit)]),
+                SummaryRow(
+                    label: "bulk save \(records), no count tree", localStorageKit: Name.withoutCountTree,
+                    raw: Name.raw, sqlite: Name.sqlite),
+            ])
     }
 
     static func saves(_ stores: Stores, isQuick: Bool) -> Workload {
@@ -303,67 +339,77 @@ enum Workloads {
             }
         }
         var contenders: [Contender] = []
-        let systems = [(stores.localStorageKit, Name.localStorageKitConcurrent, Name.localStorageKitSequential, "lsk"),
-                       (stores.localStorageKitWithoutCountTree, Name.withoutCountTreeConcurrent,
-                        Name.withoutCountTreeSequential, "lskn")]
-        for case let (system?, concurrentName, sequentialName, prefix) in systems {
+        let systems = [
+            (stores.localStorageKit, Name.localStorageKitConcurrent, Name.localStorageKitSequential, "lsk"),
+            (
+                stores.localStorageKitWithoutCountTree, Name.withoutCountTreeConcurrent,
+                Name.withoutCountTreeSequential, "lskn"
+            ),
+        ]
+        for case (let system?, let concurrentName, let sequentialName, let prefix) in systems {
             let concurrentInputs = Slot<[Product]>()
-            contenders.append(Contender(
-                name: concurrentName, operations: concurrent,
-                isComparable: false,
-                prepare: { concurrentInputs.value = batchProducts(prefix + "c", $0, concurrent) },
-                run: { _ in
-                    try await system.saveConcurrently(try concurrentInputs.get("products"))
-                    return 0
-                }))
+            contenders.append(
+                Contender(
+                    name: concurrentName, operations: concurrent,
+                    isComparable: false,
+                    prepare: { concurrentInputs.value = batchProducts(prefix + "c", $0, concurrent) },
+                    run: { _ in
+                        try await system.saveConcurrently(try concurrentInputs.get("products"))
+                        return 0
+                    }))
             let sequentialInputs = Slot<[Product]>()
-            contenders.append(Contender(
-                name: sequentialName, operations: sequential,
-                isComparable: false,
-                prepare: { sequentialInputs.value = batchProducts(prefix + "s", $0, sequential) },
-                run: { _ in
-                    try await system.saveSequentially(try sequentialInputs.get("products"))
-                    return 0
-                }))
+            contenders.append(
+                Contender(
+                    name: sequentialName, operations: sequential,
+                    isComparable: false,
+                    prepare: { sequentialInputs.value = batchProducts(prefix + "s", $0, sequential) },
+                    run: { _ in
+                        try await system.saveSequentially(try sequentialInputs.get("products"))
+                        return 0
+                    }))
         }
         if let system = stores.rawLMDB {
             let inputs = Slot<[Product]>()
-            contenders.append(Contender(
-                name: Name.rawSequential, operations: sequential, isComparable: false,
-                prepare: { inputs.value = batchProducts("raws", $0, sequential) },
-                run: { _ in
-                    for product in try inputs.get("products") { try system.save(product) }
-                    return 0
-                }))
+            contenders.append(
+                Contender(
+                    name: Name.rawSequential, operations: sequential, isComparable: false,
+                    prepare: { inputs.value = batchProducts("raws", $0, sequential) },
+                    run: { _ in
+                        for product in try inputs.get("products") { try system.save(product) }
+                        return 0
+                    }))
         }
         if let system = stores.sqlite {
             let inputs = Slot<[Product]>()
-            contenders.append(Contender(
-                name: Name.sqliteSequential, operations: sequential, isComparable: false,
-                prepare: {
-                    try system.setSynchronous("FULL")
-                    inputs.value = batchProducts("sqls", $0, sequential)
-                },
-                run: { _ in
-                    for product in try inputs.get("products") { try system.save(product) }
-                    return 0
-                }))
+            contenders.append(
+                Contender(
+                    name: Name.sqliteSequential, operations: sequential, isComparable: false,
+                    prepare: {
+                        try system.setSynchronous("FULL")
+                        inputs.value = batchProducts("sqls", $0, sequential)
+                    },
+                    run: { _ in
+                        for product in try inputs.get("products") { try system.save(product) }
+                        return 0
+                    }))
             let concurrentInputs = Slot<[Product]>()
             let writers = Slot<[SQLiteSystem]>()
             let path = stores.directory.appendingPathComponent("sqlite/products.sqlite").path
-            contenders.append(Contender(
-                name: Name.sqliteConcurrent, operations: concurrent, isComparable: false,
-                prepare: {
-                    if writers.value == nil {
-                        writers.value = try (0..<8).map { _ in try SQLiteSystem(path: path, synchronous: "FULL") }
-                    }
-                    concurrentInputs.value = batchProducts("sqlc", $0, concurrent)
-                },
-                run: { _ in
-                    try SQLiteSystem.saveConcurrently(try concurrentInputs.get("products"),
-                                                      writers: try writers.get("writers"))
-                    return 0
-                }))
+            contenders.append(
+                Contender(
+                    name: Name.sqliteConcurrent, operations: concurrent, isComparable: false,
+                    prepare: {
+                        if writers.value == nil {
+                            writers.value = try (0..<8).map { _ in try SQLiteSystem(path: path, synchronous: "FULL") }
+                        }
+                        concurrentInputs.value = batchProducts("sqlc", $0, concurrent)
+                    },
+                    run: { _ in
+                        try SQLiteSystem.saveConcurrently(
+                            try concurrentInputs.get("products"),
+                            writers: try writers.get("writers"))
+                        return 0
+                    }))
         }
         return Workload(
             name: "saves",
@@ -373,17 +419,24 @@ enum Workloads {
                 + "SQLite WAL + synchronous=FULL",
             batches: isQuick ? 1 : 3, warmups: 0, clock: .wall, contenders: contenders,
             rows: [
-                SummaryRow(label: "1,000 durable saves, concurrent", localStorageKit: Name.localStorageKitConcurrent,
-                           sqlite: Name.sqliteConcurrent,
-                           targets: [.atLeast(20, "LSK sequential/concurrent ≥ 20×", Name.localStorageKitSequential,
-                                              over: Name.localStorageKitConcurrent)]),
-                SummaryRow(label: "durable saves, sequential", localStorageKit: Name.localStorageKitSequential,
-                           raw: Name.rawSequential, sqlite: Name.sqliteSequential),
-                SummaryRow(label: "1,000 durable saves, concurrent, no count tree",
-                           localStorageKit: Name.withoutCountTreeConcurrent, sqlite: Name.sqliteConcurrent),
-                SummaryRow(label: "durable saves, sequential, no count tree",
-                           localStorageKit: Name.withoutCountTreeSequential, raw: Name.rawSequential,
-                           sqlite: Name.sqliteSequential),
+                SummaryRow(
+                    label: "1,000 durable saves, concurrent", localStorageKit: Name.localStorageKitConcurrent,
+                    sqlite: Name.sqliteConcurrent,
+                    targets: [
+                        .atLeast(
+                            20, "LSK sequential/concurrent ≥ 20×", Name.localStorageKitSequential,
+                            over: Name.localStorageKitConcurrent)
+                    ]),
+                SummaryRow(
+                    label: "durable saves, sequential", localStorageKit: Name.localStorageKitSequential,
+                    raw: Name.rawSequential, sqlite: Name.sqliteSequential),
+                SummaryRow(
+                    label: "1,000 durable saves, concurrent, no count tree",
+                    localStorageKit: Name.withoutCountTreeConcurrent, sqlite: Name.sqliteConcurrent),
+                SummaryRow(
+                    label: "durable saves, sequential, no count tree",
+                    localStorageKit: Name.withoutCountTreeSequential, raw: Name.rawSequential,
+                    sqlite: Name.sqliteSequential),
             ])
     }
 
@@ -397,9 +450,13 @@ enum Workloads {
 
     /// The row comparing a read from `@MainActor` code with the same read from a nonisolated context.
     static func fromMainActorRow(_ label: String) -> SummaryRow {
-        SummaryRow(label: label + " vs nonisolated", localStorageKit: Name.fromMainActor,
-                   targets: [.atMost(1.2, "@MainActor/nonisolated ≤ 1.2×", Name.fromMainActor,
-                                     over: Name.localStorageKit)])
+        SummaryRow(
+            label: label + " vs nonisolated", localStorageKit: Name.fromMainActor,
+            targets: [
+                .atMost(
+                    1.2, "@MainActor/nonisolated ≤ 1.2×", Name.fromMainActor,
+                    over: Name.localStorageKit)
+            ])
     }
 
     /// A query workload: each contender runs the batch's inputs one after the other.
@@ -413,35 +470,47 @@ enum Workloads {
     ) -> Workload {
         var contenders: [Contender] = []
         if let system = stores.localStorageKit {
-            contenders.append(Contender(name: Name.localStorageKit,
-                                        operations: sizes.operations) { batch in
-                var checksum = Checksum()
-                for input in sizes.slice(inputs, batch) { checksum.add(try await localStorageKit(system, input)) }
-                return checksum.value
-            })
-            if let fromMainActor {
-                contenders.append(Contender(name: Name.fromMainActor, operations: sizes.operations) { @MainActor batch in
+            contenders.append(
+                Contender(
+                    name: Name.localStorageKit,
+                    operations: sizes.operations
+                ) { batch in
                     var checksum = Checksum()
-                    for input in sizes.slice(inputs, batch) { checksum.add(try await fromMainActor(system, input)) }
+                    for input in sizes.slice(inputs, batch) { checksum.add(try await localStorageKit(system, input)) }
                     return checksum.value
                 })
+            if let fromMainActor {
+                contenders.append(
+                    Contender(name: Name.fromMainActor, operations: sizes.operations) { @MainActor batch in
+                        var checksum = Checksum()
+                        for input in sizes.slice(inputs, batch) { checksum.add(try await fromMainActor(system, input)) }
+                        return checksum.value
+                    })
             }
         }
         if let system = stores.rawLMDB {
-            contenders.append(Contender(name: Name.raw, operations: sizes.operations) { batch in
-                try sizes.slice(inputs, batch).reduce(into: Checksum()) { $0.add(try raw(system, $1)) }.value
-            })
+            contenders.append(
+                Contender(name: Name.raw, operations: sizes.operations) { batch in
+                    try sizes.slice(inputs, batch).reduce(into: Checksum()) { $0.add(try raw(system, $1)) }.value
+                })
         }
         if let system = stores.sqlite {
-            contenders.append(Contender(name: Name.sqlite, operations: sizes.operations) { batch in
-                try sizes.slice(inputs, batch).reduce(into: Checksum()) { $0.add(try sqlite(system, $1)) }.value
-            })
+            contenders.append(
+                Contender(name: Name.sqlite, operations: sizes.operations) { batch in
+                    try sizes.slice(inputs, batch).reduce(into: Checksum()) { $0.add(try sqlite(system, $1)) }.value
+                })
         }
         return Workload(
             name: name, description: description, batches: sizes.batches, contenders: contenders,
-            rows: [SummaryRow(label: label, localStorageKit: Name.localStorageKit, raw: Name.raw, sqlite: Name.sqlite,
-                              targets: [.atLeast(targetRatio, "SQLite/LSK ≥ \(Int(targetRatio))×", Name.sqlite,
-                                                 over: Name.localStorageKit)])]
+            rows: [
+                SummaryRow(
+                    label: label, localStorageKit: Name.localStorageKit, raw: Name.raw, sqlite: Name.sqlite,
+                    targets: [
+                        .atLeast(
+                            targetRatio, "SQLite/LSK ≥ \(Int(targetRatio))×", Name.sqlite,
+                            over: Name.localStorageKit)
+                    ])
+            ]
                 + (fromMainActor == nil ? [] : [fromMainActorRow(label + " from @MainActor")]))
     }
 }

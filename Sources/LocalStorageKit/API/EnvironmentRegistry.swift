@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -42,8 +43,9 @@ enum EnvironmentRegistry {
     ///   environment settings (``EnvironmentSettings``), naming the first that differs.
     static func core(for configuration: LocalStorageConfiguration) throws -> StoreCore {
         if configuration.isInMemory { return try inMemoryCore(configuration) }
-        return try core(directory: configuration.storeDirectory, configuration: configuration,
-                        settings: EnvironmentSettings(configuration))
+        return try core(
+            directory: configuration.storeDirectory, configuration: configuration,
+            settings: EnvironmentSettings(configuration))
     }
 
     /// The core for a store directory (the one holding `data.mdb`), opening it when no store in this
@@ -51,8 +53,10 @@ enum EnvironmentRegistry {
     ///
     /// `settings` are the environment settings a ``LocalStorage`` asks for: the first such open pins them
     /// and every later one must agree. Maintenance passes nil and takes the environment as it is.
-    static func core(directory: URL, configuration: LocalStorageConfiguration,
-                     settings: EnvironmentSettings? = nil) throws -> StoreCore {
+    static func core(
+        directory: URL, configuration: LocalStorageConfiguration,
+        settings: EnvironmentSettings? = nil
+    ) throws -> StoreCore {
         do {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         } catch {
@@ -68,8 +72,9 @@ enum EnvironmentRegistry {
             // open store is this directory's only if the data file here is the one it has open (a renamed
             // directory still shares).
             if let core = entries[key]?.core, let open = core.environment.dataFileIdentity,
-               Key(path: directory.appendingPathComponent("data.mdb").path)
-                == Key(device: open.device, inode: open.inode) {
+                Key(path: directory.appendingPathComponent("data.mdb").path)
+                    == Key(device: open.device, inode: open.inode)
+            {
                 if let settings { try core.adopt(settings, path: directory.path) }
                 return core
             }
@@ -95,8 +100,9 @@ enum EnvironmentRegistry {
             throw error
         }
         if let problem = removeInMemoryFiles(directory) {
-            throw LocalStorageError.openFailed(path: directory.path,
-                                               reason: "cannot unlink the in-memory store's files: " + problem)
+            throw LocalStorageError.openFailed(
+                path: directory.path,
+                reason: "cannot unlink the in-memory store's files: " + problem)
         }
         return core
     }

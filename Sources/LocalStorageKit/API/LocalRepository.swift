@@ -17,28 +17,29 @@ public struct LocalRepository<T: LocalStorable>: Sendable {
     }
 
     /// Saves every value in one transaction.
-    public func save<S: Sequence & Sendable>(contentsOf values: S, expiration: CacheExpiration = .never)
-        async throws where S.Element == T {
+    public func save<S: Sequence & Sendable>(
+        contentsOf values: S, expiration: CacheExpiration = .never
+    )
+        async throws where S.Element == T
+    {
         try await storage.save(contentsOf: values, expiration: expiration)
     }
 
     /// The record with `id`, or nil when it is absent or expired.
-    nonisolated(nonsending)
-    public func fetch(id: String) async throws -> T? { try await storage.fetch(T.self, id: id) }
+    nonisolated(nonsending) public func fetch(id: String) async throws -> T? { try await storage.fetch(T.self, id: id) }
 
     /// Live records in `options.sort` order.
-    nonisolated(nonsending)
-    public func fetch(options: FetchOptions = FetchOptions()) async throws -> [T] {
+    nonisolated(nonsending) public func fetch(options: FetchOptions = FetchOptions()) async throws -> [T] {
         try await storage.fetch(T.self, options: options)
     }
 
     /// The number of live records.
-    nonisolated(nonsending)
-    public func count() async throws -> Int { try await storage.count(T.self) }
+    nonisolated(nonsending) public func count() async throws -> Int { try await storage.count(T.self) }
 
     /// What the store knows about a record; returns expired records too until purged.
-    nonisolated(nonsending)
-    public func metadata(id: String) async throws -> StorageMetadata? { try await storage.metadata(T.self, id: id) }
+    nonisolated(nonsending) public func metadata(id: String) async throws -> StorageMetadata? {
+        try await storage.metadata(T.self, id: id)
+    }
 
     /// Deletes the record with `id`; a missing id does nothing.
     public func delete(id: String) async throws { try await storage.delete(T.self, id: id) }

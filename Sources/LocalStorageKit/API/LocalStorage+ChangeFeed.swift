@@ -7,13 +7,13 @@ extension LocalStorage {
     /// // … later:
     /// let (changes, next) = try await storage.changes(of: User.self, since: mark)
     /// ```
-    nonisolated(nonsending)
-    public func changeToken() async throws -> StorageChangeToken {
+    nonisolated(nonsending) public func changeToken() async throws -> StorageChangeToken {
         try await operation("changeToken") {
             let changeLog = core.changeLog
-            return StorageChangeToken(sequence: try core.environment.read { txn in
-                try changeLog.lastSequence(in: txn)
-            })
+            return StorageChangeToken(
+                sequence: try core.environment.read { txn in
+                    try changeLog.lastSequence(in: txn)
+                })
         }
     }
 
@@ -29,17 +29,20 @@ extension LocalStorage {
     /// - Throws: ``LocalStorageError/changeTokenExpired`` when the log no longer holds every change after
     ///   `token` (it keeps ``LocalStorageConfiguration/changeLogRetention``), or when `token` is not from
     ///   this store: reload in full and take a new token.
-    nonisolated(nonsending)
-    public func changes<T: LocalStorable>(of type: T.Type, since token: StorageChangeToken) async throws
-        -> (changes: [StorageChange<T>], next: StorageChangeToken) {
+    nonisolated(nonsending) public func changes<T: LocalStorable>(
+        of type: T.Type, since token: StorageChangeToken
+    ) async throws
+        -> (changes: [StorageChange<T>], next: StorageChangeToken)
+    {
         try await operation("changes(of:since:)") {
             let schema = try await core.schema(for: T.self)
             let session = makeDecodeSession(for: schema)
             let now = Clock.now()
             let changeLog = core.changeLog
             let result = try core.environment.read { txn in
-                try ChangeFeed.read(T.self, since: token, schema: schema, changeLog: changeLog, now: now, txn: txn,
-                                    session: session)
+                try ChangeFeed.read(
+                    T.self, since: token, schema: schema, changeLog: changeLog, now: now, txn: txn,
+                    session: session)
             }
             followUp(session: session, expired: [], purge: false, schema: schema)
             return result
@@ -54,7 +57,8 @@ enum ChangeFeed {
         txn: Transaction, session: DecodeSession
     ) throws -> (changes: [StorageChange<T>], next: StorageChangeToken) {
         guard token.sequence >= (try changeLog.trimmedThrough(in: txn)),
-              token.sequence <= (try changeLog.lastSequence(in: txn)) else {
+            token.sequence <= (try changeLog.lastSequence(in: txn))
+        else {
             throw LocalStorageError.changeTokenExpired
         }
         var latest: [[UInt8]: (sequence: UInt64, kind: ChangeLog.Kind, inserted: Bool)] = [:]
@@ -102,15 +106,16 @@ enum ChangeFeed {
 
 extension LocalRepository {
     /// The store's position now in its change log (see ``LocalStorage/changeToken()``).
-    nonisolated(nonsending)
-    public func changeToken() async throws -> StorageChangeToken {
+    nonisolated(nonsending) public func changeToken() async throws -> StorageChangeToken {
         try await storage.changeToken()
     }
 
     /// The changes to records of `T` committed after `token` (see ``LocalStorage/changes(of:since:)``).
-    nonisolated(nonsending)
-    public func changes(since token: StorageChangeToken) async throws
-        -> (changes: [StorageChange<T>], next: StorageChangeToken) {
+    nonisolated(nonsending) public func changes(
+        since token: StorageChangeToken
+    ) async throws
+        -> (changes: [StorageChange<T>], next: StorageChangeToken)
+    {
         try await storage.changes(of: T.self, since: token)
     }
 }

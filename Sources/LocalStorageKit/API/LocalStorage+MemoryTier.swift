@@ -10,14 +10,17 @@ extension LocalStorage {
                 reason: "memoryCache: maxRecords and maxBytes must be at least 1 (got \(settings.maxRecords) "
                     + "and \(settings.maxBytes))")
         }
-        return MemoryTier(maxRecords: settings.maxRecords, maxBytes: settings.maxBytes,
-                          environment: core.environment, changeLog: core.changeLog, logger: configuration.logger)
+        return MemoryTier(
+            maxRecords: settings.maxRecords, maxBytes: settings.maxBytes,
+            environment: core.environment, changeLog: core.changeLog, logger: configuration.logger)
     }
 
     /// ``fetch(_:id:)`` through the memory tier: a current, unexpired value held for the id is returned as it
     /// is (no read, no decode); otherwise the record is read and decoded, and the tier keeps it.
-    func fetch<T: LocalStorable>(_ type: T.Type, id: String, schema: TypeSchema,
-                                 through tier: MemoryTier) throws -> T? {
+    func fetch<T: LocalStorable>(
+        _ type: T.Type, id: String, schema: TypeSchema,
+        through tier: MemoryTier
+    ) throws -> T? {
         let now = Clock.now()
         let tierKey = MemoryTier.Key(type: schema.number, id: id)
         var utf8 = id
@@ -32,8 +35,9 @@ extension LocalStorage {
         let value: T? = try utf8.withUTF8 { key in
             try RecordWriter.validate(keyLength: key.count)
             return try core.environment.read { txn in
-                let found = try RecordReader.getForMemoryTier(T.self, key: UnsafeRawBufferPointer(key), id: id,
-                                                              schema: schema, now: now, txn: txn, session: session)
+                let found = try RecordReader.getForMemoryTier(
+                    T.self, key: UnsafeRawBufferPointer(key), id: id,
+                    schema: schema, now: now, txn: txn, session: session)
                 expired = found.expired
                 if let value = found.value {
                     tier.keep(value, for: tierKey, expiresAt: found.expiresAt, bytes: found.payloadBytes, readIn: txn)

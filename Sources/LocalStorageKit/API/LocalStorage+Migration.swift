@@ -33,8 +33,7 @@ extension LocalStorage {
     /// Migrates every old record before the first indexed query of a type whose version moved, so the
     /// query sees migrated index values. Records whose chain fails are logged and left as they were.
     /// Runs on the caller's executor (a query from `@MainActor` stays there when nothing is pending).
-    nonisolated(nonsending)
-    func migrateIfPending<T: LocalStorable>(_ type: T.Type, schema: TypeSchema) async throws {
+    nonisolated(nonsending) func migrateIfPending<T: LocalStorable>(_ type: T.Type, schema: TypeSchema) async throws {
         guard core.isMigrationPending(schema.name) else { return }
         _ = try await runMigration(T.self, schema: schema, stopOnFailure: false, progress: nil)
         try await core.markMigrated(schema: schema)
@@ -53,8 +52,9 @@ extension LocalStorage {
             var migrated = 0
             while true {
                 let (seen, upgraded, last) = try writer.transact { context in
-                    try LocalStorage.migrateBatch(T.self, schema: schema, after: after, format: format,
-                                                  stopOnFailure: stopOnFailure, logger: logger, txn: context.txn)
+                    try LocalStorage.migrateBatch(
+                        T.self, schema: schema, after: after, format: format,
+                        stopOnFailure: stopOnFailure, logger: logger, txn: context.txn)
                 }
                 processed += seen
                 migrated += upgraded
@@ -63,8 +63,9 @@ extension LocalStorage {
                 if seen < 500 { break }
             }
             if migrated > 0 {
-                logger?.log(level: .info, message: "Migrated \(migrated) records of \(schema.name)",
-                            metadata: ["type": schema.name, "version": "\(T.storageVersion)"])
+                logger?.log(
+                    level: .info, message: "Migrated \(migrated) records of \(schema.name)",
+                    metadata: ["type": schema.name, "version": "\(T.storageVersion)"])
             }
             return migrated
         }
@@ -86,7 +87,8 @@ extension LocalStorage {
         var migrated = 0
         for key in keys {
             guard let bytes = try txn.get(schema.records, key: key), let view = try? RecordView(bytes),
-                  view.version < T.storageVersion else { continue }
+                view.version < T.storageVersion
+            else { continue }
             let id = String(decoding: key, as: UTF8.self)
             do {
                 let session = DecodeSession(counter: nil, format: format)
@@ -97,8 +99,9 @@ extension LocalStorage {
                 throw error
             } catch {
                 if stopOnFailure { throw error }
-                logger?.log(level: .warning, message: "Could not migrate a record; it is left as it was",
-                            metadata: ["type": schema.name, "id": id, "error": "\(error)"])
+                logger?.log(
+                    level: .warning, message: "Could not migrate a record; it is left as it was",
+                    metadata: ["type": schema.name, "id": id, "error": "\(error)"])
             }
         }
         return (keys.count, migrated, keys.last)
@@ -106,8 +109,9 @@ extension LocalStorage {
 
     /// A decode session for one read: counts decodes and collects records migrated on the way.
     func makeDecodeSession(for schema: TypeSchema) -> DecodeSession {
-        DecodeSession(counter: core.decodes, format: configuration.codec.format, logger: logger,
-                      currentVersion: schema.version)
+        DecodeSession(
+            counter: core.decodes, format: configuration.codec.format, logger: logger,
+            currentVersion: schema.version)
     }
 
     /// Hands the writer the records a read migrated, so each migrates once, and returns at once: a read
@@ -117,12 +121,15 @@ extension LocalStorage {
         let upgrades = session.upgrades
         guard !upgrades.isEmpty else { return }
         let logger = self.logger
-        core.writer.hand({ context in
-            for upgrade in upgrades { try RecordWriter.apply(upgrade, schema: schema, txn: context.txn) }
-        }, finish: { error in
-            guard let error else { return }
-            logger?.log(level: .warning, message: "Could not store migrated records",
-                        metadata: ["type": schema.name, "error": "\(LocalStorageError.wrapping(error))"])
-        })
+        core.writer.hand(
+            { context in
+                for upgrade in upgrades { try RecordWriter.apply(upgrade, schema: schema, txn: context.txn) }
+            },
+            finish: { error in
+                guard let error else { return }
+                logger?.log(
+                    level: .warning, message: "Could not store migrated records",
+                    metadata: ["type": schema.name, "error": "\(LocalStorageError.wrapping(error))"])
+            })
     }
 }

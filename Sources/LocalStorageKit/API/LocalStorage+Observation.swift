@@ -38,8 +38,9 @@ extension LocalStorage {
     /// removes its observer. While the stream is active it keeps the store open.
     public func changes<T: LocalStorable>(of type: T.Type) -> AsyncStream<StorageChange<T>> {
         let capacity = max(1, configuration.changeStreamBufferSize)
-        let (stream, continuation) = AsyncStream.makeStream(of: StorageChange<T>.self,
-                                                            bufferingPolicy: .bufferingNewest(capacity))
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: StorageChange<T>.self,
+            bufferingPolicy: .bufferingNewest(capacity))
         let name = T.storageName
         let logger = self.logger
         let hasWarned = Atomic<Bool>(false)
@@ -49,8 +50,9 @@ extension LocalStorage {
             do {
                 _ = try await core.schema(for: T.self)
             } catch {
-                logger?.log(level: .warning, message: "A change stream's type cannot be registered",
-                            metadata: ["type": name, "error": "\(error)"])
+                logger?.log(
+                    level: .warning, message: "A change stream's type cannot be registered",
+                    metadata: ["type": name, "error": "\(error)"])
             }
         }
         let token = core.hub.subscribe(name) { changes in
@@ -59,8 +61,9 @@ extension LocalStorage {
                 else { continue }
                 guard case .dropped = continuation.yield(typed) else { continue }
                 if !hasWarned.exchange(true, ordering: .relaxed) {
-                    logger?.log(level: .warning, message: "A change stream fell behind; dropping its oldest events",
-                                metadata: ["type": name, "buffer": "\(capacity)"])
+                    logger?.log(
+                        level: .warning, message: "A change stream fell behind; dropping its oldest events",
+                        metadata: ["type": name, "buffer": "\(capacity)"])
                 }
             }
         }
@@ -77,8 +80,10 @@ extension LocalStorage {
 
     /// The change another process made, typed: its value read from the store now (nil when the record
     /// is gone or does not decode; a later change in the log says what happened to it).
-    static func outsideChange<T: LocalStorable>(_ change: PublishedChange, _ type: T.Type,
-                                                core: StoreCore) -> StorageChange<T>? {
+    static func outsideChange<T: LocalStorable>(
+        _ change: PublishedChange, _ type: T.Type,
+        core: StoreCore
+    ) -> StorageChange<T>? {
         let (id, inserted): (String, Bool)
         switch change.kind {
         case .externalInserted(let value): (id, inserted) = (value, true)
@@ -86,20 +91,24 @@ extension LocalStorage {
         default: return nil
         }
         guard let schema = core.cachedSchema(for: T.self) else { return nil }
-        let session = DecodeSession(counter: core.decodes, format: .binary, logger: core.logger,
-                                    currentVersion: schema.version)
+        let session = DecodeSession(
+            counter: core.decodes, format: .binary, logger: core.logger,
+            currentVersion: schema.version)
         let key = Array(id.utf8)
         let found: T?
         do {
             found = try key.withUnsafeBytes { key in
                 try core.environment.read { txn in
-                    try RecordReader.get(T.self, key: key, id: id, schema: schema, now: Clock.now(), txn: txn,
-                                         session: session).value
+                    try RecordReader.get(
+                        T.self, key: key, id: id, schema: schema, now: Clock.now(), txn: txn,
+                        session: session
+                    ).value
                 }
             }
         } catch {
-            core.logger?.log(level: .warning, message: "Could not read a record another process changed",
-                             metadata: ["type": schema.name, "id": id, "error": "\(error)"])
+            core.logger?.log(
+                level: .warning, message: "Could not read a record another process changed",
+                metadata: ["type": schema.name, "id": id, "error": "\(error)"])
             return nil
         }
         return found.map { inserted ? .inserted($0) : .updated($0) }
@@ -115,8 +124,9 @@ extension LocalStorage {
                 try RecordReader.nextExpiry(schema: schema, after: Clock.now(), txn: txn)
             }
         } catch {
-            core.logger?.log(level: .warning, message: "A live query cannot read the next expiry",
-                             metadata: ["type": schema.name, "error": "\(error)"])
+            core.logger?.log(
+                level: .warning, message: "A live query cannot read the next expiry",
+                metadata: ["type": schema.name, "error": "\(error)"])
             return nil
         }
     }
@@ -174,11 +184,13 @@ extension LocalStorage {
         buffering: AsyncThrowingStream<[T], Error>.Continuation.BufferingPolicy = .bufferingNewest(1),
         _ query: @escaping @Sendable (LocalStorage) async throws -> [T]
     ) -> AsyncThrowingStream<[T], Error> {
-        let (stream, continuation) = AsyncThrowingStream.makeStream(of: [T].self, throwing: Error.self,
-                                                                    bufferingPolicy: buffering)
+        let (stream, continuation) = AsyncThrowingStream.makeStream(
+            of: [T].self, throwing: Error.self,
+            bufferingPolicy: buffering)
         let name = T.storageName
-        let live = LiveQuery<T>(coalescing: configuration.liveQueryCoalescing,
-                                firstDesign: configuration.liveQueriesUseTheFirstDesign)
+        let live = LiveQuery<T>(
+            coalescing: configuration.liveQueryCoalescing,
+            firstDesign: configuration.liveQueriesUseTheFirstDesign)
         // Subscribe before the first run so that no commit after this call can be missed.
         let token = core.hub.subscribe(name) { changes in live.invalidate(for: changes) }
         core.liveQueries.beginObserving()
@@ -191,9 +203,10 @@ extension LocalStorage {
                     // The query itself reports the problem when it runs.
                 }
             }
-            await live.run(emittingTo: continuation, query: { try await query(self) },
-                           nextExpiry: { LocalStorage.nextExpiry(of: T.self, core: core) },
-                           onRerun: { core.liveQueries.noteRerun() })
+            await live.run(
+                emittingTo: continuation, query: { try await query(self) },
+                nextExpiry: { LocalStorage.nextExpiry(of: T.self, core: core) },
+                onRerun: { core.liveQueries.noteRerun() })
         }
         continuation.onTermination = { [core] _ in
             task.cancel()

@@ -12,11 +12,15 @@ extension LocalStorage {
         try await operation("save") {
             let schema = try await core.schema(for: T.self)
             let record = try prepare(value, schema: schema)
-            if let sharedTier { return try await saveShared([record], expiration: expiration, schema: schema,
-                                                            tier: sharedTier) }
+            if let sharedTier {
+                return try await saveShared(
+                    [record], expiration: expiration, schema: schema,
+                    tier: sharedTier)
+            }
             try await core.writer.perform { context in
-                try RecordWriter.put(record, expiresAt: expiration.expiresAt(now: context.now), schema: schema,
-                                     context: context)
+                try RecordWriter.put(
+                    record, expiresAt: expiration.expiresAt(now: context.now), schema: schema,
+                    context: context)
             }
         }
     }
@@ -35,8 +39,11 @@ extension LocalStorage {
             // Applying puts in key order fills pages better and is several times faster; a repeated id
             // keeps its last value.
             let ordered = RecordWriter.sortedByKey(records)
-            if let sharedTier { return try await saveShared(ordered, expiration: expiration, schema: schema,
-                                                            tier: sharedTier) }
+            if let sharedTier {
+                return try await saveShared(
+                    ordered, expiration: expiration, schema: schema,
+                    tier: sharedTier)
+            }
             try await core.writer.perform { context in
                 let expiresAt = expiration.expiresAt(now: context.now)
                 try RecordWriter.putAll(ordered, expiresAt: expiresAt, schema: schema, context: context)
@@ -45,14 +52,17 @@ extension LocalStorage {
     }
 
     /// Encodes a value and its index values for the writer.
-    func prepare<T: LocalStorable>(_ value: T, schema: TypeSchema,
-                                   indexValues: ((T) -> [StoredIndexValue])? = nil) throws -> PreparedRecord {
+    func prepare<T: LocalStorable>(
+        _ value: T, schema: TypeSchema,
+        indexValues: ((T) -> [StoredIndexValue])? = nil
+    ) throws -> PreparedRecord {
         let id = try value.storageID()
         let key = try RecordWriter.key(for: id)
         let format = configuration.codec.format
-        return PreparedRecord(id: id, key: key, payload: try PayloadCodec.encode(value, as: format),
-                              format: format, version: schema.version,
-                              indexValues: indexValues?(value) ?? value.indexValuesForStorage, value: value)
+        return PreparedRecord(
+            id: id, key: key, payload: try PayloadCodec.encode(value, as: format),
+            format: format, version: schema.version,
+            indexValues: indexValues?(value) ?? value.indexValuesForStorage, value: value)
     }
 
     // MARK: - Reading
@@ -60,8 +70,7 @@ extension LocalStorage {
     /// The record with `id`, or nil when it is absent or expired.
     ///
     /// - Throws: `decodingFailed` when the stored payload does not decode as `T`; `migrationFailed`.
-    nonisolated(nonsending)
-    public func fetch<T: LocalStorable>(_ type: T.Type, id: String) async throws -> T? {
+    nonisolated(nonsending) public func fetch<T: LocalStorable>(_ type: T.Type, id: String) async throws -> T? {
         try await operation("fetch") {
             let schema = try await core.schema(for: T.self)
             await sharedTier?.awaitSettled()
@@ -80,8 +89,9 @@ extension LocalStorage {
             let value: T? = try utf8.withUTF8 { key in
                 try RecordWriter.validate(keyLength: key.count)
                 return try core.environment.read { txn in
-                    let found = try RecordReader.get(T.self, key: UnsafeRawBufferPointer(key), id: id, schema: schema,
-                                                     now: now, txn: txn, session: session)
+                    let found = try RecordReader.get(
+                        T.self, key: UnsafeRawBufferPointer(key), id: id, schema: schema,
+                        now: now, txn: txn, session: session)
                     expired = found.expired
                     if schema.tracksRecency, found.value != nil {
                         core.accessNotes.note(type: schema.number, key: UnsafeRawBufferPointer(key))
@@ -90,7 +100,9 @@ extension LocalStorage {
                 }
             }
             followUp(session: session, expired: expired ? [Array(id.utf8)] : [], purge: false, schema: schema)
-            if value == nil, let sharedTier { return try await fetchShared(T.self, id: id, schema: schema, tier: sharedTier) }
+            if value == nil, let sharedTier {
+                return try await fetchShared(T.self, id: id, schema: schema, tier: sharedTier)
+            }
             return value
         }
     }
@@ -98,10 +110,13 @@ extension LocalStorage {
     /// Live records of `T` in `options.sort` order (by id unless told otherwise), paged by limit and offset.
     ///
     /// Complexity: O(offset + limit) entries walked; only returned rows are decoded.
-    nonisolated(nonsending)
-    public func fetch<T: LocalStorable>(_ type: T.Type, options: FetchOptions = FetchOptions()) async throws -> [T] {
+    nonisolated(nonsending) public func fetch<T: LocalStorable>(
+        _ type: T.Type, options: FetchOptions = FetchOptions()
+    ) async throws -> [T] {
         try await operation("fetch(options:)") {
-            if options.scope == .shared { return try await fetchShared(T.self, matching: [], orderedBy: nil, options: options) }
+            if options.scope == .shared {
+                return try await fetchShared(T.self, matching: [], orderedBy: nil, options: options)
+            }
             let options = try options.validated()
             let schema = try await core.schema(for: T.self)
             await sharedTier?.awaitSettled()
@@ -118,8 +133,7 @@ extension LocalStorage {
     /// The number of live (unexpired) records of `T`.
     ///
     /// Complexity: O(expired but unpurged records); decodes nothing.
-    nonisolated(nonsending)
-    public func count<T: LocalStorable>(_ type: T.Type) async throws -> Int {
+    nonisolated(nonsending) public func count<T: LocalStorable>(_ type: T.Type) async throws -> Int {
         try await operation("count") {
             let schema = try await core.schema(for: T.self)
             await sharedTier?.awaitSettled()
@@ -131,8 +145,9 @@ extension LocalStorage {
     /// What the store knows about a record: timestamps, expiry, size, version.
     ///
     /// The one read that still returns an expired record (with `isExpired == true`) until it is purged.
-    nonisolated(nonsending)
-    public func metadata<T: LocalStorable>(_ type: T.Type, id: String) async throws -> StorageMetadata? {
+    nonisolated(nonsending) public func metadata<T: LocalStorable>(
+        _ type: T.Type, id: String
+    ) async throws -> StorageMetadata? {
         try await operation("metadata") {
             let schema = try await core.schema(for: T.self)
             let key = try RecordWriter.key(for: id)
@@ -197,13 +212,16 @@ extension LocalStorage {
     /// `.expired(id)`), and returns at once: a read never waits for a commit. A failure is logged.
     func purge(keys: [[UInt8]], schema: TypeSchema) {
         let logger = self.logger
-        core.writer.hand({ context in
-            try RecordWriter.purge(keys: keys, schema: schema, context: context, logger: logger)
-        }, finish: { error in
-            guard let error else { return }
-            logger?.log(level: .warning, message: "Could not purge expired records a read found",
-                        metadata: ["type": schema.name, "error": "\(LocalStorageError.wrapping(error))"])
-        })
+        core.writer.hand(
+            { context in
+                try RecordWriter.purge(keys: keys, schema: schema, context: context, logger: logger)
+            },
+            finish: { error in
+                guard let error else { return }
+                logger?.log(
+                    level: .warning, message: "Could not purge expired records a read found",
+                    metadata: ["type": schema.name, "error": "\(LocalStorageError.wrapping(error))"])
+            })
     }
 
     // MARK: - Changing one record
@@ -211,14 +229,17 @@ extension LocalStorage {
     /// Changes a record's time to live without rewriting its value.
     ///
     /// - Throws: `notFound(id:)` when the record is absent or expired.
-    public func setExpiration<T: LocalStorable>(_ type: T.Type, id: String,
-                                                _ expiration: CacheExpiration) async throws {
+    public func setExpiration<T: LocalStorable>(
+        _ type: T.Type, id: String,
+        _ expiration: CacheExpiration
+    ) async throws {
         try await operation("setExpiration") {
             let schema = try await core.schema(for: T.self)
             let key = try RecordWriter.key(for: id)
             if let sharedTier {
-                return try await setExpirationShared(T.self, id: id, key: key, expiration, schema: schema,
-                                                     tier: sharedTier)
+                return try await setExpirationShared(
+                    T.self, id: id, key: key, expiration, schema: schema,
+                    tier: sharedTier)
             }
             try await core.writer.perform { context in
                 try RecordWriter.setExpiration(T.self, id: id, key: key, expiration, schema: schema, context: context)
@@ -233,8 +254,10 @@ extension LocalStorage {
     /// - Throws: `notFound(id:)` when the record is absent or expired; `invalidId` if `mutate` changes the id;
     ///   whatever `mutate` throws, unchanged (nothing is written then).
     @discardableResult
-    public func update<T: LocalStorable>(_ type: T.Type, id: String,
-                                         _ mutate: @escaping @Sendable (inout T) throws -> Void) async throws -> T {
+    public func update<T: LocalStorable>(
+        _ type: T.Type, id: String,
+        _ mutate: @escaping @Sendable (inout T) throws -> Void
+    ) async throws -> T {
         try await operationPassingCallerErrors("update") {
             let schema = try await core.schema(for: T.self)
             let key = try RecordWriter.key(for: id)
@@ -256,14 +279,17 @@ extension LocalStorage {
                     // A replay (another update of the batch threw, or the map grew): reuse what `mutate` made
                     // when the record is still the one it saw; never call it twice.
                     guard done.version == view.version, done.payload.elementsEqual(view.payload) else {
-                        throw LocalStorageError.storageError(code: -1, message:
-                            "update of \(T.self) \"\(id)\": the record changed while the write was retried; "
-                            + "mutate was not run again")
+                        throw LocalStorageError.storageError(
+                            code: -1,
+                            message:
+                                "update of \(T.self) \"\(id)\": the record changed while the write was retried; "
+                                + "mutate was not run again")
                     }
                     (record, value) = (done.record, done.value)
                 } else {
-                    var mutated = try RecordDecoding.decode(T.self, view: view, id: id,
-                                                            session: DecodeSession(counter: counter, format: format))
+                    var mutated = try RecordDecoding.decode(
+                        T.self, view: view, id: id,
+                        session: DecodeSession(counter: counter, format: format))
                     do {
                         try mutate(&mutated)
                     } catch {
@@ -273,9 +299,10 @@ extension LocalStorage {
                     guard newID == id else {
                         throw LocalStorageError.invalidId("update must not change the id (\(id) → \(newID))")
                     }
-                    record = PreparedRecord(id: id, key: key, payload: try PayloadCodec.encode(mutated, as: format),
-                                            format: format, version: T.storageVersion,
-                                            indexValues: mutated.indexValuesForStorage, value: mutated)
+                    record = PreparedRecord(
+                        id: id, key: key, payload: try PayloadCodec.encode(mutated, as: format),
+                        format: format, version: T.storageVersion,
+                        indexValues: mutated.indexValuesForStorage, value: mutated)
                     value = mutated
                     memo.result = (Array(view.payload), view.version, record, mutated)
                 }

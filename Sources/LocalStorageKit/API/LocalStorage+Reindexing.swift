@@ -5,14 +5,16 @@ extension LocalStorage {
     /// The check is O(log n) and runs inside the same snapshot as `body`, so a record another process
     /// wrote with another declaration just before is re-indexed too. After a re-index that left records it
     /// could not re-index (logged), queries on the same snapshot run without trying again.
-    nonisolated(nonsending)
-    func readIndexed<T: LocalStorable, R>(_ type: T.Type, schema: TypeSchema,
-                                          _ body: (Transaction) throws -> R) async throws -> R {
+    nonisolated(nonsending) func readIndexed<T: LocalStorable, R>(
+        _ type: T.Type, schema: TypeSchema,
+        _ body: (Transaction) throws -> R
+    ) async throws -> R {
         var attempts = 0
         while true {
             let outcome: IndexedRead<R> = try core.environment.read { txn in
                 if attempts < 3, schema.runtime.reindexedAt.load(ordering: .relaxed) != txn.id,
-                   try Reindexer<T>.hasStaleRecords(schema: schema, txn: txn) {
+                    try Reindexer<T>.hasStaleRecords(schema: schema, txn: txn)
+                {
                     return .stale
                 }
                 return .done(try body(txn))

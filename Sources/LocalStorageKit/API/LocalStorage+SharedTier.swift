@@ -17,8 +17,10 @@ extension LocalStorage {
     // MARK: - Writes
 
     /// Writes records on the shared tier, then commits them locally with the server's bytes.
-    func saveShared(_ records: [PreparedRecord], expiration: CacheExpiration, schema: TypeSchema,
-                    tier: SharedTier) async throws {
+    func saveShared(
+        _ records: [PreparedRecord], expiration: CacheExpiration, schema: TypeSchema,
+        tier: SharedTier
+    ) async throws {
         let now = Clock.now()
         let expiresAt = expiration.expiresAt(now: now)
         let puts = try records.map { try tier.put($0, expiresAt: expiresAt, now: now, schema: schema) }
@@ -49,9 +51,12 @@ extension LocalStorage {
     }
 
     /// The live record `id` as the shared tier holds it, with its bytes; nil when absent or expired.
-    private func sharedRecord<T: LocalStorable>(_ type: T.Type, id: String, key: [UInt8], schema: TypeSchema,
-                                                tier: SharedTier, now: Int64) async throws
-        -> (value: T, bytes: [UInt8], expiresAt: Int64)? {
+    private func sharedRecord<T: LocalStorable>(
+        _ type: T.Type, id: String, key: [UInt8], schema: TypeSchema,
+        tier: SharedTier, now: Int64
+    ) async throws
+        -> (value: T, bytes: [UInt8], expiresAt: Int64)?
+    {
         guard let bytes = try await tier.record(type: schema.name, id: key) else { return nil }
         let session = makeDecodeSession(for: schema)
         return try bytes.withUnsafeBytes { buffer -> (value: T, bytes: [UInt8], expiresAt: Int64)? in
@@ -63,8 +68,10 @@ extension LocalStorage {
 
     /// Changes a record's time to live on the shared tier (re-reading and retrying when another instance
     /// writes it meanwhile), then locally.
-    func setExpirationShared<T: LocalStorable>(_ type: T.Type, id: String, key: [UInt8], _ expiration: CacheExpiration,
-                                               schema: TypeSchema, tier: SharedTier) async throws {
+    func setExpirationShared<T: LocalStorable>(
+        _ type: T.Type, id: String, key: [UInt8], _ expiration: CacheExpiration,
+        schema: TypeSchema, tier: SharedTier
+    ) async throws {
         for _ in 0..<8 {
             let now = Clock.now()
             guard let bytes = try await tier.record(type: schema.name, id: key) else {
@@ -75,11 +82,13 @@ extension LocalStorage {
                 guard !view.isExpired(at: now) else { throw LocalStorageError.notFound(id: id) }
                 return (view.header(), Array(view.payload), Array(bytes[16..<32]))
             }
-            let record = PreparedRecord(id: id, key: key, payload: payload, format: header.format,
-                                        version: header.version, indexValues: header.indexValues, value: id)
+            let record = PreparedRecord(
+                id: id, key: key, payload: payload, format: header.format,
+                version: header.version, indexValues: header.indexValues, value: id)
             // A new expiry is not an update: the header keeps its update time (and creation time).
-            let put = try tier.put(record, expiresAt: expiration.expiresAt(now: now), now: header.updatedAt,
-                                   schema: schema, createdAt: header.createdAt, expect: expect)
+            let put = try tier.put(
+                record, expiresAt: expiration.expiresAt(now: now), now: header.updatedAt,
+                schema: schema, createdAt: header.createdAt, expect: expect)
             do {
                 let written = try await tier.write([put], schema: schema, now: now)
                 try await commitOwnUnobserved(written, key: key, schema: schema, tier: tier)
@@ -93,8 +102,10 @@ extension LocalStorage {
     }
 
     /// Commits written records whose values this instance does not hold decoded (observers read them).
-    private func commitOwnUnobserved(_ written: [(bytes: [UInt8], sequence: Int64)], key: [UInt8], schema: TypeSchema,
-                                     tier: SharedTier) async throws {
+    private func commitOwnUnobserved(
+        _ written: [(bytes: [UInt8], sequence: Int64)], key: [UInt8], schema: TypeSchema,
+        tier: SharedTier
+    ) async throws {
         guard let item = written.first else { return }
         let admitted = try await core.writer.perform { context -> Bool in
             guard tier.admitsOwn(item.sequence) else { return false }
@@ -106,11 +117,16 @@ extension LocalStorage {
 
     /// `update` on the shared tier: reads the record there, runs `mutate` once, and writes the result only if
     /// nobody wrote the record in between.
-    func updateShared<T: LocalStorable>(_ type: T.Type, id: String, key: [UInt8], schema: TypeSchema,
-                                        tier: SharedTier, _ mutate: @Sendable (inout T) throws -> Void) async throws -> T {
+    func updateShared<T: LocalStorable>(
+        _ type: T.Type, id: String, key: [UInt8], schema: TypeSchema,
+        tier: SharedTier, _ mutate: @Sendable (inout T) throws -> Void
+    ) async throws -> T {
         let now = Clock.now()
-        guard let (value, bytes, expiresAt) = try await sharedRecord(T.self, id: id, key: key, schema: schema,
-                                                                     tier: tier, now: now) else {
+        guard
+            let (value, bytes, expiresAt) = try await sharedRecord(
+                T.self, id: id, key: key, schema: schema,
+                tier: tier, now: now)
+        else {
             throw LocalStorageError.notFound(id: id)
         }
         var mutated = value
@@ -140,40 +156,50 @@ extension LocalStorage {
     /// the instance is in sync and nothing changed locally meanwhile).
     ///
     /// - Throws: `sharedTierUnavailable` when the server cannot be reached: never a false nil.
-    func fetchShared<T: LocalStorable>(_ type: T.Type, id: String, schema: TypeSchema,
-                                       tier: SharedTier) async throws -> T? {
+    func fetchShared<T: LocalStorable>(
+        _ type: T.Type, id: String, schema: TypeSchema,
+        tier: SharedTier
+    ) async throws -> T? {
         let key = try RecordWriter.key(for: id)
         let before = tier.state.withLock { ($0.phase, $0.appliedSeq) }
-        guard let found = try await sharedRecord(T.self, id: id, key: key, schema: schema, tier: tier,
-                                                 now: Clock.now()) else { return nil }
+        guard
+            let found = try await sharedRecord(
+                T.self, id: id, key: key, schema: schema, tier: tier,
+                now: Clock.now())
+        else { return nil }
         guard before.0 == .live else { return found.value }
         let bytes = found.bytes
         let value = found.value
         let logger = self.logger
-        core.writer.hand({ context in
-            // A change applied since the read may be newer than what the read got: then keep nothing.
-            guard tier.state.withLock({ $0.phase == .live && $0.appliedSeq == before.1 }) else { return }
-            if let existing = try context.txn.get(schema.records, key: key) {
-                let isLive: Bool
-                do {
-                    isLive = try !RecordView(fixedPartOf: existing).isExpired(at: context.now)
-                } catch {
-                    isLive = false  // A damaged local copy is replaced by the server's record.
+        core.writer.hand(
+            { context in
+                // A change applied since the read may be newer than what the read got: then keep nothing.
+                guard tier.state.withLock({ $0.phase == .live && $0.appliedSeq == before.1 }) else { return }
+                if let existing = try context.txn.get(schema.records, key: key) {
+                    let isLive: Bool
+                    do {
+                        isLive = try !RecordView(fixedPartOf: existing).isExpired(at: context.now)
+                    } catch {
+                        isLive = false  // A damaged local copy is replaced by the server's record.
+                    }
+                    if isLive { return }  // A live local copy (written meanwhile) wins.
                 }
-                if isLive { return }  // A live local copy (written meanwhile) wins.
-            }
-            try RecordWriter.putReplica(bytes, key: key, value: value, schema: schema, context: context)
-        }, finish: { error in
-            guard let error else { return }
-            logger?.log(level: .warning, message: "Could not keep a record read from the shared tier",
-                        metadata: ["type": schema.name, "error": "\(LocalStorageError.wrapping(error))"])
-        })
+                try RecordWriter.putReplica(bytes, key: key, value: value, schema: schema, context: context)
+            },
+            finish: { error in
+                guard let error else { return }
+                logger?.log(
+                    level: .warning, message: "Could not keep a record read from the shared tier",
+                    metadata: ["type": schema.name, "error": "\(LocalStorageError.wrapping(error))"])
+            })
         return value
     }
 
     /// A local miss of `metadata`: the header as the shared tier holds it.
-    func metadataShared<T: LocalStorable>(_ type: T.Type, id: String, key: [UInt8], schema: TypeSchema,
-                                          tier: SharedTier) async throws -> StorageMetadata? {
+    func metadataShared<T: LocalStorable>(
+        _ type: T.Type, id: String, key: [UInt8], schema: TypeSchema,
+        tier: SharedTier
+    ) async throws -> StorageMetadata? {
         guard let bytes = try await tier.record(type: schema.name, id: key) else { return nil }
         let now = Clock.now()
         return try bytes.withUnsafeBytes { buffer in
@@ -196,9 +222,10 @@ extension LocalStorage {
     ///
     /// - Throws: `unknownIndex`, `invalidQuery` (also for `.shared` without a shared tier),
     ///   `sharedTierUnavailable`.
-    nonisolated(nonsending)
-    public func count<T: LocalStorable>(_ type: T.Type, matching filters: [StorageIndexFilter],
-                                        options: FetchOptions) async throws -> Int {
+    nonisolated(nonsending) public func count<T: LocalStorable>(
+        _ type: T.Type, matching filters: [StorageIndexFilter],
+        options: FetchOptions
+    ) async throws -> Int {
         guard options.scope == .shared else { return try await count(T.self, matching: filters) }
         return try await operation("count(matching:options:)") {
             let tier = try requireSharedTier()
@@ -212,8 +239,7 @@ extension LocalStorage {
     /// `offset` are replaced by the page's).
     ///
     /// - Throws: `invalidQuery` when `page` or `pageSize` is below 1; `unknownIndex`; `sharedTierUnavailable`.
-    nonisolated(nonsending)
-    public func page<T: LocalStorable>(
+    nonisolated(nonsending) public func page<T: LocalStorable>(
         _ type: T.Type, matching filters: [StorageIndexFilter] = [], orderedBy sort: StorageIndexSort? = nil,
         page: Int, pageSize: Int, options: FetchOptions
     ) async throws -> StoragePage<T> {
@@ -231,15 +257,19 @@ extension LocalStorage {
             var pageOptions = options
             pageOptions.offset = overflow ? Int.max : offset
             pageOptions.limit = pageSize
-            let items = offset >= total || overflow ? []
+            let items =
+                offset >= total || overflow
+                ? []
                 : try await query.fetch(T.self, options: pageOptions, session: makeDecodeSession(for: schema))
             return StoragePage(items: items, page: page, pageSize: pageSize, totalCount: total)
         }
     }
 
     /// `fetch(_:matching:orderedBy:options:)` with `scope: .shared`.
-    func fetchShared<T: LocalStorable>(_ type: T.Type, matching filters: [StorageIndexFilter],
-                                       orderedBy sort: StorageIndexSort?, options: FetchOptions) async throws -> [T] {
+    func fetchShared<T: LocalStorable>(
+        _ type: T.Type, matching filters: [StorageIndexFilter],
+        orderedBy sort: StorageIndexSort?, options: FetchOptions
+    ) async throws -> [T] {
         let tier = try requireSharedTier()
         let options = try options.validated()
         let schema = try await core.schema(for: T.self)
@@ -251,23 +281,27 @@ extension LocalStorage {
 
 extension LocalRepository {
     /// The number of live records matching every filter, counted where `options.scope` says.
-    nonisolated(nonsending)
-    public func count(matching filters: [StorageIndexFilter], options: FetchOptions) async throws -> Int {
+    nonisolated(nonsending) public func count(
+        matching filters: [StorageIndexFilter], options: FetchOptions
+    ) async throws -> Int {
         try await storage.count(T.self, matching: filters, options: options)
     }
 
     /// One page of the records matching every filter, read where `options.scope` says.
-    nonisolated(nonsending)
-    public func page(matching filters: [StorageIndexFilter] = [], orderedBy sort: StorageIndexSort? = nil,
-                     page: Int, pageSize: Int, options: FetchOptions) async throws -> StoragePage<T> {
-        try await storage.page(T.self, matching: filters, orderedBy: sort, page: page, pageSize: pageSize,
-                               options: options)
+    nonisolated(nonsending) public func page(
+        matching filters: [StorageIndexFilter] = [], orderedBy sort: StorageIndexSort? = nil,
+        page: Int, pageSize: Int, options: FetchOptions
+    ) async throws -> StoragePage<T> {
+        try await storage.page(
+            T.self, matching: filters, orderedBy: sort, page: page, pageSize: pageSize,
+            options: options)
     }
 }
 
 extension LocalStorage {
     /// Why `write { }` throws on a store with a shared tier: its body runs inside a local transaction, which
     /// cannot wait for the server.
-    static let writeTransactionsNotShared = "write { } transactions do not reach the shared tier; use save, "
+    static let writeTransactionsNotShared =
+        "write { } transactions do not reach the shared tier; use save, "
         + "save(contentsOf:), delete, deleteAll, setExpiration or update, which do"
 }

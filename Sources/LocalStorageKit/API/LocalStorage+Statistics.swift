@@ -14,8 +14,7 @@ extension LocalStorage {
     /// Complexity: O(types + expired records + free-page runs); O(records) of a type only on a store without
     /// counters. Nothing is decoded.
     /// - Throws: ``LocalStorageError`` when the store cannot be read.
-    nonisolated(nonsending)
-    public func statistics() async throws -> StorageStatistics {
+    nonisolated(nonsending) public func statistics() async throws -> StorageStatistics {
         try await operation("statistics") {
             let schemas = try await core.allSchemas()
             let now = Clock.now()
@@ -46,8 +45,7 @@ extension LocalStorage {
     ///
     /// Complexity: O(expired records of `T`); O(records of `T`) only on a store without counters.
     /// - Throws: ``LocalStorageError`` when the store cannot be read.
-    nonisolated(nonsending)
-    public func statistics<T: LocalStorable>(for type: T.Type) async throws -> TypeStatistics {
+    nonisolated(nonsending) public func statistics<T: LocalStorable>(for type: T.Type) async throws -> TypeStatistics {
         try await operation("statistics(for:)") {
             let schema = try await core.schema(for: T.self)
             let now = Clock.now()
@@ -57,8 +55,9 @@ extension LocalStorage {
 
     private func typeStatistics(_ schema: TypeSchema, now: Int64, txn: Transaction) throws -> TypeStatistics {
         let figures = try RecordReader.figures(schema: schema, now: now, txn: txn)
-        return TypeStatistics(records: figures.records, payloadBytes: figures.payloadBytes,
-                              expiredRecords: figures.expired, evictions: core.evictions.count(of: schema.name),
-                              limits: core.limits.limits(ofType: schema.number))
+        return TypeStatistics(
+            records: figures.records, payloadBytes: figures.payloadBytes,
+            expiredRecords: figures.expired, evictions: core.evictions.count(of: schema.name),
+            limits: core.limits.limits(ofType: schema.number))
     }
 }

@@ -18,8 +18,11 @@ extension LocalStorage {
     /// writes wait for them. Change streams get the transaction's events after it commits, in order, and
     /// a live query reruns once for the whole transaction.
     /// - Throws: Whatever `body` throws, unchanged; `storageFull` when its writes do not fit.
-    public func write<R: Sendable>(_ body: @escaping @Sendable (StorageWriteTransaction) throws -> R) async throws
-        -> R {
+    public func write<R: Sendable>(
+        _ body: @escaping @Sendable (StorageWriteTransaction) throws -> R
+    ) async throws
+        -> R
+    {
         try await operationPassingCallerErrors("write") {
             if sharedTier != nil { throw LocalStorageError.sharedTierUnavailable(Self.writeTransactionsNotShared) }
             return try await core.writer.performOnce { context in
@@ -46,16 +49,16 @@ extension LocalStorage {
     /// type it reads must first be registered, migrated or re-indexed (the first use of a type in this
     /// process, or after its index declaration changed), so keep it free of side effects.
     /// - Throws: Whatever `body` throws, unchanged.
-    nonisolated(nonsending)
-    public func read<R>(_ body: (StorageReadTransaction) throws -> R) async throws -> R {
+    nonisolated(nonsending) public func read<R>(_ body: (StorageReadTransaction) throws -> R) async throws -> R {
         try await operationPassingCallerErrors("read") {
             var attempt = 0
             while true {
                 let now = Clock.now()
                 var outcome: Result<R, any Error>?
                 let transaction = try core.environment.read { txn in
-                    let transaction = StorageReadTransaction(storage: self, txn: txn, now: now,
-                                                             mayPrepare: attempt < 3)
+                    let transaction = StorageReadTransaction(
+                        storage: self, txn: txn, now: now,
+                        mayPrepare: attempt < 3)
                     defer { transaction.close() }
                     do {
                         outcome = .success(try body(transaction))
@@ -82,14 +85,16 @@ extension LocalStorage {
 
 extension LocalRepository {
     /// Runs `body` in one write transaction (see ``LocalStorage/write(_:)``).
-    public func write<R: Sendable>(_ body: @escaping @Sendable (StorageWriteTransaction) throws -> R) async throws
-        -> R {
+    public func write<R: Sendable>(
+        _ body: @escaping @Sendable (StorageWriteTransaction) throws -> R
+    ) async throws
+        -> R
+    {
         try await storage.write(body)
     }
 
     /// Runs `body` on one consistent snapshot (see ``LocalStorage/read(_:)``).
-    nonisolated(nonsending)
-    public func read<R>(_ body: (StorageReadTransaction) throws -> R) async throws -> R {
+    nonisolated(nonsending) public func read<R>(_ body: (StorageReadTransaction) throws -> R) async throws -> R {
         try await storage.read(body)
     }
 }

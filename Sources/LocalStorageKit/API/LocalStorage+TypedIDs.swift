@@ -5,15 +5,15 @@
 extension LocalStorage {
     /// The record whose id is `id`, or nil when it is absent or expired.
     @_disfavoredOverload
-    nonisolated(nonsending)
-    public func fetch<T: LocalStorable>(_ type: T.Type, id: T.ID) async throws -> T? {
+    nonisolated(nonsending) public func fetch<T: LocalStorable>(_ type: T.Type, id: T.ID) async throws -> T? {
         try await fetch(type, id: try StorageKey.string(for: id))
     }
 
     /// What the store knows about the record whose id is `id`.
     @_disfavoredOverload
-    nonisolated(nonsending)
-    public func metadata<T: LocalStorable>(_ type: T.Type, id: T.ID) async throws -> StorageMetadata? {
+    nonisolated(nonsending) public func metadata<T: LocalStorable>(
+        _ type: T.Type, id: T.ID
+    ) async throws -> StorageMetadata? {
         try await metadata(type, id: try StorageKey.string(for: id))
     }
 
@@ -25,8 +25,10 @@ extension LocalStorage {
 
     /// Changes the time to live of the record whose id is `id`. - Throws: `notFound(id:)`.
     @_disfavoredOverload
-    public func setExpiration<T: LocalStorable>(_ type: T.Type, id: T.ID,
-                                                _ expiration: CacheExpiration) async throws {
+    public func setExpiration<T: LocalStorable>(
+        _ type: T.Type, id: T.ID,
+        _ expiration: CacheExpiration
+    ) async throws {
         try await setExpiration(type, id: try StorageKey.string(for: id), expiration)
     }
 
@@ -34,8 +36,10 @@ extension LocalStorage {
     /// and its own error comes out unchanged. - Throws: `notFound(id:)`.
     @_disfavoredOverload
     @discardableResult
-    public func update<T: LocalStorable>(_ type: T.Type, id: T.ID,
-                                         _ mutate: @escaping @Sendable (inout T) throws -> Void) async throws -> T {
+    public func update<T: LocalStorable>(
+        _ type: T.Type, id: T.ID,
+        _ mutate: @escaping @Sendable (inout T) throws -> Void
+    ) async throws -> T {
         try await update(type, id: try StorageKey.string(for: id), mutate)
     }
 }
@@ -43,13 +47,13 @@ extension LocalStorage {
 extension LocalRepository {
     /// The record whose id is `id`, or nil when it is absent or expired.
     @_disfavoredOverload
-    nonisolated(nonsending)
-    public func fetch(id: T.ID) async throws -> T? { try await fetch(id: try StorageKey.string(for: id)) }
+    nonisolated(nonsending) public func fetch(id: T.ID) async throws -> T? {
+        try await fetch(id: try StorageKey.string(for: id))
+    }
 
     /// What the store knows about the record whose id is `id`.
     @_disfavoredOverload
-    nonisolated(nonsending)
-    public func metadata(id: T.ID) async throws -> StorageMetadata? {
+    nonisolated(nonsending) public func metadata(id: T.ID) async throws -> StorageMetadata? {
         try await metadata(id: try StorageKey.string(for: id))
     }
 

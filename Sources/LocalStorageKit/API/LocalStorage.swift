@@ -73,9 +73,11 @@ public final class LocalStorage: Sendable {
     // MARK: - Plumbing
 
     /// Runs a public operation: maps every error to ``LocalStorageError`` and reports its duration.
-    nonisolated(nonsending)
-    func operation<R>(_ name: String, _ body: nonisolated(nonsending) () async throws -> R)
-        async throws(LocalStorageError) -> R {
+    nonisolated(nonsending) func operation<R>(
+        _ name: String, _ body: nonisolated(nonsending) () async throws -> R
+    )
+        async throws(LocalStorageError) -> R
+    {
         let start = ContinuousClock.now
         defer { report(name, since: start) }
         do {
@@ -87,9 +89,11 @@ public final class LocalStorage: Sendable {
 
     /// Runs a public operation that calls a caller's closure: the closure's own error (a ``CallerError``)
     /// comes out unchanged, every other error as a ``LocalStorageError``.
-    nonisolated(nonsending)
-    func operationPassingCallerErrors<R>(_ name: String, _ body: nonisolated(nonsending) () async throws -> R)
-        async throws -> R {
+    nonisolated(nonsending) func operationPassingCallerErrors<R>(
+        _ name: String, _ body: nonisolated(nonsending) () async throws -> R
+    )
+        async throws -> R
+    {
         let start = ContinuousClock.now
         defer { report(name, since: start) }
         do {

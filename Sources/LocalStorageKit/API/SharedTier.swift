@@ -65,17 +65,20 @@ final class SharedTier: Sendable {
         self.logger = logger
         layout = SharedTierLayout(namespace: settings.namespace)
         sender = (0..<16).map { _ in UInt8.random(in: 0...255) }
-        connection = RESPConnection(endpoint: endpoint, reconnectDelay: settings.reconnectDelay,
-                                    maxReconnectDelay: settings.maxReconnectDelay,
-                                    name: "LocalStorageKit.sharedTier.commands")
+        connection = RESPConnection(
+            endpoint: endpoint, reconnectDelay: settings.reconnectDelay,
+            maxReconnectDelay: settings.maxReconnectDelay,
+            name: "LocalStorageKit.sharedTier.commands")
         let (stream, continuation) = AsyncStream<SubscriberEvent>.makeStream()
         events = continuation
-        subscriber = RESPSubscriber(endpoint: endpoint, channel: layout.channel, reconnectDelay: settings.reconnectDelay,
-                                    maxReconnectDelay: settings.maxReconnectDelay,
-                                    name: "LocalStorageKit.sharedTier.subscriber",
-                                    report: { continuation.yield($0) })
-        logger?.log(level: .info, message: "Connecting to the shared tier",
-                    metadata: ["server": settings.redactedURL, "namespace": settings.namespace])
+        subscriber = RESPSubscriber(
+            endpoint: endpoint, channel: layout.channel, reconnectDelay: settings.reconnectDelay,
+            maxReconnectDelay: settings.maxReconnectDelay,
+            name: "LocalStorageKit.sharedTier.subscriber",
+            report: { continuation.yield($0) })
+        logger?.log(
+            level: .info, message: "Connecting to the shared tier",
+            metadata: ["server": settings.redactedURL, "namespace": settings.namespace])
         let task = Task { [self] in await follow(stream) }
         applier.withLock { $0 = task }
     }
@@ -94,8 +97,7 @@ final class SharedTier: Sendable {
 
     /// Waits (up to the connect and read timeouts) while the instance is connecting or catching up, so that no
     /// read is served from a local copy that may have changed while it was away.
-    nonisolated(nonsending)
-    func awaitSettled() async {
+    nonisolated(nonsending) func awaitSettled() async {
         guard state.withLock({ $0.phase == .connecting || $0.phase == .syncing }) else { return }
         let deadline = ContinuousClock.now + settings.connectTimeout + settings.readTimeout
         while ContinuousClock.now < deadline {
@@ -135,8 +137,10 @@ final class SharedTier: Sendable {
     /// Runs one of ``SharedTierScripts`` with `EVALSHA` (loading it first, and again after the server lost it).
     /// Returns the script's reply, an error reply included.
     func run(_ name: String, _ source: String, _ arguments: [[UInt8]]) async throws(LocalStorageError) -> RESPValue {
-        let head: [[UInt8]] = [layout.prefix, RecordWriter.timeKey(Clock.now()),
-                               Array(String(settings.changeLogRetention).utf8)]
+        let head: [[UInt8]] = [
+            layout.prefix, RecordWriter.timeKey(Clock.now()),
+            Array(String(settings.changeLogRetention).utf8),
+        ]
         for attempt in 0..<2 {
             let hash: [UInt8]
             if let known = scriptHashes.withLock({ $0[name] }), attempt == 0 {
@@ -149,7 +153,8 @@ final class SharedTier: Sendable {
                 hash = bytes
                 scriptHashes.withLock { $0[name] = bytes }
             }
-            let reply = try await connection.send([[Array("EVALSHA".utf8), hash, Array("0".utf8)] + head + arguments])[0]
+            let reply = try await connection.send([[Array("EVALSHA".utf8), hash, Array("0".utf8)] + head + arguments])[
+                0]
             if case .error(let message) = reply, message.hasPrefix("NOSCRIPT") { continue }
             return reply
         }
@@ -209,13 +214,17 @@ final class SharedTier: Sendable {
     }
 
     /// Builds the put of `record` at `now` with `expiresAt`.
-    func put(_ record: PreparedRecord, expiresAt: Int64, now: Int64, schema: TypeSchema,
-             createdAt: Int64? = nil, expect: [UInt8] = []) throws(LocalStorageError) -> Put {
-        let header = RecordHeader(format: record.format, version: record.version, createdAt: createdAt ?? now,
-                                  updatedAt: now, expiresAt: expiresAt, signature: schema.signature,
-                                  indexValues: record.indexValues)
-        return Put(record: record, bytes: try header.serialized(payload: record.payload), header: header,
-                   expect: expect)
+    func put(
+        _ record: PreparedRecord, expiresAt: Int64, now: Int64, schema: TypeSchema,
+        createdAt: Int64? = nil, expect: [UInt8] = []
+    ) throws(LocalStorageError) -> Put {
+        let header = RecordHeader(
+            format: record.format, version: record.version, createdAt: createdAt ?? now,
+            updatedAt: now, expiresAt: expiresAt, signature: schema.signature,
+            indexValues: record.indexValues)
+        return Put(
+            record: record, bytes: try header.serialized(payload: record.payload), header: header,
+            expect: expect)
     }
 
     /// Writes records on the server in one script; returns each one's final bytes and sequence.
@@ -233,22 +242,26 @@ final class SharedTier: Sendable {
                 let left = put.header.expiresAt - now
                 ttl = max(1, left / 1_000_000 + (left % 1_000_000 == 0 ? 0 : 1))
             }
-            arguments += [type, id, put.bytes, Array(String(ttl).utf8),
-                          SharedTierLayout.frame(members(of: put.header, id: id, schema: schema, type: type)),
-                          notice(UInt8(ascii: "P"), type: schema.name, id: put.record.id),
-                          Array(String(put.record.version).utf8), put.expect]
+            arguments += [
+                type, id, put.bytes, Array(String(ttl).utf8),
+                SharedTierLayout.frame(members(of: put.header, id: id, schema: schema, type: type)),
+                notice(UInt8(ascii: "P"), type: schema.name, id: put.record.id),
+                Array(String(put.record.version).utf8), put.expect,
+            ]
         }
         let reply = try await run("put", SharedTierScripts.put, arguments)
         if case .error(let message) = reply {
             if message.hasPrefix("NEWER ") {
-                throw LocalStorageError.decodingFailed(reason: "\(schema.name) \(message.dropFirst(6)) on the shared "
-                    + "tier, newer than this app's version (written by a newer version); it was not overwritten")
+                throw LocalStorageError.decodingFailed(
+                    reason: "\(schema.name) \(message.dropFirst(6)) on the shared "
+                        + "tier, newer than this app's version (written by a newer version); it was not overwritten")
             }
             if message.hasPrefix("CONFLICT ") { throw SharedTierConflict(message: String(message.dropFirst(9))) }
             throw LocalStorageError.sharedTierUnavailable("the put script at \(endpoint.label) failed: \(message)")
         }
         guard let values = reply.elements, values.count == puts.count * 2 else {
-            throw LocalStorageError.sharedTierUnavailable("the put script at \(endpoint.label) replied \(reply.summary)")
+            throw LocalStorageError.sharedTierUnavailable(
+                "the put script at \(endpoint.label) replied \(reply.summary)")
         }
         var out: [(bytes: [UInt8], sequence: Int64)] = []
         for (position, put) in puts.enumerated() {
@@ -266,14 +279,17 @@ final class SharedTier: Sendable {
 
     /// Commits this instance's own written records locally (unless the applier already holds them or
     /// something later), then waits for any not admitted.
-    func commitOwn(_ written: [(bytes: [UInt8], sequence: Int64)], records: [PreparedRecord],
-                   schema: TypeSchema) async throws {
+    func commitOwn(
+        _ written: [(bytes: [UInt8], sequence: Int64)], records: [PreparedRecord],
+        schema: TypeSchema
+    ) async throws {
         let pending = Mutex<[Int64]>([])
         try await core.writer.perform { [self] context in
             for (position, item) in written.enumerated() {
                 if admitsOwn(item.sequence) {
-                    try RecordWriter.putReplica(item.bytes, key: records[position].key, value: records[position].value,
-                                                schema: schema, context: context)
+                    try RecordWriter.putReplica(
+                        item.bytes, key: records[position].key, value: records[position].value,
+                        schema: schema, context: context)
                 } else {
                     pending.withLock { $0.append(item.sequence) }
                 }
@@ -308,7 +324,9 @@ final class SharedTier: Sendable {
 
     /// The record `id` of a type as the server holds it (nil when absent).
     func record(type: String, id: [UInt8]) async throws(LocalStorageError) -> [UInt8]? {
-        let reply = try await connection.call([Array("GET".utf8), layout.record(type: SharedTierLayout.escape(type), id: id)])
+        let reply = try await connection.call([
+            Array("GET".utf8), layout.record(type: SharedTierLayout.escape(type), id: id),
+        ])
         if case .null = reply { return nil }
         guard let bytes = reply.bytes else {
             throw .sharedTierUnavailable("GET at \(endpoint.label) replied \(reply.summary)")
@@ -353,7 +371,8 @@ final class SharedTier: Sendable {
 
         init?(_ bytes: [UInt8]) {
             guard let space = bytes.firstIndex(of: UInt8(ascii: " ")),
-                  let sequence = Int64(String(decoding: bytes[..<space], as: UTF8.self)) else { return nil }
+                let sequence = Int64(String(decoding: bytes[..<space], as: UTF8.self))
+            else { return nil }
             var offset = space + 1
             func take(_ count: Int) -> ArraySlice<UInt8>? {
                 guard count >= 0, offset + count <= bytes.count else { return nil }
@@ -364,8 +383,9 @@ final class SharedTier: Sendable {
                 take(count).map { $0.reduce(0) { $0 << 8 | Int($1) } }
             }
             guard let kind = take(1)?.first, let database = number(4), let sender = take(16),
-                  let typeLength = number(2), let type = take(typeLength), let idLength = number(2),
-                  let id = take(idLength) else { return nil }
+                let typeLength = number(2), let type = take(typeLength), let idLength = number(2),
+                let id = take(idLength)
+            else { return nil }
             self.sequence = sequence
             self.kind = kind
             self.database = UInt32(truncatingIfNeeded: database)
@@ -391,15 +411,18 @@ final class SharedTier: Sendable {
                     return wasUp
                 }
                 if wasUp {
-                    logger?.log(level: .warning, message: "Lost the shared tier; serving local records until it is back",
-                                metadata: ["server": settings.redactedURL, "error": "\(error)"])
+                    logger?.log(
+                        level: .warning, message: "Lost the shared tier; serving local records until it is back",
+                        metadata: ["server": settings.redactedURL, "error": "\(error)"])
                 }
             }
         }
     }
 
     private func handle(_ bytes: [UInt8]) async {
-        guard let notice = Notice(bytes), notice.database == UInt32(truncatingIfNeeded: endpoint.database) else { return }
+        guard let notice = Notice(bytes), notice.database == UInt32(truncatingIfNeeded: endpoint.database) else {
+            return
+        }
         let position = state.withLock { $0.receivedSeq }
         guard let position, notice.sequence > position else { return }
         if notice.sequence > position + 1 {
@@ -408,8 +431,9 @@ final class SharedTier: Sendable {
             return
         }
         state.withLock { $0.receivedSeq = notice.sequence }
-        let change = LocalChange(kind: notice.kind, type: notice.type, id: notice.id,
-                                 record: notice.record.isEmpty ? nil : notice.record)
+        let change = LocalChange(
+            kind: notice.kind, type: notice.type, id: notice.id,
+            record: notice.record.isEmpty ? nil : notice.record)
         hand([change], through: notice.sequence)
     }
 
@@ -425,15 +449,18 @@ final class SharedTier: Sendable {
     /// Queues changes for the writer without waiting; `sequence` becomes the applied position once they are in.
     private func hand(_ changes: [LocalChange], through sequence: Int64) {
         let logger = self.logger
-        core.writer.hand({ [self] context in
-            for change in changes { try apply(change, context: context) }
-            state.withLock { $0.appliedSeq = max($0.appliedSeq ?? Int64.min, sequence) }
-        }, finish: { [self] error in
-            guard let error else { return }
-            state.withLock { $0.appliedSeq = max($0.appliedSeq ?? Int64.min, sequence) }
-            logger?.log(level: .error, message: "Could not apply a change from the shared tier",
-                        metadata: ["error": "\(LocalStorageError.wrapping(error))"])
-        })
+        core.writer.hand(
+            { [self] context in
+                for change in changes { try apply(change, context: context) }
+                state.withLock { $0.appliedSeq = max($0.appliedSeq ?? Int64.min, sequence) }
+            },
+            finish: { [self] error in
+                guard let error else { return }
+                state.withLock { $0.appliedSeq = max($0.appliedSeq ?? Int64.min, sequence) }
+                logger?.log(
+                    level: .error, message: "Could not apply a change from the shared tier",
+                    metadata: ["error": "\(LocalStorageError.wrapping(error))"])
+            })
     }
 
     /// Applies one change inside the writer's transaction.
@@ -441,7 +468,9 @@ final class SharedTier: Sendable {
         guard let schema = try localSchema(named: change.type, context: context) else { return }
         switch change.kind {
         case UInt8(ascii: "C"):
-            if try context.txn.entryCount(schema.records) > 0 { try RecordWriter.clear(schema: schema, context: context) }
+            if try context.txn.entryCount(schema.records) > 0 {
+                try RecordWriter.clear(schema: schema, context: context)
+            }
         case UInt8(ascii: "P"), UInt8(ascii: "D"):
             let key = Array(change.id.utf8)
             guard !key.isEmpty, key.count <= 511 else { return }
@@ -451,8 +480,9 @@ final class SharedTier: Sendable {
                 } catch {
                     // Not a record (written by something else under our key): drop the local copy, so that a
                     // read goes to the server and reports it.
-                    logger?.log(level: .error, message: "The shared tier holds a damaged record; dropped the local copy",
-                                metadata: ["type": change.type, "id": change.id, "error": "\(error)"])
+                    logger?.log(
+                        level: .error, message: "The shared tier holds a damaged record; dropped the local copy",
+                        metadata: ["type": change.type, "id": change.id, "error": "\(error)"])
                     try RecordWriter.delete(id: change.id, key: key, schema: schema, context: context)
                     return
                 }
@@ -488,8 +518,9 @@ final class SharedTier: Sendable {
                     state.phase = .down
                     state.lastError = LocalStorageError.wrapping(error)
                 }
-                logger?.log(level: .warning, message: "Could not catch up with the shared tier; retrying",
-                            metadata: ["server": settings.redactedURL, "error": "\(LocalStorageError.wrapping(error))"])
+                logger?.log(
+                    level: .warning, message: "Could not catch up with the shared tier; retrying",
+                    metadata: ["server": settings.redactedURL, "error": "\(LocalStorageError.wrapping(error))"])
             }
             do {
                 try await Task.sleep(for: delay)
@@ -508,10 +539,13 @@ final class SharedTier: Sendable {
         }
         let serverReply = try await connection.call([Array("GET".utf8), layout.sequence])
         let server: Int64
-        if case .null = serverReply { server = 0 } else {
+        if case .null = serverReply {
+            server = 0
+        } else {
             guard let value = serverReply.int else {
-                throw LocalStorageError.sharedTierUnavailable("GET \(String(decoding: layout.sequence, as: UTF8.self)) "
-                    + "replied \(serverReply.summary)")
+                throw LocalStorageError.sharedTierUnavailable(
+                    "GET \(String(decoding: layout.sequence, as: UTF8.self)) "
+                        + "replied \(serverReply.summary)")
             }
             server = value
         }
@@ -520,14 +554,21 @@ final class SharedTier: Sendable {
         if let previous, server == previous {
             // Nothing changed while away.
         } else if let previous, server > previous {
-            let reply = try await connection.call([Array("ZRANGEBYSCORE".utf8), layout.log, Array("(\(previous)".utf8),
-                                                   Array("\(server)".utf8)])
+            let reply = try await connection.call([
+                Array("ZRANGEBYSCORE".utf8), layout.log, Array("(\(previous)".utf8),
+                Array("\(server)".utf8),
+            ])
             let entries = (reply.elements ?? []).compactMap { $0.bytes.flatMap(Notice.init) }
             if entries.first?.sequence != previous + 1 || Int64(entries.count) < server - previous {
                 drop = true
-                logger?.log(level: .warning, message: "The shared tier's change log no longer reaches back to this "
-                    + "instance's position; dropping local records", metadata: ["position": "\(previous)",
-                                                                                 "server": "\(server)"])
+                logger?.log(
+                    level: .warning,
+                    message: "The shared tier's change log no longer reaches back to this "
+                        + "instance's position; dropping local records",
+                    metadata: [
+                        "position": "\(previous)",
+                        "server": "\(server)",
+                    ])
             } else {
                 changes = try await currentState(of: entries)
             }
@@ -535,8 +576,10 @@ final class SharedTier: Sendable {
             // A fresh start (no position), or a server that lost its data: nothing local can be trusted.
             drop = true
             if previous != nil {
-                logger?.log(level: .warning, message: "The shared tier's sequence went back (its data was lost?); "
-                    + "dropping local records", metadata: ["server": settings.redactedURL])
+                logger?.log(
+                    level: .warning,
+                    message: "The shared tier's sequence went back (its data was lost?); "
+                        + "dropping local records", metadata: ["server": settings.redactedURL])
             }
         }
         let core = self.core
@@ -570,9 +613,13 @@ final class SharedTier: Sendable {
         for (position, entry) in relevant.enumerated() where entry.kind != UInt8(ascii: "C") {
             last[entry.type + "\u{0}" + entry.id] = position
         }
-        let named = relevant.enumerated().filter { $0.element.kind != UInt8(ascii: "C")
-            && last[$0.element.type + "\u{0}" + $0.element.id] == $0.offset }
-        let keys = named.map { layout.record(type: SharedTierLayout.escape($0.element.type), id: Array($0.element.id.utf8)) }
+        let named = relevant.enumerated().filter {
+            $0.element.kind != UInt8(ascii: "C")
+                && last[$0.element.type + "\u{0}" + $0.element.id] == $0.offset
+        }
+        let keys = named.map {
+            layout.record(type: SharedTierLayout.escape($0.element.type), id: Array($0.element.id.utf8))
+        }
         let current = try await records(keys: keys)
         var byPosition: [Int: [UInt8]?] = [:]
         for (index, item) in named.enumerated() { byPosition[item.offset] = current[index] }
@@ -581,8 +628,10 @@ final class SharedTier: Sendable {
             if entry.kind == UInt8(ascii: "C") {
                 changes.append(LocalChange(kind: entry.kind, type: entry.type, id: "", record: nil))
             } else if let found = byPosition[position] {
-                changes.append(LocalChange(kind: found == nil ? UInt8(ascii: "D") : UInt8(ascii: "P"),
-                                           type: entry.type, id: entry.id, record: found))
+                changes.append(
+                    LocalChange(
+                        kind: found == nil ? UInt8(ascii: "D") : UInt8(ascii: "P"),
+                        type: entry.type, id: entry.id, record: found))
             }
         }
         return changes

@@ -25,7 +25,8 @@ struct SharedTierQuery {
             return Int(count)
         }
         if plan.constraints.count == 1, let only = plan.constraints.first, only.conditions.count == 1,
-           let ranges = Self.exactRanges(only.conditions[0]) {
+            let ranges = Self.exactRanges(only.conditions[0])
+        {
             let key = tier.layout.index(type: type, name: only.index.name)
             let replies = try await tier.connection.send(ranges.map { [Array("ZLEXCOUNT".utf8), key, $0.min, $0.max] })
             var total = 0
@@ -115,7 +116,8 @@ struct SharedTierQuery {
             if best.map({ total < $0.count }) ?? true { best = (ranges, key, total) }
         }
         guard let best else { return [] }
-        let kind = plan.constraints.first { tier.layout.index(type: type, name: $0.index.name) == best.key }?.index.kind
+        let kind =
+            plan.constraints.first { tier.layout.index(type: type, name: $0.index.name) == best.key }?.index.kind
             ?? .string
         var ids: [[UInt8]] = []
         var seen = Set<[UInt8]>()
@@ -172,8 +174,9 @@ struct SharedTierQuery {
         var rows: [Row] = []
         var offset = 0
         while rows.count < end {
-            let members = try await range(key, Array("-".utf8), Array("+".utf8), offset: offset,
-                                          reverse: sort == .newestFirst)
+            let members = try await range(
+                key, Array("-".utf8), Array("+".utf8), offset: offset,
+                reverse: sort == .newestFirst)
             let ids = members.map { byTime ? Array($0.dropFirst(8)) : $0 }
             let records = try await tier.records(keys: ids.map { tier.layout.record(type: type, id: $0) })
             let now = Clock.now()
@@ -192,20 +195,27 @@ struct SharedTierQuery {
     /// Removes expired records and their members from the namespace (the scripts also do it on every write).
     private func sweep() async throws {
         for _ in 0..<100 {
-            let reply = try tier.expectSuccess(try await tier.run("sweep", SharedTierScripts.sweep, []), script: "sweep")
+            let reply = try tier.expectSuccess(
+                try await tier.run("sweep", SharedTierScripts.sweep, []), script: "sweep")
             guard let swept = reply.int else { throw unexpected("the sweep script", reply) }
             if swept < 1000 { return }
         }
     }
 
     /// One chunk of members between `min` and `max` (lex bounds), ascending or descending.
-    private func range(_ key: [UInt8], _ min: [UInt8], _ max: [UInt8], offset: Int,
-                       reverse: Bool) async throws -> [[UInt8]] {
-        let command: [[UInt8]] = reverse
+    private func range(
+        _ key: [UInt8], _ min: [UInt8], _ max: [UInt8], offset: Int,
+        reverse: Bool
+    ) async throws -> [[UInt8]] {
+        let command: [[UInt8]] =
+            reverse
             ? [Array("ZREVRANGEBYLEX".utf8), key, max, min]
             : [Array("ZRANGEBYLEX".utf8), key, min, max]
-        let reply = try await tier.connection.call(command + [Array("LIMIT".utf8), Array(String(offset).utf8),
-                                                              Array(String(Self.chunk).utf8)])
+        let reply = try await tier.connection.call(
+            command + [
+                Array("LIMIT".utf8), Array(String(offset).utf8),
+                Array(String(Self.chunk).utf8),
+            ])
         guard let elements = reply.elements else { throw unexpected("ZRANGEBYLEX", reply) }
         return elements.compactMap(\.bytes)
     }

@@ -53,7 +53,8 @@ public class StorageReadTransaction {
             let _: Void = try prepare { try await storage.migrateIfPending(T.self, schema: schema) }
         }
         if schema.runtime.reindexedAt.load(ordering: .relaxed) != txn.id,
-           try Reindexer<T>.hasStaleRecords(schema: schema, txn: txn) {
+            try Reindexer<T>.hasStaleRecords(schema: schema, txn: txn)
+        {
             let _: Void = try prepare { try await storage.reindex(T.self, schema: schema) }
         }
     }
@@ -124,8 +125,9 @@ public class StorageReadTransaction {
             let options = try options.validated()
             let schema = try schema(T.self)
             let session = storage.makeDecodeSession(for: schema)
-            let (items, expired) = try RecordReader.list(T.self, schema: schema, options: options, now: now,
-                                                         txn: txn, session: session)
+            let (items, expired) = try RecordReader.list(
+                T.self, schema: schema, options: options, now: now,
+                txn: txn, session: session)
             try finish(session, expired: expired, purge: options.purgeExpired, schema: schema)
             return items
         }
@@ -142,8 +144,9 @@ public class StorageReadTransaction {
             let plan = try QueryPlan(filters: filters, sort: sort, schema: schema)
             if QueryRunner.usesIndexes(plan) { try prepareIndexedRead(T.self, schema: schema) }
             let session = storage.makeDecodeSession(for: schema)
-            let (items, expired) = try QueryRunner.fetch(T.self, plan: plan, options: options, schema: schema,
-                                                         now: now, txn: txn, session: session)
+            let (items, expired) = try QueryRunner.fetch(
+                T.self, plan: plan, options: options, schema: schema,
+                now: now, txn: txn, session: session)
             try finish(session, expired: expired, purge: options.purgeExpired, schema: schema)
             return items
         }
@@ -175,8 +178,9 @@ public class StorageReadTransaction {
             let plan = try QueryPlan(filters: filters, sort: sort, schema: schema)
             try prepareIndexedRead(T.self, schema: schema)
             let session = storage.makeDecodeSession(for: schema)
-            let result = try QueryRunner.page(T.self, plan: plan, page: page, pageSize: pageSize, schema: schema,
-                                              now: now, txn: txn, session: session)
+            let result = try QueryRunner.page(
+                T.self, plan: plan, page: page, pageSize: pageSize, schema: schema,
+                now: now, txn: txn, session: session)
             try finish(session, expired: [], purge: false, schema: schema)
             return result
         }
@@ -185,8 +189,9 @@ public class StorageReadTransaction {
     /// What the store knows about a record, expired or not.
     public func metadata<T: LocalStorable>(_ type: T.Type, id: String) throws -> StorageMetadata? {
         try run {
-            try RecordReader.metadata(T.self, key: try RecordWriter.key(for: id), id: id, schema: try schema(T.self),
-                                      now: now, txn: txn)
+            try RecordReader.metadata(
+                T.self, key: try RecordWriter.key(for: id), id: id, schema: try schema(T.self),
+                now: now, txn: txn)
         }
     }
 

@@ -59,22 +59,24 @@ public final class StorageWriteTransaction: StorageReadTransaction {
 
     /// Saves every value; when the sequence repeats an id, the last value wins.
     public func save<T: LocalStorable, S: Sequence>(contentsOf values: S, expiration: CacheExpiration = .never) throws
-        where S.Element == T {
+    where S.Element == T {
         try run {
             let schema = try schema(T.self)
             let indexValues = T.indexValueComputer()
             let records = try values.map { try storage.prepare($0, schema: schema, indexValues: indexValues) }
             guard !records.isEmpty else { return }
-            try RecordWriter.putAll(RecordWriter.sortedByKey(records), expiresAt: expiration.expiresAt(now: now),
-                                    schema: schema, context: context)
+            try RecordWriter.putAll(
+                RecordWriter.sortedByKey(records), expiresAt: expiration.expiresAt(now: now),
+                schema: schema, context: context)
         }
     }
 
     /// Deletes the record with `id`; deleting a missing id does nothing.
     public func delete<T: LocalStorable>(_ type: T.Type, id: String) throws {
         try run {
-            _ = try RecordWriter.delete(id: id, key: try RecordWriter.key(for: id), schema: try schema(T.self),
-                                        context: context)
+            _ = try RecordWriter.delete(
+                id: id, key: try RecordWriter.key(for: id), schema: try schema(T.self),
+                context: context)
         }
     }
 
@@ -94,8 +96,9 @@ public final class StorageWriteTransaction: StorageReadTransaction {
     /// - Throws: `notFound(id:)` when the record is absent or expired.
     public func setExpiration<T: LocalStorable>(_ type: T.Type, id: String, _ expiration: CacheExpiration) throws {
         try run {
-            try RecordWriter.setExpiration(T.self, id: id, key: try RecordWriter.key(for: id), expiration,
-                                           schema: try schema(T.self), context: context)
+            try RecordWriter.setExpiration(
+                T.self, id: id, key: try RecordWriter.key(for: id), expiration,
+                schema: try schema(T.self), context: context)
         }
     }
 

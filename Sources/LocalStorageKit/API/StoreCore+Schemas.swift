@@ -14,8 +14,7 @@ extension StoreCore {
     ///
     /// - Throws: `invalidDeclaration` when `T`'s names or indexes cannot be stored; `decodingFailed` when
     ///   the store's description of the type cannot be read (damaged, or written by a newer version).
-    nonisolated(nonsending)
-    func schema<T: LocalStorable>(for type: T.Type) async throws -> TypeSchema {
+    nonisolated(nonsending) func schema<T: LocalStorable>(for type: T.Type) async throws -> TypeSchema {
         let key = ObjectIdentifier(type)
         if let schema = schemas.withLock({ $0.ready[key] }) { return schema }
         let name = T.storageName
@@ -31,16 +30,18 @@ extension StoreCore {
             let meta = self.meta
             if let versioned = T.self as? any LocalStorageVersioned.Type {
                 for problem in MigrationValidator.problems(steps: versioned.migrations, current: version) {
-                    logger?.log(level: .error, message: "Migration chain of \(name): \(problem)",
-                                metadata: ["type": name])
+                    logger?.log(
+                        level: .error, message: "Migration chain of \(name): \(problem)",
+                        metadata: ["type": name])
                 }
             }
             let writer = self.writer
             let task = Task {
                 try await writer.performExclusive { writer in
                     try writer.transact { context in
-                        try StoreCore.register(name, declaration: declaration, version: version, meta: meta,
-                                               txn: context.txn)
+                        try StoreCore.register(
+                            name, declaration: declaration, version: version, meta: meta,
+                            txn: context.txn)
                     }
                 }
             }
@@ -83,9 +84,10 @@ extension StoreCore {
         if let problem = T.storageLimits?.problem {
             throw LocalStorageError.invalidDeclaration("the storageLimits of \(T.self): \(problem)")
         }
-        let (registered, migrationPending) = try StoreCore.register(name, declaration: declaration,
-                                                                    version: T.storageVersion, meta: meta,
-                                                                    txn: context.txn)
+        let (registered, migrationPending) = try StoreCore.register(
+            name, declaration: declaration,
+            version: T.storageVersion, meta: meta,
+            txn: context.txn)
         let schema = limited(registered, T.self)
         context.onCommit { [weak self] in
             self?.schemas.withLock { state in
@@ -116,10 +118,13 @@ extension StoreCore {
     /// Nothing is re-indexed here: records indexed with another declaration are brought up to date by the
     /// first indexed query (see ``Reindexer``), because another declaration of the same stored type (an
     /// app and its extension) may go on writing them.
-    private static func register(_ name: String, declaration: IndexDeclaration, version: Int, meta: Database,
-                                 txn: Transaction) throws -> (TypeSchema, Bool) {
-        let (info, _) = try TypeRegistry.register(name, declaration: declaration, version: version, meta: meta,
-                                                  txn: txn)
+    private static func register(
+        _ name: String, declaration: IndexDeclaration, version: Int, meta: Database,
+        txn: Transaction
+    ) throws -> (TypeSchema, Bool) {
+        let (info, _) = try TypeRegistry.register(
+            name, declaration: declaration, version: version, meta: meta,
+            txn: txn)
         let schema = try TypeSchema.open(info, declaration: declaration, version: version, in: txn, create: true)
         // The stored version moves only once every record is migrated (see `markMigrated`).
         return (schema, info.version < version)
@@ -137,7 +142,8 @@ extension StoreCore {
         let meta = self.meta
         try await writer.perform { context in
             guard var info = try TypeRegistry.info(named: schema.name, meta: meta, txn: context.txn),
-                  info.version < schema.version else { return }
+                info.version < schema.version
+            else { return }
             info.version = schema.version
             try TypeRegistry.put(info, meta: meta, txn: context.txn)
         }

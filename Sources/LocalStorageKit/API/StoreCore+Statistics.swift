@@ -5,8 +5,7 @@ extension StoreCore {
     /// Types this process has not opened yet (written by another process or an earlier run) are opened
     /// once through the writer, in a transaction that commits: LMDB closes the handles a read transaction
     /// opened when it ends, and opening handles must not race the writer's own.
-    nonisolated(nonsending)
-    func allSchemas() async throws -> [UInt32: TypeSchema] {
+    nonisolated(nonsending) func allSchemas() async throws -> [UInt32: TypeSchema] {
         let meta = self.meta
         let infos = try environment.read { txn in try TypeRegistry.all(meta: meta, txn: txn).infos }
         let known = statisticsSchemas.withLock { $0 }

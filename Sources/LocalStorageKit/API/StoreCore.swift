@@ -37,15 +37,17 @@ final class StoreCore: Sendable {
             throw LocalStorageError.openFailed(path: directory.path, reason: "limits: \(problem)")
         }
         do {
-            environment = try Environment(directory: directory.path, mapSize: configuration.mapSize,
-                                          maxMapSize: configuration.maxMapSize, durability: durability)
+            environment = try Environment(
+                directory: directory.path, mapSize: configuration.mapSize,
+                maxMapSize: configuration.maxMapSize, durability: durability)
         } catch {
             throw LocalStorageError.openFailed(path: directory.path, reason: StoreCore.explain(error))
         }
         do {
             (meta, changeLog) = try environment.write { txn in
                 guard let dbi = try txn.openDatabase(TypeRegistry.metaName, create: true),
-                      let changes = try ChangeLog.open(in: txn) else {
+                    let changes = try ChangeLog.open(in: txn)
+                else {
                     throw LMDBError.notFound("mdb_dbi_open")
                 }
                 try TypeRegistry.checkLayout(meta: dbi, txn: txn, countTree: !configuration.withoutCountTree)
@@ -62,18 +64,22 @@ final class StoreCore: Sendable {
         let limits = LimitBook(store: configuration.limits, policy: configuration.evictionPolicy)
         self.limits = limits
         let evictor = Evictor(book: limits, notes: accessNotes, evictions: evictions)
-        let writer = Writer(environment: environment, hub: hub, logger: configuration.logger, changeLog: changeLog,
-                            evictor: evictor)
+        let writer = Writer(
+            environment: environment, hub: hub, logger: configuration.logger, changeLog: changeLog,
+            evictor: evictor)
         self.writer = writer
-        liveQueries = LiveQueryCenter(environment: environment, hub: hub, writer: writer, changeLog: changeLog,
-                                      meta: meta, pollInterval: configuration.externalChangePollInterval)
-        sweeper = ExpirySweeper(writer: writer, meta: meta, interval: configuration.expirySweepInterval,
-                                logger: configuration.logger)
+        liveQueries = LiveQueryCenter(
+            environment: environment, hub: hub, writer: writer, changeLog: changeLog,
+            meta: meta, pollInterval: configuration.externalChangePollInterval)
+        sweeper = ExpirySweeper(
+            writer: writer, meta: meta, interval: configuration.expirySweepInterval,
+            logger: configuration.logger)
         logger?.log(level: .info, message: "Opened store", metadata: ["path": directory.path])
         if environment.recreatedUnfinishedDataFile {
-            logger?.log(level: .warning,
-                        message: "Created the store afresh: its data file was left unfinished by an earlier creation "
-                            + "(a full disk?) and held no data", metadata: ["path": directory.path])
+            logger?.log(
+                level: .warning,
+                message: "Created the store afresh: its data file was left unfinished by an earlier creation "
+                    + "(a full disk?) and held no data", metadata: ["path": directory.path])
         }
     }
 

@@ -1,5 +1,3 @@
-
-
 extension Array where Element == UInt8 {
     /// Appends an integer's little-endian bytes.
     @inline(__always)

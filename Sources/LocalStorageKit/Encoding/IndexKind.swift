@@ -1,5 +1,3 @@
-
-
 /// The kind of values an index holds.
 enum IndexKind: UInt8, Sendable, Codable {
     case string = 1

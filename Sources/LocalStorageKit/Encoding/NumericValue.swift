@@ -33,23 +33,23 @@ internal enum NumericValue: Sendable, Hashable {
     ///   `5` and `5.0` compare equal, as do `-0.0` and `0`. See the type's documentation for `NaN`.
     static func compare(_ a: NumericValue, _ b: NumericValue) -> Int {
         switch (a, b) {
-        case let (.int(x), .int(y)):
+        case (.int(let x), .int(let y)):
             return sign(of: x, comparedTo: y)
-        case let (.uint(x), .uint(y)):
+        case (.uint(let x), .uint(let y)):
             return sign(of: x, comparedTo: y)
-        case let (.double(x), .double(y)):
+        case (.double(let x), .double(let y)):
             return compare(double: x, double: y)
-        case let (.int(x), .uint(y)):
+        case (.int(let x), .uint(let y)):
             return x < 0 ? -1 : sign(of: UInt64(x), comparedTo: y)
-        case let (.uint(x), .int(y)):
+        case (.uint(let x), .int(let y)):
             return y < 0 ? 1 : sign(of: x, comparedTo: UInt64(y))
-        case let (.int(x), .double(y)):
+        case (.int(let x), .double(let y)):
             return compare(int: x, double: y)
-        case let (.double(x), .int(y)):
+        case (.double(let x), .int(let y)):
             return -compare(int: y, double: x)
-        case let (.uint(x), .double(y)):
+        case (.uint(let x), .double(let y)):
             return compare(uint: x, double: y)
-        case let (.double(x), .uint(y)):
+        case (.double(let x), .uint(let y)):
             return -compare(uint: y, double: x)
         }
     }

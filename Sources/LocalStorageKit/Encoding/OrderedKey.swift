@@ -266,7 +266,7 @@ internal enum OrderedKey {
                 return -1
             case (_, nil):
                 return 1
-            case let (first?, second?):
+            case (let first?, let second?):
                 if first != second { return first < second ? -1 : 1 }
             }
         }

@@ -17,15 +17,18 @@ enum PayloadCodec {
     }
 
     /// Decodes a `T` from payload bytes in `format`, reading them in place.
-    static func decode<T: Decodable>(_ type: T.Type, from bytes: UnsafeRawBufferPointer,
-                                     format: PayloadFormat) throws -> T {
+    static func decode<T: Decodable>(
+        _ type: T.Type, from bytes: UnsafeRawBufferPointer,
+        format: PayloadFormat
+    ) throws -> T {
         switch format {
         case .json:
             guard let base = bytes.baseAddress, bytes.count > 0 else {
                 return try JSONDecoder().decode(T.self, from: Data())
             }
-            let data = Data(bytesNoCopy: UnsafeMutableRawPointer(mutating: base), count: bytes.count,
-                            deallocator: .none)
+            let data = Data(
+                bytesNoCopy: UnsafeMutableRawPointer(mutating: base), count: bytes.count,
+                deallocator: .none)
             return try JSONDecoder().decode(T.self, from: data)
         case .binary:
             return try BinaryDecoder().decode(T.self, from: bytes)

@@ -1,5 +1,3 @@
-
-
 /// Which codec wrote a payload.
 enum PayloadFormat: UInt8, Sendable {
     case json = 1

@@ -1,5 +1,3 @@
-
-
 /// The fixed layout in front of every stored payload (all integers little-endian).
 ///
 /// ```

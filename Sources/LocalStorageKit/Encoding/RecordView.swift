@@ -1,5 +1,3 @@
-
-
 /// A zero-copy view of a stored record: header fields read in place from the map.
 ///
 /// Created with ``init(_:)``, which checks every length against the bytes, so later accessors cannot
@@ -86,7 +84,8 @@ struct RecordView {
             guard offset < headerLength else { return }
             let nameLength = Int(bytes[offset])
             guard offset + 1 + nameLength + 3 <= headerLength,
-                  let kind = IndexKind(rawValue: bytes[offset + 1 + nameLength]) else { return }
+                let kind = IndexKind(rawValue: bytes[offset + 1 + nameLength])
+            else { return }
             let name = UnsafeRawBufferPointer(rebasing: bytes[(offset + 1)..<(offset + 1 + nameLength)])
             offset += 1 + nameLength
             let valueLength = Int(load(offset + 1, as: UInt16.self))
@@ -116,11 +115,14 @@ struct RecordView {
         var values: [StoredIndexValue] = []
         values.reserveCapacity(indexValueCount)
         forEachIndexValue { name, kind, value in
-            values.append(StoredIndexValue(name: String(decoding: name, as: UTF8.self), kind: kind,
-                                           bytes: Array(value)))
+            values.append(
+                StoredIndexValue(
+                    name: String(decoding: name, as: UTF8.self), kind: kind,
+                    bytes: Array(value)))
             return true
         }
-        return RecordHeader(format: format, version: version, createdAt: createdAt, updatedAt: updatedAt,
-                            expiresAt: expiresAt, signature: signature, indexValues: values)
+        return RecordHeader(
+            format: format, version: version, createdAt: createdAt, updatedAt: updatedAt,
+            expiresAt: expiresAt, signature: signature, indexValues: values)
     }
 }

@@ -1,5 +1,3 @@
-
-
 /// One index value as a record header stores it.
 struct StoredIndexValue: Equatable, Sendable {
     let name: String

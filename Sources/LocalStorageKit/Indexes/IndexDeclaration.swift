@@ -44,20 +44,23 @@ struct IndexDeclaration: Sendable, Equatable, Codable {
         if storageName.isEmpty { throw .invalidDeclaration("\(type): storageName must not be empty") }
         let nameBytes = storageName.utf8.count
         if nameBytes > IndexDeclaration.maxTypeNameBytes {
-            throw .invalidDeclaration("\(type): storageName has \(nameBytes) bytes of UTF-8; at most "
-                                      + "\(IndexDeclaration.maxTypeNameBytes) are allowed")
+            throw .invalidDeclaration(
+                "\(type): storageName has \(nameBytes) bytes of UTF-8; at most "
+                    + "\(IndexDeclaration.maxTypeNameBytes) are allowed")
         }
         if entries.count > IndexDeclaration.maxIndexes {
-            throw .invalidDeclaration("\(subject) declares \(entries.count) indexes; at most "
-                                      + "\(IndexDeclaration.maxIndexes) are allowed")
+            throw .invalidDeclaration(
+                "\(subject) declares \(entries.count) indexes; at most "
+                    + "\(IndexDeclaration.maxIndexes) are allowed")
         }
         var seen: Set<String> = []
         for entry in entries {
             if entry.name.isEmpty { throw .invalidDeclaration("\(subject) declares an index with an empty name") }
             let bytes = entry.name.utf8.count
             if bytes > IndexDeclaration.maxIndexNameBytes {
-                throw .invalidDeclaration("\(subject): index name \"\(entry.name.prefix(40))…\" has \(bytes) bytes "
-                                          + "of UTF-8; at most \(IndexDeclaration.maxIndexNameBytes) are allowed")
+                throw .invalidDeclaration(
+                    "\(subject): index name \"\(entry.name.prefix(40))…\" has \(bytes) bytes "
+                        + "of UTF-8; at most \(IndexDeclaration.maxIndexNameBytes) are allowed")
             }
             if !seen.insert(entry.name).inserted {
                 throw .invalidDeclaration("\(subject) declares two indexes named \"\(entry.name)\"")

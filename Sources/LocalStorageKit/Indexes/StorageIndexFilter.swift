@@ -105,8 +105,11 @@ public struct StorageIndexFilter: Sendable, Hashable {
     public static func between<N: StorageIndexNumber & Comparable>(
         _ name: String, _ range: ClosedRange<N>
     ) -> StorageIndexFilter {
-        StorageIndexFilter(name, .between(.number(range.lowerBound.storageNumber.value),
-                                          .number(range.upperBound.storageNumber.value)))
+        StorageIndexFilter(
+            name,
+            .between(
+                .number(range.lowerBound.storageNumber.value),
+                .number(range.upperBound.storageNumber.value)))
     }
 
     // MARK: Prefixes

@@ -17,8 +17,10 @@ struct Cursor {
         let code = mdb_cursor_get(handle, &k, &v, op)
         if code == MDB_NOTFOUND { return nil }
         try check(code, "mdb_cursor_get")
-        return (UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size),
-                UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size))
+        return (
+            UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size),
+            UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)
+        )
     }
 
     /// Moves the cursor and returns the pair, or nil past the end.
@@ -37,8 +39,10 @@ struct Cursor {
         }
         if code == MDB_NOTFOUND { return nil }
         try check(code, "mdb_cursor_get")
-        return (UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size),
-                UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size))
+        return (
+            UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size),
+            UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)
+        )
     }
 
     /// Positions at the first pair ≥ (`key`, `value`) in a sorted-duplicates database.
@@ -61,8 +65,10 @@ struct Cursor {
             return try move(MDB_NEXT_NODUP)
         }
         try check(code, "mdb_cursor_get")
-        return (UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size),
-                UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size))
+        return (
+            UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size),
+            UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)
+        )
     }
 
     /// The number of duplicates under the current key of a sorted-duplicates database.

@@ -1,4 +1,5 @@
 import CLMDB
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -36,15 +37,17 @@ extension Environment {
     func readersInUse() throws -> Int {
         var lines = 0
         let code = withUnsafeMutablePointer(to: &lines) { counter in
-            mdb_reader_list(handle, { message, context in
-                // A header line, then one line per slot; "(no active readers)" when there are none.
-                guard let message, let context else { return 0 }
-                let text = String(cString: message)
-                if !text.hasPrefix("("), !text.contains("pid") {
-                    context.assumingMemoryBound(to: Int.self).pointee += 1
-                }
-                return 0
-            }, counter)
+            mdb_reader_list(
+                handle,
+                { message, context in
+                    // A header line, then one line per slot; "(no active readers)" when there are none.
+                    guard let message, let context else { return 0 }
+                    let text = String(cString: message)
+                    if !text.hasPrefix("("), !text.contains("pid") {
+                        context.assumingMemoryBound(to: Int.self).pointee += 1
+                    }
+                    return 0
+                }, counter)
         }
         try check(code, "mdb_reader_list")
         return lines

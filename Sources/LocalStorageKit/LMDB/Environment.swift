@@ -1,5 +1,6 @@
 import CLMDB
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -45,17 +46,21 @@ final class Environment: @unchecked Sendable {
     ///
     /// `readOnly` opens it with `MDB_RDONLY`; `withoutLock` adds `MDB_NOLOCK`, for a read-only store whose
     /// lock file this process cannot write (nothing may write the store meanwhile).
-    init(directory: String, mapSize: Int, maxMapSize: Int, durability: StorageDurability,
-         readOnly: Bool = false, withoutLock: Bool = false) throws {
+    init(
+        directory: String, mapSize: Int, maxMapSize: Int, durability: StorageDurability,
+        readOnly: Bool = false, withoutLock: Bool = false
+    ) throws {
         let raw: OpaquePointer
         do {
-            raw = try Environment.openHandle(directory: directory, mapSize: mapSize, durability: durability,
-                                             readOnly: readOnly, withoutLock: withoutLock)
+            raw = try Environment.openHandle(
+                directory: directory, mapSize: mapSize, durability: durability,
+                readOnly: readOnly, withoutLock: withoutLock)
             recreatedUnfinishedDataFile = false
         } catch let error as LMDBError where error.code == MDB_INVALID {
             guard !readOnly, Environment.emptyUnfinishedDataFile(directory: directory) else { throw error }
-            raw = try Environment.openHandle(directory: directory, mapSize: mapSize, durability: durability,
-                                             readOnly: readOnly, withoutLock: withoutLock)
+            raw = try Environment.openHandle(
+                directory: directory, mapSize: mapSize, durability: durability,
+                readOnly: readOnly, withoutLock: withoutLock)
             recreatedUnfinishedDataFile = true
         }
         handle = raw
@@ -68,8 +73,10 @@ final class Environment: @unchecked Sendable {
     }
 
     /// Creates and opens an LMDB environment; closes it again on any failure.
-    private static func openHandle(directory: String, mapSize: Int, durability: StorageDurability,
-                                   readOnly: Bool, withoutLock: Bool) throws -> OpaquePointer {
+    private static func openHandle(
+        directory: String, mapSize: Int, durability: StorageDurability,
+        readOnly: Bool, withoutLock: Bool
+    ) throws -> OpaquePointer {
         var raw: OpaquePointer?
         try check(mdb_env_create(&raw), "mdb_env_create")
         guard let raw else { throw LMDBError(code: ENOMEM, call: "mdb_env_create", caller: #function) }
@@ -122,7 +129,8 @@ final class Environment: @unchecked Sendable {
         }
         let pageSize = Int(load32(40))
         guard load32(16) == 0xBEEF_C0DE, load64(144) == 0, pageSize >= 512,
-              length < 2 * pageSize else { return false }
+            length < 2 * pageSize
+        else { return false }
         return ftruncate(fd, 0) == 0
     }
 
@@ -195,7 +203,10 @@ final class Environment: @unchecked Sendable {
             return closed
         }
         guard !wasClosed else { return }
-        for txn in readPool.withLock({ pool in defer { pool = [] }; return pool }) { mdb_txn_abort(txn.handle) }
+        for txn in readPool.withLock({ pool in
+            defer { pool = [] }
+            return pool
+        }) { mdb_txn_abort(txn.handle) }
         mdb_env_close(handle)
     }
 
@@ -259,8 +270,6 @@ final class Environment: @unchecked Sendable {
             return try body(Transaction(handle: txn, isReadOnly: true))
         }
     }
-
-
 
     private enum TransactionOutcome<R> {
         case done(R)

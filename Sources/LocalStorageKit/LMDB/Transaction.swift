@@ -1,4 +1,5 @@
 import CLMDB
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -33,8 +34,10 @@ struct Transaction {
     }
 
     /// Stores `value` under `key`, replacing (or, in a sorted-duplicates database, adding) it.
-    func put(_ database: Database, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer,
-             flags: UInt32 = 0) throws {
+    func put(
+        _ database: Database, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer,
+        flags: UInt32 = 0
+    ) throws {
         var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
         var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
         let code = mdb_put(handle, database.handle, &k, &v, flags)
@@ -65,8 +68,10 @@ struct Transaction {
 
     /// Stores `length` bytes under `key` that `fill` writes straight into the map (`MDB_RESERVE`): no
     /// intermediate buffer holds the whole value. Not for sorted-duplicates databases.
-    func putReserved(_ database: Database, key: [UInt8], length: Int,
-                     fill: (UnsafeMutableRawBufferPointer) -> Void) throws {
+    func putReserved(
+        _ database: Database, key: [UInt8], length: Int,
+        fill: (UnsafeMutableRawBufferPointer) -> Void
+    ) throws {
         try key.withUnsafeBytes { kb in
             var k = MDB_val(mv_size: kb.count, mv_data: UnsafeMutableRawPointer(mutating: kb.baseAddress))
             var v = MDB_val(mv_size: length, mv_data: nil)

@@ -69,7 +69,8 @@ struct ImportParser {
             throw reason("the record has no payload")
         }
         let json = Data(line[range])
-        let payload = try exactPayload(in: line, json: json, format: format)
+        let payload =
+            try exactPayload(in: line, json: json, format: format)
             ?? PayloadCodec.payload(fromJSON: json, as: format)
         if let problem = check.problem(with: summary, payload: json, info: info) {
             throw reason("\(summary.type) \"\(summary.id)\": \(problem)")
@@ -85,11 +86,13 @@ struct ImportParser {
             let kind: IndexKind = if case .string = value { .string } else { .number }
             values.append(try stored(value, name: name, kind: kind, of: summary))
         }
-        let header = RecordHeader(format: format, version: summary.version, createdAt: summary.createdAt,
-                                  updatedAt: summary.updatedAt, expiresAt: summary.expiresAt ?? 0,
-                                  signature: summary.signature, indexValues: values)
-        return .record(type: summary.type, key: try RecordWriter.key(for: summary.id), header: header,
-                       payload: payload)
+        let header = RecordHeader(
+            format: format, version: summary.version, createdAt: summary.createdAt,
+            updatedAt: summary.updatedAt, expiresAt: summary.expiresAt ?? 0,
+            signature: summary.signature, indexValues: values)
+        return .record(
+            type: summary.type, key: try RecordWriter.key(for: summary.id), header: header,
+            payload: payload)
     }
 
     /// The stored payload a `binaryPayload` member carries (for payloads holding NaN or ±Infinity, which
@@ -99,7 +102,8 @@ struct ImportParser {
         let key = RecordDetail.exactPayloadKey
         guard format == .binary else { throw reason("\"\(key)\" is only for records in the binary format") }
         guard let text = try? decoder.decode(String.self, from: Data(line[range])),
-              let bytes = Data(base64Encoded: text) else {
+            let bytes = Data(base64Encoded: text)
+        else {
             throw reason("\"\(key)\" is not a Base64 string")
         }
         let view: Data
@@ -124,11 +128,14 @@ struct ImportParser {
         }
     }
 
-    private func stored(_ value: MaintenanceIndexValue, name: String, kind: IndexKind,
-                        of summary: RecordSummary) throws -> StoredIndexValue {
+    private func stored(
+        _ value: MaintenanceIndexValue, name: String, kind: IndexKind,
+        of summary: RecordSummary
+    ) throws -> StoredIndexValue {
         guard let bytes = value.storedBytes(kind: kind) else {
-            throw reason("\(summary.type) \"\(summary.id)\": the value \(value) of index \"\(name)\""
-                + " is not a \(kind.name)")
+            throw reason(
+                "\(summary.type) \"\(summary.id)\": the value \(value) of index \"\(name)\""
+                    + " is not a \(kind.name)")
         }
         return StoredIndexValue(name: name, kind: kind, bytes: bytes)
     }
@@ -170,8 +177,9 @@ struct ImportParser {
             switch item {
             case .type(let info):
                 if try TypeRegistry.info(named: info.name, meta: meta, txn: txn) == nil {
-                    _ = try TypeRegistry.register(info.name, declaration: IndexDeclaration(entries: info.indexes),
-                                                  version: info.version, meta: meta, txn: txn)
+                    _ = try TypeRegistry.register(
+                        info.name, declaration: IndexDeclaration(entries: info.indexes),
+                        version: info.version, meta: meta, txn: txn)
                 }
             case .record(let type, let key, let header, let payload):
                 let schema = try schema(type)

@@ -40,7 +40,8 @@ struct ImportRecordCheck {
             return "the payload is not valid JSON (\(error))"
         }
         if case .object(let members) = document, let payloadID = members["id"]?.identifierText,
-           payloadID != summary.id {
+            payloadID != summary.id
+        {
             return "the record's id \"\(summary.id)\" differs from its payload's id \"\(payloadID)\""
         }
         guard checkingPayloadValues else { return nil }
@@ -49,7 +50,8 @@ struct ImportRecordCheck {
             // A number index's infinities are strings in the file ("Infinity"): compare them as numbers.
             var value = given
             if declared[name] == .number, case .string(let text) = given,
-               let number = MaintenanceIndexValue.number(parsing: text) {
+                let number = MaintenanceIndexValue.number(parsing: text)
+            {
                 value = number
             }
             if let disagreement = Self.disagreement(value, member) {
@@ -73,11 +75,12 @@ struct ImportRecordCheck {
             guard let index = value.storedBytes(kind: .number), let number = member.number else { return nil }
             if OrderedKey.encodeNumber(number) == index { return nil }
             // A Date member: JSONEncoder's seconds since 2001; the index holds seconds since 1970.
-            let seconds: Double = switch number {
-            case .int(let value): Double(value)
-            case .uint(let value): Double(value)
-            case .double(let value): value
-            }
+            let seconds: Double =
+                switch number {
+                case .int(let value): Double(value)
+                case .uint(let value): Double(value)
+                case .double(let value): value
+                }
             if OrderedKey.encodeNumber(.double(seconds + Date.timeIntervalBetween1970AndReferenceDate)) == index {
                 return nil
             }

@@ -33,9 +33,10 @@ extension StoreMaintenance {
         try StoreMaintenance.mappingErrors { try environment.copyCompacted(to: output.path) }
         progress?(MaintenanceProgress(task: "compact", completed: 1, total: 1))
         let copy = try await StoreMaintenance(directory: output)
-        return CompactReport(output: output.path,
-                             originalBytes: Self.fileSize(directory.appendingPathComponent("data.mdb")),
-                             compactedBytes: Self.fileSize(outputFile), verify: try copy.verify(progress: progress))
+        return CompactReport(
+            output: output.path,
+            originalBytes: Self.fileSize(directory.appendingPathComponent("data.mdb")),
+            compactedBytes: Self.fileSize(outputFile), verify: try copy.verify(progress: progress))
     }
 
     /// The size of a file in bytes, 0 when it cannot be read.

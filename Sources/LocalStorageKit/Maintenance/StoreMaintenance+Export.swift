@@ -34,8 +34,10 @@ extension StoreMaintenance {
     ///   - names: The types to export, each once however often it is named; empty for all.
     ///   - output: Receives the text in chunks of about a megabyte.
     /// - Throws: ``MaintenanceError/unknownType(_:known:)``; whatever `output` throws.
-    public func export(types names: [String] = [], to output: (Data) throws -> Void,
-                       progress: MaintenanceProgressHandler? = nil) throws -> ExportReport {
+    public func export(
+        types names: [String] = [], to output: (Data) throws -> Void,
+        progress: MaintenanceProgressHandler? = nil
+    ) throws -> ExportReport {
         var seen: Set<String> = []
         let unique = names.filter { seen.insert($0).inserted }  // `export A A` exports A once.
         let types = unique.isEmpty ? currentCatalog.sortedTypes : try unique.map { try storedType($0) }
@@ -60,15 +62,19 @@ extension StoreMaintenance {
                     while let current = entry {
                         let id = StoreMaintenance.id(of: current.key)
                         do {
-                            let detail = try StoreMaintenance.detail(type: type.info.name, id: id,
-                                                                     bytes: current.value, now: nil)
+                            let detail = try StoreMaintenance.detail(
+                                type: type.info.name, id: id,
+                                bytes: current.value, now: nil)
                             try emit(try detail.jsonLine())
                             report.records += 1
                         } catch let error as LocalStorageError {
-                            let kind: VerifyProblem.Kind = (try? RecordView(current.value)) == nil
+                            let kind: VerifyProblem.Kind =
+                                (try? RecordView(current.value)) == nil
                                 ? .damagedRecord : .undecodablePayload
-                            report.skipped.append(VerifyProblem(type: type.info.name, id: id, kind: kind,
-                                                                detail: "\(error)"))
+                            report.skipped.append(
+                                VerifyProblem(
+                                    type: type.info.name, id: id, kind: kind,
+                                    detail: "\(error)"))
                         }
                         progress?(MaintenanceProgress(task: "export", completed: report.records, total: total))
                         entry = try cursor.move(.next)
@@ -95,8 +101,10 @@ extension StoreMaintenance {
     /// - Parameter checkingPayloadValues: Compare index values with payload members of the same name.
     /// - Throws: ``MaintenanceError/invalidImportLine(_:reason:)`` naming the first bad line;
     ///   ``MaintenanceError/readOnly(path:)`` on a store this process cannot write.
-    public func importRecords(from url: URL, checkingPayloadValues: Bool = true,
-                              progress: MaintenanceProgressHandler? = nil) async throws -> ImportReport {
+    public func importRecords(
+        from url: URL, checkingPayloadValues: Bool = true,
+        progress: MaintenanceProgressHandler? = nil
+    ) async throws -> ImportReport {
         let total = try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber
         let size = total?.intValue  // Only for the progress display.
         let known = currentCatalog.types.mapValues(\.info)

@@ -19,7 +19,8 @@ extension StoreMaintenance {
         let schema = type.schema
         let conditions = try query.conditions.map { condition -> (TypeSchema.Index, [UInt8]) in
             let index = try self.index(condition.index, of: schema)
-            let value = index.kind == .string
+            let value =
+                index.kind == .string
                 ? MaintenanceIndexValue.string(condition.value)
                 : MaintenanceIndexValue.number(parsing: condition.value)
             guard let stored = value?.storedBytes(kind: index.kind) else {
@@ -71,8 +72,10 @@ extension StoreMaintenance {
                     let view = try RecordView(bytes)
                     listing.records.append(RecordSummary(type: schema.name, id: id, view: view, now: now))
                 } catch {
-                    listing.damaged.append(VerifyProblem(type: schema.name, id: id, kind: .damagedRecord,
-                                                         detail: "\(error)"))
+                    listing.damaged.append(
+                        VerifyProblem(
+                            type: schema.name, id: id, kind: .damagedRecord,
+                            detail: "\(error)"))
                 }
             }
             return listing
@@ -105,8 +108,9 @@ extension StoreMaintenance {
             throw LocalStorageError.decodingFailed(
                 reason: "the \(view.format.name) payload of \(type) \"\(id)\" cannot be read: \(error)")
         }
-        return RecordDetail(summary: RecordSummary(type: type, id: id, view: view, now: now), payload: payload.json,
-                            exactPayload: payload.isExact ? nil : Data(view.payload))
+        return RecordDetail(
+            summary: RecordSummary(type: type, id: id, view: view, now: now), payload: payload.json,
+            exactPayload: payload.isExact ? nil : Data(view.payload))
     }
 
     /// The JSON view of a record's payload (NaN and ±Infinity as strings), and whether it is exact.
@@ -139,11 +143,14 @@ extension StoreMaintenance {
     }
 
     /// `keys` ordered by their records' values of `index` (no value first), ties by id.
-    private func sorted(_ keys: [[UInt8]], by index: TypeSchema.Index, isDescending: Bool, schema: TypeSchema,
-                        txn: Transaction) throws -> [[UInt8]] {
+    private func sorted(
+        _ keys: [[UInt8]], by index: TypeSchema.Index, isDescending: Bool, schema: TypeSchema,
+        txn: Transaction
+    ) throws -> [[UInt8]] {
         let ranked = try keys.map { key -> (value: [UInt8], key: [UInt8]) in
             guard let bytes = try txn.get(schema.records, key: key), let view = try? RecordView(bytes),
-                  let value = view.indexValue(named: index.nameBytes), value.kind == index.kind else {
+                let value = view.indexValue(named: index.nameBytes), value.kind == index.kind
+            else {
                 return ([], key)
             }
             return (IndexValue.keyBytes(kind: index.kind, stored: value.value), key)
@@ -167,7 +174,8 @@ extension StoreMaintenance {
         let schema = try storedType(typeName).schema
         let key = try StoreMaintenance.mappingErrors { try RecordWriter.key(for: id) }
         let deleted = try await write { writer in
-            try writer.transact { context in try RecordWriter.delete(id: id, key: key, schema: schema, context: context) }
+            try writer.transact { context in try RecordWriter.delete(id: id, key: key, schema: schema, context: context)
+            }
         }
         if !deleted { throw MaintenanceError.recordNotFound(type: schema.name, id: id) }
     }
@@ -187,8 +195,10 @@ extension StoreMaintenance {
     /// Deletes the expired records of one type, or of every type, in bounded transactions.
     ///
     /// - Returns: How many records were deleted, per type name.
-    public func purgeExpired(_ typeName: String? = nil,
-                             progress: MaintenanceProgressHandler? = nil) async throws -> [String: Int] {
+    public func purgeExpired(
+        _ typeName: String? = nil,
+        progress: MaintenanceProgressHandler? = nil
+    ) async throws -> [String: Int] {
         let types = try typeName.map { [try storedType($0)] } ?? currentCatalog.sortedTypes
         let schemas = types.map(\.schema)
         let now = Clock.now()
@@ -202,8 +212,9 @@ extension StoreMaintenance {
                 var count = 0
                 while true {
                     let batch = try writer.transact { context in
-                        try RecordWriter.purgeExpired(schema: schema, now: context.now,
-                                                      limit: StoreMaintenance.batchSize, context: context)
+                        try RecordWriter.purgeExpired(
+                            schema: schema, now: context.now,
+                            limit: StoreMaintenance.batchSize, context: context)
                     }
                     count += batch
                     done += batch

@@ -1,4 +1,3 @@
-
 extension StoreMaintenance {
     /// Figures about the whole store and each type, from one snapshot.
     ///
@@ -36,16 +35,18 @@ extension StoreMaintenance {
                         entry = try cursor.move(.next)
                     }
                 }
-                types.append(StoreStatistics.TypeStatistics(
-                    name: schema.name, records: try txn.entryCount(schema.records), bytes: bytes,
-                    payloadBytes: payloadBytes,
-                    expired: try RecordReader.expiredKeys(schema: schema, now: now, txn: txn).count,
-                    pages: typePages, updateEntries: try txn.entryCount(schema.updated),
-                    expiryEntries: try txn.entryCount(schema.expiry),
-                    indexes: try schema.indexes.map { index in
-                        StoreStatistics.Index(name: index.name, kind: index.kind.name,
-                                              entries: try txn.entryCount(index.dbi))
-                    }))
+                types.append(
+                    StoreStatistics.TypeStatistics(
+                        name: schema.name, records: try txn.entryCount(schema.records), bytes: bytes,
+                        payloadBytes: payloadBytes,
+                        expired: try RecordReader.expiredKeys(schema: schema, now: now, txn: txn).count,
+                        pages: typePages, updateEntries: try txn.entryCount(schema.updated),
+                        expiryEntries: try txn.entryCount(schema.expiry),
+                        indexes: try schema.indexes.map { index in
+                            StoreStatistics.Index(
+                                name: index.name, kind: index.kind.name,
+                                entries: try txn.entryCount(index.dbi))
+                        }))
             }
             var statistics = StoreStatistics(
                 path: directory.path, mapSize: info.mapSize,

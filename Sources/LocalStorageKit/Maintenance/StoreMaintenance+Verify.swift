@@ -9,11 +9,13 @@ extension StoreMaintenance {
     /// - Throws: ``LocalStorageError`` when the store cannot be read (problems in the data are reported).
     public func verify(progress: MaintenanceProgressHandler? = nil) throws -> VerifyReport {
         let catalog = currentCatalog
-        var report = VerifyReport(types: catalog.types.count, records: 0, entries: 0,
-                                  problems: catalog.unreadable.map {
-                                      VerifyProblem(type: $0, id: nil, kind: .unreadableType,
-                                                    detail: "its description in meta cannot be read")
-                                  }, repairedTypes: [])
+        var report = VerifyReport(
+            types: catalog.types.count, records: 0, entries: 0,
+            problems: catalog.unreadable.map {
+                VerifyProblem(
+                    type: $0, id: nil, kind: .unreadableType,
+                    detail: "its description in meta cannot be read")
+            }, repairedTypes: [])
         try read { txn in
             let total = try catalog.sortedTypes.reduce(0) { sum, type in
                 try Self.databases(of: type.schema).reduce(sum) { $0 + (try txn.entryCount($1.dbi)) }
@@ -63,8 +65,10 @@ extension StoreMaintenance {
     /// A type's databases: the records first, then update times, expiry times, signatures and every index
     /// the type ever declared.
     static func databases(of schema: TypeSchema) -> [(database: Role, dbi: Database)] {
-        [(.records, schema.records), (.updated, schema.updated), (.expiry, schema.expiry),
-         (.signatures, schema.signatures)]
+        [
+            (.records, schema.records), (.updated, schema.updated), (.expiry, schema.expiry),
+            (.signatures, schema.signatures),
+        ]
             + schema.allIndexes.map { (.index($0), $0.dbi) }
     }
 }
@@ -134,8 +138,10 @@ private struct Checker {
         }
     }
 
-    private mutating func checkEntriesExist(for view: RecordView, key: [UInt8], id: String,
-                                            type: StoreMaintenance.StoredType) throws {
+    private mutating func checkEntriesExist(
+        for view: RecordView, key: [UInt8], id: String,
+        type: StoreMaintenance.StoredType
+    ) throws {
         let schema = type.schema
         if try !hasEntry(RecordWriter.timeKey(view.updatedAt), key, in: schema.updated) {
             report(schema, id, .missingEntry, "no update-time entry for \(view.updatedAt)")
@@ -173,8 +179,10 @@ private struct Checker {
     }
 
     /// Each entry of an update-time, expiry or index database: its record exists and holds its value.
-    mutating func checkEntries(of database: (database: StoreMaintenance.Role, dbi: Database),
-                               in type: StoreMaintenance.StoredType) throws {
+    mutating func checkEntries(
+        of database: (database: StoreMaintenance.Role, dbi: Database),
+        in type: StoreMaintenance.StoredType
+    ) throws {
         let schema = type.schema
         try txn.withCursor(database.dbi) { cursor in
             var entry = try cursor.move(.first)
@@ -204,8 +212,10 @@ private struct Checker {
     }
 
     /// The key a record's entry in `database` must have; nil when it should have none.
-    private static func key(in view: RecordView, for database: StoreMaintenance.Role,
-                            type: StoreMaintenance.StoredType) -> [UInt8]? {
+    private static func key(
+        in view: RecordView, for database: StoreMaintenance.Role,
+        type: StoreMaintenance.StoredType
+    ) -> [UInt8]? {
         switch database {
         case .records: return nil
         case .updated: return RecordWriter.timeKey(view.updatedAt)

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -95,9 +96,10 @@ import Darwin
             // A store this process cannot write: open it read-only, outside the registry (no writer).
             do {
                 let defaults = LocalStorageConfiguration()
-                environment = try Environment(directory: directory.path, mapSize: defaults.mapSize,
-                                              maxMapSize: defaults.maxMapSize, durability: .none, readOnly: true,
-                                              withoutLock: lock == .unusable)
+                environment = try Environment(
+                    directory: directory.path, mapSize: defaults.mapSize,
+                    maxMapSize: defaults.maxMapSize, durability: .none, readOnly: true,
+                    withoutLock: lock == .unusable)
                 meta = try environment.readCommitted { txn in
                     guard let dbi = try txn.openDatabase("meta", create: false) else {
                         throw LMDBError.notFound("mdb_dbi_open")

@@ -18,7 +18,8 @@
     public var indexes: [Index]
 
     private enum CodingKeys: String, CodingKey {
-        case name = "type", version, signature, indexes
+        case name = "type"
+        case version, signature, indexes
     }
 
     init(_ info: TypeInfo) {
@@ -36,8 +37,9 @@
             entries.append(IndexDeclaration.Entry(name: index.name, kind: kind))
         }
         // Numbers are the store's own: the store allocates them when the import registers the type.
-        return TypeInfo(name: name, number: 0, indexes: entries, signature: signature, version: version, slots: [],
-                        declarations: [])
+        return TypeInfo(
+            name: name, number: 0, indexes: entries, signature: signature, version: version, slots: [],
+            declarations: [])
     }
 }
 

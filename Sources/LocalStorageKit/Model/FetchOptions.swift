@@ -35,8 +35,10 @@ public struct FetchOptions: Sendable, Hashable {
     public var scope: Scope
 
     /// Options with every argument defaulted: all records, by id, on this instance's store.
-    public init(limit: Int? = nil, offset: Int = 0, sort: Sort = .id, purgeExpired: Bool = false,
-                scope: Scope = .local) {
+    public init(
+        limit: Int? = nil, offset: Int = 0, sort: Sort = .id, purgeExpired: Bool = false,
+        scope: Scope = .local
+    ) {
         self.limit = limit
         self.offset = offset
         self.sort = sort

@@ -58,8 +58,9 @@ enum StorageKey {
         case let id as UUID: return id.uuidString
         case let id as any LosslessStringConvertible: return id.description
         default:
-            throw .invalidId("\(ID.self) cannot key a record: use a String, an integer, a UUID or a "
-                             + "LosslessStringConvertible type as the id")
+            throw .invalidId(
+                "\(ID.self) cannot key a record: use a String, an integer, a UUID or a "
+                    + "LosslessStringConvertible type as the id")
         }
     }
 }

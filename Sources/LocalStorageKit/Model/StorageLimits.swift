@@ -52,6 +52,6 @@ public enum StorageEvictionPolicy: String, Sendable, Hashable, Codable, CaseIter
     case soonestExpiring
 }
 
-private extension String {
-    var nonEmpty: String? { isEmpty ? nil : self }
+extension String {
+    fileprivate var nonEmpty: String? { isEmpty ? nil : self }
 }

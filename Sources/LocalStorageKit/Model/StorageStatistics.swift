@@ -23,9 +23,11 @@ public struct StorageStatistics: Sendable, Equatable, Codable {
     public var types: [String: TypeStatistics]
 
     /// Statistics with the given figures.
-    public init(records: Int, payloadBytes: Int, expiredRecords: Int, evictions: Int, memoryHits: Int,
-                memoryMisses: Int, mapUsedBytes: Int, mapFreeBytes: Int, limits: StorageLimits?,
-                types: [String: TypeStatistics]) {
+    public init(
+        records: Int, payloadBytes: Int, expiredRecords: Int, evictions: Int, memoryHits: Int,
+        memoryMisses: Int, mapUsedBytes: Int, mapFreeBytes: Int, limits: StorageLimits?,
+        types: [String: TypeStatistics]
+    ) {
         self.records = records
         self.payloadBytes = payloadBytes
         self.expiredRecords = expiredRecords

@@ -1,4 +1,3 @@
-
 /// Purges expired records in the background while the store is open.
 ///
 /// Every `interval` it hands the writer one batch of at most ``batchSize`` expired records (across all
@@ -24,12 +23,13 @@ final class ExpirySweeper: Sendable {
                 do {
                     try await Task.sleep(for: period)
                 } catch {
-                    return // Cancelled: the store closed.
+                    return  // Cancelled: the store closed.
                 }
                 guard let writer else { return }
                 do {
-                    let purged = try await ExpirySweeper.sweep(writer: writer, meta: meta,
-                                                               batchSize: ExpirySweeper.batchSize)
+                    let purged = try await ExpirySweeper.sweep(
+                        writer: writer, meta: meta,
+                        batchSize: ExpirySweeper.batchSize)
                     if purged > 0 {
                         logger?.log(level: .debug, message: "Swept expired records", metadata: ["count": "\(purged)"])
                     }

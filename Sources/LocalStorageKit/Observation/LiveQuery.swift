@@ -75,9 +75,11 @@ final class LiveQuery<T: LocalStorable>: Sendable {
     ///
     /// After each run, `nextExpiry` tells when the soonest record of the type expires: the query reruns
     /// then, so an expiring row leaves the result without any write. `onRerun` counts reruns.
-    func run(emittingTo output: AsyncThrowingStream<[T], Error>.Continuation,
-             query: () async throws -> [T], nextExpiry: () -> Int64? = { nil },
-             onRerun: () -> Void = {}) async {
+    func run(
+        emittingTo output: AsyncThrowingStream<[T], Error>.Continuation,
+        query: () async throws -> [T], nextExpiry: () -> Int64? = { nil },
+        onRerun: () -> Void = {}
+    ) async {
         var seen = generation.load(ordering: .acquiring)
         var lastEmitted: Fingerprint?
         /// One run, with the id and update time of each row it decoded.

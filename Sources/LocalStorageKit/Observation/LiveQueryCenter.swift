@@ -39,8 +39,10 @@ final class LiveQueryCenter: Sendable {
     /// Counts one rerun of a live query.
     func noteRerun() { reruns.add(1, ordering: .relaxed) }
 
-    init(environment: Environment, hub: ObserverHub, writer: Writer, changeLog: ChangeLog, meta: Database,
-         pollInterval: Duration) {
+    init(
+        environment: Environment, hub: ObserverHub, writer: Writer, changeLog: ChangeLog, meta: Database,
+        pollInterval: Duration
+    ) {
         self.environment = environment
         self.hub = hub
         self.writer = writer
@@ -87,7 +89,7 @@ final class LiveQueryCenter: Sendable {
                     do {
                         try await Task.sleep(for: interval)
                     } catch {
-                        return // Cancelled: the last observer ended or the store closed.
+                        return  // Cancelled: the last observer ended or the store closed.
                     }
                     guard let self, self.poll() else { return }
                 }
@@ -171,14 +173,15 @@ final class LiveQueryCenter: Sendable {
         return entries.compactMap { entry in
             guard let name = state.typeNames[entry.type] else { return nil }
             let id = String(decoding: entry.id, as: UTF8.self)
-            let kind: PublishedChange.Kind = switch entry.kind {
-            case .inserted: .externalInserted(id)
-            case .updated: .externalUpdated(id)
-            case .deleted: .deleted(id)
-            case .expired: .expired(id)
-            case .cleared: .cleared
-            case .touched: .touched
-            }
+            let kind: PublishedChange.Kind =
+                switch entry.kind {
+                case .inserted: .externalInserted(id)
+                case .updated: .externalUpdated(id)
+                case .deleted: .deleted(id)
+                case .expired: .expired(id)
+                case .cleared: .cleared
+                case .touched: .touched
+                }
             return PublishedChange(typeName: name, kind: kind)
         }
     }

@@ -14,8 +14,9 @@ struct AccessIndex {
     /// Opens (creating) the databases; writer transactions only.
     static func open(_ txn: Transaction) throws -> AccessIndex {
         guard let byClock = try txn.openDatabase(byClockName, sortedDuplicates: true, create: true),
-              let byRecord = try txn.openDatabase(byRecordName, create: true),
-              let meta = try txn.openDatabase(TypeRegistry.metaName, create: false) else {
+            let byRecord = try txn.openDatabase(byRecordName, create: true),
+            let meta = try txn.openDatabase(TypeRegistry.metaName, create: false)
+        else {
             throw LMDBError.notFound("mdb_dbi_open")
         }
         return AccessIndex(byClock: byClock, byRecord: byRecord, meta: meta)
@@ -87,8 +88,10 @@ struct AccessIndex {
 
     /// The least recently used record of a type that still exists and is not skipped, with its clock. Uses
     /// of records deleted behind the index's back (by a process that does not track them) are dropped.
-    func oldest(type: UInt32, records: Database, skipping: Set<[UInt8]>,
-                txn: Transaction) throws -> (key: [UInt8], clock: UInt64)? {
+    func oldest(
+        type: UInt32, records: Database, skipping: Set<[UInt8]>,
+        txn: Transaction
+    ) throws -> (key: [UInt8], clock: UInt64)? {
         var prefix: [UInt8] = []
         prefix.appendBigEndian(type)
         var stale: [[UInt8]] = []
@@ -98,8 +101,9 @@ struct AccessIndex {
                 let key = Array(current.value)
                 if !skipping.contains(key) {
                     if try txn.get(records, key: key) != nil {
-                        let clock = UInt64(bigEndian: UnsafeRawBufferPointer(rebasing: current.key[4...])
-                            .loadUnaligned(as: UInt64.self))
+                        let clock = UInt64(
+                            bigEndian: UnsafeRawBufferPointer(rebasing: current.key[4...])
+                                .loadUnaligned(as: UInt64.self))
                         return (key, clock)
                     }
                     stale.append(key)

@@ -11,7 +11,8 @@ import Foundation
 /// count at a time, so trimming never holds a save up for long.
 final class ChangeLog: Sendable {
     enum Kind: UInt8, Sendable {
-        case inserted = 1, updated, deleted, expired, cleared
+        case inserted = 1
+        case updated, deleted, expired, cleared
         /// A new expiration: live queries rerun, change streams stay silent.
         case touched
     }
@@ -117,7 +118,8 @@ final class ChangeLog: Sendable {
             var entry = try cursor.seek(atLeast: ChangeLog.key(sequence &+ 1))
             while let current = entry {
                 if current.key.count == 8, current.value.count >= 13,
-                   let kind = Kind(rawValue: current.value[12]) {
+                    let kind = Kind(rawValue: current.value[12])
+                {
                     let parsed = Entry(
                         sequence: UInt64(bigEndian: current.key.loadUnaligned(as: UInt64.self)),
                         writer: UInt64(littleEndian: current.value.loadUnaligned(as: UInt64.self)),

@@ -1,5 +1,3 @@
-
-
 /// One filter, compiled into byte comparisons.
 struct CompiledCondition: Sendable {
     enum Test: Sendable {
@@ -35,8 +33,10 @@ struct CompiledCondition: Sendable {
         }
     }
 
-    private func within(_ bytes: UnsafeRawBufferPointer, _ lower: [UInt8]?, _ lowerInclusive: Bool,
-                        _ upper: [UInt8]?, _ upperInclusive: Bool) -> Bool {
+    private func within(
+        _ bytes: UnsafeRawBufferPointer, _ lower: [UInt8]?, _ lowerInclusive: Bool,
+        _ upper: [UInt8]?, _ upperInclusive: Bool
+    ) -> Bool {
         if let lower {
             let order = OrderedKey.compare(bytes, lower)
             if order < 0 || (order == 0 && !lowerInclusive) { return false }

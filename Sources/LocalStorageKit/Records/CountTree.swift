@@ -35,8 +35,10 @@ enum CountTree {
     // MARK: - Keeping the counts
 
     /// Adds `delta` to the counters of every level for one entry key.
-    static func adjust(_ key: UnsafeRawBufferPointer, by delta: Int, index: TypeSchema.Index, counts: Database,
-                       txn: Transaction) throws {
+    static func adjust(
+        _ key: UnsafeRawBufferPointer, by delta: Int, index: TypeSchema.Index, counts: Database,
+        txn: Transaction
+    ) throws {
         var counterKey = index.counterPrefix
         counterKey.reserveCapacity(17)
         for level in levels(of: index.kind) {
@@ -68,7 +70,8 @@ enum CountTree {
     static func clear(_ index: TypeSchema.Index, counts: Database, txn: Transaction) throws {
         try txn.withCursor(counts) { cursor in
             while let current = try cursor.seek(atLeast: index.counterPrefix),
-                  current.key.starts(with: index.counterPrefix) {
+                current.key.starts(with: index.counterPrefix)
+            {
                 try cursor.deleteCurrent()
             }
         }
@@ -171,8 +174,9 @@ enum CountTree {
                 edgeKey.append(UInt8(level))
                 edgeKey.append(contentsOf: key[0..<min(level, key.count)])
                 let forward = startsNearer(key, at: parentLength, kind: index.kind)
-                let (before, edgeCount) = try groupsBefore(edgeKey, in: start, parentCount: parentCount,
-                                                           forward: forward, cursor: &cursor)
+                let (before, edgeCount) = try groupsBefore(
+                    edgeKey, in: start, parentCount: parentCount,
+                    forward: forward, cursor: &cursor)
                 total += before
                 // Every entry of `key`'s own group at this level is ≥ `key` when the key ends here.
                 if key.count <= level { return true }
@@ -215,8 +219,10 @@ enum CountTree {
     /// The total of the counters under `start` (one parent group's children) that sort before `edge`, and
     /// the counter of `edge` itself (0 when absent): forward from the first child, or backward from the
     /// last one (the parent's count minus what lies after).
-    private static func groupsBefore(_ edge: [UInt8], in start: [UInt8], parentCount: Int, forward: Bool,
-                                     cursor: inout Cursor) throws -> (before: Int, edge: Int) {
+    private static func groupsBefore(
+        _ edge: [UInt8], in start: [UInt8], parentCount: Int, forward: Bool,
+        cursor: inout Cursor
+    ) throws -> (before: Int, edge: Int) {
         func count(_ value: UnsafeRawBufferPointer) -> Int {
             value.count == 8 ? Int(UInt64(littleEndian: value.loadUnaligned(as: UInt64.self))) : 0
         }
@@ -259,8 +265,10 @@ enum CountTree {
     }
 
     /// The number of entries of `index` with keys between `lower` and `upper` (nil: no upper bound).
-    static func count(index: TypeSchema.Index, counts: Database, txn: Transaction,
-                      lower: [UInt8], lowerInclusive: Bool, upper: [UInt8]?, upperInclusive: Bool) throws -> Int {
+    static func count(
+        index: TypeSchema.Index, counts: Database, txn: Transaction,
+        lower: [UInt8], lowerInclusive: Bool, upper: [UInt8]?, upperInclusive: Bool
+    ) throws -> Int {
         let above: Int
         if let upper {
             above = try rank(below: upperInclusive ? upper + [0] : upper, index: index, counts: counts, txn: txn)
@@ -276,8 +284,10 @@ extension CountTree {
     /// Where the entry at position `rank` (from 0, in key then id order) of `index` is: the `skip`-th entry
     /// at or after key `start`. Nil when the index has no more than `rank` entries. Costs what
     /// ``rank(below:index:counts:txn:)`` does.
-    static func locate(rank: Int, index: TypeSchema.Index, counts: Database,
-                       txn: Transaction) throws -> (start: [UInt8], skip: Int)? {
+    static func locate(
+        rank: Int, index: TypeSchema.Index, counts: Database,
+        txn: Transaction
+    ) throws -> (start: [UInt8], skip: Int)? {
         var remaining = rank
         var parent: [UInt8] = []
         var start = index.counterPrefix
@@ -289,7 +299,8 @@ extension CountTree {
                 var entry = try cursor.seek(atLeast: start)
                 var found = false
                 while let current = entry, current.key.count >= start.count, current.key.starts(with: start) {
-                    let count = current.value.count == 8
+                    let count =
+                        current.value.count == 8
                         ? Int(UInt64(littleEndian: current.value.loadUnaligned(as: UInt64.self))) : 0
                     if remaining < count {
                         parent = Array(current.key[9...])

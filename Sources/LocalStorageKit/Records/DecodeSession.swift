@@ -10,8 +10,10 @@ final class DecodeSession {
     let currentVersion: Int?
     private(set) var upgrades: [RecordUpgrade] = []
 
-    init(counter: DecodeCounter?, format: PayloadFormat, logger: (any StorageLogger)? = nil,
-         currentVersion: Int? = nil) {
+    init(
+        counter: DecodeCounter?, format: PayloadFormat, logger: (any StorageLogger)? = nil,
+        currentVersion: Int? = nil
+    ) {
         self.counter = counter
         self.format = format
         self.logger = logger
@@ -21,8 +23,11 @@ final class DecodeSession {
     /// Decodes one row of a listing or query. A damaged row (header or payload that does not decode, or
     /// a failing migration) is skipped and logged, so one bad record cannot hide the others; fetching it
     /// by id reports the error.
-    func decodeRow<T: LocalStorable>(_ type: T.Type, bytes: UnsafeRawBufferPointer, id: UnsafeRawBufferPointer)
-        throws -> T? {
+    func decodeRow<T: LocalStorable>(
+        _ type: T.Type, bytes: UnsafeRawBufferPointer, id: UnsafeRawBufferPointer
+    )
+        throws -> T?
+    {
         let key = id
         let id = String(decoding: id, as: UTF8.self)
         do {
@@ -31,8 +36,9 @@ final class DecodeSession {
             RowVersions.current?.note(id: key, updatedAt: view.updatedAt)
             return value
         } catch let error as LocalStorageError {
-            logger?.log(level: .error, message: "Skipped a record that does not decode",
-                        metadata: ["type": T.storageName, "id": id, "error": "\(error)"])
+            logger?.log(
+                level: .error, message: "Skipped a record that does not decode",
+                metadata: ["type": T.storageName, "id": id, "error": "\(error)"])
             return nil
         }
     }
@@ -47,13 +53,16 @@ final class DecodeSession {
             payload = try PayloadCodec.encode(value, as: format)
             key = try RecordWriter.key(for: id)
         } catch {
-            logger?.log(level: .warning,
-                        message: "Could not re-encode a migrated record; it stays at version \(view.version)",
-                        metadata: ["type": T.storageName, "id": id, "error": "\(error)"])
+            logger?.log(
+                level: .warning,
+                message: "Could not re-encode a migrated record; it stays at version \(view.version)",
+                metadata: ["type": T.storageName, "id": id, "error": "\(error)"])
             return
         }
-        upgrades.append(RecordUpgrade(key: key, fromVersion: view.version, updatedAt: view.updatedAt,
-                                      payload: payload, format: format, version: T.storageVersion,
-                                      indexValues: value.indexValuesForStorage))
+        upgrades.append(
+            RecordUpgrade(
+                key: key, fromVersion: view.version, updatedAt: view.updatedAt,
+                payload: payload, format: format, version: T.storageVersion,
+                indexValues: value.indexValuesForStorage))
     }
 }

@@ -21,11 +21,13 @@ struct EntryBatch {
             entries.sort { a, b in
                 let endA = a.offset + a.keyCount
                 let endB = b.offset + b.keyCount
-                let order = ByteOrder.compare(UnsafeRawBufferPointer(rebasing: raw[a.offset..<endA]),
-                                              UnsafeRawBufferPointer(rebasing: raw[b.offset..<endB]))
+                let order = ByteOrder.compare(
+                    UnsafeRawBufferPointer(rebasing: raw[a.offset..<endA]),
+                    UnsafeRawBufferPointer(rebasing: raw[b.offset..<endB]))
                 if order != 0 { return order < 0 }
-                return ByteOrder.compare(UnsafeRawBufferPointer(rebasing: raw[endA..<(endA + a.idCount)]),
-                                         UnsafeRawBufferPointer(rebasing: raw[endB..<(endB + b.idCount)])) < 0
+                return ByteOrder.compare(
+                    UnsafeRawBufferPointer(rebasing: raw[endA..<(endA + a.idCount)]),
+                    UnsafeRawBufferPointer(rebasing: raw[endB..<(endB + b.idCount)])) < 0
             }
         }
     }
@@ -35,8 +37,9 @@ struct EntryBatch {
         try arena.withUnsafeBytes { raw in
             for entry in entries {
                 let keyEnd = entry.offset + entry.keyCount
-                try body(UnsafeRawBufferPointer(rebasing: raw[entry.offset..<keyEnd]),
-                         UnsafeRawBufferPointer(rebasing: raw[keyEnd..<(keyEnd + entry.idCount)]))
+                try body(
+                    UnsafeRawBufferPointer(rebasing: raw[entry.offset..<keyEnd]),
+                    UnsafeRawBufferPointer(rebasing: raw[keyEnd..<(keyEnd + entry.idCount)]))
             }
         }
     }

@@ -86,8 +86,10 @@ final class Evictor {
 
     // MARK: - Keeping a limit
 
-    private func keep(_ limits: StorageLimits, in scope: [TypeSchema], excluded: [UInt32: Set<[UInt8]>],
-                      access: AccessIndex, context: Writer.Context) throws {
+    private func keep(
+        _ limits: StorageLimits, in scope: [TypeSchema], excluded: [UInt32: Set<[UInt8]>],
+        access: AccessIndex, context: Writer.Context
+    ) throws {
         let txn = context.txn
         var records = 0
         var bytes = 0
@@ -101,15 +103,19 @@ final class Evictor {
             return false
         }
         while isOver() {
-            guard let (schema, key) = try victim(in: scope, excluded: excluded, access: access, now: context.now,
-                                                 txn: txn) else {
+            guard
+                let (schema, key) = try victim(
+                    in: scope, excluded: excluded, access: access, now: context.now,
+                    txn: txn)
+            else {
                 throw LocalStorageError.decodingFailed(
                     reason: "the store is over its limits (\(limits)) but holds no record to evict; "
                         + "its counters are damaged (localstorage verify)")
             }
             let size = try txn.get(schema.records, key: key).map(RecordWriter.payloadSize(of:)) ?? 0
-            try RecordWriter.delete(id: String(decoding: key, as: UTF8.self), key: key, schema: schema,
-                                    context: context)
+            try RecordWriter.delete(
+                id: String(decoding: key, as: UTF8.self), key: key, schema: schema,
+                context: context)
             try access.remove(type: schema.number, key: key, txn: txn)
             evictions.add(schema.name)
             records -= 1
@@ -119,8 +125,10 @@ final class Evictor {
 
     /// The next record to evict from `scope`: the soonest expired, else the policy's first among records
     /// this commit did not write, else the policy's first of this commit's.
-    private func victim(in scope: [TypeSchema], excluded: [UInt32: Set<[UInt8]>], access: AccessIndex, now: Int64,
-                        txn: Transaction) throws -> (TypeSchema, [UInt8])? {
+    private func victim(
+        in scope: [TypeSchema], excluded: [UInt32: Set<[UInt8]>], access: AccessIndex, now: Int64,
+        txn: Transaction
+    ) throws -> (TypeSchema, [UInt8])? {
         var best: (schema: TypeSchema, key: [UInt8], rank: Rank)?
         func consider(_ schema: TypeSchema, _ found: (key: [UInt8], rank: Rank)?) {
             guard let found else { return }
@@ -156,12 +164,16 @@ final class Evictor {
         return found
     }
 
-    private func policyHead(_ schema: TypeSchema, skipping: Set<[UInt8]>, access: AccessIndex,
-                            txn: Transaction) throws -> ([UInt8], Rank)? {
+    private func policyHead(
+        _ schema: TypeSchema, skipping: Set<[UInt8]>, access: AccessIndex,
+        txn: Transaction
+    ) throws -> ([UInt8], Rank)? {
         switch book.policy {
         case .leastRecentlyUsed:
-            if let found = try access.oldest(type: schema.number, records: schema.records, skipping: skipping,
-                                             txn: txn) {
+            if let found = try access.oldest(
+                type: schema.number, records: schema.records, skipping: skipping,
+                txn: txn)
+            {
                 return (found.key, Rank(group: 1, value: found.clock))
             }
             // Records no tracking process has used since tracking began (written by a process without this
@@ -181,14 +193,18 @@ final class Evictor {
 
     /// The first entry of a time-keyed database (8-byte big-endian time → record key) whose record is not
     /// skipped and passes `accept`.
-    private func firstEntry(_ database: Database, skipping: Set<[UInt8]>, txn: Transaction, group: Int,
-                            _ accept: ([UInt8]) throws -> Bool) throws -> ([UInt8], Rank)? {
+    private func firstEntry(
+        _ database: Database, skipping: Set<[UInt8]>, txn: Transaction, group: Int,
+        _ accept: ([UInt8]) throws -> Bool
+    ) throws -> ([UInt8], Rank)? {
         try txn.withCursor(database) { cursor in
             var entry = try cursor.move(.first)
             while let current = entry {
                 let key = Array(current.value)
                 if current.key.count == 8, !skipping.contains(key), try accept(key) {
-                    return (key, Rank(group: group, value: UInt64(bigEndian: current.key.loadUnaligned(as: UInt64.self))))
+                    return (
+                        key, Rank(group: group, value: UInt64(bigEndian: current.key.loadUnaligned(as: UInt64.self)))
+                    )
                 }
                 entry = try cursor.move(.next)
             }

@@ -1,5 +1,3 @@
-
-
 /// Index-key constants shared by writers and queries.
 enum IndexKeys {
     /// The key of a record that has no value for an index. It sorts before every value's encoding

@@ -1,5 +1,3 @@
-
-
 extension IndexValue {
     var kindName: String {
         switch self {

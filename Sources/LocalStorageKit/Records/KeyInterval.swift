@@ -1,5 +1,3 @@
-
-
 /// A run of index keys to walk: from `lower` up to `upper` (both inclusive), or every key with `prefix`.
 struct KeyInterval: Sendable {
     var lower: [UInt8]

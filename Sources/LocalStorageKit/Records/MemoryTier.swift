@@ -75,8 +75,10 @@ final class MemoryTier: Sendable {
     /// value instead.
     static let catchUpWalkLimit = 4096
 
-    init(maxRecords: Int, maxBytes: Int, environment: Environment, changeLog: ChangeLog,
-         logger: (any StorageLogger)?) {
+    init(
+        maxRecords: Int, maxBytes: Int, environment: Environment, changeLog: ChangeLog,
+        logger: (any StorageLogger)?
+    ) {
         self.maxRecords = maxRecords
         self.maxBytes = maxBytes
         self.environment = environment
@@ -208,8 +210,11 @@ final class MemoryTier: Sendable {
                         remove(slot, &state)
                         state.invalidations += 1
                     }
-                } else if let slot = state.positions[Key(type: entry.type,
-                                                         id: String(decoding: entry.id, as: UTF8.self))] {
+                } else if let slot = state.positions[
+                    Key(
+                        type: entry.type,
+                        id: String(decoding: entry.id, as: UTF8.self))]
+                {
                     remove(slot, &state)
                     state.invalidations += 1
                 }
@@ -227,8 +232,9 @@ final class MemoryTier: Sendable {
         clear(&state)
         state.position = nil
         state.validated = -1
-        logger?.log(level: .warning, message: "The memory tier could not read the change log and dropped its values",
-                    metadata: ["error": "\(error)"])
+        logger?.log(
+            level: .warning, message: "The memory tier could not read the change log and dropped its values",
+            metadata: ["error": "\(error)"])
     }
 
     // MARK: - Recency list

@@ -1,5 +1,3 @@
-
-
 /// A bound of a condition in both of the forms it is compared in.
 struct QueryBound: Sendable {
     /// The ordered key encoding (what index keys hold).

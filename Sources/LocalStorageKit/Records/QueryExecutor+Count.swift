@@ -5,7 +5,8 @@ extension QueryExecutor {
     /// The number of live records matching every condition. Decodes nothing.
     func count() throws -> Int {
         if plan.constraints.count == 1, let only = plan.constraints.first, only.conditions.count == 1,
-           let counted = try countByTree(only, only.conditions[0]) {
+            let counted = try countByTree(only, only.conditions[0])
+        {
             schema.runtime.countsFromTree.add(1, ordering: .relaxed)
             return counted
         }
@@ -16,7 +17,8 @@ extension QueryExecutor {
     /// Counts by walking the cheapest index (equality by its duplicate counts).
     private func countByWalking() throws -> Int {
         if plan.constraints.count == 1, let only = plan.constraints.first, only.conditions.count == 1,
-           expired.isEmpty {
+            expired.isEmpty
+        {
             return try countByKeys(only, only.conditions[0])
         }
         guard let (driving, condition, _) = try cheapestConstraint() else {
@@ -47,22 +49,25 @@ extension QueryExecutor {
         case .range(let lower, let lowerInclusive, let upper, let upperInclusive):
             if let lower, isCut(lower.key) { return nil }
             if let upper, isCut(upper.key) { return nil }
-            total = try CountTree.count(index: index, counts: counts, txn: txn,
-                                        lower: lower?.key ?? IndexKeys.firstValue,
-                                        lowerInclusive: lower == nil || lowerInclusive,
-                                        upper: upper?.key, upperInclusive: upperInclusive)
+            total = try CountTree.count(
+                index: index, counts: counts, txn: txn,
+                lower: lower?.key ?? IndexKeys.firstValue,
+                lowerInclusive: lower == nil || lowerInclusive,
+                upper: upper?.key, upperInclusive: upperInclusive)
         case .prefix(let key, _, let keyIsCut):
             if keyIsCut { return nil }
             let lower = OrderedKey.compare(key, IndexKeys.firstValue) < 0 ? IndexKeys.firstValue : key
-            total = try CountTree.count(index: index, counts: counts, txn: txn, lower: lower, lowerInclusive: true,
-                                        upper: QueryExecutor.successor(of: key), upperInclusive: false)
+            total = try CountTree.count(
+                index: index, counts: counts, txn: txn, lower: lower, lowerInclusive: true,
+                upper: QueryExecutor.successor(of: key), upperInclusive: false)
         case .points:
             return nil
         }
         for id in expired {
             let counted = try id.withUnsafeBytes { id -> Bool in
                 guard let view = try view(of: id),
-                      let stored = view.indexValue(named: index.nameBytes), stored.kind == index.kind else {
+                    let stored = view.indexValue(named: index.nameBytes), stored.kind == index.kind
+                else {
                     return false
                 }
                 return condition.matches(value: stored.value)
@@ -78,10 +83,12 @@ extension QueryExecutor {
     /// key. Keys cut at the string budget are checked one record at a time.
     func countByKeys(_ driving: QueryPlan.Constraint, _ generator: CompiledCondition) throws -> Int {
         if driving.conditions.count == 1,
-           case .range(let lower, let lowerInclusive, let upper, let upperInclusive) = generator.test {
-            return try countRange(driving, lower: lower?.key ?? IndexKeys.firstValue,
-                                  excludingLower: lower != nil && !lowerInclusive,
-                                  upper: upper?.key, upperInclusive: upperInclusive)
+            case .range(let lower, let lowerInclusive, let upper, let upperInclusive) = generator.test
+        {
+            return try countRange(
+                driving, lower: lower?.key ?? IndexKeys.firstValue,
+                excludingLower: lower != nil && !lowerInclusive,
+                upper: upper?.key, upperInclusive: upperInclusive)
         }
         var total = 0
         let kind = driving.index.kind
@@ -106,7 +113,8 @@ extension QueryExecutor {
                         entry = try cursor.move(.next)
                         continue
                     }
-                    let matched = !current.key.elementsEqual(IndexKeys.missing)
+                    let matched =
+                        !current.key.elementsEqual(IndexKeys.missing)
                         && conditions.allSatisfy { $0.matches(key: current.key) }
                     if isPoints {
                         total += matched ? try cursor.duplicateCount() : 0
@@ -124,8 +132,10 @@ extension QueryExecutor {
 
     /// Counts the entries of one range: one cursor step and at most two memcmp per entry. The walk
     /// starts at the lower bound, so only an excluded lower bound and the upper bound need checks.
-    func countRange(_ driving: QueryPlan.Constraint, lower: [UInt8], excludingLower: Bool,
-                            upper: [UInt8]?, upperInclusive: Bool) throws -> Int {
+    func countRange(
+        _ driving: QueryPlan.Constraint, lower: [UInt8], excludingLower: Bool,
+        upper: [UInt8]?, upperInclusive: Bool
+    ) throws -> Int {
         let isString = driving.index.kind == .string
         var total = 0
         try txn.withCursor(driving.index.dbi) { cursor in

@@ -1,4 +1,3 @@
-
 /// Runs a ``QueryPlan`` inside one read transaction, on index keys and record headers only.
 ///
 /// How it picks a path:
@@ -32,8 +31,10 @@ final class QueryExecutor {
 
     /// Calls `body` with (key, id) for each entry of `dbi` inside `intervals`, ascending or descending,
     /// until it returns false.
-    func walk(_ dbi: Database, _ intervals: [KeyInterval], descending: Bool,
-              _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool) throws {
+    func walk(
+        _ dbi: Database, _ intervals: [KeyInterval], descending: Bool,
+        _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool
+    ) throws {
         try txn.withCursor(dbi) { cursor in
             for interval in descending ? intervals.reversed() : intervals {
                 guard var entry = try start(&cursor, interval, descending: descending) else { continue }
@@ -93,7 +94,8 @@ final class QueryExecutor {
     func matches(_ view: RecordView, skipping: String? = nil) -> Bool {
         for constraint in plan.constraints where constraint.index.name != skipping {
             guard let stored = view.indexValue(named: constraint.index.nameBytes),
-                  stored.kind == constraint.index.kind else { return false }
+                stored.kind == constraint.index.kind
+            else { return false }
             for condition in constraint.conditions where !condition.matches(value: stored.value) { return false }
         }
         return true
@@ -101,8 +103,10 @@ final class QueryExecutor {
 
     /// Checks an entry of the driving index: its own conditions on the key, the rest on the header.
     /// Returns whether it matches, and the header when one was read.
-    func check(key: UnsafeRawBufferPointer, id: UnsafeRawBufferPointer,
-               driving: QueryPlan.Constraint?) throws -> (matches: Bool, view: RecordView?) {
+    func check(
+        key: UnsafeRawBufferPointer, id: UnsafeRawBufferPointer,
+        driving: QueryPlan.Constraint?
+    ) throws -> (matches: Bool, view: RecordView?) {
         var needsHeader = plan.constraints.count > (driving == nil ? 0 : 1)
         if let driving {
             if key.elementsEqual(IndexKeys.missing) { return (false, nil) }
@@ -122,8 +126,10 @@ final class QueryExecutor {
     // MARK: - Choosing the driving index
 
     /// The constraint with the fewest candidate keys (exact below the cap), and that number.
-    func cheapestConstraint() throws -> (constraint: QueryPlan.Constraint, condition: CompiledCondition,
-                                         estimate: Int)? {
+    func cheapestConstraint() throws -> (
+        constraint: QueryPlan.Constraint, condition: CompiledCondition,
+        estimate: Int
+    )? {
         var best: (constraint: QueryPlan.Constraint, condition: CompiledCondition, estimate: Int)?
         for constraint in plan.constraints {
             guard let (condition, estimate) = try cheapestCondition(of: constraint, below: best?.estimate)
@@ -135,8 +141,10 @@ final class QueryExecutor {
 
     /// The condition of `constraint` with the fewest candidate keys, counted up to the cap (or up to
     /// `bound`, past which it cannot win anyway). A lone condition is not walked at all.
-    private func cheapestCondition(of constraint: QueryPlan.Constraint,
-                                   below bound: Int? = nil) throws -> (CompiledCondition, Int)? {
+    private func cheapestCondition(
+        of constraint: QueryPlan.Constraint,
+        below bound: Int? = nil
+    ) throws -> (CompiledCondition, Int)? {
         if constraint.conditions.count == 1, bound == nil, let only = constraint.conditions.first {
             return (only, try estimate(constraint.index, only, cap: QueryExecutor.estimateCap))
         }
@@ -166,15 +174,16 @@ final class QueryExecutor {
     /// shape (the caller counts, then walks to the page).
     func pageInOneWalk(options: FetchOptions) throws -> (total: Int, ids: [[UInt8]])? {
         guard expired.isEmpty, !plan.isDescending, let sortIndex = plan.sortIndex, sortIndex.kind == .number,
-              plan.constraints.count == 1, let only = plan.constraints.first, only.index.name == sortIndex.name,
-              only.conditions.count == 1,
-              case .range(let lower, let lowerInclusive, let upper, let upperInclusive) = only.conditions[0].test
+            plan.constraints.count == 1, let only = plan.constraints.first, only.index.name == sortIndex.name,
+            only.conditions.count == 1,
+            case .range(let lower, let lowerInclusive, let upper, let upperInclusive) = only.conditions[0].test
         else { return nil }
         let start = lower?.key ?? IndexKeys.firstValue
         let excludingLower = lower != nil && !lowerInclusive
         if let counts = schema.counts {
-            return try pageByRank(sortIndex, counts: counts, options: options, start: start,
-                                  startInclusive: !excludingLower, upper: upper?.key, upperInclusive: upperInclusive)
+            return try pageByRank(
+                sortIndex, counts: counts, options: options, start: start,
+                startInclusive: !excludingLower, upper: upper?.key, upperInclusive: upperInclusive)
         }
         let end = options.end
         var position = 0
@@ -205,18 +214,26 @@ final class QueryExecutor {
     /// The page of a number range from the count tree: the total from two ranks, then a jump straight to
     /// the page's first entry (``CountTree/locate(rank:index:counts:txn:)``) and a walk of the page alone,
     /// so page 500 costs what page 1 does.
-    private func pageByRank(_ index: TypeSchema.Index, counts: Database, options: FetchOptions, start: [UInt8],
-                            startInclusive: Bool, upper: [UInt8]?, upperInclusive: Bool) throws
-        -> (total: Int, ids: [[UInt8]]) {
-        let total = try CountTree.count(index: index, counts: counts, txn: txn, lower: start,
-                                        lowerInclusive: startInclusive, upper: upper, upperInclusive: upperInclusive)
+    private func pageByRank(
+        _ index: TypeSchema.Index, counts: Database, options: FetchOptions, start: [UInt8],
+        startInclusive: Bool, upper: [UInt8]?, upperInclusive: Bool
+    ) throws
+        -> (total: Int, ids: [[UInt8]])
+    {
+        let total = try CountTree.count(
+            index: index, counts: counts, txn: txn, lower: start,
+            lowerInclusive: startInclusive, upper: upper, upperInclusive: upperInclusive)
         schema.runtime.countsFromTree.add(1, ordering: .relaxed)
         let wanted = min(options.end, total) - options.offset
         guard wanted > 0 else { return (total, []) }
-        let below = try CountTree.rank(below: startInclusive ? start : start + [0], index: index, counts: counts,
-                                       txn: txn)
-        guard let (groupStart, skip) = try CountTree.locate(rank: below + options.offset, index: index,
-                                                            counts: counts, txn: txn) else { return (total, []) }
+        let below = try CountTree.rank(
+            below: startInclusive ? start : start + [0], index: index, counts: counts,
+            txn: txn)
+        guard
+            let (groupStart, skip) = try CountTree.locate(
+                rank: below + options.offset, index: index,
+                counts: counts, txn: txn)
+        else { return (total, []) }
         var ids: [[UInt8]] = []
         ids.reserveCapacity(wanted)
         try txn.withCursor(index.dbi) { cursor in
@@ -248,8 +265,9 @@ final class QueryExecutor {
         guard end > options.offset else { return [] }
         let allOnSortIndex = plan.sortIndex.map { sort in plan.constraints.allSatisfy { $0.index.name == sort.name } }
         if allOnSortIndex != true, let cheapest = try cheapestConstraint(),
-           cheapest.estimate < QueryExecutor.estimateCap,
-           !(plan.sortIndex?.name == cheapest.constraint.index.name) {
+            cheapest.estimate < QueryExecutor.estimateCap,
+            !(plan.sortIndex?.name == cheapest.constraint.index.name)
+        {
             return try collectAndSort(driving: cheapest.constraint, condition: cheapest.condition, options: options)
         }
         var ids: [[UInt8]] = []
@@ -297,9 +315,12 @@ final class QueryExecutor {
 
     /// Walks the sort index in the query's direction. Keys cut at the string budget can tie while their
     /// full values differ, so each run of equal cut keys is re-ordered by the full values from the headers.
-    private func walkSortedResolvingCuts(_ index: TypeSchema.Index, _ intervals: [KeyInterval],
-                                         _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool)
-        throws {
+    private func walkSortedResolvingCuts(
+        _ index: TypeSchema.Index, _ intervals: [KeyInterval],
+        _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool
+    )
+        throws
+    {
         let descending = plan.isDescending
         var run: (key: [UInt8], ids: [[UInt8]])?
         func flush() throws -> Bool {
@@ -307,7 +328,8 @@ final class QueryExecutor {
             run = nil
             var rows: [(value: [UInt8], id: [UInt8])] = []
             for id in current.ids {
-                let value = try id.withUnsafeBytes { try view(of: $0) }
+                let value =
+                    try id.withUnsafeBytes { try view(of: $0) }
                     .flatMap { $0.indexValue(named: index.nameBytes).map { Array($0.value) } } ?? []
                 rows.append((value, id))
             }
@@ -331,19 +353,27 @@ final class QueryExecutor {
                     run?.ids.append(Array(id))
                     return true
                 }
-                if try !flush() { stopped = true; return false }
+                if try !flush() {
+                    stopped = true
+                    return false
+                }
                 run = (Array(key), [Array(id)])
                 return true
             }
-            if try !flush() { stopped = true; return false }
+            if try !flush() {
+                stopped = true
+                return false
+            }
             return try body(key, id)
         }
         if !stopped { _ = try flush() }
     }
 
     /// Collects every match from a small driving index, then orders them as asked.
-    private func collectAndSort(driving: QueryPlan.Constraint, condition: CompiledCondition,
-                                options: FetchOptions) throws -> [[UInt8]] {
+    private func collectAndSort(
+        driving: QueryPlan.Constraint, condition: CompiledCondition,
+        options: FetchOptions
+    ) throws -> [[UInt8]] {
         var rows: [(sortValue: [UInt8]?, time: Int64, id: [UInt8])] = []
         let sortIndex = plan.sortIndex
         let needsHeader = sortIndex != nil || options.sort != .id
@@ -362,8 +392,10 @@ final class QueryExecutor {
             return true
         }
         let descending = sortIndex != nil ? plan.isDescending : options.sort == .newestFirst
-        func precedes(_ a: (sortValue: [UInt8]?, time: Int64, id: [UInt8]),
-                      _ b: (sortValue: [UInt8]?, time: Int64, id: [UInt8])) -> Bool {
+        func precedes(
+            _ a: (sortValue: [UInt8]?, time: Int64, id: [UInt8]),
+            _ b: (sortValue: [UInt8]?, time: Int64, id: [UInt8])
+        ) -> Bool {
             if sortIndex != nil {
                 switch (a.sortValue, b.sortValue) {
                 case (nil, nil): break

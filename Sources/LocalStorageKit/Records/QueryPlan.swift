@@ -1,5 +1,3 @@
-
-
 /// A validated query: its conditions grouped by index, and its order.
 struct QueryPlan: Sendable {
     struct Constraint: Sendable {
@@ -15,9 +13,11 @@ struct QueryPlan: Sendable {
     func matches(_ values: [StoredIndexValue]?) -> Bool {
         guard let values else { return false }
         return constraints.allSatisfy { constraint in
-            guard let value = values.first(where: {
-                $0.kind == constraint.index.kind && $0.name.utf8.elementsEqual(constraint.index.nameBytes)
-            }) else { return false }
+            guard
+                let value = values.first(where: {
+                    $0.kind == constraint.index.kind && $0.name.utf8.elementsEqual(constraint.index.nameBytes)
+                })
+            else { return false }
             return value.bytes.withUnsafeBytes { bytes in
                 constraint.conditions.allSatisfy { $0.matches(value: bytes) }
             }
@@ -58,8 +58,10 @@ struct QueryPlan: Sendable {
         isDescending = sort?.isDescending ?? false
     }
 
-    private static func compile(_ condition: StorageIndexFilter.Condition,
-                                on index: TypeSchema.Index) throws(LocalStorageError) -> CompiledCondition {
+    private static func compile(
+        _ condition: StorageIndexFilter.Condition,
+        on index: TypeSchema.Index
+    ) throws(LocalStorageError) -> CompiledCondition {
         func bound(_ value: IndexValue) throws(LocalStorageError) -> QueryBound {
             guard value.kind == index.kind else {
                 let expected = index.kind == .string ? "strings" : "numbers"
@@ -78,27 +80,39 @@ struct QueryPlan: Sendable {
             for point in points where unique.last?.key != point.key { unique.append(point) }
             return CompiledCondition(test: .points(unique))
         case .atLeast(let value):
-            return CompiledCondition(test: .range(lower: try bound(value), lowerInclusive: true, upper: nil,
-                                                  upperInclusive: false))
+            return CompiledCondition(
+                test: .range(
+                    lower: try bound(value), lowerInclusive: true, upper: nil,
+                    upperInclusive: false))
         case .greaterThan(let value):
-            return CompiledCondition(test: .range(lower: try bound(value), lowerInclusive: false, upper: nil,
-                                                  upperInclusive: false))
+            return CompiledCondition(
+                test: .range(
+                    lower: try bound(value), lowerInclusive: false, upper: nil,
+                    upperInclusive: false))
         case .atMost(let value):
-            return CompiledCondition(test: .range(lower: nil, lowerInclusive: false, upper: try bound(value),
-                                                  upperInclusive: true))
+            return CompiledCondition(
+                test: .range(
+                    lower: nil, lowerInclusive: false, upper: try bound(value),
+                    upperInclusive: true))
         case .lessThan(let value):
-            return CompiledCondition(test: .range(lower: nil, lowerInclusive: false, upper: try bound(value),
-                                                  upperInclusive: false))
+            return CompiledCondition(
+                test: .range(
+                    lower: nil, lowerInclusive: false, upper: try bound(value),
+                    upperInclusive: false))
         case .between(let low, let high):
-            return CompiledCondition(test: .range(lower: try bound(low), lowerInclusive: true,
-                                                  upper: try bound(high), upperInclusive: true))
+            return CompiledCondition(
+                test: .range(
+                    lower: try bound(low), lowerInclusive: true,
+                    upper: try bound(high), upperInclusive: true))
         case .hasPrefix(let prefix):
             guard index.kind == .string else {
                 throw .invalidQuery("hasPrefix needs a string index; \"\(index.name)\" holds numbers")
             }
             let encoded = OrderedKey.encodePrefix(prefix)
-            return CompiledCondition(test: .prefix(key: encoded.bytes, value: Array(prefix.utf8),
-                                                   keyIsCut: encoded.isTruncated))
+            return CompiledCondition(
+                test: .prefix(
+                    key: encoded.bytes, value: Array(prefix.utf8),
+                    keyIsCut: encoded.isTruncated))
         }
     }
 }

@@ -7,12 +7,15 @@ enum QueryRunner {
 
     /// Rows matching `plan` in its order, from `options.offset`, at most `options.limit`; and the keys of
     /// expired records the walk met.
-    static func fetch<T: LocalStorable>(_ type: T.Type, plan: QueryPlan, options: FetchOptions, schema: TypeSchema,
-                                        now: Int64, txn: Transaction,
-                                        session: DecodeSession) throws -> (items: [T], expired: [[UInt8]]) {
+    static func fetch<T: LocalStorable>(
+        _ type: T.Type, plan: QueryPlan, options: FetchOptions, schema: TypeSchema,
+        now: Int64, txn: Transaction,
+        session: DecodeSession
+    ) throws -> (items: [T], expired: [[UInt8]]) {
         if plan.isUnconstrained {
-            return try RecordReader.list(T.self, schema: schema, options: options, now: now, txn: txn,
-                                         session: session)
+            return try RecordReader.list(
+                T.self, schema: schema, options: options, now: now, txn: txn,
+                session: session)
         }
         let executor = try QueryExecutor(schema: schema, plan: plan, txn: txn, now: now)
         let items = try executor.orderedIDs(options: options).compactMap { key in
@@ -29,9 +32,11 @@ enum QueryRunner {
     /// One page of the rows matching `plan`, with the totals, from one snapshot.
     ///
     /// - Throws: `invalidQuery` when `page` or `pageSize` is below 1.
-    static func page<T: LocalStorable>(_ type: T.Type, plan: QueryPlan, page: Int, pageSize: Int,
-                                       schema: TypeSchema, now: Int64, txn: Transaction,
-                                       session: DecodeSession) throws -> StoragePage<T> {
+    static func page<T: LocalStorable>(
+        _ type: T.Type, plan: QueryPlan, page: Int, pageSize: Int,
+        schema: TypeSchema, now: Int64, txn: Transaction,
+        session: DecodeSession
+    ) throws -> StoragePage<T> {
         try validate(page: page, pageSize: pageSize)
         let (offset, overflow) = (page - 1).multipliedReportingOverflow(by: pageSize)
         let options = FetchOptions(limit: overflow ? 0 : pageSize, offset: overflow ? 0 : offset)
@@ -55,8 +60,10 @@ enum QueryRunner {
     }
 
     /// Decodes one returned row (the record is read again by id; rows are few).
-    private static func decodeRow<T: LocalStorable>(_ type: T.Type, key: [UInt8], executor: QueryExecutor,
-                                                    session: DecodeSession) throws -> T? {
+    private static func decodeRow<T: LocalStorable>(
+        _ type: T.Type, key: [UInt8], executor: QueryExecutor,
+        session: DecodeSession
+    ) throws -> T? {
         try key.withUnsafeBytes { id in
             guard let bytes = try executor.txn.get(executor.schema.records, key: id) else { return nil }
             return try session.decodeRow(T.self, bytes: bytes, id: id)

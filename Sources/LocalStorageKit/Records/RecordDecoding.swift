@@ -7,8 +7,10 @@ enum RecordDecoding {
     /// `T`'s current version. A migrated record is noted in `session` so the caller can write it back.
     ///
     /// - Throws: `decodingFailed` naming the type and id, or `migrationFailed`.
-    static func decode<T: LocalStorable>(_ type: T.Type, view: RecordView, id: String,
-                                         session: DecodeSession? = nil) throws -> T {
+    static func decode<T: LocalStorable>(
+        _ type: T.Type, view: RecordView, id: String,
+        session: DecodeSession? = nil
+    ) throws -> T {
         session?.counter?.increment()
         let current = session?.currentVersion ?? T.storageVersion
         if view.version > current {
@@ -29,8 +31,11 @@ enum RecordDecoding {
     }
 
     /// Validates a stored record's header; a damaged one is a `decodingFailed` naming the type and id.
-    static func view<T>(of bytes: UnsafeRawBufferPointer, _ type: T.Type, id: String, fixedPartOnly: Bool = false)
-        throws(LocalStorageError) -> RecordView {
+    static func view<T>(
+        of bytes: UnsafeRawBufferPointer, _ type: T.Type, id: String, fixedPartOnly: Bool = false
+    )
+        throws(LocalStorageError) -> RecordView
+    {
         do {
             return try fixedPartOnly ? RecordView(fixedPartOf: bytes) : RecordView(bytes)
         } catch {
@@ -40,8 +45,10 @@ enum RecordDecoding {
     }
 
     /// Runs the chain of steps from the record's version to `current` on its JSON, then decodes.
-    static func migrate<T: LocalStorable>(_ type: T.Type, view: RecordView, id: String, to current: Int,
-                                          steps: [StorageMigration]) throws -> T {
+    static func migrate<T: LocalStorable>(
+        _ type: T.Type, view: RecordView, id: String, to current: Int,
+        steps: [StorageMigration]
+    ) throws -> T {
         let start = view.version
         var json: Data
         do {

@@ -8,7 +8,9 @@ extension RecordReader {
         guard let bytes = try txn.get(schema.records, key: key) else { return (nil, false, 0, 0) }
         let view = try RecordDecoding.view(of: bytes, T.self, id: id, fixedPartOnly: true)
         if view.isExpired(at: now) { return (nil, true, view.expiresAt, view.payload.count) }
-        return (try RecordDecoding.decode(T.self, view: view, id: id, session: session), false, view.expiresAt,
-                view.payload.count)
+        return (
+            try RecordDecoding.decode(T.self, view: view, id: id, session: session), false, view.expiresAt,
+            view.payload.count
+        )
     }
 }

@@ -4,8 +4,11 @@ extension RecordReader {
     ///
     /// Complexity: O(expired records), plus O(records) when the store keeps no counters (the payload
     /// bytes are then summed from the records' headers, read in place).
-    static func figures(schema: TypeSchema, now: Int64, txn: Transaction)
-        throws -> (records: Int, payloadBytes: Int, expired: Int) {
+    static func figures(
+        schema: TypeSchema, now: Int64, txn: Transaction
+    )
+        throws -> (records: Int, payloadBytes: Int, expired: Int)
+    {
         let records = try txn.entryCount(schema.records)
         var payloadBytes = 0
         if let counted = try CountTree.payloadBytes(schema: schema, txn: txn) {

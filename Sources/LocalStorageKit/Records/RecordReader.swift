@@ -1,4 +1,3 @@
-
 /// Reads records inside a read transaction: listings by id or update time, counts, expiry sets.
 enum RecordReader {
     /// The keys of records that expired by `now` but are not purged yet (walks only those).
@@ -13,8 +12,10 @@ enum RecordReader {
 
     /// Calls `body` with (expiry-time key, record key) for each entry of the expiry database that is due
     /// by `now`, oldest first, until it returns false. Walks only what expired.
-    static func forEachExpired(schema: TypeSchema, now: Int64, txn: Transaction,
-                               _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool) throws {
+    static func forEachExpired(
+        schema: TypeSchema, now: Int64, txn: Transaction,
+        _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool
+    ) throws {
         try txn.withCursor(schema.expiry) { cursor in
             var entry = try cursor.move(.first)
             while let current = entry, current.key.count == 8 {
@@ -54,7 +55,8 @@ enum RecordReader {
                         expiredMet.append(Array(current.key))
                     } else {
                         if position >= options.offset,
-                           let item = try session.decodeRow(T.self, bytes: current.value, id: current.key) {
+                            let item = try session.decodeRow(T.self, bytes: current.value, id: current.key)
+                        {
                             items.append(item)
                         }
                         position += 1
@@ -73,7 +75,8 @@ enum RecordReader {
                         expiredMet.append(key)
                     } else {
                         if position >= options.offset, let bytes = try txn.get(schema.records, key: key),
-                           let item = try session.decodeRow(T.self, bytes: bytes, id: current.value) {
+                            let item = try session.decodeRow(T.self, bytes: bytes, id: current.value)
+                        {
                             items.append(item)
                         }
                         position += 1
@@ -88,9 +91,11 @@ enum RecordReader {
 
 extension RecordReader {
     /// The live record stored under `key`, decoded; `expired` when it is there but expired.
-    static func get<T: LocalStorable>(_ type: T.Type, key: UnsafeRawBufferPointer, id: String, schema: TypeSchema,
-                                      now: Int64, txn: Transaction,
-                                      session: DecodeSession) throws -> (value: T?, expired: Bool) {
+    static func get<T: LocalStorable>(
+        _ type: T.Type, key: UnsafeRawBufferPointer, id: String, schema: TypeSchema,
+        now: Int64, txn: Transaction,
+        session: DecodeSession
+    ) throws -> (value: T?, expired: Bool) {
         guard let bytes = try txn.get(schema.records, key: key) else { return (nil, false) }
         let view = try RecordDecoding.view(of: bytes, T.self, id: id, fixedPartOnly: true)
         if view.isExpired(at: now) { return (nil, true) }
@@ -98,8 +103,10 @@ extension RecordReader {
     }
 
     /// What the header of the record stored under `key` says, expired or not.
-    static func metadata<T: LocalStorable>(_ type: T.Type, key: [UInt8], id: String, schema: TypeSchema,
-                                           now: Int64, txn: Transaction) throws -> StorageMetadata? {
+    static func metadata<T: LocalStorable>(
+        _ type: T.Type, key: [UInt8], id: String, schema: TypeSchema,
+        now: Int64, txn: Transaction
+    ) throws -> StorageMetadata? {
         guard let bytes = try txn.get(schema.records, key: key) else { return nil }
         let view = try RecordDecoding.view(of: bytes, T.self, id: id, fixedPartOnly: true)
         return StorageMetadata(
@@ -123,4 +130,3 @@ extension RecordReader {
         }
     }
 }
-

@@ -15,8 +15,9 @@ extension RecordWriter {
             var purged = 0
             for info in try TypeRegistry.all(meta: meta, txn: context.txn).infos where purged < limit {
                 let schema = try TypeSchema.open(info, in: context.txn)
-                purged += try RecordWriter.purgeExpired(schema: schema, now: context.now, limit: limit - purged,
-                                                        context: context)
+                purged += try RecordWriter.purgeExpired(
+                    schema: schema, now: context.now, limit: limit - purged,
+                    context: context)
             }
             return purged
         }
@@ -26,8 +27,10 @@ extension RecordWriter {
 extension RecordWriter {
     /// Stores a record exactly as a backup holds it (header and payload), replacing any record with its key,
     /// with the entries its header calls for.
-    static func restore(key: [UInt8], header: RecordHeader, payload: [UInt8], schema: TypeSchema,
-                        txn: Transaction) throws {
+    static func restore(
+        key: [UInt8], header: RecordHeader, payload: [UInt8], schema: TypeSchema,
+        txn: Transaction
+    ) throws {
         try delete(key: key, schema: schema, txn: txn)
         try txn.put(schema.records, key: key, value: try header.serialized(payload: payload))
         try CountTree.addPayloadBytes(payload.count, schema: schema, txn: txn)

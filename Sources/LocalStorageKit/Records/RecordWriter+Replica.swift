@@ -8,8 +8,10 @@ extension RecordWriter {
     ///
     /// - Throws: `decodingFailed` when `bytes` is not a record.
     @discardableResult
-    static func putReplica(_ bytes: [UInt8], key: [UInt8], value: (any Sendable)?, schema: TypeSchema,
-                           context: Writer.Context) throws -> Bool {
+    static func putReplica(
+        _ bytes: [UInt8], key: [UInt8], value: (any Sendable)?, schema: TypeSchema,
+        context: Writer.Context
+    ) throws -> Bool {
         let txn = context.txn
         let header = try bytes.withUnsafeBytes { buffer throws(LocalStorageError) in try RecordView(buffer).header() }
         var replacesLiveRecord = false

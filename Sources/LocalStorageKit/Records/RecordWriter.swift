@@ -1,4 +1,3 @@
-
 /// A record ready to store: encoded off the writer thread, written on it.
 struct PreparedRecord: Sendable {
     let id: String
@@ -32,8 +31,10 @@ enum RecordWriter {
 
     /// Inserts or replaces a record: keeps `createdAt` of a live record it replaces, moves
     /// `updatedAt` to the batch time, takes the new expiration. Publishes `.inserted` or `.updated`.
-    static func put(_ record: PreparedRecord, expiresAt: Int64, schema: TypeSchema,
-                    context: Writer.Context) throws {
+    static func put(
+        _ record: PreparedRecord, expiresAt: Int64, schema: TypeSchema,
+        context: Writer.Context
+    ) throws {
         let header = try putRecord(record, expiresAt: expiresAt, schema: schema, context: context)
         try addEntries(of: header, key: record.key, schema: schema, txn: context.txn)
     }
@@ -41,8 +42,10 @@ enum RecordWriter {
     /// Inserts or replaces many records (sorted by key, each id once), then adds their entries database
     /// by database in key order: sorted puts fill B-tree pages in sequence instead of touching a random
     /// page per entry, which makes bulk saves several times faster.
-    static func putAll(_ records: [PreparedRecord], expiresAt: Int64, schema: TypeSchema,
-                       context: Writer.Context) throws {
+    static func putAll(
+        _ records: [PreparedRecord], expiresAt: Int64, schema: TypeSchema,
+        context: Writer.Context
+    ) throws {
         var indexEntries = schema.indexes.map { _ in EntryBatch(capacity: records.count) }
         for record in records {
             let header = try putRecord(record, expiresAt: expiresAt, schema: schema, context: context)
@@ -77,8 +80,10 @@ enum RecordWriter {
 
     /// Writes the record itself (removing the entries of the one it replaces) and publishes the change;
     /// returns the header, whose entries the caller adds.
-    private static func putRecord(_ record: PreparedRecord, expiresAt: Int64, schema: TypeSchema,
-                                  context: Writer.Context) throws -> RecordHeader {
+    private static func putRecord(
+        _ record: PreparedRecord, expiresAt: Int64, schema: TypeSchema,
+        context: Writer.Context
+    ) throws -> RecordHeader {
         let txn = context.txn
         var createdAt = context.now
         var replacesLiveRecord = false
@@ -90,7 +95,8 @@ enum RecordWriter {
                 if view.version > record.version {
                     throw LocalStorageError.decodingFailed(
                         reason: "\(schema.name) \"\(record.id)\" is stored at version \(view.version), newer than "
-                            + "this app's version \(record.version) (written by a newer version); it was not overwritten")
+                            + "this app's version \(record.version) (written by a newer version); it was not overwritten"
+                    )
                 }
                 let old = view.header()
                 if !view.isExpired(at: context.now) {
@@ -105,9 +111,10 @@ enum RecordWriter {
                 regionKnown = false
             }
         }
-        let header = RecordHeader(format: record.format, version: record.version, createdAt: createdAt,
-                                  updatedAt: context.now, expiresAt: expiresAt, signature: schema.signature,
-                                  indexValues: record.indexValues)
+        let header = RecordHeader(
+            format: record.format, version: record.version, createdAt: createdAt,
+            updatedAt: context.now, expiresAt: expiresAt, signature: schema.signature,
+            indexValues: record.indexValues)
         // Header and payload go straight into the map (`MDB_RESERVE`): no buffer holds them together.
         let headerBytes = try header.bytes()
         let payload = record.payload
@@ -128,8 +135,10 @@ enum RecordWriter {
     }
 
     /// Rewrites a record's header (same payload), keeping its entries in step.
-    static func replaceHeader(of view: RecordView, with header: RecordHeader, key: [UInt8], schema: TypeSchema,
-                              txn: Transaction) throws {
+    static func replaceHeader(
+        of view: RecordView, with header: RecordHeader, key: [UInt8], schema: TypeSchema,
+        txn: Transaction
+    ) throws {
         let old = view.header()
         let bytes = try header.serialized(payload: Array(view.payload))
         try removeEntries(of: old, key: key, schema: schema, txn: txn)
@@ -145,8 +154,10 @@ enum RecordWriter {
 
     /// Deletes a record and its entries; returns nil when there was none, else the header it had (nil
     /// inside when the header was damaged) and whether it had expired by `now`.
-    private static func remove(key: [UInt8], schema: TypeSchema, txn: Transaction,
-                               now: Int64 = 0) throws -> (header: RecordHeader?, wasExpired: Bool)? {
+    private static func remove(
+        key: [UInt8], schema: TypeSchema, txn: Transaction,
+        now: Int64 = 0
+    ) throws -> (header: RecordHeader?, wasExpired: Bool)? {
         guard let existing = try txn.get(schema.records, key: key) else { return nil }
         try CountTree.addPayloadBytes(-payloadSize(of: existing), schema: schema, txn: txn)
         var removed: (header: RecordHeader?, wasExpired: Bool) = (nil, false)
@@ -182,7 +193,8 @@ enum RecordWriter {
             try txn.put(schema.expiry, key: timeKey(header.expiresAt), value: key)
         }
         try txn.put(schema.signatures, key: signatureKey(header.signature), value: key)
-        let indexes = header.signature == schema.signature
+        let indexes =
+            header.signature == schema.signature
             ? schema.indexes : try schema.declaredIndexes(signature: header.signature, txn: txn) ?? schema.indexes
         for index in indexes {
             try addEntry(indexKey(of: header, for: index), id: key, to: index, schema: schema, txn: txn)
@@ -191,8 +203,10 @@ enum RecordWriter {
 
     /// Removes the update-time, expiry, signature and index entries of a record, from every index the
     /// record may be in whatever declaration it was indexed with (removing an absent pair does nothing).
-    static func removeEntries(of header: RecordHeader, key: [UInt8], schema: TypeSchema,
-                              txn: Transaction) throws {
+    static func removeEntries(
+        of header: RecordHeader, key: [UInt8], schema: TypeSchema,
+        txn: Transaction
+    ) throws {
         try txn.delete(schema.updated, key: timeKey(header.updatedAt), value: key)
         if header.expiresAt != 0 {
             try txn.delete(schema.expiry, key: timeKey(header.expiresAt), value: key)
@@ -204,8 +218,10 @@ enum RecordWriter {
     }
 
     /// Adds one index entry and counts it in the count tree.
-    static func addEntry(_ entryKey: [UInt8], id: [UInt8], to index: TypeSchema.Index, schema: TypeSchema,
-                         txn: Transaction) throws {
+    static func addEntry(
+        _ entryKey: [UInt8], id: [UInt8], to index: TypeSchema.Index, schema: TypeSchema,
+        txn: Transaction
+    ) throws {
         let added = try entryKey.withUnsafeBytes { k in
             try id.withUnsafeBytes { v in try txn.insert(index.dbi, key: k, value: v) }
         }
@@ -215,8 +231,10 @@ enum RecordWriter {
     }
 
     /// Removes one index entry, if present, and uncounts it.
-    static func removeEntry(_ entryKey: [UInt8], id: [UInt8], from index: TypeSchema.Index, schema: TypeSchema,
-                            txn: Transaction) throws {
+    static func removeEntry(
+        _ entryKey: [UInt8], id: [UInt8], from index: TypeSchema.Index, schema: TypeSchema,
+        txn: Transaction
+    ) throws {
         if try txn.delete(index.dbi, key: entryKey, value: id), let counts = schema.counts {
             try entryKey.withUnsafeBytes { try CountTree.adjust($0, by: -1, index: index, counts: counts, txn: txn) }
         }
@@ -299,8 +317,10 @@ enum RecordWriter {
             if bytes != nil, try delete(key: key, schema: schema, txn: txn) {
                 purged += 1
                 context.log(schema, .expired, id: key)
-                context.publish(PublishedChange(typeName: schema.name,
-                                                kind: .expired(String(decoding: key, as: UTF8.self))))
+                context.publish(
+                    PublishedChange(
+                        typeName: schema.name,
+                        kind: .expired(String(decoding: key, as: UTF8.self))))
             }
             // A dangling entry (no record, or a damaged header) is removed either way.
             try txn.delete(schema.expiry, key: time, value: key)
@@ -314,7 +334,8 @@ extension RecordWriter {
     /// the record changed since it was read.
     static func apply(_ upgrade: RecordUpgrade, schema: TypeSchema, txn: Transaction) throws {
         guard let bytes = try txn.get(schema.records, key: upgrade.key), let view = try? RecordView(bytes),
-              view.version == upgrade.fromVersion, view.updatedAt == upgrade.updatedAt else { return }
+            view.version == upgrade.fromVersion, view.updatedAt == upgrade.updatedAt
+        else { return }
         var header = view.header()
         header.format = upgrade.format
         header.version = upgrade.version
@@ -378,9 +399,13 @@ extension RecordWriter {
     /// Gives a live record a new expiry without rewriting its payload.
     ///
     /// - Throws: `notFound(id:)` when the record is absent or expired.
-    static func setExpiration<T>(_ type: T.Type, id: String, key: [UInt8], _ expiration: CacheExpiration,
-                                 schema: TypeSchema, context: Writer.Context) throws {
-        guard let bytes = try context.txn.get(schema.records, key: key) else { throw LocalStorageError.notFound(id: id) }
+    static func setExpiration<T>(
+        _ type: T.Type, id: String, key: [UInt8], _ expiration: CacheExpiration,
+        schema: TypeSchema, context: Writer.Context
+    ) throws {
+        guard let bytes = try context.txn.get(schema.records, key: key) else {
+            throw LocalStorageError.notFound(id: id)
+        }
         let view = try RecordDecoding.view(of: bytes, T.self, id: id)
         guard !view.isExpired(at: context.now) else { throw LocalStorageError.notFound(id: id) }
         var header = view.header()
@@ -392,24 +417,29 @@ extension RecordWriter {
 
     /// Deletes the given records if they are (still) expired, publishing `.expired(id)`; a damaged one is
     /// left in place and logged.
-    static func purge(keys: [[UInt8]], schema: TypeSchema, context: Writer.Context,
-                      logger: (any StorageLogger)?) throws {
+    static func purge(
+        keys: [[UInt8]], schema: TypeSchema, context: Writer.Context,
+        logger: (any StorageLogger)?
+    ) throws {
         for key in keys {
             guard let bytes = try context.txn.get(schema.records, key: key) else { continue }
             let view: RecordView
             do {
                 view = try RecordView(bytes)
             } catch {
-                logger?.log(level: .warning, message: "Left a damaged record in place instead of purging it",
-                            metadata: ["type": schema.name, "id": String(decoding: key, as: UTF8.self),
-                                       "error": "\(error)"])
+                logger?.log(
+                    level: .warning, message: "Left a damaged record in place instead of purging it",
+                    metadata: [
+                        "type": schema.name, "id": String(decoding: key, as: UTF8.self),
+                        "error": "\(error)",
+                    ])
                 continue
             }
             guard view.isExpired(at: context.now) else { continue }
             try delete(key: key, schema: schema, txn: context.txn)
             context.log(schema, .expired, id: key)
-            context.publish(PublishedChange(typeName: schema.name, kind: .expired(String(decoding: key, as: UTF8.self))))
+            context.publish(
+                PublishedChange(typeName: schema.name, kind: .expired(String(decoding: key, as: UTF8.self))))
         }
     }
 }
-

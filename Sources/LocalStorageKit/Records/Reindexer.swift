@@ -1,4 +1,3 @@
-
 /// Brings the records of a type that were indexed with another declaration in line with this one, in
 /// bounded write batches.
 ///
@@ -29,8 +28,9 @@ struct Reindexer<T: LocalStorable>: Sendable {
     /// decodable as `T`), which stay as they were.
     @discardableResult
     func run(schema: TypeSchema, writer: Writer) throws -> Int {
-        logger?.log(level: .notice, message: "Re-indexing \(schema.name) for its current index declaration",
-                    metadata: ["type": schema.name])
+        logger?.log(
+            level: .notice, message: "Re-indexing \(schema.name) for its current index declaration",
+            metadata: ["type": schema.name])
         var after: (signature: [UInt8], key: [UInt8])?
         var visited = 0
         var rewritten = 0
@@ -45,8 +45,9 @@ struct Reindexer<T: LocalStorable>: Sendable {
             after = batch.last
             if batch.seen < Reindexer.batchSize { break }
         }
-        logger?.log(level: .info, message: "Re-indexed \(rewritten) of \(visited) records of \(schema.name)",
-                    metadata: ["type": schema.name, "failed": "\(failed)"])
+        logger?.log(
+            level: .info, message: "Re-indexed \(rewritten) of \(visited) records of \(schema.name)",
+            metadata: ["type": schema.name, "failed": "\(failed)"])
         return failed
     }
 
@@ -67,8 +68,10 @@ struct Reindexer<T: LocalStorable>: Sendable {
         var last: (signature: [UInt8], key: [UInt8])?
     }
 
-    private func reindexBatch(schema: TypeSchema, after: (signature: [UInt8], key: [UInt8])?,
-                              context: Writer.Context) throws -> Batch {
+    private func reindexBatch(
+        schema: TypeSchema, after: (signature: [UInt8], key: [UInt8])?,
+        context: Writer.Context
+    ) throws -> Batch {
         let txn = context.txn
         let mine = RecordWriter.signatureKey(schema.signature)
         var stale: [(signature: [UInt8], key: [UInt8])] = []
@@ -77,7 +80,8 @@ struct Reindexer<T: LocalStorable>: Sendable {
             if let after {
                 entry = try cursor.seek(atLeast: after.signature, value: after.key)
                 if let current = entry, current.key.elementsEqual(after.signature),
-                   current.value.elementsEqual(after.key) {
+                    current.value.elementsEqual(after.key)
+                {
                     entry = try cursor.move(.next)
                 }
             } else {
@@ -122,8 +126,9 @@ struct Reindexer<T: LocalStorable>: Sendable {
                 throw error
             } catch {
                 batch.failed += 1
-                logger?.log(level: .warning, message: "Could not re-index a record; it is left as it was",
-                            metadata: ["type": schema.name, "id": id, "error": "\(error)"])
+                logger?.log(
+                    level: .warning, message: "Could not re-index a record; it is left as it was",
+                    metadata: ["type": schema.name, "id": id, "error": "\(error)"])
             }
         }
         return batch

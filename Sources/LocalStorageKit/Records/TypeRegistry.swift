@@ -95,15 +95,18 @@ enum TypeRegistry {
     /// declaration as the one the CLI shows. Writes `meta` only when something changed.
     ///
     /// - Returns: The description now in `meta`, and the one before (nil for a new type).
-    static func register(_ name: String, declaration: IndexDeclaration, version: Int, meta: Database,
-                         txn: Transaction) throws -> (info: TypeInfo, previous: TypeInfo?) {
+    static func register(
+        _ name: String, declaration: IndexDeclaration, version: Int, meta: Database,
+        txn: Transaction
+    ) throws -> (info: TypeInfo, previous: TypeInfo?) {
         let previous = try info(named: name, meta: meta, txn: txn)
         var info: TypeInfo
         if let previous {
             info = previous
         } else {
-            info = TypeInfo(name: name, number: try allocateTypeNumber(meta: meta, txn: txn), indexes: [],
-                            signature: declaration.signature, version: version, slots: [], declarations: [])
+            info = TypeInfo(
+                name: name, number: try allocateTypeNumber(meta: meta, txn: txn), indexes: [],
+                signature: declaration.signature, version: version, slots: [], declarations: [])
         }
         var numbers: [UInt32] = []
         for entry in declaration.entries {
@@ -125,8 +128,11 @@ enum TypeRegistry {
     }
 
     /// Every readable type description, and the names (with the reason) of those that cannot be read.
-    static func all(meta: Database, txn: Transaction) throws
-        -> (infos: [TypeInfo], unreadable: [(name: String, reason: String)]) {
+    static func all(
+        meta: Database, txn: Transaction
+    ) throws
+        -> (infos: [TypeInfo], unreadable: [(name: String, reason: String)])
+    {
         try txn.withCursor(meta) { cursor in
             var infos: [TypeInfo] = []
             var unreadable: [(String, String)] = []
@@ -165,7 +171,7 @@ enum TypeRegistry {
         guard let error = error as? DecodingError else { return "\(error)" }
         switch error {
         case .dataCorrupted(let context), .keyNotFound(_, let context), .typeMismatch(_, let context),
-             .valueNotFound(_, let context):
+            .valueNotFound(_, let context):
             let path = context.codingPath.map(\.stringValue).joined(separator: ".")
             return path.isEmpty ? context.debugDescription : "\(path): \(context.debugDescription)"
         @unknown default:

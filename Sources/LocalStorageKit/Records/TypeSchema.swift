@@ -53,8 +53,10 @@ struct TypeSchema: Sendable {
     ///
     /// With `create`, missing databases are created (a write transaction); without, a missing one throws.
     /// - Throws: `invalidDeclaration` when the process cannot open that many databases.
-    static func open(_ info: TypeInfo, declaration: IndexDeclaration, version: Int, in txn: Transaction,
-                     create: Bool) throws -> TypeSchema {
+    static func open(
+        _ info: TypeInfo, declaration: IndexDeclaration, version: Int, in txn: Transaction,
+        create: Bool
+    ) throws -> TypeSchema {
         func open(_ dbName: String, sortedDuplicates: Bool = true) throws -> Database {
             do {
                 guard let dbi = try txn.openDatabase(dbName, sortedDuplicates: sortedDuplicates, create: create) else {
@@ -67,16 +69,18 @@ struct TypeSchema: Sendable {
                     "type \"\(info.name)\" needs \(4 + info.slots.count) databases (4 + \(info.slots.count) "
                         + "indexes), but a process can open at most \(Environment.maxDatabases) per store and "
                         + "the store's other types use the rest: at most \(Int(Environment.maxDatabases) - Environment.storeDatabases) in all, "
-                        + "each type 4 + its indexes (for example \(Environment.typesOfSixteenIndexes) types of 16 indexes)")
+                        + "each type 4 + its indexes (for example \(Environment.typesOfSixteenIndexes) types of 16 indexes)"
+                )
             }
         }
         let n = info.number
         var byNumber: [UInt32: Index] = [:]
         var all: [Index] = []
         for slot in info.slots {
-            let index = Index(name: slot.name, nameBytes: Array(slot.name.utf8), kind: slot.kind, slot: slot.number,
-                              dbi: try open("i.\(n).\(slot.number)"),
-                              counterPrefix: CountTree.counterPrefix(type: n, slot: slot.number))
+            let index = Index(
+                name: slot.name, nameBytes: Array(slot.name.utf8), kind: slot.kind, slot: slot.number,
+                dbi: try open("i.\(n).\(slot.number)"),
+                counterPrefix: CountTree.counterPrefix(type: n, slot: slot.number))
             byNumber[slot.number] = index
             all.append(index)
         }
@@ -88,20 +92,22 @@ struct TypeSchema: Sendable {
             }
             indexes.append(index)
         }
-        return TypeSchema(name: info.name, number: n, records: try open("r.\(n)", sortedDuplicates: false),
-                          updated: try open("u.\(n)"), expiry: try open("e.\(n)"),
-                          signatures: try open("s.\(n)"),
-                          counts: try txn.openDatabase(CountTree.databaseName, sortedDuplicates: false, create: false),
-                          indexes: indexes, allIndexes: all,
-                          knownSignatures: Set(info.declarations.map(\.signature)), declaration: declaration,
-                          version: version, runtime: SchemaRuntime())
+        return TypeSchema(
+            name: info.name, number: n, records: try open("r.\(n)", sortedDuplicates: false),
+            updated: try open("u.\(n)"), expiry: try open("e.\(n)"),
+            signatures: try open("s.\(n)"),
+            counts: try txn.openDatabase(CountTree.databaseName, sortedDuplicates: false, create: false),
+            indexes: indexes, allIndexes: all,
+            knownSignatures: Set(info.declarations.map(\.signature)), declaration: declaration,
+            version: version, runtime: SchemaRuntime())
     }
 
     /// Opens the databases of a type known only from `meta` (purges, maintenance), with the declaration
     /// registered last; in a read-only transaction nothing is created.
     static func open(_ info: TypeInfo, in txn: Transaction) throws -> TypeSchema {
-        try open(info, declaration: IndexDeclaration(entries: info.indexes), version: info.version, in: txn,
-                 create: !txn.isReadOnly)
+        try open(
+            info, declaration: IndexDeclaration(entries: info.indexes), version: info.version, in: txn,
+            create: !txn.isReadOnly)
     }
 
     // MARK: - Entries of records indexed with other declarations
@@ -120,7 +126,8 @@ struct TypeSchema: Sendable {
     func declaredIndexes(signature: UInt64, txn: Transaction) throws -> [Index]? {
         if signature == self.signature { return indexes }
         guard let info = try currentInfo(in: txn), let slots = info.slots(ofSignature: signature),
-              let schema = try current(info, in: txn) else { return nil }
+            let schema = try current(info, in: txn)
+        else { return nil }
         return slots.compactMap { slot in schema.allIndexes.first { $0.slot == slot.number } }
     }
 

@@ -39,8 +39,9 @@ extension Writer {
             } catch let error as LMDBError where error.isMapFull {
                 do {
                     if try environment.growMap() {
-                        logger?.log(level: .info, message: "Grew the memory map",
-                                    metadata: ["bytes": "\(environment.currentMapSize)"])
+                        logger?.log(
+                            level: .info, message: "Grew the memory map",
+                            metadata: ["bytes": "\(environment.currentMapSize)"])
                         continue
                     }
                 } catch {
@@ -50,14 +51,16 @@ extension Writer {
                 if pending.count > 1 {
                     for request in pending { commit([request]) }
                 } else {
-                    logger?.log(level: .error, message: "A write does not fit: the store's map reached maxMapSize",
-                                metadata: ["path": environment.path, "maxMapSize": "\(environment.maxMapSize)"])
+                    logger?.log(
+                        level: .error, message: "A write does not fit: the store's map reached maxMapSize",
+                        metadata: ["path": environment.path, "maxMapSize": "\(environment.maxMapSize)"])
                     pending.forEach { $0.1(LocalStorageError.storageFull) }
                 }
                 return
             } catch let error as LMDBError where error.isDiskFull {
-                logger?.log(level: .error, message: "A write failed: the disk holding the store is full",
-                            metadata: ["path": environment.path, "error": error.description])
+                logger?.log(
+                    level: .error, message: "A write failed: the disk holding the store is full",
+                    metadata: ["path": environment.path, "error": error.description])
                 pending.forEach { $0.1(LocalStorageError.storageFull) }
                 return
             } catch {
@@ -68,7 +71,6 @@ extension Writer {
             }
         }
     }
-
 
     /// Commits one transaction from inside an exclusive request, growing the map on `MDB_MAP_FULL`.
     /// Changes published by `body` reach observers after the commit.
@@ -88,13 +90,15 @@ extension Writer {
                 return value
             } catch let error as LMDBError where error.isMapFull {
                 guard try environment.growMap() else {
-                    logger?.log(level: .error, message: "A write does not fit: the store's map reached maxMapSize",
-                                metadata: ["path": environment.path, "maxMapSize": "\(environment.maxMapSize)"])
+                    logger?.log(
+                        level: .error, message: "A write does not fit: the store's map reached maxMapSize",
+                        metadata: ["path": environment.path, "maxMapSize": "\(environment.maxMapSize)"])
                     throw LocalStorageError.storageFull
                 }
             } catch let error as LMDBError where error.isDiskFull {
-                logger?.log(level: .error, message: "A write failed: the disk holding the store is full",
-                            metadata: ["path": environment.path, "error": error.description])
+                logger?.log(
+                    level: .error, message: "A write failed: the disk holding the store is full",
+                    metadata: ["path": environment.path, "error": error.description])
                 throw LocalStorageError.storageFull
             }
         }
@@ -150,8 +154,9 @@ extension Writer {
             // The parent itself failed (its commit met a full map or disk): nothing of it was written.
             // Closures that ran must not run again; they fail with the store's error.
             let wrapped = LocalStorageError.wrapping(error)
-            logger?.log(level: .error, message: "A batch of transactions failed to commit",
-                        metadata: ["error": "\(wrapped)"])
+            logger?.log(
+                level: .error, message: "A batch of transactions failed to commit",
+                metadata: ["error": "\(wrapped)"])
             if case let error as LMDBError = error, error.isMapFull {
                 do { _ = try environment.growMap() } catch {
                     logger?.log(level: .error, message: "Could not grow the map", metadata: ["error": "\(error)"])
@@ -171,13 +176,15 @@ extension Writer {
         guard !retry.isEmpty else { return }
         do {
             if try environment.growMap() {
-                logger?.log(level: .info, message: "Grew the memory map",
-                            metadata: ["bytes": "\(environment.currentMapSize)"])
+                logger?.log(
+                    level: .info, message: "Grew the memory map",
+                    metadata: ["bytes": "\(environment.currentMapSize)"])
                 commitOnce(retry)
                 return
             }
-            logger?.log(level: .error, message: "A write does not fit: the store's map reached maxMapSize",
-                        metadata: ["path": environment.path, "maxMapSize": "\(environment.maxMapSize)"])
+            logger?.log(
+                level: .error, message: "A write does not fit: the store's map reached maxMapSize",
+                metadata: ["path": environment.path, "maxMapSize": "\(environment.maxMapSize)"])
             retry.forEach { $0.1(LocalStorageError.storageFull) }
         } catch {
             retry.forEach { $0.1(LocalStorageError.wrapping(error)) }

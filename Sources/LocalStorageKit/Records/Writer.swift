@@ -135,8 +135,10 @@ final class Writer: @unchecked Sendable {
     /// The store's change log, which every commit appends to in its own transaction.
     let changeLog: ChangeLog?
 
-    init(environment: Environment, hub: any CommitListener, logger: (any StorageLogger)?,
-         changeLog: ChangeLog? = nil, evictor: Evictor? = nil) {
+    init(
+        environment: Environment, hub: any CommitListener, logger: (any StorageLogger)?,
+        changeLog: ChangeLog? = nil, evictor: Evictor? = nil
+    ) {
         self.environment = environment
         self.evictor = evictor
         self.changeLog = changeLog
@@ -194,15 +196,16 @@ final class Writer: @unchecked Sendable {
     ) async throws -> R {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<R, Error>) in
             let box = ResultBox<R>()
-            enqueue(make(box) { error in
-                if let error {
-                    continuation.resume(throwing: error)
-                } else if let value = box.value {
-                    continuation.resume(returning: value)
-                } else {
-                    continuation.resume(throwing: LocalStorageError.storageError(code: -1, message: "no result"))
-                }
-            })
+            enqueue(
+                make(box) { error in
+                    if let error {
+                        continuation.resume(throwing: error)
+                    } else if let value = box.value {
+                        continuation.resume(returning: value)
+                    } else {
+                        continuation.resume(throwing: LocalStorageError.storageError(code: -1, message: "no result"))
+                    }
+                })
         }
     }
 
@@ -235,9 +238,10 @@ final class Writer: @unchecked Sendable {
             if case .exclusive = queue[0] {
                 work = [queue.removeFirst()]
             } else {
-                let end = queue.prefix(Writer.maxBatchRequests).firstIndex {
-                    if case .exclusive = $0 { true } else { false }
-                } ?? min(queue.count, Writer.maxBatchRequests)
+                let end =
+                    queue.prefix(Writer.maxBatchRequests).firstIndex {
+                        if case .exclusive = $0 { true } else { false }
+                    } ?? min(queue.count, Writer.maxBatchRequests)
                 work = Array(queue[..<end])
                 queue.removeFirst(end)
             }

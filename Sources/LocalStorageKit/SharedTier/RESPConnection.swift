@@ -63,8 +63,15 @@ final class RESPConnection: @unchecked Sendable {
     ///
     /// - Throws: `sharedTierUnavailable` when the server cannot be reached or does not reply in time.
     func send(_ commands: [[[UInt8]]]) async throws(LocalStorageError) -> [RESPValue] {
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<[RESPValue],
-                                                                                        LocalStorageError>, Never>) in
+        let result = await withCheckedContinuation {
+            (
+                continuation: CheckedContinuation<
+                    Result<
+                        [RESPValue],
+                        LocalStorageError
+                    >, Never
+                >
+            ) in
             enqueue(Request(commands: commands, finish: { continuation.resume(returning: $0) }))
         }
         return try result.get()

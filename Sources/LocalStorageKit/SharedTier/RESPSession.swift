@@ -33,9 +33,12 @@ final class RESPSession {
             if isAuth {
                 throw .sharedTierUnavailable("AUTH at \(endpoint.label) was refused: \(message)")
             }
-            let hint = message.hasPrefix("NOAUTH") ? " (the server wants a password: set SharedTierConfiguration.password)"
+            let hint =
+                message.hasPrefix("NOAUTH")
+                ? " (the server wants a password: set SharedTierConfiguration.password)"
                 : ""
-            throw .sharedTierUnavailable("SELECT \(endpoint.database) at \(endpoint.label) was refused: \(message)\(hint)")
+            throw .sharedTierUnavailable(
+                "SELECT \(endpoint.database) at \(endpoint.label) was refused: \(message)\(hint)")
         }
     }
 

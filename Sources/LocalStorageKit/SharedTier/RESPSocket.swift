@@ -86,8 +86,10 @@ final class RESPSocket {
         #endif
     }
 
-    private func connect(to address: UnsafeMutablePointer<sockaddr>?, length: socklen_t,
-                         timeout: Duration) throws(LocalStorageError) {
+    private func connect(
+        to address: UnsafeMutablePointer<sockaddr>?, length: socklen_t,
+        timeout: Duration
+    ) throws(LocalStorageError) {
         #if canImport(Glibc)
         let result = Glibc.connect(descriptor, address, length)
         #else

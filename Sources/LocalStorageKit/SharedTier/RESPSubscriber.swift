@@ -26,8 +26,10 @@ final class RESPSubscriber: @unchecked Sendable {
     private var thread: Thread?
     private let finished = DispatchSemaphore(value: 0)
 
-    init(endpoint: RESPEndpoint, channel: [UInt8], reconnectDelay: Duration, maxReconnectDelay: Duration,
-         name: String, report: @escaping @Sendable (SubscriberEvent) -> Void) {
+    init(
+        endpoint: RESPEndpoint, channel: [UInt8], reconnectDelay: Duration, maxReconnectDelay: Duration,
+        name: String, report: @escaping @Sendable (SubscriberEvent) -> Void
+    ) {
         self.endpoint = endpoint
         self.channel = channel
         firstDelay = reconnectDelay
@@ -79,7 +81,9 @@ final class RESPSubscriber: @unchecked Sendable {
                 try session.write([[Array("SUBSCRIBE".utf8), channel]])
                 var confirmed = false
                 while !stopping {
-                    guard let reply = try session.nextReply(milliseconds: confirmed ? 100 : endpoint.readTimeout.pollMilliseconds)
+                    guard
+                        let reply = try session.nextReply(
+                            milliseconds: confirmed ? 100 : endpoint.readTimeout.pollMilliseconds)
                     else {
                         if !confirmed {
                             throw LocalStorageError.sharedTierUnavailable("SUBSCRIBE at \(endpoint.label) got no reply")

@@ -64,7 +64,9 @@ struct RESPParser {
     enum Failure: Error, CustomStringConvertible {
         case protocolError(String)
         var description: String {
-            switch self { case .protocolError(let text): "protocol error: \(text)" }
+            switch self {
+            case .protocolError(let text): "protocol error: \(text)"
+            }
         }
     }
 
@@ -127,7 +129,9 @@ struct RESPParser {
     }
 
     private func parse(at position: inout Int, depth: Int) throws(Failure) -> RESPValue? {
-        guard depth <= RESPParser.maxDepth else { throw .protocolError("replies nest deeper than \(RESPParser.maxDepth)") }
+        guard depth <= RESPParser.maxDepth else {
+            throw .protocolError("replies nest deeper than \(RESPParser.maxDepth)")
+        }
         guard position < buffer.count else { return nil }
         let type = buffer[position]
         var cursor = position + 1

@@ -7,8 +7,9 @@ public final class RawRedisClient: Sendable {
     /// A client of the server at `127.0.0.1:port` (database 0, no password).
     public init(port: Int) {
         connection = RESPConnection(
-            endpoint: RESPEndpoint(host: "127.0.0.1", port: port, username: nil, password: nil, database: 0,
-                                   connectTimeout: .seconds(2), readTimeout: .seconds(5)),
+            endpoint: RESPEndpoint(
+                host: "127.0.0.1", port: port, username: nil, password: nil, database: 0,
+                connectTimeout: .seconds(2), readTimeout: .seconds(5)),
             reconnectDelay: .milliseconds(50), maxReconnectDelay: .seconds(1), name: "LocalStorageKit.rawRedis")
     }
 

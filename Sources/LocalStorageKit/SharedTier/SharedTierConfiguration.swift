@@ -37,10 +37,12 @@ public struct SharedTierConfiguration: Sendable, Hashable {
     public var changeLogRetention: Int
 
     /// A shared tier on the server at `url`, under `namespace`.
-    public init(url: URL, namespace: String, password: String? = nil, username: String? = nil,
-                database: Int? = nil, connectTimeout: Duration = .seconds(2), readTimeout: Duration = .seconds(2),
-                reconnectDelay: Duration = .milliseconds(50), maxReconnectDelay: Duration = .seconds(2),
-                changeLogRetention: Int = 100_000) {
+    public init(
+        url: URL, namespace: String, password: String? = nil, username: String? = nil,
+        database: Int? = nil, connectTimeout: Duration = .seconds(2), readTimeout: Duration = .seconds(2),
+        reconnectDelay: Duration = .milliseconds(50), maxReconnectDelay: Duration = .seconds(2),
+        changeLogRetention: Int = 100_000
+    ) {
         self.url = url
         self.namespace = namespace
         self.password = password
@@ -70,8 +72,9 @@ public struct SharedTierConfiguration: Sendable, Hashable {
         }
         let scheme = components.scheme?.lowercased() ?? ""
         guard ["redis", "valkey"].contains(scheme) else {
-            throw .sharedTierUnavailable("the shared tier URL \(redactedURL) must start with redis:// (TLS is not "
-                + "supported)")
+            throw .sharedTierUnavailable(
+                "the shared tier URL \(redactedURL) must start with redis:// (TLS is not "
+                    + "supported)")
         }
         guard let host = components.host, !host.isEmpty else {
             throw .sharedTierUnavailable("the shared tier URL \(redactedURL) names no host")
@@ -92,10 +95,12 @@ public struct SharedTierConfiguration: Sendable, Hashable {
         guard database >= 0 else { throw .sharedTierUnavailable("the shared tier database \(database) is negative") }
         guard !namespace.isEmpty else { throw .sharedTierUnavailable("the shared tier namespace must not be empty") }
         let password = self.password ?? components.password.flatMap { $0.removingPercentEncoding ?? $0 }
-        let username = self.username ?? components.user.flatMap { $0.isEmpty ? nil : ($0.removingPercentEncoding ?? $0) }
-        return RESPEndpoint(host: host.trimmingCharacters(in: CharacterSet(charactersIn: "[]")), port: port,
-                            username: username, password: password, database: database,
-                            connectTimeout: connectTimeout, readTimeout: readTimeout)
+        let username =
+            self.username ?? components.user.flatMap { $0.isEmpty ? nil : ($0.removingPercentEncoding ?? $0) }
+        return RESPEndpoint(
+            host: host.trimmingCharacters(in: CharacterSet(charactersIn: "[]")), port: port,
+            username: username, password: password, database: database,
+            connectTimeout: connectTimeout, readTimeout: readTimeout)
     }
 }
 

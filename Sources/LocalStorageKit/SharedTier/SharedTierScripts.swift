@@ -57,82 +57,86 @@ enum SharedTierScripts {
     /// expiresAt (16 bytes; empty for none, `-` for "must exist"). A live old record keeps its createdAt.
     /// Returns per record the old createdAt (8 bytes, or empty) and the sequence, or an error
     /// `NEWER …`/`CONFLICT …` before anything was written.
-    static let put = common + """
-        local records = {}
-        for i = 4, #ARGV, 8 do
-          local r = { t = ARGV[i], id = ARGV[i + 1], rec = ARGV[i + 2], ttl = tonumber(ARGV[i + 3]),
-                      blob = ARGV[i + 4], notice = ARGV[i + 5], version = tonumber(ARGV[i + 6]),
-                      expect = ARGV[i + 7] }
-          r.key = ns .. 'r:' .. r.t .. ':' .. r.id
-          r.old = redis.call('GET', r.key)
-          if r.old and (#r.old < 42 or string.byte(r.old, 1) ~= 167) then r.old = false end
-          if r.old then
-            local a, b, c, d = string.byte(r.old, 5, 8)
-            local version = a + b * 256 + c * 65536 + d * 16777216
-            if version > r.version then
-              return redis.error_reply('NEWER ' .. r.id .. ' is stored at version ' .. version)
+    static let put =
+        common + """
+            local records = {}
+            for i = 4, #ARGV, 8 do
+              local r = { t = ARGV[i], id = ARGV[i + 1], rec = ARGV[i + 2], ttl = tonumber(ARGV[i + 3]),
+                          blob = ARGV[i + 4], notice = ARGV[i + 5], version = tonumber(ARGV[i + 6]),
+                          expect = ARGV[i + 7] }
+              r.key = ns .. 'r:' .. r.t .. ':' .. r.id
+              r.old = redis.call('GET', r.key)
+              if r.old and (#r.old < 42 or string.byte(r.old, 1) ~= 167) then r.old = false end
+              if r.old then
+                local a, b, c, d = string.byte(r.old, 5, 8)
+                local version = a + b * 256 + c * 65536 + d * 16777216
+                if version > r.version then
+                  return redis.error_reply('NEWER ' .. r.id .. ' is stored at version ' .. version)
+                end
+              end
+              if r.expect ~= '' then
+                if not r.old then return redis.error_reply('CONFLICT ' .. r.id .. ' is absent') end
+                if r.expect ~= '-' and string.sub(r.old, 17, 32) ~= r.expect then
+                  return redis.error_reply('CONFLICT ' .. r.id .. ' changed')
+                end
+              end
+              records[#records + 1] = r
             end
-          end
-          if r.expect ~= '' then
-            if not r.old then return redis.error_reply('CONFLICT ' .. r.id .. ' is absent') end
-            if r.expect ~= '-' and string.sub(r.old, 17, 32) ~= r.expect then
-              return redis.error_reply('CONFLICT ' .. r.id .. ' changed')
+            local out = {}
+            for _, r in ipairs(records) do
+              local created = ''
+              local rec = r.rec
+              if r.old then
+                created = string.sub(r.old, 9, 16)
+                rec = string.sub(rec, 1, 8) .. created .. string.sub(rec, 17)
+              end
+              unindex(r.t, r.id)
+              if r.ttl > 0 then redis.call('SET', r.key, rec, 'PX', r.ttl) else redis.call('SET', r.key, rec) end
+              local l = frames(r.blob)
+              for j = 1, #l - 1, 2 do redis.call('ZADD', l[j], 0, l[j + 1]) end
+              redis.call('HSET', ns .. 'm:' .. r.t, r.id, r.blob)
+              out[#out + 1] = created
+              out[#out + 1] = notify(r.notice, rec)
             end
-          end
-          records[#records + 1] = r
-        end
-        local out = {}
-        for _, r in ipairs(records) do
-          local created = ''
-          local rec = r.rec
-          if r.old then
-            created = string.sub(r.old, 9, 16)
-            rec = string.sub(rec, 1, 8) .. created .. string.sub(rec, 17)
-          end
-          unindex(r.t, r.id)
-          if r.ttl > 0 then redis.call('SET', r.key, rec, 'PX', r.ttl) else redis.call('SET', r.key, rec) end
-          local l = frames(r.blob)
-          for j = 1, #l - 1, 2 do redis.call('ZADD', l[j], 0, l[j + 1]) end
-          redis.call('HSET', ns .. 'm:' .. r.t, r.id, r.blob)
-          out[#out + 1] = created
-          out[#out + 1] = notify(r.notice, rec)
-        end
-        trim()
-        sweep(100)
-        return out
-        """
+            trim()
+            sweep(100)
+            return out
+            """
 
     /// Deletes records: `ARGV[4…]` in pairs of type, id, then the notice. Returns the sequences.
-    static let delete = common + """
-        local out = {}
-        for i = 4, #ARGV, 3 do
-          local t, id = ARGV[i], ARGV[i + 1]
-          unindex(t, id)
-          redis.call('DEL', ns .. 'r:' .. t .. ':' .. id)
-          out[#out + 1] = notify(ARGV[i + 2], '')
-        end
-        trim()
-        sweep(100)
-        return out
-        """
+    static let delete =
+        common + """
+            local out = {}
+            for i = 4, #ARGV, 3 do
+              local t, id = ARGV[i], ARGV[i + 1]
+              unindex(t, id)
+              redis.call('DEL', ns .. 'r:' .. t .. ':' .. id)
+              out[#out + 1] = notify(ARGV[i + 2], '')
+            end
+            trim()
+            sweep(100)
+            return out
+            """
 
     /// Deletes every record of a type: `ARGV[4]` type, `ARGV[5]` notice, `ARGV[6…]` the type's index sets.
-    static let clear = common + """
-        local t = ARGV[4]
-        local ids = redis.call('ZRANGE', ns .. 'k:' .. t, 0, -1)
-        for _, id in ipairs(ids) do
-          unindex(t, id)
-          redis.call('DEL', ns .. 'r:' .. t .. ':' .. id)
-        end
-        redis.call('DEL', ns .. 'k:' .. t, ns .. 'u:' .. t, ns .. 'm:' .. t)
-        for i = 6, #ARGV do redis.call('DEL', ARGV[i]) end
-        local seq = notify(ARGV[5], '')
-        trim()
-        return seq
-        """
+    static let clear =
+        common + """
+            local t = ARGV[4]
+            local ids = redis.call('ZRANGE', ns .. 'k:' .. t, 0, -1)
+            for _, id in ipairs(ids) do
+              unindex(t, id)
+              redis.call('DEL', ns .. 'r:' .. t .. ':' .. id)
+            end
+            redis.call('DEL', ns .. 'k:' .. t, ns .. 'u:' .. t, ns .. 'm:' .. t)
+            for i = 6, #ARGV do redis.call('DEL', ARGV[i]) end
+            local seq = notify(ARGV[5], '')
+            trim()
+            return seq
+            """
 
     /// Removes records that expired by `now`, with their index members; returns how many (at most 1,000).
-    static let sweep = common + """
-        return sweep(1000)
-        """
+    static let sweep =
+        common + """
+            return sweep(1000)
+            """
 }

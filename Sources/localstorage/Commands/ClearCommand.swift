@@ -17,8 +17,9 @@ enum ClearCommand: Command {
     static func run(_ arguments: ParsedArguments, store: StoreMaintenance, output: Output) async throws -> Int32 {
         let type = arguments.positionals[0]
         let count = try await store.clear(type)
-        try output.result(DeletionReport(type: type, id: nil, deleted: count),
-                          text: "Deleted \(count) records of \(type).")
+        try output.result(
+            DeletionReport(type: type, id: nil, deleted: count),
+            text: "Deleted \(count) records of \(type).")
         return 0
     }
 }

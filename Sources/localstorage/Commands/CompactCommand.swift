@@ -21,8 +21,9 @@ enum CompactCommand: Command {
         if output.isJSON {
             try output.json(report)
         } else {
-            output.line("Wrote a compacted copy to \(report.output): \(Output.bytes(report.originalBytes))"
-                + " → \(Output.bytes(report.compactedBytes)).")
+            output.line(
+                "Wrote a compacted copy to \(report.output): \(Output.bytes(report.originalBytes))"
+                    + " → \(Output.bytes(report.compactedBytes)).")
             VerifyCommand.show(report.verify, output: output)
         }
         return report.verify.isClean ? 0 : 1

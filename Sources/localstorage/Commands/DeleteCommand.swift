@@ -20,8 +20,9 @@ enum DeleteCommand: Command {
         let (type, id) = (arguments.positionals[0], try IdentifierArgument.id(arguments))
         try await store.delete(type, id: id)
         let shown = IdentifierArgument.displayed(id)
-        try output.result(DeletionReport(type: type, id: id, deleted: 1),
-                          text: "Deleted \(type) " + (shown == id ? "\"\(id)\"" : shown) + ".")
+        try output.result(
+            DeletionReport(type: type, id: id, deleted: 1),
+            text: "Deleted \(type) " + (shown == id ? "\"\(id)\"" : shown) + ".")
         return 0
     }
 }

@@ -25,7 +25,8 @@ enum ExportCommand: Command {
         let handle: FileHandle
         if let toFile {
             guard FileManager.default.createFile(atPath: toFile, contents: nil),
-                  let file = FileHandle(forWritingAtPath: toFile) else {
+                let file = FileHandle(forWritingAtPath: toFile)
+            else {
                 throw MaintenanceError.invalidArgument("cannot write \(toFile)")
             }
             handle = file
@@ -33,8 +34,9 @@ enum ExportCommand: Command {
             handle = FileHandle.standardOutput
         }
         let progress = ProgressDisplay()
-        let report = try store.export(types: arguments.positionals, to: { try handle.write(contentsOf: $0) },
-                                      progress: progress.handler)
+        let report = try store.export(
+            types: arguments.positionals, to: { try handle.write(contentsOf: $0) },
+            progress: progress.handler)
         progress.finish()
         if toFile != nil { try handle.close() }
         // The records may be on standard output: the report then goes to standard error.
@@ -44,7 +46,8 @@ enum ExportCommand: Command {
             for problem in report.skipped {
                 output.message("localstorage: skipped \(problem)")
             }
-            let summary = "Exported \(report.records) records of \(report.types) types"
+            let summary =
+                "Exported \(report.records) records of \(report.types) types"
                 + (report.skipped.isEmpty ? "." : "; skipped \(report.skipped.count) unreadable records.")
             if toFile == nil { output.message(summary) } else { output.line(summary) }
         }

@@ -22,8 +22,11 @@ enum GetCommand: Command {
 
     static func run(_ arguments: ParsedArguments, store: StoreMaintenance, output: Output) async throws -> Int32 {
         let detail = try store.record(arguments.positionals[0], id: try IdentifierArgument.id(arguments))
-        output.line(JSONText.prettyPrinted(output.isJSON ? try detail.jsonLine(includingExactPayload: false)
-                                                          : detail.payload))
+        output.line(
+            JSONText.prettyPrinted(
+                output.isJSON
+                    ? try detail.jsonLine(includingExactPayload: false)
+                    : detail.payload))
         return 0
     }
 }

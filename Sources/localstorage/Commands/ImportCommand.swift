@@ -24,9 +24,10 @@ enum ImportCommand: Command {
     static func run(_ arguments: ParsedArguments, store: StoreMaintenance, output: Output) async throws -> Int32 {
         let progress = ProgressDisplay()
         let file = URL(fileURLWithPath: arguments.positionals[0])
-        let report = try await store.importRecords(from: file,
-                                                   checkingPayloadValues: !arguments.has("no-payload-check"),
-                                                   progress: progress.handler)
+        let report = try await store.importRecords(
+            from: file,
+            checkingPayloadValues: !arguments.has("no-payload-check"),
+            progress: progress.handler)
         progress.finish()
         let types = report.types.isEmpty ? "" : " of " + report.types.joined(separator: ", ")
         try output.result(report, text: "Imported \(report.records) records\(types).")

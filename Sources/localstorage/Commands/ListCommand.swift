@@ -31,8 +31,10 @@ enum ListCommand: Command {
             guard let equals = condition.firstIndex(of: "="), equals != condition.startIndex else {
                 throw UsageError("--where needs INDEX=VALUE, not \"\(condition)\"")
             }
-            query.conditions.append(ListQuery.Condition(index: String(condition[..<equals]),
-                                                        value: String(condition[condition.index(after: equals)...])))
+            query.conditions.append(
+                ListQuery.Condition(
+                    index: String(condition[..<equals]),
+                    value: String(condition[condition.index(after: equals)...])))
         }
         if let order = arguments.value("order") {
             let isDescending = order.hasPrefix("-")

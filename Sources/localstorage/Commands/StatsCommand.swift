@@ -5,7 +5,8 @@
 enum StatsCommand: Command {
     static let name = "stats"
     static let synopsis = "stats"
-    static let summary = "Map size and use, pages, readers, free space; records, bytes, expired and index entries "
+    static let summary =
+        "Map size and use, pages, readers, free space; records, bytes, expired and index entries "
         + "per type and in all."
     static let details = """
         An LMDB data file never shrinks by itself: pages freed by deletes are reused by later writes. "Free \
@@ -22,22 +23,28 @@ enum StatsCommand: Command {
         }
         let pages = stats.pages
         output.line("Store     \(stats.path)")
-        output.line("Map       \(Output.bytes(stats.usedBytes)) used of \(Output.bytes(stats.mapSize))"
-            + " (page size \(stats.pageSize) B)")
-        output.line("Pages     \(pages.used) used, \(pages.free) free, \(pages.capacity) capacity;"
-            + " \(pages.branch) branch, \(pages.leaf) leaf, \(pages.overflow) overflow")
-        output.line("Map data  \(Output.bytes(stats.mapUsedBytes)) holding data,"
-            + " \(Output.bytes(stats.mapFreeBytes)) free")
-        output.line("File      \(Output.bytes(stats.fileBytes)) on disk; \(Output.bytes(stats.reclaimableBytes)) in"
-            + " free pages (\(pages.free) pages) a compact would give back")
+        output.line(
+            "Map       \(Output.bytes(stats.usedBytes)) used of \(Output.bytes(stats.mapSize))"
+                + " (page size \(stats.pageSize) B)")
+        output.line(
+            "Pages     \(pages.used) used, \(pages.free) free, \(pages.capacity) capacity;"
+                + " \(pages.branch) branch, \(pages.leaf) leaf, \(pages.overflow) overflow")
+        output.line(
+            "Map data  \(Output.bytes(stats.mapUsedBytes)) holding data,"
+                + " \(Output.bytes(stats.mapFreeBytes)) free")
+        output.line(
+            "File      \(Output.bytes(stats.fileBytes)) on disk; \(Output.bytes(stats.reclaimableBytes)) in"
+                + " free pages (\(pages.free) pages) a compact would give back")
         output.line("Readers   \(stats.readersInUse) in use of \(stats.maxReaders)")
         output.line("Last txn  \(stats.lastTransactionID)")
-        output.line("Total     \(stats.records) records, payloads \(Output.bytes(stats.payloadBytes)),"
-            + " \(stats.expired) expired, \(stats.types.count) types")
+        output.line(
+            "Total     \(stats.records) records, payloads \(Output.bytes(stats.payloadBytes)),"
+                + " \(stats.expired) expired, \(stats.types.count) types")
         for type in stats.types {
             output.line()
-            output.line("\(type.name): \(type.records) records, \(Output.bytes(type.bytes))"
-                + " (payloads \(Output.bytes(type.payloadBytes))), \(type.expired) expired, \(type.pages) pages")
+            output.line(
+                "\(type.name): \(type.records) records, \(Output.bytes(type.bytes))"
+                    + " (payloads \(Output.bytes(type.payloadBytes))), \(type.expired) expired, \(type.pages) pages")
             output.line("  update-time entries \(type.updateEntries), expiry entries \(type.expiryEntries)")
             for index in type.indexes {
                 output.line("  index \(index.name) (\(index.kind)): \(index.entries) entries")

@@ -16,7 +16,8 @@ enum VerifyCommand: Command {
 
     static func run(_ arguments: ParsedArguments, store: StoreMaintenance, output: Output) async throws -> Int32 {
         let progress = ProgressDisplay()
-        let report = arguments.has("repair")
+        let report =
+            arguments.has("repair")
             ? try await store.repair(progress: progress.handler)
             : try store.verify(progress: progress.handler)
         progress.finish()
@@ -41,7 +42,8 @@ enum VerifyCommand: Command {
             output.line("\(problem)")
         }
         let found = report.problems.count
-        output.line("Checked \(report.types) types, \(report.records) records, \(report.entries) entries: "
-            + (found == 0 ? "no problems." : "\(found) problem\(found == 1 ? "" : "s")."))
+        output.line(
+            "Checked \(report.types) types, \(report.records) records, \(report.entries) entries: "
+                + (found == 0 ? "no problems." : "\(found) problem\(found == 1 ? "" : "s")."))
     }
 }

@@ -72,8 +72,9 @@ enum GettingStartedSnippets {
     }
 
     static let catalogue = [
-        Product(id: "sku_108", title: "Noise-cancelling headphones", category: "electronics", price: 249,
-                rating: 4.7),
+        Product(
+            id: "sku_108", title: "Noise-cancelling headphones", category: "electronics", price: 249,
+            rating: 4.7),
         Product(id: "sku_201", title: "Swift in Depth", category: "books", price: 39, rating: 4.6),
         Product(id: "sku_202", title: "LMDB Internals", category: "books", price: 55, rating: 4.9),
         Product(id: "sku_203", title: "Studio monitor", category: "electronics", price: 329, rating: 4.8),
@@ -305,8 +306,9 @@ enum IndexSnippets {
                 options: FetchOptions(limit: 20)
             )
             let count = try await storage.count(User.self, matching: [.equals("role", "admin")])
-            let page = try await storage.page(User.self, matching: [.between("age", 18...30)],
-                                              orderedBy: .ascending("age"), page: 1, pageSize: 50)
+            let page = try await storage.page(
+                User.self, matching: [.between("age", 18...30)],
+                orderedBy: .ascending("age"), page: 1, pageSize: 50)
             // snippet-end
             #expect(admins.map(\.id) == ["u5", "u1"])
             #expect(count == 3)
@@ -520,7 +522,7 @@ enum MigrationSnippets {
                     let last = json.removeValue(forKey: "lastName") as? String ?? ""
                     json["fullName"] = "\(first) \(last)".trimmingCharacters(in: .whitespaces)
                     return try JSONSerialization.data(withJSONObject: json)
-                },
+                }
             ]
         }
     }
@@ -557,8 +559,10 @@ enum MigrationSnippets {
     @Suite struct Tests {
         @Test func migrateAll() async throws {
             let storage = try LocalStorage(configuration: .inMemory)
-            try await storage.save(UserProfileV1(id: "p1", firstName: "Ada", lastName: "Lovelace",
-                                                 email: "ada@example.com"))
+            try await storage.save(
+                UserProfileV1(
+                    id: "p1", firstName: "Ada", lastName: "Lovelace",
+                    email: "ada@example.com"))
             // snippet: migrations-migrate-all
             let migrated = try await storage.migrateAll(UserProfile.self) { progress in
                 print("\(progress.processed) of \(progress.total)")
@@ -702,17 +706,20 @@ enum SharingBetweenHostsSnippets {
     static func share(_ product: Product) async throws -> (Product?, [Product], Int) {
         // snippet: sharing-between-hosts
         var config = LocalStorageConfiguration()
-        config.sharedTier = SharedTierConfiguration(url: URL(string: "redis://127.0.0.1:6379/0")!,
-                                                    namespace: "shop")      // password:, database:, timeouts
+        config.sharedTier = SharedTierConfiguration(
+            url: URL(string: "redis://127.0.0.1:6379/0")!,
+            namespace: "shop")  // password:, database:, timeouts
         let storage = try LocalStorage(configuration: config)
 
-        try await storage.save(product, expiration: .hours(2))   // on the server first, then in the local store
-        let p = try await storage.fetch(Product.self, id: "sku_108")        // local first; a miss reads the server
-        let top = try await storage.fetch(Product.self, matching: [.equals("category", "books")],
-                                          orderedBy: .descending("rating"),
-                                          options: FetchOptions(limit: 20, scope: .shared))  // on the server itself
-        let n = try await storage.count(Product.self, matching: [.atLeast("price", 10)],
-                                        options: FetchOptions(scope: .shared))              // ZLEXCOUNT, O(log n)
+        try await storage.save(product, expiration: .hours(2))  // on the server first, then in the local store
+        let p = try await storage.fetch(Product.self, id: "sku_108")  // local first; a miss reads the server
+        let top = try await storage.fetch(
+            Product.self, matching: [.equals("category", "books")],
+            orderedBy: .descending("rating"),
+            options: FetchOptions(limit: 20, scope: .shared))  // on the server itself
+        let n = try await storage.count(
+            Product.self, matching: [.atLeast("price", 10)],
+            options: FetchOptions(scope: .shared))  // ZLEXCOUNT, O(log n)
         // snippet-end
         return (p, top, n)
     }

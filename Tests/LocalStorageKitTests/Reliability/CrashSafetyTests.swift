@@ -1,7 +1,9 @@
 import Foundation
 import LocalStorageTestSupport
 import Testing
+
 @testable import LocalStorageKit
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -41,8 +43,9 @@ struct CrashSafetyTests {
             unclean += verify.status == 0 ? 0 : 1
         }
         #expect(acknowledged.count > rounds, "the helper should have saved records before most kills")
-        reportFigure("crash durability=\(durability) rounds=\(rounds) acknowledged=\(acknowledged.count) "
-                     + "lost=\(lost) unclean=\(unclean)")
+        reportFigure(
+            "crash durability=\(durability) rounds=\(rounds) acknowledged=\(acknowledged.count) "
+                + "lost=\(lost) unclean=\(unclean)")
     }
 
     // MARK: - What a system crash may lose

@@ -1,7 +1,9 @@
 import CLMDB
 import Foundation
 import Testing
+
 @testable import LocalStorageKit
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -72,8 +74,9 @@ struct DamagedStoreTests {
         #expect(listed.count == 9 && !listed.contains(victim))
         let newest = try await storage.fetch(Product.self, options: FetchOptions(sort: .newestFirst))
         #expect(newest.count == 9)
-        let ordered = try await storage.fetch(Product.self, matching: [.atLeast("price", 0.0)],
-                                              orderedBy: .ascending("price"))
+        let ordered = try await storage.fetch(
+            Product.self, matching: [.atLeast("price", 0.0)],
+            orderedBy: .ascending("price"))
         #expect(ordered.map(\.id) == (0..<10).filter { $0 != 4 }.map { "sku_\($0)" })
         let page = try await storage.page(Product.self, orderedBy: .ascending("rating"), page: 1, pageSize: 20)
         #expect(page.items.count == 9)
@@ -98,8 +101,10 @@ struct DamagedStoreTests {
 
     // MARK: - Files that are not a healthy store
 
-    private func expectOpenFailed(_ directory: URL, mentioning words: [String],
-                                  sourceLocation: SourceLocation = #_sourceLocation) {
+    private func expectOpenFailed(
+        _ directory: URL, mentioning words: [String],
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         do {
             _ = try LocalStorage(configuration: diskConfiguration(directory))
             Issue.record("the store opened", sourceLocation: sourceLocation)
@@ -136,8 +141,9 @@ struct DamagedStoreTests {
 
     @Test func aDirectoryInPlaceOfTheDataFileFailsToOpen() throws {
         let (directory, files) = try makeStoreDirectory()
-        try FileManager.default.createDirectory(at: files.appendingPathComponent("data.mdb"),
-                                                withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: files.appendingPathComponent("data.mdb"),
+            withIntermediateDirectories: true)
         expectOpenFailed(directory, mentioning: ["directory", "Is a directory", "mdb_env_open"])
     }
 
@@ -204,8 +210,10 @@ struct DamagedStoreTests {
         }
         let files = storeFilesDirectory(directory)
         let empty = temporaryDirectory()
-        for path in [files.path, files.appendingPathComponent("data.mdb").path,
-                     files.appendingPathComponent("lock.mdb").path, empty.path] {
+        for path in [
+            files.path, files.appendingPathComponent("data.mdb").path,
+            files.appendingPathComponent("lock.mdb").path, empty.path,
+        ] {
             chmod(path, path.hasSuffix(".mdb") ? 0o444 : 0o555)
         }
         defer {

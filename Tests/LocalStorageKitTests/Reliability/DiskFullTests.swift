@@ -1,6 +1,8 @@
 import Foundation
 import Testing
+
 @testable import LocalStorageKit
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -14,8 +16,9 @@ import Darwin
     private func freshDataFile() throws -> [UInt8] {
         let directory = temporaryDirectory()
         do {
-            let environment = try Environment(directory: directory.path, mapSize: 1 << 20, maxMapSize: 1 << 20,
-                                              durability: .none)
+            let environment = try Environment(
+                directory: directory.path, mapSize: 1 << 20, maxMapSize: 1 << 20,
+                durability: .none)
             environment.close()
         }
         return Array(try Data(contentsOf: directory.appendingPathComponent("data.mdb")))
@@ -60,7 +63,8 @@ import Darwin
     static let canMountTmpfs: Bool = {
         let probe = temporaryDirectory().appendingPathComponent("probe", isDirectory: true)
         guard (try? FileManager.default.createDirectory(at: probe, withIntermediateDirectories: true)) != nil,
-              mount("tmpfs", probe.path, "tmpfs", 0, "size=64k") == 0 else { return false }
+            mount("tmpfs", probe.path, "tmpfs", 0, "size=64k") == 0
+        else { return false }
         umount2(probe.path, Int32(MNT_DETACH))
         return true
     }()

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import LocalStorageKit
 
 /// Bad input through the public API: each case has a defined outcome, tested.
@@ -63,9 +64,11 @@ struct EdgeInputTests {
 
     @Test func aNaNIndexValueIsNotIndexed() async throws {
         let storage = try LocalStorage(configuration: diskConfiguration())
-        try await storage.save(contentsOf: [Ratio(id: "nan", numerator: 0, denominator: 0),
-                                            Ratio(id: "half", numerator: 1, denominator: 2),
-                                            Ratio(id: "inf", numerator: 1, denominator: 0)])
+        try await storage.save(contentsOf: [
+            Ratio(id: "nan", numerator: 0, denominator: 0),
+            Ratio(id: "half", numerator: 1, denominator: 2),
+            Ratio(id: "inf", numerator: 1, denominator: 0),
+        ])
         #expect(try await storage.fetch(Ratio.self, id: "nan") == Ratio(id: "nan", numerator: 0, denominator: 0))
         #expect(try await storage.count(Ratio.self, matching: [.atLeast("ratio", -Double.infinity)]) == 2)
         let ascending = try await storage.fetch(Ratio.self, matching: [], orderedBy: .ascending("ratio"))
@@ -147,8 +150,9 @@ struct EdgeInputTests {
         // A stored JSON payload with an escaped lone surrogate (written by something else) reads without
         // a crash: either repaired or reported as decodingFailed, never a trap.
         let schema = try await storage.core.schema(for: Note.self)
-        let header = RecordHeader(format: .json, version: 1, createdAt: 1, updatedAt: 1, expiresAt: 0,
-                                  signature: schema.signature, indexValues: [])
+        let header = RecordHeader(
+            format: .json, version: 1, createdAt: 1, updatedAt: 1, expiresAt: 0,
+            signature: schema.signature, indexValues: [])
         let bytes = try header.serialized(payload: Array(#"{"id":"s","text":"\ud800x"}"#.utf8))
         try await storage.core.writer.perform { context in
             try context.txn.put(schema.records, key: Array("s".utf8), value: bytes)
@@ -184,8 +188,9 @@ struct EdgeInputTests {
 
     @Test func anIndexValueTooLongForTheHeaderIsAnEncodingFailure() async throws {
         let storage = try LocalStorage(configuration: .inMemory)
-        let product = Product(id: "huge", title: "", category: String(repeating: "h", count: 70_000), price: 1,
-                              rating: 1)
+        let product = Product(
+            id: "huge", title: "", category: String(repeating: "h", count: 70_000), price: 1,
+            rating: 1)
         await #expect(throws: LocalStorageError.self) { try await storage.save(product) }
         do {
             try await storage.save(product)
@@ -234,8 +239,11 @@ struct EdgeInputTests {
             for (options, expected) in cases {
                 #expect(try await storage.fetch(Product.self, options: options).count == expected, "\(options)")
                 #expect(try await storage.fetch(Product.self, matching: query, options: options).count == expected)
-                #expect(try await storage.fetch(Product.self, matching: query, orderedBy: .descending("rating"),
-                                                options: options).count == expected)
+                #expect(
+                    try await storage.fetch(
+                        Product.self, matching: query, orderedBy: .descending("rating"),
+                        options: options
+                    ).count == expected)
             }
         }
         for options in [FetchOptions(limit: -1), FetchOptions(offset: -1), FetchOptions(limit: Int.min)] {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import LocalStorageKit
 
 /// An in-memory store leaves nothing behind in `/dev/shm` (or the temporary directory), however its

@@ -3,12 +3,14 @@ import Foundation
 import LocalStorageTestSupport
 import Synchronization
 import Testing
+
+@testable import LocalStorageKit
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-@testable import LocalStorageKit
 
 /// Load: 500 reader threads and 8 writer tasks for a bounded time on a 64 KiB map that must grow.
 /// `LOAD_SECONDS` sets the duration (the suite's default is short; `scripts/crash-test.sh` runs longer).
@@ -91,9 +93,10 @@ struct LoadTests {
                             do {
                                 _ = try await storage.fetch(StressRecord.self, id: "w\(reader)-0")
                                 _ = try await storage.count(StressRecord.self, matching: [.equals("group", "g1")])
-                                _ = try await storage.fetch(StressRecord.self, matching: [.atLeast("sequence", 10)],
-                                                            orderedBy: .descending("sequence"),
-                                                            options: FetchOptions(limit: 5))
+                                _ = try await storage.fetch(
+                                    StressRecord.self, matching: [.atLeast("sequence", 10)],
+                                    orderedBy: .descending("sequence"),
+                                    options: FetchOptions(limit: 5))
                                 tally.apiReads.add(1, ordering: .relaxed)
                             } catch {
                                 tally.fail(error)
@@ -118,8 +121,9 @@ struct LoadTests {
                         // Alternately one record and a batch of ten, so that the map grows under load.
                         let size = count % 2 == 0 ? 1 : 10
                         let records = (count..<count + size).map { n in
-                            StressRecord(id: "w\(writer)-\(n)", group: "g\(n % 4)", sequence: n,
-                                         blob: String(repeating: "w", count: 200 + n % 300))
+                            StressRecord(
+                                id: "w\(writer)-\(n)", group: "g\(n % 4)", sequence: n,
+                                blob: String(repeating: "w", count: 200 + n % 300))
                         }
                         do {
                             if size == 1 {
@@ -155,10 +159,11 @@ struct LoadTests {
         #expect(byGroup == saved)
         #expect(core.environment.currentMapSize > initialMapSize, "the map should have grown")
         #expect(try await verifyProblems(storage).isEmpty)
-        reportFigure("load seconds=\(seconds) readerThreads=\(readerCount) apiReaders=8 writers=8 saves=\(saved) "
-                     + "threadReads=\(tally.reads.load(ordering: .relaxed)) "
-                     + "apiReads=\(tally.apiReads.load(ordering: .relaxed)) errors=\(errors.count) "
-                     + "peakConcurrentReadTransactions=\(tally.peak.load(ordering: .relaxed)) "
-                     + "map=\(initialMapSize)->\(core.environment.currentMapSize)")
+        reportFigure(
+            "load seconds=\(seconds) readerThreads=\(readerCount) apiReaders=8 writers=8 saves=\(saved) "
+                + "threadReads=\(tally.reads.load(ordering: .relaxed)) "
+                + "apiReads=\(tally.apiReads.load(ordering: .relaxed)) errors=\(errors.count) "
+                + "peakConcurrentReadTransactions=\(tally.peak.load(ordering: .relaxed)) "
+                + "map=\(initialMapSize)->\(core.environment.currentMapSize)")
     }
 }

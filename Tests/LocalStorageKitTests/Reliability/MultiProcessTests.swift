@@ -2,6 +2,7 @@ import CLMDB
 import Foundation
 import LocalStorageTestSupport
 import Testing
+
 @testable import LocalStorageKit
 
 /// Other processes on the same store: one writing while this one reads and writes, one growing the map
@@ -33,8 +34,9 @@ struct MultiProcessTests {
         #expect(Set(all.filter { $0.id.hasPrefix("cli-") }.map(\.id)) == helperIDs)
         #expect(try await storage.count(StressRecord.self) == appSaved + helperIDs.count)
         #expect(try await verifyProblems(storage).isEmpty)
-        reportFigure("multiprocess writer: app saves=\(appSaved) other process saves=1000 lost=0 "
-                     + "overlapped=\(sawTheOtherMidway)")
+        reportFigure(
+            "multiprocess writer: app saves=\(appSaved) other process saves=1000 lost=0 "
+                + "overlapped=\(sawTheOtherMidway)")
     }
 
     /// Another process grows the map far past this process's 64 KiB; the first transaction here, a read or
@@ -66,8 +68,9 @@ struct MultiProcessTests {
         let directory = temporaryDirectory()
         // This test drives an Environment directly: a LocalStorage on the same files in this process
         // would be a second environment on them, which LMDB forbids.
-        let environment = try Environment(directory: directory.path, mapSize: 1 << 20, maxMapSize: 1 << 20,
-                                          durability: .none)
+        let environment = try Environment(
+            directory: directory.path, mapSize: 1 << 20, maxMapSize: 1 << 20,
+            durability: .none)
         let helper = try HelperProcess(["hold-readers", directory.path])
         let holding = try await helper.waitForLine("the reader table to fill") { $0.hasPrefix("holding") }
         #expect(throws: LMDBError.self, "the table is full while the other process lives") {

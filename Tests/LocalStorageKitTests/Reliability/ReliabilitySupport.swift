@@ -1,8 +1,9 @@
 import CLMDB
 import Foundation
-import Synchronization
-@_spi(Maintenance) @testable import LocalStorageKit
 import LocalStorageTestSupport
+import Synchronization
+
+@_spi(Maintenance) @testable import LocalStorageKit
 
 #if canImport(Glibc)
 import Glibc
@@ -131,8 +132,10 @@ final class HelperProcess: @unchecked Sendable {
 
     /// Waits until a line satisfies `predicate` and returns it.
     @discardableResult
-    func waitForLine(_ what: String, timeout: Duration = .seconds(60),
-                     where predicate: @escaping (String) -> Bool) async throws -> String {
+    func waitForLine(
+        _ what: String, timeout: Duration = .seconds(60),
+        where predicate: @escaping (String) -> Bool
+    ) async throws -> String {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             let (found, closed) = output.withLock { ($0.lines.first(where: predicate), $0.isClosed) }
@@ -195,8 +198,10 @@ func sendSignal(_ signal: Int32, to pid: Int32) {
 
 /// Runs `body` with a store on `configuration` and waits until the store has closed (its environment
 /// is gone from this process), so the files can be changed or opened by another process.
-func withStore<R>(_ configuration: LocalStorageConfiguration,
-                  _ body: (LocalStorage) async throws -> R) async throws -> R {
+func withStore<R>(
+    _ configuration: LocalStorageConfiguration,
+    _ body: (LocalStorage) async throws -> R
+) async throws -> R {
     weak var core: StoreCore?
     let result: R
     do {

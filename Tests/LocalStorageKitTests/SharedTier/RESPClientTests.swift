@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import LocalStorageKit
 
 @Suite struct RESPParserTests {
@@ -18,7 +19,10 @@ import Testing
         (",3.5\r\n", .double(3.5)),
         ("#t\r\n", .boolean(true)),
         ("%1\r\n+k\r\n:2\r\n", .array([.simple("k"), .integer(2)])),
-        (">3\r\n$7\r\nmessage\r\n$1\r\nc\r\n$1\r\nm\r\n", .push([.bulk(Array("message".utf8)), .bulk([99]), .bulk([109])])),
+        (
+            ">3\r\n$7\r\nmessage\r\n$1\r\nc\r\n$1\r\nm\r\n",
+            .push([.bulk(Array("message".utf8)), .bulk([99]), .bulk([109])])
+        ),
         ("=8\r\ntxt:abcd\r\n", .bulk(Array("abcd".utf8))),
     ]
 
@@ -59,20 +63,24 @@ import Testing
 @Suite(.enabled(if: SharedTestServer.isAvailable, SharedTestServer.skipReason))
 struct RESPConnectionTests {
     func endpoint(port: Int? = SharedTestServer.port, password: String? = nil, database: Int = 0) -> RESPEndpoint {
-        RESPEndpoint(host: "127.0.0.1", port: port ?? 1, username: nil, password: password, database: database,
-                     connectTimeout: .seconds(1), readTimeout: .seconds(2))
+        RESPEndpoint(
+            host: "127.0.0.1", port: port ?? 1, username: nil, password: password, database: database,
+            connectTimeout: .seconds(1), readTimeout: .seconds(2))
     }
 
     @Test func pipelinesConcurrentRequestsAndAnswersEachInOrder() async throws {
-        let connection = RESPConnection(endpoint: endpoint(), reconnectDelay: .milliseconds(10),
-                                        maxReconnectDelay: .milliseconds(100), name: "test")
+        let connection = RESPConnection(
+            endpoint: endpoint(), reconnectDelay: .milliseconds(10),
+            maxReconnectDelay: .milliseconds(100), name: "test")
         defer { connection.stop() }
         let key = "resp-test-\(UUID().uuidString)"
         try await withThrowingTaskGroup(of: Void.self) { group in
             for n in 0..<200 {
                 group.addTask {
-                    let replies = try await connection.send([.command("SET", "\(key):\(n)", "v\(n)"),
-                                                             .command("GET", "\(key):\(n)")])
+                    let replies = try await connection.send([
+                        .command("SET", "\(key):\(n)", "v\(n)"),
+                        .command("GET", "\(key):\(n)"),
+                    ])
                     #expect(replies == [.simple("OK"), .bulk(Array("v\(n)".utf8))])
                 }
             }
@@ -85,8 +93,9 @@ struct RESPConnectionTests {
 
     @Test func anUnreachablePortSaysWhatFailed() async throws {
         let port = try RedisTestServer.freePort()
-        let connection = RESPConnection(endpoint: endpoint(port: port), reconnectDelay: .seconds(1),
-                                        maxReconnectDelay: .seconds(1), name: "test")
+        let connection = RESPConnection(
+            endpoint: endpoint(port: port), reconnectDelay: .seconds(1),
+            maxReconnectDelay: .seconds(1), name: "test")
         defer { connection.stop() }
         let error = await #expect(throws: LocalStorageError.self) { try await connection.send([.command("PING")]) }
         guard case .sharedTierUnavailable(let reason) = error else {
@@ -101,8 +110,9 @@ struct RESPConnectionTests {
     }
 
     @Test func aWrongDatabaseNumberIsRefusedClearly() async throws {
-        let connection = RESPConnection(endpoint: endpoint(database: 100_000), reconnectDelay: .milliseconds(10),
-                                        maxReconnectDelay: .milliseconds(10), name: "test")
+        let connection = RESPConnection(
+            endpoint: endpoint(database: 100_000), reconnectDelay: .milliseconds(10),
+            maxReconnectDelay: .milliseconds(10), name: "test")
         defer { connection.stop() }
         let error = await #expect(throws: LocalStorageError.self) { try await connection.send([.command("PING")]) }
         #expect("\(String(describing: error))".contains("SELECT 100000"))
@@ -114,12 +124,14 @@ struct RESPConnectionTests {
         defer { server.stop() }
         let channel = "resp-test-\(UUID().uuidString)"
         let (stream, continuation) = AsyncStream<SubscriberEvent>.makeStream()
-        let subscriber = RESPSubscriber(endpoint: endpoint(port: server.port), channel: Array(channel.utf8),
-                                        reconnectDelay: .milliseconds(10), maxReconnectDelay: .milliseconds(50),
-                                        name: "test", report: { continuation.yield($0) })
+        let subscriber = RESPSubscriber(
+            endpoint: endpoint(port: server.port), channel: Array(channel.utf8),
+            reconnectDelay: .milliseconds(10), maxReconnectDelay: .milliseconds(50),
+            name: "test", report: { continuation.yield($0) })
         defer { subscriber.stop() }
-        let connection = RESPConnection(endpoint: endpoint(port: server.port), reconnectDelay: .milliseconds(10),
-                                        maxReconnectDelay: .milliseconds(100), name: "test")
+        let connection = RESPConnection(
+            endpoint: endpoint(port: server.port), reconnectDelay: .milliseconds(10),
+            maxReconnectDelay: .milliseconds(100), name: "test")
         defer { connection.stop() }
         var iterator = stream.makeAsyncIterator()
         guard case .subscribed = await iterator.next() else {

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+
 @testable import LocalStorageKit
 
 #if canImport(Glibc)
@@ -48,9 +49,11 @@ final class RedisTestServer: Sendable {
         guard let binary = RedisTestServer.binary else { throw SharedTestError.noServer }
         let server = Process()
         server.executableURL = URL(fileURLWithPath: binary)
-        var arguments = ["--port", "\(port)", "--bind", "127.0.0.1", "--dir", directory.path,
-                         "--appendonly", "yes", "--appendfsync", "always", "--save", "", "--daemonize", "no",
-                         "--logfile", directory.appendingPathComponent("redis.log").path]
+        var arguments = [
+            "--port", "\(port)", "--bind", "127.0.0.1", "--dir", directory.path,
+            "--appendonly", "yes", "--appendfsync", "always", "--save", "", "--daemonize", "no",
+            "--logfile", directory.appendingPathComponent("redis.log").path,
+        ]
         if let password { arguments += ["--requirepass", password] }
         server.arguments = arguments
         server.standardOutput = FileHandle.nullDevice
@@ -68,8 +71,9 @@ final class RedisTestServer: Sendable {
 
     /// Whether the server answers PING.
     func ping() throws -> Bool {
-        let endpoint = RESPEndpoint(host: "127.0.0.1", port: port, username: nil, password: password, database: 0,
-                                    connectTimeout: .milliseconds(200), readTimeout: .milliseconds(500))
+        let endpoint = RESPEndpoint(
+            host: "127.0.0.1", port: port, username: nil, password: password, database: 0,
+            connectTimeout: .milliseconds(200), readTimeout: .milliseconds(500))
         let session = try RESPSession(endpoint: endpoint)
         defer { session.close() }
         return try session.roundTrip([.command("PING")]).first == .simple("PONG")
@@ -91,8 +95,9 @@ final class RedisTestServer: Sendable {
 
     /// A shared tier on this server under `namespace`.
     func configuration(namespace: String, password: String? = nil) -> SharedTierConfiguration {
-        var tier = SharedTierConfiguration(url: URL(string: "redis://127.0.0.1:\(port)/0") ?? URL(fileURLWithPath: "/"),
-                                           namespace: namespace, password: password ?? self.password)
+        var tier = SharedTierConfiguration(
+            url: URL(string: "redis://127.0.0.1:\(port)/0") ?? URL(fileURLWithPath: "/"),
+            namespace: namespace, password: password ?? self.password)
         tier.connectTimeout = .seconds(2)
         tier.readTimeout = .seconds(5)
         tier.reconnectDelay = .milliseconds(20)
@@ -110,7 +115,9 @@ final class RedisTestServer: Sendable {
         address.sin_port = 0
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard bound == 0 else { throw SharedTestError.noPort }
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
@@ -173,8 +180,9 @@ enum SharedTestServer {
 
     /// A shared tier on the suite's server under a fresh namespace (tests never see each other's records).
     static func configuration(namespace: String = "t-\(UUID().uuidString)") -> SharedTierConfiguration {
-        var tier = SharedTierConfiguration(url: URL(string: "redis://127.0.0.1:\(port ?? 1)/0") ?? URL(fileURLWithPath: "/"),
-                                           namespace: namespace)
+        var tier = SharedTierConfiguration(
+            url: URL(string: "redis://127.0.0.1:\(port ?? 1)/0") ?? URL(fileURLWithPath: "/"),
+            namespace: namespace)
         tier.readTimeout = .seconds(5)
         tier.reconnectDelay = .milliseconds(20)
         tier.maxReconnectDelay = .milliseconds(200)
@@ -209,7 +217,9 @@ final class CapturingLogger: StorageLogger, Sendable {
     private let lines = Mutex<[String]>([])
 
     func log(level: StorageLogLevel, message: String, metadata: [String: String]?) {
-        let text = "\(level) \(message) " + (metadata ?? [:]).sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+        let text =
+            "\(level) \(message) "
+            + (metadata ?? [:]).sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
             .joined(separator: " ")
         lines.withLock { $0.append(text) }
     }
@@ -220,8 +230,10 @@ final class CapturingLogger: StorageLogger, Sendable {
 }
 
 /// The first `count` elements of `stream`, mapped; fails after `timeout` instead of waiting for ever.
-func first<S: AsyncSequence & Sendable, R: Sendable>(_ count: Int, of stream: S, timeout: Duration = .seconds(20),
-                                                    _ transform: @escaping @Sendable (S.Element) -> R) async throws -> [R] {
+func first<S: AsyncSequence & Sendable, R: Sendable>(
+    _ count: Int, of stream: S, timeout: Duration = .seconds(20),
+    _ transform: @escaping @Sendable (S.Element) -> R
+) async throws -> [R] {
     try await withThrowingTaskGroup(of: [R]?.self) { group in
         group.addTask {
             var out: [R] = []
@@ -243,8 +255,10 @@ func first<S: AsyncSequence & Sendable, R: Sendable>(_ count: Int, of stream: S,
 }
 
 /// `body`'s result, or a failure after `timeout` instead of waiting for ever.
-func withTimeout<R: Sendable>(_ timeout: Duration = .seconds(20),
-                              _ body: @escaping @Sendable () async throws -> R) async throws -> R {
+func withTimeout<R: Sendable>(
+    _ timeout: Duration = .seconds(20),
+    _ body: @escaping @Sendable () async throws -> R
+) async throws -> R {
     try await withThrowingTaskGroup(of: R?.self) { group in
         group.addTask { try await body() }
         group.addTask {

@@ -1,7 +1,8 @@
 import Foundation
-import Testing
-@testable import LocalStorageKit
 import LocalStorageTestSupport
+import Testing
+
+@testable import LocalStorageKit
 
 /// A record with string, number and optional indexes, for random queries.
 struct Gadget: LocalStorageIndexed, Equatable {
@@ -12,8 +13,10 @@ struct Gadget: LocalStorageIndexed, Equatable {
     var tag: String?
 
     static var storageIndexes: [StorageIndex<Gadget>] {
-        [StorageIndex("name", \.name), StorageIndex("score", \.score), StorageIndex("rank", \.rank),
-         StorageIndex("tag", \.tag)]
+        [
+            StorageIndex("name", \.name), StorageIndex("score", \.score), StorageIndex("rank", \.rank),
+            StorageIndex("tag", \.tag),
+        ]
     }
 }
 
@@ -28,10 +31,12 @@ struct SharedTierDifferentialTests {
         func pick<T>(_ values: [T]) -> T { values[Int(random.next() % UInt64(values.count))] }
         var gadgets: [Gadget] = []
         for n in 0..<240 {
-            gadgets.append(Gadget(id: String(format: "g%03d", (n * 37) % 240), name: pick(names),
-                                  score: Double(Int(random.next() % 40)) / 4 - 3,
-                                  rank: random.next() % 4 == 0 ? nil : Int(random.next() % 20) - 5,
-                                  tag: random.next() % 3 == 0 ? nil : pick(tags)))
+            gadgets.append(
+                Gadget(
+                    id: String(format: "g%03d", (n * 37) % 240), name: pick(names),
+                    score: Double(Int(random.next() % 40)) / 4 - 3,
+                    rank: random.next() % 4 == 0 ? nil : Int(random.next() % 20) - 5,
+                    tag: random.next() % 3 == 0 ? nil : pick(tags)))
         }
         try await storage.save(contentsOf: gadgets[0..<200], expiration: .hours(1))
         for gadget in gadgets[200..<220] { try await storage.save(gadget) }
@@ -54,30 +59,35 @@ struct SharedTierDifferentialTests {
         let sortNames = ["name", "score", "rank", "tag"]
         for round in 0..<120 {
             let filters = (0..<Int(random.next() % 3)).map { _ in filter() }
-            let sort: StorageIndexSort? = switch random.next() % 3 {
-            case 0: nil
-            case 1: .ascending(pick(sortNames))
-            default: .descending(pick(sortNames))
-            }
+            let sort: StorageIndexSort? =
+                switch random.next() % 3 {
+                case 0: nil
+                case 1: .ascending(pick(sortNames))
+                default: .descending(pick(sortNames))
+                }
             let order: FetchOptions.Sort = pick([.id, .newestFirst, .oldestFirst])
             let limit: Int? = random.next() % 3 == 0 ? nil : Int(random.next() % 30)
             let offset = Int(random.next() % 20)
             let local = FetchOptions(limit: limit, offset: offset, sort: order)
             var shared = local
             shared.scope = .shared
-            let described = "round \(round): \(filters) \(String(describing: sort)) \(order) limit \(String(describing: limit)) offset \(offset)"
+            let described =
+                "round \(round): \(filters) \(String(describing: sort)) \(order) limit \(String(describing: limit)) offset \(offset)"
             let expected = try await storage.fetch(Gadget.self, matching: filters, orderedBy: sort, options: local)
             let actual = try await storage.fetch(Gadget.self, matching: filters, orderedBy: sort, options: shared)
             #expect(actual.map(\.id) == expected.map(\.id), "\(described)")
             #expect(actual == expected, "\(described)")
             let localCount = try await storage.count(Gadget.self, matching: filters)
-            #expect(try await storage.count(Gadget.self, matching: filters, options: shared) == localCount,
-                    "\(described)")
+            #expect(
+                try await storage.count(Gadget.self, matching: filters, options: shared) == localCount,
+                "\(described)")
             let page = 1 + Int(random.next() % 3)
-            let localPage = try await storage.page(Gadget.self, matching: filters, orderedBy: sort, page: page,
-                                                   pageSize: 7)
-            let sharedPage = try await storage.page(Gadget.self, matching: filters, orderedBy: sort, page: page,
-                                                    pageSize: 7, options: FetchOptions(scope: .shared))
+            let localPage = try await storage.page(
+                Gadget.self, matching: filters, orderedBy: sort, page: page,
+                pageSize: 7)
+            let sharedPage = try await storage.page(
+                Gadget.self, matching: filters, orderedBy: sort, page: page,
+                pageSize: 7, options: FetchOptions(scope: .shared))
             #expect(sharedPage.items.map(\.id) == localPage.items.map(\.id), "\(described) page \(page)")
             #expect(sharedPage.totalCount == localPage.totalCount, "\(described) page \(page)")
         }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import LocalStorageKit
 
 /// Three processes (the `LocalStorageStress` helper in `shared` mode), each with its own local store on disk,

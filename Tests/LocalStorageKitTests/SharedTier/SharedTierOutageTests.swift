@@ -1,11 +1,13 @@
 import Foundation
+import LocalStorageTestSupport
 import Synchronization
 import Testing
+
 @testable import LocalStorageKit
-import LocalStorageTestSupport
 
 /// A server of its own per test: killed with SIGKILL mid-stream and restarted, or connections cut.
-@Suite(.enabled(if: RedisTestServer.binary != nil, "redis-server is not installed (scripts/ensure-dependencies.sh redis)"))
+@Suite(
+    .enabled(if: RedisTestServer.binary != nil, "redis-server is not installed (scripts/ensure-dependencies.sh redis)"))
 struct SharedTierOutageTests {
     @Test func aKilledServerLosesNoReturnedWriteAndInstancesRecoverByThemselves() async throws {
         let server = try RedisTestServer()
@@ -51,14 +53,15 @@ struct SharedTierOutageTests {
         // Restart on the same port and directory: both instances come back by themselves.
         try server.start()
         #expect(try await waitUntil { a.sharedTier?.phase == .live && b.sharedTier?.phase == .live })
-        #expect(try await waitUntil {
-            do {
-                try await a.save(StressRecord.make(id: "after", sequence: 1))
-                return true
-            } catch {
-                return false
-            }
-        })
+        #expect(
+            try await waitUntil {
+                do {
+                    try await a.save(StressRecord.make(id: "after", sequence: 1))
+                    return true
+                } catch {
+                    return false
+                }
+            })
         #expect(try await waitUntil { try await b.fetch(StressRecord.self, id: "after")?.sequence == 1 })
 
         // No write that returned is lost on the server: a fresh instance (empty near cache) reads them all.
@@ -87,8 +90,9 @@ struct SharedTierOutageTests {
         #expect(try await b.fetch(StressRecord.self, id: "x")?.sequence == 1)
         #expect(try await waitUntil { try await b.count(StressRecord.self) == 1 })  // B holds its own copy
 
-        let killer = RESPConnection(endpoint: try awayTier.endpoint(), reconnectDelay: .milliseconds(10),
-                                    maxReconnectDelay: .milliseconds(10), name: "test")
+        let killer = RESPConnection(
+            endpoint: try awayTier.endpoint(), reconnectDelay: .milliseconds(10),
+            maxReconnectDelay: .milliseconds(10), name: "test")
         defer { killer.stop() }
         _ = try await killer.call(.command("CLIENT", "KILL", "TYPE", "pubsub"))
         #expect(try await waitUntil { b.sharedTier?.phase == .down })

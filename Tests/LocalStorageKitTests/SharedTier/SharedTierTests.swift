@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import LocalStorageKit
 
 /// Two instances (stores) on one namespace of the suite's server, in one process.
@@ -45,7 +46,8 @@ struct SharedTierTests {
     @Test func liveQueriesOfAnotherInstanceFollowWrites() async throws {
         let a = try await sharedStore(tier)
         let b = try await sharedStore(tier)
-        let updates = b.updates(of: Product.self, matching: [.equals("category", "books")], orderedBy: .ascending("price"))
+        let updates = b.updates(
+            of: Product.self, matching: [.equals("category", "books")], orderedBy: .ascending("price"))
         let (first, last) = try await withTimeout {
             var iterator = updates.makeAsyncIterator()
             let first = try await iterator.next()?.map(\.id)
@@ -72,20 +74,26 @@ struct SharedTierTests {
         #expect(try await a.metadata(Product.self, id: "sku_1")?.expiresAt == expiresAt)
         #expect(try await b.fetch(Product.self, id: "sku_1") != nil)
         try await a.setExpiration(Product.self, id: "sku_1", .seconds(0.3))
-        #expect(try await waitUntil {
-            let left = try await a.fetch(Product.self, id: "sku_1")
-            let right = try await b.fetch(Product.self, id: "sku_1")
-            return left == nil && right == nil
-        })
+        #expect(
+            try await waitUntil {
+                let left = try await a.fetch(Product.self, id: "sku_1")
+                let right = try await b.fetch(Product.self, id: "sku_1")
+                return left == nil && right == nil
+            })
         // The server holds neither the record nor its index members.
         let options = FetchOptions(scope: .shared)
         #expect(try await a.count(Product.self, matching: [.atLeast("price", 0)], options: options) == 1)
         let members = try await a.sharedTier?.connection.call(
-            [Array("ZRANGE".utf8), a.sharedTier?.layout.ids(type: SharedTierLayout.escape("Product")) ?? [],
-             Array("0".utf8), Array("-1".utf8)])
+            [
+                Array("ZRANGE".utf8), a.sharedTier?.layout.ids(type: SharedTierLayout.escape("Product")) ?? [],
+                Array("0".utf8), Array("-1".utf8),
+            ])
         #expect(members == .array([.bulk(Array("sku_2".utf8))]))
         let ttl = try await a.sharedTier?.connection.call(
-            [Array("EXISTS".utf8), a.sharedTier?.layout.record(type: Array("Product".utf8), id: Array("sku_1".utf8)) ?? []])
+            [
+                Array("EXISTS".utf8),
+                a.sharedTier?.layout.record(type: Array("Product".utf8), id: Array("sku_1".utf8)) ?? [],
+            ])
         #expect(ttl == .integer(0))
     }
 
@@ -140,7 +148,8 @@ struct SharedTierTests {
 struct SharedTierFailureTests {
     @Test func anUnreachablePortGivesAClearErrorAndWritesChangeNothing() async throws {
         let port = try RedisTestServer.freePort()
-        var tier = SharedTierConfiguration(url: try #require(URL(string: "redis://127.0.0.1:\(port)/0")), namespace: "x")
+        var tier = SharedTierConfiguration(
+            url: try #require(URL(string: "redis://127.0.0.1:\(port)/0")), namespace: "x")
         tier.connectTimeout = .milliseconds(300)
         let storage = try await sharedStore(tier)
         let error = await #expect(throws: LocalStorageError.self) { try await storage.save(Product.sample(1)) }

@@ -139,13 +139,14 @@ final class BinaryDecodingState {
             )
         }
         let header = try reader.containerHeader(at: offset)
-        return BinaryKeyedDecodingContainer(map: BinaryMapDecoder(
-            state: self,
-            path: path,
-            bodyStart: header.bodyStart,
-            bodyEnd: header.bodyEnd,
-            hintSlot: makeHint(startingAt: header.bodyStart)
-        ))
+        return BinaryKeyedDecodingContainer(
+            map: BinaryMapDecoder(
+                state: self,
+                path: path,
+                bodyStart: header.bodyStart,
+                bodyEnd: header.bodyEnd,
+                hintSlot: makeHint(startingAt: header.bodyStart)
+            ))
     }
 
     /// Opens the array at `offset` as an unkeyed container.
@@ -198,15 +199,19 @@ final class BinaryDecodingState {
         }
         let keys = path()
         if tag == BinaryFormat.Tag.null {
-            return DecodingError.valueNotFound(type, DecodingError.Context(
-                codingPath: keys,
-                debugDescription: "Cannot get \(what) decoding container -- found null value instead"
-            ))
+            return DecodingError.valueNotFound(
+                type,
+                DecodingError.Context(
+                    codingPath: keys,
+                    debugDescription: "Cannot get \(what) decoding container -- found null value instead"
+                ))
         }
-        return DecodingError.typeMismatch(type, DecodingError.Context(
-            codingPath: keys,
-            debugDescription: "Expected to decode \(type) but found \(kind) instead."
-        ))
+        return DecodingError.typeMismatch(
+            type,
+            DecodingError.Context(
+                codingPath: keys,
+                debugDescription: "Expected to decode \(type) but found \(kind) instead."
+            ))
     }
 
     // MARK: - Scalars
@@ -317,10 +322,11 @@ final class BinaryDecodingState {
             throw try mismatch(Data.self, at: offset, path: path)
         }
         guard let data = Data(base64Encoded: BinaryReader.string(from: utf8)) else {
-            throw DecodingError.dataCorrupted(DecodingError.Context(
-                codingPath: path(),
-                debugDescription: "Encountered Data is not valid Base64."
-            ))
+            throw DecodingError.dataCorrupted(
+                DecodingError.Context(
+                    codingPath: path(),
+                    debugDescription: "Encountered Data is not valid Base64."
+                ))
         }
         return data
     }
@@ -329,10 +335,11 @@ final class BinaryDecodingState {
     func decodeURL(at offset: Int, path: PathBuilder) throws -> URL {
         let string = try decodeString(at: offset, path: path)
         guard let url = URL(string: string) else {
-            throw DecodingError.dataCorrupted(DecodingError.Context(
-                codingPath: path(),
-                debugDescription: "Invalid URL string."
-            ))
+            throw DecodingError.dataCorrupted(
+                DecodingError.Context(
+                    codingPath: path(),
+                    debugDescription: "Invalid URL string."
+                ))
         }
         return url
     }
@@ -365,24 +372,29 @@ final class BinaryDecodingState {
             throw BinaryCodecError.corrupt("unknown tag 0x\(String(tag, radix: 16))", at: offset)
         }
         if tag == BinaryFormat.Tag.null {
-            return DecodingError.valueNotFound(type, DecodingError.Context(
-                codingPath: path(),
-                debugDescription: "Expected \(type) value but found null instead."
-            ))
+            return DecodingError.valueNotFound(
+                type,
+                DecodingError.Context(
+                    codingPath: path(),
+                    debugDescription: "Expected \(type) value but found null instead."
+                ))
         }
-        return DecodingError.typeMismatch(type, DecodingError.Context(
-            codingPath: path(),
-            debugDescription: "Expected to decode \(type) but found \(kind) instead."
-        ))
+        return DecodingError.typeMismatch(
+            type,
+            DecodingError.Context(
+                codingPath: path(),
+                debugDescription: "Expected to decode \(type) but found \(kind) instead."
+            ))
     }
 
     /// Returns the error for a number that the requested type cannot hold.
     private func notRepresentable(_ type: Any.Type, at offset: Int, path: PathBuilder) throws -> DecodingError {
         let text = try BinaryJSON.jsonText(ofNumberAt: offset, in: reader)
-        return DecodingError.dataCorrupted(DecodingError.Context(
-            codingPath: path(),
-            debugDescription: "Parsed JSON number <\(text)> does not fit in \(type)."
-        ))
+        return DecodingError.dataCorrupted(
+            DecodingError.Context(
+                codingPath: path(),
+                debugDescription: "Parsed JSON number <\(text)> does not fit in \(type)."
+            ))
     }
 }
 

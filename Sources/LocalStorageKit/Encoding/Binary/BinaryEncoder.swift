@@ -23,10 +23,12 @@ struct BinaryEncoder {
             throw error
         }
         if encodedNothing {
-            throw EncodingError.invalidValue(value, EncodingError.Context(
-                codingPath: [],
-                debugDescription: "Top-level \(T.self) did not encode any values."
-            ))
+            throw EncodingError.invalidValue(
+                value,
+                EncodingError.Context(
+                    codingPath: [],
+                    debugDescription: "Top-level \(T.self) did not encode any values."
+                ))
         }
         return state.writer.bytes
     }

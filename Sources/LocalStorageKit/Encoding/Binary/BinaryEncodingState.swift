@@ -189,12 +189,13 @@ final class BinaryEncodingState {
         } else if !encodeRareScalar(value) {
             let start = writer.count
             let depth = frames.count
-            try value.encode(to: BinaryEncoderImpl(
-                state: self,
-                path: BinaryCodingPath.appending(key, to: path),
-                valueStart: start,
-                depth: depth
-            ))
+            try value.encode(
+                to: BinaryEncoderImpl(
+                    state: self,
+                    path: BinaryCodingPath.appending(key, to: path),
+                    valueStart: start,
+                    depth: depth
+                ))
             closeFrames(downTo: depth)
             if writer.count == start {
                 writer.writeEmptyMap()
@@ -249,11 +250,13 @@ final class BinaryEncodingState {
 
     /// Returns the error for writing into a container that was already finished.
     func staleContainerError<Value>(_ value: Value, path: BinaryCodingPath?) -> EncodingError {
-        EncodingError.invalidValue(value, EncodingError.Context(
-            codingPath: BinaryCodingPath.keys(path),
-            debugDescription: "A container was written to after a later sibling value was encoded "
-                + "(interleaved container writes are not supported by the binary codec)."
-        ))
+        EncodingError.invalidValue(
+            value,
+            EncodingError.Context(
+                codingPath: BinaryCodingPath.keys(path),
+                debugDescription: "A container was written to after a later sibling value was encoded "
+                    + "(interleaved container writes are not supported by the binary codec)."
+            ))
     }
 }
 

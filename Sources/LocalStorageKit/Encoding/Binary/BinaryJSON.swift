@@ -37,8 +37,10 @@ enum BinaryJSON {
         return (converted.json, !converted.replacedNonFinite)
     }
 
-    private static func convert(_ bytes: UnsafeRawBufferPointer,
-                                nonFinite: NonFiniteNumbers) throws -> (json: Data, replacedNonFinite: Bool) {
+    private static func convert(
+        _ bytes: UnsafeRawBufferPointer,
+        nonFinite: NonFiniteNumbers
+    ) throws -> (json: Data, replacedNonFinite: Bool) {
         let reader = BinaryReader(bytes)
         guard reader.count > 0 else {
             throw BinaryCodecError("Empty binary payload.")

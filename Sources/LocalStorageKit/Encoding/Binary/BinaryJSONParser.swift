@@ -254,8 +254,12 @@ struct BinaryJSONParser {
             position += 1
         }
         let bytes = UnsafeRawBufferPointer(rebasing: input[start..<position])
-        guard Self.isNumber(UnsafeBufferPointer(start: bytes.baseAddress?.assumingMemoryBound(to: UInt8.self),
-                                                count: bytes.count)) else {
+        guard
+            Self.isNumber(
+                UnsafeBufferPointer(
+                    start: bytes.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                    count: bytes.count))
+        else {
             position = start
             throw Self.error("invalid number", at: position)
         }

@@ -96,9 +96,10 @@ struct BinaryKeyedEncodingContainer<Key: CodingKey>: KeyedEncodingContainerProto
         keyedBy keyType: NestedKey.Type, forKey key: Key
     ) -> KeyedEncodingContainer<NestedKey> {
         let nestedPath = BinaryCodingPath(parent: path, key: key)
-        return KeyedEncodingContainer(BinaryKeyedEncodingContainer<NestedKey>(
-            state: state, frame: nestedFrame(tag: BinaryFormat.Tag.map, key: key), path: nestedPath
-        ))
+        return KeyedEncodingContainer(
+            BinaryKeyedEncodingContainer<NestedKey>(
+                state: state, frame: nestedFrame(tag: BinaryFormat.Tag.map, key: key), path: nestedPath
+            ))
     }
 
     /// Starts an array as the value for `key` and returns a container for it.

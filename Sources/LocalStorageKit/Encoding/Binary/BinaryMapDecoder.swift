@@ -35,7 +35,7 @@ struct BinaryMapDecoder {
         var offset = bodyStart
         while offset < bodyEnd {
             guard let name = try? state.reader.length(at: offset),
-                  let end = try? state.reader.skipValue(at: name.end + name.value), end <= bodyEnd
+                let end = try? state.reader.skipValue(at: name.end + name.value), end <= bodyEnd
             else {
                 break
             }
@@ -52,7 +52,8 @@ struct BinaryMapDecoder {
         var name = name
         return try name.withUTF8 { wanted -> BinaryMapEntry? in
             if let hint = state.hint(hintSlot), hint >= bodyStart, hint < bodyEnd,
-               let entry = try entry(at: hint, ifNamed: wanted) {
+                let entry = try entry(at: hint, ifNamed: wanted)
+            {
                 return entry
             }
             var offset = bodyStart
@@ -100,10 +101,12 @@ struct BinaryMapDecoder {
     /// Finds the entry for `key`, throwing `keyNotFound` if the map has none.
     func requireEntry(_ key: any CodingKey) throws -> BinaryMapEntry {
         guard let entry = try entry(named: key.stringValue) else {
-            throw DecodingError.keyNotFound(key, DecodingError.Context(
-                codingPath: BinaryCodingPath.keys(path),
-                debugDescription: "No value associated with key \(key) (\"\(key.stringValue)\")."
-            ))
+            throw DecodingError.keyNotFound(
+                key,
+                DecodingError.Context(
+                    codingPath: BinaryCodingPath.keys(path),
+                    debugDescription: "No value associated with key \(key) (\"\(key.stringValue)\")."
+                ))
         }
         return entry
     }

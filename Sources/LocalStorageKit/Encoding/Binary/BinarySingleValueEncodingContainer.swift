@@ -15,11 +15,13 @@ struct BinarySingleValueEncodingContainer: SingleValueEncodingContainer {
     /// Checks that nothing was written for this value yet.
     private func prepare<Value>(_ value: Value) throws {
         guard state.canWriteSingleValue(valueStart: valueStart, depth: depth) else {
-            throw EncodingError.invalidValue(value, EncodingError.Context(
-                codingPath: codingPath,
-                debugDescription: "Attempt to encode value through single value container when previously value "
-                    + "already encoded."
-            ))
+            throw EncodingError.invalidValue(
+                value,
+                EncodingError.Context(
+                    codingPath: codingPath,
+                    debugDescription: "Attempt to encode value through single value container when previously value "
+                        + "already encoded."
+                ))
         }
     }
 

@@ -34,10 +34,12 @@ struct BinaryUnkeyedDecodingContainer: UnkeyedDecodingContainer {
     /// Returns the offset of the next element, throwing `valueNotFound` at the end of the array.
     private func nextOffset(_ type: Any.Type) throws -> Int {
         guard !isAtEnd else {
-            throw DecodingError.valueNotFound(type, DecodingError.Context(
-                codingPath: BinaryCodingPath.keys(path, appending: BinaryCodingKey.index(currentIndex)),
-                debugDescription: "Unkeyed container is at end."
-            ))
+            throw DecodingError.valueNotFound(
+                type,
+                DecodingError.Context(
+                    codingPath: BinaryCodingPath.keys(path, appending: BinaryCodingKey.index(currentIndex)),
+                    debugDescription: "Unkeyed container is at end."
+                ))
         }
         guard position < bodyEnd else {
             throw BinaryCodecError.corrupt("array holds fewer elements than its count", at: position)

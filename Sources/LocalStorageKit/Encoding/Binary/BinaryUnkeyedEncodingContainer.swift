@@ -107,9 +107,10 @@ struct BinaryUnkeyedEncodingContainer: UnkeyedEncodingContainer {
         keyedBy keyType: NestedKey.Type
     ) -> KeyedEncodingContainer<NestedKey> {
         let nestedPath = BinaryCodingPath(parent: path, key: BinaryCodingKey.index(writtenCount))
-        return KeyedEncodingContainer(BinaryKeyedEncodingContainer<NestedKey>(
-            state: state, frame: nestedFrame(tag: BinaryFormat.Tag.map), path: nestedPath
-        ))
+        return KeyedEncodingContainer(
+            BinaryKeyedEncodingContainer<NestedKey>(
+                state: state, frame: nestedFrame(tag: BinaryFormat.Tag.map), path: nestedPath
+            ))
     }
 
     /// Appends an array and returns a container for it.
