@@ -348,6 +348,11 @@ extension CountTree {
         guard let counts = schema.counts else { return }
         let key = payloadBytesKey(type: schema.number)
         try txn.delete(counts, key: key)
+        try add(try walkedPayloadBytes(schema: schema, txn: txn), toCounter: key, counts: counts, txn: txn)
+    }
+
+    /// A type's payload bytes summed over its records: O(records), for stores that keep no counter.
+    static func walkedPayloadBytes(schema: TypeSchema, txn: Transaction) throws -> Int {
         var total = 0
         try txn.withCursor(schema.records) { cursor in
             var entry = try cursor.move(.first)
@@ -356,6 +361,6 @@ extension CountTree {
                 entry = try cursor.move(.next)
             }
         }
-        try add(total, toCounter: key, counts: counts, txn: txn)
+        return total
     }
 }

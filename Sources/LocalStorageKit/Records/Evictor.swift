@@ -215,16 +215,7 @@ final class Evictor {
     // MARK: - Schemas
 
     private func payloadBytes(_ schema: TypeSchema, _ txn: Transaction) throws -> Int {
-        if let bytes = try CountTree.payloadBytes(schema: schema, txn: txn) { return bytes }
-        var total = 0
-        try txn.withCursor(schema.records) { cursor in
-            var entry = try cursor.move(.first)
-            while let record = entry {
-                total += RecordWriter.payloadSize(of: record.value)
-                entry = try cursor.move(.next)
-            }
-        }
-        return total
+        try CountTree.payloadBytes(schema: schema, txn: txn) ?? CountTree.walkedPayloadBytes(schema: schema, txn: txn)
     }
 
     private func schema(_ type: UInt32, context: Writer.Context) throws -> TypeSchema? {

@@ -10,18 +10,9 @@ extension RecordReader {
         throws -> (records: Int, payloadBytes: Int, expired: Int)
     {
         let records = try txn.entryCount(schema.records)
-        var payloadBytes = 0
-        if let counted = try CountTree.payloadBytes(schema: schema, txn: txn) {
-            payloadBytes = counted
-        } else {
-            try txn.withCursor(schema.records) { cursor in
-                var entry = try cursor.move(.first)
-                while let record = entry {
-                    payloadBytes += RecordWriter.payloadSize(of: record.value)
-                    entry = try cursor.move(.next)
-                }
-            }
-        }
+        let payloadBytes =
+            try CountTree.payloadBytes(schema: schema, txn: txn)
+            ?? CountTree.walkedPayloadBytes(schema: schema, txn: txn)
         let expired = try expiredKeys(schema: schema, now: now, txn: txn).count
         return (records, payloadBytes, expired)
     }

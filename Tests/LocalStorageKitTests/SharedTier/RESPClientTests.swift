@@ -120,7 +120,7 @@ struct RESPConnectionTests {
 
     @Test func theSubscriberReportsMessagesAndReconnects() async throws {
         // A private server: killing every subscriber connection must not touch other tests' stores.
-        let server = try RedisTestServer()
+        let server = try await RedisTestServer.started()
         defer { server.stop() }
         let channel = "resp-test-\(UUID().uuidString)"
         let (stream, continuation) = AsyncStream<SubscriberEvent>.makeStream()

@@ -69,6 +69,28 @@ final class RedisTestServer: Sendable {
         throw SharedTestError.serverDidNotStart(port: port, log: directory.appendingPathComponent("redis.log").path)
     }
 
+    /// Starts a server like ``init(password:port:directory:)``, on a thread of its own: starting waits for
+    /// the server to answer, which must not hold one of the few threads every async test shares.
+    static func started(password: String? = nil) async throws -> RedisTestServer {
+        try await offThePool { try RedisTestServer(password: password) }
+    }
+
+    /// ``start()`` on a thread of its own.
+    func restart() async throws {
+        try await RedisTestServer.offThePool { try self.start() }
+    }
+
+    /// ``killHard()`` on a thread of its own.
+    func killOffThePool() async {
+        _ = try? await RedisTestServer.offThePool { self.killHard() }
+    }
+
+    private static func offThePool<R: Sendable>(_ body: @escaping @Sendable () throws -> R) async throws -> R {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(with: Result { try body() }) }
+        }
+    }
+
     /// Whether the server answers PING.
     func ping() throws -> Bool {
         let endpoint = RESPEndpoint(

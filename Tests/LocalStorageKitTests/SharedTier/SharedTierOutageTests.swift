@@ -10,7 +10,7 @@ import Testing
     .enabled(if: RedisTestServer.binary != nil, "redis-server is not installed (scripts/ensure-dependencies.sh redis)"))
 struct SharedTierOutageTests {
     @Test func aKilledServerLosesNoReturnedWriteAndInstancesRecoverByThemselves() async throws {
-        let server = try RedisTestServer()
+        let server = try await RedisTestServer.started()
         defer { server.stop() }
         let tier = server.configuration(namespace: "outage")
         let a = try await sharedStore(tier)
@@ -33,7 +33,7 @@ struct SharedTierOutageTests {
             }
         }
         #expect(try await waitUntil { returned.withLock { $0.count } >= 50 })
-        server.killHard()
+        await server.killOffThePool()
         #expect(try await waitUntil { failed.withLock { $0.count } >= 3 }, "writes during the outage throw")
 
         // During the outage: a write throws and changes nothing; local records still serve; a local miss throws.
@@ -51,7 +51,7 @@ struct SharedTierOutageTests {
         let acknowledged = returned.withLock { $0 }
 
         // Restart on the same port and directory: both instances come back by themselves.
-        try server.start()
+        try await server.restart()
         #expect(try await waitUntil { a.sharedTier?.phase == .live && b.sharedTier?.phase == .live })
         #expect(
             try await waitUntil {
@@ -76,7 +76,7 @@ struct SharedTierOutageTests {
     /// its local records when the log no longer reaches back) before it serves a local record again.
     @Test(arguments: [100_000, 2])
     func anInstanceAwayWhileARecordChangedNeverServesItsOldCopy(logRetention: Int) async throws {
-        let server = try RedisTestServer()
+        let server = try await RedisTestServer.started()
         defer { server.stop() }
         var writerTier = server.configuration(namespace: "away")
         writerTier.changeLogRetention = logRetention

@@ -160,7 +160,7 @@ struct SharedTierFailureTests {
     }
 
     @Test func aWrongPasswordIsRefusedClearlyAndNeverLogged() async throws {
-        let server = try RedisTestServer(password: "right-horse-battery")
+        let server = try await RedisTestServer.started(password: "right-horse-battery")
         defer { server.stop() }
         let logger = CapturingLogger()
         let secret = "wrong-staple-\(UUID().uuidString)"
