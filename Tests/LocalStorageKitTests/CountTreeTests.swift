@@ -2,7 +2,7 @@ import Foundation
 import LocalStorageTestSupport
 import Testing
 
-@testable import LocalStorageKit
+@_spi(Maintenance) @testable import LocalStorageKit
 
 /// The count tree (Records/CountTree.swift) against a reference model: counts and pages of random
 /// queries after random saves, replacements, deletes, expiries and aborted transactions.
@@ -207,6 +207,28 @@ import Testing
             }
         }
         return all
+    }
+
+    /// `verify` compares every counter with the entries it counts; `repair` rebuilds.
+    @Test func verifyFindsAndRepairFixesWrongCounts() async throws {
+        let storage = try LocalStorage(configuration: diskConfiguration())
+        try await storage.save(
+            contentsOf: (0..<200).map { Gauge(id: "g\($0)", reading: Double($0 % 37), label: "l\($0)") })
+        let maintenance = try await StoreMaintenance(directory: storage.core.directory)
+        #expect(try maintenance.verify().isClean)
+        let schema = try await storage.core.schema(for: Gauge.self)
+        let index = try #require(schema.index(named: "label"))
+        let counts = try #require(schema.counts)
+        try await storage.core.writer.perform { context in
+            try CountTree.add(
+                3, toCounter: index.counterPrefix + [1, UInt8(ascii: "l")], counts: counts,
+                txn: context.txn)
+        }
+        let report = try maintenance.verify()
+        #expect(report.problems.map(\.kind) == [.wrongCount], "\(report.problems)")
+        let repaired = try await maintenance.repair()
+        #expect(repaired.isClean, "\(repaired.problems)")
+        #expect(try await storage.count(Gauge.self, matching: [.hasPrefix("label", "l1")]) == 111)
     }
 
     /// A store of layout 2 (no count tree) gets its tree built when it is opened for writing.

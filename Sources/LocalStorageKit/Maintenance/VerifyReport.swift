@@ -14,6 +14,8 @@
         case danglingEntry
         /// An entry names a record whose header holds another value.
         case mismatchedEntry
+        /// A counter of the count tree, or the type's payload-byte total, differs from what it counts.
+        case wrongCount
     }
 
     /// The type's storage name.
@@ -32,7 +34,7 @@
 
     /// Whether rebuilding the type's index entries from the record headers fixes it.
     var isFixedByReindexing: Bool {
-        [.missingEntry, .danglingEntry, .mismatchedEntry].contains(kind)
+        [.missingEntry, .danglingEntry, .mismatchedEntry, .wrongCount].contains(kind)
     }
 }
 

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Exact entry counts of every index by key prefix, so that a range count costs the same for 100 or
 /// 100,000 matches (docs/DESIGN.md, "Counts").
 ///
@@ -92,20 +94,65 @@ enum CountTree {
         try tally.finish(txn: txn)
     }
 
+    /// The counters an index's entries call for, by counter key, computed from the entries (for `verify`).
+    static func expectedCounters(
+        _ index: TypeSchema.Index, counts: Database,
+        txn: Transaction
+    ) throws -> [[UInt8]: Int] {
+        let collected = Mutex<[[UInt8]: Int]>([:])
+        var tally = Tally(index: index, counts: counts) { key, count, _ in
+            collected.withLock { $0[key, default: 0] += count }
+        }
+        try txn.withCursor(index.dbi) { cursor in
+            var entry = try cursor.move(.first)
+            while let current = entry {
+                try tally.note(current.key, count: try cursor.duplicateCount(), txn: txn)
+                entry = try cursor.move(.nextKey)
+            }
+        }
+        try tally.finish(txn: txn)
+        return collected.withLock { $0 }
+    }
+
+    /// The counters an index has, by counter key.
+    static func storedCounters(
+        _ index: TypeSchema.Index, counts: Database,
+        txn: Transaction
+    ) throws -> [[UInt8]: Int] {
+        var stored: [[UInt8]: Int] = [:]
+        try txn.withCursor(counts) { cursor in
+            var entry = try cursor.seek(atLeast: index.counterPrefix)
+            while let current = entry, current.key.starts(with: index.counterPrefix) {
+                stored[Array(current.key)] =
+                    current.value.count == 8
+                    ? Int(UInt64(littleEndian: current.value.loadUnaligned(as: UInt64.self))) : -1
+                entry = try cursor.move(.next)
+            }
+        }
+        return stored
+    }
+
     /// Counts entries given in key order and writes each group's total once: a bulk save of 100,000
     /// records touches each counter once instead of once per record.
     struct Tally {
         let index: TypeSchema.Index
         let counts: Database
+        /// Where each group's total goes: added to its counter, or (for `verify`) collected.
+        private let sink: ([UInt8], Int, Transaction) throws -> Void
         private let levels: [Int]
         private var previous: [UInt8] = []
         /// What is pending for each level (by position in `levels`).
         private var pending: [Int]
         private var hasPrevious = false
 
-        init(index: TypeSchema.Index, counts: Database) {
+        init(
+            index: TypeSchema.Index, counts: Database,
+            sink: (([UInt8], Int, Transaction) throws -> Void)? = nil
+        ) {
             self.index = index
             self.counts = counts
+            self.sink =
+                sink ?? { key, count, txn in try CountTree.add(count, toCounter: key, counts: counts, txn: txn) }
             levels = CountTree.levels(of: index.kind)
             pending = Array(repeating: 0, count: levels.count)
         }
@@ -142,7 +189,7 @@ enum CountTree {
                 counterKey.removeSubrange(8...)
                 counterKey.append(UInt8(level))
                 counterKey.append(contentsOf: previous[0..<min(level, previous.count)])
-                try CountTree.add(pending[position], toCounter: counterKey, counts: counts, txn: txn)
+                try sink(counterKey, pending[position], txn)
                 pending[position] = 0
             }
         }

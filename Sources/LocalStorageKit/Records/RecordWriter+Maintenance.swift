@@ -47,6 +47,7 @@ extension RecordWriter {
         if let counts = current.counts {
             for index in current.allIndexes { try CountTree.clear(index, counts: counts, txn: txn) }
         }
+        try CountTree.recountPayloadBytes(schema: current, txn: txn)
         try txn.withCursor(schema.records) { cursor in
             var entry = try cursor.move(.first)
             while let record = entry {
