@@ -17,7 +17,7 @@ import Glibc
         let store = try await IntegrityStore { storage in
             try await storage.save(contentsOf: Reading.samples)
         }
-        let get = try store.run(["get", "Reading", "r_nan"])
+        let get = try await store.run(["get", "Reading", "r_nan"])
         #expect(get.status == 0, "\(get.stderr)")
         let object = try #require(try JSONSerialization.jsonObject(with: Data(get.stdout.utf8)) as? [String: Any])
         #expect(object["value"] as? String == "NaN")
@@ -25,21 +25,21 @@ import Glibc
         if FileManager.default.isExecutableFile(atPath: "/usr/bin/jq") {
             #expect(try jq(".spread[1]", get.stdout) == "\"-Infinity\"\n")
         }
-        let json = try store.run(["get", "Reading", "r_inf", "--json"])
+        let json = try await store.run(["get", "Reading", "r_inf", "--json"])
         let detail = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
         #expect((detail["payload"] as? [String: Any])?["value"] as? String == "Infinity")
         #expect(detail["binaryPayload"] == nil)  // Only exports carry the exact bytes.
-        let verify = try store.run(["verify"])
+        let verify = try await store.run(["verify"])
         #expect(verify.status == 0, "\(verify.stdout)")
 
         let file = store.directory.appendingPathComponent("readings.jsonl")
-        #expect(try store.run(["export", "--output", file.path]).status == 0)
+        #expect(try await store.run(["export", "--output", file.path]).status == 0)
         let copy = store.directory.appendingPathComponent("copy")
-        let imported = try store.run(["import", file.path, "--store", copy.path])
+        let imported = try await store.run(["import", file.path, "--store", copy.path])
         #expect(imported.status == 0, "\(imported.stderr)")
         #expect(imported.stdout == "Imported \(Reading.samples.count) records of Reading.\n")
         let again = store.directory.appendingPathComponent("again.jsonl")
-        #expect(try store.run(["export", "--output", again.path, "--store", copy.path]).status == 0)
+        #expect(try await store.run(["export", "--output", again.path, "--store", copy.path]).status == 0)
         #expect(try Data(contentsOf: file) == Data(contentsOf: again))
 
         let restored = try LocalStorage(
@@ -56,12 +56,14 @@ import Glibc
         let store = try await IntegrityStore { storage in
             try await storage.save(contentsOf: Reading.samples)
         }
-        let exported = try store.run(["export"]).stdout
+        let exported = try await store.run(["export"]).stdout
         let edited = exported.replacingOccurrences(of: "\"label\":\"nan\"", with: "\"label\":\"edited\"")
         #expect(edited != exported)
         let file = store.directory.appendingPathComponent("edited.jsonl")
         try Data(edited.utf8).write(to: file)
-        let result = try store.run(["import", file.path, "--store", store.directory.appendingPathComponent("c").path])
+        let result = try await store.run([
+            "import", file.path, "--store", store.directory.appendingPathComponent("c").path,
+        ])
         #expect(result.status == 1)
         #expect(result.stderr.contains("\"binaryPayload\" and \"payload\" hold different values"))
     }
@@ -72,19 +74,19 @@ import Glibc
             product.price = .infinity
             try await storage.save(product)
         }
-        let exported = try store.run(["export"]).stdout
+        let exported = try await store.run(["export"]).stdout
         #expect(exported.contains("\"price\":\"Infinity\""))
         let target = store.directory.appendingPathComponent("copy")
         let file = store.directory.appendingPathComponent("products.jsonl")
         try Data(exported.utf8).write(to: file)
-        #expect(try store.run(["import", file.path, "--store", target.path]).status == 0)
+        #expect(try await store.run(["import", file.path, "--store", target.path]).status == 0)
         // The payload's price made finite (and its exact bytes dropped), the index left at Infinity.
         let inPayload = try #require(exported.range(of: "\"price\":\"Infinity\"", options: .backwards))
         let finite = exported.replacingCharacters(in: inPayload, with: "\"price\":3")
             .replacingOccurrences(of: #""binaryPayload":"[^"]*","#, with: "", options: .regularExpression)
         try #require(!finite.contains("binaryPayload") && finite.contains("\"price\":3,"), "\(finite)")
         try Data(finite.utf8).write(to: file)
-        let result = try store.run(["import", file.path, "--store", target.path])
+        let result = try await store.run(["import", file.path, "--store", target.path])
         #expect(result.status == 1)
         #expect(
             result.stderr.contains("index \"price\" holds Infinity but the payload's \"price\" is 3"),
@@ -95,11 +97,11 @@ import Glibc
 
     @Test func storeOptionTakesTheDatabaseDirectoryToo() async throws {
         let store = try await IntegrityStore { storage in try await storage.save(Note(id: "n1", text: "one")) }
-        let result = try store.run(["list", "Note"], store: store.directory)  // The databaseDirectory.
+        let result = try await store.run(["list", "Note"], store: store.directory)  // The databaseDirectory.
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.hasPrefix("n1  updated"))
-        #expect(try store.run(["stats"], store: store.storeDirectory).status == 0)  // The directory of data.mdb.
-        let none = try store.run(["stats"], store: store.directory.appendingPathComponent("none"))
+        #expect(try await store.run(["stats"], store: store.storeDirectory).status == 0)  // The directory of data.mdb.
+        let none = try await store.run(["stats"], store: store.directory.appendingPathComponent("none"))
         #expect(none.status == 1)
         #expect(none.stderr.contains("no store at"))
     }
@@ -108,11 +110,11 @@ import Glibc
 
     @Test func getPrintsOnlyThePayloadAndJSONAddsTheMetadata() async throws {
         let store = try await IntegrityStore { storage in try await storage.save(Product.sample(4)) }
-        let get = try store.run(["get", "Product", "sku_4"])
+        let get = try await store.run(["get", "Product", "sku_4"])
         #expect(get.status == 0)
         let payload = try JSONDecoder().decode(Product.self, from: Data(get.stdout.utf8))
         #expect(payload == Product.sample(4))
-        let json = try store.run(["get", "Product", "sku_4", "--json"])
+        let json = try await store.run(["get", "Product", "sku_4", "--json"])
         let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
         #expect(object["id"] as? String == "sku_4")
         #expect(object["format"] as? String == "binary")
@@ -130,15 +132,15 @@ import Glibc
             owed.price = -.infinity
             try await storage.save(contentsOf: [free, owed, Product.sample(3)])
         }
-        let up = try store.run(["list", "Product", "--where", "price=Infinity"])
+        let up = try await store.run(["list", "Product", "--where", "price=Infinity"])
         #expect(up.status == 0, "\(up.stderr)")
         #expect(up.stdout.hasPrefix("sku_1  "))
         #expect(up.stdout.contains("price=Infinity"))
         #expect(up.stdout.split(separator: "\n").count == 1)
-        let down = try store.run(["list", "Product", "--where", "price=-Infinity"])
+        let down = try await store.run(["list", "Product", "--where", "price=-Infinity"])
         #expect(down.stdout.hasPrefix("sku_2  ") && down.stdout.contains("price=-Infinity"))
-        #expect(try store.run(["list", "Product", "--where", "price=inf"]).stdout == up.stdout)
-        let json = try store.run(["list", "Product", "--where", "price=Infinity", "--json"])
+        #expect(try await store.run(["list", "Product", "--where", "price=inf"]).stdout == up.stdout)
+        let json = try await store.run(["list", "Product", "--where", "price=Infinity", "--json"])
         #expect(json.stdout.contains("\"price\" : \"Infinity\""))
     }
 
@@ -155,29 +157,29 @@ import Glibc
         if !launcher.isEmpty {
             try #require(FileManager.default.isExecutableFile(atPath: launcher[0]), "setpriv is needed as root")
         }
-        func run(_ arguments: [String]) throws -> CLIResult {
-            try CLIResult.run(
+        func run(_ arguments: [String]) async throws -> CLIResult {
+            try await CLIResult.run(
                 arguments + ["--store", store.storeDirectory.path],
                 environment: ["HOME": "/tmp"], launcher: launcher)
         }
-        let stats = try run(["stats"])
+        let stats = try await run(["stats"])
         #expect(stats.status == 0, "\(stats.stderr)")
         #expect(stats.stdout.contains("Product: 5 records"))
-        #expect(try run(["types"]).stdout.contains("Product  version 1"))
-        let list = try run(["list", "Product", "--order", "-price", "--limit", "1"])
+        #expect(try await run(["types"]).stdout.contains("Product  version 1"))
+        let list = try await run(["list", "Product", "--order", "-price", "--limit", "1"])
         #expect(list.status == 0, "\(list.stderr)")
         #expect(list.stdout.hasPrefix("sku_4  "))
-        #expect(try run(["get", "Product", "sku_2"]).stdout.contains("\"title\": \"Product 2\""))
-        let verify = try run(["verify"])
+        #expect(try await run(["get", "Product", "sku_2"]).stdout.contains("\"title\": \"Product 2\""))
+        let verify = try await run(["verify"])
         #expect(verify.status == 0, "\(verify.stdout)\(verify.stderr)")
-        let export = try run(["export"])
+        let export = try await run(["export"])
         #expect(export.status == 0, "\(export.stderr)")
         #expect(export.stdout.split(separator: "\n").count == 6)
         let copy = temporaryDirectory()
         try FileManager.default.setAttributes([.posixPermissions: 0o777], ofItemAtPath: copy.path)
-        let compact = try run(["compact", "--output", copy.appendingPathComponent("c").path])
+        let compact = try await run(["compact", "--output", copy.appendingPathComponent("c").path])
         #expect(compact.status == 0, "\(compact.stdout)\(compact.stderr)")
-        let delete = try run(["delete", "Product", "sku_1"])
+        let delete = try await run(["delete", "Product", "sku_1"])
         #expect(delete.status == 1)
         #expect(delete.stderr.contains("is read-only for this user"))
         #expect(try await store.storage.count(Product.self) == 5)
@@ -187,23 +189,23 @@ import Glibc
 
     @Test func failedImportIntoANewStoreLeavesNothingBehind() async throws {
         let store = try await IntegrityStore { storage in try await storage.save(Note(id: "n1", text: "one")) }
-        let exported = try store.run(["export"]).stdout
+        let exported = try await store.run(["export"]).stdout
         let file = store.directory.appendingPathComponent("bad.jsonl")
         try Data((exported + "{\"type\":\"Note\",\"id\":\"x\"}\n").utf8).write(to: file)
         let target = store.directory.appendingPathComponent("new/store")
-        let result = try store.run(["import", file.path, "--store", target.path])
+        let result = try await store.run(["import", file.path, "--store", target.path])
         #expect(result.status == 1)
         #expect(!FileManager.default.fileExists(atPath: store.directory.appendingPathComponent("new").path))
         // An existing but empty directory stays, without store files.
         let empty = store.directory.appendingPathComponent("empty")
         try FileManager.default.createDirectory(at: empty, withIntermediateDirectories: true)
-        #expect(try store.run(["import", file.path, "--store", empty.path]).status == 1)
+        #expect(try await store.run(["import", file.path, "--store", empty.path]).status == 1)
         #expect(try FileManager.default.contentsOfDirectory(atPath: empty.path).isEmpty)
     }
 
     @Test func importThatFailsWhileWritingWritesNothing() async throws {
         let store = try await IntegrityStore { storage in try await storage.save(Note(id: "n1", text: "one")) }
-        let lines = try store.run(["export"]).stdout.split(separator: "\n").map(String.init)
+        let lines = try await store.run(["export"]).stdout.split(separator: "\n").map(String.init)
         let (typeLine, recordLine) = (lines[0], lines[1])
         // More records than one old batch of 10,000, then a record of a type whose description in the
         // store cannot be read: the line checks pass, the write fails at the end.
@@ -218,7 +220,7 @@ import Glibc
         try store.storage.core.environment.write { txn in
             try txn.put(store.storage.core.meta, key: TypeInfo.key("Broken"), value: Array("{damaged".utf8))
         }
-        let result = try store.run(["import", url.path])
+        let result = try await store.run(["import", url.path])
         #expect(result.status == 1)
         #expect(result.stderr.contains("Broken"))
         #expect(try await store.storage.count(Note.self) == 1)
@@ -261,36 +263,36 @@ import Glibc
         async throws
     {
         let store = try await IntegrityStore { storage in try await storage.save(Product.sample(4)) }
-        let exported = try store.run(["export"]).stdout
+        let exported = try await store.run(["export"]).stdout
         let found = try #require(exported.range(of: edit.find), "the edit \(edit.find) matches nothing in \(exported)")
         let edited = exported.replacingCharacters(in: found, with: edit.replace)
         let file = store.directory.appendingPathComponent("edited.jsonl")
         try Data(edited.utf8).write(to: file)
         let target = store.directory.appendingPathComponent("target")
-        let result = try store.run(["import", file.path, "--store", target.path])
+        let result = try await store.run(["import", file.path, "--store", target.path])
         #expect(result.status == 1)
         #expect(result.stderr.contains("line 2: Product \"sku_4"), "\(result.stderr)")
         #expect(result.stderr.contains(edit.message), "\(result.stderr)")
         #expect(!FileManager.default.fileExists(atPath: target.path))
         // Into the existing store too: nothing changes.
-        let before = try store.run(["export"]).stdout
-        #expect(try store.run(["import", file.path]).status == 1)
-        #expect(try store.run(["export"]).stdout == before)
+        let before = try await store.run(["export"]).stdout
+        #expect(try await store.run(["import", file.path]).status == 1)
+        #expect(try await store.run(["export"]).stdout == before)
     }
 
     @Test func noPayloadCheckAcceptsIndexesComputedDifferently() async throws {
         let store = try await IntegrityStore { storage in try await storage.save(Product.sample(4)) }
-        let exported = try store.run(["export"]).stdout
+        let exported = try await store.run(["export"]).stdout
         let found = try #require(exported.range(of: "\"category\":\"electronics\",\"price\""))
         let edited = exported.replacingCharacters(in: found, with: "\"category\":\"ELECTRONICS\",\"price\"")
         let file = store.directory.appendingPathComponent("edited.jsonl")
         try Data(edited.utf8).write(to: file)
         let target = store.directory.appendingPathComponent("target")
-        #expect(try store.run(["import", file.path, "--store", target.path]).status == 1)
-        let accepted = try store.run(["import", file.path, "--no-payload-check", "--store", target.path])
+        #expect(try await store.run(["import", file.path, "--store", target.path]).status == 1)
+        let accepted = try await store.run(["import", file.path, "--no-payload-check", "--store", target.path])
         #expect(accepted.status == 0, "\(accepted.stderr)")
         #expect(
-            try store.run(["list", "Product", "--where", "category=ELECTRONICS", "--store", target.path])
+            try await store.run(["list", "Product", "--where", "category=ELECTRONICS", "--store", target.path])
                 .stdout.hasPrefix("sku_4  "))
     }
 
@@ -301,7 +303,7 @@ import Glibc
             try await storage.save(contentsOf: (0..<3).map(Product.sample))
             try await storage.save(Note(id: "n1", text: "one"))
         }
-        let twice = try store.run(["export", "Product", "Note", "Product"])
+        let twice = try await store.run(["export", "Product", "Note", "Product"])
         #expect(twice.status == 0)
         let lines = twice.stdout.split(separator: "\n")
         #expect(lines.count == 6)  // Product's type line and 3 records, Note's type line and 1 record.
@@ -312,17 +314,17 @@ import Glibc
     @Test func globalFlagsMayComeBeforeTheCommand() async throws {
         let store = try await IntegrityStore { storage in try await storage.save(Note(id: "n1", text: "one")) }
         let path = store.storeDirectory.path
-        let before = try CLIResult.run(["--json", "--store", path, "list", "Note"], environment: nil)
+        let before = try await CLIResult.run(["--json", "--store", path, "list", "Note"], environment: nil)
         #expect(before.status == 0, "\(before.stderr)")
         let listing = try JSONDecoder().decode(RecordListing.self, from: Data(before.stdout.utf8))
         #expect(listing.records.map(\.id) == ["n1"])
-        let inline = try CLIResult.run(["--store=\(path)", "types", "--json"], environment: nil)
+        let inline = try await CLIResult.run(["--store=\(path)", "types", "--json"], environment: nil)
         #expect(inline.status == 0 && inline.stdout.contains("\"type\" : \"Note\""))
-        let mixed = try CLIResult.run(["--store", path, "get", "--json", "Note", "n1"], environment: nil)
+        let mixed = try await CLIResult.run(["--store", path, "get", "--json", "Note", "n1"], environment: nil)
         #expect(mixed.status == 0 && mixed.stdout.contains("\"payload\""))
-        #expect(try CLIResult.run(["--store", path, "--help"], environment: nil).status == 0)
-        #expect(try CLIResult.run(["--bogus", "types"], environment: nil).status == 2)
-        #expect(try CLIResult.run(["--store"], environment: nil).status == 2)
+        #expect(try await CLIResult.run(["--store", path, "--help"], environment: nil).status == 0)
+        #expect(try await CLIResult.run(["--bogus", "types"], environment: nil).status == 2)
+        #expect(try await CLIResult.run(["--store"], environment: nil).status == 2)
     }
 
     @Test func idsWithControlCharactersCanBeNamedEscaped() async throws {
@@ -332,21 +334,21 @@ import Glibc
                 Note(id: "a", text: "plain"),
             ])
         }
-        let list = try store.run(["list", "Note"])
+        let list = try await store.run(["list", "Note"])
         #expect(list.stdout.contains("\"a\\u0000b\"  updated"), "\(list.stdout)")
         #expect(list.stdout.contains("\"tab\\tid\"  updated"), "\(list.stdout)")
-        let nul = try store.run(["get", "Note", "a\\u0000b", "--escaped"])
+        let nul = try await store.run(["get", "Note", "a\\u0000b", "--escaped"])
         #expect(nul.status == 0, "\(nul.stderr)")
         #expect(nul.stdout.contains("\"text\": \"nul\""))
-        #expect(try store.run(["get", "Note", "tab\\tid", "--escaped"]).stdout.contains("\"text\": \"tab\""))
-        #expect(try store.run(["get", "Note", "a\\u0000b"]).status == 1)  // Without --escaped: taken as given.
-        #expect(try store.run(["get", "Note", "bad\\q", "--escaped"]).status == 2)
-        let delete = try store.run(["delete", "Note", "a\\u0000b", "--escaped"])
+        #expect(try await store.run(["get", "Note", "tab\\tid", "--escaped"]).stdout.contains("\"text\": \"tab\""))
+        #expect(try await store.run(["get", "Note", "a\\u0000b"]).status == 1)  // Without --escaped: taken as given.
+        #expect(try await store.run(["get", "Note", "bad\\q", "--escaped"]).status == 2)
+        let delete = try await store.run(["delete", "Note", "a\\u0000b", "--escaped"])
         #expect(delete.status == 0, "\(delete.stderr)")
         #expect(delete.stdout == "Deleted Note \"a\\u0000b\".\n")
         #expect(try await store.storage.fetch(Note.self, id: "a\u{0}b") == nil)
         #expect(try await store.storage.fetch(Note.self, id: "a") != nil)
-        #expect(try store.run(["get", "--help"]).stdout.contains("--escaped"))
+        #expect(try await store.run(["get", "--help"]).stdout.contains("--escaped"))
     }
 
     // MARK: - Order
@@ -359,8 +361,8 @@ import Glibc
                 Chore(id: "t5", due: 2),
             ])
         }
-        func ids(_ arguments: [String]) throws -> [String] {
-            let result = try store.run(["list", "Chore", "--json"] + arguments)
+        func ids(_ arguments: [String]) async throws -> [String] {
+            let result = try await store.run(["list", "Chore", "--json"] + arguments)
             #expect(result.status == 0, "\(result.stderr)")
             return try JSONDecoder().decode(RecordListing.self, from: Data(result.stdout.utf8)).records.map(\.id)
         }
@@ -368,11 +370,11 @@ import Glibc
         let descending = try await store.storage.fetch(Chore.self, matching: [], orderedBy: .descending("due"))
             .map(\.id)
         #expect(ascending == ["t2", "t4", "t3", "t1", "t5"])
-        #expect(try ids(["--order", "due"]) == ascending)
-        #expect(try ids(["--order", "-due"]) == descending)
-        #expect(try ids(["--order", "due", "--offset", "1", "--limit", "2"]) == ["t4", "t3"])
-        #expect(try ids(["--order", "-due", "--offset", "3"]) == Array(descending.dropFirst(3)))
-        #expect(try store.run(["list", "--help"]).stdout.contains("come first ascending and last descending"))
+        #expect(try await ids(["--order", "due"]) == ascending)
+        #expect(try await ids(["--order", "-due"]) == descending)
+        #expect(try await ids(["--order", "due", "--offset", "1", "--limit", "2"]) == ["t4", "t3"])
+        #expect(try await ids(["--order", "-due", "--offset", "3"]) == Array(descending.dropFirst(3)))
+        #expect(try await store.run(["list", "--help"]).stdout.contains("come first ascending and last descending"))
     }
 }
 
@@ -394,10 +396,10 @@ private struct IntegrityStore {
     }
 
     /// Runs the CLI with `--store` (the store directory unless `store` says otherwise).
-    func run(_ arguments: [String], store: URL? = nil) throws -> CLIResult {
+    func run(_ arguments: [String], store: URL? = nil) async throws -> CLIResult {
         var arguments = arguments
         if !arguments.contains("--store") { arguments += ["--store", (store ?? storeDirectory).path] }
-        return try CLIResult.run(arguments, environment: nil)
+        return try await CLIResult.run(arguments, environment: nil)
     }
 }
 

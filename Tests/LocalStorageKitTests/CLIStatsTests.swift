@@ -17,7 +17,7 @@ import Testing
         let expected = try await storage.statistics()
         let store = storage.configuration.storeDirectory.path
 
-        let json = try CLIResult.run(["stats", "--json", "--store", store], environment: nil)
+        let json = try await CLIResult.run(["stats", "--json", "--store", store], environment: nil)
         #expect(json.status == 0, "\(json.stderr)")
         let figures = try JSONDecoder().decode(StoreStatistics.self, from: Data(json.stdout.utf8))
         #expect(figures.records == expected.records)
@@ -36,13 +36,13 @@ import Testing
         #expect(figures.reclaimableBytes > 0)  // 250 deleted records of 2 KB left free pages behind.
         #expect(figures.fileBytes >= figures.usedBytes - figures.reclaimableBytes)
 
-        let plain = try CLIResult.run(["stats", "--store", store], environment: nil)
+        let plain = try await CLIResult.run(["stats", "--store", store], environment: nil)
         #expect(plain.status == 0)
         #expect(plain.stdout.contains("Total     55 records"))
         #expect(plain.stdout.contains("a compact would give back"))
 
         let copy = directory.appendingPathComponent("compacted")
-        let compact = try CLIResult.run(
+        let compact = try await CLIResult.run(
             ["compact", "--output", copy.path, "--json", "--store", store],
             environment: nil)
         #expect(compact.status == 0, "\(compact.stderr)")

@@ -10,7 +10,7 @@ import Testing
 
     @Test func statsTypesListAndGetDescribeTheStore() async throws {
         let fixture = try await Fixture()
-        let stats = try fixture.run(["stats", "--json"])
+        let stats = try await fixture.run(["stats", "--json"])
         #expect(stats.status == 0)
         let figures = try JSONDecoder().decode(StoreStatistics.self, from: Data(stats.stdout.utf8))
         let product = try #require(figures.types.first { $0.name == "Product" })
@@ -19,14 +19,14 @@ import Testing
         #expect(product.indexes.map(\.name) == ["category", "price", "rating"])
         #expect(product.indexes.allSatisfy { $0.entries == 12 })
         #expect(figures.readersInUse >= 1)  // The fixture's store is open in this process.
-        #expect(try fixture.run(["stats"]).stdout.contains("Product: 12 records"))
+        #expect(try await fixture.run(["stats"]).stdout.contains("Product: 12 records"))
 
-        let types = try fixture.run(["types"])
+        let types = try await fixture.run(["types"])
         #expect(types.status == 0)
         #expect(types.stdout.contains("Product  version 1"))
         #expect(types.stdout.contains("  price  number"))
 
-        let list = try fixture.run([
+        let list = try await fixture.run([
             "list", "Product", "--where", "category=books", "--order", "-price",
             "--limit", "2", "--json",
         ])
@@ -34,14 +34,14 @@ import Testing
         let listing = try JSONDecoder().decode(RecordListing.self, from: Data(list.stdout.utf8))
         #expect(listing.records.map(\.id) == ["sku_9", "sku_6"])
         #expect(listing.records.first?.indexes["price"] == .double(9.5))
-        let byID = try fixture.run(["list", "Product", "--offset", "10"])
+        let byID = try await fixture.run(["list", "Product", "--offset", "10"])
         #expect(byID.stdout.split(separator: "\n").map { $0.prefix { $0 != " " } } == ["sku_8", "sku_9"])
 
-        let get = try fixture.run(["get", "Product", "sku_4"])
+        let get = try await fixture.run(["get", "Product", "sku_4"])
         #expect(get.status == 0)
         #expect(get.stdout.contains("\"title\": \"Product 4\""))
         #expect(get.stdout.hasPrefix("{"))  // The payload alone (metadata with --json).
-        let missing = try fixture.run(["get", "Product", "nope"])
+        let missing = try await fixture.run(["get", "Product", "nope"])
         #expect(missing.status == 1)
         #expect(missing.stderr == "localstorage: error: Product has no record \"nope\"\n")
     }
@@ -54,28 +54,28 @@ import Testing
         try fixture.storage.core.environment.write { txn in
             try txn.put(schema.records, key: Array("sku_3".utf8), value: [0xDE, 0xAD, 0xBE, 0xEF])
         }
-        let verify = try fixture.run(["verify"])
+        let verify = try await fixture.run(["verify"])
         #expect(verify.status == 1)
         #expect(verify.stdout.contains("Product \"sku_3\": Decoding failed: the stored bytes are not a"))
         #expect(verify.stdout.contains("1 problem."))
-        let json = try fixture.run(["verify", "--json"])
+        let json = try await fixture.run(["verify", "--json"])
         let report = try JSONDecoder().decode(VerifyReport.self, from: Data(json.stdout.utf8))
         #expect(report.problems.map(\.id) == ["sku_3"])
         #expect(report.problems.first?.kind == .damagedRecord)
 
-        #expect(try fixture.run(["stats"]).status == 0)
-        let list = try fixture.run(["list", "Product"])
+        #expect(try await fixture.run(["stats"]).status == 0)
+        let list = try await fixture.run(["list", "Product"])
         #expect(list.status == 0)
         #expect(list.stdout.contains("sku_3  DAMAGED"))
         #expect(list.stdout.contains("sku_4  updated"))
-        let export = try fixture.run(["export", "Product"])
+        let export = try await fixture.run(["export", "Product"])
         #expect(export.status == 1)
         #expect(export.stdout.split(separator: "\n").count == 12)  // The type line and 11 readable records.
         #expect(export.stderr.contains("skipped Product \"sku_3\""))
-        #expect(try fixture.run(["get", "Product", "sku_4"]).status == 0)
+        #expect(try await fixture.run(["get", "Product", "sku_4"]).status == 0)
         // Deleting the damaged record finds its entries without its header (a walk), so none dangle.
-        #expect(try fixture.run(["delete", "Product", "sku_3"]).status == 0)
-        let after = try fixture.run(["verify"])
+        #expect(try await fixture.run(["delete", "Product", "sku_3"]).status == 0)
+        let after = try await fixture.run(["verify"])
         #expect(after.status == 0, "\(after.stdout)")
     }
 
@@ -88,67 +88,68 @@ import Testing
             try txn.delete(category, key: OrderedKey.encodeString("toys").bytes, value: Array("sku_2".utf8))
             try txn.put(price, key: try #require(OrderedKey.encodeNumber(.int(7))), value: Array("ghost".utf8))
         }
-        let report = try fixture.maintenanceReport()
+        let report = try await fixture.maintenanceReport()
         #expect(report.map(\.kind) == [.missingEntry, .danglingEntry])
         #expect(report.map(\.id) == ["sku_2", "ghost"])
-        #expect(try fixture.run(["verify", "--repair"]).status == 0)
-        #expect(try fixture.run(["verify"]).status == 0)
+        #expect(try await fixture.run(["verify", "--repair"]).status == 0)
+        #expect(try await fixture.run(["verify"]).status == 0)
     }
 
     // MARK: - Writing commands
 
     @Test func purgeDeleteClearAndCompact() async throws {
         let fixture = try await Fixture()
-        let purge = try fixture.run(["purge-expired", "--json"])
+        let purge = try await fixture.run(["purge-expired", "--json"])
         #expect(purge.status == 0)
         let purged = try JSONDecoder().decode([String: Int].self, from: Data(purge.stdout.utf8))
         #expect(purged == ["Note": 0, "Product": 2, "User": 0])
         #expect(try await fixture.storage.count(Product.self) == 10)
 
-        #expect(try fixture.run(["delete", "Product", "sku_1"]).stdout == "Deleted Product \"sku_1\".\n")
+        #expect(try await fixture.run(["delete", "Product", "sku_1"]).stdout == "Deleted Product \"sku_1\".\n")
         #expect(try await fixture.storage.fetch(Product.self, id: "sku_1") == nil)
-        #expect(try fixture.run(["delete", "Product", "sku_1"]).status == 1)
+        #expect(try await fixture.run(["delete", "Product", "sku_1"]).status == 1)
 
-        let unconfirmed = try fixture.run(["clear", "User"])
+        let unconfirmed = try await fixture.run(["clear", "User"])
         #expect(unconfirmed.status == 2)
         #expect(try await fixture.storage.count(User.self) == 3)
-        #expect(try fixture.run(["clear", "User", "--yes"]).stdout == "Deleted 3 records of User.\n")
+        #expect(try await fixture.run(["clear", "User", "--yes"]).stdout == "Deleted 3 records of User.\n")
         #expect(try await fixture.storage.count(User.self) == 0)
 
         let copy = fixture.directory.appendingPathComponent("compacted")
-        let compact = try fixture.run(["compact", "--output", copy.path])
+        let compact = try await fixture.run(["compact", "--output", copy.path])
         #expect(compact.status == 0, "\(compact.stderr)")
         #expect(compact.stdout.contains("no problems."))
-        let copied = try fixture.run(["list", "Product", "--store", copy.path])
+        let copied = try await fixture.run(["list", "Product", "--store", copy.path])
         #expect(copied.stdout.split(separator: "\n").count == 9)
-        #expect(try fixture.run(["compact", "--output", copy.path]).status == 1)  // Never overwrites a store.
+        #expect(try await fixture.run(["compact", "--output", copy.path]).status == 1)  // Never overwrites a store.
     }
 
     @Test func exportThenImportGivesAnIdenticalCleanStore() async throws {
         let fixture = try await Fixture()
         let first = fixture.directory.appendingPathComponent("first.jsonl")
-        #expect(try fixture.run(["export", "--output", first.path]).status == 0)
+        #expect(try await fixture.run(["export", "--output", first.path]).status == 0)
         let lines = try String(contentsOf: first, encoding: .utf8).split(separator: "\n")
         #expect(lines.count == 20)  // Three type lines; 12 Product, 3 User and 2 Note records.
         #expect(lines.contains { $0.contains("\"id\":\"usr_big\"") && $0.contains("\"age\":9007199254740993") })
 
         let copy = fixture.directory.appendingPathComponent("copy")
-        let imported = try fixture.run(["import", first.path, "--store", copy.path])
+        let imported = try await fixture.run(["import", first.path, "--store", copy.path])
         #expect(imported.status == 0, "\(imported.stderr)")
         #expect(imported.stdout == "Imported 17 records of Note, Product, User.\n")
         let second = fixture.directory.appendingPathComponent("second.jsonl")
-        #expect(try fixture.run(["export", "--output", second.path, "--store", copy.path]).status == 0)
+        #expect(try await fixture.run(["export", "--output", second.path, "--store", copy.path]).status == 0)
         #expect(try Data(contentsOf: first) == Data(contentsOf: second))
-        #expect(try fixture.run(["verify", "--store", copy.path]).status == 0)
+        #expect(try await fixture.run(["verify", "--store", copy.path]).status == 0)
         // Importing again replaces every record in place.
-        #expect(try fixture.run(["import", first.path, "--store", copy.path]).status == 0)
-        #expect(try fixture.run(["verify", "--store", copy.path]).status == 0)
+        #expect(try await fixture.run(["import", first.path, "--store", copy.path]).status == 0)
+        #expect(try await fixture.run(["verify", "--store", copy.path]).status == 0)
 
         // The app reads the imported store like the original.
         var configuration = diskConfiguration()
         configuration.databaseDirectory = fixture.directory.appendingPathComponent("app")
         try FileManager.default.createDirectory(at: configuration.storeDirectory, withIntermediateDirectories: true)
-        #expect(try fixture.run(["import", first.path, "--store", configuration.storeDirectory.path]).status == 0)
+        #expect(
+            try await fixture.run(["import", first.path, "--store", configuration.storeDirectory.path]).status == 0)
         let storage = try LocalStorage(configuration: configuration)
         #expect(try await storage.fetch(User.self, id: "usr_big")?.age == 9_007_199_254_740_993)
         #expect(try await storage.count(Product.self) == 10)
@@ -158,41 +159,41 @@ import Testing
     @Test func importRejectsABadFileBeforeWritingAnything() async throws {
         let fixture = try await Fixture()
         let file = fixture.directory.appendingPathComponent("bad.jsonl")
-        let exported = try fixture.run(["export", "Note"]).stdout
+        let exported = try await fixture.run(["export", "Note"]).stdout
         try Data((exported + "{\"type\":\"Note\",\"id\":\"x\"}\n").utf8).write(to: file)
         let copy = fixture.directory.appendingPathComponent("copy")
-        let result = try fixture.run(["import", file.path, "--store", copy.path])
+        let result = try await fixture.run(["import", file.path, "--store", copy.path])
         #expect(result.status == 1)
         #expect(result.stderr == "localstorage: error: line 4: not a type or record line (no \"createdAt\")\n")
-        #expect(try fixture.run(["list", "Note", "--store", copy.path]).status == 1)  // No type was written.
+        #expect(try await fixture.run(["list", "Note", "--store", copy.path]).status == 1)  // No type was written.
     }
 
     // MARK: - Usage
 
     @Test func usageErrorsExitWithTwoAndHelpWithZero() async throws {
         let fixture = try await Fixture()
-        #expect(try fixture.run([]).status == 2)
-        #expect(try fixture.run(["frobnicate"]).status == 2)
-        #expect(try fixture.run(["list"]).status == 2)
-        #expect(try fixture.run(["list", "Product", "--limit", "ten"]).status == 2)
-        #expect(try fixture.run(["list", "Product", "--bogus"]).status == 2)
-        let help = try fixture.run(["--help"])
+        #expect(try await fixture.run([]).status == 2)
+        #expect(try await fixture.run(["frobnicate"]).status == 2)
+        #expect(try await fixture.run(["list"]).status == 2)
+        #expect(try await fixture.run(["list", "Product", "--limit", "ten"]).status == 2)
+        #expect(try await fixture.run(["list", "Product", "--bogus"]).status == 2)
+        let help = try await fixture.run(["--help"])
         #expect(help.status == 0)
         #expect(help.stdout.contains("purge-expired"))
         for command in [
             "stats", "types", "list", "get", "delete", "purge-expired", "clear", "verify", "compact",
             "export", "import",
         ] {
-            let result = try fixture.run([command, "--help"])
+            let result = try await fixture.run([command, "--help"])
             #expect(result.status == 0 && result.stdout.hasPrefix("usage: localstorage \(command)"))
         }
-        let unknownType = try fixture.run(["list", "Nope"])
+        let unknownType = try await fixture.run(["list", "Nope"])
         #expect(unknownType.status == 1)
         #expect(unknownType.stderr.contains("the store has no type \"Nope\" (it has: Note, Product, User)"))
-        let noStore = try fixture.run(["stats", "--store", fixture.directory.appendingPathComponent("none").path])
+        let noStore = try await fixture.run(["stats", "--store", fixture.directory.appendingPathComponent("none").path])
         #expect(noStore.status == 1)
         #expect(noStore.stderr.contains("no store at"))
-        let fromEnvironment = try fixture.run(
+        let fromEnvironment = try await fixture.run(
             ["types"], store: nil,
             environment: ["LOCALSTORAGE_STORE": fixture.store.path])
         #expect(fromEnvironment.stdout.contains("Product"))
@@ -281,18 +282,18 @@ private struct Fixture {
     }
 
     /// The problems `verify --json` reports.
-    func maintenanceReport() throws -> [VerifyProblem] {
-        let result = try run(["verify", "--json"])
+    func maintenanceReport() async throws -> [VerifyProblem] {
+        let result = try await run(["verify", "--json"])
         return try JSONDecoder().decode(VerifyReport.self, from: Data(result.stdout.utf8)).problems
     }
 
     /// Runs `localstorage` with `arguments` and `--store` (unless `store` is nil); waits for it to end.
-    func run(_ arguments: [String], store: URL? = nil, environment: [String: String]? = nil) throws -> CLIResult {
+    func run(_ arguments: [String], store: URL? = nil, environment: [String: String]? = nil) async throws -> CLIResult {
         var arguments = arguments
         if environment == nil, !arguments.contains("--store") {
             arguments += ["--store", (store ?? self.store).path]
         }
-        return try CLIResult.run(arguments, environment: environment)
+        return try await CLIResult.run(arguments, environment: environment)
     }
 }
 
@@ -319,7 +320,7 @@ struct CLIResult {
     static func run(
         _ arguments: [String], environment: [String: String]?,
         launcher: [String] = []
-    ) throws -> CLIResult {
+    ) async throws -> CLIResult {
         let executable = try #require(executable, "the localstorage executable was not built next to the tests")
         let process = Process()
         if let first = launcher.first {
@@ -342,7 +343,15 @@ struct CLIResult {
         try Data().write(to: err)
         process.standardOutput = try FileHandle(forWritingTo: out)
         process.standardError = try FileHandle(forWritingTo: err)
+        // Waits off the cooperative pool: a test blocked in `waitUntilExit` holds one of its few threads,
+        // and two of them stall every other test in the process.
+        let exited = AsyncStream<Void>.makeStream()
+        process.terminationHandler = { _ in
+            exited.continuation.yield()
+            exited.continuation.finish()
+        }
         try process.run()
+        for await _ in exited.stream {}
         process.waitUntilExit()
         return CLIResult(
             status: process.terminationStatus,

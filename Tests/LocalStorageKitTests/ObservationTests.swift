@@ -370,7 +370,7 @@ import Testing
         let watched = try await WatchedStore(holding: [Note(id: "n1", text: "one"), Note(id: "n2", text: "two")])
         let store = watched.storage.configuration.storeDirectory.path
 
-        let result = try CLIResult.run(["delete", "Note", "n1", "--store", store], environment: nil)
+        let result = try await CLIResult.run(["delete", "Note", "n1", "--store", store], environment: nil)
 
         #expect(result.status == 0, "\(result.stderr)")
         let center = watched.storage.core.liveQueries
