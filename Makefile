@@ -1,5 +1,6 @@
 # The two commands of the README: `make demo` and `make test`. Both install liblmdb-dev if missing;
-# `make test` also installs libsqlite3-dev: `swift test` builds every target, the benchmark's included.
+# `make test` also installs libsqlite3-dev (`swift test` builds every target, the benchmark's included) and
+# redis-server (the shared-tier tests start their own on a loopback port unless LOCALSTORAGE_REDIS_PORT names one).
 # `make docs`, `make lint` and `make api-check` are the checks CI runs after the tests (.ci/run).
 .PHONY: demo test bench bench-quick docs lint api-baseline api-check
 
@@ -8,7 +9,7 @@ demo:
 	swift run -c release localstorage-demo
 
 test:
-	@scripts/ensure-dependencies.sh lmdb sqlite
+	@scripts/ensure-dependencies.sh lmdb sqlite redis
 	@if command -v python3 >/dev/null 2>&1; then python3 scripts/check-layers.py; fi
 	swift test
 
