@@ -149,18 +149,8 @@ struct SharedTierQuery {
         if descending { ranges.reverse() }
         var rows: [Row] = []
         for range in ranges {
-            var offset = 0
-            while rows.count < end {
-                let members = try await self.range(key, range.min, range.max, offset: offset, reverse: descending)
-                let ids = members.compactMap { Self.id(of: $0, kind: sortIndex.kind) }
-                let records = try await tier.records(keys: ids.map { tier.layout.record(type: type, id: $0) })
-                let now = Clock.now()
-                for (id, bytes) in zip(ids, records) {
-                    if let row = row(id: id, bytes: bytes, now: now, keepBytes: true) { rows.append(row) }
-                    if rows.count >= end { break }
-                }
-                if members.count < Self.chunk { break }
-                offset += members.count
+            try await collect(key, from: range.min, to: range.max, reverse: descending, end: end, into: &rows) {
+                Self.id(of: $0, kind: sortIndex.kind)
             }
             if rows.count >= end { break }
         }
@@ -172,12 +162,23 @@ struct SharedTierQuery {
         let byTime = sort != .id
         let key = byTime ? tier.layout.updated(type: type) : tier.layout.ids(type: type)
         var rows: [Row] = []
+        try await collect(
+            key, from: Array("-".utf8), to: Array("+".utf8), reverse: sort == .newestFirst, end: end,
+            into: &rows
+        ) { byTime ? Array($0.dropFirst(8)) : $0 }
+        return rows
+    }
+
+    /// Reads the members of sorted set `key` between `min` and `max` a chunk at a time, and the records they
+    /// name (`id` turns a member into a record id, nil to skip it), until `rows` holds `end` live rows.
+    private func collect(
+        _ key: [UInt8], from min: [UInt8], to max: [UInt8], reverse: Bool, end: Int,
+        into rows: inout [Row], id: ([UInt8]) -> [UInt8]?
+    ) async throws {
         var offset = 0
         while rows.count < end {
-            let members = try await range(
-                key, Array("-".utf8), Array("+".utf8), offset: offset,
-                reverse: sort == .newestFirst)
-            let ids = members.map { byTime ? Array($0.dropFirst(8)) : $0 }
+            let members = try await range(key, min, max, offset: offset, reverse: reverse)
+            let ids = members.compactMap(id)
             let records = try await tier.records(keys: ids.map { tier.layout.record(type: type, id: $0) })
             let now = Clock.now()
             for (id, bytes) in zip(ids, records) {
@@ -187,7 +188,6 @@ struct SharedTierQuery {
             if members.count < Self.chunk { break }
             offset += members.count
         }
-        return rows
     }
 
     // MARK: - Server calls

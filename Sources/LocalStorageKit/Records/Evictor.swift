@@ -132,7 +132,8 @@ final class Evictor {
         var best: (schema: TypeSchema, key: [UInt8], rank: Rank)?
         func consider(_ schema: TypeSchema, _ found: (key: [UInt8], rank: Rank)?) {
             guard let found else { return }
-            if best == nil || found.rank < best!.rank { best = (schema, found.key, found.rank) }
+            if let current = best, current.rank <= found.rank { return }
+            best = (schema, found.key, found.rank)
         }
         for schema in scope { consider(schema, try expiredHead(schema, now: now, txn: txn)) }
         if let best { return (best.schema, best.key) }

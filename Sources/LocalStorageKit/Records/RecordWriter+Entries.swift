@@ -1,0 +1,82 @@
+/// A record's entries: update time, expiry, signature and index entries, with the count tree kept in step.
+extension RecordWriter {
+    /// Adds the update-time, expiry, signature and index entries of a record: index entries in the indexes
+    /// of the declaration its header names (this schema's, but for imported records).
+    static func addEntries(of header: RecordHeader, key: [UInt8], schema: TypeSchema, txn: Transaction) throws {
+        try txn.put(schema.updated, key: timeKey(header.updatedAt), value: key)
+        if header.expiresAt != 0 {
+            try txn.put(schema.expiry, key: timeKey(header.expiresAt), value: key)
+        }
+        try txn.put(schema.signatures, key: signatureKey(header.signature), value: key)
+        let indexes =
+            header.signature == schema.signature
+            ? schema.indexes : try schema.declaredIndexes(signature: header.signature, txn: txn) ?? schema.indexes
+        for index in indexes {
+            try addEntry(indexKey(of: header, for: index), id: key, to: index, schema: schema, txn: txn)
+        }
+    }
+
+    /// Removes the update-time, expiry, signature and index entries of a record, from every index the
+    /// record may be in whatever declaration it was indexed with (removing an absent pair does nothing).
+    static func removeEntries(
+        of header: RecordHeader, key: [UInt8], schema: TypeSchema,
+        txn: Transaction
+    ) throws {
+        try txn.delete(schema.updated, key: timeKey(header.updatedAt), value: key)
+        if header.expiresAt != 0 {
+            try txn.delete(schema.expiry, key: timeKey(header.expiresAt), value: key)
+        }
+        try txn.delete(schema.signatures, key: signatureKey(header.signature), value: key)
+        for index in try schema.indexesHolding(signature: header.signature, txn: txn) {
+            try removeEntry(indexKey(of: header, for: index), id: key, from: index, schema: schema, txn: txn)
+        }
+    }
+
+    /// Adds one index entry and counts it in the count tree.
+    static func addEntry(
+        _ entryKey: [UInt8], id: [UInt8], to index: TypeSchema.Index, schema: TypeSchema,
+        txn: Transaction
+    ) throws {
+        let added = try entryKey.withUnsafeBytes { k in
+            try id.withUnsafeBytes { v in try txn.insert(index.dbi, key: k, value: v) }
+        }
+        if added, let counts = schema.counts {
+            try entryKey.withUnsafeBytes { try CountTree.adjust($0, by: 1, index: index, counts: counts, txn: txn) }
+        }
+    }
+
+    /// Removes one index entry, if present, and uncounts it.
+    static func removeEntry(
+        _ entryKey: [UInt8], id: [UInt8], from index: TypeSchema.Index, schema: TypeSchema,
+        txn: Transaction
+    ) throws {
+        if try txn.delete(index.dbi, key: entryKey, value: id), let counts = schema.counts {
+            try entryKey.withUnsafeBytes { try CountTree.adjust($0, by: -1, index: index, counts: counts, txn: txn) }
+        }
+    }
+
+    /// Removes every entry pointing at `key` from every secondary database of the type, by walking them:
+    /// for a record whose header is damaged, so it cannot say where its entries are. O(entries), rare.
+    static func removeEntriesOfDamagedRecord(key: [UInt8], schema: TypeSchema, txn: Transaction) throws {
+        let indexes = try schema.current(in: txn)?.allIndexes ?? schema.allIndexes
+        func entries(pointingAtKeyIn dbi: Database) throws -> [[UInt8]] {
+            var found: [[UInt8]] = []
+            try txn.withCursor(dbi) { cursor in
+                var entry = try cursor.move(.first)
+                while let current = entry {
+                    if current.value.elementsEqual(key) { found.append(Array(current.key)) }
+                    entry = try cursor.move(.next)
+                }
+            }
+            return found
+        }
+        for dbi in [schema.updated, schema.expiry, schema.signatures] {
+            for entryKey in try entries(pointingAtKeyIn: dbi) { try txn.delete(dbi, key: entryKey, value: key) }
+        }
+        for index in indexes {
+            for entryKey in try entries(pointingAtKeyIn: index.dbi) {
+                try removeEntry(entryKey, id: key, from: index, schema: schema, txn: txn)
+            }
+        }
+    }
+}
