@@ -68,6 +68,10 @@ public struct LocalStorageConfiguration: Sendable {
     /// default) for a store of this host alone. See ``SharedTierConfiguration``.
     public var sharedTier: SharedTierConfiguration?
 
+    /// The clock the store reads and waits on (expiry, sweeps, coalescing, backoff, lease deadlines): the
+    /// system's by default; tests set a ``VirtualClock``. Belongs to the environment (taken from the first open).
+    @_spi(Testing) public var clock: any StorageClock = SystemClock()
+
     /// A configuration with every default.
     public init() {}
 

@@ -14,6 +14,8 @@ final class StoreCore: Sendable {
     let evictions = EvictionTally()
     let hub: ObserverHub
     let configuration: LocalStorageConfiguration
+    /// The clock every time this store reads or waits on comes from (``LocalStorageConfiguration/clock``).
+    let clock: any StorageClock
     let logger: (any StorageLogger)?
     let meta: Database
     /// The change log every commit appends to (see ``ChangeLog``).
@@ -58,6 +60,7 @@ final class StoreCore: Sendable {
         }
         self.directory = directory
         self.configuration = configuration
+        self.clock = configuration.clock
         self.logger = configuration.logger
         let hub = ObserverHub()
         self.hub = hub

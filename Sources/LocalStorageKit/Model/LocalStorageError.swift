@@ -33,6 +33,15 @@ public enum LocalStorageError: Error, Sendable, CustomStringConvertible, Equatab
     /// says what failed (never the password). A write that throws it changed nothing; a read that throws it
     /// found no local copy to serve.
     case sharedTierUnavailable(String)
+    /// The store was closed: it cannot be used any more. Open it again.
+    case closed
+    /// A load through the cache (``LocalStorage/fetch(_:id:policy:load:)``) took longer than its
+    /// ``LoadPolicy/loadTimeout``; the id is the one being loaded.
+    case loadTimedOut(id: String)
+    /// A record can never fit a `maxBytes` limit: its payload alone is larger. Nothing was written or evicted.
+    case recordTooLarge(id: String, size: Int, limit: Int)
+    /// An expiration that is not a finite time a store can keep (NaN, infinite, or out of range).
+    case invalidExpiration(String)
 
     /// A one-line explanation of the error, naming the id, index, version or path involved.
     public var description: String {
@@ -51,6 +60,11 @@ public enum LocalStorageError: Error, Sendable, CustomStringConvertible, Equatab
         case .openFailed(let path, let reason): "Cannot open the store at \(path): \(reason)"
         case .storageError(let code, let message): "Storage error \(code): \(message)"
         case .sharedTierUnavailable(let reason): "The shared tier is unavailable: \(reason)"
+        case .closed: "The store is closed: open it again to use it"
+        case .loadTimedOut(let id): "Loading \"\(id)\" took longer than the load timeout: it was given up"
+        case .recordTooLarge(let id, let size, let limit):
+            "The record \"\(id)\" (\(size) bytes) can never fit the limit of \(limit) bytes: nothing was written"
+        case .invalidExpiration(let reason): "Invalid expiration: \(reason)"
         }
     }
 
@@ -74,6 +88,11 @@ public enum LocalStorageError: Error, Sendable, CustomStringConvertible, Equatab
         case (.storageError(let codeA, let messageA), .storageError(let codeB, let messageB)):
             codeA == codeB && messageA == messageB
         case (.sharedTierUnavailable(let a), .sharedTierUnavailable(let b)): a == b
+        case (.closed, .closed): true
+        case (.loadTimedOut(let a), .loadTimedOut(let b)): a == b
+        case (.recordTooLarge(let idA, let sizeA, let limitA), .recordTooLarge(let idB, let sizeB, let limitB)):
+            idA == idB && sizeA == sizeB && limitA == limitB
+        case (.invalidExpiration(let a), .invalidExpiration(let b)): a == b
         default: false
         }
     }

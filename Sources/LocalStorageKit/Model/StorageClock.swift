@@ -1,0 +1,145 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The one source of time for everything the library reads or waits on: expiry, the sweeper,
+/// coalescing windows, reconnect backoff, lease deadlines, change-log trimming.
+///
+/// A store takes its clock from ``LocalStorageConfiguration/clock`` (the system's by default); tests
+/// give it a ``VirtualClock`` and advance time by hand, so no test waits for time to pass.
+@_spi(Testing) public protocol StorageClock: Sendable {
+    /// Wall-clock time in nanoseconds since 1970, the unit of every timestamp on disk.
+    func wallNanoseconds() -> Int64
+    /// Monotonic time since an arbitrary origin, for deadlines, windows and backoff.
+    func uptime() -> Duration
+    /// Suspends until ``uptime()`` reaches `deadline`; throws `CancellationError` when the task is cancelled.
+    func sleep(until deadline: Duration) async throws
+}
+
+extension StorageClock {
+    /// Suspends for `duration` of this clock's time.
+    func sleep(for duration: Duration) async throws {
+        try await sleep(until: uptime() + duration)
+    }
+
+    /// Now as a date.
+    func date() -> Date { Clock.date(fromNanoseconds: wallNanoseconds()) }
+}
+
+/// The system's clocks: `CLOCK_REALTIME` for timestamps, `ContinuousClock` for waiting.
+struct SystemClock: StorageClock {
+    private static let origin = ContinuousClock.now
+
+    func wallNanoseconds() -> Int64 { Clock.now() }
+
+    func uptime() -> Duration { ContinuousClock.now - SystemClock.origin }
+
+    func sleep(until deadline: Duration) async throws {
+        try await Task.sleep(until: SystemClock.origin + deadline, clock: .continuous)
+    }
+}
+
+/// A clock that moves only when a test says so.
+///
+/// ```swift
+/// let clock = VirtualClock()
+/// var config = LocalStorageConfiguration.inMemory
+/// config.clock = clock
+/// // … save with .seconds(30) …
+/// clock.advance(by: .seconds(31))      // the record has expired; sleepers due by now wake up
+/// ```
+///
+/// Wall time starts at `start` and moves with ``advance(by:)`` in step with ``uptime()``. A task that
+/// sleeps on this clock wakes when an advance reaches its deadline, never before; ``sleepers`` and
+/// ``waitForSleepers(_:)`` let a test wait until the code under test is waiting before it advances.
+@_spi(Testing) public final class VirtualClock: StorageClock {
+    private struct Sleeper {
+        let deadline: Duration
+        let continuation: CheckedContinuation<Void, any Error>
+    }
+
+    private struct State {
+        var elapsed: Duration = .zero
+        var sleepers: [UInt64: Sleeper] = [:]
+        var nextToken: UInt64 = 0
+        var sleeperWaiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+    }
+
+    private let startNanoseconds: Int64
+    private let state = Mutex(State())
+
+    /// A clock whose wall time starts at `start` (by default the real time now, so that expirations
+    /// given as dates behave as they would).
+    public init(start: Date = Date()) {
+        startNanoseconds = Clock.nanoseconds(from: start)
+    }
+
+    public func wallNanoseconds() -> Int64 {
+        let elapsed = state.withLock { $0.elapsed }
+        return startNanoseconds &+ VirtualClock.nanoseconds(elapsed)
+    }
+
+    public func uptime() -> Duration { state.withLock { $0.elapsed } }
+
+    /// How many tasks are sleeping on this clock now.
+    public var sleepers: Int { state.withLock { $0.sleepers.count } }
+
+    /// Moves time forward by `duration` and wakes every sleeper whose deadline it reaches.
+    public func advance(by duration: Duration) {
+        let due: [CheckedContinuation<Void, any Error>] = state.withLock { state in
+            state.elapsed += max(duration, .zero)
+            let now = state.elapsed
+            let tokens = state.sleepers.filter { $0.value.deadline <= now }.map(\.key)
+            return tokens.compactMap { state.sleepers.removeValue(forKey: $0)?.continuation }
+        }
+        for continuation in due { continuation.resume() }
+    }
+
+    /// Returns once at least `count` tasks are sleeping on this clock.
+    public func waitForSleepers(_ count: Int = 1) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let ready = state.withLock { state -> Bool in
+                if state.sleepers.count >= count { return true }
+                state.sleeperWaiters.append((count, continuation))
+                return false
+            }
+            if ready { continuation.resume() }
+        }
+    }
+
+    public func sleep(until deadline: Duration) async throws {
+        let token = state.withLock { state -> UInt64 in
+            state.nextToken += 1
+            return state.nextToken
+        }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let (resumeNow, waiters) = state.withLock {
+                    state -> (Bool, [CheckedContinuation<Void, Never>]) in
+                    if Task.isCancelled || deadline <= state.elapsed { return (true, []) }
+                    state.sleepers[token] = Sleeper(deadline: deadline, continuation: continuation)
+                    let count = state.sleepers.count
+                    let ready = state.sleeperWaiters.filter { $0.count <= count }.map(\.continuation)
+                    state.sleeperWaiters.removeAll { $0.count <= count }
+                    return (false, ready)
+                }
+                for waiter in waiters { waiter.resume() }
+                if resumeNow { continuation.resume() }
+            }
+        } onCancel: {
+            let sleeper = state.withLock { $0.sleepers.removeValue(forKey: token) }
+            sleeper?.continuation.resume(throwing: CancellationError())
+        }
+        try Task.checkCancellation()
+    }
+
+    private static func nanoseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        return seconds &* 1_000_000_000 &+ attoseconds / 1_000_000_000
+    }
+}
