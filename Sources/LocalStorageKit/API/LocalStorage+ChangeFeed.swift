@@ -37,7 +37,7 @@ extension LocalStorage {
         try await operation("changes(of:since:)") {
             let schema = try await core.schema(for: T.self)
             let session = makeDecodeSession(for: schema)
-            let now = Clock.now()
+            let now = core.clock.wallNanoseconds()
             let changeLog = core.changeLog
             let result = try core.environment.read { txn in
                 try ChangeFeed.read(

@@ -21,7 +21,7 @@ extension LocalStorage {
         _ type: T.Type, id: String, schema: TypeSchema,
         through tier: MemoryTier
     ) throws -> T? {
-        let now = Clock.now()
+        let now = core.clock.wallNanoseconds()
         let tierKey = MemoryTier.Key(type: schema.number, id: id)
         var utf8 = id
         if let held = tier.value(T.self, for: tierKey, now: now) {

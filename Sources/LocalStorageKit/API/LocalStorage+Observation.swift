@@ -100,7 +100,7 @@ extension LocalStorage {
             found = try key.withUnsafeBytes { key in
                 try core.environment.read { txn in
                     try RecordReader.get(
-                        T.self, key: key, id: id, schema: schema, now: Clock.now(), txn: txn,
+                        T.self, key: key, id: id, schema: schema, now: core.clock.wallNanoseconds(), txn: txn,
                         session: session
                     ).value
                 }
@@ -121,7 +121,7 @@ extension LocalStorage {
         guard let schema = core.cachedSchema(for: T.self) else { return nil }
         do {
             return try core.environment.read { txn in
-                try RecordReader.nextExpiry(schema: schema, after: Clock.now(), txn: txn)
+                try RecordReader.nextExpiry(schema: schema, after: core.clock.wallNanoseconds(), txn: txn)
             }
         } catch {
             core.logger?.log(
@@ -189,7 +189,7 @@ extension LocalStorage {
             bufferingPolicy: buffering)
         let name = T.storageName
         let live = LiveQuery<T>(
-            coalescing: configuration.liveQueryCoalescing,
+            coalescing: configuration.liveQueryCoalescing, clock: core.clock,
             firstDesign: configuration.liveQueriesUseTheFirstDesign)
         // Subscribe before the first run so that no commit after this call can be missed.
         let token = core.hub.subscribe(name) { changes in live.invalidate(for: changes) }

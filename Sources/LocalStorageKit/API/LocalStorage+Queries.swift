@@ -28,7 +28,7 @@ extension LocalStorage {
             let plan = try QueryPlan(filters: filters, sort: sort, schema: schema)
             guard QueryRunner.usesIndexes(plan) else { return try await fetch(T.self, options: options) }
             try await migrateIfPending(T.self, schema: schema)
-            let now = Clock.now()
+            let now = core.clock.wallNanoseconds()
             let session = makeDecodeSession(for: schema)
             let (items, expired) = try await readIndexed(T.self, schema: schema) { txn in
                 try QueryRunner.fetch(
@@ -51,7 +51,7 @@ extension LocalStorage {
             await sharedTier?.awaitSettled()
             let plan = try QueryPlan(filters: filters, sort: nil, schema: schema)
             try await migrateIfPending(T.self, schema: schema)
-            let now = Clock.now()
+            let now = core.clock.wallNanoseconds()
             return try await readIndexed(T.self, schema: schema) { txn in
                 try QueryRunner.count(plan: plan, schema: schema, now: now, txn: txn)
             }
@@ -73,7 +73,7 @@ extension LocalStorage {
             await sharedTier?.awaitSettled()
             let plan = try QueryPlan(filters: filters, sort: sort, schema: schema)
             try await migrateIfPending(T.self, schema: schema)
-            let now = Clock.now()
+            let now = core.clock.wallNanoseconds()
             let session = makeDecodeSession(for: schema)
             let result = try await readIndexed(T.self, schema: schema) { txn in
                 try QueryRunner.page(

@@ -81,7 +81,7 @@ extension LocalStorage {
                 }
                 return value
             }
-            let now = Clock.now()
+            let now = core.clock.wallNanoseconds()
             let session = makeDecodeSession(for: schema)
             var expired = false
             var utf8 = id
@@ -120,7 +120,7 @@ extension LocalStorage {
             let options = try options.validated()
             let schema = try await core.schema(for: T.self)
             await sharedTier?.awaitSettled()
-            let now = Clock.now()
+            let now = core.clock.wallNanoseconds()
             let session = makeDecodeSession(for: schema)
             let (items, expired) = try core.environment.read { txn in
                 try RecordReader.list(T.self, schema: schema, options: options, now: now, txn: txn, session: session)
@@ -137,7 +137,7 @@ extension LocalStorage {
         try await operation("count") {
             let schema = try await core.schema(for: T.self)
             await sharedTier?.awaitSettled()
-            let now = Clock.now()
+            let now = core.clock.wallNanoseconds()
             return try core.environment.read { txn in try RecordReader.count(schema: schema, now: now, txn: txn) }
         }
     }
@@ -152,7 +152,7 @@ extension LocalStorage {
             let schema = try await core.schema(for: T.self)
             let key = try RecordWriter.key(for: id)
             await sharedTier?.awaitSettled()
-            let now = Clock.now()
+            let now = core.clock.wallNanoseconds()
             let local = try core.environment.read { txn in
                 try RecordReader.metadata(T.self, key: key, id: id, schema: schema, now: now, txn: txn)
             }

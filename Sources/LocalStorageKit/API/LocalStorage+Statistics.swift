@@ -17,7 +17,7 @@ extension LocalStorage {
     nonisolated(nonsending) public func statistics() async throws -> StorageStatistics {
         try await operation("statistics") {
             let schemas = try await core.allSchemas()
-            let now = Clock.now()
+            let now = core.clock.wallNanoseconds()
             let environment = core.environment
             let info = environment.info()
             let pageSize = try environment.mainStatistics().pageSize
@@ -48,7 +48,7 @@ extension LocalStorage {
     nonisolated(nonsending) public func statistics<T: LocalStorable>(for type: T.Type) async throws -> TypeStatistics {
         try await operation("statistics(for:)") {
             let schema = try await core.schema(for: T.self)
-            let now = Clock.now()
+            let now = core.clock.wallNanoseconds()
             return try core.environment.read { txn in try typeStatistics(schema, now: now, txn: txn) }
         }
     }

@@ -53,7 +53,7 @@ extension LocalStorage {
         try await operationPassingCallerErrors("read") {
             var attempt = 0
             while true {
-                let now = Clock.now()
+                let now = core.clock.wallNanoseconds()
                 var outcome: Result<R, any Error>?
                 let transaction = try core.environment.read { txn in
                     let transaction = StorageReadTransaction(

@@ -69,14 +69,14 @@ final class StoreCore: Sendable {
         let evictor = Evictor(book: limits, notes: accessNotes, evictions: evictions)
         let writer = Writer(
             environment: environment, hub: hub, logger: configuration.logger, changeLog: changeLog,
-            evictor: evictor)
+            evictor: evictor, clock: configuration.clock)
         self.writer = writer
         liveQueries = LiveQueryCenter(
             environment: environment, hub: hub, writer: writer, changeLog: changeLog,
-            meta: meta, pollInterval: configuration.externalChangePollInterval)
+            meta: meta, pollInterval: configuration.externalChangePollInterval, clock: configuration.clock)
         sweeper = ExpirySweeper(
             writer: writer, meta: meta, interval: configuration.expirySweepInterval,
-            logger: configuration.logger)
+            logger: configuration.logger, clock: configuration.clock)
         logger?.log(level: .info, message: "Opened store", metadata: ["path": directory.path])
         if environment.recreatedUnfinishedDataFile {
             logger?.log(

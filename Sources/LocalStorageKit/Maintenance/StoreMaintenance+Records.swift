@@ -31,7 +31,7 @@ extension StoreMaintenance {
         }
         let order = try query.order.map { (try index($0.index, of: schema), $0.isDescending) }
         let end = query.limit.map { query.offset + max(0, $0) } ?? Int.max
-        let now = Clock.now()
+        let now = clock.wallNanoseconds()
         return try read { txn in
             var keys: [[UInt8]] = []
             if let driving = conditions.first {
@@ -89,7 +89,7 @@ extension StoreMaintenance {
     public func record(_ typeName: String, id: String) throws -> RecordDetail {
         let schema = try storedType(typeName).schema
         let key = try StoreMaintenance.mappingErrors { try RecordWriter.key(for: id) }
-        let now = Clock.now()
+        let now = clock.wallNanoseconds()
         return try read { txn in
             guard let bytes = try txn.get(schema.records, key: key) else {
                 throw MaintenanceError.recordNotFound(type: schema.name, id: id)
@@ -201,7 +201,7 @@ extension StoreMaintenance {
     ) async throws -> [String: Int] {
         let types = try typeName.map { [try storedType($0)] } ?? currentCatalog.sortedTypes
         let schemas = types.map(\.schema)
-        let now = Clock.now()
+        let now = clock.wallNanoseconds()
         let total = try read { txn in
             try schemas.reduce(0) { $0 + (try RecordReader.expiredKeys(schema: $1, now: now, txn: txn).count) }
         }

@@ -7,7 +7,7 @@ extension StoreMaintenance {
         let environment = self.environment
         let info = environment.info()
         let catalog = currentCatalog
-        let now = Clock.now()
+        let now = clock.wallNanoseconds()
         return try read { txn in
             let main = try environment.mainStatistics()
             var pages = StoreStatistics.Pages(

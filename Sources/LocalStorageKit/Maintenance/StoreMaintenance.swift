@@ -35,6 +35,8 @@ import Darwin
     let meta: Database
     /// The store with its writer; nil when the store is read-only.
     let core: StoreCore?
+    /// The store's clock (the system's when the store is read-only).
+    var clock: any StorageClock { core?.clock ?? SystemClock() }
     private let catalog = Mutex(Catalog())
 
     /// One stored type as `meta` declares it, with its open databases.

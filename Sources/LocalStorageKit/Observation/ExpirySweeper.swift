@@ -11,8 +11,10 @@ final class ExpirySweeper: Sendable {
 
     private let task: Task<Void, Never>?
 
-    /// Starts sweeping every `interval`; does nothing when `interval` is nil.
-    init(writer: Writer, meta: Database, interval: Duration?, logger: (any StorageLogger)?) {
+    /// Starts sweeping every `interval` of `clock`'s time; does nothing when `interval` is nil.
+    init(
+        writer: Writer, meta: Database, interval: Duration?, logger: (any StorageLogger)?, clock: any StorageClock
+    ) {
         guard let interval else {
             task = nil
             return
@@ -21,7 +23,7 @@ final class ExpirySweeper: Sendable {
         task = Task.detached(priority: .background) { [weak writer] in
             while true {
                 do {
-                    try await Task.sleep(for: period)
+                    try await clock.sleep(for: period)
                 } catch {
                     return  // Cancelled: the store closed.
                 }

@@ -5,17 +5,24 @@ import Synchronization
 /// result it emitted.
 ///
 /// The writer thread calls ``invalidate()`` after each commit that touched the type (or when another
-/// process wrote); that only bumps a counter and wakes the query's task, so it never blocks. The task
-/// reruns at once when its last run is a coalescing window old (the leading edge), else waits out the
-/// rest of the window; it reruns once if anything was committed since its last run, and emits the result
-/// unless it encodes to the same bytes as the last one emitted.
+/// process wrote); that only bumps a counter and wakes the query's task, so it never blocks. The quiet
+/// period counts writes, not emissions: the task reruns at once for a write when no rerun for a write
+/// happened within the last coalescing window (the leading edge; the first write after the initial
+/// result always does), else waits out the rest of that window, so a burst costs at most one rerun per
+/// window. A record's expiry reruns it at once. It reruns once if anything changed since its last run,
+/// and emits the result unless it is the same as the last one emitted. Every wait is on the store's
+/// clock.
 final class LiveQuery<T: LocalStorable>: Sendable {
     /// Commits seen so far; the task compares it before and after each run.
     private let generation = Atomic<UInt64>(0)
+    /// Expiry-timer wake-ups so far: they rerun the query without counting as writes.
+    private let expiries = Atomic<UInt64>(0)
     /// Wakes the task; keeps at most one pending wake-up, so a burst costs one.
     private let wakeUps: AsyncStream<Void>
     private let wake: AsyncStream<Void>.Continuation
     private let coalescing: Duration
+    /// The store's clock: windows and expiry timers wait on it.
+    private let clock: any StorageClock
     /// The query's conditions, once known: changes outside them do not rerun it.
     private let plan = Mutex<QueryPlan?>(nil)
     /// Wakes the query when the soonest expiry among the type's records passes.
@@ -24,8 +31,9 @@ final class LiveQuery<T: LocalStorable>: Sendable {
     /// Sleep out the whole window before each rerun and compare results by JSON (the benchmark's baseline).
     private let firstDesign: Bool
 
-    init(coalescing: Duration, firstDesign: Bool = false) {
+    init(coalescing: Duration, clock: any StorageClock, firstDesign: Bool = false) {
         self.coalescing = max(coalescing, .zero)
+        self.clock = clock
         self.firstDesign = firstDesign
         (wakeUps, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
@@ -43,14 +51,15 @@ final class LiveQuery<T: LocalStorable>: Sendable {
 
     /// Wakes the query just after `moment` (ns since 1970), replacing an earlier wake-up.
     private func invalidate(at moment: Int64) {
-        let delay = max(0, moment - Clock.now()) + 1_000_000
+        let clock = self.clock
+        let delay = Duration.nanoseconds(max(0, moment &- clock.wallNanoseconds()) &+ 1_000_000)
         let timer = Task { [weak self] in
             do {
-                try await Task.sleep(for: .nanoseconds(delay))
+                try await clock.sleep(for: delay)
             } catch {
                 return  // replaced or stopped
             }
-            self?.invalidate()
+            self?.expire()
         }
         expiryTimer.withLock { current in
             current?.cancel()
@@ -61,6 +70,12 @@ final class LiveQuery<T: LocalStorable>: Sendable {
     /// Marks the current result stale (called on the writer thread; never blocks).
     func invalidate() {
         generation.add(1, ordering: .releasing)
+        wake.yield()
+    }
+
+    /// Marks the current result stale because a record may have expired: reruns without waiting for a window.
+    private func expire() {
+        expiries.add(1, ordering: .releasing)
         wake.yield()
     }
 
@@ -80,7 +95,7 @@ final class LiveQuery<T: LocalStorable>: Sendable {
         query: () async throws -> [T], nextExpiry: () -> Int64? = { nil },
         onRerun: () -> Void = {}
     ) async {
-        var seen = generation.load(ordering: .acquiring)
+        var seen = (writes: generation.load(ordering: .acquiring), expiries: expiries.load(ordering: .acquiring))
         var lastEmitted: Fingerprint?
         /// One run, with the id and update time of each row it decoded.
         func run() async throws -> (result: [T], fingerprint: Fingerprint?) {
@@ -93,22 +108,24 @@ final class LiveQuery<T: LocalStorable>: Sendable {
             let first = try await run()
             lastEmitted = first.fingerprint
             output.yield(first.result)
-            var lastRun = ContinuousClock.now
+            /// When the last rerun for a write started; nil until one did (the initial result does not count).
+            var lastWriteRun: Duration?
             for await _ in wakeUps {
-                // Leading edge: the first commit after a quiet window reruns at once; while commits keep
-                // coming, at most one rerun per window.
-                let quiet = ContinuousClock.now - lastRun
+                // Leading edge: the first write after a window without reruns for writes reruns at once;
+                // while writes keep coming, at most one rerun per window.
                 if firstDesign {
-                    try await Task.sleep(for: coalescing)
-                } else if quiet < coalescing {
-                    try await Task.sleep(for: coalescing - quiet)
+                    try await clock.sleep(for: coalescing)
+                } else if generation.load(ordering: .acquiring) != seen.writes, let lastWriteRun,
+                    clock.uptime() < lastWriteRun + coalescing
+                {
+                    try await clock.sleep(until: lastWriteRun + coalescing)
                 }
-                // Read the counter before the query starts: a commit after this point bumps it again
+                // Read the counters before the query starts: a commit after this point bumps them again
                 // and brings another (possibly silent) rerun, so none is ever missed.
-                let current = generation.load(ordering: .acquiring)
+                let current = (writes: generation.load(ordering: .acquiring), expiries: expiries.load(ordering: .acquiring))
                 guard current != seen else { continue }
+                if current.writes != seen.writes { lastWriteRun = clock.uptime() }
                 seen = current
-                lastRun = ContinuousClock.now
                 let (result, fingerprint) = try await run()
                 onRerun()
                 if fingerprint == nil || fingerprint != lastEmitted {

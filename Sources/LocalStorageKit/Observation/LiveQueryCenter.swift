@@ -29,6 +29,8 @@ final class LiveQueryCenter: Sendable {
     private let changeLog: ChangeLog
     private let meta: Database
     private let pollInterval: Duration
+    /// The store's clock, which the poller waits on.
+    private let clock: any StorageClock
     private let state = Mutex(State())
     private let externalChanges = Atomic<Int>(0)
     private let reruns = Atomic<Int>(0)
@@ -41,8 +43,9 @@ final class LiveQueryCenter: Sendable {
 
     init(
         environment: Environment, hub: ObserverHub, writer: Writer, changeLog: ChangeLog, meta: Database,
-        pollInterval: Duration
+        pollInterval: Duration, clock: any StorageClock
     ) {
+        self.clock = clock
         self.environment = environment
         self.hub = hub
         self.writer = writer
@@ -82,12 +85,13 @@ final class LiveQueryCenter: Sendable {
                 state.position = nil  // read at the first poll, which reruns every observer then
             }
             let interval = pollInterval
+            let clock = self.clock
             // Default priority: at a lower one, a process busy with other tasks could starve the poll, and
             // other processes' writes would wait for it.
             state.poller = Task.detached { [weak self] in
                 while true {
                     do {
-                        try await Task.sleep(for: interval)
+                        try await clock.sleep(for: interval)
                     } catch {
                         return  // Cancelled: the last observer ended or the store closed.
                     }

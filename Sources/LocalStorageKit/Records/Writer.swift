@@ -132,14 +132,18 @@ final class Writer: @unchecked Sendable {
 
     static let maxBatchRequests = 4096
 
+    /// The store's clock, which every batch's timestamp comes from.
+    let clock: any StorageClock
+
     /// The store's change log, which every commit appends to in its own transaction.
     let changeLog: ChangeLog?
 
     init(
         environment: Environment, hub: any CommitListener, logger: (any StorageLogger)?,
-        changeLog: ChangeLog? = nil, evictor: Evictor? = nil
+        changeLog: ChangeLog? = nil, evictor: Evictor? = nil, clock: any StorageClock
     ) {
         self.environment = environment
+        self.clock = clock
         self.evictor = evictor
         self.changeLog = changeLog
         self.hub = hub
@@ -277,7 +281,7 @@ final class Writer: @unchecked Sendable {
     }
 
     func nextTimestamp() -> Int64 {
-        let now = max(Clock.now(), lastTimestamp + 1)
+        let now = max(clock.wallNanoseconds(), lastTimestamp + 1)
         lastTimestamp = now
         return now
     }
