@@ -190,7 +190,8 @@ extension LocalStorage {
         let name = T.storageName
         let live = LiveQuery<T>(
             coalescing: configuration.liveQueryCoalescing, clock: core.clock,
-            firstDesign: configuration.liveQueriesUseTheFirstDesign)
+            firstDesign: configuration.liveQueriesUseTheFirstDesign,
+            onInvalidate: { [center = core.liveQueries] in center.noteInvalidation() })
         // Subscribe before the first run so that no commit after this call can be missed.
         let token = core.hub.subscribe(name) { changes in live.invalidate(for: changes) }
         core.liveQueries.beginObserving()

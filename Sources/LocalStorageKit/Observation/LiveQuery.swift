@@ -28,11 +28,19 @@ final class LiveQuery<T: LocalStorable>: Sendable {
     /// Wakes the query when the soonest expiry among the type's records passes.
     private let expiryTimer = Mutex<Task<Void, Never>?>(nil)
 
+    /// Called each time a commit marks the result stale (tests count them: a change outside the query's
+    /// conditions must not).
+    private let onInvalidate: @Sendable () -> Void
+
     /// Sleep out the whole window before each rerun and compare results by JSON (the benchmark's baseline).
     private let firstDesign: Bool
 
-    init(coalescing: Duration, clock: any StorageClock, firstDesign: Bool = false) {
+    init(
+        coalescing: Duration, clock: any StorageClock, firstDesign: Bool = false,
+        onInvalidate: @escaping @Sendable () -> Void = {}
+    ) {
         self.coalescing = max(coalescing, .zero)
+        self.onInvalidate = onInvalidate
         self.clock = clock
         self.firstDesign = firstDesign
         (wakeUps, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
@@ -45,17 +53,19 @@ final class LiveQuery<T: LocalStorable>: Sendable {
     /// is not described, so it may).
     func invalidate(for changes: [PublishedChange]) {
         let plan = self.plan.withLock { $0 }
-        guard let plan, !changes.isEmpty else { return invalidate() }
-        if changes.contains(where: plan.mayBeAffected) { invalidate() }
+        if let plan, !changes.isEmpty, !changes.contains(where: plan.mayBeAffected) { return }
+        onInvalidate()
+        invalidate()
     }
 
     /// Wakes the query just after `moment` (ns since 1970), replacing an earlier wake-up.
     private func invalidate(at moment: Int64) {
         let clock = self.clock
-        let delay = Duration.nanoseconds(max(0, moment &- clock.wallNanoseconds()) &+ 1_000_000)
+        // The deadline is fixed now, not when the task starts: time that passes meanwhile counts.
+        let deadline = clock.uptime() + .nanoseconds(max(0, moment &- clock.wallNanoseconds()) &+ 1_000_000)
         let timer = Task { [weak self] in
             do {
-                try await clock.sleep(for: delay)
+                try await clock.sleep(until: deadline)
             } catch {
                 return  // replaced or stopped
             }

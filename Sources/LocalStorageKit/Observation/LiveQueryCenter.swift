@@ -34,12 +34,20 @@ final class LiveQueryCenter: Sendable {
     private let state = Mutex(State())
     private let externalChanges = Atomic<Int>(0)
     private let reruns = Atomic<Int>(0)
+    private let invalidations = Atomic<Int>(0)
 
     /// How many times live queries of this store reran after their first result (tests read it).
     var rerunCount: Int { reruns.load(ordering: .relaxed) }
 
     /// Counts one rerun of a live query.
     func noteRerun() { reruns.add(1, ordering: .relaxed) }
+
+    /// How many commits marked a live query of this store stale (counted on the writer thread before the
+    /// commit's callers resume, so a test reads it right after a save returns).
+    var invalidationCount: Int { invalidations.load(ordering: .relaxed) }
+
+    /// Counts one commit that marked a live query stale.
+    func noteInvalidation() { invalidations.add(1, ordering: .relaxed) }
 
     init(
         environment: Environment, hub: ObserverHub, writer: Writer, changeLog: ChangeLog, meta: Database,
