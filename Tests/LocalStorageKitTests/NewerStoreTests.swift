@@ -2,7 +2,7 @@ import CLMDB
 import Foundation
 import Testing
 
-@_spi(Maintenance) @testable import LocalStorageKit
+@_spi(Maintenance) @_spi(Testing) @testable import LocalStorageKit
 
 /// A record type as a newer app version writes it (version 3) and as this one knows it (version 2).
 struct Sheet3: LocalStorageVersioned, LocalStorageIndexed, Equatable {
@@ -113,7 +113,10 @@ struct Sheet2: LocalStorageVersioned, LocalStorageIndexed, Equatable {
     @Test(arguments: ["save", "delete", "purge"])
     func aDamagedRecordThatIsReplacedOrDeletedLeavesNoEntryBehind(action: String) async throws {
         let directory = temporaryDirectory()
-        try await withStore(diskConfiguration(directory)) { storage async throws in
+        let clock = VirtualClock()
+        var configuration = diskConfiguration(directory)
+        configuration.clock = clock
+        try await withStore(configuration) { storage async throws in
             try await storage.save(
                 contentsOf: (0..<5).map(Product.sample),
                 expiration: action == "purge" ? .seconds(1) : .hours(1))
@@ -125,7 +128,7 @@ struct Sheet2: LocalStorageVersioned, LocalStorageIndexed, Equatable {
             case "save": try await storage.save(Product.sample(2))
             case "delete": try await storage.delete(Product.self, id: "sku_2")
             default:
-                try await Task.sleep(for: .milliseconds(1100))
+                clock.advance(by: .milliseconds(1100))
                 #expect(try await storage.purgeExpired() == 5)
             }
             #expect(try await verifyProblems(storage) == [])

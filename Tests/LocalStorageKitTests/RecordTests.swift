@@ -2,7 +2,7 @@ import CLMDB
 import Foundation
 import Testing
 
-@testable import LocalStorageKit
+@_spi(Testing) @testable import LocalStorageKit
 
 @Suite struct RecordTests {
     @Test func savedProductRoundTrips() async throws {
@@ -58,14 +58,18 @@ import Testing
     }
 
     @Test func metadataDescribesTheRecord() async throws {
-        let storage = try LocalStorage(configuration: .inMemory)
-        let before = Date()
+        let start = Date(timeIntervalSince1970: 1_800_000_000)
+        var configuration = LocalStorageConfiguration.inMemory
+        configuration.clock = VirtualClock(start: start)
+        let storage = try LocalStorage(configuration: configuration)
         try await storage.save(Note(id: "n", text: "hello"), expiration: .minutes(15))
         let meta = try #require(try await storage.metadata(Note.self, id: "n"))
-        #expect(meta.createdAt >= before.addingTimeInterval(-1))
+        // The store's clock stands still: the save's time is its start (the writer adds a nanosecond
+        // per batch to keep timestamps increasing).
+        #expect(abs(meta.createdAt.timeIntervalSince(start)) < 0.001)
         #expect(meta.createdAt == meta.updatedAt)
         let expiresAt = try #require(meta.expiresAt)
-        #expect(abs(expiresAt.timeIntervalSince(meta.createdAt) - 900) < 1)
+        #expect(abs(expiresAt.timeIntervalSince(meta.createdAt) - 900) < 0.001)
         #expect(
             meta.sizeInBytes == (try JSONEncoder().encode(Note(id: "n", text: "hello"))).count
                 || storage.configuration.codec == .binary)
@@ -76,13 +80,19 @@ import Testing
     }
 
     @Test func expiredRecordsAreInvisibleExceptToMetadata() async throws {
-        let storage = try LocalStorage(configuration: .inMemory)
+        let clock = VirtualClock()
+        var configuration = LocalStorageConfiguration.inMemory
+        configuration.clock = clock
+        let storage = try LocalStorage(configuration: configuration)
         try await storage.save(Note(id: "old", text: "x"), expiration: .date(Date().addingTimeInterval(-1)))
         try await storage.save(Note(id: "live", text: "z"), expiration: .days(7))
         #expect(try await storage.fetch(Note.self, id: "old") == nil)
         #expect(try await storage.count(Note.self) == 1)
         try await storage.save(Note(id: "soon", text: "y"), expiration: .seconds(0.2))
-        try await Task.sleep(for: .milliseconds(300))
+        #expect(try await storage.fetch(Note.self, id: "soon") != nil)
+        clock.advance(by: .milliseconds(199))
+        #expect(try await storage.count(Note.self) == 2)
+        clock.advance(by: .milliseconds(2))
         #expect(try await storage.fetch(Note.self, id: "soon") == nil)
         #expect(try await storage.fetch(Note.self, options: FetchOptions()).map(\.id) == ["live"])
         #expect(try await storage.fetch(Note.self, options: FetchOptions(sort: .newestFirst)).map(\.id) == ["live"])

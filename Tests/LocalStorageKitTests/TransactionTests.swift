@@ -93,12 +93,18 @@ enum ShopError: Error, Equatable {
                 try await storage.save(Note(id: "extra\(round)", text: "x"))
             }
         }
-        let (first, second, count) = try await storage.read { tx in
+        let commits = storage.commitCount
+        let (first, second, count, committed) = try await storage.read { tx in
             let first = try tx.fetch(Note.self)
-            Thread.sleep(forTimeInterval: 0.05)  // writes commit meanwhile
-            return (first, try tx.fetch(Note.self), try tx.count(Note.self))
+            // Writes commit meanwhile: wait for a few (an event, with a generous deadline as a safety net).
+            let deadline = ContinuousClock.now + .seconds(30)
+            while storage.commitCount < commits + 5 && ContinuousClock.now < deadline {
+                Thread.sleep(forTimeInterval: 0.001)
+            }
+            return (first, try tx.fetch(Note.self), try tx.count(Note.self), storage.commitCount - commits)
         }
         try await writer.value
+        #expect(committed >= 5)
         #expect(first == second)
         #expect(count == first.count)
         #expect(Set(first.map(\.text)).count == 1)

@@ -27,8 +27,13 @@ struct CrashSafetyTests {
         for round in 0..<rounds {
             let helper = try HelperProcess(["save-loop", directory.path, durability, "1000000000", "r\(round)"])
             try await helper.waitForLine("ready") { $0 == "ready" }
-            // Any moment: mid-save, mid-commit, mid-growth of the map, between saves.
-            try await Task.sleep(for: .milliseconds(Int.random(in: 0...300, using: &generator)))
+            // Once a few saves were acknowledged (an event, however slow the machine), then any moment:
+            // mid-save, mid-commit, mid-growth of the map, between saves.
+            let acknowledgements = Int.random(in: 2...40, using: &generator)
+            try await waitUntil("\(acknowledgements) saves are acknowledged", seconds: 60) {
+                helper.lines.count > acknowledgements
+            }
+            try await Task.sleep(for: .milliseconds(Int.random(in: 0...100, using: &generator)))
             await helper.kill()
             acknowledged.formUnion(helper.lines.filter { $0 != "ready" && $0 != "done" })
 
