@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # `make docs`: the DocC site of LocalStorageKit, built with the toolchain's own `docc` (no plugin package).
 #
-#  1. builds the LocalStorageKit target with the compiler's symbol-graph output (scripts/symbol-graphs.sh:
-#     public symbols, no synthesized members, its own scratch directory so the test build stays valid);
+#  1. builds the LocalStorageKit target alone and extracts its symbol graphs (scripts/symbol-graphs.sh:
+#     public symbols, no synthesized members; works on a fresh clone, nothing else needs to be built first);
 #  2. checks that every public symbol declared in Sources/ has a `///` comment (scripts/check-doc-coverage.py);
 #  3. checks that every ```swift block of the articles is compiled by ArticleSnippetTests
 #     (scripts/check-doc-snippets.py);
