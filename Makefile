@@ -1,6 +1,8 @@
 # The two commands of the README: `make demo` and `make test`. Both install liblmdb-dev if missing;
 # `make test` also installs libsqlite3-dev (`swift test` builds every target, the benchmark's included) and
 # redis-server (the shared-tier tests start their own on a loopback port unless LOCALSTORAGE_REDIS_PORT names one).
+# `make test` runs the layer check first (scripts/check-layers.py, needs python3): it fails when the check fails or
+# cannot run.
 # `make docs`, `make lint` and `make api-check` are the checks CI runs after the tests (.ci/run).
 .PHONY: demo test bench bench-quick docs lint api-baseline api-check
 
@@ -10,7 +12,8 @@ demo:
 
 test:
 	@scripts/ensure-dependencies.sh lmdb sqlite redis
-	@if command -v python3 >/dev/null 2>&1; then python3 scripts/check-layers.py; fi
+	@command -v python3 >/dev/null 2>&1 || { echo "make test: python3 is needed for the layer check (scripts/check-layers.py)" >&2; exit 1; }
+	python3 scripts/check-layers.py
 	swift test
 
 bench:

@@ -21,24 +21,53 @@ def code(path):
     text = re.sub(r'"(?:\\.|[^"\\\n])*"', '""', text)
     return re.sub(r"//.*", "", text)
 
-declared = {}
-pattern = re.compile(r"^(?:(?:public|private|fileprivate|final|nonisolated|@_spi\(\w+\))\s+)*"
-                     r"(?:struct|enum|class|protocol|actor|typealias)\s+(\w+)", re.M)
-for path in files:
-    for match in pattern.finditer(code(path)):
-        declared.setdefault(match.group(1), folder(path))
+# Every type declaration, at any depth, whatever its modifiers and attributes (`@usableFromInline`,
+# `@_spi(Testing)`, `@available(...)`); `class func` and `class var` are members, not types. Extensions
+# declare nothing themselves. A nested declaration (indented, as swift-format leaves it) is known by its
+# qualified name, `Writer.Context`, the way another folder names it; a top-level one by its name.
+MODIFIER = (r"(?:@\w+(?:\([^()\n]*\))?|public|private|fileprivate|internal|package|open|final|indirect|"
+            r"nonisolated|(?:private|fileprivate|internal|package)\(set\))")
+DECLARATION = re.compile(r"^([ \t]*)(?:" + MODIFIER + r"\s+)*(?:(struct|enum|class|protocol|actor|typealias)\s+"
+                         r"(?!(?:func|var|let|subscript|init|deinit|static)\b)(\w+)|(extension)\s+([\w.]+))")
 
+def declarations(text):
+    """The names of the types `text` declares: top-level ones plain, nested ones qualified."""
+    enclosing = []  # (indent, qualified name) of the types and extensions around the current line
+    for line in text.split("\n"):
+        match = DECLARATION.match(line)
+        if not match:
+            continue
+        indent = len(match.group(1).expandtabs(4))
+        while enclosing and enclosing[-1][0] >= indent:
+            enclosing.pop()
+        outer = enclosing[-1][1] + "." if enclosing else ""
+        if match.group(4):  # an extension: names the types nested in it
+            enclosing.append((indent, match.group(5)))
+            continue
+        name = outer + match.group(3)
+        yield name
+        enclosing.append((indent, name))
+
+declared = collections.defaultdict(set)
+for path in files:
+    for name in declarations(code(path)):
+        declared[name].add(folder(path))
 problems = collections.defaultdict(set)
 for path in files:
     source, text = folder(path), code(path)
     if source not in RANK:
         problems[(source, "?")].add("folder has no rank in scripts/check-layers.py")
         continue
-    for name, target in declared.items():
-        if target == source or RANK.get(target, -1) < RANK[source]:
+    for name, targets in declared.items():
+        # A name the folder declares itself (a nested `State`, say) is its own.
+        if source in targets:
             continue
-        if re.search(r"\b" + name + r"\b", text):
-            problems[(source, target)].add(f"{os.path.basename(path)} names {name}")
+        above = [target for target in targets if RANK.get(target, 99) >= RANK[source]]
+        if not above or len(above) < len(targets):
+            continue  # declared below too: taken as the lower one
+        if re.search(r"\b" + r"\s*\.\s*".join(name.split(".")) + r"\b", text):
+            for target in above:
+                problems[(source, target)].add(f"{os.path.basename(path)} names {name}")
 
 for (source, target), uses in sorted(problems.items()):
     print(f"{source}/ -> {target}/: " + "; ".join(sorted(uses)[:6]))
