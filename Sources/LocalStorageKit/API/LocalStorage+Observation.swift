@@ -144,7 +144,8 @@ extension LocalStorage {
     /// }
     /// ```
     ///
-    /// - **Coalescing.** The first commit that touches `T` after a quiet window reruns the query at once;
+    /// - **Coalescing.** The first commit that touches `T` after a quiet window (no rerun for a write within
+    ///   the window; the initial result does not count) reruns the query at once;
     ///   while commits keep coming it reruns at most once per
     ///   ``LocalStorageConfiguration/liveQueryCoalescing`` window, never once per record. A change to a
     ///   record that meets `matching` neither before nor after does not rerun it.
