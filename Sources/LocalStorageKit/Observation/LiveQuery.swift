@@ -132,7 +132,9 @@ final class LiveQuery<T: LocalStorable>: Sendable {
                 }
                 // Read the counters before the query starts: a commit after this point bumps them again
                 // and brings another (possibly silent) rerun, so none is ever missed.
-                let current = (writes: generation.load(ordering: .acquiring), expiries: expiries.load(ordering: .acquiring))
+                let current = (
+                    writes: generation.load(ordering: .acquiring), expiries: expiries.load(ordering: .acquiring)
+                )
                 guard current != seen else { continue }
                 if current.writes != seen.writes { lastWriteRun = clock.uptime() }
                 seen = current
