@@ -329,7 +329,7 @@ extension RecordWriter {
         let view = try RecordDecoding.view(of: bytes, T.self, id: id)
         guard !view.isExpired(at: context.now) else { throw LocalStorageError.notFound(id: id) }
         var header = view.header()
-        header.expiresAt = expiration.expiresAt(now: context.now)
+        header.expiresAt = try expiration.expiresAt(now: context.now)
         try replaceHeader(of: view, with: header, key: key, schema: schema, txn: context.txn)
         context.log(schema, .touched, id: key)
         context.publish(PublishedChange(typeName: schema.name, kind: .touched))
