@@ -150,9 +150,14 @@ final class Writer: @unchecked Sendable {
         thread.start()
     }
 
-    /// Finishes the queued work, then ends the thread. Called once, when the store closes.
+    /// Finishes the queued work, then ends the thread, when the store closes. Later calls do nothing; work
+    /// submitted after it fails with ``LocalStorageError/closed``.
     func stop() {
         condition.lock()
+        if isStopping {
+            condition.unlock()
+            return
+        }
         isStopping = true
         let isWriterThread = thread.map { $0 == Thread.current } ?? false
         thread = nil
@@ -215,7 +220,7 @@ final class Writer: @unchecked Sendable {
             condition.unlock()
             switch work {
             case .batched(_, let finish), .once(_, let finish), .exclusive(_, let finish):
-                finish(LocalStorageError.storageError(code: -1, message: "the store is closed"))
+                finish(LocalStorageError.closed)
             }
             return
         }
