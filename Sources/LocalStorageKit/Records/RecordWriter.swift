@@ -84,6 +84,7 @@ enum RecordWriter {
         _ record: PreparedRecord, expiresAt: Int64, schema: TypeSchema,
         context: Writer.Context
     ) throws -> RecordHeader {
+        try Evictor.refuseOversized(record, schema: schema, context: context)
         let txn = context.txn
         var createdAt = context.now
         var replacesLiveRecord = false
