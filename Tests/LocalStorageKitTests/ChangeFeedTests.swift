@@ -108,7 +108,7 @@ import Testing
         #expect(
             try await storage.changes(of: Note.self, since: fresh).changes == [.inserted(Note(id: "after", text: "y"))])
         // A token from a longer log (another store) is no position here either.
-        let foreign = StorageChangeToken(sequence: 1 << 40)
+        let foreign = StorageChangeToken(sequence: 1 << 40, store: fresh.store)
         await #expect(throws: LocalStorageError.changeTokenExpired) {
             _ = try await storage.changes(of: Note.self, since: foreign)
         }
@@ -176,6 +176,48 @@ import Testing
             #expect(deleted, "\(after)")
             #expect(deletes.values == [.deleted(id: "child-2")])
             deletes.cancel()
+        }
+    }
+}
+
+/// A change token belongs to the store it was taken from.
+@Suite struct ChangeTokenIdentityTests {
+    @Test func aTokenOfADeletedAndRecreatedStoreIsExpired() async throws {
+        let directory = temporaryDirectory()
+        let old: StorageChangeToken = try await withStore(diskConfiguration(directory)) { storage async throws in
+            try await storage.save(contentsOf: (0..<5).map { Note(id: "old\($0)", text: "x") })
+            return try await storage.changeToken()
+        }
+        try FileManager.default.removeItem(at: directory)
+        try await withStore(diskConfiguration(directory)) { storage async throws in
+            // The new store's log is longer than the old token's position: only the identity tells them apart.
+            try await storage.save(contentsOf: (0..<9).map { Note(id: "new\($0)", text: "y") })
+            await #expect(throws: LocalStorageError.changeTokenExpired) {
+                _ = try await storage.changes(of: Note.self, since: old)
+            }
+            let mark = try await storage.changeToken()
+            #expect(old < mark || mark < old)
+            try await storage.save(Note(id: "later", text: "z"))
+            let (changes, next) = try await storage.changes(of: Note.self, since: mark)
+            #expect(changes == [.inserted(Note(id: "later", text: "z"))] && mark < next)
+        }
+    }
+
+    @Test func theIdentityOutlivesReopeningAndTravelsInTheEncodedToken() async throws {
+        let directory = temporaryDirectory()
+        let encoded: Data = try await withStore(diskConfiguration(directory)) { storage async throws in
+            try await storage.save(Note(id: "a", text: "x"))
+            return try JSONEncoder().encode(try await storage.changeToken())
+        }
+        try await withStore(diskConfiguration(directory)) { storage async throws in
+            try await storage.save(Note(id: "b", text: "y"))
+            let token = try JSONDecoder().decode(StorageChangeToken.self, from: encoded)
+            #expect(try await storage.changes(of: Note.self, since: token).changes == [.inserted(Note(id: "b", text: "y"))])
+            // A token encoded before tokens carried an identity: reload in full.
+            let legacy = try JSONDecoder().decode(StorageChangeToken.self, from: Data(#"{"sequence":1}"#.utf8))
+            await #expect(throws: LocalStorageError.changeTokenExpired) {
+                _ = try await storage.changes(of: Note.self, since: legacy)
+            }
         }
     }
 }

@@ -10,10 +10,7 @@ extension LocalStorage {
     nonisolated(nonsending) public func changeToken() async throws -> StorageChangeToken {
         try await operation("changeToken") {
             let changeLog = core.changeLog
-            return StorageChangeToken(
-                sequence: try core.environment.read { txn in
-                    try changeLog.lastSequence(in: txn)
-                })
+            return changeLog.token(try core.environment.read { txn in try changeLog.lastSequence(in: txn) })
         }
     }
 
@@ -56,7 +53,7 @@ enum ChangeFeed {
         _ type: T.Type, since token: StorageChangeToken, schema: TypeSchema, changeLog: ChangeLog, now: Int64,
         txn: Transaction, session: DecodeSession
     ) throws -> (changes: [StorageChange<T>], next: StorageChangeToken) {
-        guard token.sequence >= (try changeLog.trimmedThrough(in: txn)),
+        guard token.store == changeLog.store, token.sequence >= (try changeLog.trimmedThrough(in: txn)),
             token.sequence <= (try changeLog.lastSequence(in: txn))
         else {
             throw LocalStorageError.changeTokenExpired
@@ -100,7 +97,7 @@ enum ChangeFeed {
             }
         }
         ordered.sort { $0.sequence < $1.sequence }
-        return (ordered.map(\.change), StorageChangeToken(sequence: last))
+        return (ordered.map(\.change), changeLog.token(last))
     }
 }
 

@@ -19,7 +19,7 @@ extension LocalStorage {
             }
             try await core.writer.perform { context in
                 try RecordWriter.put(
-                    record, expiresAt: expiration.expiresAt(now: context.now), schema: schema,
+                    record, expiresAt: try expiration.expiresAt(now: context.now), schema: schema,
                     context: context)
             }
         }
@@ -45,7 +45,7 @@ extension LocalStorage {
                     tier: sharedTier)
             }
             try await core.writer.perform { context in
-                let expiresAt = expiration.expiresAt(now: context.now)
+                let expiresAt = try expiration.expiresAt(now: context.now)
                 try RecordWriter.putAll(ordered, expiresAt: expiresAt, schema: schema, context: context)
             }
         }

@@ -22,7 +22,7 @@ extension LocalStorage {
         tier: SharedTier
     ) async throws {
         let now = Clock.now()
-        let expiresAt = expiration.expiresAt(now: now)
+        let expiresAt = try expiration.expiresAt(now: now)
         let puts = try records.map { try tier.put($0, expiresAt: expiresAt, now: now, schema: schema) }
         let written = try await tier.write(puts, schema: schema, now: now)
         try await tier.commitOwn(written, records: records, schema: schema)
@@ -87,7 +87,7 @@ extension LocalStorage {
                 version: header.version, indexValues: header.indexValues, value: id)
             // A new expiry is not an update: the header keeps its update time (and creation time).
             let put = try tier.put(
-                record, expiresAt: expiration.expiresAt(now: now), now: header.updatedAt,
+                record, expiresAt: try expiration.expiresAt(now: now), now: header.updatedAt,
                 schema: schema, createdAt: header.createdAt, expect: expect)
             do {
                 let written = try await tier.write([put], schema: schema, now: now)

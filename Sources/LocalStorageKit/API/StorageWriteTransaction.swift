@@ -53,7 +53,7 @@ public final class StorageWriteTransaction: StorageReadTransaction {
         try run {
             let schema = try schema(T.self)
             let record = try storage.prepare(value, schema: schema)
-            try RecordWriter.put(record, expiresAt: expiration.expiresAt(now: now), schema: schema, context: context)
+            try RecordWriter.put(record, expiresAt: try expiration.expiresAt(now: now), schema: schema, context: context)
         }
     }
 
@@ -66,7 +66,7 @@ public final class StorageWriteTransaction: StorageReadTransaction {
             let records = try values.map { try storage.prepare($0, schema: schema, indexValues: indexValues) }
             guard !records.isEmpty else { return }
             try RecordWriter.putAll(
-                RecordWriter.sortedByKey(records), expiresAt: expiration.expiresAt(now: now),
+                RecordWriter.sortedByKey(records), expiresAt: try expiration.expiresAt(now: now),
                 schema: schema, context: context)
         }
     }

@@ -53,7 +53,8 @@ final class StoreCore: Sendable {
                     throw LMDBError.notFound("mdb_dbi_open")
                 }
                 try TypeRegistry.checkLayout(meta: dbi, txn: txn, countTree: !configuration.withoutCountTree)
-                return (dbi, ChangeLog(database: changes, retention: configuration.changeLogRetention))
+                let store = try ChangeLog.identity(meta: dbi, txn: txn)
+                return (dbi, ChangeLog(database: changes, retention: configuration.changeLogRetention, store: store))
             }
         } catch {
             throw LocalStorageError.openFailed(path: directory.path, reason: StoreCore.explain(error))

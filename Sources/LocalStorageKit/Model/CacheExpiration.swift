@@ -4,6 +4,11 @@ import Foundation
 ///
 /// An expired record is invisible to every read except ``LocalStorage/metadata(_:id:)-(_,String)``, whether or
 /// not it has been purged yet.
+///
+/// A lifetime of zero or less (`.seconds(-1)`), or a date already past, saves the record already expired.
+/// A value that is not finite (`.seconds(.nan)`, `.seconds(.infinity)`) or a moment outside what the store
+/// keeps (before 1677-09-21 or after 2262-04-11, such as `.seconds(-1e300)` or `.date(.distantFuture)`)
+/// throws ``LocalStorageError/invalidExpiration(_:)`` and writes nothing: use ``never`` for no expiry.
 public enum CacheExpiration: Sendable, Hashable {
     /// The record never expires.
     case never
@@ -19,22 +24,45 @@ public enum CacheExpiration: Sendable, Hashable {
     case date(Date)
 
     /// The expiry moment in nanoseconds since 1970 for a save at `now`, or 0 for never.
-    func expiresAt(now: Int64) -> Int64 {
+    ///
+    /// A lifetime of zero or less, or a date already past, gives a moment in the past: the record is
+    /// expired at once (1 ns keeps 0 meaning "never").
+    ///
+    /// - Throws: ``LocalStorageError/invalidExpiration(_:)`` for a value that is not finite (NaN, infinite),
+    ///   or a moment the store cannot keep: before 1677-09-21 or after 2262-04-11 (nanoseconds since 1970
+    ///   in 64 bits). Use ``never`` for a record that does not expire.
+    func expiresAt(now: Int64) throws(LocalStorageError) -> Int64 {
         let seconds: Double
+        let unit: String
         switch self {
         case .never: return 0
-        case .seconds(let value): seconds = value
-        case .minutes(let value): seconds = value * 60
-        case .hours(let value): seconds = value * 3600
-        case .days(let value): seconds = value * 86_400
-        case .date(let date): return Clock.nanoseconds(from: date)
+        case .seconds(let value): (seconds, unit) = (value, "\(value) seconds")
+        case .minutes(let value): (seconds, unit) = (value * 60, "\(value) minutes")
+        case .hours(let value): (seconds, unit) = (value * 3600, "\(value) hours")
+        case .days(let value): (seconds, unit) = (value * 86_400, "\(value) days")
+        case .date(let date):
+            let moment = date.timeIntervalSince1970 * 1e9
+            guard moment.isFinite, moment > -9.2e18, moment < 9.2e18 else {
+                throw .invalidExpiration(
+                    "the date \(date.timeIntervalSince1970) s since 1970 is not a moment the store can keep "
+                        + "(1677-09-21 to 2262-04-11); use .never for a record that does not expire")
+            }
+            return max(1, Int64(moment.rounded(.down)))
         }
-        guard seconds.isFinite else { return seconds > 0 ? 0 : 1 }
         let offset = seconds * 1e9
-        if offset >= Double(Int64.max - now) { return 0 }
-        // A lifetime reaching back before 1970 (say `.seconds(-1e300)`) would overflow Int64.
-        if offset <= -Double(now) { return 1 }
-        // A non-positive lifetime expires at once; 1 ns keeps 0 meaning "never".
-        return max(1, now + Int64(offset.rounded(.down)))
+        guard offset.isFinite else {
+            throw .invalidExpiration("a lifetime of \(unit) is not a finite time; use .never for no expiry")
+        }
+        // Whole nanoseconds when the offset fits 64 bits; past that (centuries) a Double sum is exact enough.
+        let exact = offset > -9.2e18 && offset < 9.2e18
+        let sum = exact ? now.addingReportingOverflow(Int64(offset.rounded(.down))) : (partialValue: 0, overflow: true)
+        let approximate = Double(now) + offset
+        guard !sum.overflow || (approximate > -9.2e18 && approximate < 9.2e18) else {
+            throw .invalidExpiration(
+                "a lifetime of \(unit) ends outside the moments the store can keep (1677-09-21 to 2262-04-11); "
+                    + "use .never for a record that does not expire")
+        }
+        let moment = sum.overflow ? Int64(approximate.rounded(.down)) : sum.partialValue
+        return max(1, moment)
     }
 }

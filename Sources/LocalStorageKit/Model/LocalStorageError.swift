@@ -20,7 +20,8 @@ public enum LocalStorageError: Error, Sendable, CustomStringConvertible, Equatab
     /// more indexes or types than the store can hold. Thrown on the type's first use, naming the type.
     case invalidDeclaration(String)
     /// A ``StorageChangeToken`` is older than the change log keeps (see
-    /// ``LocalStorageConfiguration/changeLogRetention``): reload in full and take a new token.
+    /// ``LocalStorageConfiguration/changeLogRetention``), or belongs to another store (one deleted and
+    /// created again since, say): reload in full and take a new token.
     case changeTokenExpired
     /// The store cannot grow: its memory map reached ``LocalStorageConfiguration/maxMapSize``, or the disk
     /// holding it is full. The store's logger gets an error message saying which.
@@ -55,7 +56,7 @@ public enum LocalStorageError: Error, Sendable, CustomStringConvertible, Equatab
         case .invalidQuery(let reason): "Invalid query: \(reason)"
         case .invalidId(let reason): "Invalid id: \(reason)"
         case .invalidDeclaration(let reason): "Invalid declaration: \(reason)"
-        case .changeTokenExpired: "The change token is older than the change log keeps: reload in full"
+        case .changeTokenExpired: "The change token is older than the change log keeps, or is not from this store: reload in full and take a new token"
         case .storageFull: "The store is full: its map reached maxMapSize or its disk is full (the log says which)"
         case .openFailed(let path, let reason): "Cannot open the store at \(path): \(reason)"
         case .storageError(let code, let message): "Storage error \(code): \(message)"

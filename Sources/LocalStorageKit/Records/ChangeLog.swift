@@ -35,16 +35,45 @@ final class ChangeLog: Sendable {
     static let name = "changes"
     private static let watermarkKey = [UInt8](repeating: 0, count: 8)
 
+    /// The `meta` key of the store's identity: a random UInt64 (little-endian), written when the store is
+    /// created (or first opened for writing by a version that keeps one), never changed afterwards.
+    static let identityKey: [UInt8] = Array("store.id".utf8)
+
     let database: Database
     let retention: Int
     /// This process's mark on the entries it writes (random for each open environment).
     let writer: UInt64
+    /// The store's identity (see ``identityKey``), carried by every ``StorageChangeToken``.
+    let store: UInt64
 
-    init(database: Database, retention: Int) {
+    init(database: Database, retention: Int, store: UInt64) {
         self.database = database
         self.retention = max(1, retention)
+        self.store = store
         writer = UInt64.random(in: 1...UInt64.max)
     }
+
+    /// The store's identity from `meta`, created there when it has none (in a write transaction).
+    ///
+    /// - Throws: `decodingFailed` when the stored identity is damaged (not 8 bytes).
+    static func identity(meta: Database, txn: Transaction) throws -> UInt64 {
+        if let stored = try txn.get(meta, key: identityKey) {
+            guard stored.count == 8 else {
+                throw LocalStorageError.decodingFailed(
+                    reason: "the store's identity in meta is damaged (\(stored.count) bytes, expected 8)")
+            }
+            return UInt64(littleEndian: stored.loadUnaligned(as: UInt64.self))
+        }
+        let identity = UInt64.random(in: 1...UInt64.max)
+        guard !txn.isReadOnly else { return identity }
+        var bytes: [UInt8] = []
+        bytes.appendLittleEndian(identity)
+        try txn.put(meta, key: identityKey, value: bytes)
+        return identity
+    }
+
+    /// A token for `sequence` of this store.
+    func token(_ sequence: UInt64) -> StorageChangeToken { StorageChangeToken(sequence: sequence, store: store) }
 
     /// Opens (creating) the log's database in a write transaction, or opens it if it exists in a read one.
     static func open(in txn: Transaction) throws -> Database? {

@@ -52,6 +52,18 @@ final class Evictor {
         }
     }
 
+    /// Refuses a record that alone exceeds its type's or the store's `maxBytes`: no eviction could make it
+    /// fit, so it is not written and nothing is evicted for it.
+    ///
+    /// - Throws: ``LocalStorageError/recordTooLarge(id:size:limit:)`` with the smaller limit it exceeds.
+    static func refuseOversized(_ record: PreparedRecord, schema: TypeSchema, context: Writer.Context) throws {
+        let size = record.payload.count
+        let limits = [schema.limits?.maxBytes, context.storeMaxBytes].compactMap { $0 }
+        if let limit = limits.min(), size > limit {
+            throw LocalStorageError.recordTooLarge(id: record.id, size: size, limit: limit)
+        }
+    }
+
     // MARK: - Recency
 
     /// Gives each record read since the last commit, then each record this commit wrote, the next clock

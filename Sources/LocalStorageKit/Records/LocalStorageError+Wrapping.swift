@@ -6,6 +6,8 @@ extension LocalStorageError {
         case let error as LMDBError:
             if error.isMapFull || error.isDiskFull { return .storageFull }
             return .storageError(code: error.code, message: error.description)
+        case let error as EncodingError: return .encodingFailed(reason: String(describing: error))
+        case let error as DecodingError: return .decodingFailed(reason: String(describing: error))
         default: return .storageError(code: -1, message: String(describing: error))
         }
     }

@@ -1,12 +1,6 @@
 /// Runs a ``QueryPlan`` inside one read transaction, on index keys and record headers only.
 ///
-/// How it picks a path:
-/// - It estimates each constrained index by walking its candidate keys, up to ``estimateCap``.
-/// - When some index has fewer candidates than the cap, it collects that index's matches (checking the
-///   other conditions on the record headers) and sorts them by the requested order: cheap, because there
-///   are few.
-/// - Otherwise it walks in the requested order (the sort index, the ids, or the update-time index),
-///   checks each entry, and stops at offset + limit.
+/// How it picks a path: by cost, from exact candidate counts (see QueryExecutor+Plan.swift).
 /// `count` walks the cheapest index and reads headers only when a condition on another index (or a
 /// string value cut at the key budget) needs one. Nothing here decodes a payload.
 final class QueryExecutor {
@@ -17,6 +11,7 @@ final class QueryExecutor {
     /// Records that expired but are not purged yet (usually few).
     let expired: Set<[UInt8]>
 
+    /// The fewest entries an estimate walks before it gives up, on a store without a count tree.
     static let estimateCap = 1000
 
     init(schema: TypeSchema, plan: QueryPlan, txn: Transaction, now: Int64) throws {
@@ -35,6 +30,8 @@ final class QueryExecutor {
         _ dbi: Database, _ intervals: [KeyInterval], descending: Bool,
         _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool
     ) throws {
+        var visited = 0
+        defer { schema.runtime.entriesVisited.add(visited, ordering: .relaxed) }
         try txn.withCursor(dbi) { cursor in
             for interval in descending ? intervals.reversed() : intervals {
                 guard var entry = try start(&cursor, interval, descending: descending) else { continue }
@@ -42,6 +39,7 @@ final class QueryExecutor {
                     if !descending, let upper = interval.upper, OrderedKey.compare(entry.key, upper) > 0 { break }
                     if descending, OrderedKey.compare(entry.key, interval.lower) < 0 { break }
                     if let prefix = interval.prefix, !entry.key.starts(with: prefix) { break }
+                    visited += 1
                     if try !body(entry.key, entry.value) { return }
                     guard let next = try cursor.move(descending ? .previous : .next) else { break }
                     entry = next
@@ -80,10 +78,25 @@ final class QueryExecutor {
 
     // MARK: - Checking one candidate
 
-    /// The record header of `id`, or nil when the record is missing or damaged.
+    /// The record header of `id`, or nil when the record is missing.
+    ///
+    /// - Throws: `decodingFailed` naming the type and the id when the record's bytes cannot be read.
     func view(of id: UnsafeRawBufferPointer) throws -> RecordView? {
         guard let bytes = try txn.get(schema.records, key: id) else { return nil }
-        return try? RecordView(fixedPartOf: bytes)
+        return try header(of: id, bytes: bytes)
+    }
+
+    /// The header of a stored record.
+    ///
+    /// - Throws: `decodingFailed` naming the type and the id when the bytes cannot be read.
+    func header(of id: UnsafeRawBufferPointer, bytes: UnsafeRawBufferPointer) throws -> RecordView {
+        do {
+            return try RecordView(fixedPartOf: bytes)
+        } catch {
+            throw LocalStorageError.decodingFailed(
+                reason: "\(schema.name) \"\(String(decoding: id, as: UTF8.self))\" is damaged (\(error)); "
+                    + "delete it, or run localstorage verify --repair")
+        }
     }
 
     func isExpired(_ id: UnsafeRawBufferPointer) -> Bool {
@@ -123,109 +136,9 @@ final class QueryExecutor {
         return (matches(view, skipping: cutDriving ? nil : driving?.index.name), view)
     }
 
-    // MARK: - Choosing the driving index
-
-    /// The constraint with the fewest candidate keys (exact below the cap), and that number.
-    func cheapestConstraint() throws -> (
-        constraint: QueryPlan.Constraint, condition: CompiledCondition,
-        estimate: Int
-    )? {
-        var best: (constraint: QueryPlan.Constraint, condition: CompiledCondition, estimate: Int)?
-        for constraint in plan.constraints {
-            guard let (condition, estimate) = try cheapestCondition(of: constraint, below: best?.estimate)
-            else { continue }
-            if best == nil || estimate < (best?.estimate ?? Int.max) { best = (constraint, condition, estimate) }
-        }
-        return best
-    }
-
-    /// The condition of `constraint` with the fewest candidate keys, counted up to the cap (or up to
-    /// `bound`, past which it cannot win anyway). A lone condition is not walked at all.
-    private func cheapestCondition(
-        of constraint: QueryPlan.Constraint,
-        below bound: Int? = nil
-    ) throws -> (CompiledCondition, Int)? {
-        if constraint.conditions.count == 1, bound == nil, let only = constraint.conditions.first {
-            return (only, try estimate(constraint.index, only, cap: QueryExecutor.estimateCap))
-        }
-        var best: (CompiledCondition, Int)?
-        for condition in constraint.conditions {
-            let cap = min(QueryExecutor.estimateCap, best?.1 ?? bound ?? Int.max)
-            let seen = try estimate(constraint.index, condition, cap: cap)
-            if best == nil || seen < (best?.1 ?? Int.max) { best = (condition, seen) }
-        }
-        return best
-    }
-
-    /// The number of index entries a condition's intervals hold, counted up to `cap`.
-    private func estimate(_ index: TypeSchema.Index, _ condition: CompiledCondition, cap: Int) throws -> Int {
-        var seen = 0
-        try walk(index.dbi, condition.intervals, descending: false) { _, _ in
-            seen += 1
-            return seen < cap
-        }
-        return seen
-    }
-
-    // MARK: - Rows
-
-    /// The ids of the matching records at positions offset..<end in the query's order.
-    func orderedIDs(options: FetchOptions) throws -> [[UInt8]] {
-        let end = options.end
-        guard end > options.offset else { return [] }
-        let allOnSortIndex = plan.sortIndex.map { sort in plan.constraints.allSatisfy { $0.index.name == sort.name } }
-        if allOnSortIndex != true, let cheapest = try cheapestConstraint(),
-            cheapest.estimate < QueryExecutor.estimateCap,
-            !(plan.sortIndex?.name == cheapest.constraint.index.name)
-        {
-            return try collectAndSort(driving: cheapest.constraint, condition: cheapest.condition, options: options)
-        }
-        var ids: [[UInt8]] = []
-        var position = 0
-        func accept(_ id: UnsafeRawBufferPointer) -> Bool {
-            if position >= options.offset { ids.append(Array(id)) }
-            position += 1
-            return position < end
-        }
-        if let sortIndex = plan.sortIndex {
-            let driving = plan.constraints.first { $0.index.name == sortIndex.name }
-            let condition = try driving.flatMap { constraint in
-                constraint.conditions.count == 1
-                    ? constraint.conditions.first : try cheapestCondition(of: constraint)?.0
-            }
-            let intervals = condition?.intervals ?? [KeyInterval(lower: [], upper: nil, prefix: nil)]
-            try walkSortedResolvingCuts(sortIndex, intervals) { key, id in
-                try check(key: key, id: id, driving: driving).matches ? accept(id) : true
-            }
-            return ids
-        }
-        switch options.sort {
-        case .id:
-            try txn.withCursor(schema.records) { cursor in
-                var entry = try cursor.move(.first)
-                while let current = entry {
-                    if let view = try? RecordView(fixedPartOf: current.value), !view.isExpired(at: now), matches(view) {
-                        if !accept(current.key) { break }
-                    }
-                    entry = try cursor.move(.next)
-                }
-            }
-        case .newestFirst, .oldestFirst:
-            let descending = options.sort == .newestFirst
-            let everything = [KeyInterval(lower: [], upper: nil, prefix: nil)]
-            try walk(schema.updated, everything, descending: descending) { _, id in
-                guard !isExpired(id), let view = try view(of: id), !view.isExpired(at: now), matches(view) else {
-                    return true
-                }
-                return accept(id)
-            }
-        }
-        return ids
-    }
-
     /// Walks the sort index in the query's direction. Keys cut at the string budget can tie while their
     /// full values differ, so each run of equal cut keys is re-ordered by the full values from the headers.
-    private func walkSortedResolvingCuts(
+    func walkSortedResolvingCuts(
         _ index: TypeSchema.Index, _ intervals: [KeyInterval],
         _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool
     )
@@ -280,7 +193,7 @@ final class QueryExecutor {
     }
 
     /// Collects every match from a small driving index, then orders them as asked.
-    private func collectAndSort(
+    func collectAndSort(
         driving: QueryPlan.Constraint, condition: CompiledCondition,
         options: FetchOptions
     ) throws -> [[UInt8]] {

@@ -84,6 +84,7 @@ enum RecordWriter {
         _ record: PreparedRecord, expiresAt: Int64, schema: TypeSchema,
         context: Writer.Context
     ) throws -> RecordHeader {
+        try Evictor.refuseOversized(record, schema: schema, context: context)
         let txn = context.txn
         var createdAt = context.now
         var replacesLiveRecord = false
@@ -329,7 +330,7 @@ extension RecordWriter {
         let view = try RecordDecoding.view(of: bytes, T.self, id: id)
         guard !view.isExpired(at: context.now) else { throw LocalStorageError.notFound(id: id) }
         var header = view.header()
-        header.expiresAt = expiration.expiresAt(now: context.now)
+        header.expiresAt = try expiration.expiresAt(now: context.now)
         try replaceHeader(of: view, with: header, key: key, schema: schema, txn: context.txn)
         context.log(schema, .touched, id: key)
         context.publish(PublishedChange(typeName: schema.name, kind: .touched))

@@ -157,4 +157,6 @@ final class SchemaRuntime: Sendable {
     /// The plan's choice, kept so tests and diagnostics can tell.
     let countsFromTree = Atomic<Int>(0)
     let countsByWalking = Atomic<Int>(0)
+    /// Index entries and records the type's queries visited, so tests can tell a plan's cost.
+    let entriesVisited = Atomic<Int>(0)
 }

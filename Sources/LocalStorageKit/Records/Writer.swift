@@ -31,6 +31,8 @@ final class Writer: @unchecked Sendable {
         var logged: [ChangeLog.Pending] = []
         /// Set when a write of this request met `MDB_MAP_FULL`, even if the caller's closure caught it.
         var metMapFull = false
+        /// The store's `maxBytes` limit, which no one record may exceed (``Evictor/refuseOversized(_:schema:context:)``).
+        var storeMaxBytes: Int?
         private let hub: any CommitListener
         private var observed: [String: Bool] = [:]
 
@@ -63,7 +65,9 @@ final class Writer: @unchecked Sendable {
 
         /// A context for a transaction nested in this one, with the same clock and observers.
         func nested(_ child: Transaction) -> Context {
-            Context(txn: child, now: now, environment: environment, hub: hub)
+            let child = Context(txn: child, now: now, environment: environment, hub: hub)
+            child.storeMaxBytes = storeMaxBytes
+            return child
         }
 
         /// Takes over the changes and hooks of a nested context whose transaction committed into this one.
@@ -154,9 +158,14 @@ final class Writer: @unchecked Sendable {
         thread.start()
     }
 
-    /// Finishes the queued work, then ends the thread. Called once, when the store closes.
+    /// Finishes the queued work, then ends the thread, when the store closes. Later calls do nothing; work
+    /// submitted after it fails with ``LocalStorageError/closed``.
     func stop() {
         condition.lock()
+        if isStopping {
+            condition.unlock()
+            return
+        }
         isStopping = true
         let isWriterThread = thread.map { $0 == Thread.current } ?? false
         thread = nil
@@ -219,7 +228,7 @@ final class Writer: @unchecked Sendable {
             condition.unlock()
             switch work {
             case .batched(_, let finish), .once(_, let finish), .exclusive(_, let finish):
-                finish(LocalStorageError.storageError(code: -1, message: "the store is closed"))
+                finish(LocalStorageError.closed)
             }
             return
         }

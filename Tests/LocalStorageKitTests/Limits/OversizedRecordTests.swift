@@ -1,0 +1,60 @@
+import Foundation
+import Testing
+
+@testable import LocalStorageKit
+
+/// A record that can never fit a `maxBytes` limit is refused before anything is evicted.
+@Suite struct OversizedRecordTests {
+    struct Blob: LocalStorable, Equatable {
+        let id: String
+        var text: String
+    }
+
+    struct SmallBlob: LocalStorable, Equatable {
+        let id: String
+        var text: String
+        static var storageLimits: StorageLimits? { StorageLimits(maxBytes: 5_000) }
+    }
+
+    private func expectTooLarge(
+        _ id: String, limit: Int, _ body: () async throws -> Void, sourceLocation: SourceLocation = #_sourceLocation
+    ) async {
+        do {
+            try await body()
+            Issue.record("no error thrown", sourceLocation: sourceLocation)
+        } catch LocalStorageError.recordTooLarge(let thrownID, let size, let thrownLimit) {
+            #expect(thrownID == id && size > limit && thrownLimit == limit, sourceLocation: sourceLocation)
+        } catch {
+            Issue.record("threw \(error)", sourceLocation: sourceLocation)
+        }
+    }
+
+    @Test func aRecordLargerThanTheStoreLimitIsRefusedAndTheCacheStays() async throws {
+        var configuration = diskConfiguration()
+        configuration.limits = StorageLimits(maxBytes: 20_000)
+        let storage = try LocalStorage(configuration: configuration)
+        let small = (0..<37).map { Blob(id: "b\($0)", text: String(repeating: "x", count: 400)) }
+        try await storage.save(contentsOf: small)
+        let before = Set(try await storage.fetch(Blob.self).map(\.id))
+        #expect(before.count == 37)
+        let big = Blob(id: "big", text: String(repeating: "y", count: 30_000))
+        await expectTooLarge("big", limit: 20_000) { try await storage.save(big) }
+        await expectTooLarge("big", limit: 20_000) { try await storage.save(contentsOf: [small[0], big]) }
+        await expectTooLarge("big", limit: 20_000) { try await storage.write { tx in try tx.save(big) } }
+        await expectTooLarge("b1", limit: 20_000) {
+            _ = try await storage.update(Blob.self, id: "b1") { $0.text = String(repeating: "z", count: 25_000) }
+        }
+        #expect(Set(try await storage.fetch(Blob.self).map(\.id)) == before)
+        #expect(try await storage.fetch(Blob.self, id: "b1") == small[1])
+        #expect(try await storage.statistics().evictions == 0)
+    }
+
+    @Test func aRecordLargerThanItsTypeLimitIsRefused() async throws {
+        let storage = try LocalStorage(configuration: diskConfiguration())
+        try await storage.save(contentsOf: (0..<5).map { SmallBlob(id: "s\($0)", text: String(repeating: "x", count: 500)) })
+        let big = SmallBlob(id: "big", text: String(repeating: "y", count: 6_000))
+        await expectTooLarge("big", limit: 5_000) { try await storage.save(big) }
+        await expectTooLarge("big", limit: 5_000) { try await storage.write { tx in try tx.save(contentsOf: [big]) } }
+        #expect(try await storage.count(SmallBlob.self) == 5)
+    }
+}
