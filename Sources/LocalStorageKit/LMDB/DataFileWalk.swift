@@ -24,6 +24,9 @@ struct DataFileWalk {
     let meta: MetaPage
     /// Named databases whose leaf entries go to ``visit``.
     var collecting: Set<String> = []
+    /// Only the main and free-page databases are walked; of each database the main one names, only its
+    /// root page is checked (what opening a store checks).
+    var shallow = false
     /// Receives (database, key, value) of the databases in ``collecting``.
     var visit: (String, [UInt8], [UInt8]) -> Void = { _, _, _ in }
     private(set) var problems: [Problem] = []
@@ -279,7 +282,7 @@ struct DataFileWalk {
             let databaseName = String(decoding: key, as: UTF8.self)
             let record = DatabaseRecord(value, at: 0)
             databases[databaseName] = record
-            walk(databaseName, record)
+            if shallow { checkRoot(databaseName, record) } else { walk(databaseName, record) }
         } else if options.freeList {
             let count = Int(clamping: loadInteger(value, 0, as: UInt64.self))
             guard count < value.count / 8 else { return report(name, pageNumber, "a free-page list is cut short") }
@@ -317,5 +320,16 @@ struct DataFileWalk {
             }
         }
         return UInt64(nodes.count)
+    }
+
+    /// The root page of a database: inside the file, used once, naming itself, of the kind its depth needs.
+    private mutating func checkRoot(_ name: String, _ record: DatabaseRecord) {
+        guard record.root != DataFilePages.invalidPage else { return }
+        guard claim(record.root, count: 1, in: name), let page = pages.page(record.root) else { return }
+        let expected = record.depth == 1 ? DataFilePages.leaf : DataFilePages.branch
+        let flags = loadInteger(page, 10, as: UInt16.self)
+        guard loadInteger(page, 0, as: UInt64.self) == record.root,
+            flags & (DataFilePages.branch | DataFilePages.leaf | DataFilePages.overflow | DataFilePages.meta) == expected
+        else { return report(name, record.root, "its root page is not a \(record.depth == 1 ? "leaf" : "branch") page") }
     }
 }

@@ -3,11 +3,23 @@ import Foundation
 extension StoreMaintenance {
     /// Checks the whole store in one snapshot.
     ///
+    /// First every database and page reference of the data file, with plain reads (``DataFileWalk``):
+    /// when they are damaged, the report lists that damage alone, as LMDB cannot be trusted with the file.
     /// Every record's header must parse and its payload turn into JSON; every index, update-time and expiry
     /// entry must name an existing record whose header holds that value; every record's values must be in
     /// its indexes. Complexity: O(records + entries), each with a B-tree lookup; memory stays small.
     /// - Throws: ``LocalStorageError`` when the store cannot be read (problems in the data are reported).
     public func verify(progress: MaintenanceProgressHandler? = nil) throws -> VerifyReport {
+        // First the pages, read without LMDB: its trees are read only when every page reference is sound.
+        let environment = self.environment
+        let damage = try read { txn in try environment.pageProblems(in: txn) }
+        if !damage.isEmpty {
+            return VerifyReport(
+                types: currentCatalog.types.count, records: 0, entries: 0,
+                problems: damage.map {
+                    VerifyProblem(type: "data.mdb", id: nil, kind: .damagedFile, detail: "\($0)")
+                }, repairedTypes: [])
+        }
         let catalog = currentCatalog
         var report = VerifyReport(
             types: catalog.types.count, records: 0, entries: 0,
