@@ -5,7 +5,7 @@
 /// needs (branch above, leaf at the bottom, overflow for large values) and sane bounds; no page is
 /// referenced twice; node offsets and sizes lie inside their page; keys ascend within a page; each
 /// database's entry and page counts agree with its tree; the free-page lists name pages inside the file
-/// that no tree uses. Entries of the databases named in ``collecting`` are handed to ``visit``.
+/// that no tree uses. Entries of the databases ``collects`` chooses are handed to ``visit``.
 struct DataFileWalk {
     /// One thing found wrong, where it was found.
     struct Problem: Equatable, CustomStringConvertible {
@@ -22,12 +22,12 @@ struct DataFileWalk {
 
     private(set) var pages: DataFilePages
     let meta: MetaPage
-    /// Named databases whose leaf entries go to ``visit``.
-    var collecting: Set<String> = []
+    /// Whether the leaf entries of a named database go to ``visit``.
+    var collects: (String) -> Bool = { _ in false }
     /// Only the main and free-page databases are walked; of each database the main one names, only its
     /// root page is checked (what opening a store checks).
     var shallow = false
-    /// Receives (database, key, value) of the databases in ``collecting``.
+    /// Receives (database, key, value) of the databases ``collects`` chooses.
     var visit: (String, [UInt8], [UInt8]) -> Void = { _, _, _ in }
     private(set) var problems: [Problem] = []
     /// The named databases the main database describes.
@@ -50,25 +50,30 @@ struct DataFileWalk {
     static func newestMeta(
         _ pages: inout DataFilePages, transactionID: UInt64? = nil
     ) -> (MetaPage?, [Problem]) {
+        let (metas, problems) = usableMetas(&pages)
+        return (metas.first { transactionID == nil || $0.transactionID == transactionID }, problems)
+    }
+
+    /// The meta pages whose page count the file holds, newest first, and what is wrong with the others.
+    static func usableMetas(_ pages: inout DataFilePages) -> ([MetaPage], [Problem]) {
         let metas = pages.metaPages()
         var problems: [Problem] = []
         if metas.count < 2 {
             problems.append(Problem(database: "meta", page: nil, detail: "\(2 - metas.count) meta page(s) cannot be read"))
         }
-        let candidates = metas.filter { transactionID == nil || $0.transactionID == transactionID }
-            .sorted { $0.transactionID > $1.transactionID }
-        for meta in candidates {
+        var usable: [MetaPage] = []
+        for meta in metas.sorted(by: { $0.transactionID > $1.transactionID }) {
             let needed = (meta.lastPage &+ 1).multipliedReportingOverflow(by: UInt64(max(1, meta.pageSize)))
             if meta.pageSize < 512 || needed.overflow || needed.partialValue > UInt64(pages.fileLength) {
                 problems.append(
                     Problem(
                         database: "meta", page: UInt64(meta.number),
                         detail: "it says the file holds \(meta.lastPage &+ 1) pages, but the file has \(pages.fileLength) bytes"))
-                continue
+            } else {
+                usable.append(meta)
             }
-            return (meta, problems)
         }
-        return (nil, problems)
+        return (usable, problems)
     }
 
     /// Walks the free-page database, the main database and every database it names.
@@ -293,7 +298,7 @@ struct DataFileWalk {
                 }
                 freeListed.append(free)
             }
-        } else if collecting.contains(name) {
+        } else if collects(name) {
             visit(name, key, value)
         }
     }

@@ -53,6 +53,8 @@
     public var problems: [VerifyProblem]
     /// The types whose index entries were rebuilt before this check (`verify --repair`).
     public var repairedTypes: [String]
+    /// The records `verify --repair` removed because their bytes cannot be read.
+    public var removedRecords: [VerifyProblem]
 
     /// Whether no problem was found.
     public var isClean: Bool { problems.isEmpty }
