@@ -69,7 +69,9 @@ enum ArgumentParser {
                 parsed.flags.insert("help")
                 continue
             }
-            guard word.hasPrefix("--") else { throw UsageError("unknown option \(word)") }
+            guard word.hasPrefix("--") else {
+                throw UsageError("unknown option \(word) (an argument that begins with - goes after --: -- \(word))")
+            }
             let body = word.dropFirst(2)
             let name = String(body.prefix { $0 != "=" })
             let inlineValue = body.contains("=") ? String(body.drop { $0 != "=" }.dropFirst()) : nil

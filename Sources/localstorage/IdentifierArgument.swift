@@ -7,7 +7,8 @@ enum IdentifierArgument {
     static let help = """
         ID is taken as given. With --escaped it is read as the inside of a JSON string: \\u0000 for
         the 0x00 byte (or any \\uXXXX), \\n, \\t, \\" and \\\\ for a backslash, so ids with control
-        characters can be named (list --json spells ids that way; list shows them quoted).
+        characters can be named (list --json spells ids that way; list shows them quoted). An ID that
+        begins with - goes after --, which ends the options: get TYPE -- -ID.
         """
 
     /// The id the command line names (the second positional argument).
@@ -29,9 +30,11 @@ enum IdentifierArgument {
         return decoded
     }
 
-    /// `id` for a line of text output: as it is, or as a quoted JSON string when it holds a control character.
+    /// `id` for a line of text output: as it is, or as a quoted JSON string when it holds a control
+    /// character or an invisible format character (bidirectional overrides, a byte order mark …; see
+    /// ``InvisibleCharacters``), so that it cannot disguise itself or the output around it.
     static func displayed(_ id: String) -> String {
-        guard id.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else { return id }
+        guard InvisibleCharacters.occur(in: id) else { return id }
         var out = "\""
         for scalar in id.unicodeScalars {
             switch scalar {
@@ -40,8 +43,7 @@ enum IdentifierArgument {
             case "\n": out += "\\n"
             case "\t": out += "\\t"
             case "\r": out += "\\r"
-            case _ where scalar.value < 0x20 || scalar.value == 0x7F:
-                out += String(format: "\\u%04x", scalar.value)
+            case _ where InvisibleCharacters.contains(scalar): out += InvisibleCharacters.escape(scalar)
             default: out.unicodeScalars.append(scalar)
             }
         }

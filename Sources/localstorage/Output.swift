@@ -6,14 +6,15 @@ struct Output: Sendable {
     /// Whether `--json` was given.
     let isJSON: Bool
 
-    /// Writes a line to standard output.
+    /// Writes a line to standard output, with control and invisible format characters other than line
+    /// breaks and tabs escaped (``InvisibleCharacters``), so that stored text cannot spoof the output.
     func line(_ text: String = "") {
-        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+        FileHandle.standardOutput.write(Data((InvisibleCharacters.escaped(text) + "\n").utf8))
     }
 
-    /// Writes a line to standard error.
+    /// Writes a line to standard error, escaped as ``line(_:)`` is.
     func message(_ text: String) {
-        FileHandle.standardError.write(Data((text + "\n").utf8))
+        FileHandle.standardError.write(Data((InvisibleCharacters.escaped(text) + "\n").utf8))
     }
 
     /// Writes `value` as pretty JSON to standard output (or standard error with `toStandardError`).

@@ -86,6 +86,12 @@ enum EnvironmentRegistry {
         }
     }
 
+    /// Whether a store of this process has the store directory `directory` open.
+    static func isOpen(_ directory: URL) -> Bool {
+        guard let key = Key(path: directory.path) else { return false }
+        return entries.withLock { $0[key]?.core != nil }
+    }
+
     /// A private store whose files are unlinked as soon as LMDB has them open: the environment keeps
     /// working on its open descriptors (nothing reopens an in-memory store by path), and the kernel frees
     /// the files when the process lets go of them, whether the store closes, the process exits without

@@ -95,6 +95,7 @@ final class Environment: @unchecked Sendable {
             let code = directory.withCString { mdb_env_open(raw, $0, flags, 0o644) }
             try check(Environment.diskFullOr(code, path: directory), "mdb_env_open")
             try Environment.checkDataFileLength(raw, directory: directory)
+            try Environment.checkPages(raw)
             var dead: Int32 = 0
             try check(mdb_reader_check(raw, &dead), "mdb_reader_check")
         } catch {

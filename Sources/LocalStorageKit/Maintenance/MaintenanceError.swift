@@ -16,6 +16,8 @@
     case invalidImportLine(Int, reason: String)
     /// The store was opened read-only (this process cannot write its files), and the command writes.
     case readOnly(path: String)
+    /// An import would have written fewer records than its input holds (nothing of it was written).
+    case incompleteImport(read: Int, written: Int)
 
     /// The problem in one line.
     public var description: String {
@@ -37,6 +39,8 @@
             "line \(line): \(reason)"
         case .readOnly(let path):
             "the store at \(path) is read-only for this user; only reading commands work on it"
+        case .incompleteImport(let read, let written):
+            "the import read \(read) records but would have written \(written); nothing was imported"
         }
     }
 }

@@ -13,12 +13,19 @@ import Foundation
 }
 
 extension StoreMaintenance {
-    /// Writes a compacted copy of the store into `output` (free pages left out, pages renumbered), then
-    /// verifies the copy.
+    /// Writes a compacted copy of the store (free pages left out, pages renumbered) as the store of a
+    /// configuration whose `databaseDirectory` is `databaseDirectory` (that is, into
+    /// `databaseDirectory/LocalStorage/`), then verifies the copy.
     ///
-    /// The copy is taken from one snapshot, so an app may keep writing meanwhile.
-    /// - Throws: ``MaintenanceError/outputExists(path:)`` when `output` already holds a store.
-    public func compact(to output: URL, progress: MaintenanceProgressHandler? = nil) async throws -> CompactReport {
+    /// The copy is taken from one snapshot, so an app may keep writing meanwhile. An app opens it by
+    /// setting `databaseDirectory` to the same directory; `--store` accepts that directory too.
+    /// - Throws: ``MaintenanceError/outputExists(path:)`` when the output already holds a store.
+    public func compact(
+        to databaseDirectory: URL, progress: MaintenanceProgressHandler? = nil
+    ) async throws -> CompactReport {
+        var configuration = LocalStorageConfiguration()
+        configuration.databaseDirectory = databaseDirectory
+        let output = configuration.storeDirectory
         let fileManager = FileManager.default
         let outputFile = output.appendingPathComponent("data.mdb")
         guard !fileManager.fileExists(atPath: outputFile.path) else {

@@ -105,16 +105,35 @@ extension StoreMaintenance {
         from url: URL, checkingPayloadValues: Bool = true,
         progress: MaintenanceProgressHandler? = nil
     ) async throws -> ImportReport {
-        let total = try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber
-        let size = total?.intValue  // Only for the progress display.
+        // A pipe (or any stream) gives its bytes once: spool it into a file, which is read twice.
+        let spool = try ImportSpool(url)
+        let report: ImportReport
+        do {
+            report = try await importRecords(
+                spooled: spool.file, size: spool.size, checkingPayloadValues: checkingPayloadValues,
+                progress: progress)
+        } catch {
+            try spool.remove()
+            throw error
+        }
+        try spool.remove()
+        return report
+    }
+
+    /// ``importRecords(from:checkingPayloadValues:progress:)`` from a regular file, read twice.
+    private func importRecords(
+        spooled url: URL, size: Int?, checkingPayloadValues: Bool,
+        progress: MaintenanceProgressHandler?
+    ) async throws -> ImportReport {
         let known = currentCatalog.types.mapValues(\.info)
         let check = ImportRecordCheck(checkingPayloadValues: checkingPayloadValues)
         // First pass: check every line; nothing is written.
         var parser = ImportParser(known: known, check: check)
         var reader = try LineReader(url: url)
         defer { reader.close() }
+        var read = 0
         while let line = try reader.nextLine() {
-            _ = try parser.parse(line)
+            if case .record = try parser.parse(line) { read += 1 }
             progress?(MaintenanceProgress(task: "check", completed: reader.bytesRead, total: size))
         }
         let typeNames = parser.typeNames
@@ -144,6 +163,8 @@ extension StoreMaintenance {
                     progress?(MaintenanceProgress(task: "import", completed: lines.bytesRead, total: size))
                     if line == nil { break }
                 }
+                // Throwing here aborts the transaction: an import is whole or absent.
+                guard records == read else { throw MaintenanceError.incompleteImport(read: read, written: records) }
                 return records
             }
         }

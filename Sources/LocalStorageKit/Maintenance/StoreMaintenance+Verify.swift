@@ -3,11 +3,23 @@ import Foundation
 extension StoreMaintenance {
     /// Checks the whole store in one snapshot.
     ///
+    /// First every database and page reference of the data file, with plain reads (``DataFileWalk``):
+    /// when they are damaged, the report lists that damage alone, as LMDB cannot be trusted with the file.
     /// Every record's header must parse and its payload turn into JSON; every index, update-time and expiry
     /// entry must name an existing record whose header holds that value; every record's values must be in
     /// its indexes. Complexity: O(records + entries), each with a B-tree lookup; memory stays small.
     /// - Throws: ``LocalStorageError`` when the store cannot be read (problems in the data are reported).
     public func verify(progress: MaintenanceProgressHandler? = nil) throws -> VerifyReport {
+        // First the pages, read without LMDB: its trees are read only when every page reference is sound.
+        let environment = self.environment
+        let damage = try read { txn in try environment.pageProblems(in: txn) }
+        if !damage.isEmpty {
+            return VerifyReport(
+                types: currentCatalog.types.count, records: 0, entries: 0,
+                problems: damage.map {
+                    VerifyProblem(type: "data.mdb", id: nil, kind: .damagedFile, detail: "\($0)")
+                }, repairedTypes: [], removedRecords: [])
+        }
         let catalog = currentCatalog
         var report = VerifyReport(
             types: catalog.types.count, records: 0, entries: 0,
@@ -15,7 +27,7 @@ extension StoreMaintenance {
                 VerifyProblem(
                     type: $0, id: nil, kind: .unreadableType,
                     detail: "its description in meta cannot be read")
-            }, repairedTypes: [])
+            }, repairedTypes: [], removedRecords: [])
         try read { txn in
             let total = try catalog.sortedTypes.reduce(0) { sum, type in
                 try Self.databases(of: type.schema).reduce(sum) { $0 + (try txn.entryCount($1.dbi)) }
@@ -59,13 +71,28 @@ extension StoreMaintenance {
         return problems
     }
 
-    /// Rebuilds the index, update-time and expiry entries of every type `verify` finds inconsistent, from the
-    /// values stored in the record headers (one transaction per type), then verifies again.
+    /// Removes every record whose bytes cannot be read (``VerifyProblem/Kind/damagedRecord``,
+    /// ``VerifyProblem/Kind/undecodablePayload``) with its entries, then rebuilds the index, update-time and
+    /// expiry entries and the counts of every type `verify` finds inconsistent, from the values stored in
+    /// the record headers (one transaction per type), then verifies again.
     ///
-    /// Records whose header is damaged cannot be indexed; they stay and are reported.
-    /// - Returns: The report of the check after the repair, naming the repaired types.
+    /// A data file whose pages are damaged is not edited in place: the report lists the damage, and
+    /// ``salvage(directory:)`` (with no process holding the store open) copies what can be read into a
+    /// fresh store.
+    /// - Returns: The report of the check after the repair, naming the repaired types and removed records.
     public func repair(progress: MaintenanceProgressHandler? = nil) async throws -> VerifyReport {
-        let before = try verify(progress: progress)
+        var before = try verify(progress: progress)
+        if before.problems.contains(where: { $0.kind == .damagedFile }) { return before }
+        let unreadable = before.problems.filter { [.damagedRecord, .undecodablePayload].contains($0.kind) }
+        var removed: [VerifyProblem] = []
+        for problem in unreadable {
+            guard let id = problem.id, !removed.contains(where: { $0.type == problem.type && $0.id == id }) else {
+                continue
+            }
+            try await delete(problem.type, id: id)
+            removed.append(problem)
+        }
+        if !removed.isEmpty { before = try verify(progress: progress) }
         let names = Set(before.problems.filter(\.isFixedByReindexing).map(\.type))
         let schemas = currentCatalog.sortedTypes.map(\.schema).filter { names.contains($0.name) }
         try await write { writer in
@@ -75,6 +102,7 @@ extension StoreMaintenance {
         }
         var after = try verify(progress: progress)
         after.repairedTypes = schemas.map(\.name)
+        after.removedRecords = removed
         return after
     }
 

@@ -109,7 +109,8 @@ import Darwin
                     return dbi
                 }
             } catch let error as LMDBError where error.isNotFound {
-                throw LocalStorageError.openFailed(path: directory.path, reason: "the store has no meta database")
+                throw LocalStorageError.openFailed(
+                    path: directory.path, reason: "not a LocalStorageKit store (it has no meta database)")
             } catch {
                 throw LocalStorageError.openFailed(path: directory.path, reason: "read-only: \(error)")
             }

@@ -14,6 +14,9 @@
         case danglingEntry
         /// An entry names a record whose header holds another value.
         case mismatchedEntry
+        /// The data file's pages are damaged: a page reference, a page or a database's own record (the
+        /// type is `data.mdb`). Only `verify --repair`'s salvage into a fresh store helps.
+        case damagedFile
         /// A counter of the count tree, or the type's payload-byte total, differs from what it counts.
         case wrongCount
     }
@@ -50,6 +53,8 @@
     public var problems: [VerifyProblem]
     /// The types whose index entries were rebuilt before this check (`verify --repair`).
     public var repairedTypes: [String]
+    /// The records `verify --repair` removed because their bytes cannot be read.
+    public var removedRecords: [VerifyProblem]
 
     /// Whether no problem was found.
     public var isClean: Bool { problems.isEmpty }

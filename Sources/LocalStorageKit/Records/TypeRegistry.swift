@@ -43,9 +43,41 @@ enum TypeRegistry {
                 reason: "the store was written by a development version of LocalStorageKit before 0.1.0 "
                     + "(no layout marker); export it with that version and import it into a new store")
         }
+        // A new store: LMDB's main database may hold only our own databases. Anything else is another
+        // program's LMDB environment, which must not be taken over (this transaction is aborted).
+        let foreign = try foreignNames(txn: txn)
+        if !foreign.isEmpty {
+            throw LocalStorageError.decodingFailed(
+                reason: "not a LocalStorageKit store: an LMDB environment whose main database holds "
+                    + foreign.map { "\"\($0)\"" }.joined(separator: ", ")
+                    + " and no layout marker; it was left untouched")
+        }
         guard !txn.isReadOnly else { return }
         if countTree { _ = try txn.openDatabase(CountTree.databaseName, create: true) }
         try txn.put(meta, key: layoutKey, value: Array("\(layout)".utf8))
+    }
+
+    /// Up to three keys of LMDB's main database that are not the name of a database LocalStorageKit makes.
+    static func foreignNames(txn: Transaction) throws -> [String] {
+        let own: Set<String> = [
+            metaName, ChangeLog.name, CountTree.databaseName, AccessIndex.byClockName, AccessIndex.byRecordName,
+        ]
+        func isOwn(_ name: String) -> Bool {
+            if own.contains(name) { return true }
+            let parts = name.split(separator: ".", omittingEmptySubsequences: false)
+            guard let first = parts.first, parts.dropFirst().allSatisfy({ UInt32($0) != nil }) else { return false }
+            return (["r", "u", "e", "s"].contains(first) && parts.count == 2) || (first == "i" && parts.count == 3)
+        }
+        return try txn.withCursor(.main) { cursor in
+            var names: [String] = []
+            var entry = try cursor.move(.first)
+            while let current = entry, names.count < 3 {
+                let name = String(decoding: current.key, as: UTF8.self)
+                if !isOwn(name) { names.append(name) }
+                entry = try cursor.move(.next)
+            }
+            return names
+        }
     }
 
     /// Layout 2 → 3: builds the count tree of every index of every type from its entries, in the

@@ -6,7 +6,11 @@ enum CompactCommand: Command {
     static let name = "compact"
     static let synopsis = "compact --output DIR"
     static let summary = "Writes a compacted copy of the store into DIR, then verifies the copy."
-    static let details = "  --output DIR   where the copy goes (created; must not hold a store yet)"
+    static let details = """
+          --output DIR   where the copy goes (created; must not hold a store yet): the copy is the
+                         store of an app whose databaseDirectory is DIR, in DIR/LocalStorage, and
+                         --store DIR names it
+        """
     static let spec = ArgumentSpec(options: ["output"])
 
     static func validate(_ arguments: ParsedArguments) throws(UsageError) {

@@ -4,9 +4,10 @@ import Foundation
 /// `import FILE`: reads a file written by `export` into the store.
 enum ImportCommand: Command {
     static let name = "import"
-    static let synopsis = "import FILE [--no-payload-check]"
+    static let synopsis = "import FILE|- [--no-payload-check]"
     static let summary = "Imports a JSON Lines file written by export into the store (created if missing)."
     static let details = """
+        FILE is a file, or - (or /dev/stdin, or any pipe) for standard input, which is read once.
         All or nothing: every line is checked before anything is written, then every record is written
         in one transaction, replacing records with the same type and id and keeping their timestamps,
         expiry, version and index values. When the import fails nothing of it remains (a store it
@@ -14,7 +15,8 @@ enum ImportCommand: Command {
         Each record is checked against its type: its id must equal the payload's "id", its index
         values must be declared with their kinds and agree with payload members of the same name, its
         version must not be newer than the type's. Records whose payload held NaN or ±Infinity are
-        restored exactly from their "binaryPayload".
+        restored exactly from their "binaryPayload". An import that would write fewer records than
+        it read fails (status 1) and writes nothing.
           --no-payload-check   do not compare index values with payload members of the same name
                                (for indexes computed differently, such as a lowercased email)
         """

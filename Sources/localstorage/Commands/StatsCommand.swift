@@ -23,15 +23,13 @@ enum StatsCommand: Command {
         }
         let pages = stats.pages
         output.line("Store     \(stats.path)")
+        // One figure for the map, the one LocalStorage.statistics() reports: pages written minus free pages.
         output.line(
-            "Map       \(Output.bytes(stats.usedBytes)) used of \(Output.bytes(stats.mapSize))"
-                + " (page size \(stats.pageSize) B)")
+            "Map       \(Output.bytes(stats.mapUsedBytes)) used, \(Output.bytes(stats.mapFreeBytes)) free"
+                + " of \(Output.bytes(stats.mapSize)) (page size \(stats.pageSize) B)")
         output.line(
-            "Pages     \(pages.used) used, \(pages.free) free, \(pages.capacity) capacity;"
+            "Pages     \(pages.used) written, \(pages.free) of them free, \(pages.capacity) capacity;"
                 + " \(pages.branch) branch, \(pages.leaf) leaf, \(pages.overflow) overflow")
-        output.line(
-            "Map data  \(Output.bytes(stats.mapUsedBytes)) holding data,"
-                + " \(Output.bytes(stats.mapFreeBytes)) free")
         output.line(
             "File      \(Output.bytes(stats.fileBytes)) on disk; \(Output.bytes(stats.reclaimableBytes)) in"
                 + " free pages (\(pages.free) pages) a compact would give back")

@@ -1,28 +1,104 @@
+import Foundation
 @_spi(Maintenance) import LocalStorageKit
 
-/// `verify [--repair]`: checks records against their index entries; exit status 1 when problems are found.
+/// `verify [--repair]`: checks the file's pages, then records against their index entries, in a child
+/// process; exit status 1 when problems are found.
 enum VerifyCommand: Command {
     static let name = "verify"
     static let synopsis = "verify [--repair]"
-    static let summary = "Checks every record and index entry; exit status 1 if there are problems."
+    static let summary = "Checks every page, record and index entry; exit status 1 if there are problems."
     static let details = """
-        Checks that every record's header parses and its payload reads as JSON; that every index,
-        update-time and expiry entry points at an existing record holding that value; and that every
-        record's values are in its indexes. Prints each problem with its type and id.
-          --repair   first rebuilds the index entries of inconsistent types from the values stored in
-                     the record headers, then checks again (damaged records stay; delete them)
+        First walks every database and page reference of the data file with plain reads, then checks
+        that every record's header parses and its payload reads as JSON; that every index, update-time
+        and expiry entry points at an existing record holding that value; and that every record's
+        values are in its indexes. Prints each problem with its type and id. The check runs in a child
+        process: even a crash inside LMDB on a damaged file becomes a report of where it happened.
+          --repair   on a file whose pages are damaged: copies every record that can be read into a
+                     fresh store and puts it in the old one's place (no process may have the store
+                     open). Otherwise removes records whose bytes cannot be read, rebuilds the index
+                     entries and counts of inconsistent types, then checks again.
+        The store is a cache: when even a repair cannot make it clean, remove it (the app can call
+        LocalStorage.removeStore(at:)) and let it fill again.
         """
     static let spec = ArgumentSpec(flags: ["repair"])
+    /// Names the file the child process writes its current stage to (set only in the child).
+    static let stageVariable = "LOCALSTORAGE_VERIFY_STAGE"
 
     static func run(_ arguments: ParsedArguments, store: StoreMaintenance, output: Output) async throws -> Int32 {
+        // Not reached: LocalStorageTool calls run(_:directory:output:) without opening the store.
+        try await check(arguments, directory: store.directory, output: output)
+    }
+
+    /// Runs the check in a child process (this executable again), unless this is that child.
+    static func run(_ arguments: ParsedArguments, directory: URL, output: Output) async throws -> Int32 {
+        if let stageFile = ProcessInfo.processInfo.environment[stageVariable] {
+            return try await check(arguments, directory: directory, output: output, stageFile: stageFile)
+        }
+        return try ChildCheck.run(stageVariable: stageVariable, output: output)
+    }
+
+    /// The check itself (in the child).
+    static func check(
+        _ arguments: ParsedArguments, directory: URL, output: Output, stageFile: String? = nil
+    ) async throws -> Int32 {
+        func stage(_ text: String) { ChildCheck.write(stage: text, to: stageFile) }
         let progress = ProgressDisplay()
-        let report =
-            arguments.has("repair")
-            ? try await store.repair(progress: progress.handler)
-            : try store.verify(progress: progress.handler)
+        if arguments.has("repair") {
+            stage("the walk of its pages")
+            let damage = try StoreMaintenance.pageDamage(directory: directory)
+            if !damage.isEmpty {
+                stage("the salvage of its records")
+                let salvage = try await StoreMaintenance.salvage(directory: directory)
+                show(salvage, output: output)
+                stage("the check of the salvaged store")
+                let report = try await StoreMaintenance(directory: directory).verify(progress: progress.handler)
+                progress.finish()
+                show(report, output: output)
+                return report.isClean ? 0 : 1
+            }
+            stage("the repair of its records and index entries")
+            let report = try await repairInPlace(directory: directory, progress: progress)
+            progress.finish()
+            show(report, output: output)
+            guard !report.isClean else { return 0 }
+            // What rebuilding cannot fix (an unreadable type description …): salvage what can be read.
+            stage("the salvage of its records")
+            show(try await StoreMaintenance.salvage(directory: directory), output: output)
+            stage("the check of the salvaged store")
+            let salvaged = try await StoreMaintenance(directory: directory).verify(progress: progress.handler)
+            show(salvaged, output: output)
+            return salvaged.isClean ? 0 : 1
+        }
+        stage("opening the store")
+        let store = try await StoreMaintenance(directory: directory)
+        stage("the check of its pages, records and index entries")
+        let report = try store.verify(progress: progress.handler)
         progress.finish()
         show(report, output: output)
         return report.isClean ? 0 : 1
+    }
+
+    /// `StoreMaintenance.repair` on a store whose pages are sound; the store is closed again on return.
+    private static func repairInPlace(directory: URL, progress: ProgressDisplay) async throws -> VerifyReport {
+        let store = try await StoreMaintenance(directory: directory)
+        return try await store.repair(progress: progress.handler)
+    }
+
+    /// Prints what a salvage did (or it as JSON).
+    static func show(_ salvage: SalvageReport, output: Output) {
+        if output.isJSON {
+            do {
+                try output.json(salvage)
+            } catch {
+                output.message("localstorage: error: \(error)")
+            }
+            return
+        }
+        for problem in salvage.damage { output.line("\(problem)") }
+        for problem in salvage.lost { output.line("lost \(problem)") }
+        output.line(
+            "Salvaged \(salvage.salvaged) records into a fresh store, which replaced the damaged one"
+                + (salvage.lost.isEmpty ? "." : "; \(salvage.lost.count) could not be read."))
     }
 
     /// Prints a verify report: the problems, then a summary line (or the report as JSON).
@@ -35,6 +111,9 @@ enum VerifyCommand: Command {
             }
             return
         }
+        for problem in report.removedRecords {
+            output.line("Removed \(problem.type) \(problem.id.map(IdentifierArgument.displayed) ?? "?"): its bytes cannot be read.")
+        }
         for name in report.repairedTypes {
             output.line("Rebuilt the index entries of \(name).")
         }
@@ -45,5 +124,8 @@ enum VerifyCommand: Command {
         output.line(
             "Checked \(report.types) types, \(report.records) records, \(report.entries) entries: "
                 + (found == 0 ? "no problems." : "\(found) problem\(found == 1 ? "" : "s")."))
+        if report.problems.contains(where: { $0.kind == .damagedFile }) {
+            output.line("The file is damaged: `localstorage verify --repair` salvages what can be read.")
+        }
     }
 }

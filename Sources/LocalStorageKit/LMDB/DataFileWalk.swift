@@ -1,0 +1,340 @@
+/// A walk of every database of an LMDB data file and every page reference in it, through
+/// ``DataFilePages`` (plain reads, so that damage is found, never crashed on).
+///
+/// Checked: every page a tree references lies inside the file, names itself, has the kind its depth
+/// needs (branch above, leaf at the bottom, overflow for large values) and sane bounds; no page is
+/// referenced twice; node offsets and sizes lie inside their page; keys ascend within a page; each
+/// database's entry and page counts agree with its tree; the free-page lists name pages inside the file
+/// that no tree uses. Entries of the databases ``collects`` chooses are handed to ``visit``.
+struct DataFileWalk {
+    /// One thing found wrong, where it was found.
+    struct Problem: Equatable, CustomStringConvertible {
+        /// The database (`free pages`, `main`, or a named database such as `r.3`).
+        var database: String
+        /// The page, when there is one.
+        var page: UInt64?
+        var detail: String
+
+        var description: String {
+            "the file is damaged at " + (page.map { "page \($0) of " } ?? "") + "database \(database): \(detail)"
+        }
+    }
+
+    private(set) var pages: DataFilePages
+    let meta: MetaPage
+    /// Whether the leaf entries of a named database go to ``visit``.
+    var collects: (String) -> Bool = { _ in false }
+    /// Only the main and free-page databases are walked; of each database the main one names, only its
+    /// root page is checked (what opening a store checks).
+    var shallow = false
+    /// Receives (database, key, value) of the databases ``collects`` chooses.
+    var visit: (String, [UInt8], [UInt8]) -> Void = { _, _, _ in }
+    private(set) var problems: [Problem] = []
+    /// The named databases the main database describes.
+    private(set) var databases: [String: DatabaseRecord] = [:]
+    private var used: [Bool]
+    private var freeListed: [UInt64] = []
+
+    /// A walk of the snapshot `meta` describes.
+    init(pages: DataFilePages, meta: MetaPage) {
+        var pages = pages
+        pages.pageSize = meta.pageSize
+        self.pages = pages
+        self.meta = meta
+        let fileLimit = UInt64(pages.fileLength / max(1, meta.pageSize))
+        used = [Bool](repeating: false, count: Int(min(meta.lastPage &+ 1, fileLimit)))
+    }
+
+    /// The meta page of the newest commit (or of commit `transactionID`), checked against the file;
+    /// problems when neither meta page can be used.
+    static func newestMeta(
+        _ pages: inout DataFilePages, transactionID: UInt64? = nil
+    ) -> (MetaPage?, [Problem]) {
+        let (metas, problems) = usableMetas(&pages)
+        return (metas.first { transactionID == nil || $0.transactionID == transactionID }, problems)
+    }
+
+    /// The meta pages whose page count the file holds, newest first, and what is wrong with the others.
+    static func usableMetas(_ pages: inout DataFilePages) -> ([MetaPage], [Problem]) {
+        let metas = pages.metaPages()
+        var problems: [Problem] = []
+        if metas.count < 2 {
+            problems.append(Problem(database: "meta", page: nil, detail: "\(2 - metas.count) meta page(s) cannot be read"))
+        }
+        var usable: [MetaPage] = []
+        for meta in metas.sorted(by: { $0.transactionID > $1.transactionID }) {
+            let needed = (meta.lastPage &+ 1).multipliedReportingOverflow(by: UInt64(max(1, meta.pageSize)))
+            if meta.pageSize < 512 || needed.overflow || needed.partialValue > UInt64(pages.fileLength) {
+                problems.append(
+                    Problem(
+                        database: "meta", page: UInt64(meta.number),
+                        detail: "it says the file holds \(meta.lastPage &+ 1) pages, but the file has \(pages.fileLength) bytes"))
+            } else {
+                usable.append(meta)
+            }
+        }
+        return (usable, problems)
+    }
+
+    /// Walks the free-page database, the main database and every database it names.
+    mutating func run() {
+        for page in 0..<min(2, used.count) { used[page] = true }
+        walk("main", meta.main, isMain: true)
+        walk("free pages", meta.freePages, integerKeys: true, freeList: true)
+        var seen = Set<UInt64>()
+        for page in freeListed {
+            if Int(page) < used.count, used[Int(page)] {
+                report("free pages", nil, "page \(page) is listed as free but a database uses it")
+            } else if !seen.insert(page).inserted {
+                report("free pages", nil, "page \(page) is listed as free twice")
+            }
+        }
+    }
+
+    private mutating func report(_ database: String, _ page: UInt64?, _ detail: String) {
+        if problems.count < 1000 { problems.append(Problem(database: database, page: page, detail: detail)) }
+    }
+
+    /// Counts met while walking one tree.
+    private struct Tally {
+        var entries: UInt64 = 0
+        var branch: UInt64 = 0
+        var leaf: UInt64 = 0
+        var overflow: UInt64 = 0
+    }
+
+    /// Walks one tree and compares its counts with its record.
+    private mutating func walk(
+        _ name: String, _ record: DatabaseRecord, isMain: Bool = false, integerKeys: Bool = false,
+        freeList: Bool = false, isSubTree: Bool = false
+    ) {
+        if record.root == DataFilePages.invalidPage {
+            if record.entries != 0 || record.depth != 0 {
+                report(name, nil, "it has no root page but claims \(record.entries) entries")
+            }
+            return
+        }
+        guard record.depth >= 1, record.depth <= 32 else {
+            report(name, record.root, "its depth \(record.depth) is impossible")
+            return
+        }
+        var tally = Tally()
+        let ordered = !integerKeys && record.flags & 0x0A == 0  // No MDB_REVERSEKEY or MDB_INTEGERKEY.
+        let options = TreeOptions(
+            name: name, depth: Int(record.depth), isMain: isMain, ordered: ordered,
+            dupSort: record.flags & 0x04 != 0, freeList: freeList)
+        visitPage(record.root, level: 1, options: options, tally: &tally)
+        if tally.entries != record.entries {
+            report(name, nil, "it claims \(record.entries) entries, its pages hold \(tally.entries)")
+        }
+        // The page counts of a database with sorted duplicates leave out its duplicates' sub-trees.
+        if !options.dupSort, !isSubTree,
+            (tally.branch, tally.leaf, tally.overflow) != (record.branchPages, record.leafPages, record.overflowPages)
+        {
+            report(
+                name, nil,
+                "it claims \(record.branchPages)/\(record.leafPages)/\(record.overflowPages) branch/leaf/overflow "
+                    + "pages, its tree has \(tally.branch)/\(tally.leaf)/\(tally.overflow)")
+        }
+    }
+
+    private struct TreeOptions {
+        let name: String
+        let depth: Int
+        let isMain: Bool
+        let ordered: Bool
+        let dupSort: Bool
+        let freeList: Bool
+    }
+
+    /// Claims pages `first ..< first + count` for a tree; false (reported) when one is outside the file or
+    /// used already.
+    private mutating func claim(_ first: UInt64, count: UInt64, in name: String) -> Bool {
+        guard first >= 2, count >= 1, first < UInt64(used.count), count <= UInt64(used.count) - first else {
+            report(name, first, "the page reference lies outside the file's \(used.count) pages")
+            return false
+        }
+        for page in Int(first)..<Int(first + count) where used[page] {
+            report(name, UInt64(page), "the page is referenced twice")
+            return false
+        }
+        for page in Int(first)..<Int(first + count) { used[page] = true }
+        return true
+    }
+
+    private mutating func visitPage(_ number: UInt64, level: Int, options: TreeOptions, tally: inout Tally) {
+        let name = options.name
+        guard claim(number, count: 1, in: name), let page = pages.page(number) else { return }
+        let pageSize = pages.pageSize
+        guard loadInteger(page, 0, as: UInt64.self) == number else {
+            report(name, number, "the page calls itself page \(loadInteger(page, 0, as: UInt64.self))")
+            return
+        }
+        let flags = loadInteger(page, 10, as: UInt16.self)
+        let isLeaf = level == options.depth
+        let expected = isLeaf ? DataFilePages.leaf : DataFilePages.branch
+        guard flags & (DataFilePages.branch | DataFilePages.leaf | DataFilePages.overflow | DataFilePages.meta)
+            == expected, flags & DataFilePages.leaf2 == 0
+        else {
+            report(name, number, "a \(isLeaf ? "leaf" : "branch") page was expected (flags \(flags))")
+            return
+        }
+        if isLeaf { tally.leaf += 1 } else { tally.branch += 1 }
+        guard let nodes = nodeOffsets(page, size: pageSize, in: name, page: number) else { return }
+        var previous: [UInt8]? = nil
+        for offset in nodes {
+            let keySize = Int(loadInteger(page, offset + 6, as: UInt16.self))
+            let keyStart = offset + DataFilePages.nodeSize
+            guard keyStart + keySize <= pageSize else {
+                report(name, number, "a key runs past the end of the page")
+                return
+            }
+            let key = Array(page[keyStart..<keyStart + keySize])
+            if options.ordered, !(offset == nodes.first && !isLeaf) {
+                if let previous, !previous.lexicographicallyPrecedes(key) {
+                    report(name, number, "its keys are out of order")
+                    return
+                }
+                previous = key
+            }
+            let low = UInt64(loadInteger(page, offset, as: UInt16.self))
+            let high = UInt64(loadInteger(page, offset + 2, as: UInt16.self))
+            let nodeFlags = loadInteger(page, offset + 4, as: UInt16.self)
+            if !isLeaf {
+                visitPage(low | high << 16 | UInt64(nodeFlags) << 32, level: level + 1, options: options, tally: &tally)
+                continue
+            }
+            leafNode(
+                key: key, dataSize: Int(low | high << 16), flags: nodeFlags, page: page, dataStart: keyStart + keySize,
+                pageNumber: number, options: options, tally: &tally)
+        }
+    }
+
+    /// The node offsets of a page (or sub-page) of `size` bytes, checked against its bounds.
+    private mutating func nodeOffsets(_ page: [UInt8], size: Int, in name: String, page number: UInt64) -> [Int]? {
+        let lower = Int(loadInteger(page, 12, as: UInt16.self))
+        let upper = Int(loadInteger(page, 14, as: UInt16.self))
+        guard lower >= DataFilePages.headerSize, lower <= upper, upper <= size, (lower - DataFilePages.headerSize) % 2 == 0
+        else {
+            report(name, number, "its bounds \(lower)…\(upper) are impossible")
+            return nil
+        }
+        let count = (lower - DataFilePages.headerSize) / 2
+        guard count >= 1 else {
+            report(name, number, "the page holds no nodes")
+            return nil
+        }
+        var offsets: [Int] = []
+        for index in 0..<count {
+            let offset = Int(loadInteger(page, DataFilePages.headerSize + 2 * index, as: UInt16.self))
+            guard offset >= upper, offset + DataFilePages.nodeSize <= size else {
+                report(name, number, "node \(index) lies outside the page's nodes")
+                return nil
+            }
+            offsets.append(offset)
+        }
+        return offsets
+    }
+
+    /// One entry of a leaf page: its value (inline or on overflow pages), and what it holds: a named
+    /// database (main), a free-page list, sorted duplicates (a sub-page or a sub-tree), or a plain value.
+    private mutating func leafNode(
+        key: [UInt8], dataSize: Int, flags: UInt16, page: [UInt8], dataStart: Int, pageNumber: UInt64,
+        options: TreeOptions, tally: inout Tally
+    ) {
+        let name = options.name
+        let pageSize = pages.pageSize
+        let value: [UInt8]
+        if flags & DataFilePages.bigData != 0 {
+            guard dataStart + 8 <= pageSize else { return report(name, pageNumber, "a value reference runs past the page") }
+            let first = loadInteger(page, dataStart, as: UInt64.self)
+            let count = UInt64((DataFilePages.headerSize - 1 + dataSize) / pageSize + 1)
+            guard claim(first, count: count, in: name), let head = pages.page(first) else { return }
+            guard loadInteger(head, 0, as: UInt64.self) == first,
+                loadInteger(head, 10, as: UInt16.self) & DataFilePages.overflow != 0,
+                UInt64(loadInteger(head, 12, as: UInt32.self)) >= count
+            else { return report(name, first, "an overflow page of \(count) pages was expected") }
+            tally.overflow += count
+            guard let bytes = pages.bytes(at: Int(first) * pageSize + DataFilePages.headerSize, count: dataSize) else {
+                return report(name, first, "a value runs past the end of the file")
+            }
+            value = bytes
+        } else {
+            guard dataStart + dataSize <= pageSize else {
+                return report(name, pageNumber, "a value runs past the end of the page")
+            }
+            value = Array(page[dataStart..<dataStart + dataSize])
+        }
+        if flags & DataFilePages.dupData != 0 {
+            guard options.dupSort else { return report(name, pageNumber, "duplicates in a database without them") }
+            if flags & DataFilePages.subData != 0 {
+                guard value.count == DatabaseRecord.size else {
+                    return report(name, pageNumber, "a sub-database record has \(value.count) bytes")
+                }
+                let sub = DatabaseRecord(value, at: 0)
+                walk(name, sub, isSubTree: true)
+                tally.entries += sub.entries
+            } else {
+                tally.entries += duplicates(inSubpage: value, in: name, page: pageNumber)
+            }
+            return
+        }
+        tally.entries += 1
+        if options.isMain, flags & DataFilePages.subData != 0 {
+            guard value.count == DatabaseRecord.size else {
+                return report(name, pageNumber, "a database record has \(value.count) bytes")
+            }
+            let databaseName = String(decoding: key, as: UTF8.self)
+            let record = DatabaseRecord(value, at: 0)
+            databases[databaseName] = record
+            if shallow { checkRoot(databaseName, record) } else { walk(databaseName, record) }
+        } else if options.freeList {
+            let count = Int(clamping: loadInteger(value, 0, as: UInt64.self))
+            guard count < value.count / 8 else { return report(name, pageNumber, "a free-page list is cut short") }
+            for index in 1...max(1, count) where count > 0 {
+                let free = loadInteger(value, index * 8, as: UInt64.self)
+                guard free >= 2, free < UInt64(used.count) else {
+                    return report(name, pageNumber, "the free-page list names page \(free), outside the file")
+                }
+                freeListed.append(free)
+            }
+        } else if collects(name) {
+            visit(name, key, value)
+        }
+    }
+
+    /// The number of duplicates a sub-page holds, its bounds checked.
+    private mutating func duplicates(inSubpage value: [UInt8], in name: String, page: UInt64) -> UInt64 {
+        guard value.count >= DataFilePages.headerSize,
+            loadInteger(value, 10, as: UInt16.self) & (DataFilePages.leaf | DataFilePages.subpage)
+                == DataFilePages.leaf | DataFilePages.subpage
+        else {
+            report(name, page, "a duplicates sub-page has no sub-page header")
+            return 0
+        }
+        if loadInteger(value, 10, as: UInt16.self) & DataFilePages.leaf2 != 0 {
+            let lower = Int(loadInteger(value, 12, as: UInt16.self))
+            return UInt64(max(0, lower - DataFilePages.headerSize) / 2)
+        }
+        guard let nodes = nodeOffsets(value, size: value.count, in: name, page: page) else { return 0 }
+        for offset in nodes {
+            let keySize = Int(loadInteger(value, offset + 6, as: UInt16.self))
+            guard offset + DataFilePages.nodeSize + keySize <= value.count else {
+                report(name, page, "a duplicate runs past its sub-page")
+                return 0
+            }
+        }
+        return UInt64(nodes.count)
+    }
+
+    /// The root page of a database: inside the file, used once, naming itself, of the kind its depth needs.
+    private mutating func checkRoot(_ name: String, _ record: DatabaseRecord) {
+        guard record.root != DataFilePages.invalidPage else { return }
+        guard claim(record.root, count: 1, in: name), let page = pages.page(record.root) else { return }
+        let expected = record.depth == 1 ? DataFilePages.leaf : DataFilePages.branch
+        let flags = loadInteger(page, 10, as: UInt16.self)
+        guard loadInteger(page, 0, as: UInt64.self) == record.root,
+            flags & (DataFilePages.branch | DataFilePages.leaf | DataFilePages.overflow | DataFilePages.meta) == expected
+        else { return report(name, record.root, "its root page is not a \(record.depth == 1 ? "leaf" : "branch") page") }
+    }
+}

@@ -1,0 +1,66 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The input of an import as a regular file, which can be read twice (a check pass, then a write pass).
+///
+/// A regular file is used as it is. Anything else (a pipe, `/dev/stdin`, a FIFO) gives its bytes only once,
+/// so they are copied into a temporary file first, read exactly once.
+struct ImportSpool {
+    /// The file to read.
+    let file: URL
+    /// Its size in bytes, when known (for progress).
+    let size: Int?
+    /// Whether ``file`` is a temporary copy to remove afterwards.
+    private let isTemporary: Bool
+
+    /// The input at `url`; `-` means standard input.
+    init(_ url: URL) throws {
+        let isStandardInput = url.lastPathComponent == "-" && !FileManager.default.fileExists(atPath: url.path)
+        let source = isStandardInput ? URL(fileURLWithPath: "/dev/stdin") : url
+        var info = stat()
+        if stat(source.path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG {
+            file = source
+            size = Int(info.st_size)
+            isTemporary = false
+            return
+        }
+        let copy = FileManager.default.temporaryDirectory
+            .appendingPathComponent("localstorage-import-\(UUID().uuidString).jsonl")
+        do {
+            guard FileManager.default.createFile(atPath: copy.path, contents: nil) else {
+                throw CocoaError(.fileWriteUnknown)
+            }
+            let input =
+                isStandardInput ? FileHandle.standardInput : try FileHandle(forReadingFrom: source)
+            let output = try FileHandle(forWritingTo: copy)
+            var total = 0
+            while let chunk = try input.read(upToCount: 1 << 20), !chunk.isEmpty {
+                try output.write(contentsOf: chunk)
+                total += chunk.count
+            }
+            try output.close()
+            size = total
+        } catch {
+            let reason = "cannot read \(url.path): \(error.localizedDescription)"
+            do {
+                if FileManager.default.fileExists(atPath: copy.path) { try FileManager.default.removeItem(at: copy) }
+            } catch let cleanup {
+                throw MaintenanceError.invalidArgument(reason + " (and \(copy.path) remains: \(cleanup))")
+            }
+            throw MaintenanceError.invalidArgument(reason)
+        }
+        file = copy
+        isTemporary = true
+    }
+
+    /// Removes the temporary copy, if there is one.
+    func remove() throws {
+        guard isTemporary else { return }
+        try FileManager.default.removeItem(at: file)
+    }
+}

@@ -1,0 +1,184 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// What ``StoreMaintenance/salvage(directory:)`` did.
+@_spi(Maintenance) public struct SalvageReport: Codable, Sendable {
+    /// The damage the walk of the old file found.
+    public var damage: [VerifyProblem]
+    /// Records copied into the fresh store.
+    public var salvaged: Int
+    /// Records (and type descriptions) that could be reached but not read; records on damaged pages
+    /// cannot be reached at all and are not listed.
+    public var lost: [VerifyProblem]
+    /// The types the fresh store holds.
+    public var types: [String]
+}
+
+extension StoreMaintenance {
+    /// Copies every record that can still be read from a damaged store into a fresh store, then puts the
+    /// fresh store in the old one's place (an atomic rename of its data file).
+    ///
+    /// The old file is read with plain reads along every page reference that is sound (``DataFileWalk``),
+    /// never through LMDB, so no damage can crash it; of two meta pages the snapshot that yields more
+    /// records is used. Each record is checked as `import` checks it and written with its timestamps,
+    /// expiry and version; its index entries and counts are built afresh.
+    ///
+    /// - Parameter directory: The store directory or the app's `databaseDirectory`.
+    /// - Throws: ``MaintenanceError/noStore(path:)``; `storageError` with `EBUSY` while any process
+    ///   (this one included) has the store open.
+    public static func salvage(directory: URL) async throws -> SalvageReport {
+        let directory = storeDirectory(named: directory)
+        let dataFile = directory.appendingPathComponent("data.mdb")
+        guard FileManager.default.fileExists(atPath: dataFile.path) else {
+            throw MaintenanceError.noStore(path: directory.path)
+        }
+        try StoreInUse.check(directory, doing: "repair")
+        let (lines, damage, unreadable) = try salvageLines(of: dataFile)
+        let fresh = directory.appendingPathComponent(".salvage-\(UUID().uuidString)", isDirectory: true)
+        var report: SalvageReport
+        do {
+            report = try await importSalvaged(lines, into: fresh)
+            report.damage = damage
+            report.lost = unreadable + report.lost
+            try StoreInUse.check(directory, doing: "repair")
+            guard rename(fresh.appendingPathComponent("data.mdb").path, dataFile.path) == 0 else {
+                throw MaintenanceError.invalidArgument(
+                    "cannot move the salvaged store into \(directory.path): \(String(cString: strerror(errno)))")
+            }
+        } catch {
+            if FileManager.default.fileExists(atPath: fresh.path) { try FileManager.default.removeItem(at: fresh) }
+            throw error
+        }
+        try FileManager.default.removeItem(at: fresh)
+        return report
+    }
+
+    /// The damage in the pages of the store in `directory` (the store directory or the app's
+    /// `databaseDirectory`), read with plain reads along every page reference of the newest commit: never
+    /// through LMDB, so that it is safe on any file. Empty when the pages are sound.
+    public static func pageDamage(directory: URL) throws -> [VerifyProblem] {
+        let dataFile = storeDirectory(named: directory).appendingPathComponent("data.mdb")
+        let descriptor = open(dataFile.path, O_RDONLY)
+        guard descriptor >= 0 else { throw MaintenanceError.noStore(path: directory.path) }
+        defer { close(descriptor) }
+        var pages = DataFilePages(descriptor: descriptor)
+        let (meta, problems) = DataFileWalk.newestMeta(&pages)
+        var found = problems
+        if let meta {
+            var walk = DataFileWalk(pages: pages, meta: meta)
+            walk.run()
+            found += walk.problems
+        }
+        return found.map { VerifyProblem(type: "data.mdb", id: nil, kind: .damagedFile, detail: "\($0)") }
+    }
+
+    /// Export lines (a type line, then its records) of every readable type and record of `dataFile`, the
+    /// damage found on the way and what was reached but could not be read.
+    private static func salvageLines(
+        of dataFile: URL
+    ) throws -> (lines: [Data], damage: [VerifyProblem], lost: [VerifyProblem]) {
+        let descriptor = open(dataFile.path, O_RDONLY)
+        guard descriptor >= 0 else {
+            throw LocalStorageError.openFailed(path: dataFile.path, reason: String(cString: strerror(errno)))
+        }
+        defer { close(descriptor) }
+        var pages = DataFilePages(descriptor: descriptor)
+        let (metas, metaProblems) = DataFileWalk.usableMetas(&pages)
+        var best: (lines: [Data], damage: [VerifyProblem], lost: [VerifyProblem], records: Int)?
+        for meta in metas {
+            let found = SalvagedEntries()
+            var walk = DataFileWalk(pages: pages, meta: meta)
+            walk.collects = { $0 == TypeRegistry.metaName || $0.hasPrefix("r.") }
+            walk.visit = { database, key, value in found.add(database, key, value) }
+            walk.run()
+            let damage = (metaProblems + walk.problems).map {
+                VerifyProblem(type: "data.mdb", id: nil, kind: .damagedFile, detail: "\($0)")
+            }
+            let (lines, lost, records) = found.exportLines()
+            if best == nil || records > best?.records ?? 0 { best = (lines, damage, lost, records) }
+        }
+        guard let best else {
+            throw LocalStorageError.openFailed(
+                path: dataFile.path, reason: "neither meta page can be used; nothing can be salvaged")
+        }
+        return (best.lines, best.damage, best.lost)
+    }
+
+    /// Imports salvaged export lines into a new store at `directory`, skipping (and listing) each line
+    /// that cannot be imported.
+    private static func importSalvaged(_ lines: [Data], into directory: URL) async throws -> SalvageReport {
+        let store = try await StoreMaintenance(directory: directory, creatingIfMissing: true)
+        var parser = ImportParser(known: [:], check: ImportRecordCheck(checkingPayloadValues: false))
+        var items: [ImportParser.Item] = []
+        var lost: [VerifyProblem] = []
+        for line in lines {
+            do {
+                if let item = try parser.parse(ArraySlice(line)) { items.append(item) }
+            } catch {
+                lost.append(VerifyProblem(type: "?", id: nil, kind: .damagedRecord, detail: "\(error)"))
+            }
+        }
+        let meta = store.meta
+        var salvaged = 0
+        for start in stride(from: 0, to: items.count, by: batchSize) {
+            let batch = Array(items[start..<min(items.count, start + batchSize)])
+            salvaged += try await store.write { writer in
+                try writer.transact { context in try ImportParser.apply(batch, meta: meta, context: context) }
+            }
+        }
+        return SalvageReport(damage: [], salvaged: salvaged, lost: lost, types: parser.typeNames)
+    }
+}
+
+/// The entries a salvage walk reached: the `meta` database and every records database.
+private final class SalvagedEntries {
+    private var meta: [(key: [UInt8], value: [UInt8])] = []
+    private var records: [String: [(key: [UInt8], value: [UInt8])]] = [:]
+
+    func add(_ database: String, _ key: [UInt8], _ value: [UInt8]) {
+        if database == TypeRegistry.metaName {
+            meta.append((key, value))
+        } else {
+            records[database, default: []].append((key, value))
+        }
+    }
+
+    /// Export lines of every readable type and its readable records; what could not be read; the number
+    /// of record lines.
+    func exportLines() -> (lines: [Data], lost: [VerifyProblem], records: Int) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        var lines: [Data] = []
+        var lost: [VerifyProblem] = []
+        var count = 0
+        for entry in meta where entry.key.starts(with: TypeInfo.keyPrefix) {
+            let name = String(decoding: entry.key.dropFirst(TypeInfo.keyPrefix.count), as: UTF8.self)
+            let info: TypeInfo
+            do {
+                info = try entry.value.withUnsafeBytes { try TypeRegistry.decode($0, name: name) }
+                lines.append(try encoder.encode(TypeDescription(info)))
+            } catch {
+                lost.append(VerifyProblem(type: name, id: nil, kind: .unreadableType, detail: "\(error)"))
+                continue
+            }
+            for record in records["r.\(info.number)"] ?? [] {
+                let id = String(decoding: record.key, as: UTF8.self)
+                do {
+                    let detail = try record.value.withUnsafeBytes {
+                        try StoreMaintenance.detail(type: name, id: id, bytes: $0, now: nil)
+                    }
+                    lines.append(try detail.jsonLine())
+                    count += 1
+                } catch {
+                    lost.append(VerifyProblem(type: name, id: id, kind: .damagedRecord, detail: "\(error)"))
+                }
+            }
+        }
+        return (lines, lost, count)
+    }
+}

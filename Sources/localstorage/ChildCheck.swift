@@ -1,0 +1,54 @@
+import Foundation
+
+/// Runs this executable again with the same arguments, as a child process that does the real work, so that
+/// a crash inside LMDB on a damaged file (SIGSEGV, SIGBUS) becomes a report instead of killing the tool.
+enum ChildCheck {
+    /// Runs the child and waits for it; its output goes straight to ours. Returns its exit status, or 1
+    /// after reporting where it was when a signal ended it.
+    static func run(stageVariable: String, output: Output) throws -> Int32 {
+        let candidate = FileManager.default.temporaryDirectory
+            .appendingPathComponent("localstorage-stage-\(UUID().uuidString)")
+        // Without a writable temporary directory (another user's TMPDIR) the child still runs; a crash report
+        // then cannot say the stage.
+        let stageFile =
+            FileManager.default.createFile(atPath: candidate.path, contents: Data("starting".utf8)) ? candidate : nil
+        defer { if let stageFile { remove(stageFile, output: output) } }
+        let process = Process()
+        process.executableURL = Bundle.main.executableURL ?? URL(fileURLWithPath: CommandLine.arguments[0])
+        process.arguments = Array(CommandLine.arguments.dropFirst())
+        var environment = ProcessInfo.processInfo.environment
+        environment[stageVariable] = stageFile?.path ?? ""
+        process.environment = environment
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationReason == .uncaughtSignal else { return process.terminationStatus }
+        var stage = "an unknown stage"
+        if let stageFile {
+            do {
+                stage = try String(contentsOf: stageFile, encoding: .utf8)
+            } catch {
+                stage += " (\(error))"
+            }
+        }
+        output.message(
+            "localstorage: error: the file is damaged at \(stage): the check ended with signal "
+                + "\(process.terminationStatus) inside LMDB. `localstorage verify --repair` salvages the records "
+                + "that can be read; or remove the store (it is a cache) and let it fill again.")
+        return 1
+    }
+
+    /// Notes the child's current stage in `file` (nothing when there is no file).
+    static func write(stage: String, to file: String?) {
+        guard let file, !file.isEmpty else { return }
+        // Only the wording of a crash report depends on it: a stage that cannot be noted leaves the last one.
+        _ = FileManager.default.createFile(atPath: file, contents: Data(stage.utf8))
+    }
+
+    private static func remove(_ file: URL, output: Output) {
+        do {
+            try FileManager.default.removeItem(at: file)
+        } catch {
+            output.message("localstorage: could not remove \(file.path): \(error)")
+        }
+    }
+}

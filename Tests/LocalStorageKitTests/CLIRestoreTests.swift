@@ -1,0 +1,128 @@
+import Foundation
+import Testing
+
+@_spi(Maintenance) @testable import LocalStorageKit
+
+/// `localstorage` as a new user meets it: restores through a pipe, compacted copies an app opens, ids that
+/// look like options, output that cannot be spoofed, and one figure for the map (issue 21).
+@Suite struct CLIRestoreTests {
+    /// A store made by the library with `count` notes, and its store directory.
+    private func makeStore(notes count: Int) async throws -> (storage: LocalStorage, store: URL) {
+        let storage = try LocalStorage(configuration: diskConfiguration())
+        try await storage.save(contentsOf: (0..<count).map { Note(id: "n\($0)", text: "note \($0)") })
+        return (storage, storage.configuration.storeDirectory)
+    }
+
+    /// Runs `script` with `sh -c`; inside it `$1` is the `localstorage` executable and `$2`… are `arguments`.
+    private func shell(_ script: String, _ arguments: [String]) async throws -> CLIResult {
+        try await CLIResult.run(arguments, environment: nil, launcher: ["/bin/sh", "-c", script, "sh"])
+    }
+
+    @Test(arguments: ["-", "/dev/stdin"])
+    func exportPipedIntoImportCopiesEveryRecord(input: String) async throws {
+        let (source, store) = try await makeStore(notes: 40)
+        let target = temporaryDirectory()
+        var configuration = diskConfiguration(target)
+        configuration.expirySweepInterval = nil
+        let result = try await shell(
+            #""$1" export --store "$2" | "$1" import "$3" --store "$4""#,
+            [store.path, input, configuration.storeDirectory.path])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout == "Imported 40 records of Note.\n")
+        let copy = try LocalStorage(configuration: configuration)
+        #expect(try await copy.count(Note.self) == 40)
+        for n in [0, 17, 39] {
+            #expect(try await copy.fetch(Note.self, id: "n\(n)") == source.fetch(Note.self, id: "n\(n)"))
+        }
+    }
+
+    @Test func importOfAnEmptyPipeImportsNothingAndSaysSo() async throws {
+        let target = temporaryDirectory().appendingPathComponent("store")
+        let result = try await shell(#"printf '' | "$1" import - --store "$2""#, [target.path])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout == "Imported 0 records.\n")
+    }
+
+    @Test func compactWritesAStoreTheLibraryOpensAsItIs() async throws {
+        let (storage, store) = try await makeStore(notes: 30)
+        for n in 0..<10 { try await storage.delete(Note.self, id: "n\(n)") }
+        let output = temporaryDirectory().appendingPathComponent("compacted")
+        let compact = try await CLIResult.run(["compact", "--output", output.path, "--store", store.path], environment: nil)
+        #expect(compact.status == 0, "\(compact.stderr)")
+        // The output is a databaseDirectory: the app opens it with the path it was given.
+        var configuration = diskConfiguration(output)
+        configuration.expirySweepInterval = nil
+        #expect(FileManager.default.fileExists(atPath: configuration.storeDirectory.appendingPathComponent("data.mdb").path))
+        let copy = try LocalStorage(configuration: configuration)
+        #expect(try await copy.count(Note.self) == 20)
+        #expect(try await copy.fetch(Note.self, id: "n25") == Note(id: "n25", text: "note 25"))
+        let listed = try await CLIResult.run(["list", "Note", "--store", output.path], environment: nil)
+        #expect(listed.status == 0, "\(listed.stderr)")
+        #expect(listed.stdout.split(separator: "\n").count == 20)
+    }
+
+    @Test func idsThatBeginWithADashFollowTheEndOfOptions() async throws {
+        let (storage, store) = try await makeStore(notes: 1)
+        try await storage.save(Note(id: "-dash", text: "dashing"))
+        let get = try await CLIResult.run(["--store", store.path, "get", "Note", "--", "-dash"], environment: nil)
+        #expect(get.status == 0, "\(get.stderr)")
+        #expect(get.stdout.contains("dashing"))
+        let unmarked = try await CLIResult.run(["--store", store.path, "get", "Note", "-dash"], environment: nil)
+        #expect(unmarked.status == 2)
+        #expect(unmarked.stderr.contains("--"))  // The usage error says how to name it.
+        let delete = try await CLIResult.run(["delete", "--store", store.path, "Note", "--", "-dash"], environment: nil)
+        #expect(delete.status == 0, "\(delete.stderr)")
+        #expect(try await storage.fetch(Note.self, id: "-dash") == nil)
+    }
+
+    @Test func outputEscapesControlBidirectionalAndInvisibleCharacters() async throws {
+        let (storage, store) = try await makeStore(notes: 1)
+        let spoofs = ["evil\u{202E}txt.exe", "bom\u{FEFF}", "iso\u{2066}late\u{2069}", "bell\u{07}", "zw\u{200B}j"]
+        for id in spoofs { try await storage.save(Note(id: id, text: "x\u{202E}y\u{FEFF}z")) }
+        let forbidden: Set<Unicode.Scalar> = ["\u{202E}", "\u{FEFF}", "\u{2066}", "\u{2069}", "\u{07}", "\u{200B}"]
+        func isClean(_ text: String) -> Bool { !text.unicodeScalars.contains { forbidden.contains($0) } }
+
+        let list = try await CLIResult.run(["list", "Note", "--store", store.path], environment: nil)
+        #expect(list.status == 0)
+        #expect(isClean(list.stdout), "\(list.stdout.debugDescription)")
+        #expect(list.stdout.contains(#""evil\u202etxt.exe""#))
+        let json = try await CLIResult.run(["list", "Note", "--json", "--store", store.path], environment: nil)
+        #expect(isClean(json.stdout))
+        let listing = try JSONDecoder().decode(RecordListing.self, from: Data(json.stdout.utf8))
+        #expect(Set(listing.records.map(\.id)) == Set(spoofs + ["n0"]))  // JSON escapes read back exactly.
+        let get = try await CLIResult.run(
+            ["get", "Note", "--escaped", #"evil\u202etxt.exe"#, "--store", store.path], environment: nil)
+        #expect(get.status == 0, "\(get.stderr)")
+        #expect(isClean(get.stdout))
+        #expect(get.stdout.contains(#"x\u202ey\ufeffz"#))
+        let missing = try await CLIResult.run(
+            ["get", "Note", "--escaped", #"no\u202eone"#, "--store", store.path], environment: nil)
+        #expect(missing.status == 1)
+        #expect(isClean(missing.stderr))
+    }
+
+    @Test func statsShowsTheMapFigureStatisticsReports() async throws {
+        let (storage, store) = try await makeStore(notes: 0)
+        let text = String(repeating: "y", count: 3_000)
+        try await storage.save(contentsOf: (0..<400).map { Note(id: "m\($0)", text: text) })
+        for n in 0..<350 { try await storage.delete(Note.self, id: "m\(n)") }
+        let expected = try await storage.statistics()
+        #expect(expected.mapFreeBytes > 0)
+        let stats = try await CLIResult.run(["stats", "--store", store.path], environment: nil)
+        #expect(stats.status == 0, "\(stats.stderr)")
+        let line = try #require(stats.stdout.split(separator: "\n").first { $0.hasPrefix("Map ") })
+        #expect(line.contains("\(bytes(expected.mapUsedBytes)) used, \(bytes(expected.mapFreeBytes)) free"), "\(line)")
+    }
+
+    /// The CLI's byte format: `512 B`, `12.3 KiB`.
+    private func bytes(_ count: Int) -> String {
+        let units = ["B", "KiB", "MiB", "GiB", "TiB"]
+        var value = Double(count)
+        var unit = 0
+        while value >= 1024, unit < units.count - 1 {
+            value /= 1024
+            unit += 1
+        }
+        return unit == 0 ? "\(count) B" : String(format: "%.1f", value) + " " + units[unit]
+    }
+}

@@ -1,0 +1,136 @@
+import CLMDB
+import Foundation
+import Testing
+
+@_spi(Maintenance) @testable import LocalStorageKit
+
+/// Files that are LMDB but not a usable store: a damaged meta page, another program's environment
+/// (issue 21). Opening fails with `openFailed` and leaves the file as it was; the CLI says the same.
+@Suite struct DamagedFileTests {
+    private func expectOpenFailed(
+        _ directory: URL, mentioning words: [String],
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        do {
+            _ = try LocalStorage(configuration: diskConfiguration(directory))
+            Issue.record("the store opened", sourceLocation: sourceLocation)
+        } catch let LocalStorageError.openFailed(_, reason) {
+            #expect(words.contains { reason.contains($0) }, "\(reason)", sourceLocation: sourceLocation)
+        } catch {
+            Issue.record("expected openFailed, got \(error)", sourceLocation: sourceLocation)
+        }
+    }
+
+    /// A plain LMDB environment in `directory` whose main database holds `pairs`, made with the C API.
+    private func makeEnvironment(_ directory: URL, holding pairs: [(String, String)]) throws {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        var env: OpaquePointer?
+        #expect(mdb_env_create(&env) == 0)
+        defer { mdb_env_close(env) }
+        #expect(mdb_env_set_mapsize(env, 1 << 20) == 0)
+        #expect(mdb_env_open(env, directory.path, 0, 0o644) == 0)
+        var txn: OpaquePointer?
+        #expect(mdb_txn_begin(env, nil, 0, &txn) == 0)
+        var dbi: MDB_dbi = 0
+        #expect(mdb_dbi_open(txn, nil, 0, &dbi) == 0)
+        for (key, value) in pairs {
+            var keyBytes = Array(key.utf8)
+            var valueBytes = Array(value.utf8)
+            let code = keyBytes.withUnsafeMutableBytes { k in
+                valueBytes.withUnsafeMutableBytes { v in
+                    var keyValue = MDB_val(mv_size: k.count, mv_data: k.baseAddress)
+                    var dataValue = MDB_val(mv_size: v.count, mv_data: v.baseAddress)
+                    return mdb_put(txn, dbi, &keyValue, &dataValue, 0)
+                }
+            }
+            #expect(code == 0)
+        }
+        #expect(mdb_txn_commit(txn) == 0)
+    }
+
+    @Test func aForeignLMDBEnvironmentIsRefusedAndLeftUntouched() async throws {
+        let directory = temporaryDirectory()
+        let files = storeFilesDirectory(directory)
+        try makeEnvironment(files, holding: [("foo", "bar"), ("hello", "world")])
+        let data = files.appendingPathComponent("data.mdb")
+        let before = try Data(contentsOf: data)
+        expectOpenFailed(directory, mentioning: ["not a LocalStorageKit store"])
+        #expect(try Data(contentsOf: data) == before)
+        for command in [["stats"], ["verify"], ["list", "foo"]] {
+            let result = try await CLIResult.run(command + ["--store", files.path], environment: nil)
+            #expect(result.status == 1)
+            #expect(result.stderr.contains("not a LocalStorageKit store"), "\(result.stderr)")
+        }
+        #expect(try Data(contentsOf: data) == before)
+    }
+
+    @Test func anEmptyLMDBEnvironmentBecomesAStore() async throws {
+        let directory = temporaryDirectory()
+        try makeEnvironment(storeFilesDirectory(directory), holding: [])
+        let storage = try LocalStorage(configuration: diskConfiguration(directory))
+        try await storage.save(Note(id: "a", text: "b"))
+        #expect(try await storage.fetch(Note.self, id: "a")?.text == "b")
+    }
+
+    enum MetaDamage: String, CaseIterable, Sendable {
+        case freeRootOutsideTheFile, freeRootIsTheMainRoot, mainRootIsAMetaPage, mainRootOutsideTheFile
+        case freeEntriesWrong
+    }
+
+    /// Overwrites part of the newest meta page of the store in `files` (LMDB's layout: the free-page
+    /// database's record at 40, the main database's at 88, each 48 bytes with the root at 40).
+    private func damageNewestMeta(_ files: URL, _ damage: MetaDamage) throws {
+        let url = files.appendingPathComponent("data.mdb")
+        var bytes = [UInt8](try Data(contentsOf: url))
+        func load(_ offset: Int) -> UInt64 {
+            (0..<8).reversed().reduce(UInt64(0)) { $0 << 8 | UInt64(bytes[offset + $1]) }
+        }
+        func store(_ value: UInt64, _ offset: Int) {
+            for index in 0..<8 { bytes[offset + index] = UInt8(truncatingIfNeeded: value >> (8 * UInt64(index))) }
+        }
+        let pageSize = Int(load(40) & 0xFFFF_FFFF)
+        let meta = load(144) >= load(pageSize + 144) ? 0 : pageSize
+        let (freeRoot, mainRoot, pages) = (meta + 80, meta + 128, UInt64(bytes.count / pageSize))
+        switch damage {
+        case .freeRootOutsideTheFile: store(pages + 1000, freeRoot)
+        case .freeRootIsTheMainRoot: store(load(mainRoot), freeRoot)
+        case .mainRootIsAMetaPage: store(1, mainRoot)
+        case .mainRootOutsideTheFile: store(pages + 7, mainRoot)
+        case .freeEntriesWrong: store(load(meta + 72) + 5, meta + 72)
+        }
+        try Data(bytes).write(to: url)
+    }
+
+    @Test(arguments: MetaDamage.allCases)
+    func aDamagedMetaPageFailsToOpenInsteadOfFailingEveryWrite(damage: MetaDamage) async throws {
+        let directory = temporaryDirectory()
+        do {
+            let storage = try LocalStorage(configuration: diskConfiguration(directory))
+            let text = String(repeating: "m", count: 1_500)
+            try await storage.save(contentsOf: (0..<300).map { Note(id: "n\($0)", text: text) })
+            for n in 0..<200 { try await storage.delete(Note.self, id: "n\(n)") }
+            try await storage.save(Note(id: "last", text: "x"))
+        }  // Closed: one process opens an environment once.
+        let files = storeFilesDirectory(directory)
+        try damageNewestMeta(files, damage)
+        expectOpenFailed(directory, mentioning: ["damaged"])
+        let verify = try await CLIResult.run(["verify", "--store", files.path], environment: nil)
+        #expect(verify.status == 1)
+        #expect((verify.stdout + verify.stderr).contains("damaged"), "\(verify.stdout)\(verify.stderr)")
+    }
+
+    @Test func aHealthyStoreWalksClean() async throws {
+        let directory = temporaryDirectory()
+        let configuration = diskConfiguration(directory)
+        do {
+            let storage = try LocalStorage(configuration: configuration)
+            // Many records under few index values: duplicates in sub-pages and sub-trees, overflow pages.
+            try await storage.save(contentsOf: (0..<3_000).map(Product.sample))
+            try await storage.save(contentsOf: (0..<40).map { Note(id: "big\($0)", text: String(repeating: "b", count: 9_000)) })
+            for n in stride(from: 0, to: 3_000, by: 3) { try await storage.delete(Product.self, id: "sku_\(n)") }
+        }
+        let report = try await StoreMaintenance(directory: configuration.storeDirectory).verify()
+        #expect(report.problems.isEmpty, "\(report.problems.prefix(5))")
+        #expect(report.records == 2_040)
+    }
+}
