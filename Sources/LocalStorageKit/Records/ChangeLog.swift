@@ -39,10 +39,13 @@ final class ChangeLog: Sendable {
     let retention: Int
     /// This process's mark on the entries it writes (random for each open environment).
     let writer: UInt64
+    /// The load-through leases each commit voids for the ids it writes (nil: none kept).
+    let leases: LeaseBook?
 
-    init(database: Database, retention: Int) {
+    init(database: Database, retention: Int, leases: LeaseBook? = nil) {
         self.database = database
         self.retention = max(1, retention)
+        self.leases = leases
         writer = UInt64.random(in: 1...UInt64.max)
     }
 
@@ -56,6 +59,7 @@ final class ChangeLog: Sendable {
     /// Appends one commit's changes and trims past the retention.
     func append(_ changes: [Pending], txn: Transaction) throws {
         guard !changes.isEmpty else { return }
+        try leases?.void(changes, txn: txn)
         var sequence = try lastSequence(in: txn)
         for change in changes {
             sequence += 1
