@@ -31,6 +31,9 @@ final class LoadFlights: Sendable {
     /// The number of flights under way (tests check that finished ones are gone).
     var count: Int { state.withLock { $0.flights.count } }
 
+    /// The number of callers waiting on flights (tests wait for their callers to line up).
+    var waiterCount: Int { state.withLock { $0.flights.values.reduce(0) { $0 + $1.waiters.count } } }
+
     /// Whether a flight for `key` is under way.
     func isFlying(_ key: Key) -> Bool { state.withLock { $0.flights[key] != nil } }
 

@@ -9,6 +9,7 @@ extension Writer {
                 let now = nextTimestamp()
                 let context = try countedWrite { txn in
                     let context = Context(txn: txn, now: now, environment: environment, hub: hub)
+                    context.leases = changeLog?.leases
                     for (position, (body, _)) in pending.enumerated() {
                         do {
                             try body(context)
@@ -80,6 +81,7 @@ extension Writer {
                 let now = nextTimestamp()
                 let (value, context) = try countedWrite { txn in
                     let context = Context(txn: txn, now: now, environment: environment, hub: hub)
+                    context.leases = changeLog?.leases
                     let value = try body(context)
                     try evictor?.enforce(context)
                     try changeLog?.append(context.logged, txn: txn)
@@ -120,6 +122,7 @@ extension Writer {
         do {
             let (context, results) = try countedWrite { txn -> (Context, [Outcome]) in
                 let context = Context(txn: txn, now: now, environment: environment, hub: hub)
+                context.leases = changeLog?.leases
                 var results: [Outcome] = []
                 results.reserveCapacity(requests.count)
                 for (body, _) in requests {

@@ -31,6 +31,8 @@ final class Writer: @unchecked Sendable {
         var logged: [ChangeLog.Pending] = []
         /// Set when a write of this request met `MDB_MAP_FULL`, even if the caller's closure caught it.
         var metMapFull = false
+        /// The load-through leases, for a delete of a missing id to void (see ``LeaseBook``).
+        var leases: LeaseBook?
         private let hub: any CommitListener
         private var observed: [String: Bool] = [:]
 
@@ -63,7 +65,9 @@ final class Writer: @unchecked Sendable {
 
         /// A context for a transaction nested in this one, with the same clock and observers.
         func nested(_ child: Transaction) -> Context {
-            Context(txn: child, now: now, environment: environment, hub: hub)
+            let child = Context(txn: child, now: now, environment: environment, hub: hub)
+            child.leases = leases
+            return child
         }
 
         /// Takes over the changes and hooks of a nested context whose transaction committed into this one.
