@@ -5,6 +5,8 @@ extension LocalStorage {
     struct LoadLook<T> {
         var value: T?
         var updatedAt: Int64 = 0
+        /// When the live record expires (0: never).
+        var expiresAt: Int64 = 0
         var entry: LeaseEntry?
     }
 
@@ -80,6 +82,7 @@ extension LocalStorage {
             }
             look.value = try RecordDecoding.decode(T.self, view: view, id: id, session: session)
             look.updatedAt = view.updatedAt
+            look.expiresAt = view.expiresAt
             if schema.tracksRecency {
                 key.withUnsafeBytes { core.accessNotes.note(type: schema.number, key: $0) }
             }
@@ -96,7 +99,7 @@ extension LocalStorage {
         _ type: T.Type, id: T.ID, name: String, key: [UInt8], schema: TypeSchema, policy: LoadPolicy,
         refreshing: Int64?, load: @escaping @Sendable (T.ID) async throws -> T?
     ) async throws -> T? {
-        let waiter = LeaseWaiter(core: core, typeName: schema.name, id: name)
+        let waiter = RecordWatch(core: core, typeName: schema.name, id: name)
         defer { waiter.end() }
         let leaseKey = LeaseBook.key(type: schema.number, id: key)
         var awaited: UInt64?

@@ -1,10 +1,11 @@
 import Synchronization
 
-/// Wakes a caller waiting on another process's load of one id: it listens for the changes of the id's
-/// type, this process's commits directly and other processes' through the change log (the signal change
-/// streams use), and the caller wakes at the first one that may concern the id, or when its wait times
-/// out. It never reads the record itself; the caller looks again when woken.
-final class LeaseWaiter: Sendable {
+/// Wakes a caller waiting for one record to change (a load by another process, `updates(of:id:)`): it
+/// listens for the changes of the id's type, this process's commits directly and other processes'
+/// through the change log (the signal change streams use), and the caller wakes at the first one that
+/// may concern the id, or when its wait times out. It never reads the record itself; the caller looks
+/// again when woken.
+final class RecordWatch: Sendable {
     private struct State {
         var isPending = false
         var continuation: CheckedContinuation<Void, Never>?
@@ -22,7 +23,7 @@ final class LeaseWaiter: Sendable {
         core.liveQueries.beginObserving()
         let token = core.hub.subscribe(typeName) { [weak self] changes in
             guard let self else { return }
-            if changes.isEmpty || changes.contains(where: { LeaseWaiter.mayConcern($0, id: id) }) { self.wake() }
+            if changes.isEmpty || changes.contains(where: { RecordWatch.mayConcern($0, id: id) }) { self.wake() }
         }
         subscription.withLock { $0 = token }
     }
