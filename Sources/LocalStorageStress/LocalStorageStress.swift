@@ -26,6 +26,8 @@ import Darwin
 /// LocalStorageStress long-write DIR    saves one record, then 2,000 in one write transaction that never ends
 /// LocalStorageStress overwrite DIR     runs `save ID SEQUENCE`, `delete ID`, `clear` from standard input on
 ///                                      StressRecord, replying `ok` once each write returned
+/// LocalStorageStress load DIR ID CALLERS LOADFILE MILLIS|hang   CALLERS tasks fetch ID through the cache at
+///                                      once; the loader appends a line to LOADFILE (see LoadDriver)
 /// LocalStorageStress in-memory hold|exit                                opens an in-memory store, prints the
 ///                                                                       directory of its open files, then
 ///                                                                       sleeps until killed or exits with the
@@ -60,6 +62,10 @@ struct LocalStorageStress {
                 try await SharedTierDriver.run(
                     directory: arguments[1], port: Int(arguments[2]) ?? 0,
                     namespace: arguments[3])
+            case "load" where arguments.count == 6:
+                try await LoadDriver.run(
+                    directory: arguments[1], id: arguments[2], callers: Int(arguments[3]) ?? 1,
+                    loadFile: arguments[4], delay: arguments[5])
             case "open" where arguments.count >= 2:
                 openStore(directory: arguments[1], asNobody: arguments.dropFirst(2).contains("--as-nobody"))
             default:

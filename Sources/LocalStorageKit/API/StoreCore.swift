@@ -32,6 +32,8 @@ final class StoreCore: Sendable {
     /// The open databases of every stored type by number, for ``LocalStorage/statistics()`` (filled as
     /// types appear; see StoreCore+Statistics.swift).
     let statisticsSchemas = Mutex<[UInt32: TypeSchema]>([:])
+    /// Loads through the cache under way in this process, one per id (see LoadFlights.swift).
+    let loads = LoadFlights()
 
     init(directory: URL, configuration: LocalStorageConfiguration) throws {
         let durability = configuration.isInMemory ? StorageDurability.none : configuration.durability
@@ -48,13 +50,17 @@ final class StoreCore: Sendable {
         do {
             (meta, changeLog) = try environment.write { txn in
                 guard let dbi = try txn.openDatabase(TypeRegistry.metaName, create: true),
-                    let changes = try ChangeLog.open(in: txn)
+                    let changes = try ChangeLog.open(in: txn), let leases = try LeaseBook.open(in: txn)
                 else {
                     throw LMDBError.notFound("mdb_dbi_open")
                 }
                 try TypeRegistry.checkLayout(meta: dbi, txn: txn, countTree: !configuration.withoutCountTree)
                 let store = try ChangeLog.identity(meta: dbi, txn: txn)
-                return (dbi, ChangeLog(database: changes, retention: configuration.changeLogRetention, store: store))
+                return (
+                    dbi,
+                    ChangeLog(
+                        database: changes, retention: configuration.changeLogRetention, store: store, leases: leases)
+                )
             }
         } catch {
             throw LocalStorageError.openFailed(path: directory.path, reason: StoreCore.explain(error))

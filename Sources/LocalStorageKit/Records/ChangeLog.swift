@@ -45,11 +45,14 @@ final class ChangeLog: Sendable {
     let writer: UInt64
     /// The store's identity (see ``identityKey``), carried by every ``StorageChangeToken``.
     let store: UInt64
+    /// The load-through leases each commit voids for the ids it writes (nil: none kept).
+    let leases: LeaseBook?
 
-    init(database: Database, retention: Int, store: UInt64) {
+    init(database: Database, retention: Int, store: UInt64, leases: LeaseBook? = nil) {
         self.database = database
         self.retention = max(1, retention)
         self.store = store
+        self.leases = leases
         writer = UInt64.random(in: 1...UInt64.max)
     }
 
@@ -85,6 +88,7 @@ final class ChangeLog: Sendable {
     /// Appends one commit's changes and trims past the retention.
     func append(_ changes: [Pending], txn: Transaction) throws {
         guard !changes.isEmpty else { return }
+        try leases?.void(changes, txn: txn)
         var sequence = try lastSequence(in: txn)
         for change in changes {
             sequence += 1

@@ -297,6 +297,8 @@ extension RecordWriter {
     @discardableResult
     static func delete(id: String, key: [UInt8], schema: TypeSchema, context: Writer.Context) throws -> Bool {
         guard let removed = try remove(key: key, schema: schema, txn: context.txn, now: context.now) else {
+            // Nothing to log, but a load of the id under way must still lose to this delete.
+            try context.leases?.remove(LeaseBook.key(type: schema.number, id: key), txn: context.txn)
             return false
         }
         context.log(schema, .deleted, id: key)

@@ -10,6 +10,8 @@ extension Writer {
                 let context = try countedWrite { txn in
                     let context = Context(txn: txn, now: now, environment: environment, hub: hub)
                 context.storeMaxBytes = evictor?.book.store?.maxBytes
+
+                    context.leases = changeLog?.leases
                     for (position, (body, _)) in pending.enumerated() {
                         do {
                             try body(context)
@@ -82,6 +84,8 @@ extension Writer {
                 let (value, context) = try countedWrite { txn in
                     let context = Context(txn: txn, now: now, environment: environment, hub: hub)
                 context.storeMaxBytes = evictor?.book.store?.maxBytes
+
+                    context.leases = changeLog?.leases
                     let value = try body(context)
                     try evictor?.enforce(context)
                     try changeLog?.append(context.logged, txn: txn)
@@ -123,6 +127,8 @@ extension Writer {
             let (context, results) = try countedWrite { txn -> (Context, [Outcome]) in
                 let context = Context(txn: txn, now: now, environment: environment, hub: hub)
                 context.storeMaxBytes = evictor?.book.store?.maxBytes
+
+                context.leases = changeLog?.leases
                 var results: [Outcome] = []
                 results.reserveCapacity(requests.count)
                 for (body, _) in requests {

@@ -33,6 +33,9 @@ final class Writer: @unchecked Sendable {
         var metMapFull = false
         /// The store's `maxBytes` limit, which no one record may exceed (``Evictor/refuseOversized(_:schema:context:)``).
         var storeMaxBytes: Int?
+
+        /// The load-through leases, for a delete of a missing id to void (see ``LeaseBook``).
+        var leases: LeaseBook?
         private let hub: any CommitListener
         private var observed: [String: Bool] = [:]
 
@@ -67,6 +70,8 @@ final class Writer: @unchecked Sendable {
         func nested(_ child: Transaction) -> Context {
             let child = Context(txn: child, now: now, environment: environment, hub: hub)
             child.storeMaxBytes = storeMaxBytes
+
+            child.leases = leases
             return child
         }
 

@@ -1,0 +1,87 @@
+// Many records in one call: `fetch(_:ids:)` (one snapshot, like Redis's MGET) and
+// `delete(_:matching:)` (invalidation by an indexed field, in one commit).
+
+extension LocalStorage {
+    /// The live records among `ids`, read from one snapshot and keyed by id; absent and expired ids are
+    /// left out.
+    ///
+    /// ```swift
+    /// let some = try await storage.fetch(Product.self, ids: ["sku_1", "sku_2"])   // [Product.ID: Product]
+    /// ```
+    /// Complexity: one lookup per id in one read transaction: cheaper than one ``fetch(_:id:)-(_,String)``
+    /// per id.
+    /// - Throws: `invalidId` for an id that cannot key a record; `decodingFailed`; `migrationFailed`.
+    nonisolated(nonsending) public func fetch<T: LocalStorable>(_ type: T.Type, ids: [T.ID]) async throws -> [T.ID: T]
+    {
+        try await operation("fetch(ids:)") {
+            let schema = try await core.schema(for: T.self)
+            await sharedTier?.awaitSettled()
+            let now = core.clock.wallNanoseconds()
+            let session = makeDecodeSession(for: schema)
+            var (found, expired) = try core.environment.read { txn in
+                try RecordReader.getMany(T.self, ids: ids, schema: schema, now: now, txn: txn, session: session)
+            }
+            if schema.tracksRecency {
+                for value in found.values {
+                    let key = try value.storageID()
+                    key.utf8.withContiguousStorageIfAvailable { bytes in
+                        core.accessNotes.note(type: schema.number, key: UnsafeRawBufferPointer(bytes))
+                    }
+                }
+            }
+            followUp(session: session, expired: expired, purge: false, schema: schema)
+            if let sharedTier {
+                // Local misses are read from the shared tier, one by one.
+                for id in ids where found[id] == nil {
+                    let name = try StorageKey.string(for: id)
+                    if let value = try await fetchShared(T.self, id: name, schema: schema, tier: sharedTier) {
+                        found[id] = value
+                    }
+                }
+            }
+            return found
+        }
+    }
+
+    /// Deletes every live record of `T` the filters match, in one commit, and returns how many.
+    ///
+    /// ```swift
+    /// let gone = try await storage.delete(Product.self, matching: [.equals("category", "books")])
+    /// ```
+    /// The way cache tags invalidate: every record with an indexed value goes at once. Change streams get
+    /// a `.deleted(id:)` for each record; loads of those ids under way lose to the delete. With a shared
+    /// tier, the matching records are deleted one by one through it.
+    /// Complexity: the query's walk, plus one delete per record matched.
+    /// - Throws: `unknownIndex` or `invalidQuery` for a filter the type's indexes cannot answer.
+    @discardableResult
+    public func delete<T: LocalStorable>(_ type: T.Type, matching filters: [StorageIndexFilter]) async throws -> Int {
+        try await operation("delete(matching:)") {
+            let schema = try await core.schema(for: T.self)
+            if sharedTier != nil {
+                let doomed = try await fetch(T.self, matching: filters, options: FetchOptions(scope: .shared))
+                for value in doomed { try await delete(T.self, id: try value.storageID()) }
+                return doomed.count
+            }
+            try await migrateIfPending(T.self, schema: schema)
+            return try await core.writer.performOnce { context in
+                let transaction = StorageWriteTransaction(storage: self, context: context)
+                defer { transaction.close() }
+                return try transaction.delete(T.self, matching: filters)
+            }
+        }
+    }
+}
+
+extension LocalRepository {
+    /// The live records among `ids`, from one snapshot, keyed by id (see ``LocalStorage/fetch(_:ids:)``).
+    nonisolated(nonsending) public func fetch(ids: [T.ID]) async throws -> [T.ID: T] {
+        try await storage.fetch(T.self, ids: ids)
+    }
+
+    /// Deletes every live record the filters match in one commit; returns how many (see
+    /// ``LocalStorage/delete(_:matching:)``).
+    @discardableResult
+    public func delete(matching filters: [StorageIndexFilter]) async throws -> Int {
+        try await storage.delete(T.self, matching: filters)
+    }
+}

@@ -1,0 +1,88 @@
+// Many records in one call inside a transaction: `fetch(_:ids:)` and `delete(_:matching:)`.
+
+extension StorageReadTransaction {
+    /// The live records among `ids`, keyed by id; absent and expired ids are left out (see
+    /// ``LocalStorage/fetch(_:ids:)``).
+    ///
+    /// Complexity: one lookup per id, all in this transaction's snapshot.
+    /// - Throws: `invalidId` for an id that cannot key a record; `decodingFailed`.
+    public func fetch<T: LocalStorable>(_ type: T.Type, ids: [T.ID]) throws -> [T.ID: T] {
+        try run {
+            let schema = try schema(T.self)
+            let session = storage.makeDecodeSession(for: schema)
+            let (found, expired) = try RecordReader.getMany(
+                T.self, ids: ids, schema: schema, now: now, txn: txn, session: session)
+            try finish(session, expired: expired, purge: false, schema: schema)
+            return found
+        }
+    }
+}
+
+extension StorageWriteTransaction {
+    /// Deletes every live record of `T` the filters match; returns how many (see
+    /// ``LocalStorage/delete(_:matching:)``). Change streams get a `.deleted(id:)` for each after the commit.
+    ///
+    /// Complexity: the query's walk, plus one delete per record matched.
+    /// - Throws: `unknownIndex` or `invalidQuery` for a filter the type's indexes cannot answer.
+    @discardableResult
+    public func delete<T: LocalStorable>(_ type: T.Type, matching filters: [StorageIndexFilter]) throws -> Int {
+        try run {
+            let schema = try schema(T.self)
+            let plan = try QueryPlan(filters: filters, sort: nil, schema: schema)
+            if QueryRunner.usesIndexes(plan) { try prepareIndexedRead(T.self, schema: schema) }
+            let keys = try QueryRunner.matchingKeys(plan: plan, schema: schema, now: now, txn: txn)
+            for key in keys {
+                try RecordWriter.delete(id: String(decoding: key, as: UTF8.self), key: key, schema: schema, context: context)
+            }
+            return keys.count
+        }
+    }
+}
+
+extension RecordReader {
+    /// The live records among `ids` from one snapshot, keyed by id, and the keys of the expired ones met.
+    static func getMany<T: LocalStorable>(
+        _ type: T.Type, ids: [T.ID], schema: TypeSchema, now: Int64, txn: Transaction, session: DecodeSession
+    ) throws -> (found: [T.ID: T], expired: [[UInt8]]) {
+        var found: [T.ID: T] = [:]
+        found.reserveCapacity(ids.count)
+        var expired: [[UInt8]] = []
+        for id in ids {
+            let name = try StorageKey.string(for: id)
+            var utf8 = name
+            let result = try utf8.withUTF8 { key in
+                try RecordWriter.validate(keyLength: key.count)
+                return try get(T.self, key: UnsafeRawBufferPointer(key), id: name, schema: schema, now: now, txn: txn,
+                               session: session)
+            }
+            if result.expired { expired.append(Array(name.utf8)) }
+            if let value = result.value { found[id] = value }
+        }
+        return (found, expired)
+    }
+}
+
+extension QueryRunner {
+    /// The keys of every live record `plan` matches, in key order for a plain listing, else in the
+    /// plan's order.
+    static func matchingKeys(plan: QueryPlan, schema: TypeSchema, now: Int64, txn: Transaction) throws -> [[UInt8]] {
+        guard plan.isUnconstrained else {
+            return try QueryExecutor(schema: schema, plan: plan, txn: txn, now: now).orderedIDs(options: FetchOptions())
+        }
+        var keys: [[UInt8]] = []
+        try txn.withCursor(schema.records) { cursor in
+            var entry = try cursor.move(.first)
+            while let current = entry {
+                let isLive: Bool
+                do {
+                    isLive = !(try RecordView(fixedPartOf: current.value)).isExpired(at: now)
+                } catch {
+                    isLive = true  // A damaged header counts as live: a delete with no condition removes it too.
+                }
+                if isLive { keys.append(Array(current.key)) }
+                entry = try cursor.move(.next)
+            }
+        }
+        return keys
+    }
+}

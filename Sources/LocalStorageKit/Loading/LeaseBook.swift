@@ -1,0 +1,70 @@
+/// The `leases` database: one entry per (type number, id) that is being loaded through the cache, or
+/// whose last load found nothing (see ``LeaseEntry``). No read of records ever looks here, so an absent
+/// marker is no record for counts, queries, metadata, exports or statistics.
+///
+/// Key: type number (UInt32 big-endian) ‖ the id's UTF-8. Every commit voids the entries of the ids it
+/// inserts, updates or deletes (and of every id of a type it clears), in its own transaction: a write
+/// wins over a load under way, whose result is then not stored.
+final class LeaseBook: Sendable {
+    static let name = "leases"
+
+    let database: Database
+
+    init(database: Database) { self.database = database }
+
+    /// Opens (creating) the database in a write transaction, or opens it if it exists in a read one.
+    static func open(in txn: Transaction) throws -> LeaseBook? {
+        try txn.openDatabase(name, create: !txn.isReadOnly).map(LeaseBook.init)
+    }
+
+    static func key(type: UInt32, id: [UInt8]) -> [UInt8] {
+        var key: [UInt8] = []
+        key.reserveCapacity(4 + id.count)
+        key.appendBigEndian(type)
+        key.append(contentsOf: id)
+        return key
+    }
+
+    /// The entry of `key`, or nil when there is none (or none this version can read).
+    func entry(_ key: [UInt8], txn: Transaction) throws -> LeaseEntry? {
+        try txn.get(database, key: key).flatMap { LeaseEntry($0) }
+    }
+
+    func put(_ entry: LeaseEntry, key: [UInt8], txn: Transaction) throws {
+        try txn.put(database, key: key, value: entry.bytes)
+    }
+
+    func remove(_ key: [UInt8], txn: Transaction) throws {
+        try txn.delete(database, key: key)
+    }
+
+    /// Voids the entries of the ids a commit writes: an insert, update or delete of an id removes its
+    /// lease (the load's result will not be stored) or its remembered nil; clearing a type removes all of
+    /// the type's. Expiry and new expirations leave them alone. Costs nothing while no entry exists.
+    func void(_ changes: [ChangeLog.Pending], txn: Transaction) throws {
+        guard !changes.isEmpty, try txn.entryCount(database) > 0 else { return }
+        for change in changes {
+            switch change.kind {
+            case .inserted, .updated, .deleted:
+                try txn.delete(database, key: LeaseBook.key(type: change.type, id: change.id))
+            case .cleared:
+                try removeAll(type: change.type, txn: txn)
+            case .expired, .touched:
+                continue
+            }
+        }
+    }
+
+    private func removeAll(type: UInt32, txn: Transaction) throws {
+        let prefix = LeaseBook.key(type: type, id: [])
+        var keys: [[UInt8]] = []
+        try txn.withCursor(database) { cursor in
+            var entry = try cursor.seek(atLeast: prefix)
+            while let current = entry, current.key.starts(with: prefix) {
+                keys.append(Array(current.key))
+                entry = try cursor.move(.next)
+            }
+        }
+        for key in keys { try txn.delete(database, key: key) }
+    }
+}

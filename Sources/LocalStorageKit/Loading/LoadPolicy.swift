@@ -1,0 +1,46 @@
+/// How ``LocalStorage/fetch(_:id:policy:load:)`` loads, keeps and refreshes a record it does not hold.
+///
+/// ```swift
+/// let policy = LoadPolicy(expiration: .hours(2),     // how long a loaded record lives
+///                         refreshAfter: .minutes(10), // older than this: served at once, reloaded behind
+///                         absentFor: .seconds(30),    // a nil from the loader is remembered this long
+///                         loadTimeout: .seconds(30))  // a load that takes longer is given up
+/// ```
+/// `LoadPolicy()` keeps loaded records forever, never refreshes them, does not remember a nil from the
+/// loader, and gives a load 30 seconds.
+public struct LoadPolicy: Sendable, Hashable {
+    /// How long a loaded record lives (the expiration it is saved with).
+    public var expiration: CacheExpiration
+    /// A record last updated longer ago than this is returned at once and reloaded in the background
+    /// (one reload per id); nil: never refreshed.
+    public var refreshAfter: Duration?
+    /// How long a nil from the loader is remembered: calls within that time return nil without loading.
+    /// Nil: not remembered (the next call loads again).
+    public var absentFor: Duration?
+    /// How long a load may take: callers waiting on a longer one get
+    /// ``LocalStorageError/loadTimedOut(id:)``, and another caller may take the load over.
+    public var loadTimeout: Duration
+
+    /// A policy; every argument has the default described on ``LoadPolicy``.
+    public init(
+        expiration: CacheExpiration = .never, refreshAfter: Duration? = nil, absentFor: Duration? = nil,
+        loadTimeout: Duration = .seconds(30)
+    ) {
+        self.expiration = expiration
+        self.refreshAfter = refreshAfter
+        self.absentFor = absentFor
+        self.loadTimeout = loadTimeout
+    }
+
+    /// Checks the durations: none may be negative, and the timeout must be positive.
+    func validated() throws(LocalStorageError) -> LoadPolicy {
+        if loadTimeout <= .zero { throw .invalidQuery("loadTimeout must be positive (got \(loadTimeout))") }
+        if let refreshAfter, refreshAfter < .zero {
+            throw .invalidQuery("refreshAfter must not be negative (got \(refreshAfter))")
+        }
+        if let absentFor, absentFor < .zero {
+            throw .invalidQuery("absentFor must not be negative (got \(absentFor))")
+        }
+        return self
+    }
+}

@@ -1,0 +1,71 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Who holds a lease: the host (its name, and on Linux its boot), the process id and the process's
+/// start time, so that a recycled pid is never mistaken for the holder.
+struct ProcessIdentity: Sendable, Hashable {
+    /// A 64-bit hash of the host name (and the boot id where the system has one).
+    let host: UInt64
+    let pid: Int32
+    /// The process's start time as the system counts it (clock ticks since boot on Linux; 0 unknown).
+    let started: UInt64
+
+    /// This process.
+    static let current = ProcessIdentity(
+        host: hostHash(), pid: getpid(), started: startTime(of: getpid()) ?? 0)
+
+    /// Whether this identity's process is known to be gone: it ran on this host and either no process
+    /// has its pid any more or the one that has it started at another time. False when it cannot tell
+    /// (another host).
+    var isGone: Bool {
+        guard host == ProcessIdentity.current.host, pid > 0 else { return false }
+        if kill(pid, 0) != 0 && errno == ESRCH { return true }
+        guard started != 0, let now = ProcessIdentity.startTime(of: pid) else { return false }
+        return now != started
+    }
+
+    /// The start time of process `pid` (field 22 of `/proc/PID/stat`), or nil where the system has no
+    /// such file.
+    static func startTime(of pid: Int32) -> UInt64? {
+        #if os(Linux)
+        // No such file: no such process, or a system without /proc; either way the time is unknown.
+        guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/stat") else { return nil }
+        let text = String(decoding: data, as: UTF8.self)
+        guard let close = text.lastIndex(of: ")") else { return nil }
+        // Fields after the command name (which may hold spaces) start at field 3.
+        let fields = text[text.index(after: close)...].split(separator: " ")
+        guard fields.count > 19 else { return nil }
+        return UInt64(fields[19])
+        #else
+        return nil
+        #endif
+    }
+
+    private static func hostHash() -> UInt64 {
+        var name = [UInt8](repeating: 0, count: 256)
+        let found = name.withUnsafeMutableBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { chars in
+                guard let base = chars.baseAddress else { return false }
+                return gethostname(base, chars.count - 1) == 0
+            }
+        }
+        var text = found ? String(decoding: name.prefix { $0 != 0 }, as: UTF8.self) : "unknown-host"
+        #if os(Linux)
+        if let boot = FileManager.default.contents(atPath: "/proc/sys/kernel/random/boot_id") {
+            text += "/" + String(decoding: boot, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        #endif
+        // FNV-1a: stable across processes and runs (Hasher is seeded per process).
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in text.utf8 {
+            hash ^= UInt64(byte)
+            hash &*= 0x100_0000_01b3
+        }
+        return hash
+    }
+}

@@ -1,0 +1,61 @@
+import Foundation
+import LocalStorageKit
+import LocalStorageTestSupport
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// `LocalStorageStress load DIR ID CALLERS LOADFILE MILLIS|hang`: starts CALLERS tasks that all fetch
+/// StressRecord ID through the cache at once. The loader appends one line to LOADFILE (so a test can count
+/// the loads of every process), prints `loading`, then returns a record after MILLIS milliseconds, or never
+/// (`hang`, for a test that kills it mid-load). Prints `done N` with the number of callers that got a
+/// record, or `error: …`.
+enum LoadDriver {
+    static func run(directory: String, id: String, callers: Int, loadFile: String, delay: String) async throws {
+        var configuration = LocalStorageConfiguration()
+        configuration.databaseDirectory = URL(fileURLWithPath: directory, isDirectory: true)
+        configuration.durability = .none
+        configuration.expirySweepInterval = nil
+        configuration.externalChangePollInterval = .milliseconds(20)
+        let storage = try LocalStorage(configuration: configuration)
+        let hang = delay == "hang"
+        let millis = Int(delay) ?? 0
+        let loader: @Sendable (String) async throws -> StressRecord? = { id in
+            try append(line: "\(getpid()) \(id)", to: loadFile)
+            LocalStorageStress.say("loading")
+            if hang {
+                while true { try await Task.sleep(for: .seconds(3600)) }
+            }
+            try await Task.sleep(for: .milliseconds(millis))
+            return StressRecord.make(id: id, sequence: Int(getpid()))
+        }
+        LocalStorageStress.say("ready")
+        let found = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for _ in 0..<callers {
+                group.addTask {
+                    try await storage.fetch(
+                        StressRecord.self, id: id, policy: LoadPolicy(loadTimeout: .seconds(120)), load: loader) != nil
+                }
+            }
+            var found = 0
+            for try await got in group where got { found += 1 }
+            return found
+        }
+        LocalStorageStress.say("done \(found)")
+    }
+
+    /// Appends `line` to `path` in one `write(2)` on a file opened with `O_APPEND`, so that lines of
+    /// several processes never interleave.
+    static func append(line: String, to path: String) throws {
+        let descriptor = open(path, O_WRONLY | O_APPEND | O_CREAT, 0o644)
+        guard descriptor >= 0 else { throw StressError(description: "cannot open \(path): errno \(errno)") }
+        defer { close(descriptor) }
+        let bytes = Array((line + "\n").utf8)
+        let written = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+        guard written == bytes.count else { throw StressError(description: "cannot append to \(path)") }
+    }
+}

@@ -1,0 +1,129 @@
+import Foundation
+import Synchronization
+import Testing
+
+@_spi(Maintenance) @_spi(Testing) @testable import LocalStorageKit
+
+@Suite struct LoadPolicyTests {
+    private func store(_ clock: VirtualClock, directory: URL = temporaryDirectory()) throws -> LocalStorage {
+        var configuration = diskConfiguration(directory)
+        configuration.clock = clock
+        return try LocalStorage(configuration: configuration)
+    }
+
+    @Test func defaultsAreTheContractsOnes() {
+        let policy = LoadPolicy()
+        #expect(policy.expiration == .never)
+        #expect(policy.refreshAfter == nil)
+        #expect(policy.absentFor == nil)
+        #expect(policy.loadTimeout == .seconds(30))
+        let literal = LoadPolicy(
+            expiration: .hours(2), refreshAfter: .minutes(10), absentFor: .seconds(30), loadTimeout: .seconds(30))
+        #expect(literal.refreshAfter == .seconds(600))
+    }
+
+    @Test func refreshAfterServesTheOldValueAtOnceAndReloadsOnceBehind() async throws {
+        let clock = VirtualClock()
+        let storage = try store(clock)
+        let old = Product(id: "sku_1", title: "old", category: "books", price: 1, rating: 1)
+        try await storage.save(old)
+        clock.advance(by: .minutes(11))
+        let gate = LoadGate()
+        let policy = LoadPolicy(refreshAfter: .minutes(10))
+        let changes = storage.changes(of: Product.self)
+        let served = try await withThrowingTaskGroup(of: Product?.self) { group in
+            for _ in 0..<100 {
+                group.addTask {
+                    try await storage.fetch(Product.self, id: "sku_1", policy: policy) { id in
+                        await gate.pass()
+                        return Product(id: id, title: "new", category: "books", price: 2, rating: 2)
+                    }
+                }
+            }
+            var served: [Product?] = []
+            for try await value in group { served.append(value) }
+            return served
+        }
+        // Every caller got the old record at once, while the one reload waits at the gate.
+        #expect(served.allSatisfy { $0 == old })
+        await gate.waitForLoad()
+        gate.open()
+        for await change in changes {
+            if case .updated(let product) = change {
+                #expect(product.title == "new")
+                break
+            }
+        }
+        #expect(gate.loads == 1)
+        #expect(try await storage.fetch(Product.self, id: "sku_1")?.title == "new")
+    }
+
+    @Test func aFailedRefreshKeepsTheRecord() async throws {
+        let clock = VirtualClock()
+        let storage = try store(clock)
+        let old = Product.sample(3)
+        try await storage.save(old)
+        clock.advance(by: .seconds(61))
+        let policy = LoadPolicy(refreshAfter: .seconds(60))
+        let failed = LoadGate(open: true)
+        #expect(
+            try await storage.fetch(Product.self, id: old.id, policy: policy) { _ in
+                await failed.pass()
+                throw CatalogError(code: 500)
+            } == old)
+        try await eventually("the refresh to end") { failed.loads == 1 && storage.core.loads.count == 0 }
+        #expect(try await storage.fetch(Product.self, id: old.id) == old)
+    }
+
+    @Test func absentForRemembersANilThatNoOtherReadSees() async throws {
+        let clock = VirtualClock()
+        let directory = temporaryDirectory()
+        let storage = try store(clock, directory: directory)
+        let gate = LoadGate(open: true)
+        let policy = LoadPolicy(absentFor: .seconds(30))
+        let load: @Sendable (String) async throws -> Product? = { _ in
+            await gate.pass()
+            return nil
+        }
+        #expect(try await storage.fetch(Product.self, id: "gone", policy: policy, load: load) == nil)
+        #expect(try await storage.fetch(Product.self, id: "gone", policy: policy, load: load) == nil)
+        #expect(gate.loads == 1)
+        // The marker is no record.
+        #expect(try await storage.count(Product.self) == 0)
+        #expect(try await storage.count(Product.self, matching: [.hasPrefix("category", "")]) == 0)
+        #expect(try await storage.fetch(Product.self, options: FetchOptions()) == [])
+        #expect(try await storage.metadata(Product.self, id: "gone") == nil)
+        #expect(try await storage.statistics().records == 0)
+        let maintenance = try await StoreMaintenance(directory: directory)
+        var exported = Data()
+        let report = try maintenance.export(to: { exported.append($0) })
+        #expect(report.records == 0)
+        // After the window the next call loads again.
+        clock.advance(by: .seconds(31))
+        #expect(try await storage.fetch(Product.self, id: "gone", policy: policy, load: load) == nil)
+        #expect(gate.loads == 2)
+    }
+
+    @Test func aSaveEndsARememberedNil() async throws {
+        let storage = try LocalStorage(configuration: .inMemory)
+        let policy = LoadPolicy(absentFor: .seconds(300))
+        #expect(try await storage.fetch(Product.self, id: "sku_4", policy: policy) { _ in nil } == nil)
+        try await storage.save(Product.sample(4))
+        try await storage.delete(Product.self, id: "sku_4")
+        let loaded = try await storage.fetch(Product.self, id: "sku_4", policy: policy) { _ in Product.sample(4) }
+        #expect(loaded == Product.sample(4))
+    }
+
+    @Test func withoutAbsentForANilIsNotRemembered() async throws {
+        let storage = try LocalStorage(configuration: .inMemory)
+        let gate = LoadGate(open: true)
+        for _ in 0..<3 {
+            #expect(
+                try await storage.fetch(Product.self, id: "none") { _ in
+                    await gate.pass()
+                    return nil
+                } == nil)
+        }
+        #expect(gate.loads == 3)
+    }
+}

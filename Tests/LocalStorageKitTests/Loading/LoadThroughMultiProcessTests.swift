@@ -1,0 +1,106 @@
+import Foundation
+import LocalStorageTestSupport
+import Testing
+
+@_spi(Testing) @testable import LocalStorageKit
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Loads through the cache by several processes on one store (the `LocalStorageStress load` helper).
+@Suite struct LoadThroughMultiProcessTests {
+    /// The lines the loaders of every process appended to `file`.
+    private func loads(in file: URL) -> [String] {
+        guard let data = FileManager.default.contents(atPath: file.path) else { return [] }
+        return String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
+    }
+
+    private func configuration(_ directory: URL) -> LocalStorageConfiguration {
+        var configuration = diskConfiguration(directory)
+        configuration.externalChangePollInterval = .milliseconds(20)
+        return configuration
+    }
+
+    @Test func fourProcessesOf250CallersLoadOnceInAll() async throws {
+        let directory = temporaryDirectory()
+        let loadFile = directory.appendingPathComponent("loads.txt")
+        // Create the store first, so that the helpers do not race to create it.
+        try await withStore(configuration(directory)) { _ in }
+        let helpers = try (0..<4).map { _ in
+            try HelperProcess(["load", directory.path, "shared-id", "250", loadFile.path, "300"])
+        }
+        for helper in helpers {
+            let done = try await helper.waitForLine("done", timeout: .seconds(120)) { $0.hasPrefix("done") || $0.hasPrefix("error") }
+            #expect(done == "done 250")
+        }
+        for helper in helpers { await helper.waitForExit() }
+        #expect(loads(in: loadFile).count == 1)
+        let storage = try LocalStorage(configuration: configuration(directory))
+        #expect(try await storage.count(StressRecord.self) == 1)
+    }
+
+    @Test func aWaiterInAnotherProcessGetsTheHoldersRecordWithoutLoading() async throws {
+        let directory = temporaryDirectory()
+        let loadFile = directory.appendingPathComponent("loads.txt")
+        let storage = try LocalStorage(configuration: configuration(directory))
+        let helper = try HelperProcess(["load", directory.path, "r-1", "1", loadFile.path, "500"])
+        try await helper.waitForLine("loading") { $0 == "loading" }
+        let gate = LoadGate(open: true)
+        let found = try await storage.fetch(StressRecord.self, id: "r-1") { id in
+            await gate.pass()
+            return StressRecord.make(id: id, sequence: -1)
+        }
+        #expect(gate.loads == 0)
+        #expect(found?.sequence == Int(helper.processIdentifier))
+        #expect(try await helper.waitForLine("done") { $0.hasPrefix("done") } == "done 1")
+    }
+
+    @Test func aLoaderKilledMidLoadIsTakenOver() async throws {
+        let directory = temporaryDirectory()
+        let loadFile = directory.appendingPathComponent("loads.txt")
+        let storage = try LocalStorage(configuration: configuration(directory))
+        let helper = try HelperProcess(["load", directory.path, "r-2", "5", loadFile.path, "hang"])
+        try await helper.waitForLine("loading") { $0 == "loading" }
+        let gate = LoadGate(open: true)
+        // A long timeout: only the holder's death, seen on this host, lets these callers take over.
+        let policy = LoadPolicy(loadTimeout: .seconds(600))
+        let callers = (0..<10).map { _ in
+            Task {
+                try await storage.fetch(StressRecord.self, id: "r-2", policy: policy) { id in
+                    await gate.pass()
+                    return StressRecord.make(id: id, sequence: 7)
+                }
+            }
+        }
+        try await eventually("the callers waiting") { storage.core.loads.waiterCount == 10 }
+        #expect(gate.loads == 0)
+        await helper.kill()
+        for caller in callers { #expect(try await caller.value?.sequence == 7) }
+        #expect(gate.loads == 1)
+        #expect(loads(in: loadFile).count == 1)
+    }
+
+    @Test func aWriteByAnotherProcessVoidsTheLease() async throws {
+        let directory = temporaryDirectory()
+        let storage = try LocalStorage(configuration: configuration(directory))
+        let gate = LoadGate()
+        let caller = Task {
+            try await storage.fetch(StressRecord.self, id: "r-3") { id in
+                await gate.pass()
+                return StressRecord.make(id: id, sequence: 1)
+            }
+        }
+        await gate.waitForLoad()
+        let writer = try HelperProcess(["overwrite", directory.path], withInput: true)
+        try await writer.waitForLine("ready") { $0 == "ready" }
+        #expect(try await writer.ask("save r-3 99") == "ok")
+        writer.closeInput()
+        await writer.waitForExit()
+        gate.open()
+        #expect(try await caller.value?.sequence == 99)
+        #expect(try await storage.fetch(StressRecord.self, id: "r-3")?.sequence == 99)
+    }
+}

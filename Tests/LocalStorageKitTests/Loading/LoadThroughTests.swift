@@ -1,0 +1,162 @@
+import Foundation
+import Synchronization
+import Testing
+
+@_spi(Testing) @testable import LocalStorageKit
+
+@Suite struct LoadThroughTests {
+    @Test func thousandCallersForOneColdIDLoadOnce() async throws {
+        let storage = try LocalStorage(configuration: .inMemory)
+        let gate = LoadGate()
+        let results = try await withThrowingTaskGroup(of: Product?.self) { group in
+            for _ in 0..<1000 {
+                group.addTask {
+                    try await storage.fetch(Product.self, id: "sku_7", expiration: .hours(2)) { id in
+                        await gate.pass()
+                        return Product(id: id, title: "loaded", category: "books", price: 1, rating: 1)
+                    }
+                }
+            }
+            try await eventually("1,000 callers waiting") { storage.core.loads.waiterCount == 1000 }
+            gate.open()
+            var results: [Product?] = []
+            for try await result in group { results.append(result) }
+            return results
+        }
+        #expect(gate.loads == 1)
+        #expect(results.count == 1000)
+        #expect(results.allSatisfy { $0?.title == "loaded" })
+        #expect(try await storage.fetch(Product.self, id: "sku_7")?.title == "loaded")
+        #expect(try await storage.metadata(Product.self, id: "sku_7")?.expiresAt != nil)
+        #expect(storage.core.loads.count == 0)
+    }
+
+    @Test func aFreshRecordIsReturnedWithoutLoading() async throws {
+        let storage = try LocalStorage(configuration: .inMemory)
+        try await storage.save(Product.sample(1))
+        let gate = LoadGate(open: true)
+        let found = try await storage.repository(Product.self).fetch(id: "sku_1") { _ in
+            await gate.pass()
+            return nil
+        }
+        #expect(found == Product.sample(1))
+        #expect(gate.loads == 0)
+    }
+
+    @Test func theLoadersErrorReachesEveryWaiterAndNothingIsStored() async throws {
+        let storage = try LocalStorage(configuration: .inMemory)
+        let gate = LoadGate()
+        let errors = try await withThrowingTaskGroup(of: (any Error)?.self) { group in
+            for _ in 0..<50 {
+                group.addTask {
+                    do {
+                        _ = try await storage.fetch(Product.self, id: "sku_9") { _ in
+                            await gate.pass()
+                            throw CatalogError(code: 503)
+                        }
+                        return nil
+                    } catch {
+                        return error
+                    }
+                }
+            }
+            try await eventually("50 callers waiting") { storage.core.loads.waiterCount == 50 }
+            gate.open()
+            var errors: [(any Error)?] = []
+            for try await error in group { errors.append(error) }
+            return errors
+        }
+        #expect(gate.loads == 1)
+        #expect(errors.allSatisfy { ($0 as? CatalogError) == CatalogError(code: 503) })
+        #expect(try await storage.count(Product.self) == 0)
+        // Nothing remembered: the next call loads again.
+        let again = try await storage.fetch(Product.self, id: "sku_9") { id in
+            await gate.pass()
+            return Product(id: id, title: "second", category: "toys", price: 2, rating: 2)
+        }
+        #expect(again?.title == "second")
+        #expect(gate.loads == 2)
+    }
+
+    @Test func waitersGetLoadTimedOutAfterTheTimeout() async throws {
+        let clock = VirtualClock()
+        var configuration = LocalStorageConfiguration.inMemory
+        configuration.clock = clock
+        let storage = try LocalStorage(configuration: configuration)
+        let policy = LoadPolicy(loadTimeout: .seconds(5))
+        let outcomes = try await withThrowingTaskGroup(of: (any Error)?.self) { group in
+            for _ in 0..<10 {
+                group.addTask {
+                    do {
+                        _ = try await storage.fetch(Product.self, id: "slow", policy: policy) { _ in
+                            // Hangs until the timeout cancels it.
+                            while true { try await Task.sleep(for: .seconds(3600)) }
+                        }
+                        return nil
+                    } catch {
+                        return error
+                    }
+                }
+            }
+            try await eventually("10 callers waiting") { storage.core.loads.waiterCount == 10 }
+            await clock.waitForSleepers(1)
+            clock.advance(by: .seconds(6))
+            var outcomes: [(any Error)?] = []
+            for try await outcome in group { outcomes.append(outcome) }
+            return outcomes
+        }
+        #expect(outcomes.allSatisfy { ($0 as? LocalStorageError) == .loadTimedOut(id: "slow") })
+        #expect(try await storage.count(Product.self) == 0)
+    }
+
+    @Test func aSaveDuringASlowLoadWins() async throws {
+        let storage = try LocalStorage(configuration: diskConfiguration())
+        let gate = LoadGate()
+        let caller = Task {
+            try await storage.fetch(Product.self, id: "sku_5", expiration: .hours(1)) { id in
+                await gate.pass()
+                return Product(id: id, title: "old from the source", category: "books", price: 1, rating: 1)
+            }
+        }
+        await gate.waitForLoad()
+        let saved = Product(id: "sku_5", title: "written meanwhile", category: "toys", price: 9, rating: 5)
+        try await storage.save(saved)
+        gate.open()
+        #expect(try await caller.value == saved)
+        #expect(try await storage.fetch(Product.self, id: "sku_5") == saved)
+        #expect(try await storage.metadata(Product.self, id: "sku_5")?.expiresAt == nil)
+    }
+
+    @Test func aDeleteDuringASlowLoadWins() async throws {
+        let storage = try LocalStorage(configuration: .inMemory)
+        let gate = LoadGate()
+        let caller = Task {
+            try await storage.fetch(Product.self, id: "sku_6") { id in
+                await gate.pass()
+                return Product(id: id, title: "old", category: "books", price: 1, rating: 1)
+            }
+        }
+        await gate.waitForLoad()
+        try await storage.delete(Product.self, id: "sku_6")
+        gate.open()
+        #expect(try await caller.value == nil)
+        #expect(try await storage.fetch(Product.self, id: "sku_6") == nil)
+    }
+
+    @Test func aLoadedRecordWithAnotherIDIsRefused() async throws {
+        let storage = try LocalStorage(configuration: .inMemory)
+        await #expect(throws: LocalStorageError.self) {
+            _ = try await storage.fetch(Product.self, id: "sku_1") { _ in Product.sample(2) }
+        }
+        #expect(try await storage.count(Product.self) == 0)
+        // The lease was given back: a later load runs.
+        #expect(try await storage.fetch(Product.self, id: "sku_1") { _ in Product.sample(1) } == Product.sample(1))
+    }
+
+    @Test func typedIDsReachTheLoader() async throws {
+        let storage = try LocalStorage(configuration: .inMemory)
+        let ticket = try await storage.fetch(Ticket.self, id: 42) { id in Ticket(id: id, title: "#\(id)") }
+        #expect(ticket == Ticket(id: 42, title: "#42"))
+        #expect(try await storage.fetch(Ticket.self, id: 42) == ticket)
+    }
+}

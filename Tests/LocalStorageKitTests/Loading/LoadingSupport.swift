@@ -1,0 +1,85 @@
+import Foundation
+import Synchronization
+
+@_spi(Testing) @testable import LocalStorageKit
+
+/// Counts the loads a test's loader runs, and holds them at a gate until the test opens it.
+final class LoadGate: Sendable {
+    private struct State {
+        var loads = 0
+        var isOpen = false
+        var waiting: [CheckedContinuation<Void, Never>] = []
+        var started: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private let state = Mutex(State())
+
+    init(open: Bool = false) { state.withLock { $0.isOpen = open } }
+
+    /// How many loads ran.
+    var loads: Int { state.withLock { $0.loads } }
+
+    /// Counts a load, then suspends until the gate opens.
+    func pass() async {
+        let started = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.loads += 1
+            defer { state.started = [] }
+            return state.started
+        }
+        for continuation in started { continuation.resume() }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let open = state.withLock { state -> Bool in
+                if state.isOpen { return true }
+                state.waiting.append(continuation)
+                return false
+            }
+            if open { continuation.resume() }
+        }
+    }
+
+    /// Returns once at least one load has started.
+    func waitForLoad() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let started = state.withLock { state -> Bool in
+                if state.loads > 0 { return true }
+                state.started.append(continuation)
+                return false
+            }
+            if started { continuation.resume() }
+        }
+    }
+
+    /// Lets every held load and every later one through.
+    func open() {
+        let waiting = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.isOpen = true
+            defer { state.waiting = [] }
+            return state.waiting
+        }
+        for continuation in waiting { continuation.resume() }
+    }
+}
+
+/// An error a test's loader throws.
+struct CatalogError: Error, Equatable {
+    let code: Int
+}
+
+/// Waits (yielding, with a generous deadline as a safety net) until `condition` holds.
+func eventually(_ what: String, timeout: Duration = .seconds(60), _ condition: () -> Bool) async throws {
+    let deadline = ContinuousClock.now + timeout
+    while !condition() {
+        guard ContinuousClock.now < deadline else { throw LoadTestError.timedOut(what) }
+        try await Task.sleep(for: .milliseconds(1))
+    }
+}
+
+enum LoadTestError: Error {
+    case timedOut(String)
+}
+
+/// A record with an integer id, for the typed-id overloads.
+struct Ticket: LocalStorable, Equatable {
+    let id: Int
+    var title: String
+}

@@ -1,0 +1,127 @@
+import Foundation
+import Synchronization
+import Testing
+
+@_spi(Maintenance) @_spi(Testing) @testable import LocalStorageKit
+
+/// `fetch(_:ids:)` and `delete(_:matching:)` against a plain reference model on random data.
+@Suite struct ManyRecordsTests {
+    /// A small deterministic generator (SplitMix64), so that every run sees the same data.
+    struct Generator: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+
+    private static let longAgo = CacheExpiration.date(Date(timeIntervalSince1970: 1_000))
+
+    @Test func fetchByIDsAgreesWithAModel() async throws {
+        let storage = try LocalStorage(configuration: diskConfiguration())
+        var random = Generator(state: 23)
+        var model: [String: Product] = [:]
+        for n in 0..<400 {
+            let product = Product.sample(n)
+            switch Int.random(in: 0..<10, using: &random) {
+            case 0..<2:
+                try await storage.save(product, expiration: Self.longAgo)  // expired
+            case 2:
+                continue  // never saved
+            default:
+                try await storage.save(product, expiration: .hours(1))
+                model[product.id] = product
+            }
+        }
+        for round in 0..<20 {
+            let ids = (0..<Int.random(in: 0..<120, using: &random)).map { _ in
+                "sku_\(Int.random(in: 0..<450, using: &random))"
+            }
+            let expected = Dictionary(uniqueKeysWithValues: Set(ids).compactMap { id in model[id].map { (id, $0) } })
+            #expect(try await storage.fetch(Product.self, ids: ids) == expected, "round \(round)")
+            let inTransaction = try await storage.read { tx in try tx.fetch(Product.self, ids: ids) }
+            #expect(inTransaction == expected)
+        }
+        #expect(try await storage.fetch(Product.self, ids: []) == [:])
+        await #expect(throws: LocalStorageError.self) { _ = try await storage.fetch(Product.self, ids: ["sku_1", ""]) }
+    }
+
+    @Test func fetchByIDsInAWriteSeesItsOwnWrites() async throws {
+        let storage = try LocalStorage(configuration: .inMemory)
+        let found = try await storage.write { tx in
+            try tx.save(Product.sample(1))
+            return try tx.fetch(Product.self, ids: ["sku_1", "sku_2"])
+        }
+        #expect(found == ["sku_1": Product.sample(1)])
+        let tickets = storage.repository(Ticket.self)
+        try await tickets.save(Ticket(id: 5, title: "five"))
+        #expect(try await tickets.fetch(ids: [5, 6]) == [5: Ticket(id: 5, title: "five")])
+    }
+
+    @Test func deleteMatchingAgreesWithAModelAndTheChangeStream() async throws {
+        let storage = try LocalStorage(configuration: diskConfiguration())
+        var random = Generator(state: 7)
+        var model: [String: Product] = [:]
+        let categories = ["books", "toys", "games", "food"]
+        var batch: [Product] = []
+        for n in 0..<600 {
+            let product = Product(
+                id: "p\(n)", title: "t\(n)", category: categories[Int.random(in: 0..<4, using: &random)],
+                price: Double(Int.random(in: 0..<100, using: &random)), rating: 1)
+            batch.append(product)
+            model[product.id] = product
+        }
+        try await storage.save(contentsOf: batch)
+        // Some expired records that match too: they are not live, so not counted.
+        for n in 0..<20 {
+            try await storage.save(
+                Product(id: "old\(n)", title: "", category: "books", price: 1, rating: 1), expiration: Self.longAgo)
+        }
+        let changes = storage.changes(of: Product.self)
+        var deletedIDs: [String] = []
+        let rounds: [([StorageIndexFilter], @Sendable (Product) -> Bool)] = [
+            ([.equals("category", "books")], { $0.category == "books" }),
+            ([.between("price", 10.0...30.0)], { (10.0...30.0).contains($0.price) }),
+            ([.equals("category", "toys"), .atLeast("price", 50.0)], { $0.category == "toys" && $0.price >= 50 }),
+            ([.equals("category", "none")], { _ in false }),
+            ([.lessThan("price", 5.0)], { $0.price < 5 }),
+        ]
+        for (filters, matches) in rounds {
+            let expected = model.values.filter(matches)
+            let deleted = try await storage.delete(Product.self, matching: filters)
+            #expect(deleted == expected.count)
+            for product in expected { model[product.id] = nil }
+            deletedIDs += expected.map(\.id)
+            #expect(try await storage.count(Product.self) == model.count)
+            for category in categories {
+                #expect(
+                    try await storage.count(Product.self, matching: [.equals("category", category)])
+                        == model.values.filter { $0.category == category }.count)
+            }
+        }
+        #expect(try await storage.fetch(Product.self, options: FetchOptions()).map(\.id).sorted() == model.keys.sorted())
+        var streamed: [String] = []
+        for await change in changes {
+            guard case .deleted(let id) = change else { continue }
+            streamed.append(id)
+            if streamed.count == deletedIDs.count { break }
+        }
+        #expect(streamed.sorted() == deletedIDs.sorted())
+        #expect(try await verifyProblems(storage) == [])
+        let inTransaction = try await storage.write { tx in try tx.delete(Product.self, matching: []) }
+        #expect(inTransaction == model.count)
+        #expect(try await storage.count(Product.self) == 0)
+    }
+
+    @Test func deleteMatchingRejectsAnUnknownIndex() async throws {
+        let storage = try LocalStorage(configuration: .inMemory)
+        try await storage.save(Product.sample(1))
+        await #expect(throws: LocalStorageError.self) {
+            _ = try await storage.repository(Product.self).delete(matching: [.equals("colour", "red")])
+        }
+        #expect(try await storage.count(Product.self) == 1)
+    }
+}

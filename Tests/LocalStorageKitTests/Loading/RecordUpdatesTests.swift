@@ -1,0 +1,51 @@
+import Foundation
+import LocalStorageTestSupport
+import Testing
+
+@_spi(Testing) @testable import LocalStorageKit
+
+@Suite struct RecordUpdatesTests {
+    @Test func updatesSeeAnotherProcessesWriteAndDelete() async throws {
+        let directory = temporaryDirectory()
+        var configuration = diskConfiguration(directory)
+        configuration.externalChangePollInterval = .milliseconds(20)
+        let storage = try LocalStorage(configuration: configuration)
+        try await storage.save(StressRecord.make(id: "watched", sequence: 1))
+        var values = storage.updates(of: StressRecord.self, id: "watched").makeAsyncIterator()
+        #expect(try await values.next()??.sequence == 1)
+        let writer = try HelperProcess(["overwrite", directory.path], withInput: true)
+        try await writer.waitForLine("ready") { $0 == "ready" }
+        #expect(try await writer.ask("save other 5") == "ok")
+        #expect(try await writer.ask("save watched 2") == "ok")
+        #expect(try await values.next()??.sequence == 2)
+        #expect(try await writer.ask("delete watched") == "ok")
+        let afterDelete = try await values.next()
+        #expect(afterDelete == .some(nil))
+        #expect(try await writer.ask("save watched 3") == "ok")
+        #expect(try await values.next()??.sequence == 3)
+        writer.closeInput()
+        await writer.waitForExit()
+    }
+
+    @Test func updatesStartWithNilAndEndWithNilWhenTheRecordExpires() async throws {
+        let clock = VirtualClock()
+        var configuration = LocalStorageConfiguration.inMemory
+        configuration.clock = clock
+        let storage = try LocalStorage(configuration: configuration)
+        var values = storage.repository(Product.self).updates(id: "sku_1").makeAsyncIterator()
+        let first = try await values.next()
+        #expect(first == .some(nil))
+        try await storage.save(Product.sample(1), expiration: .seconds(30))
+        #expect(try await values.next() == Product.sample(1))
+        await clock.waitForSleepers(1)
+        clock.advance(by: .seconds(31))
+        let expired = try await values.next()
+        #expect(expired == .some(nil))
+    }
+
+    @Test func anInvalidIDEndsTheStreamWithAnError() async throws {
+        let storage = try LocalStorage(configuration: .inMemory)
+        var values = storage.updates(of: Product.self, id: "").makeAsyncIterator()
+        await #expect(throws: LocalStorageError.self) { _ = try await values.next() }
+    }
+}
