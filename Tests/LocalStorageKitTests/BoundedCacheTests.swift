@@ -148,6 +148,7 @@ import Testing
         try await storage.save(Tile(id: "e", weight: 0))
         let expected: Set<String> =
             switch policy {
+            case .adaptive: ["a", "b", "c", "e"]  // d: used once, not admitted over b (used as often, held longer)
             case .leastRecentlyUsed: ["a", "c", "d", "e"]  // b: written before c and not read since
             case .leastRecentlyUpdated: ["b", "c", "d", "e"]  // a: written first
             case .soonestExpiring: ["a", "c", "d", "e"]  // b: expires soonest
