@@ -18,14 +18,33 @@ public final class AdaptiveCacheModel {
     private var sketch: [UInt64: UInt64] = [:]
     private let blocks: UInt64
     private var samples: UInt64 = 0
+    /// The window's share in per mille, tuned by hill climbing on the hit rate of each sample of requests.
+    public private(set) var windowShare = 10
+    private var step = 25
+    private var hits = 0
+    private var misses = 0
+    private var previousRate = -1
+    private let sampleSize: Int
+    private let sketchCapacity: Int
+    private let initialStep: Int
+    private let samplesPerBlock: UInt64
 
     /// - Parameter sketchCapacity: the records the sketch is sized for (the store's largest `maxRecords`).
-    public init(capacity: Int, sketchCapacity: Int? = nil, type: UInt32 = 1) {
+    /// The other parameters are for experiments: the store's values are the defaults.
+    public init(
+        capacity: Int, sketchCapacity: Int? = nil, type: UInt32 = 1, sampleSize: Int? = nil,
+        initialStep: Int = 25, samplesPerBlock: UInt64 = 5
+    ) {
         self.capacity = capacity
         self.type = type
         var size: UInt64 = 64
         while size < UInt64(max(1, min(sketchCapacity ?? capacity, 1 << 22))) { size <<= 1 }
         blocks = size
+        self.sampleSize = sampleSize ?? max(500, sketchCapacity ?? capacity)
+        self.initialStep = initialStep
+        self.sketchCapacity = sketchCapacity ?? capacity
+        self.samplesPerBlock = samplesPerBlock
+        step = initialStep
     }
 
     public var residents: Set<String> { Set(position.keys) }
@@ -40,11 +59,21 @@ public final class AdaptiveCacheModel {
     /// One commit writing `keys` (new or existing); returns the evicted keys.
     @discardableResult
     public func commit(writing keys: [String]) -> [String] {
-        for key in keys where position[key] == nil { position[key] = (.window, 0) }  // present, not yet placed
+        var new: Set<String> = []
+        for key in keys where position[key] == nil {
+            position[key] = (.window, 0)  // present, not yet placed
+            new.insert(key)
+        }
         let reads = pendingReads
         pendingReads = []
-        for key in reads where position[key] != nil { use(key) }
-        for key in keys { use(key) }
+        for key in reads where position[key] != nil {
+            climb(hit: true)
+            use(key)
+        }
+        for key in keys {
+            if new.contains(key) { climb(hit: false) }
+            use(key)
+        }
         let excluded = Set(keys)
         var evicted: [String] = []
         while position.count > capacity {
@@ -64,7 +93,7 @@ public final class AdaptiveCacheModel {
         case .some((.probation, _)):
             place(key, .protected)
             let main = position.count - count(.window)
-            let share = max(1, main * 80 / 100)
+            let share = max(1, max(main, sketchCapacity) * 80 / 100)
             while count(.protected) > share, let oldest = oldest(.protected, skipping: []) {
                 place(oldest, .probation)
             }
@@ -91,7 +120,23 @@ public final class AdaptiveCacheModel {
         return nil
     }
 
-    private var windowExcess: Int { count(.window) - max(1, position.count / 100) }
+    private var windowExcess: Int { count(.window) - max(1, position.count * windowShare / 1_000) }
+
+    private func climb(hit: Bool) {
+        if hit { hits += 1 } else { misses += 1 }
+        guard hits + misses >= sampleSize else { return }
+        let rate = hits * 1_000_000 / (hits + misses)
+        var jumped = false
+        if previousRate >= 0 {
+            if rate < previousRate { step = -step }
+            jumped = abs(rate - previousRate) >= 50_000
+        }
+        windowShare = min(800, max(10, windowShare + step))
+        if previousRate >= 0 { step = jumped ? (step < 0 ? -initialStep : initialStep) : step * 98 / 100 }
+        previousRate = rate
+        hits = 0
+        misses = 0
+    }
 
     // MARK: - Queues
 
@@ -121,7 +166,7 @@ public final class AdaptiveCacheModel {
         return nil
     }
 
-    // MARK: - The sketch (count-min, 4-bit counters, halved every 10 × blocks uses)
+    // MARK: - The sketch (count-min, 4-bit counters, halved every 5 × blocks uses)
 
     private func hash(_ key: String) -> UInt64 {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
@@ -154,7 +199,7 @@ public final class AdaptiveCacheModel {
         guard changed else { return }
         sketch[index] = block
         samples += 1
-        if samples >= blocks * 10 {
+        if samples >= blocks * samplesPerBlock {
             sketch = sketch.mapValues { ($0 >> 1) & 0x7777_7777_7777_7777 }.filter { $0.value != 0 }
             samples /= 2
         }

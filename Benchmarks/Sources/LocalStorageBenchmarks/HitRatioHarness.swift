@@ -21,6 +21,7 @@ enum HitRatioHarness {
         if arguments.count >= 3, arguments[1] == "--requests", let count = Int(arguments[2]), count >= 1_000 {
             requests = count
         }
+        let modelOnly = arguments.contains("--model-only")
         let directory = URL(fileURLWithPath: path, isDirectory: true)
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         var rows = "trace\tcache\trequests\tpolicy\tmiss_ratio\n"
@@ -32,7 +33,7 @@ enum HitRatioHarness {
                     ("Belady", HitRatioTrace.beladyMissRatio(trace.keys, capacity: cacheSize)),
                     ("model adaptive", modelMissRatio(trace.keys, capacity: cacheSize)),
                 ]
-                for policy in [StorageEvictionPolicy.adaptive, .leastRecentlyUsed] {
+                for policy in modelOnly ? [] : [StorageEvictionPolicy.adaptive, .leastRecentlyUsed] {
                     let started = Date()
                     let ratio = try await storeMissRatio(
                         trace.keys, capacity: cacheSize, policy: policy, directory: directory)
@@ -42,6 +43,7 @@ enum HitRatioHarness {
                             "\(trace.name) \(cacheSize) \(policy): \(String(format: "%.4f", ratio)) "
                                 .utf8 + Data(String(format: "(%.1f s)\n", Date().timeIntervalSince(started)).utf8)))
                 }
+                if modelOnly { FileHandle.standardError.write(Data("\(trace.name) \(cacheSize) \(results)\n".utf8)) }
                 for (policy, ratio) in results {
                     rows += "\(trace.name)\t\(cacheSize)\t\(trace.keys.count)\t\(policy)\t\(ratio)\n"
                 }

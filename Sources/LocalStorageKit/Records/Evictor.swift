@@ -85,7 +85,7 @@ final class Evictor {
                 continue
             }
             if let adaptive {
-                try adaptive.use(type: type, key: key)
+                try adaptive.use(type: type, key: key, as: .read)
                 continue
             }
             clock += 1
@@ -96,7 +96,7 @@ final class Evictor {
             case .inserted, .updated:
                 guard book.tracksRecency(ofType: change.type) else { continue }
                 if let adaptive {
-                    try adaptive.use(type: change.type, key: change.id)
+                    try adaptive.use(type: change.type, key: change.id, as: change.kind == .inserted ? .insert : .update)
                     continue
                 }
                 clock += 1

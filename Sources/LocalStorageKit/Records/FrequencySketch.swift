@@ -1,7 +1,7 @@
 /// How often records were used lately, for ``StorageEvictionPolicy/adaptive``: a count-min sketch of
 /// 4-bit counters (TinyLFU) kept in the store, so every process that folds reads counts into the same
 /// figures. The sub-database `adaptive.sketch` holds blocks of sixteen counters (`block# → UInt64`); a
-/// record's four counters lie in one block, one in each quarter. When the uses counted reach ten times
+/// record's four counters lie in one block, one in each quarter. When the uses counted reach five times
 /// the number of blocks, every counter is halved, so old popularity fades.
 ///
 /// One value per writer transaction: blocks read are cached and the changed ones written by ``flush()``.
@@ -131,7 +131,7 @@ final class FrequencySketch {
 /// The arithmetic of ``FrequencySketch``, apart from storage (the tests' reference model uses it too).
 enum SketchMath {
     /// Uses counted per block before every counter is halved.
-    static let samplesPerBlock: UInt64 = 10
+    static let samplesPerBlock: UInt64 = 5
 
     /// A stable 64-bit hash of a record (FNV-1a over type and key, then a SplitMix64 finaliser): the same in
     /// every process and every run.
