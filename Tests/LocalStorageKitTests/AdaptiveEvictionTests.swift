@@ -11,7 +11,9 @@ import Testing
     typealias Tile = BoundedCacheTests.Tile
     typealias Thumb = BoundedCacheTests.Thumb
 
-    static func configuration(_ limits: StorageLimits?, directory: URL = temporaryDirectory())
+    static func configuration(
+        _ limits: StorageLimits?, directory: URL = temporaryDirectory()
+    )
         -> LocalStorageConfiguration
     {
         BoundedCacheTests.configuration(limits, policy: .adaptive, directory: directory)
@@ -124,7 +126,8 @@ import Testing
         var random = SplitMix64(seed: 77)
         for n in 0..<600 {
             let id = "m\(random.below(300))"
-            try await storage.save(Tile(id: id, weight: n, blob: String(repeating: "x", count: 10 + random.below(2_000))))
+            try await storage.save(
+                Tile(id: id, weight: n, blob: String(repeating: "x", count: 10 + random.below(2_000))))
             if random.below(3) == 0 { _ = try await storage.fetch(Tile.self, id: "m\(random.below(300))") }
             let statistics = try await storage.statistics()
             #expect(statistics.payloadBytes <= maxBytes)
@@ -153,7 +156,8 @@ import Testing
     /// process then scans: the hot set survives, and the limit holds after every commit of either.
     @Test func twoProcessesShareOneBoundedStore() async throws {
         let directory = temporaryDirectory()
-        let storage = try LocalStorage(configuration: Self.configuration(StorageLimits(maxRecords: 100), directory: directory))
+        let storage = try LocalStorage(
+            configuration: Self.configuration(StorageLimits(maxRecords: 100), directory: directory))
         let helper = try HelperProcess(["bounded", directory.path, "100"], withInput: true)
         try await helper.waitForLine("ready") { $0 == "ready" }
         let hot = (0..<50).map { "hot\($0)" }

@@ -40,7 +40,7 @@ public final class AdaptiveCacheModel {
         var size: UInt64 = 64
         while size < UInt64(max(1, min(sketchCapacity ?? capacity, 1 << 22))) { size <<= 1 }
         blocks = size
-        self.sampleSize = sampleSize ?? max(500, sketchCapacity ?? capacity)
+        self.sampleSize = sampleSize ?? max(500, 4 * (sketchCapacity ?? capacity))
         self.initialStep = initialStep
         self.sketchCapacity = sketchCapacity ?? capacity
         self.samplesPerBlock = samplesPerBlock

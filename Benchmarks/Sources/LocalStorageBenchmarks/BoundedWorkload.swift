@@ -18,7 +18,8 @@ extension Workloads {
             let limit = StorageLimits(maxRecords: 1_000)
             for (name, limits, policy) in [
                 (boundedPlain, nil, StorageEvictionPolicy.leastRecentlyUsed), (boundedLRU, limit, .leastRecentlyUsed),
-                (boundedAdaptive, limit, .adaptive), (fetchLRU, limit, .leastRecentlyUsed), (fetchAdaptive, limit, .adaptive),
+                (boundedAdaptive, limit, .adaptive), (fetchLRU, limit, .leastRecentlyUsed),
+                (fetchAdaptive, limit, .adaptive),
             ] {
                 let fetches = name == fetchLRU || name == fetchAdaptive
                 let store = Slot<LocalStorage>()
@@ -44,7 +45,8 @@ extension Workloads {
                             if fetches {
                                 // Reads of held records: each is noted for the writer, none writes.
                                 for offset in 0..<operations {
-                                    _ = try await storage.fetch(Product.self, id: Product.id(1 + (offset * 7 + batch) % 1_000))
+                                    _ = try await storage.fetch(
+                                        Product.self, id: Product.id(1 + (offset * 7 + batch) % 1_000))
                                 }
                                 return 0
                             }

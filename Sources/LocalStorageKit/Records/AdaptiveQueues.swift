@@ -104,7 +104,8 @@ final class AdaptiveQueues {
                 if !skipping.contains(key) {
                     if try txn.get(records, key: key) != nil {
                         let clock = UInt64(
-                            bigEndian: UnsafeRawBufferPointer(rebasing: current.key[5...]).loadUnaligned(as: UInt64.self))
+                            bigEndian: UnsafeRawBufferPointer(rebasing: current.key[5...]).loadUnaligned(
+                                as: UInt64.self))
                         return (key, clock)
                     }
                     stale.append(key)

@@ -96,7 +96,8 @@ final class Evictor {
             case .inserted, .updated:
                 guard book.tracksRecency(ofType: change.type) else { continue }
                 if let adaptive {
-                    try adaptive.use(type: change.type, key: change.id, as: change.kind == .inserted ? .insert : .update)
+                    try adaptive.use(
+                        type: change.type, key: change.id, as: change.kind == .inserted ? .insert : .update)
                     continue
                 }
                 clock += 1

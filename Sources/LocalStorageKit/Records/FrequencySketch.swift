@@ -98,7 +98,8 @@ final class FrequencySketch {
             while let current = entry {
                 if current.key.count == 8, current.value.count == 8 {
                     let index = UInt64(bigEndian: current.key.loadUnaligned(as: UInt64.self))
-                    halved.append((index, SketchMath.halved(UInt64(bigEndian: current.value.loadUnaligned(as: UInt64.self)))))
+                    halved.append(
+                        (index, SketchMath.halved(UInt64(bigEndian: current.value.loadUnaligned(as: UInt64.self)))))
                 }
                 entry = try cursor.move(.next)
             }

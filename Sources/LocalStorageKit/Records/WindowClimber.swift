@@ -22,7 +22,7 @@ struct WindowClimber: Equatable {
     var previous = -1
 
     /// Requests per sample for a store whose largest limit is `capacity` records.
-    static func sampleSize(capacity: Int) -> Int { max(500, capacity) }
+    static func sampleSize(capacity: Int) -> Int { max(500, 4 * capacity) }
 
     /// Counts one request; at the end of a sample moves the window.
     mutating func record(hit: Bool, sampleSize: Int) {
