@@ -4,7 +4,7 @@
 # `make test` runs the layer check first (scripts/check-layers.py, needs python3): it fails when the check fails or
 # cannot run.
 # `make docs`, `make lint` and `make api-check` are the checks CI runs after the tests (.ci/run).
-.PHONY: demo test bench bench-quick docs lint api-baseline api-check
+.PHONY: demo test bench bench-quick bench-hitratio docs lint api-baseline api-check
 
 demo:
 	@scripts/ensure-dependencies.sh lmdb
@@ -23,6 +23,18 @@ bench:
 bench-quick:
 	@scripts/ensure-dependencies.sh lmdb sqlite
 	swift run -c release LocalStorageBenchmarks --quick
+
+# Miss ratios of the store's eviction policies on standard cache traces beside libCacheSim's LRU, ARC,
+# S3-FIFO, SIEVE and W-TinyLFU and Belady's optimum (Benchmarks/README.md, "Hit ratio"). libCacheSim
+# comes from PyPI into a virtual environment this target makes in .build/hitratio-venv. HITRATIO_REQUESTS
+# shortens the traces (default 400000 requests each).
+HITRATIO_REQUESTS ?= 400000
+bench-hitratio:
+	@scripts/ensure-dependencies.sh lmdb sqlite
+	@test -x .build/hitratio-venv/bin/python || python3 -m venv .build/hitratio-venv
+	@.build/hitratio-venv/bin/python -c "import libcachesim" 2>/dev/null || .build/hitratio-venv/bin/pip install --quiet libcachesim
+	swift run -c release LocalStorageBenchmarks --hitratio .build/hitratio --requests $(HITRATIO_REQUESTS)
+	.build/hitratio-venv/bin/python scripts/hitratio.py .build/hitratio
 
 # The DocC site in .build/docs, with zero warnings, every public symbol documented and every article
 # listing compiled by Tests/LocalStorageKitTests/Documentation/ArticleSnippetTests.swift.

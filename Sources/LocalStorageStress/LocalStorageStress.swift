@@ -22,6 +22,9 @@ import Darwin
 /// LocalStorageStress shared DIR PORT NAMESPACE   an instance of a store with a shared tier on the Redis
 ///                                                server at 127.0.0.1:PORT, driven from standard input
 ///                                                (see SharedTierDriver)
+/// LocalStorageStress bounded DIR MAX  a store of at most MAX records (policy .adaptive) driven from standard
+///                                      input: `fetch ID N` (reads ID N times; replies `hit` or `miss`),
+///                                      `save ID` (replies `ok RECORDS`, the count after the commit)
 /// LocalStorageStress evolve DIR        runs EvolutionDriver commands from standard input, one reply each
 /// LocalStorageStress long-write DIR    saves one record, then 2,000 in one write transaction that never ends
 /// LocalStorageStress overwrite DIR     runs `save ID SEQUENCE`, `delete ID`, `clear` from standard input on
@@ -66,6 +69,9 @@ struct LocalStorageStress {
                 try await LoadDriver.run(
                     directory: arguments[1], id: arguments[2], callers: Int(arguments[3]) ?? 1,
                     loadFile: arguments[4], delay: arguments[5])
+
+            case "bounded" where arguments.count == 3:
+                try await bounded(directory: arguments[1], maxRecords: Int(arguments[2]) ?? 1)
             case "open" where arguments.count >= 2:
                 openStore(directory: arguments[1], asNobody: arguments.dropFirst(2).contains("--as-nobody"))
             default:
@@ -182,6 +188,35 @@ struct LocalStorageStress {
                     throw StressError(description: "unknown command \(line)")
                 }
                 say("ok")
+            } catch {
+                say("error: \(error)")
+            }
+        }
+    }
+
+    /// Reads and writes `StressRecord`s in a bounded store as told on standard input (see the usage).
+    static func bounded(directory: String, maxRecords: Int) async throws {
+        var configuration = configuration(directory, durability: .none, mapSize: 1 << 20)
+        configuration.limits = StorageLimits(maxRecords: maxRecords)
+        configuration.evictionPolicy = .adaptive
+        let storage = try LocalStorage(configuration: configuration)
+        say("ready")
+        while let line = readLine() {
+            let words = line.split(separator: " ").map(String.init)
+            do {
+                switch words.first {
+                case "fetch" where words.count == 3:
+                    var found = false
+                    for _ in 0..<(Int(words[2]) ?? 1) {
+                        found = try await storage.fetch(StressRecord.self, id: words[1]) != nil
+                    }
+                    say(found ? "hit" : "miss")
+                case "save" where words.count == 2:
+                    try await storage.save(StressRecord.make(id: words[1], sequence: 0))
+                    say("ok \(try await storage.count(StressRecord.self))")
+                default:
+                    throw StressError(description: "unknown command \(line)")
+                }
             } catch {
                 say("error: \(error)")
             }

@@ -35,8 +35,21 @@ import Testing
         return configuration
     }
 
+    /// The ids the store holds, read from the records database itself: a listing through the API would
+    /// count as a use of every record.
     static func ids<T: LocalStorable>(_ type: T.Type, _ storage: LocalStorage) async throws -> Set<String> {
-        Set(try await storage.fetch(T.self).map { "\($0.id)" })
+        let schema = try await storage.core.schema(for: T.self)
+        return try storage.core.environment.read { txn in
+            try txn.withCursor(schema.records) { cursor in
+                var ids: Set<String> = []
+                var entry = try cursor.move(.first)
+                while let current = entry {
+                    ids.insert(String(decoding: current.key, as: UTF8.self))
+                    entry = try cursor.move(.next)
+                }
+                return ids
+            }
+        }
     }
 
     /// 10,000 saves into a store of at most 1,000 records: after every commit the store holds at most
@@ -86,11 +99,11 @@ import Testing
             model.removeAll { $0.id == tile.id }
             model.append((tile.id, size))
             while model.map(\.size).reduce(0, +) > limit { model.removeFirst() }
-            let stored = try await storage.fetch(Tile.self)
+            let stored = try await Self.ids(Tile.self, storage)
             var bytes = 0
-            for tile in stored { bytes += try #require(try await storage.metadata(Tile.self, id: tile.id)).sizeInBytes }
+            for id in stored { bytes += try #require(try await storage.metadata(Tile.self, id: id)).sizeInBytes }
             #expect(bytes <= limit, "step \(step)")
-            #expect(Set(stored.map(\.id)) == Set(model.map(\.id)), "step \(step)")
+            #expect(stored == Set(model.map(\.id)), "step \(step)")
         }
     }
 
@@ -148,6 +161,7 @@ import Testing
         try await storage.save(Tile(id: "e", weight: 0))
         let expected: Set<String> =
             switch policy {
+            case .adaptive: ["a", "b", "c", "e"]  // d: used once, not admitted over b (used as often, held longer)
             case .leastRecentlyUsed: ["a", "c", "d", "e"]  // b: written before c and not read since
             case .leastRecentlyUpdated: ["b", "c", "d", "e"]  // a: written first
             case .soonestExpiring: ["a", "c", "d", "e"]  // b: expires soonest

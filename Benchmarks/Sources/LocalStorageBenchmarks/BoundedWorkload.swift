@@ -7,12 +7,21 @@ import LocalStorageTestSupport
 extension Workloads {
     static let boundedPlain = "LocalStorageKit saves, no limits"
     static let boundedLRU = "LocalStorageKit saves, LRU limit (evicting)"
+    static let boundedAdaptive = "LocalStorageKit saves, adaptive limit (evicting)"
+    static let fetchLRU = "LocalStorageKit fetches, LRU limit"
+    static let fetchAdaptive = "LocalStorageKit fetches, adaptive limit"
 
     static func bounded(_ stores: Stores, isQuick: Bool) -> Workload {
         let operations = isQuick ? 500 : 2_000
         var contenders: [Contender] = []
         if stores.options.includes(.localStorageKit) {
-            for (name, limits) in [(boundedPlain, nil), (boundedLRU, StorageLimits(maxRecords: 1_000))] {
+            let limit = StorageLimits(maxRecords: 1_000)
+            for (name, limits, policy) in [
+                (boundedPlain, nil, StorageEvictionPolicy.leastRecentlyUsed), (boundedLRU, limit, .leastRecentlyUsed),
+                (boundedAdaptive, limit, .adaptive), (fetchLRU, limit, .leastRecentlyUsed),
+                (fetchAdaptive, limit, .adaptive),
+            ] {
+                let fetches = name == fetchLRU || name == fetchAdaptive
                 let store = Slot<LocalStorage>()
                 contenders.append(
                     Contender(
@@ -23,6 +32,7 @@ extension Workloads {
                                 configuration.databaseDirectory = try stores.scratchDirectory("bounded-\(name.count)")
                                 configuration.durability = .none
                                 configuration.limits = limits
+                                configuration.evictionPolicy = policy
                                 configuration.expirySweepInterval = nil
                                 let storage = try LocalStorage(configuration: configuration)
                                 // Full before the first timed batch, so every timed save evicts.
@@ -32,6 +42,14 @@ extension Workloads {
                         },
                         run: { batch in
                             let storage = try store.get("store")
+                            if fetches {
+                                // Reads of held records: each is noted for the writer, none writes.
+                                for offset in 0..<operations {
+                                    _ = try await storage.fetch(
+                                        Product.self, id: Product.id(1 + (offset * 7 + batch) % 1_000))
+                                }
+                                return 0
+                            }
                             for (offset, product) in Product.generate(count: operations, seed: UInt64(batch))
                                 .enumerated()
                             {
@@ -44,12 +62,19 @@ extension Workloads {
         return Workload(
             name: "bounded",
             description: "one save after the other (durability .none, so the CPU cost shows), into a store "
-                + "without limits vs one at its 1,000-record LRU limit, where every save evicts one record",
+                + "without limits vs one at its 1,000-record limit (LRU, adaptive), where every save evicts one "
+                + "record; and fetches of held records from a store at its LRU or adaptive limit",
             batches: isQuick ? 3 : 9, clock: .wall, contenders: contenders,
             rows: [
                 SummaryRow(
                     label: "save, LRU tracking + eviction vs no limits", localStorageKit: boundedLRU,
-                    targets: [.atMost(2, "LRU/no limits ≤ 2×", boundedLRU, over: boundedPlain)])
+                    targets: [.atMost(2, "LRU/no limits ≤ 2×", boundedLRU, over: boundedPlain)]),
+                SummaryRow(
+                    label: "save, adaptive vs LRU eviction", localStorageKit: boundedAdaptive,
+                    targets: [.atMost(1.2, "adaptive/LRU ≤ 1.2×", boundedAdaptive, over: boundedLRU)]),
+                SummaryRow(
+                    label: "fetch at a limit, adaptive vs LRU", localStorageKit: fetchAdaptive,
+                    targets: [.atMost(1.1, "adaptive/LRU ≤ 1.1×", fetchAdaptive, over: fetchLRU)]),
             ])
     }
 
@@ -62,6 +87,7 @@ extension Workloads {
         configuration.databaseDirectory = directory
         configuration.durability = .none
         configuration.limits = StorageLimits(maxRecords: capacity)
+        configuration.evictionPolicy = .leastRecentlyUsed
         configuration.expirySweepInterval = nil
         let storage = try LocalStorage(configuration: configuration)
         let product = Product.generate(count: 1, seed: 1)[0]

@@ -11,6 +11,17 @@ if CommandLine.arguments.count == 4, CommandLine.arguments[1] == "--shared-follo
     }
 }
 
+// The hit-ratio harness (see HitRatioHarness.swift, `make bench-hitratio`).
+if CommandLine.arguments.count >= 2, CommandLine.arguments[1] == "--hitratio" {
+    do {
+        try await HitRatioHarness.run(arguments: Array(CommandLine.arguments.dropFirst(2)))
+        exit(0)
+    } catch {
+        FileHandle.standardError.write(Data("hit-ratio harness failed: \(error)\n".utf8))
+        exit(1)
+    }
+}
+
 let options: BenchmarkOptions
 do {
     options = try BenchmarkOptions(arguments: Array(CommandLine.arguments.dropFirst()))

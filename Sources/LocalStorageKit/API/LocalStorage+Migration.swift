@@ -109,9 +109,14 @@ extension LocalStorage {
 
     /// A decode session for one read: counts decodes and collects records migrated on the way.
     func makeDecodeSession(for schema: TypeSchema) -> DecodeSession {
-        DecodeSession(
+        let session = DecodeSession(
             counter: core.decodes, format: configuration.codec.format, logger: logger,
             currentVersion: schema.version)
+        if schema.tracksRecency {
+            let (notes, type) = (core.accessNotes, schema.number)
+            session.noteUse = { notes.note(type: type, key: $0) }
+        }
+        return session
     }
 
     /// Hands the writer the records a read migrated, so each migrates once, and returns at once: a read

@@ -37,7 +37,7 @@ public struct LocalStorageConfiguration: Sendable {
     public var limits: StorageLimits?
     /// Which records a bounded store evicts first after the expired ones (types with their own
     /// ``LocalStorable/storageLimits`` included).
-    public var evictionPolicy: StorageEvictionPolicy = .leastRecentlyUsed
+    public var evictionPolicy: StorageEvictionPolicy = .adaptive
     /// A memory tier of decoded values in front of the store (nil, the default: none). Per instance.
     public var memoryCache: MemoryCacheConfiguration?
     /// How long live queries wait after a write for more writes before rerunning.

@@ -78,6 +78,18 @@ final class StoreCore: Sendable {
             environment: environment, hub: hub, logger: configuration.logger, changeLog: changeLog,
             evictor: evictor, clock: configuration.clock)
         self.writer = writer
+        // Enough reads are pending: an empty commit folds them (the store counts a reading process's uses).
+        let foldLogger = configuration.logger
+        accessNotes.whenFull { [weak writer] in
+            writer?.hand(
+                { _ in },
+                finish: { error in
+                    guard let error else { return }
+                    foldLogger?.log(
+                        level: .warning, message: "Could not fold the reads noted for eviction",
+                        metadata: ["error": "\(LocalStorageError.wrapping(error))"])
+                })
+        }
         liveQueries = LiveQueryCenter(
             environment: environment, hub: hub, writer: writer, changeLog: changeLog,
             meta: meta, pollInterval: configuration.externalChangePollInterval, clock: configuration.clock)

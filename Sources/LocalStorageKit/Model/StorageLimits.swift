@@ -42,9 +42,15 @@ public struct StorageLimits: Sendable, Hashable, Codable, CustomStringConvertibl
 
 /// Which records a bounded store evicts first, after the expired ones.
 public enum StorageEvictionPolicy: String, Sendable, Hashable, Codable, CaseIterable {
-    /// The records read or written longest ago (the default). Reads are noted in memory and folded into
-    /// the store in batches by the writer, so a read costs no write; see the "A Bounded Cache" article
-    /// for the bound this gives.
+    /// Keeps what the workload reuses (the default): weighs how often and how recently each record is
+    /// read, resists one-pass scans and one-time records, and adapts when popularity shifts (a window
+    /// of new records, a frequency sketch that decides which records enter the main space, a protected
+    /// segment for records used again; W-TinyLFU). Reads are noted in memory and folded in by the writer,
+    /// as for ``leastRecentlyUsed``; see the "A Bounded Cache" article for the figures and the bound.
+    case adaptive
+    /// The records read or written longest ago. Reads are noted in memory and folded into the store in
+    /// batches by the writer, so a read costs no write; see the "A Bounded Cache" article for the bound
+    /// this gives.
     case leastRecentlyUsed
     /// The records written longest ago.
     case leastRecentlyUpdated

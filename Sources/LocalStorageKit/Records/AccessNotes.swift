@@ -5,17 +5,29 @@ import Synchronization
 ///
 /// The approximation: a read becomes recency when the writer next commits in this process (it folds what
 /// is pending before it evicts, so a record read a moment ago is never the next victim), and the notes
-/// hold at most ``capacity`` reads between commits; past that the oldest half is dropped.
+/// hold at most ``capacity`` reads between commits; past that the oldest half is dropped. A process that
+/// only reads still counts: when ``foldThreshold`` reads are pending, an empty commit is handed to the
+/// writer (``whenFull(_:)``), which folds them into the store that every process's writer shares.
 final class AccessNotes: Sendable {
     static let capacity = 65_536
+    /// The pending reads that ask the writer for a commit that folds them.
+    static let foldThreshold = 4_096
     private let pending = Mutex<[(type: UInt32, key: [UInt8])]>([])
+    private let full = Mutex<(@Sendable () -> Void)?>(nil)
 
     func note(type: UInt32, key: UnsafeRawBufferPointer) {
         let key = Array(key)
-        pending.withLock { notes in
+        let reachedThreshold = pending.withLock { notes in
             if notes.count >= AccessNotes.capacity { notes.removeFirst(AccessNotes.capacity / 2) }
             notes.append((type, key))
+            return notes.count == AccessNotes.foldThreshold
         }
+        if reachedThreshold, let action = full.withLock({ $0 }) { action() }
+    }
+
+    /// Sets what runs when the pending reads reach ``foldThreshold`` (the store hands its writer a commit).
+    func whenFull(_ action: @escaping @Sendable () -> Void) {
+        full.withLock { $0 = action }
     }
 
     /// The notes so far, oldest first, leaving none.
@@ -60,11 +72,17 @@ final class LimitBook: Sendable {
 
     func limits(ofType type: UInt32) -> StorageLimits? { types.withLock { $0[type] } }
 
+    /// The largest `maxRecords` of the store's and the types' limits, if any (sizes the adaptive sketch).
+    var largestRecordLimit: Int? {
+        let own = types.withLock { $0.values.compactMap(\.maxRecords).max() }
+        return [store?.maxRecords, own].compactMap { $0 }.max()
+    }
+
     /// Whether any limit is set: without one, commits skip eviction entirely.
     var isEmpty: Bool { store == nil && types.withLock { $0.isEmpty } }
 
-    /// Whether reads of `type` are noted for least-recently-used eviction.
+    /// Whether reads of `type` are noted for least-recently-used or adaptive eviction.
     func tracksRecency(ofType type: UInt32) -> Bool {
-        policy == .leastRecentlyUsed && (store != nil || limits(ofType: type) != nil)
+        (policy == .leastRecentlyUsed || policy == .adaptive) && (store != nil || limits(ofType: type) != nil)
     }
 }

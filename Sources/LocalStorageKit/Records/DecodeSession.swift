@@ -9,6 +9,8 @@ final class DecodeSession {
     /// The version the decoded type writes, when the caller knows it (saves a conformance lookup).
     let currentVersion: Int?
     private(set) var upgrades: [RecordUpgrade] = []
+    /// Notes each row decoded as a use of its record (a query read counts for eviction), when set.
+    var noteUse: ((UnsafeRawBufferPointer) -> Void)?
 
     init(
         counter: DecodeCounter?, format: PayloadFormat, logger: (any StorageLogger)? = nil,
@@ -34,6 +36,7 @@ final class DecodeSession {
             let view = try RecordDecoding.view(of: bytes, T.self, id: id, fixedPartOnly: true)
             let value = try RecordDecoding.decode(T.self, view: view, id: id, session: self)
             RowVersions.current?.note(id: key, updatedAt: view.updatedAt)
+            noteUse?(key)
             return value
         } catch let error as LocalStorageError {
             logger?.log(

@@ -26,16 +26,23 @@ final class Evictor {
     /// Folds pending recency and evicts what the limits call for.
     func enforce(_ context: Writer.Context) throws {
         guard !book.isEmpty else { return }
-        let txn = context.txn
         let written = context.logged
         let wroteRecords = written.contains { $0.kind == .inserted || $0.kind == .updated }
-        let recency = book.policy == .leastRecentlyUsed
+        let recency = book.policy == .leastRecentlyUsed || book.policy == .adaptive
         if !wroteRecords && (!recency || notes.isEmpty) && !written.contains(where: { $0.kind != .touched }) {
             return
         }
-        let access = try AccessIndex.open(txn)
-        if recency { try fold(written, access: access, context: context) }
-        guard wroteRecords else { return }
+        let access = try AccessIndex.open(context.txn)
+        let adaptive = try adaptiveState(context)
+        if recency { try fold(written, access: access, adaptive: adaptive, context: context) }
+        if wroteRecords { try keepLimits(written, access: access, adaptive: adaptive, context: context) }
+        try adaptive?.flush()
+    }
+
+    /// Keeps each limit a scope this commit wrote to is under: its types' own, then the store's.
+    private func keepLimits(
+        _ written: [ChangeLog.Pending], access: AccessIndex, adaptive: AdaptiveEviction?, context: Writer.Context
+    ) throws {
         var excluded: [UInt32: Set<[UInt8]>] = [:]
         for change in written where change.kind == .inserted || change.kind == .updated {
             excluded[change.type, default: []].insert(change.id)
@@ -44,11 +51,11 @@ final class Evictor {
             guard let limits = book.limits(ofType: type), let schema = try schema(type, context: context) else {
                 continue
             }
-            try keep(limits, in: [schema], excluded: excluded, access: access, context: context)
+            try keep(limits, in: [schema], excluded: excluded, access: access, adaptive: adaptive, context: context)
         }
         if let limits = book.store {
             let scope = try allSchemas(context).sorted { $0.key < $1.key }.map(\.value)
-            try keep(limits, in: scope, excluded: excluded, access: access, context: context)
+            try keep(limits, in: scope, excluded: excluded, access: access, adaptive: adaptive, context: context)
         }
     }
 
@@ -64,16 +71,33 @@ final class Evictor {
         }
     }
 
+    /// The adaptive policy's state for this transaction, or nil under another policy.
+    private func adaptiveState(_ context: Writer.Context) throws -> AdaptiveEviction? {
+        guard book.policy == .adaptive else { return nil }
+        guard let meta = try context.txn.openDatabase(TypeRegistry.metaName, create: false) else {
+            throw LMDBError.notFound("mdb_dbi_open")
+        }
+        return try AdaptiveEviction(
+            txn: context.txn, meta: meta, capacity: book.largestRecordLimit ?? 16_384,
+            records: { [unowned self] type in try self.schema(type, context: context)?.records })
+    }
+
     // MARK: - Recency
 
     /// Gives each record read since the last commit, then each record this commit wrote, the next clock
     /// value (so this commit's records are the most recent), and drops the recency of deleted records.
-    private func fold(_ written: [ChangeLog.Pending], access: AccessIndex, context: Writer.Context) throws {
+    private func fold(
+        _ written: [ChangeLog.Pending], access: AccessIndex, adaptive: AdaptiveEviction?, context: Writer.Context
+    ) throws {
         let txn = context.txn
         var clock = try access.clock(txn)
         let start = clock
         for (type, key) in notes.take() where book.tracksRecency(ofType: type) {
             guard let schema = try schema(type, context: context), try txn.get(schema.records, key: key) != nil else {
+                continue
+            }
+            if let adaptive {
+                try adaptive.use(type: type, key: key, as: .read)
                 continue
             }
             clock += 1
@@ -83,11 +107,18 @@ final class Evictor {
             switch change.kind {
             case .inserted, .updated:
                 guard book.tracksRecency(ofType: change.type) else { continue }
+                if let adaptive {
+                    try adaptive.use(
+                        type: change.type, key: change.id, as: change.kind == .inserted ? .insert : .update)
+                    continue
+                }
                 clock += 1
                 try access.set(type: change.type, key: change.id, clock: clock, txn: txn)
             case .deleted, .expired:
+                try adaptive?.forget(type: change.type, key: change.id)
                 try access.remove(type: change.type, key: change.id, txn: txn)
             case .cleared:
+                try adaptive?.forgetAll(type: change.type)
                 try access.removeAll(type: change.type, txn: txn)
             case .touched:
                 continue
@@ -100,7 +131,7 @@ final class Evictor {
 
     private func keep(
         _ limits: StorageLimits, in scope: [TypeSchema], excluded: [UInt32: Set<[UInt8]>],
-        access: AccessIndex, context: Writer.Context
+        access: AccessIndex, adaptive: AdaptiveEviction?, context: Writer.Context
     ) throws {
         let txn = context.txn
         var records = 0
@@ -117,8 +148,8 @@ final class Evictor {
         while isOver() {
             guard
                 let (schema, key) = try victim(
-                    in: scope, excluded: excluded, access: access, now: context.now,
-                    txn: txn)
+                    in: scope, excluded: excluded, access: access, adaptive: adaptive, total: records,
+                    now: context.now, txn: txn)
             else {
                 throw LocalStorageError.decodingFailed(
                     reason: "the store is over its limits (\(limits)) but holds no record to evict; "
@@ -129,17 +160,19 @@ final class Evictor {
                 id: String(decoding: key, as: UTF8.self), key: key, schema: schema,
                 context: context)
             try access.remove(type: schema.number, key: key, txn: txn)
+            try adaptive?.forget(type: schema.number, key: key)
             evictions.add(schema.name)
             records -= 1
             bytes -= size
         }
+        try adaptive?.settle(scope, total: records)
     }
 
     /// The next record to evict from `scope`: the soonest expired, else the policy's first among records
     /// this commit did not write, else the policy's first of this commit's.
     private func victim(
-        in scope: [TypeSchema], excluded: [UInt32: Set<[UInt8]>], access: AccessIndex, now: Int64,
-        txn: Transaction
+        in scope: [TypeSchema], excluded: [UInt32: Set<[UInt8]>], access: AccessIndex,
+        adaptive: AdaptiveEviction?, total: Int, now: Int64, txn: Transaction
     ) throws -> (TypeSchema, [UInt8])? {
         var best: (schema: TypeSchema, key: [UInt8], rank: Rank)?
         func consider(_ schema: TypeSchema, _ found: (key: [UInt8], rank: Rank)?) {
@@ -150,9 +183,14 @@ final class Evictor {
         for schema in scope { consider(schema, try expiredHead(schema, now: now, txn: txn)) }
         if let best { return (best.schema, best.key) }
         for skipping in [true, false] {
+            if let adaptive,
+                let found = try adaptive.victim(in: scope, excluded: excluded, total: total, skipping: skipping)
+            {
+                return found
+            }
             for schema in scope {
                 let mine = skipping ? excluded[schema.number] ?? [] : []
-                consider(schema, try policyHead(schema, skipping: mine, access: access, txn: txn))
+                consider(schema, try policyHead(schema, skipping: mine, access: access, adaptive: adaptive, txn: txn))
             }
             if let best { return (best.schema, best.key) }
         }
@@ -178,10 +216,15 @@ final class Evictor {
     }
 
     private func policyHead(
-        _ schema: TypeSchema, skipping: Set<[UInt8]>, access: AccessIndex,
+        _ schema: TypeSchema, skipping: Set<[UInt8]>, access: AccessIndex, adaptive: AdaptiveEviction?,
         txn: Transaction
     ) throws -> ([UInt8], Rank)? {
         switch book.policy {
+        case .adaptive:
+            // Records in no queue (written by a process without this limit): by update time.
+            return try firstEntry(schema.updated, skipping: skipping, txn: txn, group: 2) { key in
+                try adaptive?.queues.queue(type: schema.number, key: key) == nil
+            }
         case .leastRecentlyUsed:
             if let found = try access.oldest(
                 type: schema.number, records: schema.records, skipping: skipping,

@@ -681,7 +681,7 @@ enum BoundedCacheSnippets {
         // snippet: bounded-cache-configuration
         var config = LocalStorageConfiguration()
         config.limits = StorageLimits(maxRecords: 100_000, maxBytes: 512 << 20)  // the whole store
-        config.evictionPolicy = .leastRecentlyUsed  // default; .leastRecentlyUpdated, .soonestExpiring
+        config.evictionPolicy = .adaptive  // default; .leastRecentlyUsed, .leastRecentlyUpdated, .soonestExpiring
         config.memoryCache = MemoryCacheConfiguration(maxRecords: 10_000, maxBytes: 64 << 20)  // nil: off
         let storage = try LocalStorage(configuration: config)
 

@@ -1,0 +1,144 @@
+/// ``StorageEvictionPolicy/adaptive`` inside one writer transaction: W-TinyLFU over the store's own
+/// databases (docs/DESIGN.md, "Adaptive eviction").
+///
+/// A new record enters the window (1% to 80% of the records in the scope, as ``WindowClimber`` tunes it;
+/// least recently used first). When
+/// the window is over its share and the scope is over a limit, the window's oldest record (the candidate)
+/// meets probation's oldest (the victim): the one the frequency sketch has seen used less often is
+/// evicted, and a winning candidate moves to probation. A record used again in probation moves to
+/// protected (at most 80% of the records outside the window, or of the largest record limit while the
+/// store holds fewer; the overflow goes back to probation). When
+/// the scope is under its limits the window's overflow moves to probation. A one-pass scan therefore
+/// passes through the window and never displaces the records used often.
+final class AdaptiveEviction {
+    /// The protected queue's share of the records outside the window, in percent.
+    static let protectedPercent = 80
+
+    /// What a use of a record was: a read of a held record (a hit), a new record (a miss), or an update.
+    enum Use { case read, insert, update }
+
+    let queues: AdaptiveQueues
+    let sketch: FrequencySketch
+    private let records: (UInt32) throws -> Database?
+    private let meta: Database
+    private(set) var climber: WindowClimber
+    private let initialClimber: WindowClimber
+    private let sampleSize: Int
+    /// The largest record limit (protected's share is reckoned on at least this many records).
+    private let capacity: Int
+
+    /// - Parameters:
+    ///   - capacity: the records the sketch is sized for when it is first created.
+    ///   - records: the records database of a type number, nil for an unknown type.
+    init(txn: Transaction, meta: Database, capacity: Int, records: @escaping (UInt32) throws -> Database?) throws {
+        queues = try AdaptiveQueues(txn: txn, meta: meta)
+        sketch = try FrequencySketch(txn: txn, meta: meta, capacity: capacity)
+        self.records = records
+        self.meta = meta
+        climber = try WindowClimber.load(meta, txn)
+        initialClimber = climber
+        sampleSize = WindowClimber.sampleSize(capacity: capacity)
+        self.capacity = capacity
+    }
+
+    /// Counts a read or a write of a record and moves it as W-TinyLFU does: a new record into the
+    /// window, a record in probation into protected, any other to the recent end of its queue.
+    func use(type: UInt32, key: [UInt8], as use: Use) throws {
+        if use != .update { climber.record(hit: use == .read, sampleSize: sampleSize) }
+        try sketch.increment(type: type, key: key)
+        switch try queues.queue(type: type, key: key) {
+        case nil, .window:
+            try queues.place(type: type, key: key, in: .window)
+        case .probation:
+            try queues.place(type: type, key: key, in: .protected)
+            try demoteProtectedOverflow(type: type)
+        case .protected:
+            try queues.place(type: type, key: key, in: .protected)
+        }
+    }
+
+    func forget(type: UInt32, key: [UInt8]) throws { try queues.remove(type: type, key: key) }
+
+    func forgetAll(type: UInt32) throws { try queues.removeAll(type: type) }
+
+    /// The next record to evict from `scope`, which holds `total` records and is over a limit, among
+    /// the records not in `excluded` (when `skipping`) or among all of them; nil when the queues hold
+    /// none (records written by a process without limits are in no queue).
+    func victim(
+        in scope: [TypeSchema], excluded: [UInt32: Set<[UInt8]>], total: Int, skipping: Bool
+    ) throws -> (TypeSchema, [UInt8])? {
+        func oldest(_ queue: AdaptiveQueues.Queue) throws -> (TypeSchema, [UInt8])? {
+            var best: (schema: TypeSchema, key: [UInt8], clock: UInt64)?
+            for schema in scope {
+                let mine = skipping ? excluded[schema.number] ?? [] : []
+                guard
+                    let found = try queues.oldest(
+                        type: schema.number, queue, records: schema.records, skipping: mine)
+                else { continue }
+                if let current = best, current.clock <= found.clock { continue }
+                best = (schema, found.key, found.clock)
+            }
+            return best.map { ($0.schema, $0.key) }
+        }
+        if skipping, try windowExcess(scope, total: total) > 0, let candidate = try oldest(.window) {
+            guard let victim = try oldest(.probation) ?? oldest(.protected) else { return candidate }
+            let candidateUses = try sketch.frequency(type: candidate.0.number, key: candidate.1)
+            let victimUses = try sketch.frequency(type: victim.0.number, key: victim.1)
+            if candidateUses > victimUses {
+                try queues.place(type: candidate.0.number, key: candidate.1, in: .probation)
+                return victim
+            }
+            return candidate
+        }
+        for queue in [AdaptiveQueues.Queue.probation, .protected, .window] {
+            if let found = try oldest(queue) { return found }
+        }
+        return nil
+    }
+
+    /// Moves the window's overflow to probation once the scope fits its limits.
+    func settle(_ scope: [TypeSchema], total: Int) throws {
+        var excess = try windowExcess(scope, total: total)
+        while excess > 0 {
+            var best: (type: UInt32, key: [UInt8], clock: UInt64)?
+            for schema in scope {
+                guard
+                    let found = try queues.oldest(
+                        type: schema.number, .window, records: schema.records, skipping: [])
+                else { continue }
+                if let current = best, current.clock <= found.clock { continue }
+                best = (schema.number, found.key, found.clock)
+            }
+            guard let best else { return }
+            try queues.place(type: best.type, key: best.key, in: .probation)
+            excess -= 1
+        }
+    }
+
+    func flush() throws {
+        try queues.flush()
+        try sketch.flush()
+        if climber != initialClimber { try climber.save(meta, queues.txn) }
+    }
+
+    /// How many records the scope's window holds beyond its share.
+    private func windowExcess(_ scope: [TypeSchema], total: Int) throws -> Int {
+        var window = 0
+        for schema in scope { window += try queues.count(type: schema.number, .window) }
+        return window - max(1, total * climber.window / 1_000)
+    }
+
+    /// Moves protected's oldest records of a type to probation while protected holds more than its share.
+    private func demoteProtectedOverflow(type: UInt32) throws {
+        guard let database = try records(type) else { return }
+        let main = try queues.txn.entryCount(database) - queues.count(type: type, .window)
+        // Of the limit, not of what the store holds now: a store that is still filling protects its reused records.
+        let share = max(1, max(main, capacity) * AdaptiveEviction.protectedPercent / 100)
+        while try queues.count(type: type, .protected) > share {
+            guard
+                let oldest = try queues.oldest(type: type, .protected, records: database, skipping: [])
+            else { return }
+            try queues.place(type: type, key: oldest.key, in: .probation)
+        }
+    }
+}

@@ -1,0 +1,179 @@
+/// Where each record stands for ``StorageEvictionPolicy/adaptive``: one of three queues (the window of
+/// new records, probation, protected), least recently used first. Two store-wide databases:
+/// `adaptive.queue` (`type# ‖ queue ‖ clock` → record key, sorted duplicates) and `adaptive.of`
+/// (`type# ‖ record key` → `queue ‖ clock`); the clock is a logical one in `meta` (`adaptive.clock`),
+/// advanced by one per placement; each type's queue lengths are counted in `meta` (`adaptive.n ‖ type# ‖
+/// queue`).
+///
+/// One value per writer transaction: the clock and the counts are cached and written by ``flush()``.
+final class AdaptiveQueues {
+    enum Queue: UInt8, CaseIterable {
+        case window = 0
+        case probation = 1
+        case protected = 2
+    }
+
+    static let byClockName = "adaptive.queue"
+    static let byRecordName = "adaptive.of"
+    static let clockKey: [UInt8] = Array("adaptive.clock".utf8)
+    static let countPrefix: [UInt8] = Array("adaptive.n".utf8)
+
+    let txn: Transaction
+    let byClock: Database
+    let byRecord: Database
+    let meta: Database
+    private var clock: UInt64
+    private var clockChanged = false
+    private var counts: [[UInt8]: Int] = [:]
+    private var changedCounts: Set<[UInt8]> = []
+
+    init(txn: Transaction, meta: Database) throws {
+        guard let byClock = try txn.openDatabase(AdaptiveQueues.byClockName, sortedDuplicates: true, create: true),
+            let byRecord = try txn.openDatabase(AdaptiveQueues.byRecordName, create: true)
+        else {
+            throw LMDBError.notFound("mdb_dbi_open")
+        }
+        self.txn = txn
+        self.byClock = byClock
+        self.byRecord = byRecord
+        self.meta = meta
+        clock = try AdaptiveQueues.integer(meta, AdaptiveQueues.clockKey, txn) ?? 0
+    }
+
+    /// The queue a record is in, or nil when it is in none.
+    func queue(type: UInt32, key: [UInt8]) throws -> Queue? {
+        try position(type: type, key: key)?.queue
+    }
+
+    /// How many records of a type are in a queue.
+    func count(type: UInt32, _ queue: Queue) throws -> Int {
+        let key = AdaptiveQueues.countKey(type, queue)
+        if let cached = counts[key] { return cached }
+        let stored = Int(try AdaptiveQueues.integer(meta, key, txn) ?? 0)
+        counts[key] = stored
+        return stored
+    }
+
+    /// Puts a record at the most recent end of a queue, taking it out of the one it was in.
+    func place(type: UInt32, key: [UInt8], in queue: Queue) throws {
+        try remove(type: type, key: key)
+        clock += 1
+        clockChanged = true
+        var value: [UInt8] = [queue.rawValue]
+        value.appendBigEndian(clock)
+        try txn.put(byRecord, key: AdaptiveQueues.recordKey(type, key), value: value)
+        try txn.put(byClock, key: AdaptiveQueues.queueKey(type, queue, clock), value: key)
+        try adjust(type, queue, by: 1)
+    }
+
+    /// Takes a record out of its queue.
+    func remove(type: UInt32, key: [UInt8]) throws {
+        guard let old = try position(type: type, key: key) else { return }
+        try txn.delete(byRecord, key: AdaptiveQueues.recordKey(type, key))
+        try txn.delete(byClock, key: AdaptiveQueues.queueKey(type, old.queue, old.clock), value: key)
+        try adjust(type, old.queue, by: -1)
+    }
+
+    /// Takes every record of a type out of the queues.
+    func removeAll(type: UInt32) throws {
+        var prefix: [UInt8] = []
+        prefix.appendBigEndian(type)
+        for database in [byClock, byRecord] {
+            try txn.withCursor(database) { cursor in
+                while let current = try cursor.seek(atLeast: prefix), current.key.starts(with: prefix) {
+                    try cursor.deleteCurrent()
+                }
+            }
+        }
+        for queue in Queue.allCases { try adjust(type, queue, by: -(try count(type: type, queue))) }
+    }
+
+    /// The least recently placed record of a type's queue that still exists and is not skipped, with its
+    /// clock. Entries of records deleted behind the queues' back (by a process without limits) are dropped.
+    func oldest(
+        type: UInt32, _ queue: Queue, records: Database, skipping: Set<[UInt8]>
+    ) throws -> (key: [UInt8], clock: UInt64)? {
+        var prefix: [UInt8] = []
+        prefix.appendBigEndian(type)
+        prefix.append(queue.rawValue)
+        var stale: [[UInt8]] = []
+        let found: (key: [UInt8], clock: UInt64)? = try txn.withCursor(byClock) { cursor in
+            var entry = try cursor.seek(atLeast: prefix)
+            while let current = entry, current.key.count == 13, current.key.starts(with: prefix) {
+                let key = Array(current.value)
+                if !skipping.contains(key) {
+                    if try txn.get(records, key: key) != nil {
+                        let clock = UInt64(
+                            bigEndian: UnsafeRawBufferPointer(rebasing: current.key[5...]).loadUnaligned(
+                                as: UInt64.self))
+                        return (key, clock)
+                    }
+                    stale.append(key)
+                }
+                entry = try cursor.move(.next)
+            }
+            return nil
+        }
+        for key in stale { try remove(type: type, key: key) }
+        return found
+    }
+
+    /// Writes the clock and the changed counts.
+    func flush() throws {
+        if clockChanged {
+            var bytes: [UInt8] = []
+            bytes.appendBigEndian(clock)
+            try txn.put(meta, key: AdaptiveQueues.clockKey, value: bytes)
+            clockChanged = false
+        }
+        for key in changedCounts {
+            var bytes: [UInt8] = []
+            bytes.appendBigEndian(UInt64(max(0, counts[key] ?? 0)))
+            try txn.put(meta, key: key, value: bytes)
+        }
+        changedCounts.removeAll()
+    }
+
+    private func position(type: UInt32, key: [UInt8]) throws -> (queue: Queue, clock: UInt64)? {
+        guard let stored = try txn.get(byRecord, key: AdaptiveQueues.recordKey(type, key)), stored.count == 9,
+            let queue = Queue(rawValue: stored[0])
+        else { return nil }
+        return (queue, UInt64(bigEndian: UnsafeRawBufferPointer(rebasing: stored[1...]).loadUnaligned(as: UInt64.self)))
+    }
+
+    private func adjust(_ type: UInt32, _ queue: Queue, by delta: Int) throws {
+        guard delta != 0 else { return }
+        let key = AdaptiveQueues.countKey(type, queue)
+        counts[key] = max(0, try count(type: type, queue) + delta)
+        changedCounts.insert(key)
+    }
+
+    private static func countKey(_ type: UInt32, _ queue: Queue) -> [UInt8] {
+        var bytes = countPrefix
+        bytes.appendBigEndian(type)
+        bytes.append(queue.rawValue)
+        return bytes
+    }
+
+    private static func recordKey(_ type: UInt32, _ key: [UInt8]) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(4 + key.count)
+        bytes.appendBigEndian(type)
+        bytes.append(contentsOf: key)
+        return bytes
+    }
+
+    private static func queueKey(_ type: UInt32, _ queue: Queue, _ clock: UInt64) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(13)
+        bytes.appendBigEndian(type)
+        bytes.append(queue.rawValue)
+        bytes.appendBigEndian(clock)
+        return bytes
+    }
+
+    private static func integer(_ meta: Database, _ key: [UInt8], _ txn: Transaction) throws -> UInt64? {
+        guard let stored = try txn.get(meta, key: key), stored.count == 8 else { return nil }
+        return UInt64(bigEndian: stored.loadUnaligned(as: UInt64.self))
+    }
+}

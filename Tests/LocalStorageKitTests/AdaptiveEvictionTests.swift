@@ -1,0 +1,189 @@
+import Foundation
+import LocalStorageTestSupport
+import Testing
+
+@testable import LocalStorageKit
+
+/// `StorageEvictionPolicy.adaptive` (Records/AdaptiveEviction.swift) against its reference model
+/// (`AdaptiveCacheModel`), and its guarantees: scan resistance, exact limits, byte limits, per-type limits,
+/// query reads as uses, two processes on one store.
+@Suite struct AdaptiveEvictionTests {
+    typealias Tile = BoundedCacheTests.Tile
+    typealias Thumb = BoundedCacheTests.Thumb
+
+    static func configuration(
+        _ limits: StorageLimits?, directory: URL = temporaryDirectory()
+    )
+        -> LocalStorageConfiguration
+    {
+        BoundedCacheTests.configuration(limits, policy: .adaptive, directory: directory)
+    }
+
+    /// The ids of `universe` the store holds, read without counting as uses (metadata is not a read).
+    static func held(_ universe: [String], _ storage: LocalStorage) async throws -> Set<String> {
+        var held: Set<String> = []
+        for id in universe where try await storage.metadata(Tile.self, id: id) != nil { held.insert(id) }
+        return held
+    }
+
+    @Test func isTheDefault() {
+        #expect(LocalStorageConfiguration().evictionPolicy == .adaptive)
+    }
+
+    /// Zipf traces of fetches (a miss saves, sometimes a batch) through a store of 40 records and through
+    /// the model: after every commit both hold the same records.
+    @Test(arguments: [UInt64(1), 2, 3])
+    func matchesTheReferenceModelStepByStep(seed: UInt64) async throws {
+        let capacity = 40
+        let storage = try LocalStorage(configuration: Self.configuration(StorageLimits(maxRecords: capacity)))
+        let model = AdaptiveCacheModel(capacity: capacity, type: 1)
+        let universe = (0..<160).map { "k\($0)" }
+        let trace = ZipfTrace(keys: universe.count, exponent: 0.9, length: 1_500, seed: seed).keys
+        var random = SplitMix64(seed: seed)
+        var commits = 0
+        for key in trace {
+            let id = universe[key]
+            if try await storage.fetch(Tile.self, id: id) != nil {
+                #expect(model.contains(id), "the store holds \(id), the model does not")
+                model.read(id)
+                continue
+            }
+            #expect(!model.contains(id), "the model holds \(id), the store does not")
+            var batch = [id]
+            if random.below(8) == 0 {
+                batch += (0..<(1 + random.below(4))).map { _ in universe[random.below(universe.count)] }
+            }
+            let unique = Array(Set(batch)).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+            if unique.count == 1 {
+                try await storage.save(Tile(id: id, weight: 1))
+            } else {
+                try await storage.save(contentsOf: unique.map { Tile(id: $0, weight: 1) })
+            }
+            model.commit(writing: unique)
+            commits += 1
+            if commits % 5 == 0 {
+                let held = try await Self.held(universe, storage)
+                try #require(held == model.residents, "after commit \(commits)")
+            }
+        }
+        #expect(try await Self.held(universe, storage) == model.residents)
+    }
+
+    /// A hot set read again and again survives a one-pass scan of 2,000 one-time records through a store of
+    /// 100 (under `.leastRecentlyUsed` the scan flushes it).
+    @Test func aScanDoesNotFlushTheHotSet() async throws {
+        let storage = try LocalStorage(configuration: Self.configuration(StorageLimits(maxRecords: 100)))
+        let hot = (0..<60).map { "hot\($0)" }
+        for round in 0..<4 {
+            for id in hot where try await storage.fetch(Tile.self, id: id) == nil {
+                try await storage.save(Tile(id: id, weight: round))
+            }
+        }
+        for id in hot { _ = try await storage.fetch(Tile.self, id: id) }
+        for n in 0..<2_000 {
+            try await storage.save(Tile(id: "scan\(n)", weight: n))
+            #expect(try await storage.count(Tile.self) <= 100)
+        }
+        let kept = try await Self.held(hot, storage)
+        #expect(kept.count >= 55, "the scan flushed \(60 - kept.count) of 60 hot records")
+    }
+
+    /// Reads through a query count as uses: records only queried survive a scan as fetched ones do.
+    @Test func aQueryReadCountsAsAUse() async throws {
+        let storage = try LocalStorage(configuration: Self.configuration(StorageLimits(maxRecords: 100)))
+        let hot = (0..<60).map { "hot\($0)" }
+        try await storage.save(contentsOf: hot.map { Tile(id: $0, weight: 1) })
+        for _ in 0..<4 { _ = try await storage.fetch(Tile.self, options: FetchOptions(limit: 60)) }
+        for n in 0..<1_000 { try await storage.save(Tile(id: "scan\(n)", weight: n)) }
+        let kept = try await Self.held(hot, storage)
+        #expect(kept.count >= 55, "the scan flushed \(60 - kept.count) of 60 queried records")
+    }
+
+    /// 10,000 saves (single and batched, new and repeated ids, with reads between) into a store of at most
+    /// 1,000 records: after every commit the store holds at most 1,000, including every record the commit wrote.
+    @Test func aRecordLimitHoldsAfterEveryCommit() async throws {
+        let storage = try LocalStorage(configuration: Self.configuration(StorageLimits(maxRecords: 1_000)))
+        var random = SplitMix64(seed: 10_000)
+        var saved = 0
+        while saved < 10_000 {
+            let batch = (0..<(1 + random.below(30))).map { _ in "t\(random.below(4_000))" }
+            let unique = Array(Set(batch))
+            try await storage.save(contentsOf: unique.map { Tile(id: $0, weight: 1) })
+            saved += unique.count
+            if random.below(2) == 0 { _ = try await storage.fetch(Tile.self, id: "t\(random.below(4_000))") }
+            #expect(try await storage.count(Tile.self) <= 1_000)
+            for id in unique.prefix(3) { #expect(try await storage.metadata(Tile.self, id: id) != nil) }
+        }
+        #expect(try await storage.count(Tile.self) == 1_000)
+        #expect(try await storage.statistics().evictions > 0)
+    }
+
+    /// Records of mixed sizes under a byte limit: after every commit the payload bytes are within it and the
+    /// record just saved is there.
+    @Test func aByteLimitHoldsWithMixedSizes() async throws {
+        let maxBytes = 40_000
+        let storage = try LocalStorage(configuration: Self.configuration(StorageLimits(maxBytes: maxBytes)))
+        var random = SplitMix64(seed: 77)
+        for n in 0..<600 {
+            let id = "m\(random.below(300))"
+            try await storage.save(
+                Tile(id: id, weight: n, blob: String(repeating: "x", count: 10 + random.below(2_000))))
+            if random.below(3) == 0 { _ = try await storage.fetch(Tile.self, id: "m\(random.below(300))") }
+            let statistics = try await storage.statistics()
+            #expect(statistics.payloadBytes <= maxBytes)
+            #expect(try await storage.metadata(Tile.self, id: id) != nil)
+        }
+    }
+
+    /// A type's own limit and the store's hold together after every commit.
+    @Test func perTypeLimitsBesideStoreLimits() async throws {
+        let storage = try LocalStorage(configuration: Self.configuration(StorageLimits(maxRecords: 150)))
+        var random = SplitMix64(seed: 150)
+        for n in 0..<1_200 {
+            if random.below(2) == 0 {
+                try await storage.save(Thumb(id: "th\(random.below(400))", size: n))
+            } else {
+                try await storage.save(Tile(id: "ti\(random.below(400))", weight: n))
+            }
+            let thumbs = try await storage.count(Thumb.self)
+            let tiles = try await storage.count(Tile.self)
+            #expect(thumbs <= 100)
+            #expect(thumbs + tiles <= 150)
+        }
+    }
+
+    /// Another process reads a hot set (its reads reach the store in its own next commit) and writes; this
+    /// process then scans: the hot set survives, and the limit holds after every commit of either.
+    @Test func twoProcessesShareOneBoundedStore() async throws {
+        let directory = temporaryDirectory()
+        let storage = try LocalStorage(
+            configuration: Self.configuration(StorageLimits(maxRecords: 100), directory: directory))
+        let helper = try HelperProcess(["bounded", directory.path, "100"], withInput: true)
+        try await helper.waitForLine("ready") { $0 == "ready" }
+        let hot = (0..<50).map { "hot\($0)" }
+        try await storage.save(contentsOf: hot.map { StressRecord.make(id: $0, sequence: 0) })
+        for round in 0..<3 {
+            for id in hot {
+                let reply = try await helper.ask("fetch \(id) 2")
+                try #require(reply == "hit" || reply == "miss", "\(reply)")
+                if reply == "miss" { _ = try await helper.ask("save \(id)") }
+            }
+            let reply = try await helper.ask("save other\(round)")
+            try #require(reply.hasPrefix("ok "), "\(reply)")
+            #expect((Int(reply.dropFirst(3)) ?? .max) <= 100)
+        }
+        for n in 0..<400 {
+            try await storage.save(StressRecord.make(id: "scan\(n)", sequence: n))
+            #expect(try await storage.count(StressRecord.self) <= 100)
+            if n % 50 == 0 {
+                let reply = try await helper.ask("save mixed\(n)")
+                #expect((Int(reply.dropFirst(3)) ?? .max) <= 100, "\(reply)")
+            }
+        }
+        var kept = 0
+        for id in hot where try await storage.metadata(StressRecord.self, id: id) != nil { kept += 1 }
+        #expect(kept >= 45, "the scan flushed \(50 - kept) of 50 records the other process reads")
+        helper.closeInput()
+        await helper.waitForExit()
+    }
+}

@@ -1,0 +1,207 @@
+/// A small in-memory reference of ``StorageEvictionPolicy/adaptive`` (W-TinyLFU as the store runs it),
+/// written apart from the store's code: the tests replay random traces through both and compare them step
+/// by step. Keys are record ids of one type (type number `type`); the cache holds at most `capacity`.
+///
+/// A commit folds the reads noted since the last one (of records still held), then the writes, then
+/// evicts until the cache fits (never one of the commit's own records while another is left), then moves
+/// the window's overflow to probation.
+public final class AdaptiveCacheModel {
+    public enum Queue: Int, CaseIterable, Sendable { case window, probation, protected }
+
+    public let capacity: Int
+    public let type: UInt32
+    private var position: [String: (queue: Queue, clock: UInt64)] = [:]
+    private var byClock: [[UInt64: String]] = [[:], [:], [:]]
+    private var heads: [UInt64] = [0, 0, 0]
+    private var clock: UInt64 = 0
+    private var pendingReads: [String] = []
+    private var sketch: [UInt64: UInt64] = [:]
+    private let blocks: UInt64
+    private var samples: UInt64 = 0
+    /// The window's share in per mille, tuned by hill climbing on the hit rate of each sample of requests.
+    public private(set) var windowShare = 10
+    private var step = 25
+    private var hits = 0
+    private var misses = 0
+    private var previousRate = -1
+    private let sampleSize: Int
+    private let sketchCapacity: Int
+    private let initialStep: Int
+    private let samplesPerBlock: UInt64
+
+    /// - Parameter sketchCapacity: the records the sketch is sized for (the store's largest `maxRecords`).
+    /// The other parameters are for experiments: the store's values are the defaults.
+    public init(
+        capacity: Int, sketchCapacity: Int? = nil, type: UInt32 = 1, sampleSize: Int? = nil,
+        initialStep: Int = 25, samplesPerBlock: UInt64 = 5
+    ) {
+        self.capacity = capacity
+        self.type = type
+        var size: UInt64 = 64
+        while size < UInt64(max(1, min(sketchCapacity ?? capacity, 1 << 22))) { size <<= 1 }
+        blocks = size
+        self.sampleSize = sampleSize ?? max(500, 4 * (sketchCapacity ?? capacity))
+        self.initialStep = initialStep
+        self.sketchCapacity = sketchCapacity ?? capacity
+        self.samplesPerBlock = samplesPerBlock
+        step = initialStep
+    }
+
+    public var residents: Set<String> { Set(position.keys) }
+    public func contains(_ key: String) -> Bool { position[key] != nil }
+    public func queue(of key: String) -> Queue? { position[key]?.queue }
+
+    /// Notes a read of a held record, folded at the next commit.
+    public func read(_ key: String) {
+        if position[key] != nil { pendingReads.append(key) }
+    }
+
+    /// One commit writing `keys` (new or existing); returns the evicted keys.
+    @discardableResult
+    public func commit(writing keys: [String]) -> [String] {
+        var new: Set<String> = []
+        for key in keys where position[key] == nil {
+            position[key] = (.window, 0)  // present, not yet placed
+            new.insert(key)
+        }
+        let reads = pendingReads
+        pendingReads = []
+        for key in reads where position[key] != nil {
+            climb(hit: true)
+            use(key)
+        }
+        for key in keys {
+            if new.contains(key) { climb(hit: false) }
+            use(key)
+        }
+        let excluded = Set(keys)
+        var evicted: [String] = []
+        while position.count > capacity {
+            guard let victim = victim(excluded: excluded) else { break }
+            remove(victim)
+            evicted.append(victim)
+        }
+        while windowExcess > 0, let oldest = oldest(.window, skipping: []) { place(oldest, .probation) }
+        return evicted
+    }
+
+    // MARK: - The policy
+
+    private func use(_ key: String) {
+        increment(key)
+        switch position[key] {
+        case .some((.probation, _)):
+            place(key, .protected)
+            let main = position.count - count(.window)
+            let share = max(1, max(main, sketchCapacity) * 80 / 100)
+            while count(.protected) > share, let oldest = oldest(.protected, skipping: []) {
+                place(oldest, .probation)
+            }
+        case .some((.protected, _)): place(key, .protected)
+        default: place(key, .window)
+        }
+    }
+
+    private func victim(excluded: Set<String>) -> String? {
+        if windowExcess > 0, let candidate = oldest(.window, skipping: excluded) {
+            guard let victim = oldest(.probation, skipping: excluded) ?? oldest(.protected, skipping: excluded)
+            else { return candidate }
+            if frequency(candidate) > frequency(victim) {
+                place(candidate, .probation)
+                return victim
+            }
+            return candidate
+        }
+        for skipping in [excluded, []] {
+            for queue in [Queue.probation, .protected, .window] {
+                if let found = oldest(queue, skipping: skipping) { return found }
+            }
+        }
+        return nil
+    }
+
+    private var windowExcess: Int { count(.window) - max(1, position.count * windowShare / 1_000) }
+
+    private func climb(hit: Bool) {
+        if hit { hits += 1 } else { misses += 1 }
+        guard hits + misses >= sampleSize else { return }
+        let rate = hits * 1_000_000 / (hits + misses)
+        var jumped = false
+        if previousRate >= 0 {
+            if rate < previousRate { step = -step }
+            jumped = abs(rate - previousRate) >= 50_000
+        }
+        windowShare = min(800, max(10, windowShare + step))
+        if previousRate >= 0 { step = jumped ? (step < 0 ? -initialStep : initialStep) : step * 98 / 100 }
+        previousRate = rate
+        hits = 0
+        misses = 0
+    }
+
+    // MARK: - Queues
+
+    private func count(_ queue: Queue) -> Int { byClock[queue.rawValue].count }
+
+    private func place(_ key: String, _ queue: Queue) {
+        if let old = position[key], old.clock != 0 { byClock[old.queue.rawValue][old.clock] = nil }
+        clock += 1
+        position[key] = (queue, clock)
+        byClock[queue.rawValue][clock] = key
+    }
+
+    private func remove(_ key: String) {
+        if let old = position[key] { byClock[old.queue.rawValue][old.clock] = nil }
+        position[key] = nil
+    }
+
+    private func oldest(_ queue: Queue, skipping: Set<String>) -> String? {
+        let entries = byClock[queue.rawValue]
+        guard !entries.isEmpty else { return nil }
+        while heads[queue.rawValue] <= clock, entries[heads[queue.rawValue]] == nil { heads[queue.rawValue] += 1 }
+        var at = heads[queue.rawValue]
+        while at <= clock {
+            if let key = entries[at], !skipping.contains(key) { return key }
+            at += 1
+        }
+        return nil
+    }
+
+    // MARK: - The sketch (count-min, 4-bit counters, halved every 5 × blocks uses)
+
+    private func hash(_ key: String) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for shift in [24, 16, 8, 0] { hash = (hash ^ UInt64((type >> UInt32(shift)) & 0xff)) &* 0x100_0000_01b3 }
+        for byte in key.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        hash = (hash ^ (hash >> 30)) &* 0xbf58_476d_1ce4_e5b9
+        hash = (hash ^ (hash >> 27)) &* 0x94d0_49bb_1331_11eb
+        return hash ^ (hash >> 31)
+    }
+
+    private func offsets(_ hash: UInt64) -> [UInt64] {
+        (0..<4).map { depth in UInt64(depth * 16) + ((hash >> UInt64(32 + 2 * depth)) & 3) * 4 }
+    }
+
+    public func frequency(_ key: String) -> Int {
+        let hash = hash(key)
+        let block = sketch[hash & (blocks - 1)] ?? 0
+        return offsets(hash).map { Int((block >> $0) & 15) }.min() ?? 0
+    }
+
+    private func increment(_ key: String) {
+        let hash = hash(key)
+        let index = hash & (blocks - 1)
+        var block = sketch[index] ?? 0
+        var changed = false
+        for offset in offsets(hash) where (block >> offset) & 15 < 15 {
+            block += 1 << offset
+            changed = true
+        }
+        guard changed else { return }
+        sketch[index] = block
+        samples += 1
+        if samples >= blocks * samplesPerBlock {
+            sketch = sketch.mapValues { ($0 >> 1) & 0x7777_7777_7777_7777 }.filter { $0.value != 0 }
+            samples /= 2
+        }
+    }
+}
