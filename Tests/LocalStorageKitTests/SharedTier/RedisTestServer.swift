@@ -96,7 +96,7 @@ final class RedisTestServer: Sendable {
         let endpoint = RESPEndpoint(
             host: "127.0.0.1", port: port, username: nil, password: password, database: 0,
             connectTimeout: .milliseconds(200), readTimeout: .milliseconds(500))
-        let session = try RESPSession(endpoint: endpoint)
+        let session = try RESPSession(endpoint: endpoint, clock: SystemClock())
         defer { session.close() }
         return try session.roundTrip([.command("PING")]).first == .simple("PONG")
     }
