@@ -20,6 +20,7 @@ extension SharedTier {
                     state.outcomes += 1
                 }
             case .disconnected(let error):
+                connection.reconnectNextTime()
                 let now = clock.uptime()
                 let wasUp = update { state -> Bool in
                     let wasUp = state.phase != .down

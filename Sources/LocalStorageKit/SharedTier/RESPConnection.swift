@@ -26,6 +26,7 @@ final class RESPConnection: @unchecked Sendable {
     private var queue: [Request] = []
     private var isStopping = false
     private var retryNow = false
+    private var dropSession = false
     private var thread: Thread?
     private let finished = DispatchSemaphore(value: 0)
 
@@ -63,6 +64,14 @@ final class RESPConnection: @unchecked Sendable {
     func retrySoon() {
         condition.lock()
         retryNow = true
+        condition.unlock()
+    }
+
+    /// Makes the next request open a fresh connection (the server was seen to go away, so the open one is
+    /// most likely dead: a request on it would fail after it was sent).
+    func reconnectNextTime() {
+        condition.lock()
+        dropSession = true
         condition.unlock()
     }
 
@@ -141,9 +150,15 @@ final class RESPConnection: @unchecked Sendable {
                 batch.append(request)
             }
             let retry = retryNow
+            let drop = dropSession
             retryNow = false
+            dropSession = false
             condition.unlock()
             if retry { nextAttempt = clock.uptime() }
+            if drop {
+                session?.close()
+                session = nil
+            }
             process(batch)
         }
     }
