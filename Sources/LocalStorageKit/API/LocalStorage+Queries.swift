@@ -24,7 +24,7 @@ extension LocalStorage {
             }
             let options = try options.validated()
             let schema = try await core.schema(for: T.self)
-            await sharedTier?.awaitSettled()
+            try await sharedTier?.awaitSettled()
             let plan = try QueryPlan(filters: filters, sort: sort, schema: schema)
             guard QueryRunner.usesIndexes(plan) else { return try await fetch(T.self, options: options) }
             try await migrateIfPending(T.self, schema: schema)
@@ -48,7 +48,7 @@ extension LocalStorage {
     ) async throws -> Int {
         try await operation("count(matching:)") {
             let schema = try await core.schema(for: T.self)
-            await sharedTier?.awaitSettled()
+            try await sharedTier?.awaitSettled()
             let plan = try QueryPlan(filters: filters, sort: nil, schema: schema)
             try await migrateIfPending(T.self, schema: schema)
             let now = core.clock.wallNanoseconds()
@@ -70,7 +70,7 @@ extension LocalStorage {
         try await operation("page") {
             try QueryRunner.validate(page: page, pageSize: pageSize)
             let schema = try await core.schema(for: T.self)
-            await sharedTier?.awaitSettled()
+            try await sharedTier?.awaitSettled()
             let plan = try QueryPlan(filters: filters, sort: sort, schema: schema)
             try await migrateIfPending(T.self, schema: schema)
             let now = core.clock.wallNanoseconds()

@@ -73,7 +73,7 @@ extension LocalStorage {
     nonisolated(nonsending) public func fetch<T: LocalStorable>(_ type: T.Type, id: String) async throws -> T? {
         try await operation("fetch") {
             let schema = try await core.schema(for: T.self)
-            await sharedTier?.awaitSettled()
+            try await sharedTier?.awaitSettled()
             if let memoryTier {
                 let value = try fetch(T.self, id: id, schema: schema, through: memoryTier)
                 if value == nil, let sharedTier {
@@ -119,7 +119,7 @@ extension LocalStorage {
             }
             let options = try options.validated()
             let schema = try await core.schema(for: T.self)
-            await sharedTier?.awaitSettled()
+            try await sharedTier?.awaitSettled()
             let now = core.clock.wallNanoseconds()
             let session = makeDecodeSession(for: schema)
             let (items, expired) = try core.environment.read { txn in
@@ -136,7 +136,7 @@ extension LocalStorage {
     nonisolated(nonsending) public func count<T: LocalStorable>(_ type: T.Type) async throws -> Int {
         try await operation("count") {
             let schema = try await core.schema(for: T.self)
-            await sharedTier?.awaitSettled()
+            try await sharedTier?.awaitSettled()
             let now = core.clock.wallNanoseconds()
             return try core.environment.read { txn in try RecordReader.count(schema: schema, now: now, txn: txn) }
         }
@@ -151,7 +151,7 @@ extension LocalStorage {
         try await operation("metadata") {
             let schema = try await core.schema(for: T.self)
             let key = try RecordWriter.key(for: id)
-            await sharedTier?.awaitSettled()
+            try await sharedTier?.awaitSettled()
             let now = core.clock.wallNanoseconds()
             let local = try core.environment.read { txn in
                 try RecordReader.metadata(T.self, key: key, id: id, schema: schema, now: now, txn: txn)

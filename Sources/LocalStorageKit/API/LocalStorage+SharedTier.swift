@@ -21,7 +21,7 @@ extension LocalStorage {
         _ records: [PreparedRecord], expiration: CacheExpiration, schema: TypeSchema,
         tier: SharedTier
     ) async throws {
-        let now = Clock.now()
+        let now = core.clock.wallNanoseconds()
         let expiresAt = try expiration.expiresAt(now: now)
         let puts = try records.map { try tier.put($0, expiresAt: expiresAt, now: now, schema: schema) }
         let written = try await tier.write(puts, schema: schema, now: now)
@@ -73,7 +73,7 @@ extension LocalStorage {
         schema: TypeSchema, tier: SharedTier
     ) async throws {
         for _ in 0..<8 {
-            let now = Clock.now()
+            let now = core.clock.wallNanoseconds()
             guard let bytes = try await tier.record(type: schema.name, id: key) else {
                 throw LocalStorageError.notFound(id: id)
             }
@@ -121,7 +121,7 @@ extension LocalStorage {
         _ type: T.Type, id: String, key: [UInt8], schema: TypeSchema,
         tier: SharedTier, _ mutate: @Sendable (inout T) throws -> Void
     ) async throws -> T {
-        let now = Clock.now()
+        let now = core.clock.wallNanoseconds()
         guard
             let (value, bytes, expiresAt) = try await sharedRecord(
                 T.self, id: id, key: key, schema: schema,
@@ -152,8 +152,10 @@ extension LocalStorage {
 
     // MARK: - Reads
 
-    /// A local miss: reads the shared tier and keeps the record locally with its remaining time to live (when
-    /// the instance is in sync and nothing changed locally meanwhile).
+    /// A local miss: reads the shared tier and keeps the record locally with its remaining time to live. The
+    /// fill is not a change (nothing is logged or published), and it is kept only when the instance is in sync,
+    /// no change it applied after the server's sequence at the read touched the record (such a change may be
+    /// newer than the bytes read), and it holds no live copy by then.
     ///
     /// - Throws: `sharedTierUnavailable` when the server cannot be reached: never a false nil.
     func fetchShared<T: LocalStorable>(
@@ -161,20 +163,25 @@ extension LocalStorage {
         tier: SharedTier
     ) async throws -> T? {
         let key = try RecordWriter.key(for: id)
-        let before = tier.state.withLock { ($0.phase, $0.appliedSeq) }
-        guard
-            let found = try await sharedRecord(
-                T.self, id: id, key: key, schema: schema, tier: tier,
-                now: Clock.now())
-        else { return nil }
-        guard before.0 == .live else { return found.value }
-        let bytes = found.bytes
-        let value = found.value
+        let (found, sequence) = try await tier.recordWithSequence(type: schema.name, id: key)
+        guard let bytes = found else { return nil }
+        let now = core.clock.wallNanoseconds()
+        let session = makeDecodeSession(for: schema)
+        let decoded = try bytes.withUnsafeBytes { buffer -> T? in
+            let view = try RecordDecoding.view(of: buffer, T.self, id: id)
+            guard !view.isExpired(at: now) else { return nil }
+            return try RecordDecoding.decode(T.self, view: view, id: id, session: session)
+        }
+        guard let value = decoded else { return nil }
         let logger = self.logger
         core.writer.hand(
             { context in
-                // A change applied since the read may be newer than what the read got: then keep nothing.
-                guard tier.state.withLock({ $0.phase == .live && $0.appliedSeq == before.1 }) else { return }
+                let isCurrent = tier.state.withLock { state -> Bool in
+                    guard state.phase == .live, let applied = state.appliedSeq else { return false }
+                    return applied <= sequence
+                        || !state.recentChanges.mayHaveChanged(type: schema.name, id: id, after: sequence)
+                }
+                guard isCurrent else { return }
                 if let existing = try context.txn.get(schema.records, key: key) {
                     let isLive: Bool
                     do {
@@ -184,7 +191,8 @@ extension LocalStorage {
                     }
                     if isLive { return }  // A live local copy (written meanwhile) wins.
                 }
-                try RecordWriter.putReplica(bytes, key: key, value: value, schema: schema, context: context)
+                try RecordWriter.putReplica(
+                    bytes, key: key, value: value, schema: schema, context: context, announce: false)
             },
             finish: { error in
                 guard let error else { return }
@@ -201,7 +209,7 @@ extension LocalStorage {
         tier: SharedTier
     ) async throws -> StorageMetadata? {
         guard let bytes = try await tier.record(type: schema.name, id: key) else { return nil }
-        let now = Clock.now()
+        let now = core.clock.wallNanoseconds()
         return try bytes.withUnsafeBytes { buffer in
             let view = try RecordDecoding.view(of: buffer, T.self, id: id, fixedPartOnly: true)
             return StorageMetadata(

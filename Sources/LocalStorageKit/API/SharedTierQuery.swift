@@ -134,7 +134,7 @@ struct SharedTierQuery {
             }
         }
         let records = try await tier.records(keys: ids.map { tier.layout.record(type: type, id: $0) })
-        let now = Clock.now()
+        let now = tier.clock.wallNanoseconds()
         return zip(ids, records).compactMap { row(id: $0, bytes: $1, now: now, keepBytes: needsBytes) }
     }
 
@@ -180,7 +180,7 @@ struct SharedTierQuery {
             let members = try await range(key, min, max, offset: offset, reverse: reverse)
             let ids = members.compactMap(id)
             let records = try await tier.records(keys: ids.map { tier.layout.record(type: type, id: $0) })
-            let now = Clock.now()
+            let now = tier.clock.wallNanoseconds()
             for (id, bytes) in zip(ids, records) {
                 if let row = row(id: id, bytes: bytes, now: now, keepBytes: true) { rows.append(row) }
                 if rows.count >= end { break }

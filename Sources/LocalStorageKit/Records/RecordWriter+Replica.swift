@@ -6,11 +6,13 @@ extension RecordWriter {
     /// already holds exactly these bytes. The header's timestamps and expiry are kept as they are, so every
     /// instance's copy is the same record. Returns whether anything changed.
     ///
+    /// With `announce` false (a near-cache fill, which is not a change) nothing is logged or published.
+    ///
     /// - Throws: `decodingFailed` when `bytes` is not a record.
     @discardableResult
     static func putReplica(
         _ bytes: [UInt8], key: [UInt8], value: (any Sendable)?, schema: TypeSchema,
-        context: Writer.Context
+        context: Writer.Context, announce: Bool = true
     ) throws -> Bool {
         let txn = context.txn
         let header = try bytes.withUnsafeBytes { buffer throws(LocalStorageError) in try RecordView(buffer).header() }
@@ -35,6 +37,7 @@ extension RecordWriter {
         try txn.put(schema.records, key: key, value: bytes)
         try bytes.withUnsafeBytes { try CountTree.addPayloadBytes(payloadSize(of: $0), schema: schema, txn: txn) }
         try addEntries(of: header, key: key, schema: schema, txn: txn)
+        guard announce else { return true }
         context.log(schema, replacesLiveRecord ? .updated : .inserted, id: key)
         if context.isObserved(schema.name) {
             let kind: PublishedChange.Kind

@@ -6,11 +6,12 @@ import Synchronization
 /// request queued while it was busy (like the writer's group commit) and reconnects with backoff.
 ///
 /// A request is a list of commands answered in order. When the connection fails, the requests in flight fail
-/// with `sharedTierUnavailable`; the next request reconnects at once, and after a failed attempt later ones
-/// fail fast until the backoff delay (doubling up to the configured maximum) has passed, so a write during an
-/// outage throws at once instead of waiting for a connect timeout.
+/// with `sharedTierUnavailable` (saying the outcome is unknown when the request had been sent); the next
+/// request reconnects at once, and after a failed attempt later ones fail fast until the backoff delay
+/// (doubling up to the configured maximum, measured on `clock`) has passed, so a write during an outage throws
+/// at once instead of waiting for a connect timeout. ``retrySoon()`` lifts the backoff.
 final class RESPConnection: @unchecked Sendable {
-    // @unchecked: `queue`, `isStopping` and `thread` are only touched under `condition`; `session`,
+    // @unchecked: `queue`, `isStopping`, `thread` and `retryNow` are only touched under `condition`; `session`,
     // `nextAttempt`, `delay` and `lastFailure` only on the connection's own thread.
     private struct Request {
         let commands: [[[UInt8]]]
@@ -18,23 +19,32 @@ final class RESPConnection: @unchecked Sendable {
     }
 
     let endpoint: RESPEndpoint
+    let clock: any StorageClock
     private let firstDelay: Duration
     private let maxDelay: Duration
     private let condition = NSCondition()
     private var queue: [Request] = []
     private var isStopping = false
+    private var retryNow = false
+    private var dropSession = false
     private var thread: Thread?
     private let finished = DispatchSemaphore(value: 0)
 
     private var session: RESPSession?
-    private var nextAttempt = ContinuousClock.now
+    private var nextAttempt = Duration.zero
     private var delay: Duration
     private var lastFailure: LocalStorageError?
     /// Counts connections opened, so tests and logs can see reconnects.
     private let connectionsOpened = Mutex(0)
+    /// Requests written to the server whose replies have not come yet.
+    private let awaiting = Mutex(0)
 
-    init(endpoint: RESPEndpoint, reconnectDelay: Duration, maxReconnectDelay: Duration, name: String) {
+    init(
+        endpoint: RESPEndpoint, reconnectDelay: Duration, maxReconnectDelay: Duration,
+        clock: any StorageClock, name: String
+    ) {
         self.endpoint = endpoint
+        self.clock = clock
         firstDelay = reconnectDelay
         maxDelay = max(reconnectDelay, maxReconnectDelay)
         delay = reconnectDelay
@@ -46,6 +56,24 @@ final class RESPConnection: @unchecked Sendable {
 
     /// How many times a connection was opened.
     var connectionCount: Int { connectionsOpened.withLock { $0 } }
+
+    /// How many requests were written to the server and wait for their replies (tests wait for one to be).
+    var requestsAwaitingReply: Int { awaiting.withLock { $0 } }
+
+    /// Lets the next request try to connect at once, whatever the backoff says (a read is waiting).
+    func retrySoon() {
+        condition.lock()
+        retryNow = true
+        condition.unlock()
+    }
+
+    /// Makes the next request open a fresh connection (the server was seen to go away, so the open one is
+    /// most likely dead: a request on it would fail after it was sent).
+    func reconnectNextTime() {
+        condition.lock()
+        dropSession = true
+        condition.unlock()
+    }
 
     /// Fails what is queued and ends the thread.
     func stop() {
@@ -121,7 +149,16 @@ final class RESPConnection: @unchecked Sendable {
                 commandCount += request.commands.count
                 batch.append(request)
             }
+            let retry = retryNow
+            let drop = dropSession
+            retryNow = false
+            dropSession = false
             condition.unlock()
+            if retry { nextAttempt = clock.uptime() }
+            if drop {
+                session?.close()
+                session = nil
+            }
             process(batch)
         }
     }
@@ -135,7 +172,15 @@ final class RESPConnection: @unchecked Sendable {
             return
         }
         do {
-            let replies = try session.roundTrip(batch.flatMap(\.commands))
+            let commands = batch.flatMap(\.commands)
+            var wasSent = false
+            defer { if wasSent { awaiting.withLock { $0 -= batch.count } } }
+            let replies = try session.roundTrip(
+                commands,
+                sent: {
+                    wasSent = true
+                    awaiting.withLock { $0 += batch.count }
+                })
             var offset = 0
             for request in batch {
                 let count = request.commands.count
@@ -146,19 +191,19 @@ final class RESPConnection: @unchecked Sendable {
             // The connection is in an unknown state: drop it; the next request reconnects.
             session.close()
             self.session = nil
-            nextAttempt = ContinuousClock.now
+            nextAttempt = clock.uptime()
             for request in batch { request.finish(.failure(error)) }
         }
     }
 
     private func openSession() throws(LocalStorageError) -> RESPSession {
         if let session { return session }
-        let now = ContinuousClock.now
+        let now = clock.uptime()
         if now < nextAttempt, let lastFailure {
             throw .sharedTierUnavailable("\(Self.reason(of: lastFailure)) (next attempt in \(nextAttempt - now))")
         }
         do {
-            let opened = try RESPSession(endpoint: endpoint)
+            let opened = try RESPSession(endpoint: endpoint, clock: clock)
             session = opened
             delay = firstDelay
             lastFailure = nil
@@ -166,7 +211,7 @@ final class RESPConnection: @unchecked Sendable {
             return opened
         } catch {
             lastFailure = error
-            nextAttempt = ContinuousClock.now + delay
+            nextAttempt = clock.uptime() + delay
             delay = min(delay * 2, maxDelay)
             throw error
         }

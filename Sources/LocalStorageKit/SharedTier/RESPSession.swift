@@ -1,15 +1,24 @@
 /// One open, prepared connection to a server (after `AUTH` and `SELECT`), used synchronously by one thread.
+///
+/// Reply deadlines are read on the store's clock (a ``VirtualClock`` in tests decides when a reply is late);
+/// the socket itself waits in short slices of real time between looks at that clock.
 final class RESPSession {
     let endpoint: RESPEndpoint
+    let clock: any StorageClock
     private let socket: RESPSocket
     private var parser = RESPParser()
+    /// The longest real-time wait on the socket before the deadline is looked at again.
+    private static let slice = Duration.milliseconds(50)
+    /// What a failure after the request went out adds to its reason: the server may have applied it.
+    static let unknownOutcome = "; the request was sent, so its outcome is unknown (it may have been applied)"
 
     /// Connects, authenticates and selects the database, all within the endpoint's connect timeout.
     ///
     /// - Throws: `sharedTierUnavailable` saying which step failed: the TCP connection, `AUTH` (a wrong
     ///   password), or `SELECT` (a database out of range, or a password the server wants and did not get).
-    init(endpoint: RESPEndpoint) throws(LocalStorageError) {
+    init(endpoint: RESPEndpoint, clock: any StorageClock) throws(LocalStorageError) {
         self.endpoint = endpoint
+        self.clock = clock
         socket = try RESPSocket.connect(host: endpoint.host, port: endpoint.port, timeout: endpoint.connectTimeout)
         var commands: [[[UInt8]]] = []
         if let password = endpoint.password {
@@ -19,9 +28,12 @@ final class RESPSession {
             commands.append(auth)
         }
         commands.append(.command("SELECT", String(endpoint.database)))
+        var prepare: [UInt8] = []
+        for command in commands { RESPCommand.encode(command, into: &prepare) }
         let replies: [RESPValue]
         do {
-            replies = try roundTrip(commands, timeout: endpoint.connectTimeout)
+            try socket.write(prepare, timeout: endpoint.connectTimeout)
+            replies = try self.replies(count: commands.count, timeout: endpoint.connectTimeout)
         } catch {
             socket.close()
             throw error
@@ -46,25 +58,39 @@ final class RESPSession {
 
     func close() { socket.close() }
 
-    /// Writes every command at once (a pipeline), then reads one reply per command, all within `timeout`.
-    /// Error replies are returned as ``RESPValue/error(_:)``; only the connection's own failures throw.
-    func roundTrip(_ commands: [[[UInt8]]], timeout: Duration? = nil) throws(LocalStorageError) -> [RESPValue] {
+    /// Writes every command at once (a pipeline), then reads one reply per command, all within `timeout` of
+    /// the clock. Error replies are returned as ``RESPValue/error(_:)``; only the connection's own failures
+    /// throw. `sent` runs once every byte is written; a failure after that says the outcome is unknown.
+    func roundTrip(
+        _ commands: [[[UInt8]]], timeout: Duration? = nil, sent: () -> Void = {}
+    ) throws(LocalStorageError) -> [RESPValue] {
         let timeout = timeout ?? endpoint.readTimeout
         var out: [UInt8] = []
         for command in commands { RESPCommand.encode(command, into: &out) }
         try socket.write(out, timeout: timeout)
-        let deadline = ContinuousClock.now + timeout
+        sent()
+        do {
+            return try replies(count: commands.count, timeout: timeout)
+        } catch {
+            throw .sharedTierUnavailable(RESPConnection.reason(of: error) + Self.unknownOutcome)
+        }
+    }
+
+    /// Reads `count` replies within `timeout` of the clock.
+    private func replies(count: Int, timeout: Duration) throws(LocalStorageError) -> [RESPValue] {
+        let deadline = clock.uptime() + timeout
         var replies: [RESPValue] = []
-        replies.reserveCapacity(commands.count)
-        while replies.count < commands.count {
+        replies.reserveCapacity(count)
+        while replies.count < count {
             if let reply = try nextBuffered() {
                 replies.append(reply)
                 continue
             }
-            let left = deadline - ContinuousClock.now
-            guard left > .zero, try socket.read(into: &parser, milliseconds: left.pollMilliseconds) else {
+            let left = deadline - clock.uptime()
+            guard left > .zero else {
                 throw .sharedTierUnavailable("\(endpoint.label) did not reply within \(timeout)")
             }
+            _ = try socket.read(into: &parser, milliseconds: min(left, Self.slice).pollMilliseconds)
         }
         return replies
     }

@@ -7,33 +7,48 @@ enum SubscriberEvent: Sendable {
     case subscribed
     /// A message on the channel.
     case message([UInt8])
+    /// The server answered a heartbeat `PING`: the subscription is still live.
+    case heard
     /// The connection was lost (or could not be opened); messages published meanwhile are missed.
     case disconnected(LocalStorageError)
 }
 
 /// The subscriber connection: `SUBSCRIBE`s to one channel and reports its messages, reconnecting by itself
-/// with backoff (doubling from the first delay up to the maximum) whenever the connection fails.
+/// with backoff (doubling from the first delay up to the maximum, on `clock`) whenever the connection fails.
+///
+/// While subscribed it sends a `PING` every `heartbeat` of silence and drops a connection whose `PING` got no
+/// answer within the read timeout, so a server that stopped answering (stopped, or cut off) is noticed even
+/// when its socket stays open. ``kick()`` asks for news at once: the next attempt starts now (a pause ends),
+/// or, while subscribed, a `PING` goes out now.
 final class RESPSubscriber: @unchecked Sendable {
-    // @unchecked: `isStopping` and `thread` are only touched under `condition`; everything else is immutable
-    // or owned by the subscriber's thread.
+    // @unchecked: `isStopping`, `isKicked`, `pauseToken`, `endedPause` and `thread` are only touched under
+    // `condition`; everything else is immutable or owned by the subscriber's thread.
     let endpoint: RESPEndpoint
     private let channel: [UInt8]
     private let firstDelay: Duration
     private let maxDelay: Duration
+    private let heartbeat: Duration?
+    private let clock: any StorageClock
     private let report: @Sendable (SubscriberEvent) -> Void
     private let condition = NSCondition()
     private var isStopping = false
+    private var isKicked = false
+    private var pauseToken = 0
+    private var endedPause = 0
     private var thread: Thread?
     private let finished = DispatchSemaphore(value: 0)
 
     init(
         endpoint: RESPEndpoint, channel: [UInt8], reconnectDelay: Duration, maxReconnectDelay: Duration,
-        name: String, report: @escaping @Sendable (SubscriberEvent) -> Void
+        heartbeat: Duration? = nil, clock: any StorageClock, name: String,
+        report: @escaping @Sendable (SubscriberEvent) -> Void
     ) {
         self.endpoint = endpoint
         self.channel = channel
         firstDelay = reconnectDelay
         maxDelay = max(reconnectDelay, maxReconnectDelay)
+        self.heartbeat = heartbeat
+        self.clock = clock
         self.report = report
         let thread = Thread { [self] in run() }
         thread.name = name
@@ -53,22 +68,59 @@ final class RESPSubscriber: @unchecked Sendable {
         if started { finished.wait() }
     }
 
+    /// Asks for news from the server now: ends a backoff pause at once, or sends a `PING` while subscribed.
+    func kick() {
+        condition.lock()
+        isKicked = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
     private var stopping: Bool {
         condition.lock()
         defer { condition.unlock() }
         return isStopping
     }
 
-    /// Sleeps for `duration` unless the subscriber stops first; false when it stops.
-    private func pause(_ duration: Duration) -> Bool {
+    /// Whether a kick came since the last look (and forgets it).
+    private func takeKick() -> Bool {
         condition.lock()
         defer { condition.unlock() }
-        let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) * 1e-18
-        let until = Date(timeIntervalSinceNow: seconds)
-        while !isStopping {
-            if !condition.wait(until: until) { break }
+        let kicked = isKicked
+        isKicked = false
+        return kicked
+    }
+
+    /// Waits `duration` of the clock unless the subscriber stops or is kicked first; false when it stops.
+    private func pause(_ duration: Duration) -> Bool {
+        condition.lock()
+        pauseToken += 1
+        let token = pauseToken
+        condition.unlock()
+        let clock = self.clock
+        let timer = Task { [self] in
+            do {
+                try await clock.sleep(for: duration)
+            } catch {
+                return  // Cancelled: the pause ended otherwise.
+            }
+            endPause(token)
         }
-        return !isStopping
+        condition.lock()
+        while !isStopping && !isKicked && endedPause < token { condition.wait() }
+        isKicked = false
+        let goOn = !isStopping
+        condition.unlock()
+        timer.cancel()
+        return goOn
+    }
+
+    /// Ends the pause `token` names (its time has come).
+    private func endPause(_ token: Int) {
+        condition.lock()
+        endedPause = max(endedPause, token)
+        condition.broadcast()
+        condition.unlock()
     }
 
     private func run() {
@@ -76,38 +128,7 @@ final class RESPSubscriber: @unchecked Sendable {
         defer { finished.signal() }
         while !stopping {
             do {
-                let session = try RESPSession(endpoint: endpoint)
-                defer { session.close() }
-                try session.write([[Array("SUBSCRIBE".utf8), channel]])
-                var confirmed = false
-                while !stopping {
-                    guard
-                        let reply = try session.nextReply(
-                            milliseconds: confirmed ? 100 : endpoint.readTimeout.pollMilliseconds)
-                    else {
-                        if !confirmed {
-                            throw LocalStorageError.sharedTierUnavailable("SUBSCRIBE at \(endpoint.label) got no reply")
-                        }
-                        continue
-                    }
-                    guard let parts = reply.elements, parts.count >= 3, let kind = parts[0].text else {
-                        if case .error(let message) = reply {
-                            throw LocalStorageError.sharedTierUnavailable(
-                                "SUBSCRIBE at \(endpoint.label) failed: \(message)")
-                        }
-                        continue
-                    }
-                    switch kind.lowercased() {
-                    case "subscribe":
-                        confirmed = true
-                        delay = firstDelay
-                        report(.subscribed)
-                    case "message":
-                        if let payload = parts[2].bytes { report(.message(payload)) }
-                    default:
-                        continue
-                    }
-                }
+                try follow { delay = firstDelay }
                 return
             } catch let error as LocalStorageError {
                 report(.disconnected(error))
@@ -116,6 +137,56 @@ final class RESPSubscriber: @unchecked Sendable {
             }
             guard pause(delay) else { return }
             delay = min(delay * 2, maxDelay)
+        }
+    }
+
+    /// One connection: subscribes and reports until it fails (throws) or the subscriber stops (returns).
+    private func follow(subscribed: () -> Void) throws {
+        let session = try RESPSession(endpoint: endpoint, clock: clock)
+        defer { session.close() }
+        try session.write([[Array("SUBSCRIBE".utf8), channel]])
+        var confirmed = false
+        let subscribeDeadline = clock.uptime() + endpoint.readTimeout
+        var lastHeard = clock.uptime()
+        var pingSent: Duration?
+        while !stopping {
+            let now = clock.uptime()
+            if !confirmed, now >= subscribeDeadline {
+                throw LocalStorageError.sharedTierUnavailable("SUBSCRIBE at \(endpoint.label) got no reply")
+            }
+            if let sent = pingSent, now - sent >= endpoint.readTimeout {
+                throw LocalStorageError.sharedTierUnavailable(
+                    "\(endpoint.label) did not answer PING within \(endpoint.readTimeout)")
+            }
+            if confirmed, pingSent == nil,
+                takeKick() || heartbeat.map({ now - lastHeard >= $0 }) == true
+            {
+                try session.write([[Array("PING".utf8)]])
+                pingSent = now
+            }
+            guard let reply = try session.nextReply(milliseconds: 50) else { continue }
+            guard let parts = reply.elements, parts.count >= 2, let kind = parts[0].text else {
+                if case .error(let message) = reply {
+                    throw LocalStorageError.sharedTierUnavailable("SUBSCRIBE at \(endpoint.label) failed: \(message)")
+                }
+                continue
+            }
+            switch kind.lowercased() {
+            case "subscribe" where parts.count >= 3:
+                confirmed = true
+                lastHeard = clock.uptime()
+                subscribed()
+                report(.subscribed)
+            case "message" where parts.count >= 3:
+                lastHeard = clock.uptime()
+                if let payload = parts[2].bytes { report(.message(payload)) }
+            case "pong":
+                lastHeard = clock.uptime()
+                pingSent = nil
+                report(.heard)
+            default:
+                continue
+            }
         }
     }
 }

@@ -10,7 +10,8 @@ public final class RawRedisClient: Sendable {
             endpoint: RESPEndpoint(
                 host: "127.0.0.1", port: port, username: nil, password: nil, database: 0,
                 connectTimeout: .seconds(2), readTimeout: .seconds(5)),
-            reconnectDelay: .milliseconds(50), maxReconnectDelay: .seconds(1), name: "LocalStorageKit.rawRedis")
+            reconnectDelay: .milliseconds(50), maxReconnectDelay: .seconds(1), clock: SystemClock(),
+            name: "LocalStorageKit.rawRedis")
     }
 
     deinit { connection.stop() }

@@ -35,13 +35,20 @@ public struct SharedTierConfiguration: Sendable, Hashable {
     /// How many changes the server's change log keeps for instances that lost their connection to catch up
     /// from; an instance away for longer drops its local copies instead.
     public var changeLogRetention: Int
+    /// How long a disconnected instance keeps serving its local records after it last heard from the server.
+    ///
+    /// Past that, reads throw ``LocalStorageError/sharedTierUnavailable(_:)`` until the instance has reconnected
+    /// and caught up; a read that finds it so asks for a reconnection at once instead of waiting out the
+    /// backoff. While connected, the instance checks the server every half of this time (a `PING` when nothing
+    /// else arrived), so a server that stopped answering is noticed too. Default: 1 second.
+    public var maxStaleness: Duration
 
     /// A shared tier on the server at `url`, under `namespace`.
     public init(
         url: URL, namespace: String, password: String? = nil, username: String? = nil,
         database: Int? = nil, connectTimeout: Duration = .seconds(2), readTimeout: Duration = .seconds(2),
         reconnectDelay: Duration = .milliseconds(50), maxReconnectDelay: Duration = .seconds(2),
-        changeLogRetention: Int = 100_000
+        changeLogRetention: Int = 100_000, maxStaleness: Duration = .seconds(1)
     ) {
         self.url = url
         self.namespace = namespace
@@ -53,6 +60,7 @@ public struct SharedTierConfiguration: Sendable, Hashable {
         self.reconnectDelay = reconnectDelay
         self.maxReconnectDelay = maxReconnectDelay
         self.changeLogRetention = changeLogRetention
+        self.maxStaleness = maxStaleness
     }
 
     /// The URL with any password replaced by `***`, for logs and messages.

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import LocalStorageKit
+@_spi(Testing) @testable import LocalStorageKit
 
 @Suite struct RESPParserTests {
     static let replies: [(String, RESPValue)] = [
@@ -71,7 +71,7 @@ struct RESPConnectionTests {
     @Test func pipelinesConcurrentRequestsAndAnswersEachInOrder() async throws {
         let connection = RESPConnection(
             endpoint: endpoint(), reconnectDelay: .milliseconds(10),
-            maxReconnectDelay: .milliseconds(100), name: "test")
+            maxReconnectDelay: .milliseconds(100), clock: SystemClock(), name: "test")
         defer { connection.stop() }
         let key = "resp-test-\(UUID().uuidString)"
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -93,9 +93,10 @@ struct RESPConnectionTests {
 
     @Test func anUnreachablePortSaysWhatFailed() async throws {
         let port = try RedisTestServer.freePort()
+        let clock = VirtualClock()
         let connection = RESPConnection(
             endpoint: endpoint(port: port), reconnectDelay: .seconds(1),
-            maxReconnectDelay: .seconds(1), name: "test")
+            maxReconnectDelay: .seconds(4), clock: clock, name: "test")
         defer { connection.stop() }
         let error = await #expect(throws: LocalStorageError.self) { try await connection.send([.command("PING")]) }
         guard case .sharedTierUnavailable(let reason) = error else {
@@ -107,12 +108,20 @@ struct RESPConnectionTests {
         // Within the backoff delay the next attempt fails at once with the same reason.
         let again = await #expect(throws: LocalStorageError.self) { try await connection.send([.command("PING")]) }
         #expect("\(String(describing: again))".contains("next attempt"))
+        // Once the clock passes the backoff, the next call tries again (and the delay doubles).
+        clock.advance(by: .seconds(1))
+        let third = await #expect(throws: LocalStorageError.self) { try await connection.send([.command("PING")]) }
+        #expect(!"\(String(describing: third))".contains("next attempt"))
+        #expect("\(String(describing: third))".contains("refused"))
+        clock.advance(by: .milliseconds(1999))
+        let fourth = await #expect(throws: LocalStorageError.self) { try await connection.send([.command("PING")]) }
+        #expect("\(String(describing: fourth))".contains("next attempt"))
     }
 
     @Test func aWrongDatabaseNumberIsRefusedClearly() async throws {
         let connection = RESPConnection(
             endpoint: endpoint(database: 100_000), reconnectDelay: .milliseconds(10),
-            maxReconnectDelay: .milliseconds(10), name: "test")
+            maxReconnectDelay: .milliseconds(10), clock: SystemClock(), name: "test")
         defer { connection.stop() }
         let error = await #expect(throws: LocalStorageError.self) { try await connection.send([.command("PING")]) }
         #expect("\(String(describing: error))".contains("SELECT 100000"))
@@ -126,12 +135,12 @@ struct RESPConnectionTests {
         let (stream, continuation) = AsyncStream<SubscriberEvent>.makeStream()
         let subscriber = RESPSubscriber(
             endpoint: endpoint(port: server.port), channel: Array(channel.utf8),
-            reconnectDelay: .milliseconds(10), maxReconnectDelay: .milliseconds(50),
+            reconnectDelay: .milliseconds(10), maxReconnectDelay: .milliseconds(50), clock: SystemClock(),
             name: "test", report: { continuation.yield($0) })
         defer { subscriber.stop() }
         let connection = RESPConnection(
             endpoint: endpoint(port: server.port), reconnectDelay: .milliseconds(10),
-            maxReconnectDelay: .milliseconds(100), name: "test")
+            maxReconnectDelay: .milliseconds(100), clock: SystemClock(), name: "test")
         defer { connection.stop() }
         var iterator = stream.makeAsyncIterator()
         guard case .subscribed = await iterator.next() else {

@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 
-@testable import LocalStorageKit
+@_spi(Testing) @testable import LocalStorageKit
 
 #if canImport(Glibc)
 import Glibc
@@ -96,7 +96,7 @@ final class RedisTestServer: Sendable {
         let endpoint = RESPEndpoint(
             host: "127.0.0.1", port: port, username: nil, password: password, database: 0,
             connectTimeout: .milliseconds(200), readTimeout: .milliseconds(500))
-        let session = try RESPSession(endpoint: endpoint)
+        let session = try RESPSession(endpoint: endpoint, clock: SystemClock())
         defer { session.close() }
         return try session.roundTrip([.command("PING")]).first == .simple("PONG")
     }
@@ -110,6 +110,18 @@ final class RedisTestServer: Sendable {
         guard let server else { return }
         kill(server.processIdentifier, SIGKILL)
         server.waitUntilExit()
+    }
+
+    /// Stops the server process with SIGSTOP: its sockets stay open, nothing is answered.
+    func pause() { signal(SIGSTOP) }
+
+    /// Lets a paused server go on (SIGCONT): it answers what it was sent meanwhile.
+    func resume() { signal(SIGCONT) }
+
+    private func signal(_ number: Int32) {
+        process.withLock { process in
+            if let process, process.isRunning { kill(process.processIdentifier, number) }
+        }
     }
 
     /// Stops the server (SIGKILL: the tests need nothing it has not already fsynced).
@@ -214,9 +226,15 @@ enum SharedTestServer {
 
 /// An in-memory store whose shared tier is `tier`, once it has made its first connection (an instance
 /// follows the shared tier's changes from its first subscription on) or failed to.
-func sharedStore(_ tier: SharedTierConfiguration, logger: (any StorageLogger)? = nil) async throws -> LocalStorage {
+func sharedStore(
+    _ tier: SharedTierConfiguration, logger: (any StorageLogger)? = nil, clock: (any StorageClock)? = nil
+) async throws -> LocalStorage {
     var configuration = LocalStorageConfiguration.inMemory
     configuration.sharedTier = tier
+    if let clock {
+        configuration.clock = clock
+        configuration.expirySweepInterval = nil
+    }
     configuration.liveQueryCoalescing = .milliseconds(5)
     let storage = try LocalStorage(configuration: configuration, logger: logger)
     _ = try await waitUntil { storage.sharedTier.map { $0.phase != .connecting && $0.phase != .syncing } ?? true }

@@ -92,7 +92,7 @@ struct SharedTierOutageTests {
 
         let killer = RESPConnection(
             endpoint: try awayTier.endpoint(), reconnectDelay: .milliseconds(10),
-            maxReconnectDelay: .milliseconds(10), name: "test")
+            maxReconnectDelay: .milliseconds(10), clock: SystemClock(), name: "test")
         defer { killer.stop() }
         _ = try await killer.call(.command("CLIENT", "KILL", "TYPE", "pubsub"))
         #expect(try await waitUntil { b.sharedTier?.phase == .down })

@@ -154,8 +154,8 @@ struct SharedTierFailureTests {
         let storage = try await sharedStore(tier)
         let error = await #expect(throws: LocalStorageError.self) { try await storage.save(Product.sample(1)) }
         #expect("\(String(describing: error))".contains("127.0.0.1:\(port)"))
-        #expect(try await storage.count(Product.self) == 0)
-        // A local miss while the tier is unreachable throws instead of answering nil.
+        // An instance that never was in sync serves no local record; a local miss throws instead of answering nil.
+        await #expect(throws: LocalStorageError.self) { try await storage.count(Product.self) }
         await #expect(throws: LocalStorageError.self) { try await storage.fetch(Product.self, id: "sku_1") }
     }
 

@@ -1,0 +1,88 @@
+/// When local records may be served, and waiting for this instance's own writes to land
+/// (the resynchronisation rule and the staleness bound in ``SharedTier``).
+extension SharedTier {
+    /// What a read of local records may do now.
+    enum ReadAdmission: Sendable {
+        /// Serve the local records.
+        case serve
+        /// Wait for the next attempt to reach the server to end (asking for one at once when `kick`), then look again.
+        case wait(kick: Bool)
+        /// Throw `sharedTierUnavailable` with this reason.
+        case refuse(String)
+    }
+
+    /// Returns when local records may be served; waits while the instance connects or catches up, and while
+    /// a reconnection it asked for (the local copy is older than ``SharedTierConfiguration/maxStaleness``) is
+    /// under way.
+    ///
+    /// - Throws: `sharedTierUnavailable` when the instance has not heard from the server for longer than
+    ///   `maxStaleness` and the server cannot be reached now.
+    nonisolated(nonsending) func awaitSettled() async throws(LocalStorageError) {
+        var hasWaited = false
+        while true {
+            let now = clock.uptime()
+            let waited = hasWaited
+            let (admission, mark) = state.withLock { state -> (ReadAdmission, Int) in
+                (self.admission(of: state, now: now, hasWaited: waited), state.outcomes)
+            }
+            switch admission {
+            case .serve:
+                return
+            case .refuse(let reason):
+                throw .sharedTierUnavailable(reason)
+            case .wait(let kick):
+                if kick {
+                    connection.retrySoon()
+                    subscriber.kick()
+                }
+                hasWaited = true
+                await wait { $0.outcomes > mark }
+            }
+        }
+    }
+
+    /// The rule: in sync and heard from within `maxStaleness` (or disconnected less than that ago): serve.
+    /// Connecting or catching up: wait for it. Stale: ask for a reconnection now and wait for its outcome,
+    /// unless an attempt failed less than `reconnectDelay` ago (attempts never come faster than that).
+    func admission(of state: State, now: Duration, hasWaited: Bool) -> ReadAdmission {
+        if state.isStopped { return .refuse("the store is closing") }
+        let isFresh = state.lastHeard.map { now - $0 <= settings.maxStaleness } ?? false
+        switch state.phase {
+        case .live, .down:
+            if isFresh { return .serve }
+        case .connecting, .syncing:
+            if !hasWaited { return .wait(kick: false) }
+        }
+        let reason = staleness(state, now: now)
+        if hasWaited { return .refuse(reason) }
+        if state.phase != .live, let failed = state.lastFailureAt, now - failed < settings.reconnectDelay {
+            return .refuse(reason)
+        }
+        return .wait(kick: true)
+    }
+
+    /// Why local records cannot be served: never in sync, or not heard from for too long, and the last error.
+    private func staleness(_ state: State, now: Duration) -> String {
+        let cause = state.lastError.map { ": " + RESPConnection.reason(of: $0) } ?? ""
+        guard let heard = state.lastHeard else {
+            return "not yet in sync with the shared tier at \(endpoint.label), so no local record can be trusted"
+                + cause
+        }
+        return "no word from the shared tier at \(endpoint.label) for \(now - heard) (maxStaleness "
+            + "\(settings.maxStaleness)), so local records may be out of date" + cause
+    }
+
+    /// Whether this instance's own change `sequence` may be written locally now: not while a catch-up runs
+    /// (it brings the change), and not when the local store already reflects it or a later change.
+    func admitsOwn(_ sequence: Int64) -> Bool {
+        state.withLock { state in
+            state.phase != .syncing && (state.appliedSeq ?? Int64.min) < sequence
+        }
+    }
+
+    /// After an own write that was not admitted (a catch-up was running), waits until the local store holds it
+    /// or something later, or the subscription is lost (then the next catch-up brings it).
+    func awaitApplied(_ sequence: Int64) async {
+        await wait { ($0.appliedSeq ?? Int64.min) >= sequence || $0.phase == .down }
+    }
+}

@@ -1,0 +1,276 @@
+/// Following the server: the applier takes change notices from the subscription in sequence order and applies
+/// them to the local store, and catches up from the server's change log after a lost connection (the rule in
+/// ``SharedTier``).
+extension SharedTier {
+    func follow(_ stream: AsyncStream<SubscriberEvent>) async {
+        for await event in stream {
+            switch event {
+            case .subscribed:
+                await catchUpUntilDone()
+            case .message(let bytes):
+                let now = clock.uptime()
+                update { state in
+                    if state.phase == .live { state.lastHeard = now }
+                }
+                await handle(bytes)
+            case .heard:
+                let now = clock.uptime()
+                update { state in
+                    if state.phase == .live { state.lastHeard = now }
+                    state.outcomes += 1
+                }
+            case .disconnected(let error):
+                connection.reconnectNextTime()
+                let now = clock.uptime()
+                let wasUp = update { state -> Bool in
+                    let wasUp = state.phase != .down
+                    state.phase = .down
+                    state.lastError = error
+                    state.lastFailureAt = now
+                    state.outcomes += 1
+                    return wasUp
+                }
+                if wasUp {
+                    logger?.log(
+                        level: .warning, message: "Lost the shared tier; serving local records until it is back",
+                        metadata: ["server": settings.redactedURL, "error": "\(error)"])
+                }
+            }
+        }
+    }
+
+    private func handle(_ bytes: [UInt8]) async {
+        guard let notice = SharedTierNotice(bytes), notice.database == UInt32(truncatingIfNeeded: endpoint.database) else {
+            return
+        }
+        let position = state.withLock { $0.receivedSeq }
+        guard let position, notice.sequence > position else { return }
+        if notice.sequence > position + 1 {
+            // A change went by unseen: catch up from the log, which also brings this one.
+            await catchUpUntilDone()
+            return
+        }
+        state.withLock { $0.receivedSeq = notice.sequence }
+        let change = LocalChange(
+            kind: notice.kind, type: notice.type, id: notice.id,
+            record: notice.record.isEmpty ? nil : notice.record)
+        hand([change], through: notice.sequence)
+    }
+
+    /// One change to apply to the local store.
+    struct LocalChange: Sendable {
+        let kind: UInt8
+        let type: String
+        let id: String
+        /// The record's bytes for a put; nil for a delete (or a record that is gone).
+        let record: [UInt8]?
+    }
+
+    /// Queues changes for the writer without waiting; `sequence` becomes the applied position once they are in.
+    private func hand(_ changes: [LocalChange], through sequence: Int64) {
+        let logger = self.logger
+        core.writer.hand(
+            { [self] context in
+                for change in changes { try apply(change, context: context) }
+                update { state in
+                    state.recentChanges.note(changes, at: sequence)
+                    state.appliedSeq = max(state.appliedSeq ?? Int64.min, sequence)
+                }
+            },
+            finish: { [self] error in
+                guard let error else { return }
+                update { state in
+                    state.recentChanges.note(changes, at: sequence)
+                    state.appliedSeq = max(state.appliedSeq ?? Int64.min, sequence)
+                }
+                logger?.log(
+                    level: .error, message: "Could not apply a change from the shared tier",
+                    metadata: ["error": "\(LocalStorageError.wrapping(error))"])
+            })
+    }
+
+    /// Applies one change inside the writer's transaction.
+    private func apply(_ change: LocalChange, context: Writer.Context) throws {
+        guard let schema = try localSchema(named: change.type, context: context) else { return }
+        switch change.kind {
+        case UInt8(ascii: "C"):
+            if try context.txn.entryCount(schema.records) > 0 {
+                try RecordWriter.clear(schema: schema, context: context)
+            }
+        case UInt8(ascii: "P"), UInt8(ascii: "D"):
+            let key = Array(change.id.utf8)
+            guard !key.isEmpty, key.count <= 511 else { return }
+            if let record = change.record {
+                do {
+                    _ = try record.withUnsafeBytes { buffer throws(LocalStorageError) in try RecordView(buffer) }
+                } catch {
+                    // Not a record (written by something else under our key): drop the local copy, so that a
+                    // read goes to the server and reports it.
+                    logger?.log(
+                        level: .error, message: "The shared tier holds a damaged record; dropped the local copy",
+                        metadata: ["type": change.type, "id": change.id, "error": "\(error)"])
+                    try RecordWriter.delete(id: change.id, key: key, schema: schema, context: context)
+                    return
+                }
+                try RecordWriter.putReplica(record, key: key, value: nil, schema: schema, context: context)
+            } else {
+                try RecordWriter.delete(id: change.id, key: key, schema: schema, context: context)
+            }
+        default:
+            return
+        }
+    }
+
+    /// The open schema of a stored type named `name`: this process's own, or opened from `meta`; nil when the
+    /// local store has never held the type (then it has no copy to change).
+    private func localSchema(named name: String, context: Writer.Context) throws -> TypeSchema? {
+        if let own = core.schemas.withLock({ $0.ready.values.first { $0.name == name } }) { return own }
+        if let opened = state.withLock({ $0.schemasByName[name] }) { return opened }
+        guard let info = try TypeRegistry.info(named: name, meta: core.meta, txn: context.txn) else { return nil }
+        let schema = try StoreCore.schema(for: info, in: context.txn)
+        // Handles opened in a transaction are valid once it commits.
+        context.onCommit { [self] in state.withLock { $0.schemasByName[name] = schema } }
+        return schema
+    }
+
+    private func catchUpUntilDone() async {
+        var delay = settings.reconnectDelay
+        while !Task.isCancelled {
+            do {
+                try await catchUp()
+                return
+            } catch {
+                let now = clock.uptime()
+                update { state in
+                    state.phase = .down
+                    state.lastError = LocalStorageError.wrapping(error)
+                    state.lastFailureAt = now
+                    state.outcomes += 1
+                }
+                logger?.log(
+                    level: .warning, message: "Could not catch up with the shared tier; retrying",
+                    metadata: ["server": settings.redactedURL, "error": "\(LocalStorageError.wrapping(error))"])
+            }
+            do {
+                try await clock.sleep(for: delay)
+            } catch {
+                return
+            }
+            delay = min(delay * 2, settings.maxReconnectDelay)
+        }
+    }
+
+    /// Brings the local store up to the server's sequence (see the rule in the type's documentation).
+    private func catchUp() async throws {
+        let previous = update { state -> Int64? in
+            state.phase = .syncing
+            return state.receivedSeq
+        }
+        let serverReply = try await connection.call([Array("GET".utf8), layout.sequence])
+        let server: Int64
+        if case .null = serverReply {
+            server = 0
+        } else {
+            guard let value = serverReply.int else {
+                throw LocalStorageError.sharedTierUnavailable(
+                    "GET \(String(decoding: layout.sequence, as: UTF8.self)) "
+                        + "replied \(serverReply.summary)")
+            }
+            server = value
+        }
+        var changes: [LocalChange] = []
+        var drop = false
+        if let previous, server == previous {
+            // Nothing changed while away.
+        } else if let previous, server > previous {
+            let reply = try await connection.call([
+                Array("ZRANGEBYSCORE".utf8), layout.log, Array("(\(previous)".utf8),
+                Array("\(server)".utf8),
+            ])
+            let entries = (reply.elements ?? []).compactMap { $0.bytes.flatMap(SharedTierNotice.init) }
+            if entries.first?.sequence != previous + 1 || Int64(entries.count) < server - previous {
+                drop = true
+                logger?.log(
+                    level: .warning,
+                    message: "The shared tier's change log no longer reaches back to this "
+                        + "instance's position; dropping local records",
+                    metadata: [
+                        "position": "\(previous)",
+                        "server": "\(server)",
+                    ])
+            } else {
+                changes = try await currentState(of: entries)
+            }
+        } else {
+            // A fresh start (no position), or a server that lost its data: nothing local can be trusted.
+            drop = true
+            if previous != nil {
+                logger?.log(
+                    level: .warning,
+                    message: "The shared tier's sequence went back (its data was lost?); "
+                        + "dropping local records", metadata: ["server": settings.redactedURL])
+            }
+        }
+        let core = self.core
+        let dropped = drop
+        try await core.writer.perform { [self] context in
+            if dropped {
+                for info in try StoreCore.typeInfos(meta: core.meta, in: context.txn) {
+                    guard let schema = try localSchema(named: info.name, context: context) else { continue }
+                    if try context.txn.entryCount(schema.records) > 0 {
+                        try RecordWriter.clear(schema: schema, context: context)
+                    }
+                }
+            }
+            for change in changes { try apply(change, context: context) }
+            let now = clock.uptime()
+            update { state in
+                if dropped {
+                    state.recentChanges.forgetAll(before: server)
+                } else {
+                    state.recentChanges.note(changes, at: server)
+                }
+                state.appliedSeq = server
+                state.receivedSeq = server
+                state.phase = .live
+                state.lastHeard = now
+                state.outcomes += 1
+                state.catchUps += 1
+                if dropped { state.drops += 1 }
+            }
+        }
+    }
+
+    /// The changes that bring local copies to the server's present state: for each record the log names (at
+    /// its last mention), its current bytes; clears in their place.
+    private func currentState(of entries: [SharedTierNotice]) async throws -> [LocalChange] {
+        let database = UInt32(truncatingIfNeeded: endpoint.database)
+        let relevant = entries.filter { $0.database == database }
+        var last: [String: Int] = [:]
+        for (position, entry) in relevant.enumerated() where entry.kind != UInt8(ascii: "C") {
+            last[entry.type + "\u{0}" + entry.id] = position
+        }
+        let named = relevant.enumerated().filter {
+            $0.element.kind != UInt8(ascii: "C")
+                && last[$0.element.type + "\u{0}" + $0.element.id] == $0.offset
+        }
+        let keys = named.map {
+            layout.record(type: SharedTierLayout.escape($0.element.type), id: Array($0.element.id.utf8))
+        }
+        let current = try await records(keys: keys)
+        var byPosition: [Int: [UInt8]?] = [:]
+        for (index, item) in named.enumerated() { byPosition[item.offset] = current[index] }
+        var changes: [LocalChange] = []
+        for (position, entry) in relevant.enumerated() {
+            if entry.kind == UInt8(ascii: "C") {
+                changes.append(LocalChange(kind: entry.kind, type: entry.type, id: "", record: nil))
+            } else if let found = byPosition[position] {
+                changes.append(
+                    LocalChange(
+                        kind: found == nil ? UInt8(ascii: "D") : UInt8(ascii: "P"),
+                        type: entry.type, id: entry.id, record: found))
+            }
+        }
+        return changes
+    }
+}

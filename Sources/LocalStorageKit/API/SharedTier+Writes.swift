@@ -1,0 +1,193 @@
+import Synchronization
+
+/// Writing through the shared tier: the scripts that write a record, its index members, its expiry and its
+/// change notice on the server in one step, then the local commit of what the server holds.
+extension SharedTier {
+    /// Runs one of ``SharedTierScripts`` with `EVALSHA` (loading it first, and again after the server lost it).
+    /// Returns the script's reply, an error reply included.
+    func run(_ name: String, _ source: String, _ arguments: [[UInt8]]) async throws(LocalStorageError) -> RESPValue {
+        let head: [[UInt8]] = [
+            layout.prefix, RecordWriter.timeKey(clock.wallNanoseconds()),
+            Array(String(settings.changeLogRetention).utf8),
+        ]
+        for attempt in 0..<2 {
+            let hash: [UInt8]
+            if let known = scriptHashes.withLock({ $0[name] }), attempt == 0 {
+                hash = known
+            } else {
+                let loaded = try await connection.call([Array("SCRIPT".utf8), Array("LOAD".utf8), Array(source.utf8)])
+                guard let bytes = loaded.bytes else {
+                    throw .sharedTierUnavailable("SCRIPT LOAD at \(endpoint.label) replied \(loaded.summary)")
+                }
+                hash = bytes
+                scriptHashes.withLock { $0[name] = bytes }
+            }
+            let reply = try await connection.send([[Array("EVALSHA".utf8), hash, Array("0".utf8)] + head + arguments])[
+                0]
+            if case .error(let message) = reply, message.hasPrefix("NOSCRIPT") { continue }
+            return reply
+        }
+        throw .sharedTierUnavailable("the \(name) script at \(endpoint.label) could not be loaded")
+    }
+
+    /// Fails with a message naming the script for an error reply.
+    func expectSuccess(_ reply: RESPValue, script: String) throws(LocalStorageError) -> RESPValue {
+        if case .error(let message) = reply {
+            throw .sharedTierUnavailable("the \(script) script at \(endpoint.label) failed: \(message)")
+        }
+        return reply
+    }
+
+    /// A change notice: kind, database, sender, type and id (the scripts put the sequence in front and, for a
+    /// put, the record behind).
+    func notice(_ kind: UInt8, type: String, id: String) -> [UInt8] {
+        var out: [UInt8] = [kind]
+        out.appendBigEndian(UInt32(truncatingIfNeeded: endpoint.database))
+        out += sender
+        let typeBytes = Array(type.utf8)
+        let idBytes = Array(id.utf8)
+        out.appendBigEndian(UInt16(truncatingIfNeeded: typeBytes.count))
+        out += typeBytes
+        out.appendBigEndian(UInt16(truncatingIfNeeded: idBytes.count))
+        out += idBytes
+        return out
+    }
+
+    // MARK: - Writing
+
+    /// The (set, member) pairs a record occupies on the server.
+    func members(of header: RecordHeader, id: [UInt8], schema: TypeSchema, type: [UInt8]) -> [[UInt8]] {
+        var pairs: [[UInt8]] = []
+        for index in schema.indexes {
+            pairs.append(layout.index(type: type, name: index.name))
+            pairs.append(RecordWriter.indexKey(of: header, for: index) + id)
+        }
+        pairs.append(layout.ids(type: type))
+        pairs.append(id)
+        pairs.append(layout.updated(type: type))
+        pairs.append(RecordWriter.timeKey(header.updatedAt) + id)
+        if header.expiresAt != 0 {
+            pairs.append(layout.expiry)
+            pairs.append(RecordWriter.timeKey(header.expiresAt) + type + [UInt8(ascii: ":")] + id)
+        }
+        return pairs
+    }
+
+    /// One record as the put script takes it.
+    struct Put {
+        let record: PreparedRecord
+        var bytes: [UInt8]
+        let header: RecordHeader
+        /// The expected old updatedAt ‖ expiresAt, `-` for "must exist", empty for no check.
+        let expect: [UInt8]
+    }
+
+    /// Builds the put of `record` at `now` with `expiresAt`.
+    func put(
+        _ record: PreparedRecord, expiresAt: Int64, now: Int64, schema: TypeSchema,
+        createdAt: Int64? = nil, expect: [UInt8] = []
+    ) throws(LocalStorageError) -> Put {
+        let header = RecordHeader(
+            format: record.format, version: record.version, createdAt: createdAt ?? now,
+            updatedAt: now, expiresAt: expiresAt, signature: schema.signature,
+            indexValues: record.indexValues)
+        return Put(
+            record: record, bytes: try header.serialized(payload: record.payload), header: header,
+            expect: expect)
+    }
+
+    /// Writes records on the server in one script; returns each one's final bytes and sequence.
+    ///
+    /// - Throws: `sharedTierUnavailable` (nothing was written), `decodingFailed` when the server holds a
+    ///   record at a newer version, or `SharedTierConflict` when an expected record changed.
+    func write(_ puts: [Put], schema: TypeSchema, now: Int64) async throws -> [(bytes: [UInt8], sequence: Int64)] {
+        let type = SharedTierLayout.escape(schema.name)
+        var arguments: [[UInt8]] = []
+        arguments.reserveCapacity(puts.count * 8)
+        for put in puts {
+            let id = put.record.key
+            var ttl: Int64 = 0
+            if put.header.expiresAt != 0 {
+                let left = put.header.expiresAt - now
+                ttl = max(1, left / 1_000_000 + (left % 1_000_000 == 0 ? 0 : 1))
+            }
+            arguments += [
+                type, id, put.bytes, Array(String(ttl).utf8),
+                SharedTierLayout.frame(members(of: put.header, id: id, schema: schema, type: type)),
+                notice(UInt8(ascii: "P"), type: schema.name, id: put.record.id),
+                Array(String(put.record.version).utf8), put.expect,
+            ]
+        }
+        let reply = try await run("put", SharedTierScripts.put, arguments)
+        if case .error(let message) = reply {
+            if message.hasPrefix("NEWER ") {
+                throw LocalStorageError.decodingFailed(
+                    reason: "\(schema.name) \(message.dropFirst(6)) on the shared "
+                        + "tier, newer than this app's version (written by a newer version); it was not overwritten")
+            }
+            if message.hasPrefix("CONFLICT ") { throw SharedTierConflict(message: String(message.dropFirst(9))) }
+            throw LocalStorageError.sharedTierUnavailable("the put script at \(endpoint.label) failed: \(message)")
+        }
+        guard let values = reply.elements, values.count == puts.count * 2 else {
+            throw LocalStorageError.sharedTierUnavailable(
+                "the put script at \(endpoint.label) replied \(reply.summary)")
+        }
+        var out: [(bytes: [UInt8], sequence: Int64)] = []
+        for (position, put) in puts.enumerated() {
+            var bytes = put.bytes
+            if let created = values[position * 2].bytes, created.count == 8 {
+                bytes.replaceSubrange(8..<16, with: created)
+            }
+            guard let sequence = values[position * 2 + 1].int else {
+                throw LocalStorageError.sharedTierUnavailable("the put script replied \(reply.summary)")
+            }
+            out.append((bytes, sequence))
+        }
+        return out
+    }
+
+    /// Commits this instance's own written records locally (unless the applier already holds them or
+    /// something later), then waits for any not admitted.
+    func commitOwn(
+        _ written: [(bytes: [UInt8], sequence: Int64)], records: [PreparedRecord],
+        schema: TypeSchema
+    ) async throws {
+        let pending = Mutex<[Int64]>([])
+        try await core.writer.perform { [self] context in
+            for (position, item) in written.enumerated() {
+                if admitsOwn(item.sequence) {
+                    try RecordWriter.putReplica(
+                        item.bytes, key: records[position].key, value: records[position].value,
+                        schema: schema, context: context)
+                } else {
+                    pending.withLock { $0.append(item.sequence) }
+                }
+            }
+        }
+        if let last = pending.withLock({ $0.max() }) { await awaitApplied(last) }
+    }
+
+    /// Deletes records on the server; returns the sequences.
+    func delete(ids: [String], schema: TypeSchema) async throws(LocalStorageError) -> [Int64] {
+        let type = SharedTierLayout.escape(schema.name)
+        var arguments: [[UInt8]] = []
+        for id in ids { arguments += [type, Array(id.utf8), notice(UInt8(ascii: "D"), type: schema.name, id: id)] }
+        let reply = try expectSuccess(try await run("delete", SharedTierScripts.delete, arguments), script: "delete")
+        guard let values = reply.elements?.compactMap(\.int), values.count == ids.count else {
+            throw .sharedTierUnavailable("the delete script at \(endpoint.label) replied \(reply.summary)")
+        }
+        return values
+    }
+
+    /// Deletes every record of a type on the server; returns the sequence.
+    func clear(schema: TypeSchema) async throws(LocalStorageError) -> Int64 {
+        let type = SharedTierLayout.escape(schema.name)
+        var arguments: [[UInt8]] = [type, notice(UInt8(ascii: "C"), type: schema.name, id: "")]
+        for index in schema.allIndexes { arguments.append(layout.index(type: type, name: index.name)) }
+        let reply = try expectSuccess(try await run("clear", SharedTierScripts.clear, arguments), script: "clear")
+        guard let sequence = reply.int else {
+            throw .sharedTierUnavailable("the clear script at \(endpoint.label) replied \(reply.summary)")
+        }
+        return sequence
+    }
+}

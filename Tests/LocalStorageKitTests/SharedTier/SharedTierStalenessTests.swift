@@ -1,0 +1,165 @@
+import Foundation
+import LocalStorageTestSupport
+import Synchronization
+import Testing
+
+@_spi(Testing) @testable import LocalStorageKit
+
+/// Outages seen by an instance that holds records: what it serves, for how long, and what a write whose reply
+/// never came says. A server of its own per test (killed, or stopped with SIGSTOP); time that matters is the
+/// instance's ``VirtualClock``.
+@Suite(.enabled(if: RedisTestServer.binary != nil, "redis-server is not installed (scripts/ensure-dependencies.sh redis)"))
+struct SharedTierStalenessTests {
+    /// Issue 21: a record read from the server (a near-cache fill) while another instance kept writing was
+    /// dropped again, so right after the server stopped it threw instead of being served.
+    @Test func aRecordTheInstanceHoldsIsServedRightAfterTheServerStops() async throws {
+        let server = try await RedisTestServer.started()
+        defer { server.stop() }
+        let tier = server.configuration(namespace: "held")
+        let a = try await sharedStore(tier)
+        let b = try await sharedStore(tier)
+        try await a.save(StressRecord.make(id: "x", sequence: 1))
+        let writer = Task {
+            for n in 0..<300 { try await a.save(StressRecord.make(id: "w\(n)", sequence: n)) }
+        }
+        #expect(try await b.fetch(StressRecord.self, id: "x")?.sequence == 1)
+        try await writer.value
+        #expect(try await waitUntil { try await b.fetch(StressRecord.self, id: "x") != nil })
+        // The fill is in B's store once every change A made is (it touched no other record).
+        #expect(try await waitUntil { try await b.count(StressRecord.self) == 301 })
+
+        await server.killOffThePool()
+        #expect(try await waitUntil { b.sharedTier?.phase == .down })
+        #expect(try await b.fetch(StressRecord.self, id: "x")?.sequence == 1)
+        await #expect(throws: LocalStorageError.self) { try await b.fetch(StressRecord.self, id: "never-saved") }
+    }
+
+    /// Issue 21: after a restart an instance waiting out a long reconnect delay kept serving its old copy.
+    /// Now it serves local records for at most `maxStaleness` after it last heard from the server, then
+    /// throws, and a read asks for a reconnection at once instead of waiting out the backoff.
+    @Test func aDisconnectedInstanceServesLocalRecordsForAtMostMaxStaleness() async throws {
+        let server = try await RedisTestServer.started()
+        defer { server.stop() }
+        let a = try await sharedStore(server.configuration(namespace: "stale"))
+        var tier = server.configuration(namespace: "stale")
+        tier.reconnectDelay = .milliseconds(100)
+        tier.maxReconnectDelay = .seconds(60)
+        tier.maxStaleness = .milliseconds(500)
+        let clock = VirtualClock()
+        let b = try await sharedStore(tier, clock: clock)
+        let bTier = try #require(b.sharedTier)
+        try await a.save(StressRecord.make(id: "x", sequence: 1))
+        #expect(try await b.fetch(StressRecord.self, id: "x")?.sequence == 1)
+        #expect(try await waitUntil { try await b.count(StressRecord.self) == 1 })
+
+        await server.killOffThePool()
+        #expect(try await waitUntil { bTier.phase == .down })
+        // Within maxStaleness of the last word from the server: served.
+        #expect(try await b.fetch(StressRecord.self, id: "x")?.sequence == 1)
+        // Three failed attempts: the backoff grows (100, 200, 400 ms; next 800 ms).
+        for delay in [100, 200, 400] {
+            let mark = bTier.state.withLock { $0.outcomes }
+            await clock.waitForSleepers(1)
+            clock.advance(by: .milliseconds(delay))
+            #expect(try await waitUntil { bTier.state.withLock { $0.outcomes } > mark })
+        }
+        // 700 ms without a word: stale, and the server is down, so the read throws.
+        let error = await #expect(throws: LocalStorageError.self) { try await b.fetch(StressRecord.self, id: "x") }
+        #expect("\(String(describing: error))".contains("maxStaleness"))
+
+        try await server.restart()
+        #expect(
+            try await waitUntil {
+                do {
+                    try await a.save(StressRecord.make(id: "x", sequence: 2))
+                    return true
+                } catch {
+                    return false
+                }
+            })
+        // B's next attempt is 800 ms of its clock away; a read 100 ms later reconnects at once and catches up.
+        clock.advance(by: .milliseconds(100))
+        #expect(try await b.fetch(StressRecord.self, id: "x")?.sequence == 2)
+        #expect(bTier.phase == .live)
+    }
+
+    /// Issue 21: a save to a server stopped (SIGSTOP) for longer than the read timeout threw, yet was applied.
+    /// Its error now says the outcome is unknown, and the instance's copy ends equal to the server's.
+    @Test func aWriteWithoutAReplySaysItsOutcomeIsUnknownAndTheInstanceConverges() async throws {
+        let server = try await RedisTestServer.started()
+        defer {
+            server.resume()
+            server.stop()
+        }
+        var tier = server.configuration(namespace: "unknown")
+        tier.readTimeout = .seconds(2)
+        tier.connectTimeout = .seconds(2)
+        tier.maxStaleness = .seconds(2)
+        let clock = VirtualClock()
+        let a = try await sharedStore(tier, clock: clock)
+        let aTier = try #require(a.sharedTier)
+        try await a.save(StressRecord.make(id: "warm", sequence: 0))
+
+        server.pause()
+        let save = Task { try await a.save(StressRecord.make(id: "x", sequence: 7)) }
+        #expect(try await waitUntil { aTier.connection.requestsAwaitingReply > 0 })
+        clock.advance(by: .seconds(2))
+        let result = await save.result
+        guard case .failure(let error) = result else {
+            Issue.record("the save returned though the server never replied")
+            return
+        }
+        #expect("\(error)".contains("outcome is unknown"), "\(error)")
+        // The subscriber's heartbeat goes unanswered too: the instance is down.
+        #expect(
+            try await waitUntil {
+                clock.advance(by: .milliseconds(500))
+                return aTier.phase == .down
+            })
+
+        server.resume()
+        // Once back, the instance catches up; its copy is the server's, whichever way the write went.
+        #expect(
+            try await waitUntil {
+                clock.advance(by: .milliseconds(100))
+                do {
+                    _ = try await a.fetch(StressRecord.self, id: "x")
+                    return aTier.phase == .live
+                } catch {
+                    return false
+                }
+            })
+        let fresh = try await sharedStore(server.configuration(namespace: "unknown"))
+        let onServer = try await fresh.fetch(StressRecord.self, id: "x")
+        #expect(try await a.fetch(StressRecord.self, id: "x") == onServer)
+        #expect(try await a.metadata(StressRecord.self, id: "x") == fresh.metadata(StressRecord.self, id: "x"))
+    }
+
+    /// Issue 21: a fresh instance that fetched a record another instance wrote earlier saw `.inserted`.
+    @Test func fillingTheNearCacheIsNotAChange() async throws {
+        let tier = SharedTestServer.configuration()
+        guard SharedTestServer.isAvailable else { return }
+        let a = try await sharedStore(tier)
+        try await a.save(Product.sample(1))
+        let b = try await sharedStore(tier)
+        let changes = b.changes(of: Product.self)
+        let updates = b.updates(of: Product.self, matching: [], orderedBy: .ascending("price"))
+        let results = try await withTimeout {
+            var iterator = updates.makeAsyncIterator()
+            let initial = try await iterator.next()?.map(\.id)
+            #expect(try await b.fetch(Product.self, id: "sku_1") == Product.sample(1))
+            #expect(try await waitUntil { try await b.count(Product.self) == 1 })  // the fill is in
+            try await a.save(Product.sample(2))
+            let next = try await iterator.next()?.map(\.id)
+            return [initial, next]
+        }
+        #expect(results == [[], ["sku_1", "sku_2"]])
+        let seen = try await first(1, of: changes) { change -> String in
+            switch change {
+            case .inserted(let value): "inserted \(value.id)"
+            default: "\(change)"
+            }
+        }
+        #expect(seen == ["inserted sku_2"])
+    }
+}
