@@ -57,10 +57,12 @@ enum EnvironmentRegistry {
         directory: URL, configuration: LocalStorageConfiguration,
         settings: EnvironmentSettings? = nil
     ) throws -> StoreCore {
-        do {
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        } catch {
-            throw LocalStorageError.openFailed(path: directory.path, reason: "\(error.localizedDescription)")
+        if let problem = StoreFileModes.problem(with: configuration.filePermissions) {
+            throw LocalStorageError.openFailed(path: directory.path, reason: problem)
+        }
+        let folderMode = StoreFileModes.folderMode(for: configuration.filePermissions)
+        if let problem = StoreFileModes.makeFolder(directory.path, mode: folderMode) {
+            throw LocalStorageError.openFailed(path: directory.path, reason: problem)
         }
         var info = stat()
         guard stat(directory.path, &info) == 0 else {
@@ -127,10 +129,8 @@ enum EnvironmentRegistry {
         let shm = URL(fileURLWithPath: "/dev/shm", isDirectory: true)
         let base = access(shm.path, W_OK) == 0 ? shm : FileManager.default.temporaryDirectory
         let directory = base.appendingPathComponent("LocalStorageKit-\(UUID().uuidString)", isDirectory: true)
-        do {
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        } catch {
-            throw LocalStorageError.openFailed(path: directory.path, reason: "\(error.localizedDescription)")
+        if let problem = StoreFileModes.makeFolder(directory.path, mode: 0o700) {
+            throw LocalStorageError.openFailed(path: directory.path, reason: problem)
         }
         return directory
     }

@@ -68,6 +68,13 @@ public struct LocalStorageConfiguration: Sendable {
     /// default) for a store of this host alone. See ``SharedTierConfiguration``.
     public var sharedTier: SharedTierConfiguration?
 
+    /// The permission bits of the store's files (`data.mdb`, `lock.mdb`): `0o600` by default, readable and
+    /// writable by their owner alone. The store's folder gets the same bits plus execute wherever read is
+    /// granted (`0o700` by default). Set `0o660` to share a store with a group of cooperating processes.
+    /// The process's umask changes neither; a store that exists keeps the mode it was made with. The owner
+    /// must keep read and write permission.
+    public var filePermissions: Int = 0o600
+
     /// The clock the store reads and waits on (expiry, sweeps, coalescing, backoff, lease deadlines): the
     /// system's by default; tests set a ``VirtualClock``. Belongs to the environment (taken from the first open).
     @_spi(Testing) public var clock: any StorageClock = SystemClock()

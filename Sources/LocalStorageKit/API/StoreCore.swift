@@ -38,10 +38,14 @@ final class StoreCore: Sendable {
         if let problem = configuration.limits?.problem {
             throw LocalStorageError.openFailed(path: directory.path, reason: "limits: \(problem)")
         }
+        if let problem = StoreFileModes.problem(with: configuration.filePermissions) {
+            throw LocalStorageError.openFailed(path: directory.path, reason: problem)
+        }
         do {
             environment = try Environment(
                 directory: directory.path, mapSize: configuration.mapSize,
-                maxMapSize: configuration.maxMapSize, durability: durability)
+                maxMapSize: configuration.maxMapSize, durability: durability,
+                fileMode: configuration.filePermissions)
         } catch {
             throw LocalStorageError.openFailed(path: directory.path, reason: StoreCore.explain(error))
         }

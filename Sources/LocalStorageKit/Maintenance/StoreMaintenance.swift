@@ -85,10 +85,9 @@ import Darwin
         let dataFile = directory.appendingPathComponent("data.mdb")
         if !FileManager.default.fileExists(atPath: dataFile.path) {
             guard creatingIfMissing else { throw MaintenanceError.noStore(path: directory.path) }
-            do {
-                try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            } catch {
-                throw LocalStorageError.openFailed(path: directory.path, reason: error.localizedDescription)
+            let folderMode = StoreFileModes.folderMode(for: LocalStorageConfiguration().filePermissions)
+            if let problem = StoreFileModes.makeFolder(directory.path, mode: folderMode) {
+                throw LocalStorageError.openFailed(path: directory.path, reason: problem)
             }
         }
         self.directory = directory
