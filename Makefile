@@ -1,24 +1,25 @@
-# The two commands of the README: `make demo` and `make test`. Both install liblmdb-dev if missing;
+# The two commands of the README: `make demo` and `make test`. Both install liblmdb-dev, libsodium-dev and
+# libzstd-dev if missing;
 # `make test` also installs libsqlite3-dev (`swift test` builds every target, the benchmark's included) and
 # redis-server (the shared-tier tests start their own on a loopback port unless LOCALSTORAGE_REDIS_PORT names one).
 # `make docs`, `make lint` and `make api-check` are the checks CI runs after the tests (.ci/run).
 .PHONY: demo test bench bench-quick docs lint api-baseline api-check
 
 demo:
-	@scripts/ensure-dependencies.sh lmdb
+	@scripts/ensure-dependencies.sh lmdb sodium zstd
 	swift run -c release localstorage-demo
 
 test:
-	@scripts/ensure-dependencies.sh lmdb sqlite redis
+	@scripts/ensure-dependencies.sh lmdb sodium zstd sqlite redis
 	@if command -v python3 >/dev/null 2>&1; then python3 scripts/check-layers.py; fi
 	swift test
 
 bench:
-	@scripts/ensure-dependencies.sh lmdb sqlite
+	@scripts/ensure-dependencies.sh lmdb sodium zstd sqlite
 	swift run -c release LocalStorageBenchmarks
 
 bench-quick:
-	@scripts/ensure-dependencies.sh lmdb sqlite
+	@scripts/ensure-dependencies.sh lmdb sodium zstd sqlite
 	swift run -c release LocalStorageBenchmarks --quick
 
 # The DocC site in .build/docs, with zero warnings, every public symbol documented and every article

@@ -144,8 +144,12 @@ struct EnvironmentSettings: Sendable, Equatable {
     let maxMapSize: Int
     let limits: StorageLimits?
     let evictionPolicy: StorageEvictionPolicy
+    let encryption: StorageEncryption?
+    let compression: StorageCompression
 
     init(_ configuration: LocalStorageConfiguration) {
+        encryption = configuration.encryption
+        compression = configuration.compression
         durability = configuration.durability
         mapSize = configuration.mapSize
         maxMapSize = configuration.maxMapSize
@@ -174,6 +178,13 @@ struct EnvironmentSettings: Sendable, Equatable {
         if evictionPolicy != other.evictionPolicy {
             return "evictionPolicy differs: the store is open in this process with .\(evictionPolicy), "
                 + "this open asks for .\(other.evictionPolicy)"
+        }
+        if encryption != other.encryption {
+            return "encryption differs: the store is open in this process with other keys"
+        }
+        if compression != other.compression {
+            return "compression differs: the store is open in this process with .\(compression), "
+                + "this open asks for .\(other.compression)"
         }
         return nil
     }

@@ -18,6 +18,8 @@ final class StoreCore: Sendable {
     let clock: any StorageClock
     let logger: (any StorageLogger)?
     let meta: Database
+    /// Seals and compresses payloads as the configuration asks, and opens them (``PayloadSealing``).
+    let sealing: PayloadSealing
     /// The change log every commit appends to (see ``ChangeLog``).
     let changeLog: ChangeLog
     let directory: URL
@@ -50,15 +52,22 @@ final class StoreCore: Sendable {
             throw LocalStorageError.openFailed(path: directory.path, reason: StoreCore.explain(error))
         }
         do {
-            (meta, changeLog) = try environment.write { txn in
+            (meta, changeLog, sealing) = try environment.write { txn in
                 guard let dbi = try txn.openDatabase(TypeRegistry.metaName, create: true),
                     let changes = try ChangeLog.open(in: txn)
                 else {
                     throw LMDBError.notFound("mdb_dbi_open")
                 }
                 try TypeRegistry.checkLayout(meta: dbi, txn: txn, countTree: !configuration.withoutCountTree)
-                return (dbi, ChangeLog(database: changes, retention: configuration.changeLogRetention))
+                // The key is checked before any record is read.
+                let sealing = try PayloadSealing.open(
+                    encryption: configuration.encryption, compression: configuration.compression, meta: dbi,
+                    txn: txn, path: directory.path)
+                return (dbi, ChangeLog(database: changes, retention: configuration.changeLogRetention), sealing)
             }
+        } catch let error as LocalStorageError {
+            if case .openFailed = error { throw error }
+            throw LocalStorageError.openFailed(path: directory.path, reason: StoreCore.explain(error))
         } catch {
             throw LocalStorageError.openFailed(path: directory.path, reason: StoreCore.explain(error))
         }
