@@ -35,6 +35,8 @@ import Darwin
     let meta: Database
     /// The store with its writer; nil when the store is read-only.
     let core: StoreCore?
+    /// Opens sealed and compressed payloads, and seals what imports write.
+    let sealing: PayloadSealing
     private let catalog = Mutex(Catalog())
 
     /// One stored type as `meta` declares it, with its open databases.
@@ -80,7 +82,11 @@ import Darwin
     ///
     /// A store this process cannot write is opened read-only (see ``isReadOnly``).
     /// - Throws: ``MaintenanceError/noStore(path:)``, or ``LocalStorageError/openFailed(path:reason:)``.
-    public init(directory: URL, creatingIfMissing: Bool = false) async throws {
+    ///   - encryption: The store's key (and previous keys), for a store opened with
+    ///     ``LocalStorageConfiguration/encryption``; an encrypted store opened without it throws `openFailed`.
+    public init(
+        directory: URL, creatingIfMissing: Bool = false, encryption: StorageEncryption? = nil
+    ) async throws {
         let directory = StoreMaintenance.storeDirectory(named: directory)
         let dataFile = directory.appendingPathComponent("data.mdb")
         if !FileManager.default.fileExists(atPath: dataFile.path) {
@@ -99,12 +105,17 @@ import Darwin
                     directory: directory.path, mapSize: defaults.mapSize,
                     maxMapSize: defaults.maxMapSize, durability: .none, readOnly: true,
                     withoutLock: lock == .unusable)
-                meta = try environment.readCommitted { txn in
+                (meta, sealing) = try environment.readCommitted { txn in
                     guard let dbi = try txn.openDatabase("meta", create: false) else {
                         throw LMDBError.notFound("mdb_dbi_open")
                     }
-                    return dbi
+                    let sealing = try PayloadSealing.open(
+                        encryption: encryption, compression: .none, meta: dbi, txn: txn, path: directory.path,
+                        readOnly: true)
+                    return (dbi, sealing)
                 }
+            } catch let error as LocalStorageError {
+                throw error
             } catch let error as LMDBError where error.isNotFound {
                 throw LocalStorageError.openFailed(path: directory.path, reason: "the store has no meta database")
             } catch {
@@ -114,10 +125,12 @@ import Darwin
         } else {
             var configuration = LocalStorageConfiguration()
             configuration.expirySweepInterval = nil
+            configuration.encryption = encryption
             let core = try EnvironmentRegistry.core(directory: directory, configuration: configuration)
             self.core = core
             environment = core.environment
             meta = core.meta
+            sealing = core.sealing
         }
         try await reloadCatalog()
     }
@@ -158,15 +171,20 @@ import Darwin
     /// Reads `meta` again and opens the databases of every type it names.
     func reloadCatalog() async throws {
         let meta = self.meta
+        let sealing = self.sealing
         let loaded: Catalog
         if let core {
             loaded = try await core.writer.performExclusive { writer in
-                try writer.transact { context in try StoreMaintenance.loadCatalog(meta: meta, txn: context.txn) }
+                try writer.transact { context in
+                    try StoreMaintenance.loadCatalog(meta: meta, txn: context.txn, sealing: sealing)
+                }
             }
         } else {
             // A committed read transaction keeps the database handles it opened.
             loaded = try StoreMaintenance.mappingErrors {
-                try environment.readCommitted { txn in try StoreMaintenance.loadCatalog(meta: meta, txn: txn) }
+                try environment.readCommitted { txn in
+                    try StoreMaintenance.loadCatalog(meta: meta, txn: txn, sealing: sealing)
+                }
             }
         }
         catalog.withLock { $0 = loaded }
@@ -187,12 +205,14 @@ import Darwin
     }
 
     /// Reads every type description in `meta` and opens each type's databases.
-    private static func loadCatalog(meta: Database, txn: Transaction) throws -> Catalog {
+    private static func loadCatalog(meta: Database, txn: Transaction, sealing: PayloadSealing) throws -> Catalog {
         var catalog = Catalog()
         let (infos, unreadable) = try TypeRegistry.all(meta: meta, txn: txn)
         catalog.unreadable = unreadable.map(\.name)
         for info in infos {
-            catalog.types[info.name] = StoredType(info: info, schema: try StoreCore.schema(for: info, in: txn))
+            var schema = try StoreCore.schema(for: info, in: txn)
+            schema.sealing = sealing
+            catalog.types[info.name] = StoredType(info: info, schema: schema)
         }
         return catalog
     }
