@@ -1,4 +1,5 @@
-# The two commands of the README: `make demo` and `make test`. Both install liblmdb-dev if missing;
+# The two commands of the README: `make demo` and `make test`. Both install liblmdb-dev, libsodium-dev and
+# libzstd-dev if missing;
 # `make test` also installs libsqlite3-dev (`swift test` builds every target, the benchmark's included) and
 # redis-server (the shared-tier tests start their own on a loopback port unless LOCALSTORAGE_REDIS_PORT names one).
 # `make test` runs the layer check first (scripts/check-layers.py, needs python3): it fails when the check fails or
@@ -7,21 +8,21 @@
 .PHONY: demo test bench bench-quick bench-hitratio docs lint api-baseline api-check
 
 demo:
-	@scripts/ensure-dependencies.sh lmdb
+	@scripts/ensure-dependencies.sh lmdb sodium zstd
 	swift run -c release localstorage-demo
 
 test:
-	@scripts/ensure-dependencies.sh lmdb sqlite redis
+	@scripts/ensure-dependencies.sh lmdb sodium zstd sqlite redis
 	@command -v python3 >/dev/null 2>&1 || { echo "make test: python3 is needed for the layer check (scripts/check-layers.py)" >&2; exit 1; }
 	python3 scripts/check-layers.py
 	swift test
 
 bench:
-	@scripts/ensure-dependencies.sh lmdb sqlite
+	@scripts/ensure-dependencies.sh lmdb sodium zstd sqlite
 	swift run -c release LocalStorageBenchmarks
 
 bench-quick:
-	@scripts/ensure-dependencies.sh lmdb sqlite
+	@scripts/ensure-dependencies.sh lmdb sodium zstd sqlite
 	swift run -c release LocalStorageBenchmarks --quick
 
 # Miss ratios of the store's eviction policies on standard cache traces beside libCacheSim's LRU, ARC,

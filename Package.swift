@@ -15,7 +15,19 @@ let package = Package(
             pkgConfig: "lmdb",
             providers: [.apt(["liblmdb-dev"]), .brew(["lmdb"])]
         ),
-        .target(name: "LocalStorageKit", dependencies: ["CLMDB"]),
+        // Sealed payloads (`StorageEncryption`): libsodium's XChaCha20-Poly1305 (`libsodium-dev`).
+        .systemLibrary(
+            name: "CSodium",
+            pkgConfig: "libsodium",
+            providers: [.apt(["libsodium-dev"]), .brew(["libsodium"])]
+        ),
+        // Compressed payloads (`StorageCompression`): zstd with trained dictionaries (`libzstd-dev`).
+        .systemLibrary(
+            name: "CZstd",
+            pkgConfig: "libzstd",
+            providers: [.apt(["libzstd-dev"]), .brew(["zstd"])]
+        ),
+        .target(name: "LocalStorageKit", dependencies: ["CLMDB", "CSodium", "CZstd"]),
         .executableTarget(name: "LocalStorageDemo", dependencies: ["LocalStorageKit"]),
         // The benchmark compares LocalStorageKit with raw LMDB and SQLite (`libsqlite3-dev`);
         // `make bench` / `make bench-quick` run it in release mode.

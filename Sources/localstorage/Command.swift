@@ -37,6 +37,8 @@ extension Command {
               --store DIR   the store: the directory holding data.mdb, or the app's databaseDirectory
                             (the store is then DIR/LocalStorage); default $LOCALSTORAGE_STORE, then
                             the library's default directory
+              --key-file FILE
+                            the key of an encrypted store (32 raw bytes or 64 hex digits)
               --json        machine-readable output
               --help, -h    this help
             Global options may come before or after the command.

@@ -10,7 +10,7 @@ struct LocalStorageTool {
     static let commands: [any Command.Type] = [
         StatsCommand.self, TypesCommand.self, ListCommand.self, GetCommand.self, DeleteCommand.self,
         PurgeExpiredCommand.self, ClearCommand.self, VerifyCommand.self, CompactCommand.self,
-        ExportCommand.self, ImportCommand.self,
+        ExportCommand.self, ImportCommand.self, RekeyCommand.self,
     ]
 
     static func main() async {
@@ -63,7 +63,9 @@ struct LocalStorageTool {
             // What a command that creates the store must remove again when it fails.
             let created = command.createsStore ? NewStore(directory) : nil
             do {
-                let store = try await StoreMaintenance(directory: directory, creatingIfMissing: command.createsStore)
+                let store = try await StoreMaintenance(
+                    directory: directory, creatingIfMissing: command.createsStore,
+                    encryption: try KeyFile.encryption(arguments))
                 let status = try await command.run(arguments, store: store, output: output)
                 if status != 0 { try created?.remove() }
                 return status
@@ -150,7 +152,8 @@ struct LocalStorageTool {
             The store is --store DIR, else $LOCALSTORAGE_STORE, else
             \(StoreMaintenance.defaultDirectory.path).
             DIR is the directory holding data.mdb, or the app's databaseDirectory (the store is then
-            DIR/LocalStorage). --store and --json may come before or after the command.
+            DIR/LocalStorage). --store, --key-file and --json may come before or after the command.
+            An encrypted store needs --key-file FILE (its 32-byte key, raw or as 64 hex digits).
             Run localstorage <command> --help for a command's arguments.
             Exit status: 0 success, 1 problems found or the operation failed, 2 usage errors.
             """

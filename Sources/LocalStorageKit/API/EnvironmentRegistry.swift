@@ -57,10 +57,12 @@ enum EnvironmentRegistry {
         directory: URL, configuration: LocalStorageConfiguration,
         settings: EnvironmentSettings? = nil
     ) throws -> StoreCore {
-        do {
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        } catch {
-            throw LocalStorageError.openFailed(path: directory.path, reason: "\(error.localizedDescription)")
+        if let problem = StoreFileModes.problem(with: configuration.filePermissions) {
+            throw LocalStorageError.openFailed(path: directory.path, reason: problem)
+        }
+        let folderMode = StoreFileModes.folderMode(for: configuration.filePermissions)
+        if let problem = StoreFileModes.makeFolder(directory.path, mode: folderMode) {
+            throw LocalStorageError.openFailed(path: directory.path, reason: problem)
         }
         var info = stat()
         guard stat(directory.path, &info) == 0 else {
@@ -133,10 +135,8 @@ enum EnvironmentRegistry {
         let shm = URL(fileURLWithPath: "/dev/shm", isDirectory: true)
         let base = access(shm.path, W_OK) == 0 ? shm : FileManager.default.temporaryDirectory
         let directory = base.appendingPathComponent("LocalStorageKit-\(UUID().uuidString)", isDirectory: true)
-        do {
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        } catch {
-            throw LocalStorageError.openFailed(path: directory.path, reason: "\(error.localizedDescription)")
+        if let problem = StoreFileModes.makeFolder(directory.path, mode: 0o700) {
+            throw LocalStorageError.openFailed(path: directory.path, reason: problem)
         }
         return directory
     }
@@ -150,8 +150,12 @@ struct EnvironmentSettings: Sendable, Equatable {
     let maxMapSize: Int
     let limits: StorageLimits?
     let evictionPolicy: StorageEvictionPolicy
+    let encryption: StorageEncryption?
+    let compression: StorageCompression
 
     init(_ configuration: LocalStorageConfiguration) {
+        encryption = configuration.encryption
+        compression = configuration.compression
         durability = configuration.durability
         mapSize = configuration.mapSize
         maxMapSize = configuration.maxMapSize
@@ -180,6 +184,13 @@ struct EnvironmentSettings: Sendable, Equatable {
         if evictionPolicy != other.evictionPolicy {
             return "evictionPolicy differs: the store is open in this process with .\(evictionPolicy), "
                 + "this open asks for .\(other.evictionPolicy)"
+        }
+        if encryption != other.encryption {
+            return "encryption differs: the store is open in this process with other keys"
+        }
+        if compression != other.compression {
+            return "compression differs: the store is open in this process with .\(compression), "
+                + "this open asks for .\(other.compression)"
         }
         return nil
     }

@@ -91,7 +91,7 @@ extension LocalStorage {
             else { continue }
             let id = String(decoding: key, as: UTF8.self)
             do {
-                let session = DecodeSession(counter: nil, format: format)
+                let session = DecodeSession(counter: nil, format: format, sealing: schema.sealing)
                 _ = try RecordDecoding.decode(T.self, view: view, id: id, session: session)
                 for upgrade in session.upgrades { try RecordWriter.apply(upgrade, schema: schema, txn: txn) }
                 migrated += session.upgrades.count
@@ -111,7 +111,7 @@ extension LocalStorage {
     func makeDecodeSession(for schema: TypeSchema) -> DecodeSession {
         let session = DecodeSession(
             counter: core.decodes, format: configuration.codec.format, logger: logger,
-            currentVersion: schema.version)
+            currentVersion: schema.version, sealing: schema.sealing)
         if schema.tracksRecency {
             let (notes, type) = (core.accessNotes, schema.number)
             session.noteUse = { notes.note(type: type, key: $0) }

@@ -93,7 +93,7 @@ extension LocalStorage {
         guard let schema = core.cachedSchema(for: T.self) else { return nil }
         let session = DecodeSession(
             counter: core.decodes, format: .binary, logger: core.logger,
-            currentVersion: schema.version)
+            currentVersion: schema.version, sealing: schema.sealing)
         let key = Array(id.utf8)
         let found: T?
         do {

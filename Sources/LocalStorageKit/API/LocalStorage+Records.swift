@@ -289,7 +289,7 @@ extension LocalStorage {
                 } else {
                     var mutated = try RecordDecoding.decode(
                         T.self, view: view, id: id,
-                        session: DecodeSession(counter: counter, format: format))
+                        session: DecodeSession(counter: counter, format: format, sealing: schema.sealing))
                     do {
                         try mutate(&mutated)
                     } catch {

@@ -68,6 +68,22 @@ public struct LocalStorageConfiguration: Sendable {
     /// default) for a store of this host alone. See ``SharedTierConfiguration``.
     public var sharedTier: SharedTierConfiguration?
 
+    /// The permission bits of the store's files (`data.mdb`, `lock.mdb`): `0o600` by default, readable and
+    /// writable by their owner alone. The store's folder gets the same bits plus execute wherever read is
+    /// granted (`0o700` by default). Set `0o660` to share a store with a group of cooperating processes.
+    /// The process's umask changes neither; a store that exists keeps the mode it was made with. The owner
+    /// must keep read and write permission.
+    public var filePermissions: Int = 0o600
+    /// Seals every payload with a key the app supplies (nil, the default: payloads are stored as they are).
+    /// Opening a sealed store without its key, or with another, throws ``LocalStorageError/openFailed(path:reason:)``.
+    /// Ids, type names and indexed values stay readable on disk. See ``StorageEncryption``.
+    public var encryption: StorageEncryption?
+    /// Whether payloads are compressed (``StorageCompression/none`` by default). See ``StorageCompression``.
+    public var compression: StorageCompression = .none
+    /// Whether the store gives its free pages back to the disk when it opens (``StorageCompaction/never`` by
+    /// default). See ``StorageCompaction``.
+    public var compaction: StorageCompaction = .never
+
     /// The clock the store reads and waits on (expiry, sweeps, coalescing, backoff, lease deadlines): the
     /// system's by default; tests set a ``VirtualClock``. Belongs to the environment (taken from the first open).
     @_spi(Testing) public var clock: any StorageClock = SystemClock()

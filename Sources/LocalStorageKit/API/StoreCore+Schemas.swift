@@ -105,6 +105,7 @@ extension StoreCore {
         schema.limits = T.storageLimits
         limits.register(type: schema.number, limits: T.storageLimits)
         schema.tracksRecency = limits.tracksRecency(ofType: schema.number)
+        schema.sealing = sealing
         return schema
     }
 

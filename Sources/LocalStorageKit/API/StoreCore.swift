@@ -18,6 +18,8 @@ final class StoreCore: Sendable {
     let clock: any StorageClock
     let logger: (any StorageLogger)?
     let meta: Database
+    /// Seals and compresses payloads as the configuration asks, and opens them (``PayloadSealing``).
+    let sealing: PayloadSealing
     /// The change log every commit appends to (see ``ChangeLog``).
     let changeLog: ChangeLog
     let directory: URL
@@ -40,15 +42,19 @@ final class StoreCore: Sendable {
         if let problem = configuration.limits?.problem {
             throw LocalStorageError.openFailed(path: directory.path, reason: "limits: \(problem)")
         }
+        if let problem = StoreFileModes.problem(with: configuration.filePermissions) {
+            throw LocalStorageError.openFailed(path: directory.path, reason: problem)
+        }
         do {
             environment = try Environment(
                 directory: directory.path, mapSize: configuration.mapSize,
-                maxMapSize: configuration.maxMapSize, durability: durability)
+                maxMapSize: configuration.maxMapSize, durability: durability,
+                fileMode: configuration.filePermissions)
         } catch {
             throw LocalStorageError.openFailed(path: directory.path, reason: StoreCore.explain(error))
         }
         do {
-            (meta, changeLog) = try environment.write { txn in
+            (meta, changeLog, sealing) = try environment.write { txn in
                 guard let dbi = try txn.openDatabase(TypeRegistry.metaName, create: true),
                     let changes = try ChangeLog.open(in: txn), let leases = try LeaseBook.open(in: txn)
                 else {
@@ -56,12 +62,20 @@ final class StoreCore: Sendable {
                 }
                 try TypeRegistry.checkLayout(meta: dbi, txn: txn, countTree: !configuration.withoutCountTree)
                 let store = try ChangeLog.identity(meta: dbi, txn: txn)
+                // The key is checked before any record is read.
+                let sealing = try PayloadSealing.open(
+                    encryption: configuration.encryption, compression: configuration.compression, meta: dbi,
+                    txn: txn, path: directory.path)
                 return (
                     dbi,
                     ChangeLog(
-                        database: changes, retention: configuration.changeLogRetention, store: store, leases: leases)
+                        database: changes, retention: configuration.changeLogRetention, store: store, leases: leases),
+                    sealing
                 )
             }
+        } catch let error as LocalStorageError {
+            if case .openFailed = error { throw error }
+            throw LocalStorageError.openFailed(path: directory.path, reason: StoreCore.explain(error))
         } catch {
             throw LocalStorageError.openFailed(path: directory.path, reason: StoreCore.explain(error))
         }

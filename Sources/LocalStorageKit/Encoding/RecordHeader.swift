@@ -2,7 +2,7 @@
 ///
 /// ```
 /// 0  UInt8   magic 0xA7
-/// 1  UInt8   payload format (1 JSON, 2 binary)
+/// 1  UInt8   payload format (1 JSON, 2 binary), with the ``PayloadEnvelope`` flags in its high bits
 /// 2  UInt16  header length: where the payload starts
 /// 4  UInt32  schema version of the payload
 /// 8  Int64   createdAt, ns since 1970
@@ -27,6 +27,8 @@ struct RecordHeader: Equatable {
     var expiresAt: Int64
     var signature: UInt64
     var indexValues: [StoredIndexValue]
+    /// What was done to the payload after the codec wrote it (compressed, sealed).
+    var envelope: PayloadEnvelope = []
 
     /// Whether the record has expired at `now` (ns since 1970).
     func isExpired(at now: Int64) -> Bool { expiresAt != 0 && expiresAt <= now }
@@ -44,7 +46,7 @@ struct RecordHeader: Equatable {
         var out: [UInt8] = []
         out.reserveCapacity(RecordHeader.fixedLength + indexValues.count * 24 + payloadCount)
         out.append(RecordHeader.magic)
-        out.append(format.rawValue)
+        out.append(format.rawValue | envelope.rawValue)
         out.appendLittleEndian(UInt16(0))
         guard version >= 0, version <= Int(UInt32.max) else {
             throw .encodingFailed(reason: "schema version \(version) is out of range")

@@ -6,6 +6,8 @@ struct RecordView {
     let bytes: UnsafeRawBufferPointer
     let headerLength: Int
     let format: PayloadFormat
+    /// What was done to the payload after the codec wrote it (compressed, sealed).
+    let envelope: PayloadEnvelope
 
     /// Validates the header of `bytes`, index values included; throws `decodingFailed` for anything that
     /// is not a record. Write paths use this one, so a header they copy is whole.
@@ -20,7 +22,8 @@ struct RecordView {
         guard bytes.count >= RecordHeader.fixedLength, bytes[0] == RecordHeader.magic else {
             throw .decodingFailed(reason: "the stored bytes are not a LocalStorageKit record")
         }
-        guard let format = PayloadFormat(rawValue: bytes[1]) else {
+        let envelope = PayloadEnvelope(rawValue: bytes[1] & PayloadEnvelope.mask)
+        guard let format = PayloadFormat(rawValue: bytes[1] & ~PayloadEnvelope.mask) else {
             throw .decodingFailed(reason: "unknown payload format \(bytes[1])")
         }
         let length = Int(bytes.loadUnaligned(fromByteOffset: 2, as: UInt16.self).littleEndian)
@@ -30,6 +33,7 @@ struct RecordView {
         self.bytes = bytes
         self.headerLength = length
         self.format = format
+        self.envelope = envelope
     }
 
     @inline(__always)
@@ -123,6 +127,6 @@ struct RecordView {
         }
         return RecordHeader(
             format: format, version: version, createdAt: createdAt, updatedAt: updatedAt,
-            expiresAt: expiresAt, signature: signature, indexValues: values)
+            expiresAt: expiresAt, signature: signature, indexValues: values, envelope: envelope)
     }
 }

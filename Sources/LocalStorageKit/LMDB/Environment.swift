@@ -46,22 +46,26 @@ final class Environment: @unchecked Sendable {
     /// that LMDB creates the store again. Any other invalid file is left alone and the open fails.
     ///
     /// `readOnly` opens it with `MDB_RDONLY`; `withoutLock` adds `MDB_NOLOCK`, for a read-only store whose
-    /// lock file this process cannot write (nothing may write the store meanwhile).
+    /// lock file this process cannot write (nothing may write the store meanwhile). `fileMode` is the mode
+    /// of files this open creates (see ``StoreFileModes``); a store that exists keeps the mode of its
+    /// `data.mdb`.
     init(
         directory: String, mapSize: Int, maxMapSize: Int, durability: StorageDurability,
-        readOnly: Bool = false, withoutLock: Bool = false
+        readOnly: Bool = false, withoutLock: Bool = false, fileMode: Int = 0o600
     ) throws {
+        let dataPath = directory.hasSuffix("/") ? directory + "data.mdb" : directory + "/data.mdb"
+        let fileMode = StoreFileModes.mode(of: dataPath) ?? fileMode
         let raw: OpaquePointer
         do {
             raw = try Environment.openHandle(
                 directory: directory, mapSize: mapSize, durability: durability,
-                readOnly: readOnly, withoutLock: withoutLock)
+                readOnly: readOnly, withoutLock: withoutLock, fileMode: fileMode)
             recreatedUnfinishedDataFile = false
         } catch let error as LMDBError where error.code == MDB_INVALID {
             guard !readOnly, Environment.emptyUnfinishedDataFile(directory: directory) else { throw error }
             raw = try Environment.openHandle(
                 directory: directory, mapSize: mapSize, durability: durability,
-                readOnly: readOnly, withoutLock: withoutLock)
+                readOnly: readOnly, withoutLock: withoutLock, fileMode: fileMode)
             recreatedUnfinishedDataFile = true
         }
         handle = raw
@@ -76,7 +80,7 @@ final class Environment: @unchecked Sendable {
     /// Creates and opens an LMDB environment; closes it again on any failure.
     private static func openHandle(
         directory: String, mapSize: Int, durability: StorageDurability,
-        readOnly: Bool, withoutLock: Bool
+        readOnly: Bool, withoutLock: Bool, fileMode: Int
     ) throws -> OpaquePointer {
         var raw: OpaquePointer?
         try check(mdb_env_create(&raw), "mdb_env_create")
@@ -93,8 +97,15 @@ final class Environment: @unchecked Sendable {
             }
             if readOnly { flags |= UInt32(MDB_RDONLY) }
             if withoutLock { flags |= UInt32(MDB_NOLOCK) }
-            let code = directory.withCString { mdb_env_open(raw, $0, flags, 0o644) }
+            let code = directory.withCString { mdb_env_open(raw, $0, flags, mode_t(fileMode)) }
             try check(Environment.diskFullOr(code, path: directory), "mdb_env_open")
+            if !readOnly {
+                // LMDB creates the files through the umask: give them exactly the store's mode. A file of
+                // another owner (a group's store) cannot be changed and needs no change: that is not an error.
+                for name in ["data.mdb", "lock.mdb"] {
+                    StoreFileModes.setMode(directory.hasSuffix("/") ? directory + name : directory + "/" + name, fileMode)
+                }
+            }
             try Environment.checkDataFileLength(raw, directory: directory)
             try Environment.checkPages(raw)
             var dead: Int32 = 0

@@ -160,7 +160,9 @@ struct ImportParser {
     /// see it).
     ///
     /// - Returns: The number of records written.
-    static func apply(_ items: [Item], meta: Database, context: Writer.Context) throws -> Int {
+    static func apply(
+        _ items: [Item], meta: Database, context: Writer.Context, sealing: PayloadSealing? = nil
+    ) throws -> Int {
         let txn = context.txn
         var schemas: [String: TypeSchema] = [:]
         func schema(_ name: String) throws -> TypeSchema {
@@ -168,7 +170,8 @@ struct ImportParser {
             guard let info = try TypeRegistry.info(named: name, meta: meta, txn: txn) else {
                 throw MaintenanceError.invalidArgument("the store has no description of type \(name)")
             }
-            let schema = try StoreCore.schema(for: info, in: txn)
+            var schema = try StoreCore.schema(for: info, in: txn)
+            schema.sealing = sealing
             schemas[name] = schema
             return schema
         }

@@ -31,13 +31,17 @@ extension StoreMaintenance {
         guard !fileManager.fileExists(atPath: outputFile.path) else {
             throw MaintenanceError.outputExists(path: outputFile.path)
         }
-        do {
-            try fileManager.createDirectory(at: output, withIntermediateDirectories: true)
-        } catch {
-            throw MaintenanceError.invalidArgument("cannot create \(output.path): \(error.localizedDescription)")
+        // The copy keeps the store's modes: its folder's and its data file's.
+        let fileMode = StoreFileModes.mode(of: directory.appendingPathComponent("data.mdb").path) ?? 0o600
+        let folderMode = StoreFileModes.mode(of: directory.path) ?? StoreFileModes.folderMode(for: fileMode)
+        if let problem = StoreFileModes.makeFolder(output.path, mode: folderMode) {
+            throw MaintenanceError.invalidArgument(problem)
         }
         progress?(MaintenanceProgress(task: "compact", completed: 0, total: nil))
         try StoreMaintenance.mappingErrors { try environment.copyCompacted(to: output.path) }
+        if let problem = StoreFileModes.setMode(outputFile.path, fileMode) {
+            throw MaintenanceError.invalidArgument(problem)
+        }
         progress?(MaintenanceProgress(task: "compact", completed: 1, total: 1))
         let copy = try await StoreMaintenance(directory: output)
         return CompactReport(

@@ -64,7 +64,7 @@ extension StoreMaintenance {
                         do {
                             let detail = try StoreMaintenance.detail(
                                 type: type.info.name, id: id,
-                                bytes: current.value, now: nil)
+                                bytes: current.value, now: nil, sealing: type.schema.sealing)
                             try emit(try detail.jsonLine())
                             report.records += 1
                         } catch let error as LocalStorageError {
@@ -157,7 +157,7 @@ extension StoreMaintenance {
                     guard line == nil || batch.count >= StoreMaintenance.batchSize || batchBytes >= 32 << 20 else {
                         continue
                     }
-                    records += try ImportParser.apply(batch, meta: meta, context: context)
+                    records += try ImportParser.apply(batch, meta: meta, context: context, sealing: self.sealing)
                     batch.removeAll(keepingCapacity: true)
                     batchBytes = 0
                     progress?(MaintenanceProgress(task: "import", completed: lines.bytesRead, total: size))

@@ -94,30 +94,34 @@ extension StoreMaintenance {
             guard let bytes = try txn.get(schema.records, key: key) else {
                 throw MaintenanceError.recordNotFound(type: schema.name, id: id)
             }
-            return try StoreMaintenance.detail(type: schema.name, id: id, bytes: bytes, now: now)
+            return try StoreMaintenance.detail(
+                type: schema.name, id: id, bytes: bytes, now: now, sealing: schema.sealing)
         }
     }
 
     /// A record's summary and JSON payload; `now` adds the listing-only fields.
-    static func detail(type: String, id: String, bytes: UnsafeRawBufferPointer, now: Int64?) throws -> RecordDetail {
+    static func detail(
+        type: String, id: String, bytes: UnsafeRawBufferPointer, now: Int64?, sealing: PayloadSealing?
+    ) throws -> RecordDetail {
         let view = try RecordView(bytes)
         let payload: (json: Data, isExact: Bool)
+        let opened = try RecordDecoding.payload(of: view, typeName: type, id: id, sealing: sealing).bytes
         do {
-            payload = try jsonView(of: view)
+            payload = try jsonView(of: opened, format: view.format)
         } catch {
             throw LocalStorageError.decodingFailed(
                 reason: "the \(view.format.name) payload of \(type) \"\(id)\" cannot be read: \(error)")
         }
         return RecordDetail(
             summary: RecordSummary(type: type, id: id, view: view, now: now), payload: payload.json,
-            exactPayload: payload.isExact ? nil : Data(view.payload))
+            exactPayload: payload.isExact ? nil : Data(opened))
     }
 
     /// The JSON view of a record's payload (NaN and ±Infinity as strings), and whether it is exact.
-    static func jsonView(of view: RecordView) throws -> (json: Data, isExact: Bool) {
-        switch view.format {
-        case .json: (Data(view.payload), true)
-        case .binary: try BinaryJSON.jsonView(fromBinary: view.payload)
+    static func jsonView(of payload: [UInt8], format: PayloadFormat) throws -> (json: Data, isExact: Bool) {
+        switch format {
+        case .json: (Data(payload), true)
+        case .binary: try payload.withUnsafeBytes { try BinaryJSON.jsonView(fromBinary: $0) }
         }
     }
 

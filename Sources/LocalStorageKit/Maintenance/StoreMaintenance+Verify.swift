@@ -184,7 +184,9 @@ private struct Checker {
 
     private mutating func checkPayload(of view: RecordView, schema: TypeSchema, id: String) throws {
         do {
-            let json = try StoreMaintenance.jsonView(of: view).json  // NaN and ±Infinity are valid payloads.
+            let opened = try RecordDecoding.payload(of: view, typeName: schema.name, id: id, sealing: schema.sealing)
+            // NaN and ±Infinity are valid payloads.
+            let json = try StoreMaintenance.jsonView(of: opened.bytes, format: view.format).json
             _ = try JSONSerialization.jsonObject(with: json, options: [.fragmentsAllowed])
         } catch {
             report(schema, id, .undecodablePayload, "the \(view.format.name) payload cannot be read as JSON: \(error)")

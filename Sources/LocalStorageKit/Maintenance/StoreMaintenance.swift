@@ -37,6 +37,8 @@ import Darwin
     let core: StoreCore?
     /// The store's clock (the system's when the store is read-only).
     var clock: any StorageClock { core?.clock ?? SystemClock() }
+    /// Opens sealed and compressed payloads, and seals what imports write.
+    let sealing: PayloadSealing
     private let catalog = Mutex(Catalog())
 
     /// One stored type as `meta` declares it, with its open databases.
@@ -82,15 +84,18 @@ import Darwin
     ///
     /// A store this process cannot write is opened read-only (see ``isReadOnly``).
     /// - Throws: ``MaintenanceError/noStore(path:)``, or ``LocalStorageError/openFailed(path:reason:)``.
-    public init(directory: URL, creatingIfMissing: Bool = false) async throws {
+    ///   - encryption: The store's key (and previous keys), for a store opened with
+    ///     ``LocalStorageConfiguration/encryption``; an encrypted store opened without it throws `openFailed`.
+    public init(
+        directory: URL, creatingIfMissing: Bool = false, encryption: StorageEncryption? = nil
+    ) async throws {
         let directory = StoreMaintenance.storeDirectory(named: directory)
         let dataFile = directory.appendingPathComponent("data.mdb")
         if !FileManager.default.fileExists(atPath: dataFile.path) {
             guard creatingIfMissing else { throw MaintenanceError.noStore(path: directory.path) }
-            do {
-                try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            } catch {
-                throw LocalStorageError.openFailed(path: directory.path, reason: error.localizedDescription)
+            let folderMode = StoreFileModes.folderMode(for: LocalStorageConfiguration().filePermissions)
+            if let problem = StoreFileModes.makeFolder(directory.path, mode: folderMode) {
+                throw LocalStorageError.openFailed(path: directory.path, reason: problem)
             }
         }
         self.directory = directory
@@ -102,12 +107,17 @@ import Darwin
                     directory: directory.path, mapSize: defaults.mapSize,
                     maxMapSize: defaults.maxMapSize, durability: .none, readOnly: true,
                     withoutLock: lock == .unusable)
-                meta = try environment.readCommitted { txn in
+                (meta, sealing) = try environment.readCommitted { txn in
                     guard let dbi = try txn.openDatabase("meta", create: false) else {
                         throw LMDBError.notFound("mdb_dbi_open")
                     }
-                    return dbi
+                    let sealing = try PayloadSealing.open(
+                        encryption: encryption, compression: .none, meta: dbi, txn: txn, path: directory.path,
+                        readOnly: true)
+                    return (dbi, sealing)
                 }
+            } catch let error as LocalStorageError {
+                throw error
             } catch let error as LMDBError where error.isNotFound {
                 throw LocalStorageError.openFailed(
                     path: directory.path, reason: "not a LocalStorageKit store (it has no meta database)")
@@ -118,10 +128,12 @@ import Darwin
         } else {
             var configuration = LocalStorageConfiguration()
             configuration.expirySweepInterval = nil
+            configuration.encryption = encryption
             let core = try EnvironmentRegistry.core(directory: directory, configuration: configuration)
             self.core = core
             environment = core.environment
             meta = core.meta
+            sealing = core.sealing
         }
         try await reloadCatalog()
     }
@@ -162,15 +174,20 @@ import Darwin
     /// Reads `meta` again and opens the databases of every type it names.
     func reloadCatalog() async throws {
         let meta = self.meta
+        let sealing = self.sealing
         let loaded: Catalog
         if let core {
             loaded = try await core.writer.performExclusive { writer in
-                try writer.transact { context in try StoreMaintenance.loadCatalog(meta: meta, txn: context.txn) }
+                try writer.transact { context in
+                    try StoreMaintenance.loadCatalog(meta: meta, txn: context.txn, sealing: sealing)
+                }
             }
         } else {
             // A committed read transaction keeps the database handles it opened.
             loaded = try StoreMaintenance.mappingErrors {
-                try environment.readCommitted { txn in try StoreMaintenance.loadCatalog(meta: meta, txn: txn) }
+                try environment.readCommitted { txn in
+                    try StoreMaintenance.loadCatalog(meta: meta, txn: txn, sealing: sealing)
+                }
             }
         }
         catalog.withLock { $0 = loaded }
@@ -191,12 +208,14 @@ import Darwin
     }
 
     /// Reads every type description in `meta` and opens each type's databases.
-    private static func loadCatalog(meta: Database, txn: Transaction) throws -> Catalog {
+    private static func loadCatalog(meta: Database, txn: Transaction, sealing: PayloadSealing) throws -> Catalog {
         var catalog = Catalog()
         let (infos, unreadable) = try TypeRegistry.all(meta: meta, txn: txn)
         catalog.unreadable = unreadable.map(\.name)
         for info in infos {
-            catalog.types[info.name] = StoredType(info: info, schema: try StoreCore.schema(for: info, in: txn))
+            var schema = try StoreCore.schema(for: info, in: txn)
+            schema.sealing = sealing
+            catalog.types[info.name] = StoredType(info: info, schema: schema)
         }
         return catalog
     }

@@ -8,14 +8,17 @@ final class DecodeSession {
     let logger: (any StorageLogger)?
     /// The version the decoded type writes, when the caller knows it (saves a conformance lookup).
     let currentVersion: Int?
+    /// Opens sealed and compressed payloads (the schema's ``TypeSchema/sealing``).
+    let sealing: PayloadSealing?
     private(set) var upgrades: [RecordUpgrade] = []
     /// Notes each row decoded as a use of its record (a query read counts for eviction), when set.
     var noteUse: ((UnsafeRawBufferPointer) -> Void)?
 
     init(
         counter: DecodeCounter?, format: PayloadFormat, logger: (any StorageLogger)? = nil,
-        currentVersion: Int? = nil
+        currentVersion: Int? = nil, sealing: PayloadSealing? = nil
     ) {
+        self.sealing = sealing
         self.counter = counter
         self.format = format
         self.logger = logger
@@ -67,5 +70,23 @@ final class DecodeSession {
                 key: key, fromVersion: view.version, updatedAt: view.updatedAt,
                 payload: payload, format: format, version: T.storageVersion,
                 indexValues: value.indexValuesForStorage))
+    }
+
+    /// Notes a record a read opened with a previous key, to write back sealed with the current one (the
+    /// same payload, version and index values).
+    func noteReseal(view: RecordView, id: String, payload: [UInt8]) {
+        let key: [UInt8]
+        do {
+            key = try RecordWriter.key(for: id)
+        } catch {
+            logger?.log(
+                level: .warning, message: "Could not reseal a record with the current key",
+                metadata: ["id": id, "error": "\(error)"])
+            return
+        }
+        upgrades.append(
+            RecordUpgrade(
+                key: key, fromVersion: view.version, updatedAt: view.updatedAt, payload: payload,
+                format: view.format, version: view.version, indexValues: view.header().indexValues))
     }
 }

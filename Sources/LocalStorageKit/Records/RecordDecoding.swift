@@ -19,15 +19,41 @@ enum RecordDecoding {
                     + "\(current): it was written by a newer version of the app and is left untouched")
         }
         if view.version < current, let versioned = T.self as? any LocalStorageVersioned.Type {
-            let value = try migrate(T.self, view: view, id: id, to: current, steps: versioned.migrations)
+            let value = try migrate(
+                T.self, view: view, id: id, to: current, steps: versioned.migrations, sealing: session?.sealing)
             session?.noteUpgrade(of: value, view: view, id: id)
             return value
         }
         do {
-            return try PayloadCodec.decode(T.self, from: view.payload, format: view.format)
+            // A payload stored as the codec wrote it is decoded in place; a sealed or compressed one is
+            // opened first (and resealed by the writer when an old key sealed it).
+            guard !view.envelope.isEmpty else {
+                return try PayloadCodec.decode(T.self, from: view.payload, format: view.format)
+            }
+            let opened = try payload(of: view, typeName: T.storageName, id: id, sealing: session?.sealing)
+            let value = try opened.bytes.withUnsafeBytes { try PayloadCodec.decode(T.self, from: $0, format: view.format) }
+            if opened.resealable { session?.noteReseal(view: view, id: id, payload: opened.bytes) }
+            return value
+        } catch let error as LocalStorageError {
+            throw error
         } catch {
             throw LocalStorageError.decodingFailed(reason: "\(T.self) \"\(id)\": \(error)")
         }
+    }
+
+    /// The codec's bytes of a sealed or compressed payload, and whether a previous key sealed it.
+    ///
+    /// - Throws: `decodingFailed` naming the type and id when it does not open, or when the store was opened
+    ///   without the means to open it.
+    static func payload(
+        of view: RecordView, typeName: String, id: String, sealing: PayloadSealing?
+    ) throws -> (bytes: [UInt8], resealable: Bool) {
+        guard let sealing else {
+            if view.envelope.isEmpty { return (Array(view.payload), false) }
+            throw LocalStorageError.decodingFailed(
+                reason: "\(typeName) \"\(id)\": its payload is sealed or compressed and this read has no key")
+        }
+        return try sealing.withPayload(of: view, typeName: typeName, id: id) { (Array($0), $1) }
     }
 
     /// Validates a stored record's header; a damaged one is a `decodingFailed` naming the type and id.
@@ -47,12 +73,13 @@ enum RecordDecoding {
     /// Runs the chain of steps from the record's version to `current` on its JSON, then decodes.
     static func migrate<T: LocalStorable>(
         _ type: T.Type, view: RecordView, id: String, to current: Int,
-        steps: [StorageMigration]
+        steps: [StorageMigration], sealing: PayloadSealing? = nil
     ) throws -> T {
         let start = view.version
         var json: Data
+        let opened = try payload(of: view, typeName: T.storageName, id: id, sealing: sealing).bytes
         do {
-            json = try PayloadCodec.json(from: view.payload, format: view.format)
+            json = try opened.withUnsafeBytes { try PayloadCodec.json(from: $0, format: view.format) }
         } catch {
             throw LocalStorageError.decodingFailed(reason: "\(T.self) \"\(id)\": \(error)")
         }

@@ -32,8 +32,12 @@ extension RecordWriter {
         txn: Transaction
     ) throws {
         try delete(key: key, schema: schema, txn: txn)
-        try txn.put(schema.records, key: key, value: try header.serialized(payload: payload))
-        try CountTree.addPayloadBytes(payload.count, schema: schema, txn: txn)
+        // An import seals what it writes into an encrypted store.
+        var header = header
+        let stored: [UInt8]
+        (header.envelope, stored) = try sealed(payload, format: header.format, key: key, schema: schema)
+        try txn.put(schema.records, key: key, value: try header.serialized(payload: stored))
+        try CountTree.addPayloadBytes(stored.count, schema: schema, txn: txn)
         try addEntries(of: header, key: key, schema: schema, txn: txn)
     }
 

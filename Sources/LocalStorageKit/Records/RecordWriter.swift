@@ -112,13 +112,14 @@ enum RecordWriter {
                 regionKnown = false
             }
         }
+        let (envelope, payload) = try sealed(record.payload, format: record.format, key: record.key, schema: schema)
+        try noteSample(record.payload, schema: schema, context: context)
         let header = RecordHeader(
             format: record.format, version: record.version, createdAt: createdAt,
             updatedAt: context.now, expiresAt: expiresAt, signature: schema.signature,
-            indexValues: record.indexValues)
+            indexValues: record.indexValues, envelope: envelope)
         // Header and payload go straight into the map (`MDB_RESERVE`): no buffer holds them together.
         let headerBytes = try header.bytes()
-        let payload = record.payload
         try txn.putReserved(schema.records, key: record.key, length: headerBytes.count + payload.count) { target in
             headerBytes.withUnsafeBytes { target.copyMemory(from: $0) }
             payload.withUnsafeBytes { source in
@@ -257,15 +258,36 @@ extension RecordWriter {
         guard let bytes = try txn.get(schema.records, key: upgrade.key), let view = try? RecordView(bytes),
             view.version == upgrade.fromVersion, view.updatedAt == upgrade.updatedAt
         else { return }
+        let (envelope, payload) = try sealed(upgrade.payload, format: upgrade.format, key: upgrade.key, schema: schema)
         var header = view.header()
         header.format = upgrade.format
+        header.envelope = envelope
         header.version = upgrade.version
         header.indexValues = upgrade.indexValues
         header.signature = schema.signature
         try removeEntries(of: view.header(), key: upgrade.key, schema: schema, txn: txn)
-        try CountTree.addPayloadBytes(upgrade.payload.count - view.payload.count, schema: schema, txn: txn)
-        try txn.put(schema.records, key: upgrade.key, value: try header.serialized(payload: upgrade.payload))
+        try CountTree.addPayloadBytes(payload.count - view.payload.count, schema: schema, txn: txn)
+        try txn.put(schema.records, key: upgrade.key, value: try header.serialized(payload: payload))
         try addEntries(of: header, key: upgrade.key, schema: schema, txn: txn)
+    }
+}
+
+extension RecordWriter {
+    /// A payload as it is stored: compressed and sealed as the schema's ``PayloadSealing`` says.
+    static func sealed(
+        _ payload: [UInt8], format: PayloadFormat, key: [UInt8], schema: TypeSchema
+    ) throws(LocalStorageError) -> (PayloadEnvelope, [UInt8]) {
+        guard let sealing = schema.sealing else { return ([], payload) }
+        return try sealing.wrap(payload, format: format, typeName: schema.name, id: key)
+    }
+
+    /// Hands a written payload to the compressor's dictionary training; a dictionary trained in this
+    /// transaction is used once it commits.
+    static func noteSample(_ payload: [UInt8], schema: TypeSchema, context: Writer.Context) throws {
+        guard let compressor = schema.sealing?.compressor,
+            let (id, dictionary) = try compressor.noteSample(payload, txn: context.txn)
+        else { return }
+        context.onCommit { compressor.dictionaries.add(id, bytes: dictionary) }
     }
 }
 

@@ -116,7 +116,9 @@ struct Reindexer<T: LocalStorable>: Sendable {
                     throw LocalStorageError.decodingFailed(
                         reason: "stored at version \(view.version), newer than \(schema.version)")
                 }
-                let value = try RecordDecoding.decode(T.self, view: view, id: id)
+                let value = try RecordDecoding.decode(
+                    T.self, view: view, id: id,
+                    session: DecodeSession(counter: nil, format: view.format, sealing: schema.sealing))
                 var header = view.header()
                 header.indexValues = value.indexValuesForStorage
                 header.signature = schema.signature

@@ -43,6 +43,9 @@ struct TypeSchema: Sendable {
     var limits: StorageLimits? = nil
     /// Whether reads of the type are noted for least-recently-used eviction (``AccessNotes``).
     var tracksRecency = false
+    /// How the store seals and compresses payloads; nil for a schema that never writes or decodes one
+    /// (purges, evictions, statistics), where payloads are stored and read as they are.
+    var sealing: PayloadSealing? = nil
 
     var signature: UInt64 { declaration.signature }
 

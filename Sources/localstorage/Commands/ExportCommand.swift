@@ -17,6 +17,8 @@ enum ExportCommand: Command {
         bytes in Base64), from which import restores the record exactly. Each type is exported once,
         however often it is named. Unreadable records are left out and reported on standard error,
         and the exit status is 1.
+        The export holds PLAINTEXT JSON, also from an encrypted store (opened with --key-file): keep it
+        as safe as the key. An import into an encrypted store seals every record it writes.
         """
     static let spec = ArgumentSpec(options: ["output"], positionals: 0...Int.max)
 

@@ -16,7 +16,8 @@ enum ImportCommand: Command {
         values must be declared with their kinds and agree with payload members of the same name, its
         version must not be newer than the type's. Records whose payload held NaN or ±Infinity are
         restored exactly from their "binaryPayload". An import that would write fewer records than
-        it read fails (status 1) and writes nothing.
+        it read fails (status 1) and writes nothing. With --key-file the records are sealed with that
+        key (a new store is created encrypted).
           --no-payload-check   do not compare index values with payload members of the same name
                                (for indexes computed differently, such as a lowercased email)
         """

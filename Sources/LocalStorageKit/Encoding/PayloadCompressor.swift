@@ -1,0 +1,136 @@
+import CZstd
+import Synchronization
+
+/// zstd compression of payloads with dictionaries trained from the store's own records.
+///
+/// A compressed payload is `dictionary id (UInt32, little-endian; 0 = none) ‖ zstd frame`. A payload is
+/// compressed only when it is longer than the threshold and the result is smaller. The writer collects
+/// samples of the payloads it compresses; once it has ``trainingSamples`` of them it trains a dictionary
+/// (`ZDICT_trainFromBuffer`), stores it in `meta` in the same transaction and compresses with it once that
+/// commits. Training goes on every ``trainingSamples`` payloads, so a store whose data drifts gets new
+/// dictionaries; the old ones stay for the records that use them.
+final class PayloadCompressor: Sendable {
+    let level: Int32
+    let threshold: Int
+    let meta: Database
+    let dictionaries: PayloadDictionaries
+    private let samples = Mutex<[[UInt8]]>([])
+    private let trainEvery: Mutex<Int>
+    /// The largest dictionary trained.
+    static let dictionaryCapacity = 16 << 10
+
+    init(
+        _ compression: StorageCompression, meta: Database, dictionaries: PayloadDictionaries,
+        trainingSamples: Int = 1000
+    ) {
+        self.dictionaries = dictionaries
+        level = Int32(compression.level)
+        threshold = compression.threshold
+        self.meta = meta
+        trainEvery = Mutex(trainingSamples)
+    }
+
+    /// How many payloads the writer samples before it trains a dictionary (tests lower it).
+    var trainingSamples: Int {
+        get { trainEvery.withLock { $0 } }
+        set { trainEvery.withLock { $0 = max(newValue, 8) } }
+    }
+
+    /// `payload` compressed with the newest dictionary, or nil when it is short or does not shrink.
+    func compress(_ payload: [UInt8]) -> [UInt8]? {
+        guard payload.count > threshold else { return nil }
+        let (id, dictionary) = dictionaries.newest
+        let bound = ZSTD_compressBound(payload.count)
+        var out = [UInt8](repeating: 0, count: 4 + bound)
+        let written: Int = out.withUnsafeMutableBytes { out in
+            guard let base = out.baseAddress, let context = ZSTD_createCCtx() else { return 0 }
+            defer { ZSTD_freeCCtx(context) }
+            base.storeBytes(of: id.littleEndian, as: UInt32.self)
+            let result = payload.withUnsafeBytes { source in
+                if let dictionary {
+                    return dictionary.withUnsafeBytes { dict in
+                        ZSTD_compress_usingDict(
+                            context, base + 4, bound, source.baseAddress, source.count, dict.baseAddress, dict.count,
+                            level)
+                    }
+                }
+                return ZSTD_compressCCtx(context, base + 4, bound, source.baseAddress, source.count, level)
+            }
+            return ZSTD_isError(result) != 0 ? 0 : result
+        }
+        guard written > 0, 4 + written < payload.count else { return nil }
+        out.removeLast(out.count - 4 - written)
+        return out
+    }
+
+    /// The payload in `compressed`, or nil when it is damaged or names a dictionary not in `dictionaries`.
+    static func decompress(_ compressed: [UInt8], dictionaries: PayloadDictionaries?) -> [UInt8]? {
+        guard compressed.count > 4 else { return nil }
+        return compressed.withUnsafeBytes { bytes -> [UInt8]? in
+            guard let base = bytes.baseAddress else { return nil }
+            let id = UInt32(littleEndian: bytes.loadUnaligned(as: UInt32.self))
+            let frame = base + 4
+            let size = ZSTD_getFrameContentSize(frame, bytes.count - 4)
+            guard size < UInt64.max - 1, size <= UInt64(Int32.max) else { return nil }
+            var dictionary: [UInt8]?
+            if id != 0 {
+                guard let found = dictionaries?.dictionary(id) else { return nil }
+                dictionary = found
+            }
+            var out = [UInt8](repeating: 0, count: Int(size))
+            let written: Int = out.withUnsafeMutableBytes { out in
+                guard let context = ZSTD_createDCtx() else { return -1 }
+                defer { ZSTD_freeDCtx(context) }
+                let result: Int
+                if let dictionary {
+                    result = dictionary.withUnsafeBytes { dict in
+                        ZSTD_decompress_usingDict(
+                            context, out.baseAddress, out.count, frame, bytes.count - 4, dict.baseAddress, dict.count)
+                    }
+                } else {
+                    result = ZSTD_decompressDCtx(context, out.baseAddress, out.count, frame, bytes.count - 4)
+                }
+                return ZSTD_isError(result) != 0 ? -1 : result
+            }
+            return written == Int(size) ? out : nil
+        }
+    }
+
+    /// Notes a payload the writer stored; when enough are collected, trains a dictionary from them and
+    /// stores it in `meta` in `txn`. Returns the new dictionary's id and bytes, for the caller to adopt once
+    /// the transaction commits.
+    func noteSample(_ payload: [UInt8], txn: Transaction) throws -> (UInt32, [UInt8])? {
+        guard payload.count > threshold else { return nil }
+        let batch: [[UInt8]]? = samples.withLock { samples in
+            samples.append(payload)
+            guard samples.count >= trainingSamples else { return nil }
+            defer { samples.removeAll(keepingCapacity: true) }
+            return samples
+        }
+        guard let batch, let trained = PayloadCompressor.train(batch) else { return nil }
+        try txn.put(meta, key: PayloadDictionaries.key(trained.id), value: trained.bytes)
+        var newest: [UInt8] = []
+        newest.appendLittleEndian(trained.id)
+        try txn.put(meta, key: PayloadDictionaries.newestKey, value: newest)
+        return trained
+    }
+
+    /// A dictionary trained from `samples` with a fresh random id, or nil when zstd finds none.
+    static func train(_ samples: [[UInt8]]) -> (id: UInt32, bytes: [UInt8])? {
+        let joined = samples.flatMap { $0 }
+        let sizes = samples.map { $0.count }
+        var dictionary = [UInt8](repeating: 0, count: dictionaryCapacity)
+        let length: Int = dictionary.withUnsafeMutableBytes { out in
+            joined.withUnsafeBytes { source in
+                let result = ZDICT_trainFromBuffer(
+                    out.baseAddress, out.count, source.baseAddress, sizes, UInt32(sizes.count))
+                return ZDICT_isError(result) != 0 ? 0 : result
+            }
+        }
+        guard length > 0 else { return nil }
+        dictionary.removeLast(dictionary.count - length)
+        var id: UInt32 = 0
+        while id == 0 { id = UInt32.random(in: 1...UInt32.max) }
+        return (id, dictionary)
+    }
+}

@@ -1,0 +1,78 @@
+import Foundation
+
+extension StoreMaintenance {
+    /// Reseals every record that is not sealed with the current key (``StorageEncryption/key``): records
+    /// sealed with one of the previous keys, and records written before the store was encrypted. Runs in
+    /// bounded transactions, so a kill loses at most the batch in flight; running it again finishes the job.
+    ///
+    /// Records that fail authentication under every configured key are left as they are and counted in
+    /// `failed` (`verify` names them).
+    ///
+    /// - Returns: How many records were resealed and how many could not be opened.
+    /// - Throws: ``MaintenanceError/invalidArgument(_:)`` when the store was opened without a key.
+    public func rekey(progress: MaintenanceProgressHandler? = nil) async throws -> (resealed: Int, failed: Int) {
+        guard sealing.current != nil else {
+            throw MaintenanceError.invalidArgument("rekey needs the store's new key (--new-key-file)")
+        }
+        let schemas = currentCatalog.sortedTypes.map(\.schema)
+        let total = try read { txn in try schemas.reduce(0) { $0 + (try txn.entryCount($1.records)) } }
+        return try await write { writer in
+            var (resealed, failed, done) = (0, 0, 0)
+            for schema in schemas {
+                var after: [UInt8]?
+                while true {
+                    let batch = try writer.transact { context in
+                        try StoreMaintenance.resealBatch(schema: schema, after: after, txn: context.txn)
+                    }
+                    resealed += batch.resealed
+                    failed += batch.failed
+                    done += batch.visited
+                    progress?(MaintenanceProgress(task: "rekey", completed: done, total: total))
+                    guard let last = batch.last else { break }
+                    after = last
+                }
+            }
+            return (resealed, failed)
+        }
+    }
+
+    /// Records resealed per transaction: small, so that a killed rekey loses little.
+    static var rekeyBatchSize: Int { 1_000 }
+
+    /// Reseals up to ``rekeyBatchSize`` records of `schema` after the key `after`.
+    private static func resealBatch(
+        schema: TypeSchema, after: [UInt8]?, txn: Transaction
+    ) throws -> (resealed: Int, failed: Int, visited: Int, last: [UInt8]?) {
+        var upgrades: [RecordUpgrade] = []
+        var (failed, visited) = (0, 0)
+        var last: [UInt8]?
+        try txn.withCursor(schema.records) { cursor in
+            var entry = try after.map { key in
+                let found = try cursor.seek(atLeast: key)
+                return found.map { Array($0.key) == key } == true ? try cursor.move(.next) : found
+            } ?? cursor.move(.first)
+            while let current = entry, visited < rekeyBatchSize {
+                visited += 1
+                last = Array(current.key)
+                let id = String(decoding: current.key, as: UTF8.self)
+                do {
+                    let view = try RecordView(current.value)
+                    let opened = try RecordDecoding.payload(of: view, typeName: schema.name, id: id, sealing: schema.sealing)
+                    if !view.envelope.contains(.sealed) || opened.resealable {
+                        upgrades.append(
+                            RecordUpgrade(
+                                key: Array(current.key), fromVersion: view.version, updatedAt: view.updatedAt,
+                                payload: opened.bytes, format: view.format, version: view.version,
+                                indexValues: view.header().indexValues))
+                    }
+                } catch let error as LocalStorageError {
+                    guard case .decodingFailed = error else { throw error }
+                    failed += 1
+                }
+                entry = try cursor.move(.next)
+            }
+        }
+        for upgrade in upgrades { try RecordWriter.apply(upgrade, schema: schema, txn: txn) }
+        return (upgrades.count, failed, visited, visited == 0 ? nil : last)
+    }
+}

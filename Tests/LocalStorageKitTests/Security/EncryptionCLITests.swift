@@ -1,0 +1,83 @@
+import Foundation
+import LocalStorageTestSupport
+import Testing
+
+@testable import LocalStorageKit
+
+/// The CLI on an encrypted store: `--key-file`, plaintext exports, sealed imports, `rekey` after a kill.
+@Suite struct EncryptionCLITests {
+    /// Writes `key` to a fresh key file (as hex digits when `hex`).
+    static func keyFile(_ key: Data, hex: Bool = false) throws -> URL {
+        let url = temporaryDirectory().appendingPathComponent("key")
+        let contents = hex ? Data((key.map { String(format: "%02x", $0) }.joined() + "\n").utf8) : key
+        try contents.write(to: url)
+        return url
+    }
+
+    @Test func commandsNeedTheKeyAndImportsSeal() async throws {
+        let directory = temporaryDirectory()
+        let configuration = EncryptionTests.configuration(directory)
+        let secret = "cli-secret-\(UUID().uuidString)"
+        try await withStore(configuration) { storage async throws in
+            try await storage.save(contentsOf: (0..<5).map { Note(id: "n\($0)", text: "\(secret) \($0)") })
+        }
+        let store = configuration.storeDirectory.path
+        let key = try Self.keyFile(EncryptionTests.key)
+        let hexKey = try Self.keyFile(EncryptionTests.key, hex: true)
+
+        let locked = try await CLIResult.run(["get", "Note", "n1", "--store", store], environment: nil)
+        #expect(locked.status == 1)
+        #expect(locked.stderr.contains("encrypted"))
+        let wrong = try await CLIResult.run(
+            ["get", "Note", "n1", "--store", store, "--key-file", try Self.keyFile(EncryptionTests.otherKey).path],
+            environment: nil)
+        #expect(wrong.status == 1)
+        #expect(wrong.stderr.contains("not this store's key"))
+        let got = try await CLIResult.run(["--key-file", hexKey.path, "get", "Note", "n1", "--store", store], environment: nil)
+        #expect(got.status == 0, "\(got.stderr)")
+        #expect(got.stdout.contains("\(secret) 1"))
+        #expect(try await CLIResult.run(["verify", "--store", store, "--key-file", key.path], environment: nil).status == 0)
+
+        let export = directory.appendingPathComponent("all.jsonl")
+        let exported = try await CLIResult.run(
+            ["export", "--output", export.path, "--store", store, "--key-file", key.path], environment: nil)
+        #expect(exported.status == 0, "\(exported.stderr)")
+        #expect(try String(contentsOf: export, encoding: .utf8).contains("\(secret) 3"))  // Plaintext, as documented.
+
+        let copy = directory.appendingPathComponent("copy")
+        let imported = try await CLIResult.run(
+            ["import", export.path, "--store", copy.path, "--key-file", key.path], environment: nil)
+        #expect(imported.status == 0, "\(imported.stderr)")
+        let file = try Data(contentsOf: copy.appendingPathComponent("data.mdb"))
+        #expect(file.range(of: Data(secret.utf8)) == nil)
+        let readBack = try await CLIResult.run(
+            ["get", "Note", "n3", "--store", copy.path, "--key-file", key.path], environment: nil)
+        #expect(readBack.stdout.contains("\(secret) 3"))
+    }
+
+    @Test func rekeyKilledInTheMiddleFinishesWhenRunAgain() async throws {
+        let directory = temporaryDirectory()
+        let notes = (0..<6_000).map { Note(id: "n\($0)", text: "rotating \($0)") }
+        try await withStore(EncryptionTests.configuration(directory)) { storage async throws in
+            try await storage.save(contentsOf: notes)
+        }
+        let store = EncryptionTests.configuration(directory).storeDirectory.path
+        let old = try Self.keyFile(EncryptionTests.key)
+        let new = try Self.keyFile(EncryptionTests.otherKey)
+        let arguments = ["rekey", "--store", store, "--key-file", old.path, "--new-key-file", new.path]
+        var random = SplitMix64(seed: 26)
+        for _ in 0..<3 {
+            let process = try HelperProcess(arguments, executable: "localstorage")
+            try await Task.sleep(for: .milliseconds(Int(random.next() % 200)))
+            await process.kill()
+        }
+        let finished = try await CLIResult.run(arguments, environment: nil)
+        #expect(finished.status == 0, "\(finished.stderr)")
+        #expect(try await CLIResult.run(arguments, environment: nil).stdout.contains("Resealed 0 records"))
+        try await withStore(EncryptionTests.configuration(directory, key: EncryptionTests.otherKey)) { storage async throws in
+            let read = try await storage.fetch(Note.self)
+            #expect(read.count == notes.count)
+            #expect(Set(read.map(\.text)) == Set(notes.map(\.text)))
+        }
+    }
+}

@@ -1,0 +1,121 @@
+import Foundation
+import Testing
+
+@testable import LocalStorageKit
+
+/// Sealed payloads (API.md "Security and space", `encryption`).
+@Suite struct EncryptionTests {
+    static let key = Data((0..<32).map { UInt8($0) })
+    static let otherKey = Data((0..<32).map { UInt8(200 - $0) })
+
+    static func configuration(_ directory: URL, key: Data? = key, previous: [Data] = []) -> LocalStorageConfiguration {
+        var configuration = diskConfiguration(directory)
+        configuration.encryption = key.map { StorageEncryption(key: $0, previousKeys: previous) }
+        return configuration
+    }
+
+    /// The text of a failed open.
+    static func openFailure(_ configuration: LocalStorageConfiguration) -> String? {
+        do {
+            _ = try LocalStorage(configuration: configuration)
+            return nil
+        } catch LocalStorageError.openFailed(_, let reason) {
+            return reason
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    @Test func anEncryptedStoreReadsBackAndItsFileHoldsNoneOfThePayloadText() async throws {
+        let directory = temporaryDirectory()
+        let secret = "confidential-marker-\(UUID().uuidString)"
+        let notes = (0..<50).map { Note(id: "n\($0)", text: "\(secret) number \($0)") }
+        try await withStore(Self.configuration(directory)) { storage async throws in
+            try await storage.save(contentsOf: notes)
+            try await storage.save(Product(id: "p", title: secret, category: "books", price: 3, rating: 1))
+            #expect(try await storage.fetch(Note.self, id: "n7") == notes[7])
+            #expect(try await storage.fetch(Note.self).count == 50)
+            #expect(try await storage.fetch(Product.self, matching: [.equals("category", "books")]).count == 1)
+            try await storage.update(Note.self, id: "n3") { $0.text += " updated" }
+        }
+        let file = try Data(contentsOf: Self.configuration(directory).storeDirectory.appendingPathComponent("data.mdb"))
+        #expect(file.range(of: Data(secret.utf8)) == nil)
+        #expect(file.range(of: Data(" number 3".utf8)) == nil)
+        try await withStore(Self.configuration(directory)) { storage async throws in
+            #expect(try await storage.fetch(Note.self, id: "n3")?.text == "\(secret) number 3 updated")
+            #expect(try await storage.fetch(Product.self, id: "p")?.title == secret)
+        }
+    }
+
+    @Test func aWrongOrMissingKeyFailsAtOpenAndAWrongLengthIsExplained() async throws {
+        let directory = temporaryDirectory()
+        try await withStore(Self.configuration(directory)) { try await $0.save(Note(id: "a", text: "x")) }
+        let wrong = try #require(Self.openFailure(Self.configuration(directory, key: Self.otherKey)))
+        #expect(wrong.contains("not this store's key"))
+        let missing = try #require(Self.openFailure(Self.configuration(directory, key: nil)))
+        #expect(missing.contains("encrypted"))
+        let short = try #require(Self.openFailure(Self.configuration(temporaryDirectory(), key: Data([1, 2, 3]))))
+        #expect(short.contains("32 bytes"))
+        // The right key still opens it.
+        try await withStore(Self.configuration(directory)) { storage async throws in
+            #expect(try await storage.fetch(Note.self, id: "a")?.text == "x")
+        }
+    }
+
+    @Test func aFlippedByteInASealedPayloadIsADecodingFailureNamingTheID() async throws {
+        try await withStore(Self.configuration(temporaryDirectory())) { storage async throws in
+            try await storage.save(contentsOf: [Note(id: "a", text: "alpha"), Note(id: "b", text: "beta")])
+            let schema = try await storage.core.schema(for: Note.self)
+            try await storage.core.writer.perform { context in
+                guard var bytes = try context.txn.get(schema.records, key: Array("a".utf8)).map(Array.init) else {
+                    throw LocalStorageError.notFound(id: "a")
+                }
+                bytes[bytes.count - 20] ^= 0x01
+                try context.txn.put(schema.records, key: Array("a".utf8), value: bytes)
+            }
+            await #expect {
+                try await storage.fetch(Note.self, id: "a")
+            } throws: { error in
+                guard case LocalStorageError.decodingFailed(let reason) = error else { return false }
+                return reason.contains("\"a\"") && reason.contains("authentication")
+            }
+            #expect(try await storage.fetch(Note.self, id: "b")?.text == "beta")
+            #expect(try await storage.fetch(Note.self).map(\.id) == ["b"])  // A listing skips the bad row.
+        }
+    }
+
+    @Test func aRecordCopiedUnderAnotherIDFailsAuthentication() async throws {
+        try await withStore(Self.configuration(temporaryDirectory())) { storage async throws in
+            try await storage.save(Note(id: "mine", text: "private"))
+            let schema = try await storage.core.schema(for: Note.self)
+            try await storage.core.writer.perform { context in
+                guard let bytes = try context.txn.get(schema.records, key: Array("mine".utf8)).map(Array.init) else {
+                    throw LocalStorageError.notFound(id: "mine")
+                }
+                try context.txn.put(schema.records, key: Array("theirs".utf8), value: bytes)
+            }
+            await #expect {
+                try await storage.fetch(Note.self, id: "theirs")
+            } throws: { error in
+                guard case LocalStorageError.decodingFailed(let reason) = error else { return false }
+                return reason.contains("\"theirs\"")
+            }
+            #expect(try await storage.fetch(Note.self, id: "mine")?.text == "private")
+        }
+    }
+
+    @Test func aStoreOpenedWithANewKeyAndThePreviousOneResealsWhatItReads() async throws {
+        let directory = temporaryDirectory()
+        let notes = (0..<20).map { Note(id: "n\($0)", text: "text \($0)") }
+        try await withStore(Self.configuration(directory)) { try await $0.save(contentsOf: notes) }
+        try await withStore(Self.configuration(directory, key: Self.otherKey, previous: [Self.key])) { storage async throws in
+            #expect(try await storage.fetch(Note.self).count == 20)  // Reads every record: each is resealed.
+            try await storage.save(Note(id: "new", text: "sealed with the new key"))
+            try await storage.core.writer.perform { _ in }  // The reseals were handed to the writer first.
+        }
+        try await withStore(Self.configuration(directory, key: Self.otherKey)) { storage async throws in
+            #expect(try await storage.fetch(Note.self).sorted { $0.id < $1.id } == (notes + [Note(id: "new", text: "sealed with the new key")]).sorted { $0.id < $1.id })
+        }
+        #expect(Self.openFailure(Self.configuration(directory, key: Self.key)) != nil)  // The old key alone no longer opens it.
+    }
+}
