@@ -75,6 +75,10 @@ struct BinaryDecodingState {
 
     // MARK: - Generic values
 
+    /// `[String]`, looked up once: comparing with `[String].self` in place would fetch the generic
+    /// type's metadata from the runtime's cache on every value decoded in unspecialized code.
+    private static let stringArrayType = ObjectIdentifier([String].self)
+
     /// Decodes a `T` from the value at `offset`, the value of `key` in the container at `path`.
     func decodeValue<T: Decodable>(
         _ type: T.Type, at offset: Int, path: BinaryCodingPath?, key: (any CodingKey)?
@@ -92,7 +96,7 @@ struct BinaryDecodingState {
             return reinterpret(try decodeBool(at: offset, path: fullPath), as: T.self)
         } else if T.self == Date.self {
             return reinterpret(try decodeDate(at: offset, path: fullPath), as: T.self)
-        } else if T.self == [String].self {
+        } else if ObjectIdentifier(T.self) == Self.stringArrayType {
             return reinterpret(try decodeStringArray(at: offset, path: fullPath), as: T.self)
         } else if let value = try decodeRareScalar(type, at: offset, path: fullPath) {
             return value
