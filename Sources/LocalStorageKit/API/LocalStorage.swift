@@ -78,7 +78,7 @@ public final class LocalStorage: Sendable {
     )
         async throws(LocalStorageError) -> R
     {
-        let start = ContinuousClock.now
+        let start = logger == nil ? nil : ContinuousClock.now
         defer { report(name, since: start) }
         do {
             return try await body()
@@ -94,7 +94,7 @@ public final class LocalStorage: Sendable {
     )
         async throws -> R
     {
-        let start = ContinuousClock.now
+        let start = logger == nil ? nil : ContinuousClock.now
         defer { report(name, since: start) }
         do {
             return try await body()
@@ -105,8 +105,9 @@ public final class LocalStorage: Sendable {
         }
     }
 
-    private func report(_ name: String, since start: ContinuousClock.Instant) {
-        guard let logger else { return }
+    /// Reports the duration of `name` to the logger; `start` is nil when there was none to time for.
+    private func report(_ name: String, since start: ContinuousClock.Instant?) {
+        guard let logger, let start else { return }
         let elapsed = ContinuousClock.now - start
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
         logger.record(duration: seconds, operation: name)

@@ -27,6 +27,14 @@ struct BinaryDecoder {
         guard try reader.skipValue(at: 1) == reader.count else {
             throw BinaryCodecError.corrupt("trailing bytes after the value", at: 1)
         }
-        return try BinaryDecodingState(reader: reader).decodeValue(type, at: 1, path: nil, key: nil)
+        // The hint slots live on this call's stack: no heap allocation for the state of a decode.
+        return try withUnsafeTemporaryAllocation(of: Int.self, capacity: BinaryDecodingState.storageWords) {
+            hints in
+            guard let storage = hints.baseAddress else {
+                throw BinaryCodecError("No memory for the decoder's state.")
+            }
+            return try BinaryDecodingState(reader: reader, storage: storage)
+                .decodeValue(type, at: 1, path: nil, key: nil)
+        }
     }
 }

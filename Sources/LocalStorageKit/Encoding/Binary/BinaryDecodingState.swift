@@ -2,9 +2,14 @@ import Foundation
 
 /// The state one ``BinaryDecoder/decode(_:from:)`` call shares between its decoders and containers.
 ///
-/// It owns the reader over the borrowed bytes, the typed value readers with `JSONDecoder`'s
+/// It holds the reader over the borrowed bytes, the typed value readers with `JSONDecoder`'s
 /// leniency, and a stack of key-lookup hints, one per open keyed container.
-final class BinaryDecodingState {
+///
+/// A plain value of three words: copying it into a container costs no reference counting, and
+/// the hint slots live in memory the decode call allocates on its stack
+/// (``BinaryDecoder/decode(_:from:)``), so a decode makes no heap allocation for its state. Like the
+/// bytes, the state is valid only during the decode call; containers must not outlive it.
+struct BinaryDecodingState {
     /// Builds the coding path of a value on demand, for errors.
     typealias PathBuilder = () -> [any CodingKey]
 
@@ -14,54 +19,65 @@ final class BinaryDecodingState {
     /// The number of key-lookup hint slots; keyed containers nested deeper get none and scan.
     static let hintCapacity = 32
 
-    /// For each open keyed container, the offset of the entry most likely to be asked for next.
+    /// The number of `Int` words ``init(reader:storage:)`` needs: the slots and their count.
+    static let storageWords = hintCapacity + 1
+
+    /// Word 0: the number of hint slots in use; words 1...hintCapacity: the slots.
     ///
-    /// Synthesized `init(from:)` asks for keys in declaration order, the order they were encoded in,
-    /// so the entry after the last one found is usually the next one wanted. The slots live in
-    /// raw memory (a `let` pointer) so that reading and writing them needs no exclusivity checks.
-    private let hints: UnsafeMutablePointer<Int>
+    /// Each slot holds, for one open keyed container, the offset of the entry most likely to be
+    /// asked for next. Synthesized `init(from:)` asks for keys in declaration order, the order they
+    /// were encoded in, so the entry after the last one found is usually the next one wanted. Slots
+    /// are released when the value that made them is decoded. Raw memory (a `let` pointer), so
+    /// reading and writing them needs no exclusivity checks.
+    private let storage: UnsafeMutablePointer<Int>
 
-    /// The number of hint slots in use; slots are released when the value that made them is decoded.
-    private var hintCount = 0
-
-    /// Creates the state for decoding from `reader`.
-    init(reader: BinaryReader) {
+    /// Creates the state for decoding from `reader`, keeping its hints in `storage`, which must hold
+    /// ``storageWords`` words and stay valid while the state is used.
+    init(reader: BinaryReader, storage: UnsafeMutablePointer<Int>) {
         self.reader = reader
-        hints = UnsafeMutablePointer<Int>.allocate(capacity: Self.hintCapacity)
+        self.storage = storage
+        storage[0] = 0
     }
 
-    /// Frees the hint slots.
-    deinit {
-        hints.deallocate()
+    /// The number of hint slots in use.
+    private var hintCount: Int {
+        get { storage[0] }
+        nonmutating set { storage[0] = newValue }
     }
 
     // MARK: - Key-lookup hints
 
     /// Allocates a hint slot for a new keyed container and returns its index, or -1 if none is free.
+    @inline(__always)
     func makeHint(startingAt offset: Int) -> Int {
-        guard hintCount < Self.hintCapacity else {
+        let count = hintCount
+        guard count < Self.hintCapacity else {
             return -1
         }
-        hints[hintCount] = offset
-        hintCount += 1
-        return hintCount - 1
+        storage[count + 1] = offset
+        hintCount = count + 1
+        return count + 1
     }
 
     /// Returns the hint in `slot`, or `nil` for a container without a slot.
     @inline(__always)
     func hint(_ slot: Int) -> Int? {
-        slot >= 0 ? hints[slot] : nil
+        slot > 0 ? storage[slot] : nil
     }
 
     /// Stores `offset` as the hint in `slot`.
     @inline(__always)
     func setHint(_ slot: Int, to offset: Int) {
-        if slot >= 0 {
-            hints[slot] = offset
+        if slot > 0 {
+            storage[slot] = offset
         }
     }
 
     // MARK: - Generic values
+
+    /// `[String]`, looked up once: comparing with `[String].self` in place would fetch the generic
+    /// type's metadata from the runtime's cache on every value decoded in unspecialized code.
+    private static let stringArrayType = ObjectIdentifier([String].self)
 
     /// Decodes a `T` from the value at `offset`, the value of `key` in the container at `path`.
     func decodeValue<T: Decodable>(
@@ -80,7 +96,7 @@ final class BinaryDecodingState {
             return reinterpret(try decodeBool(at: offset, path: fullPath), as: T.self)
         } else if T.self == Date.self {
             return reinterpret(try decodeDate(at: offset, path: fullPath), as: T.self)
-        } else if T.self == [String].self {
+        } else if ObjectIdentifier(T.self) == Self.stringArrayType {
             return reinterpret(try decodeStringArray(at: offset, path: fullPath), as: T.self)
         } else if let value = try decodeRareScalar(type, at: offset, path: fullPath) {
             return value
