@@ -15,7 +15,7 @@ extension LocalStorage {
     {
         try await operation("fetch(ids:)") {
             let schema = try await core.schema(for: T.self)
-            await sharedTier?.awaitSettled()
+            try await sharedTier?.awaitSettled()
             let now = core.clock.wallNanoseconds()
             let session = makeDecodeSession(for: schema)
             var (found, expired) = try core.environment.read { txn in

@@ -170,7 +170,7 @@ private final class SalvagedEntries {
                 let id = String(decoding: record.key, as: UTF8.self)
                 do {
                     let detail = try record.value.withUnsafeBytes {
-                        try StoreMaintenance.detail(type: name, id: id, bytes: $0, now: nil)
+                        try StoreMaintenance.detail(type: name, id: id, bytes: $0, now: nil, sealing: nil)
                     }
                     lines.append(try detail.jsonLine())
                     count += 1
