@@ -9,7 +9,7 @@ extension Writer {
                 let now = nextTimestamp()
                 let context = try countedWrite { txn in
                     let context = Context(txn: txn, now: now, environment: environment, hub: hub)
-                context.storeMaxBytes = evictor?.book.store?.maxBytes
+                    context.storeMaxBytes = evictor?.book.store?.maxBytes
                     for (position, (body, _)) in pending.enumerated() {
                         do {
                             try body(context)
@@ -81,7 +81,7 @@ extension Writer {
                 let now = nextTimestamp()
                 let (value, context) = try countedWrite { txn in
                     let context = Context(txn: txn, now: now, environment: environment, hub: hub)
-                context.storeMaxBytes = evictor?.book.store?.maxBytes
+                    context.storeMaxBytes = evictor?.book.store?.maxBytes
                     let value = try body(context)
                     try evictor?.enforce(context)
                     try changeLog?.append(context.logged, txn: txn)

@@ -81,11 +81,16 @@ struct DamagedStoreTests {
             }
         }
         await expectNamed("listing") { _ = try await storage.fetch(Product.self) }
-        await expectNamed("newest first") { _ = try await storage.fetch(Product.self, options: FetchOptions(sort: .newestFirst)) }
-        await expectNamed("query") {
-            _ = try await storage.fetch(Product.self, matching: [.atLeast("price", 0.0)], orderedBy: .ascending("price"))
+        await expectNamed("newest first") {
+            _ = try await storage.fetch(Product.self, options: FetchOptions(sort: .newestFirst))
         }
-        await expectNamed("query by id") { _ = try await storage.fetch(Product.self, matching: [.atLeast("price", 0.0)]) }
+        await expectNamed("query") {
+            _ = try await storage.fetch(
+                Product.self, matching: [.atLeast("price", 0.0)], orderedBy: .ascending("price"))
+        }
+        await expectNamed("query by id") {
+            _ = try await storage.fetch(Product.self, matching: [.atLeast("price", 0.0)])
+        }
         await expectNamed("page") {
             _ = try await storage.page(Product.self, orderedBy: .ascending("rating"), page: 1, pageSize: 20)
         }
