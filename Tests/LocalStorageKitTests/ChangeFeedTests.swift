@@ -212,7 +212,8 @@ import Testing
         try await withStore(diskConfiguration(directory)) { storage async throws in
             try await storage.save(Note(id: "b", text: "y"))
             let token = try JSONDecoder().decode(StorageChangeToken.self, from: encoded)
-            #expect(try await storage.changes(of: Note.self, since: token).changes == [.inserted(Note(id: "b", text: "y"))])
+            #expect(
+                try await storage.changes(of: Note.self, since: token).changes == [.inserted(Note(id: "b", text: "y"))])
             // A token encoded before tokens carried an identity: reload in full.
             let legacy = try JSONDecoder().decode(StorageChangeToken.self, from: Data(#"{"sequence":1}"#.utf8))
             await #expect(throws: LocalStorageError.changeTokenExpired) {

@@ -53,7 +53,8 @@ public final class StorageWriteTransaction: StorageReadTransaction {
         try run {
             let schema = try schema(T.self)
             let record = try storage.prepare(value, schema: schema)
-            try RecordWriter.put(record, expiresAt: try expiration.expiresAt(now: now), schema: schema, context: context)
+            try RecordWriter.put(
+                record, expiresAt: try expiration.expiresAt(now: now), schema: schema, context: context)
         }
     }
 

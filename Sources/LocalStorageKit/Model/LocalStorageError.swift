@@ -24,7 +24,8 @@ public enum LocalStorageError: Error, Sendable, CustomStringConvertible, Equatab
     /// created again since, say): reload in full and take a new token.
     case changeTokenExpired
     /// The store cannot grow: its memory map reached ``LocalStorageConfiguration/maxMapSize``, or the disk
-    /// holding it is full. The store's logger gets an error message saying which.
+    /// holding it is full. The description names both; the store's logger gets an error message saying which.
+    /// Deletes, purges and evictions still succeed in a full map.
     case storageFull
     /// The store could not be opened (not an LMDB store, damaged, no permission, …).
     case openFailed(path: String, reason: String)
@@ -56,8 +57,11 @@ public enum LocalStorageError: Error, Sendable, CustomStringConvertible, Equatab
         case .invalidQuery(let reason): "Invalid query: \(reason)"
         case .invalidId(let reason): "Invalid id: \(reason)"
         case .invalidDeclaration(let reason): "Invalid declaration: \(reason)"
-        case .changeTokenExpired: "The change token is older than the change log keeps, or is not from this store: reload in full and take a new token"
-        case .storageFull: "The store is full: its map reached maxMapSize or its disk is full (the log says which)"
+        case .changeTokenExpired:
+            "The change token is older than the change log keeps, or is not from this store: reload in full and take a new token"
+        case .storageFull:
+            "The store is full: either its memory map reached maxMapSize or the disk holding it has no space "
+                + "left. Delete or purge records, raise maxMapSize, or free disk space"
         case .openFailed(let path, let reason): "Cannot open the store at \(path): \(reason)"
         case .storageError(let code, let message): "Storage error \(code): \(message)"
         case .sharedTierUnavailable(let reason): "The shared tier is unavailable: \(reason)"

@@ -25,9 +25,11 @@ final class DecodeSession {
         self.currentVersion = currentVersion
     }
 
-    /// Decodes one row of a listing or query. A damaged row (header or payload that does not decode, or
-    /// a failing migration) is skipped and logged, so one bad record cannot hide the others; fetching it
-    /// by id reports the error.
+    /// Decodes one row of a listing or query (never nil: the optional keeps callers' shapes).
+    ///
+    /// - Throws: `decodingFailed` naming the type and the id when the record's header or payload cannot
+    ///   be read, or `migrationFailed`: a read that meets a damaged record says so, as
+    ///   ``LocalStorage/fetch(_:id:)`` does, instead of leaving it out.
     func decodeRow<T: LocalStorable>(
         _ type: T.Type, bytes: UnsafeRawBufferPointer, id: UnsafeRawBufferPointer
     )
@@ -35,18 +37,11 @@ final class DecodeSession {
     {
         let key = id
         let id = String(decoding: id, as: UTF8.self)
-        do {
-            let view = try RecordDecoding.view(of: bytes, T.self, id: id, fixedPartOnly: true)
-            let value = try RecordDecoding.decode(T.self, view: view, id: id, session: self)
-            RowVersions.current?.note(id: key, updatedAt: view.updatedAt)
-            noteUse?(key)
-            return value
-        } catch let error as LocalStorageError {
-            logger?.log(
-                level: .error, message: "Skipped a record that does not decode",
-                metadata: ["type": T.storageName, "id": id, "error": "\(error)"])
-            return nil
-        }
+        let view = try RecordDecoding.view(of: bytes, T.self, id: id, fixedPartOnly: true)
+        let value = try RecordDecoding.decode(T.self, view: view, id: id, session: self)
+        RowVersions.current?.note(id: key, updatedAt: view.updatedAt)
+        noteUse?(key)
+        return value
     }
 
     /// Notes a record a read migrated, to write back at its new version. When the migrated value does not

@@ -50,8 +50,10 @@ enum RecordReader {
             try txn.withCursor(schema.records) { cursor in
                 var entry = try cursor.move(.first)
                 while let current = entry, position < end {
-                    let view = try? RecordView(fixedPartOf: current.value)
-                    if let view, view.isExpired(at: now) {
+                    let view = try RecordDecoding.view(
+                        of: current.value, T.self, id: String(decoding: current.key, as: UTF8.self),
+                        fixedPartOnly: true)
+                    if view.isExpired(at: now) {
                         expiredMet.append(Array(current.key))
                     } else {
                         if position >= options.offset,

@@ -61,6 +61,7 @@ enum TypeRegistry {
     static func foreignNames(txn: Transaction) throws -> [String] {
         let own: Set<String> = [
             metaName, ChangeLog.name, CountTree.databaseName, AccessIndex.byClockName, AccessIndex.byRecordName,
+            LeaseBook.name, FrequencySketch.databaseName, AdaptiveQueues.byClockName, AdaptiveQueues.byRecordName,
         ]
         func isOwn(_ name: String) -> Bool {
             if own.contains(name) { return true }

@@ -9,8 +9,7 @@ extension Writer {
                 let now = nextTimestamp()
                 let context = try countedWrite { txn in
                     let context = Context(txn: txn, now: now, environment: environment, hub: hub)
-                context.storeMaxBytes = evictor?.book.store?.maxBytes
-
+                    context.storeMaxBytes = evictor?.book.store?.maxBytes
                     context.leases = changeLog?.leases
                     for (position, (body, _)) in pending.enumerated() {
                         do {
@@ -83,8 +82,7 @@ extension Writer {
                 let now = nextTimestamp()
                 let (value, context) = try countedWrite { txn in
                     let context = Context(txn: txn, now: now, environment: environment, hub: hub)
-                context.storeMaxBytes = evictor?.book.store?.maxBytes
-
+                    context.storeMaxBytes = evictor?.book.store?.maxBytes
                     context.leases = changeLog?.leases
                     let value = try body(context)
                     try evictor?.enforce(context)

@@ -30,7 +30,8 @@ import Testing
         let storage = try LocalStorage(configuration: .inMemory)
         await expectInvalid { try await storage.save(Note(id: "n", text: "x"), expiration: expiration) }
         await expectInvalid {
-            try await storage.save(contentsOf: [Note(id: "a", text: "x"), Note(id: "b", text: "y")], expiration: expiration)
+            try await storage.save(
+                contentsOf: [Note(id: "a", text: "x"), Note(id: "b", text: "y")], expiration: expiration)
         }
         #expect(try await storage.count(Note.self) == 0)
         #expect(try await storage.metadata(Note.self, id: "n") == nil)
@@ -54,7 +55,8 @@ import Testing
             try await storage.write { tx in try tx.save(Note(id: "t", text: "x"), expiration: expiration) }
         }
         await expectInvalid {
-            try await storage.write { tx in try tx.save(contentsOf: [Note(id: "u", text: "x")], expiration: expiration) }
+            try await storage.write { tx in try tx.save(contentsOf: [Note(id: "u", text: "x")], expiration: expiration)
+            }
         }
         await expectInvalid {
             try await storage.write { tx in try tx.setExpiration(Note.self, id: "n", expiration) }

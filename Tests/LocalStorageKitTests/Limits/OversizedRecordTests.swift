@@ -51,7 +51,8 @@ import Testing
 
     @Test func aRecordLargerThanItsTypeLimitIsRefused() async throws {
         let storage = try LocalStorage(configuration: diskConfiguration())
-        try await storage.save(contentsOf: (0..<5).map { SmallBlob(id: "s\($0)", text: String(repeating: "x", count: 500)) })
+        try await storage.save(
+            contentsOf: (0..<5).map { SmallBlob(id: "s\($0)", text: String(repeating: "x", count: 500)) })
         let big = SmallBlob(id: "big", text: String(repeating: "y", count: 6_000))
         await expectTooLarge("big", limit: 5_000) { try await storage.save(big) }
         await expectTooLarge("big", limit: 5_000) { try await storage.write { tx in try tx.save(contentsOf: [big]) } }
