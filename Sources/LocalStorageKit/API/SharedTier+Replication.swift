@@ -72,10 +72,13 @@ extension SharedTier {
         core.writer.hand(
             { [self] context in
                 for change in changes { try apply(change, context: context) }
-                update { state in
+                // The writer's view moves now (later work in this transaction sees it); waiters wake once the
+                // transaction is committed, so what they read next holds the change.
+                state.withLock { state in
                     state.recentChanges.note(changes, at: sequence)
                     state.appliedSeq = max(state.appliedSeq ?? Int64.min, sequence)
                 }
+                context.onCommit { [self] in update { _ in } }
             },
             finish: { [self] error in
                 guard let error else { return }
@@ -223,8 +226,7 @@ extension SharedTier {
                 }
             }
             for change in changes { try apply(change, context: context) }
-            let now = clock.uptime()
-            update { state in
+            state.withLock { state in
                 if dropped {
                     state.recentChanges.forgetAll(before: server)
                 } else {
@@ -232,11 +234,17 @@ extension SharedTier {
                 }
                 state.appliedSeq = server
                 state.receivedSeq = server
-                state.phase = .live
-                state.lastHeard = now
-                state.outcomes += 1
-                state.catchUps += 1
-                if dropped { state.drops += 1 }
+            }
+            // Reads go ahead once the catch-up is committed.
+            context.onCommit { [self] in
+                let now = clock.uptime()
+                update { state in
+                    state.phase = .live
+                    state.lastHeard = now
+                    state.outcomes += 1
+                    state.catchUps += 1
+                    if dropped { state.drops += 1 }
+                }
             }
         }
     }
