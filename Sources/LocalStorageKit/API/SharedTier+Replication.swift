@@ -40,7 +40,8 @@ extension SharedTier {
     }
 
     private func handle(_ bytes: [UInt8]) async {
-        guard let notice = SharedTierNotice(bytes), notice.database == UInt32(truncatingIfNeeded: endpoint.database) else {
+        guard let notice = SharedTierNotice(bytes), notice.database == UInt32(truncatingIfNeeded: endpoint.database)
+        else {
             return
         }
         let position = state.withLock { $0.receivedSeq }

@@ -8,7 +8,8 @@ import Testing
 /// Outages seen by an instance that holds records: what it serves, for how long, and what a write whose reply
 /// never came says. A server of its own per test (killed, or stopped with SIGSTOP); time that matters is the
 /// instance's ``VirtualClock``.
-@Suite(.enabled(if: RedisTestServer.binary != nil, "redis-server is not installed (scripts/ensure-dependencies.sh redis)"))
+@Suite(
+    .enabled(if: RedisTestServer.binary != nil, "redis-server is not installed (scripts/ensure-dependencies.sh redis)"))
 struct SharedTierStalenessTests {
     /// Issue 21: a record read from the server (a near-cache fill) was dropped again when any change was
     /// applied between the read and the fill, so right after the server stopped it threw instead of being
