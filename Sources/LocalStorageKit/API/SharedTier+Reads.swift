@@ -38,7 +38,9 @@ extension SharedTier {
 
     /// The record `id` of a type as the server holds it (nil when absent), with the server's change sequence
     /// at that moment (read in one `MULTI`/`EXEC`), so that a fill knows which changes it already reflects.
-    func recordWithSequence(type: String, id: [UInt8]) async throws(LocalStorageError) -> (
+    func recordWithSequence(
+        type: String, id: [UInt8]
+    ) async throws(LocalStorageError) -> (
         bytes: [UInt8]?, sequence: Int64
     ) {
         let replies = try await connection.send([

@@ -40,7 +40,8 @@ extension SharedTier {
     }
 
     private func handle(_ bytes: [UInt8]) async {
-        guard let notice = SharedTierNotice(bytes), notice.database == UInt32(truncatingIfNeeded: endpoint.database) else {
+        guard let notice = SharedTierNotice(bytes), notice.database == UInt32(truncatingIfNeeded: endpoint.database)
+        else {
             return
         }
         let position = state.withLock { $0.receivedSeq }
@@ -72,10 +73,13 @@ extension SharedTier {
         core.writer.hand(
             { [self] context in
                 for change in changes { try apply(change, context: context) }
-                update { state in
+                // The writer's view moves now (later work in this transaction sees it); waiters wake once the
+                // transaction is committed, so what they read next holds the change.
+                state.withLock { state in
                     state.recentChanges.note(changes, at: sequence)
                     state.appliedSeq = max(state.appliedSeq ?? Int64.min, sequence)
                 }
+                context.onCommit { [self] in update { _ in } }
             },
             finish: { [self] error in
                 guard let error else { return }
@@ -223,8 +227,7 @@ extension SharedTier {
                 }
             }
             for change in changes { try apply(change, context: context) }
-            let now = clock.uptime()
-            update { state in
+            state.withLock { state in
                 if dropped {
                     state.recentChanges.forgetAll(before: server)
                 } else {
@@ -232,11 +235,17 @@ extension SharedTier {
                 }
                 state.appliedSeq = server
                 state.receivedSeq = server
-                state.phase = .live
-                state.lastHeard = now
-                state.outcomes += 1
-                state.catchUps += 1
-                if dropped { state.drops += 1 }
+            }
+            // Reads go ahead once the catch-up is committed.
+            context.onCommit { [self] in
+                let now = clock.uptime()
+                update { state in
+                    state.phase = .live
+                    state.lastHeard = now
+                    state.outcomes += 1
+                    state.catchUps += 1
+                    if dropped { state.drops += 1 }
+                }
             }
         }
     }
