@@ -62,7 +62,9 @@ final class PayloadSealing: Sendable {
             return PayloadSealing(current: nil, previous: [], compressor: compressor, dictionaries: dictionaries)
         }
         if let problem = encryption.problem { throw LocalStorageError.openFailed(path: path, reason: problem) }
-        let keys = ([encryption.key] + encryption.previousKeys).map { Key(id: SodiumCipher.keyID(Array($0)), bytes: Array($0)) }
+        let keys = ([encryption.key] + encryption.previousKeys).map {
+            Key(id: SodiumCipher.keyID(Array($0)), bytes: Array($0))
+        }
         let sealing = PayloadSealing(
             current: keys[0], previous: Array(keys.dropFirst()), compressor: compressor, dictionaries: dictionaries)
         if let stored {

@@ -103,7 +103,8 @@ final class Environment: @unchecked Sendable {
                 // LMDB creates the files through the umask: give them exactly the store's mode. A file of
                 // another owner (a group's store) cannot be changed and needs no change: that is not an error.
                 for name in ["data.mdb", "lock.mdb"] {
-                    StoreFileModes.setMode(directory.hasSuffix("/") ? directory + name : directory + "/" + name, fileMode)
+                    StoreFileModes.setMode(
+                        directory.hasSuffix("/") ? directory + name : directory + "/" + name, fileMode)
                 }
             }
             try Environment.checkDataFileLength(raw, directory: directory)

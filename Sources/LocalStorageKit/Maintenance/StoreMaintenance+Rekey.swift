@@ -47,17 +47,19 @@ extension StoreMaintenance {
         var (failed, visited) = (0, 0)
         var last: [UInt8]?
         try txn.withCursor(schema.records) { cursor in
-            var entry = try after.map { key in
-                let found = try cursor.seek(atLeast: key)
-                return found.map { Array($0.key) == key } == true ? try cursor.move(.next) : found
-            } ?? cursor.move(.first)
+            var entry =
+                try after.map { key in
+                    let found = try cursor.seek(atLeast: key)
+                    return found.map { Array($0.key) == key } == true ? try cursor.move(.next) : found
+                } ?? cursor.move(.first)
             while let current = entry, visited < rekeyBatchSize {
                 visited += 1
                 last = Array(current.key)
                 let id = String(decoding: current.key, as: UTF8.self)
                 do {
                     let view = try RecordView(current.value)
-                    let opened = try RecordDecoding.payload(of: view, typeName: schema.name, id: id, sealing: schema.sealing)
+                    let opened = try RecordDecoding.payload(
+                        of: view, typeName: schema.name, id: id, sealing: schema.sealing)
                     if !view.envelope.contains(.sealed) || opened.resealable {
                         upgrades.append(
                             RecordUpgrade(

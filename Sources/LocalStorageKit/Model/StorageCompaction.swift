@@ -4,6 +4,9 @@
 /// ``onOpen(whenFreeFractionExceeds:)`` the store, when it opens and no other process has it open, copies
 /// itself without its free pages beside the original, makes the copy durable, and swaps it in atomically.
 /// A process killed at any moment leaves a store that opens with every committed record.
+///
+/// This version accepts the setting but does not compact on open yet: `localstorage compact --output DIR`
+/// writes a compacted copy on demand.
 public struct StorageCompaction: Sendable, Equatable, CustomStringConvertible {
     /// The free fraction of the data file above which an open compacts; nil never.
     let freeFraction: Double?

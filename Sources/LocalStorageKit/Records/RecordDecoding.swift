@@ -31,7 +31,9 @@ enum RecordDecoding {
                 return try PayloadCodec.decode(T.self, from: view.payload, format: view.format)
             }
             let opened = try payload(of: view, typeName: T.storageName, id: id, sealing: session?.sealing)
-            let value = try opened.bytes.withUnsafeBytes { try PayloadCodec.decode(T.self, from: $0, format: view.format) }
+            let value = try opened.bytes.withUnsafeBytes {
+                try PayloadCodec.decode(T.self, from: $0, format: view.format)
+            }
             if opened.resealable { session?.noteReseal(view: view, id: id, payload: opened.bytes) }
             return value
         } catch let error as LocalStorageError {

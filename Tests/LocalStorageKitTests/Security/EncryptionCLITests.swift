@@ -33,10 +33,12 @@ import Testing
             environment: nil)
         #expect(wrong.status == 1)
         #expect(wrong.stderr.contains("not this store's key"))
-        let got = try await CLIResult.run(["--key-file", hexKey.path, "get", "Note", "n1", "--store", store], environment: nil)
+        let got = try await CLIResult.run(
+            ["--key-file", hexKey.path, "get", "Note", "n1", "--store", store], environment: nil)
         #expect(got.status == 0, "\(got.stderr)")
         #expect(got.stdout.contains("\(secret) 1"))
-        #expect(try await CLIResult.run(["verify", "--store", store, "--key-file", key.path], environment: nil).status == 0)
+        #expect(
+            try await CLIResult.run(["verify", "--store", store, "--key-file", key.path], environment: nil).status == 0)
 
         let export = directory.appendingPathComponent("all.jsonl")
         let exported = try await CLIResult.run(
@@ -74,7 +76,8 @@ import Testing
         let finished = try await CLIResult.run(arguments, environment: nil)
         #expect(finished.status == 0, "\(finished.stderr)")
         #expect(try await CLIResult.run(arguments, environment: nil).stdout.contains("Resealed 0 records"))
-        try await withStore(EncryptionTests.configuration(directory, key: EncryptionTests.otherKey)) { storage async throws in
+        try await withStore(EncryptionTests.configuration(directory, key: EncryptionTests.otherKey)) {
+            storage async throws in
             let read = try await storage.fetch(Note.self)
             #expect(read.count == notes.count)
             #expect(Set(read.map(\.text)) == Set(notes.map(\.text)))

@@ -108,13 +108,16 @@ import Testing
         let directory = temporaryDirectory()
         let notes = (0..<20).map { Note(id: "n\($0)", text: "text \($0)") }
         try await withStore(Self.configuration(directory)) { try await $0.save(contentsOf: notes) }
-        try await withStore(Self.configuration(directory, key: Self.otherKey, previous: [Self.key])) { storage async throws in
+        try await withStore(Self.configuration(directory, key: Self.otherKey, previous: [Self.key])) {
+            storage async throws in
             #expect(try await storage.fetch(Note.self).count == 20)  // Reads every record: each is resealed.
             try await storage.save(Note(id: "new", text: "sealed with the new key"))
             try await storage.core.writer.perform { _ in }  // The reseals were handed to the writer first.
         }
         try await withStore(Self.configuration(directory, key: Self.otherKey)) { storage async throws in
-            #expect(try await storage.fetch(Note.self).sorted { $0.id < $1.id } == (notes + [Note(id: "new", text: "sealed with the new key")]).sorted { $0.id < $1.id })
+            #expect(
+                try await storage.fetch(Note.self).sorted { $0.id < $1.id }
+                    == (notes + [Note(id: "new", text: "sealed with the new key")]).sorted { $0.id < $1.id })
         }
         #expect(Self.openFailure(Self.configuration(directory, key: Self.key)) != nil)  // The old key alone no longer opens it.
     }

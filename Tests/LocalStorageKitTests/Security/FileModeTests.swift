@@ -61,13 +61,16 @@ import Darwin
         #expect(Self.modes(of: store) == [0o750, 0o640, 0o640])
 
         let copy = directory.appendingPathComponent("compacted")
-        let compact = try await CLIResult.run(["compact", "--output", copy.path, "--store", store.path], environment: nil)
+        let compact = try await CLIResult.run(
+            ["compact", "--output", copy.path, "--store", store.path], environment: nil)
         #expect(compact.status == 0, "\(compact.stderr)")
         #expect(Self.mode(copy) == 0o750)
         #expect(Self.mode(copy.appendingPathComponent("data.mdb")) == 0o640)
 
         let export = directory.appendingPathComponent("all.jsonl")
-        #expect(try await CLIResult.run(["export", "--output", export.path, "--store", store.path], environment: nil).status == 0)
+        #expect(
+            try await CLIResult.run(["export", "--output", export.path, "--store", store.path], environment: nil).status
+                == 0)
         // Importing into the existing store keeps its mode; into a new one gives the private default.
         let into = try await CLIResult.run(["import", export.path, "--store", store.path], environment: nil)
         #expect(into.status == 0, "\(into.stderr)")

@@ -1,0 +1,90 @@
+import Foundation
+import LocalStorageTestSupport
+import Testing
+
+@_spi(Maintenance) @testable import LocalStorageKit
+
+/// Compressed payloads (`compression: .zstd()`), against a model, with dictionaries retrained in between.
+@Suite struct CompressionTests {
+    /// A note of `length` characters: repetitive words (compress well) or random letters (do not).
+    static func note(_ id: Int, length: Int, random: inout SplitMix64) -> Note {
+        let words = ["order", "shipped", "customer", "invoice", "pending", "warehouse", "return", "paid"]
+        var text = ""
+        let isRandom = random.next() % 3 == 0
+        while text.count < length {
+            if isRandom {
+                text.append(Character(UnicodeScalar(UInt8(33 + random.next() % 90))))
+            } else {
+                text += words[Int(random.next() % UInt64(words.count))] + " "
+            }
+        }
+        return Note(id: "n\(id)", text: text)
+    }
+
+    @Test(arguments: [false, true])
+    func mixedSizesAndRandomContentReadBackAsTheModel(sealed: Bool) async throws {
+        let directory = temporaryDirectory()
+        var configuration = sealed ? EncryptionTests.configuration(directory) : diskConfiguration(directory)
+        configuration.compression = .zstd()
+        var random = SplitMix64(seed: sealed ? 7 : 3)
+        var model: [String: Note] = [:]
+        var dictionaries = 0
+        try await withStore(configuration) { storage async throws in
+            storage.core.sealing.compressor?.trainingSamples = 64  // Retrain often: several dictionaries.
+            for round in 0..<8 {
+                let batch = (0..<100).map { _ in
+                    Self.note(Int(random.next() % 400), length: Int(random.next() % 2_000), random: &random)
+                }
+                try await storage.save(contentsOf: batch)
+                for note in batch { model[note.id] = note }
+                if round % 3 == 2 {
+                    let gone = model.keys.sorted().prefix(10)
+                    for id in gone {
+                        try await storage.delete(Note.self, id: id)
+                        model[id] = nil
+                    }
+                }
+                for (id, expected) in model.prefix(50) {
+                    #expect(try await storage.fetch(Note.self, id: id) == expected)
+                }
+            }
+            dictionaries = storage.core.sealing.dictionaries.count
+            #expect(dictionaries >= 3)
+        }
+        // Reopened without compression: every record, of every dictionary or none, still reads.
+        var plain = configuration
+        plain.compression = .none
+        try await withStore(plain) { storage async throws in
+            let all = try await storage.fetch(Note.self)
+            #expect(Dictionary(uniqueKeysWithValues: all.map { ($0.id, $0) }) == model)
+            #expect(storage.core.sealing.dictionaries.count == dictionaries)
+        }
+        let maintenance = try await StoreMaintenance(
+            directory: configuration.storeDirectory, encryption: configuration.encryption)
+        #expect(try maintenance.verify().problems.isEmpty)
+    }
+
+    @Test func compressionShrinksTheStoredPayloads() async throws {
+        var configuration = diskConfiguration()
+        configuration.compression = .zstd()
+        var random = SplitMix64(seed: 11)
+        try await withStore(configuration) { storage async throws in
+            storage.core.sealing.compressor?.trainingSamples = 32
+            let notes = (0..<200).map { n in
+                var note = Self.note(n, length: 1_500, random: &random)
+                note.text = "order shipped customer invoice " + note.text.filter { $0 != "~" }
+                return note
+            }
+            try await storage.save(contentsOf: notes)
+            let schema = try await storage.core.schema(for: Note.self)
+            let (stored, plain) = try storage.core.environment.read { txn in
+                try notes.reduce((0, 0)) { sum, note in
+                    let bytes = try txn.get(schema.records, key: Array(note.id.utf8))
+                    return (sum.0 + (bytes?.count ?? 0), sum.1 + note.text.utf8.count)
+                }
+            }
+            #expect(stored < plain)
+            #expect(try await storage.fetch(Note.self).count == 200)
+        }
+    }
+}
