@@ -56,23 +56,23 @@ enum RecordWriter {
         let txn = context.txn
         // Every record of the batch has the same update time (and expiry, and signature): one key, ids
         // already sorted.
-        let updated = timeKey(context.now)
-        for record in records { try txn.put(schema.updated, key: updated, value: record.key) }
-        let signature = signatureKey(schema.signature)
-        for record in records { try txn.put(schema.signatures, key: signature, value: record.key) }
-        if expiresAt != 0 {
-            let expiry = timeKey(expiresAt)
-            for record in records { try txn.put(schema.expiry, key: expiry, value: record.key) }
+        // Each run is in (key, id) order: it goes in at the end of its database when it sorts after it.
+        var runs = [(schema.updated, timeKey(context.now)), (schema.signatures, signatureKey(schema.signature))]
+        if expiresAt != 0 { runs.append((schema.expiry, timeKey(expiresAt))) }
+        for (database, key) in runs {
+            var run = SortedAppend(database)
+            for position in records.indices { try run.add(key: key, value: records[position].key, txn: txn) }
         }
         for (position, index) in schema.indexes.enumerated() {
             indexEntries[position].sort()
+            var run = SortedAppend(index.dbi)
             guard let counts = schema.counts else {
-                try indexEntries[position].forEach { key, id in try txn.put(index.dbi, key: key, value: id) }
+                try indexEntries[position].forEach { key, id in _ = try run.add(key: key, value: id, txn: txn) }
                 continue
             }
             var tally = CountTree.Tally(index: index, counts: counts)
             try indexEntries[position].forEach { key, id in
-                if try txn.insert(index.dbi, key: key, value: id) { try tally.note(key, count: 1, txn: txn) }
+                if try run.add(key: key, value: id, txn: txn) { try tally.note(key, count: 1, txn: txn) }
             }
             try tally.finish(txn: txn)
         }

@@ -1,0 +1,71 @@
+import CLMDB
+
+/// Adds a run of (key, value) pairs that arrive in strictly increasing order to a sorted-duplicates
+/// database. When the run's first pair sorts after the database's last pair (a first bulk load, the
+/// update-time and expiry entries of a batch, whose key is the newest time), every pair goes in at
+/// the end with `MDB_APPEND` (a new key) or `MDB_APPENDDUP` (the key of the pair before): LMDB then
+/// skips the key search and fills pages to the end instead of splitting them in half. Otherwise each
+/// pair is an ordinary insert.
+///
+/// The caller guarantees the order; a pair out of order makes LMDB refuse it (`MDB_KEYEXIST`, thrown),
+/// it never lands in the wrong place.
+struct SortedAppend {
+    /// The database the run goes into.
+    private let database: Database
+    /// Whether the run goes in at the end; decided at its first pair.
+    private var appending: Bool?
+    /// The key of the previous pair of the run (its bytes, the buffer reused).
+    private var previousKey: [UInt8] = []
+
+    /// Starts a run into `database`.
+    init(_ database: Database) {
+        self.database = database
+    }
+
+    /// Adds (`key`, `value`); returns whether it was added (false when the pair was there already).
+    mutating func add(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, txn: Transaction) throws -> Bool {
+        let appending: Bool
+        if let decided = self.appending {
+            appending = decided
+        } else {
+            let start = try Self.start(key: key, value: value, database: database, txn: txn)
+            appending = start.appending
+            // The database's last key is the run's first: its first pair joins that key's duplicates.
+            if start.sameKey { previousKey.append(contentsOf: key) }
+            self.appending = appending
+        }
+        guard appending else {
+            return try txn.insert(database, key: key, value: value)
+        }
+        let sameKey = previousKey.withUnsafeBytes { ByteOrder.compare($0, key) == 0 } && !previousKey.isEmpty
+        try txn.put(database, key: key, value: value, flags: UInt32(sameKey ? MDB_APPENDDUP : MDB_APPEND))
+        if !sameKey {
+            previousKey.removeAll(keepingCapacity: true)
+            previousKey.append(contentsOf: key)
+        }
+        return true
+    }
+
+    /// Adds (`key`, `value`) given as arrays.
+    @discardableResult
+    mutating func add(key: [UInt8], value: [UInt8], txn: Transaction) throws -> Bool {
+        try key.withUnsafeBytes { key in
+            try value.withUnsafeBytes { value in try add(key: key, value: value, txn: txn) }
+        }
+    }
+
+    /// Whether (`key`, `value`) sorts after the last pair of `database` (true when it is empty), and
+    /// whether its key is that pair's key.
+    private static func start(
+        key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, database: Database, txn: Transaction
+    ) throws -> (appending: Bool, sameKey: Bool) {
+        try txn.withCursor(database) { cursor in
+            guard let last = try cursor.move(MDB_LAST) else { return (true, false) }
+            let order = ByteOrder.compare(key, last.key)
+            if order == 0 {
+                return (ByteOrder.compare(value, last.value) > 0, true)
+            }
+            return (order > 0, false)
+        }
+    }
+}

@@ -1,0 +1,67 @@
+import Foundation
+import LocalStorageTestSupport
+import Testing
+
+@_spi(Maintenance) @_spi(Testing) @testable import LocalStorageKit
+
+/// Bulk saves put their sorted entry runs in at the end of a database (`MDB_APPEND`,
+/// `MDB_APPENDDUP`, Records/SortedAppend.swift) when they sort after it, and insert them otherwise:
+/// random batches that come after, before, between and over the stored ids, all at one update time,
+/// against a reference model.
+@Suite struct BulkAppendTests {
+    struct Item: LocalStorageIndexed, Equatable {
+        let id: String
+        var rank: Int
+        var label: String
+
+        static var storageIndexes: [StorageIndex<Item>] {
+            [StorageIndex("rank", \.rank), StorageIndex("label", \.label)]
+        }
+    }
+
+    /// A batch of distinct ids of one of four shapes, relative to what is stored.
+    static func batch(_ random: inout SplitMix64, round: Int) -> [Item] {
+        let base: Int
+        switch random.below(4) {
+        case 0: base = 1000 + round * 40  // after every stored id (appends)
+        case 1: base = 0  // over the first ids (replacements, inserts before)
+        default: base = random.below(1000 + round * 40)  // between stored ids
+        }
+        let count = 1 + random.below(30)
+        let step = 1 + random.below(3)
+        return (0..<count).map { offset in
+            Item(
+                id: "item-\(100_000 + base + offset * step)",
+                rank: random.below(2) == 0 ? 7 : random.below(50),
+                label: "l\(random.below(5))")
+        }
+    }
+
+    @Test func randomBatchesAtOneUpdateTimeMatchAModel() async throws {
+        var configuration = diskConfiguration()
+        configuration.clock = VirtualClock()  // never advanced: every batch has the same update-time key
+        let storage = try LocalStorage(configuration: configuration)
+        var random = SplitMix64(seed: 0xA99E)
+        var model: [String: Item] = [:]
+        for round in 0..<40 {
+            let items = Self.batch(&random, round: round)
+            try await storage.save(contentsOf: items)
+            for item in items { model[item.id] = item }
+            let stored = try await storage.fetch(Item.self)
+            #expect(stored == model.values.sorted { $0.id < $1.id })
+            let rank = random.below(50)
+            let byRank = try await storage.fetch(
+                Item.self, matching: [.between("rank", rank...(rank + 5))], orderedBy: .ascending("rank"))
+            let expected = model.values.filter { (rank...(rank + 5)).contains($0.rank) }
+                .sorted { ($0.rank, $0.id) < ($1.rank, $1.id) }
+            #expect(byRank.map(\.id) == expected.map(\.id))
+            let label = "l\(random.below(5))"
+            #expect(
+                try await storage.count(Item.self, matching: [.equals("label", label)])
+                    == model.values.filter { $0.label == label }.count)
+        }
+        let maintenance = try await StoreMaintenance(directory: storage.core.directory)
+        let report = try maintenance.verify()
+        #expect(report.isClean, "\(report.problems)")
+    }
+}
