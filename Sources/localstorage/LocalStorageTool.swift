@@ -59,7 +59,9 @@ struct LocalStorageTool {
             try command.validate(arguments)
             let directory = StoreMaintenance.storeDirectory(named: storeDirectory(arguments))
             // verify opens the store itself, in a child process (a damaged file must not crash the tool).
-            if command.name == VerifyCommand.name { return try await VerifyCommand.run(arguments, directory: directory, output: output) }
+            if command.name == VerifyCommand.name {
+                return try await VerifyCommand.run(arguments, directory: directory, output: output)
+            }
             // What a command that creates the store must remove again when it fails.
             let created = command.createsStore ? NewStore(directory) : nil
             do {

@@ -47,12 +47,15 @@ import Testing
         let (storage, store) = try await makeStore(notes: 30)
         for n in 0..<10 { try await storage.delete(Note.self, id: "n\(n)") }
         let output = temporaryDirectory().appendingPathComponent("compacted")
-        let compact = try await CLIResult.run(["compact", "--output", output.path, "--store", store.path], environment: nil)
+        let compact = try await CLIResult.run(
+            ["compact", "--output", output.path, "--store", store.path], environment: nil)
         #expect(compact.status == 0, "\(compact.stderr)")
         // The output is a databaseDirectory: the app opens it with the path it was given.
         var configuration = diskConfiguration(output)
         configuration.expirySweepInterval = nil
-        #expect(FileManager.default.fileExists(atPath: configuration.storeDirectory.appendingPathComponent("data.mdb").path))
+        #expect(
+            FileManager.default.fileExists(atPath: configuration.storeDirectory.appendingPathComponent("data.mdb").path)
+        )
         let copy = try LocalStorage(configuration: configuration)
         #expect(try await copy.count(Note.self) == 20)
         #expect(try await copy.fetch(Note.self, id: "n25") == Note(id: "n25", text: "note 25"))
@@ -70,7 +73,8 @@ import Testing
         let unmarked = try await CLIResult.run(["--store", store.path, "get", "Note", "-dash"], environment: nil)
         #expect(unmarked.status == 2)
         #expect(unmarked.stderr.contains("--"))  // The usage error says how to name it.
-        let delete = try await CLIResult.run(["delete", "--store", store.path, "Note", "--", "-dash"], environment: nil)
+        let delete = try await CLIResult.run(
+            ["delete", "--store", store.path, "Note", "--", "-dash"], environment: nil)
         #expect(delete.status == 0, "\(delete.stderr)")
         #expect(try await storage.fetch(Note.self, id: "-dash") == nil)
     }

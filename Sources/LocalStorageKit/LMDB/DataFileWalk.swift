@@ -59,7 +59,8 @@ struct DataFileWalk {
         let metas = pages.metaPages()
         var problems: [Problem] = []
         if metas.count < 2 {
-            problems.append(Problem(database: "meta", page: nil, detail: "\(2 - metas.count) meta page(s) cannot be read"))
+            problems.append(
+                Problem(database: "meta", page: nil, detail: "\(2 - metas.count) meta page(s) cannot be read"))
         }
         var usable: [MetaPage] = []
         for meta in metas.sorted(by: { $0.transactionID > $1.transactionID }) {
@@ -68,7 +69,9 @@ struct DataFileWalk {
                 problems.append(
                     Problem(
                         database: "meta", page: UInt64(meta.number),
-                        detail: "it says the file holds \(meta.lastPage &+ 1) pages, but the file has \(pages.fileLength) bytes"))
+                        detail:
+                            "it says the file holds \(meta.lastPage &+ 1) pages, but the file has \(pages.fileLength) bytes"
+                    ))
             } else {
                 usable.append(meta)
             }
@@ -173,8 +176,9 @@ struct DataFileWalk {
         let flags = loadInteger(page, 10, as: UInt16.self)
         let isLeaf = level == options.depth
         let expected = isLeaf ? DataFilePages.leaf : DataFilePages.branch
-        guard flags & (DataFilePages.branch | DataFilePages.leaf | DataFilePages.overflow | DataFilePages.meta)
-            == expected, flags & DataFilePages.leaf2 == 0
+        guard
+            flags & (DataFilePages.branch | DataFilePages.leaf | DataFilePages.overflow | DataFilePages.meta)
+                == expected, flags & DataFilePages.leaf2 == 0
         else {
             report(name, number, "a \(isLeaf ? "leaf" : "branch") page was expected (flags \(flags))")
             return
@@ -214,7 +218,8 @@ struct DataFileWalk {
     private mutating func nodeOffsets(_ page: [UInt8], size: Int, in name: String, page number: UInt64) -> [Int]? {
         let lower = Int(loadInteger(page, 12, as: UInt16.self))
         let upper = Int(loadInteger(page, 14, as: UInt16.self))
-        guard lower >= DataFilePages.headerSize, lower <= upper, upper <= size, (lower - DataFilePages.headerSize) % 2 == 0
+        guard lower >= DataFilePages.headerSize, lower <= upper, upper <= size,
+            (lower - DataFilePages.headerSize) % 2 == 0
         else {
             report(name, number, "its bounds \(lower)…\(upper) are impossible")
             return nil
@@ -246,7 +251,9 @@ struct DataFileWalk {
         let pageSize = pages.pageSize
         let value: [UInt8]
         if flags & DataFilePages.bigData != 0 {
-            guard dataStart + 8 <= pageSize else { return report(name, pageNumber, "a value reference runs past the page") }
+            guard dataStart + 8 <= pageSize else {
+                return report(name, pageNumber, "a value reference runs past the page")
+            }
             let first = loadInteger(page, dataStart, as: UInt64.self)
             let count = UInt64((DataFilePages.headerSize - 1 + dataSize) / pageSize + 1)
             guard claim(first, count: count, in: name), let head = pages.page(first) else { return }
@@ -334,7 +341,10 @@ struct DataFileWalk {
         let expected = record.depth == 1 ? DataFilePages.leaf : DataFilePages.branch
         let flags = loadInteger(page, 10, as: UInt16.self)
         guard loadInteger(page, 0, as: UInt64.self) == record.root,
-            flags & (DataFilePages.branch | DataFilePages.leaf | DataFilePages.overflow | DataFilePages.meta) == expected
-        else { return report(name, record.root, "its root page is not a \(record.depth == 1 ? "leaf" : "branch") page") }
+            flags & (DataFilePages.branch | DataFilePages.leaf | DataFilePages.overflow | DataFilePages.meta)
+                == expected
+        else {
+            return report(name, record.root, "its root page is not a \(record.depth == 1 ? "leaf" : "branch") page")
+        }
     }
 }

@@ -16,7 +16,8 @@ enum StoreInUse {
     static func check(_ directory: URL, doing what: String) throws {
         if EnvironmentRegistry.isOpen(directory) {
             throw LocalStorageError.storageError(
-                code: EBUSY, message: "cannot \(what) \(directory.path): this process has the store open; close it first")
+                code: EBUSY,
+                message: "cannot \(what) \(directory.path): this process has the store open; close it first")
         }
         let lockFile = directory.appendingPathComponent("lock.mdb").path
         let descriptor = open(lockFile, O_RDWR)

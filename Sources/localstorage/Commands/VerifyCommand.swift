@@ -84,16 +84,18 @@ enum VerifyCommand: Command {
         return try await store.repair(progress: progress.handler)
     }
 
+    /// Writes `value` as JSON, or the reason it cannot be.
+    private static func writeJSON<T: Encodable>(_ value: T, output: Output) {
+        do {
+            try output.json(value)
+        } catch {
+            output.message("localstorage: error: \(error)")
+        }
+    }
+
     /// Prints what a salvage did (or it as JSON).
     static func show(_ salvage: SalvageReport, output: Output) {
-        if output.isJSON {
-            do {
-                try output.json(salvage)
-            } catch {
-                output.message("localstorage: error: \(error)")
-            }
-            return
-        }
+        if output.isJSON { return writeJSON(salvage, output: output) }
         for problem in salvage.damage { output.line("\(problem)") }
         for problem in salvage.lost { output.line("lost \(problem)") }
         output.line(
@@ -103,16 +105,11 @@ enum VerifyCommand: Command {
 
     /// Prints a verify report: the problems, then a summary line (or the report as JSON).
     static func show(_ report: VerifyReport, output: Output) {
-        if output.isJSON {
-            do {
-                try output.json(report)
-            } catch {
-                output.message("localstorage: error: \(error)")
-            }
-            return
-        }
+        if output.isJSON { return writeJSON(report, output: output) }
         for problem in report.removedRecords {
-            output.line("Removed \(problem.type) \(problem.id.map(IdentifierArgument.displayed) ?? "?"): its bytes cannot be read.")
+            output.line(
+                "Removed \(problem.type) \(problem.id.map(IdentifierArgument.displayed) ?? "?"): its bytes cannot be read."
+            )
         }
         for name in report.repairedTypes {
             output.line("Rebuilt the index entries of \(name).")

@@ -126,7 +126,8 @@ import Testing
             let storage = try LocalStorage(configuration: configuration)
             // Many records under few index values: duplicates in sub-pages and sub-trees, overflow pages.
             try await storage.save(contentsOf: (0..<3_000).map(Product.sample))
-            try await storage.save(contentsOf: (0..<40).map { Note(id: "big\($0)", text: String(repeating: "b", count: 9_000)) })
+            try await storage.save(
+                contentsOf: (0..<40).map { Note(id: "big\($0)", text: String(repeating: "b", count: 9_000)) })
             for n in stride(from: 0, to: 3_000, by: 3) { try await storage.delete(Product.self, id: "sku_\(n)") }
         }
         let report = try await StoreMaintenance(directory: configuration.storeDirectory).verify()

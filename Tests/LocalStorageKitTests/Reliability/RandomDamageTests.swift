@@ -105,7 +105,9 @@ import Testing
         }
         if verify.status == 0 {
             // Nothing was found wrong, so nothing was lost: every record the damage missed is there.
-            let untouched = (0..<500).filter { n in !(ranges["sku_\(n)"].map { r in hit.contains { r.contains($0) } } ?? true) }
+            let untouched = (0..<500).filter { n in
+                !(ranges["sku_\(n)"].map { r in hit.contains { r.contains($0) } } ?? true)
+            }
             #expect(present >= untouched.count, "seed \(seed)")
         }
         // The repaired store takes writes, and its counts agree with what it holds.
@@ -135,8 +137,9 @@ import Testing
         #expect(try await storage.fetch(Product.self, id: "sku_3") == nil)
         #expect(try await storage.count(Product.self) == 11)
         #expect(try await storage.fetch(Product.self).count == 11)
-        #expect(try await storage.count(Product.self, matching: [.equals("category", Product.sample(3).category)])
-            == (0..<12).filter { $0 != 3 && Product.sample($0).category == Product.sample(3).category }.count)
+        #expect(
+            try await storage.count(Product.self, matching: [.equals("category", Product.sample(3).category)])
+                == (0..<12).filter { $0 != 3 && Product.sample($0).category == Product.sample(3).category }.count)
         #expect(try await CLIResult.run(["verify", "--store", store], environment: nil).status == 0)
     }
 
