@@ -91,7 +91,8 @@ import Testing
                         == model.values.filter { $0.category == category }.count)
             }
         }
-        #expect(try await storage.fetch(Product.self, options: FetchOptions()).map(\.id).sorted() == model.keys.sorted())
+        #expect(
+            try await storage.fetch(Product.self, options: FetchOptions()).map(\.id).sorted() == model.keys.sorted())
         var streamed: [String] = []
         for await change in changes {
             guard case .deleted(let id) = change else { continue }
