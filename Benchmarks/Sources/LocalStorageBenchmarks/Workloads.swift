@@ -51,6 +51,7 @@ enum Workloads {
             saves(stores, isQuick: options.isQuick),
             bounded(stores, isQuick: options.isQuick),
             live(stores, isQuick: options.isQuick),
+            loading(stores, isQuick: options.isQuick),
         ]
             + (options.includes(workload: "shared")
                 ? [shared(products: products, isQuick: options.isQuick)]

@@ -11,8 +11,7 @@ extension LocalStorage {
     /// Complexity: one lookup per id in one read transaction: cheaper than one ``fetch(_:id:)-(_,String)``
     /// per id.
     /// - Throws: `invalidId` for an id that cannot key a record; `decodingFailed`; `migrationFailed`.
-    nonisolated(nonsending) public func fetch<T: LocalStorable>(_ type: T.Type, ids: [T.ID]) async throws -> [T.ID: T]
-    {
+    nonisolated(nonsending) public func fetch<T: LocalStorable>(_ type: T.Type, ids: [T.ID]) async throws -> [T.ID: T] {
         try await operation("fetch(ids:)") {
             let schema = try await core.schema(for: T.self)
             try await sharedTier?.awaitSettled()

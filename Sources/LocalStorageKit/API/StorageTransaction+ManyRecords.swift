@@ -32,7 +32,8 @@ extension StorageWriteTransaction {
             if QueryRunner.usesIndexes(plan) { try prepareIndexedRead(T.self, schema: schema) }
             let keys = try QueryRunner.matchingKeys(plan: plan, schema: schema, now: now, txn: txn)
             for key in keys {
-                try RecordWriter.delete(id: String(decoding: key, as: UTF8.self), key: key, schema: schema, context: context)
+                try RecordWriter.delete(
+                    id: String(decoding: key, as: UTF8.self), key: key, schema: schema, context: context)
             }
             return keys.count
         }
@@ -52,8 +53,9 @@ extension RecordReader {
             var utf8 = name
             let result = try utf8.withUTF8 { key in
                 try RecordWriter.validate(keyLength: key.count)
-                return try get(T.self, key: UnsafeRawBufferPointer(key), id: name, schema: schema, now: now, txn: txn,
-                               session: session)
+                return try get(
+                    T.self, key: UnsafeRawBufferPointer(key), id: name, schema: schema, now: now, txn: txn,
+                    session: session)
             }
             if result.expired { expired.append(Array(name.utf8)) }
             if let value = result.value { found[id] = value }

@@ -23,8 +23,9 @@ extension LocalStorage {
         let now = core.clock.wallNanoseconds()
         if let value = look.value {
             if let refreshAfter = policy.refreshAfter, now &- look.updatedAt >= refreshAfter.nanoseconds {
-                refreshInBackground(T.self, id: id, name: name, key: key, schema: schema, policy: policy,
-                                    updatedAt: look.updatedAt, load: load)
+                refreshInBackground(
+                    T.self, id: id, name: name, key: key, schema: schema, policy: policy,
+                    updatedAt: look.updatedAt, load: load)
             }
             return value
         }
@@ -121,8 +122,10 @@ extension LocalStorage {
                 if entry.kind == .absent, entry.token == awaited { return nil }
             }
             let token = UInt64.random(in: 1...UInt64.max)
-            guard try await takeLease(leaseKey, token: token, refreshing: refreshing, key: key, schema: schema,
-                                      timeout: policy.loadTimeout)
+            guard
+                try await takeLease(
+                    leaseKey, token: token, refreshing: refreshing, key: key, schema: schema,
+                    timeout: policy.loadTimeout)
             else { continue }
             return try await runLoad(
                 T.self, id: id, name: name, key: key, leaseKey: leaseKey, token: token, schema: schema,

@@ -33,7 +33,9 @@ import Darwin
             try HelperProcess(["load", directory.path, "shared-id", "250", loadFile.path, "300"])
         }
         for helper in helpers {
-            let done = try await helper.waitForLine("done", timeout: .seconds(120)) { $0.hasPrefix("done") || $0.hasPrefix("error") }
+            let done = try await helper.waitForLine("done", timeout: .seconds(120)) {
+                $0.hasPrefix("done") || $0.hasPrefix("error")
+            }
             #expect(done == "done 250")
         }
         for helper in helpers { await helper.waitForExit() }

@@ -1,4 +1,5 @@
 import Foundation
+import LocalStorageTestSupport
 import Synchronization
 import Testing
 
@@ -6,23 +7,11 @@ import Testing
 
 /// `fetch(_:ids:)` and `delete(_:matching:)` against a plain reference model on random data.
 @Suite struct ManyRecordsTests {
-    /// A small deterministic generator (SplitMix64), so that every run sees the same data.
-    struct Generator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     private static let longAgo = CacheExpiration.date(Date(timeIntervalSince1970: 1_000))
 
     @Test func fetchByIDsAgreesWithAModel() async throws {
         let storage = try LocalStorage(configuration: diskConfiguration())
-        var random = Generator(state: 23)
+        var random = SplitMix64(seed: 23)
         var model: [String: Product] = [:]
         for n in 0..<400 {
             let product = Product.sample(n)
@@ -63,7 +52,7 @@ import Testing
 
     @Test func deleteMatchingAgreesWithAModelAndTheChangeStream() async throws {
         let storage = try LocalStorage(configuration: diskConfiguration())
-        var random = Generator(state: 7)
+        var random = SplitMix64(seed: 7)
         var model: [String: Product] = [:]
         let categories = ["books", "toys", "games", "food"]
         var batch: [Product] = []
@@ -102,7 +91,8 @@ import Testing
                         == model.values.filter { $0.category == category }.count)
             }
         }
-        #expect(try await storage.fetch(Product.self, options: FetchOptions()).map(\.id).sorted() == model.keys.sorted())
+        #expect(
+            try await storage.fetch(Product.self, options: FetchOptions()).map(\.id).sorted() == model.keys.sorted())
         var streamed: [String] = []
         for await change in changes {
             guard case .deleted(let id) = change else { continue }
