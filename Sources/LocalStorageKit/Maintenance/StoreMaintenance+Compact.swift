@@ -31,9 +31,10 @@ extension StoreMaintenance {
         guard !fileManager.fileExists(atPath: outputFile.path) else {
             throw MaintenanceError.outputExists(path: outputFile.path)
         }
-        // The copy keeps the store's modes: its folder's and its data file's.
-        let fileMode = StoreFileModes.mode(of: directory.appendingPathComponent("data.mdb").path) ?? 0o600
-        let folderMode = StoreFileModes.mode(of: directory.path) ?? StoreFileModes.folderMode(for: fileMode)
+        // The copy keeps whom the store's data file is shared with; its owner (the user running compact) may
+        // always read and write it, even when the store itself is read-only.
+        let fileMode = (StoreFileModes.mode(of: directory.appendingPathComponent("data.mdb").path) ?? 0o600) | 0o600
+        let folderMode = StoreFileModes.folderMode(for: fileMode)
         if let problem = StoreFileModes.makeFolder(output.path, mode: folderMode) {
             throw MaintenanceError.invalidArgument(problem)
         }
