@@ -43,6 +43,7 @@ enum VerifyCommand: Command {
     ) async throws -> Int32 {
         func stage(_ text: String) { ChildCheck.write(stage: text, to: stageFile) }
         let progress = ProgressDisplay()
+        let encryption = try KeyFile.encryption(arguments)
         if arguments.has("repair") {
             stage("the walk of its pages")
             let damage = try StoreMaintenance.pageDamage(directory: directory)
@@ -51,13 +52,13 @@ enum VerifyCommand: Command {
                 let salvage = try await StoreMaintenance.salvage(directory: directory)
                 show(salvage, output: output)
                 stage("the check of the salvaged store")
-                let report = try await StoreMaintenance(directory: directory).verify(progress: progress.handler)
+                let report = try await StoreMaintenance(directory: directory, encryption: encryption).verify(progress: progress.handler)
                 progress.finish()
                 show(report, output: output)
                 return report.isClean ? 0 : 1
             }
             stage("the repair of its records and index entries")
-            let report = try await repairInPlace(directory: directory, progress: progress)
+            let report = try await repairInPlace(directory: directory, encryption: encryption, progress: progress)
             progress.finish()
             show(report, output: output)
             guard !report.isClean else { return 0 }
@@ -65,12 +66,12 @@ enum VerifyCommand: Command {
             stage("the salvage of its records")
             show(try await StoreMaintenance.salvage(directory: directory), output: output)
             stage("the check of the salvaged store")
-            let salvaged = try await StoreMaintenance(directory: directory).verify(progress: progress.handler)
+            let salvaged = try await StoreMaintenance(directory: directory, encryption: encryption).verify(progress: progress.handler)
             show(salvaged, output: output)
             return salvaged.isClean ? 0 : 1
         }
         stage("opening the store")
-        let store = try await StoreMaintenance(directory: directory)
+        let store = try await StoreMaintenance(directory: directory, encryption: encryption)
         stage("the check of its pages, records and index entries")
         let report = try store.verify(progress: progress.handler)
         progress.finish()
@@ -79,8 +80,10 @@ enum VerifyCommand: Command {
     }
 
     /// `StoreMaintenance.repair` on a store whose pages are sound; the store is closed again on return.
-    private static func repairInPlace(directory: URL, progress: ProgressDisplay) async throws -> VerifyReport {
-        let store = try await StoreMaintenance(directory: directory)
+    private static func repairInPlace(
+        directory: URL, encryption: StorageEncryption?, progress: ProgressDisplay
+    ) async throws -> VerifyReport {
+        let store = try await StoreMaintenance(directory: directory, encryption: encryption)
         return try await store.repair(progress: progress.handler)
     }
 

@@ -80,7 +80,13 @@ import Testing
                 return reason.contains("\"a\"") && reason.contains("authentication")
             }
             #expect(try await storage.fetch(Note.self, id: "b")?.text == "beta")
-            #expect(try await storage.fetch(Note.self).map(\.id) == ["b"])  // A listing skips the bad row.
+            // A listing that meets the bad row names it (the damaged-record policy).
+            await #expect {
+                try await storage.fetch(Note.self)
+            } throws: { error in
+                guard case LocalStorageError.decodingFailed(let reason) = error else { return false }
+                return reason.contains("\"a\"")
+            }
         }
     }
 

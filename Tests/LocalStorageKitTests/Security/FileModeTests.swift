@@ -64,8 +64,10 @@ import Darwin
         let compact = try await CLIResult.run(
             ["compact", "--output", copy.path, "--store", store.path], environment: nil)
         #expect(compact.status == 0, "\(compact.stderr)")
-        #expect(Self.mode(copy) == 0o750)
-        #expect(Self.mode(copy.appendingPathComponent("data.mdb")) == 0o640)
+        // `compact --output DIR` writes a store that opens with `databaseDirectory = DIR`.
+        let copied = copy.appendingPathComponent("LocalStorage")
+        #expect(Self.mode(copied) == 0o750)
+        #expect(Self.mode(copied.appendingPathComponent("data.mdb")) == 0o640)
 
         let export = directory.appendingPathComponent("all.jsonl")
         #expect(
