@@ -35,8 +35,11 @@ extension LocalStorage {
                         continuation.yield(look.value)
                         last = state
                     }
-                    let left = look.expiresAt == 0 ? Int64(3600 * 1e9) : look.expiresAt &- core.clock.wallNanoseconds()
-                    await watch.wait(for: .nanoseconds(max(left, 0)) + .milliseconds(1))
+                    // An expiring record is looked at again just after it expires; others after an hour at most.
+                    let wakeAt =
+                        look.expiresAt == 0
+                        ? core.clock.wallNanoseconds() &+ 3_600_000_000_000 : look.expiresAt &+ 1_000_000
+                    await watch.wait(untilWallNanoseconds: wakeAt)
                 }
                 continuation.finish()
             } catch {

@@ -39,10 +39,18 @@ final class RecordWatch: Sendable {
     /// Suspends until a change that may concern the id arrives (or arrived since the last wait), or
     /// `duration` of the store's clock passes, or the task is cancelled.
     func wait(for duration: Duration) async {
+        let (seconds, attoseconds) = duration.components
+        let nanoseconds = seconds &* 1_000_000_000 &+ attoseconds / 1_000_000_000
+        await wait(untilWallNanoseconds: core.clock.wallNanoseconds() &+ nanoseconds)
+    }
+
+    /// Suspends until a change that may concern the id arrives (or arrived since the last wait), or the
+    /// store's clock reaches `wallDeadline` (nanoseconds since 1970), or the task is cancelled.
+    func wait(untilWallNanoseconds wallDeadline: Int64) async {
         let clock = core.clock
         let timer = Task { [weak self] in
             do {
-                try await clock.sleep(for: duration)
+                try await clock.sleep(untilWallNanoseconds: wallDeadline)
             } catch {
                 return  // Woken by a change first.
             }

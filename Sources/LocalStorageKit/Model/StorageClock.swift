@@ -19,12 +19,20 @@ import Darwin
     func uptime() -> Duration
     /// Suspends until ``uptime()`` reaches `deadline`; throws `CancellationError` when the task is cancelled.
     func sleep(until deadline: Duration) async throws
+    /// Suspends until ``wallNanoseconds()`` reaches `wallDeadline` (for expiry: a record expires at a wall
+    /// time); throws `CancellationError` when the task is cancelled.
+    func sleep(untilWallNanoseconds wallDeadline: Int64) async throws
 }
 
 extension StorageClock {
     /// Suspends for `duration` of this clock's time.
     func sleep(for duration: Duration) async throws {
         try await sleep(until: uptime() + duration)
+    }
+
+    /// Sleeps on the monotonic clock for as long as wall time needs to reach `wallDeadline` now.
+    func sleep(untilWallNanoseconds wallDeadline: Int64) async throws {
+        try await sleep(for: .nanoseconds(max(0, wallDeadline &- wallNanoseconds())))
     }
 
     /// Now as a date.
@@ -136,6 +144,11 @@ struct SystemClock: StorageClock {
             sleeper?.continuation.resume(throwing: CancellationError())
         }
         try Task.checkCancellation()
+    }
+
+    /// Wakes exactly when an advance takes wall time to `wallDeadline`, however late the sleep begins.
+    public func sleep(untilWallNanoseconds wallDeadline: Int64) async throws {
+        try await sleep(until: .nanoseconds(wallDeadline &- startNanoseconds))
     }
 
     private static func nanoseconds(_ duration: Duration) -> Int64 {
