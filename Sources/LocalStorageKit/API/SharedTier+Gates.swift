@@ -18,12 +18,12 @@ extension SharedTier {
     /// - Throws: `sharedTierUnavailable` when the instance has not heard from the server for longer than
     ///   `maxStaleness` and the server cannot be reached now.
     nonisolated(nonsending) func awaitSettled() async throws(LocalStorageError) {
-        var hasWaited = false
+        var waits = 0
         while true {
             let now = clock.uptime()
-            let waited = hasWaited
+            let waited = waits
             let (admission, mark) = state.withLock { state -> (ReadAdmission, Int) in
-                (self.admission(of: state, now: now, hasWaited: waited), state.outcomes)
+                (self.admission(of: state, now: now, waits: waited), state.outcomes)
             }
             switch admission {
             case .serve:
@@ -35,7 +35,7 @@ extension SharedTier {
                     connection.retrySoon()
                     subscriber.kick()
                 }
-                hasWaited = true
+                waits += 1
                 await wait { $0.outcomes > mark }
             }
         }
@@ -43,8 +43,11 @@ extension SharedTier {
 
     /// The rule: in sync and heard from within `maxStaleness` (or disconnected less than that ago): serve.
     /// Connecting or catching up: wait for it. Stale: ask for a reconnection now and wait for its outcome,
-    /// unless an attempt failed less than `reconnectDelay` ago (attempts never come faster than that).
-    func admission(of state: State, now: Duration, hasWaited: Bool) -> ReadAdmission {
+    /// unless an attempt failed less than `reconnectDelay` ago (attempts never come faster than that). A live
+    /// connection that is merely quiet (a heartbeat late on a loaded machine) gets a few outcomes to answer
+    /// before the read gives up; a connection that is down gets one.
+    func admission(of state: State, now: Duration, waits: Int) -> ReadAdmission {
+        let hasWaited = waits > 0 && (state.phase != .live || waits >= Self.liveAttempts)
         if state.isStopped { return .refuse("the store is closing") }
         let isFresh = state.lastHeard.map { now - $0 <= settings.maxStaleness } ?? false
         switch state.phase {
@@ -60,6 +63,9 @@ extension SharedTier {
         }
         return .wait(kick: true)
     }
+
+    /// How many outcomes a read waits for on a live but quiet connection before it gives up.
+    static let liveAttempts = 4
 
     /// Why local records cannot be served: never in sync, or not heard from for too long, and the last error.
     private func staleness(_ state: State, now: Duration) -> String {
