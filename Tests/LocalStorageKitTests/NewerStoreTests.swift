@@ -86,7 +86,9 @@ struct Sheet2: LocalStorageVersioned, LocalStorageIndexed, Equatable {
         let update = await decodingFailure { try await storage.update(Sheet2.self, id: "s1") { $0.title = "older" } }
         #expect(update != nil)
         // A query of the older type that meets it throws, naming it (re-indexing included).
-        let query = await decodingFailure { _ = try await storage.fetch(Sheet2.self, matching: [.hasPrefix("title", "")]) }
+        let query = await decodingFailure {
+            _ = try await storage.fetch(Sheet2.self, matching: [.hasPrefix("title", "")])
+        }
         #expect(query?.contains("\"s1\"") == true, "\(query ?? "")")
         #expect(try await storage.fetch(Sheet3.self, id: "s1") == Sheet3(id: "s1", title: "from the future"))
         #expect(try await storage.metadata(Sheet3.self, id: "s1")?.version == 3)

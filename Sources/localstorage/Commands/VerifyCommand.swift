@@ -52,7 +52,8 @@ enum VerifyCommand: Command {
                 let salvage = try await StoreMaintenance.salvage(directory: directory)
                 show(salvage, output: output)
                 stage("the check of the salvaged store")
-                let report = try await StoreMaintenance(directory: directory, encryption: encryption).verify(progress: progress.handler)
+                let report = try await StoreMaintenance(directory: directory, encryption: encryption).verify(
+                    progress: progress.handler)
                 progress.finish()
                 show(report, output: output)
                 return report.isClean ? 0 : 1
@@ -66,7 +67,8 @@ enum VerifyCommand: Command {
             stage("the salvage of its records")
             show(try await StoreMaintenance.salvage(directory: directory), output: output)
             stage("the check of the salvaged store")
-            let salvaged = try await StoreMaintenance(directory: directory, encryption: encryption).verify(progress: progress.handler)
+            let salvaged = try await StoreMaintenance(directory: directory, encryption: encryption).verify(
+                progress: progress.handler)
             show(salvaged, output: output)
             return salvaged.isClean ? 0 : 1
         }

@@ -125,6 +125,7 @@ import Testing
                 try await storage.fetch(Note.self).sorted { $0.id < $1.id }
                     == (notes + [Note(id: "new", text: "sealed with the new key")]).sorted { $0.id < $1.id })
         }
-        #expect(Self.openFailure(Self.configuration(directory, key: Self.key)) != nil)  // The old key alone no longer opens it.
+        // The old key alone no longer opens it.
+        #expect(Self.openFailure(Self.configuration(directory, key: Self.key)) != nil)
     }
 }
