@@ -29,9 +29,9 @@ final class Environment: @unchecked Sendable {
     let path: String
     let maxMapSize: Int
     private let durabilityState: Mutex<StorageDurability>
-    private let gate = ResizeGate()
+    let gate = ResizeGate()
     private let readPool = Mutex<[ReadHandle]>([])
-    private let mapSize: Mutex<Int>
+    let mapSize: Mutex<Int>
     private let openedForkGeneration = ForkWatch.generation
 
     /// Whether opening found the data file of a store whose creation never finished (the disk filled up
@@ -347,45 +347,6 @@ final class Environment: @unchecked Sendable {
             case .resized: try adoptMapSize()
             }
         }
-    }
-
-    // MARK: - Map size
-
-    /// Doubles the map (up to ``maxMapSize``); false when it is already at the limit.
-    func growMap() throws -> Bool {
-        try gate.withExclusive { () throws -> Bool in
-            var info = MDB_envinfo()
-            mdb_env_info(handle, &info)
-            let current = info.me_mapsize
-            guard current < maxMapSize else { return false }
-            let next = Environment.rounded(min(maxMapSize, max(current * 2, current + 1 << 20)))
-            try check(mdb_env_set_mapsize(handle, next), "mdb_env_set_mapsize")
-            mapSize.withLock { $0 = next }
-            return true
-        }
-    }
-
-    /// Adopts a map size another process set (`MDB_MAP_RESIZED`).
-    func adoptMapSize() throws {
-        try gate.withExclusive { () throws in
-            try check(mdb_env_set_mapsize(handle, 0), "mdb_env_set_mapsize")
-            var info = MDB_envinfo()
-            mdb_env_info(handle, &info)
-            mapSize.withLock { $0 = info.me_mapsize }
-        }
-    }
-
-    /// Rounds a map size up to a multiple of 64 KiB (a multiple of every OS page size).
-    static func rounded(_ size: Int) -> Int {
-        let unit = 64 * 1024
-        return max(unit, (size + unit - 1) / unit * unit)
-    }
-
-    // MARK: - Copy
-
-    /// Writes a compacted copy of the environment into `directory` (`mdb_env_copy2`).
-    func copyCompacted(to directory: String) throws {
-        try check(directory.withCString { mdb_env_copy2(handle, $0, UInt32(MDB_CP_COMPACT)) }, "mdb_env_copy2")
     }
 }
 
