@@ -33,7 +33,7 @@ modules="$(swift build --show-bin-path)/Modules"
 triple=$(swift -print-target-info | python3 -c 'import json, sys; print(json.load(sys.stdin)["target"]["triple"])')
 sdk=()
 if [ "$(uname)" = Darwin ]; then sdk=(-sdk "$(xcrun --show-sdk-path)"); fi
-if ! "$extract" -module-name LocalStorageKit -target "$triple" "${sdk[@]}" -I "$modules" -I Sources/CLMDB \
+if ! "$extract" -module-name LocalStorageKit -target "$triple" "${sdk[@]}" -I "$modules" -I Sources/CLMDB -I Sources/CSodium -I Sources/CZstd \
     -minimum-access-level public -skip-synthesized-members -output-dir "$scratch" >"$log" 2>&1 \
     || [ ! -f "$scratch/LocalStorageKit.symbols.json" ]; then
     cat "$log" >&2
