@@ -28,10 +28,13 @@ final class Environment: @unchecked Sendable {
     let handle: OpaquePointer
     let path: String
     let maxMapSize: Int
+    /// Room past ``maxMapSize`` that only commits which leave the store no larger may use (see
+    /// ``growMap(intoReserve:)``), so that a full store can always be emptied.
+    let reserve: Int
     private let durabilityState: Mutex<StorageDurability>
-    private let gate = ResizeGate()
+    let gate = ResizeGate()
     private let readPool = Mutex<[ReadHandle]>([])
-    private let mapSize: Mutex<Int>
+    let mapSize: Mutex<Int>
     private let openedForkGeneration = ForkWatch.generation
 
     /// Whether opening found the data file of a store whose creation never finished (the disk filled up
@@ -71,6 +74,7 @@ final class Environment: @unchecked Sendable {
         handle = raw
         path = directory
         self.maxMapSize = max(maxMapSize, mapSize)
+        reserve = Environment.reserve(for: self.maxMapSize)
         durabilityState = Mutex(durability)
         var info = MDB_envinfo()
         mdb_env_info(raw, &info)
@@ -322,10 +326,13 @@ final class Environment: @unchecked Sendable {
 
     /// Runs `body` in a write transaction and commits it; aborts when `body` throws.
     ///
-    /// Only the writer thread calls this, so LMDB's write lock is never contended in-process.
-    func write<R>(_ body: (Transaction) throws -> R) throws -> R {
+    /// Only the writer thread calls this, so LMDB's write lock is never contended in-process. Without
+    /// `reserve` the transaction may not extend the data file past ``maxMapSize`` (or past its last page,
+    /// if a commit already grew it into the reserve).
+    func write<R>(reserve: Bool = false, _ body: (Transaction) throws -> R) throws -> R {
         try checkProcess()
         while true {
+            if !reserve { try keepWithinMaxMapSize() }
             let outcome: TransactionOutcome<R> = try gate.withShared {
                 var raw: OpaquePointer?
                 let code = mdb_txn_begin(handle, nil, 0, &raw)
@@ -350,20 +357,6 @@ final class Environment: @unchecked Sendable {
     }
 
     // MARK: - Map size
-
-    /// Doubles the map (up to ``maxMapSize``); false when it is already at the limit.
-    func growMap() throws -> Bool {
-        try gate.withExclusive { () throws -> Bool in
-            var info = MDB_envinfo()
-            mdb_env_info(handle, &info)
-            let current = info.me_mapsize
-            guard current < maxMapSize else { return false }
-            let next = Environment.rounded(min(maxMapSize, max(current * 2, current + 1 << 20)))
-            try check(mdb_env_set_mapsize(handle, next), "mdb_env_set_mapsize")
-            mapSize.withLock { $0 = next }
-            return true
-        }
-    }
 
     /// Adopts a map size another process set (`MDB_MAP_RESIZED`).
     func adoptMapSize() throws {
