@@ -10,20 +10,6 @@ import Darwin
 extension Environment {
     // MARK: - Map size
 
-    /// Doubles the map (up to ``maxMapSize``); false when it is already at the limit.
-    func growMap() throws -> Bool {
-        try gate.withExclusive { () throws -> Bool in
-            var info = MDB_envinfo()
-            mdb_env_info(handle, &info)
-            let current = info.me_mapsize
-            guard current < maxMapSize else { return false }
-            let next = Environment.rounded(min(maxMapSize, max(current * 2, current + 1 << 20)))
-            try check(mdb_env_set_mapsize(handle, next), "mdb_env_set_mapsize")
-            mapSize.withLock { $0 = next }
-            return true
-        }
-    }
-
     /// Adopts a map size another process set (`MDB_MAP_RESIZED`).
     func adoptMapSize() throws {
         try gate.withExclusive { () throws in

@@ -28,6 +28,9 @@ final class Environment: @unchecked Sendable {
     let handle: OpaquePointer
     let path: String
     let maxMapSize: Int
+    /// Room past ``maxMapSize`` that only commits which leave the store no larger may use (see
+    /// ``growMap(intoReserve:)``), so that a full store can always be emptied.
+    let reserve: Int
     private let durabilityState: Mutex<StorageDurability>
     let gate = ResizeGate()
     private let readPool = Mutex<[ReadHandle]>([])
@@ -71,6 +74,7 @@ final class Environment: @unchecked Sendable {
         handle = raw
         path = directory
         self.maxMapSize = max(maxMapSize, mapSize)
+        reserve = Environment.reserve(for: self.maxMapSize)
         durabilityState = Mutex(durability)
         var info = MDB_envinfo()
         mdb_env_info(raw, &info)
@@ -322,10 +326,13 @@ final class Environment: @unchecked Sendable {
 
     /// Runs `body` in a write transaction and commits it; aborts when `body` throws.
     ///
-    /// Only the writer thread calls this, so LMDB's write lock is never contended in-process.
-    func write<R>(_ body: (Transaction) throws -> R) throws -> R {
+    /// Only the writer thread calls this, so LMDB's write lock is never contended in-process. Without
+    /// `reserve` the transaction may not extend the data file past ``maxMapSize`` (or past its last page,
+    /// if a commit already grew it into the reserve).
+    func write<R>(reserve: Bool = false, _ body: (Transaction) throws -> R) throws -> R {
         try checkProcess()
         while true {
+            if !reserve { try keepWithinMaxMapSize() }
             let outcome: TransactionOutcome<R> = try gate.withShared {
                 var raw: OpaquePointer?
                 let code = mdb_txn_begin(handle, nil, 0, &raw)

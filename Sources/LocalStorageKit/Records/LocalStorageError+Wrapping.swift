@@ -3,6 +3,7 @@ extension LocalStorageError {
     static func wrapping(_ error: any Error) -> LocalStorageError {
         switch error {
         case let error as LocalStorageError: return error
+        case is ReserveRefused: return .storageFull
         case let error as LMDBError:
             if error.isMapFull || error.isDiskFull { return .storageFull }
             return .storageError(code: error.code, message: error.description)

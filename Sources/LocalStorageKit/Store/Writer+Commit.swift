@@ -2,12 +2,16 @@ import Foundation
 
 extension Writer {
     /// Commits `requests` together, growing the map and replaying on `MDB_MAP_FULL`.
+    ///
+    /// At `maxMapSize` the batch replays with the map's reserve, which it may use only if it leaves the
+    /// store no larger; otherwise each request is retried alone.
     func commit(_ requests: [((Context) throws -> Void, (Error?) -> Void)]) {
         var pending = requests
+        var reserve = false
         while !pending.isEmpty {
             do {
                 let now = nextTimestamp()
-                let context = try countedWrite { txn in
+                let context = try countedWrite(reserve: reserve) { txn in
                     let context = Context(txn: txn, now: now, environment: environment, hub: hub)
                     context.storeMaxBytes = evictor?.book.store?.maxBytes
                     context.leases = changeLog?.leases
@@ -40,7 +44,7 @@ extension Writer {
                 pending.remove(at: failure.position)
             } catch let error as LMDBError where error.isMapFull {
                 do {
-                    if try environment.growMap() {
+                    if try environment.growMap(intoReserve: reserve) {
                         logger?.log(
                             level: .info, message: "Grew the memory map",
                             metadata: ["bytes": "\(environment.currentMapSize)"])
@@ -50,14 +54,19 @@ extension Writer {
                     pending.forEach { $0.1(LocalStorageError.wrapping(error)) }
                     return
                 }
-                if pending.count > 1 {
-                    for request in pending { commit([request]) }
-                } else {
-                    logger?.log(
-                        level: .error, message: "A write does not fit: the store's map reached maxMapSize",
-                        metadata: ["path": environment.path, "maxMapSize": "\(environment.maxMapSize)"])
-                    pending.forEach { $0.1(LocalStorageError.storageFull) }
+                if !reserve {
+                    // A batch that leaves the store no larger (deletes, purges) may use the reserve.
+                    reserve = true
+                    do { _ = try environment.growMap(intoReserve: true) } catch {
+                        pending.forEach { $0.1(LocalStorageError.wrapping(error)) }
+                        return
+                    }
+                    continue
                 }
+                doesNotFit(pending)
+                return
+            } catch is ReserveRefused {
+                doesNotFit(pending)
                 return
             } catch let error as LMDBError where error.isDiskFull {
                 logger?.log(
@@ -76,11 +85,14 @@ extension Writer {
 
     /// Commits one transaction from inside an exclusive request, growing the map on `MDB_MAP_FULL`.
     /// Changes published by `body` reach observers after the commit.
+    /// At `maxMapSize` it runs once more with the map's reserve, which it may use only if it leaves the
+    /// store no larger (a purge, a delete).
     func transact<R>(_ body: (Context) throws -> R) throws -> R {
+        var reserve = false
         while true {
             do {
                 let now = nextTimestamp()
-                let (value, context) = try countedWrite { txn in
+                let (value, context) = try countedWrite(reserve: reserve) { txn in
                     let context = Context(txn: txn, now: now, environment: environment, hub: hub)
                     context.storeMaxBytes = evictor?.book.store?.maxBytes
                     context.leases = changeLog?.leases
@@ -93,12 +105,17 @@ extension Writer {
                 hub.publish(context.changes)
                 return value
             } catch let error as LMDBError where error.isMapFull {
-                guard try environment.growMap() else {
-                    logger?.log(
-                        level: .error, message: "A write does not fit: the store's map reached maxMapSize",
-                        metadata: ["path": environment.path, "maxMapSize": "\(environment.maxMapSize)"])
-                    throw LocalStorageError.storageFull
+                if try environment.growMap(intoReserve: reserve) { continue }
+                guard reserve else {
+                    reserve = true
+                    _ = try environment.growMap(intoReserve: true)
+                    continue
                 }
+                logDoesNotFit()
+                throw LocalStorageError.storageFull
+            } catch is ReserveRefused {
+                logDoesNotFit()
+                throw LocalStorageError.storageFull
             } catch let error as LMDBError where error.isDiskFull {
                 logger?.log(
                     level: .error, message: "A write failed: the disk holding the store is full",
@@ -112,8 +129,10 @@ extension Writer {
     /// that throws is aborted alone and the others commit together, each closure having run once.
     ///
     /// A request whose own writes met `MDB_MAP_FULL` is aborted alone too; after the others commit, the
-    /// map grows and that request runs again (or fails with `storageFull` at the size limit).
-    func commitOnce(_ requests: [((Context) throws -> Void, (Error?) -> Void)]) {
+    /// map grows and that request runs again (or fails with `storageFull` at the size limit). At
+    /// `maxMapSize` it runs with the map's reserve (`reserve`), where a request that leaves the store larger
+    /// fails with `storageFull`.
+    func commitOnce(_ requests: [((Context) throws -> Void, (Error?) -> Void)], reserve: Bool = false) {
         enum Outcome {
             case done
             case failed(any Error)
@@ -122,7 +141,7 @@ extension Writer {
         let now = nextTimestamp()
         let outcomes: [Outcome]
         do {
-            let (context, results) = try countedWrite { txn -> (Context, [Outcome]) in
+            let (context, results) = try countedWrite(reserve: reserve) { txn -> (Context, [Outcome]) in
                 let context = Context(txn: txn, now: now, environment: environment, hub: hub)
                 context.storeMaxBytes = evictor?.book.store?.maxBytes
 
@@ -132,7 +151,13 @@ extension Writer {
                 for (body, _) in requests {
                     let child = context.nested(try txn.beginNested())
                     do {
+                        let before = reserve ? try StoreTotals.of(child.txn) : nil
                         try body(child)
+                        if let before, before.grew(to: try StoreTotals.of(child.txn)) {
+                            child.txn.abortNested()
+                            results.append(.failed(LocalStorageError.storageFull))
+                            continue
+                        }
                         if child.metMapFull {
                             // The closure caught the full map and went on: its writes are incomplete.
                             child.txn.abortNested()
@@ -182,19 +207,39 @@ extension Writer {
         }
         guard !retry.isEmpty else { return }
         do {
-            if try environment.growMap() {
+            if try environment.growMap(intoReserve: reserve) {
                 logger?.log(
                     level: .info, message: "Grew the memory map",
                     metadata: ["bytes": "\(environment.currentMapSize)"])
-                commitOnce(retry)
+                commitOnce(retry, reserve: reserve)
                 return
             }
-            logger?.log(
-                level: .error, message: "A write does not fit: the store's map reached maxMapSize",
-                metadata: ["path": environment.path, "maxMapSize": "\(environment.maxMapSize)"])
+            if !reserve {
+                _ = try environment.growMap(intoReserve: true)
+                commitOnce(retry, reserve: true)
+                return
+            }
+            logDoesNotFit()
             retry.forEach { $0.1(LocalStorageError.storageFull) }
         } catch {
             retry.forEach { $0.1(LocalStorageError.wrapping(error)) }
         }
+    }
+
+    /// Fails requests that do not fit in `maxMapSize`: each alone when there are several, so that only the
+    /// ones that do not fit fail with `storageFull`.
+    private func doesNotFit(_ pending: [((Context) throws -> Void, (Error?) -> Void)]) {
+        if pending.count > 1 {
+            for request in pending { commit([request]) }
+        } else {
+            logDoesNotFit()
+            pending.forEach { $0.1(LocalStorageError.storageFull) }
+        }
+    }
+
+    private func logDoesNotFit() {
+        logger?.log(
+            level: .error, message: "A write does not fit: the store's map reached maxMapSize",
+            metadata: ["path": environment.path, "maxMapSize": "\(environment.maxMapSize)"])
     }
 }

@@ -12,7 +12,9 @@ import Synchronization
 /// (A nested transaction per plain save would cost LMDB's per-`maxdbs` allocations on every save; failures
 /// of plain requests are rare, so replaying them is the cheaper way to the same isolation.)
 /// `MDB_MAP_FULL` aborts, grows the map while no transaction of this process is open, and replays; at the
-/// size limit each request is retried alone so that only the ones that do not fit fail with `storageFull`.
+/// size limit the batch replays once more with the map's reserve, which it may use only if it leaves the
+/// store no larger (deletes, purges, evictions); otherwise each request is retried alone so that only the
+/// ones that do not fit fail with `storageFull`.
 final class Writer: @unchecked Sendable {
     // @unchecked: the queue and flags are only touched under `condition`; the thread owns the rest.
 
@@ -131,10 +133,19 @@ final class Writer: @unchecked Sendable {
     }
 
     /// One write transaction, counted: the epoch is odd from before it begins until it is counted.
-    func countedWrite<R>(_ body: (Transaction) throws -> R) throws -> R {
+    ///
+    /// With `reserve` the transaction may use the map's reserve, provided it leaves the store no larger
+    /// (``StoreTotals``): otherwise it is aborted with ``ReserveRefused``.
+    func countedWrite<R>(reserve: Bool = false, _ body: (Transaction) throws -> R) throws -> R {
         writeEpoch.add(1, ordering: .sequentiallyConsistent)
         defer { writeEpoch.add(1, ordering: .sequentiallyConsistent) }
-        let value = try environment.write(body)
+        let value = try environment.write(reserve: reserve) { txn in
+            guard reserve else { return try body(txn) }
+            let before = try StoreTotals.of(txn)
+            let value = try body(txn)
+            if before.grew(to: try StoreTotals.of(txn)) { throw ReserveRefused() }
+            return value
+        }
         commits.add(1, ordering: .sequentiallyConsistent)
         return value
     }

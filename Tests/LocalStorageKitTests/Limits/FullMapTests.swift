@@ -1,41 +1,116 @@
 import Foundation
 import Testing
 
-@testable import LocalStorageKit
+@_spi(Testing) @testable import LocalStorageKit
 
-/// A store whose map reached `maxMapSize` can always be emptied.
+/// A store whose map reached `maxMapSize` can always be emptied: deletes, evictions and purges may use a
+/// reserve that saves may not.
 @Suite struct FullMapTests {
-    @Test func aFullMapCanBeEmptiedOneDeleteAtATime() async throws {
+    /// A type with a limit of its own, evicted in the commit of a save.
+    struct Bounded: LocalStorable, Equatable {
+        let id: String
+        var text: String
+        static var storageLimits: StorageLimits? { StorageLimits(maxRecords: 20) }
+    }
+
+    static let text = String(repeating: "x", count: 900)
+
+    static func configuration(clock: VirtualClock? = nil) -> LocalStorageConfiguration {
         var configuration = diskConfiguration()
         configuration.mapSize = 1 << 20
         configuration.maxMapSize = 4 << 20
-        let storage = try LocalStorage(configuration: configuration)
+        configuration.expirySweepInterval = nil
+        if let clock { configuration.clock = clock }
+        return configuration
+    }
+
+    /// Saves notes until the map is full: in batches of 50, then one at a time to the last page. Returns
+    /// their ids. `expiration` gives each batch (and each single save) its expiration.
+    static func fill(
+        _ storage: LocalStorage, prefix: String = "n",
+        expiration: (Int) -> CacheExpiration = { _ in .never }
+    ) async throws -> [String] {
         var saved: [String] = []
-        let text = String(repeating: "x", count: 900)
+        var round = 0
         filling: while saved.count < 100_000 {
-            let batch = (saved.count..<saved.count + 50).map { Note(id: "n\($0)", text: text) }
+            let batch = (saved.count..<saved.count + 50).map { Note(id: "\(prefix)\($0)", text: text) }
+            round += 1
             do {
-                try await storage.save(contentsOf: batch)
+                try await storage.save(contentsOf: batch, expiration: expiration(round))
                 saved += batch.map(\.id)
             } catch LocalStorageError.storageFull {
                 break filling
             }
         }
-        // Then one record at a time, to the last page.
         single: while true {
-            let note = Note(id: "s\(saved.count)", text: text)
+            let note = Note(id: "\(prefix)s\(saved.count)", text: text)
+            round += 1
             do {
-                try await storage.save(note)
+                try await storage.save(note, expiration: expiration(round))
                 saved.append(note.id)
             } catch LocalStorageError.storageFull {
                 break single
             }
         }
+        return saved
+    }
+
+    @Test func aFullMapCanBeEmptiedOneDeleteAtATime() async throws {
+        let storage = try LocalStorage(configuration: Self.configuration())
+        let saved = try await Self.fill(storage)
         #expect(saved.count > 100)
         for id in saved {
             try await storage.delete(Note.self, id: id)
         }
         #expect(try await storage.count(Note.self) == 0)
         #expect(!LocalStorageError.storageFull.description.contains("the log says which"))
+    }
+
+    @Test func afterEmptyingSavesWorkAgainAndTheReserveStaysForDeletes() async throws {
+        let storage = try LocalStorage(configuration: Self.configuration())
+        let first = try await Self.fill(storage)
+        for id in first { try await storage.delete(Note.self, id: id) }
+        // Refilled, the store holds about as much as the first time: the saves did not use the reserve up.
+        let second = try await Self.fill(storage, prefix: "m")
+        #expect(second.count * 10 >= first.count * 9)
+        // And it empties again, one delete at a time.
+        for id in second { try await storage.delete(Note.self, id: id) }
+        #expect(try await storage.count(Note.self) == 0)
+        try await storage.save(Note(id: "again", text: Self.text))
+        #expect(try await storage.fetch(Note.self, id: "again") != nil)
+    }
+
+    @Test func aSaveThatEvictsAsMuchAsItAddsWorksAtAFullMap() async throws {
+        let storage = try LocalStorage(configuration: Self.configuration())
+        for number in 0..<20 {
+            try await storage.save(Bounded(id: "b\(number)", text: Self.text))
+        }
+        _ = try await Self.fill(storage)
+        for number in 20..<60 {
+            // Each save evicts one record of the same size: the store does not grow.
+            try await storage.save(Bounded(id: "b\(number)", text: Self.text))
+            #expect(try await storage.fetch(Bounded.self, id: "b\(number)") != nil)
+        }
+        #expect(try await storage.count(Bounded.self) == 20)
+        // A save that only adds still does not fit.
+        await #expect(throws: LocalStorageError.storageFull) {
+            try await storage.save(Note(id: "more", text: Self.text))
+        }
+    }
+
+    @Test func purgeExpiredWorksAtAFullMap() async throws {
+        let clock = VirtualClock()
+        let storage = try LocalStorage(configuration: Self.configuration(clock: clock))
+        // Each batch and each single save expires one second after the one before.
+        let saved = try await Self.fill(storage) { round in .seconds(Double(round)) }
+        var purged = 0
+        var rounds = 0
+        while purged < saved.count && rounds < 10_000 {
+            clock.advance(by: .seconds(1))
+            purged += try await storage.purgeExpired()
+            rounds += 1
+        }
+        #expect(purged == saved.count)
+        #expect(try await storage.count(Note.self) == 0)
     }
 }
