@@ -240,7 +240,7 @@ import Testing
         let repository = storage.repository(Product.self)
         var changes = repository.changes().makeAsyncIterator()
         let live = Recorder(repository.updates(options: FetchOptions(limit: 1)))
-        #expect(await live.eventually { $0 == [[]] })
+        #expect(await live.eventually(within: .seconds(60)) { $0 == [[]] })
 
         try await repository.save(Product.sample(2))
         #expect(await changes.next() == .inserted(Product.sample(2)))

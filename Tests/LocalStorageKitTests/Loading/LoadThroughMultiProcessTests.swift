@@ -90,7 +90,9 @@ import Darwin
         let storage = try LocalStorage(configuration: configuration(directory))
         let gate = LoadGate()
         let caller = Task {
-            try await storage.fetch(StressRecord.self, id: "r-3") { id in
+            // Starting the other process can take long on a loaded machine: the load must not time out meanwhile.
+            try await storage.fetch(StressRecord.self, id: "r-3", policy: LoadPolicy(loadTimeout: .seconds(600))) {
+                id in
                 await gate.pass()
                 return StressRecord.make(id: id, sequence: 1)
             }
