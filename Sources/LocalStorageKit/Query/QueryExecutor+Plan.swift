@@ -45,9 +45,21 @@ extension QueryExecutor {
     }
 
     /// Whether walking `walked` entries costs at most ``walkFactor(_:)`` times collecting `candidates`.
+    ///
+    /// With a limit, a walk stops after `offset + limit` matches: about `end × walked / candidates` entries
+    /// when the matches are spread through the walked range, counted four times over to allow for matches
+    /// that bunch up (an equality ordered by another index, say, reads a few hundred entries, not the range).
     static func isBounded(_ walked: Int, by candidates: Int, _ options: FetchOptions) -> Bool {
+        var expected = walked
+        if options.limit != nil, candidates > 0 {
+            let (spread, overflow) = options.end.multipliedReportingOverflow(by: walked)
+            if !overflow {
+                let perMatch = spread / candidates
+                expected = perMatch > walked / 4 ? walked : perMatch * 4
+            }
+        }
         let (limit, overflow) = candidates.multipliedReportingOverflow(by: walkFactor(options))
-        return overflow || walked <= limit
+        return overflow || expected <= limit
     }
 
     // MARK: - Estimates
