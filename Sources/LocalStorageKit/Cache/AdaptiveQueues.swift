@@ -96,24 +96,8 @@ final class AdaptiveQueues {
         var prefix: [UInt8] = []
         prefix.appendBigEndian(type)
         prefix.append(queue.rawValue)
-        var stale: [[UInt8]] = []
-        let found: (key: [UInt8], clock: UInt64)? = try txn.withCursor(byClock) { cursor in
-            var entry = try cursor.seek(atLeast: prefix)
-            while let current = entry, current.key.count == 13, current.key.starts(with: prefix) {
-                let key = Array(current.value)
-                if !skipping.contains(key) {
-                    if try txn.get(records, key: key) != nil {
-                        let clock = UInt64(
-                            bigEndian: UnsafeRawBufferPointer(rebasing: current.key[5...]).loadUnaligned(
-                                as: UInt64.self))
-                        return (key, clock)
-                    }
-                    stale.append(key)
-                }
-                entry = try cursor.move(.next)
-            }
-            return nil
-        }
+        let (found, stale) = try ClockOrderedWalk.oldest(
+            under: prefix, in: byClock, records: records, skipping: skipping, txn: txn)
         for key in stale { try remove(type: type, key: key) }
         return found
     }
