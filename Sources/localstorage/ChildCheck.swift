@@ -18,6 +18,8 @@ enum ChildCheck {
         process.arguments = Array(CommandLine.arguments.dropFirst())
         var environment = ProcessInfo.processInfo.environment
         environment[stageVariable] = stageFile?.path ?? ""
+        // The report below replaces the runtime's backtrace of the child, which would only be noise here.
+        environment["SWIFT_BACKTRACE"] = "enable=no"
         process.environment = environment
         try process.run()
         process.waitUntilExit()

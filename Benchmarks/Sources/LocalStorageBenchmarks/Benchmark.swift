@@ -53,6 +53,9 @@ enum Benchmark {
                 Workloads.page(
                     stores, query, page: Workloads.pageNumber, width: Workloads.rangeWidth, name: "page",
                     generator: &generator),
+                Workloads.unorderedRange(stores, query, records: size, generator: &generator),
+                Workloads.unorderedRangeLimit(stores, query, generator: &generator),
+                Workloads.equalsPrice(stores, query, generator: &generator),
             ]
             var medians: [String: [String: Double]] = [:]
             for workload in workloads { medians[workload.name] = try await measure(workload).medians }

@@ -100,6 +100,19 @@ final class LocalStorageKitSystem: Sendable {
         return products.reduce(into: Checksum()) { $0.add($1) }.value
     }
 
+    /// Products with a price in `range` in no particular order: with a limit, how many came back (any
+    /// `limit` matches are a right answer); without one, an order-free fingerprint of them all.
+    func fetchUnordered(priceIn range: ClosedRange<Double>, limit: Int?) async throws -> Int {
+        let products = try await storage.fetch(
+            Product.self, matching: [.between("price", range)], options: FetchOptions(limit: limit))
+        return limit == nil ? Checksum.unordered(products) : products.count
+    }
+
+    /// Every product whose price is `price`, in no particular order: an order-free fingerprint.
+    func fetch(priceEquals price: Double) async throws -> Int {
+        Checksum.unordered(try await storage.fetch(Product.self, matching: [.equals("price", price)]))
+    }
+
     func count(priceIn range: ClosedRange<Double>) async throws -> Int {
         try await storage.count(Product.self, matching: [.between("price", range)])
     }

@@ -80,6 +80,15 @@ struct Checksum {
     mutating func add(_ number: Int) {
         value = value &* 1_000_003 &+ number
     }
+
+    /// An order-free fingerprint of `products` (the sum of each one's own), for queries without an order.
+    static func unordered(_ products: some Sequence<Product>) -> Int {
+        products.reduce(0) { sum, product in
+            var one = Checksum()
+            one.add(product)
+            return sum &+ one.value
+        }
+    }
 }
 
 extension Product {

@@ -175,6 +175,27 @@ final class RawLMDBSystem {
         }
     }
 
+    /// Products with a price in `range` (a walk of the price index): with a limit, how many came back;
+    /// without one, an order-free fingerprint of them all, as `LocalStorageKitSystem.fetchUnordered` returns.
+    func fetchUnordered(priceIn range: ClosedRange<Double>, limit: Int?) throws -> Int {
+        let now = Self.wallClock()
+        let upper = Self.ordered(range.upperBound)
+        return try read { txn in
+            var products: [Product] = []
+            try walk(txn, priceIndex, from: Self.orderedBytes(range.lowerBound)) { key, value in
+                guard Self.loadBigEndian(key) <= upper else { return false }
+                guard !Self.isExpired(value, now: now) else { return true }
+                if let record = try record(txn, key: UnsafeRawBufferPointer(rebasing: key[8...])),
+                    let product = try decodeLive(record, now: now)
+                {
+                    products.append(product)
+                }
+                return products.count < (limit ?? .max)
+            }
+            return limit == nil ? Checksum.unordered(products) : products.count
+        }
+    }
+
     /// The first `limit` products of `category` by descending price: walks the price index backwards and
     /// checks each record's header (the sort index drives, as the design's planner picks it).
     func fetch(category: String, byDescendingPriceLimit limit: Int) throws -> Int {

@@ -87,7 +87,8 @@ enum Report {
     static func printScaling(_ table: [(size: Int, medians: [String: [String: Double]])]) {
         let columns = [
             ("fetch", "fetch(id)"), ("range", "range, limit 20"), ("count", "count 10%"),
-            ("page", "page 50 × 20"),
+            ("page", "page 50 × 20"), ("range-unordered", "between, ~1,000 rows, no order"),
+            ("range-unordered-limit", "between, limit 20, no order"), ("equals-price", "equals(price)"),
         ]
         emit("µs per operation (CPU time), LocalStorageKit / SQLite, at each number of records.\n")
         emit("| records | " + columns.map(\.1).joined(separator: " | ") + " |")

@@ -10,6 +10,7 @@ final class SQLiteSystem {
     private let selectByID: OpaquePointer
     private let insert: OpaquePointer
     private let selectPriceRange: OpaquePointer
+    private let selectPriceRangeUnordered: OpaquePointer
     private let selectCategoryByPrice: OpaquePointer
     private let countPriceRange: OpaquePointer
     private let selectPriceRangePage: OpaquePointer
@@ -46,6 +47,8 @@ final class SQLiteSystem {
             """
             SELECT payload FROM products WHERE price BETWEEN ?1 AND ?2 ORDER BY price LIMIT ?3
             """)
+        selectPriceRangeUnordered = try connection.prepare(
+            "SELECT payload FROM products WHERE price BETWEEN ?1 AND ?2 LIMIT ?3")
         // SQLite sorts this one (category index, then a sort on price), so the tie-break costs nothing.
         selectCategoryByPrice = try connection.prepare(
             """
@@ -146,6 +149,19 @@ final class SQLiteSystem {
         try connection.check(sqlite3_bind_double(selectPriceRange, 2, range.upperBound), "bind")
         try connection.check(sqlite3_bind_int64(selectPriceRange, 3, Int64(limit)), "bind")
         return try decodeRows(selectPriceRange)
+    }
+
+    /// Products with a price in `range` in no particular order: with a limit, how many came back; without
+    /// one, an order-free fingerprint of them all.
+    func fetchUnordered(priceIn range: ClosedRange<Double>, limit: Int?) throws -> Int {
+        let statement = selectPriceRangeUnordered
+        defer { sqlite3_reset(statement) }
+        try connection.check(sqlite3_bind_double(statement, 1, range.lowerBound), "bind")
+        try connection.check(sqlite3_bind_double(statement, 2, range.upperBound), "bind")
+        try connection.check(sqlite3_bind_int64(statement, 3, Int64(limit ?? -1)), "bind")
+        var products: [Product] = []
+        while try connection.step(statement) { products.append(try decodePayload(statement)) }
+        return limit == nil ? Checksum.unordered(products) : products.count
     }
 
     /// The first `limit` products of `category` by descending price.

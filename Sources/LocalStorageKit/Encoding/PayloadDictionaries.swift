@@ -20,21 +20,33 @@ final class PayloadDictionaries: Sendable {
 
     /// Loads every dictionary in `meta`; the newest is the one named by `zdict.newest`.
     func load(meta: Database, txn: Transaction) throws {
-        var found: [UInt32: [UInt8]] = [:]
+        var entries: [(key: [UInt8], value: [UInt8])] = []
         try txn.withCursor(meta) { cursor in
             var entry = try cursor.seek(atLeast: PayloadDictionaries.keyPrefix)
             while let current = entry, current.key.starts(with: PayloadDictionaries.keyPrefix) {
-                let suffix = Array(current.key.dropFirst(PayloadDictionaries.keyPrefix.count))
-                if suffix.count == 4 {
-                    let id = suffix.reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
-                    found[id] = Array(current.value)
-                }
+                entries.append((Array(current.key), Array(current.value)))
                 entry = try cursor.move(.next)
             }
         }
+        if let stored = try txn.get(meta, key: PayloadDictionaries.newestKey) {
+            entries.append((PayloadDictionaries.newestKey, Array(stored)))
+        }
+        load(metaEntries: entries)
+    }
+
+    /// Loads the dictionaries among `meta`'s entries (as a salvage walk reads them from a damaged file,
+    /// in any order; other entries are skipped).
+    func load(metaEntries: [(key: [UInt8], value: [UInt8])]) {
+        var found: [UInt32: [UInt8]] = [:]
         var newest: UInt32 = 0
-        if let stored = try txn.get(meta, key: PayloadDictionaries.newestKey), stored.count == 4 {
-            newest = UInt32(littleEndian: stored.loadUnaligned(as: UInt32.self))
+        for entry in metaEntries {
+            if entry.key == PayloadDictionaries.newestKey, entry.value.count == 4 {
+                newest = entry.value.withUnsafeBytes { UInt32(littleEndian: $0.loadUnaligned(as: UInt32.self)) }
+            } else if entry.key.starts(with: PayloadDictionaries.keyPrefix) {
+                let suffix = entry.key.dropFirst(PayloadDictionaries.keyPrefix.count)
+                guard suffix.count == 4 else { continue }
+                found[suffix.reduce(UInt32(0)) { $0 << 8 | UInt32($1) }] = entry.value
+            }
         }
         state.withLock { state in
             state.byID.merge(found) { old, _ in old }

@@ -53,6 +53,39 @@ final class PayloadSealing: Sendable {
         let compressor =
             compression.isEnabled ? PayloadCompressor(compression, meta: meta, dictionaries: dictionaries) : nil
         let stored = try txn.get(meta, key: checkKey).map { Array($0) }
+        let sealing = try checked(
+            encryption: encryption, storedCheck: stored, compressor: compressor, dictionaries: dictionaries,
+            path: path)
+        guard let current = sealing.current, !readOnly else { return sealing }
+        let opener = stored.flatMap { check in check.withUnsafeBytes { sealing.openCheck($0) } }
+        if opener?.bytes == current.bytes { return sealing }
+        let check = try checkText.withUnsafeBytes { plain in
+            try SodiumCipher.seal(plain, associated: checkKey, key: current.bytes, prefix: [version, current.id])
+        }
+        try txn.put(meta, key: checkKey, value: check)
+        return sealing
+    }
+
+    /// The sealing that reads the records of a damaged store whose `meta` entries a salvage walk collected
+    /// (its dictionaries, and its key check value when that could be read); it compresses nothing.
+    ///
+    /// - Throws: `openFailed` for an encrypted store salvaged without a key, or with a key that is not the
+    ///   store's.
+    static func forSalvage(
+        encryption: StorageEncryption?, metaEntries: [(key: [UInt8], value: [UInt8])], path: String
+    ) throws -> PayloadSealing {
+        let dictionaries = PayloadDictionaries()
+        dictionaries.load(metaEntries: metaEntries)
+        let stored = metaEntries.first { $0.key == checkKey }?.value
+        return try checked(
+            encryption: encryption, storedCheck: stored, compressor: nil, dictionaries: dictionaries, path: path)
+    }
+
+    /// The sealing for `encryption`, after checking it against the store's key check value `storedCheck`.
+    private static func checked(
+        encryption: StorageEncryption?, storedCheck stored: [UInt8]?, compressor: PayloadCompressor?,
+        dictionaries: PayloadDictionaries, path: String
+    ) throws -> PayloadSealing {
         guard let encryption else {
             if stored != nil {
                 throw LocalStorageError.openFailed(
@@ -67,21 +100,11 @@ final class PayloadSealing: Sendable {
         }
         let sealing = PayloadSealing(
             current: keys[0], previous: Array(keys.dropFirst()), compressor: compressor, dictionaries: dictionaries)
-        if let stored {
-            let opened = stored.withUnsafeBytes { sealing.openCheck($0) }
-            guard let opened else {
-                throw LocalStorageError.openFailed(
-                    path: path,
-                    reason: "the encryption key is not this store's key"
-                        + (encryption.previousKeys.isEmpty ? "" : ", nor is any of the previous keys"))
-            }
-            if opened.id == keys[0].id, opened.bytes == keys[0].bytes { return sealing }
-        }
-        if !readOnly {
-            let check = try checkText.withUnsafeBytes { plain in
-                try SodiumCipher.seal(plain, associated: checkKey, key: keys[0].bytes, prefix: [version, keys[0].id])
-            }
-            try txn.put(meta, key: checkKey, value: check)
+        if let stored, stored.withUnsafeBytes({ sealing.openCheck($0) }) == nil {
+            throw LocalStorageError.openFailed(
+                path: path,
+                reason: "the encryption key is not this store's key"
+                    + (encryption.previousKeys.isEmpty ? "" : ", nor is any of the previous keys"))
         }
         return sealing
     }

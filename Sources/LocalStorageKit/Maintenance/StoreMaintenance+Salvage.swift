@@ -28,21 +28,27 @@ extension StoreMaintenance {
     /// records is used. Each record is checked as `import` checks it and written with its timestamps,
     /// expiry and version; its index entries and counts are built afresh.
     ///
-    /// - Parameter directory: The store directory or the app's `databaseDirectory`.
+    /// An encrypted store is salvaged with its key: its records are opened with it and sealed again in the
+    /// fresh store; compressed records are read with the dictionaries that can still be read.
+    ///
+    /// - Parameters:
+    ///   - directory: The store directory or the app's `databaseDirectory`.
+    ///   - encryption: The store's key (and previous keys), when it is encrypted.
     /// - Throws: ``MaintenanceError/noStore(path:)``; `storageError` with `EBUSY` while any process
-    ///   (this one included) has the store open.
-    public static func salvage(directory: URL) async throws -> SalvageReport {
+    ///   (this one included) has the store open; `openFailed` for an encrypted store salvaged without its
+    ///   key or with another key (nothing is changed then).
+    public static func salvage(directory: URL, encryption: StorageEncryption? = nil) async throws -> SalvageReport {
         let directory = storeDirectory(named: directory)
         let dataFile = directory.appendingPathComponent("data.mdb")
         guard FileManager.default.fileExists(atPath: dataFile.path) else {
             throw MaintenanceError.noStore(path: directory.path)
         }
         try StoreInUse.check(directory, doing: "repair")
-        let (lines, damage, unreadable) = try salvageLines(of: dataFile)
+        let (lines, damage, unreadable) = try salvageLines(of: dataFile, encryption: encryption)
         let fresh = directory.appendingPathComponent(".salvage-\(UUID().uuidString)", isDirectory: true)
         var report: SalvageReport
         do {
-            report = try await importSalvaged(lines, into: fresh)
+            report = try await importSalvaged(lines, into: fresh, encryption: encryption)
             report.damage = damage
             report.lost = unreadable + report.lost
             try StoreInUse.check(directory, doing: "repair")
@@ -78,9 +84,10 @@ extension StoreMaintenance {
     }
 
     /// Export lines (a type line, then its records) of every readable type and record of `dataFile`, the
-    /// damage found on the way and what was reached but could not be read.
+    /// damage found on the way and what was reached but could not be read. Sealed and compressed payloads
+    /// are opened with `encryption` and the dictionaries found.
     private static func salvageLines(
-        of dataFile: URL
+        of dataFile: URL, encryption: StorageEncryption?
     ) throws -> (lines: [Data], damage: [VerifyProblem], lost: [VerifyProblem]) {
         let descriptor = open(dataFile.path, O_RDONLY)
         guard descriptor >= 0 else {
@@ -99,7 +106,9 @@ extension StoreMaintenance {
             let damage = (metaProblems + walk.problems).map {
                 VerifyProblem(type: "data.mdb", id: nil, kind: .damagedFile, detail: "\($0)")
             }
-            let (lines, lost, records) = found.exportLines()
+            let sealing = try PayloadSealing.forSalvage(
+                encryption: encryption, metaEntries: found.metaEntries, path: dataFile.path)
+            let (lines, lost, records) = found.exportLines(sealing: sealing)
             if best == nil || records > best?.records ?? 0 { best = (lines, damage, lost, records) }
         }
         guard let best else {
@@ -110,9 +119,11 @@ extension StoreMaintenance {
     }
 
     /// Imports salvaged export lines into a new store at `directory`, skipping (and listing) each line
-    /// that cannot be imported.
-    private static func importSalvaged(_ lines: [Data], into directory: URL) async throws -> SalvageReport {
-        let store = try await StoreMaintenance(directory: directory, creatingIfMissing: true)
+    /// that cannot be imported; with `encryption`, the records are sealed with its key.
+    private static func importSalvaged(
+        _ lines: [Data], into directory: URL, encryption: StorageEncryption?
+    ) async throws -> SalvageReport {
+        let store = try await StoreMaintenance(directory: directory, creatingIfMissing: true, encryption: encryption)
         var parser = ImportParser(known: [:], check: ImportRecordCheck(checkingPayloadValues: false))
         var items: [ImportParser.Item] = []
         var lost: [VerifyProblem] = []
@@ -124,11 +135,14 @@ extension StoreMaintenance {
             }
         }
         let meta = store.meta
+        let sealing = store.sealing
         var salvaged = 0
         for start in stride(from: 0, to: items.count, by: batchSize) {
             let batch = Array(items[start..<min(items.count, start + batchSize)])
             salvaged += try await store.write { writer in
-                try writer.transact { context in try ImportParser.apply(batch, meta: meta, context: context) }
+                try writer.transact { context in
+                    try ImportParser.apply(batch, meta: meta, context: context, sealing: sealing)
+                }
             }
         }
         return SalvageReport(damage: [], salvaged: salvaged, lost: lost, types: parser.typeNames)
@@ -137,26 +151,26 @@ extension StoreMaintenance {
 
 /// The entries a salvage walk reached: the `meta` database and every records database.
 private final class SalvagedEntries {
-    private var meta: [(key: [UInt8], value: [UInt8])] = []
+    private(set) var metaEntries: [(key: [UInt8], value: [UInt8])] = []
     private var records: [String: [(key: [UInt8], value: [UInt8])]] = [:]
 
     func add(_ database: String, _ key: [UInt8], _ value: [UInt8]) {
         if database == TypeRegistry.metaName {
-            meta.append((key, value))
+            metaEntries.append((key, value))
         } else {
             records[database, default: []].append((key, value))
         }
     }
 
     /// Export lines of every readable type and its readable records; what could not be read; the number
-    /// of record lines.
-    func exportLines() -> (lines: [Data], lost: [VerifyProblem], records: Int) {
+    /// of record lines. Payloads are opened with `sealing`.
+    func exportLines(sealing: PayloadSealing) -> (lines: [Data], lost: [VerifyProblem], records: Int) {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         var lines: [Data] = []
         var lost: [VerifyProblem] = []
         var count = 0
-        for entry in meta where entry.key.starts(with: TypeInfo.keyPrefix) {
+        for entry in metaEntries where entry.key.starts(with: TypeInfo.keyPrefix) {
             let name = String(decoding: entry.key.dropFirst(TypeInfo.keyPrefix.count), as: UTF8.self)
             let info: TypeInfo
             do {
@@ -170,7 +184,7 @@ private final class SalvagedEntries {
                 let id = String(decoding: record.key, as: UTF8.self)
                 do {
                     let detail = try record.value.withUnsafeBytes {
-                        try StoreMaintenance.detail(type: name, id: id, bytes: $0, now: nil, sealing: nil)
+                        try StoreMaintenance.detail(type: name, id: id, bytes: $0, now: nil, sealing: sealing)
                     }
                     lines.append(try detail.jsonLine())
                     count += 1

@@ -23,6 +23,9 @@ enum VerifyCommand: Command {
     static let spec = ArgumentSpec(flags: ["repair"])
     /// Names the file the child process writes its current stage to (set only in the child).
     static let stageVariable = "LOCALSTORAGE_VERIFY_STAGE"
+    /// For the tests: a signal number the child raises on itself when it reaches a stage, standing in for a
+    /// crash inside LMDB on a damaged file (which a test cannot produce at will).
+    static let raiseVariable = "LOCALSTORAGE_VERIFY_TEST_RAISE"
 
     static func run(_ arguments: ParsedArguments, store: StoreMaintenance, output: Output) async throws -> Int32 {
         // Not reached: LocalStorageTool calls run(_:directory:output:) without opening the store.
@@ -41,7 +44,11 @@ enum VerifyCommand: Command {
     static func check(
         _ arguments: ParsedArguments, directory: URL, output: Output, stageFile: String? = nil
     ) async throws -> Int32 {
-        func stage(_ text: String) { ChildCheck.write(stage: text, to: stageFile) }
+        let raising = ProcessInfo.processInfo.environment[raiseVariable].flatMap { Int32($0) }
+        func stage(_ text: String) {
+            ChildCheck.write(stage: text, to: stageFile)
+            if let raising, stageFile != nil { raise(raising) }
+        }
         let progress = ProgressDisplay()
         let encryption = try KeyFile.encryption(arguments)
         if arguments.has("repair") {
@@ -49,7 +56,7 @@ enum VerifyCommand: Command {
             let damage = try StoreMaintenance.pageDamage(directory: directory)
             if !damage.isEmpty {
                 stage("the salvage of its records")
-                let salvage = try await StoreMaintenance.salvage(directory: directory)
+                let salvage = try await StoreMaintenance.salvage(directory: directory, encryption: encryption)
                 show(salvage, output: output)
                 stage("the check of the salvaged store")
                 let report = try await StoreMaintenance(directory: directory, encryption: encryption).verify(
@@ -65,7 +72,7 @@ enum VerifyCommand: Command {
             guard !report.isClean else { return 0 }
             // What rebuilding cannot fix (an unreadable type description …): salvage what can be read.
             stage("the salvage of its records")
-            show(try await StoreMaintenance.salvage(directory: directory), output: output)
+            show(try await StoreMaintenance.salvage(directory: directory, encryption: encryption), output: output)
             stage("the check of the salvaged store")
             let salvaged = try await StoreMaintenance(directory: directory, encryption: encryption).verify(
                 progress: progress.handler)

@@ -134,4 +134,22 @@ import Testing
         #expect(report.problems.isEmpty, "\(report.problems.prefix(5))")
         #expect(report.records == 2_040)
     }
+
+    /// A check that dies on a signal (as liblmdb can on a damaged page) becomes a report naming the stage,
+    /// and the tool exits 1 instead of crashing; the store is left as it was.
+    @Test(arguments: [SIGSEGV, SIGBUS])
+    func aCheckThatDiesOnASignalBecomesAReport(signal: Int32) async throws {
+        let configuration = diskConfiguration(temporaryDirectory())
+        try await withStore(configuration) { try await $0.save(Note(id: "a", text: "kept")) }
+        let store = configuration.storeDirectory.path
+        let crashed = try await CLIResult.run(
+            ["verify", "--store", store], environment: ["LOCALSTORAGE_VERIFY_TEST_RAISE": "\(signal)"])
+        #expect(crashed.status == 1, "\(crashed.stdout)\(crashed.stderr)")
+        #expect(crashed.stderr.contains("the file is damaged at opening the store"), "\(crashed.stderr)")
+        #expect(crashed.stderr.contains("signal \(signal)"), "\(crashed.stderr)")
+        #expect(try await CLIResult.run(["verify", "--store", store], environment: nil).status == 0)
+        try await withStore(configuration) { storage async throws in
+            #expect(try await storage.fetch(Note.self, id: "a")?.text == "kept")
+        }
+    }
 }
