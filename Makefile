@@ -38,7 +38,7 @@ bench-hitratio:
 	.build/hitratio-venv/bin/python scripts/hitratio.py .build/hitratio
 
 # The DocC site in .build/docs, with zero warnings, every public symbol documented and every article
-# listing compiled by Tests/LocalStorageKitTests/Documentation/ArticleSnippetTests.swift.
+# listing compiled by the snippet files of Tests/LocalStorageKitTests/Documentation/.
 docs:
 	@scripts/build-docs.sh
 

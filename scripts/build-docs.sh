@@ -4,7 +4,7 @@
 #  1. builds the LocalStorageKit target alone and extracts its symbol graphs (scripts/symbol-graphs.sh:
 #     public symbols, no synthesized members; works on a fresh clone, nothing else needs to be built first);
 #  2. checks that every public symbol declared in Sources/ has a `///` comment (scripts/check-doc-coverage.py);
-#  3. checks that every ```swift block of the articles is compiled by ArticleSnippetTests
+#  3. checks that every ```swift block of the articles is compiled by the snippet tests (Tests/LocalStorageKitTests/Documentation)
 #     (scripts/check-doc-snippets.py);
 #  4. runs `docc convert --warnings-as-errors` on Sources/LocalStorageKit/LocalStorageKit.docc into a static
 #     site in .build/docs (an unresolved symbol link or any other warning fails the build).

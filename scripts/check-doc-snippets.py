@@ -5,7 +5,7 @@ Usage: scripts/check-doc-snippets.py   (run by scripts/build-docs.sh, `make docs
 
 Every ```swift block of Sources/LocalStorageKit/LocalStorageKit.docc/*.md must equal, line for line after
 removing the common indentation and trailing spaces, a region of
-Tests/LocalStorageKitTests/Documentation/ArticleSnippetTests.swift between `// snippet: NAME` and
+a Swift file of Tests/LocalStorageKitTests/Documentation/ (one per article) between `// snippet: NAME` and
 `// snippet-end`; `swift test` compiles (and mostly runs) those regions, so an article cannot show code that
 does not build against the current API. A block directly preceded by an HTML comment
 `<!-- not compiled: REASON -->` is exempt (a manifest fragment, an API that is not in this build yet).
@@ -18,7 +18,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CATALOGUE = os.path.join(ROOT, "Sources/LocalStorageKit/LocalStorageKit.docc")
-SNIPPETS = os.path.join(ROOT, "Tests/LocalStorageKitTests/Documentation/ArticleSnippetTests.swift")
+SNIPPETS = os.path.join(ROOT, "Tests/LocalStorageKitTests/Documentation")
 EXEMPT = re.compile(r"^<!--\s*not compiled:.*-->$")
 
 
@@ -75,7 +75,12 @@ def blocks(path):
 
 
 def main() -> int:
-    known = regions(SNIPPETS)
+    known = {}
+    for path in sorted(glob.glob(os.path.join(SNIPPETS, "*.swift"))):
+        for name, body in regions(path).items():
+            if name in known:
+                raise SystemExit(f"{path}: snippet {name!r} appears in two files")
+            known[name] = body
     used = set()
     problems = []
     checked = exempt = 0
@@ -91,9 +96,9 @@ def main() -> int:
             else:
                 first = code.split("\n", 1)[0]
                 problems.append(f"{os.path.relpath(article, ROOT)}:{line}: a swift block that "
-                                f"ArticleSnippetTests.swift does not compile (it begins {first!r})")
+                                f"the snippet files of Tests/LocalStorageKitTests/Documentation do not compile (it begins {first!r})")
     for name in sorted(set(known) - used):
-        problems.append(f"ArticleSnippetTests.swift: snippet {name!r} is used by no article")
+        problems.append(f"Tests/LocalStorageKitTests/Documentation: snippet {name!r} is used by no article")
     if problems:
         print("doc snippets:", file=sys.stderr)
         for problem in problems:
@@ -101,7 +106,7 @@ def main() -> int:
         print("  (copy the article's block into a `// snippet:` region, or mark it "
               "`<!-- not compiled: why -->`)", file=sys.stderr)
         return 1
-    print(f"doc snippets: {checked} swift blocks compiled by ArticleSnippetTests, {exempt} marked not compiled")
+    print(f"doc snippets: {checked} swift blocks compiled by the snippet tests, {exempt} marked not compiled")
     return 0
 
 

@@ -1,0 +1,122 @@
+import CLMDB
+import Foundation
+import Testing
+
+@_spi(Maintenance) @testable import LocalStorageKit
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `import` is all or nothing and checks what it reads against the type (issue 21): a failed import
+/// leaves nothing behind.
+@Suite struct CLIImportTests {
+    @Test func failedImportIntoANewStoreLeavesNothingBehind() async throws {
+        let store = try await IntegrityStore { storage in try await storage.save(Note(id: "n1", text: "one")) }
+        let exported = try await store.run(["export"]).stdout
+        let file = store.directory.appendingPathComponent("bad.jsonl")
+        try Data((exported + "{\"type\":\"Note\",\"id\":\"x\"}\n").utf8).write(to: file)
+        let target = store.directory.appendingPathComponent("new/store")
+        let result = try await store.run(["import", file.path, "--store", target.path])
+        #expect(result.status == 1)
+        #expect(!FileManager.default.fileExists(atPath: store.directory.appendingPathComponent("new").path))
+        // An existing but empty directory stays, without store files.
+        let empty = store.directory.appendingPathComponent("empty")
+        try FileManager.default.createDirectory(at: empty, withIntermediateDirectories: true)
+        #expect(try await store.run(["import", file.path, "--store", empty.path]).status == 1)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: empty.path).isEmpty)
+    }
+
+    @Test func importThatFailsWhileWritingWritesNothing() async throws {
+        let store = try await IntegrityStore { storage in try await storage.save(Note(id: "n1", text: "one")) }
+        let lines = try await store.run(["export"]).stdout.split(separator: "\n").map(String.init)
+        let (typeLine, recordLine) = (lines[0], lines[1])
+        // More records than one old batch of 10,000, then a record of a type whose description in the
+        // store cannot be read: the line checks pass, the write fails at the end.
+        var file = typeLine + "\n"
+        for n in 0..<10_050 {
+            file += recordLine.replacingOccurrences(of: "\"n1\"", with: "\"bulk_\(n)\"") + "\n"
+        }
+        file += #"{"indexes":[],"signature":0,"type":"Broken","version":1}"# + "\n"
+        file += recordLine.replacingOccurrences(of: "\"type\":\"Note\"", with: "\"type\":\"Broken\"") + "\n"
+        let url = store.directory.appendingPathComponent("big.jsonl")
+        try Data(file.utf8).write(to: url)
+        try store.storage.core.environment.write { txn in
+            try txn.put(store.storage.core.meta, key: TypeInfo.key("Broken"), value: Array("{damaged".utf8))
+        }
+        let result = try await store.run(["import", url.path])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("Broken"))
+        #expect(try await store.storage.count(Note.self) == 1)
+        #expect(try await store.storage.fetch(Note.self, id: "bulk_0") == nil)
+    }
+
+    /// Edits of one exported Product line (the first match: the outer fields come before the payload)
+    /// that make it disagree with its type, and the message for each.
+    static let disagreeingEdits: [(find: String, replace: String, message: String)] = [
+        (
+            "\"id\":\"sku_4\",\"indexes\"", "\"id\":\"sku_44\",\"indexes\"",
+            "the record's id \"sku_44\" differs from its payload's id \"sku_4\""
+        ),
+        (
+            "\"price\":4.5,\"rating\"", "\"price\":99,\"rating\"",
+            "index \"price\" holds 99 but the payload's \"price\" is 4.5"
+        ),
+        (
+            "\"category\":\"electronics\",\"price\"", "\"category\":\"toys\",\"price\"",
+            "index \"category\" holds toys but the payload's \"category\" is \"electronics\""
+        ),
+        (
+            "\"indexes\":{", "\"indexes\":{\"colour\":\"red\",",
+            "index \"colour\" is not declared by type \"Product\" (it has: category, price, rating)"
+        ),
+        (
+            "\"category\":\"electronics\",\"price\"", "\"category\":7,\"price\"",
+            "the value 7 of index \"category\" is not a string"
+        ),
+        (
+            "\"version\":1,\"payload\"", "\"version\":2,\"payload\"",
+            "version 2 is newer than the version 1 of type \"Product\""
+        ),
+    ]
+
+    @Test(arguments: disagreeingEdits)
+    func importRejectsARecordThatDisagreesWithItsType(
+        _ edit: (find: String, replace: String, message: String)
+    )
+        async throws
+    {
+        let store = try await IntegrityStore { storage in try await storage.save(Product.sample(4)) }
+        let exported = try await store.run(["export"]).stdout
+        let found = try #require(exported.range(of: edit.find), "the edit \(edit.find) matches nothing in \(exported)")
+        let edited = exported.replacingCharacters(in: found, with: edit.replace)
+        let file = store.directory.appendingPathComponent("edited.jsonl")
+        try Data(edited.utf8).write(to: file)
+        let target = store.directory.appendingPathComponent("target")
+        let result = try await store.run(["import", file.path, "--store", target.path])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("line 2: Product \"sku_4"), "\(result.stderr)")
+        #expect(result.stderr.contains(edit.message), "\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: target.path))
+        // Into the existing store too: nothing changes.
+        let before = try await store.run(["export"]).stdout
+        #expect(try await store.run(["import", file.path]).status == 1)
+        #expect(try await store.run(["export"]).stdout == before)
+    }
+
+    @Test func noPayloadCheckAcceptsIndexesComputedDifferently() async throws {
+        let store = try await IntegrityStore { storage in try await storage.save(Product.sample(4)) }
+        let exported = try await store.run(["export"]).stdout
+        let found = try #require(exported.range(of: "\"category\":\"electronics\",\"price\""))
+        let edited = exported.replacingCharacters(in: found, with: "\"category\":\"ELECTRONICS\",\"price\"")
+        let file = store.directory.appendingPathComponent("edited.jsonl")
+        try Data(edited.utf8).write(to: file)
+        let target = store.directory.appendingPathComponent("target")
+        #expect(try await store.run(["import", file.path, "--store", target.path]).status == 1)
+        let accepted = try await store.run(["import", file.path, "--no-payload-check", "--store", target.path])
+        #expect(accepted.status == 0, "\(accepted.stderr)")
+        #expect(
+            try await store.run(["list", "Product", "--where", "category=ELECTRONICS", "--store", target.path])
+                .stdout.hasPrefix("sku_4  "))
+    }
+}
