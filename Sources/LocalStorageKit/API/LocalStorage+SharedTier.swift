@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// The operations of a store with a shared tier (``LocalStorageConfiguration/sharedTier``): writes go to the
 /// server first, then commit locally; reads are local first and fill local misses from the server.
@@ -14,210 +13,12 @@ extension LocalStorage {
         return sharedTier
     }
 
-    // MARK: - Writes
-
-    /// Writes records on the shared tier, then commits them locally with the server's bytes.
-    func saveShared(
-        _ records: [PreparedRecord], expiration: CacheExpiration, schema: TypeSchema,
-        tier: SharedTier
-    ) async throws {
-        let now = core.clock.wallNanoseconds()
-        let expiresAt = try expiration.expiresAt(now: now)
-        let puts = try records.map { try tier.put($0, expiresAt: expiresAt, now: now, schema: schema) }
-        let written = try await tier.write(puts, schema: schema, now: now)
-        try await tier.commitOwn(written, records: records, schema: schema)
-    }
-
-    /// Deletes a record on the shared tier, then locally.
-    func deleteShared(id: String, key: [UInt8], schema: TypeSchema, tier: SharedTier) async throws {
-        guard let sequence = try await tier.delete(ids: [id], schema: schema).first else { return }
-        let admitted = try await core.writer.perform { context -> Bool in
-            guard tier.admitsOwn(sequence) else { return false }
-            try RecordWriter.delete(id: id, key: key, schema: schema, context: context)
-            return true
-        }
-        if !admitted { await tier.awaitApplied(sequence) }
-    }
-
-    /// Deletes every record of a type on the shared tier, then locally.
-    func deleteAllShared(schema: TypeSchema, tier: SharedTier) async throws {
-        let sequence = try await tier.clear(schema: schema)
-        let admitted = try await core.writer.perform { context -> Bool in
-            guard tier.admitsOwn(sequence) else { return false }
-            try RecordWriter.clear(schema: schema, context: context)
-            return true
-        }
-        if !admitted { await tier.awaitApplied(sequence) }
-    }
-
-    /// The live record `id` as the shared tier holds it, with its bytes; nil when absent or expired.
-    private func sharedRecord<T: LocalStorable>(
-        _ type: T.Type, id: String, key: [UInt8], schema: TypeSchema,
-        tier: SharedTier, now: Int64
-    ) async throws
-        -> (value: T, bytes: [UInt8], expiresAt: Int64)?
-    {
-        guard let bytes = try await tier.record(type: schema.name, id: key) else { return nil }
-        let session = makeDecodeSession(for: schema)
-        return try bytes.withUnsafeBytes { buffer -> (value: T, bytes: [UInt8], expiresAt: Int64)? in
-            let view = try RecordDecoding.view(of: buffer, T.self, id: id)
-            guard !view.isExpired(at: now) else { return nil }
-            return (try RecordDecoding.decode(T.self, view: view, id: id, session: session), bytes, view.expiresAt)
-        }
-    }
-
-    /// Changes a record's time to live on the shared tier (re-reading and retrying when another instance
-    /// writes it meanwhile), then locally.
-    func setExpirationShared<T: LocalStorable>(
-        _ type: T.Type, id: String, key: [UInt8], _ expiration: CacheExpiration,
-        schema: TypeSchema, tier: SharedTier
-    ) async throws {
-        for _ in 0..<8 {
-            let now = core.clock.wallNanoseconds()
-            guard let bytes = try await tier.record(type: schema.name, id: key) else {
-                throw LocalStorageError.notFound(id: id)
-            }
-            let (header, payload, expect) = try bytes.withUnsafeBytes { buffer in
-                let view = try RecordDecoding.view(of: buffer, T.self, id: id)
-                guard !view.isExpired(at: now) else { throw LocalStorageError.notFound(id: id) }
-                return (view.header(), Array(view.payload), Array(bytes[16..<32]))
-            }
-            let record = PreparedRecord(
-                id: id, key: key, payload: payload, format: header.format,
-                version: header.version, indexValues: header.indexValues, value: id)
-            // A new expiry is not an update: the header keeps its update time (and creation time).
-            let put = try tier.put(
-                record, expiresAt: try expiration.expiresAt(now: now), now: header.updatedAt,
-                schema: schema, createdAt: header.createdAt, expect: expect)
-            do {
-                let written = try await tier.write([put], schema: schema, now: now)
-                try await commitOwnUnobserved(written, key: key, schema: schema, tier: tier)
-                return
-            } catch is SharedTierConflict {
-                continue
-            }
-        }
-        throw LocalStorageError.sharedTierUnavailable(
-            "setExpiration of \(T.self) \"\(id)\" kept meeting writes by other instances; nothing was changed")
-    }
-
-    /// Commits written records whose values this instance does not hold decoded (observers read them).
-    private func commitOwnUnobserved(
-        _ written: [(bytes: [UInt8], sequence: Int64)], key: [UInt8], schema: TypeSchema,
-        tier: SharedTier
-    ) async throws {
-        guard let item = written.first else { return }
-        let admitted = try await core.writer.perform { context -> Bool in
-            guard tier.admitsOwn(item.sequence) else { return false }
-            try RecordWriter.putReplica(item.bytes, key: key, value: nil, schema: schema, context: context)
-            return true
-        }
-        if !admitted { await tier.awaitApplied(item.sequence) }
-    }
-
-    /// `update` on the shared tier: reads the record there, runs `mutate` once, and writes the result only if
-    /// nobody wrote the record in between.
-    func updateShared<T: LocalStorable>(
-        _ type: T.Type, id: String, key: [UInt8], schema: TypeSchema,
-        tier: SharedTier, _ mutate: @Sendable (inout T) throws -> Void
-    ) async throws -> T {
-        let now = core.clock.wallNanoseconds()
-        guard
-            let (value, bytes, expiresAt) = try await sharedRecord(
-                T.self, id: id, key: key, schema: schema,
-                tier: tier, now: now)
-        else {
-            throw LocalStorageError.notFound(id: id)
-        }
-        var mutated = value
-        do {
-            try mutate(&mutated)
-        } catch {
-            throw CallerError(underlying: error)
-        }
-        let newID = try mutated.storageID()
-        guard newID == id else { throw LocalStorageError.invalidId("update must not change the id (\(id) → \(newID))") }
-        let record = try prepare(mutated, schema: schema)
-        let put = try tier.put(record, expiresAt: expiresAt, now: now, schema: schema, expect: Array(bytes[16..<32]))
-        do {
-            let written = try await tier.write([put], schema: schema, now: now)
-            try await tier.commitOwn(written, records: [record], schema: schema)
-        } catch is SharedTierConflict {
-            throw LocalStorageError.sharedTierUnavailable(
-                "update of \(T.self) \"\(id)\": another instance wrote the record while mutate ran; nothing was written "
-                    + "and mutate was not run again")
-        }
-        return mutated
-    }
-
-    // MARK: - Reads
-
-    /// A local miss: reads the shared tier and keeps the record locally with its remaining time to live. The
-    /// fill is not a change (nothing is logged or published), and it is kept only when the instance is in sync,
-    /// no change it applied after the server's sequence at the read touched the record (such a change may be
-    /// newer than the bytes read), and it holds no live copy by then.
-    ///
-    /// - Throws: `sharedTierUnavailable` when the server cannot be reached: never a false nil.
+    /// A local miss of `fetch(_:ids:)`, read from the shared tier.
     func fetchShared<T: LocalStorable>(
-        _ type: T.Type, id: String, schema: TypeSchema,
-        tier: SharedTier
+        _ type: T.Type, id: String, schema: TypeSchema, tier: SharedTier
     ) async throws -> T? {
-        let key = try RecordWriter.key(for: id)
-        let (found, sequence) = try await tier.recordWithSequence(type: schema.name, id: key)
-        guard let bytes = found else { return nil }
-        let now = core.clock.wallNanoseconds()
-        let session = makeDecodeSession(for: schema)
-        let decoded = try bytes.withUnsafeBytes { buffer -> T? in
-            let view = try RecordDecoding.view(of: buffer, T.self, id: id)
-            guard !view.isExpired(at: now) else { return nil }
-            return try RecordDecoding.decode(T.self, view: view, id: id, session: session)
-        }
-        guard let value = decoded else { return nil }
-        let logger = self.logger
-        core.writer.hand(
-            { context in
-                let isCurrent = tier.state.withLock { state -> Bool in
-                    guard state.phase == .live, let applied = state.appliedSeq else { return false }
-                    return applied <= sequence
-                        || !state.recentChanges.mayHaveChanged(type: schema.name, id: id, after: sequence)
-                }
-                guard isCurrent else { return }
-                if let existing = try context.txn.get(schema.records, key: key) {
-                    let isLive: Bool
-                    do {
-                        isLive = try !RecordView(fixedPartOf: existing).isExpired(at: context.now)
-                    } catch {
-                        isLive = false  // A damaged local copy is replaced by the server's record.
-                    }
-                    if isLive { return }  // A live local copy (written meanwhile) wins.
-                }
-                try RecordWriter.putReplica(
-                    bytes, key: key, value: value, schema: schema, context: context, announce: false)
-            },
-            finish: { error in
-                guard let error else { return }
-                logger?.log(
-                    level: .warning, message: "Could not keep a record read from the shared tier",
-                    metadata: ["type": schema.name, "error": "\(LocalStorageError.wrapping(error))"])
-            })
-        return value
-    }
-
-    /// A local miss of `metadata`: the header as the shared tier holds it.
-    func metadataShared<T: LocalStorable>(
-        _ type: T.Type, id: String, key: [UInt8], schema: TypeSchema,
-        tier: SharedTier
-    ) async throws -> StorageMetadata? {
-        guard let bytes = try await tier.record(type: schema.name, id: key) else { return nil }
-        let now = core.clock.wallNanoseconds()
-        return try bytes.withUnsafeBytes { buffer in
-            let view = try RecordDecoding.view(of: buffer, T.self, id: id, fixedPartOnly: true)
-            return StorageMetadata(
-                createdAt: Clock.date(fromNanoseconds: view.createdAt),
-                updatedAt: Clock.date(fromNanoseconds: view.updatedAt),
-                expiresAt: view.expiresAt == 0 ? nil : Clock.date(fromNanoseconds: view.expiresAt),
-                sizeInBytes: view.payload.count, isExpired: view.isExpired(at: now), version: view.version)
-        }
+        try await SharedTierRecordStore(base: local, local: local, tier: tier).fetchFromServer(
+            T.self, id: id, schema: schema)
     }
 }
 
@@ -309,7 +110,5 @@ extension LocalRepository {
 extension LocalStorage {
     /// Why `write { }` throws on a store with a shared tier: its body runs inside a local transaction, which
     /// cannot wait for the server.
-    static let writeTransactionsNotShared =
-        "write { } transactions do not reach the shared tier; use save, "
-        + "save(contentsOf:), delete, deleteAll, setExpiration or update, which do"
+    static let writeTransactionsNotShared = SharedTierRecordStore.writeTransactionsNotShared
 }

@@ -1,0 +1,98 @@
+/// The memory tier layered over the local store (``RecordStore``): a fetch by id returns a current,
+/// unexpired value the ``MemoryTier`` holds as it is (no read, no decode); otherwise it reads and decodes
+/// the record and the tier keeps it. Every other operation is the local store's (the tier learns of
+/// writes from the change log, whoever made them).
+struct MemoryTierRecordStore: RecordStore {
+    let local: LocalRecordStore
+    let tier: MemoryTier
+
+    /// The memory tier `configuration` asks for, or nil.
+    ///
+    /// - Throws: `openFailed` when a bound is below 1.
+    static func makeTier(_ configuration: LocalStorageConfiguration, core: StoreCore) throws -> MemoryTier? {
+        guard let settings = configuration.memoryCache else { return nil }
+        guard settings.maxRecords >= 1, settings.maxBytes >= 1 else {
+            throw LocalStorageError.openFailed(
+                path: core.directory.path,
+                reason: "memoryCache: maxRecords and maxBytes must be at least 1 (got \(settings.maxRecords) "
+                    + "and \(settings.maxBytes))")
+        }
+        return MemoryTier(
+            maxRecords: settings.maxRecords, maxBytes: settings.maxBytes,
+            environment: core.environment, changeLog: core.changeLog, logger: configuration.logger)
+    }
+
+    nonisolated(nonsending) func fetch<T: LocalStorable>(
+        _ type: T.Type, id: String, schema: TypeSchema
+    ) async throws -> T? {
+        let core = local.core
+        let now = core.clock.wallNanoseconds()
+        let tierKey = MemoryTier.Key(type: schema.number, id: id)
+        var utf8 = id
+        if let held = tier.value(T.self, for: tierKey, now: now) {
+            if schema.tracksRecency {
+                utf8.withUTF8 { core.accessNotes.note(type: schema.number, key: UnsafeRawBufferPointer($0)) }
+            }
+            return held
+        }
+        let session = local.makeDecodeSession(for: schema)
+        var expired = false
+        let value: T? = try utf8.withUTF8 { key in
+            try RecordWriter.validate(keyLength: key.count)
+            return try core.environment.read { txn in
+                let found = try RecordReader.getForMemoryTier(
+                    T.self, key: UnsafeRawBufferPointer(key), id: id,
+                    schema: schema, now: now, txn: txn, session: session)
+                expired = found.expired
+                if let value = found.value {
+                    tier.keep(value, for: tierKey, expiresAt: found.expiresAt, bytes: found.payloadBytes, readIn: txn)
+                    if schema.tracksRecency {
+                        core.accessNotes.note(type: schema.number, key: UnsafeRawBufferPointer(key))
+                    }
+                }
+                return found.value
+            }
+        }
+        local.followUp(session: session, expired: expired ? [Array(id.utf8)] : [], purge: false, schema: schema)
+        return value
+    }
+
+    // MARK: - The local store's
+
+    nonisolated(nonsending) func settle() async throws { try await local.settle() }
+
+    nonisolated(nonsending) func metadata<T: LocalStorable>(
+        _ type: T.Type, id: String, key: [UInt8], schema: TypeSchema
+    ) async throws -> StorageMetadata? {
+        try await local.metadata(T.self, id: id, key: key, schema: schema)
+    }
+
+    func save(_ record: PreparedRecord, expiration: CacheExpiration, schema: TypeSchema) async throws {
+        try await local.save(record, expiration: expiration, schema: schema)
+    }
+
+    func save(contentsOf records: [PreparedRecord], expiration: CacheExpiration, schema: TypeSchema) async throws {
+        try await local.save(contentsOf: records, expiration: expiration, schema: schema)
+    }
+
+    func delete(id: String, key: [UInt8], schema: TypeSchema) async throws {
+        try await local.delete(id: id, key: key, schema: schema)
+    }
+
+    func deleteAll(schema: TypeSchema) async throws { try await local.deleteAll(schema: schema) }
+
+    func setExpiration<T: LocalStorable>(
+        _ type: T.Type, id: String, key: [UInt8], _ expiration: CacheExpiration, schema: TypeSchema
+    ) async throws {
+        try await local.setExpiration(T.self, id: id, key: key, expiration, schema: schema)
+    }
+
+    func update<T: LocalStorable>(
+        _ type: T.Type, id: String, key: [UInt8], schema: TypeSchema,
+        _ mutate: @escaping @Sendable (inout T) throws -> Void
+    ) async throws -> T {
+        try await local.update(T.self, id: id, key: key, schema: schema, mutate)
+    }
+
+    func close() { local.close() }
+}

@@ -1,0 +1,63 @@
+/// The one seam between the public methods and the tiers (docs/DESIGN.md, "Layers: folders by concept").
+///
+/// A store opens one stack of record stores, chosen once from its configuration (``TierStack``):
+/// ``LocalRecordStore`` (the LMDB store: the writer thread and the readers over ``StoreCore``), with
+/// ``MemoryTierRecordStore`` layered over it when ``LocalStorageConfiguration/memoryCache`` is set, and
+/// ``SharedTierRecordStore`` over that when ``LocalStorageConfiguration/sharedTier`` is set. Each layer does
+/// its own part of an operation and forwards the rest to the layer below it. A public method validates its
+/// input, resolves the type's schema and calls one method here; it never knows which tiers there are.
+///
+/// Ids arrive validated (`key` is the id's UTF-8, a valid record key) and types registered (`schema`).
+protocol RecordStore: Sendable {
+    // MARK: Reads
+
+    /// Returns when local records may be served: at once, except behind a shared tier that is catching up
+    /// or stale (``SharedTier/awaitSettled()``).
+    nonisolated(nonsending) func settle() async throws
+
+    /// The live record `id` of `T`, or nil when it is absent or expired.
+    nonisolated(nonsending) func fetch<T: LocalStorable>(
+        _ type: T.Type, id: String, schema: TypeSchema
+    ) async throws -> T?
+
+    /// What the store knows about the record `id` (also when it is expired), or nil when it is absent.
+    nonisolated(nonsending) func metadata<T: LocalStorable>(
+        _ type: T.Type, id: String, key: [UInt8], schema: TypeSchema
+    ) async throws -> StorageMetadata?
+
+    // MARK: Writes
+
+    /// Saves one record, replacing the one with its id.
+    func save(_ record: PreparedRecord, expiration: CacheExpiration, schema: TypeSchema) async throws
+
+    /// Saves records sorted by key (a repeated id once, its last value) in one commit: all or none.
+    func save(contentsOf records: [PreparedRecord], expiration: CacheExpiration, schema: TypeSchema) async throws
+
+    /// Deletes the record `id`; a missing one is no error.
+    func delete(id: String, key: [UInt8], schema: TypeSchema) async throws
+
+    /// Deletes every record of the type.
+    func deleteAll(schema: TypeSchema) async throws
+
+    /// Changes the time to live of the live record `id`.
+    ///
+    /// - Throws: `notFound(id:)` when it is absent or expired.
+    func setExpiration<T: LocalStorable>(
+        _ type: T.Type, id: String, key: [UInt8], _ expiration: CacheExpiration, schema: TypeSchema
+    ) async throws
+
+    /// Reads the live record `id`, runs `mutate` on it exactly once and writes the result; returns it.
+    ///
+    /// - Throws: `notFound(id:)`; `invalidId` when `mutate` changes the id; what `mutate` throws, as a
+    ///   ``CallerError`` (nothing is written then).
+    func update<T: LocalStorable>(
+        _ type: T.Type, id: String, key: [UInt8], schema: TypeSchema,
+        _ mutate: @escaping @Sendable (inout T) throws -> Void
+    ) async throws -> T
+
+    // MARK: Lifetime
+
+    /// Stops what the layer runs in the background (the shared tier's connections). Called once, when the
+    /// store closes.
+    func close()
+}
