@@ -12,14 +12,6 @@ extension LocalStorage {
         }
         return sharedTier
     }
-
-    /// A local miss of `fetch(_:ids:)`, read from the shared tier.
-    func fetchShared<T: LocalStorable>(
-        _ type: T.Type, id: String, schema: TypeSchema, tier: SharedTier
-    ) async throws -> T? {
-        try await SharedTierRecordStore(base: local, local: local, tier: tier).fetchFromServer(
-            T.self, id: id, schema: schema)
-    }
 }
 
 // MARK: - Queries on the shared tier

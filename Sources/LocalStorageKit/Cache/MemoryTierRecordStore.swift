@@ -67,6 +67,12 @@ struct MemoryTierRecordStore: RecordStore {
         try await local.metadata(T.self, id: id, key: key, schema: schema)
     }
 
+    nonisolated(nonsending) func fetch<T: LocalStorable>(
+        _ type: T.Type, ids: [T.ID], schema: TypeSchema
+    ) async throws -> [T.ID: T] {
+        try await local.fetch(T.self, ids: ids, schema: schema)
+    }
+
     func save(_ record: PreparedRecord, expiration: CacheExpiration, schema: TypeSchema) async throws {
         try await local.save(record, expiration: expiration, schema: schema)
     }
@@ -80,6 +86,13 @@ struct MemoryTierRecordStore: RecordStore {
     }
 
     func deleteAll(schema: TypeSchema) async throws { try await local.deleteAll(schema: schema) }
+
+    func delete<T: LocalStorable>(
+        _ type: T.Type, matching filters: [StorageIndexFilter], schema: TypeSchema,
+        locally: () async throws -> Int
+    ) async throws -> Int {
+        try await local.delete(T.self, matching: filters, schema: schema, locally: locally)
+    }
 
     func setExpiration<T: LocalStorable>(
         _ type: T.Type, id: String, key: [UInt8], _ expiration: CacheExpiration, schema: TypeSchema

@@ -57,6 +57,26 @@ struct LocalRecordStore: RecordStore {
         }
     }
 
+    nonisolated(nonsending) func fetch<T: LocalStorable>(
+        _ type: T.Type, ids: [T.ID], schema: TypeSchema
+    ) async throws -> [T.ID: T] {
+        let now = core.clock.wallNanoseconds()
+        let session = makeDecodeSession(for: schema)
+        let (found, expired) = try core.environment.read { txn in
+            try RecordReader.getMany(T.self, ids: ids, schema: schema, now: now, txn: txn, session: session)
+        }
+        if schema.tracksRecency {
+            for value in found.values {
+                let key = try value.storageID()
+                key.utf8.withContiguousStorageIfAvailable { bytes in
+                    core.accessNotes.note(type: schema.number, key: UnsafeRawBufferPointer(bytes))
+                }
+            }
+        }
+        followUp(session: session, expired: expired, purge: false, schema: schema)
+        return found
+    }
+
     // MARK: - Writes
 
     func save(_ record: PreparedRecord, expiration: CacheExpiration, schema: TypeSchema) async throws {
@@ -81,6 +101,13 @@ struct LocalRecordStore: RecordStore {
 
     func deleteAll(schema: TypeSchema) async throws {
         try await core.writer.perform { context in try RecordWriter.clear(schema: schema, context: context) }
+    }
+
+    func delete<T: LocalStorable>(
+        _ type: T.Type, matching filters: [StorageIndexFilter], schema: TypeSchema,
+        locally: () async throws -> Int
+    ) async throws -> Int {
+        try await locally()
     }
 
     func setExpiration<T: LocalStorable>(

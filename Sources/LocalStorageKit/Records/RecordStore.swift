@@ -25,6 +25,11 @@ protocol RecordStore: Sendable {
         _ type: T.Type, id: String, key: [UInt8], schema: TypeSchema
     ) async throws -> StorageMetadata?
 
+    /// The live records among `ids`, keyed by id; absent and expired ids are left out.
+    nonisolated(nonsending) func fetch<T: LocalStorable>(
+        _ type: T.Type, ids: [T.ID], schema: TypeSchema
+    ) async throws -> [T.ID: T]
+
     // MARK: Writes
 
     /// Saves one record, replacing the one with its id.
@@ -38,6 +43,14 @@ protocol RecordStore: Sendable {
 
     /// Deletes every record of the type.
     func deleteAll(schema: TypeSchema) async throws
+
+    /// Deletes every live record of `T` the filters match; returns how many. `locally` is the local store's
+    /// deletion, in one commit (a write transaction's `delete(_:matching:)`, which the writer runs with the
+    /// public types); a shared tier replaces it by deletes through the server.
+    func delete<T: LocalStorable>(
+        _ type: T.Type, matching filters: [StorageIndexFilter], schema: TypeSchema,
+        locally: () async throws -> Int
+    ) async throws -> Int
 
     /// Changes the time to live of the live record `id`.
     ///

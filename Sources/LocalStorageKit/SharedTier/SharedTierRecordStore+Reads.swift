@@ -9,6 +9,19 @@ extension SharedTierRecordStore {
         return try await fetchFromServer(T.self, id: id, schema: schema)
     }
 
+    nonisolated(nonsending) func fetch<T: LocalStorable>(
+        _ type: T.Type, ids: [T.ID], schema: TypeSchema
+    ) async throws -> [T.ID: T] {
+        try await tier.awaitSettled()
+        var found = try await base.fetch(T.self, ids: ids, schema: schema)
+        // Local misses are read from the shared tier, one by one.
+        for id in ids where found[id] == nil {
+            let name = try StorageKey.string(for: id)
+            if let value = try await fetchFromServer(T.self, id: name, schema: schema) { found[id] = value }
+        }
+        return found
+    }
+
     nonisolated(nonsending) func metadata<T: LocalStorable>(
         _ type: T.Type, id: String, key: [UInt8], schema: TypeSchema
     ) async throws -> StorageMetadata? {

@@ -63,6 +63,24 @@ struct SharedTierRecordStore: RecordStore {
         if !admitted { await tier.awaitApplied(sequence) }
     }
 
+    /// Deletes the matching records on the shared tier, one by one (the query runs on the server), then
+    /// locally; `locally` is not run.
+    func delete<T: LocalStorable>(
+        _ type: T.Type, matching filters: [StorageIndexFilter], schema: TypeSchema,
+        locally: () async throws -> Int
+    ) async throws -> Int {
+        let plan = try QueryPlan(filters: filters, sort: nil, schema: schema)
+        let doomed = try await SharedTierQuery(tier: tier, schema: schema, plan: plan)
+            .fetch(
+                T.self, options: try FetchOptions(scope: .shared).validated(),
+                session: local.makeDecodeSession(for: schema))
+        for value in doomed {
+            let id = try value.storageID()
+            try await delete(id: id, key: try RecordWriter.key(for: id), schema: schema)
+        }
+        return doomed.count
+    }
+
     /// Changes a record's time to live on the shared tier (re-reading and retrying when another instance
     /// writes it meanwhile), then locally.
     func setExpiration<T: LocalStorable>(
