@@ -52,19 +52,12 @@ extension LocalStorage {
         _ type: T.Type, options: FetchOptions = FetchOptions()
     ) async throws -> [T] {
         try await operation("fetch(options:)") {
-            if options.scope == .shared {
-                return try await fetchShared(T.self, matching: [], orderedBy: nil, options: options)
-            }
             let options = try options.validated()
             let schema = try await core.schema(for: T.self)
-            try await sharedTier?.awaitSettled()
-            let now = core.clock.wallNanoseconds()
-            let session = makeDecodeSession(for: schema)
-            let (items, expired) = try core.environment.read { txn in
-                try RecordReader.list(T.self, schema: schema, options: options, now: now, txn: txn, session: session)
+            let plan = try QueryPlan(filters: [], sort: nil, schema: schema)
+            return try await tiers.fetch(T.self, plan: plan, options: options, schema: schema) {
+                try list(T.self, options: options, schema: schema)
             }
-            followUp(session: session, expired: expired, purge: options.purgeExpired, schema: schema)
-            return items
         }
     }
 
@@ -74,7 +67,7 @@ extension LocalStorage {
     nonisolated(nonsending) public func count<T: LocalStorable>(_ type: T.Type) async throws -> Int {
         try await operation("count") {
             let schema = try await core.schema(for: T.self)
-            try await sharedTier?.awaitSettled()
+            try await tiers.settle()
             let now = core.clock.wallNanoseconds()
             return try core.environment.read { txn in try RecordReader.count(schema: schema, now: now, txn: txn) }
         }

@@ -107,5 +107,42 @@ struct MemoryTierRecordStore: RecordStore {
         try await local.update(T.self, id: id, key: key, schema: schema, mutate)
     }
 
+    nonisolated(nonsending) func fetch<T: LocalStorable>(
+        _ type: T.Type, plan: QueryPlan, options: FetchOptions, schema: TypeSchema,
+        locally: nonisolated(nonsending) () async throws -> [T]
+    ) async throws -> [T] {
+        try await local.fetch(T.self, plan: plan, options: options, schema: schema, locally: locally)
+    }
+
+    nonisolated(nonsending) func count(
+        plan: QueryPlan, scope: FetchOptions.Scope, schema: TypeSchema,
+        locally: nonisolated(nonsending) () async throws -> Int
+    ) async throws -> Int {
+        try await local.count(plan: plan, scope: scope, schema: schema, locally: locally)
+    }
+
+    nonisolated(nonsending) func page<T: LocalStorable>(
+        _ type: T.Type, plan: QueryPlan, page: Int, pageSize: Int, options: FetchOptions, schema: TypeSchema,
+        locally: nonisolated(nonsending) () async throws -> StoragePage<T>
+    ) async throws -> StoragePage<T> {
+        try await local.page(
+            T.self, plan: plan, page: page, pageSize: pageSize, options: options, schema: schema, locally: locally)
+    }
+
+    nonisolated(nonsending) func fetchBeforeLoading<T: LocalStorable>(
+        _ type: T.Type, id: String, schema: TypeSchema
+    ) async throws -> T? {
+        try await local.fetchBeforeLoading(T.self, id: id, schema: schema)
+    }
+
+    func saveLoaded(_ record: PreparedRecord, expiration: CacheExpiration, schema: TypeSchema) async throws -> Bool {
+        try await local.saveLoaded(record, expiration: expiration, schema: schema)
+    }
+
+    func checkWriteTransaction() throws { try local.checkWriteTransaction() }
+
+    /// The memory tier's own counts.
+    var memoryCounts: (hits: Int, misses: Int) { (tier.hits, tier.misses) }
+
     func close() { local.close() }
 }

@@ -30,6 +30,44 @@ protocol RecordStore: Sendable {
         _ type: T.Type, ids: [T.ID], schema: TypeSchema
     ) async throws -> [T.ID: T]
 
+    // MARK: Queries
+
+    /// The records of `T` that `plan` matches, read where `options.scope` says. The local store's query is
+    /// `locally` (the public layer runs it: the migrations and re-indexing a query may need first live
+    /// there); a shared tier runs `.shared` queries on the server and `.local` ones once local records may be
+    /// served.
+    ///
+    /// - Throws: `invalidQuery` for `.shared` without a shared tier.
+    nonisolated(nonsending) func fetch<T: LocalStorable>(
+        _ type: T.Type, plan: QueryPlan, options: FetchOptions, schema: TypeSchema,
+        locally: nonisolated(nonsending) () async throws -> [T]
+    ) async throws -> [T]
+
+    /// The number of live records `plan` matches, counted where `scope` says (as ``fetch(_:plan:options:schema:locally:)``).
+    nonisolated(nonsending) func count(
+        plan: QueryPlan, scope: FetchOptions.Scope, schema: TypeSchema,
+        locally: nonisolated(nonsending) () async throws -> Int
+    ) async throws -> Int
+
+    /// One page of the records `plan` matches, read where `options.scope` says (as
+    /// ``fetch(_:plan:options:schema:locally:)``); `page` and `pageSize` are valid.
+    nonisolated(nonsending) func page<T: LocalStorable>(
+        _ type: T.Type, plan: QueryPlan, page: Int, pageSize: Int, options: FetchOptions, schema: TypeSchema,
+        locally: nonisolated(nonsending) () async throws -> StoragePage<T>
+    ) async throws -> StoragePage<T>
+
+    // MARK: Loading through the cache
+
+    /// The record `id` as a tier above the local store holds it, read before a load through the cache looks
+    /// at the local store and its leases: nil without such a tier.
+    nonisolated(nonsending) func fetchBeforeLoading<T: LocalStorable>(
+        _ type: T.Type, id: String, schema: TypeSchema
+    ) async throws -> T?
+
+    /// Stores a loaded record through a tier above the local store, which takes the write first; returns
+    /// false without one (the local store then stores it under the load's lease).
+    func saveLoaded(_ record: PreparedRecord, expiration: CacheExpiration, schema: TypeSchema) async throws -> Bool
+
     // MARK: Writes
 
     /// Saves one record, replacing the one with its id.
@@ -67,6 +105,15 @@ protocol RecordStore: Sendable {
         _ type: T.Type, id: String, key: [UInt8], schema: TypeSchema,
         _ mutate: @escaping @Sendable (inout T) throws -> Void
     ) async throws -> T
+
+    // MARK: What the tiers allow and count
+
+    /// Throws when a `write { }` transaction cannot run: behind a shared tier, `sharedTierUnavailable` (its
+    /// body runs inside a local transaction, which cannot wait for the server).
+    func checkWriteTransaction() throws
+
+    /// Fetches by id the memory tier answered, and those it did not, since the store opened (0 without one).
+    var memoryCounts: (hits: Int, misses: Int) { get }
 
     // MARK: Lifetime
 
