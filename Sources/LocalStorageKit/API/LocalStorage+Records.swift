@@ -154,11 +154,12 @@ extension LocalStorage {
 }
 
 extension LocalStorage {
-    /// Encodes a value and its index values for the writer (``LocalRecordStore/prepare(_:schema:indexValues:)``).
+    /// Encodes a value and its index values for the writer, in this store's codec.
     func prepare<T: LocalStorable>(
         _ value: T, schema: TypeSchema, indexValues: ((T) -> [StoredIndexValue])? = nil
     ) throws -> PreparedRecord {
-        try local.prepare(value, schema: schema, indexValues: indexValues)
+        try PreparedRecord(
+            encoding: value, schema: schema, format: configuration.codec.format, indexValues: indexValues)
     }
 
     /// A decode session for one read (``LocalRecordStore/makeDecodeSession(for:)``).

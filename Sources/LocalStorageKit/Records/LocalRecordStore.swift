@@ -122,18 +122,6 @@ struct LocalRecordStore: RecordStore {
 
     // MARK: - What reads share
 
-    /// Encodes a value and its index values for the writer.
-    func prepare<T: LocalStorable>(
-        _ value: T, schema: TypeSchema, indexValues: ((T) -> [StoredIndexValue])? = nil
-    ) throws -> PreparedRecord {
-        let id = try value.storageID()
-        let key = try RecordWriter.key(for: id)
-        return PreparedRecord(
-            id: id, key: key, payload: try PayloadCodec.encode(value, as: format),
-            format: format, version: schema.version,
-            indexValues: indexValues?(value) ?? value.indexValuesForStorage, value: value)
-    }
-
     /// A decode session for one read: counts decodes and collects records migrated on the way.
     func makeDecodeSession(for schema: TypeSchema) -> DecodeSession {
         let session = DecodeSession(

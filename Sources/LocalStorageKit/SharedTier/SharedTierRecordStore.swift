@@ -148,7 +148,7 @@ struct SharedTierRecordStore: RecordStore {
         }
         let newID = try mutated.storageID()
         guard newID == id else { throw LocalStorageError.invalidId("update must not change the id (\(id) → \(newID))") }
-        let record = try local.prepare(mutated, schema: schema)
+        let record = try PreparedRecord(encoding: mutated, schema: schema, format: local.format)
         let put = try tier.put(record, expiresAt: expiresAt, now: now, schema: schema, expect: Array(bytes[16..<32]))
         do {
             let written = try await tier.write([put], schema: schema, now: now)
