@@ -32,13 +32,7 @@ extension LocalStorage {
     nonisolated(nonsending) public func count<T: LocalStorable>(
         _ type: T.Type, matching filters: [StorageIndexFilter]
     ) async throws -> Int {
-        try await operation("count(matching:)") {
-            let schema = try await core.schema(for: T.self)
-            let plan = try QueryPlan(filters: filters, sort: nil, schema: schema)
-            return try await tiers.count(plan: plan, scope: .local, schema: schema) {
-                try await count(T.self, plan: plan, schema: schema)
-            }
-        }
+        try await operation("count(matching:)") { try await scopedCount(T.self, matching: filters, scope: .local) }
     }
 
     /// The number of live records of `T` matching every filter, counted where `options.scope` says: on this
@@ -52,11 +46,18 @@ extension LocalStorage {
         options: FetchOptions
     ) async throws -> Int {
         try await operation("count(matching:options:)") {
-            let schema = try await core.schema(for: T.self)
-            let plan = try QueryPlan(filters: filters, sort: nil, schema: schema)
-            return try await tiers.count(plan: plan, scope: options.scope, schema: schema) {
-                try await count(T.self, plan: plan, schema: schema)
-            }
+            try await scopedCount(T.self, matching: filters, scope: options.scope)
+        }
+    }
+
+    /// The body of both `count(_:matching:)` methods.
+    private nonisolated(nonsending) func scopedCount<T: LocalStorable>(
+        _ type: T.Type, matching filters: [StorageIndexFilter], scope: FetchOptions.Scope
+    ) async throws -> Int {
+        let schema = try await core.schema(for: T.self)
+        let plan = try QueryPlan(filters: filters, sort: nil, schema: schema)
+        return try await tiers.count(plan: plan, scope: scope, schema: schema) {
+            try await count(T.self, plan: plan, schema: schema)
         }
     }
 
