@@ -53,10 +53,7 @@ extension LocalStorage {
                     "load returned \(T.self) \"\(try value.storageID())\" for the id \"\(name)\"")
             }
             record = try prepare(value, schema: schema)
-            if sharedTier != nil {
-                // The shared tier takes the write first; the lease here only kept this store's processes
-                // to one load.
-                try await save(value, expiration: policy.expiration)
+            if try await tiers.saveLoaded(record, expiration: policy.expiration, schema: schema) {
                 await giveBack(leaseKey, token: token, key: key, schema: schema)
                 return value
             }

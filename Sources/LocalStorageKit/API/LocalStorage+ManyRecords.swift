@@ -14,31 +14,7 @@ extension LocalStorage {
     nonisolated(nonsending) public func fetch<T: LocalStorable>(_ type: T.Type, ids: [T.ID]) async throws -> [T.ID: T] {
         try await operation("fetch(ids:)") {
             let schema = try await core.schema(for: T.self)
-            try await sharedTier?.awaitSettled()
-            let now = core.clock.wallNanoseconds()
-            let session = makeDecodeSession(for: schema)
-            var (found, expired) = try core.environment.read { txn in
-                try RecordReader.getMany(T.self, ids: ids, schema: schema, now: now, txn: txn, session: session)
-            }
-            if schema.tracksRecency {
-                for value in found.values {
-                    let key = try value.storageID()
-                    key.utf8.withContiguousStorageIfAvailable { bytes in
-                        core.accessNotes.note(type: schema.number, key: UnsafeRawBufferPointer(bytes))
-                    }
-                }
-            }
-            followUp(session: session, expired: expired, purge: false, schema: schema)
-            if let sharedTier {
-                // Local misses are read from the shared tier, one by one.
-                for id in ids where found[id] == nil {
-                    let name = try StorageKey.string(for: id)
-                    if let value = try await fetchShared(T.self, id: name, schema: schema, tier: sharedTier) {
-                        found[id] = value
-                    }
-                }
-            }
-            return found
+            return try await tiers.fetch(T.self, ids: ids, schema: schema)
         }
     }
 
@@ -56,16 +32,13 @@ extension LocalStorage {
     public func delete<T: LocalStorable>(_ type: T.Type, matching filters: [StorageIndexFilter]) async throws -> Int {
         try await operation("delete(matching:)") {
             let schema = try await core.schema(for: T.self)
-            if sharedTier != nil {
-                let doomed = try await fetch(T.self, matching: filters, options: FetchOptions(scope: .shared))
-                for value in doomed { try await delete(T.self, id: try value.storageID()) }
-                return doomed.count
-            }
-            try await migrateIfPending(T.self, schema: schema)
-            return try await core.writer.performOnce { context in
-                let transaction = StorageWriteTransaction(storage: self, context: context)
-                defer { transaction.close() }
-                return try transaction.delete(T.self, matching: filters)
+            return try await tiers.delete(T.self, matching: filters, schema: schema) {
+                try await migrateIfPending(T.self, schema: schema)
+                return try await core.writer.performOnce { context in
+                    let transaction = StorageWriteTransaction(storage: self, context: context)
+                    defer { transaction.close() }
+                    return try transaction.delete(T.self, matching: filters)
+                }
             }
         }
     }

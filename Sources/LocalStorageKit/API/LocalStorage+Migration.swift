@@ -106,35 +106,4 @@ extension LocalStorage {
         }
         return (keys.count, migrated, keys.last)
     }
-
-    /// A decode session for one read: counts decodes and collects records migrated on the way.
-    func makeDecodeSession(for schema: TypeSchema) -> DecodeSession {
-        let session = DecodeSession(
-            counter: core.decodes, format: configuration.codec.format, logger: logger,
-            currentVersion: schema.version, sealing: schema.sealing)
-        if schema.tracksRecency {
-            let (notes, type) = (core.accessNotes, schema.number)
-            session.noteUse = { notes.note(type: type, key: $0) }
-        }
-        return session
-    }
-
-    /// Hands the writer the records a read migrated, so each migrates once, and returns at once: a read
-    /// never waits for a commit. A failure is logged, not thrown: the read already has its values, and
-    /// the record will migrate again next time.
-    func writeBack(_ session: DecodeSession, schema: TypeSchema) {
-        let upgrades = session.upgrades
-        guard !upgrades.isEmpty else { return }
-        let logger = self.logger
-        core.writer.hand(
-            { context in
-                for upgrade in upgrades { try RecordWriter.apply(upgrade, schema: schema, txn: context.txn) }
-            },
-            finish: { error in
-                guard let error else { return }
-                logger?.log(
-                    level: .warning, message: "Could not store migrated records",
-                    metadata: ["type": schema.name, "error": "\(LocalStorageError.wrapping(error))"])
-            })
-    }
 }

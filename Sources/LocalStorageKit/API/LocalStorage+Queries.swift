@@ -17,26 +17,12 @@ extension LocalStorage {
         options: FetchOptions = FetchOptions()
     ) async throws -> [T] {
         try await operation("fetch(matching:)") {
-            if options.scope == .shared {
-                return try await fetchShared(
-                    T.self, matching: filters, orderedBy: sort,
-                    options: options)
-            }
             let options = try options.validated()
             let schema = try await core.schema(for: T.self)
-            try await sharedTier?.awaitSettled()
             let plan = try QueryPlan(filters: filters, sort: sort, schema: schema)
-            guard QueryRunner.usesIndexes(plan) else { return try await fetch(T.self, options: options) }
-            try await migrateIfPending(T.self, schema: schema)
-            let now = core.clock.wallNanoseconds()
-            let session = makeDecodeSession(for: schema)
-            let (items, expired) = try await readIndexed(T.self, schema: schema) { txn in
-                try QueryRunner.fetch(
-                    T.self, plan: plan, options: options, schema: schema, now: now, txn: txn,
-                    session: session)
+            return try await tiers.fetch(T.self, plan: plan, options: options, schema: schema) {
+                try await query(T.self, plan: plan, options: options, schema: schema)
             }
-            followUp(session: session, expired: expired, purge: options.purgeExpired, schema: schema)
-            return items
         }
     }
 
@@ -46,15 +32,32 @@ extension LocalStorage {
     nonisolated(nonsending) public func count<T: LocalStorable>(
         _ type: T.Type, matching filters: [StorageIndexFilter]
     ) async throws -> Int {
-        try await operation("count(matching:)") {
-            let schema = try await core.schema(for: T.self)
-            try await sharedTier?.awaitSettled()
-            let plan = try QueryPlan(filters: filters, sort: nil, schema: schema)
-            try await migrateIfPending(T.self, schema: schema)
-            let now = core.clock.wallNanoseconds()
-            return try await readIndexed(T.self, schema: schema) { txn in
-                try QueryRunner.count(plan: plan, schema: schema, now: now, txn: txn)
-            }
+        try await operation("count(matching:)") { try await scopedCount(T.self, matching: filters, scope: .local) }
+    }
+
+    /// The number of live records of `T` matching every filter, counted where `options.scope` says: on this
+    /// store (`.local`) or on the shared tier (`.shared`, in O(log n) per range with `ZLEXCOUNT`). Only
+    /// `scope` of `options` matters.
+    ///
+    /// - Throws: `unknownIndex`, `invalidQuery` (also for `.shared` without a shared tier),
+    ///   `sharedTierUnavailable`.
+    nonisolated(nonsending) public func count<T: LocalStorable>(
+        _ type: T.Type, matching filters: [StorageIndexFilter],
+        options: FetchOptions
+    ) async throws -> Int {
+        try await operation("count(matching:options:)") {
+            try await scopedCount(T.self, matching: filters, scope: options.scope)
+        }
+    }
+
+    /// The body of both `count(_:matching:)` methods.
+    private nonisolated(nonsending) func scopedCount<T: LocalStorable>(
+        _ type: T.Type, matching filters: [StorageIndexFilter], scope: FetchOptions.Scope
+    ) async throws -> Int {
+        let schema = try await core.schema(for: T.self)
+        let plan = try QueryPlan(filters: filters, sort: nil, schema: schema)
+        return try await tiers.count(plan: plan, scope: scope, schema: schema) {
+            try await count(T.self, plan: plan, schema: schema)
         }
     }
 
@@ -68,21 +71,98 @@ extension LocalStorage {
         page: Int, pageSize: Int
     ) async throws -> StoragePage<T> {
         try await operation("page") {
-            try QueryRunner.validate(page: page, pageSize: pageSize)
-            let schema = try await core.schema(for: T.self)
-            try await sharedTier?.awaitSettled()
-            let plan = try QueryPlan(filters: filters, sort: sort, schema: schema)
-            try await migrateIfPending(T.self, schema: schema)
-            let now = core.clock.wallNanoseconds()
-            let session = makeDecodeSession(for: schema)
-            let result = try await readIndexed(T.self, schema: schema) { txn in
-                try QueryRunner.page(
-                    T.self, plan: plan, page: page, pageSize: pageSize, schema: schema, now: now,
-                    txn: txn, session: session)
-            }
-            followUp(session: session, expired: [], purge: false, schema: schema)
-            return result
+            try await scopedPage(
+                T.self, matching: filters, orderedBy: sort, page: page, pageSize: pageSize, options: FetchOptions())
         }
+    }
+
+    /// One page of the records of `T` matching every filter, read where `options.scope` says (its `limit` and
+    /// `offset` are replaced by the page's).
+    ///
+    /// - Throws: `invalidQuery` when `page` or `pageSize` is below 1; `unknownIndex`; `sharedTierUnavailable`.
+    nonisolated(nonsending) public func page<T: LocalStorable>(
+        _ type: T.Type, matching filters: [StorageIndexFilter] = [], orderedBy sort: StorageIndexSort? = nil,
+        page: Int, pageSize: Int, options: FetchOptions
+    ) async throws -> StoragePage<T> {
+        try await operation("page(options:)") {
+            try await scopedPage(
+                T.self, matching: filters, orderedBy: sort, page: page, pageSize: pageSize, options: options)
+        }
+    }
+
+    /// The body of both `page` methods.
+    private nonisolated(nonsending) func scopedPage<T: LocalStorable>(
+        _ type: T.Type, matching filters: [StorageIndexFilter], orderedBy sort: StorageIndexSort?,
+        page: Int, pageSize: Int, options: FetchOptions
+    ) async throws -> StoragePage<T> {
+        try QueryRunner.validate(page: page, pageSize: pageSize)
+        let schema = try await core.schema(for: T.self)
+        let plan = try QueryPlan(filters: filters, sort: sort, schema: schema)
+        return try await tiers.page(
+            T.self, plan: plan, page: page, pageSize: pageSize, options: options, schema: schema
+        ) {
+            try await self.page(T.self, plan: plan, page: page, pageSize: pageSize, schema: schema)
+        }
+    }
+}
+
+// MARK: - The local store's queries
+
+extension LocalStorage {
+    /// The local query of `fetch(_:matching:orderedBy:options:)`: a listing without indexes, else the
+    /// indexed read after pending migrations.
+    nonisolated(nonsending) func query<T: LocalStorable>(
+        _ type: T.Type, plan: QueryPlan, options: FetchOptions, schema: TypeSchema
+    ) async throws -> [T] {
+        guard QueryRunner.usesIndexes(plan) else { return try list(T.self, options: options, schema: schema) }
+        try await migrateIfPending(T.self, schema: schema)
+        let now = core.clock.wallNanoseconds()
+        let session = makeDecodeSession(for: schema)
+        let (items, expired) = try await readIndexed(T.self, schema: schema) { txn in
+            try QueryRunner.fetch(
+                T.self, plan: plan, options: options, schema: schema, now: now, txn: txn,
+                session: session)
+        }
+        followUp(session: session, expired: expired, purge: options.purgeExpired, schema: schema)
+        return items
+    }
+
+    /// The local listing of `fetch(_:options:)`: live records in `options.sort` order, paged.
+    func list<T: LocalStorable>(_ type: T.Type, options: FetchOptions, schema: TypeSchema) throws -> [T] {
+        let now = core.clock.wallNanoseconds()
+        let session = makeDecodeSession(for: schema)
+        let (items, expired) = try core.environment.read { txn in
+            try RecordReader.list(T.self, schema: schema, options: options, now: now, txn: txn, session: session)
+        }
+        followUp(session: session, expired: expired, purge: options.purgeExpired, schema: schema)
+        return items
+    }
+
+    /// The local count of `count(_:matching:)`, after pending migrations.
+    nonisolated(nonsending) func count<T: LocalStorable>(
+        _ type: T.Type, plan: QueryPlan, schema: TypeSchema
+    ) async throws -> Int {
+        try await migrateIfPending(T.self, schema: schema)
+        let now = core.clock.wallNanoseconds()
+        return try await readIndexed(T.self, schema: schema) { txn in
+            try QueryRunner.count(plan: plan, schema: schema, now: now, txn: txn)
+        }
+    }
+
+    /// The local page of `page(_:matching:orderedBy:page:pageSize:)`: items and totals from one snapshot.
+    nonisolated(nonsending) func page<T: LocalStorable>(
+        _ type: T.Type, plan: QueryPlan, page: Int, pageSize: Int, schema: TypeSchema
+    ) async throws -> StoragePage<T> {
+        try await migrateIfPending(T.self, schema: schema)
+        let now = core.clock.wallNanoseconds()
+        let session = makeDecodeSession(for: schema)
+        let result = try await readIndexed(T.self, schema: schema) { txn in
+            try QueryRunner.page(
+                T.self, plan: plan, page: page, pageSize: pageSize, schema: schema, now: now,
+                txn: txn, session: session)
+        }
+        followUp(session: session, expired: [], purge: false, schema: schema)
+        return result
     }
 }
 
@@ -106,5 +186,22 @@ extension LocalRepository {
         page: Int, pageSize: Int
     ) async throws -> StoragePage<T> {
         try await storage.page(T.self, matching: filters, orderedBy: sort, page: page, pageSize: pageSize)
+    }
+
+    /// The number of live records matching every filter, counted where `options.scope` says.
+    nonisolated(nonsending) public func count(
+        matching filters: [StorageIndexFilter], options: FetchOptions
+    ) async throws -> Int {
+        try await storage.count(T.self, matching: filters, options: options)
+    }
+
+    /// One page of the records matching every filter, read where `options.scope` says.
+    nonisolated(nonsending) public func page(
+        matching filters: [StorageIndexFilter] = [], orderedBy sort: StorageIndexSort? = nil,
+        page: Int, pageSize: Int, options: FetchOptions
+    ) async throws -> StoragePage<T> {
+        try await storage.page(
+            T.self, matching: filters, orderedBy: sort, page: page, pageSize: pageSize,
+            options: options)
     }
 }

@@ -11,17 +11,7 @@ extension LocalStorage {
     public func save<T: LocalStorable>(_ value: T, expiration: CacheExpiration = .never) async throws {
         try await operation("save") {
             let schema = try await core.schema(for: T.self)
-            let record = try prepare(value, schema: schema)
-            if let sharedTier {
-                return try await saveShared(
-                    [record], expiration: expiration, schema: schema,
-                    tier: sharedTier)
-            }
-            try await core.writer.perform { context in
-                try RecordWriter.put(
-                    record, expiresAt: try expiration.expiresAt(now: context.now), schema: schema,
-                    context: context)
-            }
+            try await tiers.save(try prepare(value, schema: schema), expiration: expiration, schema: schema)
         }
     }
 
@@ -39,30 +29,8 @@ extension LocalStorage {
             // Applying puts in key order fills pages better and is several times faster; a repeated id
             // keeps its last value.
             let ordered = RecordWriter.sortedByKey(records)
-            if let sharedTier {
-                return try await saveShared(
-                    ordered, expiration: expiration, schema: schema,
-                    tier: sharedTier)
-            }
-            try await core.writer.perform { context in
-                let expiresAt = try expiration.expiresAt(now: context.now)
-                try RecordWriter.putAll(ordered, expiresAt: expiresAt, schema: schema, context: context)
-            }
+            try await tiers.save(contentsOf: ordered, expiration: expiration, schema: schema)
         }
-    }
-
-    /// Encodes a value and its index values for the writer.
-    func prepare<T: LocalStorable>(
-        _ value: T, schema: TypeSchema,
-        indexValues: ((T) -> [StoredIndexValue])? = nil
-    ) throws -> PreparedRecord {
-        let id = try value.storageID()
-        let key = try RecordWriter.key(for: id)
-        let format = configuration.codec.format
-        return PreparedRecord(
-            id: id, key: key, payload: try PayloadCodec.encode(value, as: format),
-            format: format, version: schema.version,
-            indexValues: indexValues?(value) ?? value.indexValuesForStorage, value: value)
     }
 
     // MARK: - Reading
@@ -73,37 +41,7 @@ extension LocalStorage {
     nonisolated(nonsending) public func fetch<T: LocalStorable>(_ type: T.Type, id: String) async throws -> T? {
         try await operation("fetch") {
             let schema = try await core.schema(for: T.self)
-            try await sharedTier?.awaitSettled()
-            if let memoryTier {
-                let value = try fetch(T.self, id: id, schema: schema, through: memoryTier)
-                if value == nil, let sharedTier {
-                    return try await fetchShared(T.self, id: id, schema: schema, tier: sharedTier)
-                }
-                return value
-            }
-            let now = core.clock.wallNanoseconds()
-            let session = makeDecodeSession(for: schema)
-            var expired = false
-            var utf8 = id
-            // The id's own UTF-8 is the key: no copy on the hot path.
-            let value: T? = try utf8.withUTF8 { key in
-                try RecordWriter.validate(keyLength: key.count)
-                return try core.environment.read { txn in
-                    let found = try RecordReader.get(
-                        T.self, key: UnsafeRawBufferPointer(key), id: id, schema: schema,
-                        now: now, txn: txn, session: session)
-                    expired = found.expired
-                    if schema.tracksRecency, found.value != nil {
-                        core.accessNotes.note(type: schema.number, key: UnsafeRawBufferPointer(key))
-                    }
-                    return found.value
-                }
-            }
-            followUp(session: session, expired: expired ? [Array(id.utf8)] : [], purge: false, schema: schema)
-            if value == nil, let sharedTier {
-                return try await fetchShared(T.self, id: id, schema: schema, tier: sharedTier)
-            }
-            return value
+            return try await tiers.fetch(T.self, id: id, schema: schema)
         }
     }
 
@@ -114,19 +52,12 @@ extension LocalStorage {
         _ type: T.Type, options: FetchOptions = FetchOptions()
     ) async throws -> [T] {
         try await operation("fetch(options:)") {
-            if options.scope == .shared {
-                return try await fetchShared(T.self, matching: [], orderedBy: nil, options: options)
-            }
             let options = try options.validated()
             let schema = try await core.schema(for: T.self)
-            try await sharedTier?.awaitSettled()
-            let now = core.clock.wallNanoseconds()
-            let session = makeDecodeSession(for: schema)
-            let (items, expired) = try core.environment.read { txn in
-                try RecordReader.list(T.self, schema: schema, options: options, now: now, txn: txn, session: session)
+            let plan = try QueryPlan(filters: [], sort: nil, schema: schema)
+            return try await tiers.fetch(T.self, plan: plan, options: options, schema: schema) {
+                try list(T.self, options: options, schema: schema)
             }
-            followUp(session: session, expired: expired, purge: options.purgeExpired, schema: schema)
-            return items
         }
     }
 
@@ -136,7 +67,7 @@ extension LocalStorage {
     nonisolated(nonsending) public func count<T: LocalStorable>(_ type: T.Type) async throws -> Int {
         try await operation("count") {
             let schema = try await core.schema(for: T.self)
-            try await sharedTier?.awaitSettled()
+            try await tiers.settle()
             let now = core.clock.wallNanoseconds()
             return try core.environment.read { txn in try RecordReader.count(schema: schema, now: now, txn: txn) }
         }
@@ -151,15 +82,7 @@ extension LocalStorage {
         try await operation("metadata") {
             let schema = try await core.schema(for: T.self)
             let key = try RecordWriter.key(for: id)
-            try await sharedTier?.awaitSettled()
-            let now = core.clock.wallNanoseconds()
-            let local = try core.environment.read { txn in
-                try RecordReader.metadata(T.self, key: key, id: id, schema: schema, now: now, txn: txn)
-            }
-            if local == nil, let sharedTier {
-                return try await metadataShared(T.self, id: id, key: key, schema: schema, tier: sharedTier)
-            }
-            return local
+            return try await tiers.metadata(T.self, id: id, key: key, schema: schema)
         }
     }
 
@@ -170,10 +93,7 @@ extension LocalStorage {
         try await operation("delete") {
             let schema = try await core.schema(for: T.self)
             let key = try RecordWriter.key(for: id)
-            if let sharedTier { return try await deleteShared(id: id, key: key, schema: schema, tier: sharedTier) }
-            _ = try await core.writer.perform { context in
-                try RecordWriter.delete(id: id, key: key, schema: schema, context: context)
-            }
+            try await tiers.delete(id: id, key: key, schema: schema)
         }
     }
 
@@ -181,8 +101,7 @@ extension LocalStorage {
     public func deleteAll<T: LocalStorable>(_ type: T.Type) async throws {
         try await operation("deleteAll") {
             let schema = try await core.schema(for: T.self)
-            if let sharedTier { return try await deleteAllShared(schema: schema, tier: sharedTier) }
-            try await core.writer.perform { context in try RecordWriter.clear(schema: schema, context: context) }
+            try await tiers.deleteAll(schema: schema)
         }
     }
 
@@ -199,31 +118,6 @@ extension LocalStorage {
         }
     }
 
-    /// What a read leaves for the writer: the records it migrated, to write back, and the expired ones it
-    /// met, to purge when `purge` or ``LocalStorageConfiguration/autoPurgeExpiredOnRead`` asks. Returns at once.
-    func followUp(session: DecodeSession, expired: [[UInt8]], purge: Bool, schema: TypeSchema) {
-        writeBack(session, schema: schema)
-        if !expired.isEmpty && (purge || configuration.autoPurgeExpiredOnRead) {
-            self.purge(keys: expired, schema: schema)
-        }
-    }
-
-    /// Hands the writer the records a read found expired, to delete if they still are (emitting
-    /// `.expired(id)`), and returns at once: a read never waits for a commit. A failure is logged.
-    func purge(keys: [[UInt8]], schema: TypeSchema) {
-        let logger = self.logger
-        core.writer.hand(
-            { context in
-                try RecordWriter.purge(keys: keys, schema: schema, context: context, logger: logger)
-            },
-            finish: { error in
-                guard let error else { return }
-                logger?.log(
-                    level: .warning, message: "Could not purge expired records a read found",
-                    metadata: ["type": schema.name, "error": "\(LocalStorageError.wrapping(error))"])
-            })
-    }
-
     // MARK: - Changing one record
 
     /// Changes a record's time to live without rewriting its value.
@@ -236,14 +130,7 @@ extension LocalStorage {
         try await operation("setExpiration") {
             let schema = try await core.schema(for: T.self)
             let key = try RecordWriter.key(for: id)
-            if let sharedTier {
-                return try await setExpirationShared(
-                    T.self, id: id, key: key, expiration, schema: schema,
-                    tier: sharedTier)
-            }
-            try await core.writer.perform { context in
-                try RecordWriter.setExpiration(T.self, id: id, key: key, expiration, schema: schema, context: context)
-            }
+            try await tiers.setExpiration(T.self, id: id, key: key, expiration, schema: schema)
         }
     }
 
@@ -261,60 +148,28 @@ extension LocalStorage {
         try await operationPassingCallerErrors("update") {
             let schema = try await core.schema(for: T.self)
             let key = try RecordWriter.key(for: id)
-            if let sharedTier {
-                return try await updateShared(T.self, id: id, key: key, schema: schema, tier: sharedTier, mutate)
-            }
-            let format = configuration.codec.format
-            let counter = core.decodes
-            let memo = UpdateMemo<T>()
-            return try await core.writer.performOnce { context -> T in
-                guard let bytes = try context.txn.get(schema.records, key: key) else {
-                    throw LocalStorageError.notFound(id: id)
-                }
-                let view = try RecordDecoding.view(of: bytes, T.self, id: id)
-                guard !view.isExpired(at: context.now) else { throw LocalStorageError.notFound(id: id) }
-                let record: PreparedRecord
-                let value: T
-                if let done = memo.result {
-                    // A replay (another update of the batch threw, or the map grew): reuse what `mutate` made
-                    // when the record is still the one it saw; never call it twice.
-                    guard done.version == view.version, done.payload.elementsEqual(view.payload) else {
-                        throw LocalStorageError.storageError(
-                            code: -1,
-                            message:
-                                "update of \(T.self) \"\(id)\": the record changed while the write was retried; "
-                                + "mutate was not run again")
-                    }
-                    (record, value) = (done.record, done.value)
-                } else {
-                    var mutated = try RecordDecoding.decode(
-                        T.self, view: view, id: id,
-                        session: DecodeSession(counter: counter, format: format, sealing: schema.sealing))
-                    do {
-                        try mutate(&mutated)
-                    } catch {
-                        throw CallerError(underlying: error)
-                    }
-                    let newID = try mutated.storageID()
-                    guard newID == id else {
-                        throw LocalStorageError.invalidId("update must not change the id (\(id) → \(newID))")
-                    }
-                    record = PreparedRecord(
-                        id: id, key: key, payload: try PayloadCodec.encode(mutated, as: format),
-                        format: format, version: T.storageVersion,
-                        indexValues: mutated.indexValuesForStorage, value: mutated)
-                    value = mutated
-                    memo.result = (Array(view.payload), view.version, record, mutated)
-                }
-                try RecordWriter.put(record, expiresAt: view.expiresAt, schema: schema, context: context)
-                return value
-            }
+            return try await tiers.update(T.self, id: id, key: key, schema: schema, mutate)
         }
     }
 }
 
-/// What an `update`'s `mutate` made, kept for a replay of its transaction (after the map grew).
-private final class UpdateMemo<T>: @unchecked Sendable {
-    // @unchecked: only the writer thread touches it, inside the one request that owns it.
-    var result: (payload: [UInt8], version: Int, record: PreparedRecord, value: T)?
+extension LocalStorage {
+    /// Encodes a value and its index values for the writer, in this store's codec.
+    func prepare<T: LocalStorable>(
+        _ value: T, schema: TypeSchema, indexValues: ((T) -> [StoredIndexValue])? = nil
+    ) throws -> PreparedRecord {
+        try PreparedRecord(
+            encoding: value, schema: schema, format: configuration.codec.format, indexValues: indexValues)
+    }
+
+    /// A decode session for one read (``LocalRecordStore/makeDecodeSession(for:)``).
+    func makeDecodeSession(for schema: TypeSchema) -> DecodeSession { local.makeDecodeSession(for: schema) }
+
+    /// Hands the writer what a read leaves (``LocalRecordStore/followUp(session:expired:purge:schema:)``).
+    func followUp(session: DecodeSession, expired: [[UInt8]], purge: Bool, schema: TypeSchema) {
+        local.followUp(session: session, expired: expired, purge: purge, schema: schema)
+    }
+
+    /// Hands the writer the records a read migrated (``LocalRecordStore/writeBack(_:schema:)``).
+    func writeBack(_ session: DecodeSession, schema: TypeSchema) { local.writeBack(session, schema: schema) }
 }

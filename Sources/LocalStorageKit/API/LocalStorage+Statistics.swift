@@ -34,7 +34,7 @@ extension LocalStorage {
                 payloadBytes: types.values.reduce(0) { $0 + $1.payloadBytes },
                 expiredRecords: types.values.reduce(0) { $0 + $1.expiredRecords },
                 evictions: core.evictions.total,
-                memoryHits: memoryTier?.hits ?? 0, memoryMisses: memoryTier?.misses ?? 0,
+                memoryHits: tiers.memoryCounts.hits, memoryMisses: tiers.memoryCounts.misses,
                 mapUsedBytes: usedBytes, mapFreeBytes: max(0, info.mapSize - usedBytes),
                 limits: core.limits.store, types: types)
         }

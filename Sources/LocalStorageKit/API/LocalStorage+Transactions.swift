@@ -24,7 +24,7 @@ extension LocalStorage {
         -> R
     {
         try await operationPassingCallerErrors("write") {
-            if sharedTier != nil { throw LocalStorageError.sharedTierUnavailable(Self.writeTransactionsNotShared) }
+            try tiers.checkWriteTransaction()
             return try await core.writer.performOnce { context in
                 let transaction = StorageWriteTransaction(storage: self, context: context)
                 defer { transaction.close() }
@@ -81,6 +81,12 @@ extension LocalStorage {
             }
         }
     }
+}
+
+extension LocalStorage {
+    /// Why `write { }` throws on a store with a shared tier: its body runs inside a local transaction, which
+    /// cannot wait for the server.
+    static let writeTransactionsNotShared = SharedTierRecordStore.writeTransactionsNotShared
 }
 
 extension LocalRepository {

@@ -25,6 +25,11 @@ public final class LocalStorage: Sendable {
     /// live-query and change-stream settings) are this store's own.
     public let configuration: LocalStorageConfiguration
 
+    /// The tiers under the public methods, opened once from the configuration: the one seam every public
+    /// method forwards to (``RecordStore``, ``TierStack``).
+    let tiers: any RecordStore
+    /// The local store at the bottom of ``tiers``, with what the public methods' own reads share.
+    let local: LocalRecordStore
     /// Decoded values of hot records (``LocalStorageConfiguration/memoryCache``; nil: none).
     let memoryTier: MemoryTier?
     /// The shared tier this store is the near cache of, when ``LocalStorageConfiguration/sharedTier`` names one.
@@ -51,12 +56,12 @@ public final class LocalStorage: Sendable {
         let core = try EnvironmentRegistry.core(for: configuration)
         self.core = core
         self.configuration = configuration
-        memoryTier = try LocalStorage.makeMemoryTier(configuration, core: core)
-        sharedTier = try configuration.sharedTier.map { try SharedTier(settings: $0, core: core, logger: logger) }
+        let stack = try TierStack(configuration: configuration, core: core)
+        (tiers, local, memoryTier, sharedTier) = (stack.top, stack.local, stack.memoryTier, stack.sharedTier)
     }
 
     deinit {
-        sharedTier?.stop()
+        tiers.close()
     }
 
     /// A repository: the same operations bound to one type.

@@ -1,0 +1,148 @@
+/// The memory tier layered over the local store (``RecordStore``): a fetch by id returns a current,
+/// unexpired value the ``MemoryTier`` holds as it is (no read, no decode); otherwise it reads and decodes
+/// the record and the tier keeps it. Every other operation is the local store's (the tier learns of
+/// writes from the change log, whoever made them).
+struct MemoryTierRecordStore: RecordStore {
+    let local: LocalRecordStore
+    let tier: MemoryTier
+
+    /// The memory tier `configuration` asks for, or nil.
+    ///
+    /// - Throws: `openFailed` when a bound is below 1.
+    static func makeTier(_ configuration: LocalStorageConfiguration, core: StoreCore) throws -> MemoryTier? {
+        guard let settings = configuration.memoryCache else { return nil }
+        guard settings.maxRecords >= 1, settings.maxBytes >= 1 else {
+            throw LocalStorageError.openFailed(
+                path: core.directory.path,
+                reason: "memoryCache: maxRecords and maxBytes must be at least 1 (got \(settings.maxRecords) "
+                    + "and \(settings.maxBytes))")
+        }
+        return MemoryTier(
+            maxRecords: settings.maxRecords, maxBytes: settings.maxBytes,
+            environment: core.environment, changeLog: core.changeLog, logger: configuration.logger)
+    }
+
+    nonisolated(nonsending) func fetch<T: LocalStorable>(
+        _ type: T.Type, id: String, schema: TypeSchema
+    ) async throws -> T? {
+        let core = local.core
+        let now = core.clock.wallNanoseconds()
+        let tierKey = MemoryTier.Key(type: schema.number, id: id)
+        var utf8 = id
+        if let held = tier.value(T.self, for: tierKey, now: now) {
+            if schema.tracksRecency {
+                utf8.withUTF8 { core.accessNotes.note(type: schema.number, key: UnsafeRawBufferPointer($0)) }
+            }
+            return held
+        }
+        let session = local.makeDecodeSession(for: schema)
+        var expired = false
+        let value: T? = try utf8.withUTF8 { key in
+            try RecordWriter.validate(keyLength: key.count)
+            return try core.environment.read { txn in
+                let found = try RecordReader.getForMemoryTier(
+                    T.self, key: UnsafeRawBufferPointer(key), id: id,
+                    schema: schema, now: now, txn: txn, session: session)
+                expired = found.expired
+                if let value = found.value {
+                    tier.keep(value, for: tierKey, expiresAt: found.expiresAt, bytes: found.payloadBytes, readIn: txn)
+                    if schema.tracksRecency {
+                        core.accessNotes.note(type: schema.number, key: UnsafeRawBufferPointer(key))
+                    }
+                }
+                return found.value
+            }
+        }
+        local.followUp(session: session, expired: expired ? [Array(id.utf8)] : [], purge: false, schema: schema)
+        return value
+    }
+
+    // MARK: - The local store's
+
+    nonisolated(nonsending) func settle() async throws { try await local.settle() }
+
+    nonisolated(nonsending) func metadata<T: LocalStorable>(
+        _ type: T.Type, id: String, key: [UInt8], schema: TypeSchema
+    ) async throws -> StorageMetadata? {
+        try await local.metadata(T.self, id: id, key: key, schema: schema)
+    }
+
+    nonisolated(nonsending) func fetch<T: LocalStorable>(
+        _ type: T.Type, ids: [T.ID], schema: TypeSchema
+    ) async throws -> [T.ID: T] {
+        try await local.fetch(T.self, ids: ids, schema: schema)
+    }
+
+    func save(_ record: PreparedRecord, expiration: CacheExpiration, schema: TypeSchema) async throws {
+        try await local.save(record, expiration: expiration, schema: schema)
+    }
+
+    func save(contentsOf records: [PreparedRecord], expiration: CacheExpiration, schema: TypeSchema) async throws {
+        try await local.save(contentsOf: records, expiration: expiration, schema: schema)
+    }
+
+    func delete(id: String, key: [UInt8], schema: TypeSchema) async throws {
+        try await local.delete(id: id, key: key, schema: schema)
+    }
+
+    func deleteAll(schema: TypeSchema) async throws { try await local.deleteAll(schema: schema) }
+
+    func delete<T: LocalStorable>(
+        _ type: T.Type, matching filters: [StorageIndexFilter], schema: TypeSchema,
+        locally: () async throws -> Int
+    ) async throws -> Int {
+        try await local.delete(T.self, matching: filters, schema: schema, locally: locally)
+    }
+
+    func setExpiration<T: LocalStorable>(
+        _ type: T.Type, id: String, key: [UInt8], _ expiration: CacheExpiration, schema: TypeSchema
+    ) async throws {
+        try await local.setExpiration(T.self, id: id, key: key, expiration, schema: schema)
+    }
+
+    func update<T: LocalStorable>(
+        _ type: T.Type, id: String, key: [UInt8], schema: TypeSchema,
+        _ mutate: @escaping @Sendable (inout T) throws -> Void
+    ) async throws -> T {
+        try await local.update(T.self, id: id, key: key, schema: schema, mutate)
+    }
+
+    nonisolated(nonsending) func fetch<T: LocalStorable>(
+        _ type: T.Type, plan: QueryPlan, options: FetchOptions, schema: TypeSchema,
+        locally: nonisolated(nonsending) () async throws -> [T]
+    ) async throws -> [T] {
+        try await local.fetch(T.self, plan: plan, options: options, schema: schema, locally: locally)
+    }
+
+    nonisolated(nonsending) func count(
+        plan: QueryPlan, scope: FetchOptions.Scope, schema: TypeSchema,
+        locally: nonisolated(nonsending) () async throws -> Int
+    ) async throws -> Int {
+        try await local.count(plan: plan, scope: scope, schema: schema, locally: locally)
+    }
+
+    nonisolated(nonsending) func page<T: LocalStorable>(
+        _ type: T.Type, plan: QueryPlan, page: Int, pageSize: Int, options: FetchOptions, schema: TypeSchema,
+        locally: nonisolated(nonsending) () async throws -> StoragePage<T>
+    ) async throws -> StoragePage<T> {
+        try await local.page(
+            T.self, plan: plan, page: page, pageSize: pageSize, options: options, schema: schema, locally: locally)
+    }
+
+    nonisolated(nonsending) func fetchBeforeLoading<T: LocalStorable>(
+        _ type: T.Type, id: String, schema: TypeSchema
+    ) async throws -> T? {
+        try await local.fetchBeforeLoading(T.self, id: id, schema: schema)
+    }
+
+    func saveLoaded(_ record: PreparedRecord, expiration: CacheExpiration, schema: TypeSchema) async throws -> Bool {
+        try await local.saveLoaded(record, expiration: expiration, schema: schema)
+    }
+
+    func checkWriteTransaction() throws { try local.checkWriteTransaction() }
+
+    /// The memory tier's own counts.
+    var memoryCounts: (hits: Int, misses: Int) { (tier.hits, tier.misses) }
+
+    func close() { local.close() }
+}

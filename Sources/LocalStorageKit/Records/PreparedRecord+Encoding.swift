@@ -1,0 +1,15 @@
+extension PreparedRecord {
+    /// Encodes `value` (in `format`, at the schema's version) and its index values, off the writer thread.
+    ///
+    /// - Throws: `invalidId` for an id that cannot key a record; `encodingFailed`.
+    init<T: LocalStorable>(
+        encoding value: T, schema: TypeSchema, format: PayloadFormat,
+        indexValues: ((T) -> [StoredIndexValue])? = nil
+    ) throws {
+        let id = try value.storageID()
+        self.init(
+            id: id, key: try RecordWriter.key(for: id), payload: try PayloadCodec.encode(value, as: format),
+            format: format, version: schema.version,
+            indexValues: indexValues?(value) ?? value.indexValuesForStorage, value: value)
+    }
+}

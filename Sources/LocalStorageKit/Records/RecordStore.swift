@@ -1,0 +1,123 @@
+/// The one seam between the public methods and the tiers (docs/DESIGN.md, "Layers: folders by concept").
+///
+/// A store opens one stack of record stores, chosen once from its configuration (``TierStack``):
+/// ``LocalRecordStore`` (the LMDB store: the writer thread and the readers over ``StoreCore``), with
+/// ``MemoryTierRecordStore`` layered over it when ``LocalStorageConfiguration/memoryCache`` is set, and
+/// ``SharedTierRecordStore`` over that when ``LocalStorageConfiguration/sharedTier`` is set. Each layer does
+/// its own part of an operation and forwards the rest to the layer below it. A public method validates its
+/// input, resolves the type's schema and calls one method here; it never knows which tiers there are.
+///
+/// Ids arrive validated (`key` is the id's UTF-8, a valid record key) and types registered (`schema`).
+protocol RecordStore: Sendable {
+    // MARK: Reads
+
+    /// Returns when local records may be served: at once, except behind a shared tier that is catching up
+    /// or stale (``SharedTier/awaitSettled()``).
+    nonisolated(nonsending) func settle() async throws
+
+    /// The live record `id` of `T`, or nil when it is absent or expired.
+    nonisolated(nonsending) func fetch<T: LocalStorable>(
+        _ type: T.Type, id: String, schema: TypeSchema
+    ) async throws -> T?
+
+    /// What the store knows about the record `id` (also when it is expired), or nil when it is absent.
+    nonisolated(nonsending) func metadata<T: LocalStorable>(
+        _ type: T.Type, id: String, key: [UInt8], schema: TypeSchema
+    ) async throws -> StorageMetadata?
+
+    /// The live records among `ids`, keyed by id; absent and expired ids are left out.
+    nonisolated(nonsending) func fetch<T: LocalStorable>(
+        _ type: T.Type, ids: [T.ID], schema: TypeSchema
+    ) async throws -> [T.ID: T]
+
+    // MARK: Queries
+
+    /// The records of `T` that `plan` matches, read where `options.scope` says. The local store's query is
+    /// `locally` (the public layer runs it: the migrations and re-indexing a query may need first live
+    /// there); a shared tier runs `.shared` queries on the server and `.local` ones once local records may be
+    /// served.
+    ///
+    /// - Throws: `invalidQuery` for `.shared` without a shared tier.
+    nonisolated(nonsending) func fetch<T: LocalStorable>(
+        _ type: T.Type, plan: QueryPlan, options: FetchOptions, schema: TypeSchema,
+        locally: nonisolated(nonsending) () async throws -> [T]
+    ) async throws -> [T]
+
+    /// The number of live records `plan` matches, counted where `scope` says (as ``fetch(_:plan:options:schema:locally:)``).
+    nonisolated(nonsending) func count(
+        plan: QueryPlan, scope: FetchOptions.Scope, schema: TypeSchema,
+        locally: nonisolated(nonsending) () async throws -> Int
+    ) async throws -> Int
+
+    /// One page of the records `plan` matches, read where `options.scope` says (as
+    /// ``fetch(_:plan:options:schema:locally:)``); `page` and `pageSize` are valid.
+    nonisolated(nonsending) func page<T: LocalStorable>(
+        _ type: T.Type, plan: QueryPlan, page: Int, pageSize: Int, options: FetchOptions, schema: TypeSchema,
+        locally: nonisolated(nonsending) () async throws -> StoragePage<T>
+    ) async throws -> StoragePage<T>
+
+    // MARK: Loading through the cache
+
+    /// The record `id` as a tier above the local store holds it, read before a load through the cache looks
+    /// at the local store and its leases: nil without such a tier.
+    nonisolated(nonsending) func fetchBeforeLoading<T: LocalStorable>(
+        _ type: T.Type, id: String, schema: TypeSchema
+    ) async throws -> T?
+
+    /// Stores a loaded record through a tier above the local store, which takes the write first; returns
+    /// false without one (the local store then stores it under the load's lease).
+    func saveLoaded(_ record: PreparedRecord, expiration: CacheExpiration, schema: TypeSchema) async throws -> Bool
+
+    // MARK: Writes
+
+    /// Saves one record, replacing the one with its id.
+    func save(_ record: PreparedRecord, expiration: CacheExpiration, schema: TypeSchema) async throws
+
+    /// Saves records sorted by key (a repeated id once, its last value) in one commit: all or none.
+    func save(contentsOf records: [PreparedRecord], expiration: CacheExpiration, schema: TypeSchema) async throws
+
+    /// Deletes the record `id`; a missing one is no error.
+    func delete(id: String, key: [UInt8], schema: TypeSchema) async throws
+
+    /// Deletes every record of the type.
+    func deleteAll(schema: TypeSchema) async throws
+
+    /// Deletes every live record of `T` the filters match; returns how many. `locally` is the local store's
+    /// deletion, in one commit (a write transaction's `delete(_:matching:)`, which the writer runs with the
+    /// public types); a shared tier replaces it by deletes through the server.
+    func delete<T: LocalStorable>(
+        _ type: T.Type, matching filters: [StorageIndexFilter], schema: TypeSchema,
+        locally: () async throws -> Int
+    ) async throws -> Int
+
+    /// Changes the time to live of the live record `id`.
+    ///
+    /// - Throws: `notFound(id:)` when it is absent or expired.
+    func setExpiration<T: LocalStorable>(
+        _ type: T.Type, id: String, key: [UInt8], _ expiration: CacheExpiration, schema: TypeSchema
+    ) async throws
+
+    /// Reads the live record `id`, runs `mutate` on it exactly once and writes the result; returns it.
+    ///
+    /// - Throws: `notFound(id:)`; `invalidId` when `mutate` changes the id; what `mutate` throws, as a
+    ///   ``CallerError`` (nothing is written then).
+    func update<T: LocalStorable>(
+        _ type: T.Type, id: String, key: [UInt8], schema: TypeSchema,
+        _ mutate: @escaping @Sendable (inout T) throws -> Void
+    ) async throws -> T
+
+    // MARK: What the tiers allow and count
+
+    /// Throws when a `write { }` transaction cannot run: behind a shared tier, `sharedTierUnavailable` (its
+    /// body runs inside a local transaction, which cannot wait for the server).
+    func checkWriteTransaction() throws
+
+    /// Fetches by id the memory tier answered, and those it did not, since the store opened (0 without one).
+    var memoryCounts: (hits: Int, misses: Int) { get }
+
+    // MARK: Lifetime
+
+    /// Stops what the layer runs in the background (the shared tier's connections). Called once, when the
+    /// store closes.
+    func close()
+}

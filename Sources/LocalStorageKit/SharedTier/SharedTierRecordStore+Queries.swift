@@ -1,0 +1,69 @@
+/// Queries through the shared tier: `.shared` ones run on the server (``SharedTierQuery``), `.local` ones on
+/// the tiers below once local records may be served. Loads through the cache write through the server too.
+extension SharedTierRecordStore {
+    nonisolated(nonsending) func fetch<T: LocalStorable>(
+        _ type: T.Type, plan: QueryPlan, options: FetchOptions, schema: TypeSchema,
+        locally: nonisolated(nonsending) () async throws -> [T]
+    ) async throws -> [T] {
+        guard options.scope == .shared else {
+            try await tier.awaitSettled()
+            return try await base.fetch(T.self, plan: plan, options: options, schema: schema, locally: locally)
+        }
+        return try await SharedTierQuery(tier: tier, schema: schema, plan: plan)
+            .fetch(T.self, options: options, session: local.makeDecodeSession(for: schema))
+    }
+
+    /// `.shared`: in O(log n) per range with `ZLEXCOUNT`.
+    nonisolated(nonsending) func count(
+        plan: QueryPlan, scope: FetchOptions.Scope, schema: TypeSchema,
+        locally: nonisolated(nonsending) () async throws -> Int
+    ) async throws -> Int {
+        guard scope == .shared else {
+            try await tier.awaitSettled()
+            return try await base.count(plan: plan, scope: scope, schema: schema, locally: locally)
+        }
+        return try await SharedTierQuery(tier: tier, schema: schema, plan: plan).count()
+    }
+
+    nonisolated(nonsending) func page<T: LocalStorable>(
+        _ type: T.Type, plan: QueryPlan, page: Int, pageSize: Int, options: FetchOptions, schema: TypeSchema,
+        locally: nonisolated(nonsending) () async throws -> StoragePage<T>
+    ) async throws -> StoragePage<T> {
+        guard options.scope == .shared else {
+            try await tier.awaitSettled()
+            return try await base.page(
+                T.self, plan: plan, page: page, pageSize: pageSize, options: options, schema: schema,
+                locally: locally)
+        }
+        let query = SharedTierQuery(tier: tier, schema: schema, plan: plan)
+        let total = try await query.count()
+        let (offset, overflow) = (page - 1).multipliedReportingOverflow(by: pageSize)
+        var pageOptions = options
+        pageOptions.offset = overflow ? Int.max : offset
+        pageOptions.limit = pageSize
+        let items =
+            offset >= total || overflow
+            ? []
+            : try await query.fetch(T.self, options: pageOptions, session: local.makeDecodeSession(for: schema))
+        return StoragePage(items: items, page: page, pageSize: pageSize, totalCount: total)
+    }
+
+    /// The record as ``fetch(_:id:schema:)`` finds it: locally, else on the server.
+    nonisolated(nonsending) func fetchBeforeLoading<T: LocalStorable>(
+        _ type: T.Type, id: String, schema: TypeSchema
+    ) async throws -> T? {
+        try await fetch(T.self, id: id, schema: schema)
+    }
+
+    /// The shared tier takes the write first; the load's lease only kept this store's processes to one load.
+    func saveLoaded(_ record: PreparedRecord, expiration: CacheExpiration, schema: TypeSchema) async throws -> Bool {
+        try await save(record, expiration: expiration, schema: schema)
+        return true
+    }
+
+    func checkWriteTransaction() throws {
+        throw LocalStorageError.sharedTierUnavailable(Self.writeTransactionsNotShared)
+    }
+
+    var memoryCounts: (hits: Int, misses: Int) { base.memoryCounts }
+}

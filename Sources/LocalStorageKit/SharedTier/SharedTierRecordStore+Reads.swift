@@ -1,0 +1,109 @@
+/// Reads through the shared tier: local records first (once they may be served), and a local miss read
+/// from the server.
+extension SharedTierRecordStore {
+    nonisolated(nonsending) func fetch<T: LocalStorable>(
+        _ type: T.Type, id: String, schema: TypeSchema
+    ) async throws -> T? {
+        try await tier.awaitSettled()
+        if let value = try await base.fetch(T.self, id: id, schema: schema) { return value }
+        return try await fetchFromServer(T.self, id: id, schema: schema)
+    }
+
+    nonisolated(nonsending) func fetch<T: LocalStorable>(
+        _ type: T.Type, ids: [T.ID], schema: TypeSchema
+    ) async throws -> [T.ID: T] {
+        try await tier.awaitSettled()
+        var found = try await base.fetch(T.self, ids: ids, schema: schema)
+        // Local misses are read from the shared tier, one by one.
+        for id in ids where found[id] == nil {
+            let name = try StorageKey.string(for: id)
+            if let value = try await fetchFromServer(T.self, id: name, schema: schema) { found[id] = value }
+        }
+        return found
+    }
+
+    nonisolated(nonsending) func metadata<T: LocalStorable>(
+        _ type: T.Type, id: String, key: [UInt8], schema: TypeSchema
+    ) async throws -> StorageMetadata? {
+        try await tier.awaitSettled()
+        if let local = try await base.metadata(T.self, id: id, key: key, schema: schema) { return local }
+        return try await metadataFromServer(T.self, id: id, key: key, schema: schema)
+    }
+
+    /// A local miss: reads the shared tier and keeps the record locally with its remaining time to live. The
+    /// fill is not a change (nothing is logged or published), and it is kept only when the instance is in sync,
+    /// no change it applied after the server's sequence at the read touched the record (such a change may be
+    /// newer than the bytes read), and it holds no live copy by then.
+    ///
+    /// - Throws: `sharedTierUnavailable` when the server cannot be reached: never a false nil.
+    func fetchFromServer<T: LocalStorable>(_ type: T.Type, id: String, schema: TypeSchema) async throws -> T? {
+        let key = try RecordWriter.key(for: id)
+        let (found, sequence) = try await tier.recordWithSequence(type: schema.name, id: key)
+        guard let bytes = found else { return nil }
+        let now = core.clock.wallNanoseconds()
+        let session = local.makeDecodeSession(for: schema)
+        let decoded = try bytes.withUnsafeBytes { buffer -> T? in
+            let view = try RecordDecoding.view(of: buffer, T.self, id: id)
+            guard !view.isExpired(at: now) else { return nil }
+            return try RecordDecoding.decode(T.self, view: view, id: id, session: session)
+        }
+        guard let value = decoded else { return nil }
+        let (logger, tier) = (local.logger, self.tier)
+        core.writer.hand(
+            { context in
+                let isCurrent = tier.state.withLock { state -> Bool in
+                    guard state.phase == .live, let applied = state.appliedSeq else { return false }
+                    return applied <= sequence
+                        || !state.recentChanges.mayHaveChanged(type: schema.name, id: id, after: sequence)
+                }
+                guard isCurrent else { return }
+                if let existing = try context.txn.get(schema.records, key: key) {
+                    let isLive: Bool
+                    do {
+                        isLive = try !RecordView(fixedPartOf: existing).isExpired(at: context.now)
+                    } catch {
+                        isLive = false  // A damaged local copy is replaced by the server's record.
+                    }
+                    if isLive { return }  // A live local copy (written meanwhile) wins.
+                }
+                try RecordWriter.putReplica(
+                    bytes, key: key, value: value, schema: schema, context: context, announce: false)
+            },
+            finish: { error in
+                guard let error else { return }
+                logger?.log(
+                    level: .warning, message: "Could not keep a record read from the shared tier",
+                    metadata: ["type": schema.name, "error": "\(LocalStorageError.wrapping(error))"])
+            })
+        return value
+    }
+
+    /// A local miss of `metadata`: the header as the shared tier holds it.
+    private func metadataFromServer<T: LocalStorable>(
+        _ type: T.Type, id: String, key: [UInt8], schema: TypeSchema
+    ) async throws -> StorageMetadata? {
+        guard let bytes = try await tier.record(type: schema.name, id: key) else { return nil }
+        let now = core.clock.wallNanoseconds()
+        return try bytes.withUnsafeBytes { buffer in
+            let view = try RecordDecoding.view(of: buffer, T.self, id: id, fixedPartOnly: true)
+            return StorageMetadata(
+                createdAt: Clock.date(fromNanoseconds: view.createdAt),
+                updatedAt: Clock.date(fromNanoseconds: view.updatedAt),
+                expiresAt: view.expiresAt == 0 ? nil : Clock.date(fromNanoseconds: view.expiresAt),
+                sizeInBytes: view.payload.count, isExpired: view.isExpired(at: now), version: view.version)
+        }
+    }
+
+    /// The live record `id` as the shared tier holds it, with its bytes; nil when absent or expired.
+    func sharedRecord<T: LocalStorable>(
+        _ type: T.Type, id: String, key: [UInt8], schema: TypeSchema, now: Int64
+    ) async throws -> (value: T, bytes: [UInt8], expiresAt: Int64)? {
+        guard let bytes = try await tier.record(type: schema.name, id: key) else { return nil }
+        let session = local.makeDecodeSession(for: schema)
+        return try bytes.withUnsafeBytes { buffer -> (value: T, bytes: [UInt8], expiresAt: Int64)? in
+            let view = try RecordDecoding.view(of: buffer, T.self, id: id)
+            guard !view.isExpired(at: now) else { return nil }
+            return (try RecordDecoding.decode(T.self, view: view, id: id, session: session), bytes, view.expiresAt)
+        }
+    }
+}

@@ -1,0 +1,163 @@
+import Synchronization
+
+/// The shared tier layered over the store's other tiers (``RecordStore``): writes go to the server first,
+/// then commit locally with the very bytes the server holds; reads wait until local records may be served
+/// (``SharedTier/awaitSettled()``), are served by the tiers below, and fill a local miss from the server.
+struct SharedTierRecordStore: RecordStore {
+    /// The tiers below: the memory tier over the local store, or the local store.
+    let base: any RecordStore
+    let local: LocalRecordStore
+    let tier: SharedTier
+
+    /// Why `write { }` throws on a store with a shared tier: its body runs inside a local transaction, which
+    /// cannot wait for the server.
+    static let writeTransactionsNotShared =
+        "write { } transactions do not reach the shared tier; use save, "
+        + "save(contentsOf:), delete, deleteAll, setExpiration or update, which do"
+
+    var core: StoreCore { local.core }
+
+    nonisolated(nonsending) func settle() async throws { try await tier.awaitSettled() }
+
+    func close() {
+        tier.stop()
+        base.close()
+    }
+
+    // MARK: - Writes
+
+    func save(_ record: PreparedRecord, expiration: CacheExpiration, schema: TypeSchema) async throws {
+        try await save(contentsOf: [record], expiration: expiration, schema: schema)
+    }
+
+    /// Writes records on the shared tier, then commits them locally with the server's bytes.
+    func save(contentsOf records: [PreparedRecord], expiration: CacheExpiration, schema: TypeSchema) async throws {
+        let now = core.clock.wallNanoseconds()
+        let expiresAt = try expiration.expiresAt(now: now)
+        let puts = try records.map { try tier.put($0, expiresAt: expiresAt, now: now, schema: schema) }
+        let written = try await tier.write(puts, schema: schema, now: now)
+        try await tier.commitOwn(written, records: records, schema: schema)
+    }
+
+    /// Deletes a record on the shared tier, then locally.
+    func delete(id: String, key: [UInt8], schema: TypeSchema) async throws {
+        guard let sequence = try await tier.delete(ids: [id], schema: schema).first else { return }
+        let tier = self.tier
+        let admitted = try await core.writer.perform { context -> Bool in
+            guard tier.admitsOwn(sequence) else { return false }
+            try RecordWriter.delete(id: id, key: key, schema: schema, context: context)
+            return true
+        }
+        if !admitted { await tier.awaitApplied(sequence) }
+    }
+
+    /// Deletes every record of a type on the shared tier, then locally.
+    func deleteAll(schema: TypeSchema) async throws {
+        let sequence = try await tier.clear(schema: schema)
+        let tier = self.tier
+        let admitted = try await core.writer.perform { context -> Bool in
+            guard tier.admitsOwn(sequence) else { return false }
+            try RecordWriter.clear(schema: schema, context: context)
+            return true
+        }
+        if !admitted { await tier.awaitApplied(sequence) }
+    }
+
+    /// Deletes the matching records on the shared tier, one by one (the query runs on the server), then
+    /// locally; `locally` is not run.
+    func delete<T: LocalStorable>(
+        _ type: T.Type, matching filters: [StorageIndexFilter], schema: TypeSchema,
+        locally: () async throws -> Int
+    ) async throws -> Int {
+        let plan = try QueryPlan(filters: filters, sort: nil, schema: schema)
+        let doomed = try await SharedTierQuery(tier: tier, schema: schema, plan: plan)
+            .fetch(
+                T.self, options: try FetchOptions(scope: .shared).validated(),
+                session: local.makeDecodeSession(for: schema))
+        for value in doomed {
+            let id = try value.storageID()
+            try await delete(id: id, key: try RecordWriter.key(for: id), schema: schema)
+        }
+        return doomed.count
+    }
+
+    /// Changes a record's time to live on the shared tier (re-reading and retrying when another instance
+    /// writes it meanwhile), then locally.
+    func setExpiration<T: LocalStorable>(
+        _ type: T.Type, id: String, key: [UInt8], _ expiration: CacheExpiration, schema: TypeSchema
+    ) async throws {
+        for _ in 0..<8 {
+            let now = core.clock.wallNanoseconds()
+            guard let bytes = try await tier.record(type: schema.name, id: key) else {
+                throw LocalStorageError.notFound(id: id)
+            }
+            let (header, payload, expect) = try bytes.withUnsafeBytes { buffer in
+                let view = try RecordDecoding.view(of: buffer, T.self, id: id)
+                guard !view.isExpired(at: now) else { throw LocalStorageError.notFound(id: id) }
+                return (view.header(), Array(view.payload), Array(bytes[16..<32]))
+            }
+            let record = PreparedRecord(
+                id: id, key: key, payload: payload, format: header.format,
+                version: header.version, indexValues: header.indexValues, value: id)
+            // A new expiry is not an update: the header keeps its update time (and creation time).
+            let put = try tier.put(
+                record, expiresAt: try expiration.expiresAt(now: now), now: header.updatedAt,
+                schema: schema, createdAt: header.createdAt, expect: expect)
+            do {
+                let written = try await tier.write([put], schema: schema, now: now)
+                try await commitOwnUnobserved(written, key: key, schema: schema)
+                return
+            } catch is SharedTierConflict {
+                continue
+            }
+        }
+        throw LocalStorageError.sharedTierUnavailable(
+            "setExpiration of \(T.self) \"\(id)\" kept meeting writes by other instances; nothing was changed")
+    }
+
+    /// Commits written records whose values this instance does not hold decoded (observers read them).
+    private func commitOwnUnobserved(
+        _ written: [(bytes: [UInt8], sequence: Int64)], key: [UInt8], schema: TypeSchema
+    ) async throws {
+        guard let item = written.first else { return }
+        let tier = self.tier
+        let admitted = try await core.writer.perform { context -> Bool in
+            guard tier.admitsOwn(item.sequence) else { return false }
+            try RecordWriter.putReplica(item.bytes, key: key, value: nil, schema: schema, context: context)
+            return true
+        }
+        if !admitted { await tier.awaitApplied(item.sequence) }
+    }
+
+    /// `update` on the shared tier: reads the record there, runs `mutate` once, and writes the result only if
+    /// nobody wrote the record in between.
+    func update<T: LocalStorable>(
+        _ type: T.Type, id: String, key: [UInt8], schema: TypeSchema,
+        _ mutate: @escaping @Sendable (inout T) throws -> Void
+    ) async throws -> T {
+        let now = core.clock.wallNanoseconds()
+        guard let (value, bytes, expiresAt) = try await sharedRecord(T.self, id: id, key: key, schema: schema, now: now)
+        else {
+            throw LocalStorageError.notFound(id: id)
+        }
+        var mutated = value
+        do {
+            try mutate(&mutated)
+        } catch {
+            throw CallerError(underlying: error)
+        }
+        let newID = try mutated.storageID()
+        guard newID == id else { throw LocalStorageError.invalidId("update must not change the id (\(id) → \(newID))") }
+        let record = try PreparedRecord(encoding: mutated, schema: schema, format: local.format)
+        let put = try tier.put(record, expiresAt: expiresAt, now: now, schema: schema, expect: Array(bytes[16..<32]))
+        do {
+            let written = try await tier.write([put], schema: schema, now: now)
+            try await tier.commitOwn(written, records: [record], schema: schema)
+        } catch is SharedTierConflict {
+            throw LocalStorageError.sharedTierUnavailable(
+                "update of \(T.self) \"\(id)\": another instance wrote the record while mutate ran; nothing was written "
+                    + "and mutate was not run again")
+        }
+        return mutated
+    }
+}
