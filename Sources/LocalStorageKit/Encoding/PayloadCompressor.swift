@@ -14,6 +14,9 @@ final class PayloadCompressor: Sendable {
     let threshold: Int
     let meta: Database
     let dictionaries: PayloadDictionaries
+    /// The key dictionaries are sealed with before they go to `meta` (an encrypted store): a dictionary is
+    /// made of pieces of the payloads it was trained on.
+    let dictionaryKey: PayloadSealing.Key?
     private let samples = Mutex<[[UInt8]]>([])
     private let trainEvery: Mutex<Int>
     /// The largest dictionary trained.
@@ -21,9 +24,10 @@ final class PayloadCompressor: Sendable {
 
     init(
         _ compression: StorageCompression, meta: Database, dictionaries: PayloadDictionaries,
-        trainingSamples: Int = 1000
+        dictionaryKey: PayloadSealing.Key? = nil, trainingSamples: Int = 1000
     ) {
         self.dictionaries = dictionaries
+        self.dictionaryKey = dictionaryKey
         level = Int32(compression.level)
         threshold = compression.threshold
         self.meta = meta
@@ -108,7 +112,10 @@ final class PayloadCompressor: Sendable {
             return samples
         }
         guard let batch, let trained = PayloadCompressor.train(batch) else { return nil }
-        try txn.put(meta, key: PayloadDictionaries.key(trained.id), value: trained.bytes)
+        let stored = try dictionaryKey.map {
+            try PayloadSealing.sealDictionary(trained.bytes, at: PayloadDictionaries.key(trained.id), key: $0)
+        }
+        try txn.put(meta, key: PayloadDictionaries.key(trained.id), value: stored ?? trained.bytes)
         var newest: [UInt8] = []
         newest.appendLittleEndian(trained.id)
         try txn.put(meta, key: PayloadDictionaries.newestKey, value: newest)

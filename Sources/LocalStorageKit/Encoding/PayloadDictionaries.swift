@@ -18,21 +18,23 @@ final class PayloadDictionaries: Sendable {
         keyPrefix + [UInt8(id >> 24), UInt8((id >> 16) & 0xFF), UInt8((id >> 8) & 0xFF), UInt8(id & 0xFF)]
     }
 
-    /// Loads every dictionary in `meta`; the newest is the one named by `zdict.newest`.
-    func load(meta: Database, txn: Transaction) throws {
+    /// The dictionary entries of `meta` as stored (sealed in an encrypted store), and the entry naming the
+    /// newest, for ``load(metaEntries:)`` once they are opened.
+    static func storedEntries(meta: Database, txn: Transaction) throws -> [(key: [UInt8], value: [UInt8])] {
         var entries: [(key: [UInt8], value: [UInt8])] = []
         try txn.withCursor(meta) { cursor in
-            var entry = try cursor.seek(atLeast: PayloadDictionaries.keyPrefix)
-            while let current = entry, current.key.starts(with: PayloadDictionaries.keyPrefix) {
+            var entry = try cursor.seek(atLeast: keyPrefix)
+            while let current = entry, current.key.starts(with: keyPrefix) {
                 entries.append((Array(current.key), Array(current.value)))
                 entry = try cursor.move(.next)
             }
         }
-        if let stored = try txn.get(meta, key: PayloadDictionaries.newestKey) {
-            entries.append((PayloadDictionaries.newestKey, Array(stored)))
-        }
-        load(metaEntries: entries)
+        if let stored = try txn.get(meta, key: newestKey) { entries.append((newestKey, Array(stored))) }
+        return entries
     }
+
+    /// Whether `bytes` are a zstd dictionary as zstd wrote it (its magic number), not sealed.
+    static func isPlain(_ bytes: [UInt8]) -> Bool { bytes.starts(with: [0x37, 0xA4, 0x30, 0xEC]) }
 
     /// Loads the dictionaries among `meta`'s entries (as a salvage walk reads them from a damaged file,
     /// in any order; other entries are skipped).

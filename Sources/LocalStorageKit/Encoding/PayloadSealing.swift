@@ -30,8 +30,11 @@ final class PayloadSealing: Sendable {
     let compressor: PayloadCompressor?
     /// The store's zstd dictionaries, for reading compressed payloads whether or not compression is on.
     let dictionaries: PayloadDictionaries
+    /// The current key, then the previous ones.
+    private let keys: [Key]
 
     init(current: Key?, previous: [Key], compressor: PayloadCompressor?, dictionaries: PayloadDictionaries) {
+        keys = (current.map { [$0] } ?? []) + previous
         self.current = current
         self.previous = previous
         self.compressor = compressor
@@ -48,16 +51,23 @@ final class PayloadSealing: Sendable {
         encryption: StorageEncryption?, compression: StorageCompression, meta: Database, txn: Transaction,
         path: String, readOnly: Bool = false
     ) throws -> PayloadSealing {
-        let dictionaries = PayloadDictionaries()
-        try dictionaries.load(meta: meta, txn: txn)
-        let compressor =
-            compression.isEnabled ? PayloadCompressor(compression, meta: meta, dictionaries: dictionaries) : nil
         let stored = try txn.get(meta, key: checkKey).map { Array($0) }
-        let sealing = try checked(
-            encryption: encryption, storedCheck: stored, compressor: compressor, dictionaries: dictionaries,
-            path: path)
-        guard let current = sealing.current, !readOnly else { return sealing }
-        let opener = stored.flatMap { check in check.withUnsafeBytes { sealing.openCheck($0) } }
+        let keys = try keys(encryption, storedCheck: stored, path: path)
+        let dictionaries = PayloadDictionaries()
+        let entries = try PayloadDictionaries.storedEntries(meta: meta, txn: txn)
+        let (opened, stale) = openDictionaries(entries, keys: keys)
+        dictionaries.load(metaEntries: opened)
+        let compressor =
+            compression.isEnabled
+            ? PayloadCompressor(compression, meta: meta, dictionaries: dictionaries, dictionaryKey: keys.first) : nil
+        let sealing = PayloadSealing(
+            current: keys.first, previous: Array(keys.dropFirst()), compressor: compressor, dictionaries: dictionaries)
+        guard let current = keys.first, !readOnly else { return sealing }
+        // Dictionaries stored plain or under a previous key are sealed with the current one.
+        for entry in opened where stale.contains(entry.key) {
+            try txn.put(meta, key: entry.key, value: try sealDictionary(entry.value, at: entry.key, key: current))
+        }
+        let opener = stored.flatMap { check in check.withUnsafeBytes { openCheck($0, keys: keys) } }
         if opener?.bytes == current.bytes { return sealing }
         let check = try checkText.withUnsafeBytes { plain in
             try SodiumCipher.seal(plain, associated: checkKey, key: current.bytes, prefix: [version, current.id])
@@ -74,54 +84,98 @@ final class PayloadSealing: Sendable {
     static func forSalvage(
         encryption: StorageEncryption?, metaEntries: [(key: [UInt8], value: [UInt8])], path: String
     ) throws -> PayloadSealing {
-        let dictionaries = PayloadDictionaries()
-        dictionaries.load(metaEntries: metaEntries)
         let stored = metaEntries.first { $0.key == checkKey }?.value
-        return try checked(
-            encryption: encryption, storedCheck: stored, compressor: nil, dictionaries: dictionaries, path: path)
+        let keys = try keys(encryption, storedCheck: stored, path: path)
+        let dictionaries = PayloadDictionaries()
+        dictionaries.load(metaEntries: openDictionaries(metaEntries, keys: keys).opened)
+        return PayloadSealing(
+            current: keys.first, previous: Array(keys.dropFirst()), compressor: nil, dictionaries: dictionaries)
     }
 
-    /// The sealing for `encryption`, after checking it against the store's key check value `storedCheck`.
-    private static func checked(
-        encryption: StorageEncryption?, storedCheck stored: [UInt8]?, compressor: PayloadCompressor?,
-        dictionaries: PayloadDictionaries, path: String
-    ) throws -> PayloadSealing {
+    /// The keys of `encryption`, the current one first (none without encryption), after checking them
+    /// against the store's key check value `storedCheck`.
+    ///
+    /// - Throws: `openFailed` for a key of the wrong length, an encrypted store opened without a key, or a
+    ///   key that is not the store's.
+    private static func keys(
+        _ encryption: StorageEncryption?, storedCheck stored: [UInt8]?, path: String
+    ) throws -> [Key] {
         guard let encryption else {
             if stored != nil {
                 throw LocalStorageError.openFailed(
                     path: path,
                     reason: "the store is encrypted: open it with its key (configuration.encryption, or --key-file)")
             }
-            return PayloadSealing(current: nil, previous: [], compressor: compressor, dictionaries: dictionaries)
+            return []
         }
         if let problem = encryption.problem { throw LocalStorageError.openFailed(path: path, reason: problem) }
         let keys = ([encryption.key] + encryption.previousKeys).map {
             Key(id: SodiumCipher.keyID(Array($0)), bytes: Array($0))
         }
-        let sealing = PayloadSealing(
-            current: keys[0], previous: Array(keys.dropFirst()), compressor: compressor, dictionaries: dictionaries)
-        if let stored, stored.withUnsafeBytes({ sealing.openCheck($0) }) == nil {
+        if let stored, stored.withUnsafeBytes({ openCheck($0, keys: keys) }) == nil {
             throw LocalStorageError.openFailed(
                 path: path,
                 reason: "the encryption key is not this store's key"
                     + (encryption.previousKeys.isEmpty ? "" : ", nor is any of the previous keys"))
         }
-        return sealing
+        return keys
     }
 
-    /// The key that opens a key check value, or nil.
-    private func openCheck(_ stored: UnsafeRawBufferPointer) -> Key? {
+    /// The dictionary entries with each dictionary opened (`keys` first among them the current one), and
+    /// the keys of those that are not sealed with the current key. A dictionary no key opens is left out:
+    /// the records compressed with it fail to read with `decodingFailed`, and `verify` names them.
+    private static func openDictionaries(
+        _ entries: [(key: [UInt8], value: [UInt8])], keys: [Key]
+    ) -> (opened: [(key: [UInt8], value: [UInt8])], stale: Set<[UInt8]>) {
+        var opened: [(key: [UInt8], value: [UInt8])] = []
+        var stale: Set<[UInt8]> = []
+        for entry in entries {
+            let isDictionary =
+                entry.key.starts(with: PayloadDictionaries.keyPrefix)
+                && entry.key.count == PayloadDictionaries.keyPrefix.count + 4
+            guard isDictionary, !PayloadDictionaries.isPlain(entry.value) else {
+                if isDictionary, !keys.isEmpty { stale.insert(entry.key) }
+                opened.append(entry)
+                continue
+            }
+            guard entry.value.count > 2, entry.value[0] == version else { continue }
+            let sealed = entry.value[2...]
+            for key in candidates(keys, named: entry.value[1]) {
+                let plain = sealed.withUnsafeBytes { SodiumCipher.open($0, associated: entry.key, key: key.bytes) }
+                guard let plain else { continue }
+                opened.append((entry.key, plain))
+                if key.bytes != keys.first?.bytes { stale.insert(entry.key) }
+                break
+            }
+        }
+        return (opened, stale)
+    }
+
+    /// A dictionary sealed with `key`, bound to its place in `meta`, `metaKey` (`zdict.` ‖ id).
+    static func sealDictionary(
+        _ bytes: [UInt8], at metaKey: [UInt8], key: Key
+    ) throws(LocalStorageError) -> [UInt8] {
+        let result: Result<[UInt8], LocalStorageError> = bytes.withUnsafeBytes { plain in
+            Result { () throws(LocalStorageError) in
+                try SodiumCipher.seal(
+                    plain, associated: metaKey, key: key.bytes, prefix: [version, key.id])
+            }
+        }
+        return try result.get()
+    }
+
+    /// The key among `keys` that opens a key check value, or nil.
+    private static func openCheck(_ stored: UnsafeRawBufferPointer, keys: [Key]) -> Key? {
         guard stored.count > 2, stored[0] == PayloadSealing.version else { return nil }
         let sealed = UnsafeRawBufferPointer(rebasing: stored[2...])
-        return candidates(for: stored[1]).first { key in
+        return candidates(keys, named: stored[1]).first { key in
             SodiumCipher.open(sealed, associated: PayloadSealing.checkKey, key: key.bytes) == PayloadSealing.checkText
         }
     }
 
-    /// The configured keys, those named `id` first.
-    private func candidates(for id: UInt8) -> [Key] {
-        let all = (current.map { [$0] } ?? []) + previous
-        return all.filter { $0.id == id } + all.filter { $0.id != id }
+    /// `keys`, those named `id` first.
+    private static func candidates(_ keys: [Key], named id: UInt8) -> [Key] {
+        keys.filter { $0.id == id } + keys.filter { $0.id != id }
     }
 
     /// The stored form of a payload the codec wrote in `format`: compressed when it is worth it, then sealed
@@ -173,7 +227,7 @@ final class PayloadSealing: Sendable {
                 formatByte: view.format.rawValue | envelope.rawValue, typeName: typeName, id: Array(id.utf8))
             let sealed = UnsafeRawBufferPointer(rebasing: stored[2...])
             var opened: [UInt8]?
-            for key in candidates(for: stored[1]) {
+            for key in PayloadSealing.candidates(keys, named: stored[1]) {
                 if let plain = SodiumCipher.open(sealed, associated: associated, key: key.bytes) {
                     opened = plain
                     resealable = key.bytes != current?.bytes

@@ -44,7 +44,7 @@ extension StoreMaintenance {
             throw MaintenanceError.invalidArgument(problem)
         }
         progress?(MaintenanceProgress(task: "compact", completed: 1, total: 1))
-        let copy = try await StoreMaintenance(directory: output)
+        let copy = try await StoreMaintenance(directory: output, encryption: encryption)
         return CompactReport(
             output: output.path,
             originalBytes: Self.fileSize(directory.appendingPathComponent("data.mdb")),

@@ -39,6 +39,8 @@ import Darwin
     var clock: any StorageClock { core?.clock ?? SystemClock() }
     /// Opens sealed and compressed payloads, and seals what imports write.
     let sealing: PayloadSealing
+    /// The keys the store was opened with, for the stores maintenance makes from it (a compacted copy).
+    let encryption: StorageEncryption?
     private let catalog = Mutex(Catalog())
 
     /// One stored type as `meta` declares it, with its open databases.
@@ -99,6 +101,7 @@ import Darwin
             }
         }
         self.directory = directory
+        self.encryption = encryption
         if let lock = StoreMaintenance.readOnlyLock(directory) {
             // A store this process cannot write: open it read-only, outside the registry (no writer).
             do {
