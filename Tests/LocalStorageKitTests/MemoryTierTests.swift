@@ -200,7 +200,7 @@ import Testing
         #expect(try await storage.fetch(Note.self, id: "e")?.text == "soon")
         let tier = try tier(storage)
         let key = MemoryTier.Key(type: try await storage.core.schema(for: Note.self).number, id: "e")
-        let expiry = Clock.nanoseconds(from: expiresAt)
+        let expiry = EpochNanoseconds.nanoseconds(from: expiresAt)
         #expect(tier.value(Note.self, for: key, now: expiry - 1) == Note(id: "e", text: "soon"))
         #expect(tier.value(Note.self, for: key, now: expiry) == nil)
         // Dropped once found expired.

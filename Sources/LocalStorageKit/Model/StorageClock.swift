@@ -36,14 +36,14 @@ extension StorageClock {
     }
 
     /// Now as a date.
-    func date() -> Date { Clock.date(fromNanoseconds: wallNanoseconds()) }
+    func date() -> Date { EpochNanoseconds.date(fromNanoseconds: wallNanoseconds()) }
 }
 
 /// The system's clocks: `CLOCK_REALTIME` for timestamps, `ContinuousClock` for waiting.
 struct SystemClock: StorageClock {
     private static let origin = ContinuousClock.now
 
-    func wallNanoseconds() -> Int64 { Clock.now() }
+    func wallNanoseconds() -> Int64 { EpochNanoseconds.now() }
 
     func uptime() -> Duration { ContinuousClock.now - SystemClock.origin }
 
@@ -84,7 +84,7 @@ struct SystemClock: StorageClock {
     /// A clock whose wall time starts at `start` (by default the real time now, so that expirations
     /// given as dates behave as they would).
     public init(start: Date = Date()) {
-        startNanoseconds = Clock.nanoseconds(from: start)
+        startNanoseconds = EpochNanoseconds.nanoseconds(from: start)
     }
 
     public func wallNanoseconds() -> Int64 {

@@ -112,9 +112,9 @@ extension RecordReader {
         guard let bytes = try txn.get(schema.records, key: key) else { return nil }
         let view = try RecordDecoding.view(of: bytes, T.self, id: id, fixedPartOnly: true)
         return StorageMetadata(
-            createdAt: Clock.date(fromNanoseconds: view.createdAt),
-            updatedAt: Clock.date(fromNanoseconds: view.updatedAt),
-            expiresAt: view.expiresAt == 0 ? nil : Clock.date(fromNanoseconds: view.expiresAt),
+            createdAt: EpochNanoseconds.date(fromNanoseconds: view.createdAt),
+            updatedAt: EpochNanoseconds.date(fromNanoseconds: view.updatedAt),
+            expiresAt: view.expiresAt == 0 ? nil : EpochNanoseconds.date(fromNanoseconds: view.expiresAt),
             sizeInBytes: view.payload.count,
             isExpired: view.isExpired(at: now),
             version: view.version)

@@ -87,9 +87,9 @@ extension SharedTierRecordStore {
         return try bytes.withUnsafeBytes { buffer in
             let view = try RecordDecoding.view(of: buffer, T.self, id: id, fixedPartOnly: true)
             return StorageMetadata(
-                createdAt: Clock.date(fromNanoseconds: view.createdAt),
-                updatedAt: Clock.date(fromNanoseconds: view.updatedAt),
-                expiresAt: view.expiresAt == 0 ? nil : Clock.date(fromNanoseconds: view.expiresAt),
+                createdAt: EpochNanoseconds.date(fromNanoseconds: view.createdAt),
+                updatedAt: EpochNanoseconds.date(fromNanoseconds: view.updatedAt),
+                expiresAt: view.expiresAt == 0 ? nil : EpochNanoseconds.date(fromNanoseconds: view.expiresAt),
                 sizeInBytes: view.payload.count, isExpired: view.isExpired(at: now), version: view.version)
         }
     }

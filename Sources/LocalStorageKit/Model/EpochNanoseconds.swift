@@ -7,7 +7,7 @@ import Darwin
 #endif
 
 /// Wall-clock time as nanoseconds since 1970, the unit of every timestamp on disk.
-enum Clock {
+enum EpochNanoseconds {
     /// Now, in nanoseconds since 1970.
     static func now() -> Int64 {
         var spec = timespec()
