@@ -2,7 +2,8 @@ extension StoreMaintenance {
     /// Figures about the whole store and each type, from one snapshot.
     ///
     /// Complexity: O(records): the byte counts read every record's header in place (no payload is decoded).
-    /// - Throws: ``LocalStorageError`` when the store cannot be read.
+    /// - Throws: ``LocalStorageError`` when the store cannot be read; `decodingFailed` naming the type and id of
+    ///   a damaged record (`verify` reports it, `verify --repair` removes it).
     public func statistics() throws -> StoreStatistics {
         let environment = self.environment
         let info = environment.info()
@@ -31,7 +32,10 @@ extension StoreMaintenance {
                     var entry = try cursor.move(.first)
                     while let current = entry {
                         bytes += current.value.count
-                        payloadBytes += (try? RecordView(current.value))?.payload.count ?? 0
+                        // A damaged record has no payload size to give: statistics meet it as a query does.
+                        let id = StoreMaintenance.id(of: current.key)
+                        payloadBytes += try StoredRecord(current.value).readable(type: schema.name, id: id).payload
+                            .count
                         entry = try cursor.move(.next)
                     }
                 }

@@ -19,8 +19,13 @@ struct BinaryDecodingState {
     /// The number of key-lookup hint slots; keyed containers nested deeper get none and scan.
     static let hintCapacity = 32
 
-    /// The number of `Int` words ``init(reader:storage:)`` needs: the slots and their count.
-    static let storageWords = hintCapacity + 1
+    /// The number of `Int` words ``init(reader:storage:)`` needs: the slots, their count and the
+    /// malformed-bytes word.
+    static let storageWords = hintCapacity + 2
+
+    /// The word after the slots: 1 + the offset of the first malformed bytes met where `Decoder` allows no
+    /// error (``noteMalformed(at:)``), or 0.
+    private static let malformedWord = hintCapacity + 1
 
     /// Word 0: the number of hint slots in use; words 1...hintCapacity: the slots.
     ///
@@ -37,6 +42,22 @@ struct BinaryDecodingState {
         self.reader = reader
         self.storage = storage
         storage[0] = 0
+        storage[Self.malformedWord] = 0
+    }
+
+    // MARK: - Malformed bytes met without a throw
+
+    /// Notes malformed bytes at `offset` met by a `Decoder` requirement that cannot throw (`contains`,
+    /// `allKeys`, a single value's `decodeNil()`): it answers "absent" and the decode as a whole fails
+    /// afterwards (``malformedOffset``), so damaged bytes never read as a value with fewer members.
+    func noteMalformed(at offset: Int) {
+        if storage[Self.malformedWord] == 0 { storage[Self.malformedWord] = offset + 1 }
+    }
+
+    /// Where the first malformed bytes noted by ``noteMalformed(at:)`` are, or nil.
+    var malformedOffset: Int? {
+        let word = storage[Self.malformedWord]
+        return word == 0 ? nil : word - 1
     }
 
     /// The number of hint slots in use.
