@@ -3,9 +3,10 @@ import Testing
 
 @_spi(Maintenance) @testable import LocalStorageKit
 
-/// One policy for a record whose bytes cannot be read (issue 22): whatever meets it (a query, a count, the
-/// statistics, a decode) throws `decodingFailed` naming the type and the id; `verify` reports it; repairing
-/// removes it and every figure agrees again. Nothing counts it as 0 bytes or leaves it out silently.
+/// One policy for a record whose bytes cannot be read (issue 22): a query, a count or a decode that meets it
+/// throws `decodingFailed` naming the type and the id; the maintenance statistics count it as damaged; `verify`
+/// reports it; repairing removes it and every figure agrees again. Nothing counts it as 0 bytes or leaves it
+/// out silently.
 @Suite struct DamagedRecordPolicyTests {
     /// Replaces the stored bytes of one record, leaving its index entries and the counters as they were.
     private func damage(
@@ -32,15 +33,20 @@ import Testing
         }
     }
 
-    @Test func statisticsMeetADamagedRecordAsAQueryDoesAndAgreeAfterTheRepair() async throws {
+    @Test func statisticsCountADamagedRecordAndAgreeAfterTheRepair() async throws {
         let storage = try LocalStorage(configuration: diskConfiguration())
         try await storage.save(contentsOf: (0..<8).map(Product.sample))
         let maintenance = try await StoreMaintenance(directory: storage.core.directory)
         let healthy = try maintenance.statistics()
         try await damage("sku_5", in: storage)
 
-        // The statistics do not count it as 0 bytes: they name it, as a query and a count that meet it do.
-        await expectNamesTheRecord("sku_5", "statistics") { _ = try maintenance.statistics() }
+        // The statistics count it as damaged, not as a record of 0 payload bytes; a query and a count that
+        // meet it name it.
+        #expect(healthy.damaged == 0)
+        let damaged = try maintenance.statistics()
+        #expect(damaged.damaged == 1)
+        #expect(damaged.types.map(\.damaged) == [1])
+        #expect(damaged.records == 8)
         await expectNamesTheRecord("sku_5", "query") {
             _ = try await storage.fetch(Product.self, matching: [.atLeast("price", 0.0)])
         }
