@@ -20,19 +20,6 @@ import Testing
         }
     }
 
-    private func expectNamesTheRecord(
-        _ id: String, _ what: String, sourceLocation: SourceLocation = #_sourceLocation, _ body: () async throws -> Void
-    ) async {
-        do {
-            try await body()
-            Issue.record("\(what): no error", sourceLocation: sourceLocation)
-        } catch LocalStorageError.decodingFailed(let reason) {
-            #expect(reason.contains("Product \"\(id)\""), "\(what): \(reason)", sourceLocation: sourceLocation)
-        } catch {
-            Issue.record("\(what): threw \(error)", sourceLocation: sourceLocation)
-        }
-    }
-
     @Test func statisticsCountADamagedRecordAndAgreeAfterTheRepair() async throws {
         let storage = try LocalStorage(configuration: diskConfiguration())
         try await storage.save(contentsOf: (0..<8).map(Product.sample))
@@ -47,10 +34,10 @@ import Testing
         #expect(damaged.damaged == 1)
         #expect(damaged.types.map(\.damaged) == [1])
         #expect(damaged.records == 8)
-        await expectNamesTheRecord("sku_5", "query") {
+        await expectDecodingFailed(naming: "Product \"sku_5\"", "query") {
             _ = try await storage.fetch(Product.self, matching: [.atLeast("price", 0.0)])
         }
-        await expectNamesTheRecord("sku_5", "count") {
+        await expectDecodingFailed(naming: "Product \"sku_5\"", "count") {
             _ = try await storage.count(
                 Product.self, matching: [.atLeast("price", 0.0), .equals("category", "toys")])
         }
@@ -122,5 +109,20 @@ import Testing
             a = container.contains(.a) ? try container.decode(Int.self, forKey: .a) : nil
         }
         enum Key: String, CodingKey { case a }
+    }
+}
+
+/// Expects `body` to throw `decodingFailed` whose reason contains `needle` (a type and an id, `Product "sku_4"`).
+func expectDecodingFailed(
+    naming needle: String, _ what: String, sourceLocation: SourceLocation = #_sourceLocation,
+    _ body: () async throws -> Void
+) async {
+    do {
+        try await body()
+        Issue.record("\(what): no error", sourceLocation: sourceLocation)
+    } catch LocalStorageError.decodingFailed(let reason) {
+        #expect(reason.contains(needle), "\(what): \(reason)", sourceLocation: sourceLocation)
+    } catch {
+        Issue.record("\(what): threw \(error)", sourceLocation: sourceLocation)
     }
 }

@@ -20,28 +20,12 @@ struct SharedTierDamagedRecordTests {
             Array("SET".utf8), shared.layout.record(type: Array("Product".utf8), id: Array("sku_4".utf8)),
             [0xDE, 0xAD, 0xBE, 0xEF],
         ])
-        for (what, query) in [
-            (
-                "fetch",
-                { _ = try await storage.fetch(Product.self, matching: [.atLeast("price", 0.0)], options: options) }
-            ),
-            (
-                "count",
-                {
-                    _ = try await storage.count(
-                        Product.self, matching: [.atLeast("price", 0.0), .equals("category", "electronics")],
-                        options: options)
-                }
-            ),
-        ] as [(String, () async throws -> Void)] {
-            do {
-                try await query()
-                Issue.record("\(what): no error")
-            } catch LocalStorageError.decodingFailed(let reason) {
-                #expect(reason.contains("Product \"sku_4\""), "\(what): \(reason)")
-            } catch {
-                Issue.record("\(what): threw \(error)")
-            }
+        await expectDecodingFailed(naming: "Product \"sku_4\"", "fetch") {
+            _ = try await storage.fetch(Product.self, matching: [.atLeast("price", 0.0)], options: options)
+        }
+        await expectDecodingFailed(naming: "Product \"sku_4\"", "count") {
+            _ = try await storage.count(
+                Product.self, matching: [.atLeast("price", 0.0), .equals("category", "electronics")], options: options)
         }
         // A query that does not meet it is untouched.
         let books = try await storage.fetch(Product.self, matching: [.equals("category", "books")], options: options)
