@@ -19,12 +19,9 @@ struct BinaryDecodingState {
     /// The number of key-lookup hint slots; keyed containers nested deeper get none and scan.
     static let hintCapacity = 32
 
-    /// The number of `Int` words ``init(reader:storage:)`` needs: the slots, their count and the
-    /// malformed-bytes word.
+    /// The number of `Int` words ``init(reader:storage:)`` needs: the slots, their count, the malformed word.
     static let storageWords = hintCapacity + 2
-
-    /// The word after the slots: 1 + the offset of the first malformed bytes met where `Decoder` allows no
-    /// error (``noteMalformed(at:)``), or 0.
+    /// The word after the slots: 1 + the offset of the malformed bytes noted (``noteMalformed(at:)``), or 0.
     private static let malformedWord = hintCapacity + 1
 
     /// Word 0: the number of hint slots in use; words 1...hintCapacity: the slots.
@@ -45,20 +42,14 @@ struct BinaryDecodingState {
         storage[Self.malformedWord] = 0
     }
 
-    // MARK: - Malformed bytes met without a throw
-
-    /// Notes malformed bytes at `offset` met by a `Decoder` requirement that cannot throw (`contains`,
-    /// `allKeys`, a single value's `decodeNil()`): it answers "absent" and the decode as a whole fails
-    /// afterwards (``malformedOffset``), so damaged bytes never read as a value with fewer members.
+    /// Notes malformed bytes met where `Decoder` allows no throw (`contains`, `allKeys`, `decodeNil()`, which
+    /// answer "absent"): the decode fails at its end (``malformedOffset``) instead of losing members.
     func noteMalformed(at offset: Int) {
         if storage[Self.malformedWord] == 0 { storage[Self.malformedWord] = offset + 1 }
     }
 
-    /// Where the first malformed bytes noted by ``noteMalformed(at:)`` are, or nil.
-    var malformedOffset: Int? {
-        let word = storage[Self.malformedWord]
-        return word == 0 ? nil : word - 1
-    }
+    /// Where the first malformed bytes noted are, or nil.
+    var malformedOffset: Int? { storage[Self.malformedWord] == 0 ? nil : storage[Self.malformedWord] - 1 }
 
     /// The number of hint slots in use.
     private var hintCount: Int {
