@@ -295,22 +295,23 @@ struct LocalStorageStress {
     /// killed, or exits at once without closing the store.
     static func inMemory(exitWithoutClosing: Bool) async throws {
         // Files of in-memory stores the parent had open may be inherited: only the new ones are this store's.
-        let inherited = storeDirectoriesOfOpenFiles()
+        let inherited = try storeDirectoriesOfOpenFiles()
         let storage = try LocalStorage(configuration: .inMemory)
         try await storage.save(StressRecord.make(id: "m", sequence: 1))
         keptStore.withLock { $0 = storage }
-        for directory in storeDirectoriesOfOpenFiles().subtracting(inherited).sorted() { say("dir \(directory)") }
+        for directory in try storeDirectoriesOfOpenFiles().subtracting(inherited).sorted() { say("dir \(directory)") }
         say("ready")
         if exitWithoutClosing { exit(0) }
         while true { sleep(60) }
     }
 
     /// The directories of the LocalStorageKit store files this process has open (from `/proc/self/fd`).
-    static func storeDirectoriesOfOpenFiles() -> Set<String> {
-        let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+    static func storeDirectoriesOfOpenFiles() throws -> Set<String> {
+        let descriptors = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")
         var directories: Set<String> = []
         for descriptor in descriptors {
             let link = "/proc/self/fd/\(descriptor)"
+            // A descriptor closed since the listing (the listing's own, say) has no target and is no store file.
             guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: link),
                 target.contains("LocalStorageKit-"), target.contains(".mdb")
             else { continue }

@@ -63,7 +63,9 @@ import Testing
         #expect(report.problems.map(\.id) == ["sku_3"])
         #expect(report.problems.first?.kind == .damagedRecord)
 
-        #expect(try await fixture.run(["stats"]).status == 0)
+        let stats = try await fixture.run(["stats"])
+        #expect(stats.status == 0)
+        #expect(stats.stdout.contains("1 damaged record(s)"), "\(stats.stdout)")
         let list = try await fixture.run(["list", "Product"])
         #expect(list.status == 0)
         #expect(list.stdout.contains("sku_3  DAMAGED"))

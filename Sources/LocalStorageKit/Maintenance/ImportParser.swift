@@ -101,11 +101,13 @@ struct ImportParser {
         guard let range = JSONText.rangeOfMember(RecordDetail.exactPayloadKey, in: line) else { return nil }
         let key = RecordDetail.exactPayloadKey
         guard format == .binary else { throw reason("\"\(key)\" is only for records in the binary format") }
-        guard let text = try? decoder.decode(String.self, from: Data(line[range])),
-            let bytes = Data(base64Encoded: text)
-        else {
-            throw reason("\"\(key)\" is not a Base64 string")
+        let text: String
+        do {
+            text = try decoder.decode(String.self, from: Data(line[range]))
+        } catch {
+            throw reason("\"\(key)\" is not a string: \(error)")
         }
+        guard let bytes = Data(base64Encoded: text) else { throw reason("\"\(key)\" is not a Base64 string") }
         let view: Data
         do {
             view = try bytes.withUnsafeBytes { try BinaryJSON.jsonView(fromBinary: $0).json }

@@ -102,7 +102,7 @@ enum JSONValue: Decodable, Equatable {
 
     init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
-        // Probing kinds in turn: each failed decode only means "not this kind".
+        // Probing kinds in turn: each failed decode only means "not this kind"; the last one throws.
         if container.decodeNil() {
             self = .null
         } else if let value = try? container.decode(Bool.self) {

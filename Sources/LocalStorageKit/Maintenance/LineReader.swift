@@ -44,6 +44,7 @@ struct LineReader {
 
     /// Closes the file.
     func close() {
+        // Closing a file opened for reading, after reading it, cannot lose anything: what failed to read threw.
         try? handle.close()
     }
 }

@@ -46,6 +46,7 @@
     /// Decodes a JSON string or number, keeping integers exact.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
+        // Probing kinds in turn: each failed decode only means "not this kind"; the last one throws.
         if let value = try? container.decode(Int64.self) {
             self = .integer(value)
         } else if let value = try? container.decode(UInt64.self) {

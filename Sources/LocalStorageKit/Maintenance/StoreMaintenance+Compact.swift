@@ -47,13 +47,15 @@ extension StoreMaintenance {
         let copy = try await StoreMaintenance(directory: output, encryption: encryption)
         return CompactReport(
             output: output.path,
-            originalBytes: Self.fileSize(directory.appendingPathComponent("data.mdb")),
-            compactedBytes: Self.fileSize(outputFile), verify: try copy.verify(progress: progress))
+            originalBytes: try Self.fileSize(directory.appendingPathComponent("data.mdb")),
+            compactedBytes: try Self.fileSize(outputFile), verify: try copy.verify(progress: progress))
     }
 
-    /// The size of a file in bytes, 0 when it cannot be read.
-    private static func fileSize(_ url: URL) -> Int {
-        let attributes = try? FileManager.default.attributesOfItem(atPath: url.path)
-        return (attributes?[.size] as? NSNumber)?.intValue ?? 0
+    /// The size of a file in bytes.
+    ///
+    /// - Throws: ``LocalStorageError`` when the file system cannot say (the report would otherwise show 0).
+    private static func fileSize(_ url: URL) throws -> Int {
+        let attributes = try mappingErrors { try FileManager.default.attributesOfItem(atPath: url.path) }
+        return (attributes[.size] as? NSNumber)?.intValue ?? 0
     }
 }

@@ -69,7 +69,7 @@ extension StoreMaintenance {
                             report.records += 1
                         } catch let error as LocalStorageError {
                             let kind: VerifyProblem.Kind =
-                                (try? RecordView(current.value)) == nil
+                                StoredRecord(current.value).isDamaged
                                 ? .damagedRecord : .undecodablePayload
                             report.skipped.append(
                                 VerifyProblem(

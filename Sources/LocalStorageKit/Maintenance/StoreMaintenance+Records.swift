@@ -38,7 +38,8 @@ extension StoreMaintenance {
                 let (first, stored) = driving
                 let key = stored.withUnsafeBytes { IndexValue.keyBytes(kind: first.kind, stored: $0) }
                 keys = try duplicates(of: key, in: first.dbi, txn: txn).filter { id in
-                    guard let bytes = try txn.get(schema.records, key: id), let view = try? RecordView(bytes) else {
+                    guard let bytes = try txn.get(schema.records, key: id) else { return true }
+                    guard case .readable(let view) = StoredRecord(bytes) else {
                         return true  // Listed as damaged below.
                     }
                     return conditions.allSatisfy { index, stored in
@@ -152,7 +153,8 @@ extension StoreMaintenance {
         txn: Transaction
     ) throws -> [[UInt8]] {
         let ranked = try keys.map { key -> (value: [UInt8], key: [UInt8]) in
-            guard let bytes = try txn.get(schema.records, key: key), let view = try? RecordView(bytes),
+            // A damaged record sorts as one with no value; the listing reports it as damaged.
+            guard let bytes = try txn.get(schema.records, key: key), case .readable(let view) = StoredRecord(bytes),
                 let value = view.indexValue(named: index.nameBytes), value.kind == index.kind
             else {
                 return ([], key)

@@ -2,6 +2,8 @@ extension StoreMaintenance {
     /// Figures about the whole store and each type, from one snapshot.
     ///
     /// Complexity: O(records): the byte counts read every record's header in place (no payload is decoded).
+    /// A record whose bytes cannot be read is counted as damaged, its bytes in `bytes` but not in
+    /// `payloadBytes`, as the other maintenance commands report it rather than fail (`verify` names it).
     /// - Throws: ``LocalStorageError`` when the store cannot be read.
     public func statistics() throws -> StoreStatistics {
         let environment = self.environment
@@ -27,18 +29,22 @@ extension StoreMaintenance {
                 }
                 var bytes = 0
                 var payloadBytes = 0
+                var damaged = 0
                 try txn.withCursor(schema.records) { cursor in
                     var entry = try cursor.move(.first)
                     while let current = entry {
                         bytes += current.value.count
-                        payloadBytes += (try? RecordView(current.value))?.payload.count ?? 0
+                        switch StoredRecord(current.value) {
+                        case .readable(let view): payloadBytes += view.payload.count
+                        case .damaged: damaged += 1  // It has no payload size to give.
+                        }
                         entry = try cursor.move(.next)
                     }
                 }
                 types.append(
                     StoreStatistics.TypeStatistics(
                         name: schema.name, records: try txn.entryCount(schema.records), bytes: bytes,
-                        payloadBytes: payloadBytes,
+                        payloadBytes: payloadBytes, damaged: damaged,
                         expired: try RecordReader.expiredKeys(schema: schema, now: now, txn: txn).count,
                         pages: typePages, updateEntries: try txn.entryCount(schema.updated),
                         expiryEntries: try txn.entryCount(schema.expiry),
@@ -64,6 +70,7 @@ extension StoreStatistics {
     mutating func addTotals(fileBytes: Int) {
         records = types.reduce(0) { $0 + $1.records }
         payloadBytes = types.reduce(0) { $0 + $1.payloadBytes }
+        damaged = types.reduce(0) { $0 + $1.damaged }
         expired = types.reduce(0) { $0 + $1.expired }
         mapUsedBytes = max(0, pages.used - pages.free) * pageSize
         mapFreeBytes = max(0, mapSize - mapUsedBytes)

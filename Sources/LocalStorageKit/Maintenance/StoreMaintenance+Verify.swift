@@ -72,9 +72,10 @@ extension StoreMaintenance {
     }
 
     /// Removes every record whose bytes cannot be read (``VerifyProblem/Kind/damagedRecord``,
-    /// ``VerifyProblem/Kind/undecodablePayload``) with its entries, then rebuilds the index, update-time and
-    /// expiry entries and the counts of every type `verify` finds inconsistent, from the values stored in
-    /// the record headers (one transaction per type), then verifies again.
+    /// ``VerifyProblem/Kind/undecodablePayload``) with its entries (recounting its type's payload bytes),
+    /// then rebuilds the index, update-time and expiry entries and the counts of every type `verify` finds
+    /// inconsistent, from the values stored in the record headers (one transaction per type), then verifies
+    /// again.
     ///
     /// A data file whose pages are damaged is not edited in place: the report lists the damage, and
     /// ``salvage(directory:)`` (with no process holding the store open) copies what can be read into a
@@ -95,9 +96,17 @@ extension StoreMaintenance {
         if !removed.isEmpty { before = try verify(progress: progress) }
         let names = Set(before.problems.filter(\.isFixedByReindexing).map(\.type))
         let schemas = currentCatalog.sortedTypes.map(\.schema).filter { names.contains($0.name) }
+        // A removed record took out of its type's payload-byte total what its damaged bytes counted, not
+        // what it had added: the total is recounted from the records left (rebuilt types recount anyway).
+        let recounted = currentCatalog.sortedTypes.map(\.schema).filter { schema in
+            !names.contains(schema.name) && removed.contains { $0.type == schema.name }
+        }
         try await write { writer in
             for schema in schemas {
                 try writer.transact { context in try RecordWriter.rebuildEntries(of: schema, txn: context.txn) }
+            }
+            for schema in recounted {
+                try writer.transact { context in try CountTree.recountPayloadBytes(schema: schema, txn: context.txn) }
             }
         }
         var after = try verify(progress: progress)
@@ -248,7 +257,7 @@ private struct Checker {
                 let name = Self.name(of: database.database)
                 if let bytes = try txn.get(schema.records, key: current.value) {
                     // A damaged record is reported once, by checkRecords.
-                    if let view = try? RecordView(bytes) {
+                    if case .readable(let view) = StoredRecord(bytes) {
                         switch Self.key(in: view, for: database.database, type: type) {
                         case nil:
                             report(schema, id, .mismatchedEntry, "\(name) entry, but the record has no value there")

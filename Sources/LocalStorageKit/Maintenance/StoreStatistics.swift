@@ -34,8 +34,10 @@
         public var records: Int
         /// Bytes of the stored records (headers and payloads).
         public var bytes: Int
-        /// Bytes of the payloads alone.
+        /// Bytes of the payloads alone (of the records whose header reads).
         public var payloadBytes: Int
+        /// Records whose bytes cannot be read (`verify` names them, `verify --repair` removes them).
+        public var damaged: Int
         /// Records that have expired but are not purged yet.
         public var expired: Int
         /// Pages of the type's databases (records and indexes).
@@ -71,8 +73,10 @@
 
     /// Records of every type, expired ones included until they are purged.
     public var records: Int = 0
-    /// Payload bytes of every record.
+    /// Payload bytes of every record whose header reads.
     public var payloadBytes: Int = 0
+    /// Records of every type whose bytes cannot be read (`verify` names them, `verify --repair` removes them).
+    public var damaged: Int = 0
     /// Records of every type that have expired but are not purged yet.
     public var expired: Int = 0
     /// Bytes of map pages holding data: pages written so far minus the free ones (`mapUsedBytes`).

@@ -169,10 +169,15 @@ final class LiveQuery<T: LocalStorable>: Sendable {
         return fingerprint(of: result).map(Fingerprint.json)
     }
 
-    /// The result's JSON with sorted keys; nil when a value does not encode.
+    /// The result's JSON with sorted keys; nil when a value does not encode (then every rerun counts as a
+    /// change, so the query still delivers: the failure costs deliveries, never a missed one).
     static func fingerprint(of result: [T]) -> Data? {
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
-        return try? encoder.encode(result)
+        do {
+            return try encoder.encode(result)
+        } catch {
+            return nil
+        }
     }
 }

@@ -1,4 +1,3 @@
-import Dispatch
 import Foundation
 import Synchronization
 
@@ -11,8 +10,8 @@ import Synchronization
 /// (doubling up to the configured maximum, measured on `clock`) has passed, so a write during an outage throws
 /// at once instead of waiting for a connect timeout. ``retrySoon()`` lifts the backoff.
 final class RESPConnection: @unchecked Sendable {
-    // @unchecked: `queue`, `isStopping`, `thread` and `retryNow` are only touched under `condition`; `session`,
-    // `nextAttempt`, `delay` and `lastFailure` only on the connection's own thread.
+    // @unchecked: `retryNow` and `dropSession` are only touched under the worker's lock (the queue lives in the
+    // worker); `session`, `nextAttempt`, `delay` and `lastFailure` only on the worker's thread.
     private struct Request {
         let commands: [[[UInt8]]]
         let finish: @Sendable (Result<[RESPValue], LocalStorageError>) -> Void
@@ -22,13 +21,10 @@ final class RESPConnection: @unchecked Sendable {
     let clock: any StorageClock
     private let firstDelay: Duration
     private let maxDelay: Duration
-    private let condition = NSCondition()
-    private var queue: [Request] = []
-    private var isStopping = false
+    /// The connection's thread and queue.
+    private let worker: SerialWorker<Request>
     private var retryNow = false
     private var dropSession = false
-    private var thread: Thread?
-    private let finished = DispatchSemaphore(value: 0)
 
     private var session: RESPSession?
     private var nextAttempt = Duration.zero
@@ -48,10 +44,16 @@ final class RESPConnection: @unchecked Sendable {
         firstDelay = reconnectDelay
         maxDelay = max(reconnectDelay, maxReconnectDelay)
         delay = reconnectDelay
-        let thread = Thread { [self] in run() }
-        thread.name = name
-        self.thread = thread
-        thread.start()
+        worker = SerialWorker(name: name)
+        worker.start(
+            take: RESPConnection.nextPipeline, run: { [self] batch in run(batch) },
+            leftOver: { left in
+                for request in left { request.finish(.failure(.sharedTierUnavailable("the store is closing"))) }
+            },
+            atEnd: { [self] in
+                session?.close()
+                session = nil
+            })
     }
 
     /// How many times a connection was opened.
@@ -62,29 +64,18 @@ final class RESPConnection: @unchecked Sendable {
 
     /// Lets the next request try to connect at once, whatever the backoff says (a read is waiting).
     func retrySoon() {
-        condition.lock()
-        retryNow = true
-        condition.unlock()
+        worker.locked { retryNow = true }
     }
 
     /// Makes the next request open a fresh connection (the server was seen to go away, so the open one is
     /// most likely dead: a request on it would fail after it was sent).
     func reconnectNextTime() {
-        condition.lock()
-        dropSession = true
-        condition.unlock()
+        worker.locked { dropSession = true }
     }
 
-    /// Fails what is queued and ends the thread.
+    /// Fails what is queued and ends the thread (called from its own thread, it does not wait for it).
     func stop() {
-        condition.lock()
-        isStopping = true
-        // Called from its own thread (cannot happen today, but must not deadlock): just let the loop end.
-        let started = thread.map { $0 != Thread.current } ?? false
-        thread = nil
-        condition.signal()
-        condition.unlock()
-        if started { finished.wait() }
+        worker.stop()
     }
 
     /// Sends `commands` as one pipeline and returns one reply per command (error replies included).
@@ -116,51 +107,34 @@ final class RESPConnection: @unchecked Sendable {
     }
 
     private func enqueue(_ request: Request) {
-        condition.lock()
-        if isStopping {
-            condition.unlock()
-            request.finish(.failure(.sharedTierUnavailable("the store is closing")))
-            return
-        }
-        queue.append(request)
-        condition.signal()
-        condition.unlock()
+        guard !worker.submit(request) else { return }
+        request.finish(.failure(.sharedTierUnavailable("the store is closing")))
     }
 
-    private func run() {
-        while true {
-            condition.lock()
-            while queue.isEmpty && !isStopping { condition.wait() }
-            if isStopping {
-                let left = queue
-                queue = []
-                condition.unlock()
-                for request in left { request.finish(.failure(.sharedTierUnavailable("the store is closing"))) }
-                session?.close()
-                session = nil
-                finished.signal()
-                return
-            }
-            // Drain what is queued into one pipeline, capped so that one write stays reasonable.
-            var batch: [Request] = []
-            var commandCount = 0
-            while !queue.isEmpty && (batch.isEmpty || commandCount + queue[0].commands.count <= 1024) {
-                let request = queue.removeFirst()
-                commandCount += request.commands.count
-                batch.append(request)
-            }
-            let retry = retryNow
-            let drop = dropSession
-            retryNow = false
-            dropSession = false
-            condition.unlock()
-            if retry { nextAttempt = clock.uptime() }
-            if drop {
-                session?.close()
-                session = nil
-            }
-            process(batch)
+    /// What is queued, drained into one pipeline, capped so that one write stays reasonable.
+    private static func nextPipeline(_ queue: inout [Request]) -> [Request] {
+        var batch: [Request] = []
+        var commandCount = 0
+        while !queue.isEmpty && (batch.isEmpty || commandCount + queue[0].commands.count <= 1024) {
+            let request = queue.removeFirst()
+            commandCount += request.commands.count
+            batch.append(request)
         }
+        return batch
+    }
+
+    /// Runs one pipeline on the worker's thread, after the backoff lift or fresh connection asked for.
+    private func run(_ batch: [Request]) {
+        let (retry, drop) = worker.locked {
+            defer { (retryNow, dropSession) = (false, false) }
+            return (retryNow, dropSession)
+        }
+        if retry { nextAttempt = clock.uptime() }
+        if drop {
+            session?.close()
+            session = nil
+        }
+        process(batch)
     }
 
     private func process(_ batch: [Request]) {

@@ -1,4 +1,3 @@
-import Dispatch
 import Foundation
 
 /// What the subscriber connection reports, in order, on its own thread.
@@ -21,8 +20,8 @@ enum SubscriberEvent: Sendable {
 /// when its socket stays open. ``kick()`` asks for news at once: the next attempt starts now (a pause ends),
 /// or, while subscribed, a `PING` goes out now.
 final class RESPSubscriber: @unchecked Sendable {
-    // @unchecked: `isStopping`, `isKicked`, `pauseToken`, `endedPause` and `thread` are only touched under
-    // `condition`; everything else is immutable or owned by the subscriber's thread.
+    // @unchecked: `isKicked`, `pauseToken` and `endedPause` are only touched under the worker's lock; everything
+    // else is immutable or owned by the worker's thread.
     let endpoint: RESPEndpoint
     private let channel: [UInt8]
     private let firstDelay: Duration
@@ -30,13 +29,11 @@ final class RESPSubscriber: @unchecked Sendable {
     private let heartbeat: Duration?
     private let clock: any StorageClock
     private let report: @Sendable (SubscriberEvent) -> Void
-    private let condition = NSCondition()
-    private var isStopping = false
+    /// The subscriber's thread (it takes no jobs: it loops until stopped).
+    private let worker: SerialWorker<Never>
     private var isKicked = false
     private var pauseToken = 0
     private var endedPause = 0
-    private var thread: Thread?
-    private let finished = DispatchSemaphore(value: 0)
 
     init(
         endpoint: RESPEndpoint, channel: [UInt8], reconnectDelay: Duration, maxReconnectDelay: Duration,
@@ -50,53 +47,38 @@ final class RESPSubscriber: @unchecked Sendable {
         self.heartbeat = heartbeat
         self.clock = clock
         self.report = report
-        let thread = Thread { [self] in run() }
-        thread.name = name
-        self.thread = thread
-        thread.start()
+        worker = SerialWorker(name: name)
+        worker.start { [self] in run() }
     }
 
-    /// Ends the subscription and its thread (within about 100 ms).
+    /// Ends the subscription and its thread (within about 100 ms; called from its own thread, it does not
+    /// wait for it).
     func stop() {
-        condition.lock()
-        isStopping = true
-        // Called from its own thread (cannot happen today, but must not deadlock): just let the loop end.
-        let started = thread.map { $0 != Thread.current } ?? false
-        thread = nil
-        condition.broadcast()
-        condition.unlock()
-        if started { finished.wait() }
+        worker.stop()
     }
 
     /// Asks for news from the server now: ends a backoff pause at once, or sends a `PING` while subscribed.
     func kick() {
-        condition.lock()
-        isKicked = true
-        condition.broadcast()
-        condition.unlock()
+        worker.locked { isKicked = true }
+        worker.signal()
     }
 
-    private var stopping: Bool {
-        condition.lock()
-        defer { condition.unlock() }
-        return isStopping
-    }
+    private var stopping: Bool { worker.isStopping }
 
     /// Whether a kick came since the last look (and forgets it).
     private func takeKick() -> Bool {
-        condition.lock()
-        defer { condition.unlock() }
-        let kicked = isKicked
-        isKicked = false
-        return kicked
+        worker.locked {
+            defer { isKicked = false }
+            return isKicked
+        }
     }
 
     /// Waits `duration` of the clock unless the subscriber stops or is kicked first; false when it stops.
     private func pause(_ duration: Duration) -> Bool {
-        condition.lock()
-        pauseToken += 1
-        let token = pauseToken
-        condition.unlock()
+        let token = worker.locked {
+            pauseToken += 1
+            return pauseToken
+        }
         let clock = self.clock
         let timer = Task { [self] in
             do {
@@ -106,26 +88,23 @@ final class RESPSubscriber: @unchecked Sendable {
             }
             endPause(token)
         }
-        condition.lock()
-        while !isStopping && !isKicked && endedPause < token { condition.wait() }
-        isKicked = false
-        let goOn = !isStopping
-        condition.unlock()
+        let goOn = worker.wait {
+            guard isKicked || endedPause >= token else { return false }
+            isKicked = false
+            return true
+        }
         timer.cancel()
         return goOn
     }
 
     /// Ends the pause `token` names (its time has come).
     private func endPause(_ token: Int) {
-        condition.lock()
-        endedPause = max(endedPause, token)
-        condition.broadcast()
-        condition.unlock()
+        worker.locked { endedPause = max(endedPause, token) }
+        worker.signal()
     }
 
     private func run() {
         var delay = firstDelay
-        defer { finished.signal() }
         while !stopping {
             do {
                 try follow { delay = firstDelay }

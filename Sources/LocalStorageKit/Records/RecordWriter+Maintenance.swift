@@ -55,8 +55,11 @@ extension RecordWriter {
         try txn.withCursor(schema.records) { cursor in
             var entry = try cursor.move(.first)
             while let record = entry {
-                if let view = try? RecordView(record.value) {
+                switch StoredRecord(record.value) {
+                case .readable(let view):
                     try addEntries(of: view.header(), key: Array(record.key), schema: schema, txn: txn)
+                case .damaged:
+                    break  // Its header says nothing to index; reads of it throw and `verify` reports it.
                 }
                 entry = try cursor.move(.next)
             }

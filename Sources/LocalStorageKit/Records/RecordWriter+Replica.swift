@@ -22,14 +22,16 @@ extension RecordWriter {
         if let existing = try txn.get(schema.records, key: key) {
             if existing.elementsEqual(bytes) { return false }
             try CountTree.addPayloadBytes(-payloadSize(of: existing), schema: schema, txn: txn)
-            if let view = try? RecordView(existing) {
+            // A damaged local copy is replaced by the server's record.
+            switch StoredRecord(existing) {
+            case .readable(let view):
                 let old = view.header()
                 if !view.isExpired(at: context.now) {
                     replacesLiveRecord = true
                     oldValues = old.indexValues
                 }
                 try removeEntries(of: old, key: key, schema: schema, txn: txn)
-            } else {
+            case .damaged:
                 try removeEntriesOfDamagedRecord(key: key, schema: schema, txn: txn)
                 regionKnown = false
             }

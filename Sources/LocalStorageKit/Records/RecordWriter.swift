@@ -92,7 +92,9 @@ enum RecordWriter {
         var regionKnown = true
         if let existing = try txn.get(schema.records, key: record.key) {
             try CountTree.addPayloadBytes(-payloadSize(of: existing), schema: schema, txn: txn)
-            if let view = try? RecordView(existing) {
+            // A damaged record is replaced: saving its id again is one way to repair it.
+            switch StoredRecord(existing) {
+            case .readable(let view):
                 if view.version > record.version {
                     throw LocalStorageError.decodingFailed(
                         reason: "\(schema.name) \"\(record.id)\" is stored at version \(view.version), newer than "
@@ -106,7 +108,7 @@ enum RecordWriter {
                     oldValues = old.indexValues
                 }
                 try removeEntries(of: old, key: record.key, schema: schema, txn: txn)
-            } else {
+            case .damaged:
                 // A damaged header cannot say where the record's entries are: find them all.
                 try removeEntriesOfDamagedRecord(key: record.key, schema: schema, txn: txn)
                 regionKnown = false
@@ -163,11 +165,12 @@ enum RecordWriter {
         guard let existing = try txn.get(schema.records, key: key) else { return nil }
         try CountTree.addPayloadBytes(-payloadSize(of: existing), schema: schema, txn: txn)
         var removed: (header: RecordHeader?, wasExpired: Bool) = (nil, false)
-        if let view = try? RecordView(existing) {
+        switch StoredRecord(existing) {
+        case .readable(let view):
             let header = view.header()
             removed = (header, view.isExpired(at: now))
             try removeEntries(of: header, key: key, schema: schema, txn: txn)
-        } else {
+        case .damaged:
             try removeEntriesOfDamagedRecord(key: key, schema: schema, txn: txn)
         }
         try txn.delete(schema.records, key: key)
@@ -195,10 +198,13 @@ enum RecordWriter {
         return value.bytes.withUnsafeBytes { IndexValue.keyBytes(kind: value.kind, stored: $0) }
     }
 
-    /// The payload bytes of a stored record (what ``StorageMetadata/sizeInBytes`` reports); a record whose
-    /// header is damaged counts whole.
+    /// The payload bytes of a stored record (what ``StorageMetadata/sizeInBytes`` reports). A damaged one
+    /// counts whole, alike when the counter is walked and when the record is removed, so the two agree.
     static func payloadSize(of stored: UnsafeRawBufferPointer) -> Int {
-        (try? RecordView(fixedPartOf: stored))?.payload.count ?? stored.count
+        switch StoredRecord(stored, fixedPartOnly: true) {
+        case .readable(let view): view.payload.count
+        case .damaged: stored.count
+        }
     }
 
     /// A declaration signature as the 8-byte big-endian key of the signature database.
@@ -230,7 +236,7 @@ enum RecordWriter {
         for (time, key) in expired {
             let bytes = try txn.get(schema.records, key: key)
             // A damaged header has no trustworthy expiry: the entry says it expired, so it goes.
-            let view = bytes.flatMap { try? RecordView($0) }
+            let view = bytes.flatMap { StoredRecord($0).view }
             if let view, !view.isExpired(at: now) {
                 // A stale entry (the header says otherwise): drop just the entry.
                 try txn.delete(schema.expiry, key: time, value: key)
@@ -255,7 +261,8 @@ extension RecordWriter {
     /// Stores a record migrated by a read at its new version, keeping its timestamps and expiry, unless
     /// the record changed since it was read.
     static func apply(_ upgrade: RecordUpgrade, schema: TypeSchema, txn: Transaction) throws {
-        guard let bytes = try txn.get(schema.records, key: upgrade.key), let view = try? RecordView(bytes),
+        // A record damaged since it was read changed since: it is left for reads to report.
+        guard let bytes = try txn.get(schema.records, key: upgrade.key), let view = StoredRecord(bytes).view,
             view.version == upgrade.fromVersion, view.updatedAt == upgrade.updatedAt
         else { return }
         let (envelope, payload) = try sealed(upgrade.payload, format: upgrade.format, key: upgrade.key, schema: schema)

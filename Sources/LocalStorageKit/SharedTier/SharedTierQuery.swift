@@ -75,11 +75,14 @@ struct SharedTierQuery {
     }
 
     /// The row of `bytes` when the record is live and matches every condition.
-    private func row(id: [UInt8], bytes: [UInt8]?, now: Int64, keepBytes: Bool) -> Row? {
+    ///
+    /// - Throws: `decodingFailed` naming the type and the id when the server holds bytes that are not a record
+    ///   (as a local query that meets a damaged record does).
+    private func row(id: [UInt8], bytes: [UInt8]?, now: Int64, keepBytes: Bool) throws -> Row? {
         guard let bytes else { return nil }
-        return bytes.withUnsafeBytes { buffer -> Row? in
-            // A record that is not one (written by something else) is no match, as a damaged local row is not.
-            guard let view = try? RecordView(buffer), !view.isExpired(at: now) else { return nil }
+        return try bytes.withUnsafeBytes { buffer -> Row? in
+            let view = try StoredRecord(buffer).readable(type: schema.name, id: String(decoding: id, as: UTF8.self))
+            guard !view.isExpired(at: now) else { return nil }
             guard plan.matches(view.header().indexValues) else { return nil }
             let sortValue = plan.sortIndex.flatMap { index in
                 view.indexValue(named: index.nameBytes).flatMap { $0.kind == index.kind ? Array($0.value) : nil }
@@ -135,7 +138,7 @@ struct SharedTierQuery {
         }
         let records = try await tier.records(keys: ids.map { tier.layout.record(type: type, id: $0) })
         let now = tier.clock.wallNanoseconds()
-        return zip(ids, records).compactMap { row(id: $0, bytes: $1, now: now, keepBytes: needsBytes) }
+        return try zip(ids, records).compactMap { try row(id: $0, bytes: $1, now: now, keepBytes: needsBytes) }
     }
 
     /// Walks the sort index in the query's direction until `end` rows matched.
@@ -182,7 +185,7 @@ struct SharedTierQuery {
             let records = try await tier.records(keys: ids.map { tier.layout.record(type: type, id: $0) })
             let now = tier.clock.wallNanoseconds()
             for (id, bytes) in zip(ids, records) {
-                if let row = row(id: id, bytes: bytes, now: now, keepBytes: true) { rows.append(row) }
+                if let row = try row(id: id, bytes: bytes, now: now, keepBytes: true) { rows.append(row) }
                 if rows.count >= end { break }
             }
             if members.count < Self.chunk { break }

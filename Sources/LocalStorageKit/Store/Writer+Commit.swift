@@ -42,42 +42,26 @@ extension Writer {
                 // closure made (``performOnce(_:)``), so replaying is safe.
                 pending[failure.position].1(Writer.outgoing(failure.error))
                 pending.remove(at: failure.position)
-            } catch let error as LMDBError where error.isMapFull {
+            } catch {
+                let step: NextStep?
                 do {
-                    if try environment.growMap(intoReserve: reserve) {
-                        logger?.log(
-                            level: .info, message: "Grew the memory map",
-                            metadata: ["bytes": "\(environment.currentMapSize)"])
-                        continue
-                    }
+                    step = try nextStep(after: error, reserve: &reserve)
                 } catch {
                     pending.forEach { $0.1(LocalStorageError.wrapping(error)) }
                     return
                 }
-                if !reserve {
-                    // A batch that leaves the store no larger (deletes, purges) may use the reserve.
-                    reserve = true
-                    do { _ = try environment.growMap(intoReserve: true) } catch {
-                        pending.forEach { $0.1(LocalStorageError.wrapping(error)) }
-                        return
-                    }
+                switch step {
+                case .replay:
                     continue
+                case .doesNotFit:
+                    doesNotFit(pending)
+                case .diskFull:
+                    pending.forEach { $0.1(LocalStorageError.storageFull) }
+                case nil:
+                    let wrapped = LocalStorageError.wrapping(error)
+                    logger?.log(level: .error, message: "A write batch failed", metadata: ["error": "\(wrapped)"])
+                    pending.forEach { $0.1(wrapped) }
                 }
-                doesNotFit(pending)
-                return
-            } catch is ReserveRefused {
-                doesNotFit(pending)
-                return
-            } catch let error as LMDBError where error.isDiskFull {
-                logger?.log(
-                    level: .error, message: "A write failed: the disk holding the store is full",
-                    metadata: ["path": environment.path, "error": error.description])
-                pending.forEach { $0.1(LocalStorageError.storageFull) }
-                return
-            } catch {
-                let wrapped = LocalStorageError.wrapping(error)
-                logger?.log(level: .error, message: "A write batch failed", metadata: ["error": "\(wrapped)"])
-                pending.forEach { $0.1(wrapped) }
                 return
             }
         }
@@ -104,23 +88,18 @@ extension Writer {
                 for hook in context.afterCommit { hook() }
                 hub.publish(context.changes)
                 return value
-            } catch let error as LMDBError where error.isMapFull {
-                if try environment.growMap(intoReserve: reserve) { continue }
-                guard reserve else {
-                    reserve = true
-                    _ = try environment.growMap(intoReserve: true)
+            } catch {
+                switch try nextStep(after: error, reserve: &reserve) {
+                case .replay:
                     continue
+                case .doesNotFit:
+                    logDoesNotFit()
+                    throw LocalStorageError.storageFull
+                case .diskFull:
+                    throw LocalStorageError.storageFull
+                case nil:
+                    throw error
                 }
-                logDoesNotFit()
-                throw LocalStorageError.storageFull
-            } catch is ReserveRefused {
-                logDoesNotFit()
-                throw LocalStorageError.storageFull
-            } catch let error as LMDBError where error.isDiskFull {
-                logger?.log(
-                    level: .error, message: "A write failed: the disk holding the store is full",
-                    metadata: ["path": environment.path, "error": error.description])
-                throw LocalStorageError.storageFull
             }
         }
     }
@@ -206,17 +185,10 @@ extension Writer {
             }
         }
         guard !retry.isEmpty else { return }
+        var reserve = reserve
         do {
-            if try environment.growMap(intoReserve: reserve) {
-                logger?.log(
-                    level: .info, message: "Grew the memory map",
-                    metadata: ["bytes": "\(environment.currentMapSize)"])
+            if try makeRoom(reserve: &reserve) {
                 commitOnce(retry, reserve: reserve)
-                return
-            }
-            if !reserve {
-                _ = try environment.growMap(intoReserve: true)
-                commitOnce(retry, reserve: true)
                 return
             }
             logDoesNotFit()
@@ -235,11 +207,5 @@ extension Writer {
             logDoesNotFit()
             pending.forEach { $0.1(LocalStorageError.storageFull) }
         }
-    }
-
-    private func logDoesNotFit() {
-        logger?.log(
-            level: .error, message: "A write does not fit: the store's map reached maxMapSize",
-            metadata: ["path": environment.path, "maxMapSize": "\(environment.maxMapSize)"])
     }
 }

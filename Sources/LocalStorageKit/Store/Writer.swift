@@ -16,7 +16,7 @@ import Synchronization
 /// store no larger (deletes, purges, evictions); otherwise each request is retried alone so that only the
 /// ones that do not fit fail with `storageFull`.
 final class Writer: @unchecked Sendable {
-    // @unchecked: the queue and flags are only touched under `condition`; the thread owns the rest.
+    // @unchecked: the queue lives in `worker`, under its lock; the worker's thread owns the rest.
 
     /// What a request sees while it runs: the transaction and the batch's clock.
     /// Keeps the limits in every commit (nil: none are set up).
@@ -97,11 +97,8 @@ final class Writer: @unchecked Sendable {
 
     let environment: Environment
     let hub: any CommitListener
-    private let condition = NSCondition()
-    private var queue: [Work] = []
-    private var isStopping = false
-    private var thread: Thread?
-    private let finished = DispatchSemaphore(value: 0)
+    /// The writer's thread and queue.
+    private let worker = SerialWorker<Work>(name: "LocalStorageKit.writer")
     var lastTimestamp: Int64 = 0
     private let commits = Atomic<Int>(0)
     /// Odd while a write transaction is under way (a seqlock for ``readWhileIdle(_:)``).
@@ -109,11 +106,7 @@ final class Writer: @unchecked Sendable {
     let logger: (any StorageLogger)?
 
     /// The number of requests waiting for the writer (tests use it to line requests up in one batch).
-    var queuedCount: Int {
-        condition.lock()
-        defer { condition.unlock() }
-        return queue.count
-    }
+    var queuedCount: Int { worker.queuedCount }
 
     /// The number of transactions committed so far.
     var commitCount: Int { commits.load(ordering: .relaxed) }
@@ -168,27 +161,16 @@ final class Writer: @unchecked Sendable {
         self.changeLog = changeLog
         self.hub = hub
         self.logger = logger
-        let thread = Thread { self.run() }
-        thread.name = "LocalStorageKit.writer"
-        self.thread = thread
-        thread.start()
+        worker.start(take: Writer.nextBatch, run: { [self] work in process(work) })
     }
 
     /// Finishes the queued work, then ends the thread, when the store closes. Later calls do nothing; work
     /// submitted after it fails with ``LocalStorageError/closed``.
+    ///
+    /// The last reference may be dropped by a request finishing on the writer thread itself: the thread
+    /// then ends once that request returns.
     func stop() {
-        condition.lock()
-        if isStopping {
-            condition.unlock()
-            return
-        }
-        isStopping = true
-        let isWriterThread = thread.map { $0 == Thread.current } ?? false
-        thread = nil
-        condition.signal()
-        condition.unlock()
-        // The last reference may be dropped by a request finishing on the writer thread itself.
-        if !isWriterThread { finished.wait() }
+        worker.stop()
     }
 
     // MARK: - Submitting work
@@ -239,45 +221,26 @@ final class Writer: @unchecked Sendable {
     }
 
     private func enqueue(_ work: Work) {
-        condition.lock()
-        if isStopping {
-            condition.unlock()
-            switch work {
-            case .batched(_, let finish), .once(_, let finish), .exclusive(_, let finish):
-                finish(LocalStorageError.closed)
-            }
-            return
+        guard !worker.submit(work) else { return }
+        switch work {
+        case .batched(_, let finish), .once(_, let finish), .exclusive(_, let finish):
+            finish(LocalStorageError.closed)
         }
-        queue.append(work)
-        condition.signal()
-        condition.unlock()
     }
 
     // MARK: - The thread
 
-    private func run() {
-        while true {
-            condition.lock()
-            while queue.isEmpty && !isStopping { condition.wait() }
-            if queue.isEmpty && isStopping {
-                condition.unlock()
-                break
-            }
-            let work: [Work]
-            if case .exclusive = queue[0] {
-                work = [queue.removeFirst()]
-            } else {
-                let end =
-                    queue.prefix(Writer.maxBatchRequests).firstIndex {
-                        if case .exclusive = $0 { true } else { false }
-                    } ?? min(queue.count, Writer.maxBatchRequests)
-                work = Array(queue[..<end])
-                queue.removeFirst(end)
-            }
-            condition.unlock()
-            process(work)
-        }
-        finished.signal()
+    /// The work of the next drain: an exclusive request alone, else the requests before the next exclusive
+    /// one, at most ``maxBatchRequests``.
+    private static func nextBatch(_ queue: inout [Work]) -> [Work] {
+        if case .exclusive = queue[0] { return [queue.removeFirst()] }
+        let end =
+            queue.prefix(Writer.maxBatchRequests).firstIndex {
+                if case .exclusive = $0 { true } else { false }
+            } ?? min(queue.count, Writer.maxBatchRequests)
+        let work = Array(queue[..<end])
+        queue.removeFirst(end)
+        return work
     }
 
     private func process(_ work: [Work]) {

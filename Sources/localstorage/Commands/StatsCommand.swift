@@ -43,6 +43,11 @@ enum StatsCommand: Command {
             output.line(
                 "\(type.name): \(type.records) records, \(Output.bytes(type.bytes))"
                     + " (payloads \(Output.bytes(type.payloadBytes))), \(type.expired) expired, \(type.pages) pages")
+            if type.damaged > 0 {
+                output.line(
+                    "  \(type.damaged) damaged record(s): `localstorage verify` names them, `verify --repair` removes them"
+                )
+            }
             output.line("  update-time entries \(type.updateEntries), expiry entries \(type.expiryEntries)")
             for index in type.indexes {
                 output.line("  index \(index.name) (\(index.kind)): \(index.entries) entries")

@@ -33,8 +33,12 @@ struct BinaryDecoder {
             guard let storage = hints.baseAddress else {
                 throw BinaryCodecError("No memory for the decoder's state.")
             }
-            return try BinaryDecodingState(reader: reader, storage: storage)
-                .decodeValue(type, at: 1, path: nil, key: nil)
+            let state = BinaryDecodingState(reader: reader, storage: storage)
+            let value = try state.decodeValue(type, at: 1, path: nil, key: nil)
+            if let offset = state.malformedOffset {
+                throw BinaryCodecError.corrupt("malformed bytes met while looking for a key or a nil", at: offset)
+            }
+            return value
         }
     }
 }

@@ -19,8 +19,10 @@ struct BinaryDecodingState {
     /// The number of key-lookup hint slots; keyed containers nested deeper get none and scan.
     static let hintCapacity = 32
 
-    /// The number of `Int` words ``init(reader:storage:)`` needs: the slots and their count.
-    static let storageWords = hintCapacity + 1
+    /// The number of `Int` words ``init(reader:storage:)`` needs: the slots, their count, the malformed word.
+    static let storageWords = hintCapacity + 2
+    /// The word after the slots: 1 + the offset of the malformed bytes noted (``noteMalformed(at:)``), or 0.
+    private static let malformedWord = hintCapacity + 1
 
     /// Word 0: the number of hint slots in use; words 1...hintCapacity: the slots.
     ///
@@ -37,7 +39,17 @@ struct BinaryDecodingState {
         self.reader = reader
         self.storage = storage
         storage[0] = 0
+        storage[Self.malformedWord] = 0
     }
+
+    /// Notes malformed bytes met where `Decoder` allows no throw (`contains`, `allKeys`, `decodeNil()`, which
+    /// answer "absent"): the decode fails at its end (``malformedOffset``) instead of losing members.
+    func noteMalformed(at offset: Int) {
+        if storage[Self.malformedWord] == 0 { storage[Self.malformedWord] = offset + 1 }
+    }
+
+    /// Where the first malformed bytes noted are, or nil.
+    var malformedOffset: Int? { storage[Self.malformedWord] == 0 ? nil : storage[Self.malformedWord] - 1 }
 
     /// The number of hint slots in use.
     private var hintCount: Int {

@@ -13,9 +13,15 @@ struct BinaryKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProto
     /// Complexity: O(n) in the size of the map.
     var allKeys: [Key] { map.allKeyNames.compactMap { Key(stringValue: $0) } }
 
-    /// Returns whether the map has an entry for `key` (`false` for malformed bytes).
+    /// Returns whether the map has an entry for `key`; `false` for malformed bytes, noted so that the decode
+    /// fails (``BinaryDecodingState/noteMalformed(at:)``).
     func contains(_ key: Key) -> Bool {
-        ((try? map.entry(named: key.stringValue)) ?? nil) != nil
+        do {
+            return try map.entry(named: key.stringValue) != nil
+        } catch {
+            map.state.noteMalformed(at: map.bodyStart)
+            return false
+        }
     }
 
     /// Returns whether the value for `key` is nil; throws `keyNotFound` if the key is missing.

@@ -27,16 +27,25 @@ struct BinaryMapDecoder {
 
     // MARK: - Key lookup
 
-    /// The names of all entries, in payload order. Malformed bytes end the list early.
+    /// The names of all entries, in payload order. Malformed bytes end the list early and are noted, so that
+    /// the decode fails (``BinaryDecodingState/noteMalformed(at:)``).
     ///
     /// Complexity: O(n) in the size of the map.
     var allKeyNames: [String] {
         var names: [String] = []
         var offset = bodyStart
         while offset < bodyEnd {
-            guard let name = try? state.reader.length(at: offset),
-                let end = try? state.reader.skipValue(at: name.end + name.value), end <= bodyEnd
-            else {
+            let name: (value: Int, end: Int)
+            let end: Int
+            do {
+                name = try state.reader.length(at: offset)
+                end = try state.reader.skipValue(at: name.end + name.value)
+            } catch {
+                state.noteMalformed(at: offset)
+                break
+            }
+            guard end <= bodyEnd else {
+                state.noteMalformed(at: offset)
                 break
             }
             names.append(BinaryReader.string(from: state.reader.bytes(from: name.end, count: name.value)))

@@ -15,9 +15,15 @@ struct BinarySingleValueDecodingContainer: SingleValueDecodingContainer {
         BinaryCodingPath.keys(path)
     }
 
-    /// Returns whether the value is nil (`false` for malformed bytes, which the next decode reports).
+    /// Returns whether the value is nil; `false` for malformed bytes, noted so that the decode fails
+    /// (``BinaryDecodingState/noteMalformed(at:)``).
     func decodeNil() -> Bool {
-        (try? state.isNil(at: offset)) ?? false
+        do {
+            return try state.isNil(at: offset)
+        } catch {
+            state.noteMalformed(at: offset)
+            return false
+        }
     }
 
     /// Decodes a Boolean.

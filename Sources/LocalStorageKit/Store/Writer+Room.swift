@@ -1,0 +1,61 @@
+extension Writer {
+    /// What a write transaction that failed for want of room does next (``nextStep(after:reserve:)``).
+    enum NextStep {
+        /// The map grew, or the write may now use the map's reserve: run it again.
+        case replay
+        /// The map is at `maxMapSize` and the reserve did not help: the write does not fit (`storageFull`).
+        case doesNotFit
+        /// The disk holding the store is full (logged): the write fails with `storageFull`.
+        case diskFull
+    }
+
+    /// The one answer to a write that met a full map or a full disk, shared by the batch commit
+    /// (``commit(_:)``), an exclusive request's transactions (``transact(_:)``) and the retry of closures
+    /// whose writes met a full map (``commitOnce(_:reserve:)``).
+    ///
+    /// `MDB_MAP_FULL` makes room (``makeRoom(reserve:)``) and replays, or does not fit once the reserve is in
+    /// use; ``ReserveRefused`` (a write that would leave the store larger while using the reserve) does not
+    /// fit; a full disk is logged. Nil for any other error, which is the caller's to report.
+    ///
+    /// - Throws: What growing the map throws.
+    func nextStep(after error: any Error, reserve: inout Bool) throws -> NextStep? {
+        switch error {
+        case let error as LMDBError where error.isMapFull:
+            return try makeRoom(reserve: &reserve) ? .replay : .doesNotFit
+        case is ReserveRefused:
+            return .doesNotFit
+        case let error as LMDBError where error.isDiskFull:
+            logger?.log(
+                level: .error, message: "A write failed: the disk holding the store is full",
+                metadata: ["path": environment.path, "error": error.description])
+            return .diskFull
+        default:
+            return nil
+        }
+    }
+
+    /// Makes room after `MDB_MAP_FULL`, while no transaction of this process is open: grows the map toward
+    /// `maxMapSize` (toward the reserve's end when `reserve` is set); at `maxMapSize` lets the next run use
+    /// the map's reserve (`reserve` becomes true), which it may only if it leaves the store no larger (deletes,
+    /// purges, evictions). False when the reserve was in use already: the write does not fit.
+    ///
+    /// - Throws: What `mdb_env_set_mapsize` throws.
+    func makeRoom(reserve: inout Bool) throws -> Bool {
+        if try environment.growMap(intoReserve: reserve) {
+            logger?.log(
+                level: .info, message: "Grew the memory map", metadata: ["bytes": "\(environment.currentMapSize)"])
+            return true
+        }
+        guard !reserve else { return false }
+        reserve = true
+        _ = try environment.growMap(intoReserve: true)
+        return true
+    }
+
+    /// Logs a write that does not fit in `maxMapSize`.
+    func logDoesNotFit() {
+        logger?.log(
+            level: .error, message: "A write does not fit: the store's map reached maxMapSize",
+            metadata: ["path": environment.path, "maxMapSize": "\(environment.maxMapSize)"])
+    }
+}

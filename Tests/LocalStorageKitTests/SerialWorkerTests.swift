@@ -1,0 +1,68 @@
+import Foundation
+import Synchronization
+import Testing
+
+@testable import LocalStorageKit
+
+/// The one thread type the writer, the RESP connection and the subscriber share: jobs run in order in the
+/// batches the owner takes; stopping runs or hands back what is queued; a stop from the thread itself does
+/// not wait for itself.
+@Suite struct SerialWorkerTests {
+    @Test func jobsRunInOrderInTheBatchesTheOwnerTakesAndStopFinishesTheQueue() {
+        let worker = SerialWorker<Int>(name: "test.worker")
+        let batches = Mutex<[[Int]]>([])
+        for job in 0..<5 { #expect(worker.submit(job)) }
+        #expect(worker.queuedCount == 5)
+        worker.start(
+            take: { queue in
+                let batch = Array(queue.prefix(2))
+                queue.removeFirst(batch.count)
+                return batch
+            },
+            run: { batch in batches.withLock { $0.append(batch) } })
+        worker.stop()
+        #expect(batches.withLock { $0 } == [[0, 1], [2, 3], [4]])
+        #expect(!worker.submit(5))
+        #expect(worker.isStopping)
+        worker.stop()  // A second stop does nothing.
+    }
+
+    @Test func aStopFromTheThreadItselfHandsBackWhatIsQueued() async {
+        let worker = SerialWorker<Int>(name: "test.worker")
+        let ran = Mutex<[Int]>([])
+        let handedBack = Mutex<[Int]>([])
+        for job in 0..<4 { _ = worker.submit(job) }
+        await withCheckedContinuation { (ended: CheckedContinuation<Void, Never>) in
+            worker.start(
+                take: { queue in [queue.removeFirst()] },
+                run: { batch in
+                    ran.withLock { $0 += batch }
+                    worker.stop()  // On the worker's own thread: must not wait for itself.
+                },
+                leftOver: { left in handedBack.withLock { $0 += left } },
+                atEnd: { ended.resume() })
+        }
+        #expect(ran.withLock { $0 } == [0])
+        #expect(handedBack.withLock { $0 } == [1, 2, 3])
+    }
+
+    @Test func aWaitOnTheOwnersStateEndsWhenItHoldsOrWhenTheWorkerStops() async {
+        let worker = SerialWorker<Never>(name: "test.worker")
+        let flag = Mutex(false)
+        let outcomes = Mutex<[Bool]>([])
+        let waiting = AsyncStream<Void>.makeStream()
+        worker.start {
+            waiting.continuation.yield()
+            outcomes.withLock { $0.append(worker.wait { flag.withLock { $0 } }) }
+            waiting.continuation.yield()
+            outcomes.withLock { $0.append(worker.wait { false }) }
+        }
+        var events = waiting.stream.makeAsyncIterator()
+        await events.next()
+        worker.locked { flag.withLock { $0 = true } }
+        worker.signal()
+        await events.next()
+        worker.stop()
+        #expect(outcomes.withLock { $0 } == [true, false])
+    }
+}
