@@ -86,11 +86,13 @@ extension LocalStorage {
         }
         var migrated = 0
         for key in keys {
-            guard let bytes = try txn.get(schema.records, key: key), let view = try? RecordView(bytes),
-                view.version < T.storageVersion
-            else { continue }
+            guard let bytes = try txn.get(schema.records, key: key) else { continue }
             let id = String(decoding: key, as: UTF8.self)
             do {
+                // A damaged record fails here like one whose payload does not decode: logged (or thrown
+                // with `stopOnFailure`) and left for `verify --repair`.
+                let view = try StoredRecord(bytes).readable(type: schema.name, id: id)
+                guard view.version < T.storageVersion else { continue }
                 let session = DecodeSession(counter: nil, format: format, sealing: schema.sealing)
                 _ = try RecordDecoding.decode(T.self, view: view, id: id, session: session)
                 for upgrade in session.upgrades { try RecordWriter.apply(upgrade, schema: schema, txn: txn) }
