@@ -19,6 +19,7 @@ import Darwin
 /// LocalStorageStress hold-readers DIR                                   fills the reader table, then sleeps
 /// LocalStorageStress hold-lock FILE                                     holds a shared lock on byte 0 of FILE
 /// LocalStorageStress open DIR [--as-nobody]                             opens the store; prints the outcome
+/// LocalStorageStress compact-open DIR FRACTION [STEP|hold]   opens it compacting (see CompactionDriver)
 /// LocalStorageStress shared DIR PORT NAMESPACE   an instance of a store with a shared tier on the Redis
 ///                                                server at 127.0.0.1:PORT, driven from standard input
 ///                                                (see SharedTierDriver)
@@ -72,6 +73,10 @@ struct LocalStorageStress {
 
             case "bounded" where arguments.count == 3:
                 try await bounded(directory: arguments[1], maxRecords: Int(arguments[2]) ?? 1)
+            case "compact-open" where arguments.count >= 3:
+                try CompactionDriver.run(
+                    directory: arguments[1], threshold: Double(arguments[2]) ?? 0.5,
+                    killAt: arguments.count > 3 ? arguments[3] : nil)
             case "open" where arguments.count >= 2:
                 openStore(directory: arguments[1], asNobody: arguments.dropFirst(2).contains("--as-nobody"))
             default:

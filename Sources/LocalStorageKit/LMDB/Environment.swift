@@ -40,6 +40,12 @@ final class Environment: @unchecked Sendable {
     /// Whether opening found the data file of a store whose creation never finished (the disk filled up
     /// while LMDB wrote its first meta pages) and started it afresh.
     let recreatedUnfinishedDataFile: Bool
+    /// What compaction at open did, when the open asked for it and had the store to itself.
+    let compactionOutcome: CompactionOutcome?
+    /// The store's own lock, held shared while the environment is open (see ``StoreOpenLock``).
+    private let openLock: StoreOpenLock
+    /// A descriptor of `lock.mdb` a compaction kept, closed only after the environment (-1 for none).
+    private let heldLockFile: Int32
 
     /// Opens (creating if needed) the environment in `directory`.
     ///
@@ -54,23 +60,48 @@ final class Environment: @unchecked Sendable {
     /// `data.mdb`.
     init(
         directory: String, mapSize: Int, maxMapSize: Int, durability: StorageDurability,
-        readOnly: Bool = false, withoutLock: Bool = false, fileMode: Int = 0o600
+        readOnly: Bool = false, withoutLock: Bool = false, fileMode: Int = 0o600,
+        compaction: CompactionRequest? = nil
     ) throws {
         let dataPath = directory.hasSuffix("/") ? directory + "data.mdb" : directory + "/data.mdb"
         let fileMode = StoreFileModes.mode(of: dataPath) ?? fileMode
-        let raw: OpaquePointer
-        do {
-            raw = try Environment.openHandle(
-                directory: directory, mapSize: mapSize, durability: durability,
-                readOnly: readOnly, withoutLock: withoutLock, fileMode: fileMode)
-            recreatedUnfinishedDataFile = false
-        } catch let error as LMDBError where error.code == MDB_INVALID {
-            guard !readOnly, Environment.emptyUnfinishedDataFile(directory: directory) else { throw error }
-            raw = try Environment.openHandle(
-                directory: directory, mapSize: mapSize, durability: durability,
-                readOnly: readOnly, withoutLock: withoutLock, fileMode: fileMode)
-            recreatedUnfinishedDataFile = true
+        let open = { () throws -> (handle: OpaquePointer, recreated: Bool) in
+            do {
+                let raw = try Environment.openHandle(
+                    directory: directory, mapSize: mapSize, durability: durability,
+                    readOnly: readOnly, withoutLock: withoutLock, fileMode: fileMode)
+                return (raw, false)
+            } catch let error as LMDBError where error.code == MDB_INVALID {
+                guard !readOnly, Environment.emptyUnfinishedDataFile(directory: directory) else { throw error }
+                let raw = try Environment.openHandle(
+                    directory: directory, mapSize: mapSize, durability: durability,
+                    readOnly: readOnly, withoutLock: withoutLock, fileMode: fileMode)
+                return (raw, true)
+            }
         }
+        // Every opener holds the store's own lock shared; compaction needs it alone (Environment+Compaction).
+        let openLock = StoreOpenLock(directory: directory, fileMode: fileMode, readOnly: readOnly)
+        let raw: OpaquePointer
+        if let compaction, !readOnly, !withoutLock, openLock.tryExclusive() {
+            let opened = try Environment.openCompacting(
+                directory: directory, mapSize: mapSize, request: compaction, open: open)
+            (raw, recreatedUnfinishedDataFile) = (opened.handle, opened.recreated)
+            (compactionOutcome, heldLockFile) = (opened.outcome, opened.lockFile)
+            do {
+                try openLock.share()
+            } catch {
+                mdb_env_close(raw)
+                closeLockFile(heldLockFile)
+                throw error
+            }
+        } else {
+            try openLock.share()
+            // No compaction runs while we hold the lock shared: a copy still here was left by a killed one.
+            if !readOnly { DataFileCompactor.removeLeftovers(directory: directory) }
+            (raw, recreatedUnfinishedDataFile) = try open()
+            (compactionOutcome, heldLockFile) = (nil, -1)
+        }
+        self.openLock = openLock
         handle = raw
         path = directory
         self.maxMapSize = max(maxMapSize, mapSize)
@@ -82,7 +113,7 @@ final class Environment: @unchecked Sendable {
     }
 
     /// Creates and opens an LMDB environment; closes it again on any failure.
-    private static func openHandle(
+    static func openHandle(
         directory: String, mapSize: Int, durability: StorageDurability,
         readOnly: Bool, withoutLock: Bool, fileMode: Int
     ) throws -> OpaquePointer {
@@ -226,6 +257,8 @@ final class Environment: @unchecked Sendable {
             return pool
         }) { mdb_txn_abort(txn.handle) }
         mdb_env_close(handle)
+        closeLockFile(heldLockFile)
+        openLock.release()
     }
 
     /// The current size of the memory map in bytes.
