@@ -67,11 +67,7 @@ enum DataFileCompactor {
                 outcome: .failed(freeFraction: freeFraction, reason: "cannot open lock.mdb: \(systemError())"),
                 lockFile: -1)
         }
-        var lock = flock()
-        lock.l_type = Int16(F_WRLCK)
-        lock.l_whence = Int16(SEEK_SET)
-        lock.l_start = 0
-        lock.l_len = 1
+        var lock = LMDBLockFile.firstByte(F_WRLCK)
         guard fcntl(lockFile, F_SETLK, &lock) == 0 else {
             var holder = lock
             let pid = fcntl(lockFile, F_GETLK, &holder) == 0 && holder.l_type != Int16(F_UNLCK) ? holder.l_pid : 0
@@ -125,7 +121,9 @@ enum DataFileCompactor {
             return .failure(Problem(reason: "cannot set the copy's mode: \(systemError())"))
         }
         var created = stat()
-        guard fstat(copy, &created) == 0 else { return .failure(Problem(reason: "cannot stat the copy: \(systemError())")) }
+        guard fstat(copy, &created) == 0 else {
+            return .failure(Problem(reason: "cannot stat the copy: \(systemError())"))
+        }
         if created.st_uid != original.st_uid || created.st_gid != original.st_gid,
             fchown(copy, original.st_uid, original.st_gid) != 0
         {

@@ -98,7 +98,9 @@ extension StoreMaintenance {
         }
         // Never rewrite another program's LMDB environment.
         let plain = try open(nil)
-        let isStore = try mappingErrors { try plain.readCommitted { try $0.openDatabase("meta", create: false) != nil } }
+        let isStore = try mappingErrors {
+            try plain.readCommitted { try $0.openDatabase("meta", create: false) != nil }
+        }
         plain.close()
         guard isStore else {
             throw LocalStorageError.openFailed(

@@ -16,7 +16,8 @@ extension StoreMaintenance {
                 overflow: main.overflowPages)
             var types: [StoreStatistics.TypeStatistics] = []
             var databases = [
-                StoreStatistics.Database(name: "(main)", main), .init(name: "(free pages)", try txn.statistics(.freePages)),
+                StoreStatistics.Database(name: "(main)", main),
+                .init(name: "(free pages)", try txn.statistics(.freePages)),
                 .init(name: "meta", try txn.statistics(meta)),
             ]
             if let changes = core?.changeLog.database {

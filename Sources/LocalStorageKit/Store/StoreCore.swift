@@ -49,7 +49,8 @@ final class StoreCore: Sendable {
             environment = try Environment(
                 directory: directory.path, mapSize: configuration.mapSize,
                 maxMapSize: configuration.maxMapSize, durability: durability,
-                fileMode: configuration.filePermissions, compaction: StoreCore.compactionRequest(configuration, directory))
+                fileMode: configuration.filePermissions,
+                compaction: StoreCore.compactionRequest(configuration, directory))
         } catch {
             throw LocalStorageError.openFailed(path: directory.path, reason: StoreCore.explain(error))
         }

@@ -37,13 +37,16 @@ struct CompactionCrashTests {
             let differences = try await withStore(store.configuration()) { storage async throws in
                 try await store.differences(storage)
             }
-            #expect(differences.isEmpty, "round \(round) (killed after \(stage ?? "a random delay")): \(differences.prefix(5))")
+            #expect(
+                differences.isEmpty,
+                "round \(round) (killed after \(stage ?? "a random delay")): \(differences.prefix(5))")
             #expect(!FileManager.default.fileExists(atPath: store.leftover.path), "round \(round): the copy stayed")
         }
         #expect(leftoversSeen > 0, "some kills should have left a copy behind")
         #expect(swapped > 0, "some kills should have come after the swap")
         // And a compaction that is not killed finishes the job.
-        try await withStore(store.configuration(compaction: .onOpen(whenFreeFractionExceeds: 0.3))) { storage async throws in
+        try await withStore(store.configuration(compaction: .onOpen(whenFreeFractionExceeds: 0.3))) {
+            storage async throws in
             #expect(try await store.differences(storage).isEmpty)
         }
         reportFigure("compaction crash rounds=\(rounds) leftovers=\(leftoversSeen) swapped=\(swapped)")

@@ -30,7 +30,8 @@ import Testing
         var store = ShrinkingStore(seed: 43)
         var configuration = store.configuration()
         configuration.filePermissions = 0o660
-        try await withStore(configuration) { storage in try await storage.save(StressRecord.make(id: "x", sequence: 1)) }
+        try await withStore(configuration) { storage in try await storage.save(StressRecord.make(id: "x", sequence: 1))
+        }
         store.model["x"] = StressRecord.make(id: "x", sequence: 1)
         try await store.grow(3000, prefix: "a", thenDelete: 0.9)
         let before = store.dataFileIdentity

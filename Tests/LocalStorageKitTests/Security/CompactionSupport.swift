@@ -19,7 +19,9 @@ struct ShrinkingStore {
     init(seed: UInt64) { generator = SplitMix64(seed: seed) }
 
     /// The store's configuration, without compaction unless asked.
-    func configuration(compaction: StorageCompaction = .never, logger: (any StorageLogger)? = nil)
+    func configuration(
+        compaction: StorageCompaction = .never, logger: (any StorageLogger)? = nil
+    )
         -> LocalStorageConfiguration
     {
         var configuration = diskConfiguration(directory)

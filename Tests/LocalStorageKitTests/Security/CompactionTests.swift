@@ -33,7 +33,8 @@ import Darwin
         // Written to again, and opened again: nothing to give back now, the file stays.
         try await store.grow(200, prefix: "b", thenDelete: 0)
         let grown = store.dataFileIdentity
-        try await withStore(store.configuration(compaction: .onOpen(whenFreeFractionExceeds: 0.5))) { storage async throws in
+        try await withStore(store.configuration(compaction: .onOpen(whenFreeFractionExceeds: 0.5))) {
+            storage async throws in
             #expect(try await store.differences(storage).isEmpty)
         }
         #expect(store.dataFileIdentity == grown)
@@ -43,12 +44,15 @@ import Darwin
         var store = ShrinkingStore(seed: 7)
         var configuration = store.configuration()
         configuration.filePermissions = 0o640
-        try await withStore(configuration) { storage in try await storage.save(StressRecord.make(id: "x", sequence: 1)) }
+        try await withStore(configuration) { storage in try await storage.save(StressRecord.make(id: "x", sequence: 1))
+        }
         try await store.grow(1500, prefix: "a", thenDelete: 0.95)
         store.model["x"] = StressRecord.make(id: "x", sequence: 1)
         let before = store.dataFileIdentity
         configuration.compaction = .onOpen(whenFreeFractionExceeds: 0.5)
-        try await withStore(configuration) { storage async throws in #expect(try await store.differences(storage).isEmpty) }
+        try await withStore(configuration) { storage async throws in
+            #expect(try await store.differences(storage).isEmpty)
+        }
         #expect(store.dataFileIdentity.inode != before.inode)
         #expect(StoreFileModes.mode(of: store.dataFile.path) == 0o640)
         #expect(StoreFileModes.mode(of: store.files.appendingPathComponent(StoreOpenLock.fileName).path) == 0o640)
@@ -61,14 +65,18 @@ import Darwin
         let logger = CapturingLogger()
         var configuration = store.configuration(compaction: .onOpen(whenFreeFractionExceeds: 0.5), logger: logger)
         configuration.logger = logger
-        try await withStore(configuration) { storage async throws in #expect(try await store.differences(storage).isEmpty) }
+        try await withStore(configuration) { storage async throws in
+            #expect(try await store.differences(storage).isEmpty)
+        }
         #expect(store.dataFileIdentity == before, "the data file should be untouched")
         #expect(logger.all.contains { $0.contains("Compaction not needed") })
         #expect(!logger.all.contains { $0.contains("Compacted") })
         // The default never compacts, however much is free.
         try await store.grow(0, prefix: "none", thenDelete: 0.95)
         let shrunk = store.dataFileIdentity
-        try await withStore(store.configuration()) { storage async throws in #expect(try await store.differences(storage).isEmpty) }
+        try await withStore(store.configuration()) { storage async throws in
+            #expect(try await store.differences(storage).isEmpty)
+        }
         #expect(store.dataFileIdentity == shrunk)
     }
 
@@ -82,7 +90,8 @@ import Darwin
 
         let app = try HelperProcess(["overwrite", store.directory.path], withInput: true)
         try await app.waitForLine("ready") { $0 == "ready" }
-        try await withStore(compacting) { storage async throws in #expect(try await store.differences(storage).isEmpty) }
+        try await withStore(compacting) { storage async throws in #expect(try await store.differences(storage).isEmpty)
+        }
         #expect(store.dataFileIdentity == before, "compacted while another process had the store open")
         #expect(try await app.ask("save other-1 1") == "ok")
         await app.kill()
@@ -93,13 +102,16 @@ import Darwin
         let logger = CapturingLogger()
         var configuration = compacting
         configuration.logger = logger
-        try await withStore(configuration) { storage async throws in #expect(try await store.differences(storage).isEmpty) }
+        try await withStore(configuration) { storage async throws in
+            #expect(try await store.differences(storage).isEmpty)
+        }
         #expect(store.dataFileIdentity.inode == before.inode, "compacted while a process held LMDB's lock")
         #expect(logger.all.contains { $0.contains("Compaction skipped") && $0.contains("another process") })
         await lockHolder.kill()
 
         // Alone at last.
-        try await withStore(compacting) { storage async throws in #expect(try await store.differences(storage).isEmpty) }
+        try await withStore(compacting) { storage async throws in #expect(try await store.differences(storage).isEmpty)
+        }
         #expect(store.dataFileIdentity.size * 3 < before.size)
     }
 
@@ -121,6 +133,8 @@ import Darwin
         #expect(await child.waitForExit() == 0, "\(child.lines)")
         #expect(child.lines.contains("step folder synced"), "\(child.lines)")
         #expect(store.dataFileIdentity.size * 3 < before.size)
-        try await withStore(store.configuration()) { storage async throws in #expect(try await store.differences(storage).isEmpty) }
+        try await withStore(store.configuration()) { storage async throws in
+            #expect(try await store.differences(storage).isEmpty)
+        }
     }
 }
