@@ -94,8 +94,9 @@ extension Environment {
             space = try freeSpace(first.handle, directory: directory)
             others = try otherReaderProcesses(first.handle)
         } catch {
-            mdb_env_close(first.handle)
-            throw error
+            // The store opened: it stays open as it is, only the compaction is given up.
+            let reason = "cannot measure the free pages: \(error)"
+            return (first.handle, first.recreated, .failed(freeFraction: 0, reason: reason), -1)
         }
         let wanted = request.threshold < 0 || (space.freePages > 0 && space.fraction > request.threshold)
         guard wanted else {

@@ -109,6 +109,20 @@ import Darwin
         #expect(logger.all.contains { $0.contains("Compaction skipped") && $0.contains("another process") })
         await lockHolder.kill()
 
+        // A process reading with plain LMDB: seen in the reader table before the store is closed to compact.
+        let reader = try HelperProcess(["hold-readers", store.files.path, "1"])
+        try await reader.waitForLine("holding") { $0.hasPrefix("holding") }
+        let readerLogger = CapturingLogger()
+        configuration.logger = readerLogger
+        try await withStore(configuration) { storage async throws in
+            #expect(try await store.differences(storage).isEmpty)
+        }
+        #expect(store.dataFileIdentity.inode == before.inode, "compacted while a process was reading")
+        #expect(
+            readerLogger.all.contains { $0.contains("pid \(reader.processIdentifier)") && $0.contains("reader table") },
+            "\(readerLogger.all.filter { $0.contains("Compaction") })")
+        await reader.kill()
+
         // Alone at last.
         try await withStore(compacting) { storage async throws in #expect(try await store.differences(storage).isEmpty)
         }
