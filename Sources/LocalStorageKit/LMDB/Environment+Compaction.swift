@@ -119,13 +119,7 @@ extension Environment {
     }
 }
 
-/// Closes a descriptor of `lock.mdb` kept by a compaction (nothing for -1): out of reach of
-/// ``Environment``'s own `close()`.
+/// Closes a descriptor of `lock.mdb` kept by a compaction (nothing for -1).
 func closeLockFile(_ descriptor: Int32) {
-    guard descriptor >= 0 else { return }
-    #if canImport(Glibc)
-    _ = Glibc.close(descriptor)
-    #else
-    _ = Darwin.close(descriptor)
-    #endif
+    if descriptor >= 0 { closeFile(descriptor) }
 }
