@@ -14,9 +14,8 @@ import Darwin
 /// waits for the shared lock until the compaction is over. The file holds nothing; its descriptor is
 /// close-on-exec, so child processes do not inherit the lock.
 ///
-/// A store folder this process cannot write may lack the file: then there is no lock to take (such a
-/// process only reads, and a compaction in another process cannot start meanwhile only if the file exists;
-/// without it nothing compacts, because compaction needs to create it).
+/// A process that cannot create the file (a read-only folder) takes the lock when the file exists and goes
+/// without it otherwise; a process that compacts always creates the file first.
 final class StoreOpenLock: Sendable {
     /// The name of the lock file in the store folder.
     static let fileName = "compaction.lock"
