@@ -38,8 +38,8 @@ enum StatsCommand: Command {
                 + " free pages (\(pages.free) pages) a compact would give back")
         output.line(
             "Free      \(percent(stats.freeFraction)) of the file is free pages (free fraction"
-                + " \(String(format: "%.3f", stats.freeFraction)); compaction: .onOpen(whenFreeFractionExceeds:)"
-                + " compacts above its threshold, `compact` now")
+                + " \(String(format: "%.3f", stats.freeFraction)), what compaction at open compares with its threshold)"
+        )
         output.line("Readers   \(stats.readersInUse) in use of \(stats.maxReaders)")
         output.line("Last txn  \(stats.lastTransactionID)")
         output.line(
