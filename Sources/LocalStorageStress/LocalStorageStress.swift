@@ -16,9 +16,11 @@ import Darwin
 /// ```
 /// LocalStorageStress save-loop DIR full|relaxed|none [COUNT] [PREFIX]   prints each id after its save returns
 /// LocalStorageStress grow DIR COUNT                                     saves COUNT 2 KB records, 100 a commit
-/// LocalStorageStress hold-readers DIR                                   fills the reader table, then sleeps
+/// LocalStorageStress hold-readers DIR [COUNT]                           fills the reader table (or takes
+///                                                                       COUNT slots), then sleeps
 /// LocalStorageStress hold-lock FILE                                     holds a shared lock on byte 0 of FILE
 /// LocalStorageStress open DIR [--as-nobody]                             opens the store; prints the outcome
+/// LocalStorageStress compact-open DIR FRACTION [STEP|hold]   opens it compacting (see CompactionDriver)
 /// LocalStorageStress shared DIR PORT NAMESPACE   an instance of a store with a shared tier on the Redis
 ///                                                server at 127.0.0.1:PORT, driven from standard input
 ///                                                (see SharedTierDriver)
@@ -49,8 +51,8 @@ struct LocalStorageStress {
                     prefix: arguments.count > 4 ? arguments[4] : "r")
             case "grow" where arguments.count == 3:
                 try await grow(directory: arguments[1], count: Int(arguments[2]) ?? 1000)
-            case "hold-readers" where arguments.count == 2:
-                try holdReaders(directory: arguments[1])
+            case "hold-readers" where arguments.count == 2 || arguments.count == 3:
+                try holdReaders(directory: arguments[1], count: arguments.count == 3 ? Int(arguments[2]) ?? 1 : Int.max)
             case "hold-lock" where arguments.count == 2:
                 try holdLock(file: arguments[1])
             case "long-write" where arguments.count == 2:
@@ -72,6 +74,10 @@ struct LocalStorageStress {
 
             case "bounded" where arguments.count == 3:
                 try await bounded(directory: arguments[1], maxRecords: Int(arguments[2]) ?? 1)
+            case "compact-open" where arguments.count >= 3:
+                try CompactionDriver.run(
+                    directory: arguments[1], threshold: Double(arguments[2]) ?? 0.5,
+                    killAt: arguments.count > 3 ? arguments[3] : nil)
             case "open" where arguments.count >= 2:
                 openStore(directory: arguments[1], asNobody: arguments.dropFirst(2).contains("--as-nobody"))
             default:
@@ -233,15 +239,16 @@ struct LocalStorageStress {
     }
 
     /// Opens the store with raw LMDB (the library's flags and limits) and begins read transactions until
-    /// the reader table is full, then sleeps until killed: every slot it holds becomes stale.
-    static func holdReaders(directory: String) throws {
+    /// the reader table is full (or it holds `count`), then sleeps until killed: every slot it holds becomes
+    /// stale.
+    static func holdReaders(directory: String, count: Int) throws {
         var env: OpaquePointer?
         try lmdb(mdb_env_create(&env), "mdb_env_create")
         try lmdb(mdb_env_set_maxdbs(env, 4096), "mdb_env_set_maxdbs")
         try lmdb(mdb_env_set_maxreaders(env, 512), "mdb_env_set_maxreaders")
         try lmdb(mdb_env_open(env, directory, UInt32(MDB_NOTLS), 0o644), "mdb_env_open")
         var held = 0
-        while true {
+        while held < count {
             var txn: OpaquePointer?
             let code = mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &txn)
             if code == MDB_READERS_FULL { break }

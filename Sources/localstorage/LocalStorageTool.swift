@@ -62,6 +62,10 @@ struct LocalStorageTool {
             if command.name == VerifyCommand.name {
                 return try await VerifyCommand.run(arguments, directory: directory, output: output)
             }
+            // compact in place needs the store closed: before anything here opens it.
+            if command.name == CompactCommand.name, arguments.value("output") == nil {
+                return try CompactCommand.runInPlace(directory: directory, output: output)
+            }
             // What a command that creates the store must remove again when it fails.
             let created = command.createsStore ? NewStore(directory) : nil
             do {
@@ -173,7 +177,8 @@ struct NewStore {
     init?(_ directory: URL) {
         let manager = FileManager.default
         guard !manager.fileExists(atPath: directory.appendingPathComponent("data.mdb").path) else { return nil }
-        files = ["data.mdb", "lock.mdb"].map { directory.appendingPathComponent($0) }
+        // compaction.lock: the store's own lock (StoreOpenLock), held shared by every opener.
+        files = ["data.mdb", "lock.mdb", "compaction.lock"].map { directory.appendingPathComponent($0) }
             .filter { !manager.fileExists(atPath: $0.path) }
         var missing: URL?
         var current = directory.standardizedFileURL

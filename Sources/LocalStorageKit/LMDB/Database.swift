@@ -41,9 +41,12 @@ struct DatabaseStatistics {
     let leafPages: Int
     let overflowPages: Int
     let entries: Int
+    /// Levels of the B-tree (0 for an empty database).
+    let depth: Int
 
     init(_ stat: MDB_stat) {
         pageSize = Int(stat.ms_psize)
+        depth = Int(stat.ms_depth)
         branchPages = stat.ms_branch_pages
         leafPages = stat.ms_leaf_pages
         overflowPages = stat.ms_overflow_pages

@@ -31,4 +31,51 @@ extension Environment {
         walk.run()
         return walk.problems
     }
+
+    /// Empties `directory`'s `data.mdb` when it is what an interrupted creation leaves: shorter than two
+    /// meta pages, and either too short to hold one meta page or holding a meta page with LMDB's magic
+    /// number and transaction id 0 (nothing committed). Returns whether it did.
+    static func emptyUnfinishedDataFile(directory: String) -> Bool {
+        let dataPath = directory.hasSuffix("/") ? directory + "data.mdb" : directory + "/data.mdb"
+        let fd = openFile(dataPath, O_RDWR)
+        guard fd >= 0 else { return false }
+        defer { closeFile(fd) }
+        var file = stat()
+        guard fstat(fd, &file) == 0 else { return false }
+        // LMDB's meta page: a 16-byte page header, then MDB_meta: magic (UInt32) at 16, the page size in
+        // the free database's md_pad at 40, the transaction id at 144.
+        let header = 152
+        let length = Int(file.st_size)
+        guard length >= header else { return false }
+        var bytes = [UInt8](repeating: 0, count: header)
+        guard pread(fd, &bytes, header, 0) == header else { return false }
+        func load32(_ offset: Int) -> UInt32 {
+            bytes.withUnsafeBytes { UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: offset, as: UInt32.self)) }
+        }
+        func load64(_ offset: Int) -> UInt64 {
+            bytes.withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(fromByteOffset: offset, as: UInt64.self)) }
+        }
+        let pageSize = Int(load32(40))
+        guard load32(16) == 0xBEEF_C0DE, load64(144) == 0, pageSize >= 512,
+            length < 2 * pageSize
+        else { return false }
+        return ftruncate(fd, 0) == 0
+    }
+}
+
+/// `open(2)` and `close(2)`, out of reach of ``Environment``'s own `close()`.
+private func openFile(_ path: String, _ flags: Int32) -> Int32 {
+    #if canImport(Glibc)
+    Glibc.open(path, flags)
+    #else
+    Darwin.open(path, flags)
+    #endif
+}
+
+func closeFile(_ fd: Int32) {
+    #if canImport(Glibc)
+    _ = Glibc.close(fd)
+    #else
+    _ = Darwin.close(fd)
+    #endif
 }

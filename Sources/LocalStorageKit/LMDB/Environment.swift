@@ -40,6 +40,12 @@ final class Environment: @unchecked Sendable {
     /// Whether opening found the data file of a store whose creation never finished (the disk filled up
     /// while LMDB wrote its first meta pages) and started it afresh.
     let recreatedUnfinishedDataFile: Bool
+    /// What compaction at open did, when the open asked for it and had the store to itself.
+    let compactionOutcome: CompactionOutcome?
+    /// The store's own lock, held shared while the environment is open (see ``StoreOpenLock``).
+    private let openLock: StoreOpenLock
+    /// A descriptor of `lock.mdb` a compaction kept, closed only after the environment (-1 for none).
+    private let heldLockFile: Int32
 
     /// Opens (creating if needed) the environment in `directory`.
     ///
@@ -54,23 +60,48 @@ final class Environment: @unchecked Sendable {
     /// `data.mdb`.
     init(
         directory: String, mapSize: Int, maxMapSize: Int, durability: StorageDurability,
-        readOnly: Bool = false, withoutLock: Bool = false, fileMode: Int = 0o600
+        readOnly: Bool = false, withoutLock: Bool = false, fileMode: Int = 0o600,
+        compaction: CompactionRequest? = nil
     ) throws {
         let dataPath = directory.hasSuffix("/") ? directory + "data.mdb" : directory + "/data.mdb"
         let fileMode = StoreFileModes.mode(of: dataPath) ?? fileMode
-        let raw: OpaquePointer
-        do {
-            raw = try Environment.openHandle(
-                directory: directory, mapSize: mapSize, durability: durability,
-                readOnly: readOnly, withoutLock: withoutLock, fileMode: fileMode)
-            recreatedUnfinishedDataFile = false
-        } catch let error as LMDBError where error.code == MDB_INVALID {
-            guard !readOnly, Environment.emptyUnfinishedDataFile(directory: directory) else { throw error }
-            raw = try Environment.openHandle(
-                directory: directory, mapSize: mapSize, durability: durability,
-                readOnly: readOnly, withoutLock: withoutLock, fileMode: fileMode)
-            recreatedUnfinishedDataFile = true
+        let open = { () throws -> (handle: OpaquePointer, recreated: Bool) in
+            do {
+                let raw = try Environment.openHandle(
+                    directory: directory, mapSize: mapSize, durability: durability,
+                    readOnly: readOnly, withoutLock: withoutLock, fileMode: fileMode)
+                return (raw, false)
+            } catch let error as LMDBError where error.code == MDB_INVALID {
+                guard !readOnly, Environment.emptyUnfinishedDataFile(directory: directory) else { throw error }
+                let raw = try Environment.openHandle(
+                    directory: directory, mapSize: mapSize, durability: durability,
+                    readOnly: readOnly, withoutLock: withoutLock, fileMode: fileMode)
+                return (raw, true)
+            }
         }
+        // Every opener holds the store's own lock shared; compaction needs it alone (Environment+Compaction).
+        let openLock = StoreOpenLock(directory: directory, fileMode: fileMode, readOnly: readOnly)
+        let raw: OpaquePointer
+        if let compaction, !readOnly, !withoutLock, openLock.tryExclusive() {
+            let opened = try Environment.openCompacting(
+                directory: directory, mapSize: mapSize, request: compaction, open: open)
+            (raw, recreatedUnfinishedDataFile) = (opened.handle, opened.recreated)
+            (compactionOutcome, heldLockFile) = (opened.outcome, opened.lockFile)
+            do {
+                try openLock.share()
+            } catch {
+                mdb_env_close(raw)
+                closeLockFile(heldLockFile)
+                throw error
+            }
+        } else {
+            try openLock.share()
+            // No compaction runs while we hold the lock shared: a copy still here was left by a killed one.
+            if !readOnly { DataFileCompactor.removeLeftovers(directory: directory) }
+            (raw, recreatedUnfinishedDataFile) = try open()
+            (compactionOutcome, heldLockFile) = (nil, -1)
+        }
+        self.openLock = openLock
         handle = raw
         path = directory
         self.maxMapSize = max(maxMapSize, mapSize)
@@ -82,7 +113,7 @@ final class Environment: @unchecked Sendable {
     }
 
     /// Creates and opens an LMDB environment; closes it again on any failure.
-    private static func openHandle(
+    static func openHandle(
         directory: String, mapSize: Int, durability: StorageDurability,
         readOnly: Bool, withoutLock: Bool, fileMode: Int
     ) throws -> OpaquePointer {
@@ -120,36 +151,6 @@ final class Environment: @unchecked Sendable {
             throw error
         }
         return raw
-    }
-
-    /// Empties `directory`'s `data.mdb` when it is what an interrupted creation leaves: shorter than two
-    /// meta pages, and either too short to hold one meta page or holding a meta page with LMDB's magic
-    /// number and transaction id 0 (nothing committed). Returns whether it did.
-    static func emptyUnfinishedDataFile(directory: String) -> Bool {
-        let dataPath = directory.hasSuffix("/") ? directory + "data.mdb" : directory + "/data.mdb"
-        let fd = openFile(dataPath, O_RDWR)
-        guard fd >= 0 else { return false }
-        defer { closeFile(fd) }
-        var file = stat()
-        guard fstat(fd, &file) == 0 else { return false }
-        // LMDB's meta page: a 16-byte page header, then MDB_meta: magic (UInt32) at 16, the page size in
-        // the free database's md_pad at 40, the transaction id at 144.
-        let header = 152
-        let length = Int(file.st_size)
-        guard length >= header else { return false }
-        var bytes = [UInt8](repeating: 0, count: header)
-        guard pread(fd, &bytes, header, 0) == header else { return false }
-        func load32(_ offset: Int) -> UInt32 {
-            bytes.withUnsafeBytes { UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: offset, as: UInt32.self)) }
-        }
-        func load64(_ offset: Int) -> UInt64 {
-            bytes.withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(fromByteOffset: offset, as: UInt64.self)) }
-        }
-        let pageSize = Int(load32(40))
-        guard load32(16) == 0xBEEF_C0DE, load64(144) == 0, pageSize >= 512,
-            length < 2 * pageSize
-        else { return false }
-        return ftruncate(fd, 0) == 0
     }
 
     /// `code`, or `ENOSPC` when it is an `EIO` and the file system holding `path` is (nearly) full: LMDB
@@ -226,6 +227,8 @@ final class Environment: @unchecked Sendable {
             return pool
         }) { mdb_txn_abort(txn.handle) }
         mdb_env_close(handle)
+        closeLockFile(heldLockFile)
+        openLock.release()
     }
 
     /// The current size of the memory map in bytes.
@@ -355,21 +358,4 @@ final class Environment: @unchecked Sendable {
             }
         }
     }
-}
-
-/// `open(2)` and `close(2)`, out of reach of ``Environment``'s own `close()`.
-private func openFile(_ path: String, _ flags: Int32) -> Int32 {
-    #if canImport(Glibc)
-    Glibc.open(path, flags)
-    #else
-    Darwin.open(path, flags)
-    #endif
-}
-
-private func closeFile(_ fd: Int32) {
-    #if canImport(Glibc)
-    _ = Glibc.close(fd)
-    #else
-    _ = Darwin.close(fd)
-    #endif
 }

@@ -51,11 +51,90 @@ extension StoreMaintenance {
             compactedBytes: try Self.fileSize(outputFile), verify: try copy.verify(progress: progress))
     }
 
+<<<<<<< HEAD
     /// The size of a file in bytes.
     ///
     /// - Throws: ``LocalStorageError`` when the file system cannot say (the report would otherwise show 0).
     private static func fileSize(_ url: URL) throws -> Int {
         let attributes = try mappingErrors { try FileManager.default.attributesOfItem(atPath: url.path) }
         return (attributes[.size] as? NSNumber)?.intValue ?? 0
+=======
+    /// The size of a file in bytes, 0 when it cannot be read.
+    static func fileSize(_ url: URL) -> Int {
+        let attributes = try? FileManager.default.attributesOfItem(atPath: url.path)
+        return (attributes?[.size] as? NSNumber)?.intValue ?? 0
+>>>>>>> compaction
+    }
+}
+
+/// What `compact` without `--output` did: the data file's size before and after it was compacted in place.
+@_spi(Maintenance) public struct CompactInPlaceReport: Codable, Sendable {
+    /// The store directory.
+    public var path: String
+    /// The data file's size before, in bytes.
+    public var originalBytes: Int
+    /// The data file's size after, in bytes.
+    public var compactedBytes: Int
+    /// The free fraction before (see ``StoreStatistics/freeFraction``).
+    public var freeFraction: Double
+}
+
+extension StoreMaintenance {
+    /// Compacts the store in `directory` in place, as `compaction: .onOpen(whenFreeFractionExceeds:)` does
+    /// when a store opens: a compacted copy beside the data file, made durable, swapped in atomically.
+    ///
+    /// Only while no process (this one included) has the store open; a kill at any moment leaves a store
+    /// that opens with every committed record.
+    /// - Throws: ``MaintenanceError/noStore(path:)``, ``MaintenanceError/readOnly(path:)``,
+    ///   ``LocalStorageError/storageError(code:message:)`` with `EBUSY` while a process has the store open,
+    ///   `openFailed` for a file that is not one of our stores, or the failure of the copy (the store is then
+    ///   unchanged).
+    public static func compactInPlace(directory: URL) throws -> CompactInPlaceReport {
+        let directory = storeDirectory(named: directory)
+        guard FileManager.default.fileExists(atPath: directory.appendingPathComponent("data.mdb").path) else {
+            throw MaintenanceError.noStore(path: directory.path)
+        }
+        if readOnlyLock(directory) != nil { throw MaintenanceError.readOnly(path: directory.path) }
+        let busy = "`compact --output DIR` writes a compacted copy while the store is in use"
+        try StoreInUse.check(directory, doing: "compact in place (\(busy))")
+        let defaults = LocalStorageConfiguration()
+        func open(_ compaction: Environment.CompactionRequest?) throws -> Environment {
+            try mappingErrors {
+                try Environment(
+                    directory: directory.path, mapSize: defaults.mapSize, maxMapSize: defaults.maxMapSize,
+                    durability: .full, compaction: compaction)
+            }
+        }
+        // Never rewrite another program's LMDB environment.
+        let plain = try open(nil)
+        let isStore = try mappingErrors {
+            try plain.readCommitted { try $0.openDatabase("meta", create: false) != nil }
+        }
+        plain.close()
+        guard isStore else {
+            throw LocalStorageError.openFailed(
+                path: directory.path, reason: "not a LocalStorageKit store (it has no meta database)")
+        }
+        let environment = try open(Environment.CompactionRequest(threshold: -1))
+        defer { environment.close() }
+        switch environment.compactionOutcome {
+        case .compacted(let fraction, let before, let after):
+            return CompactInPlaceReport(
+                path: directory.path, originalBytes: before, compactedBytes: after, freeFraction: fraction)
+        case .notNeeded(let fraction):
+            let size = fileSize(directory.appendingPathComponent("data.mdb"))
+            return CompactInPlaceReport(
+                path: directory.path, originalBytes: size, compactedBytes: size, freeFraction: fraction)
+        case .skipped(_, let reason):
+            throw LocalStorageError.storageError(
+                code: EBUSY, message: "cannot compact \(directory.path) in place: \(reason); \(busy)")
+        case .failed(_, let reason):
+            throw LocalStorageError.storageError(
+                code: EIO, message: "cannot compact \(directory.path), it is unchanged: \(reason)")
+        case nil:
+            throw LocalStorageError.storageError(
+                code: EBUSY,
+                message: "cannot compact \(directory.path) in place: another process has the store open; \(busy)")
+        }
     }
 }

@@ -17,11 +17,20 @@ extension StoreMaintenance {
                 free: try txn.freePageCount(), branch: main.branchPages, leaf: main.leafPages,
                 overflow: main.overflowPages)
             var types: [StoreStatistics.TypeStatistics] = []
+            var databases = [
+                StoreStatistics.Database(name: "(main)", main),
+                .init(name: "(free pages)", try txn.statistics(.freePages)),
+                .init(name: "meta", try txn.statistics(meta)),
+            ]
+            if let changes = core?.changeLog.database {
+                databases.append(.init(name: ChangeLog.name, try txn.statistics(changes)))
+            }
             for type in catalog.sortedTypes {
                 let schema = type.schema
                 var typePages = 0
-                for dbi in StoreMaintenance.databases(of: schema).map(\.dbi) {
+                for (role, dbi) in StoreMaintenance.databases(of: schema) {
                     let stat = try txn.statistics(dbi)
+                    databases.append(.init(name: "\(schema.name)/\(role.name)", stat))
                     pages.branch += stat.branchPages
                     pages.leaf += stat.leafPages
                     pages.overflow += stat.overflowPages
@@ -60,6 +69,7 @@ extension StoreMaintenance {
                 pageSize: main.pageSize, pages: pages, readersInUse: try environment.readersInUse(),
                 maxReaders: info.maxReaders, lastTransactionID: info.lastTransactionID, types: types)
             statistics.addTotals(fileBytes: try environment.dataFileSize())
+            statistics.databases = databases.sorted { ($0.pages, $1.name) > ($1.pages, $0.name) }
             return statistics
         }
     }
@@ -76,5 +86,31 @@ extension StoreStatistics {
         mapFreeBytes = max(0, mapSize - mapUsedBytes)
         self.fileBytes = fileBytes
         reclaimableBytes = pages.free * pageSize
+        let filePages = max(pages.used, fileBytes / max(1, pageSize))
+        freeFraction =
+            Environment.FreeSpace(filePages: filePages, freePages: min(filePages, pages.free + filePages - pages.used))
+            .fraction
+    }
+}
+
+extension StoreStatistics.Database {
+    /// The figures `mdb_stat` gives for the database called `name`.
+    init(name: String, _ stat: DatabaseStatistics) {
+        self.init(
+            name: name, depth: stat.depth, branchPages: stat.branchPages, leafPages: stat.leafPages,
+            overflowPages: stat.overflowPages, entries: stat.entries)
+    }
+}
+
+extension StoreMaintenance.Role {
+    /// The database's name in ``StoreStatistics/databases``, after its type's.
+    var name: String {
+        switch self {
+        case .records: "records"
+        case .updated: "updated"
+        case .expiry: "expiry"
+        case .signatures: "signatures"
+        case .index(let index): "index \(index.name)"
+        }
     }
 }

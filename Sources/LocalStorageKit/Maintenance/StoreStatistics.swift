@@ -26,6 +26,26 @@
         public var entries: Int
     }
 
+    /// One database of the store: its pages, tree depth and entries (`mdb_stat`).
+    public struct Database: Codable, Sendable {
+        /// `Type/records`, `Type/updated`, `Type/expiry`, `Type/signatures`, `Type/index NAME`, or a store-wide
+        /// database: `meta`, `changes`, `(main)` (the names of the others), `(free pages)` (LMDB's free list).
+        public var name: String
+        /// Levels of its B-tree.
+        public var depth: Int
+        /// Branch pages.
+        public var branchPages: Int
+        /// Leaf pages.
+        public var leafPages: Int
+        /// Overflow pages (values too large for a leaf).
+        public var overflowPages: Int
+        /// Entries.
+        public var entries: Int
+
+        /// Every page of the database.
+        public var pages: Int { branchPages + leafPages + overflowPages }
+    }
+
     /// One stored type.
     public struct TypeStatistics: Codable, Sendable {
         /// The type's storage name.
@@ -83,8 +103,13 @@
     public var mapUsedBytes: Int = 0
     /// Bytes of the map not holding data: never written, or free pages (`mapFreeBytes`).
     public var mapFreeBytes: Int = 0
-    /// The size of the data file on disk (an LMDB file never shrinks by itself).
+    /// The size of the data file on disk (an LMDB file never shrinks by itself, unless compacted).
     public var fileBytes: Int = 0
     /// Bytes of the data file in free pages: what a `compact` gives back (about; it also packs pages).
     public var reclaimableBytes: Int = 0
+    /// The data file's free pages (on LMDB's free list, or past the last page written) over all its pages:
+    /// the figure `compaction: .onOpen(whenFreeFractionExceeds:)` compares with its threshold.
+    public var freeFraction: Double = 0
+    /// The pages, depth and entries of each database the store knows, largest first.
+    public var databases: [Database] = []
 }

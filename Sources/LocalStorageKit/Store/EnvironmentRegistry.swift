@@ -119,7 +119,7 @@ enum EnvironmentRegistry {
     @discardableResult
     private static func removeInMemoryFiles(_ directory: URL) -> String? {
         var problems: [String] = []
-        for name in ["data.mdb", "lock.mdb"] {
+        for name in ["data.mdb", "lock.mdb", StoreOpenLock.fileName] {
             let path = directory.appendingPathComponent(name).path
             if unlink(path) != 0 && errno != ENOENT {
                 problems.append("\(name): \(String(cString: strerror(errno)))")

@@ -49,7 +49,8 @@ final class StoreCore: Sendable {
             environment = try Environment(
                 directory: directory.path, mapSize: configuration.mapSize,
                 maxMapSize: configuration.maxMapSize, durability: durability,
-                fileMode: configuration.filePermissions)
+                fileMode: configuration.filePermissions,
+                compaction: StoreCore.compactionRequest(configuration, directory))
         } catch {
             throw LocalStorageError.openFailed(path: directory.path, reason: StoreCore.explain(error))
         }
@@ -111,6 +112,7 @@ final class StoreCore: Sendable {
             writer: writer, meta: meta, interval: configuration.expirySweepInterval,
             logger: configuration.logger, clock: configuration.clock)
         logger?.log(level: .info, message: "Opened store", metadata: ["path": directory.path])
+        if let outcome = environment.compactionOutcome { StoreCore.log(outcome, logger: logger, directory: directory) }
         if environment.recreatedUnfinishedDataFile {
             logger?.log(
                 level: .warning,

@@ -23,11 +23,7 @@ enum StoreInUse {
         let descriptor = open(lockFile, O_RDWR)
         guard descriptor >= 0 else { return }  // No lock file (or not ours to write): nobody registered in it.
         defer { close(descriptor) }
-        var lock = flock()
-        lock.l_type = Int16(F_WRLCK)
-        lock.l_whence = Int16(SEEK_SET)
-        lock.l_start = 0
-        lock.l_len = 1
+        var lock = LMDBLockFile.firstByte(F_WRLCK)
         guard fcntl(descriptor, F_GETLK, &lock) == 0 else {
             throw LocalStorageError.storageError(
                 code: errno, message: "cannot \(what) \(directory.path): its lock file cannot be checked")

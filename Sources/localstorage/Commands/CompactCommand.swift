@@ -1,20 +1,37 @@
 import Foundation
 @_spi(Maintenance) import LocalStorageKit
 
-/// `compact --output DIR`: a compacted copy of the store, then `verify` on the copy.
+/// `compact`: the store compacted in place, when no process has it open; `compact --output DIR`: a compacted
+/// copy of the store, then `verify` on the copy.
 enum CompactCommand: Command {
     static let name = "compact"
-    static let synopsis = "compact --output DIR"
-    static let summary = "Writes a compacted copy of the store into DIR, then verifies the copy."
+    static let synopsis = "compact [--output DIR]"
+    static let summary =
+        "Gives the store's free pages back to the disk: in place, or as a compacted copy in DIR; "
+        + "reports the sizes before and after."
     static let details = """
-          --output DIR   where the copy goes (created; must not hold a store yet): the copy is the
-                         store of an app whose databaseDirectory is DIR, in DIR/LocalStorage, and
-                         --store DIR names it
+        Without --output the data file is rewritten without its free pages and swapped in atomically (the \
+        store keeps its file mode); only while no process has the store open (exit 1 otherwise). A kill at \
+        any moment leaves a store that opens with every committed record. Apps can have this done at open: \
+        compaction: .onOpen(whenFreeFractionExceeds:); `stats` shows the free fraction.
+          --output DIR   write a compacted copy instead (created; must not hold a store yet), then verify
+                         it; works while apps have the store open: the copy is the store of an app whose
+                         databaseDirectory is DIR, in DIR/LocalStorage, and --store DIR names it
         """
     static let spec = ArgumentSpec(options: ["output"])
 
-    static func validate(_ arguments: ParsedArguments) throws(UsageError) {
-        guard arguments.value("output") != nil else { throw UsageError("compact needs --output DIR") }
+    /// Compacts the store in `directory` in place (no `--output`), before anything opens it.
+    static func runInPlace(directory: URL, output: Output) throws -> Int32 {
+        let report = try StoreMaintenance.compactInPlace(directory: directory)
+        if output.isJSON {
+            try output.json(report)
+        } else {
+            output.line(
+                "Compacted \(report.path) in place: \(Output.bytes(report.originalBytes))"
+                    + " → \(Output.bytes(report.compactedBytes)) (free fraction was "
+                    + "\(Int((report.freeFraction * 100).rounded()))%).")
+        }
+        return 0
     }
 
     static func run(_ arguments: ParsedArguments, store: StoreMaintenance, output: Output) async throws -> Int32 {

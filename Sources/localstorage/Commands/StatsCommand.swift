@@ -1,3 +1,4 @@
+import Foundation
 @_spi(Maintenance) import LocalStorageKit
 
 /// `stats`: map size and use, pages, readers, the data file and the free pages a `compact` gives back, the
@@ -10,7 +11,9 @@ enum StatsCommand: Command {
         + "per type and in all."
     static let details = """
         An LMDB data file never shrinks by itself: pages freed by deletes are reused by later writes. "Free \
-        pages" is how much of the file a `compact` would give back. Evictions, memory-tier hits and limits \
+        pages" is how much of the file a `compact` would give back, "Free" the same as a fraction of the file \
+        (what compaction at open compares with its threshold); "Databases" lists the pages, B-tree depth and \
+        entries of each database (mdb_stat). Evictions, memory-tier hits and limits \
         belong to the app's process (LocalStorage.statistics()), not to the file.
         """
     static let spec = ArgumentSpec()
@@ -33,11 +36,24 @@ enum StatsCommand: Command {
         output.line(
             "File      \(Output.bytes(stats.fileBytes)) on disk; \(Output.bytes(stats.reclaimableBytes)) in"
                 + " free pages (\(pages.free) pages) a compact would give back")
+        output.line(
+            "Free      \(percent(stats.freeFraction)) of the file is free pages (free fraction"
+                + " \(String(format: "%.3f", stats.freeFraction)), what compaction at open compares with its threshold)"
+        )
         output.line("Readers   \(stats.readersInUse) in use of \(stats.maxReaders)")
         output.line("Last txn  \(stats.lastTransactionID)")
         output.line(
             "Total     \(stats.records) records, payloads \(Output.bytes(stats.payloadBytes)),"
                 + " \(stats.expired) expired, \(stats.types.count) types")
+        output.line()
+        output.line("Databases (pages, depth, entries; largest first):")
+        let width = stats.databases.map(\.name.count).max() ?? 0
+        for database in stats.databases {
+            output.line(
+                "  \(database.name.padding(toLength: width, withPad: " ", startingAt: 0))  \(database.pages) pages"
+                    + " (\(database.branchPages) branch, \(database.leafPages) leaf, \(database.overflowPages) overflow),"
+                    + " depth \(database.depth), \(database.entries) entries")
+        }
         for type in stats.types {
             output.line()
             output.line(
@@ -55,4 +71,7 @@ enum StatsCommand: Command {
         }
         return 0
     }
+
+    /// `fraction` as a whole percentage.
+    private static func percent(_ fraction: Double) -> String { "\(Int((fraction * 100).rounded()))%" }
 }

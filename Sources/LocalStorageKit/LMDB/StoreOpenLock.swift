@@ -1,0 +1,76 @@
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The store's own "who has it open" lock: `flock(2)` on `compaction.lock` beside `data.mdb`.
+///
+/// Every process that opens the store holds it shared for as long as it has the environment open;
+/// compaction at open takes it exclusively (without waiting), so it runs only when no other process of
+/// the library has the store open, and nobody opens the store while the data file is swapped: an opener
+/// waits for the shared lock until the compaction is over. The file holds nothing; its descriptor is
+/// close-on-exec, so child processes do not inherit the lock.
+///
+/// A process that cannot create the file (a read-only folder) takes the lock when the file exists and goes
+/// without it otherwise; a process that compacts always creates the file first.
+final class StoreOpenLock: Sendable {
+    /// The name of the lock file in the store folder.
+    static let fileName = "compaction.lock"
+
+    /// The lock file's descriptor, -1 when there is none or it was released.
+    private let file: Mutex<Int32>
+
+    /// Opens (creating, unless `readOnly`, with `fileMode`) the lock file of the store in `directory`. No
+    /// lock is taken yet.
+    init(directory: String, fileMode: Int, readOnly: Bool) {
+        let path = directory.hasSuffix("/") ? directory + Self.fileName : directory + "/" + Self.fileName
+        var descriptor: Int32 = -1
+        if !readOnly {
+            descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, mode_t(fileMode))
+            // Created through the umask: give it the store's mode (an existing file of another owner keeps its own).
+            if descriptor >= 0 { StoreFileModes.setMode(path, fileMode) }
+        }
+        if descriptor < 0 { descriptor = open(path, O_RDONLY | O_CLOEXEC) }
+        file = Mutex(descriptor)
+    }
+
+    deinit { release() }
+
+    /// Whether there is a lock file to lock.
+    var isUsable: Bool { file.withLock { $0 } >= 0 }
+
+    /// Takes the lock exclusively if no other open file holds it; returns whether it did.
+    func tryExclusive() -> Bool {
+        let descriptor = file.withLock { $0 }
+        guard descriptor >= 0 else { return false }
+        while true {
+            if flock(descriptor, LOCK_EX | LOCK_NB) == 0 { return true }
+            if errno != EINTR { return false }
+        }
+    }
+
+    /// Takes the lock shared (or turns the exclusive lock into a shared one), waiting while another process
+    /// compacts the store. Does nothing without a lock file.
+    ///
+    /// - Throws: ``LMDBError`` with the system's error when the lock cannot be taken.
+    func share() throws {
+        let descriptor = file.withLock { $0 }
+        guard descriptor >= 0 else { return }
+        while flock(descriptor, LOCK_SH) != 0 {
+            let code = errno
+            if code != EINTR { throw LMDBError(code: code, call: "flock", caller: "StoreOpenLock.share()") }
+        }
+    }
+
+    /// Lets go of the lock and closes the file; later calls do nothing.
+    func release() {
+        let descriptor = file.withLock { descriptor in
+            defer { descriptor = -1 }
+            return descriptor
+        }
+        if descriptor >= 0 { close(descriptor) }
+    }
+}

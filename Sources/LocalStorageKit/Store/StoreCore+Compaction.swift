@@ -1,0 +1,51 @@
+import Foundation
+
+/// Compaction at open (``LocalStorageConfiguration/compaction``): what the store asks of its environment,
+/// and what it logs.
+extension StoreCore {
+    /// The compaction `configuration` asks for, nil for none (an in-memory store never compacts). Each
+    /// stage of a compaction is logged at debug level with its name in the `step` metadata.
+    static func compactionRequest(
+        _ configuration: LocalStorageConfiguration, _ directory: URL
+    ) -> Environment.CompactionRequest? {
+        guard !configuration.isInMemory, let threshold = configuration.compaction.freeFraction else { return nil }
+        let logger = configuration.logger
+        let path = directory.path
+        return Environment.CompactionRequest(threshold: threshold) { step in
+            logger?.log(
+                level: .debug, message: "Compacting the store: \(step)", metadata: ["path": path, "step": step])
+        }
+    }
+
+    /// Logs what compaction at open did: a compaction and a failure always, a skip and no need at debug level.
+    static func log(_ outcome: CompactionOutcome, logger: (any StorageLogger)?, directory: URL) {
+        guard let logger else { return }
+        let path = directory.path
+        switch outcome {
+        case .notNeeded(let fraction):
+            logger.log(
+                level: .debug, message: "Compaction not needed",
+                metadata: ["path": path, "freeFraction": fraction.formatted3])
+        case .skipped(let fraction, let reason):
+            logger.log(
+                level: .info, message: "Compaction skipped: \(reason)",
+                metadata: ["path": path, "freeFraction": fraction.formatted3])
+        case .failed(let fraction, let reason):
+            logger.log(
+                level: .warning, message: "Compaction failed, the store is unchanged: \(reason)",
+                metadata: ["path": path, "freeFraction": fraction.formatted3])
+        case .compacted(let fraction, let before, let after):
+            logger.log(
+                level: .info, message: "Compacted the store",
+                metadata: [
+                    "path": path, "freeFraction": fraction.formatted3, "bytesBefore": "\(before)",
+                    "bytesAfter": "\(after)",
+                ])
+        }
+    }
+}
+
+extension Double {
+    /// The value with three decimals, for log metadata.
+    fileprivate var formatted3: String { String(format: "%.3f", self) }
+}

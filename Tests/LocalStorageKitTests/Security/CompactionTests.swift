@@ -1,0 +1,154 @@
+import Foundation
+import LocalStorageTestSupport
+import Testing
+
+@testable import LocalStorageKit
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// `compaction: .onOpen(whenFreeFractionExceeds:)`: a store that shrank gives its disk back when it opens
+/// alone, keeps every record and its file mode, and is left alone while another process has it open or while
+/// it has little free space.
+@Suite struct CompactionTests {
+    @Test func openingAStoreThatShrankGivesItsFreePagesBack() async throws {
+        var store = ShrinkingStore(seed: 0xC0_4AC7)
+        try await store.grow(3000, prefix: "a", thenDelete: 0.9)
+        let before = store.dataFileIdentity
+        let logger = CapturingLogger()
+        try await withStore(store.configuration(compaction: .onOpen(whenFreeFractionExceeds: 0.5), logger: logger)) {
+            storage async throws in
+            #expect(try await store.differences(storage).isEmpty)
+        }
+        let after = store.dataFileIdentity
+        #expect(after.size * 3 < before.size, "the file should have shrunk: \(before.size) → \(after.size) bytes")
+        #expect(after.inode != before.inode, "the data file should have been replaced")
+        #expect(logger.all.contains { $0.contains("Compacted the store") && $0.contains("bytesBefore=\(before.size)") })
+        #expect(StoreFileModes.mode(of: store.dataFile.path) == 0o600)
+        #expect(!FileManager.default.fileExists(atPath: store.leftover.path))
+
+        // Written to again, and opened again: nothing to give back now, the file stays.
+        try await store.grow(200, prefix: "b", thenDelete: 0)
+        let grown = store.dataFileIdentity
+        try await withStore(store.configuration(compaction: .onOpen(whenFreeFractionExceeds: 0.5))) {
+            storage async throws in
+            #expect(try await store.differences(storage).isEmpty)
+        }
+        #expect(store.dataFileIdentity == grown)
+    }
+
+    @Test func theCompactedFileKeepsTheStoresMode() async throws {
+        var store = ShrinkingStore(seed: 7)
+        var configuration = store.configuration()
+        configuration.filePermissions = 0o640
+        try await withStore(configuration) { storage in try await storage.save(StressRecord.make(id: "x", sequence: 1))
+        }
+        try await store.grow(1500, prefix: "a", thenDelete: 0.95)
+        store.model["x"] = StressRecord.make(id: "x", sequence: 1)
+        let before = store.dataFileIdentity
+        configuration.compaction = .onOpen(whenFreeFractionExceeds: 0.5)
+        try await withStore(configuration) { storage async throws in
+            #expect(try await store.differences(storage).isEmpty)
+        }
+        #expect(store.dataFileIdentity.inode != before.inode)
+        #expect(StoreFileModes.mode(of: store.dataFile.path) == 0o640)
+        #expect(StoreFileModes.mode(of: store.files.appendingPathComponent(StoreOpenLock.fileName).path) == 0o640)
+    }
+
+    @Test func aStoreWithLittleFreeSpaceIsNotCompacted() async throws {
+        var store = ShrinkingStore(seed: 11)
+        try await store.grow(2000, prefix: "a", thenDelete: 0.1)
+        let before = store.dataFileIdentity
+        let logger = CapturingLogger()
+        var configuration = store.configuration(compaction: .onOpen(whenFreeFractionExceeds: 0.5), logger: logger)
+        configuration.logger = logger
+        try await withStore(configuration) { storage async throws in
+            #expect(try await store.differences(storage).isEmpty)
+        }
+        #expect(store.dataFileIdentity == before, "the data file should be untouched")
+        #expect(logger.all.contains { $0.contains("Compaction not needed") })
+        #expect(!logger.all.contains { $0.contains("Compacted") })
+        // The default never compacts, however much is free.
+        try await store.grow(0, prefix: "none", thenDelete: 0.95)
+        let shrunk = store.dataFileIdentity
+        try await withStore(store.configuration()) { storage async throws in
+            #expect(try await store.differences(storage).isEmpty)
+        }
+        #expect(store.dataFileIdentity == shrunk)
+    }
+
+    /// Another process of the library (it holds the store's own lock), and then a process that holds only
+    /// LMDB's lock on `lock.mdb`: neither may see the file swapped under it.
+    @Test func compactionWaitsUntilNoOtherProcessHasTheStoreOpen() async throws {
+        var store = ShrinkingStore(seed: 23)
+        try await store.grow(3000, prefix: "a", thenDelete: 0.9)
+        let before = store.dataFileIdentity
+        let compacting = store.configuration(compaction: .onOpen(whenFreeFractionExceeds: 0.5))
+
+        let app = try HelperProcess(["overwrite", store.directory.path], withInput: true)
+        try await app.waitForLine("ready") { $0 == "ready" }
+        try await withStore(compacting) { storage async throws in #expect(try await store.differences(storage).isEmpty)
+        }
+        #expect(store.dataFileIdentity == before, "compacted while another process had the store open")
+        #expect(try await app.ask("save other-1 1") == "ok")
+        await app.kill()
+        store.model["other-1"] = StressRecord.make(id: "other-1", sequence: 1)
+
+        let lockHolder = try HelperProcess(["hold-lock", store.files.appendingPathComponent("lock.mdb").path])
+        try await lockHolder.waitForLine("locked") { $0 == "locked" }
+        let logger = CapturingLogger()
+        var configuration = compacting
+        configuration.logger = logger
+        try await withStore(configuration) { storage async throws in
+            #expect(try await store.differences(storage).isEmpty)
+        }
+        #expect(store.dataFileIdentity.inode == before.inode, "compacted while a process held LMDB's lock")
+        #expect(logger.all.contains { $0.contains("Compaction skipped") && $0.contains("another process") })
+        await lockHolder.kill()
+
+        // A process reading with plain LMDB: seen in the reader table before the store is closed to compact.
+        let reader = try HelperProcess(["hold-readers", store.files.path, "1"])
+        try await reader.waitForLine("holding") { $0.hasPrefix("holding") }
+        let readerLogger = CapturingLogger()
+        configuration.logger = readerLogger
+        try await withStore(configuration) { storage async throws in
+            #expect(try await store.differences(storage).isEmpty)
+        }
+        #expect(store.dataFileIdentity.inode == before.inode, "compacted while a process was reading")
+        #expect(
+            readerLogger.all.contains { $0.contains("pid \(reader.processIdentifier)") && $0.contains("reader table") },
+            "\(readerLogger.all.filter { $0.contains("Compaction") })")
+        await reader.kill()
+
+        // Alone at last.
+        try await withStore(compacting) { storage async throws in #expect(try await store.differences(storage).isEmpty)
+        }
+        #expect(store.dataFileIdentity.size * 3 < before.size)
+    }
+
+    /// A process that compacts while this one has the store open would swap the file under it: this
+    /// process's open store keeps another from compacting, and a child's compaction is seen by the
+    /// next open here.
+    @Test func aChildProcessCompactsOnlyWhenThisProcessHasClosedTheStore() async throws {
+        var store = ShrinkingStore(seed: 31)
+        try await store.grow(3000, prefix: "a", thenDelete: 0.9)
+        let before = store.dataFileIdentity
+        try await withStore(store.configuration()) { storage async throws in
+            let child = try HelperProcess(["compact-open", store.directory.path, "0.5"])
+            #expect(await child.waitForExit() == 0, "\(child.lines)")
+            #expect(!child.lines.contains { $0.hasPrefix("step") }, "\(child.lines)")
+            #expect(store.dataFileIdentity == before)
+            #expect(try await store.differences(storage).isEmpty)
+        }
+        let child = try HelperProcess(["compact-open", store.directory.path, "0.5"])
+        #expect(await child.waitForExit() == 0, "\(child.lines)")
+        #expect(child.lines.contains("step folder synced"), "\(child.lines)")
+        #expect(store.dataFileIdentity.size * 3 < before.size)
+        try await withStore(store.configuration()) { storage async throws in
+            #expect(try await store.differences(storage).isEmpty)
+        }
+    }
+}
