@@ -51,19 +51,12 @@ extension StoreMaintenance {
             compactedBytes: try Self.fileSize(outputFile), verify: try copy.verify(progress: progress))
     }
 
-<<<<<<< HEAD
     /// The size of a file in bytes.
     ///
     /// - Throws: ``LocalStorageError`` when the file system cannot say (the report would otherwise show 0).
-    private static func fileSize(_ url: URL) throws -> Int {
+    static func fileSize(_ url: URL) throws -> Int {
         let attributes = try mappingErrors { try FileManager.default.attributesOfItem(atPath: url.path) }
         return (attributes[.size] as? NSNumber)?.intValue ?? 0
-=======
-    /// The size of a file in bytes, 0 when it cannot be read.
-    static func fileSize(_ url: URL) -> Int {
-        let attributes = try? FileManager.default.attributesOfItem(atPath: url.path)
-        return (attributes?[.size] as? NSNumber)?.intValue ?? 0
->>>>>>> compaction
     }
 }
 
@@ -122,7 +115,7 @@ extension StoreMaintenance {
             return CompactInPlaceReport(
                 path: directory.path, originalBytes: before, compactedBytes: after, freeFraction: fraction)
         case .notNeeded(let fraction):
-            let size = fileSize(directory.appendingPathComponent("data.mdb"))
+            let size = try fileSize(directory.appendingPathComponent("data.mdb"))
             return CompactInPlaceReport(
                 path: directory.path, originalBytes: size, compactedBytes: size, freeFraction: fraction)
         case .skipped(_, let reason):
