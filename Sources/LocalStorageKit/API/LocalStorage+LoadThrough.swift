@@ -127,6 +127,11 @@ extension LocalStorage {
                     leaseKey, token: token, refreshing: refreshing, key: key, schema: schema,
                     timeout: policy.loadTimeout)
             else { continue }
+            if let tier = sharedTier {  // One load among the instances too (Loading/LocalStorage+SharedLoad.swift).
+                return try await loadShared(
+                    T.self, id: id, name: name, key: key, leaseKey: leaseKey, token: token, schema: schema,
+                    policy: policy, refreshing: refreshing, tier: tier, load: load)
+            }
             return try await runLoad(
                 T.self, id: id, name: name, key: key, leaseKey: leaseKey, token: token, schema: schema,
                 policy: policy, refreshing: refreshing, load: load)
