@@ -126,6 +126,7 @@ extension SharedTier {
             let key = Array(change.id.utf8)
             guard !key.isEmpty, key.count <= 511 else { return }
             context.log(schema, .touched, id: key)
+            context.publish(PublishedChange(typeName: schema.name, kind: .touched))
         default:
             return
         }
