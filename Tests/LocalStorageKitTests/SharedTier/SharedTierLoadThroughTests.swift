@@ -11,24 +11,10 @@ import Testing
 struct SharedTierLoadThroughTests {
     let tier = SharedTestServer.configuration()
 
-    /// A store on disk in a fresh directory whose shared tier is `tier`, once it is in sync.
-    private func instance() async throws -> LocalStorage {
-        var configuration = diskConfiguration()
-        var tier = tier
-        tier.maxStaleness = .seconds(30)  // a loaded machine must not make it stale (not what these tests check)
-        configuration.sharedTier = tier
-        configuration.liveQueryCoalescing = .milliseconds(5)
-        let storage = try LocalStorage(configuration: configuration)
-        _ = try await waitUntil { storage.sharedTier.map { $0.phase == .live } ?? false }
-        return storage
-    }
+    private func instance() async throws -> LocalStorage { try await diskSharedStore(tier) }
 
-    /// What the server's lease key of Product `id` holds, read with `storage`'s connection.
     private static func serverLease(_ storage: LocalStorage, id: String) async throws -> SharedTierLease? {
-        let tier = try #require(storage.sharedTier)
-        let name = try await storage.core.schema(for: Product.self).name
-        let reply = try await tier.connection.call([Array("GET".utf8), tier.leaseKey(type: name, id: Array(id.utf8))])
-        return reply.bytes.flatMap(SharedTierLease.init)
+        try await serverLeaseOf(Product.self, id: id, in: storage)
     }
 
     private static func product(_ id: String, _ title: String) -> Product {
@@ -172,7 +158,11 @@ struct SharedTierLoadThroughTests {
                 }
             }
         }
-        try await eventually("B's callers waiting") { b.core.loads.waiterCount == 5 }
+        // B's load waits on A's lease: it watches for its end (a second watch, besides the one for this
+        // store's lease).
+        try await eventually("B waiting on A's lease") {
+            b.core.loads.waiterCount == 5 && b.core.hub.subscriberCount == 2
+        }
         failing.open()
         let outcome = await onA.result
         #expect(throws: CatalogError(code: 503)) { try outcome.get() }
@@ -180,6 +170,26 @@ struct SharedTierLoadThroughTests {
         #expect(gate.loads == 1)
         #expect(afterFailure.value.withLock { $0 } == true)  // B loaded only once A's load had failed
     }
+}
+
+/// A store on disk in a fresh directory whose shared tier is `tier`, once it is in sync.
+func diskSharedStore(_ tier: SharedTierConfiguration) async throws -> LocalStorage {
+    var configuration = diskConfiguration()
+    var tier = tier
+    tier.maxStaleness = .seconds(30)  // a loaded machine must not make it stale (not what these tests check)
+    configuration.sharedTier = tier
+    configuration.liveQueryCoalescing = .milliseconds(5)
+    let storage = try LocalStorage(configuration: configuration)
+    _ = try await waitUntil { storage.sharedTier.map { $0.phase == .live } ?? false }
+    return storage
+}
+
+/// What the server's lease key of the record `id` of `T` holds, read with `storage`'s connection.
+func serverLeaseOf<T: LocalStorable>(_ type: T.Type, id: String, in storage: LocalStorage) async throws -> SharedTierLease? {
+    let tier = try #require(storage.sharedTier)
+    let name = try await storage.core.schema(for: T.self).name
+    let reply = try await tier.connection.call([Array("GET".utf8), tier.leaseKey(type: name, id: Array(id.utf8))])
+    return reply.bytes.flatMap(SharedTierLease.init)
 }
 
 /// A value a test's loader notes, for the test to check afterwards.
