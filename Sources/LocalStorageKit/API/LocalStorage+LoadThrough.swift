@@ -18,7 +18,7 @@ extension LocalStorage {
         let name = try StorageKey.string(for: id)
         let key = try RecordWriter.key(for: name)
         let schema = try await core.schema(for: T.self)
-        if sharedTier != nil, let value = try await fetch(T.self, id: name) { return value }
+        if sharedTier != nil, policy.refreshAfter == nil, let value = try await fetch(T.self, id: name) { return value }
         let look = try await self.look(T.self, id: name, key: key, schema: schema)
         let now = core.clock.wallNanoseconds()
         if let value = look.value {

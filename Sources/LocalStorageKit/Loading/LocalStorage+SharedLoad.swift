@@ -48,6 +48,8 @@ extension LocalStorage {
                 }
                 // The server's record is not live for this store's clock: load whatever the server holds.
                 condition = .any
+            case .held(_, .zero?):
+                continue  // It ended between the two reads.
             case .held(let holder?, let remaining):
                 let now = core.clock.wallNanoseconds()
                 if holder.kind == .absent {
@@ -61,8 +63,9 @@ extension LocalStorage {
                 }
                 awaited = holder.token
                 await watch.wait(for: remaining ?? policy.loadTimeout)
-            case .held(nil, _):
-                continue  // It ended between the two reads, or holds what this version cannot read.
+            case .held(nil, let remaining):
+                // A value this version cannot read: taken for a lease until it ends.
+                await watch.wait(for: remaining ?? policy.loadTimeout)
             }
         }
     }

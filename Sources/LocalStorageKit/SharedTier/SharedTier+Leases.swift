@@ -9,8 +9,8 @@ extension SharedTier {
         case acquired
         /// The server holds a record that makes the load needless (not the one being refreshed).
         case recordExists
-        /// Another lease, or a remembered nil, is in the way; `remaining` is its time to live on the server
-        /// (nil: none, or unknown).
+        /// Another lease, or a remembered nil, is in the way (nil: a value this version cannot read);
+        /// `remaining` is its time to live on the server (zero: it is gone already; nil: it has none).
         case held(SharedTierLease?, remaining: Duration?)
     }
 
@@ -56,7 +56,13 @@ extension SharedTier {
         default:
             let holder = values.count > 1 ? values[1].bytes.flatMap(SharedTierLease.init) : nil
             let left = values.count > 2 ? values[2].int : nil
-            return .held(holder, remaining: left.flatMap { $0 >= 0 ? .milliseconds($0) : nil })
+            let remaining: Duration? =
+                switch left {
+                case -1: nil
+                case let left? where left >= 0: .milliseconds(left)
+                default: .zero
+                }
+            return .held(holder, remaining: remaining)
         }
     }
 

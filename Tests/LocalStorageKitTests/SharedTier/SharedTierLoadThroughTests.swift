@@ -133,6 +133,31 @@ struct SharedTierLoadThroughTests {
         #expect(gate.loads == 1)
     }
 
+    @Test func aStaleRecordIsReloadedOnceForBothInstances() async throws {
+        let a = try await instance()
+        let b = try await instance()
+        try await a.save(Self.product("sku_old", "old"))
+        #expect(try await b.fetch(Product.self, id: "sku_old")?.title == "old")
+        let gate = LoadGate()
+        let policy = LoadPolicy(refreshAfter: .zero, loadTimeout: .seconds(600))
+        let load: @Sendable (String) async throws -> Product? = { id in
+            await gate.pass()
+            return Self.product(id, "new")
+        }
+        // Both are served the stale record at once; A's reload runs, B's waits on A's lease.
+        #expect(try await a.fetch(Product.self, id: "sku_old", policy: policy, load: load)?.title == "old")
+        try await withTimeout(.seconds(60)) { await gate.waitForLoad() }
+        #expect(try await b.fetch(Product.self, id: "sku_old", policy: policy, load: load)?.title == "old")
+        try await eventually("B's reload waiting on A's lease") {
+            b.core.loads.count == 1 && (b.core.hub.subscriberCount == 2 || gate.loads > 1)
+        }
+        gate.open()
+        #expect(try await waitUntil { try await b.fetch(Product.self, id: "sku_old")?.title == "new" })
+        #expect(try await waitUntil { b.core.loads.count == 0 && a.core.loads.count == 0 })
+        #expect(gate.loads == 1)
+        #expect(try await a.fetch(Product.self, id: "sku_old")?.title == "new")
+    }
+
     @Test func aFailedLoadLetsTheOtherInstanceLoadAtOnce() async throws {
         let a = try await instance()
         let b = try await instance()
