@@ -37,7 +37,8 @@ extension LocalStorage {
                 do {
                     found =
                         refreshing == nil
-                        ? try await fetch(T.self, id: name) : try await look(T.self, id: name, key: key, schema: schema).value
+                        ? try await fetch(T.self, id: name)
+                        : try await look(T.self, id: name, key: key, schema: schema).value
                 } catch {
                     await giveBack(leaseKey, token: token, key: key, schema: schema)
                     throw error
@@ -101,7 +102,8 @@ extension LocalStorage {
             }
             let record = try prepare(value, schema: schema)
             let now = core.clock.wallNanoseconds()
-            let put = try tier.put(record, expiresAt: try policy.expiration.expiresAt(now: now), now: now, schema: schema)
+            let put = try tier.put(
+                record, expiresAt: try policy.expiration.expiresAt(now: now), now: now, schema: schema)
             do {
                 let written = try await tier.write(
                     [put], schema: schema, now: now,
@@ -160,7 +162,8 @@ extension LocalStorage {
             try await tier.settleLease(type: schema.name, id: name, expected: lease, announce: true)
         } catch {
             logger?.log(
-                level: .warning, message: "Could not give back a load's lease on the shared tier; it ends at its timeout",
+                level: .warning,
+                message: "Could not give back a load's lease on the shared tier; it ends at its timeout",
                 metadata: ["type": schema.name, "error": "\(LocalStorageError.wrapping(error))"])
         }
         await giveBack(leaseKey, token: lease.token, key: key, schema: schema)

@@ -116,9 +116,13 @@ struct SharedTierLoadThroughTests {
             await gate.pass()
             return nil
         }
-        let onA = (0..<5).map { _ in Task { try await a.fetch(Product.self, id: "sku_none", policy: policy, load: load) } }
+        let onA = (0..<5).map { _ in
+            Task { try await a.fetch(Product.self, id: "sku_none", policy: policy, load: load) }
+        }
         await gate.waitForLoad()
-        let onB = (0..<5).map { _ in Task { try await b.fetch(Product.self, id: "sku_none", policy: policy, load: load) } }
+        let onB = (0..<5).map { _ in
+            Task { try await b.fetch(Product.self, id: "sku_none", policy: policy, load: load) }
+        }
         try await eventually("B's callers waiting") { b.core.loads.waiterCount == 5 }
         gate.open()
         for caller in onA + onB { #expect(try await caller.value == nil) }
@@ -210,7 +214,9 @@ func diskSharedStore(_ tier: SharedTierConfiguration) async throws -> LocalStora
 }
 
 /// What the server's lease key of the record `id` of `T` holds, read with `storage`'s connection.
-func serverLeaseOf<T: LocalStorable>(_ type: T.Type, id: String, in storage: LocalStorage) async throws -> SharedTierLease? {
+func serverLeaseOf<T: LocalStorable>(
+    _ type: T.Type, id: String, in storage: LocalStorage
+) async throws -> SharedTierLease? {
     let tier = try #require(storage.sharedTier)
     let name = try await storage.core.schema(for: T.self).name
     let reply = try await tier.connection.call([Array("GET".utf8), tier.leaseKey(type: name, id: Array(id.utf8))])
