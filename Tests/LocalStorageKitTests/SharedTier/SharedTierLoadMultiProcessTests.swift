@@ -42,10 +42,10 @@ struct SharedTierLoadMultiProcessTests {
 
     @Test func aLoaderKilledMidLoadIsTakenOverByAnotherInstance() async throws {
         let loadFile = temporaryDirectory().appendingPathComponent("loads.txt")
-        // The helper's lease lives two seconds on the server.
-        let helper = try HelperProcess(loader("r-killed", callers: 5, file: loadFile, delay: "hang", timeout: 2000))
-        try await helper.waitForLine("loading") { $0 == "loading" }
         let storage = try await diskSharedStore(SharedTestServer.configuration(namespace: namespace))
+        // The helper's lease lives five seconds on the server (time enough to see it on a loaded machine).
+        let helper = try HelperProcess(loader("r-killed", callers: 5, file: loadFile, delay: "hang", timeout: 5000))
+        try await helper.waitForLine("loading") { $0 == "loading" }
         let held = try await serverLeaseOf(StressRecord.self, id: "r-killed", in: storage)
         #expect(held?.kind == .lease)
         await helper.kill()

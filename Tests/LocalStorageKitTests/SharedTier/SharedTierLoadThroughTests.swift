@@ -57,9 +57,10 @@ struct SharedTierLoadThroughTests {
         let a = try await instance()
         let b = try await instance()
         let stuck = LoadGate()  // never opened while B runs: A's load never completes
-        // A's lease lives one second on the server; A's own caller gives up then.
+        // A's lease lives three seconds on the server (time enough to see it on a loaded machine); A's own
+        // caller gives up then.
         let onA = Self.callers(
-            1, of: a, id: "sku_stuck", title: "from A", gate: stuck, policy: LoadPolicy(loadTimeout: .seconds(1)))
+            1, of: a, id: "sku_stuck", title: "from A", gate: stuck, policy: LoadPolicy(loadTimeout: .seconds(3)))
         await stuck.waitForLoad()
         let held = try #require(try await Self.serverLease(a, id: "sku_stuck"))
         #expect(held.kind == .lease)
