@@ -1,5 +1,5 @@
 import Foundation
-import LocalStorageKit
+@_spi(Benchmarks) import LocalStorageKit
 import LocalStorageTestSupport
 import Synchronization
 
@@ -16,7 +16,8 @@ import Darwin
 /// record, or `error: …`.
 ///
 /// With `PORT NAMESPACE TIMEOUT_MS` after those, the store has a shared tier on the Redis server at that
-/// loopback port and namespace, and the callers' `loadTimeout` is TIMEOUT_MS (the lease's time on the server).
+/// loopback port and namespace, and the callers' `loadTimeout` is TIMEOUT_MS (the lease's time on the server);
+/// the loader prints `loading without a lease` instead when the server holds no lease for the id.
 enum LoadDriver {
     /// The optional shared tier of the `load` mode.
     struct Shared {
@@ -47,9 +48,16 @@ enum LoadDriver {
         let storage = try LocalStorage(configuration: configuration)
         let hang = delay == "hang"
         let millis = Int(delay) ?? 0
+        let raw = shared.map { RawRedisClient(port: $0.port) }
         let loader: @Sendable (String) async throws -> StressRecord? = { id in
             try append(line: "\(getpid()) \(id)", to: loadFile)
-            LocalStorageStress.say("loading")
+            if let raw, let shared {
+                // Whether this load runs under a lease on the server (`{ns}:lease:{type}:{id}`), seen at once.
+                let key = "\(shared.namespace):lease:\(StressRecord.storageName):\(id)"
+                LocalStorageStress.say(try await raw.get(key) == nil ? "loading without a lease" : "loading")
+            } else {
+                LocalStorageStress.say("loading")
+            }
             if hang {
                 while true { try await Task.sleep(for: .seconds(3600)) }
             }
