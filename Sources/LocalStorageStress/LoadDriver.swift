@@ -1,5 +1,5 @@
 import Foundation
-import LocalStorageKit
+@_spi(Benchmarks) import LocalStorageKit
 import LocalStorageTestSupport
 import Synchronization
 
@@ -14,19 +14,50 @@ import Darwin
 /// the loads of every process), prints `loading`, then returns a record after MILLIS milliseconds, or never
 /// (`hang`, for a test that kills it mid-load). Prints `done N` with the number of callers that got a
 /// record, or `error: …`.
+///
+/// With `PORT NAMESPACE TIMEOUT_MS` after those, the store has a shared tier on the Redis server at that
+/// loopback port and namespace, and the callers' `loadTimeout` is TIMEOUT_MS (the lease's time on the server);
+/// the loader prints `loading without a lease` instead when the server holds no lease for the id.
 enum LoadDriver {
-    static func run(directory: String, id: String, callers: Int, loadFile: String, delay: String) async throws {
+    /// The optional shared tier of the `load` mode.
+    struct Shared {
+        let port: Int
+        let namespace: String
+        let timeout: Duration
+    }
+
+    static func run(
+        directory: String, id: String, callers: Int, loadFile: String, delay: String, shared: Shared? = nil
+    ) async throws {
         var configuration = LocalStorageConfiguration()
         configuration.databaseDirectory = URL(fileURLWithPath: directory, isDirectory: true)
         configuration.durability = .none
         configuration.expirySweepInterval = nil
         configuration.externalChangePollInterval = .milliseconds(20)
+        if let shared {
+            guard let url = URL(string: "redis://127.0.0.1:\(shared.port)/0") else {
+                throw StressError(description: "bad port \(shared.port)")
+            }
+            var tier = SharedTierConfiguration(url: url, namespace: shared.namespace)
+            tier.reconnectDelay = .milliseconds(20)
+            tier.readTimeout = .seconds(5)
+            tier.maxStaleness = .seconds(30)
+            configuration.sharedTier = tier
+        }
+        let policy = LoadPolicy(loadTimeout: shared?.timeout ?? .seconds(120))
         let storage = try LocalStorage(configuration: configuration)
         let hang = delay == "hang"
         let millis = Int(delay) ?? 0
+        let raw = shared.map { RawRedisClient(port: $0.port) }
         let loader: @Sendable (String) async throws -> StressRecord? = { id in
             try append(line: "\(getpid()) \(id)", to: loadFile)
-            LocalStorageStress.say("loading")
+            if let raw, let shared {
+                // Whether this load runs under a lease on the server (`{ns}:lease:{type}:{id}`), seen at once.
+                let key = "\(shared.namespace):lease:\(StressRecord.storageName):\(id)"
+                LocalStorageStress.say(try await raw.get(key) == nil ? "loading without a lease" : "loading")
+            } else {
+                LocalStorageStress.say("loading")
+            }
             if hang {
                 while true { try await Task.sleep(for: .seconds(3600)) }
             }
@@ -38,7 +69,7 @@ enum LoadDriver {
             for _ in 0..<callers {
                 group.addTask {
                     try await storage.fetch(
-                        StressRecord.self, id: id, policy: LoadPolicy(loadTimeout: .seconds(120)), load: loader) != nil
+                        StressRecord.self, id: id, policy: policy, load: loader) != nil
                 }
             }
             var found = 0

@@ -31,8 +31,9 @@ import Darwin
 /// LocalStorageStress long-write DIR    saves one record, then 2,000 in one write transaction that never ends
 /// LocalStorageStress overwrite DIR     runs `save ID SEQUENCE`, `delete ID`, `clear` from standard input on
 ///                                      StressRecord, replying `ok` once each write returned
-/// LocalStorageStress load DIR ID CALLERS LOADFILE MILLIS|hang   CALLERS tasks fetch ID through the cache at
-///                                      once; the loader appends a line to LOADFILE (see LoadDriver)
+/// LocalStorageStress load DIR ID CALLERS LOADFILE MILLIS|hang [PORT NAMESPACE TIMEOUT_MS]   CALLERS tasks
+///                                      fetch ID through the cache at once; the loader appends a line to
+///                                      LOADFILE (see LoadDriver); with a shared tier on PORT when given
 /// LocalStorageStress in-memory hold|exit                                opens an in-memory store, prints the
 ///                                                                       directory of its open files, then
 ///                                                                       sleeps until killed or exits with the
@@ -67,10 +68,14 @@ struct LocalStorageStress {
                 try await SharedTierDriver.run(
                     directory: arguments[1], port: Int(arguments[2]) ?? 0,
                     namespace: arguments[3])
-            case "load" where arguments.count == 6:
+            case "load" where arguments.count == 6 || arguments.count == 9:
                 try await LoadDriver.run(
                     directory: arguments[1], id: arguments[2], callers: Int(arguments[3]) ?? 1,
-                    loadFile: arguments[4], delay: arguments[5])
+                    loadFile: arguments[4], delay: arguments[5],
+                    shared: arguments.count == 9
+                        ? LoadDriver.Shared(
+                            port: Int(arguments[6]) ?? 0, namespace: arguments[7],
+                            timeout: .milliseconds(Int(arguments[8]) ?? 30_000)) : nil)
 
             case "bounded" where arguments.count == 3:
                 try await bounded(directory: arguments[1], maxRecords: Int(arguments[2]) ?? 1)

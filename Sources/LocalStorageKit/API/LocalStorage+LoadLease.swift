@@ -78,7 +78,7 @@ extension LocalStorage {
 
     /// Records that the load under `token` found nothing: a nil remembered for `policy.absentFor` (or
     /// only for the callers that waited on this load), or, for a refresh, the stale record deleted.
-    private func rememberAbsence(
+    func rememberAbsence(
         _ leaseKey: [UInt8], token: UInt64, key: [UInt8], name: String, schema: TypeSchema, policy: LoadPolicy,
         refreshing: Int64?
     ) async throws {

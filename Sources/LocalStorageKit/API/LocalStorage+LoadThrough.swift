@@ -18,7 +18,9 @@ extension LocalStorage {
         let name = try StorageKey.string(for: id)
         let key = try RecordWriter.key(for: name)
         let schema = try await core.schema(for: T.self)
-        if let value = try await tiers.fetchBeforeLoading(T.self, id: name, schema: schema) { return value }
+        if policy.refreshAfter == nil, let value = try await tiers.fetchBeforeLoading(T.self, id: name, schema: schema) {
+            return value
+        }
         let look = try await self.look(T.self, id: name, key: key, schema: schema)
         let now = core.clock.wallNanoseconds()
         if let value = look.value {
@@ -127,6 +129,11 @@ extension LocalStorage {
                     leaseKey, token: token, refreshing: refreshing, key: key, schema: schema,
                     timeout: policy.loadTimeout)
             else { continue }
+            if let tier = sharedTier {  // One load among the instances too (LocalStorage+SharedLoad.swift).
+                return try await loadShared(
+                    T.self, id: id, name: name, key: key, leaseKey: leaseKey, token: token, schema: schema,
+                    policy: policy, refreshing: refreshing, tier: tier, load: load)
+            }
             return try await runLoad(
                 T.self, id: id, name: name, key: key, leaseKey: leaseKey, token: token, schema: schema,
                 policy: policy, refreshing: refreshing, load: load)

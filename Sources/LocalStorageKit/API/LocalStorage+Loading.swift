@@ -32,7 +32,8 @@ extension LocalStorage {
     /// lease recorded in the store and loads; the others wait for its result (through the store's change
     /// log) and receive the same record. Callers in this process waiting on a load that fails get its
     /// error; nothing is stored then. If the process holding a lease dies, another caller takes over
-    /// within ``LoadPolicy/loadTimeout`` (at once when the holder ran on this host).
+    /// within ``LoadPolicy/loadTimeout`` (at once when the holder ran on this host). With a shared tier the
+    /// lease is taken on the server too, so `load` runs once among all the instances on it.
     ///
     /// A `save`, `delete` or `update` of the id committed while the load runs wins: the load's result is
     /// not stored, and the callers get what the store holds after that write.

@@ -40,30 +40,6 @@ extension StorageWriteTransaction {
     }
 }
 
-extension RecordReader {
-    /// The live records among `ids` from one snapshot, keyed by id, and the keys of the expired ones met.
-    static func getMany<T: LocalStorable>(
-        _ type: T.Type, ids: [T.ID], schema: TypeSchema, now: Int64, txn: Transaction, session: DecodeSession
-    ) throws -> (found: [T.ID: T], expired: [[UInt8]]) {
-        var found: [T.ID: T] = [:]
-        found.reserveCapacity(ids.count)
-        var expired: [[UInt8]] = []
-        for id in ids {
-            let name = try StorageKey.string(for: id)
-            var utf8 = name
-            let result = try utf8.withUTF8 { key in
-                try RecordWriter.validate(keyLength: key.count)
-                return try get(
-                    T.self, key: UnsafeRawBufferPointer(key), id: name, schema: schema, now: now, txn: txn,
-                    session: session)
-            }
-            if result.expired { expired.append(Array(name.utf8)) }
-            if let value = result.value { found[id] = value }
-        }
-        return (found, expired)
-    }
-}
-
 extension QueryRunner {
     /// The keys of every live record `plan` matches, in key order for a plain listing, else in the
     /// plan's order.

@@ -120,6 +120,13 @@ extension SharedTier {
             } else {
                 try RecordWriter.delete(id: change.id, key: key, schema: schema, context: context)
             }
+        case UInt8(ascii: "L"):
+            // A load's lease ended without a record (the load failed or found nothing): wakes the callers
+            // waiting on it here, and in the other processes on this store (through the change log).
+            let key = Array(change.id.utf8)
+            guard !key.isEmpty, key.count <= 511 else { return }
+            context.log(schema, .touched, id: key)
+            context.publish(PublishedChange(typeName: schema.name, kind: .touched))
         default:
             return
         }
@@ -256,23 +263,27 @@ extension SharedTier {
         let database = UInt32(truncatingIfNeeded: endpoint.database)
         let relevant = entries.filter { $0.database == database }
         var last: [String: Int] = [:]
-        for (position, entry) in relevant.enumerated() where entry.kind != UInt8(ascii: "C") {
+        // Clears and lease notices name no record to read again.
+        let named = { (entry: SharedTierNotice) in entry.kind != UInt8(ascii: "C") && entry.kind != UInt8(ascii: "L") }
+        for (position, entry) in relevant.enumerated() where named(entry) {
             last[entry.type + "\u{0}" + entry.id] = position
         }
-        let named = relevant.enumerated().filter {
-            $0.element.kind != UInt8(ascii: "C")
+        let mentions = relevant.enumerated().filter {
+            named($0.element)
                 && last[$0.element.type + "\u{0}" + $0.element.id] == $0.offset
         }
-        let keys = named.map {
+        let keys = mentions.map {
             layout.record(type: SharedTierLayout.escape($0.element.type), id: Array($0.element.id.utf8))
         }
         let current = try await records(keys: keys)
         var byPosition: [Int: [UInt8]?] = [:]
-        for (index, item) in named.enumerated() { byPosition[item.offset] = current[index] }
+        for (index, item) in mentions.enumerated() { byPosition[item.offset] = current[index] }
         var changes: [LocalChange] = []
         for (position, entry) in relevant.enumerated() {
             if entry.kind == UInt8(ascii: "C") {
                 changes.append(LocalChange(kind: entry.kind, type: entry.type, id: "", record: nil))
+            } else if entry.kind == UInt8(ascii: "L") {
+                changes.append(LocalChange(kind: entry.kind, type: entry.type, id: entry.id, record: nil))
             } else if let found = byPosition[position] {
                 changes.append(
                     LocalChange(

@@ -96,11 +96,15 @@ extension SharedTier {
             expect: expect)
     }
 
-    /// Writes records on the server in one script; returns each one's final bytes and sequence.
+    /// Writes records on the server in one script; returns each one's final bytes and sequence. With `lease`
+    /// (a lease key and the value it must hold), only while that load lease still holds.
     ///
     /// - Throws: `sharedTierUnavailable` (nothing was written), `decodingFailed` when the server holds a
-    ///   record at a newer version, or `SharedTierConflict` when an expected record changed.
-    func write(_ puts: [Put], schema: TypeSchema, now: Int64) async throws -> [(bytes: [UInt8], sequence: Int64)] {
+    ///   record at a newer version, `SharedTierConflict` when an expected record changed, or
+    ///   `SharedTierLeaseLost` when the lease no longer holds.
+    func write(
+        _ puts: [Put], schema: TypeSchema, now: Int64, lease: (key: [UInt8], value: [UInt8])? = nil
+    ) async throws -> [(bytes: [UInt8], sequence: Int64)] {
         let type = SharedTierLayout.escape(schema.name)
         var arguments: [[UInt8]] = []
         arguments.reserveCapacity(puts.count * 8)
@@ -118,8 +122,14 @@ extension SharedTier {
                 Array(String(put.record.version).utf8), put.expect,
             ]
         }
-        let reply = try await run("put", SharedTierScripts.put, arguments)
+        let reply: RESPValue
+        if let lease {
+            reply = try await run("leasedPut", SharedTierScripts.leasedPut, arguments + [lease.key, lease.value])
+        } else {
+            reply = try await run("put", SharedTierScripts.put, arguments)
+        }
         if case .error(let message) = reply {
+            if message.hasPrefix("LEASELOST") { throw SharedTierLeaseLost() }
             if message.hasPrefix("NEWER ") {
                 throw LocalStorageError.decodingFailed(
                     reason: "\(schema.name) \(message.dropFirst(6)) on the shared "

@@ -7,6 +7,7 @@
 /// {ns}:u:{type}           sorted set, score 0, members `updatedAt (8 bytes BE) ‖ id`
 /// {ns}:m:{type}           hash id → the (set, member) pairs the record occupies, to remove them again
 /// {ns}:e                  sorted set, score 0, members `expiresAt (8 bytes BE) ‖ {type} ‖ ":" ‖ id`
+/// {ns}:lease:{type}:{id}  a load's lease or remembered nil (``SharedTierLease``), with a PX time to live
 /// {ns}:seq                the change counter; {ns}:log its last changes (sorted set scored by sequence)
 /// {ns}:changes            the pub/sub channel of change notices
 /// ```
@@ -45,6 +46,7 @@ struct SharedTierLayout: Sendable {
     func ids(type: [UInt8]) -> [UInt8] { key("k", type) }
     func updated(type: [UInt8]) -> [UInt8] { key("u", type) }
     func members(type: [UInt8]) -> [UInt8] { key("m", type) }
+    func lease(type: [UInt8], id: [UInt8]) -> [UInt8] { key("lease", type, id) }
     var expiry: [UInt8] { key("e") }
     var sequence: [UInt8] { key("seq") }
     var log: [UInt8] { key("log") }

@@ -56,7 +56,7 @@ enum SharedTierScripts {
     /// framed (set, member) pairs, the notice, the version written, and the expected old updatedAt ‖
     /// expiresAt (16 bytes; empty for none, `-` for "must exist"). A live old record keeps its createdAt.
     /// Returns per record the old createdAt (8 bytes, or empty) and the sequence, or an error
-    /// `NEWER …`/`CONFLICT …` before anything was written.
+    /// `NEWER …`/`CONFLICT …` before anything was written. A put ends the load lease of each id it writes.
     static let put =
         common + """
             local records = {}
@@ -91,6 +91,7 @@ enum SharedTierScripts {
                 rec = string.sub(rec, 1, 8) .. created .. string.sub(rec, 17)
               end
               unindex(r.t, r.id)
+              redis.call('DEL', ns .. 'lease:' .. r.t .. ':' .. r.id)
               if r.ttl > 0 then redis.call('SET', r.key, rec, 'PX', r.ttl) else redis.call('SET', r.key, rec) end
               local l = frames(r.blob)
               for j = 1, #l - 1, 2 do redis.call('ZADD', l[j], 0, l[j + 1]) end
@@ -103,14 +104,15 @@ enum SharedTierScripts {
             return out
             """
 
-    /// Deletes records: `ARGV[4…]` in pairs of type, id, then the notice. Returns the sequences.
+    /// Deletes records (and ends their load leases): `ARGV[4…]` in groups of type, id and the notice. Returns
+    /// the sequences.
     static let delete =
         common + """
             local out = {}
             for i = 4, #ARGV, 3 do
               local t, id = ARGV[i], ARGV[i + 1]
               unindex(t, id)
-              redis.call('DEL', ns .. 'r:' .. t .. ':' .. id)
+              redis.call('DEL', ns .. 'r:' .. t .. ':' .. id, ns .. 'lease:' .. t .. ':' .. id)
               out[#out + 1] = notify(ARGV[i + 2], '')
             end
             trim()

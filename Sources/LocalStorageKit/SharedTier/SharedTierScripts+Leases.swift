@@ -1,0 +1,51 @@
+/// The scripts of the shared tier's load leases (see ``SharedTierLease``). Like every script they take the
+/// namespace prefix, the writer's clock and the change log's retention as `ARGV[1…3]`.
+extension SharedTierScripts {
+    /// Takes a load's lease: `ARGV[4]` the lease key, `ARGV[5]` the record key, `ARGV[6]` the lease value,
+    /// `ARGV[7]` its time to live in ms, `ARGV[8]` the update time (8 bytes little-endian, as in the record
+    /// header) of a record being refreshed, empty for a load of a missing record, `-` to take the lease
+    /// whatever the server holds. Returns `{1}` when taken (`SET … NX PX`), `{2}` when the server holds a
+    /// record that makes the load needless, or `{0, value, pttl}` of the lease or marker in the way.
+    static let acquireLease = """
+        local lease, record, value, px, refreshing = ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8]
+        if refreshing ~= '-' then
+          local rec = redis.call('GET', record)
+          if rec and (refreshing == '' or string.sub(rec, 17, 24) ~= refreshing) then return {2} end
+        end
+        if redis.call('SET', lease, value, 'NX', 'PX', px) then return {1} end
+        return {0, redis.call('GET', lease) or '', redis.call('PTTL', lease)}
+        """
+
+    /// Compare and delete (or replace) a lease: `ARGV[4]` the lease key, `ARGV[5]` the value it must hold,
+    /// `ARGV[6]` the replacement (empty: delete the key), `ARGV[7]` the replacement's time to live in ms,
+    /// `ARGV[8]` a change notice to publish (empty: none; kind `L` wakes the waiters of other instances).
+    /// Returns 1 when the key held `ARGV[5]`, else 0 and changes nothing.
+    static let settleLease =
+        common + """
+            local lease, expected, replacement, px, notice = ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8]
+            if redis.call('GET', lease) ~= expected then return 0 end
+            if replacement == '' then
+              redis.call('DEL', lease)
+            else
+              redis.call('SET', lease, replacement, 'PX', px)
+            end
+            if notice ~= '' then
+              notify(notice, '')
+              trim()
+            end
+            return 1
+            """
+
+    /// ``put`` under a lease: the last two arguments are the lease key and the value it must still hold
+    /// (else the error `LEASELOST`, before anything is written). The put itself ends the lease, as every
+    /// put and delete ends the lease of the ids it writes.
+    static let leasedPut =
+        """
+        local leaseValue = table.remove(ARGV)
+        local leaseKey = table.remove(ARGV)
+        if redis.call('GET', leaseKey) ~= leaseValue then
+          return redis.error_reply('LEASELOST the lease was voided by a write, or it expired')
+        end
+
+        """ + put
+}

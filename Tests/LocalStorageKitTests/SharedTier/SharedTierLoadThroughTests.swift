@@ -1,0 +1,231 @@
+import Foundation
+import Synchronization
+import Testing
+
+@_spi(Testing) @testable import LocalStorageKit
+
+/// Loading through the cache on two instances (stores in different directories) sharing one namespace of the
+/// suite's server: one load per id among both, a holder that never finishes taken over when its lease ends
+/// on the server, and a write on one instance winning over a load on the other.
+@Suite(.enabled(if: SharedTestServer.isAvailable, SharedTestServer.skipReason))
+struct SharedTierLoadThroughTests {
+    let tier = SharedTestServer.configuration()
+
+    private func instance() async throws -> LocalStorage { try await diskSharedStore(tier) }
+
+    private static func serverLease(_ storage: LocalStorage, id: String) async throws -> SharedTierLease? {
+        try await serverLeaseOf(Product.self, id: id, in: storage)
+    }
+
+    private static func product(_ id: String, _ title: String) -> Product {
+        Product(id: id, title: title, category: "books", price: 1, rating: 1)
+    }
+
+    /// `callers` tasks fetching `id` through `storage`, loading with `gate` held.
+    private static func callers(
+        _ count: Int, of storage: LocalStorage, id: String, title: String, gate: LoadGate,
+        policy: LoadPolicy = LoadPolicy(loadTimeout: .seconds(600))
+    ) -> [Task<Product?, any Error>] {
+        (0..<count).map { _ in
+            Task {
+                try await storage.fetch(Product.self, id: id, policy: policy) { id in
+                    await gate.pass()
+                    return Product(id: id, title: title, category: "books", price: 1, rating: 1)
+                }
+            }
+        }
+    }
+
+    @Test func manyCallersOnTwoInstancesLoadOnceInAll() async throws {
+        let a = try await instance()
+        let b = try await instance()
+        let gate = LoadGate()  // counts the loads of both instances
+        let onA = Self.callers(200, of: a, id: "sku_cold", title: "loaded", gate: gate)
+        let onB = Self.callers(200, of: b, id: "sku_cold", title: "loaded", gate: gate)
+        try await eventually("every caller waiting") {
+            a.core.loads.waiterCount == 200 && b.core.loads.waiterCount == 200 && gate.loads >= 1
+        }
+        gate.open()
+        for caller in onA + onB { #expect(try await caller.value?.title == "loaded") }
+        #expect(gate.loads == 1)
+        #expect(try await a.fetch(Product.self, id: "sku_cold")?.title == "loaded")
+        #expect(try await b.fetch(Product.self, id: "sku_cold")?.title == "loaded")
+        #expect(try await Self.serverLease(a, id: "sku_cold") == nil)  // the write ended the lease
+    }
+
+    @Test func aHolderThatNeverFinishesIsTakenOverWhenItsLeaseEnds() async throws {
+        let a = try await instance()
+        let b = try await instance()
+        let stuck = LoadGate()  // never opened while B runs: A's load never completes
+        // A's lease lives three seconds on the server (time enough to see it on a loaded machine); A's own
+        // caller gives up then.
+        let onA = Self.callers(
+            1, of: a, id: "sku_stuck", title: "from A", gate: stuck, policy: LoadPolicy(loadTimeout: .seconds(3)))
+        await stuck.waitForLoad()
+        let held = try #require(try await Self.serverLease(a, id: "sku_stuck"))
+        #expect(held.kind == .lease)
+        let seen = Noted<SharedTierLease?>(nil)
+        let gate = LoadGate(open: true)
+        let policy = LoadPolicy(loadTimeout: .seconds(600))
+        let onB = (0..<10).map { _ in
+            Task {
+                try await b.fetch(Product.self, id: "sku_stuck", policy: policy) { id in
+                    await gate.pass()
+                    let lease = try await Self.serverLease(b, id: id)
+                    seen.value.withLock { $0 = lease }
+                    return Self.product(id, "from B")
+                }
+            }
+        }
+        for caller in onB { #expect(try await caller.value?.title == "from B") }
+        #expect(gate.loads == 1)
+        // B loaded under a lease of its own, taken once A's had ended on the server.
+        let taken = try #require(seen.value.withLock { $0 })
+        #expect(taken.kind == .lease && taken.token != held.token)
+        let outcome = await onA[0].result
+        #expect(throws: LocalStorageError.loadTimedOut(id: "sku_stuck")) { try outcome.get() }
+        // A's load finishing late finds its lease gone: it writes nothing over B's record.
+        stuck.open()
+        #expect(try await a.fetch(Product.self, id: "sku_stuck")?.title == "from B")
+        #expect(try await b.fetch(Product.self, id: "sku_stuck")?.title == "from B")
+        #expect(stuck.loads == 1)
+    }
+
+    @Test func aSaveOnAnotherInstanceWinsOverALoad() async throws {
+        let a = try await instance()
+        let b = try await instance()
+        let gate = LoadGate()
+        let onA = Self.callers(5, of: a, id: "sku_raced", title: "loaded", gate: gate)
+        await gate.waitForLoad()
+        try await b.save(Self.product("sku_raced", "saved on B"))
+        #expect(try await Self.serverLease(a, id: "sku_raced") == nil)  // the save voided A's lease
+        gate.open()
+        for caller in onA { #expect(try await caller.value?.title == "saved on B") }
+        #expect(gate.loads == 1)
+        #expect(try await a.fetch(Product.self, id: "sku_raced")?.title == "saved on B")
+        #expect(try await b.fetch(Product.self, id: "sku_raced")?.title == "saved on B")
+        let onServer = try await a.fetch(Product.self, options: FetchOptions(scope: .shared))
+        #expect(onServer.map(\.title) == ["saved on B"])
+    }
+
+    @Test func aNilFromTheLoaderReachesTheOtherInstancesCallersAndIsRemembered() async throws {
+        let a = try await instance()
+        let b = try await instance()
+        let gate = LoadGate()
+        let policy = LoadPolicy(absentFor: .seconds(600), loadTimeout: .seconds(600))
+        let load: @Sendable (String) async throws -> Product? = { _ in
+            await gate.pass()
+            return nil
+        }
+        let onA = (0..<5).map { _ in
+            Task { try await a.fetch(Product.self, id: "sku_none", policy: policy, load: load) }
+        }
+        await gate.waitForLoad()
+        let onB = (0..<5).map { _ in
+            Task { try await b.fetch(Product.self, id: "sku_none", policy: policy, load: load) }
+        }
+        try await eventually("B's callers waiting") { b.core.loads.waiterCount == 5 }
+        gate.open()
+        for caller in onA + onB { #expect(try await caller.value == nil) }
+        #expect(gate.loads == 1)
+        // Remembered on the server: a later call on B returns nil without loading.
+        #expect(try await b.fetch(Product.self, id: "sku_none", policy: policy, load: load) == nil)
+        #expect(gate.loads == 1)
+        #expect(try await b.count(Product.self) == 0)
+        // A save ends the remembered nil everywhere.
+        try await a.save(Self.product("sku_none", "now there"))
+        #expect(try await b.fetch(Product.self, id: "sku_none", policy: policy, load: load)?.title == "now there")
+        #expect(gate.loads == 1)
+    }
+
+    @Test func aStaleRecordIsReloadedOnceForBothInstances() async throws {
+        let a = try await instance()
+        let b = try await instance()
+        try await a.save(Self.product("sku_old", "old"))
+        #expect(try await b.fetch(Product.self, id: "sku_old")?.title == "old")
+        let gate = LoadGate()
+        let policy = LoadPolicy(refreshAfter: .zero, loadTimeout: .seconds(600))
+        let load: @Sendable (String) async throws -> Product? = { id in
+            await gate.pass()
+            return Self.product(id, "new")
+        }
+        // Both are served the stale record at once; A's reload runs, B's waits on A's lease.
+        #expect(try await a.fetch(Product.self, id: "sku_old", policy: policy, load: load)?.title == "old")
+        try await withTimeout(.seconds(60)) { await gate.waitForLoad() }
+        #expect(try await b.fetch(Product.self, id: "sku_old", policy: policy, load: load)?.title == "old")
+        try await eventually("B's reload waiting on A's lease") {
+            b.core.loads.count == 1 && (b.core.hub.subscriberCount == 2 || gate.loads > 1)
+        }
+        gate.open()
+        #expect(try await waitUntil { try await b.fetch(Product.self, id: "sku_old")?.title == "new" })
+        #expect(try await waitUntil { b.core.loads.count == 0 && a.core.loads.count == 0 })
+        #expect(gate.loads == 1)
+        #expect(try await a.fetch(Product.self, id: "sku_old")?.title == "new")
+    }
+
+    @Test func aFailedLoadLetsTheOtherInstanceLoadAtOnce() async throws {
+        let a = try await instance()
+        let b = try await instance()
+        let failing = LoadGate()
+        let failed = Noted(false)
+        let policy = LoadPolicy(loadTimeout: .seconds(600))
+        let onA = Task {
+            try await a.fetch(Product.self, id: "sku_flaky", policy: policy) { _ in
+                await failing.pass()
+                failed.value.withLock { $0 = true }
+                throw CatalogError(code: 503)
+            }
+        }
+        await failing.waitForLoad()
+        let gate = LoadGate(open: true)
+        let afterFailure = Noted<Bool?>(nil)
+        let onB = (0..<5).map { _ in
+            Task {
+                try await b.fetch(Product.self, id: "sku_flaky", policy: policy) { id in
+                    await gate.pass()
+                    afterFailure.value.withLock { $0 = failed.value.withLock { $0 } }
+                    return Self.product(id, "from B")
+                }
+            }
+        }
+        // B's load waits on A's lease: it watches for its end (a second watch, besides the one for this
+        // store's lease).
+        try await eventually("B waiting on A's lease") {
+            b.core.loads.waiterCount == 5 && b.core.hub.subscriberCount == 2
+        }
+        failing.open()
+        let outcome = await onA.result
+        #expect(throws: CatalogError(code: 503)) { try outcome.get() }
+        for caller in onB { #expect(try await caller.value?.title == "from B") }
+        #expect(gate.loads == 1)
+        #expect(afterFailure.value.withLock { $0 } == true)  // B loaded only once A's load had failed
+    }
+}
+
+/// A store on disk in a fresh directory whose shared tier is `tier`, once it is in sync.
+func diskSharedStore(_ tier: SharedTierConfiguration) async throws -> LocalStorage {
+    var configuration = diskConfiguration()
+    var tier = tier
+    tier.maxStaleness = .seconds(30)  // a loaded machine must not make it stale (not what these tests check)
+    configuration.sharedTier = tier
+    configuration.liveQueryCoalescing = .milliseconds(5)
+    let storage = try LocalStorage(configuration: configuration)
+    _ = try await waitUntil { storage.sharedTier.map { $0.phase == .live } ?? false }
+    return storage
+}
+
+/// What the server's lease key of the record `id` of `T` holds, read with `storage`'s connection.
+func serverLeaseOf<T: LocalStorable>(
+    _ type: T.Type, id: String, in storage: LocalStorage
+) async throws -> SharedTierLease? {
+    let tier = try #require(storage.sharedTier)
+    let name = try await storage.core.schema(for: T.self).name
+    let reply = try await tier.connection.call([Array("GET".utf8), tier.leaseKey(type: name, id: Array(id.utf8))])
+    return reply.bytes.flatMap(SharedTierLease.init)
+}
+
+/// A value a test's loader notes, for the test to check afterwards.
+private final class Noted<Value: Sendable>: Sendable {
+    let value: Mutex<Value>
+    init(_ value: Value) { self.value = Mutex(value) }
+}
