@@ -62,6 +62,11 @@ final class SQLiteSystem {
         selectAll = try connection.prepare("SELECT payload FROM products")
     }
 
+    /// Moves the write-ahead log into the database file and empties it.
+    func checkpoint() throws {
+        try connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    }
+
     /// Sets `PRAGMA synchronous` (`NORMAL`, `FULL`).
     func setSynchronous(_ mode: String) throws {
         try connection.execute("PRAGMA synchronous=\(mode)")

@@ -106,7 +106,9 @@ enum SpaceReport {
         for id in ids { if try await storage.fetch(Product.self, id: id) != nil { found += 1 } }
         let fetch = Double(Stats.processCPUTime() - fetchStart) / Double(ids.count)
         guard found == ids.count else { throw BenchmarkError("fetched \(found) of \(ids.count)") }
-        let changed = Product.generate(count: 2_000, seed: 99).map { $0.withID(Product.id(1 + generator.below(records))) }
+        let changed = Product.generate(count: 2_000, seed: 99).map {
+            $0.withID(Product.id(1 + generator.below(records)))
+        }
         let saveStart = Stats.processCPUTime()
         for product in changed { try await storage.save(product) }
         let save = Double(Stats.processCPUTime() - saveStart) / Double(changed.count)
@@ -119,7 +121,7 @@ enum SpaceReport {
         let deadline = ContinuousClock.now + .seconds(30)
         while true {
             do {
-                return try StoreMaintenance.compactInPlace(directory: configuration.storeDirectory).compactedBytes
+                return try StoreMaintenance.compactInPlace(directory: configuration.databaseDirectory).compactedBytes
             } catch LocalStorageError.storageError(let code, _) where code == EBUSY && ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(20))
             }
@@ -163,7 +165,7 @@ enum SpaceReport {
     // MARK: - Helpers
 
     static func dataFileSize(_ configuration: LocalStorageConfiguration) throws -> Int {
-        try fileSize(configuration.storeDirectory.appendingPathComponent("data.mdb").path)
+        try fileSize(configuration.databaseDirectory.appendingPathComponent("LocalStorage/data.mdb").path)
     }
 
     static func fileSize(_ path: String) throws -> Int {

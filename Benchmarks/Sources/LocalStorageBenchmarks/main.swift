@@ -22,6 +22,17 @@ if CommandLine.arguments.count >= 2, CommandLine.arguments[1] == "--hitratio" {
     }
 }
 
+// Bytes on disk, and the cost of encryption and compression (see SpaceReport.swift, issue 26).
+if CommandLine.arguments.count >= 2, CommandLine.arguments[1] == "--space" {
+    do {
+        try await SpaceReport.run(arguments: Array(CommandLine.arguments.dropFirst(2)))
+        exit(0)
+    } catch {
+        FileHandle.standardError.write(Data("space report failed: \(error)\n".utf8))
+        exit(1)
+    }
+}
+
 let options: BenchmarkOptions
 do {
     options = try BenchmarkOptions(arguments: Array(CommandLine.arguments.dropFirst()))

@@ -18,7 +18,8 @@ extension LocalStorage {
         let name = try StorageKey.string(for: id)
         let key = try RecordWriter.key(for: name)
         let schema = try await core.schema(for: T.self)
-        if policy.refreshAfter == nil, let value = try await tiers.fetchBeforeLoading(T.self, id: name, schema: schema) {
+        if policy.refreshAfter == nil, let value = try await tiers.fetchBeforeLoading(T.self, id: name, schema: schema)
+        {
             return value
         }
         let look = try await self.look(T.self, id: name, key: key, schema: schema)
