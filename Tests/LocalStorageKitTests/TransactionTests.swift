@@ -87,22 +87,34 @@ enum ShopError: Error, Equatable {
     @Test func aReadSeesOneSnapshotWhileWritesCommit() async throws {
         let storage = try LocalStorage(configuration: .inMemory)
         try await storage.save(contentsOf: (0..<10).map { Note(id: "n\($0)", text: "v0") })
-        let writer = Task {
+        // The read's body waits, synchronously, for commits: it blocks its thread. The body and the writes
+        // each run on a thread of their own, so neither holds, nor waits for, the cooperative pool's few
+        // threads (which other tests may hold on a loaded machine).
+        let readerThread = ThreadExecutor(name: "reader")
+        let writerThread = ThreadExecutor(name: "writer")
+        defer {
+            readerThread.stop()
+            writerThread.stop()
+        }
+        let commits = storage.commitCount
+        let writer = Task(executorPreference: writerThread) {
             for round in 1...40 {
                 try await storage.save(contentsOf: (0..<10).map { Note(id: "n\($0)", text: "v\(round)") })
                 try await storage.save(Note(id: "extra\(round)", text: "x"))
             }
         }
-        let commits = storage.commitCount
-        let (first, second, count, committed) = try await storage.read { tx in
-            let first = try tx.fetch(Note.self)
-            // Writes commit meanwhile: wait for a few (an event, with a generous deadline as a safety net).
-            let deadline = ContinuousClock.now + .seconds(30)
-            while storage.commitCount < commits + 5 && ContinuousClock.now < deadline {
-                Thread.sleep(forTimeInterval: 0.001)
+        let reader = Task(executorPreference: readerThread) {
+            try await storage.read { tx in
+                let first = try tx.fetch(Note.self)
+                // Writes commit meanwhile: wait for a few (an event; the deadline is only a safety net).
+                let deadline = ContinuousClock.now + .seconds(120)
+                while storage.commitCount < commits + 5 && ContinuousClock.now < deadline {
+                    Thread.sleep(forTimeInterval: 0.001)
+                }
+                return (first, try tx.fetch(Note.self), try tx.count(Note.self), storage.commitCount - commits)
             }
-            return (first, try tx.fetch(Note.self), try tx.count(Note.self), storage.commitCount - commits)
         }
+        let (first, second, count, committed) = try await reader.value
         try await writer.value
         #expect(committed >= 5)
         #expect(first == second)
