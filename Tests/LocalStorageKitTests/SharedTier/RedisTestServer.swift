@@ -77,18 +77,12 @@ final class RedisTestServer: Sendable {
 
     /// ``start()`` on a thread of its own.
     func restart() async throws {
-        try await RedisTestServer.offThePool { try self.start() }
+        try await offThePool { try self.start() }
     }
 
     /// ``killHard()`` on a thread of its own.
     func killOffThePool() async {
-        _ = try? await RedisTestServer.offThePool { self.killHard() }
-    }
-
-    private static func offThePool<R: Sendable>(_ body: @escaping @Sendable () throws -> R) async throws -> R {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread.detachNewThread { continuation.resume(with: Result { try body() }) }
-        }
+        _ = try? await offThePool { self.killHard() }
     }
 
     /// Whether the server answers PING.
