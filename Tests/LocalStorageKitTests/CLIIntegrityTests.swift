@@ -23,7 +23,7 @@ import Glibc
         #expect(object["value"] as? String == "NaN")
         #expect(object["spread"] as? [String] == ["Infinity", "-Infinity"])
         if FileManager.default.isExecutableFile(atPath: "/usr/bin/jq") {
-            #expect(try jq(".spread[1]", get.stdout) == "\"-Infinity\"\n")
+            #expect(try await jq(".spread[1]", get.stdout) == "\"-Infinity\"\n")
         }
         let json = try await store.run(["get", "Reading", "r_inf", "--json"])
         let detail = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
@@ -312,8 +312,16 @@ private struct Chore: LocalStorageIndexed {
     static var storageIndexes: [StorageIndex<Chore>] { [StorageIndex("due", \.due)] }
 }
 
-/// Runs `jq filter` on `input`; returns its standard output.
-private func jq(_ filter: String, _ input: String) throws -> String {
+/// Runs `jq filter` on `input` (on a thread of its own: it waits for the process); returns its standard output.
+private func jq(_ filter: String, _ input: String) async throws -> String {
+    try await offThePool { try jqBlocking(filter, input) }
+}
+
+private struct JQFailed: Error {
+    let status: Int32
+}
+
+private func jqBlocking(_ filter: String, _ input: String) throws -> String {
     let folder = temporaryDirectory()
     defer { try? FileManager.default.removeItem(at: folder) }
     let (inFile, outFile) = (folder.appendingPathComponent("in"), folder.appendingPathComponent("out"))
@@ -326,7 +334,7 @@ private func jq(_ filter: String, _ input: String) throws -> String {
     process.standardOutput = try FileHandle(forWritingTo: outFile)
     try process.run()
     process.waitUntilExit()
-    #expect(process.terminationStatus == 0)
+    guard process.terminationStatus == 0 else { throw JQFailed(status: process.terminationStatus) }
     return try String(contentsOf: outFile, encoding: .utf8)
 }
 

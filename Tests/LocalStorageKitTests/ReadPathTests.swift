@@ -44,7 +44,7 @@ struct Unencodable: LocalStorageVersioned {
         }
         let returned: Bool
         do {
-            try await waitUntil("the read returns", seconds: 3) { done.value > 0 }
+            try await waitUntil("the read returns", seconds: 60) { done.value > 0 }
             returned = true
         } catch is WaitTimedOut {
             returned = false

@@ -29,15 +29,8 @@ extension RecordTests {
         let tool = ["/usr/bin/mdb_stat", "/usr/local/bin/mdb_stat", "/opt/homebrew/bin/mdb_stat"]
             .first { FileManager.default.isExecutableFile(atPath: $0) }
         let path = try #require(tool, "mdb_stat is not installed (lmdb-utils)")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = ["-a", storage.core.directory.path]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
+        let (status, output) = try await runTool(path, ["-a", storage.core.directory.path])
+        #expect(status == 0)
         for name in ["meta", "changes"] + product {
             #expect(output.contains("Status of \(name)"))
         }

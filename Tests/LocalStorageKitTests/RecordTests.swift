@@ -298,12 +298,17 @@ import Testing
         let storage = try LocalStorage(configuration: diskConfiguration(durability: .full))
         try await storage.save(Note(id: "warm-up", text: ""))
         let before = storage.commitCount
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for n in 0..<1000 {
-                group.addTask { try await storage.save(Note(id: "n\(n)", text: "\(n)")) }
+        // All 1,000 wait behind a held writer, however the machine schedules the tasks that send them.
+        let hold = try await WriterHold(storage)
+        let saves = Task {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for n in 0..<1000 { group.addTask { try await storage.save(Note(id: "n\(n)", text: "\(n)")) } }
+                try await group.waitForAll()
             }
-            try await group.waitForAll()
         }
+        try await waitUntil("1,000 saves are queued") { storage.core.writer.queuedCount >= 1000 }
+        try await hold.release()
+        try await saves.value
         let commits = storage.commitCount - before
         #expect(try await storage.count(Note.self) == 1001)
         #expect(commits < 100, "1,000 concurrent saves took \(commits) commits")

@@ -87,27 +87,42 @@ enum ShopError: Error, Equatable {
     @Test func aReadSeesOneSnapshotWhileWritesCommit() async throws {
         let storage = try LocalStorage(configuration: .inMemory)
         try await storage.save(contentsOf: (0..<10).map { Note(id: "n\($0)", text: "v0") })
-        let writer = Task {
+        // The read's body waits, synchronously, for commits: it blocks its thread. The body and the writes
+        // each run on a thread of their own, so neither holds, nor waits for, the cooperative pool's few
+        // threads (which other tests may hold on a loaded machine).
+        let readerThread = ThreadExecutor(name: "reader")
+        let writerThread = ThreadExecutor(name: "writer")
+        defer {
+            readerThread.stop()
+            writerThread.stop()
+        }
+        let commits = storage.commitCount
+        let writer = Task(executorPreference: writerThread) {
             for round in 1...40 {
                 try await storage.save(contentsOf: (0..<10).map { Note(id: "n\($0)", text: "v\(round)") })
                 try await storage.save(Note(id: "extra\(round)", text: "x"))
             }
         }
-        let commits = storage.commitCount
-        let (first, second, count, committed) = try await storage.read { tx in
-            let first = try tx.fetch(Note.self)
-            // Writes commit meanwhile: wait for a few (an event, with a generous deadline as a safety net).
-            let deadline = ContinuousClock.now + .seconds(30)
-            while storage.commitCount < commits + 5 && ContinuousClock.now < deadline {
-                Thread.sleep(forTimeInterval: 0.001)
+        let reader = Task(executorPreference: readerThread) {
+            try await storage.read { tx in
+                let first = try tx.fetch(Note.self)
+                // Writes commit meanwhile: wait for a few (an event; the deadline is only a safety net).
+                let deadline = ContinuousClock.now + .seconds(120)
+                while storage.commitCount < commits + 5 && ContinuousClock.now < deadline {
+                    Thread.sleep(forTimeInterval: 0.001)
+                }
+                return (first, try tx.fetch(Note.self), try tx.count(Note.self), storage.commitCount - commits)
             }
-            return (first, try tx.fetch(Note.self), try tx.count(Note.self), storage.commitCount - commits)
         }
+        let (first, second, count, committed) = try await reader.value
         try await writer.value
         #expect(committed >= 5)
         #expect(first == second)
         #expect(count == first.count)
-        #expect(Set(first.map(\.text)).count == 1)
+        // Each batch of n0…n9 commits whole: the snapshot holds one version of all ten (the extras, saved
+        // alone between batches, may be in it too).
+        #expect(Set(first.filter { $0.id.hasPrefix("n") }.map(\.text)).count == 1)
+        #expect(first.filter { $0.id.hasPrefix("n") }.count == 10)
         #expect(try await storage.count(Note.self) == 50)
     }
 
@@ -167,15 +182,23 @@ enum ShopError: Error, Equatable {
 
     @Test func concurrentWritesAndSavesShareCommits() async throws {
         let storage = try LocalStorage(configuration: diskConfiguration(durability: .full))
+        try await storage.save(Note(id: "warm-up", text: ""))  // the type is registered
         let commits = storage.commitCount
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for n in 0..<200 {
-                group.addTask { try await storage.write { tx in try tx.save(Note(id: "w\(n)", text: "w")) } }
-                group.addTask { try await storage.save(Note(id: "s\(n)", text: "s")) }
+        // All 400 wait behind a held writer, however the machine schedules the tasks that send them.
+        let hold = try await WriterHold(storage)
+        let requests = Task {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for n in 0..<200 {
+                    group.addTask { try await storage.write { tx in try tx.save(Note(id: "w\(n)", text: "w")) } }
+                    group.addTask { try await storage.save(Note(id: "s\(n)", text: "s")) }
+                }
+                try await group.waitForAll()
             }
-            try await group.waitForAll()
         }
-        #expect(try await storage.count(Note.self) == 400)
+        try await waitUntil("400 requests are queued") { storage.core.writer.queuedCount >= 400 }
+        try await hold.release()
+        try await requests.value
+        #expect(try await storage.count(Note.self) == 401)
         // One commit each would be 400; group commit shares them (two kinds a drain at most).
         #expect(storage.commitCount - commits < 200)
     }

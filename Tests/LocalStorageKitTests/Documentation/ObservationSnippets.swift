@@ -121,7 +121,7 @@ enum ObservationSnippets {
             await observation.value
             let following = Task { await viewModel.observeFeed(storage: storage) }
             try await storage.save(Post(id: "p1", text: "Hello"))
-            let deadline = ContinuousClock.now + .seconds(10)
+            let deadline = ContinuousClock.now + .seconds(60)
             while viewModel.posts.isEmpty, ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(5))
             }

@@ -5,8 +5,16 @@ import Testing
 @_spi(Testing) @testable import LocalStorageKit
 
 @Suite struct LoadThroughTests {
+    /// A store on a VirtualClock that no test here advances: a load held at a gate never reaches the load
+    /// timeout (30 s of the store's clock), however slowly a loaded machine runs the test.
+    private func store(_ configuration: LocalStorageConfiguration = .inMemory) throws -> LocalStorage {
+        var configuration = configuration
+        configuration.clock = VirtualClock()
+        return try LocalStorage(configuration: configuration)
+    }
+
     @Test func thousandCallersForOneColdIDLoadOnce() async throws {
-        let storage = try LocalStorage(configuration: .inMemory)
+        let storage = try store()
         let gate = LoadGate()
         let results = try await withThrowingTaskGroup(of: Product?.self) { group in
             for _ in 0..<1000 {
@@ -44,7 +52,7 @@ import Testing
     }
 
     @Test func theLoadersErrorReachesEveryWaiterAndNothingIsStored() async throws {
-        let storage = try LocalStorage(configuration: .inMemory)
+        let storage = try store()
         let gate = LoadGate()
         let errors = try await withThrowingTaskGroup(of: (any Error)?.self) { group in
             for _ in 0..<50 {
@@ -110,7 +118,7 @@ import Testing
     }
 
     @Test func aSaveDuringASlowLoadWins() async throws {
-        let storage = try LocalStorage(configuration: diskConfiguration())
+        let storage = try store(diskConfiguration())
         let gate = LoadGate()
         let caller = Task {
             try await storage.fetch(Product.self, id: "sku_5", expiration: .hours(1)) { id in
@@ -128,7 +136,7 @@ import Testing
     }
 
     @Test func aDeleteDuringASlowLoadWins() async throws {
-        let storage = try LocalStorage(configuration: .inMemory)
+        let storage = try store()
         let gate = LoadGate()
         let caller = Task {
             try await storage.fetch(Product.self, id: "sku_6") { id in

@@ -24,6 +24,25 @@ import Darwin
         return Array(try Data(contentsOf: directory.appendingPathComponent("data.mdb")))
     }
 
+    /// Whether this process has `file` open or mapped (Linux: read from /proc/self); true when that cannot
+    /// be read, so that a wait for it to be closed fails instead of passing.
+    static func isOpenOrMapped(_ file: URL) -> Bool {
+        let path = file.resolvingSymlinksInPath().path
+        let manager = FileManager.default
+        do {
+            for fd in try manager.contentsOfDirectory(atPath: "/proc/self/fd") {
+                // A descriptor closed since the listing has no link left: it is not open.
+                guard let target = try? manager.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(fd)") else {
+                    continue
+                }
+                if target == path { return true }
+            }
+            return try String(contentsOfFile: "/proc/self/maps", encoding: .utf8).contains(path)
+        } catch {
+            return true
+        }
+    }
+
     @Test func aDataFileLeftByAnInterruptedCreationIsCreatedAfresh() async throws {
         let fresh = try freshDataFile()
         #expect(fresh.count >= 8192)
@@ -131,9 +150,11 @@ import Darwin
             let store = configuration.storeDirectory
             // Make the lock file once and give it real pages, so that only the data file meets the full disk.
             do { _ = try LocalStorage(configuration: configuration) }
-            // The store closes when its last reference goes, which a background task may hold a moment longer:
-            // until then its unlinked data file would keep its pages and skew the filling below.
-            #expect(await eventually(within: .seconds(30)) { !EnvironmentRegistry.isOpen(store) })
+            // The store closes when its last reference goes, which a background task may hold a moment longer,
+            // and the registry forgets it when its closing begins, before the file is closed: until the file
+            // is neither open nor mapped, its unlinked data file would keep its pages and skew the filling.
+            let dataFile = store.appendingPathComponent("data.mdb")
+            #expect(await eventually { !EnvironmentRegistry.isOpen(store) && !Self.isOpenOrMapped(dataFile) })
             try FileManager.default.removeItem(at: store.appendingPathComponent("data.mdb"))
             let lockFile = store.appendingPathComponent("lock.mdb")
             let lockLength = try Data(contentsOf: lockFile).count

@@ -209,7 +209,7 @@ func withStore<R>(
         core = storage.core
         result = try await body(storage)
     }
-    let deadline = ContinuousClock.now + .seconds(10)
+    let deadline = ContinuousClock.now + .seconds(60)
     while core != nil && ContinuousClock.now < deadline {
         try await Task.sleep(for: .milliseconds(5))
     }

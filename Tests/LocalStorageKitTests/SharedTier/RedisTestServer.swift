@@ -60,7 +60,7 @@ final class RedisTestServer: Sendable {
         server.standardError = FileHandle.nullDevice
         try server.run()
         process.withLock { $0 = server }
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = ContinuousClock.now + .seconds(60)
         while ContinuousClock.now < deadline {
             if (try? ping()) == true { return }
             guard server.isRunning else { break }
@@ -77,18 +77,12 @@ final class RedisTestServer: Sendable {
 
     /// ``start()`` on a thread of its own.
     func restart() async throws {
-        try await RedisTestServer.offThePool { try self.start() }
+        try await offThePool { try self.start() }
     }
 
     /// ``killHard()`` on a thread of its own.
     func killOffThePool() async {
-        _ = try? await RedisTestServer.offThePool { self.killHard() }
-    }
-
-    private static func offThePool<R: Sendable>(_ body: @escaping @Sendable () throws -> R) async throws -> R {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread.detachNewThread { continuation.resume(with: Result { try body() }) }
-        }
+        _ = try? await offThePool { self.killHard() }
     }
 
     /// Whether the server answers PING.
@@ -249,7 +243,7 @@ func sharedStore(
 
 /// Waits (polling, up to `timeout`) until `condition` holds; returns whether it did. Tests assert on the
 /// outcome, never on how long it took.
-func waitUntil(timeout: Duration = .seconds(20), _ condition: () async throws -> Bool) async throws -> Bool {
+func waitUntil(timeout: Duration = .seconds(60), _ condition: () async throws -> Bool) async throws -> Bool {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
         if try await condition() { return true }
@@ -277,7 +271,7 @@ final class CapturingLogger: StorageLogger, Sendable {
 
 /// The first `count` elements of `stream`, mapped; fails after `timeout` instead of waiting for ever.
 func first<S: AsyncSequence & Sendable, R: Sendable>(
-    _ count: Int, of stream: S, timeout: Duration = .seconds(20),
+    _ count: Int, of stream: S, timeout: Duration = .seconds(60),
     _ transform: @escaping @Sendable (S.Element) -> R
 ) async throws -> [R] {
     try await withThrowingTaskGroup(of: [R]?.self) { group in
@@ -302,7 +296,7 @@ func first<S: AsyncSequence & Sendable, R: Sendable>(
 
 /// `body`'s result, or a failure after `timeout` instead of waiting for ever.
 func withTimeout<R: Sendable>(
-    _ timeout: Duration = .seconds(20),
+    _ timeout: Duration = .seconds(60),
     _ body: @escaping @Sendable () async throws -> R
 ) async throws -> R {
     try await withThrowingTaskGroup(of: R?.self) { group in

@@ -1,0 +1,53 @@
+import Foundation
+
+/// A task executor with a thread of its own, for a test that must block a thread (a synchronous body that
+/// waits for other work) without holding one of the cooperative pool's few threads, or that must make
+/// progress while other tests hold them.
+///
+/// ```swift
+/// let executor = ThreadExecutor(name: "reader")
+/// defer { executor.stop() }
+/// let value = try await Task(executorPreference: executor) { try await storage.read { … } }.value
+/// ```
+final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
+    // Guarded by `condition`.
+    private let condition = NSCondition()
+    private var jobs: [UnownedJob] = []
+    private var isStopping = false
+
+    init(name: String) {
+        let thread = Thread { [self] in run() }
+        thread.name = "LocalStorageKitTests.\(name)"
+        thread.start()
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        condition.lock()
+        jobs.append(job)
+        condition.signal()
+        condition.unlock()
+    }
+
+    /// Ends the thread once the jobs queued so far have run.
+    func stop() {
+        condition.lock()
+        isStopping = true
+        condition.signal()
+        condition.unlock()
+    }
+
+    private func run() {
+        while true {
+            condition.lock()
+            while jobs.isEmpty && !isStopping { condition.wait() }
+            if jobs.isEmpty {
+                condition.unlock()
+                return
+            }
+            let job = jobs.removeFirst()
+            condition.unlock()
+            job.runSynchronously(on: asUnownedTaskExecutor())
+        }
+    }
+}
