@@ -41,7 +41,7 @@ extension LocalStorage {
                     T.self, since: token, schema: schema, changeLog: changeLog, now: now, txn: txn,
                     session: session)
             }
-            followUp(session: session, expired: [], purge: false, schema: schema)
+            afterRead(session: session, expired: [], purge: false, schema: schema)
             return result
         }
     }

@@ -132,7 +132,7 @@ extension LeaseBook {
     /// Whether the lease on `leaseKey` is still the one `token` took: no write of the id (or clear of its
     /// type) voided it, neither in an earlier commit nor earlier in this one.
     func holds(
-        _ leaseKey: [UInt8], token: UInt64, key: [UInt8], type: UInt32, context: Writer.Context
+        _ leaseKey: [UInt8], token: UInt64, key: [UInt8], type: UInt32, context: CommitQueue.Context
     ) throws -> Bool {
         guard let entry = try entry(leaseKey, txn: context.txn), entry.kind == .lease, entry.token == token else {
             return false

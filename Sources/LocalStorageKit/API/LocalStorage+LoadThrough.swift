@@ -92,7 +92,7 @@ extension LocalStorage {
             }
             return look
         }
-        followUp(session: session, expired: expired ? [key] : [], purge: false, schema: schema)
+        afterRead(session: session, expired: expired ? [key] : [], purge: false, schema: schema)
         return look
     }
 

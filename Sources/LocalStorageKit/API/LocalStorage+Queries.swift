@@ -123,7 +123,7 @@ extension LocalStorage {
                 T.self, plan: plan, options: options, schema: schema, now: now, txn: txn,
                 session: session)
         }
-        followUp(session: session, expired: expired, purge: options.purgeExpired, schema: schema)
+        afterRead(session: session, expired: expired, purge: options.purgeExpired, schema: schema)
         return items
     }
 
@@ -134,7 +134,7 @@ extension LocalStorage {
         let (items, expired) = try core.environment.read { txn in
             try RecordReader.list(T.self, schema: schema, options: options, now: now, txn: txn, session: session)
         }
-        followUp(session: session, expired: expired, purge: options.purgeExpired, schema: schema)
+        afterRead(session: session, expired: expired, purge: options.purgeExpired, schema: schema)
         return items
     }
 
@@ -161,7 +161,7 @@ extension LocalStorage {
                 T.self, plan: plan, page: page, pageSize: pageSize, schema: schema, now: now,
                 txn: txn, session: session)
         }
-        followUp(session: session, expired: [], purge: false, schema: schema)
+        afterRead(session: session, expired: [], purge: false, schema: schema)
         return result
     }
 }

@@ -165,9 +165,9 @@ extension LocalStorage {
     /// A decode session for one read (``LocalRecordStore/makeDecodeSession(for:)``).
     func makeDecodeSession(for schema: TypeSchema) -> DecodeSession { local.makeDecodeSession(for: schema) }
 
-    /// Hands the writer what a read leaves (``LocalRecordStore/followUp(session:expired:purge:schema:)``).
-    func followUp(session: DecodeSession, expired: [[UInt8]], purge: Bool, schema: TypeSchema) {
-        local.followUp(session: session, expired: expired, purge: purge, schema: schema)
+    /// Hands the writer what a read leaves (``LocalRecordStore/afterRead(session:expired:purge:schema:)``).
+    func afterRead(session: DecodeSession, expired: [[UInt8]], purge: Bool, schema: TypeSchema) {
+        local.afterRead(session: session, expired: expired, purge: purge, schema: schema)
     }
 
     /// Hands the writer the records a read migrated (``LocalRecordStore/writeBack(_:schema:)``).

@@ -72,7 +72,7 @@ extension LocalStorage {
                     for step in transaction.preparation { try await step() }
                     continue
                 }
-                for followUp in transaction.followUps { followUp() }
+                for afterRead in transaction.afterReads { afterRead() }
                 switch outcome {
                 case .success(let value)?: return value
                 case .failure(let error)?: throw CallerError(underlying: error)

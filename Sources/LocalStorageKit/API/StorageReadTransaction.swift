@@ -14,12 +14,12 @@ public class StorageReadTransaction {
     let txn: Transaction
     let now: Int64
     private var isOpen = true
-    /// Whether this body may ask to start again after preparing a type (see ``NeedsPreparation``).
+    /// Whether this body may ask to start again after preparing a type (see ``RestartAfterPreparing``).
     let mayPrepare: Bool
     /// What the read must do before the body can run as asked; the body runs again after it.
     private(set) var preparation: [@Sendable () async throws -> Void] = []
     /// What the read leaves for the writer: migrated records, expired ones to purge.
-    private(set) var followUps: [() -> Void] = []
+    private(set) var afterReads: [() -> Void] = []
     /// The schemas this transaction resolved.
     private var schemas: [ObjectIdentifier: TypeSchema] = [:]
 
@@ -62,12 +62,12 @@ public class StorageReadTransaction {
     /// Leaves what a read found for later: write-backs and purges go to the writer after the read.
     func finish(_ session: DecodeSession, expired: [[UInt8]], purge: Bool, schema: TypeSchema) throws {
         let storage = self.storage
-        followUps.append { storage.followUp(session: session, expired: expired, purge: purge, schema: schema) }
+        afterReads.append { storage.afterRead(session: session, expired: expired, purge: purge, schema: schema) }
     }
 
     private func prepare<R>(_ step: @escaping @Sendable () async throws -> Void) throws -> R {
         preparation.append(step)
-        throw NeedsPreparation()
+        throw RestartAfterPreparing()
     }
 
     // MARK: - Running a call
@@ -79,7 +79,7 @@ public class StorageReadTransaction {
         }
         do {
             return try body()
-        } catch let error as NeedsPreparation {
+        } catch let error as RestartAfterPreparing {
             throw error
         } catch {
             throw mapped(error)
@@ -204,4 +204,4 @@ public class StorageReadTransaction {
 
 /// Thrown inside a read transaction's body when a type must be registered, migrated or re-indexed
 /// before the read can answer exactly: the read does that, then runs the body again.
-struct NeedsPreparation: Error {}
+struct RestartAfterPreparing: Error {}

@@ -16,9 +16,9 @@
 /// the same transaction; an indexed query re-indexes records another declaration of the type wrote
 /// first, in the same transaction too (a query inside a write does not run pending migrations first).
 public final class StorageWriteTransaction: StorageReadTransaction {
-    let context: Writer.Context
+    let context: CommitQueue.Context
 
-    init(storage: LocalStorage, context: Writer.Context) {
+    init(storage: LocalStorage, context: CommitQueue.Context) {
         self.context = context
         super.init(storage: storage, txn: context.txn, now: context.now)
     }

@@ -15,7 +15,7 @@ final class Evictor {
     /// The `next.type` value the schema cache was filled at.
     private var schemasMarker: [UInt8]?
     /// The schemas of the transaction under way.
-    private var contextSchemas: (context: Writer.Context, schemas: [UInt32: TypeSchema])?
+    private var contextSchemas: (context: CommitQueue.Context, schemas: [UInt32: TypeSchema])?
 
     init(book: LimitBook, notes: AccessNotes, evictions: EvictionTally) {
         self.book = book
@@ -24,7 +24,7 @@ final class Evictor {
     }
 
     /// Folds pending recency and evicts what the limits call for.
-    func enforce(_ context: Writer.Context) throws {
+    func enforce(_ context: CommitQueue.Context) throws {
         guard !book.isEmpty else { return }
         let written = context.logged
         let wroteRecords = written.contains { $0.kind == .inserted || $0.kind == .updated }
@@ -41,7 +41,7 @@ final class Evictor {
 
     /// Keeps each limit a scope this commit wrote to is under: its types' own, then the store's.
     private func keepLimits(
-        _ written: [ChangeLog.Pending], access: AccessIndex, adaptive: AdaptiveEviction?, context: Writer.Context
+        _ written: [ChangeLog.Pending], access: AccessIndex, adaptive: AdaptiveEviction?, context: CommitQueue.Context
     ) throws {
         var excluded: [UInt32: Set<[UInt8]>] = [:]
         for change in written where change.kind == .inserted || change.kind == .updated {
@@ -63,7 +63,7 @@ final class Evictor {
     /// fit, so it is not written and nothing is evicted for it.
     ///
     /// - Throws: ``LocalStorageError/recordTooLarge(id:size:limit:)`` with the smaller limit it exceeds.
-    static func refuseOversized(_ record: PreparedRecord, schema: TypeSchema, context: Writer.Context) throws {
+    static func refuseOversized(_ record: PreparedRecord, schema: TypeSchema, context: CommitQueue.Context) throws {
         let size = record.payload.count
         let limits = [schema.limits?.maxBytes, context.storeMaxBytes].compactMap { $0 }
         if let limit = limits.min(), size > limit {
@@ -72,7 +72,7 @@ final class Evictor {
     }
 
     /// The adaptive policy's state for this transaction, or nil under another policy.
-    private func adaptiveState(_ context: Writer.Context) throws -> AdaptiveEviction? {
+    private func adaptiveState(_ context: CommitQueue.Context) throws -> AdaptiveEviction? {
         guard book.policy == .adaptive else { return nil }
         guard let meta = try context.txn.openDatabase(TypeRegistry.metaName, create: false) else {
             throw LMDBError.notFound("mdb_dbi_open")
@@ -87,7 +87,7 @@ final class Evictor {
     /// Gives each record read since the last commit, then each record this commit wrote, the next clock
     /// value (so this commit's records are the most recent), and drops the recency of deleted records.
     private func fold(
-        _ written: [ChangeLog.Pending], access: AccessIndex, adaptive: AdaptiveEviction?, context: Writer.Context
+        _ written: [ChangeLog.Pending], access: AccessIndex, adaptive: AdaptiveEviction?, context: CommitQueue.Context
     ) throws {
         let txn = context.txn
         var clock = try access.clock(txn)
@@ -131,7 +131,7 @@ final class Evictor {
 
     private func keep(
         _ limits: StorageLimits, in scope: [TypeSchema], excluded: [UInt32: Set<[UInt8]>],
-        access: AccessIndex, adaptive: AdaptiveEviction?, context: Writer.Context
+        access: AccessIndex, adaptive: AdaptiveEviction?, context: CommitQueue.Context
     ) throws {
         let txn = context.txn
         var records = 0
@@ -274,13 +274,13 @@ final class Evictor {
         try CountTree.payloadBytes(schema: schema, txn: txn) ?? CountTree.walkedPayloadBytes(schema: schema, txn: txn)
     }
 
-    private func schema(_ type: UInt32, context: Writer.Context) throws -> TypeSchema? {
+    private func schema(_ type: UInt32, context: CommitQueue.Context) throws -> TypeSchema? {
         try allSchemas(context)[type]
     }
 
     /// Every type of the store by number; reloaded when a type was registered since. Handles opened in a
     /// transaction are kept only once it commits (LMDB closes them when it aborts).
-    private func allSchemas(_ context: Writer.Context) throws -> [UInt32: TypeSchema] {
+    private func allSchemas(_ context: CommitQueue.Context) throws -> [UInt32: TypeSchema] {
         if let current = contextSchemas, current.context === context { return current.schemas }
         let txn = context.txn
         guard let meta = try txn.openDatabase(TypeRegistry.metaName, create: false) else { return [:] }

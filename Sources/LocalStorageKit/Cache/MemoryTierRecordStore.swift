@@ -53,7 +53,7 @@ struct MemoryTierRecordStore: RecordStore {
                 return found.value
             }
         }
-        local.followUp(session: session, expired: expired ? [Array(id.utf8)] : [], purge: false, schema: schema)
+        local.afterRead(session: session, expired: expired ? [Array(id.utf8)] : [], purge: false, schema: schema)
         return value
     }
 

@@ -27,7 +27,7 @@ struct Reindexer<T: LocalStorable>: Sendable {
     /// Re-indexes every stale record; returns how many could not be (logged: damaged, newer, or not
     /// decodable as `T`), which stay as they were.
     @discardableResult
-    func run(schema: TypeSchema, writer: Writer) throws -> Int {
+    func run(schema: TypeSchema, writer: CommitQueue) throws -> Int {
         logger?.log(
             level: .notice, message: "Re-indexing \(schema.name) for its current index declaration",
             metadata: ["type": schema.name])
@@ -52,7 +52,7 @@ struct Reindexer<T: LocalStorable>: Sendable {
     }
 
     /// Re-indexes every stale record inside `context`'s transaction (a write transaction's query).
-    func reindexAll(schema: TypeSchema, context: Writer.Context) throws {
+    func reindexAll(schema: TypeSchema, context: CommitQueue.Context) throws {
         var after: (signature: [UInt8], key: [UInt8])?
         while true {
             let batch = try reindexBatch(schema: schema, after: after, context: context)
@@ -70,7 +70,7 @@ struct Reindexer<T: LocalStorable>: Sendable {
 
     private func reindexBatch(
         schema: TypeSchema, after: (signature: [UInt8], key: [UInt8])?,
-        context: Writer.Context
+        context: CommitQueue.Context
     ) throws -> Batch {
         let txn = context.txn
         let mine = RecordWriter.signatureKey(schema.signature)

@@ -163,7 +163,7 @@ struct ImportParser {
     ///
     /// - Returns: The number of records written.
     static func apply(
-        _ items: [Item], meta: Database, context: Writer.Context, sealing: PayloadSealing? = nil
+        _ items: [Item], meta: Database, context: CommitQueue.Context, sealing: PayloadSealing? = nil
     ) throws -> Int {
         let txn = context.txn
         var schemas: [String: TypeSchema] = [:]

@@ -230,10 +230,10 @@ import Darwin
         try StoreMaintenance.mappingErrors { try environment.read(body) }
     }
 
-    /// Runs `body` alone on the store's writer thread; it commits with `Writer.transact`.
+    /// Runs `body` alone on the store's writer thread; it commits with `CommitQueue.transact`.
     ///
     /// - Throws: ``MaintenanceError/readOnly(path:)`` on a read-only store.
-    func write<R: Sendable>(_ body: @escaping (Writer) throws -> R) async throws -> R {
+    func write<R: Sendable>(_ body: @escaping (CommitQueue) throws -> R) async throws -> R {
         guard let core else { throw MaintenanceError.readOnly(path: directory.path) }
         do {
             return try await core.writer.performExclusive(body)

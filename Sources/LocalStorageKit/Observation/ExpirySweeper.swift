@@ -13,7 +13,7 @@ final class ExpirySweeper: Sendable {
 
     /// Starts sweeping every `interval` of `clock`'s time; does nothing when `interval` is nil.
     init(
-        writer: Writer, meta: Database, interval: Duration?, logger: (any StorageLogger)?, clock: any StorageClock
+        writer: CommitQueue, meta: Database, interval: Duration?, logger: (any StorageLogger)?, clock: any StorageClock
     ) {
         guard let interval else {
             task = nil
@@ -47,7 +47,7 @@ final class ExpirySweeper: Sendable {
     func stop() { task?.cancel() }
 
     /// Purges every expired record now, in batches of `batchSize`; returns how many it purged.
-    static func sweep(writer: Writer, meta: Database, batchSize: Int) async throws -> Int {
+    static func sweep(writer: CommitQueue, meta: Database, batchSize: Int) async throws -> Int {
         var total = 0
         while !Task.isCancelled {
             let purged = try await writer.performExclusive { writer in

@@ -25,7 +25,7 @@ final class LiveQueryCenter: Sendable {
 
     private let environment: Environment
     private let hub: ObserverHub
-    private let writer: Writer
+    private let writer: CommitQueue
     private let changeLog: ChangeLog
     private let meta: Database
     private let pollInterval: Duration
@@ -50,7 +50,7 @@ final class LiveQueryCenter: Sendable {
     func noteInvalidation() { invalidations.add(1, ordering: .relaxed) }
 
     init(
-        environment: Environment, hub: ObserverHub, writer: Writer, changeLog: ChangeLog, meta: Database,
+        environment: Environment, hub: ObserverHub, writer: CommitQueue, changeLog: ChangeLog, meta: Database,
         pollInterval: Duration, clock: any StorageClock
     ) {
         self.clock = clock

@@ -44,7 +44,7 @@ struct LocalRecordStore: RecordStore {
                 return found.value
             }
         }
-        followUp(session: session, expired: expired ? [Array(id.utf8)] : [], purge: false, schema: schema)
+        afterRead(session: session, expired: expired ? [Array(id.utf8)] : [], purge: false, schema: schema)
         return value
     }
 
@@ -73,7 +73,7 @@ struct LocalRecordStore: RecordStore {
                 }
             }
         }
-        followUp(session: session, expired: expired, purge: false, schema: schema)
+        afterRead(session: session, expired: expired, purge: false, schema: schema)
         return found
     }
 
@@ -136,7 +136,7 @@ struct LocalRecordStore: RecordStore {
 
     /// What a read leaves for the writer: the records it migrated, to write back, and the expired ones it
     /// met, to purge when `purge` or ``LocalStorageConfiguration/autoPurgeExpiredOnRead`` asks. Returns at once.
-    func followUp(session: DecodeSession, expired: [[UInt8]], purge: Bool, schema: TypeSchema) {
+    func afterRead(session: DecodeSession, expired: [[UInt8]], purge: Bool, schema: TypeSchema) {
         writeBack(session, schema: schema)
         if !expired.isEmpty && (purge || autoPurgeExpiredOnRead) {
             self.purge(keys: expired, schema: schema)
@@ -147,7 +147,7 @@ struct LocalRecordStore: RecordStore {
     /// `.expired(id)`), and returns at once: a read never waits for a commit. A failure is logged.
     func purge(keys: [[UInt8]], schema: TypeSchema) {
         let logger = self.logger
-        core.writer.hand(
+        core.writer.queueForNextCommit(
             { context in
                 try RecordWriter.purge(keys: keys, schema: schema, context: context, logger: logger)
             },
@@ -166,7 +166,7 @@ struct LocalRecordStore: RecordStore {
         let upgrades = session.upgrades
         guard !upgrades.isEmpty else { return }
         let logger = self.logger
-        core.writer.hand(
+        core.writer.queueForNextCommit(
             { context in
                 for upgrade in upgrades { try RecordWriter.apply(upgrade, schema: schema, txn: context.txn) }
             },

@@ -1,6 +1,6 @@
 extension RecordWriter {
     /// Purges every type's expired records in batches of 10,000 per transaction.
-    static func purgeAllExpired(meta: Database, writer: Writer) throws -> Int {
+    static func purgeAllExpired(meta: Database, writer: CommitQueue) throws -> Int {
         var total = 0
         while true {
             let purged = try purgeExpiredBatch(meta: meta, writer: writer, limit: 10_000)
@@ -10,7 +10,7 @@ extension RecordWriter {
     }
 
     /// Purges up to `limit` expired records, across every type, in one transaction; returns how many.
-    static func purgeExpiredBatch(meta: Database, writer: Writer, limit: Int) throws -> Int {
+    static func purgeExpiredBatch(meta: Database, writer: CommitQueue, limit: Int) throws -> Int {
         try writer.transact { context in
             var purged = 0
             for info in try TypeRegistry.all(meta: meta, txn: context.txn).infos where purged < limit {

@@ -12,7 +12,7 @@ extension RecordWriter {
     @discardableResult
     static func putReplica(
         _ bytes: [UInt8], key: [UInt8], value: (any Sendable)?, schema: TypeSchema,
-        context: Writer.Context, announce: Bool = true
+        context: CommitQueue.Context, announce: Bool = true
     ) throws -> Bool {
         let txn = context.txn
         let header = try bytes.withUnsafeBytes { buffer throws(LocalStorageError) in try RecordView(buffer).header() }

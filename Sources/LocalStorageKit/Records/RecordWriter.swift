@@ -33,7 +33,7 @@ enum RecordWriter {
     /// `updatedAt` to the batch time, takes the new expiration. Publishes `.inserted` or `.updated`.
     static func put(
         _ record: PreparedRecord, expiresAt: Int64, schema: TypeSchema,
-        context: Writer.Context
+        context: CommitQueue.Context
     ) throws {
         let header = try putRecord(record, expiresAt: expiresAt, schema: schema, context: context)
         try addEntries(of: header, key: record.key, schema: schema, txn: context.txn)
@@ -44,7 +44,7 @@ enum RecordWriter {
     /// page per entry, which makes bulk saves several times faster.
     static func putAll(
         _ records: [PreparedRecord], expiresAt: Int64, schema: TypeSchema,
-        context: Writer.Context
+        context: CommitQueue.Context
     ) throws {
         var indexEntries = schema.indexes.map { _ in EntryBatch(capacity: records.count) }
         for record in records {
@@ -82,7 +82,7 @@ enum RecordWriter {
     /// returns the header, whose entries the caller adds.
     private static func putRecord(
         _ record: PreparedRecord, expiresAt: Int64, schema: TypeSchema,
-        context: Writer.Context
+        context: CommitQueue.Context
     ) throws -> RecordHeader {
         try Evictor.refuseOversized(record, schema: schema, context: context)
         let txn = context.txn
@@ -225,7 +225,7 @@ enum RecordWriter {
 
     /// Deletes up to `limit` records of a type that expired by `now`, publishing `.expired(id)`.
     /// Returns how many it deleted.
-    static func purgeExpired(schema: TypeSchema, now: Int64, limit: Int, context: Writer.Context) throws -> Int {
+    static func purgeExpired(schema: TypeSchema, now: Int64, limit: Int, context: CommitQueue.Context) throws -> Int {
         let txn = context.txn
         var expired: [(time: [UInt8], key: [UInt8])] = []
         try RecordReader.forEachExpired(schema: schema, now: now, txn: txn) { time, key in
@@ -290,7 +290,7 @@ extension RecordWriter {
 
     /// Hands a written payload to the compressor's dictionary training; a dictionary trained in this
     /// transaction is used once it commits.
-    static func noteSample(_ payload: [UInt8], schema: TypeSchema, context: Writer.Context) throws {
+    static func noteSample(_ payload: [UInt8], schema: TypeSchema, context: CommitQueue.Context) throws {
         guard let compressor = schema.sealing?.compressor,
             let (id, dictionary) = try compressor.noteSample(payload, txn: context.txn)
         else { return }
@@ -324,7 +324,7 @@ extension RecordWriter {
 extension RecordWriter {
     /// Deletes the record with `id` and publishes `.deleted(id)`; a missing id does nothing.
     @discardableResult
-    static func delete(id: String, key: [UInt8], schema: TypeSchema, context: Writer.Context) throws -> Bool {
+    static func delete(id: String, key: [UInt8], schema: TypeSchema, context: CommitQueue.Context) throws -> Bool {
         guard let removed = try remove(key: key, schema: schema, txn: context.txn, now: context.now) else {
             // Nothing to log, but a load of the id under way must still lose to this delete.
             try context.leases?.remove(LeaseBook.key(type: schema.number, id: key), txn: context.txn)
@@ -342,7 +342,7 @@ extension RecordWriter {
     }
 
     /// Deletes every record of a type and publishes `.cleared`.
-    static func clear(schema: TypeSchema, context: Writer.Context) throws {
+    static func clear(schema: TypeSchema, context: CommitQueue.Context) throws {
         try deleteAll(schema: schema, txn: context.txn)
         context.log(schema, .cleared, id: [])
         context.publish(PublishedChange(typeName: schema.name, kind: .cleared))
@@ -353,7 +353,7 @@ extension RecordWriter {
     /// - Throws: `notFound(id:)` when the record is absent or expired.
     static func setExpiration<T>(
         _ type: T.Type, id: String, key: [UInt8], _ expiration: CacheExpiration,
-        schema: TypeSchema, context: Writer.Context
+        schema: TypeSchema, context: CommitQueue.Context
     ) throws {
         guard let bytes = try context.txn.get(schema.records, key: key) else {
             throw LocalStorageError.notFound(id: id)
@@ -370,7 +370,7 @@ extension RecordWriter {
     /// Deletes the given records if they are (still) expired, publishing `.expired(id)`; a damaged one is
     /// left in place and logged.
     static func purge(
-        keys: [[UInt8]], schema: TypeSchema, context: Writer.Context,
+        keys: [[UInt8]], schema: TypeSchema, context: CommitQueue.Context,
         logger: (any StorageLogger)?
     ) throws {
         for key in keys {

@@ -55,7 +55,7 @@ extension SharedTier {
         let change = LocalChange(
             kind: notice.kind, type: notice.type, id: notice.id,
             record: notice.record.isEmpty ? nil : notice.record)
-        hand([change], through: notice.sequence)
+        commitLocally([change], through: notice.sequence)
     }
 
     /// One change to apply to the local store.
@@ -68,9 +68,9 @@ extension SharedTier {
     }
 
     /// Queues changes for the writer without waiting; `sequence` becomes the applied position once they are in.
-    private func hand(_ changes: [LocalChange], through sequence: Int64) {
+    private func commitLocally(_ changes: [LocalChange], through sequence: Int64) {
         let logger = self.logger
-        core.writer.hand(
+        core.writer.queueForNextCommit(
             { [self] context in
                 for change in changes { try apply(change, context: context) }
                 // The writer's view moves now (later work in this transaction sees it); waiters wake once the
@@ -94,7 +94,7 @@ extension SharedTier {
     }
 
     /// Applies one change inside the writer's transaction.
-    private func apply(_ change: LocalChange, context: Writer.Context) throws {
+    private func apply(_ change: LocalChange, context: CommitQueue.Context) throws {
         guard let schema = try localSchema(named: change.type, context: context) else { return }
         switch change.kind {
         case UInt8(ascii: "C"):
@@ -134,7 +134,7 @@ extension SharedTier {
 
     /// The open schema of a stored type named `name`: this process's own, or opened from `meta`; nil when the
     /// local store has never held the type (then it has no copy to change).
-    private func localSchema(named name: String, context: Writer.Context) throws -> TypeSchema? {
+    private func localSchema(named name: String, context: CommitQueue.Context) throws -> TypeSchema? {
         if let own = core.schemas.withLock({ $0.ready.values.first { $0.name == name } }) { return own }
         if let opened = state.withLock({ $0.schemasByName[name] }) { return opened }
         guard let info = try TypeRegistry.info(named: name, meta: core.meta, txn: context.txn) else { return nil }

@@ -49,7 +49,7 @@ extension SharedTierRecordStore {
         }
         guard let value = decoded else { return nil }
         let (logger, tier) = (local.logger, self.tier)
-        core.writer.hand(
+        core.writer.queueForNextCommit(
             { context in
                 let isCurrent = tier.state.withLock { state -> Bool in
                     guard state.phase == .live, let applied = state.appliedSeq else { return false }

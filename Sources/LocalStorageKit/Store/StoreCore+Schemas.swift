@@ -75,7 +75,7 @@ extension StoreCore {
 
     /// `T`'s schema inside a write transaction: the cached one, or registered in `context`'s own
     /// transaction, and cached once that commits.
-    func schema<T: LocalStorable>(for type: T.Type, in context: Writer.Context) throws -> TypeSchema {
+    func schema<T: LocalStorable>(for type: T.Type, in context: CommitQueue.Context) throws -> TypeSchema {
         let key = ObjectIdentifier(type)
         if let schema = cachedSchema(for: type) { return schema }
         let name = T.storageName

@@ -5,7 +5,7 @@ import Synchronization
 /// observers and the open databases of each type. Shared by every ``LocalStorage`` on the directory.
 final class StoreCore: Sendable {
     let environment: Environment
-    let writer: Writer
+    let writer: CommitQueue
     /// The store's limits and the types' own, for the writer's evictions.
     let limits: LimitBook
     /// Reads noted for least-recently-used eviction, folded by the writer.
@@ -89,14 +89,14 @@ final class StoreCore: Sendable {
         let limits = LimitBook(store: configuration.limits, policy: configuration.evictionPolicy)
         self.limits = limits
         let evictor = Evictor(book: limits, notes: accessNotes, evictions: evictions)
-        let writer = Writer(
+        let writer = CommitQueue(
             environment: environment, hub: hub, logger: configuration.logger, changeLog: changeLog,
             evictor: evictor, clock: configuration.clock)
         self.writer = writer
         // Enough reads are pending: an empty commit folds them (the store counts a reading process's uses).
         let foldLogger = configuration.logger
         accessNotes.whenFull { [weak writer] in
-            writer?.hand(
+            writer?.queueForNextCommit(
                 { _ in },
                 finish: { error in
                     guard let error else { return }

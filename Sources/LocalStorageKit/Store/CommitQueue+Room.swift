@@ -1,4 +1,4 @@
-extension Writer {
+extension CommitQueue {
     /// What a write transaction that failed for want of room does next (``nextStep(after:reserve:)``).
     enum NextStep {
         /// The map grew, or the write may now use the map's reserve: run it again.

@@ -1,6 +1,6 @@
 import Foundation
 
-extension Writer {
+extension CommitQueue {
     /// Commits `requests` together, growing the map and replaying on `MDB_MAP_FULL`.
     ///
     /// At `maxMapSize` the batch replays with the map's reserve, which it may use only if it leaves the
@@ -40,7 +40,7 @@ extension Writer {
                 // The transaction is aborted, so the failed request left nothing behind; the others
                 // replay without it. Requests are closures over prepared values, or keep what their caller's
                 // closure made (``performOnce(_:)``), so replaying is safe.
-                pending[failure.position].1(Writer.outgoing(failure.error))
+                pending[failure.position].1(CommitQueue.outgoing(failure.error))
                 pending.remove(at: failure.position)
             } catch {
                 let step: NextStep?
@@ -180,7 +180,7 @@ extension Writer {
         for (request, outcome) in zip(requests, outcomes) {
             switch outcome {
             case .done: request.1(nil)
-            case .failed(let error): request.1(Writer.outgoing(error))
+            case .failed(let error): request.1(CommitQueue.outgoing(error))
             case .needsRoom: retry.append(request)
             }
         }

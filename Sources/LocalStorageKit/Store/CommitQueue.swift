@@ -15,7 +15,7 @@ import Synchronization
 /// size limit the batch replays once more with the map's reserve, which it may use only if it leaves the
 /// store no larger (deletes, purges, evictions); otherwise each request is retried alone so that only the
 /// ones that do not fit fail with `storageFull`.
-final class Writer: @unchecked Sendable {
+final class CommitQueue: @unchecked Sendable {
     // @unchecked: the queue lives in `worker`, under its lock; the worker's thread owns the rest.
 
     /// What a request sees while it runs: the transaction and the batch's clock.
@@ -92,7 +92,7 @@ final class Writer: @unchecked Sendable {
         /// requests only, committed after the batched requests drained with it.
         case once((Context) throws -> Void, finish: (Error?) -> Void)
         /// Runs alone on the writer thread, with its own transactions (re-indexing, bulk purges).
-        case exclusive((Writer) throws -> Void, finish: (Error?) -> Void)
+        case exclusive((CommitQueue) throws -> Void, finish: (Error?) -> Void)
     }
 
     let environment: Environment
@@ -161,7 +161,7 @@ final class Writer: @unchecked Sendable {
         self.changeLog = changeLog
         self.hub = hub
         self.logger = logger
-        worker.start(take: Writer.nextBatch, run: { [self] work in process(work) })
+        worker.start(take: CommitQueue.nextBatch, run: { [self] work in process(work) })
     }
 
     /// Finishes the queued work, then ends the thread, when the store closes. Later calls do nothing; work
@@ -191,12 +191,12 @@ final class Writer: @unchecked Sendable {
 
     /// Queues `body` for the next group commit without waiting for it: for work a read found (a migrated
     /// record to store, an expired one to purge). `finish` runs on the writer thread with the outcome.
-    func hand(_ body: @escaping (Context) throws -> Void, finish: @escaping (Error?) -> Void) {
+    func queueForNextCommit(_ body: @escaping (Context) throws -> Void, finish: @escaping (Error?) -> Void) {
         enqueue(.batched(body, finish: finish))
     }
 
     /// Runs `body` alone on the writer thread; it may commit several transactions with ``transact(_:)``.
-    func performExclusive<R: Sendable>(_ body: @escaping (Writer) throws -> R) async throws -> R {
+    func performExclusive<R: Sendable>(_ body: @escaping (CommitQueue) throws -> R) async throws -> R {
         try await submit { box, finish in .exclusive({ writer in box.value = try body(writer) }, finish: finish) }
     }
 
@@ -235,9 +235,9 @@ final class Writer: @unchecked Sendable {
     private static func nextBatch(_ queue: inout [Work]) -> [Work] {
         if case .exclusive = queue[0] { return [queue.removeFirst()] }
         let end =
-            queue.prefix(Writer.maxBatchRequests).firstIndex {
+            queue.prefix(CommitQueue.maxBatchRequests).firstIndex {
                 if case .exclusive = $0 { true } else { false }
-            } ?? min(queue.count, Writer.maxBatchRequests)
+            } ?? min(queue.count, CommitQueue.maxBatchRequests)
         let work = Array(queue[..<end])
         queue.removeFirst(end)
         return work
@@ -249,7 +249,7 @@ final class Writer: @unchecked Sendable {
                 try body(self)
                 finish(nil)
             } catch {
-                finish(Writer.outgoing(error))
+                finish(CommitQueue.outgoing(error))
             }
             return
         }
@@ -276,7 +276,7 @@ final class Writer: @unchecked Sendable {
 
 }
 
-extension Writer {
+extension CommitQueue {
     /// The error a caller gets: a caller's own error (``CallerError``) unchanged, anything else as a
     /// ``LocalStorageError``.
     static func outgoing(_ error: any Error) -> any Error {
