@@ -43,24 +43,26 @@ final class PayloadCompressor: Sendable {
     /// `payload` compressed with the newest dictionary, or nil when it is short or does not shrink.
     func compress(_ payload: [UInt8]) -> [UInt8]? {
         guard payload.count > threshold else { return nil }
-        let (id, dictionary) = dictionaries.newest
+        let id = dictionaries.newest.id
+        let dictionary = id == 0 ? nil : dictionaries.digested(id)?.forCompression(level: level)
+        if id != 0 && dictionary == nil { return nil }
         let bound = ZSTD_compressBound(payload.count)
         var out = [UInt8](repeating: 0, count: 4 + bound)
+        let level = self.level
         let written: Int = out.withUnsafeMutableBytes { out in
-            guard let base = out.baseAddress, let context = ZSTD_createCCtx() else { return 0 }
-            defer { ZSTD_freeCCtx(context) }
+            guard let base = out.baseAddress else { return 0 }
             base.storeBytes(of: id.littleEndian, as: UInt32.self)
-            let result = payload.withUnsafeBytes { source in
-                if let dictionary {
-                    return dictionary.withUnsafeBytes { dict in
-                        ZSTD_compress_usingDict(
-                            context, base + 4, bound, source.baseAddress, source.count, dict.baseAddress, dict.count,
-                            level)
+            let result = ZstdContextPool.compression.with { context in
+                payload.withUnsafeBytes { source in
+                    if let dictionary {
+                        return ZSTD_compress_usingCDict(
+                            context, base + 4, bound, source.baseAddress, source.count, dictionary.pointer)
                     }
+                    return ZSTD_compressCCtx(context, base + 4, bound, source.baseAddress, source.count, level)
                 }
-                return ZSTD_compressCCtx(context, base + 4, bound, source.baseAddress, source.count, level)
             }
-            return ZSTD_isError(result) != 0 ? 0 : result
+            guard let result, ZSTD_isError(result) == 0 else { return 0 }
+            return result
         }
         guard written > 0, 4 + written < payload.count else { return nil }
         out.removeLast(out.count - 4 - written)
@@ -76,25 +78,24 @@ final class PayloadCompressor: Sendable {
             let frame = base + 4
             let size = ZSTD_getFrameContentSize(frame, bytes.count - 4)
             guard size < UInt64.max - 1, size <= UInt64(Int32.max) else { return nil }
-            var dictionary: [UInt8]?
+            var dictionary: ZstdDigestedDictionary?
             if id != 0 {
-                guard let found = dictionaries?.dictionary(id) else { return nil }
+                guard let found = dictionaries?.digested(id) else { return nil }
                 dictionary = found
             }
             var out = [UInt8](repeating: 0, count: Int(size))
-            let written: Int = out.withUnsafeMutableBytes { out in
-                guard let context = ZSTD_createDCtx() else { return -1 }
-                defer { ZSTD_freeDCtx(context) }
-                let result: Int
-                if let dictionary {
-                    result = dictionary.withUnsafeBytes { dict in
-                        ZSTD_decompress_usingDict(
-                            context, out.baseAddress, out.count, frame, bytes.count - 4, dict.baseAddress, dict.count)
-                    }
-                } else {
-                    result = ZSTD_decompressDCtx(context, out.baseAddress, out.count, frame, bytes.count - 4)
+            let written: Int? = out.withUnsafeMutableBytes { out in
+                ZstdContextPool.decompression.with { context in
+                    let result =
+                        if let dictionary {
+                            ZSTD_decompress_usingDDict(
+                                context, out.baseAddress, out.count, frame, bytes.count - 4,
+                                dictionary.forDecompression)
+                        } else {
+                            ZSTD_decompressDCtx(context, out.baseAddress, out.count, frame, bytes.count - 4)
+                        }
+                    return ZSTD_isError(result) != 0 ? -1 : result
                 }
-                return ZSTD_isError(result) != 0 ? -1 : result
             }
             return written == Int(size) ? out : nil
         }

@@ -8,6 +8,7 @@ final class PayloadDictionaries: Sendable {
 
     private struct State {
         var byID: [UInt32: [UInt8]] = [:]
+        var digested: [UInt32: ZstdDigestedDictionary] = [:]
         var newest: UInt32 = 0
     }
 
@@ -61,6 +62,17 @@ final class PayloadDictionaries: Sendable {
 
     /// Dictionary `id`, or nil.
     func dictionary(_ id: UInt32) -> [UInt8]? { state.withLock { $0.byID[id] } }
+
+    /// Dictionary `id` digested by zstd (once, on first use), or nil when there is no such dictionary or zstd
+    /// cannot digest it.
+    func digested(_ id: UInt32) -> ZstdDigestedDictionary? {
+        state.withLock { state in
+            if let digested = state.digested[id] { return digested }
+            guard let bytes = state.byID[id], let digested = ZstdDigestedDictionary(bytes) else { return nil }
+            state.digested[id] = digested
+            return digested
+        }
+    }
 
     /// The dictionary new payloads are compressed with: its id (0 when there is none yet) and bytes.
     var newest: (id: UInt32, bytes: [UInt8]?) {
