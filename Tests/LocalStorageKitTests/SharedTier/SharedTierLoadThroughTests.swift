@@ -57,12 +57,19 @@ struct SharedTierLoadThroughTests {
         let a = try await instance()
         let b = try await instance()
         let stuck = LoadGate()  // never opened while B runs: A's load never completes
-        // A's lease lives three seconds on the server (time enough to see it on a loaded machine); A's own
-        // caller gives up then.
-        let onA = Self.callers(
-            1, of: a, id: "sku_stuck", title: "from A", gate: stuck, policy: LoadPolicy(loadTimeout: .seconds(3)))
+        // A's lease lives ten seconds on the server's clock, which a loaded machine does not slow: A's loader
+        // reads it at once, before anything else can run late. A's own caller gives up then.
+        let heldByA = Noted<SharedTierLease?>(nil)
+        let onA = Task {
+            try await a.fetch(Product.self, id: "sku_stuck", policy: LoadPolicy(loadTimeout: .seconds(10))) { id in
+                let lease = try await Self.serverLease(a, id: id)
+                heldByA.value.withLock { $0 = lease }
+                await stuck.pass()
+                return Self.product(id, "from A")
+            }
+        }
         await stuck.waitForLoad()
-        let held = try #require(try await Self.serverLease(a, id: "sku_stuck"))
+        let held = try #require(heldByA.value.withLock { $0 })
         #expect(held.kind == .lease)
         let seen = Noted<SharedTierLease?>(nil)
         let gate = LoadGate(open: true)
@@ -82,7 +89,7 @@ struct SharedTierLoadThroughTests {
         // B loaded under a lease of its own, taken once A's had ended on the server.
         let taken = try #require(seen.value.withLock { $0 })
         #expect(taken.kind == .lease && taken.token != held.token)
-        let outcome = await onA[0].result
+        let outcome = await onA.result
         #expect(throws: LocalStorageError.loadTimedOut(id: "sku_stuck")) { try outcome.get() }
         // A's load finishing late finds its lease gone: it writes nothing over B's record.
         stuck.open()
