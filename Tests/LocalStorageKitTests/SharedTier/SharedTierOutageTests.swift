@@ -3,7 +3,7 @@ import LocalStorageTestSupport
 import Synchronization
 import Testing
 
-@testable import LocalStorageKit
+@_spi(Testing) @testable import LocalStorageKit
 
 /// A server of its own per test: killed with SIGKILL mid-stream and restarted, or connections cut.
 @Suite(
@@ -81,11 +81,12 @@ struct SharedTierOutageTests {
         var writerTier = server.configuration(namespace: "away")
         writerTier.changeLogRetention = logRetention
         var awayTier = server.configuration(namespace: "away")
-        // B stays away long enough for A's writes to happen while it is.
+        // B stays away until the test moves its clock, after all of A's writes, however slow the machine.
         awayTier.reconnectDelay = .seconds(3)
         awayTier.maxReconnectDelay = .seconds(3)
+        let clock = VirtualClock()
         let a = try await sharedStore(writerTier)
-        let b = try await sharedStore(awayTier)
+        let b = try await sharedStore(awayTier, clock: clock)
         try await a.save(StressRecord.make(id: "x", sequence: 1))
         #expect(try await b.fetch(StressRecord.self, id: "x")?.sequence == 1)
         #expect(try await waitUntil { try await b.count(StressRecord.self) == 1 })  // B holds its own copy
@@ -100,7 +101,11 @@ struct SharedTierOutageTests {
         for n in 0..<5 { try await a.save(StressRecord.make(id: "other\(n)", sequence: n)) }
 
         // While away (the server is reachable for B's reads, but its copy is local), then back.
-        #expect(try await waitUntil(timeout: .seconds(30)) { b.sharedTier?.phase == .live })
+        #expect(
+            try await waitUntil(timeout: .seconds(60)) {
+                clock.advance(by: .seconds(3))
+                return b.sharedTier?.phase == .live
+            })
         #expect(try await b.fetch(StressRecord.self, id: "x")?.sequence == 2)
         let drops = b.sharedTier?.state.withLock { $0.drops } ?? 0
         // The fresh start drops once; a log of 2 entries cannot cover 6 changes, so B dropped again.
