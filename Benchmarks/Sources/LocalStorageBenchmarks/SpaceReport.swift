@@ -138,7 +138,8 @@ enum SpaceReport {
             }
             try sqlite.checkpoint()
         }
-        return try fileSize(path) + ((try? fileSize(path + "-wal")) ?? 0)
+        let wal = path + "-wal"
+        return try fileSize(path) + (FileManager.default.fileExists(atPath: wal) ? try fileSize(wal) : 0)
     }
 
     /// A store that grew to every product and shrank to a tenth: its file before and after compaction.
@@ -146,19 +147,21 @@ enum SpaceReport {
         let configuration = configuration(variants[0], directory: directory)
         _ = try await fill(configuration, with: products)
         let grown = try dataFileSize(configuration)
-        let storage = try LocalStorage(configuration: configuration)
-        let doomed = products.indices.filter { $0 % 10 != 0 }.map { products[$0].id }
-        for start in stride(from: 0, to: doomed.count, by: 10_000) {
-            let batch = doomed[start..<min(doomed.count, start + 10_000)]
-            try await storage.write { tx in for id in batch { try tx.delete(Product.self, id: id) } }
+        let left: Int
+        do {  // The store is closed again before it is compacted.
+            let storage = try LocalStorage(configuration: configuration)
+            let doomed = products.indices.filter { $0 % 10 != 0 }.map { products[$0].id }
+            for start in stride(from: 0, to: doomed.count, by: 10_000) {
+                let batch = doomed[start..<min(doomed.count, start + 10_000)]
+                try await storage.write { tx in for id in batch { try tx.delete(Product.self, id: id) } }
+            }
+            left = try await storage.count(Product.self)
         }
-        let left = try await storage.count(Product.self)
         let shrunk = try dataFileSize(configuration)
-        _ = consume storage
         let after = try await compactedSize(configuration)
-        Report.emit("\nA store grown to \(Report.grouped(Double(products.count))) products, then shrunk to ")
         Report.emit(
-            "\(Report.grouped(Double(left))): data file \(Report.mebibytes(grown)) grown, "
+            "\nA store grown to \(Report.grouped(Double(products.count))) products, then shrunk to "
+                + "\(Report.grouped(Double(left))): data file \(Report.mebibytes(grown)) grown, "
                 + "\(Report.mebibytes(shrunk)) shrunk, \(Report.mebibytes(after)) after compaction.")
     }
 

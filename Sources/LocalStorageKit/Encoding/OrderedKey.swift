@@ -30,6 +30,20 @@
 /// - Two truncated encodings are ordered only by their kept prefixes: strings longer than the budget that
 ///   share the kept prefix have equal keys, and their true order must come from the full values.
 internal enum OrderedKey {
+    /// The smallest key greater than every key starting with `prefix` (in byte order: LMDB's keys, Redis's
+    /// sorted-set members), or nil when there is none.
+    static func successor(of prefix: [UInt8]) -> [UInt8]? {
+        var bytes = prefix
+        while let last = bytes.last {
+            if last < 0xFF {
+                bytes[bytes.count - 1] = last + 1
+                return bytes
+            }
+            bytes.removeLast()
+        }
+        return nil
+    }
+
     /// The length in bytes of every number encoding.
     static let numberLength = 11
 

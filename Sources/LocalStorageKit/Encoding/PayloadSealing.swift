@@ -140,13 +140,12 @@ final class PayloadSealing: Sendable {
             }
             guard entry.value.count > 2, entry.value[0] == version else { continue }
             let sealed = entry.value[2...]
-            for key in candidates(keys, named: entry.value[1]) {
-                let plain = sealed.withUnsafeBytes { SodiumCipher.open($0, associated: entry.key, key: key.bytes) }
-                guard let plain else { continue }
-                opened.append((entry.key, plain))
-                if key.bytes != keys.first?.bytes { stale.insert(entry.key) }
-                break
+            let found = firstOpening(keys, named: entry.value[1]) { key in
+                sealed.withUnsafeBytes { SodiumCipher.open($0, associated: entry.key, key: key.bytes) }
             }
+            guard let found else { continue }
+            opened.append((entry.key, found.opened))
+            if found.key.bytes != keys.first?.bytes { stale.insert(entry.key) }
         }
         return (opened, stale)
     }
@@ -168,14 +167,24 @@ final class PayloadSealing: Sendable {
     private static func openCheck(_ stored: UnsafeRawBufferPointer, keys: [Key]) -> Key? {
         guard stored.count > 2, stored[0] == PayloadSealing.version else { return nil }
         let sealed = UnsafeRawBufferPointer(rebasing: stored[2...])
-        return candidates(keys, named: stored[1]).first { key in
-            SodiumCipher.open(sealed, associated: PayloadSealing.checkKey, key: key.bytes) == PayloadSealing.checkText
-        }
+        return firstOpening(keys, named: stored[1]) { key -> Bool? in
+            let plain = SodiumCipher.open(sealed, associated: PayloadSealing.checkKey, key: key.bytes)
+            return plain == PayloadSealing.checkText ? true : nil
+        }?.key
     }
 
-    /// `keys`, those named `id` first.
-    private static func candidates(_ keys: [Key], named id: UInt8) -> [Key] {
-        keys.filter { $0.id == id } + keys.filter { $0.id != id }
+    /// The first of `keys` that `open` accepts, trying those named `id` first, and what it opened; nil when
+    /// none does. It makes no array: it runs on every read of a sealed payload.
+    private static func firstOpening<R>(
+        _ keys: [Key], named id: UInt8, _ open: (Key) -> R?
+    ) -> (key: Key, opened: R)? {
+        for key in keys where key.id == id {
+            if let opened = open(key) { return (key, opened) }
+        }
+        for key in keys where key.id != id {
+            if let opened = open(key) { return (key, opened) }
+        }
+        return nil
     }
 
     /// The stored form of a payload the codec wrote in `format`: compressed when it is worth it, then sealed
@@ -226,21 +235,17 @@ final class PayloadSealing: Sendable {
             let associated = PayloadSealing.associatedData(
                 formatByte: view.format.rawValue | envelope.rawValue, typeName: typeName, id: Array(id.utf8))
             let sealed = UnsafeRawBufferPointer(rebasing: stored[2...])
-            var opened: [UInt8]?
-            for key in PayloadSealing.candidates(keys, named: stored[1]) {
-                if let plain = SodiumCipher.open(sealed, associated: associated, key: key.bytes) {
-                    opened = plain
-                    resealable = key.bytes != current?.bytes
-                    break
-                }
+            let found = PayloadSealing.firstOpening(keys, named: stored[1]) { key in
+                SodiumCipher.open(sealed, associated: associated, key: key.bytes)
             }
-            guard let opened else {
+            guard let (key, opened) = found else {
                 throw failure(
                     typeName, id,
                     "its sealed payload fails authentication (altered, moved from another id or type, or sealed "
                         + "with a key that is not configured)")
             }
             bytes = opened
+            resealable = key.bytes != current?.bytes
         } else {
             bytes = Array(view.payload)
         }

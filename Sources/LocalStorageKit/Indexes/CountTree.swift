@@ -84,14 +84,7 @@ enum CountTree {
     static func rebuild(_ index: TypeSchema.Index, counts: Database, txn: Transaction) throws {
         try clear(index, counts: counts, txn: txn)
         var tally = Tally(index: index, counts: counts)
-        try txn.withCursor(index.dbi) { cursor in
-            var entry = try cursor.move(.first)
-            while let current = entry {
-                try tally.note(current.key, count: try cursor.duplicateCount(), txn: txn)
-                entry = try cursor.move(.nextKey)
-            }
-        }
-        try tally.finish(txn: txn)
+        try tally.noteEveryEntry(of: index, txn: txn)
     }
 
     /// The counters an index's entries call for, by counter key, computed from the entries (for `verify`).
@@ -103,14 +96,7 @@ enum CountTree {
         var tally = Tally(index: index, counts: counts) { key, count, _ in
             collected.withLock { $0[key, default: 0] += count }
         }
-        try txn.withCursor(index.dbi) { cursor in
-            var entry = try cursor.move(.first)
-            while let current = entry {
-                try tally.note(current.key, count: try cursor.duplicateCount(), txn: txn)
-                entry = try cursor.move(.nextKey)
-            }
-        }
-        try tally.finish(txn: txn)
+        try tally.noteEveryEntry(of: index, txn: txn)
         return collected.withLock { $0 }
     }
 
@@ -155,6 +141,18 @@ enum CountTree {
                 sink ?? { key, count, txn in try CountTree.add(count, toCounter: key, counts: counts, txn: txn) }
             levels = CountTree.levels(of: index.kind)
             pending = Array(repeating: 0, count: levels.count)
+        }
+
+        /// Notes every entry of `index` in key order, then writes the last group's total.
+        mutating func noteEveryEntry(of index: TypeSchema.Index, txn: Transaction) throws {
+            try txn.withCursor(index.dbi) { cursor in
+                var entry = try cursor.move(.first)
+                while let current = entry {
+                    try note(current.key, count: try cursor.duplicateCount(), txn: txn)
+                    entry = try cursor.move(.nextKey)
+                }
+            }
+            try finish(txn: txn)
         }
 
         /// Notes `count` entries under `key`, which must not sort before the previous key noted.
@@ -291,7 +289,7 @@ enum CountTree {
             }
             // The last child: the entry before the first key past every child.
             var entry: Cursor.Entry?
-            if let past = QueryExecutor.successor(of: start), try cursor.seek(atLeast: past) != nil {
+            if let past = OrderedKey.successor(of: start), try cursor.seek(atLeast: past) != nil {
                 entry = try cursor.move(.previous)
             } else {
                 entry = try cursor.move(.last)

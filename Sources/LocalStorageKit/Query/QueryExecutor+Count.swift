@@ -59,7 +59,7 @@ extension QueryExecutor {
             let lower = OrderedKey.compare(key, IndexKeys.firstValue) < 0 ? IndexKeys.firstValue : key
             total = try CountTree.count(
                 index: index, counts: counts, txn: txn, lower: lower, lowerInclusive: true,
-                upper: QueryExecutor.successor(of: key), upperInclusive: false)
+                upper: OrderedKey.successor(of: key), upperInclusive: false)
         case .points:
             return nil
         }

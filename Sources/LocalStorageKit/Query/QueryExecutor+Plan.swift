@@ -97,7 +97,7 @@ extension QueryExecutor {
                 if let prefix = interval.prefix {
                     total += try CountTree.count(
                         index: index, counts: counts, txn: txn, lower: prefix, lowerInclusive: true,
-                        upper: QueryExecutor.successor(of: prefix), upperInclusive: false)
+                        upper: OrderedKey.successor(of: prefix), upperInclusive: false)
                 } else {
                     total += try CountTree.count(
                         index: index, counts: counts, txn: txn, lower: interval.lower, lowerInclusive: true,

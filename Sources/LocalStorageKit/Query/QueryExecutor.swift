@@ -52,7 +52,7 @@ final class QueryExecutor {
         guard descending else { return try cursor.seek(atLeast: interval.lower) }
         // Descending: position on the last entry ≤ the interval's upper end.
         let upper: [UInt8]?
-        if let prefix = interval.prefix { upper = QueryExecutor.successor(of: prefix) } else { upper = interval.upper }
+        if let prefix = interval.prefix { upper = OrderedKey.successor(of: prefix) } else { upper = interval.upper }
         guard let upper else { return try cursor.move(.last) }
         guard let found = try cursor.seek(atLeast: upper) else { return try cursor.move(.last) }
         if interval.prefix == nil, found.key.elementsEqual(upper) {
@@ -61,19 +61,6 @@ final class QueryExecutor {
             return try cursor.move(.current)
         }
         return try cursor.move(.previous)
-    }
-
-    /// The smallest key greater than every key starting with `prefix`, or nil when there is none.
-    static func successor(of prefix: [UInt8]) -> [UInt8]? {
-        var bytes = prefix
-        while let last = bytes.last {
-            if last < 0xFF {
-                bytes[bytes.count - 1] = last + 1
-                return bytes
-            }
-            bytes.removeLast()
-        }
-        return nil
     }
 
     // MARK: - Checking one candidate

@@ -52,19 +52,6 @@ struct SharedTierLayout: Sendable {
     var log: [UInt8] { key("log") }
     var channel: [UInt8] { key("changes") }
 
-    /// The smallest bytes above every member that starts with `prefix`, or nil when there are none.
-    static func successor(of prefix: [UInt8]) -> [UInt8]? {
-        var bytes = prefix
-        while let last = bytes.last {
-            if last < 0xFF {
-                bytes[bytes.count - 1] = last + 1
-                return bytes
-            }
-            bytes.removeLast()
-        }
-        return nil
-    }
-
     /// Length-prefixed (4 bytes big-endian) strings, the framing the scripts read back.
     static func frame(_ items: [[UInt8]]) -> [UInt8] {
         var out: [UInt8] = []

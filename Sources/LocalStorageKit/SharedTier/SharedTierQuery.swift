@@ -28,13 +28,7 @@ struct SharedTierQuery {
             let ranges = Self.exactRanges(only.conditions[0])
         {
             let key = tier.layout.index(type: type, name: only.index.name)
-            let replies = try await tier.connection.send(ranges.map { [Array("ZLEXCOUNT".utf8), key, $0.min, $0.max] })
-            var total = 0
-            for reply in replies {
-                guard let count = reply.int else { throw unexpected("ZLEXCOUNT", reply) }
-                total += Int(count)
-            }
-            return total
+            return try await lexCount(key, ranges)
         }
         return try await collect(needsBytes: false).count
     }
@@ -110,12 +104,7 @@ struct SharedTierQuery {
             guard let condition = constraint.conditions.first else { continue }
             let ranges = Self.coveringRanges(condition)
             let key = tier.layout.index(type: type, name: constraint.index.name)
-            let replies = try await tier.connection.send(ranges.map { [Array("ZLEXCOUNT".utf8), key, $0.min, $0.max] })
-            var total = 0
-            for reply in replies {
-                guard let count = reply.int else { throw unexpected("ZLEXCOUNT", reply) }
-                total += Int(count)
-            }
+            let total = try await lexCount(key, ranges)
             if best.map({ total < $0.count }) ?? true { best = (ranges, key, total) }
         }
         guard let best else { return [] }
@@ -223,6 +212,17 @@ struct SharedTierQuery {
         return elements.compactMap(\.bytes)
     }
 
+    /// How many members of the sorted set `key` lie in `ranges`, in one pipelined round trip.
+    private func lexCount(_ key: [UInt8], _ ranges: [(min: [UInt8], max: [UInt8])]) async throws -> Int {
+        let replies = try await tier.connection.send(ranges.map { [Array("ZLEXCOUNT".utf8), key, $0.min, $0.max] })
+        var total = 0
+        for reply in replies {
+            guard let count = reply.int else { throw unexpected("ZLEXCOUNT", reply) }
+            total += Int(count)
+        }
+        return total
+    }
+
     private func unexpected(_ what: String, _ reply: RESPValue) -> LocalStorageError {
         .sharedTierUnavailable("\(what) at \(tier.endpoint.label) replied \(reply.summary)")
     }
@@ -256,7 +256,7 @@ struct SharedTierQuery {
     private static func exclusive(_ bytes: [UInt8]) -> [UInt8] { [UInt8(ascii: "(")] + bytes }
     /// Below every member whose key starts with `prefix`… and above none: `(successor`, or `+`.
     private static func above(_ prefix: [UInt8]) -> [UInt8] {
-        SharedTierLayout.successor(of: prefix).map(exclusive) ?? Array("+".utf8)
+        OrderedKey.successor(of: prefix).map(exclusive) ?? Array("+".utf8)
     }
 
     /// Lex ranges holding every member that can match `condition` (a superset: headers decide).

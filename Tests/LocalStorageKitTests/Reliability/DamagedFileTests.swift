@@ -7,20 +7,6 @@ import Testing
 /// Files that are LMDB but not a usable store: a damaged meta page, another program's environment
 /// (issue 21). Opening fails with `openFailed` and leaves the file as it was; the CLI says the same.
 @Suite struct DamagedFileTests {
-    private func expectOpenFailed(
-        _ directory: URL, mentioning words: [String],
-        sourceLocation: SourceLocation = #_sourceLocation
-    ) {
-        do {
-            _ = try LocalStorage(configuration: diskConfiguration(directory))
-            Issue.record("the store opened", sourceLocation: sourceLocation)
-        } catch let LocalStorageError.openFailed(_, reason) {
-            #expect(words.contains { reason.contains($0) }, "\(reason)", sourceLocation: sourceLocation)
-        } catch {
-            Issue.record("expected openFailed, got \(error)", sourceLocation: sourceLocation)
-        }
-    }
-
     /// A plain LMDB environment in `directory` whose main database holds `pairs`, made with the C API.
     private func makeEnvironment(_ directory: URL, holding pairs: [(String, String)]) throws {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

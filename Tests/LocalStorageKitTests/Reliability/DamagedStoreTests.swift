@@ -126,21 +126,6 @@ struct DamagedStoreTests {
 
     // MARK: - Files that are not a healthy store
 
-    private func expectOpenFailed(
-        _ directory: URL, mentioning words: [String],
-        sourceLocation: SourceLocation = #_sourceLocation
-    ) {
-        do {
-            _ = try LocalStorage(configuration: diskConfiguration(directory))
-            Issue.record("the store opened", sourceLocation: sourceLocation)
-        } catch let LocalStorageError.openFailed(path, reason) {
-            #expect(path.hasPrefix(directory.path), sourceLocation: sourceLocation)
-            #expect(words.contains { reason.contains($0) }, "\(reason)", sourceLocation: sourceLocation)
-        } catch {
-            Issue.record("expected openFailed, got \(error)", sourceLocation: sourceLocation)
-        }
-    }
-
     private func makeStoreDirectory() throws -> (URL, URL) {
         let directory = temporaryDirectory()
         let files = storeFilesDirectory(directory)

@@ -2,6 +2,7 @@ import CLMDB
 import Foundation
 import LocalStorageTestSupport
 import Synchronization
+import Testing
 
 @_spi(Maintenance) @testable import LocalStorageKit
 
@@ -192,6 +193,24 @@ final class HelperProcess: @unchecked Sendable {
 /// Sends `signal` to the process `pid` (a free function: the helper's own `kill()` hides the C call).
 func sendSignal(_ signal: Int32, to pid: Int32) {
     _ = kill(pid, signal)
+}
+
+// MARK: - Files that are not a healthy store
+
+/// Expects opening a store on `directory` to fail with `openFailed` naming a path inside it and giving a
+/// reason that contains one of `words`.
+func expectOpenFailed(
+    _ directory: URL, mentioning words: [String], sourceLocation: SourceLocation = #_sourceLocation
+) {
+    do {
+        _ = try LocalStorage(configuration: diskConfiguration(directory))
+        Issue.record("the store opened", sourceLocation: sourceLocation)
+    } catch let LocalStorageError.openFailed(path, reason) {
+        #expect(path.hasPrefix(directory.path), sourceLocation: sourceLocation)
+        #expect(words.contains { reason.contains($0) }, "\(reason)", sourceLocation: sourceLocation)
+    } catch {
+        Issue.record("expected openFailed, got \(error)", sourceLocation: sourceLocation)
+    }
 }
 
 // MARK: - Closing a store
