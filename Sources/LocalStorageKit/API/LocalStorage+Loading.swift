@@ -49,7 +49,8 @@ extension LocalStorage {
         _ type: T.Type, id: T.ID, policy: LoadPolicy, load: @escaping @Sendable (T.ID) async throws -> T?
     ) async throws -> T? {
         try await operationPassingCallerErrors("fetch(load:)") {
-            try await loadThrough(T.self, id: id, policy: policy, load: load)
+            let schema = try await core.schema(for: T.self)
+            return try await tiers.fetch(T.self, id: id, policy: policy, schema: schema, load: load)
         }
     }
 }

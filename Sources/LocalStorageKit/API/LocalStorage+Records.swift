@@ -158,8 +158,7 @@ extension LocalStorage {
     func prepare<T: LocalStorable>(
         _ value: T, schema: TypeSchema, indexValues: ((T) -> [StoredIndexValue])? = nil
     ) throws -> PreparedRecord {
-        try PreparedRecord(
-            encoding: value, schema: schema, format: configuration.codec.format, indexValues: indexValues)
+        try local.prepare(value, schema: schema, indexValues: indexValues)
     }
 
     /// A decode session for one read (``LocalRecordStore/makeDecodeSession(for:)``).

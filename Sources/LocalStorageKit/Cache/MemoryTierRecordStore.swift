@@ -129,14 +129,12 @@ struct MemoryTierRecordStore: RecordStore {
             T.self, plan: plan, page: page, pageSize: pageSize, options: options, schema: schema, locally: locally)
     }
 
-    nonisolated(nonsending) func fetchBeforeLoading<T: LocalStorable>(
-        _ type: T.Type, id: String, schema: TypeSchema
+    /// A load through the cache reads and writes the local store; its commit refreshes this tier.
+    func fetch<T: LocalStorable>(
+        _ type: T.Type, id: T.ID, policy: LoadPolicy, schema: TypeSchema,
+        load: @escaping @Sendable (T.ID) async throws -> T?
     ) async throws -> T? {
-        try await local.fetchBeforeLoading(T.self, id: id, schema: schema)
-    }
-
-    func saveLoaded(_ record: PreparedRecord, expiration: CacheExpiration, schema: TypeSchema) async throws -> Bool {
-        try await local.saveLoaded(record, expiration: expiration, schema: schema)
+        try await local.fetch(T.self, id: id, policy: policy, schema: schema, load: load)
     }
 
     func checkWriteTransaction() throws { try local.checkWriteTransaction() }

@@ -29,14 +29,12 @@ extension LocalRecordStore {
         return try await locally()
     }
 
-    nonisolated(nonsending) func fetchBeforeLoading<T: LocalStorable>(
-        _ type: T.Type, id: String, schema: TypeSchema
+    func fetch<T: LocalStorable>(
+        _ type: T.Type, id: T.ID, policy: LoadPolicy, schema: TypeSchema,
+        load: @escaping @Sendable (T.ID) async throws -> T?
     ) async throws -> T? {
-        nil
-    }
-
-    func saveLoaded(_ record: PreparedRecord, expiration: CacheExpiration, schema: TypeSchema) async throws -> Bool {
-        false
+        try await LoadThrough(store: self, coordinator: nil).fetch(
+            T.self, id: id, policy: policy, schema: schema, load: load)
     }
 
     func checkWriteTransaction() throws {}

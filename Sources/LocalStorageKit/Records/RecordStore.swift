@@ -58,15 +58,14 @@ protocol RecordStore: Sendable {
 
     // MARK: Loading through the cache
 
-    /// The record `id` as a tier above the local store holds it, read before a load through the cache looks
-    /// at the local store and its leases: nil without such a tier.
-    nonisolated(nonsending) func fetchBeforeLoading<T: LocalStorable>(
-        _ type: T.Type, id: String, schema: TypeSchema
+    /// The live record `id` of `T`, or what `load` returns for it (stored under `policy`), loaded once among
+    /// the callers of every process on the store and, behind a shared tier, every instance (``LoadThrough``).
+    ///
+    /// - Throws: the loader's own error as a ``CallerError``; `loadTimedOut(id:)`.
+    func fetch<T: LocalStorable>(
+        _ type: T.Type, id: T.ID, policy: LoadPolicy, schema: TypeSchema,
+        load: @escaping @Sendable (T.ID) async throws -> T?
     ) async throws -> T?
-
-    /// Stores a loaded record through a tier above the local store, which takes the write first; returns
-    /// false without one (the local store then stores it under the load's lease).
-    func saveLoaded(_ record: PreparedRecord, expiration: CacheExpiration, schema: TypeSchema) async throws -> Bool
 
     // MARK: Writes
 

@@ -49,18 +49,6 @@ extension SharedTierRecordStore {
     }
 
     /// The record as ``fetch(_:id:schema:)`` finds it: locally, else on the server.
-    nonisolated(nonsending) func fetchBeforeLoading<T: LocalStorable>(
-        _ type: T.Type, id: String, schema: TypeSchema
-    ) async throws -> T? {
-        try await fetch(T.self, id: id, schema: schema)
-    }
-
-    /// The shared tier takes the write first; the load's lease only kept this store's processes to one load.
-    func saveLoaded(_ record: PreparedRecord, expiration: CacheExpiration, schema: TypeSchema) async throws -> Bool {
-        try await save(record, expiration: expiration, schema: schema)
-        return true
-    }
-
     func checkWriteTransaction() throws {
         throw LocalStorageError.sharedTierUnavailable(Self.writeTransactionsNotShared)
     }

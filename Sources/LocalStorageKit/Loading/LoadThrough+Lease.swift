@@ -1,14 +1,14 @@
 /// The lease steps of a load through the cache, each one commit of the writer: take the lease, store
 /// the loaded record while the lease holds (compare-and-set on the lease's token), remember a nil, give
 /// the lease back after a failure.
-extension LocalStorage {
+extension LoadThrough {
     /// Takes the lease on `leaseKey` under `token` unless the record is live (and not the one being
     /// refreshed) or another live lease holds it; returns whether it did.
     func takeLease(
         _ leaseKey: [UInt8], token: UInt64, refreshing: Int64?, key: [UInt8], schema: TypeSchema,
         timeout: Duration
     ) async throws -> Bool {
-        let leases = try leaseBook()
+        let leases = try store.leaseBook()
         let clock = core.clock
         return try await core.writer.perform { context in
             let txn = context.txn
@@ -25,44 +25,33 @@ extension LocalStorage {
         }
     }
 
-    /// Runs `load` under the lease `token` holds and stores what it returns while the lease still holds.
+    /// Runs the request's `load` under its lease and stores what it returns while the lease still holds.
     /// Returns the loaded value, or, when a write of the id voided the lease meanwhile, what the store
     /// holds after that write.
     ///
     /// - Throws: the loader's own error as a ``CallerError`` (the lease is given back first).
-    func runLoad<T: LocalStorable>(
-        _ type: T.Type, id: T.ID, name: String, key: [UInt8], leaseKey: [UInt8], token: UInt64,
-        schema: TypeSchema, policy: LoadPolicy, refreshing: Int64?, load: @escaping @Sendable (T.ID) async throws -> T?
-    ) async throws -> T? {
+    func runLoad<T: LocalStorable>(_ request: LeasedLoad<T>) async throws -> T? {
+        let (name, key, schema) = (request.name, request.key, request.schema)
         let loaded: T?
         do {
-            loaded = try await load(id)
+            loaded = try await request.load(request.id)
         } catch {
-            await giveBack(leaseKey, token: token, key: key, schema: schema)
+            await request.giveBack()
             throw CallerError(underlying: error)
         }
         guard let value = loaded else {
-            try await rememberAbsence(
-                leaseKey, token: token, key: key, name: name, schema: schema, policy: policy, refreshing: refreshing)
-            return try await look(T.self, id: name, key: key, schema: schema).value
+            try await rememberAbsence(request, refreshing: request.refreshing)
+            return try await store.look(T.self, id: name, key: key, schema: schema).value
         }
         let record: PreparedRecord
         do {
-            guard try value.storageID() == name else {
-                throw LocalStorageError.invalidId(
-                    "load returned \(T.self) \"\(try value.storageID())\" for the id \"\(name)\"")
-            }
-            record = try prepare(value, schema: schema)
-            if try await tiers.saveLoaded(record, expiration: policy.expiration, schema: schema) {
-                await giveBack(leaseKey, token: token, key: key, schema: schema)
-                return value
-            }
+            record = try prepare(value, for: request)
         } catch {
-            await giveBack(leaseKey, token: token, key: key, schema: schema)
+            await request.giveBack()
             throw error
         }
-        let leases = try leaseBook()
-        let expiration = policy.expiration
+        let leases = try store.leaseBook()
+        let (leaseKey, token, expiration) = (request.leaseKey, request.token, request.policy.expiration)
         let stored = try await core.writer.perform { context -> Bool in
             guard try leases.holds(leaseKey, token: token, key: key, type: schema.number, context: context) else {
                 return false
@@ -73,18 +62,29 @@ extension LocalStorage {
             return true
         }
         if stored { return value }
-        return try await look(T.self, id: name, key: key, schema: schema).value
+        return try await store.look(T.self, id: name, key: key, schema: schema).value
     }
 
-    /// Records that the load under `token` found nothing: a nil remembered for `policy.absentFor` (or
-    /// only for the callers that waited on this load), or, for a refresh, the stale record deleted.
-    func rememberAbsence(
-        _ leaseKey: [UInt8], token: UInt64, key: [UInt8], name: String, schema: TypeSchema, policy: LoadPolicy,
-        refreshing: Int64?
-    ) async throws {
-        let leases = try leaseBook()
+    /// Encodes what the request's `load` returned, in the store's codec.
+    ///
+    /// - Throws: `invalidId` when the value's id is not the one asked for.
+    func prepare<T: LocalStorable>(_ value: T, for request: LeasedLoad<T>) throws -> PreparedRecord {
+        guard try value.storageID() == request.name else {
+            throw LocalStorageError.invalidId(
+                "load returned \(T.self) \"\(try value.storageID())\" for the id \"\(request.name)\"")
+        }
+        return try store.prepare(value, schema: request.schema)
+    }
+
+    /// Records that the request's load found nothing: a nil remembered for `policy.absentFor` (or only for
+    /// the callers that waited on this load), or, for a refresh (`refreshing`), the stale record deleted.
+    func rememberAbsence<T: LocalStorable>(_ request: LeasedLoad<T>, refreshing: Int64?) async throws {
+        let leases = try store.leaseBook()
         let clock = core.clock
-        let absentFor = policy.absentFor
+        let (leaseKey, token, key, name, schema) = (
+            request.leaseKey, request.token, request.key, request.name, request.schema
+        )
+        let absentFor = request.policy.absentFor
         try await core.writer.perform { context in
             guard try leases.holds(leaseKey, token: token, key: key, type: schema.number, context: context) else {
                 return
@@ -105,7 +105,7 @@ extension LocalStorage {
     /// to do so is logged (the lease then ends at its deadline).
     func giveBack(_ leaseKey: [UInt8], token: UInt64, key: [UInt8], schema: TypeSchema) async {
         do {
-            let leases = try leaseBook()
+            let leases = try store.leaseBook()
             try await core.writer.perform { context in
                 guard let entry = try leases.entry(leaseKey, txn: context.txn), entry.kind == .lease,
                     entry.token == token
@@ -114,17 +114,10 @@ extension LocalStorage {
                 context.log(schema, .touched, id: key)
             }
         } catch {
-            logger?.log(
+            store.logger?.log(
                 level: .warning, message: "Could not give back a load's lease; it ends at its deadline",
                 metadata: ["type": schema.name, "error": "\(LocalStorageError.wrapping(error))"])
         }
-    }
-
-    func leaseBook() throws(LocalStorageError) -> LeaseBook {
-        guard let leases = core.changeLog.leases else {
-            throw .storageError(code: -1, message: "the store has no lease database")
-        }
-        return leases
     }
 }
 

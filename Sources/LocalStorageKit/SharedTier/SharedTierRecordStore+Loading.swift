@@ -4,47 +4,58 @@
 /// waits for the instance holding it: that instance's record write (or the `L` notice of a load that failed
 /// or found nothing) reaches this store through the shared tier's change channel and wakes the caller, and
 /// the server's `PX` ends the lease of a holder that died. Waiting runs on the store's clock.
-extension LocalStorage {
-    /// Loads the record once across the instances on the shared tier, under this store's lease
-    /// (`leaseKey`, `token`), which it gives back (or which the record's commit voids) before returning.
-    func loadShared<T: LocalStorable>(
-        _ type: T.Type, id: T.ID, name: String, key: [UInt8], leaseKey: [UInt8], token: UInt64,
-        schema: TypeSchema, policy: LoadPolicy, refreshing: Int64?, tier: SharedTier,
+extension SharedTierRecordStore: LoadCoordinator {
+    /// A load through the cache: ``LoadThrough``, with this tier taking part.
+    func fetch<T: LocalStorable>(
+        _ type: T.Type, id: T.ID, policy: LoadPolicy, schema: TypeSchema,
         load: @escaping @Sendable (T.ID) async throws -> T?
     ) async throws -> T? {
+        try await LoadThrough(store: local, coordinator: self).fetch(
+            T.self, id: id, policy: policy, schema: schema, load: load)
+    }
+
+    nonisolated(nonsending) func fetchBeforeLoading<T: LocalStorable>(
+        _ type: T.Type, id: String, schema: TypeSchema
+    ) async throws -> T? {
+        try await fetch(T.self, id: id, schema: schema)
+    }
+
+    /// Loads the record once across the instances on the shared tier, under this store's lease, which it
+    /// gives back (or which the record's commit voids) before returning.
+    func load<T: LocalStorable>(_ request: LeasedLoad<T>) async throws -> T? {
+        let (name, key, schema) = (request.name, request.key, request.schema)
         let watch = RecordWatch(core: core, typeName: schema.name, id: name)
         defer { watch.end() }
         var awaited: UInt64?
-        var condition: SharedTier.LeaseCondition = refreshing.map { .refreshing($0) } ?? .noRecord
+        var condition: SharedTier.LeaseCondition = request.refreshing.map { .refreshing($0) } ?? .noRecord
         while true {
             let attempt: SharedTier.LeaseAttempt
             do {
                 try Task.checkCancellation()
                 attempt = try await tier.acquireLease(
-                    type: schema.name, id: key, token: token, timeout: policy.loadTimeout, condition: condition)
+                    type: schema.name, id: key, token: request.token, timeout: request.policy.loadTimeout,
+                    condition: condition)
             } catch {
-                await giveBack(leaseKey, token: token, key: key, schema: schema)
+                await request.giveBack()
                 throw error
             }
             switch attempt {
             case .acquired:
-                return try await loadUnderSharedLease(
-                    T.self, id: id, name: name, key: key, leaseKey: leaseKey, token: token, schema: schema,
-                    policy: policy, refreshing: refreshing, tier: tier, load: load)
+                return try await loadUnderSharedLease(request)
             case .recordExists:
                 // Another instance wrote the record: this store has it (or gets it from the server).
                 let found: T?
                 do {
                     found =
-                        refreshing == nil
-                        ? try await fetch(T.self, id: name)
-                        : try await look(T.self, id: name, key: key, schema: schema).value
+                        request.refreshing == nil
+                        ? try await fetch(T.self, id: name, schema: schema)
+                        : try await local.look(T.self, id: name, key: key, schema: schema).value
                 } catch {
-                    await giveBack(leaseKey, token: token, key: key, schema: schema)
+                    await request.giveBack()
                     throw error
                 }
                 if let found {
-                    await giveBack(leaseKey, token: token, key: key, schema: schema)
+                    await request.giveBack()
                     return found
                 }
                 // The server's record is not live for this store's clock: load whatever the server holds.
@@ -54,8 +65,8 @@ extension LocalStorage {
             case .held(let holder?, let remaining):
                 let now = core.clock.wallNanoseconds()
                 if holder.kind == .absent {
-                    if (refreshing == nil && holder.remembersAbsence(at: now)) || holder.token == awaited {
-                        await giveBack(leaseKey, token: token, key: key, schema: schema)
+                    if (request.refreshing == nil && holder.remembersAbsence(at: now)) || holder.token == awaited {
+                        await request.giveBack()
                         return nil
                     }
                     // A nil no longer remembered: out of the way (unless something replaced it meanwhile).
@@ -63,47 +74,38 @@ extension LocalStorage {
                     continue
                 }
                 awaited = holder.token
-                await watch.wait(for: remaining ?? policy.loadTimeout)
+                await watch.wait(for: remaining ?? request.policy.loadTimeout)
             case .held(nil, let remaining):
                 // A value this version cannot read: taken for a lease until it ends.
-                await watch.wait(for: remaining ?? policy.loadTimeout)
+                await watch.wait(for: remaining ?? request.policy.loadTimeout)
             }
         }
     }
 
-    /// Runs `load` under the server's lease (taken under `token`) and writes its result while that lease still
-    /// holds (``SharedTierScripts/leasedPut``); a nil is remembered on the server (``SharedTierLease``) and
-    /// in this store. Returns the loaded value, or, when a write of the id voided the lease meanwhile, what
-    /// the store holds after that write.
+    /// Runs `load` under the server's lease (taken under the request's token) and writes its result while
+    /// that lease still holds (``SharedTierScripts/leasedPut``); a nil is remembered on the server
+    /// (``SharedTierLease``) and in this store. Returns the loaded value, or, when a write of the id voided
+    /// the lease meanwhile, what the store holds after that write.
     ///
     /// - Throws: the loader's own error as a ``CallerError`` (both leases are given back first).
-    private func loadUnderSharedLease<T: LocalStorable>(
-        _ type: T.Type, id: T.ID, name: String, key: [UInt8], leaseKey: [UInt8], token: UInt64,
-        schema: TypeSchema, policy: LoadPolicy, refreshing: Int64?, tier: SharedTier,
-        load: @escaping @Sendable (T.ID) async throws -> T?
-    ) async throws -> T? {
-        let lease = SharedTierLease(kind: .lease, token: token)
+    private func loadUnderSharedLease<T: LocalStorable>(_ request: LeasedLoad<T>) async throws -> T? {
+        let (name, key, schema) = (request.name, request.key, request.schema)
+        let lease = SharedTierLease(kind: .lease, token: request.token)
         let loaded: T?
         do {
-            loaded = try await load(id)
+            loaded = try await request.load(request.id)
         } catch {
-            await endSharedLease(lease, name: name, key: key, leaseKey: leaseKey, schema: schema, tier: tier)
+            await endSharedLease(lease, request: request)
             throw CallerError(underlying: error)
         }
         do {
             guard let value = loaded else {
-                return try await rememberSharedAbsence(
-                    T.self, name: name, key: key, leaseKey: leaseKey, lease: lease, schema: schema, policy: policy,
-                    refreshing: refreshing, tier: tier)
+                return try await rememberSharedAbsence(request, lease: lease)
             }
-            guard try value.storageID() == name else {
-                throw LocalStorageError.invalidId(
-                    "load returned \(T.self) \"\(try value.storageID())\" for the id \"\(name)\"")
-            }
-            let record = try prepare(value, schema: schema)
+            let record = try request.through.prepare(value, for: request)
             let now = core.clock.wallNanoseconds()
             let put = try tier.put(
-                record, expiresAt: try policy.expiration.expiresAt(now: now), now: now, schema: schema)
+                record, expiresAt: try request.policy.expiration.expiresAt(now: now), now: now, schema: schema)
             do {
                 let written = try await tier.write(
                     [put], schema: schema, now: now,
@@ -112,13 +114,13 @@ extension LocalStorage {
                 try await tier.commitOwn(written, records: [record], schema: schema)
             } catch is SharedTierLeaseLost {
                 // A write of the id by some instance came first: it wins.
-                await giveBack(leaseKey, token: token, key: key, schema: schema)
-                return try await fetch(T.self, id: name)
+                await request.giveBack()
+                return try await fetch(T.self, id: name, schema: schema)
             }
-            await giveBack(leaseKey, token: token, key: key, schema: schema)
+            await request.giveBack()
             return value
         } catch {
-            await endSharedLease(lease, name: name, key: key, leaseKey: leaseKey, schema: schema, tier: tier)
+            await endSharedLease(lease, request: request)
             throw error
         }
     }
@@ -127,16 +129,16 @@ extension LocalStorage {
     /// long enough for the callers waiting on it to see it) and in this store; a refreshed record is deleted.
     /// When a write voided the lease meanwhile, returns what the store holds after it.
     private func rememberSharedAbsence<T: LocalStorable>(
-        _ type: T.Type, name: String, key: [UInt8], leaseKey: [UInt8], lease: SharedTierLease, schema: TypeSchema,
-        policy: LoadPolicy, refreshing: Int64?, tier: SharedTier
+        _ request: LeasedLoad<T>, lease: SharedTierLease
     ) async throws -> T? {
-        if refreshing != nil {
+        let (name, key, schema, policy) = (request.name, request.key, request.schema, request.policy)
+        if request.refreshing != nil {
             // The source has it no more: the stale record goes, unless a write overtook the refresh.
             if try await tier.settleLease(type: schema.name, id: name, expected: lease, announce: false) {
-                try await delete(T.self, id: name)
+                try await delete(id: name, key: key, schema: schema)
             }
-            await giveBack(leaseKey, token: lease.token, key: key, schema: schema)
-            return try await fetch(T.self, id: name)
+            await request.giveBack()
+            return try await fetch(T.self, id: name, schema: schema)
         }
         let now = core.clock.wallNanoseconds()
         let marker = SharedTierLease(
@@ -145,27 +147,24 @@ extension LocalStorage {
             type: schema.name, id: name, expected: lease, replacement: marker,
             keepFor: max(policy.absentFor ?? .zero, policy.loadTimeout), announce: true)
         guard kept else {
-            await giveBack(leaseKey, token: lease.token, key: key, schema: schema)
-            return try await fetch(T.self, id: name)
+            await request.giveBack()
+            return try await fetch(T.self, id: name, schema: schema)
         }
-        try await rememberAbsence(
-            leaseKey, token: lease.token, key: key, name: name, schema: schema, policy: policy, refreshing: nil)
+        try await request.through.rememberAbsence(request, refreshing: nil)
         return nil
     }
 
     /// Gives back both leases after a failed load: the server's (waking the other instances' callers) and
     /// this store's. A failure to end the server's is logged; it then ends at its `PX`.
-    private func endSharedLease(
-        _ lease: SharedTierLease, name: String, key: [UInt8], leaseKey: [UInt8], schema: TypeSchema, tier: SharedTier
-    ) async {
+    private func endSharedLease<T: LocalStorable>(_ lease: SharedTierLease, request: LeasedLoad<T>) async {
         do {
-            try await tier.settleLease(type: schema.name, id: name, expected: lease, announce: true)
+            try await tier.settleLease(type: request.schema.name, id: request.name, expected: lease, announce: true)
         } catch {
-            logger?.log(
+            local.logger?.log(
                 level: .warning,
                 message: "Could not give back a load's lease on the shared tier; it ends at its timeout",
-                metadata: ["type": schema.name, "error": "\(LocalStorageError.wrapping(error))"])
+                metadata: ["type": request.schema.name, "error": "\(LocalStorageError.wrapping(error))"])
         }
-        await giveBack(leaseKey, token: lease.token, key: key, schema: schema)
+        await request.giveBack()
     }
 }

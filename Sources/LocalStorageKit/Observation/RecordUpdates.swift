@@ -1,0 +1,39 @@
+/// One record's value now and after each change (`updates(of:id:)`): a ``RecordWatch`` wakes the loop at
+/// each change that may concern the id, and at its expiry; the loop reads the record again and emits it
+/// when its state differs from the last one emitted.
+extension LocalRecordStore {
+    /// The value of the record `id` now, then after each committed change to it by any process.
+    func updates<T: LocalStorable>(of type: T.Type, id: T.ID) -> AsyncThrowingStream<T?, any Error> {
+        let (stream, continuation) = AsyncThrowingStream.makeStream(
+            of: T?.self, throwing: (any Error).self, bufferingPolicy: .bufferingNewest(64))
+        let task = Task { [self] in
+            do {
+                let name = try StorageKey.string(for: id)
+                let key = try RecordWriter.key(for: name)
+                let schema = try await core.schema(for: T.self)
+                // Listening starts before the first read, so that no change after it is missed.
+                let watch = RecordWatch(core: core, typeName: schema.name, id: name)
+                defer { watch.end() }
+                var last: (isPresent: Bool, updatedAt: Int64)?
+                while !Task.isCancelled {
+                    let current = try await look(T.self, id: name, key: key, schema: schema)
+                    let state = (isPresent: current.value != nil, updatedAt: current.updatedAt)
+                    if last.map({ $0 != state }) ?? true {
+                        continuation.yield(current.value)
+                        last = state
+                    }
+                    // An expiring record is looked at again just after it expires; others after an hour at most.
+                    let wakeAt =
+                        current.expiresAt == 0
+                        ? core.clock.wallNanoseconds() &+ 3_600_000_000_000 : current.expiresAt &+ 1_000_000
+                    await watch.wait(untilWallNanoseconds: wakeAt)
+                }
+                continuation.finish()
+            } catch {
+                continuation.finish(throwing: LocalStorageError.wrapping(error))
+            }
+        }
+        continuation.onTermination = { _ in task.cancel() }
+        return stream
+    }
+}
