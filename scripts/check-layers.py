@@ -10,7 +10,7 @@ ignored. Exit status 1 lists every upward or sideways edge.
 """
 import collections, glob, os, re, sys
 
-RANK = {"Logging": 0, "Concurrency": 1, "Model": 1, "LMDB": 2, "Encoding": 3, "RESP": 3, "Migration": 4,
+RANK = {"Logging": 0, "Concurrency": 1, "Model": 1, "LMDB": 2, "Encoding": 3, "RESP": 3, "Migration": 5,
         "Store": 5, "Records": 5, "Indexes": 5, "Query": 5, "Cache": 5, "Observation": 5, "Loading": 5,
         "SharedTier": 6, "API": 7, "Maintenance": 8}
 ENGINE = 5  # the one rank whose folders may name each other's types

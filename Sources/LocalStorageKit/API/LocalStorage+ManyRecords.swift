@@ -33,7 +33,7 @@ extension LocalStorage {
         try await operation("delete(matching:)") {
             let schema = try await core.schema(for: T.self)
             return try await tiers.delete(T.self, matching: filters, schema: schema) {
-                try await migrateIfPending(T.self, schema: schema)
+                try await local.migrateIfPending(T.self, schema: schema)
                 return try await core.writer.performOnce { context in
                     let transaction = StorageWriteTransaction(storage: self, context: context)
                     defer { transaction.close() }

@@ -1,15 +1,3 @@
-import Foundation
-
-/// How far ``LocalStorage/migrateAll(_:progress:)`` has come.
-public struct MigrationProgress: Sendable, Hashable {
-    /// Records looked at so far.
-    public let processed: Int
-    /// Records of the type when the migration started.
-    public let total: Int
-    /// Records upgraded so far.
-    public let migrated: Int
-}
-
 extension LocalStorage {
     /// Upgrades every stored record of `T` older than its `currentVersion`, in bounded write batches.
     ///
@@ -24,88 +12,7 @@ extension LocalStorage {
     ) async throws -> Int {
         try await operation("migrateAll") {
             let schema = try await core.schema(for: T.self)
-            let migrated = try await runMigration(T.self, schema: schema, stopOnFailure: true, progress: progress)
-            try await core.markMigrated(schema: schema)
-            return migrated
+            return try await local.migrateAll(T.self, schema: schema, progress: progress)
         }
-    }
-
-    /// Migrates every old record before the first indexed query of a type whose version moved, so the
-    /// query sees migrated index values. Records whose chain fails are logged and left as they were.
-    /// Runs on the caller's executor (a query from `@MainActor` stays there when nothing is pending).
-    nonisolated(nonsending) func migrateIfPending<T: LocalStorable>(_ type: T.Type, schema: TypeSchema) async throws {
-        guard core.isMigrationPending(schema.name) else { return }
-        _ = try await runMigration(T.self, schema: schema, stopOnFailure: false, progress: nil)
-        try await core.markMigrated(schema: schema)
-    }
-
-    private func runMigration<T: LocalStorable>(
-        _ type: T.Type, schema: TypeSchema, stopOnFailure: Bool,
-        progress: (@Sendable (MigrationProgress) -> Void)?
-    ) async throws -> Int {
-        let format = configuration.codec.format
-        let logger = self.logger
-        return try await core.writer.performExclusive { writer in
-            let total = try writer.transact { try $0.txn.entryCount(schema.records) }
-            var after: [UInt8]?
-            var processed = 0
-            var migrated = 0
-            while true {
-                let (seen, upgraded, last) = try writer.transact { context in
-                    try LocalStorage.migrateBatch(
-                        T.self, schema: schema, after: after, format: format,
-                        stopOnFailure: stopOnFailure, logger: logger, txn: context.txn)
-                }
-                processed += seen
-                migrated += upgraded
-                after = last
-                progress?(MigrationProgress(processed: processed, total: total, migrated: migrated))
-                if seen < 500 { break }
-            }
-            if migrated > 0 {
-                logger?.log(
-                    level: .info, message: "Migrated \(migrated) records of \(schema.name)",
-                    metadata: ["type": schema.name, "version": "\(T.storageVersion)"])
-            }
-            return migrated
-        }
-    }
-
-    private static func migrateBatch<T: LocalStorable>(
-        _ type: T.Type, schema: TypeSchema, after: [UInt8]?, format: PayloadFormat, stopOnFailure: Bool,
-        logger: (any StorageLogger)?, txn: Transaction
-    ) throws -> (seen: Int, migrated: Int, last: [UInt8]?) {
-        var keys: [[UInt8]] = []
-        try txn.withCursor(schema.records) { cursor in
-            var entry = try cursor.seek(atLeast: after ?? [])
-            if let current = entry, let after, current.key.elementsEqual(after) { entry = try cursor.move(.next) }
-            while let current = entry, keys.count < 500 {
-                keys.append(Array(current.key))
-                entry = try cursor.move(.next)
-            }
-        }
-        var migrated = 0
-        for key in keys {
-            guard let bytes = try txn.get(schema.records, key: key) else { continue }
-            let id = String(decoding: key, as: UTF8.self)
-            do {
-                // A damaged record fails here like one whose payload does not decode: logged (or thrown
-                // with `stopOnFailure`) and left for `verify --repair`.
-                let view = try StoredRecord(bytes).readable(type: schema.name, id: id)
-                guard view.version < T.storageVersion else { continue }
-                let session = DecodeSession(counter: nil, format: format, sealing: schema.sealing)
-                _ = try RecordDecoding.decode(T.self, view: view, id: id, session: session)
-                for upgrade in session.upgrades { try RecordWriter.apply(upgrade, schema: schema, txn: txn) }
-                migrated += session.upgrades.count
-            } catch let error as LMDBError {
-                throw error
-            } catch {
-                if stopOnFailure { throw error }
-                logger?.log(
-                    level: .warning, message: "Could not migrate a record; it is left as it was",
-                    metadata: ["type": schema.name, "id": id, "error": "\(error)"])
-            }
-        }
-        return (keys.count, migrated, keys.last)
     }
 }

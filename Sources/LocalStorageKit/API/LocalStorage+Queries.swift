@@ -20,9 +20,7 @@ extension LocalStorage {
             let options = try options.validated()
             let schema = try await core.schema(for: T.self)
             let plan = try QueryPlan(filters: filters, sort: sort, schema: schema)
-            return try await tiers.fetch(T.self, plan: plan, options: options, schema: schema) {
-                try await query(T.self, plan: plan, options: options, schema: schema)
-            }
+            return try await tiers.fetch(T.self, plan: plan, options: options, schema: schema)
         }
     }
 
@@ -56,9 +54,7 @@ extension LocalStorage {
     ) async throws -> Int {
         let schema = try await core.schema(for: T.self)
         let plan = try QueryPlan(filters: filters, sort: nil, schema: schema)
-        return try await tiers.count(plan: plan, scope: scope, schema: schema) {
-            try await count(T.self, plan: plan, schema: schema)
-        }
+        return try await tiers.count(T.self, plan: plan, scope: scope, schema: schema)
     }
 
     /// One page of the records of `T` matching every filter, with the totals to page on.
@@ -99,70 +95,7 @@ extension LocalStorage {
         let schema = try await core.schema(for: T.self)
         let plan = try QueryPlan(filters: filters, sort: sort, schema: schema)
         return try await tiers.page(
-            T.self, plan: plan, page: page, pageSize: pageSize, options: options, schema: schema
-        ) {
-            try await self.page(T.self, plan: plan, page: page, pageSize: pageSize, schema: schema)
-        }
-    }
-}
-
-// MARK: - The local store's queries
-
-extension LocalStorage {
-    /// The local query of `fetch(_:matching:orderedBy:options:)`: a listing without indexes, else the
-    /// indexed read after pending migrations.
-    nonisolated(nonsending) func query<T: LocalStorable>(
-        _ type: T.Type, plan: QueryPlan, options: FetchOptions, schema: TypeSchema
-    ) async throws -> [T] {
-        guard QueryRunner.usesIndexes(plan) else { return try list(T.self, options: options, schema: schema) }
-        try await migrateIfPending(T.self, schema: schema)
-        let now = core.clock.wallNanoseconds()
-        let session = makeDecodeSession(for: schema)
-        let (items, expired) = try await readIndexed(T.self, schema: schema) { txn in
-            try QueryRunner.fetch(
-                T.self, plan: plan, options: options, schema: schema, now: now, txn: txn,
-                session: session)
-        }
-        afterRead(session: session, expired: expired, purge: options.purgeExpired, schema: schema)
-        return items
-    }
-
-    /// The local listing of `fetch(_:options:)`: live records in `options.sort` order, paged.
-    func list<T: LocalStorable>(_ type: T.Type, options: FetchOptions, schema: TypeSchema) throws -> [T] {
-        let now = core.clock.wallNanoseconds()
-        let session = makeDecodeSession(for: schema)
-        let (items, expired) = try core.environment.read { txn in
-            try RecordReader.list(T.self, schema: schema, options: options, now: now, txn: txn, session: session)
-        }
-        afterRead(session: session, expired: expired, purge: options.purgeExpired, schema: schema)
-        return items
-    }
-
-    /// The local count of `count(_:matching:)`, after pending migrations.
-    nonisolated(nonsending) func count<T: LocalStorable>(
-        _ type: T.Type, plan: QueryPlan, schema: TypeSchema
-    ) async throws -> Int {
-        try await migrateIfPending(T.self, schema: schema)
-        let now = core.clock.wallNanoseconds()
-        return try await readIndexed(T.self, schema: schema) { txn in
-            try QueryRunner.count(plan: plan, schema: schema, now: now, txn: txn)
-        }
-    }
-
-    /// The local page of `page(_:matching:orderedBy:page:pageSize:)`: items and totals from one snapshot.
-    nonisolated(nonsending) func page<T: LocalStorable>(
-        _ type: T.Type, plan: QueryPlan, page: Int, pageSize: Int, schema: TypeSchema
-    ) async throws -> StoragePage<T> {
-        try await migrateIfPending(T.self, schema: schema)
-        let now = core.clock.wallNanoseconds()
-        let session = makeDecodeSession(for: schema)
-        let result = try await readIndexed(T.self, schema: schema) { txn in
-            try QueryRunner.page(
-                T.self, plan: plan, page: page, pageSize: pageSize, schema: schema, now: now,
-                txn: txn, session: session)
-        }
-        afterRead(session: session, expired: [], purge: false, schema: schema)
-        return result
+            T.self, plan: plan, page: page, pageSize: pageSize, options: options, schema: schema)
     }
 }
 

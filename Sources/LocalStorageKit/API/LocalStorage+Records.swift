@@ -55,9 +55,7 @@ extension LocalStorage {
             let options = try options.validated()
             let schema = try await core.schema(for: T.self)
             let plan = try QueryPlan(filters: [], sort: nil, schema: schema)
-            return try await tiers.fetch(T.self, plan: plan, options: options, schema: schema) {
-                try list(T.self, options: options, schema: schema)
-            }
+            return try await tiers.fetch(T.self, plan: plan, options: options, schema: schema)
         }
     }
 

@@ -50,12 +50,12 @@ public class StorageReadTransaction {
         guard mayPrepare else { return }
         let storage = self.storage
         if storage.core.isMigrationPending(schema.name) {
-            let _: Void = try prepare { try await storage.migrateIfPending(T.self, schema: schema) }
+            let _: Void = try prepare { try await storage.local.migrateIfPending(T.self, schema: schema) }
         }
         if schema.runtime.reindexedAt.load(ordering: .relaxed) != txn.id,
             try Reindexer<T>.hasStaleRecords(schema: schema, txn: txn)
         {
-            let _: Void = try prepare { try await storage.reindex(T.self, schema: schema) }
+            let _: Void = try prepare { try await storage.local.reindex(T.self, schema: schema) }
         }
     }
 

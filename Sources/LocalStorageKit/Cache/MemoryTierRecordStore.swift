@@ -108,25 +108,21 @@ struct MemoryTierRecordStore: RecordStore {
     }
 
     nonisolated(nonsending) func fetch<T: LocalStorable>(
-        _ type: T.Type, plan: QueryPlan, options: FetchOptions, schema: TypeSchema,
-        locally: nonisolated(nonsending) () async throws -> [T]
+        _ type: T.Type, plan: QueryPlan, options: FetchOptions, schema: TypeSchema
     ) async throws -> [T] {
-        try await local.fetch(T.self, plan: plan, options: options, schema: schema, locally: locally)
+        try await local.fetch(T.self, plan: plan, options: options, schema: schema)
     }
 
-    nonisolated(nonsending) func count(
-        plan: QueryPlan, scope: FetchOptions.Scope, schema: TypeSchema,
-        locally: nonisolated(nonsending) () async throws -> Int
+    nonisolated(nonsending) func count<T: LocalStorable>(
+        _ type: T.Type, plan: QueryPlan, scope: FetchOptions.Scope, schema: TypeSchema
     ) async throws -> Int {
-        try await local.count(plan: plan, scope: scope, schema: schema, locally: locally)
+        try await local.count(T.self, plan: plan, scope: scope, schema: schema)
     }
 
     nonisolated(nonsending) func page<T: LocalStorable>(
-        _ type: T.Type, plan: QueryPlan, page: Int, pageSize: Int, options: FetchOptions, schema: TypeSchema,
-        locally: nonisolated(nonsending) () async throws -> StoragePage<T>
+        _ type: T.Type, plan: QueryPlan, page: Int, pageSize: Int, options: FetchOptions, schema: TypeSchema
     ) async throws -> StoragePage<T> {
-        try await local.page(
-            T.self, plan: plan, page: page, pageSize: pageSize, options: options, schema: schema, locally: locally)
+        try await local.page(T.self, plan: plan, page: page, pageSize: pageSize, options: options, schema: schema)
     }
 
     /// A load through the cache reads and writes the local store; its commit refreshes this tier.

@@ -71,37 +71,4 @@ enum RecordDecoding {
             throw .decodingFailed(reason: "\(T.self) \"\(id)\": \(reason)")
         }
     }
-
-    /// Runs the chain of steps from the record's version to `current` on its JSON, then decodes.
-    static func migrate<T: LocalStorable>(
-        _ type: T.Type, view: RecordView, id: String, to current: Int,
-        steps: [StorageMigration], sealing: PayloadSealing? = nil
-    ) throws -> T {
-        let start = view.version
-        var json: Data
-        let opened = try payload(of: view, typeName: T.storageName, id: id, sealing: sealing).bytes
-        do {
-            json = try opened.withUnsafeBytes { try PayloadCodec.json(from: $0, format: view.format) }
-        } catch {
-            throw LocalStorageError.decodingFailed(reason: "\(T.self) \"\(id)\": \(error)")
-        }
-        var version = start
-        while version < current {
-            guard let step = steps.first(where: { $0.from == version }), step.to > version, step.to <= current else {
-                throw LocalStorageError.migrationFailed(
-                    from: version, to: current, underlying: MigrationChainError.missingStep(from: version, to: current))
-            }
-            do {
-                json = try step.transform(json)
-            } catch {
-                throw LocalStorageError.migrationFailed(from: step.from, to: step.to, underlying: error)
-            }
-            version = step.to
-        }
-        do {
-            return try JSONDecoder().decode(T.self, from: json)
-        } catch {
-            throw LocalStorageError.migrationFailed(from: start, to: current, underlying: error)
-        }
-    }
 }

@@ -32,28 +32,24 @@ protocol RecordStore: Sendable {
 
     // MARK: Queries
 
-    /// The records of `T` that `plan` matches, read where `options.scope` says. The local store's query is
-    /// `locally` (the public layer runs it: the migrations and re-indexing a query may need first live
-    /// there); a shared tier runs `.shared` queries on the server and `.local` ones once local records may be
-    /// served.
+    /// The records of `T` that `plan` matches, read where `options.scope` says: locally (after the
+    /// migrations and re-indexing the type may need) or, behind a shared tier, on the server.
     ///
     /// - Throws: `invalidQuery` for `.shared` without a shared tier.
     nonisolated(nonsending) func fetch<T: LocalStorable>(
-        _ type: T.Type, plan: QueryPlan, options: FetchOptions, schema: TypeSchema,
-        locally: nonisolated(nonsending) () async throws -> [T]
+        _ type: T.Type, plan: QueryPlan, options: FetchOptions, schema: TypeSchema
     ) async throws -> [T]
 
-    /// The number of live records `plan` matches, counted where `scope` says (as ``fetch(_:plan:options:schema:locally:)``).
-    nonisolated(nonsending) func count(
-        plan: QueryPlan, scope: FetchOptions.Scope, schema: TypeSchema,
-        locally: nonisolated(nonsending) () async throws -> Int
+    /// The number of live records of `T` that `plan` matches, counted where `scope` says (as
+    /// ``fetch(_:plan:options:schema:)``).
+    nonisolated(nonsending) func count<T: LocalStorable>(
+        _ type: T.Type, plan: QueryPlan, scope: FetchOptions.Scope, schema: TypeSchema
     ) async throws -> Int
 
     /// One page of the records `plan` matches, read where `options.scope` says (as
-    /// ``fetch(_:plan:options:schema:locally:)``); `page` and `pageSize` are valid.
+    /// ``fetch(_:plan:options:schema:)``); `page` and `pageSize` are valid.
     nonisolated(nonsending) func page<T: LocalStorable>(
-        _ type: T.Type, plan: QueryPlan, page: Int, pageSize: Int, options: FetchOptions, schema: TypeSchema,
-        locally: nonisolated(nonsending) () async throws -> StoragePage<T>
+        _ type: T.Type, plan: QueryPlan, page: Int, pageSize: Int, options: FetchOptions, schema: TypeSchema
     ) async throws -> StoragePage<T>
 
     // MARK: Loading through the cache

@@ -2,38 +2,34 @@
 /// the tiers below once local records may be served. Loads through the cache write through the server too.
 extension SharedTierRecordStore {
     nonisolated(nonsending) func fetch<T: LocalStorable>(
-        _ type: T.Type, plan: QueryPlan, options: FetchOptions, schema: TypeSchema,
-        locally: nonisolated(nonsending) () async throws -> [T]
+        _ type: T.Type, plan: QueryPlan, options: FetchOptions, schema: TypeSchema
     ) async throws -> [T] {
         guard options.scope == .shared else {
             try await tier.awaitSettled()
-            return try await base.fetch(T.self, plan: plan, options: options, schema: schema, locally: locally)
+            return try await base.fetch(T.self, plan: plan, options: options, schema: schema)
         }
         return try await SharedTierQuery(tier: tier, schema: schema, plan: plan)
             .fetch(T.self, options: options, session: local.makeDecodeSession(for: schema))
     }
 
     /// `.shared`: in O(log n) per range with `ZLEXCOUNT`.
-    nonisolated(nonsending) func count(
-        plan: QueryPlan, scope: FetchOptions.Scope, schema: TypeSchema,
-        locally: nonisolated(nonsending) () async throws -> Int
+    nonisolated(nonsending) func count<T: LocalStorable>(
+        _ type: T.Type, plan: QueryPlan, scope: FetchOptions.Scope, schema: TypeSchema
     ) async throws -> Int {
         guard scope == .shared else {
             try await tier.awaitSettled()
-            return try await base.count(plan: plan, scope: scope, schema: schema, locally: locally)
+            return try await base.count(T.self, plan: plan, scope: scope, schema: schema)
         }
         return try await SharedTierQuery(tier: tier, schema: schema, plan: plan).count()
     }
 
     nonisolated(nonsending) func page<T: LocalStorable>(
-        _ type: T.Type, plan: QueryPlan, page: Int, pageSize: Int, options: FetchOptions, schema: TypeSchema,
-        locally: nonisolated(nonsending) () async throws -> StoragePage<T>
+        _ type: T.Type, plan: QueryPlan, page: Int, pageSize: Int, options: FetchOptions, schema: TypeSchema
     ) async throws -> StoragePage<T> {
         guard options.scope == .shared else {
             try await tier.awaitSettled()
             return try await base.page(
-                T.self, plan: plan, page: page, pageSize: pageSize, options: options, schema: schema,
-                locally: locally)
+                T.self, plan: plan, page: page, pageSize: pageSize, options: options, schema: schema)
         }
         let query = SharedTierQuery(tier: tier, schema: schema, plan: plan)
         let total = try await query.count()
@@ -48,7 +44,6 @@ extension SharedTierRecordStore {
         return StoragePage(items: items, page: page, pageSize: pageSize, totalCount: total)
     }
 
-    /// The record as ``fetch(_:id:schema:)`` finds it: locally, else on the server.
     func checkWriteTransaction() throws {
         throw LocalStorageError.sharedTierUnavailable(Self.writeTransactionsNotShared)
     }

@@ -1,0 +1,112 @@
+/// The local store's queries (``RecordStore``): plans run by ``QueryRunner`` in one snapshot, after the
+/// migrations and the re-indexing a type may need first; only the rows returned are decoded.
+extension LocalRecordStore {
+    /// What a `.shared` query says without a shared tier.
+    static let noSharedTier = LocalStorageError.invalidQuery(
+        "scope .shared needs a shared tier (LocalStorageConfiguration.sharedTier)")
+
+    /// A query of `fetch(_:matching:orderedBy:options:)` and `fetch(_:options:)`: a listing without indexes,
+    /// else the indexed read after pending migrations.
+    nonisolated(nonsending) func fetch<T: LocalStorable>(
+        _ type: T.Type, plan: QueryPlan, options: FetchOptions, schema: TypeSchema
+    ) async throws -> [T] {
+        guard options.scope == .local else { throw Self.noSharedTier }
+        guard QueryRunner.usesIndexes(plan) else { return try list(T.self, options: options, schema: schema) }
+        try await migrateIfPending(T.self, schema: schema)
+        let now = core.clock.wallNanoseconds()
+        let session = makeDecodeSession(for: schema)
+        let (items, expired) = try await readIndexed(T.self, schema: schema) { txn in
+            try QueryRunner.fetch(
+                T.self, plan: plan, options: options, schema: schema, now: now, txn: txn,
+                session: session)
+        }
+        afterRead(session: session, expired: expired, purge: options.purgeExpired, schema: schema)
+        return items
+    }
+
+    /// The listing of `fetch(_:options:)`: live records in `options.sort` order, paged.
+    private func list<T: LocalStorable>(_ type: T.Type, options: FetchOptions, schema: TypeSchema) throws -> [T] {
+        let now = core.clock.wallNanoseconds()
+        let session = makeDecodeSession(for: schema)
+        let (items, expired) = try core.environment.read { txn in
+            try RecordReader.list(T.self, schema: schema, options: options, now: now, txn: txn, session: session)
+        }
+        afterRead(session: session, expired: expired, purge: options.purgeExpired, schema: schema)
+        return items
+    }
+
+    /// The count of `count(_:matching:)`, after pending migrations. Decodes nothing.
+    nonisolated(nonsending) func count<T: LocalStorable>(
+        _ type: T.Type, plan: QueryPlan, scope: FetchOptions.Scope, schema: TypeSchema
+    ) async throws -> Int {
+        guard scope == .local else { throw Self.noSharedTier }
+        try await migrateIfPending(T.self, schema: schema)
+        let now = core.clock.wallNanoseconds()
+        return try await readIndexed(T.self, schema: schema) { txn in
+            try QueryRunner.count(plan: plan, schema: schema, now: now, txn: txn)
+        }
+    }
+
+    /// A page of `page(_:matching:orderedBy:page:pageSize:)`: items and totals from one snapshot.
+    nonisolated(nonsending) func page<T: LocalStorable>(
+        _ type: T.Type, plan: QueryPlan, page: Int, pageSize: Int, options: FetchOptions, schema: TypeSchema
+    ) async throws -> StoragePage<T> {
+        guard options.scope == .local else { throw Self.noSharedTier }
+        try await migrateIfPending(T.self, schema: schema)
+        let now = core.clock.wallNanoseconds()
+        let session = makeDecodeSession(for: schema)
+        let result = try await readIndexed(T.self, schema: schema) { txn in
+            try QueryRunner.page(
+                T.self, plan: plan, page: page, pageSize: pageSize, schema: schema, now: now,
+                txn: txn, session: session)
+        }
+        afterRead(session: session, expired: [], purge: false, schema: schema)
+        return result
+    }
+
+    /// Runs an indexed read in one snapshot, after re-indexing the records of `T` that another declaration
+    /// of the type indexed (an older or newer app version, or another process's type of the same name).
+    ///
+    /// The check is O(log n) and runs inside the same snapshot as `body`, so a record another process
+    /// wrote with another declaration just before is re-indexed too. After a re-index that left records it
+    /// could not re-index (logged), queries on the same snapshot run without trying again.
+    nonisolated(nonsending) func readIndexed<T: LocalStorable, R>(
+        _ type: T.Type, schema: TypeSchema,
+        _ body: (Transaction) throws -> R
+    ) async throws -> R {
+        var attempts = 0
+        while true {
+            let outcome: IndexedRead<R> = try core.environment.read { txn in
+                if attempts < 3, schema.runtime.reindexedAt.load(ordering: .relaxed) != txn.id,
+                    try Reindexer<T>.hasStaleRecords(schema: schema, txn: txn)
+                {
+                    return .stale
+                }
+                return .done(try body(txn))
+            }
+            switch outcome {
+            case .done(let result):
+                return result
+            case .stale:
+                attempts += 1
+                try await reindex(T.self, schema: schema)
+            }
+        }
+    }
+
+    /// Re-indexes the stale records of `T` on the writer thread.
+    func reindex<T: LocalStorable>(_ type: T.Type, schema: TypeSchema) async throws {
+        let reindexer = Reindexer<T>(logger: core.logger)
+        let environment = core.environment
+        try await core.writer.performExclusive { writer in
+            if try reindexer.run(schema: schema, writer: writer) > 0 {
+                schema.runtime.reindexedAt.store(environment.lastTransactionID, ordering: .relaxed)
+            }
+        }
+    }
+}
+
+private enum IndexedRead<R> {
+    case stale
+    case done(R)
+}

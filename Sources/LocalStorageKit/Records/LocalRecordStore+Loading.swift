@@ -1,0 +1,14 @@
+/// Loads and capabilities of the local store: nothing is above it.
+extension LocalRecordStore {
+    func fetch<T: LocalStorable>(
+        _ type: T.Type, id: T.ID, policy: LoadPolicy, schema: TypeSchema,
+        load: @escaping @Sendable (T.ID) async throws -> T?
+    ) async throws -> T? {
+        try await LoadThrough(store: self, coordinator: nil).fetch(
+            T.self, id: id, policy: policy, schema: schema, load: load)
+    }
+
+    func checkWriteTransaction() throws {}
+
+    var memoryCounts: (hits: Int, misses: Int) { (0, 0) }
+}
