@@ -1,6 +1,3 @@
-import Foundation
-import Synchronization
-
 extension LocalStorage {
     // MARK: - Change streams
 
@@ -37,98 +34,8 @@ extension LocalStorage {
     /// Leaving the `for await` loop, cancelling its task, or dropping the stream ends the stream and
     /// removes its observer. While the stream is active it keeps the store open.
     public func changes<T: LocalStorable>(of type: T.Type) -> AsyncStream<StorageChange<T>> {
-        let capacity = max(1, configuration.changeStreamBufferSize)
-        let (stream, continuation) = AsyncStream.makeStream(
-            of: StorageChange<T>.self,
-            bufferingPolicy: .bufferingNewest(capacity))
-        let name = T.storageName
-        let logger = self.logger
-        let hasWarned = Atomic<Bool>(false)
-        let core = self.core
-        // Another process's inserts and updates arrive as ids; the value is read from the store.
-        Task {
-            do {
-                _ = try await core.schema(for: T.self)
-            } catch {
-                logger?.log(
-                    level: .warning, message: "A change stream's type cannot be registered",
-                    metadata: ["type": name, "error": "\(error)"])
-            }
-        }
-        let token = core.hub.subscribe(name) { changes in
-            for change in changes {
-                guard let typed = change.typed(as: T.self) ?? LocalStorage.outsideChange(change, T.self, core: core)
-                else { continue }
-                guard case .dropped = continuation.yield(typed) else { continue }
-                if !hasWarned.exchange(true, ordering: .relaxed) {
-                    logger?.log(
-                        level: .warning, message: "A change stream fell behind; dropping its oldest events",
-                        metadata: ["type": name, "buffer": "\(capacity)"])
-                }
-            }
-        }
-        // Holding `self` keeps the store open while the stream is active; ending it breaks the cycle.
-        core.liveQueries.beginObserving()
-        continuation.onTermination = { [self] _ in
-            withExtendedLifetime(self) {
-                core.hub.unsubscribe(name, token: token)
-                core.liveQueries.endObserving()
-            }
-        }
-        return stream
-    }
-
-    /// The change another process made, typed: its value read from the store now (nil when the record
-    /// is gone or does not decode; a later change in the log says what happened to it).
-    static func outsideChange<T: LocalStorable>(
-        _ change: PublishedChange, _ type: T.Type,
-        core: StoreCore
-    ) -> StorageChange<T>? {
-        let (id, inserted): (String, Bool)
-        switch change.kind {
-        case .externalInserted(let value): (id, inserted) = (value, true)
-        case .externalUpdated(let value): (id, inserted) = (value, false)
-        default: return nil
-        }
-        guard let schema = core.cachedSchema(for: T.self) else { return nil }
-        let session = DecodeSession(
-            counter: core.decodes, format: .binary, logger: core.logger,
-            currentVersion: schema.version, sealing: schema.sealing)
-        let key = Array(id.utf8)
-        let found: T?
-        do {
-            found = try key.withUnsafeBytes { key in
-                try core.environment.read { txn in
-                    try RecordReader.get(
-                        T.self, key: key, id: id, schema: schema, now: core.clock.wallNanoseconds(), txn: txn,
-                        session: session
-                    ).value
-                }
-            }
-        } catch {
-            core.logger?.log(
-                level: .warning, message: "Could not read a record another process changed",
-                metadata: ["type": schema.name, "id": id, "error": "\(error)"])
-            return nil
-        }
-        return found.map { inserted ? .inserted($0) : .updated($0) }
-    }
-
-    // MARK: - Live queries
-
-    /// The soonest expiry after now among the records of `T` (nil when none expires or it cannot be read).
-    static func nextExpiry<T: LocalStorable>(of type: T.Type, core: StoreCore) -> Int64? {
-        guard let schema = core.cachedSchema(for: T.self) else { return nil }
-        do {
-            return try core.environment.read { txn in
-                try RecordReader.nextExpiry(schema: schema, after: core.clock.wallNanoseconds(), txn: txn)
-            }
-        } catch {
-            core.logger?.log(
-                level: .warning, message: "A live query cannot read the next expiry",
-                metadata: ["type": schema.name, "error": "\(error)"])
-            return nil
-        }
+        core.changeStream(
+            of: T.self, capacity: max(1, configuration.changeStreamBufferSize), logger: logger, keepingOpen: self)
     }
 
     /// The records of `T` that match a query: the current result first, then a new result after each
@@ -185,37 +92,11 @@ extension LocalStorage {
         buffering: AsyncThrowingStream<[T], Error>.Continuation.BufferingPolicy = .bufferingNewest(1),
         _ query: @escaping @Sendable (LocalStorage) async throws -> [T]
     ) -> AsyncThrowingStream<[T], Error> {
-        let (stream, continuation) = AsyncThrowingStream.makeStream(
-            of: [T].self, throwing: Error.self,
-            bufferingPolicy: buffering)
-        let name = T.storageName
-        let live = LiveQuery<T>(
-            coalescing: configuration.liveQueryCoalescing, clock: core.clock,
-            firstDesign: configuration.liveQueriesUseTheFirstDesign,
-            onInvalidate: { [center = core.liveQueries] in center.noteInvalidation() })
-        // Subscribe before the first run so that no commit after this call can be missed.
-        let token = core.hub.subscribe(name) { changes in live.invalidate(for: changes) }
-        core.liveQueries.beginObserving()
-        let core = self.core
-        let task = Task { [self] in
-            if !filters.isEmpty {
-                do {
-                    live.setPlan(try QueryPlan(filters: filters, sort: nil, schema: try await core.schema(for: T.self)))
-                } catch {
-                    // The query itself reports the problem when it runs.
-                }
-            }
-            await live.run(
-                emittingTo: continuation, query: { try await query(self) },
-                nextExpiry: { LocalStorage.nextExpiry(of: T.self, core: core) },
-                onRerun: { core.liveQueries.noteRerun() })
+        core.liveQuery(
+            of: T.self, matching: filters, coalescing: configuration.liveQueryCoalescing,
+            firstDesign: configuration.liveQueriesUseTheFirstDesign, buffering: buffering
+        ) { [self] in
+            try await query(self)
         }
-        continuation.onTermination = { [core] _ in
-            task.cancel()
-            live.stop()
-            core.hub.unsubscribe(name, token: token)
-            core.liveQueries.endObserving()
-        }
-        return stream
     }
 }
