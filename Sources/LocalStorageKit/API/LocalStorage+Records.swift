@@ -156,7 +156,7 @@ extension LocalStorage {
     func prepare<T: LocalStorable>(
         _ value: T, schema: TypeSchema, indexValues: ((T) -> [StoredIndexValue])? = nil
     ) throws -> PreparedRecord {
-        try local.prepare(value, schema: schema, indexValues: indexValues)
+        try PreparedRecord(encoding: value, schema: schema, format: local.format, indexValues: indexValues)
     }
 
     /// A decode session for one read (``LocalRecordStore/makeDecodeSession(for:)``).

@@ -73,7 +73,7 @@ extension LoadThrough {
             throw LocalStorageError.invalidId(
                 "load returned \(T.self) \"\(try value.storageID())\" for the id \"\(request.name)\"")
         }
-        return try store.prepare(value, schema: request.schema)
+        return try PreparedRecord(encoding: value, schema: request.schema, format: store.format, indexValues: nil)
     }
 
     /// Records that the request's load found nothing: a nil remembered for `policy.absentFor` (or only for

@@ -120,14 +120,7 @@ struct LocalRecordStore: RecordStore {
 
     func close() {}
 
-    // MARK: - What reads and writes share
-
-    /// Encodes a value and its index values for the writer, in this store's codec.
-    func prepare<T: LocalStorable>(
-        _ value: T, schema: TypeSchema, indexValues: ((T) -> [StoredIndexValue])? = nil
-    ) throws -> PreparedRecord {
-        try PreparedRecord(encoding: value, schema: schema, format: format, indexValues: indexValues)
-    }
+    // MARK: - What reads share
 
     /// A decode session for one read: counts decodes and collects records migrated on the way.
     func makeDecodeSession(for schema: TypeSchema) -> DecodeSession {
