@@ -6,7 +6,7 @@ import LocalStorageTestSupport
 enum Workloads {
     static let names = [
         "codec", "fetch", "range", "equals-sorted", "count-1%", "count", "count-50%", "page",
-        "page-500", "scan", "bulk", "saves", "bounded", "live", "shared",
+        "page-500", "scan", "bulk", "saves", "bounded", "live", "loading", "shared",
     ]
 
     /// Contender names, which the summary rows and targets refer to.
