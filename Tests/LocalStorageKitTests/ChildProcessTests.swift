@@ -28,7 +28,9 @@ import Darwin
             try ChildProcess(executable: "/bin/sh", arguments: ["-c", "exit 3"]).waitUntilExit()
         }
         #expect(ended == .exited(3))
-        let succeeded = try await offThePool { try ChildProcess(executable: "/bin/sh", arguments: ["-c", "true"]).waitUntilExit() }
+        let succeeded = try await offThePool {
+            try ChildProcess(executable: "/bin/sh", arguments: ["-c", "true"]).waitUntilExit()
+        }
         #expect(succeeded == .exited(0))
     }
 
@@ -44,16 +46,17 @@ import Darwin
         let child = try ChildProcess(executable: "/bin/sleep", arguments: ["600"])
         #expect(child.isRunning)
         #expect(child.termination == nil)
-        #expect(child.terminate())
+        // SIGKILL, which no mask blocks: this test ends however the child's signals were set up.
+        #expect(child.kill(SIGKILL))
         // Two waiters and a poller at once: each sees the one end, none reaps twice.
         async let first = offThePool { try child.waitUntilExit() }
         async let second = offThePool { try child.waitUntilExit() }
         while child.isRunning { await Task.yield() }
         let (a, b) = try await (first, second)
-        #expect(a == .signaled(SIGTERM))
-        #expect(b == .signaled(SIGTERM))
-        #expect(child.termination == .signaled(SIGTERM))
-        #expect(try child.waitUntilExit() == .signaled(SIGTERM))
+        #expect(a == .signaled(SIGKILL))
+        #expect(b == .signaled(SIGKILL))
+        #expect(child.termination == .signaled(SIGKILL))
+        #expect(try child.waitUntilExit() == .signaled(SIGKILL))
         // Reaped: no signal goes to the pid, which another process may now have.
         #expect(!child.kill())
     }
@@ -134,6 +137,21 @@ import Darwin
             "/bin/sh", ["-c", "for fd in 0 1 2 \(stray); do test -e /proc/$$/fd/$fd && echo $fd; done; exit 0"],
             environment: nil)
         #expect(listing == "0\n1\n2\n")
+    }
+
+    @Test func terminateSendsSIGTERM() async throws {
+        let child = try ChildProcess(executable: "/bin/sleep", arguments: ["600"])
+        #expect(child.terminate())
+        let ended = try await offThePool { () throws -> ChildProcess.Termination in
+            // Should SIGTERM not end it (a mask the child kept), SIGKILL does, and the test fails instead of
+            // waiting for ever.
+            if !child.isRunning { return try child.waitUntilExit() }
+            let deadline = ContinuousClock.now + .seconds(60)
+            while child.isRunning && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.005) }
+            child.kill(SIGKILL)
+            return try child.waitUntilExit()
+        }
+        #expect(ended == .signaled(SIGTERM))
     }
 
     @Test func theChildStartsWithNoSignalBlocked() async throws {
