@@ -1,4 +1,5 @@
 import Foundation
+import LocalStorageKit
 
 /// Runs this executable again with the same arguments, as a child process that does the real work, so that
 /// a crash inside LMDB on a damaged file (SIGSEGV, SIGBUS) becomes a report instead of killing the tool.
@@ -13,17 +14,20 @@ enum ChildCheck {
         let stageFile =
             FileManager.default.createFile(atPath: candidate.path, contents: Data("starting".utf8)) ? candidate : nil
         defer { if let stageFile { remove(stageFile, output: output) } }
-        let process = Process()
-        process.executableURL = Bundle.main.executableURL ?? URL(fileURLWithPath: CommandLine.arguments[0])
-        process.arguments = Array(CommandLine.arguments.dropFirst())
+        let executable = Bundle.main.executableURL ?? URL(fileURLWithPath: CommandLine.arguments[0])
         var environment = ProcessInfo.processInfo.environment
         environment[stageVariable] = stageFile?.path ?? ""
         // The report below replaces the runtime's backtrace of the child, which would only be noise here.
         environment["SWIFT_BACKTRACE"] = "enable=no"
-        process.environment = environment
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationReason == .uncaughtSignal else { return process.terminationStatus }
+        // Not Foundation's `Process`: its `run()` crashes now and then on Linux (see `ChildProcess`).
+        let child = try ChildProcess(
+            executable: executable.path, arguments: Array(CommandLine.arguments.dropFirst()),
+            environment: environment)
+        let signal: Int32
+        switch try child.waitUntilExit() {
+        case .exited(let status): return status
+        case .signaled(let number): signal = number
+        }
         var stage = "an unknown stage"
         if let stageFile {
             do {
@@ -34,7 +38,7 @@ enum ChildCheck {
         }
         output.message(
             "localstorage: error: the file is damaged at \(stage): the check ended with signal "
-                + "\(process.terminationStatus) inside LMDB. `localstorage verify --repair` salvages the records "
+                + "\(signal) inside LMDB. `localstorage verify --repair` salvages the records "
                 + "that can be read; or remove the store (it is a cache) and let it fill again.")
         return 1
     }

@@ -318,7 +318,7 @@ private func jq(_ filter: String, _ input: String) async throws -> String {
 }
 
 private struct JQFailed: Error {
-    let status: Int32
+    let termination: ChildProcess.Termination
 }
 
 private func jqBlocking(_ filter: String, _ input: String) throws -> String {
@@ -327,14 +327,16 @@ private func jqBlocking(_ filter: String, _ input: String) throws -> String {
     let (inFile, outFile) = (folder.appendingPathComponent("in"), folder.appendingPathComponent("out"))
     try Data(input.utf8).write(to: inFile)
     try Data().write(to: outFile)
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/jq")
-    process.arguments = [filter]
-    process.standardInput = try FileHandle(forReadingFrom: inFile)
-    process.standardOutput = try FileHandle(forWritingTo: outFile)
-    try process.run()
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else { throw JQFailed(status: process.terminationStatus) }
+    // Closed when they are released, should the start fail; at once when the child has its copies.
+    let reading = try FileHandle(forReadingFrom: inFile)
+    let writing = try FileHandle(forWritingTo: outFile)
+    let process = try ChildProcess(
+        executable: "/usr/bin/jq", arguments: [filter], standardInput: .fileDescriptor(reading.fileDescriptor),
+        standardOutput: .fileDescriptor(writing.fileDescriptor))
+    try reading.close()
+    try writing.close()
+    let termination = try process.waitUntilExit()
+    guard termination == .exited(0) else { throw JQFailed(termination: termination) }
     return try String(contentsOf: outFile, encoding: .utf8)
 }
 

@@ -324,18 +324,12 @@ struct CLIResult {
         launcher: [String] = []
     ) async throws -> CLIResult {
         let executable = try #require(executable, "the localstorage executable was not built next to the tests")
-        let process = Process()
-        if let first = launcher.first {
-            process.executableURL = URL(fileURLWithPath: first)
-            process.arguments = Array(launcher.dropFirst()) + [executable.path] + arguments
-        } else {
-            process.executableURL = executable
-            process.arguments = arguments
-        }
+        let (path, fullArguments) =
+            launcher.first.map { ($0, Array(launcher.dropFirst()) + [executable.path] + arguments) }
+            ?? (executable.path, arguments)
         var variables = ProcessInfo.processInfo.environment
         variables["LOCALSTORAGE_STORE"] = nil
         for (name, value) in environment ?? [:] { variables[name] = value }
-        process.environment = variables
         // Files rather than pipes: no deadlock however much either stream holds.
         let outputs = temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: outputs) }
@@ -343,20 +337,19 @@ struct CLIResult {
         let err = outputs.appendingPathComponent("err")
         try Data().write(to: out)
         try Data().write(to: err)
-        process.standardOutput = try FileHandle(forWritingTo: out)
-        process.standardError = try FileHandle(forWritingTo: err)
+        let outHandle = try FileHandle(forWritingTo: out)
+        let errHandle = try FileHandle(forWritingTo: err)
+        let process = try ChildProcess(
+            executable: path, arguments: fullArguments, environment: variables,
+            standardOutput: .fileDescriptor(outHandle.fileDescriptor),
+            standardError: .fileDescriptor(errHandle.fileDescriptor))
+        try outHandle.close()
+        try errHandle.close()
         // Waits off the cooperative pool: a test blocked in `waitUntilExit` holds one of its few threads,
         // and two of them stall every other test in the process.
-        let exited = AsyncStream<Void>.makeStream()
-        process.terminationHandler = { _ in
-            exited.continuation.yield()
-            exited.continuation.finish()
-        }
-        try process.run()
-        for await _ in exited.stream {}
-        process.waitUntilExit()
+        let termination = try await offThePool { try process.waitUntilExit() }
         return CLIResult(
-            status: process.terminationStatus,
+            status: termination.status,
             stdout: try String(contentsOf: out, encoding: .utf8),
             stderr: try String(contentsOf: err, encoding: .utf8))
     }

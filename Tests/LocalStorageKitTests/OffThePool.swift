@@ -1,5 +1,7 @@
 import Foundation
 
+@testable import LocalStorageKit
+
 /// Runs `body`, which blocks (waits for a process, sleeps, reads a pipe to its end), on a thread of its own
 /// and returns its result: a test blocked on one of the cooperative pool's few threads stalls every other
 /// test in the process, and two of them stall them all.
@@ -13,14 +15,12 @@ func offThePool<R: Sendable>(_ body: @escaping @Sendable () throws -> R) async t
 /// printed on its standard output.
 func runTool(_ path: String, _ arguments: [String]) async throws -> (status: Int32, output: String) {
     try await offThePool {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return (process.terminationStatus, output)
+        let process = try ChildProcess(executable: path, arguments: arguments, standardOutput: .pipe)
+        guard let pipe = process.standardOutput else { throw NoPipe() }
+        let output = pipe.readDataToEndOfFile()
+        return (try process.waitUntilExit().status, String(decoding: output, as: UTF8.self))
     }
 }
+
+/// A child started with a piped stream that has no pipe (never: `ChildProcess` makes one for `.pipe`).
+struct NoPipe: Error {}

@@ -77,9 +77,9 @@ extension Workloads {
 final class SharedBenchmarkServer: Sendable {
     let port: Int
     let label: String
-    private let process: Process?
+    private let process: ChildProcess?
 
-    private init(port: Int, label: String, process: Process?) {
+    private init(port: Int, label: String, process: ChildProcess?) {
         self.port = port
         self.label = label
         self.process = process
@@ -102,22 +102,18 @@ final class SharedBenchmarkServer: Sendable {
             let directory = FileManager.default.temporaryDirectory
                 .appendingPathComponent("LocalStorageBenchmarks-redis-\(UUID().uuidString)", isDirectory: true)
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: path)
-            process.arguments = [
-                "--port", "\(port)", "--bind", "127.0.0.1", "--dir", directory.path,
-                "--appendonly", "yes", "--appendfsync", "everysec", "--save", "",
-                "--logfile", directory.appendingPathComponent("redis.log").path,
-            ]
-            try process.run()
+            let process = try ChildProcess(
+                executable: path,
+                arguments: [
+                    "--port", "\(port)", "--bind", "127.0.0.1", "--dir", directory.path,
+                    "--appendonly", "yes", "--appendfsync", "everysec", "--save", "",
+                    "--logfile", directory.appendingPathComponent("redis.log").path,
+                ])
             let server = SharedBenchmarkServer(
                 port: port, label: "127.0.0.1:\(port), appendonly yes, everysec",
                 process: process)
-            atexit {
-                let pid = SharedBenchmarkServer.running.withLock { $0 }
-                if let pid { _ = kill(pid, SIGKILL) }
-            }
-            running.withLock { $0 = process.processIdentifier }
+            atexit { SharedBenchmarkServer.running.withLock { _ = $0?.kill() } }
+            running.withLock { $0 = process }
             return server
         } catch {
             print("shared: skipped (could not start redis-server: \(error))")
@@ -125,7 +121,7 @@ final class SharedBenchmarkServer: Sendable {
         }
     }
 
-    private static let running = Mutex<Int32?>(nil)
+    private static let running = Mutex<ChildProcess?>(nil)
 
     static func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -268,9 +264,8 @@ final class SharedTierProbe: @unchecked Sendable {
 
 /// This benchmark run again as `--shared-follower PORT NAMESPACE`: an instance whose change stream prints
 /// `seen ID STOCK` for every product another instance saves.
-final class FollowerProcess: @unchecked Sendable {
-    // @unchecked: `process` is only used by the probe; the lines are behind a Mutex.
-    private let process = Process()
+final class FollowerProcess: Sendable {
+    private let process: ChildProcess
     private struct Lines {
         var seen: Set<String> = []
         var ready = false
@@ -282,8 +277,7 @@ final class FollowerProcess: @unchecked Sendable {
     private let lines = LineBox()
 
     static func start(port: Int, namespace: String) async throws -> FollowerProcess {
-        let follower = FollowerProcess()
-        try follower.launch(port: port, namespace: namespace)
+        let follower = try FollowerProcess(port: port, namespace: namespace)
         let deadline = ContinuousClock.now + .seconds(20)
         while !follower.lines.state.withLock({ $0.ready }) {
             guard ContinuousClock.now < deadline, follower.process.isRunning else {
@@ -294,15 +288,12 @@ final class FollowerProcess: @unchecked Sendable {
         return follower
     }
 
-    private func launch(port: Int, namespace: String) throws {
-        process.executableURL =
-            Bundle.main.executableURL
-            ?? URL(fileURLWithPath: CommandLine.arguments[0])
-        process.arguments = ["--shared-follower", "\(port)", namespace]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let handle = pipe.fileHandleForReading
+    private init(port: Int, namespace: String) throws {
+        let executable = Bundle.main.executableURL ?? URL(fileURLWithPath: CommandLine.arguments[0])
+        process = try ChildProcess(
+            executable: executable.path, arguments: ["--shared-follower", "\(port)", namespace],
+            standardOutput: .pipe)
+        guard let handle = process.standardOutput else { throw BenchmarkError("the follower has no output pipe") }
         let lines = self.lines
         Thread.detachNewThread {
             var partial: [UInt8] = []
@@ -335,7 +326,7 @@ final class FollowerProcess: @unchecked Sendable {
     }
 
     deinit {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.kill()
     }
 
     /// Waits until the follower printed `seen TEXT` (it always does: the benchmark fails by its own timeout

@@ -71,9 +71,8 @@ func builtProductURL(_ name: String, filePath: String = #filePath) throws -> URL
 }
 
 /// A running `LocalStorageStress` process whose standard output is collected line by line.
-final class HelperProcess: @unchecked Sendable {
-    // @unchecked: `process` is only used by the test that started it; the output is behind a Mutex.
-    private let process = Process()
+final class HelperProcess: Sendable {
+    private let process: ChildProcess
     private let output = LineCollector()
     /// The process's standard input, when it was started `withInput`.
     private let input: FileHandle?
@@ -90,19 +89,11 @@ final class HelperProcess: @unchecked Sendable {
     }
 
     init(_ arguments: [String], executable: String = "LocalStorageStress", withInput: Bool = false) throws {
-        process.executableURL = try builtProductURL(executable)
-        process.arguments = arguments
-        if withInput {
-            let inputPipe = Pipe()
-            process.standardInput = inputPipe
-            input = inputPipe.fileHandleForWriting
-        } else {
-            input = nil
-        }
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let handle = pipe.fileHandleForReading
+        process = try ChildProcess(
+            executable: try builtProductURL(executable).path, arguments: arguments,
+            standardInput: withInput ? .pipe : .inherit, standardOutput: .pipe)
+        input = process.standardInput
+        guard let handle = process.standardOutput else { throw NoPipe() }
         let output = self.output
         Thread.detachNewThread {
             while true {
@@ -168,11 +159,12 @@ final class HelperProcess: @unchecked Sendable {
 
     /// Kills the process with SIGKILL and waits for it and for the end of its output.
     func kill() async {
-        sendSignal(SIGKILL, to: process.processIdentifier)
+        process.kill()
         await waitForExit()
     }
 
-    /// Waits for the process to end and its output to be read to the end; returns its exit status.
+    /// Waits for the process to end and its output to be read to the end; returns its exit status (128 plus
+    /// the signal number when a signal ended it; -1 when it did not end in time).
     @discardableResult
     func waitForExit(timeout: Duration = .seconds(120)) async -> Int32 {
         let deadline = ContinuousClock.now + timeout
@@ -182,17 +174,12 @@ final class HelperProcess: @unchecked Sendable {
         while !output.withLock({ $0.isClosed }) && ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(2))
         }
-        return process.isRunning ? -1 : process.terminationStatus
+        return process.termination?.status ?? -1
     }
 
     deinit {
-        if process.isRunning { sendSignal(SIGKILL, to: process.processIdentifier) }
+        process.kill()
     }
-}
-
-/// Sends `signal` to the process `pid` (a free function: the helper's own `kill()` hides the C call).
-func sendSignal(_ signal: Int32, to pid: Int32) {
-    _ = kill(pid, signal)
 }
 
 // MARK: - Files that are not a healthy store

@@ -16,7 +16,7 @@ final class RedisTestServer: Sendable {
     let port: Int
     let directory: URL
     let password: String?
-    private let process = Mutex<Process?>(nil)
+    private let process = Mutex<ChildProcess?>(nil)
 
     /// `redis-server` on the `PATH` (or in the usual places), or nil.
     static let binary: String? = {
@@ -39,26 +39,20 @@ final class RedisTestServer: Sendable {
     }
 
     deinit {
-        process.withLock { process in
-            if let process, process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        }
+        process.withLock { process in _ = process?.kill() }
     }
 
     /// Starts (or restarts) the server process and waits until it answers.
     func start() throws {
         guard let binary = RedisTestServer.binary else { throw SharedTestError.noServer }
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: binary)
         var arguments = [
             "--port", "\(port)", "--bind", "127.0.0.1", "--dir", directory.path,
             "--appendonly", "yes", "--appendfsync", "always", "--save", "", "--daemonize", "no",
             "--logfile", directory.appendingPathComponent("redis.log").path,
         ]
         if let password { arguments += ["--requirepass", password] }
-        server.arguments = arguments
-        server.standardOutput = FileHandle.nullDevice
-        server.standardError = FileHandle.nullDevice
-        try server.run()
+        let server = try ChildProcess(
+            executable: binary, arguments: arguments, standardOutput: .nullDevice, standardError: .nullDevice)
         process.withLock { $0 = server }
         let deadline = ContinuousClock.now + .seconds(60)
         while ContinuousClock.now < deadline {
@@ -97,13 +91,17 @@ final class RedisTestServer: Sendable {
 
     /// Kills the server with SIGKILL and waits until it is gone.
     func killHard() {
-        let server = process.withLock { process -> Process? in
+        let server = process.withLock { process -> ChildProcess? in
             defer { process = nil }
             return process
         }
         guard let server else { return }
-        kill(server.processIdentifier, SIGKILL)
-        server.waitUntilExit()
+        server.kill()
+        do {
+            try server.waitUntilExit()
+        } catch {
+            Issue.record("redis-server on port \(port): \(error)")
+        }
     }
 
     /// Stops the server process with SIGSTOP: its sockets stay open, nothing is answered.
@@ -113,9 +111,7 @@ final class RedisTestServer: Sendable {
     func resume() { signal(SIGCONT) }
 
     private func signal(_ number: Int32) {
-        process.withLock { process in
-            if let process, process.isRunning { kill(process.processIdentifier, number) }
-        }
+        process.withLock { process in _ = process?.kill(number) }
     }
 
     /// Stops the server (SIGKILL: the tests need nothing it has not already fsynced).
