@@ -1,5 +1,6 @@
 import CLMDB
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
