@@ -64,4 +64,28 @@ import Testing
         let report = try maintenance.verify()
         #expect(report.isClean, "\(report.problems)")
     }
+
+    /// Batches whose ids grow go into the records database at the end, filling its pages; the same batches
+    /// saved newest first split pages in half. (Each store ends with the same records: only the layout
+    /// differs.)
+    @Test func growingIdsFillTheRecordPages() async throws {
+        func recordPages(newestFirst: Bool) async throws -> (pages: Int, records: Int) {
+            let storage = try LocalStorage(configuration: diskConfiguration())
+            let batches = (0..<20).map { batch in
+                (0..<250).map { offset in
+                    Item(id: "item-\(100_000 + batch * 250 + offset)", rank: offset % 50, label: "l\(batch % 5)")
+                }
+            }
+            for items in newestFirst ? batches.reversed() : batches { try await storage.save(contentsOf: items) }
+            #expect(try await storage.fetch(Item.self).map(\.id) == batches.joined().map(\.id))
+            let figures = try await StoreMaintenance(directory: storage.core.directory).statistics()
+            let records = try #require(figures.databases.first { $0.name == "Item/records" })
+            return (records.pages, records.entries)
+        }
+        let growing = try await recordPages(newestFirst: false)
+        let shrinking = try await recordPages(newestFirst: true)
+        #expect(growing.records == 5000 && shrinking.records == 5000)
+        // Appended pages are full; split ones about half full (LMDB splits a page in the middle).
+        #expect(Double(growing.pages) < 0.75 * Double(shrinking.pages), "\(growing.pages) vs \(shrinking.pages)")
+    }
 }

@@ -67,15 +67,17 @@ struct Transaction {
     }
 
     /// Stores `length` bytes under `key` that `fill` writes straight into the map (`MDB_RESERVE`): no
-    /// intermediate buffer holds the whole value. Not for sorted-duplicates databases.
+    /// intermediate buffer holds the whole value. Not for sorted-duplicates databases. With `appending`
+    /// (`MDB_APPEND`), the key must sort after every key of the database (LMDB refuses it otherwise).
     func putReserved(
-        _ database: Database, key: [UInt8], length: Int,
+        _ database: Database, key: [UInt8], length: Int, appending: Bool = false,
         fill: (UnsafeMutableRawBufferPointer) -> Void
     ) throws {
         try key.withUnsafeBytes { kb in
             var k = MDB_val(mv_size: kb.count, mv_data: UnsafeMutableRawPointer(mutating: kb.baseAddress))
             var v = MDB_val(mv_size: length, mv_data: nil)
-            try check(mdb_put(handle, database.handle, &k, &v, UInt32(MDB_RESERVE)), "mdb_put")
+            let flags = UInt32(MDB_RESERVE) | (appending ? UInt32(MDB_APPEND) : 0)
+            try check(mdb_put(handle, database.handle, &k, &v, flags), "mdb_put")
             guard let start = v.mv_data else { throw LMDBError(code: EINVAL, call: "mdb_put", caller: #function) }
             fill(UnsafeMutableRawBufferPointer(start: start, count: length))
         }

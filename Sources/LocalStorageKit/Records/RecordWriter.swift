@@ -1,15 +1,3 @@
-/// A record ready to store: encoded off the writer thread, written on it.
-struct PreparedRecord: Sendable {
-    let id: String
-    let key: [UInt8]
-    let payload: [UInt8]
-    let format: PayloadFormat
-    let version: Int
-    let indexValues: [StoredIndexValue]
-    /// The value itself, for change streams.
-    let value: any Sendable
-}
-
 /// The writes that keep a record, its index entries, its update-time entry and its expiry entry in
 /// step. Every function runs inside one write transaction.
 enum RecordWriter {
@@ -47,8 +35,14 @@ enum RecordWriter {
         context: CommitQueue.Context
     ) throws {
         var indexEntries = schema.indexes.map { _ in EntryBatch(capacity: records.count) }
+        // A batch whose first id sorts after every stored one replaces nothing and goes in at the end
+        // (`MDB_APPEND`): pages are filled instead of split in half.
+        let appending = try records.first.map {
+            try SortedAppend.sortsAfterLast($0.key, in: schema.records, txn: context.txn)
+        }
         for record in records {
-            let header = try putRecord(record, expiresAt: expiresAt, schema: schema, context: context)
+            let header = try putRecord(
+                record, expiresAt: expiresAt, schema: schema, context: context, appending: appending == true)
             for (position, index) in schema.indexes.enumerated() {
                 indexEntries[position].append(key: indexKey(of: header, for: index), id: record.key)
             }
@@ -79,10 +73,10 @@ enum RecordWriter {
     }
 
     /// Writes the record itself (removing the entries of the one it replaces) and publishes the change;
-    /// returns the header, whose entries the caller adds.
+    /// returns the header, whose entries the caller adds. `appending`: the key sorts after every stored one.
     private static func putRecord(
         _ record: PreparedRecord, expiresAt: Int64, schema: TypeSchema,
-        context: CommitQueue.Context
+        context: CommitQueue.Context, appending: Bool = false
     ) throws -> RecordHeader {
         try Evictor.refuseOversized(record, schema: schema, context: context)
         let txn = context.txn
@@ -90,7 +84,7 @@ enum RecordWriter {
         var replacesLiveRecord = false
         var oldValues: [StoredIndexValue]?
         var regionKnown = true
-        if let existing = try txn.get(schema.records, key: record.key) {
+        if !appending, let existing = try txn.get(schema.records, key: record.key) {
             try CountTree.addPayloadBytes(-payloadSize(of: existing), schema: schema, txn: txn)
             // A damaged record is replaced: saving its id again is one way to repair it.
             switch StoredRecord(existing) {
@@ -122,7 +116,8 @@ enum RecordWriter {
             indexValues: record.indexValues, envelope: envelope)
         // Header and payload go straight into the map (`MDB_RESERVE`): no buffer holds them together.
         let headerBytes = try header.bytes()
-        try txn.putReserved(schema.records, key: record.key, length: headerBytes.count + payload.count) { target in
+        let length = headerBytes.count + payload.count
+        try txn.putReserved(schema.records, key: record.key, length: length, appending: appending) { target in
             headerBytes.withUnsafeBytes { target.copyMemory(from: $0) }
             payload.withUnsafeBytes { source in
                 UnsafeMutableRawBufferPointer(rebasing: target[headerBytes.count...]).copyMemory(from: source)

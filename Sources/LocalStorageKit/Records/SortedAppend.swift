@@ -54,6 +54,15 @@ struct SortedAppend {
         }
     }
 
+    /// Whether `key` sorts after every key of `database` (true when it is empty): a run of increasing keys
+    /// from there can go in with `MDB_APPEND`.
+    static func sortsAfterLast(_ key: [UInt8], in database: Database, txn: Transaction) throws -> Bool {
+        try txn.withCursor(database) { cursor in
+            guard let last = try cursor.move(MDB_LAST) else { return true }
+            return key.withUnsafeBytes { ByteOrder.compare($0, last.key) > 0 }
+        }
+    }
+
     /// Whether (`key`, `value`) sorts after the last pair of `database` (true when it is empty), and
     /// whether its key is that pair's key.
     private static func start(
