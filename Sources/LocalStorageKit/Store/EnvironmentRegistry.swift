@@ -32,8 +32,18 @@ enum EnvironmentRegistry {
     private final class WeakCore: @unchecked Sendable {
         // @unchecked: only read and written under the registry's mutex.
         weak var core: StoreCore?
-        init(_ core: StoreCore) { self.core = core }
+        /// The core's teardown, which outlives it: a weak reference is nil as soon as the core's `deinit`
+        /// begins, while it still holds the store's files.
+        let teardown: TeardownSignal
+        init(_ core: StoreCore) {
+            self.core = core
+            teardown = core.teardown
+        }
     }
+
+    /// How long an open waits for a closing core of its directory to let go of the files before it opens
+    /// the directory anyway.
+    static let teardownWait: Duration = .seconds(30)
 
     private static let entries = Mutex<[Key: WeakCore]>([:])
 
@@ -80,6 +90,10 @@ enum EnvironmentRegistry {
                 if let settings { try core.adopt(settings, path: directory.path) }
                 return core
             }
+            // The last store on the directory is closing: its environment, writer and lock go first, so that
+            // this open never runs beside them on the same files (a compaction at open would find the store
+            // in use, and LMDB forbids two environments of one process on one file).
+            if let closing = entries[key], closing.core == nil { closing.teardown.wait(upTo: teardownWait) }
             let core = try StoreCore(directory: directory, configuration: configuration)
             if let settings { try core.adopt(settings, path: directory.path) }
             entries[key] = WeakCore(core)

@@ -36,6 +36,9 @@ final class StoreCore: Sendable {
     let statisticsSchemas = Mutex<[UInt32: TypeSchema]>([:])
     /// Loads through the cache under way in this process, one per id (see LoadFlights.swift).
     let loads = LoadFlights()
+    /// Signalled once this core has let go of the store's files (``EnvironmentRegistry`` waits for it
+    /// before opening the directory again).
+    let teardown = TeardownSignal()
 
     init(directory: URL, configuration: LocalStorageConfiguration) throws {
         let durability = configuration.isInMemory ? StorageDurability.none : configuration.durability
@@ -127,6 +130,7 @@ final class StoreCore: Sendable {
         writer.stop()
         environment.close()
         // An in-memory store's files were unlinked once open (see `EnvironmentRegistry`): nothing to remove.
+        teardown.finished()
     }
 
     /// Checks that a ``LocalStorage`` asking for `settings` can share this core: the first one pins them

@@ -1,0 +1,19 @@
+import Dispatch
+
+/// A one-time signal that a ``StoreCore`` has finished its teardown (environment closed, writer stopped),
+/// which any number of waiters may wait for.
+final class TeardownSignal: Sendable {
+    private let semaphore = DispatchSemaphore(value: 0)
+
+    /// Says the teardown is over. Called once, at the end of the core's `deinit`.
+    func finished() { semaphore.signal() }
+
+    /// Blocks until the teardown is over, or `limit` has passed; returns whether it is over.
+    @discardableResult
+    func wait(upTo limit: Duration) -> Bool {
+        let nanoseconds = limit.components.seconds * 1_000_000_000 + limit.components.attoseconds / 1_000_000_000
+        guard semaphore.wait(timeout: .now() + .nanoseconds(Int(nanoseconds))) == .success else { return false }
+        semaphore.signal()  // for the next waiter
+        return true
+    }
+}
