@@ -33,7 +33,8 @@ struct DataFileWalk {
     /// The named databases the main database describes.
     private(set) var databases: [String: DatabaseRecord] = [:]
     private var used: [Bool]
-    private var freeListed: [UInt64] = []
+    /// The pages the free-page database lists, as the walk met them.
+    private(set) var freeListed: [UInt64] = []
 
     /// A walk of the snapshot `meta` describes.
     init(pages: DataFilePages, meta: MetaPage) {
@@ -54,7 +55,11 @@ struct DataFileWalk {
         return (metas.first { transactionID == nil || $0.transactionID == transactionID }, problems)
     }
 
-    /// The meta pages whose page count the file holds, newest first, and what is wrong with the others.
+    /// The meta pages that can describe this file, newest first, and what is wrong with the others.
+    ///
+    /// A meta page may name more pages than the file holds: pages a commit allocated and freed again before
+    /// it wrote them (LMDB's loose pages) are on the free list but never written. The walk checks that every
+    /// page past the file's end is free (``run()``).
     static func usableMetas(_ pages: inout DataFilePages) -> ([MetaPage], [Problem]) {
         let metas = pages.metaPages()
         var problems: [Problem] = []
@@ -65,7 +70,7 @@ struct DataFileWalk {
         var usable: [MetaPage] = []
         for meta in metas.sorted(by: { $0.transactionID > $1.transactionID }) {
             let needed = (meta.lastPage &+ 1).multipliedReportingOverflow(by: UInt64(max(1, meta.pageSize)))
-            if meta.pageSize < 512 || needed.overflow || needed.partialValue > UInt64(pages.fileLength) {
+            if meta.pageSize < 512 || needed.overflow {
                 problems.append(
                     Problem(
                         database: "meta", page: UInt64(meta.number),
@@ -90,6 +95,20 @@ struct DataFileWalk {
                 report("free pages", nil, "page \(page) is listed as free but a database uses it")
             } else if !seen.insert(page).inserted {
                 report("free pages", nil, "page \(page) is listed as free twice")
+            }
+        }
+        // Pages past the file's end were never written: each must be free (loose pages of a commit).
+        let written = UInt64(used.count)
+        if meta.lastPage >= written {
+            let missing = meta.lastPage - written + 1
+            if missing > UInt64(seen.count) || !(written...meta.lastPage).allSatisfy(seen.contains) {
+                // First: the pages the trees miss past the end are reported after it.
+                problems.insert(
+                    Problem(
+                        database: "meta", page: UInt64(meta.number),
+                        detail: "the data file is truncated: its meta page says it holds \(meta.lastPage &+ 1) "
+                            + "pages, the file has \(pages.fileLength) bytes, and not every page past its end is free"),
+                    at: 0)
             }
         }
     }
@@ -300,7 +319,8 @@ struct DataFileWalk {
             guard count < value.count / 8 else { return report(name, pageNumber, "a free-page list is cut short") }
             for index in 1...max(1, count) where count > 0 {
                 let free = loadInteger(value, index * 8, as: UInt64.self)
-                guard free >= 2, free < UInt64(used.count) else {
+                // A free page may lie past the file's end (never written); it may not lie past the meta's last.
+                guard free >= 2, free <= meta.lastPage else {
                     return report(name, pageNumber, "the free-page list names page \(free), outside the file")
                 }
                 freeListed.append(free)

@@ -142,7 +142,6 @@ final class Environment: @unchecked Sendable {
                         directory.hasSuffix("/") ? directory + name : directory + "/" + name, fileMode)
                 }
             }
-            try Environment.checkDataFileLength(raw, directory: directory)
             try Environment.checkPages(raw)
             var dead: Int32 = 0
             try check(mdb_reader_check(raw, &dead), "mdb_reader_check")
@@ -192,24 +191,6 @@ final class Environment: @unchecked Sendable {
             case .none: try check(mdb_env_set_flags(handle, UInt32(MDB_NOSYNC), 1), "mdb_env_set_flags")
             }
             current = durability
-        }
-    }
-
-    /// Throws when the data file is shorter than the pages its newest meta page uses.
-    ///
-    /// LMDB maps the file and trusts the meta page: reading a page past the end of a truncated file
-    /// would kill the process with SIGBUS, so a truncated file must fail at open instead.
-    private static func checkDataFileLength(_ raw: OpaquePointer, directory: String) throws {
-        var info = MDB_envinfo()
-        var pages = MDB_stat()
-        mdb_env_info(raw, &info)
-        try check(mdb_env_stat(raw, &pages), "mdb_env_stat")
-        var file = stat()
-        let dataPath = directory.hasSuffix("/") ? directory + "data.mdb" : directory + "/data.mdb"
-        guard stat(dataPath, &file) == 0 else { return }
-        let (needed, overflow) = (info.me_last_pgno + 1).multipliedReportingOverflow(by: Int(pages.ms_psize))
-        if overflow || Int(file.st_size) < needed {
-            throw TruncatedDataFile(length: Int(file.st_size), needed: needed)
         }
     }
 
