@@ -75,7 +75,7 @@ struct DataFileWalk {
                     Problem(
                         database: "meta", page: UInt64(meta.number),
                         detail:
-                            "it says the file holds \(meta.lastPage &+ 1) pages, but the file has \(pages.fileLength) bytes"
+                            "it names \(meta.lastPage &+ 1) pages of \(meta.pageSize) bytes, which no file can hold"
                     ))
             } else {
                 usable.append(meta)
@@ -102,7 +102,7 @@ struct DataFileWalk {
         if meta.lastPage >= written {
             let missing = meta.lastPage - written + 1
             if missing > UInt64(seen.count) || !(written...meta.lastPage).allSatisfy(seen.contains) {
-                // First: the pages the trees miss past the end are reported after it.
+                // Put first: the references past the end that the walk met follow from it.
                 problems.insert(
                     Problem(
                         database: "meta", page: UInt64(meta.number),

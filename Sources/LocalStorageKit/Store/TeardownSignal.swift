@@ -11,8 +11,7 @@ final class TeardownSignal: Sendable {
     /// Blocks until the teardown is over, or `limit` has passed; returns whether it is over.
     @discardableResult
     func wait(upTo limit: Duration) -> Bool {
-        let nanoseconds = limit.components.seconds * 1_000_000_000 + limit.components.attoseconds / 1_000_000_000
-        guard semaphore.wait(timeout: .now() + .nanoseconds(Int(nanoseconds))) == .success else { return false }
+        guard semaphore.wait(timeout: .now() + .nanoseconds(Int(limit.nanoseconds))) == .success else { return false }
         semaphore.signal()  // for the next waiter
         return true
     }
