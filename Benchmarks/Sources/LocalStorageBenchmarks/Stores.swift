@@ -12,6 +12,8 @@ final class Stores {
     var localStorageKitMemoryTier: LocalStorageKitSystem?
     var rawLMDB: RawLMDBSystem?
     var sqlite: SQLiteSystem?
+    /// The SQLite store's file, for the workload that opens it again.
+    var sqlitePath: String?
     /// How long loading each store took per record, by contender name: a bulk save into an empty store.
     var loadSamples: [String: Sample] = [:]
 
@@ -62,12 +64,12 @@ final class Stores {
                 at: directory.appendingPathComponent("sqlite"),
                 withIntermediateDirectories: true)
             // Loaded like the bulk-save workload (synchronous=FULL), then read at synchronous=NORMAL.
-            let system = try SQLiteSystem(
-                path: directory.appendingPathComponent("sqlite/products.sqlite").path,
-                synchronous: "FULL")
+            let path = directory.appendingPathComponent("sqlite/products.sqlite").path
+            let system = try SQLiteSystem(path: path, synchronous: "FULL")
             let sample = try await Sample.measure(operations: count) { try system.save(contentsOf: products) }
             try system.setSynchronous("NORMAL")
             stores.sqlite = system
+            stores.sqlitePath = path
             stores.record(sample, for: Workloads.Name.sqlite, count: count)
         }
         return stores

@@ -61,6 +61,11 @@ struct Target {
         Target(text: text, ratio: { ratio($0, numerator, denominator) }, passes: { $0 <= bound })
     }
 
+    /// The median of `name` over a fixed budget of `nanoseconds`, at most 1.
+    static func withinBudget(_ nanoseconds: Double, _ text: String, _ name: String) -> Target {
+        Target(text: text, ratio: { medians in medians[name].map { $0 / nanoseconds } }, passes: { $0 <= 1 })
+    }
+
     private static func ratio(_ medians: [String: Double], _ numerator: String, _ denominator: String) -> Double? {
         guard let top = medians[numerator], let bottom = medians[denominator], bottom > 0 else { return nil }
         return top / bottom

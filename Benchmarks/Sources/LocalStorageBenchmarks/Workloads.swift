@@ -6,7 +6,7 @@ import LocalStorageTestSupport
 enum Workloads {
     static let names = [
         "codec", "fetch", "range", "equals-sorted", "count-1%", "count", "count-50%", "page",
-        "page-500", "scan", "bulk", "saves", "bounded", "live", "loading", "shared",
+        "page-500", "scan", "bulk", "saves", "bounded", "live", "loading", "open", "shared",
     ]
 
     /// Contender names, which the summary rows and targets refer to.
@@ -52,6 +52,7 @@ enum Workloads {
             bounded(stores, isQuick: options.isQuick),
             live(stores, isQuick: options.isQuick),
             loading(stores, isQuick: options.isQuick),
+            open(stores, products: products, isQuick: options.isQuick),
         ]
             + (options.includes(workload: "shared")
                 ? [shared(products: products, isQuick: options.isQuick)]

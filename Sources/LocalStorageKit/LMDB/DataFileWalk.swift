@@ -89,11 +89,20 @@ struct DataFileWalk {
         for page in 0..<min(2, used.count) { used[page] = true }
         walk("main", meta.main, isMain: true)
         walk("free pages", meta.freePages, integerKeys: true, freeList: true)
-        var seen = Set<UInt64>()
+        // Marks in an array, not a set: the free list of a large store holds tens of thousands of pages, and
+        // this runs at every open. Only pages past the file's end, a commit's few loose pages, go in a set.
+        var listed = [Bool](repeating: false, count: used.count)
+        var listedPastEnd = Set<UInt64>()
         for page in freeListed {
-            if Int(page) < used.count, used[Int(page)] {
-                report("free pages", nil, "page \(page) is listed as free but a database uses it")
-            } else if !seen.insert(page).inserted {
+            if page < UInt64(used.count) {
+                let index = Int(page)
+                if used[index] {
+                    report("free pages", nil, "page \(page) is listed as free but a database uses it")
+                } else if listed[index] {
+                    report("free pages", nil, "page \(page) is listed as free twice")
+                }
+                listed[index] = true
+            } else if !listedPastEnd.insert(page).inserted {
                 report("free pages", nil, "page \(page) is listed as free twice")
             }
         }
@@ -101,7 +110,7 @@ struct DataFileWalk {
         let written = UInt64(used.count)
         if meta.lastPage >= written {
             let missing = meta.lastPage - written + 1
-            if missing > UInt64(seen.count) || !(written...meta.lastPage).allSatisfy(seen.contains) {
+            if missing > UInt64(listedPastEnd.count) || !(written...meta.lastPage).allSatisfy(listedPastEnd.contains) {
                 // Put first: the references past the end that the walk met follow from it.
                 problems.insert(
                     Problem(
