@@ -14,18 +14,17 @@ extension Workloads {
 
     static func open(_ stores: Stores, products: [Product], isQuick: Bool) -> Workload {
         let opens = 20
-        let ids = products.isEmpty ? [] : (0..<opens).map { products[($0 * 7_919) % products.count].id }
+        let ids = picked(opens, from: products)
         var contenders: [Contender] = []
         if stores.options.includes(.localStorageKit) {
             contenders.append(
-                openContender(stores, name: openLocalStorageKit, products: { products }, ids: ids, opens: opens))
+                openContender(stores, name: openLocalStorageKit, opens: opens, products: { products }))
             if !isQuick {
-                let million = Product.generate(count: 1_000_000, seed: 29).map(\.id)
-                let picked = (0..<opens).map { million[($0 * 7_919) % million.count] }
+                // Made when the workload runs, not when the list of workloads is built.
                 contenders.append(
                     openContender(
-                        stores, name: openMillion, products: { Product.generate(count: 1_000_000, seed: 29) },
-                        ids: picked, opens: opens))
+                        stores, name: openMillion, opens: opens,
+                        products: { Product.generate(count: 1_000_000, seed: 29) }))
             }
         }
         if stores.options.includes(.sqlite), let path = stores.sqlitePath {
@@ -57,11 +56,17 @@ extension Workloads {
             ])
     }
 
-    /// Opens a store of `products` (made once, in a scratch directory) and reads one of `ids` each time.
+    /// `count` ids spread over `products`.
+    private static func picked(_ count: Int, from products: [Product]) -> [String] {
+        products.isEmpty ? [] : (0..<count).map { products[($0 * 7_919) % products.count].id }
+    }
+
+    /// Opens a store of `products` (made once, in a scratch directory) and reads one of them each time.
     private static func openContender(
-        _ stores: Stores, name: String, products: @escaping () -> [Product], ids: [String], opens: Int
+        _ stores: Stores, name: String, opens: Int, products: @escaping () -> [Product]
     ) -> Contender {
         let directory = Slot<URL>()
+        let ids = Slot<[String]>()
         return Contender(
             name: name, operations: opens, isComparable: false,
             prepare: { _ in
@@ -71,13 +76,14 @@ extension Workloads {
                 configuration.databaseDirectory = url
                 configuration.durability = .none
                 configuration.maxMapSize = 8 << 30
+                let all = products()
                 do {
                     let storage = try LocalStorage(configuration: configuration)
-                    let all = products()
                     for start in stride(from: 0, to: all.count, by: 10_000) {
                         try await storage.save(contentsOf: Array(all[start..<min(all.count, start + 10_000)]))
                     }
                 }
+                ids.value = picked(opens, from: all)
                 directory.value = url
             },
             run: { _ in
@@ -85,7 +91,7 @@ extension Workloads {
                 configuration.databaseDirectory = try directory.get("store directory")
                 configuration.maxMapSize = 8 << 30
                 var found = 0
-                for id in ids {
+                for id in try ids.get("ids") {
                     let storage = try LocalStorage(configuration: configuration)
                     if try await storage.fetch(Product.self, id: id) != nil { found += 1 }
                 }
