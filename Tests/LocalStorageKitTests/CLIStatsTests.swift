@@ -51,3 +51,39 @@ import Testing
         #expect(report.compactedBytes <= report.originalBytes - figures.reclaimableBytes)
     }
 }
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// `mdb_stat` counts the pages of a database with sorted duplicates without its duplicates' sub-trees: an
+/// index of 6,000 records on three categories showed 1 page. The statistics add the sub-trees from their
+/// records; a walk of every page of the file is the reference.
+@Suite struct StatisticsPagesTests {
+    @Test func theDatabasesPagesIncludeTheSubTreesOfSortedDuplicates() async throws {
+        let directory = temporaryDirectory()
+        let storage = try LocalStorage(configuration: diskConfiguration(directory))
+        try await storage.save(contentsOf: (0..<6_000).map(Product.sample))
+        let figures = try await StoreMaintenance(directory: storage.core.directory).statistics()
+
+        let path = storeFilesDirectory(directory).appendingPathComponent("data.mdb").path
+        let descriptor = open(path, O_RDONLY)
+        try #require(descriptor >= 0)
+        defer { close(descriptor) }
+        var pages = DataFilePages(descriptor: descriptor)
+        let meta = try #require(DataFileWalk.newestMeta(&pages).0)
+        var walk = DataFileWalk(pages: pages, meta: meta)
+        walk.run()
+        #expect(walk.problems.isEmpty, "\(walk.problems)")
+        let typeDatabases = walk.pageTotals.filter { name, _ in
+            ["r.", "u.", "e.", "s.", "i."].contains { name.hasPrefix($0) }
+        }
+        let walked = typeDatabases.values.reduce(0) { $0 + Int($1.branch + $1.leaf + $1.overflow) }
+        let reported = figures.databases.filter { $0.name.hasPrefix("Product/") }.reduce(0) { $0 + $1.pages }
+        #expect(reported == walked)
+        let category = try #require(figures.databases.first { $0.name == "Product/index category" })
+        #expect(category.pages > 3, "2,000 ids under each of 3 keys fill more than a page each")
+    }
+}

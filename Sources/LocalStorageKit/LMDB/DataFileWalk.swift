@@ -27,6 +27,10 @@ struct DataFileWalk {
     /// Only the main and free-page databases are walked; of each database the main one names, only its
     /// root page is checked (what opening a store checks).
     var shallow = false
+    /// When set, only the databases it chooses are walked past their root page, and the sub-trees of their
+    /// sorted duplicates are counted from their records instead of walked: what ``pageTotals`` needs, at the
+    /// cost of the chosen databases' own pages.
+    var countsPagesOf: ((String) -> Bool)?
     /// Receives (database, key, value) of the databases ``collects`` chooses.
     var visit: (String, [UInt8], [UInt8]) -> Void = { _, _, _ in }
     private(set) var problems: [Problem] = []
@@ -35,6 +39,17 @@ struct DataFileWalk {
     private var used: [Bool]
     /// The pages the free-page database lists, as the walk met them.
     private(set) var freeListed: [UInt64] = []
+    /// The pages of each database the walk went through, by name, its sorted duplicates' sub-trees included
+    /// (LMDB's own counts leave those out). A shallow walk counts only the main and free-page databases, one
+    /// with ``countsPagesOf`` only the databases it chooses.
+    private(set) var pageTotals: [String: PageTotals] = [:]
+
+    /// The pages of one database by kind.
+    struct PageTotals: Equatable {
+        var branch: UInt64 = 0
+        var leaf: UInt64 = 0
+        var overflow: UInt64 = 0
+    }
 
     /// A walk of the snapshot `meta` describes.
     init(pages: DataFilePages, meta: MetaPage) {
@@ -155,6 +170,10 @@ struct DataFileWalk {
             name: name, depth: Int(record.depth), isMain: isMain, ordered: ordered,
             dupSort: record.flags & 0x04 != 0, freeList: freeList)
         visitPage(record.root, level: 1, options: options, tally: &tally)
+        // A sub-tree of sorted duplicates is walked under its database's name: its pages add to the database's.
+        pageTotals[name, default: PageTotals()].branch += tally.branch
+        pageTotals[name, default: PageTotals()].leaf += tally.leaf
+        pageTotals[name, default: PageTotals()].overflow += tally.overflow
         if tally.entries != record.entries {
             report(name, nil, "it claims \(record.entries) entries, its pages hold \(tally.entries)")
         }
@@ -307,7 +326,13 @@ struct DataFileWalk {
                     return report(name, pageNumber, "a sub-database record has \(value.count) bytes")
                 }
                 let sub = DatabaseRecord(value, at: 0)
-                walk(name, sub, isSubTree: true)
+                if countsPagesOf != nil {
+                    pageTotals[name, default: PageTotals()].branch += sub.branchPages
+                    pageTotals[name, default: PageTotals()].leaf += sub.leafPages
+                    pageTotals[name, default: PageTotals()].overflow += sub.overflowPages
+                } else {
+                    walk(name, sub, isSubTree: true)
+                }
                 tally.entries += sub.entries
             } else {
                 tally.entries += duplicates(inSubpage: value, in: name, page: pageNumber)
@@ -322,7 +347,11 @@ struct DataFileWalk {
             let databaseName = String(decoding: key, as: UTF8.self)
             let record = DatabaseRecord(value, at: 0)
             databases[databaseName] = record
-            if shallow { checkRoot(databaseName, record) } else { walk(databaseName, record) }
+            if shallow || countsPagesOf.map({ !$0(databaseName) }) == true {
+                checkRoot(databaseName, record)
+            } else {
+                walk(databaseName, record)
+            }
         } else if options.freeList {
             let count = Int(clamping: loadInteger(value, 0, as: UInt64.self))
             guard count < value.count / 8 else { return report(name, pageNumber, "a free-page list is cut short") }

@@ -37,9 +37,9 @@ enum CursorMove {
 /// Page figures of one database (`MDB_stat`).
 struct DatabaseStatistics {
     let pageSize: Int
-    let branchPages: Int
-    let leafPages: Int
-    let overflowPages: Int
+    var branchPages: Int
+    var leafPages: Int
+    var overflowPages: Int
     let entries: Int
     /// Levels of the B-tree (0 for an empty database).
     let depth: Int

@@ -32,6 +32,24 @@ extension Environment {
         return walk.problems
     }
 
+    /// The pages of each database of `txn`'s snapshot that `databases` chooses, by name, sub-trees of sorted
+    /// duplicates included (counted from their records, not walked); nil when the walk finds the pages it reads
+    /// damaged.
+    ///
+    /// Complexity: O(pages of the chosen databases' own trees), read with `pread`.
+    func pageTotals(
+        in txn: Transaction, of databases: @escaping (String) -> Bool
+    ) throws -> [String: DataFileWalk.PageTotals]? {
+        var descriptor: Int32 = -1
+        try check(mdb_env_get_fd(handle, &descriptor), "mdb_env_get_fd")
+        var pages = DataFilePages(descriptor: descriptor)
+        guard let meta = DataFileWalk.newestMeta(&pages, transactionID: UInt64(txn.id)).0 else { return nil }
+        var walk = DataFileWalk(pages: pages, meta: meta)
+        walk.countsPagesOf = databases
+        walk.run()
+        return walk.problems.isEmpty ? walk.pageTotals : nil
+    }
+
     /// Empties `directory`'s `data.mdb` when it is what an interrupted creation leaves: shorter than two
     /// meta pages, and either too short to hold one meta page or holding a meta page with LMDB's magic
     /// number and transaction id 0 (nothing committed). Returns whether it did.

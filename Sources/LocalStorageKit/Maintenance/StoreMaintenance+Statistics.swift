@@ -16,6 +16,12 @@ extension StoreMaintenance {
                 capacity: info.mapSize / max(1, main.pageSize), used: info.lastPage + 1,
                 free: try txn.freePageCount(), branch: main.branchPages, leaf: main.leafPages,
                 overflow: main.overflowPages)
+            // `mdb_stat` leaves out the sub-trees of sorted duplicates (every index, the update times, the
+            // signatures and expiry times): a walk of those databases' trees adds them from their records. On
+            // damaged pages its figures are not used.
+            let walked = try environment.pageTotals(in: txn) { name in
+                ["i.", "u.", "e.", "s."].contains { name.hasPrefix($0) }
+            }
             var types: [StoreStatistics.TypeStatistics] = []
             var databases = [
                 StoreStatistics.Database(name: "(main)", main),
@@ -29,7 +35,12 @@ extension StoreMaintenance {
                 let schema = type.schema
                 var typePages = 0
                 for (role, dbi) in StoreMaintenance.databases(of: schema) {
-                    let stat = try txn.statistics(dbi)
+                    var stat = try txn.statistics(dbi)
+                    if let totals = walked?[role.databaseName(typeNumber: schema.number)] {
+                        stat.branchPages = Int(totals.branch)
+                        stat.leafPages = Int(totals.leaf)
+                        stat.overflowPages = Int(totals.overflow)
+                    }
                     databases.append(.init(name: "\(schema.name)/\(role.name)", stat))
                     pages.branch += stat.branchPages
                     pages.leaf += stat.leafPages
@@ -103,6 +114,17 @@ extension StoreStatistics.Database {
 }
 
 extension StoreMaintenance.Role {
+    /// The LMDB name of this database of type number `typeNumber` (see ``TypeSchema``).
+    func databaseName(typeNumber: UInt32) -> String {
+        switch self {
+        case .records: "r.\(typeNumber)"
+        case .updated: "u.\(typeNumber)"
+        case .expiry: "e.\(typeNumber)"
+        case .signatures: "s.\(typeNumber)"
+        case .index(let index): "i.\(typeNumber).\(index.slot)"
+        }
+    }
+
     /// The database's name in ``StoreStatistics/databases``, after its type's.
     var name: String {
         switch self {
