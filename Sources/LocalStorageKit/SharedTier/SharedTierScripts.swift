@@ -120,7 +120,10 @@ enum SharedTierScripts {
             return out
             """
 
-    /// Deletes every record of a type: `ARGV[4]` type, `ARGV[5]` notice, `ARGV[6…]` the type's index sets.
+    /// Deletes every record of a type and ends its load leases (and remembered nils), as a save or delete
+    /// ends those of its id: `ARGV[4]` type, `ARGV[5]` notice, `ARGV[6…]` the type's index sets. The leases
+    /// are found with `SCAN … MATCH {ns}:lease:{type}:*` (the namespace and type are escaped so that neither
+    /// holds a colon; glob characters in them are escaped for the match).
     static let clear =
         common + """
             local t = ARGV[4]
@@ -131,6 +134,13 @@ enum SharedTierScripts {
             end
             redis.call('DEL', ns .. 'k:' .. t, ns .. 'u:' .. t, ns .. 'm:' .. t)
             for i = 6, #ARGV do redis.call('DEL', ARGV[i]) end
+            local pattern = string.gsub(ns .. 'lease:' .. t .. ':', '[%*%?%[%]\\\\]', '\\\\%0') .. '*'
+            local cursor = '0'
+            repeat
+              local page = redis.call('SCAN', cursor, 'MATCH', pattern, 'COUNT', 1000)
+              cursor = page[1]
+              for _, key in ipairs(page[2]) do redis.call('DEL', key) end
+            until cursor == '0'
             local seq = notify(ARGV[5], '')
             trim()
             return seq

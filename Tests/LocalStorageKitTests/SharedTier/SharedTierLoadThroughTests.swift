@@ -115,6 +115,48 @@ struct SharedTierLoadThroughTests {
         #expect(onServer.map(\.title) == ["saved on B"])
     }
 
+    @Test func aDeleteAllOnAnotherInstanceWinsOverALoad() async throws {
+        let a = try await instance()
+        let b = try await instance()
+        try await b.save(Self.product("sku_kept", "saved before"))
+        let gate = LoadGate()
+        let onA = Self.callers(5, of: a, id: "sku_cleared", title: "loaded", gate: gate)
+        await gate.waitForLoad()
+        #expect(try await Self.serverLease(a, id: "sku_cleared") != nil)
+        try await b.deleteAll(Product.self)
+        #expect(try await Self.serverLease(a, id: "sku_cleared") == nil)  // the clear voided A's lease
+        gate.open()
+        for caller in onA { #expect(try await caller.value == nil) }
+        #expect(gate.loads == 1)
+        // The load's result, older than the clear, was not stored anywhere.
+        #expect(try await a.fetch(Product.self, id: "sku_cleared") == nil)
+        #expect(try await b.fetch(Product.self, id: "sku_cleared") == nil)
+        #expect(try await a.fetch(Product.self, options: FetchOptions(scope: .shared)).isEmpty)
+        #expect(try await a.count(Product.self) == 0)
+    }
+
+    @Test func aDeleteAllEndsTheLeasesOfItsOwnNamespaceAndTypeOnly() async throws {
+        // Glob characters in the namespace are matched literally: clearing "g*[?]\\" must not end the lease
+        // of namespace "gX[?]\\", which the unescaped pattern would match.
+        let unique = UUID().uuidString
+        let cleared = try await diskSharedStore(SharedTestServer.configuration(namespace: "g*[?]\\\(unique)"))
+        let clearer = try await diskSharedStore(SharedTestServer.configuration(namespace: "g*[?]\\\(unique)"))
+        let other = try await diskSharedStore(SharedTestServer.configuration(namespace: "gX[?]\\\(unique)"))
+        let (gate, otherGate) = (LoadGate(), LoadGate())
+        let onCleared = Self.callers(2, of: cleared, id: "sku_glob", title: "loaded", gate: gate)
+        let onOther = Self.callers(2, of: other, id: "sku_glob", title: "loaded elsewhere", gate: otherGate)
+        await gate.waitForLoad()
+        await otherGate.waitForLoad()
+        try await clearer.deleteAll(Product.self)
+        #expect(try await Self.serverLease(cleared, id: "sku_glob") == nil)
+        #expect(try await Self.serverLease(other, id: "sku_glob") != nil)
+        gate.open()
+        otherGate.open()
+        for caller in onCleared { #expect(try await caller.value == nil) }
+        for caller in onOther { #expect(try await caller.value?.title == "loaded elsewhere") }
+        #expect(try await other.fetch(Product.self, id: "sku_glob")?.title == "loaded elsewhere")
+    }
+
     @Test func aNilFromTheLoaderReachesTheOtherInstancesCallersAndIsRemembered() async throws {
         let a = try await instance()
         let b = try await instance()
