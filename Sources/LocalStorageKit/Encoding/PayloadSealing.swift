@@ -198,6 +198,16 @@ final class PayloadSealing: Sendable {
             envelope.insert(.compressed)
             bytes = compressed
         }
+        return try seal(bytes, envelope: envelope, format: format, typeName: typeName, id: id)
+    }
+
+    /// `bytes` sealed with the current key when the store is encrypted (adding `.sealed` to `envelope`), else
+    /// as they are. The shared tier stores payloads sealed but never compressed: each store trains its own
+    /// zstd dictionaries, which another host's store does not hold.
+    func seal(
+        _ bytes: [UInt8], envelope: PayloadEnvelope = [], format: PayloadFormat, typeName: String, id: [UInt8]
+    ) throws(LocalStorageError) -> (envelope: PayloadEnvelope, bytes: [UInt8]) {
+        var envelope = envelope
         guard let current else { return (envelope, bytes) }
         envelope.insert(.sealed)
         let associated = PayloadSealing.associatedData(

@@ -82,18 +82,26 @@ extension SharedTier {
         let expect: [UInt8]
     }
 
-    /// Builds the put of `record` at `now` with `expiresAt`.
+    /// Builds the put of `record` at `now` with `expiresAt`. The payload is sealed when the store is encrypted
+    /// (so the server, and every instance's copy, hold it sealed), unless `storedEnvelope` says it is already
+    /// in its stored form (a record read from the server and written back).
     func put(
         _ record: PreparedRecord, expiresAt: Int64, now: Int64, schema: TypeSchema,
-        createdAt: Int64? = nil, expect: [UInt8] = []
+        createdAt: Int64? = nil, expect: [UInt8] = [], storedEnvelope: PayloadEnvelope? = nil
     ) throws(LocalStorageError) -> Put {
+        let (envelope, payload) =
+            if let storedEnvelope {
+                (storedEnvelope, record.payload)
+            } else if let sealing = schema.sealing {
+                try sealing.seal(record.payload, format: record.format, typeName: schema.name, id: record.key)
+            } else {
+                (PayloadEnvelope(), record.payload)
+            }
         let header = RecordHeader(
             format: record.format, version: record.version, createdAt: createdAt ?? now,
             updatedAt: now, expiresAt: expiresAt, signature: schema.signature,
-            indexValues: record.indexValues)
-        return Put(
-            record: record, bytes: try header.serialized(payload: record.payload), header: header,
-            expect: expect)
+            indexValues: record.indexValues, envelope: envelope)
+        return Put(record: record, bytes: try header.serialized(payload: payload), header: header, expect: expect)
     }
 
     /// Writes records on the server in one script; returns each one's final bytes and sequence. With `lease`

@@ -102,7 +102,7 @@ struct SharedTierRecordStore: RecordStore {
             // A new expiry is not an update: the header keeps its update time (and creation time).
             let put = try tier.put(
                 record, expiresAt: try expiration.expiresAt(now: now), now: header.updatedAt,
-                schema: schema, createdAt: header.createdAt, expect: expect)
+                schema: schema, createdAt: header.createdAt, expect: expect, storedEnvelope: header.envelope)
             do {
                 let written = try await tier.write([put], schema: schema, now: now)
                 try await commitOwnUnobserved(written, key: key, schema: schema)
