@@ -47,7 +47,8 @@ struct SharedTierEncryptionTests {
         #expect(try await a.fetch(Product.self, id: "sku_secret")?.title == secret)
         // An update through the tier is sealed too.
         try await b.update(Product.self, id: "sku_secret") { $0.title = secret + "-2" }
-        #expect(try await a.fetch(Product.self, id: "sku_secret")?.title == secret + "-2")
+        // It reaches A through the server's change channel.
+        #expect(try await waitUntil { try await a.fetch(Product.self, id: "sku_secret")?.title == secret + "-2" })
 
         for storage in [a, b] {
             let file = storage.configuration.storeDirectory.appendingPathComponent("data.mdb")
