@@ -39,7 +39,7 @@ extension Environment {
     /// Complexity: O(pages of the chosen databases' own trees), read with `pread`.
     func pageTotals(
         in txn: Transaction, of databases: @escaping (String) -> Bool
-    ) throws -> [String: DataFileWalk.PageTotals]? {
+    ) throws -> (totals: [String: DataFileWalk.PageTotals], records: [String: DatabaseRecord])? {
         var descriptor: Int32 = -1
         try check(mdb_env_get_fd(handle, &descriptor), "mdb_env_get_fd")
         var pages = DataFilePages(descriptor: descriptor)
@@ -47,7 +47,7 @@ extension Environment {
         var walk = DataFileWalk(pages: pages, meta: meta)
         walk.countsPagesOf = databases
         walk.run()
-        return walk.problems.isEmpty ? walk.pageTotals : nil
+        return walk.problems.isEmpty ? (walk.pageTotals, walk.databases) : nil
     }
 
     /// Empties `directory`'s `data.mdb` when it is what an interrupted creation leaves: shorter than two

@@ -17,11 +17,13 @@ extension StoreMaintenance {
                 free: try txn.freePageCount(), branch: main.branchPages, leaf: main.leafPages,
                 overflow: main.overflowPages)
             // `mdb_stat` leaves out the sub-trees of sorted duplicates (every index, the update times, the
-            // signatures and expiry times): a walk of those databases' trees adds them from their records. On
+            // signatures and expiry times): a walk of those databases' trees adds them from their records. The
+            // same walk finds the store-wide databases (counts, leases, the eviction policies' state). On
             // damaged pages its figures are not used.
-            let walked = try environment.pageTotals(in: txn) { name in
-                ["i.", "u.", "e.", "s."].contains { name.hasPrefix($0) }
+            let walk = try environment.pageTotals(in: txn) { name in
+                !name.hasPrefix("r.") && name != TypeRegistry.metaName && name != ChangeLog.name
             }
+            let walked = walk?.totals
             var types: [StoreStatistics.TypeStatistics] = []
             var databases = [
                 StoreStatistics.Database(name: "(main)", main),
@@ -30,6 +32,14 @@ extension StoreMaintenance {
             ]
             if let changes = core?.changeLog.database {
                 databases.append(.init(name: ChangeLog.name, try txn.statistics(changes)))
+            }
+            for (name, record) in walk?.records ?? [:] where StoreMaintenance.storeWideNames.contains(name) {
+                guard name != TypeRegistry.metaName, name != ChangeLog.name else { continue }
+                let totals = walked?[name] ?? DataFileWalk.PageTotals()
+                databases.append(
+                    StoreStatistics.Database(
+                        name: name, depth: Int(record.depth), branchPages: Int(totals.branch),
+                        leafPages: Int(totals.leaf), overflowPages: Int(totals.overflow), entries: Int(record.entries)))
             }
             for type in catalog.sortedTypes {
                 let schema = type.schema
@@ -111,6 +121,11 @@ extension StoreStatistics.Database {
             name: name, depth: stat.depth, branchPages: stat.branchPages, leafPages: stat.leafPages,
             overflowPages: stat.overflowPages, entries: stat.entries)
     }
+}
+
+extension StoreMaintenance {
+    /// The databases of the store that belong to no type (``TypeRegistry``'s list), named as they are.
+    static var storeWideNames: Set<String> { Set(TypeRegistry.storeWideNames) }
 }
 
 extension StoreMaintenance.Role {

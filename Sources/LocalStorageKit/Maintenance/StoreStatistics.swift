@@ -29,7 +29,8 @@
     /// One database of the store: its pages, tree depth and entries (`mdb_stat`).
     public struct Database: Codable, Sendable {
         /// `Type/records`, `Type/updated`, `Type/expiry`, `Type/signatures`, `Type/index NAME`, or a store-wide
-        /// database: `meta`, `changes`, `(main)` (the names of the others), `(free pages)` (LMDB's free list).
+        /// database: `meta`, `changes`, `counts`, `leases`, the eviction policies' state, `(main)` (the names of
+        /// the others), `(free pages)` (LMDB's free list).
         public var name: String
         /// Levels of its B-tree.
         public var depth: Int

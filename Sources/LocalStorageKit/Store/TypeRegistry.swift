@@ -57,12 +57,15 @@ enum TypeRegistry {
         try txn.put(meta, key: layoutKey, value: Array("\(layout)".utf8))
     }
 
+    /// The databases LocalStorageKit makes that belong to no type.
+    static let storeWideNames = [
+        metaName, ChangeLog.name, CountTree.databaseName, AccessIndex.byClockName, AccessIndex.byRecordName,
+        LeaseBook.name, FrequencySketch.databaseName, AdaptiveQueues.byClockName, AdaptiveQueues.byRecordName,
+    ]
+
     /// Up to three keys of LMDB's main database that are not the name of a database LocalStorageKit makes.
     static func foreignNames(txn: Transaction) throws -> [String] {
-        let own: Set<String> = [
-            metaName, ChangeLog.name, CountTree.databaseName, AccessIndex.byClockName, AccessIndex.byRecordName,
-            LeaseBook.name, FrequencySketch.databaseName, AdaptiveQueues.byClockName, AdaptiveQueues.byRecordName,
-        ]
+        let own = Set(storeWideNames)
         func isOwn(_ name: String) -> Bool {
             if own.contains(name) { return true }
             let parts = name.split(separator: ".", omittingEmptySubsequences: false)
