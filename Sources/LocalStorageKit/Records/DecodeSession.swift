@@ -10,15 +10,19 @@ final class DecodeSession {
     let currentVersion: Int?
     /// Opens sealed and compressed payloads (the schema's ``TypeSchema/sealing``).
     let sealing: PayloadSealing?
+    /// The storage name of the decoded type, when the caller knows it: a sealed payload is bound to it, and
+    /// `T.storageName`'s default (`String(describing:)`) costs more than opening a small payload.
+    let typeName: String?
     private(set) var upgrades: [RecordUpgrade] = []
     /// Notes each row decoded as a use of its record (a query read counts for eviction), when set.
     var noteUse: ((UnsafeRawBufferPointer) -> Void)?
 
     init(
         counter: DecodeCounter?, format: PayloadFormat, logger: (any StorageLogger)? = nil,
-        currentVersion: Int? = nil, sealing: PayloadSealing? = nil
+        currentVersion: Int? = nil, sealing: PayloadSealing? = nil, typeName: String? = nil
     ) {
         self.sealing = sealing
+        self.typeName = typeName
         self.counter = counter
         self.format = format
         self.logger = logger

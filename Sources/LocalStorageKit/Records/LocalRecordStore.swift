@@ -126,7 +126,7 @@ struct LocalRecordStore: RecordStore {
     func makeDecodeSession(for schema: TypeSchema) -> DecodeSession {
         let session = DecodeSession(
             counter: core.decodes, format: format, logger: logger,
-            currentVersion: schema.version, sealing: schema.sealing)
+            currentVersion: schema.version, sealing: schema.sealing, typeName: schema.name)
         if schema.tracksRecency {
             let (notes, type) = (core.accessNotes, schema.number)
             session.noteUse = { notes.note(type: type, key: $0) }

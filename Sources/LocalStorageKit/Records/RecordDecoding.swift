@@ -30,11 +30,16 @@ enum RecordDecoding {
             guard !view.envelope.isEmpty else {
                 return try PayloadCodec.decode(T.self, from: view.payload, format: view.format)
             }
-            let opened = try payload(of: view, typeName: T.storageName, id: id, sealing: session?.sealing)
-            let value = try opened.bytes.withUnsafeBytes {
-                try PayloadCodec.decode(T.self, from: $0, format: view.format)
+            let typeName = session?.typeName ?? T.storageName
+            guard let sealing = session?.sealing else { throw unopenable(typeName: typeName, id: id) }
+            // Decoded where it was opened, without a copy; kept only when an old key sealed it. (No tuple is
+            // returned: the metadata of a generic tuple is looked up in the runtime at every call.)
+            var reseal: [UInt8]?
+            let value = try sealing.withPayload(of: view, typeName: typeName, id: id) { bytes, resealable in
+                if resealable { reseal = Array(bytes) }
+                return try PayloadCodec.decode(T.self, from: bytes, format: view.format)
             }
-            if opened.resealable { session?.noteReseal(view: view, id: id, payload: opened.bytes) }
+            if let reseal { session?.noteReseal(view: view, id: id, payload: reseal) }
             return value
         } catch let error as LocalStorageError {
             throw error
@@ -52,10 +57,14 @@ enum RecordDecoding {
     ) throws -> (bytes: [UInt8], resealable: Bool) {
         guard let sealing else {
             if view.envelope.isEmpty { return (Array(view.payload), false) }
-            throw LocalStorageError.decodingFailed(
-                reason: "\(typeName) \"\(id)\": its payload is sealed or compressed and this read has no key")
+            throw unopenable(typeName: typeName, id: id)
         }
         return try sealing.withPayload(of: view, typeName: typeName, id: id) { (Array($0), $1) }
+    }
+
+    /// The error for a sealed or compressed payload read without the store's means to open it.
+    private static func unopenable(typeName: String, id: String) -> LocalStorageError {
+        .decodingFailed(reason: "\(typeName) \"\(id)\": its payload is sealed or compressed and this read has no key")
     }
 
     /// Validates a stored record's header; a damaged one is a `decodingFailed` naming the type and id.
