@@ -52,12 +52,6 @@ import Testing
     }
 }
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// `mdb_stat` counts the pages of a database with sorted duplicates without its duplicates' sub-trees: an
 /// index of 6,000 records on three categories showed 1 page. The statistics add the sub-trees from their
 /// records; a walk of every page of the file is the reference.
@@ -69,13 +63,7 @@ import Darwin
         let figures = try await StoreMaintenance(directory: storage.core.directory).statistics()
 
         let path = storeFilesDirectory(directory).appendingPathComponent("data.mdb").path
-        let descriptor = open(path, O_RDONLY)
-        try #require(descriptor >= 0)
-        defer { close(descriptor) }
-        var pages = DataFilePages(descriptor: descriptor)
-        let meta = try #require(DataFileWalk.newestMeta(&pages).0)
-        var walk = DataFileWalk(pages: pages, meta: meta)
-        walk.run()
+        let (walk, _) = try walkDataFile(path)
         #expect(walk.problems.isEmpty, "\(walk.problems)")
         let typeDatabases = walk.pageTotals.filter { name, _ in
             ["r.", "u.", "e.", "s.", "i."].contains { name.hasPrefix($0) }

@@ -22,32 +22,37 @@ extension Environment {
 
     /// The problems ``DataFileWalk`` finds in the snapshot `txn` reads: every database and page reference.
     func pageProblems(in txn: Transaction) throws -> [DataFileWalk.Problem] {
-        var descriptor: Int32 = -1
-        try check(mdb_env_get_fd(handle, &descriptor), "mdb_env_get_fd")
-        var pages = DataFilePages(descriptor: descriptor)
-        let (meta, problems) = DataFileWalk.newestMeta(&pages, transactionID: UInt64(txn.id))
-        guard let meta else { return problems }
-        var walk = DataFileWalk(pages: pages, meta: meta)
-        walk.run()
-        return walk.problems
+        let (walk, problems) = try walkSnapshot(of: txn)
+        return walk?.problems ?? problems
     }
 
     /// The pages of each database of `txn`'s snapshot that `databases` chooses, by name, sub-trees of sorted
-    /// duplicates included (counted from their records, not walked); nil when the walk finds the pages it reads
-    /// damaged.
+    /// duplicates included (counted from their records, not walked), and the records of every named database;
+    /// nil when the walk finds the pages it reads damaged.
     ///
     /// Complexity: O(pages of the chosen databases' own trees), read with `pread`.
     func pageTotals(
         in txn: Transaction, of databases: @escaping (String) -> Bool
     ) throws -> (totals: [String: DataFileWalk.PageTotals], records: [String: DatabaseRecord])? {
+        let (walk, _) = try walkSnapshot(of: txn) { $0.countsPagesOf = databases }
+        guard let walk, walk.problems.isEmpty else { return nil }
+        return (walk.pageTotals, walk.databases)
+    }
+
+    /// A ``DataFileWalk`` of `txn`'s snapshot, set up by `configure` and run; nil with the problems when
+    /// neither meta page can be used.
+    private func walkSnapshot(
+        of txn: Transaction, _ configure: (inout DataFileWalk) -> Void = { _ in }
+    ) throws -> (DataFileWalk?, [DataFileWalk.Problem]) {
         var descriptor: Int32 = -1
         try check(mdb_env_get_fd(handle, &descriptor), "mdb_env_get_fd")
         var pages = DataFilePages(descriptor: descriptor)
-        guard let meta = DataFileWalk.newestMeta(&pages, transactionID: UInt64(txn.id)).0 else { return nil }
+        let (meta, problems) = DataFileWalk.newestMeta(&pages, transactionID: UInt64(txn.id))
+        guard let meta else { return (nil, problems) }
         var walk = DataFileWalk(pages: pages, meta: meta)
-        walk.countsPagesOf = databases
+        configure(&walk)
         walk.run()
-        return walk.problems.isEmpty ? (walk.pageTotals, walk.databases) : nil
+        return (walk, problems)
     }
 
     /// Empties `directory`'s `data.mdb` when it is what an interrupted creation leaves: shorter than two

@@ -33,7 +33,7 @@ extension StoreMaintenance {
             if let changes = core?.changeLog.database {
                 databases.append(.init(name: ChangeLog.name, try txn.statistics(changes)))
             }
-            for (name, record) in walk?.records ?? [:] where StoreMaintenance.storeWideNames.contains(name) {
+            for (name, record) in walk?.records ?? [:] where TypeRegistry.storeWideNames.contains(name) {
                 guard name != TypeRegistry.metaName, name != ChangeLog.name else { continue }
                 let totals = walked?[name] ?? DataFileWalk.PageTotals()
                 databases.append(
@@ -121,11 +121,6 @@ extension StoreStatistics.Database {
             name: name, depth: stat.depth, branchPages: stat.branchPages, leafPages: stat.leafPages,
             overflowPages: stat.overflowPages, entries: stat.entries)
     }
-}
-
-extension StoreMaintenance {
-    /// The databases of the store that belong to no type (``TypeRegistry``'s list), named as they are.
-    static var storeWideNames: Set<String> { Set(TypeRegistry.storeWideNames) }
 }
 
 extension StoreMaintenance.Role {

@@ -28,11 +28,10 @@ import Darwin
     /// main)`, where `first` is the list's first page and `main` the main database's root.
     private func damageFreeList(_ directory: URL, replacement: (UInt64, UInt64) -> UInt64) throws {
         let path = storeFilesDirectory(directory).appendingPathComponent("data.mdb").path
+        let meta = try walkDataFile(path).meta
         let descriptor = open(path, O_RDWR)
         try #require(descriptor >= 0)
         defer { close(descriptor) }
-        var pages = DataFilePages(descriptor: descriptor)
-        let meta = try #require(DataFileWalk.newestMeta(&pages).0)
         try #require(meta.freePages.depth == 1, "the test needs a free-page database of one leaf")
         let pageOffset = off_t(meta.freePages.root) * off_t(meta.pageSize)
         var page = [UInt8](repeating: 0, count: meta.pageSize)

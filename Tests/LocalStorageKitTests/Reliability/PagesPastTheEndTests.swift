@@ -16,13 +16,7 @@ import Darwin
 @Suite struct PagesPastTheEndTests {
     /// The newest meta page's last page and the free pages of the store's data file at `path`.
     private func layout(_ path: String) throws -> (lastPage: UInt64, free: Set<UInt64>, pageSize: Int) {
-        let descriptor = open(path, O_RDONLY)
-        try #require(descriptor >= 0)
-        defer { close(descriptor) }
-        var pages = DataFilePages(descriptor: descriptor)
-        let meta = try #require(DataFileWalk.newestMeta(&pages).0)
-        var walk = DataFileWalk(pages: pages, meta: meta)
-        walk.run()
+        let (walk, meta) = try walkDataFile(path)
         #expect(walk.problems.isEmpty, "\(walk.problems)")
         return (meta.lastPage, Set(walk.freeListed), meta.pageSize)
     }

@@ -184,6 +184,19 @@ final class HelperProcess: Sendable {
 
 // MARK: - Files that are not a healthy store
 
+/// A full walk (every page, sub-trees of sorted duplicates included) of the newest snapshot of the data file at
+/// `path`, read with `pread`, and the meta page it started from.
+func walkDataFile(_ path: String) throws -> (walk: DataFileWalk, meta: MetaPage) {
+    let descriptor = open(path, O_RDONLY)
+    try #require(descriptor >= 0)
+    defer { close(descriptor) }
+    var pages = DataFilePages(descriptor: descriptor)
+    let meta = try #require(DataFileWalk.newestMeta(&pages).0)
+    var walk = DataFileWalk(pages: pages, meta: meta)
+    walk.run()
+    return (walk, meta)
+}
+
 /// Expects opening a store on `directory` to fail with `openFailed` naming a path inside it and giving a
 /// reason that contains one of `words`.
 func expectOpenFailed(

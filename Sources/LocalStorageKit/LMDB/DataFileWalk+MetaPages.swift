@@ -1,0 +1,40 @@
+/// Choosing the meta page a ``DataFileWalk`` starts from.
+extension DataFileWalk {
+    /// The meta page of the newest commit (or of commit `transactionID`), checked against the file;
+    /// problems when neither meta page can be used.
+    static func newestMeta(
+        _ pages: inout DataFilePages, transactionID: UInt64? = nil
+    ) -> (MetaPage?, [Problem]) {
+        let (metas, problems) = usableMetas(&pages)
+        return (metas.first { transactionID == nil || $0.transactionID == transactionID }, problems)
+    }
+
+    /// The meta pages that can describe this file, newest first, and what is wrong with the others.
+    ///
+    /// A meta page may name more pages than the file holds: pages a commit allocated and freed again before
+    /// it wrote them (LMDB's loose pages) are on the free list but never written. The walk checks that every
+    /// page past the file's end is free (``run()``).
+    static func usableMetas(_ pages: inout DataFilePages) -> ([MetaPage], [Problem]) {
+        let metas = pages.metaPages()
+        var problems: [Problem] = []
+        if metas.count < 2 {
+            problems.append(
+                Problem(database: "meta", page: nil, detail: "\(2 - metas.count) meta page(s) cannot be read"))
+        }
+        var usable: [MetaPage] = []
+        for meta in metas.sorted(by: { $0.transactionID > $1.transactionID }) {
+            let needed = (meta.lastPage &+ 1).multipliedReportingOverflow(by: UInt64(max(1, meta.pageSize)))
+            if meta.pageSize < 512 || needed.overflow {
+                problems.append(
+                    Problem(
+                        database: "meta", page: UInt64(meta.number),
+                        detail:
+                            "it names \(meta.lastPage &+ 1) pages of \(meta.pageSize) bytes, which no file can hold"
+                    ))
+            } else {
+                usable.append(meta)
+            }
+        }
+        return (usable, problems)
+    }
+}
