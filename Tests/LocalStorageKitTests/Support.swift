@@ -2,12 +2,36 @@ import Foundation
 
 @testable import LocalStorageKit
 
-/// A fresh directory under the system's temporary directory, for one test's store.
+/// A fresh directory for one test's store, inside this test process's own folder under the system's
+/// temporary directory. The folder is removed when the process exits, so a run leaves nothing behind.
 func temporaryDirectory() -> URL {
-    let url = FileManager.default.temporaryDirectory
-        .appendingPathComponent("LocalStorageKitTests-\(UUID().uuidString)", isDirectory: true)
-    try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    let url = TestFolder.root.appendingPathComponent(UUID().uuidString, isDirectory: true)
+    do {
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    } catch {
+        // The test that uses the directory fails on its own, with the store's error naming the path.
+        print("could not create \(url.path): \(error)")
+    }
     return url
+}
+
+/// The test process's folder of temporary directories, removed at exit.
+private enum TestFolder {
+    static let root: URL = {
+        let root = FileManager.default.temporaryDirectory
+            .appendingPathComponent("LocalStorageKitTests-\(getpid())-\(UUID().uuidString)", isDirectory: true)
+        atexit { TestFolder.removeRoot() }
+        return root
+    }()
+
+    private static func removeRoot() {
+        do {
+            try FileManager.default.removeItem(at: root)
+        } catch CocoaError.fileNoSuchFile {
+        } catch {
+            print("could not remove \(root.path): \(error)")
+        }
+    }
 }
 
 /// A configuration for a store on disk in a fresh temporary directory.
