@@ -72,6 +72,29 @@ import Testing
         #expect(try await storage.fetch(Note.self, id: decomposed)?.text == "decomposed")
     }
 
+    /// Another Swift type stored under the same name (a second view of the same records).
+    private struct NoteTitle: LocalStorable, Equatable {
+        static var storageName: String { "Note" }
+        let id: String
+        var text: String?
+    }
+
+    @Test func aValueHeldForOneTypeIsNotServedAsAnotherOfTheSameStorageName() async throws {
+        let storage = try tieredStore()
+        try await storage.save(Note(id: "n1", text: "one"))
+        #expect(try await storage.fetch(Note.self, id: "n1") == Note(id: "n1", text: "one"))
+        // The other type decodes the stored record; the value held for `Note` is not handed out as it.
+        let decodes = storage.decodeCount
+        #expect(try await storage.fetch(NoteTitle.self, id: "n1") == NoteTitle(id: "n1", text: "one"))
+        #expect(storage.decodeCount == decodes + 1)
+        #expect(try await storage.fetch(NoteTitle.self, id: "n1") == NoteTitle(id: "n1", text: "one"))
+        #expect(try await storage.fetch(Note.self, id: "n1") == Note(id: "n1", text: "one"))
+        #expect(storage.decodeCount == decodes + 2)
+        let tier = try tier(storage)
+        #expect(tier.hits == 1)
+        #expect(tier.misses == 3)
+    }
+
     @Test func boundsBelowOneFailTheOpen() throws {
         var configuration = diskConfiguration()
         configuration.memoryCache = MemoryCacheConfiguration(maxRecords: 0, maxBytes: 100)

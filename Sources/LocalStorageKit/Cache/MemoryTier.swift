@@ -39,6 +39,8 @@ final class MemoryTier: Sendable {
     private struct Slot {
         var key: Key
         var value: any Sendable
+        /// The type `value` was kept as: a lookup compares it instead of casting.
+        var type: ObjectIdentifier
         /// ns since 1970; 0 = never.
         var expiresAt: Int64
         var bytes: Int
@@ -107,44 +109,54 @@ final class MemoryTier: Sendable {
     /// When the store committed since the tier was last brought up to date, reads the change log first
     /// (outside the tier's lock, in a read transaction of its own).
     func value<T: Sendable>(_ type: T.Type, for key: Key, now: Int64) -> T? {
+        // Nothing generic crosses the lock (an `Optional<T>` made in unspecialized code is a runtime
+        // metadata lookup each time): the held value comes out as it is kept and is cast once.
+        let wanted = ObjectIdentifier(T.self)
         let last = environment.lastTransactionID
+        var held: (any Sendable)?
         // An empty tier has nothing to vouch for: the next value kept brings it up to date.
-        let answered: T?? = state.withLock { state in
-            guard state.validated == last || state.positions.isEmpty else { return .none }
-            return .some(lookUp(type, key, now: now, &state))
+        let isCurrent = state.withLock { state in
+            guard state.validated == last || state.positions.isEmpty else { return false }
+            held = lookUp(wanted, key, now: now, &state)
+            return true
         }
-        if let answered { return answered }
-        do {
-            try environment.read { txn in
-                state.withLock { state in self.catchUp(&state, txn: txn) }
+        if !isCurrent {
+            do {
+                try environment.read { txn in
+                    state.withLock { state in self.catchUp(&state, txn: txn) }
+                }
+            } catch {
+                state.withLock { state in self.dropAll(&state, because: error) }
             }
-        } catch {
-            state.withLock { state in self.dropAll(&state, because: error) }
+            held = state.withLock { state in lookUp(wanted, key, now: now, &state) }
         }
-        return state.withLock { state in lookUp(type, key, now: now, &state) }
+        guard let held else { return nil }
+        return held as? T
     }
 
-    private func lookUp<T: Sendable>(_ type: T.Type, _ key: Key, now: Int64, _ state: inout State) -> T? {
+    private func lookUp(_ type: ObjectIdentifier, _ key: Key, now: Int64, _ state: inout State) -> (any Sendable)? {
         guard let slot = state.positions[key] else {
             state.misses += 1
             return nil
         }
         let held = state.slots[slot]
-        guard held.expiresAt == 0 || held.expiresAt > now, let value = held.value as? T else {
+        guard held.expiresAt == 0 || held.expiresAt > now, held.type == type else {
             remove(slot, &state)
             state.misses += 1
             return nil
         }
         moveToHead(slot, &state)
         state.hits += 1
-        return value
+        return held.value
     }
 
     /// Keeps `value`, read from the record's stored payload of `bytes` bytes in `txn`, unless a newer
     /// snapshot was validated meanwhile; brings the tier up to `txn` first when it is newer.
     ///
     /// Call it inside the read transaction the value was read in.
-    func keep(_ value: any Sendable, for key: Key, expiresAt: Int64, bytes: Int, readIn txn: Transaction) {
+    func keep<T: Sendable>(_ value: T, for key: Key, expiresAt: Int64, bytes: Int, readIn txn: Transaction) {
+        let type = ObjectIdentifier(T.self)
+        let value: any Sendable = value
         guard bytes <= maxBytes, maxRecords > 0 else { return }
         state.withLock { state in
             if txn.id > state.validated || state.position == nil { catchUp(&state, txn: txn) }
@@ -153,7 +165,8 @@ final class MemoryTier: Sendable {
             while state.positions.count >= maxRecords || state.bytes + bytes > maxBytes, state.tail >= 0 {
                 remove(state.tail, &state)
             }
-            let slot = Slot(key: key, value: value, expiresAt: expiresAt, bytes: bytes, newer: -1, older: -1)
+            let slot = Slot(
+                key: key, value: value, type: type, expiresAt: expiresAt, bytes: bytes, newer: -1, older: -1)
             let position: Int
             if let free = state.freeSlots.popLast() {
                 state.slots[free] = slot
