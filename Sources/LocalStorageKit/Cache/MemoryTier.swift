@@ -139,15 +139,16 @@ final class MemoryTier: Sendable {
             state.misses += 1
             return nil
         }
-        let held = state.slots[slot]
-        guard held.expiresAt == 0 || held.expiresAt > now, held.type == type else {
+        // The slot's fields are read where they are: a copy of the slot retains its key and value.
+        let expiresAt = state.slots[slot].expiresAt
+        guard expiresAt == 0 || expiresAt > now, state.slots[slot].type == type else {
             remove(slot, &state)
             state.misses += 1
             return nil
         }
         moveToHead(slot, &state)
         state.hits += 1
-        return held.value
+        return state.slots[slot].value
     }
 
     /// Keeps `value`, read from the record's stored payload of `bytes` bytes in `txn`, unless a newer

@@ -14,9 +14,17 @@ extension StoreCore {
     ///
     /// - Throws: `invalidDeclaration` when `T`'s names or indexes cannot be stored; `decodingFailed` when
     ///   the store's description of the type cannot be read (damaged, or written by a newer version).
+    ///
+    /// Inlined, so that a type already open costs its callers a lookup and no async call of its own.
+    @inline(__always)
     nonisolated(nonsending) func schema<T: LocalStorable>(for type: T.Type) async throws -> TypeSchema {
+        if let schema = cachedSchema(for: type) { return schema }
+        return try await register(T.self)
+    }
+
+    /// Registers `T` on its first use in this process (or waits for the registration under way).
+    private nonisolated(nonsending) func register<T: LocalStorable>(_ type: T.Type) async throws -> TypeSchema {
         let key = ObjectIdentifier(type)
-        if let schema = schemas.withLock({ $0.ready[key] }) { return schema }
         let name = T.storageName
         let declaration = IndexDeclaration.of(T.self)
         try declaration.validate(storageName: name, type: "\(T.self)")
