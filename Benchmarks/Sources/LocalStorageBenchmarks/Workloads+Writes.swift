@@ -182,7 +182,10 @@ extension Workloads {
                     ]),
                 SummaryRow(
                     label: "durable saves, sequential", localStorageKit: Name.localStorageKitSequential,
-                    raw: Name.rawSequential, sqlite: Name.sqliteSequential),
+                    raw: Name.rawSequential, sqlite: Name.sqliteSequential,
+                    targets: [
+                        .atMost(1.3, "LSK/raw durable ≤ 1.3×", Name.localStorageKitSequential, over: Name.rawSequential)
+                    ]),
                 SummaryRow(
                     label: "1,000 durable saves, concurrent, no count tree",
                     localStorageKit: Name.withoutCountTreeConcurrent, sqlite: Name.sqliteConcurrent),
