@@ -26,6 +26,27 @@ enum SharedTierScripts {
             redis.call('HDEL', mkey, id)
           end
         end
+        local function pairkey(set, member)
+          return #set .. ':' .. set .. member
+        end
+        local function reindex(t, id, blob)
+          local mkey = ns .. 'm:' .. t
+          local old = redis.call('HGET', mkey, id)
+          if old == blob then return end
+          local new, kept = frames(blob), {}
+          if old then
+            local wanted, l = {}, frames(old)
+            for j = 1, #new - 1, 2 do wanted[pairkey(new[j], new[j + 1])] = true end
+            for j = 1, #l - 1, 2 do
+              local k = pairkey(l[j], l[j + 1])
+              if wanted[k] then kept[k] = true else redis.call('ZREM', l[j], l[j + 1]) end
+            end
+          end
+          for j = 1, #new - 1, 2 do
+            if not kept[pairkey(new[j], new[j + 1])] then redis.call('ZADD', new[j], 0, new[j + 1]) end
+          end
+          redis.call('HSET', mkey, id, blob)
+        end
         local function notify(notice, record)
           local seq = redis.call('INCR', ns .. 'seq')
           redis.call('ZADD', ns .. 'log', seq, seq .. ' ' .. notice)
@@ -90,12 +111,11 @@ enum SharedTierScripts {
                 created = string.sub(r.old, 9, 16)
                 rec = string.sub(rec, 1, 8) .. created .. string.sub(rec, 17)
               end
-              unindex(r.t, r.id)
+              -- Only the (set, member) pairs that changed are removed and added (a save that keeps its
+              -- index values rewrites one pair, its update time, not all of them).
+              reindex(r.t, r.id, r.blob)
               redis.call('DEL', ns .. 'lease:' .. r.t .. ':' .. r.id)
               if r.ttl > 0 then redis.call('SET', r.key, rec, 'PX', r.ttl) else redis.call('SET', r.key, rec) end
-              local l = frames(r.blob)
-              for j = 1, #l - 1, 2 do redis.call('ZADD', l[j], 0, l[j + 1]) end
-              redis.call('HSET', ns .. 'm:' .. r.t, r.id, r.blob)
               out[#out + 1] = created
               out[#out + 1] = notify(r.notice, rec)
             end

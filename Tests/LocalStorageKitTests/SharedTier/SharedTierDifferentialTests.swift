@@ -42,6 +42,18 @@ struct SharedTierDifferentialTests {
         for gadget in gadgets[200..<220] { try await storage.save(gadget) }
         // Already expired when written: invisible to both.
         try await storage.save(contentsOf: gadgets[220...], expiration: .date(Date(timeIntervalSinceNow: -1)))
+        // Saved again: some with new index values (the server's sets drop the old members), some as they were.
+        for position in stride(from: 0, to: 220, by: 3) {
+            var gadget = gadgets[position]
+            if random.next() % 2 == 0 {
+                gadget.name = pick(names)
+                gadget.score = Double(Int(random.next() % 40)) / 4 - 3
+                gadget.rank = random.next() % 4 == 0 ? nil : Int(random.next() % 20) - 5
+                gadget.tag = random.next() % 3 == 0 ? nil : pick(tags)
+            }
+            gadgets[position] = gadget
+            try await storage.save(gadget, expiration: .hours(1))
+        }
 
         func filter() -> StorageIndexFilter {
             switch random.next() % 9 {
