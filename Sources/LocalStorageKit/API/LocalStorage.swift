@@ -78,6 +78,7 @@ public final class LocalStorage: Sendable {
     // MARK: - Plumbing
 
     /// Runs a public operation: maps every error to ``LocalStorageError`` and reports its duration.
+    @inline(__always)
     nonisolated(nonsending) func operation<R>(
         _ name: String, _ body: nonisolated(nonsending) () async throws -> R
     )
