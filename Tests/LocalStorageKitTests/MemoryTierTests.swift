@@ -262,6 +262,35 @@ import Testing
         #expect(tier.count <= 3)
     }
 
+    /// A hit moves a value to the head only when it is not in the tier's most recent quarter already; a value
+    /// just fetched still outlives the next three quarters of the tier's fetches of other ids (random fetches
+    /// against that bound; with hits never moving values, or moving only those past the middle, it fails).
+    @Test func aValueJustFetchedOutlivesThreeQuartersOfTheTier() async throws {
+        let size = 40
+        let storage = try tieredStore(maxRecords: size)
+        try await storage.save(contentsOf: (0..<200).map { Note(id: "n\($0)", text: "\($0)") })
+        let tier = try tier(storage)
+        let schema = try await storage.core.schema(for: Note.self)
+        var random = SplitMix64(seed: 29)
+        var recent: [Int] = []
+        for step in 0..<3_000 {
+            // Mostly a hot fifth of the ids, so that hits (the ones that may skip the move) dominate.
+            let n = random.next() % 4 == 0 ? Int(random.next() % 200) : Int(random.next() % 40)
+            _ = try await storage.fetch(Note.self, id: "n\(n)")
+            // The ids of the last three quarters of a tier's fetches: the fetch of each one left it at most a
+            // quarter of the tier from the head, and every fetch since moved it back one place at most.
+            recent.append(n)
+            if recent.count > size * 3 / 4 { recent.removeFirst() }
+            for held in Set(recent) {
+                #expect(
+                    tier.holds(MemoryTier.Key(type: schema.number, id: "n\(held)")),
+                    "step \(step): n\(held), fetched within the last \(size * 3 / 4) fetches, was dropped")
+            }
+            #expect(tier.count <= size)
+        }
+        #expect(tier.hits > 1_000)
+    }
+
     @Test func theTierHoldsAtMostMaxBytesOfPayload() async throws {
         let storage = try tieredStore(maxBytes: 1_000)
         let notes = (0..<20).map { Note(id: "n\($0)", text: String(repeating: "x", count: 100 + $0 * 10)) }

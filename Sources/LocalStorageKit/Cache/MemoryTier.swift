@@ -47,6 +47,8 @@ final class MemoryTier: Sendable {
         /// Neighbours in recency order (-1: none): `newer` towards the head.
         var newer: Int
         var older: Int
+        /// The tier's bump count when the slot last went to the head.
+        var bumpedAt: Int
     }
 
     private struct State {
@@ -64,6 +66,9 @@ final class MemoryTier: Sendable {
         var hits = 0
         var misses = 0
         var invalidations = 0
+        /// Moves to the head so far (insertions included): a slot went to the head at most this minus its
+        /// `bumpedAt` moves ago, so it is at most that many places from the head.
+        var bumps = 0
     }
 
     let maxRecords: Int
@@ -89,6 +94,9 @@ final class MemoryTier: Sendable {
     }
 
     // MARK: - Figures
+
+    /// Whether the tier holds a value for `key` (for tests: it touches neither the order nor the counters).
+    func holds(_ key: Key) -> Bool { state.withLock { $0.positions[key] != nil } }
 
     /// Lookups answered since the tier was made.
     var hits: Int { state.withLock { $0.hits } }
@@ -146,7 +154,15 @@ final class MemoryTier: Sendable {
             state.misses += 1
             return nil
         }
-        moveToHead(slot, &state)
+        // A value in the most recent quarter of the tier stays where it is (memcached's bump limit): moving
+        // it touches its neighbours, two cache misses in a large tier. So the order is least recently used
+        // but within that quarter, and a value just hit is never more than a quarter of the tier from the
+        // head: it outlives the next three quarters of the tier's fetches of other ids, whatever they are.
+        if state.bumps - state.slots[slot].bumpedAt > state.positions.count / 4 {
+            moveToHead(slot, &state)
+            state.slots[slot].bumpedAt = state.bumps
+            state.bumps += 1
+        }
         state.hits += 1
         return state.slots[slot].value
     }
@@ -167,7 +183,8 @@ final class MemoryTier: Sendable {
                 remove(state.tail, &state)
             }
             let slot = Slot(
-                key: key, value: value, type: type, expiresAt: expiresAt, bytes: bytes, newer: -1, older: -1)
+                key: key, value: value, type: type, expiresAt: expiresAt, bytes: bytes, newer: -1, older: -1,
+                bumpedAt: state.bumps)
             let position: Int
             if let free = state.freeSlots.popLast() {
                 state.slots[free] = slot
@@ -178,6 +195,7 @@ final class MemoryTier: Sendable {
             }
             state.positions[key] = position
             state.bytes += bytes
+            state.bumps += 1
             linkAtHead(position, &state)
         }
     }
