@@ -9,7 +9,8 @@ extension LocalStorage {
     /// let some = try await storage.fetch(Product.self, ids: ["sku_1", "sku_2"])   // [Product.ID: Product]
     /// ```
     /// Complexity: one lookup per id in one read transaction: cheaper than one ``fetch(_:id:)-(_,String)``
-    /// per id.
+    /// per id. With a ``LocalStorageConfiguration/memoryCache``, the values it holds come from memory (as
+    /// current as that snapshot) and the others it keeps.
     /// - Throws: `invalidId` for an id that cannot key a record; `decodingFailed`; `migrationFailed`.
     nonisolated(nonsending) public func fetch<T: LocalStorable>(_ type: T.Type, ids: [T.ID]) async throws -> [T.ID: T] {
         try await operation("fetch(ids:)") {

@@ -142,6 +142,23 @@ final class MemoryTier: Sendable {
         return held as? T
     }
 
+    /// The value held for `key` as of `txn`'s snapshot (brought up to it first when it is newer), or nil when
+    /// the tier has no current value for it there; counts a hit or a miss. For reads of many records in one
+    /// snapshot (`fetch(_:ids:)`), whose misses are read in that same transaction.
+    ///
+    /// Call it inside `txn`. A snapshot older than the one the tier was validated at is not answered from
+    /// memory (nil, nothing counted).
+    func value<T: Sendable>(_ type: T.Type, for key: Key, now: Int64, in txn: Transaction) -> T? {
+        let wanted = ObjectIdentifier(T.self)
+        let held: (any Sendable)? = state.withLock { state in
+            if txn.id > state.validated || state.position == nil { catchUp(&state, txn: txn) }
+            guard txn.id == state.validated else { return nil }
+            return lookUp(wanted, key, now: now, &state)
+        }
+        guard let held else { return nil }
+        return held as? T
+    }
+
     private func lookUp(_ type: ObjectIdentifier, _ key: Key, now: Int64, _ state: inout State) -> (any Sendable)? {
         guard let slot = state.positions[key] else {
             state.misses += 1

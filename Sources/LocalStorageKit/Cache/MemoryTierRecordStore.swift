@@ -67,10 +67,45 @@ struct MemoryTierRecordStore: RecordStore {
         try await local.metadata(T.self, id: id, key: key, schema: schema)
     }
 
+    /// The held values among `ids` and the others read, all as of one snapshot: the tier is brought up to
+    /// the read transaction's snapshot before it answers, and the records it does not hold are read and
+    /// kept in that transaction.
     nonisolated(nonsending) func fetch<T: LocalStorable>(
         _ type: T.Type, ids: [T.ID], schema: TypeSchema
     ) async throws -> [T.ID: T] {
-        try await local.fetch(T.self, ids: ids, schema: schema)
+        let core = local.core
+        let now = core.clock.wallNanoseconds()
+        let names = try ids as? [String] ?? ids.map { id throws(LocalStorageError) in try StorageKey.string(for: id) }
+        let session = local.makeDecodeSession(for: schema)
+        var found: [T.ID: T] = [:]
+        found.reserveCapacity(ids.count)
+        var expired: [[UInt8]] = []
+        try core.environment.read { txn in
+            for position in names.indices {
+                var name = names[position]
+                let tierKey = MemoryTier.Key(type: schema.number, id: name)
+                let value: T? = try name.withUTF8 { utf8 in
+                    let key = UnsafeRawBufferPointer(utf8)
+                    try RecordWriter.validate(keyLength: key.count)
+                    if let held = tier.value(T.self, for: tierKey, now: now, in: txn) { return held }
+                    let read = try RecordReader.getForMemoryTier(
+                        T.self, key: key, id: names[position], schema: schema, now: now, txn: txn, session: session)
+                    if read.expired { expired.append(Array(key)) }
+                    if let value = read.value {
+                        tier.keep(value, for: tierKey, expiresAt: read.expiresAt, bytes: read.payloadBytes, readIn: txn)
+                    }
+                    return read.value
+                }
+                if let value {
+                    found[ids[position]] = value
+                    if schema.tracksRecency {
+                        name.withUTF8 { core.accessNotes.note(type: schema.number, key: UnsafeRawBufferPointer($0)) }
+                    }
+                }
+            }
+        }
+        local.afterRead(session: session, expired: expired, purge: false, schema: schema)
+        return found
     }
 
     func save(_ record: PreparedRecord, expiration: CacheExpiration, schema: TypeSchema) async throws {

@@ -9,8 +9,15 @@ import Testing
 @Suite struct ManyRecordsTests {
     private static let longAgo = CacheExpiration.date(Date(timeIntervalSince1970: 1_000))
 
-    @Test func fetchByIDsAgreesWithAModel() async throws {
-        let storage = try LocalStorage(configuration: diskConfiguration())
+    /// With a memory tier too: held values come from memory, and a record changed between two calls (here,
+    /// or by another instance on the same files) is never served stale.
+    @Test(arguments: [false, true])
+    func fetchByIDsAgreesWithAModel(memoryTier: Bool) async throws {
+        var configuration = diskConfiguration()
+        if memoryTier { configuration.memoryCache = MemoryCacheConfiguration(maxRecords: 200) }
+        let storage = try LocalStorage(configuration: configuration)
+        // Another instance on the same files, whose writes reach `storage` only through the store.
+        let other = try LocalStorage(configuration: diskConfiguration(configuration.databaseDirectory))
         var random = SplitMix64(seed: 23)
         var model: [String: Product] = [:]
         for n in 0..<400 {
@@ -33,6 +40,36 @@ import Testing
             #expect(try await storage.fetch(Product.self, ids: ids) == expected, "round \(round)")
             let inTransaction = try await storage.read { tx in try tx.fetch(Product.self, ids: ids) }
             #expect(inTransaction == expected)
+            if memoryTier {
+                // Every record just read is held (fewer than 200 of them): a second call decodes nothing.
+                let decodes = storage.decodeCount
+                #expect(try await storage.fetch(Product.self, ids: ids) == expected, "round \(round), again")
+                #expect(storage.decodeCount == decodes, "round \(round)")
+            }
+            // Writes between rounds, by this instance and the other one: new values, deletes, expiries; of
+            // records read just before (held by a tier), and read again first thing after.
+            let written = (0..<10).map { _ in Int.random(in: 0..<450, using: &random) }
+            _ = try await storage.fetch(Product.self, ids: written.map { "sku_\($0)" })
+            for n in written {
+                var product = Product.sample(n)
+                product.title = "round \(round)"
+                let writer = Bool.random(using: &random) ? storage : other
+                switch Int.random(in: 0..<4, using: &random) {
+                case 0:
+                    try await writer.delete(Product.self, id: product.id)
+                    model[product.id] = nil
+                case 1:
+                    try await writer.save(product, expiration: Self.longAgo)
+                    model[product.id] = nil
+                default:
+                    try await writer.save(product, expiration: .hours(1))
+                    model[product.id] = product
+                }
+            }
+            let writtenIDs = written.map { "sku_\($0)" }
+            let afterWrites = Dictionary(
+                uniqueKeysWithValues: Set(writtenIDs).compactMap { id in model[id].map { (id, $0) } })
+            #expect(try await storage.fetch(Product.self, ids: writtenIDs) == afterWrites, "round \(round) writes")
         }
         #expect(try await storage.fetch(Product.self, ids: []) == [:])
         await #expect(throws: LocalStorageError.self) { _ = try await storage.fetch(Product.self, ids: ["sku_1", ""]) }
