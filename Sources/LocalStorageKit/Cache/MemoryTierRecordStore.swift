@@ -40,21 +40,32 @@ struct MemoryTierRecordStore: RecordStore {
         let value: T? = try utf8.withUTF8 { key in
             try RecordWriter.validate(keyLength: key.count)
             return try core.environment.read { txn in
-                let found = try RecordReader.getForMemoryTier(
-                    T.self, key: UnsafeRawBufferPointer(key), id: id,
-                    schema: schema, now: now, txn: txn, session: session)
-                expired = found.expired
-                if let value = found.value {
-                    tier.keep(value, for: tierKey, expiresAt: found.expiresAt, bytes: found.payloadBytes, readIn: txn)
-                    if schema.tracksRecency {
-                        core.accessNotes.note(type: schema.number, key: UnsafeRawBufferPointer(key))
-                    }
+                let value: T? = try readAndKeep(
+                    T.self, key: UnsafeRawBufferPointer(key), tierKey: tierKey, schema: schema, now: now, txn: txn,
+                    session: session, expired: &expired)
+                if schema.tracksRecency, value != nil {
+                    core.accessNotes.note(type: schema.number, key: UnsafeRawBufferPointer(key))
                 }
-                return found.value
+                return value
             }
         }
         local.afterRead(session: session, expired: expired ? [Array(id.utf8)] : [], purge: false, schema: schema)
         return value
+    }
+
+    /// Reads and decodes the record under `key` in `txn` and keeps it in the tier; sets `expired` when the
+    /// stored record has expired.
+    private func readAndKeep<T: LocalStorable>(
+        _ type: T.Type, key: UnsafeRawBufferPointer, tierKey: MemoryTier.Key, schema: TypeSchema, now: Int64,
+        txn: Transaction, session: DecodeSession, expired: inout Bool
+    ) throws -> T? {
+        let found = try RecordReader.getForMemoryTier(
+            T.self, key: key, id: tierKey.id, schema: schema, now: now, txn: txn, session: session)
+        expired = found.expired
+        if let value = found.value {
+            tier.keep(value, for: tierKey, expiresAt: found.expiresAt, bytes: found.payloadBytes, readIn: txn)
+        }
+        return found.value
     }
 
     // MARK: - The local store's
@@ -88,13 +99,12 @@ struct MemoryTierRecordStore: RecordStore {
                     let key = UnsafeRawBufferPointer(utf8)
                     try RecordWriter.validate(keyLength: key.count)
                     if let held = tier.value(T.self, for: tierKey, now: now, in: txn) { return held }
-                    let read = try RecordReader.getForMemoryTier(
-                        T.self, key: key, id: names[position], schema: schema, now: now, txn: txn, session: session)
-                    if read.expired { expired.append(Array(key)) }
-                    if let value = read.value {
-                        tier.keep(value, for: tierKey, expiresAt: read.expiresAt, bytes: read.payloadBytes, readIn: txn)
-                    }
-                    return read.value
+                    var isExpired = false
+                    let read = try readAndKeep(
+                        T.self, key: key, tierKey: tierKey, schema: schema, now: now, txn: txn, session: session,
+                        expired: &isExpired)
+                    if isExpired { expired.append(Array(key)) }
+                    return read
                 }
                 if let value {
                     found[ids[position]] = value

@@ -49,6 +49,12 @@ struct DataFileWalk {
         var branch: UInt64 = 0
         var leaf: UInt64 = 0
         var overflow: UInt64 = 0
+
+        mutating func add(branch: UInt64, leaf: UInt64, overflow: UInt64) {
+            self.branch += branch
+            self.leaf += leaf
+            self.overflow += overflow
+        }
     }
 
     /// A walk of the snapshot `meta` describes.
@@ -133,9 +139,7 @@ struct DataFileWalk {
             dupSort: record.flags & 0x04 != 0, freeList: freeList)
         visitPage(record.root, level: 1, options: options, tally: &tally)
         // A sub-tree of sorted duplicates is walked under its database's name: its pages add to the database's.
-        pageTotals[name, default: PageTotals()].branch += tally.branch
-        pageTotals[name, default: PageTotals()].leaf += tally.leaf
-        pageTotals[name, default: PageTotals()].overflow += tally.overflow
+        pageTotals[name, default: PageTotals()].add(branch: tally.branch, leaf: tally.leaf, overflow: tally.overflow)
         if tally.entries != record.entries {
             report(name, nil, "it claims \(record.entries) entries, its pages hold \(tally.entries)")
         }
@@ -289,9 +293,8 @@ struct DataFileWalk {
                 }
                 let sub = DatabaseRecord(value, at: 0)
                 if countsPagesOf != nil {
-                    pageTotals[name, default: PageTotals()].branch += sub.branchPages
-                    pageTotals[name, default: PageTotals()].leaf += sub.leafPages
-                    pageTotals[name, default: PageTotals()].overflow += sub.overflowPages
+                    pageTotals[name, default: PageTotals()].add(
+                        branch: sub.branchPages, leaf: sub.leafPages, overflow: sub.overflowPages)
                 } else {
                     walk(name, sub, isSubTree: true)
                 }

@@ -17,23 +17,16 @@ enum SharedTierScripts {
           end
           return list
         end
-        local function unindex(t, id)
-          local mkey = ns .. 'm:' .. t
-          local old = redis.call('HGET', mkey, id)
-          if old then
-            local l = frames(old)
-            for j = 1, #l - 1, 2 do redis.call('ZREM', l[j], l[j + 1]) end
-            redis.call('HDEL', mkey, id)
-          end
-        end
         local function pairkey(set, member)
           return #set .. ':' .. set .. member
         end
+        -- Moves a record's index entries from its old (set, member) pairs to those of `blob` (none when nil),
+        -- touching only the pairs that changed.
         local function reindex(t, id, blob)
           local mkey = ns .. 'm:' .. t
           local old = redis.call('HGET', mkey, id)
-          if old == blob then return end
-          local new, kept = frames(blob), {}
+          if old == blob or (not old and not blob) then return end
+          local new, kept = blob and frames(blob) or {}, {}
           if old then
             local wanted, l = {}, frames(old)
             for j = 1, #new - 1, 2 do wanted[pairkey(new[j], new[j + 1])] = true end
@@ -45,7 +38,10 @@ enum SharedTierScripts {
           for j = 1, #new - 1, 2 do
             if not kept[pairkey(new[j], new[j + 1])] then redis.call('ZADD', new[j], 0, new[j + 1]) end
           end
-          redis.call('HSET', mkey, id, blob)
+          if blob then redis.call('HSET', mkey, id, blob) else redis.call('HDEL', mkey, id) end
+        end
+        local function unindex(t, id)
+          reindex(t, id, nil)
         end
         local function notify(notice, record)
           local seq = redis.call('INCR', ns .. 'seq')
