@@ -30,13 +30,41 @@ import Testing
         #expect(LocalStorageConfiguration().evictionPolicy == .adaptive)
     }
 
-    /// Zipf traces of fetches (a miss saves, sometimes a batch) through a store of 40 records and through
-    /// the model: after every commit both hold the same records.
+    /// Zipf traces through a store of 40 records and through the model hold the same records, and the
+    /// sketch is kept in rows.
     @Test(arguments: [UInt64(1), 2, 3])
     func matchesTheReferenceModelStepByStep(seed: UInt64) async throws {
-        let capacity = 40
-        let storage = try LocalStorage(configuration: Self.configuration(StorageLimits(maxRecords: capacity)))
-        let model = AdaptiveCacheModel(capacity: capacity, type: 1)
+        let storage = try LocalStorage(configuration: Self.configuration(StorageLimits(maxRecords: 40)))
+        try await Self.replay(seed: seed, through: storage, and: AdaptiveCacheModel(capacity: 40, type: 1))
+        #expect(try Self.hasDatabase(FrequencySketch.Layout.rows.databaseName, storage))
+        #expect(try !Self.hasDatabase(FrequencySketch.Layout.blocks.databaseName, storage))
+    }
+
+    /// A store whose sketch was made before rows (`adaptive.sketch.size` in `meta`: one block an entry, a
+    /// block a record, halved every 5 × blocks uses) keeps that shape and layout; the model given that
+    /// shape matches it step by step (with a new store's shape it does not).
+    @Test func aSketchMadeBeforeRowsKeepsItsShape() async throws {
+        let storage = try LocalStorage(configuration: Self.configuration(StorageLimits(maxRecords: 40)))
+        var size: [UInt8] = []
+        size.appendBigEndian(UInt64(64))
+        let meta = storage.core.meta
+        try await storage.core.writer.perform { context in
+            try context.txn.put(meta, key: FrequencySketch.blockLayoutSizeKey, value: size)
+        }
+        let model = AdaptiveCacheModel(capacity: 40, type: 1, sketch: (blocks: 64, halvingPeriod: 320))
+        try await Self.replay(seed: 4, through: storage, and: model)
+        #expect(try Self.hasDatabase(FrequencySketch.Layout.blocks.databaseName, storage))
+        #expect(try !Self.hasDatabase(FrequencySketch.Layout.rows.databaseName, storage))
+    }
+
+    /// Whether LMDB's main database names `name` (a database was made).
+    static func hasDatabase(_ name: String, _ storage: LocalStorage) throws -> Bool {
+        try storage.core.environment.read { txn in try txn.get(.main, key: Array(name.utf8)) != nil }
+    }
+
+    /// Replays a Zipf trace of fetches (a miss saves, sometimes a batch) through a store of 40 records and
+    /// through `model`: after every fifth commit both hold the same records.
+    static func replay(seed: UInt64, through storage: LocalStorage, and model: AdaptiveCacheModel) async throws {
         let universe = (0..<160).map { "k\($0)" }
         let trace = ZipfTrace(keys: universe.count, exponent: 0.9, length: 1_500, seed: seed).keys
         var random = SplitMix64(seed: seed)

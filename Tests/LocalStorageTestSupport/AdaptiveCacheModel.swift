@@ -27,23 +27,28 @@ public final class AdaptiveCacheModel {
     private let sampleSize: Int
     private let sketchCapacity: Int
     private let initialStep: Int
-    private let samplesPerBlock: UInt64
+    private let halvingPeriod: UInt64
 
-    /// - Parameter sketchCapacity: the records the sketch is sized for (the store's largest `maxRecords`).
+    /// - Parameters:
+    ///   - sketchCapacity: the records the sketch is sized for (the store's largest `maxRecords`).
+    ///   - sketch: the sketch's blocks and halving period, when not the shape a new store gives
+    ///     `sketchCapacity` (four blocks a record, rounded up to a power of two, at least 64 and at most
+    ///     2²²; halved every 10 × `sketchCapacity` uses).
     /// The other parameters are for experiments: the store's values are the defaults.
     public init(
         capacity: Int, sketchCapacity: Int? = nil, type: UInt32 = 1, sampleSize: Int? = nil,
-        initialStep: Int = 25, samplesPerBlock: UInt64 = 5
+        initialStep: Int = 25, sketch: (blocks: UInt64, halvingPeriod: UInt64)? = nil
     ) {
         self.capacity = capacity
         self.type = type
+        let records = UInt64(max(1, sketchCapacity ?? capacity))
         var size: UInt64 = 64
-        while size < UInt64(max(1, min(sketchCapacity ?? capacity, 1 << 22))) { size <<= 1 }
-        blocks = size
+        while size < min(records * 4, 1 << 22) { size <<= 1 }
+        blocks = sketch?.blocks ?? size
+        halvingPeriod = sketch?.halvingPeriod ?? records * 10
         self.sampleSize = sampleSize ?? max(500, 4 * (sketchCapacity ?? capacity))
         self.initialStep = initialStep
         self.sketchCapacity = sketchCapacity ?? capacity
-        self.samplesPerBlock = samplesPerBlock
         step = initialStep
     }
 
@@ -166,7 +171,7 @@ public final class AdaptiveCacheModel {
         return nil
     }
 
-    // MARK: - The sketch (count-min, 4-bit counters, halved every 5 × blocks uses)
+    // MARK: - The sketch (count-min, 4-bit counters, halved every `halvingPeriod` uses)
 
     private func hash(_ key: String) -> UInt64 {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
@@ -199,7 +204,7 @@ public final class AdaptiveCacheModel {
         guard changed else { return }
         sketch[index] = block
         samples += 1
-        if samples >= blocks * samplesPerBlock {
+        if samples >= halvingPeriod {
             sketch = sketch.mapValues { ($0 >> 1) & 0x7777_7777_7777_7777 }.filter { $0.value != 0 }
             samples /= 2
         }

@@ -1,47 +1,68 @@
 /// How often records were used lately, for ``StorageEvictionPolicy/adaptive``: a count-min sketch of
 /// 4-bit counters (TinyLFU) kept in the store, so every process that folds reads counts into the same
-/// figures. The sub-database `adaptive.sketch` holds blocks of sixteen counters (`block# → UInt64`); a
-/// record's four counters lie in one block, one in each quarter. When the uses counted reach five times
-/// the number of blocks, every counter is halved, so old popularity fades.
+/// figures. A block holds sixteen counters, and a record's four counters lie in one block, one in each
+/// quarter. When the uses counted reach the halving period, every counter is halved, so old popularity fades.
 ///
-/// One value per writer transaction: blocks read are cached and the changed ones written by ``flush()``.
+/// A sketch has four blocks per record of the largest limit (rounded up to a power of two) and halves every
+/// ten times that many uses, Caffeine's period. The sub-database `adaptive.sketch.rows` keeps them in rows
+/// of eight blocks (`row# → 8 × UInt64`), and `meta` fixes the shape when the sketch is made
+/// (`adaptive.sketch.shape`: blocks, halving period), so every process counts alike. A store whose sketch
+/// was made before (`adaptive.sketch.size` in `meta`) keeps it: `adaptive.sketch`, a row per block, a block
+/// per record, halved every five times its blocks.
+///
+/// One value per writer transaction: rows read are cached and the changed ones written by ``flush()``.
 final class FrequencySketch {
-    static let databaseName = "adaptive.sketch"
-    static let sizeKey: [UInt8] = Array("adaptive.sketch.size".utf8)
-    static let samplesKey: [UInt8] = Array("adaptive.sketch.samples".utf8)
+    /// Where a sketch is kept, and how.
+    struct Layout {
+        let databaseName: String
+        let samplesKey: [UInt8]
+        let blocksPerRow: UInt64
+
+        static let rows = Layout(
+            databaseName: "adaptive.sketch.rows", samplesKey: Array("adaptive.sketch.rows.samples".utf8),
+            blocksPerRow: 8)
+        /// The layout of sketches made before rows: one block an entry.
+        static let blocks = Layout(
+            databaseName: "adaptive.sketch", samplesKey: Array("adaptive.sketch.samples".utf8), blocksPerRow: 1)
+    }
+
+    static let shapeKey: [UInt8] = Array("adaptive.sketch.shape".utf8)
+    /// The size of a sketch made before rows, in blocks.
+    static let blockLayoutSizeKey: [UInt8] = Array("adaptive.sketch.size".utf8)
 
     let txn: Transaction
     let database: Database
     let meta: Database
+    let layout: Layout
     /// Blocks in the sketch (a power of two).
     let blocks: UInt64
+    /// Uses counted before every counter is halved.
+    let halvingPeriod: UInt64
     private(set) var samples: UInt64
-    private var cache: [UInt64: UInt64] = [:]
+    private var cache: [UInt64: [UInt64]] = [:]
     private var dirty: Set<UInt64> = []
     private var samplesChanged = false
 
-    /// Opens (creating) the sketch; a new one gets `capacity` rounded up to a power of two blocks, an
-    /// existing one keeps its size, so every process counts alike.
+    /// Opens the sketch, making one of the shape for `capacity` records when the store has none.
     init(txn: Transaction, meta: Database, capacity: Int) throws {
-        guard let database = try txn.openDatabase(FrequencySketch.databaseName, create: true) else {
+        self.txn = txn
+        self.meta = meta
+        if let shape = try txn.get(meta, key: FrequencySketch.shapeKey).flatMap(SketchShape.init(stored:)) {
+            (layout, blocks, halvingPeriod) = (.rows, shape.blocks, shape.halvingPeriod)
+        } else if let size = try FrequencySketch.integer(meta, FrequencySketch.blockLayoutSizeKey, txn),
+            SketchShape.isValid(blocks: size)
+        {
+            (layout, blocks, halvingPeriod) = (.blocks, size, size * SketchMath.blockLayoutHalvingPerBlock)
+        } else {
+            let shape = SketchShape(capacity: capacity)
+            try txn.put(meta, key: FrequencySketch.shapeKey, value: shape.bytes)
+            (layout, blocks, halvingPeriod) = (.rows, shape.blocks, shape.halvingPeriod)
+        }
+        guard let database = try txn.openDatabase(layout.databaseName, create: true) else {
             throw LMDBError.notFound("mdb_dbi_open")
         }
-        self.txn = txn
         self.database = database
-        self.meta = meta
-        if let stored = try FrequencySketch.integer(meta, FrequencySketch.sizeKey, txn), stored > 0,
-            stored & (stored - 1) == 0
-        {
-            blocks = stored
-        } else {
-            var size: UInt64 = 64
-            while size < UInt64(max(1, min(capacity, 1 << 22))) { size <<= 1 }
-            blocks = size
-            var bytes: [UInt8] = []
-            bytes.appendBigEndian(size)
-            try txn.put(meta, key: FrequencySketch.sizeKey, value: bytes)
-        }
-        samples = try FrequencySketch.integer(meta, FrequencySketch.samplesKey, txn) ?? 0
+        samples = try FrequencySketch.integer(meta, layout.samplesKey, txn) ?? 0
     }
 
     /// The estimated uses of a record (0...15).
@@ -50,76 +71,84 @@ final class FrequencySketch {
         return SketchMath.frequency(try block(SketchMath.block(hash, blocks: blocks)), hash)
     }
 
-    /// Counts one use of a record, halving every counter when the sample is full.
+    /// Counts one use of a record, halving every counter when the period is full.
     func increment(type: UInt32, key: [UInt8]) throws {
         let hash = SketchMath.hash(type: type, key: key)
         let index = SketchMath.block(hash, blocks: blocks)
         let (updated, changed) = SketchMath.incremented(try block(index), hash)
         guard changed else { return }
-        cache[index] = updated
-        dirty.insert(index)
+        let (row, slot) = (index / layout.blocksPerRow, Int(index % layout.blocksPerRow))
+        cache[row]?[slot] = updated
+        dirty.insert(row)
         samples += 1
         samplesChanged = true
-        if samples >= blocks * SketchMath.samplesPerBlock { try halve() }
+        if samples >= halvingPeriod { try halve() }
     }
 
-    /// Writes the changed blocks and the sample count.
+    /// Writes the changed rows and the sample count.
     func flush() throws {
-        for index in dirty.sorted() {
+        for row in dirty.sorted() {
             var value: [UInt8] = []
-            value.appendBigEndian(cache[index] ?? 0)
-            try txn.put(database, key: FrequencySketch.blockKey(index), value: value)
+            for block in cache[row] ?? [] { value.appendBigEndian(block) }
+            try txn.put(database, key: FrequencySketch.rowKey(row), value: value)
         }
         dirty.removeAll()
         if samplesChanged {
             var bytes: [UInt8] = []
             bytes.appendBigEndian(samples)
-            try txn.put(meta, key: FrequencySketch.samplesKey, value: bytes)
+            try txn.put(meta, key: layout.samplesKey, value: bytes)
             samplesChanged = false
         }
     }
 
+    /// The block at `index`, reading its row when this transaction has not yet.
     private func block(_ index: UInt64) throws -> UInt64 {
-        if let cached = cache[index] { return cached }
-        var value: UInt64 = 0
-        if let stored = try txn.get(database, key: FrequencySketch.blockKey(index)), stored.count == 8 {
-            value = UInt64(bigEndian: stored.loadUnaligned(as: UInt64.self))
+        let row = index / layout.blocksPerRow
+        if let cached = cache[row] { return cached[Int(index % layout.blocksPerRow)] }
+        let words = try txn.get(database, key: FrequencySketch.rowKey(row)).flatMap(rowWords)
+        let loaded = words ?? Array(repeating: 0, count: Int(layout.blocksPerRow))
+        cache[row] = loaded
+        return loaded[Int(index % layout.blocksPerRow)]
+    }
+
+    /// A stored row's blocks, or nil when its size is not the layout's (counted as zeros).
+    private func rowWords(_ stored: UnsafeRawBufferPointer) -> [UInt64]? {
+        guard stored.count == Int(layout.blocksPerRow) * 8 else { return nil }
+        return (0..<Int(layout.blocksPerRow)).map {
+            UInt64(bigEndian: stored.loadUnaligned(fromByteOffset: $0 * 8, as: UInt64.self))
         }
-        cache[index] = value
-        return value
     }
 
     /// Halves every counter (the aging step of TinyLFU) and the sample count.
     private func halve() throws {
         try flush()
-        var halved: [(UInt64, UInt64)] = []
+        var halved: [(UInt64, [UInt64])] = []
         try txn.withCursor(database) { cursor in
             var entry = try cursor.move(.first)
             while let current = entry {
-                if current.key.count == 8, current.value.count == 8 {
-                    let index = UInt64(bigEndian: current.key.loadUnaligned(as: UInt64.self))
-                    halved.append(
-                        (index, SketchMath.halved(UInt64(bigEndian: current.value.loadUnaligned(as: UInt64.self)))))
+                if current.key.count == 8, let words = rowWords(current.value) {
+                    let row = UInt64(bigEndian: current.key.loadUnaligned(as: UInt64.self))
+                    halved.append((row, words.map(SketchMath.halved)))
                 }
                 entry = try cursor.move(.next)
             }
         }
         cache.removeAll()
-        for (index, value) in halved {
-            if value == 0 {
-                _ = try txn.delete(database, key: FrequencySketch.blockKey(index))
+        for (row, words) in halved {
+            if words.allSatisfy({ $0 == 0 }) {
+                _ = try txn.delete(database, key: FrequencySketch.rowKey(row))
             } else {
-                cache[index] = value
-                dirty.insert(index)
+                cache[row] = words
+                dirty.insert(row)
             }
         }
         samples /= 2
         samplesChanged = true
     }
 
-    private static func blockKey(_ index: UInt64) -> [UInt8] {
+    private static func rowKey(_ row: UInt64) -> [UInt8] {
         var bytes: [UInt8] = []
-        bytes.appendBigEndian(index)
+        bytes.appendBigEndian(row)
         return bytes
     }
 
@@ -129,10 +158,51 @@ final class FrequencySketch {
     }
 }
 
+/// The size and halving period of a sketch, as `meta` keeps them (`adaptive.sketch.shape`).
+struct SketchShape: Equatable {
+    let blocks: UInt64
+    let halvingPeriod: UInt64
+
+    /// The shape for a store whose largest limit is `capacity` records.
+    init(capacity: Int) {
+        let records = UInt64(max(1, capacity))
+        var size: UInt64 = 64
+        while size < min(records * SketchMath.blocksPerRecord, SketchMath.largestBlocks) { size <<= 1 }
+        blocks = size
+        halvingPeriod = records * SketchMath.halvingPerRecord
+    }
+
+    /// The shape `meta` holds, or nil when the bytes are not one.
+    init?(stored: UnsafeRawBufferPointer) {
+        guard stored.count == 16 else { return nil }
+        blocks = UInt64(bigEndian: stored.loadUnaligned(as: UInt64.self))
+        halvingPeriod = UInt64(bigEndian: stored.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+        guard SketchShape.isValid(blocks: blocks), halvingPeriod > 0 else { return nil }
+    }
+
+    static func isValid(blocks: UInt64) -> Bool {
+        blocks > 0 && blocks & (blocks - 1) == 0 && blocks <= SketchMath.largestBlocks
+    }
+
+    var bytes: [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.appendBigEndian(blocks)
+        bytes.appendBigEndian(halvingPeriod)
+        return bytes
+    }
+}
+
 /// The arithmetic of ``FrequencySketch``, apart from storage (the tests' reference model uses it too).
 enum SketchMath {
-    /// Uses counted per block before every counter is halved.
-    static let samplesPerBlock: UInt64 = 5
+    /// Blocks per record of capacity in a new sketch (before rounding up to a power of two): sixty-four
+    /// counters a record. One block a record, Caffeine's width, missed 0.5–1 point more of the Zipf traces.
+    static let blocksPerRecord: UInt64 = 4
+    /// Uses per record of capacity counted before every counter is halved (Caffeine's period).
+    static let halvingPerRecord: UInt64 = 10
+    /// The most blocks a sketch has (32 MiB of counters).
+    static let largestBlocks: UInt64 = 1 << 22
+    /// Uses per block counted before halving, in a sketch made before rows.
+    static let blockLayoutHalvingPerBlock: UInt64 = 5
 
     /// A stable 64-bit hash of a record (FNV-1a over type and key, then a SplitMix64 finaliser): the same in
     /// every process and every run.

@@ -60,7 +60,8 @@ enum TypeRegistry {
     /// The databases LocalStorageKit makes that belong to no type.
     static let storeWideNames = [
         metaName, ChangeLog.name, CountTree.databaseName, AccessIndex.byClockName, AccessIndex.byRecordName,
-        LeaseBook.name, FrequencySketch.databaseName, AdaptiveQueues.byClockName, AdaptiveQueues.byRecordName,
+        LeaseBook.name, FrequencySketch.Layout.rows.databaseName, FrequencySketch.Layout.blocks.databaseName,
+        AdaptiveQueues.byClockName, AdaptiveQueues.byRecordName,
     ]
 
     /// Up to three keys of LMDB's main database that are not the name of a database LocalStorageKit makes.
