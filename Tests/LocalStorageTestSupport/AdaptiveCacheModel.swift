@@ -4,7 +4,9 @@
 ///
 /// A commit folds the reads noted since the last one (of records still held), then the writes, then
 /// evicts until the cache fits (never one of the commit's own records while another is left), then moves
-/// the window's overflow to probation.
+/// the window's overflow to probation. The window's size moves by a quarter of a record each time a new
+/// record was lately evicted: up when it was a window candidate the sketch turned away, down when it was
+/// a record of probation or protected (two ghost lists, each of the latest quarter-capacity such records).
 public final class AdaptiveCacheModel {
     public enum Queue: Int, CaseIterable, Sendable { case window, probation, protected }
 
@@ -18,15 +20,15 @@ public final class AdaptiveCacheModel {
     private var sketch: [UInt64: UInt64] = [:]
     private let blocks: UInt64
     private var samples: UInt64 = 0
-    /// The window's share in per mille, tuned by hill climbing on the hit rate of each sample of requests.
-    public private(set) var windowShare = 10
-    private var step = 25
-    private var hits = 0
-    private var misses = 0
-    private var previousRate = -1
-    private let sampleSize: Int
+    /// The window's size for a full cache, in quarters of a record (1% to 99% of `sketchCapacity`).
+    public private(set) var windowQuarters: Int
+    private let smallestWindow: Int
+    private let largestWindow: Int
+    /// Records lately evicted from the window (turned away by the sketch) and from probation or protected.
+    private var windowGhosts = GhostList()
+    private var mainGhosts = GhostList()
+    private let ghostLimit: Int
     private let sketchCapacity: Int
-    private let initialStep: Int
     private let halvingPeriod: UInt64
 
     /// - Parameters:
@@ -34,10 +36,9 @@ public final class AdaptiveCacheModel {
     ///   - sketch: the sketch's blocks and halving period, when not the shape a new store gives
     ///     `sketchCapacity` (four blocks a record, rounded up to a power of two, at least 64 and at most
     ///     2²²; halved every 10 × `sketchCapacity` uses).
-    /// The other parameters are for experiments: the store's values are the defaults.
     public init(
-        capacity: Int, sketchCapacity: Int? = nil, type: UInt32 = 1, sampleSize: Int? = nil,
-        initialStep: Int = 25, sketch: (blocks: UInt64, halvingPeriod: UInt64)? = nil
+        capacity: Int, sketchCapacity: Int? = nil, type: UInt32 = 1,
+        sketch: (blocks: UInt64, halvingPeriod: UInt64)? = nil
     ) {
         self.capacity = capacity
         self.type = type
@@ -46,10 +47,11 @@ public final class AdaptiveCacheModel {
         while size < min(records * 4, 1 << 22) { size <<= 1 }
         blocks = sketch?.blocks ?? size
         halvingPeriod = sketch?.halvingPeriod ?? records * 10
-        self.sampleSize = sampleSize ?? max(500, 4 * (sketchCapacity ?? capacity))
-        self.initialStep = initialStep
         self.sketchCapacity = sketchCapacity ?? capacity
-        step = initialStep
+        smallestWindow = max(1, self.sketchCapacity * 4 / 100)
+        largestWindow = max(smallestWindow, self.sketchCapacity * 4 * 99 / 100)
+        windowQuarters = smallestWindow
+        ghostLimit = max(1, self.sketchCapacity / 4)
     }
 
     public var residents: Set<String> { Set(position.keys) }
@@ -71,12 +73,9 @@ public final class AdaptiveCacheModel {
         }
         let reads = pendingReads
         pendingReads = []
-        for key in reads where position[key] != nil {
-            climb(hit: true)
-            use(key)
-        }
+        for key in reads where position[key] != nil { use(key) }
         for key in keys {
-            if new.contains(key) { climb(hit: false) }
+            if new.contains(key) { adjustWindow(returning: key) }
             use(key)
         }
         let excluded = Set(keys)
@@ -113,34 +112,39 @@ public final class AdaptiveCacheModel {
             else { return candidate }
             if frequency(candidate) > frequency(victim) {
                 place(candidate, .probation)
+                mainGhosts.add(victim, limit: ghostLimit)
                 return victim
             }
+            windowGhosts.add(candidate, limit: ghostLimit)
             return candidate
         }
         for skipping in [excluded, []] {
             for queue in [Queue.probation, .protected, .window] {
-                if let found = oldest(queue, skipping: skipping) { return found }
+                if let found = oldest(queue, skipping: skipping) {
+                    if queue == .window {
+                        windowGhosts.add(found, limit: ghostLimit)
+                    } else {
+                        mainGhosts.add(found, limit: ghostLimit)
+                    }
+                    return found
+                }
             }
         }
         return nil
     }
 
-    private var windowExcess: Int { count(.window) - max(1, position.count * windowShare / 1_000) }
+    private var windowExcess: Int {
+        count(.window) - max(1, position.count * windowQuarters / (4 * sketchCapacity))
+    }
 
-    private func climb(hit: Bool) {
-        if hit { hits += 1 } else { misses += 1 }
-        guard hits + misses >= sampleSize else { return }
-        let rate = hits * 1_000_000 / (hits + misses)
-        var jumped = false
-        if previousRate >= 0 {
-            if rate < previousRate { step = -step }
-            jumped = abs(rate - previousRate) >= 50_000
+    /// A new record that was lately evicted moves the window: a quarter of a record larger when the sketch
+    /// had turned it away from the window, smaller when it had been evicted from probation or protected.
+    private func adjustWindow(returning key: String) {
+        if windowGhosts.remove(key) {
+            windowQuarters = min(largestWindow, windowQuarters + 1)
+        } else if mainGhosts.remove(key) {
+            windowQuarters = max(smallestWindow, windowQuarters - 1)
         }
-        windowShare = min(800, max(10, windowShare + step))
-        if previousRate >= 0 { step = jumped ? (step < 0 ? -initialStep : initialStep) : step * 98 / 100 }
-        previousRate = rate
-        hits = 0
-        misses = 0
     }
 
     // MARK: - Queues
@@ -208,5 +212,31 @@ public final class AdaptiveCacheModel {
             sketch = sketch.mapValues { ($0 >> 1) & 0x7777_7777_7777_7777 }.filter { $0.value != 0 }
             samples /= 2
         }
+    }
+}
+
+/// The latest evicted keys of one kind, oldest first, at most `limit`: adding a key it holds moves it to the end.
+struct GhostList {
+    private var order: [UInt64: String] = [:]
+    private var at: [String: UInt64] = [:]
+    private var clock: UInt64 = 0
+    private var head: UInt64 = 1
+
+    mutating func add(_ key: String, limit: Int) {
+        _ = remove(key)
+        clock += 1
+        order[clock] = key
+        at[key] = clock
+        while at.count > limit {
+            while order[head] == nil { head += 1 }
+            if let oldest = order.removeValue(forKey: head) { at[oldest] = nil }
+        }
+    }
+
+    /// Takes `key` out; returns whether it was there.
+    mutating func remove(_ key: String) -> Bool {
+        guard let clock = at.removeValue(forKey: key) else { return false }
+        order[clock] = nil
+        return true
     }
 }

@@ -1,7 +1,7 @@
 /// ``StorageEvictionPolicy/adaptive`` inside one writer transaction: W-TinyLFU over the store's own
 /// databases (docs/DESIGN.md, "Adaptive eviction").
 ///
-/// A new record enters the window (1% to 80% of the records in the scope, as ``WindowClimber`` tunes it;
+/// A new record enters the window (1% to 99% of the records in the scope, sized by ``AdaptiveGhosts``;
 /// least recently used first). When
 /// the window is over its share and the scope is over a limit, the window's oldest record (the candidate)
 /// meets probation's oldest (the victim): the one the frequency sketch has seen used less often is
@@ -17,15 +17,20 @@ final class AdaptiveEviction {
     /// What a use of a record was: a read of a held record (a hit), a new record (a miss), or an update.
     enum Use { case read, insert, update }
 
+    /// Where the window's size is kept, in quarters of a record for a full store (`meta`).
+    static let windowKey: [UInt8] = Array("adaptive.window.quarters".utf8)
+
     let queues: AdaptiveQueues
     let sketch: FrequencySketch
+    let ghosts: AdaptiveGhosts
     private let records: (UInt32) throws -> Database?
     private let meta: Database
-    private(set) var climber: WindowClimber
-    private let initialClimber: WindowClimber
-    private let sampleSize: Int
-    /// The largest record limit (protected's share is reckoned on at least this many records).
+    /// The largest record limit (protected's share is reckoned on at least this many records; the window's
+    /// size is a share of it).
     private let capacity: Int
+    /// The window's size for a full store, in quarters of a record: 1% to 99% of `capacity`.
+    private(set) var windowQuarters: Int
+    private let storedWindowQuarters: Int?
 
     /// - Parameters:
     ///   - capacity: the records the sketch is sized for when it is first created.
@@ -33,18 +38,28 @@ final class AdaptiveEviction {
     init(txn: Transaction, meta: Database, capacity: Int, records: @escaping (UInt32) throws -> Database?) throws {
         queues = try AdaptiveQueues(txn: txn, meta: meta)
         sketch = try FrequencySketch(txn: txn, meta: meta, capacity: capacity)
+        let capacity = max(1, capacity)
+        ghosts = try AdaptiveGhosts(txn: txn, meta: meta, limit: capacity / 4)
         self.records = records
         self.meta = meta
-        climber = try WindowClimber.load(meta, txn)
-        initialClimber = climber
-        sampleSize = WindowClimber.sampleSize(capacity: capacity)
         self.capacity = capacity
+        storedWindowQuarters = try txn.get(meta, key: AdaptiveEviction.windowKey).flatMap { stored in
+            stored.count == 8 ? Int(clamping: UInt64(bigEndian: stored.loadUnaligned(as: UInt64.self))) : nil
+        }
+        windowQuarters = AdaptiveEviction.window(storedWindowQuarters ?? 0, capacity: capacity)
+    }
+
+    /// `quarters` brought within the window's bounds for a full store of `capacity` records: 1% and 99% of
+    /// it, in quarters of a record.
+    static func window(_ quarters: Int, capacity: Int) -> Int {
+        let smallest = max(1, capacity * 4 / 100)
+        return min(max(quarters, smallest), max(smallest, capacity * 4 * 99 / 100))
     }
 
     /// Counts a read or a write of a record and moves it as W-TinyLFU does: a new record into the
     /// window, a record in probation into protected, any other to the recent end of its queue.
     func use(type: UInt32, key: [UInt8], as use: Use) throws {
-        if use != .update { climber.record(hit: use == .read, sampleSize: sampleSize) }
+        if use == .insert { try adjustWindow(returning: type, key: key) }
         try sketch.increment(type: type, key: key)
         switch try queues.queue(type: type, key: key) {
         case nil, .window:
@@ -58,6 +73,16 @@ final class AdaptiveEviction {
     }
 
     func forget(type: UInt32, key: [UInt8]) throws { try queues.remove(type: type, key: key) }
+
+    /// A new record that was lately evicted moves the window by a quarter of a record: up when the sketch
+    /// had turned it away from the window, down when it had been evicted from probation or protected.
+    private func adjustWindow(returning type: UInt32, key: [UInt8]) throws {
+        switch try ghosts.remove(type: type, key: key) {
+        case .window: windowQuarters = AdaptiveEviction.window(windowQuarters + 1, capacity: capacity)
+        case .main: windowQuarters = AdaptiveEviction.window(windowQuarters - 1, capacity: capacity)
+        case nil: break
+        }
+    }
 
     func forgetAll(type: UInt32) throws { try queues.removeAll(type: type) }
 
@@ -86,12 +111,17 @@ final class AdaptiveEviction {
             let victimUses = try sketch.frequency(type: victim.0.number, key: victim.1)
             if candidateUses > victimUses {
                 try queues.place(type: candidate.0.number, key: candidate.1, in: .probation)
+                try ghosts.add(type: victim.0.number, key: victim.1, to: .main)
                 return victim
             }
+            try ghosts.add(type: candidate.0.number, key: candidate.1, to: .window)
             return candidate
         }
         for queue in [AdaptiveQueues.Queue.probation, .protected, .window] {
-            if let found = try oldest(queue) { return found }
+            if let found = try oldest(queue) {
+                try ghosts.add(type: found.0.number, key: found.1, to: queue == .window ? .window : .main)
+                return found
+            }
         }
         return nil
     }
@@ -118,14 +148,19 @@ final class AdaptiveEviction {
     func flush() throws {
         try queues.flush()
         try sketch.flush()
-        if climber != initialClimber { try climber.save(meta, queues.txn) }
+        try ghosts.flush()
+        if windowQuarters != storedWindowQuarters {
+            var bytes: [UInt8] = []
+            bytes.appendBigEndian(UInt64(windowQuarters))
+            try queues.txn.put(meta, key: AdaptiveEviction.windowKey, value: bytes)
+        }
     }
 
     /// How many records the scope's window holds beyond its share.
     private func windowExcess(_ scope: [TypeSchema], total: Int) throws -> Int {
         var window = 0
         for schema in scope { window += try queues.count(type: schema.number, .window) }
-        return window - max(1, total * climber.window / 1_000)
+        return window - max(1, total * windowQuarters / (4 * capacity))
     }
 
     /// Moves protected's oldest records of a type to probation while protected holds more than its share.

@@ -19,9 +19,10 @@ final class Environment: @unchecked Sendable {
     /// Each stored type uses 4 databases plus one per index it ever declared, and `meta` one in all.
     static let maxDatabases: UInt32 = 4096
     /// The databases every store has besides its types' (`meta`, `changes`, `counts`, `leases`, `access`,
-    /// `access.of`, and `adaptive.queue`, `adaptive.of`, `adaptive.sketch.rows` for
-    /// ``StorageEvictionPolicy/adaptive``, or `adaptive.sketch` in a store whose sketch predates rows).
-    static let storeDatabases = 10
+    /// `access.of`, and `adaptive.queue`, `adaptive.of`, `adaptive.ghost`, `adaptive.ghost.of`,
+    /// `adaptive.sketch.rows` for ``StorageEvictionPolicy/adaptive``, or `adaptive.sketch` in a store whose
+    /// sketch predates rows).
+    static let storeDatabases = 12
     /// How many types of 16 indexes fit in ``maxDatabases`` (the documented limit).
     static let typesOfSixteenIndexes = (Int(maxDatabases) - storeDatabases) / 20
     static let maxReaders: UInt32 = 512

@@ -61,7 +61,8 @@ enum TypeRegistry {
     static let storeWideNames = [
         metaName, ChangeLog.name, CountTree.databaseName, AccessIndex.byClockName, AccessIndex.byRecordName,
         LeaseBook.name, FrequencySketch.Layout.rows.databaseName, FrequencySketch.Layout.blocks.databaseName,
-        AdaptiveQueues.byClockName, AdaptiveQueues.byRecordName,
+        AdaptiveQueues.byClockName, AdaptiveQueues.byRecordName, AdaptiveGhosts.byClockName,
+        AdaptiveGhosts.byRecordName,
     ]
 
     /// Up to three keys of LMDB's main database that are not the name of a database LocalStorageKit makes.
