@@ -57,6 +57,19 @@ import Testing
         #expect(try !Self.hasDatabase(FrequencySketch.Layout.rows.databaseName, storage))
     }
 
+    /// The window's size is kept in quarters of the records the policy first ran with (`adaptive.capacity`), so
+    /// a process whose registered limits differ (another largest limit) reads it alike.
+    @Test func theWindowIsReckonedOnTheFirstCapacity() async throws {
+        let storage = try LocalStorage(configuration: Self.configuration(StorageLimits(maxRecords: 400)))
+        try await storage.save(Tile(id: "a", weight: 1))
+        let meta = storage.core.meta
+        let quarters = try await storage.core.writer.perform { context in
+            try AdaptiveEviction(txn: context.txn, meta: meta, capacity: 100_000, records: { _ in nil }).windowQuarters
+        }
+        // 1% of 400 records in quarters is 16; of 100,000 it would be 4,000.
+        #expect(quarters == 16)
+    }
+
     /// Whether LMDB's main database names `name` (a database was made).
     static func hasDatabase(_ name: String, _ storage: LocalStorage) throws -> Bool {
         try storage.core.environment.read { txn in try txn.get(.main, key: Array(name.utf8)) != nil }
@@ -213,5 +226,33 @@ import Testing
         #expect(kept >= 45, "the scan flushed \(50 - kept) of 50 records the other process reads")
         helper.closeInput()
         await helper.waitForExit()
+    }
+}
+
+/// Ids of up to 511 bytes (the most LMDB's keys hold) under every policy that tracks use: the recency
+/// indexes key a record by its type number and id, four bytes more than the id.
+@Suite struct LongIDUnderLimitsTests {
+    typealias Tile = BoundedCacheTests.Tile
+
+    @Test(arguments: [StorageEvictionPolicy.adaptive, .leastRecentlyUsed])
+    func longestIDsAreSavedReadAndEvicted(policy: StorageEvictionPolicy) async throws {
+        let storage = try LocalStorage(
+            configuration: BoundedCacheTests.configuration(StorageLimits(maxRecords: 3), policy: policy))
+        let long = (0..<6).map { String(repeating: "\($0)", count: 511 - $0 % 2) }
+        for id in long.prefix(3) { try await storage.save(Tile(id: id, weight: 1)) }
+        // Reads are folded at the next commit, then each save evicts one record.
+        for id in long.prefix(3) { #expect(try await storage.fetch(Tile.self, id: id)?.id == id) }
+        for id in long.dropFirst(3) { try await storage.save(Tile(id: id, weight: 2)) }
+        try await storage.save(Tile(id: "short", weight: 3))
+        #expect(try await BoundedCacheTests.ids(Tile.self, storage).count == 3)
+        #expect(try await storage.fetch(Tile.self, id: "short")?.weight == 3)
+        try await storage.save(Tile(id: "after", weight: 5))
+        #expect(try await storage.fetch(Tile.self, id: "after")?.weight == 5)
+        // Loading through the cache takes a lease keyed by type and id.
+        let loaded = String(repeating: "L", count: 510)
+        let value = try await storage.fetch(Tile.self, id: loaded) { id in Tile(id: id, weight: 6) }
+        #expect(value?.weight == 6)
+        #expect(try await storage.fetch(Tile.self, id: loaded)?.weight == 6)
+        #expect(try await BoundedCacheTests.ids(Tile.self, storage).count == 3)
     }
 }

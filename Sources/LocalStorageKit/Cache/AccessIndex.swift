@@ -2,6 +2,8 @@
 /// `access` (`type# ‖ clock` → record key, sorted duplicates) and `access.of` (`type# ‖ record key` →
 /// clock). The clock is a logical one kept in `meta` (`access.clock`), advanced by one per use the writer
 /// folds in, so uses order exactly as they were folded.
+/// Keys of the form `type# ‖ record key` are ``TypedKey``s: an id too long for an LMDB key is named by a
+/// prefix and a hash.
 struct AccessIndex {
     static let byClockName = "access"
     static let byRecordName = "access.of"
@@ -33,14 +35,6 @@ struct AccessIndex {
         try txn.put(meta, key: AccessIndex.clockKey, value: bytes)
     }
 
-    private static func recordKey(_ type: UInt32, _ key: [UInt8]) -> [UInt8] {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(4 + key.count)
-        bytes.appendBigEndian(type)
-        bytes.append(contentsOf: key)
-        return bytes
-    }
-
     private static func clockKey(_ type: UInt32, _ clock: UInt64) -> [UInt8] {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(12)
@@ -51,7 +45,7 @@ struct AccessIndex {
 
     /// The clock of a record's last use, or nil when it has none.
     func clock(type: UInt32, key: [UInt8], txn: Transaction) throws -> UInt64? {
-        guard let stored = try txn.get(byRecord, key: AccessIndex.recordKey(type, key)), stored.count == 8 else {
+        guard let stored = try txn.get(byRecord, key: TypedKey.make(type: type, id: key)), stored.count == 8 else {
             return nil
         }
         return UInt64(bigEndian: stored.loadUnaligned(as: UInt64.self))
@@ -62,14 +56,14 @@ struct AccessIndex {
         try remove(type: type, key: key, txn: txn)
         var value: [UInt8] = []
         value.appendBigEndian(clock)
-        try txn.put(byRecord, key: AccessIndex.recordKey(type, key), value: value)
+        try txn.put(byRecord, key: TypedKey.make(type: type, id: key), value: value)
         try txn.put(byClock, key: AccessIndex.clockKey(type, clock), value: key)
     }
 
     /// Forgets a record's use.
     func remove(type: UInt32, key: [UInt8], txn: Transaction) throws {
         guard let old = try clock(type: type, key: key, txn: txn) else { return }
-        try txn.delete(byRecord, key: AccessIndex.recordKey(type, key))
+        try txn.delete(byRecord, key: TypedKey.make(type: type, id: key))
         try txn.delete(byClock, key: AccessIndex.clockKey(type, old), value: key)
     }
 

@@ -19,16 +19,23 @@ final class AdaptiveEviction {
 
     /// Where the window's size is kept, in quarters of a record for a full store (`meta`).
     static let windowKey: [UInt8] = Array("adaptive.window.quarters".utf8)
+    /// Where the records the window and the ghost lists are reckoned on are kept (`meta`): the largest
+    /// record limit of the process that first ran the policy, so that every process reads the window's
+    /// size alike whatever limits it has registered.
+    static let capacityKey: [UInt8] = Array("adaptive.capacity".utf8)
+    /// The most records the policy reckons on (no limit is larger in practice; products stay far from overflow).
+    static let largestCapacity = 1 << 40
 
     let queues: AdaptiveQueues
     let sketch: FrequencySketch
     let ghosts: AdaptiveGhosts
     private let records: (UInt32) throws -> Database?
     private let meta: Database
-    /// The largest record limit (protected's share is reckoned on at least this many records; the window's
-    /// size is a share of it).
+    /// The largest record limit of this process (protected's share is reckoned on at least this many records).
     private let capacity: Int
-    /// The window's size for a full store, in quarters of a record: 1% to 99% of `capacity`.
+    /// The records of `adaptive.capacity`: the window's size is a share of them, in quarters of a record.
+    private let windowCapacity: Int
+    /// The window's size for a full store, in quarters of a record: 1% to 99% of `windowCapacity`.
     private(set) var windowQuarters: Int
     private let storedWindowQuarters: Int?
 
@@ -36,17 +43,30 @@ final class AdaptiveEviction {
     ///   - capacity: the records the sketch is sized for when it is first created.
     ///   - records: the records database of a type number, nil for an unknown type.
     init(txn: Transaction, meta: Database, capacity: Int, records: @escaping (UInt32) throws -> Database?) throws {
+        let capacity = min(max(1, capacity), AdaptiveEviction.largestCapacity)
         queues = try AdaptiveQueues(txn: txn, meta: meta)
         sketch = try FrequencySketch(txn: txn, meta: meta, capacity: capacity)
-        let capacity = max(1, capacity)
-        ghosts = try AdaptiveGhosts(txn: txn, meta: meta, limit: capacity / 4)
+        func integer(_ key: [UInt8]) throws -> Int? {
+            try txn.get(meta, key: key).flatMap { stored in
+                stored.count == 8 ? Int(clamping: UInt64(bigEndian: stored.loadUnaligned(as: UInt64.self))) : nil
+            }
+        }
+        if let stored = try integer(AdaptiveEviction.capacityKey),
+            (1...AdaptiveEviction.largestCapacity).contains(stored)
+        {
+            windowCapacity = stored
+        } else {
+            windowCapacity = capacity
+            var bytes: [UInt8] = []
+            bytes.appendBigEndian(UInt64(capacity))
+            try txn.put(meta, key: AdaptiveEviction.capacityKey, value: bytes)
+        }
+        ghosts = try AdaptiveGhosts(txn: txn, meta: meta, limit: windowCapacity / 4)
         self.records = records
         self.meta = meta
         self.capacity = capacity
-        storedWindowQuarters = try txn.get(meta, key: AdaptiveEviction.windowKey).flatMap { stored in
-            stored.count == 8 ? Int(clamping: UInt64(bigEndian: stored.loadUnaligned(as: UInt64.self))) : nil
-        }
-        windowQuarters = AdaptiveEviction.window(storedWindowQuarters ?? 0, capacity: capacity)
+        storedWindowQuarters = try integer(AdaptiveEviction.windowKey)
+        windowQuarters = AdaptiveEviction.window(storedWindowQuarters ?? 0, capacity: windowCapacity)
     }
 
     /// `quarters` brought within the window's bounds for a full store of `capacity` records: 1% and 99% of
@@ -78,8 +98,8 @@ final class AdaptiveEviction {
     /// had turned it away from the window, down when it had been evicted from probation or protected.
     private func adjustWindow(returning type: UInt32, key: [UInt8]) throws {
         switch try ghosts.remove(type: type, key: key) {
-        case .window: windowQuarters = AdaptiveEviction.window(windowQuarters + 1, capacity: capacity)
-        case .main: windowQuarters = AdaptiveEviction.window(windowQuarters - 1, capacity: capacity)
+        case .window: windowQuarters = AdaptiveEviction.window(windowQuarters + 1, capacity: windowCapacity)
+        case .main: windowQuarters = AdaptiveEviction.window(windowQuarters - 1, capacity: windowCapacity)
         case nil: break
         }
     }
@@ -160,7 +180,10 @@ final class AdaptiveEviction {
     private func windowExcess(_ scope: [TypeSchema], total: Int) throws -> Int {
         var window = 0
         for schema in scope { window += try queues.count(type: schema.number, .window) }
-        return window - max(1, total * windowQuarters / (4 * capacity))
+        // total × quarters ÷ (4 × capacity), without overflow: the quotient is at most `total`.
+        let product = max(0, total).multipliedFullWidth(by: windowQuarters)
+        let share = (4 * windowCapacity).dividingFullWidth((product.high, product.low)).quotient
+        return window - max(1, share)
     }
 
     /// Moves protected's oldest records of a type to probation while protected holds more than its share.

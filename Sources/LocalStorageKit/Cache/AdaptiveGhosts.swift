@@ -9,6 +9,8 @@
 /// length are kept in `meta` (`adaptive.ghost.clock`, `adaptive.ghost.n ‖ list`).
 ///
 /// One value per writer transaction: the clock and the lengths are cached and written by ``flush()``.
+/// Keys of the form `type# ‖ record key` are ``TypedKey``s: an id too long for an LMDB key is named by a
+/// prefix and a hash.
 final class AdaptiveGhosts {
     enum List: UInt8, CaseIterable {
         /// Window candidates the sketch turned away.
@@ -53,7 +55,7 @@ final class AdaptiveGhosts {
         _ = try remove(type: type, key: key)
         clock += 1
         clockChanged = true
-        let record = AdaptiveGhosts.recordKey(type, key)
+        let record = TypedKey.make(type: type, id: key)
         var position: [UInt8] = [list.rawValue]
         position.appendBigEndian(clock)
         try txn.put(byRecord, key: record, value: position)
@@ -78,7 +80,7 @@ final class AdaptiveGhosts {
 
     /// Takes a record out of the lists; returns the list it was in, or nil.
     func remove(type: UInt32, key: [UInt8]) throws -> List? {
-        let record = AdaptiveGhosts.recordKey(type, key)
+        let record = TypedKey.make(type: type, id: key)
         guard let stored = try txn.get(byRecord, key: record), stored.count == 9, let list = List(rawValue: stored[0])
         else { return nil }
         let position = Array(stored)
@@ -106,7 +108,9 @@ final class AdaptiveGhosts {
 
     private func count(_ list: List) throws -> Int {
         if let cached = counts[list] { return cached }
-        let stored = Int(clamping: try AdaptiveGhosts.integer(meta, AdaptiveGhosts.countKey(list), txn) ?? 0)
+        // A damaged length past any real one is capped, so that adjusting it cannot overflow; trimming then
+        // finds the list shorter and sets the length from what is there.
+        let stored = Int(min(try AdaptiveGhosts.integer(meta, AdaptiveGhosts.countKey(list), txn) ?? 0, 1 << 48))
         counts[list] = stored
         return stored
     }
@@ -118,14 +122,6 @@ final class AdaptiveGhosts {
     }
 
     private static func countKey(_ list: List) -> [UInt8] { countPrefix + [list.rawValue] }
-
-    private static func recordKey(_ type: UInt32, _ key: [UInt8]) -> [UInt8] {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(4 + key.count)
-        bytes.appendBigEndian(type)
-        bytes.append(contentsOf: key)
-        return bytes
-    }
 
     private static func integer(_ meta: Database, _ key: [UInt8], _ txn: Transaction) throws -> UInt64? {
         guard let stored = try txn.get(meta, key: key), stored.count == 8 else { return nil }

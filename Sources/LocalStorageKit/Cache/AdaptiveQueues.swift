@@ -6,6 +6,8 @@
 /// queue`).
 ///
 /// One value per writer transaction: the clock and the counts are cached and written by ``flush()``.
+/// Keys of the form `type# ‖ record key` are ``TypedKey``s: an id too long for an LMDB key is named by a
+/// prefix and a hash.
 final class AdaptiveQueues {
     enum Queue: UInt8, CaseIterable {
         case window = 0
@@ -49,7 +51,8 @@ final class AdaptiveQueues {
     func count(type: UInt32, _ queue: Queue) throws -> Int {
         let key = AdaptiveQueues.countKey(type, queue)
         if let cached = counts[key] { return cached }
-        let stored = Int(try AdaptiveQueues.integer(meta, key, txn) ?? 0)
+        // A damaged count past any real one is capped, so that adjusting it cannot overflow.
+        let stored = Int(min(try AdaptiveQueues.integer(meta, key, txn) ?? 0, 1 << 48))
         counts[key] = stored
         return stored
     }
@@ -61,7 +64,7 @@ final class AdaptiveQueues {
         clockChanged = true
         var value: [UInt8] = [queue.rawValue]
         value.appendBigEndian(clock)
-        try txn.put(byRecord, key: AdaptiveQueues.recordKey(type, key), value: value)
+        try txn.put(byRecord, key: TypedKey.make(type: type, id: key), value: value)
         try txn.put(byClock, key: AdaptiveQueues.queueKey(type, queue, clock), value: key)
         try adjust(type, queue, by: 1)
     }
@@ -69,7 +72,7 @@ final class AdaptiveQueues {
     /// Takes a record out of its queue.
     func remove(type: UInt32, key: [UInt8]) throws {
         guard let old = try position(type: type, key: key) else { return }
-        try txn.delete(byRecord, key: AdaptiveQueues.recordKey(type, key))
+        try txn.delete(byRecord, key: TypedKey.make(type: type, id: key))
         try txn.delete(byClock, key: AdaptiveQueues.queueKey(type, old.queue, old.clock), value: key)
         try adjust(type, old.queue, by: -1)
     }
@@ -119,7 +122,7 @@ final class AdaptiveQueues {
     }
 
     private func position(type: UInt32, key: [UInt8]) throws -> (queue: Queue, clock: UInt64)? {
-        guard let stored = try txn.get(byRecord, key: AdaptiveQueues.recordKey(type, key)), stored.count == 9,
+        guard let stored = try txn.get(byRecord, key: TypedKey.make(type: type, id: key)), stored.count == 9,
             let queue = Queue(rawValue: stored[0])
         else { return nil }
         return (queue, UInt64(bigEndian: UnsafeRawBufferPointer(rebasing: stored[1...]).loadUnaligned(as: UInt64.self)))
@@ -136,14 +139,6 @@ final class AdaptiveQueues {
         var bytes = countPrefix
         bytes.appendBigEndian(type)
         bytes.append(queue.rawValue)
-        return bytes
-    }
-
-    private static func recordKey(_ type: UInt32, _ key: [UInt8]) -> [UInt8] {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(4 + key.count)
-        bytes.appendBigEndian(type)
-        bytes.append(contentsOf: key)
         return bytes
     }
 

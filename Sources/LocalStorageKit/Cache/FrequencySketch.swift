@@ -62,7 +62,7 @@ final class FrequencySketch {
             throw LMDBError.notFound("mdb_dbi_open")
         }
         self.database = database
-        samples = try FrequencySketch.integer(meta, layout.samplesKey, txn) ?? 0
+        samples = min(try FrequencySketch.integer(meta, layout.samplesKey, txn) ?? 0, halvingPeriod)
     }
 
     /// The estimated uses of a record (0...15).

@@ -2,7 +2,7 @@
 /// whose last load found nothing (see ``LeaseEntry``). No read of records ever looks here, so an absent
 /// marker is no record for counts, queries, metadata, exports or statistics.
 ///
-/// Key: type number (UInt32 big-endian) ‖ the id's UTF-8. Every commit voids the entries of the ids it
+/// Key: type number (UInt32 big-endian) ‖ the id's UTF-8 (``TypedKey``). Every commit voids the entries of the ids it
 /// inserts, updates or deletes (and of every id of a type it clears), in its own transaction: a write
 /// wins over a load under way, whose result is then not stored.
 final class LeaseBook: Sendable {
@@ -17,13 +17,7 @@ final class LeaseBook: Sendable {
         try txn.openDatabase(name, create: !txn.isReadOnly).map(LeaseBook.init)
     }
 
-    static func key(type: UInt32, id: [UInt8]) -> [UInt8] {
-        var key: [UInt8] = []
-        key.reserveCapacity(4 + id.count)
-        key.appendBigEndian(type)
-        key.append(contentsOf: id)
-        return key
-    }
+    static func key(type: UInt32, id: [UInt8]) -> [UInt8] { TypedKey.make(type: type, id: id) }
 
     /// The entry of `key`, or nil when there is none (or none this version can read).
     func entry(_ key: [UInt8], txn: Transaction) throws -> LeaseEntry? {
