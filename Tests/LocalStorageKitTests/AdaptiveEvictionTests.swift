@@ -70,6 +70,42 @@ import Testing
         #expect(quarters == 16)
     }
 
+    /// Clearing a type takes its records out of the ghost lists too: its ids coming back are new records, and
+    /// the other type's ghosts stay.
+    @Test func clearingATypeForgetsItsGhosts() async throws {
+        let storage = try LocalStorage(configuration: Self.configuration(StorageLimits(maxRecords: 20)))
+        for round in 0..<3 {
+            for index in 0..<30 {
+                try await storage.save(Tile(id: "t\(round)-\(index)", weight: 1))
+                try await storage.save(Thumb(id: "h\(round)-\(index)", size: 1))
+            }
+        }
+        func ghosts() throws -> (tiles: Int, thumbs: Int) {
+            try storage.core.environment.read { txn in
+                guard let byRecord = try txn.openDatabase(AdaptiveGhosts.byRecordName, create: false) else {
+                    return (0, 0)
+                }
+                var counts = (tiles: 0, thumbs: 0)
+                try txn.withCursor(byRecord) { cursor in
+                    var entry = try cursor.move(.first)
+                    while let current = entry {
+                        let type = UInt32(bigEndian: current.key.loadUnaligned(as: UInt32.self))
+                        if type == 1 { counts.tiles += 1 } else { counts.thumbs += 1 }
+                        entry = try cursor.move(.next)
+                    }
+                }
+                return counts
+            }
+        }
+        let before = try ghosts()
+        #expect(before.tiles > 0 && before.thumbs > 0)
+        try await storage.deleteAll(Tile.self)
+        try await storage.save(Thumb(id: "after", size: 1))
+        let after = try ghosts()
+        #expect(after.tiles == 0)
+        #expect(after.thumbs > 0)
+    }
+
     /// Whether LMDB's main database names `name` (a database was made).
     static func hasDatabase(_ name: String, _ storage: LocalStorage) throws -> Bool {
         try storage.core.environment.read { txn in try txn.get(.main, key: Array(name.utf8)) != nil }

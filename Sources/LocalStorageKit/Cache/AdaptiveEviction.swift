@@ -104,7 +104,10 @@ final class AdaptiveEviction {
         }
     }
 
-    func forgetAll(type: UInt32) throws { try queues.removeAll(type: type) }
+    func forgetAll(type: UInt32) throws {
+        try queues.removeAll(type: type)
+        try ghosts.removeAll(type: type)
+    }
 
     /// The next record to evict from `scope`, which holds `total` records and is over a limit, among
     /// the records not in `excluded` (when `skipping`) or among all of them; nil when the queues hold

@@ -90,6 +90,24 @@ final class AdaptiveGhosts {
         return list
     }
 
+    /// Takes every record of a type out of the lists (the type was cleared: its ids coming back are new).
+    func removeAll(type: UInt32) throws {
+        var prefix: [UInt8] = []
+        prefix.appendBigEndian(type)
+        var positions: [[UInt8]] = []
+        try txn.withCursor(byRecord) { cursor in
+            while let current = try cursor.seek(atLeast: prefix), current.key.starts(with: prefix) {
+                positions.append(Array(current.value))
+                try cursor.deleteCurrent()
+            }
+        }
+        for position in positions {
+            guard position.count == 9, let list = List(rawValue: position[0]) else { continue }
+            try txn.delete(byClock, key: position)
+            try adjust(list, by: -1)
+        }
+    }
+
     /// Writes the clock and the changed lengths.
     func flush() throws {
         if clockChanged {
