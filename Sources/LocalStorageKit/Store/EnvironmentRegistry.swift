@@ -97,7 +97,9 @@ enum EnvironmentRegistry {
             let core = try StoreCore(directory: directory, configuration: configuration)
             if let settings { try core.adopt(settings, path: directory.path) }
             entries[key] = WeakCore(core)
-            entries = entries.filter { $0.value.core != nil }
+            // A closing core stays listed until its teardown is over: an open of its directory meanwhile
+            // (after another store's open dropped the closed ones) must still wait for it.
+            entries = entries.filter { $0.value.core != nil || !$0.value.teardown.isFinished }
             return core
         }
     }

@@ -8,6 +8,9 @@ final class TeardownSignal: Sendable {
     /// Says the teardown is over. Called once, at the end of the core's `deinit`.
     func finished() { semaphore.signal() }
 
+    /// Whether the teardown is over, without waiting.
+    var isFinished: Bool { wait(upTo: .zero) }
+
     /// Blocks until the teardown is over, or `limit` has passed; returns whether it is over.
     @discardableResult
     func wait(upTo limit: Duration) -> Bool {
