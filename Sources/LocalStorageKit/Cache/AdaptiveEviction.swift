@@ -23,7 +23,8 @@ final class AdaptiveEviction {
     /// record limit of the process that first ran the policy, so that every process reads the window's
     /// size alike whatever limits it has registered.
     static let capacityKey: [UInt8] = Array("adaptive.capacity".utf8)
-    /// The most records the policy reckons on (no limit is larger in practice; products stay far from overflow).
+    /// The most records the policy reckons on: a larger limit is taken as this one, so that the window's and
+    /// the sketch's arithmetic cannot overflow.
     static let largestCapacity = 1 << 40
 
     let queues: AdaptiveQueues
