@@ -30,44 +30,38 @@ final class AdaptiveEviction {
     let queues: AdaptiveQueues
     let sketch: FrequencySketch
     let ghosts: AdaptiveGhosts
+    /// The policy's integers in `meta`, written once at ``flush()``.
+    private let integers: MetaIntegers
     private let records: (UInt32) throws -> Database?
-    private let meta: Database
     /// The largest record limit of this process (protected's share is reckoned on at least this many records).
     private let capacity: Int
     /// The records of `adaptive.capacity`: the window's size is a share of them, in quarters of a record.
     private let windowCapacity: Int
     /// The window's size for a full store, in quarters of a record: 1% to 99% of `windowCapacity`.
     private(set) var windowQuarters: Int
-    private let storedWindowQuarters: Int?
 
     /// - Parameters:
     ///   - capacity: the records the sketch is sized for when it is first created.
     ///   - records: the records database of a type number, nil for an unknown type.
     init(txn: Transaction, meta: Database, capacity: Int, records: @escaping (UInt32) throws -> Database?) throws {
         let capacity = min(max(1, capacity), AdaptiveEviction.largestCapacity)
-        queues = try AdaptiveQueues(txn: txn, meta: meta)
-        sketch = try FrequencySketch(txn: txn, meta: meta, capacity: capacity)
-        func integer(_ key: [UInt8]) throws -> Int? {
-            try txn.get(meta, key: key).flatMap { stored in
-                stored.count == 8 ? Int(clamping: UInt64(bigEndian: stored.loadUnaligned(as: UInt64.self))) : nil
-            }
-        }
-        if let stored = try integer(AdaptiveEviction.capacityKey),
+        let integers = MetaIntegers(txn: txn, meta: meta)
+        queues = try AdaptiveQueues(txn: txn, integers: integers)
+        sketch = try FrequencySketch(txn: txn, integers: integers, capacity: capacity)
+        if let stored = try integers.stored(AdaptiveEviction.capacityKey).map(Int.init(clamping:)),
             (1...AdaptiveEviction.largestCapacity).contains(stored)
         {
             windowCapacity = stored
         } else {
             windowCapacity = capacity
-            var bytes: [UInt8] = []
-            bytes.appendBigEndian(UInt64(capacity))
-            try txn.put(meta, key: AdaptiveEviction.capacityKey, value: bytes)
+            integers.set(AdaptiveEviction.capacityKey, to: UInt64(capacity))
         }
-        ghosts = try AdaptiveGhosts(txn: txn, meta: meta, limit: windowCapacity / 4)
+        ghosts = try AdaptiveGhosts(txn: txn, integers: integers, limit: windowCapacity / 4)
+        self.integers = integers
         self.records = records
-        self.meta = meta
         self.capacity = capacity
-        storedWindowQuarters = try integer(AdaptiveEviction.windowKey)
-        windowQuarters = AdaptiveEviction.window(storedWindowQuarters ?? 0, capacity: windowCapacity)
+        windowQuarters = AdaptiveEviction.window(
+            Int(clamping: try integers.value(AdaptiveEviction.windowKey)), capacity: windowCapacity)
     }
 
     /// `quarters` brought within the window's bounds for a full store of `capacity` records: 1% and 99% of
@@ -170,14 +164,9 @@ final class AdaptiveEviction {
     }
 
     func flush() throws {
-        try queues.flush()
         try sketch.flush()
-        try ghosts.flush()
-        if windowQuarters != storedWindowQuarters {
-            var bytes: [UInt8] = []
-            bytes.appendBigEndian(UInt64(windowQuarters))
-            try queues.txn.put(meta, key: AdaptiveEviction.windowKey, value: bytes)
-        }
+        integers.set(AdaptiveEviction.windowKey, to: UInt64(windowQuarters))
+        try integers.flush()
     }
 
     /// How many records the scope's window holds beyond its share.

@@ -8,7 +8,7 @@
 /// (`type# ‖ record key` → `list ‖ clock`). A record is in one list at most. The clock and each list's
 /// length are kept in `meta` (`adaptive.ghost.clock`, `adaptive.ghost.n ‖ list`).
 ///
-/// One value per writer transaction: the clock and the lengths are cached and written by ``flush()``.
+/// One value per writer transaction; the clock and the lengths go through the transaction's ``MetaIntegers``.
 /// Keys of the form `type# ‖ record key` are ``TypedKey``s: an id too long for an LMDB key is named by a
 /// prefix and a hash.
 final class AdaptiveGhosts {
@@ -27,15 +27,11 @@ final class AdaptiveGhosts {
     let txn: Transaction
     let byClock: Database
     let byRecord: Database
-    let meta: Database
+    let integers: MetaIntegers
     /// The most records a list holds.
     let limit: Int
-    private var clock: UInt64
-    private var clockChanged = false
-    private var counts: [List: Int] = [:]
-    private var changedCounts: Set<List> = []
 
-    init(txn: Transaction, meta: Database, limit: Int) throws {
+    init(txn: Transaction, integers: MetaIntegers, limit: Int) throws {
         guard let byClock = try txn.openDatabase(AdaptiveGhosts.byClockName, create: true),
             let byRecord = try txn.openDatabase(AdaptiveGhosts.byRecordName, create: true)
         else {
@@ -44,17 +40,15 @@ final class AdaptiveGhosts {
         self.txn = txn
         self.byClock = byClock
         self.byRecord = byRecord
-        self.meta = meta
+        self.integers = integers
         self.limit = max(1, limit)
-        clock = try AdaptiveGhosts.integer(meta, AdaptiveGhosts.clockKey, txn) ?? 0
     }
 
     /// Puts an evicted record at the end of `list`, taking it out of any list it was in, and drops the
     /// list's oldest records beyond the limit.
     func add(type: UInt32, key: [UInt8], to list: List) throws {
         _ = try remove(type: type, key: key)
-        clock += 1
-        clockChanged = true
+        let clock = try integers.tick(AdaptiveGhosts.clockKey)
         let record = TypedKey.make(type: type, id: key)
         var position: [UInt8] = [list.rawValue]
         position.appendBigEndian(clock)
@@ -108,41 +102,13 @@ final class AdaptiveGhosts {
         }
     }
 
-    /// Writes the clock and the changed lengths.
-    func flush() throws {
-        if clockChanged {
-            var bytes: [UInt8] = []
-            bytes.appendBigEndian(clock)
-            try txn.put(meta, key: AdaptiveGhosts.clockKey, value: bytes)
-            clockChanged = false
-        }
-        for list in changedCounts {
-            var bytes: [UInt8] = []
-            bytes.appendBigEndian(UInt64(max(0, counts[list] ?? 0)))
-            try txn.put(meta, key: AdaptiveGhosts.countKey(list), value: bytes)
-        }
-        changedCounts.removeAll()
-    }
-
-    private func count(_ list: List) throws -> Int {
-        if let cached = counts[list] { return cached }
-        // A damaged length past any real one is capped, so that adjusting it cannot overflow; trimming then
-        // finds the list shorter and sets the length from what is there.
-        let stored = Int(min(try AdaptiveGhosts.integer(meta, AdaptiveGhosts.countKey(list), txn) ?? 0, 1 << 48))
-        counts[list] = stored
-        return stored
-    }
+    /// The length of `list`. A damaged one past any real length is capped; trimming then finds the list
+    /// shorter and sets the length from what is there.
+    private func count(_ list: List) throws -> Int { try integers.count(AdaptiveGhosts.countKey(list)) }
 
     private func adjust(_ list: List, by delta: Int) throws {
-        guard delta != 0 else { return }
-        counts[list] = max(0, try count(list) + delta)
-        changedCounts.insert(list)
+        try integers.adjust(AdaptiveGhosts.countKey(list), by: delta)
     }
 
     private static func countKey(_ list: List) -> [UInt8] { countPrefix + [list.rawValue] }
-
-    private static func integer(_ meta: Database, _ key: [UInt8], _ txn: Transaction) throws -> UInt64? {
-        guard let stored = try txn.get(meta, key: key), stored.count == 8 else { return nil }
-        return UInt64(bigEndian: stored.loadUnaligned(as: UInt64.self))
-    }
 }

@@ -5,7 +5,7 @@
 /// advanced by one per placement; each type's queue lengths are counted in `meta` (`adaptive.n ‖ type# ‖
 /// queue`).
 ///
-/// One value per writer transaction: the clock and the counts are cached and written by ``flush()``.
+/// One value per writer transaction; the clock and the counts go through the transaction's ``MetaIntegers``.
 /// Keys of the form `type# ‖ record key` are ``TypedKey``s: an id too long for an LMDB key is named by a
 /// prefix and a hash.
 final class AdaptiveQueues {
@@ -23,13 +23,9 @@ final class AdaptiveQueues {
     let txn: Transaction
     let byClock: Database
     let byRecord: Database
-    let meta: Database
-    private var clock: UInt64
-    private var clockChanged = false
-    private var counts: [[UInt8]: Int] = [:]
-    private var changedCounts: Set<[UInt8]> = []
+    let integers: MetaIntegers
 
-    init(txn: Transaction, meta: Database) throws {
+    init(txn: Transaction, integers: MetaIntegers) throws {
         guard let byClock = try txn.openDatabase(AdaptiveQueues.byClockName, sortedDuplicates: true, create: true),
             let byRecord = try txn.openDatabase(AdaptiveQueues.byRecordName, create: true)
         else {
@@ -38,8 +34,7 @@ final class AdaptiveQueues {
         self.txn = txn
         self.byClock = byClock
         self.byRecord = byRecord
-        self.meta = meta
-        clock = try AdaptiveQueues.integer(meta, AdaptiveQueues.clockKey, txn) ?? 0
+        self.integers = integers
     }
 
     /// The queue a record is in, or nil when it is in none.
@@ -49,24 +44,18 @@ final class AdaptiveQueues {
 
     /// How many records of a type are in a queue.
     func count(type: UInt32, _ queue: Queue) throws -> Int {
-        let key = AdaptiveQueues.countKey(type, queue)
-        if let cached = counts[key] { return cached }
-        // A damaged count past any real one is capped, so that adjusting it cannot overflow.
-        let stored = Int(min(try AdaptiveQueues.integer(meta, key, txn) ?? 0, 1 << 48))
-        counts[key] = stored
-        return stored
+        try integers.count(AdaptiveQueues.countKey(type, queue))
     }
 
     /// Puts a record at the most recent end of a queue, taking it out of the one it was in.
     func place(type: UInt32, key: [UInt8], in queue: Queue) throws {
         try remove(type: type, key: key)
-        clock += 1
-        clockChanged = true
+        let clock = try integers.tick(AdaptiveQueues.clockKey)
         var value: [UInt8] = [queue.rawValue]
         value.appendBigEndian(clock)
         try txn.put(byRecord, key: TypedKey.make(type: type, id: key), value: value)
         try txn.put(byClock, key: AdaptiveQueues.queueKey(type, queue, clock), value: key)
-        try adjust(type, queue, by: 1)
+        try integers.adjust(AdaptiveQueues.countKey(type, queue), by: 1)
     }
 
     /// Takes a record out of its queue.
@@ -74,7 +63,7 @@ final class AdaptiveQueues {
         guard let old = try position(type: type, key: key) else { return }
         try txn.delete(byRecord, key: TypedKey.make(type: type, id: key))
         try txn.delete(byClock, key: AdaptiveQueues.queueKey(type, old.queue, old.clock), value: key)
-        try adjust(type, old.queue, by: -1)
+        try integers.adjust(AdaptiveQueues.countKey(type, old.queue), by: -1)
     }
 
     /// Takes every record of a type out of the queues.
@@ -88,7 +77,10 @@ final class AdaptiveQueues {
                 }
             }
         }
-        for queue in Queue.allCases { try adjust(type, queue, by: -(try count(type: type, queue))) }
+        for queue in Queue.allCases {
+            let key = AdaptiveQueues.countKey(type, queue)
+            try integers.adjust(key, by: -(try integers.count(key)))
+        }
     }
 
     /// The least recently placed record of a type's queue that still exists and is not skipped, with its
@@ -105,34 +97,11 @@ final class AdaptiveQueues {
         return found
     }
 
-    /// Writes the clock and the changed counts.
-    func flush() throws {
-        if clockChanged {
-            var bytes: [UInt8] = []
-            bytes.appendBigEndian(clock)
-            try txn.put(meta, key: AdaptiveQueues.clockKey, value: bytes)
-            clockChanged = false
-        }
-        for key in changedCounts {
-            var bytes: [UInt8] = []
-            bytes.appendBigEndian(UInt64(max(0, counts[key] ?? 0)))
-            try txn.put(meta, key: key, value: bytes)
-        }
-        changedCounts.removeAll()
-    }
-
     private func position(type: UInt32, key: [UInt8]) throws -> (queue: Queue, clock: UInt64)? {
         guard let stored = try txn.get(byRecord, key: TypedKey.make(type: type, id: key)), stored.count == 9,
             let queue = Queue(rawValue: stored[0])
         else { return nil }
         return (queue, UInt64(bigEndian: UnsafeRawBufferPointer(rebasing: stored[1...]).loadUnaligned(as: UInt64.self)))
-    }
-
-    private func adjust(_ type: UInt32, _ queue: Queue, by delta: Int) throws {
-        guard delta != 0 else { return }
-        let key = AdaptiveQueues.countKey(type, queue)
-        counts[key] = max(0, try count(type: type, queue) + delta)
-        changedCounts.insert(key)
     }
 
     private static func countKey(_ type: UInt32, _ queue: Queue) -> [UInt8] {
@@ -149,10 +118,5 @@ final class AdaptiveQueues {
         bytes.append(queue.rawValue)
         bytes.appendBigEndian(clock)
         return bytes
-    }
-
-    private static func integer(_ meta: Database, _ key: [UInt8], _ txn: Transaction) throws -> UInt64? {
-        guard let stored = try txn.get(meta, key: key), stored.count == 8 else { return nil }
-        return UInt64(bigEndian: stored.loadUnaligned(as: UInt64.self))
     }
 }

@@ -10,7 +10,8 @@
 /// was made before (`adaptive.sketch.size` in `meta`) keeps it: `adaptive.sketch`, a row per block, a block
 /// per record, halved every five times its blocks.
 ///
-/// One value per writer transaction: rows read are cached and the changed ones written by ``flush()``.
+/// One value per writer transaction: rows read are cached and the changed ones written by ``flush()``; the
+/// sample count goes through the transaction's ``MetaIntegers``.
 final class FrequencySketch {
     /// Where a sketch is kept, and how.
     struct Layout {
@@ -32,7 +33,7 @@ final class FrequencySketch {
 
     let txn: Transaction
     let database: Database
-    let meta: Database
+    let integers: MetaIntegers
     let layout: Layout
     /// Blocks in the sketch (a power of two).
     let blocks: UInt64
@@ -41,15 +42,15 @@ final class FrequencySketch {
     private(set) var samples: UInt64
     private var cache: [UInt64: [UInt64]] = [:]
     private var dirty: Set<UInt64> = []
-    private var samplesChanged = false
 
     /// Opens the sketch, making one of the shape for `capacity` records when the store has none.
-    init(txn: Transaction, meta: Database, capacity: Int) throws {
+    init(txn: Transaction, integers: MetaIntegers, capacity: Int) throws {
         self.txn = txn
-        self.meta = meta
+        self.integers = integers
+        let meta = integers.meta
         if let shape = try txn.get(meta, key: FrequencySketch.shapeKey).flatMap(SketchShape.init(stored:)) {
             (layout, blocks, halvingPeriod) = (.rows, shape.blocks, shape.halvingPeriod)
-        } else if let size = try FrequencySketch.integer(meta, FrequencySketch.blockLayoutSizeKey, txn),
+        } else if let size = try integers.stored(FrequencySketch.blockLayoutSizeKey),
             SketchShape.isValid(blocks: size)
         {
             (layout, blocks, halvingPeriod) = (.blocks, size, size * SketchMath.blockLayoutHalvingPerBlock)
@@ -62,7 +63,7 @@ final class FrequencySketch {
             throw LMDBError.notFound("mdb_dbi_open")
         }
         self.database = database
-        samples = min(try FrequencySketch.integer(meta, layout.samplesKey, txn) ?? 0, halvingPeriod)
+        samples = min(try integers.value(layout.samplesKey), halvingPeriod)
     }
 
     /// The estimated uses of a record (0...15).
@@ -81,7 +82,6 @@ final class FrequencySketch {
         cache[row]?[slot] = updated
         dirty.insert(row)
         samples += 1
-        samplesChanged = true
         if samples >= halvingPeriod { try halve() }
     }
 
@@ -93,12 +93,7 @@ final class FrequencySketch {
             try txn.put(database, key: FrequencySketch.rowKey(row), value: value)
         }
         dirty.removeAll()
-        if samplesChanged {
-            var bytes: [UInt8] = []
-            bytes.appendBigEndian(samples)
-            try txn.put(meta, key: layout.samplesKey, value: bytes)
-            samplesChanged = false
-        }
+        integers.set(layout.samplesKey, to: samples)
     }
 
     /// The block at `index`, reading its row when this transaction has not yet.
@@ -143,18 +138,12 @@ final class FrequencySketch {
             }
         }
         samples /= 2
-        samplesChanged = true
     }
 
     private static func rowKey(_ row: UInt64) -> [UInt8] {
         var bytes: [UInt8] = []
         bytes.appendBigEndian(row)
         return bytes
-    }
-
-    private static func integer(_ meta: Database, _ key: [UInt8], _ txn: Transaction) throws -> UInt64? {
-        guard let stored = try txn.get(meta, key: key), stored.count == 8 else { return nil }
-        return UInt64(bigEndian: stored.loadUnaligned(as: UInt64.self))
     }
 }
 
