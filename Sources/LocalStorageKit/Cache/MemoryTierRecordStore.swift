@@ -86,7 +86,7 @@ struct MemoryTierRecordStore: RecordStore {
     ) async throws -> [T.ID: T] {
         let core = local.core
         let now = core.clock.wallNanoseconds()
-        let names = try ids as? [String] ?? ids.map { id throws(LocalStorageError) in try StorageKey.string(for: id) }
+        let names = try StorageKey.strings(for: ids)
         let session = local.makeDecodeSession(for: schema)
         var found: [T.ID: T] = [:]
         found.reserveCapacity(ids.count)

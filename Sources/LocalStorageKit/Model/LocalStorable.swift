@@ -63,4 +63,11 @@ enum StorageKey {
                     + "LosslessStringConvertible type as the id")
         }
     }
+
+    /// `ids` as record keys (``string(for:)``); string ids, the common case, are taken as they are with one
+    /// cast of the whole array.
+    static func strings<ID>(for ids: [ID]) throws(LocalStorageError) -> [String] {
+        if let names = ids as? [String] { return names }
+        return try ids.map { id throws(LocalStorageError) in try string(for: id) }
+    }
 }

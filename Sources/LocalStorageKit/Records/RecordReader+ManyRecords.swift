@@ -7,8 +7,7 @@ extension RecordReader {
     static func getMany<T: LocalStorable>(
         _ type: T.Type, ids: [T.ID], schema: TypeSchema, now: Int64, txn: Transaction, session: DecodeSession
     ) throws -> (found: [T.ID: T], expired: [[UInt8]]) {
-        // String ids (the common case) are their own names: one cast for the whole array.
-        let names = try ids as? [String] ?? ids.map { id throws(LocalStorageError) in try StorageKey.string(for: id) }
+        let names = try StorageKey.strings(for: ids)
         var found: [T.ID: T] = [:]
         found.reserveCapacity(ids.count)
         var expired: [[UInt8]] = []
