@@ -119,6 +119,21 @@ extension Environment {
     }
 }
 
+extension Environment {
+    /// What a compaction at open did when another holder had the store's open lock: skipped, with the free
+    /// fraction it would have compared.
+    static func busyOutcome(_ raw: OpaquePointer, directory: String) -> CompactionOutcome {
+        do {
+            let space = try freeSpace(raw, directory: directory)
+            return .skipped(
+                freeFraction: space.fraction,
+                reason: "another process, or a store of this one still closing, has the store open (its open lock)")
+        } catch {
+            return .failed(freeFraction: 0, reason: "cannot measure the free pages: \(error)")
+        }
+    }
+}
+
 /// Closes a descriptor of `lock.mdb` kept by a compaction (nothing for -1).
 func closeLockFile(_ descriptor: Int32) {
     if descriptor >= 0 { closeFile(descriptor) }

@@ -101,7 +101,9 @@ final class Environment: @unchecked Sendable {
             // No compaction runs while we hold the lock shared: a copy still here was left by a killed one.
             if !readOnly { DataFileCompactor.removeLeftovers(directory: directory) }
             (raw, recreatedUnfinishedDataFile) = try open()
-            (compactionOutcome, heldLockFile) = (nil, -1)
+            // Asked to compact, but another holder has the store's open lock: say so rather than nothing.
+            let isBusy = compaction != nil && !readOnly && !withoutLock && openLock.isUsable
+            (compactionOutcome, heldLockFile) = (isBusy ? Environment.busyOutcome(raw, directory: directory) : nil, -1)
         }
         self.openLock = openLock
         handle = raw

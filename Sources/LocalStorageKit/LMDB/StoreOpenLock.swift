@@ -71,6 +71,10 @@ final class StoreOpenLock: Sendable {
             defer { descriptor = -1 }
             return descriptor
         }
-        if descriptor >= 0 { close(descriptor) }
+        guard descriptor >= 0 else { return }
+        // Unlocked before it is closed: a child process spawned this moment holds a copy of the descriptor
+        // until it execs, and closing ours alone would leave the lock held through that copy.
+        flock(descriptor, LOCK_UN)
+        close(descriptor)
     }
 }

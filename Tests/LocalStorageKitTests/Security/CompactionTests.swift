@@ -26,7 +26,9 @@ import Darwin
         let after = store.dataFileIdentity
         #expect(after.size * 3 < before.size, "the file should have shrunk: \(before.size) → \(after.size) bytes")
         #expect(after.inode != before.inode, "the data file should have been replaced")
-        #expect(logger.all.contains { $0.contains("Compacted the store") && $0.contains("bytesBefore=\(before.size)") })
+        #expect(
+            logger.all.contains { $0.contains("Compacted the store") && $0.contains("bytesBefore=\(before.size)") },
+            "logged: \(logger.all)")
         #expect(StoreFileModes.mode(of: store.dataFile.path) == 0o600)
         #expect(!FileManager.default.fileExists(atPath: store.leftover.path))
 
@@ -69,7 +71,7 @@ import Darwin
             #expect(try await store.differences(storage).isEmpty)
         }
         #expect(store.dataFileIdentity == before, "the data file should be untouched")
-        #expect(logger.all.contains { $0.contains("Compaction not needed") })
+        #expect(logger.all.contains { $0.contains("Compaction not needed") }, "logged: \(logger.all)")
         #expect(!logger.all.contains { $0.contains("Compacted") })
         // The default never compacts, however much is free.
         try await store.grow(0, prefix: "none", thenDelete: 0.95)
@@ -90,9 +92,16 @@ import Darwin
 
         let app = try HelperProcess(["overwrite", store.directory.path], withInput: true)
         try await app.waitForLine("ready") { $0 == "ready" }
-        try await withStore(compacting) { storage async throws in #expect(try await store.differences(storage).isEmpty)
+        let busyLogger = CapturingLogger()
+        var whileBusy = compacting
+        whileBusy.logger = busyLogger
+        try await withStore(whileBusy) { storage async throws in #expect(try await store.differences(storage).isEmpty)
         }
         #expect(store.dataFileIdentity == before, "compacted while another process had the store open")
+        // The skip is logged, with the free fraction it would have compared.
+        #expect(
+            busyLogger.all.contains { $0.contains("Compaction skipped") && $0.contains("its open lock") },
+            "logged: \(busyLogger.all)")
         #expect(try await app.ask("save other-1 1") == "ok")
         await app.kill()
         store.model["other-1"] = StressRecord.make(id: "other-1", sequence: 1)
