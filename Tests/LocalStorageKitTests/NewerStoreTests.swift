@@ -1,5 +1,6 @@
 import CLMDB
 import Foundation
+import LocalStorageTestSupport
 import Testing
 
 @_spi(Maintenance) @_spi(Testing) @testable import LocalStorageKit
@@ -137,6 +138,49 @@ struct Sheet2: LocalStorageVersioned, LocalStorageIndexed, Equatable {
             #expect(try await verifyProblems(storage) == [])
             let expected = action == "save" ? 5 : action == "delete" ? 4 : 0
             #expect(try await storage.count(Product.self, matching: [.atLeast("price", 0)]) == expected)
+        }
+    }
+
+    /// Type descriptions are read with the payload codec's JSON parser, not `JSONDecoder`: on random
+    /// descriptions (signatures over the whole `UInt64` range, names with quotes, escapes and any plane)
+    /// both read the same value from what `JSONEncoder` wrote.
+    @Test func typeDescriptionsReadAsJSONDecoderReadsThem() throws {
+        var random = SplitMix64(seed: 0x7E1F0)
+        let alphabet: [String] = ["a", "Z", "0", "_", " ", "\"", "\\", "/", "\n", "\u{0}", "é", "名", "🦆", "\u{FEFF}"]
+        func name(_ random: inout SplitMix64) -> String {
+            (0..<Int.random(in: 1...12, using: &random)).map { _ in
+                alphabet[Int.random(in: 0..<alphabet.count, using: &random)]
+            }.joined()
+        }
+        for round in 0..<300 {
+            let slots = (0..<Int.random(in: 0...6, using: &random)).map { number in
+                TypeInfo.Slot(
+                    name: name(&random), kind: Bool.random(using: &random) ? .string : .number,
+                    number: UInt32(number + 1))
+            }
+            let signatures = [UInt64.max, 0, 1 << 63, UInt64(Int64.max)] + (0..<3).map { _ in random.next() }
+            let info = TypeInfo(
+                name: name(&random), number: UInt32.random(in: 1...UInt32.max, using: &random),
+                indexes: slots.map { IndexDeclaration.Entry(name: $0.name, kind: $0.kind) },
+                signature: signatures[round % signatures.count],
+                version: Int.random(in: Int.min...Int.max, using: &random), slots: slots,
+                declarations: (0..<Int.random(in: 0...3, using: &random)).map { _ in
+                    TypeInfo.Declaration(signature: random.next(), slots: slots.map(\.number).shuffled(using: &random))
+                })
+            let json = try JSONEncoder().encode(info)
+            let read = try json.withUnsafeBytes { try TypeRegistry.decode($0, name: info.name) }
+            #expect(read == info)
+            #expect(read == (try JSONDecoder().decode(TypeInfo.self, from: json)))
+        }
+        // What JSONDecoder refuses, so does the store (a newer index kind, a truncated description).
+        let newer = Array(
+            (#"{"name":"T","number":1,"indexes":[{"name":"a","kind":3}],"signature":1,"version":1,"# + #""slots":[],"#
+                + #""declarations":[]}"#).utf8)
+        for bytes in [newer, Array(newer.dropLast()), Array(#"{"name":"T"}"#.utf8)] {
+            #expect(throws: LocalStorageError.self) {
+                try bytes.withUnsafeBytes { try TypeRegistry.decode($0, name: "T") }
+            }
+            #expect(throws: (any Error).self) { try JSONDecoder().decode(TypeInfo.self, from: Data(bytes)) }
         }
     }
 }

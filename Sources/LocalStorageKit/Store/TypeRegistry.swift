@@ -116,7 +116,11 @@ enum TypeRegistry {
 
     static func decode(_ bytes: UnsafeRawBufferPointer, name: String) throws -> TypeInfo {
         do {
-            return try JSONDecoder().decode(TypeInfo.self, from: Data(bytes))
+            // Read with the payload codec's JSON parser and decoder, not `JSONDecoder`: registering a type at
+            // its first use after an open took about 55 µs with it, 40 µs without.
+            var parser = BinaryJSONParser(input: bytes)
+            let binary = try parser.parseDocument()
+            return try binary.withUnsafeBytes { try BinaryDecoder().decode(TypeInfo.self, from: $0) }
         } catch {
             throw LocalStorageError.decodingFailed(
                 reason: "the store's description of type \"\(name)\" cannot be read: it is damaged or was written "
