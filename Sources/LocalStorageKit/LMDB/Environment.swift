@@ -35,6 +35,8 @@ final class Environment: @unchecked Sendable {
     let reserve: Int
     private let durabilityState: Mutex<StorageDurability>
     let gate = ResizeGate()
+    /// Held by each write transaction and by ``readOpeningHandles(_:)`` (see ``HandleOpeningLock``).
+    private let handleOpening = HandleOpeningLock()
     private let readPool = Mutex<[ReadHandle]>([])
     let mapSize: Mutex<Int>
     private let openedForkGeneration = ForkWatch.generation
@@ -310,32 +312,73 @@ final class Environment: @unchecked Sendable {
         if !kept { mdb_txn_abort(txn) }
     }
 
+    /// Runs `body` in a fresh read transaction that is committed when `body` returns a value, so the database
+    /// handles it opened stay valid for every transaction afterwards, and aborted when it returns nil or
+    /// throws. Returns nil without running `body` while another transaction of this process may be opening
+    /// handles (a write transaction is open): the caller then does its work on the writer.
+    ///
+    /// How a type already described in `meta` is registered at its first use without a hop to the writer
+    /// thread.
+    func readOpeningHandles<R>(_ body: (Transaction) throws -> R?) throws -> R? {
+        try checkProcess()
+        return try handleOpening.withLockIfAvailable {
+            try gate.withShared {
+                var raw: OpaquePointer?
+                var code = mdb_txn_begin(handle, nil, UInt32(MDB_RDONLY), &raw)
+                if code == MDB_READERS_FULL {
+                    clearStaleReaders()
+                    code = mdb_txn_begin(handle, nil, UInt32(MDB_RDONLY), &raw)
+                }
+                // A map another process grew is adopted by the next read; the writer registers this time.
+                if code == MDB_MAP_RESIZED { return nil }
+                try check(code, "mdb_txn_begin")
+                guard let txn = raw else { throw LMDBError(code: EINVAL, call: "mdb_txn_begin", caller: #function) }
+                let value: R?
+                do {
+                    value = try body(Transaction(handle: txn, isReadOnly: true))
+                } catch {
+                    mdb_txn_abort(txn)
+                    throw error
+                }
+                guard let value else {
+                    mdb_txn_abort(txn)
+                    return nil
+                }
+                try check(mdb_txn_commit(txn), "mdb_txn_commit")
+                return value
+            }
+        }
+    }
+
     // MARK: - Writes (writer thread only)
 
     /// Runs `body` in a write transaction and commits it; aborts when `body` throws.
     ///
     /// Only the writer thread calls this, so LMDB's write lock is never contended in-process. Without
     /// `reserve` the transaction may not extend the data file past ``maxMapSize`` (or past its last page,
-    /// if a commit already grew it into the reserve).
+    /// if a commit already grew it into the reserve). The transaction holds ``HandleOpeningLock`` from begin
+    /// to end, as it may open new database handles.
     func write<R>(reserve: Bool = false, _ body: (Transaction) throws -> R) throws -> R {
         try checkProcess()
         while true {
             if !reserve { try keepWithinMaxMapSize() }
-            let outcome: TransactionOutcome<R> = try gate.withShared {
-                var raw: OpaquePointer?
-                let code = mdb_txn_begin(handle, nil, 0, &raw)
-                if code == MDB_MAP_RESIZED { return .resized }
-                try check(code, "mdb_txn_begin")
-                guard let txn = raw else { throw LMDBError(code: EINVAL, call: "mdb_txn_begin", caller: #function) }
-                let value: R
-                do {
-                    value = try body(Transaction(handle: txn, isReadOnly: false))
-                } catch {
-                    mdb_txn_abort(txn)
-                    throw error
+            let outcome: TransactionOutcome<R> = try handleOpening.withLock {
+                try gate.withShared {
+                    var raw: OpaquePointer?
+                    let code = mdb_txn_begin(handle, nil, 0, &raw)
+                    if code == MDB_MAP_RESIZED { return .resized }
+                    try check(code, "mdb_txn_begin")
+                    guard let txn = raw else { throw LMDBError(code: EINVAL, call: "mdb_txn_begin", caller: #function) }
+                    let value: R
+                    do {
+                        value = try body(Transaction(handle: txn, isReadOnly: false))
+                    } catch {
+                        mdb_txn_abort(txn)
+                        throw error
+                    }
+                    try check(diskFullOr(mdb_txn_commit(txn)), "mdb_txn_commit")
+                    return .done(value)
                 }
-                try check(diskFullOr(mdb_txn_commit(txn)), "mdb_txn_commit")
-                return .done(value)
             }
             switch outcome {
             case .done(let value): return value

@@ -31,18 +31,13 @@ extension StoreCore {
         if let problem = T.storageLimits?.problem {
             throw LocalStorageError.invalidDeclaration("the storageLimits of \(T.self): \(problem)")
         }
+        if let schema = registeredInPlace(T.self, name: name, declaration: declaration) { return schema }
         let registration = schemas.withLock { state -> Registration in
             if let schema = state.ready[key] { return .ready(schema) }
             if let task = state.pending[key] { return .pending(task) }
             let version = T.storageVersion
             let meta = self.meta
-            if let versioned = T.self as? any LocalStorageVersioned.Type {
-                for problem in MigrationValidator.problems(steps: versioned.migrations, current: version) {
-                    logger?.log(
-                        level: .error, message: "Migration chain of \(name): \(problem)",
-                        metadata: ["type": name])
-                }
-            }
+            logMigrationProblems(T.self, name: name)
             let writer = self.writer
             let task = Task {
                 try await writer.performExclusive { writer in
@@ -73,6 +68,49 @@ extension StoreCore {
                 schemas.withLock { $0.pending[key] = nil }
                 throw error
             }
+        }
+    }
+
+    /// `T`'s schema when `meta` already describes the type with this declaration and version, its databases
+    /// opened in a read transaction on the caller's thread: no write and no hop to the writer thread, the
+    /// common case at the first use of a type after an open. Nil when registering would write to `meta` (a
+    /// new type, index or declaration), when a write transaction is open (it may be opening handles), or when
+    /// anything in this path fails: the writer then registers the type as before, and reports any error.
+    private func registeredInPlace<T: LocalStorable>(
+        _ type: T.Type, name: String, declaration: IndexDeclaration
+    ) -> TypeSchema? {
+        let version = T.storageVersion
+        let meta = self.meta
+        let opened: (TypeSchema, Bool)?
+        do {
+            opened = try environment.readOpeningHandles { txn -> (TypeSchema, Bool)? in
+                guard let info = try TypeRegistry.info(named: name, meta: meta, txn: txn),
+                    TypeRegistry.registering(declaration, in: info) == info
+                else { return nil }
+                let schema = try TypeSchema.open(
+                    info, declaration: declaration, version: version, in: txn, create: false)
+                return (schema, info.version < version)
+            }
+        } catch {
+            return nil
+        }
+        guard let (registered, migrationPending) = opened else { return nil }
+        let schema = limited(registered, T.self)
+        let key = ObjectIdentifier(type)
+        return schemas.withLock { state in
+            if let ready = state.ready[key] { return ready }
+            logMigrationProblems(T.self, name: name)
+            state.ready[key] = schema
+            if migrationPending { state.migrationsPending.insert(schema.name) }
+            return schema
+        }
+    }
+
+    /// Logs what is wrong with `T`'s chain of migrations, once per registration.
+    private func logMigrationProblems<T: LocalStorable>(_ type: T.Type, name: String) {
+        guard let versioned = T.self as? any LocalStorageVersioned.Type else { return }
+        for problem in MigrationValidator.problems(steps: versioned.migrations, current: T.storageVersion) {
+            logger?.log(level: .error, message: "Migration chain of \(name): \(problem)", metadata: ["type": name])
         }
     }
 

@@ -142,14 +142,21 @@ enum TypeRegistry {
         txn: Transaction
     ) throws -> (info: TypeInfo, previous: TypeInfo?) {
         let previous = try info(named: name, meta: meta, txn: txn)
-        var info: TypeInfo
-        if let previous {
-            info = previous
-        } else {
-            info = TypeInfo(
-                name: name, number: try allocateTypeNumber(meta: meta, txn: txn), indexes: [],
-                signature: declaration.signature, version: version, slots: [], declarations: [])
-        }
+        let info = registering(
+            declaration,
+            in: try previous
+                ?? TypeInfo(
+                    name: name, number: try allocateTypeNumber(meta: meta, txn: txn), indexes: [],
+                    signature: declaration.signature, version: version, slots: [], declarations: []))
+        if info != previous { try put(info, meta: meta, txn: txn) }
+        return (info, previous)
+    }
+
+    /// `info` with `declaration` registered: a slot for each (index, kind) pair it has none for, the
+    /// declaration recorded by signature, and kept as the newest one. Equal to `info` when `meta` needs no
+    /// write for this declaration.
+    static func registering(_ declaration: IndexDeclaration, in info: TypeInfo) -> TypeInfo {
+        var info = info
         var numbers: [UInt32] = []
         for entry in declaration.entries {
             if let slot = info.slot(named: entry.name, kind: entry.kind) {
@@ -165,8 +172,7 @@ enum TypeRegistry {
         }
         info.indexes = declaration.entries
         info.signature = declaration.signature
-        if info != previous { try put(info, meta: meta, txn: txn) }
-        return (info, previous)
+        return info
     }
 
     /// Every readable type description, and the names (with the reason) of those that cannot be read.

@@ -1,0 +1,133 @@
+import Foundation
+import LocalStorageTestSupport
+import Testing
+
+@testable import LocalStorageKit
+
+/// Record types that differ only by their storage name, so a test can register several at once.
+protocol CellTag: Sendable { static var name: String { get } }
+enum CellA: CellTag { static let name = "A" }
+enum CellB: CellTag { static let name = "B" }
+enum CellC: CellTag { static let name = "C" }
+enum CellD: CellTag { static let name = "D" }
+enum CellE: CellTag { static let name = "E" }
+enum CellF: CellTag { static let name = "F" }
+enum CellG: CellTag { static let name = "G" }
+enum CellH: CellTag { static let name = "H" }
+
+struct Cell<Tag: CellTag>: LocalStorageIndexed, Equatable {
+    let id: String
+    var group: Int
+    var label: String
+
+    static var storageName: String { "Cell" + Tag.name }
+    static var storageIndexes: [StorageIndex<Self>] {
+        [StorageIndex("group", \.group), StorageIndex("label", \.label)]
+    }
+}
+
+/// The same stored type as ``Cell<CellA>`` with one index fewer: a declaration `meta` does not hold as its
+/// newest, so its first use writes `meta`.
+struct NarrowCellA: LocalStorageIndexed, Equatable {
+    let id: String
+    var group: Int
+    var label: String
+
+    static var storageName: String { "CellA" }
+    static var storageIndexes: [StorageIndex<Self>] { [StorageIndex("group", \.group)] }
+}
+
+/// A type that `meta` already describes with the same declaration is registered at its first use after an
+/// open in a read transaction on the caller's thread, with no commit; anything else still goes through the
+/// writer. Both kinds of registration may run at once with writes.
+@Suite struct RegistrationInPlaceTests {
+    private static func cells<Tag: CellTag>(_ tag: Tag.Type, count: Int, round: Int) -> [Cell<Tag>] {
+        (0..<count).map { Cell<Tag>(id: "\(Tag.name)-\($0)", group: ($0 + round) % 5, label: "r\(round)-\($0)") }
+    }
+
+    @Test func aTypeMetaDescribesOpensWithoutACommitAndAnythingElseCommits() async throws {
+        let directory = temporaryDirectory()
+        try await withStore(diskConfiguration(directory)) { storage async throws in
+            try await storage.save(contentsOf: Self.cells(CellA.self, count: 20, round: 0))
+        }
+        try await withStore(diskConfiguration(directory)) { storage async throws in
+            let commits = storage.core.writer.commitCount
+            #expect(try await storage.fetch(Cell<CellA>.self, id: "A-3") == Cell(id: "A-3", group: 3, label: "r0-3"))
+            #expect(try await storage.count(Cell<CellA>.self, matching: [.equals("group", 2)]) == 4)
+            #expect(
+                try await storage.fetch(Cell<CellA>.self, matching: [.equals("label", "r0-7")]).map(\.id) == ["A-7"])
+            #expect(storage.core.writer.commitCount == commits, "a described type registered with a commit")
+            // A new type is described in `meta` by the writer.
+            #expect(try await storage.fetch(Cell<CellB>.self, id: "B-1") == nil)
+            #expect(storage.core.writer.commitCount == commits + 1)
+        }
+        try await withStore(diskConfiguration(directory)) { storage async throws in
+            // Another declaration of the stored type becomes the newest: a write, and its index works.
+            let commits = storage.core.writer.commitCount
+            #expect(try await storage.count(NarrowCellA.self, matching: [.equals("group", 2)]) == 4)
+            #expect(storage.core.writer.commitCount > commits)
+        }
+        try await withStore(diskConfiguration(directory)) { storage async throws in
+            // Back to the wider declaration: `meta` holds the narrow one as its newest, so this commits too.
+            let commits = storage.core.writer.commitCount
+            #expect(try await storage.count(Cell<CellA>.self, matching: [.equals("label", "r0-9")]) == 1)
+            #expect(storage.core.writer.commitCount > commits)
+        }
+    }
+
+    /// Four described types registered in place while four new ones are registered by the writer and every
+    /// type is written, in several rounds; each type's records and index counts then match a model.
+    @Test func registrationsInPlaceAndOnTheWriterRunTogether() async throws {
+        for round in 0..<6 {
+            let directory = temporaryDirectory()
+            try await withStore(diskConfiguration(directory)) { storage async throws in
+                try await storage.save(contentsOf: Self.cells(CellA.self, count: 30, round: round))
+                try await storage.save(contentsOf: Self.cells(CellB.self, count: 30, round: round))
+                try await storage.save(contentsOf: Self.cells(CellC.self, count: 30, round: round))
+                try await storage.save(contentsOf: Self.cells(CellD.self, count: 30, round: round))
+            }
+            try await withStore(diskConfiguration(directory)) { storage async throws in
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    func exercise<Tag: CellTag>(_ tag: Tag.Type, described: Bool) {
+                        group.addTask {
+                            if described {
+                                _ = try await storage.count(Cell<Tag>.self, matching: [.equals("group", 1)])
+                            }
+                            try await storage.save(contentsOf: Self.cells(Tag.self, count: 40, round: round + 1))
+                        }
+                    }
+                    exercise(CellE.self, described: false)
+                    exercise(CellA.self, described: true)
+                    exercise(CellF.self, described: false)
+                    exercise(CellB.self, described: true)
+                    exercise(CellG.self, described: false)
+                    exercise(CellC.self, described: true)
+                    exercise(CellH.self, described: false)
+                    exercise(CellD.self, described: true)
+                    try await group.waitForAll()
+                }
+                try await Self.expectModel(CellA.self, storage, round: round + 1)
+                try await Self.expectModel(CellB.self, storage, round: round + 1)
+                try await Self.expectModel(CellC.self, storage, round: round + 1)
+                try await Self.expectModel(CellD.self, storage, round: round + 1)
+                try await Self.expectModel(CellE.self, storage, round: round + 1)
+                try await Self.expectModel(CellF.self, storage, round: round + 1)
+                try await Self.expectModel(CellG.self, storage, round: round + 1)
+                try await Self.expectModel(CellH.self, storage, round: round + 1)
+            }
+        }
+    }
+
+    private static func expectModel<Tag: CellTag>(_ tag: Tag.Type, _ storage: LocalStorage, round: Int) async throws {
+        let model = cells(Tag.self, count: 40, round: round)
+        #expect(try await storage.count(Cell<Tag>.self) == 40, "\(Tag.name)")
+        for group in 0..<5 {
+            let expected = Set(model.filter { $0.group == group }.map(\.id))
+            let found = try await storage.fetch(Cell<Tag>.self, matching: [.equals("group", group)])
+            #expect(Set(found.map(\.id)) == expected, "\(Tag.name) group \(group)")
+            #expect(try await storage.count(Cell<Tag>.self, matching: [.equals("group", group)]) == expected.count)
+        }
+        let sample = model[round % model.count]
+        #expect(try await storage.fetch(Cell<Tag>.self, matching: [.equals("label", sample.label)]) == [sample])
+    }
+}
