@@ -27,6 +27,33 @@ import Testing
         worker.stop()  // A second stop does nothing.
     }
 
+    /// The thread is made at the first job: a worker that never gets one has none, and its stop runs `atEnd`
+    /// on the stopping thread; jobs after the start run on the worker's one thread, in order.
+    @Test func theThreadIsMadeAtTheFirstJob() {
+        let here = pthread_self()
+        let idle = SerialWorker<Int>(name: "test.idle")
+        let idleEnd = Mutex<[pthread_t]>([])
+        idle.start(
+            take: { queue in [queue.removeFirst()] }, run: { _ in },
+            atEnd: { idleEnd.withLock { $0.append(pthread_self()) } })
+        idle.stop()
+        #expect(idleEnd.withLock { $0 } == [here])
+
+        let worker = SerialWorker<Int>(name: "test.worker")
+        let ran = Mutex<[(job: Int, thread: pthread_t)]>([])
+        let end = Mutex<[pthread_t]>([])
+        worker.start(
+            take: { queue in [queue.removeFirst()] },
+            run: { batch in ran.withLock { $0 += batch.map { ($0, pthread_self()) } } },
+            atEnd: { end.withLock { $0.append(pthread_self()) } })
+        for job in 0..<3 { #expect(worker.submit(job)) }
+        worker.stop()
+        let threads = Set(ran.withLock { $0.map(\.thread) } + end.withLock { $0 })
+        #expect(ran.withLock { $0.map(\.job) } == [0, 1, 2])
+        #expect(threads.count == 1)
+        #expect(!threads.contains(here))
+    }
+
     @Test func aStopFromTheThreadItselfHandsBackWhatIsQueued() async {
         let worker = SerialWorker<Int>(name: "test.worker")
         let ran = Mutex<[Int]>([])

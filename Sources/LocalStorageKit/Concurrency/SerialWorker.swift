@@ -16,6 +16,8 @@ final class SerialWorker<Job>: @unchecked Sendable {
     private var queue: [Job] = []
     private var stopping = false
     private var thread: Thread?
+    /// The body of a thread not made yet: ``start(take:run:leftOver:atEnd:)`` makes it at the first job.
+    private var deferredBody: (@Sendable () -> Void)?
     private let finished = DispatchSemaphore(value: 0)
     private let name: String
 
@@ -25,14 +27,18 @@ final class SerialWorker<Job>: @unchecked Sendable {
         self.name = name
     }
 
-    /// Starts the thread that runs queued jobs: `take` picks the next ones from the queue (never empty) under
+    /// Prepares the thread that runs queued jobs: `take` picks the next ones from the queue (never empty) under
     /// the lock, `run` runs them outside it. When the worker stops, the jobs still queued run first, or, when
     /// `leftOver` is given, it gets them instead; `atEnd` runs last on the thread.
+    ///
+    /// The thread is made when the first job is queued (at once if jobs are queued already): a store opened only to be read never makes its
+    /// writer's thread (making one and ending it took about a tenth of opening a store and reading a record).
+    /// A worker stopped before any job runs `atEnd` on the thread that stops it.
     func start(
         take: @escaping @Sendable (inout [Job]) -> [Job], run: @escaping @Sendable ([Job]) -> Void,
         leftOver: (@Sendable ([Job]) -> Void)? = nil, atEnd: (@Sendable () -> Void)? = nil
     ) {
-        start { [self] in
+        let body: @Sendable () -> Void = { [self] in
             while true {
                 condition.lock()
                 while queue.isEmpty && !stopping { condition.wait() }
@@ -49,30 +55,48 @@ final class SerialWorker<Job>: @unchecked Sendable {
             }
             atEnd?()
         }
+        condition.lock()
+        // Jobs queued before the start get the thread now; otherwise the first `submit` makes it.
+        let thread = queue.isEmpty ? nil : makeThread(body)
+        if thread == nil { deferredBody = body }
+        condition.unlock()
+        thread?.start()
     }
 
     /// Starts the thread with `body`, for an owner that takes no jobs and loops on its own until
     /// ``isStopping``.
     func start(_ body: @escaping @Sendable () -> Void) {
+        condition.lock()
+        let thread = makeThread(body)
+        condition.unlock()
+        thread.start()
+    }
+
+    /// A thread that runs `body`, recorded as the worker's; called under the lock, started by the caller.
+    private func makeThread(_ body: @escaping @Sendable () -> Void) -> Thread {
         let finished = self.finished
         let thread = Thread {
             body()
             finished.signal()
         }
         thread.name = name
-        condition.lock()
         self.thread = thread
-        condition.unlock()
-        thread.start()
+        return thread
     }
 
     /// Queues `job` and wakes the thread; false when the worker is stopping (the caller fails the job).
     func submit(_ job: Job) -> Bool {
         condition.lock()
-        defer { condition.unlock() }
-        guard !stopping else { return false }
+        guard !stopping else {
+            condition.unlock()
+            return false
+        }
         queue.append(job)
+        let deferred = deferredBody.map(makeThread)
+        deferredBody = nil
         condition.broadcast()
+        condition.unlock()
+        deferred?.start()
         return true
     }
 
@@ -93,8 +117,12 @@ final class SerialWorker<Job>: @unchecked Sendable {
         stopping = true
         let mustWait = thread.map { $0 != Thread.current } ?? false
         thread = nil
+        let neverStarted = deferredBody
+        deferredBody = nil
         condition.broadcast()
         condition.unlock()
+        // No job ever came: the body finds the worker stopping with nothing queued, runs `atEnd` and returns.
+        neverStarted?()
         if mustWait { finished.wait() }
     }
 

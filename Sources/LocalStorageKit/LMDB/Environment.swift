@@ -315,7 +315,8 @@ final class Environment: @unchecked Sendable {
     /// Runs `body` in a fresh read transaction that is committed when `body` returns a value, so the database
     /// handles it opened stay valid for every transaction afterwards, and aborted when it returns nil or
     /// throws. Returns nil without running `body` while another transaction of this process may be opening
-    /// handles (a write transaction is open): the caller then does its work on the writer.
+    /// handles (a write transaction, or another call of this method, is under way): the caller then does its
+    /// work on the writer.
     ///
     /// How a type already described in `meta` is registered at its first use without a hop to the writer
     /// thread.

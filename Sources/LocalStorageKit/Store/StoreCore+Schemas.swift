@@ -58,12 +58,14 @@ extension StoreCore {
             do {
                 let (registered, migrationPending) = try await task.value
                 let schema = limited(registered, T.self)
-                schemas.withLock { state in
-                    state.ready[key] = schema
+                return schemas.withLock { state in
                     state.pending[key] = nil
+                    // Registered in place meanwhile (``registeredInPlace``): every caller keeps that one.
+                    if let ready = state.ready[key] { return ready }
+                    state.ready[key] = schema
                     if migrationPending { state.migrationsPending.insert(schema.name) }
+                    return schema
                 }
-                return schema
             } catch {
                 schemas.withLock { $0.pending[key] = nil }
                 throw error
@@ -74,8 +76,9 @@ extension StoreCore {
     /// `T`'s schema when `meta` already describes the type with this declaration and version, its databases
     /// opened in a read transaction on the caller's thread: no write and no hop to the writer thread, the
     /// common case at the first use of a type after an open. Nil when registering would write to `meta` (a
-    /// new type, index or declaration), when a write transaction is open (it may be opening handles), or when
-    /// anything in this path fails: the writer then registers the type as before, and reports any error.
+    /// new type, index or declaration), when a write transaction or another registration in place is under way
+    /// (either may be opening handles), or when anything in this path fails: the writer then registers the
+    /// type as before, and reports any error.
     private func registeredInPlace<T: LocalStorable>(
         _ type: T.Type, name: String, declaration: IndexDeclaration
     ) -> TypeSchema? {
