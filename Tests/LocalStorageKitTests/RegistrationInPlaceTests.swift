@@ -1,5 +1,6 @@
 import Foundation
 import LocalStorageTestSupport
+import Synchronization
 import Testing
 
 @testable import LocalStorageKit
@@ -115,6 +116,42 @@ struct NarrowCellA: LocalStorageIndexed, Equatable {
                 try await Self.expectModel(CellG.self, storage, round: round + 1)
                 try await Self.expectModel(CellH.self, storage, round: round + 1)
             }
+        }
+    }
+
+    /// A read transaction that began before another thread opened a type's databases cannot use their handles
+    /// (LMDB answers `EINVAL`): it starts again on a new snapshot and reads the type.
+    @Test func aSnapshotOlderThanATypesRegistrationStartsAgain() async throws {
+        let directory = temporaryDirectory()
+        try await withStore(diskConfiguration(directory)) { storage async throws in
+            try await storage.save(contentsOf: Self.cells(CellA.self, count: 5, round: 0))
+            try await storage.save(contentsOf: Self.cells(CellB.self, count: 5, round: 0))
+        }
+        try await withStore(diskConfiguration(directory)) { storage async throws in
+            let attempts = Mutex(0)
+            let found = try await storage.read { tx -> Cell<CellB>? in
+                let first = attempts.withLock { count in
+                    count += 1
+                    return count == 1
+                }
+                if first {
+                    // Another thread registers the type while this snapshot is open.
+                    let registered = DispatchSemaphore(value: 0)
+                    let core = storage.core
+                    let thread = Thread {
+                        _ = core.registeredInPlace(
+                            Cell<CellB>.self, name: Cell<CellB>.storageName,
+                            declaration: IndexDeclaration.of(Cell<CellB>.self))
+                        registered.signal()
+                    }
+                    thread.start()
+                    registered.wait()
+                    #expect(core.cachedSchema(for: Cell<CellB>.self) != nil)
+                }
+                return try tx.fetch(Cell<CellB>.self, id: "B-2")
+            }
+            #expect(found == Cell(id: "B-2", group: 2, label: "r0-2"))
+            #expect(attempts.withLock { $0 } == 2)
         }
     }
 

@@ -55,9 +55,11 @@ extension LocalStorage {
             while true {
                 let now = core.clock.wallNanoseconds()
                 var outcome: Result<R, any Error>?
+                // Noted before the snapshot begins: the types registered by then are the ones it can read.
+                let schemaGeneration = core.schemaGeneration
                 let transaction = try core.environment.read { txn in
                     let transaction = StorageReadTransaction(
-                        storage: self, txn: txn, now: now,
+                        storage: self, txn: txn, now: now, schemaGeneration: schemaGeneration,
                         mayPrepare: attempt < 3)
                     defer { transaction.close() }
                     do {

@@ -23,8 +23,12 @@ public class StorageReadTransaction {
     /// The schemas this transaction resolved.
     private var schemas: [ObjectIdentifier: TypeSchema] = [:]
 
-    init(storage: LocalStorage, txn: Transaction, now: Int64, mayPrepare: Bool = true) {
+    /// ``StoreCore/schemaGeneration`` noted before the transaction began: the schemas it may use.
+    let schemaGeneration: Int
+
+    init(storage: LocalStorage, txn: Transaction, now: Int64, schemaGeneration: Int, mayPrepare: Bool = true) {
         self.storage = storage
+        self.schemaGeneration = schemaGeneration
         self.txn = txn
         self.now = now
         self.mayPrepare = mayPrepare
@@ -35,10 +39,10 @@ public class StorageReadTransaction {
 
     // MARK: - What reads and writes differ in
 
-    /// `T`'s schema: the one this process registered, or a preparation step (a read transaction cannot
-    /// register a type).
+    /// `T`'s schema: the one this process registered before the transaction began, or a preparation step (a
+    /// read transaction cannot register a type, nor use the handles of one registered since it began).
     func resolveSchema<T: LocalStorable>(_ type: T.Type) throws -> TypeSchema {
-        guard let schema = storage.core.cachedSchema(for: T.self) else {
+        guard let schema = storage.core.cachedSchema(for: T.self, readyBy: schemaGeneration) else {
             let storage = self.storage
             return try prepare { _ = try await storage.core.schema(for: T.self) }
         }

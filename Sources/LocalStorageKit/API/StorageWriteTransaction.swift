@@ -20,7 +20,9 @@ public final class StorageWriteTransaction: StorageReadTransaction {
 
     init(storage: LocalStorage, context: CommitQueue.Context) {
         self.context = context
-        super.init(storage: storage, txn: context.txn, now: context.now)
+        // Every schema ready now was opened before this transaction began: a registration in place cannot run
+        // while a write transaction is open (``HandleOpeningLock``), and the writer's own run one after another.
+        super.init(storage: storage, txn: context.txn, now: context.now, schemaGeneration: .max)
     }
 
     override func resolveSchema<T: LocalStorable>(_ type: T.Type) throws -> TypeSchema {

@@ -5,6 +5,22 @@ struct SchemaCache: Sendable {
     var ready: [ObjectIdentifier: TypeSchema] = [:]
     var pending: [ObjectIdentifier: Task<(TypeSchema, Bool), Error>] = [:]
     var migrationsPending: Set<String> = []
+    /// Counts the schemas made ready; `readyAt` holds the count at which each was.
+    private(set) var generation = 0
+    private var readyAt: [ObjectIdentifier: Int] = [:]
+
+    /// Makes `schema` the ready one of the type `key`.
+    mutating func install(_ schema: TypeSchema, for key: ObjectIdentifier) {
+        generation += 1
+        ready[key] = schema
+        readyAt[key] = generation
+    }
+
+    /// The ready schema of `key`, if it was ready when ``generation`` was `generation`.
+    func schema(for key: ObjectIdentifier, readyBy generation: Int) -> TypeSchema? {
+        guard let readyAt = readyAt[key], readyAt <= generation else { return nil }
+        return ready[key]
+    }
 }
 
 extension StoreCore {
@@ -62,7 +78,7 @@ extension StoreCore {
                     state.pending[key] = nil
                     // Registered in place meanwhile (``registeredInPlace``): every caller keeps that one.
                     if let ready = state.ready[key] { return ready }
-                    state.ready[key] = schema
+                    state.install(schema, for: key)
                     if migrationPending { state.migrationsPending.insert(schema.name) }
                     return schema
                 }
@@ -79,7 +95,7 @@ extension StoreCore {
     /// new type, index or declaration), when a write transaction or another registration in place is under way
     /// (either may be opening handles), or when anything in this path fails: the writer then registers the
     /// type as before, and reports any error.
-    private func registeredInPlace<T: LocalStorable>(
+    func registeredInPlace<T: LocalStorable>(
         _ type: T.Type, name: String, declaration: IndexDeclaration
     ) -> TypeSchema? {
         let version = T.storageVersion
@@ -103,7 +119,7 @@ extension StoreCore {
         return schemas.withLock { state in
             if let ready = state.ready[key] { return ready }
             logMigrationProblems(T.self, name: name)
-            state.ready[key] = schema
+            state.install(schema, for: key)
             if migrationPending { state.migrationsPending.insert(schema.name) }
             return schema
         }
@@ -120,6 +136,17 @@ extension StoreCore {
     /// `T`'s open databases if this process has registered it, else nil.
     func cachedSchema<T: LocalStorable>(for type: T.Type) -> TypeSchema? {
         schemas.withLock { $0.ready[ObjectIdentifier(type)] }
+    }
+
+    /// How many schemas this process has made ready so far: a transaction that notes it before it begins
+    /// can use exactly the schemas ready by then (``cachedSchema(for:readyBy:)``).
+    var schemaGeneration: Int { schemas.withLock { $0.generation } }
+
+    /// `T`'s open databases if they were ready at `generation` (``schemaGeneration``), else nil. A read
+    /// transaction that began before a type's databases were opened does not know their handles (LMDB
+    /// answers `EINVAL`): it must start again.
+    func cachedSchema<T: LocalStorable>(for type: T.Type, readyBy generation: Int) -> TypeSchema? {
+        schemas.withLock { $0.schema(for: ObjectIdentifier(type), readyBy: generation) }
     }
 
     /// `T`'s schema inside a write transaction: the cached one, or registered in `context`'s own
@@ -141,7 +168,7 @@ extension StoreCore {
         context.onCommit { [weak self] in
             self?.schemas.withLock { state in
                 guard state.ready[key] == nil else { return }
-                state.ready[key] = schema
+                state.install(schema, for: key)
                 if migrationPending { state.migrationsPending.insert(schema.name) }
             }
         }
