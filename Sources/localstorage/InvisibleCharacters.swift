@@ -16,9 +16,10 @@ enum InvisibleCharacters {
         text.unicodeScalars.contains(where: contains)
     }
 
-    /// `text` with each of them, except the line breaks and tabs in `keeping`, written as a JSON escape
-    /// (`\u202e`; a surrogate pair above U+FFFF), which reads the same inside a JSON string.
-    static func escaped(_ text: String, keeping: Set<Unicode.Scalar> = ["\n", "\t"]) -> String {
+    /// `text` with each of them, except the line breaks in `keeping`, written as a JSON escape (`\u202e`; a
+    /// surrogate pair above U+FFFF), which reads the same inside a JSON string. A tab is escaped too: no
+    /// output of the tool holds one of its own, so a raw one could only come from stored text.
+    static func escaped(_ text: String, keeping: Set<Unicode.Scalar> = ["\n"]) -> String {
         guard text.unicodeScalars.contains(where: { contains($0) && !keeping.contains($0) }) else { return text }
         var out = String.UnicodeScalarView()
         for scalar in text.unicodeScalars {

@@ -7,7 +7,7 @@ struct Output: Sendable {
     let isJSON: Bool
 
     /// Writes a line to standard output, with control and invisible format characters other than line
-    /// breaks and tabs escaped (``InvisibleCharacters``), so that stored text cannot spoof the output.
+    /// breaks escaped (``InvisibleCharacters``), so that stored text cannot spoof the output.
     func line(_ text: String = "") {
         FileHandle.standardOutput.write(Data((InvisibleCharacters.escaped(text) + "\n").utf8))
     }

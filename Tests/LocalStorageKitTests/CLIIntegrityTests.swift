@@ -240,6 +240,38 @@ import Glibc
         #expect(try await store.run(["get", "--help"]).stdout.contains("--escaped"))
     }
 
+    /// A type name holding a tab and `0x00` is shown as a quoted JSON string (never the raw tab), and named
+    /// that way on the command line.
+    @Test func typeNamesWithControlCharactersAreShownEscapedAndCanBeNamed() async throws {
+        let store = try await IntegrityStore { storage in
+            try await storage.save(contentsOf: [
+                OddlyNamedNote(id: "n1", text: "odd"), OddlyNamedNote(id: "n2", text: "two"),
+            ])
+        }
+        let quoted = #""tab\tnul\u0000end""#
+        let types = try await store.run(["types"])
+        #expect(types.status == 0, "\(types.stderr)")
+        #expect(types.stdout.contains(quoted + "  version"), "\(types.stdout)")
+        #expect(!types.stdout.contains("\t"), "\(types.stdout)")
+        let stats = try await store.run(["stats"])
+        #expect(stats.stdout.contains(quoted + ": 2 records"), "\(stats.stdout)")
+        #expect(!stats.stdout.contains("\t"), "\(stats.stdout)")
+        let list = try await store.run(["list", quoted, "--json"])
+        #expect(list.status == 0, "\(list.stderr)")
+        #expect(
+            try JSONDecoder().decode(RecordListing.self, from: Data(list.stdout.utf8)).records.map(\.id) == [
+                "n1", "n2",
+            ])
+        #expect(try await store.run(["get", quoted, "n1"]).stdout.contains("\"text\": \"odd\""))
+        let delete = try await store.run(["delete", quoted, "n2"])
+        #expect(delete.stdout == "Deleted \(quoted) \"n2\".\n", "\(delete.stdout)")
+        #expect(try await store.storage.fetch(OddlyNamedNote.self, id: "n2") == nil)
+        // A quoted name the store does not have fails as any unknown type does, its tab escaped.
+        let unknown = try await store.run(["list", #""no\tsuch""#])
+        #expect(unknown.status == 1)
+        #expect(!unknown.stderr.contains("\t"), "\(unknown.stderr)")
+    }
+
     // MARK: - Order
 
     @Test func orderListsRecordsWithoutAValueFirstAscendingAndLastDescending() async throws {
@@ -363,4 +395,11 @@ private func setPermissions(_ directory: URL, file: Int, folder: Int) throws {
         }
     }
     for url in folders { try manager.setAttributes([.posixPermissions: folder], ofItemAtPath: url.path) }
+}
+
+/// A record type whose storage name holds a tab and a `0x00`.
+struct OddlyNamedNote: LocalStorable, Equatable {
+    let id: String
+    var text: String
+    static var storageName: String { "tab\tnul\u{0}end" }
 }

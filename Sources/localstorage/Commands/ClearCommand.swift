@@ -5,7 +5,11 @@ enum ClearCommand: Command {
     static let name = "clear"
     static let synopsis = "clear TYPE --yes"
     static let summary = "Deletes every record of a type (asks for --yes)."
-    static let details = "  --yes   confirms; without it nothing is deleted"
+    static let details = """
+          --yes   confirms; without it nothing is deleted
+
+        \(TypeArgument.help)
+        """
     static let spec = ArgumentSpec(flags: ["yes"], positionals: 1...1)
 
     static func validate(_ arguments: ParsedArguments) throws(UsageError) {
@@ -15,11 +19,11 @@ enum ClearCommand: Command {
     }
 
     static func run(_ arguments: ParsedArguments, store: StoreMaintenance, output: Output) async throws -> Int32 {
-        let type = arguments.positionals[0]
+        let type = TypeArgument.name(arguments.positionals[0], in: store)
         let count = try await store.clear(type)
         try output.result(
             DeletionReport(type: type, id: nil, deleted: count),
-            text: "Deleted \(count) records of \(type).")
+            text: "Deleted \(count) records of \(TypeArgument.displayed(type)).")
         return 0
     }
 }

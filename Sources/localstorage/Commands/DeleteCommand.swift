@@ -9,6 +9,7 @@ enum DeleteCommand: Command {
         Fails (status 1) when the record does not exist.
 
         \(IdentifierArgument.help)
+        \(TypeArgument.help)
         """
     static let spec = ArgumentSpec(flags: ["escaped"], positionals: 2...2)
 
@@ -17,12 +18,12 @@ enum DeleteCommand: Command {
     }
 
     static func run(_ arguments: ParsedArguments, store: StoreMaintenance, output: Output) async throws -> Int32 {
-        let (type, id) = (arguments.positionals[0], try IdentifierArgument.id(arguments))
+        let (type, id) = (TypeArgument.name(arguments.positionals[0], in: store), try IdentifierArgument.id(arguments))
         try await store.delete(type, id: id)
         let shown = IdentifierArgument.displayed(id)
         try output.result(
             DeletionReport(type: type, id: id, deleted: 1),
-            text: "Deleted \(type) " + (shown == id ? "\"\(id)\"" : shown) + ".")
+            text: "Deleted \(TypeArgument.displayed(type)) " + (shown == id ? "\"\(id)\"" : shown) + ".")
         return 0
     }
 }

@@ -37,7 +37,8 @@ enum ExportCommand: Command {
         }
         let progress = ProgressDisplay()
         let report = try store.export(
-            types: arguments.positionals, to: { try handle.write(contentsOf: $0) },
+            types: arguments.positionals.map { TypeArgument.name($0, in: store) },
+            to: { try handle.write(contentsOf: $0) },
             progress: progress.handler)
         progress.finish()
         if toFile != nil { try handle.close() }

@@ -13,6 +13,7 @@ enum GetCommand: Command {
         hold, show as the strings "NaN", "Infinity" and "-Infinity".
 
         \(IdentifierArgument.help)
+        \(TypeArgument.help)
         """
     static let spec = ArgumentSpec(flags: ["escaped"], positionals: 2...2)
 
@@ -21,7 +22,8 @@ enum GetCommand: Command {
     }
 
     static func run(_ arguments: ParsedArguments, store: StoreMaintenance, output: Output) async throws -> Int32 {
-        let detail = try store.record(arguments.positionals[0], id: try IdentifierArgument.id(arguments))
+        let detail = try store.record(
+            TypeArgument.name(arguments.positionals[0], in: store), id: try IdentifierArgument.id(arguments))
         output.line(
             JSONText.prettyPrinted(
                 output.isJSON

@@ -7,7 +7,8 @@ enum ListCommand: Command {
     static let summary = "Ids of a type's records with their metadata, using the store's indexes."
     static let details = """
         Arguments:
-          TYPE                 the type's storage name (see `localstorage types`)
+          TYPE                 the type's storage name (see `localstorage types`); one holding
+                               control characters as types shows it, a quoted JSON string
           --limit N            at most N records (default: all)
           --offset N           skip the first N records
           --where INDEX=VALUE  only records whose INDEX equals VALUE; repeat to AND conditions.
@@ -46,7 +47,8 @@ enum ListCommand: Command {
     }
 
     static func run(_ arguments: ParsedArguments, store: StoreMaintenance, output: Output) async throws -> Int32 {
-        let listing = try store.list(arguments.positionals[0], query: try query(arguments))
+        let listing = try store.list(
+            TypeArgument.name(arguments.positionals[0], in: store), query: try query(arguments))
         if output.isJSON {
             try output.json(listing)
             return 0

@@ -10,7 +10,8 @@ enum PurgeExpiredCommand: Command {
 
     static func run(_ arguments: ParsedArguments, store: StoreMaintenance, output: Output) async throws -> Int32 {
         let progress = ProgressDisplay()
-        let purged = try await store.purgeExpired(arguments.positionals.first, progress: progress.handler)
+        let purged = try await store.purgeExpired(
+            arguments.positionals.first.map { TypeArgument.name($0, in: store) }, progress: progress.handler)
         progress.finish()
         let total = purged.values.reduce(0, +)
         let counts = purged.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }

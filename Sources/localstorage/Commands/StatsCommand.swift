@@ -57,7 +57,7 @@ enum StatsCommand: Command {
         for type in stats.types {
             output.line()
             output.line(
-                "\(type.name): \(type.records) records, \(Output.bytes(type.bytes))"
+                "\(TypeArgument.displayed(type.name)): \(type.records) records, \(Output.bytes(type.bytes))"
                     + " (payloads \(Output.bytes(type.payloadBytes))), \(type.expired) expired, \(type.pages) pages")
             if type.damaged > 0 {
                 output.line(

@@ -11,7 +11,8 @@ enum TypesCommand: Command {
     static func run(_ arguments: ParsedArguments, store: StoreMaintenance, output: Output) async throws -> Int32 {
         let types = store.types()
         for name in store.unreadableTypeNames {
-            output.message("localstorage: warning: the description of type \"\(name)\" cannot be read")
+            output.message(
+                "localstorage: warning: the description of type \(TypeArgument.displayed(name)) cannot be read")
         }
         if output.isJSON {
             try output.json(types)
@@ -19,7 +20,9 @@ enum TypesCommand: Command {
         }
         if types.isEmpty { output.line("(no types)") }
         for type in types {
-            output.line("\(type.name)  version \(type.version)  signature \(String(type.signature, radix: 16))")
+            output.line(
+                "\(TypeArgument.displayed(type.name))  version \(type.version)  signature \(String(type.signature, radix: 16))"
+            )
             for index in type.indexes {
                 output.line("  \(index.name)  \(index.kind)")
             }
