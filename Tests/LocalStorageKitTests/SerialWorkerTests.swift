@@ -54,6 +54,26 @@ import Testing
         #expect(!threads.contains(here))
     }
 
+    /// The system shows a worker's thread under a short name that fits Linux's 15 bytes.
+    @Test func theSystemNameOfAThreadFitsLinuxsLimit() {
+        #expect(SerialWorker<Int>.systemName("LocalStorageKit.writer") == "lsk.writer")
+        #expect(SerialWorker<Int>.systemName("LocalStorageKit.resp.subscriber-for-a-long-name") == "lsk.subscriber-")
+        #expect(SerialWorker<Int>.systemName("é.ééééééééé").utf8.count <= 15)
+        #if os(Linux)
+        let worker = SerialWorker<Int>(name: "LocalStorageKit.writer")
+        let seen = Mutex<String?>(nil)
+        worker.start(
+            take: { queue in [queue.removeFirst()] },
+            run: { _ in
+                let comm = try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)
+                seen.withLock { $0 = comm?.trimmingCharacters(in: .newlines) }
+            })
+        _ = worker.submit(1)
+        worker.stop()
+        #expect(seen.withLock { $0 } == "lsk.writer")
+        #endif
+    }
+
     @Test func aStopFromTheThreadItselfHandsBackWhatIsQueued() async {
         let worker = SerialWorker<Int>(name: "test.worker")
         let ran = Mutex<[Int]>([])

@@ -1,6 +1,10 @@
 import Dispatch
 import Foundation
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// One thread that runs its owner's work in order: the writer (group commits), the shared tier's command
 /// connection (pipelines) and its subscriber each run on one.
 ///
@@ -75,13 +79,38 @@ final class SerialWorker<Job>: @unchecked Sendable {
     /// A thread that runs `body`, recorded as the worker's; called under the lock, started by the caller.
     private func makeThread(_ body: @escaping @Sendable () -> Void) -> Thread {
         let finished = self.finished
+        let systemName = SerialWorker.systemName(name)
         let thread = Thread {
+            SerialWorker.nameCurrentThread(systemName)
             body()
             finished.signal()
         }
         thread.name = name
         self.thread = thread
         return thread
+    }
+
+    /// The name the system shows for a worker's thread (debuggers, `top -H`, `perf`): Linux keeps at most 15
+    /// bytes, so `LocalStorageKit.writer` is shown as `lsk.writer` (the part after the last dot).
+    static func systemName(_ name: String) -> String {
+        let last = name.split(separator: ".").last.map(String.init) ?? name
+        var shown = ""
+        for character in "lsk." + last where shown.utf8.count + String(character).utf8.count <= 15 {
+            shown.append(character)
+        }
+        return shown
+    }
+
+    /// Gives the calling thread `name` where the system shows it (`Thread.name` does not reach it on Linux):
+    /// written to `/proc/thread-self/comm`, as `pthread_setname_np` does. Best effort: a thread without its name
+    /// works the same.
+    private static func nameCurrentThread(_ name: String) {
+        #if os(Linux)
+        let descriptor = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return }
+        defer { close(descriptor) }
+        _ = Array(name.utf8).withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+        #endif
     }
 
     /// Queues `job` and wakes the thread; false when the worker is stopping (the caller fails the job).
