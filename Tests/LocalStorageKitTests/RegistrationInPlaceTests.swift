@@ -155,6 +155,40 @@ struct NarrowCellA: LocalStorageIndexed, Equatable {
         }
     }
 
+    /// A type's databases are checked at the type's first use, not when the store opens: a damaged root page
+    /// of one type's records leaves the store open and the other type readable, and that type's reads throw
+    /// `decodingFailed` naming it (never a crash), however often they are tried.
+    @Test func aDamagedRootPageFailsItsTypeAloneAtItsFirstUse() async throws {
+        let directory = temporaryDirectory()
+        let root = try await withStore(diskConfiguration(directory)) { storage async throws -> UInt64 in
+            try await storage.save(contentsOf: Self.cells(CellA.self, count: 30, round: 0))
+            try await storage.save(contentsOf: Self.cells(CellB.self, count: 30, round: 0))
+            return try storage.core.environment.read { txn -> UInt64 in
+                let info = try #require(try TypeRegistry.info(named: "CellB", meta: storage.core.meta, txn: txn))
+                let record = try #require(try txn.get(Database(handle: 1), key: Array("r.\(info.number)".utf8)))
+                return DatabaseRecord(Array(record), at: 0).root
+            }
+        }
+        let data = storeFilesDirectory(directory).appendingPathComponent("data.mdb")
+        var bytes = try Data(contentsOf: data)
+        let flags = Int(root) * Int(sysconf(Int32(_SC_PAGESIZE))) + 10
+        bytes[flags] = 0  // Neither a leaf nor a branch page.
+        bytes[flags + 1] = 0
+        try bytes.write(to: data)
+        try await withStore(diskConfiguration(directory)) { storage async throws in
+            #expect(try await storage.fetch(Cell<CellA>.self, id: "A-1") == Cell(id: "A-1", group: 1, label: "r0-1"))
+            for _ in 0..<2 {
+                do {
+                    _ = try await storage.fetch(Cell<CellB>.self, id: "B-1")
+                    Issue.record("a read of the damaged type gave no error")
+                } catch LocalStorageError.decodingFailed(let reason) {
+                    #expect(reason.contains("CellB") && reason.contains("root page"), "\(reason)")
+                }
+            }
+            #expect(try await storage.count(Cell<CellA>.self, matching: [.equals("group", 1)]) == 6)
+        }
+    }
+
     private static func expectModel<Tag: CellTag>(_ tag: Tag.Type, _ storage: LocalStorage, round: Int) async throws {
         let model = cells(Tag.self, count: 40, round: round)
         #expect(try await storage.count(Cell<Tag>.self) == 40, "\(Tag.name)")

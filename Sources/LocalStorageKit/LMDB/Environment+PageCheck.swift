@@ -1,4 +1,5 @@
 import CLMDB
+import Synchronization
 
 extension Environment {
     /// Checks, before LMDB reads any tree, what every read and write of the store needs: the meta page of
@@ -21,7 +22,60 @@ extension Environment {
         }
         var walk = DataFileWalk(pages: pages, meta: meta)
         walk.shallow = true
+        // The roots of the types' databases are checked at each type's first use (`checkTypeRoots`): a store
+        // of many types would otherwise read several pages per type at every open.
+        walk.checksRootOf = { !isTypeDatabase($0) }
         walk.run()
         if let first = walk.problems.first { throw DamagedDataFile(problem: "\(first)") }
     }
+
+    /// Whether `name` is one of a type's databases (`r.N`, `u.N`, `e.N`, `s.N`, `i.N.S`; see ``TypeSchema``).
+    static func isTypeDatabase(_ name: String) -> Bool {
+        let bytes = Array(name.utf8.prefix(3))
+        return bytes.count == 3 && "ruesi".utf8.contains(bytes[0]) && bytes[1] == UInt8(ascii: ".")
+            && (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[2])
+    }
+
+    /// Checks the root pages of type `number`'s databases `names` in `txn`'s snapshot, once per type and
+    /// environment (what opening the store leaves to the first use of each type): the records of the databases
+    /// come from the main database, which the open checked, and each root page is read with `pread`.
+    ///
+    /// - Throws: ``DamagedDataFile`` naming the first problem.
+    static func checkTypeRoots(number: UInt32, names: [String], in txn: Transaction) throws {
+        let raw = mdb_txn_env(txn.handle)
+        let memo = mdb_env_get_userctx(raw).map { Unmanaged<TypeRootChecks>.fromOpaque($0).takeUnretainedValue() }
+        if memo?.isChecked(number) == true { return }
+        var descriptor: Int32 = -1
+        guard mdb_env_get_fd(raw, &descriptor) == MDB_SUCCESS, descriptor >= 0 else { return }
+        var records: [(name: String, record: DatabaseRecord)] = []
+        for name in names {
+            // The main database (handle 1) holds each named database's record; a database this transaction
+            // created is not in it yet, and has no page to check.
+            guard let value = try txn.get(Database(handle: 1), key: Array(name.utf8)),
+                value.count == DatabaseRecord.size
+            else { continue }
+            records.append((name, DatabaseRecord(Array(value), at: 0)))
+        }
+        var pages = DataFilePages(descriptor: descriptor)
+        // A write transaction's id is the next commit's: its snapshot is the commit before.
+        let snapshot = UInt64(mdb_txn_id(txn.handle)) - (txn.isReadOnly ? 0 : 1)
+        let (meta, problems) = DataFileWalk.newestMeta(&pages, transactionID: snapshot)
+        guard let meta else {
+            throw DamagedDataFile(problem: problems.first.map(String.init(describing:)) ?? "no usable meta page")
+        }
+        var walk = DataFileWalk(pages: pages, meta: meta)
+        walk.checkRoots(records)
+        if let first = walk.problems.first { throw DamagedDataFile(problem: "\(first)") }
+        memo?.markChecked(number)
+    }
+}
+
+/// The types whose databases' root pages an environment has checked (``Environment/checkTypeRoots(number:names:in:)``),
+/// kept as the LMDB environment's user context so that any transaction can reach it.
+final class TypeRootChecks: Sendable {
+    private let checked = Mutex<Set<UInt32>>([])
+
+    func isChecked(_ number: UInt32) -> Bool { checked.withLock { $0.contains(number) } }
+
+    func markChecked(_ number: UInt32) { _ = checked.withLock { $0.insert(number) } }
 }

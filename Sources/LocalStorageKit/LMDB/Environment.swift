@@ -116,6 +116,8 @@ final class Environment: @unchecked Sendable {
         var info = MDB_envinfo()
         mdb_env_info(raw, &info)
         self.mapSize = Mutex(info.me_mapsize)
+        // Released in `close()`, before the environment.
+        mdb_env_set_userctx(raw, Unmanaged.passRetained(TypeRootChecks()).toOpaque())
     }
 
     /// Creates and opens an LMDB environment; closes it again on any failure.
@@ -213,6 +215,10 @@ final class Environment: @unchecked Sendable {
             defer { pool = [] }
             return pool
         }) { mdb_txn_abort(txn.handle) }
+        if let checks = mdb_env_get_userctx(handle) {
+            mdb_env_set_userctx(handle, nil)
+            Unmanaged<TypeRootChecks>.fromOpaque(checks).release()
+        }
         mdb_env_close(handle)
         closeLockFile(heldLockFile)
         openLock.release()

@@ -147,10 +147,19 @@ struct TypeSchema: Sendable {
             }
             indexes.append(index)
         }
+        let records = try open("r.\(n)", sortedDuplicates: false)
+        let (updated, expiry, signatures) = (try open("u.\(n)"), try open("e.\(n)"), try open("s.\(n)"))
+        do {
+            try Environment.checkTypeRoots(
+                number: n, names: ["r.\(n)", "u.\(n)", "e.\(n)", "s.\(n)"] + info.slots.map { "i.\(n).\($0.number)" },
+                in: txn)
+        } catch let damage as DamagedDataFile {
+            throw LocalStorageError.decodingFailed(reason: "the databases of type \(info.name) are damaged: \(damage)")
+        }
         return TypeSchema(
-            name: info.name, number: n, records: try open("r.\(n)", sortedDuplicates: false),
-            updated: try open("u.\(n)"), expiry: try open("e.\(n)"),
-            signatures: try open("s.\(n)"),
+            name: info.name, number: n, records: records,
+            updated: updated, expiry: expiry,
+            signatures: signatures,
             counts: try txn.openDatabase(CountTree.databaseName, sortedDuplicates: false, create: false),
             indexes: indexes, allIndexes: all,
             knownSignatures: Set(info.declarations.map(\.signature)), declaration: declaration,
