@@ -28,7 +28,8 @@ struct DataFileWalk {
     /// root page is checked (what opening a store checks).
     var shallow = false
     /// Which named databases a shallow walk checks the root page of (all, unless set): opening a store
-    /// leaves its types' databases to the first use of each type (``Environment/checkTypeRoots(_:in:)``).
+    /// leaves its types' databases to the first use of each type
+    /// (``Environment/checkTypeRoots(number:names:in:)``).
     var checksRootOf: (String) -> Bool = { _ in true }
     /// When set, only the databases it chooses are walked past their root page, and the sub-trees of their
     /// sorted duplicates are counted from their records instead of walked: what ``pageTotals`` needs, at the
@@ -360,12 +361,12 @@ struct DataFileWalk {
         return UInt64(nodes.count)
     }
 
-    /// The root page of a database: inside the file, used once, naming itself, of the kind its depth needs.
     /// Checks the root page of each of `databases`, as a shallow walk checks those the main database names.
     mutating func checkRoots(_ databases: [(name: String, record: DatabaseRecord)]) {
         for (name, record) in databases { checkRoot(name, record) }
     }
 
+    /// The root page of a database: inside the file, used once, naming itself, of the kind its depth needs.
     private mutating func checkRoot(_ name: String, _ record: DatabaseRecord) {
         guard record.root != DataFilePages.invalidPage else { return }
         guard claim(record.root, count: 1, in: name), let page = pages.page(record.root) else { return }

@@ -106,6 +106,13 @@ extension Environment {
             let reason = "another process (pid \(pid)) has the store open (its reader table)"
             return (first.handle, first.recreated, .skipped(freeFraction: space.fraction, reason: reason), -1)
         }
+        // The copy walks every tree inside LMDB: the roots the open left to each type's first use are checked
+        // first, and a damaged one leaves the store as it is, uncompacted.
+        do {
+            try Environment.checkPages(first.handle, typeRoots: true)
+        } catch {
+            return (first.handle, first.recreated, .failed(freeFraction: space.fraction, reason: "\(error)"), -1)
+        }
         mdb_env_close(first.handle)
         let result = DataFileCompactor.compact(
             directory: directory, freeFraction: space.fraction, mapSize: mapSize, step: request.step)

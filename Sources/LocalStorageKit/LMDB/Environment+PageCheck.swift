@@ -8,7 +8,10 @@ extension Environment {
     /// databases, plus one page per named database.
     ///
     /// - Throws: ``DamagedDataFile`` naming the first problem.
-    static func checkPages(_ raw: OpaquePointer) throws {
+    ///
+    /// With `typeRoots`, the root pages of the types' databases too, which an open leaves to each type's first
+    /// use (``checkTypeRoots(number:names:in:)``): what a compaction needs before LMDB copies every tree.
+    static func checkPages(_ raw: OpaquePointer, typeRoots: Bool = false) throws {
         var descriptor: Int32 = -1
         guard mdb_env_get_fd(raw, &descriptor) == MDB_SUCCESS, descriptor >= 0 else { return }
         // A read transaction pins the snapshot: its pages are not reused while the walk reads them.
@@ -24,7 +27,7 @@ extension Environment {
         walk.shallow = true
         // The roots of the types' databases are checked at each type's first use (`checkTypeRoots`): a store
         // of many types would otherwise read several pages per type at every open.
-        walk.checksRootOf = { !isTypeDatabase($0) }
+        walk.checksRootOf = { typeRoots || !isTypeDatabase($0) }
         walk.run()
         if let first = walk.problems.first { throw DamagedDataFile(problem: "\(first)") }
     }
@@ -49,17 +52,20 @@ extension Environment {
         guard mdb_env_get_fd(raw, &descriptor) == MDB_SUCCESS, descriptor >= 0 else { return }
         var records: [(name: String, record: DatabaseRecord)] = []
         for name in names {
-            // The main database (handle 1) holds each named database's record; a database this transaction
-            // created is not in it yet, and has no page to check.
+            // The main database (handle 1) holds each named database's record as of the last commit; one this
+            // transaction created holds no root page yet, which the check skips.
             guard let value = try txn.get(Database(handle: 1), key: Array(name.utf8)),
                 value.count == DatabaseRecord.size
             else { continue }
             records.append((name, DatabaseRecord(Array(value), at: 0)))
         }
         var pages = DataFilePages(descriptor: descriptor)
-        // A write transaction's id is the next commit's: its snapshot is the commit before.
+        // A write transaction's id is the next commit's: its snapshot is the commit before. A read transaction's
+        // meta page may have been overwritten by two commits since it began: the newest then bounds the file
+        // (which never shrinks), and the reader keeps its snapshot's pages from being reused.
         let snapshot = UInt64(mdb_txn_id(txn.handle)) - (txn.isReadOnly ? 0 : 1)
-        let (meta, problems) = DataFileWalk.newestMeta(&pages, transactionID: snapshot)
+        let (exact, problems) = DataFileWalk.newestMeta(&pages, transactionID: snapshot)
+        let meta = exact ?? DataFileWalk.newestMeta(&pages).0
         guard let meta else {
             throw DamagedDataFile(problem: problems.first.map(String.init(describing:)) ?? "no usable meta page")
         }

@@ -45,13 +45,4 @@ enum LoadingThroughTheCacheSnippets {
         return (some, gone)
     }
 
-    @Suite struct LoadingThroughTheCacheArticle {
-        @Test func loadsOnceThenServesTheRecord() async throws {
-            let storage = try LocalStorage(configuration: .inMemory)
-            let (product, fresh) = try await LoadingThroughTheCacheSnippets.load(storage, catalog: Catalog())
-            #expect(product?.title == "Loaded sku_108")
-            #expect(fresh?.id == product?.id)
-            #expect(try await storage.count(Product.self) == 1)
-        }
-    }
 }

@@ -105,7 +105,7 @@ import Testing
     }
 
     @Test func aSaveEndsARememberedNil() async throws {
-        let storage = try LocalStorage(configuration: .inMemory)
+        let storage = try store(VirtualClock())  // No timeout a loaded machine could reach.
         let policy = LoadPolicy(absentFor: .seconds(300))
         #expect(try await storage.fetch(Product.self, id: "sku_4", policy: policy) { _ in nil } == nil)
         try await storage.save(Product.sample(4))
@@ -115,7 +115,7 @@ import Testing
     }
 
     @Test func withoutAbsentForANilIsNotRemembered() async throws {
-        let storage = try LocalStorage(configuration: .inMemory)
+        let storage = try store(VirtualClock())  // No timeout a loaded machine could reach.
         let gate = LoadGate(open: true)
         for _ in 0..<3 {
             #expect(

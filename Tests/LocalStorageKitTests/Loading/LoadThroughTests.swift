@@ -40,7 +40,7 @@ import Testing
     }
 
     @Test func aFreshRecordIsReturnedWithoutLoading() async throws {
-        let storage = try LocalStorage(configuration: .inMemory)
+        let storage = try store()
         try await storage.save(Product.sample(1))
         let gate = LoadGate(open: true)
         let found = try await storage.repository(Product.self).fetch(id: "sku_1") { _ in
@@ -152,7 +152,7 @@ import Testing
     }
 
     @Test func aLoadedRecordWithAnotherIDIsRefused() async throws {
-        let storage = try LocalStorage(configuration: .inMemory)
+        let storage = try store()
         await #expect(throws: LocalStorageError.self) {
             _ = try await storage.fetch(Product.self, id: "sku_1") { _ in Product.sample(2) }
         }
@@ -162,7 +162,7 @@ import Testing
     }
 
     @Test func typedIDsReachTheLoader() async throws {
-        let storage = try LocalStorage(configuration: .inMemory)
+        let storage = try store()
         let ticket = try await storage.fetch(Ticket.self, id: 42) { id in Ticket(id: id, title: "#\(id)") }
         #expect(ticket == Ticket(id: 42, title: "#42"))
         #expect(try await storage.fetch(Ticket.self, id: 42) == ticket)
