@@ -42,6 +42,35 @@ import Darwin
         #expect(store.dataFileIdentity == grown)
     }
 
+    /// The open leaves a type's root pages to the type's first use, but a compaction copies every tree inside
+    /// LMDB: it checks every root first, and a damaged one leaves the store as it was, open and uncompacted.
+    @Test func aDamagedRootPageOfATypeLeavesTheStoreUncompacted() async throws {
+        var store = ShrinkingStore(seed: 0xDA4A6E)
+        try await store.grow(3000, prefix: "a", thenDelete: 0.9)
+        let root = try await withStore(store.configuration()) { storage async throws -> UInt64 in
+            try storage.core.environment.read { txn -> UInt64 in
+                let info = try #require(try TypeRegistry.info(named: "StressRecord", meta: storage.core.meta, txn: txn))
+                let record = try #require(try txn.get(Database(handle: 1), key: Array("r.\(info.number)".utf8)))
+                return DatabaseRecord(Array(record), at: 0).root
+            }
+        }
+        var bytes = try Data(contentsOf: store.dataFile)
+        let flags = Int(root) * Int(sysconf(Int32(_SC_PAGESIZE))) + 10
+        bytes[flags] = 0  // Neither a leaf nor a branch page.
+        bytes[flags + 1] = 0
+        try bytes.write(to: store.dataFile)
+        let before = store.dataFileIdentity
+        let logger = CapturingLogger()
+        try await withStore(store.configuration(compaction: .onOpen(whenFreeFractionExceeds: 0.5), logger: logger)) {
+            storage async throws -> Void in
+            await #expect(throws: LocalStorageError.self) { try await storage.count(StressRecord.self) }
+        }
+        #expect(store.dataFileIdentity == before, "the damaged file should have been left as it was")
+        #expect(
+            logger.all.contains { $0.contains("Compaction failed") && $0.contains("root page") },
+            "logged: \(logger.all)")
+    }
+
     @Test func theCompactedFileKeepsTheStoresMode() async throws {
         var store = ShrinkingStore(seed: 7)
         var configuration = store.configuration()
