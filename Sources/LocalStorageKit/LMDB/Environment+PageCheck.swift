@@ -44,14 +44,14 @@ extension Environment {
     /// come from the main database, which the open checked, and each root page is read with `pread`.
     ///
     /// - Throws: ``DamagedDataFile`` naming the first problem.
-    static func checkTypeRoots(number: UInt32, names: [String], in txn: Transaction) throws {
+    static func checkTypeRoots(number: UInt32, names: @autoclosure () -> [String], in txn: Transaction) throws {
         let raw = mdb_txn_env(txn.handle)
         let memo = mdb_env_get_userctx(raw).map { Unmanaged<TypeRootChecks>.fromOpaque($0).takeUnretainedValue() }
         if memo?.isChecked(number) == true { return }
         var descriptor: Int32 = -1
         guard mdb_env_get_fd(raw, &descriptor) == MDB_SUCCESS, descriptor >= 0 else { return }
         var records: [(name: String, record: DatabaseRecord)] = []
-        for name in names {
+        for name in names() {
             // The main database (handle 1) holds each named database's record as of the last commit; one this
             // transaction created holds no root page yet, which the check skips.
             guard let value = try txn.get(Database(handle: 1), key: Array(name.utf8)),

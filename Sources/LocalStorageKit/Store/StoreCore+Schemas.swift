@@ -9,11 +9,16 @@ struct SchemaCache: Sendable {
     private(set) var generation = 0
     private var readyAt: [ObjectIdentifier: Int] = [:]
 
-    /// Makes `schema` the ready one of the type `key`.
-    mutating func install(_ schema: TypeSchema, for key: ObjectIdentifier) {
+    /// Makes `schema` the ready one of the type `key`, unless another registration made one first; returns the
+    /// ready one, which every caller keeps.
+    @discardableResult
+    mutating func install(_ schema: TypeSchema, for key: ObjectIdentifier, migrationPending: Bool) -> TypeSchema {
+        if let ready = ready[key] { return ready }
         generation += 1
         ready[key] = schema
         readyAt[key] = generation
+        if migrationPending { migrationsPending.insert(schema.name) }
+        return schema
     }
 
     /// The ready schema of `key`, if it was ready when ``generation`` was `generation`.
@@ -76,11 +81,8 @@ extension StoreCore {
                 let schema = limited(registered, T.self)
                 return schemas.withLock { state in
                     state.pending[key] = nil
-                    // Registered in place meanwhile (``registeredInPlace``): every caller keeps that one.
-                    if let ready = state.ready[key] { return ready }
-                    state.install(schema, for: key)
-                    if migrationPending { state.migrationsPending.insert(schema.name) }
-                    return schema
+                    // A registration in place meanwhile (``registeredInPlace``) keeps its schema.
+                    return state.install(schema, for: key, migrationPending: migrationPending)
                 }
             } catch {
                 schemas.withLock { $0.pending[key] = nil }
@@ -117,11 +119,8 @@ extension StoreCore {
         let schema = limited(registered, T.self)
         let key = ObjectIdentifier(type)
         return schemas.withLock { state in
-            if let ready = state.ready[key] { return ready }
-            logMigrationProblems(T.self, name: name)
-            state.install(schema, for: key)
-            if migrationPending { state.migrationsPending.insert(schema.name) }
-            return schema
+            if state.ready[key] == nil { logMigrationProblems(T.self, name: name) }
+            return state.install(schema, for: key, migrationPending: migrationPending)
         }
     }
 
@@ -166,11 +165,7 @@ extension StoreCore {
             txn: context.txn)
         let schema = limited(registered, T.self)
         context.onCommit { [weak self] in
-            self?.schemas.withLock { state in
-                guard state.ready[key] == nil else { return }
-                state.install(schema, for: key)
-                if migrationPending { state.migrationsPending.insert(schema.name) }
-            }
+            _ = self?.schemas.withLock { state in state.install(schema, for: key, migrationPending: migrationPending) }
         }
         return schema
     }
