@@ -3,7 +3,7 @@ import LocalStorageTestSupport
 import Synchronization
 import Testing
 
-@testable import LocalStorageKit
+@_spi(Testing) @testable import LocalStorageKit
 
 /// Record types that differ only by their storage name, so a test can register several at once.
 protocol CellTag: Sendable { static var name: String { get } }
@@ -169,12 +169,7 @@ struct NarrowCellA: LocalStorageIndexed, Equatable {
                 return DatabaseRecord(Array(record), at: 0).root
             }
         }
-        let data = storeFilesDirectory(directory).appendingPathComponent("data.mdb")
-        var bytes = try Data(contentsOf: data)
-        let flags = Int(root) * Int(sysconf(Int32(_SC_PAGESIZE))) + 10
-        bytes[flags] = 0  // Neither a leaf nor a branch page.
-        bytes[flags + 1] = 0
-        try bytes.write(to: data)
+        try Self.damagePage(root, in: directory)
         try await withStore(diskConfiguration(directory)) { storage async throws in
             #expect(try await storage.fetch(Cell<CellA>.self, id: "A-1") == Cell(id: "A-1", group: 1, label: "r0-1"))
             for _ in 0..<2 {
@@ -187,6 +182,59 @@ struct NarrowCellA: LocalStorageIndexed, Equatable {
             }
             #expect(try await storage.count(Cell<CellA>.self, matching: [.equals("group", 1)]) == 6)
         }
+    }
+
+    /// Work over every type leaves a damaged type out instead of failing with it: saves under a store limit
+    /// keep the limit over the other type, the expiry sweep purges it, statistics count it, and the damage is
+    /// logged once. (Before, each of them failed with `decodingFailed` naming the damaged type.)
+    @Test func aDamagedTypeIsLeftOutOfWorkOverEveryType() async throws {
+        let directory = temporaryDirectory()
+        let root = try await withStore(diskConfiguration(directory)) { storage async throws -> UInt64 in
+            try await storage.save(contentsOf: Self.cells(CellB.self, count: 30, round: 0))
+            return try storage.core.environment.read { txn -> UInt64 in
+                let info = try #require(try TypeRegistry.info(named: "CellB", meta: storage.core.meta, txn: txn))
+                let slot = try #require(info.slots.first).number  // the "group" index's database
+                let record = try #require(try txn.get(Database(handle: 1), key: Array("i.\(info.number).\(slot)".utf8)))
+                return DatabaseRecord(Array(record), at: 0).root
+            }
+        }
+        try Self.damagePage(root, in: directory)
+        let clock = VirtualClock()
+        let logger = RecordingLogger()
+        var configuration = diskConfiguration(directory)
+        configuration.clock = clock
+        configuration.logger = logger
+        configuration.limits = StorageLimits(maxRecords: 20)
+        configuration.evictionPolicy = .leastRecentlyUsed  // the 20 newest stay
+        try await withStore(configuration) { storage async throws in
+            // 50 saves of A, one commit each: the store's limit of 20 holds over A's records alone.
+            let cells = Self.cells(CellA.self, count: 50, round: 1)
+            for (offset, cell) in cells.enumerated() {
+                try await storage.save(cell, expiration: offset % 2 == 0 ? .seconds(60) : .never)
+                #expect(try await storage.count(Cell<CellA>.self) == min(offset + 1, 20))
+            }
+            let kept = try await storage.fetch(Cell<CellA>.self)
+            #expect(Set(kept.map(\.id)) == Set(cells.suffix(20).map(\.id)))
+            let statistics = try await storage.statistics()
+            #expect(statistics.records == 20)
+            #expect(statistics.types["CellA"]?.records == 20)
+            clock.advance(by: .seconds(61))
+            #expect(try await storage.purgeExpired() == 10)
+            #expect(try await storage.count(Cell<CellA>.self) == 10)
+            await #expect(throws: LocalStorageError.self) { try await storage.fetch(Cell<CellB>.self, id: "B-1") }
+        }
+        let reports = logger.messages(at: .error).filter { $0.contains("damaged") }
+        #expect(reports.count == 1, "\(logger.messages(at: .error))")
+    }
+
+    /// Overwrites the page type of page `page` of the store in `directory` (neither a leaf nor a branch page).
+    private static func damagePage(_ page: UInt64, in directory: URL) throws {
+        let data = storeFilesDirectory(directory).appendingPathComponent("data.mdb")
+        var bytes = try Data(contentsOf: data)
+        let flags = Int(page) * Int(sysconf(Int32(_SC_PAGESIZE))) + 10
+        bytes[flags] = 0
+        bytes[flags + 1] = 0
+        try bytes.write(to: data)
     }
 
     private static func expectModel<Tag: CellTag>(_ tag: Tag.Type, _ storage: LocalStorage, round: Int) async throws {

@@ -11,16 +11,19 @@ final class Evictor {
     let book: LimitBook
     let notes: AccessNotes
     let evictions: EvictionTally
+    /// Where a damaged type left out of a store limit's scope is reported.
+    let logger: (any StorageLogger)?
     private var schemas: [UInt32: TypeSchema] = [:]
     /// The `next.type` value the schema cache was filled at.
     private var schemasMarker: [UInt8]?
     /// The schemas of the transaction under way.
     private var contextSchemas: (context: CommitQueue.Context, schemas: [UInt32: TypeSchema])?
 
-    init(book: LimitBook, notes: AccessNotes, evictions: EvictionTally) {
+    init(book: LimitBook, notes: AccessNotes, evictions: EvictionTally, logger: (any StorageLogger)?) {
         self.book = book
         self.notes = notes
         self.evictions = evictions
+        self.logger = logger
     }
 
     /// Folds pending recency and evicts what the limits call for.
@@ -288,8 +291,9 @@ final class Evictor {
         var opened = schemas
         if marker != schemasMarker || schemas.isEmpty {
             opened = [:]
-            for info in try TypeRegistry.all(meta: meta, txn: txn).infos {
-                opened[info.number] = try TypeSchema.open(info, in: txn)
+            let infos = try TypeRegistry.all(meta: meta, txn: txn).infos
+            for schema in try TypeSchema.openUndamaged(infos, in: txn, logger: logger) {
+                opened[schema.number] = schema
             }
             context.onCommit { [weak self] in
                 self?.schemas = opened

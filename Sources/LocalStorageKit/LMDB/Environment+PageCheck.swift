@@ -74,14 +74,25 @@ extension Environment {
         if let first = walk.problems.first { throw DamagedDataFile(problem: "\(first)") }
         memo?.markChecked(number)
     }
+
+    /// Notes that type `number`'s databases failed their check in `txn`'s environment; true the first time,
+    /// so that work over every type logs each damaged type once.
+    static func noteDamagedType(_ number: UInt32, in txn: Transaction) -> Bool {
+        guard let memo = mdb_env_get_userctx(mdb_txn_env(txn.handle)) else { return true }
+        return Unmanaged<TypeRootChecks>.fromOpaque(memo).takeUnretainedValue().markDamaged(number)
+    }
 }
 
 /// The types whose databases' root pages an environment has checked (``Environment/checkTypeRoots(number:names:in:)``),
 /// kept as the LMDB environment's user context so that any transaction can reach it.
 final class TypeRootChecks: Sendable {
     private let checked = Mutex<Set<UInt32>>([])
+    private let damaged = Mutex<Set<UInt32>>([])
 
     func isChecked(_ number: UInt32) -> Bool { checked.withLock { $0.contains(number) } }
 
     func markChecked(_ number: UInt32) { _ = checked.withLock { $0.insert(number) } }
+
+    /// Notes a type whose check failed; true the first time.
+    func markDamaged(_ number: UInt32) -> Bool { damaged.withLock { $0.insert(number).inserted } }
 }

@@ -13,8 +13,9 @@ extension RecordWriter {
     static func purgeExpiredBatch(meta: Database, writer: CommitQueue, limit: Int) throws -> Int {
         try writer.transact { context in
             var purged = 0
-            for info in try TypeRegistry.all(meta: meta, txn: context.txn).infos where purged < limit {
-                let schema = try TypeSchema.open(info, in: context.txn)
+            let infos = try TypeRegistry.all(meta: meta, txn: context.txn).infos
+            for schema in try TypeSchema.openUndamaged(infos, in: context.txn, logger: writer.logger)
+            where purged < limit {
                 purged += try RecordWriter.purgeExpired(
                     schema: schema, now: context.now, limit: limit - purged,
                     context: context)

@@ -7,12 +7,13 @@ struct StoreTotals: Equatable {
     var records = 0
     var payloadBytes = 0
 
-    /// The totals of every type `txn` sees (zero for a store with no types yet).
-    static func of(_ txn: Transaction) throws -> StoreTotals {
+    /// The totals of every type `txn` sees (zero for a store with no types yet); a damaged type, which no
+    /// commit can change, is left out (``TypeSchema/openUndamaged(_:in:logger:)``).
+    static func of(_ txn: Transaction, logger: (any StorageLogger)?) throws -> StoreTotals {
         var totals = StoreTotals()
         guard let meta = try txn.openDatabase(TypeRegistry.metaName, create: false) else { return totals }
-        for info in try TypeRegistry.all(meta: meta, txn: txn).infos {
-            let schema = try TypeSchema.open(info, in: txn)
+        let infos = try TypeRegistry.all(meta: meta, txn: txn).infos
+        for schema in try TypeSchema.openUndamaged(infos, in: txn, logger: logger) {
             totals.records += try txn.entryCount(schema.records)
             totals.payloadBytes += try CountTree.payloadBytes(schema: schema, txn: txn) ?? 0
         }

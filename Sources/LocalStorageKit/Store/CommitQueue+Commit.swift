@@ -130,9 +130,9 @@ extension CommitQueue {
                 for (body, _) in requests {
                     let child = context.nested(try txn.beginNested())
                     do {
-                        let before = reserve ? try StoreTotals.of(child.txn) : nil
+                        let before = reserve ? try StoreTotals.of(child.txn, logger: logger) : nil
                         try body(child)
-                        if let before, before.grew(to: try StoreTotals.of(child.txn)) {
+                        if let before, before.grew(to: try StoreTotals.of(child.txn, logger: logger)) {
                             child.txn.abortNested()
                             results.append(.failed(LocalStorageError.storageFull))
                             continue

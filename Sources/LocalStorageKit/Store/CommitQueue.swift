@@ -134,9 +134,9 @@ final class CommitQueue: @unchecked Sendable {
         defer { writeEpoch.add(1, ordering: .sequentiallyConsistent) }
         let value = try environment.write(reserve: reserve) { txn in
             guard reserve else { return try body(txn) }
-            let before = try StoreTotals.of(txn)
+            let before = try StoreTotals.of(txn, logger: logger)
             let value = try body(txn)
-            if before.grew(to: try StoreTotals.of(txn)) { throw ReserveRefused() }
+            if before.grew(to: try StoreTotals.of(txn, logger: logger)) { throw ReserveRefused() }
             return value
         }
         commits.add(1, ordering: .sequentiallyConsistent)

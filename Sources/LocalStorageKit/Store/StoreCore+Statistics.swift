@@ -1,6 +1,6 @@
 extension StoreCore {
     /// The open databases of every type the store describes, by type number (descriptions that cannot be
-    /// read are left out).
+    /// read, and types whose databases are damaged, are left out).
     ///
     /// Types this process has not opened yet (written by another process or an earlier run) are opened
     /// once through the writer, in a transaction that commits: LMDB closes the handles a read transaction
@@ -12,11 +12,9 @@ extension StoreCore {
         if infos.allSatisfy({ known[$0.number] != nil }) { return known }
         let opened = try await writer.performExclusive { writer in
             try writer.transact { context -> [UInt32: TypeSchema] in
-                var opened: [UInt32: TypeSchema] = [:]
-                for info in try TypeRegistry.all(meta: meta, txn: context.txn).infos {
-                    opened[info.number] = try TypeSchema.open(info, in: context.txn)
-                }
-                return opened
+                let infos = try TypeRegistry.all(meta: meta, txn: context.txn).infos
+                let schemas = try TypeSchema.openUndamaged(infos, in: context.txn, logger: self.logger)
+                return Dictionary(uniqueKeysWithValues: schemas.map { ($0.number, $0) })
             }
         }
         return statisticsSchemas.withLock { schemas in

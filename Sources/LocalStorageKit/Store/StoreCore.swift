@@ -91,7 +91,7 @@ final class StoreCore: Sendable {
         self.hub = hub
         let limits = LimitBook(store: configuration.limits, policy: configuration.evictionPolicy)
         self.limits = limits
-        let evictor = Evictor(book: limits, notes: accessNotes, evictions: evictions)
+        let evictor = Evictor(book: limits, notes: accessNotes, evictions: evictions, logger: configuration.logger)
         let writer = CommitQueue(
             environment: environment, hub: hub, logger: configuration.logger, changeLog: changeLog,
             evictor: evictor, clock: configuration.clock)

@@ -150,9 +150,7 @@ struct TypeSchema: Sendable {
         let records = try open("r.\(n)", sortedDuplicates: false)
         let (updated, expiry, signatures) = (try open("u.\(n)"), try open("e.\(n)"), try open("s.\(n)"))
         do {
-            try Environment.checkTypeRoots(
-                number: n, names: ["r.\(n)", "u.\(n)", "e.\(n)", "s.\(n)"] + info.slots.map { "i.\(n).\($0.number)" },
-                in: txn)
+            try Environment.checkTypeRoots(number: n, names: databaseNames(of: info), in: txn)
         } catch let damage as DamagedDataFile {
             throw LocalStorageError.decodingFailed(reason: "the databases of type \(info.name) are damaged: \(damage)")
         }
@@ -172,6 +170,38 @@ struct TypeSchema: Sendable {
         try open(
             info, declaration: IndexDeclaration(entries: info.indexes), version: info.version, in: txn,
             create: !txn.isReadOnly)
+    }
+
+    /// The names of the databases of the type `info` describes.
+    static func databaseNames(of info: TypeInfo) -> [String] {
+        let n = info.number
+        return ["r.\(n)", "u.\(n)", "e.\(n)", "s.\(n)"] + info.slots.map { "i.\(n).\($0.number)" }
+    }
+
+    /// The open databases of each type of `infos`, leaving out a type whose databases are damaged (a root page
+    /// fails its check): work over every type (eviction under a store limit, the expiry sweep, the totals a
+    /// commit on the map's reserve compares, statistics) goes on for the others. Each damaged type is logged
+    /// once per environment; its own reads and writes still fail with `decodingFailed` naming it.
+    static func openUndamaged(
+        _ infos: [TypeInfo], in txn: Transaction, logger: (any StorageLogger)?
+    ) throws -> [TypeSchema] {
+        var schemas: [TypeSchema] = []
+        schemas.reserveCapacity(infos.count)
+        for info in infos {
+            do {
+                try Environment.checkTypeRoots(number: info.number, names: databaseNames(of: info), in: txn)
+            } catch let damage as DamagedDataFile {
+                if Environment.noteDamagedType(info.number, in: txn) {
+                    logger?.log(
+                        level: .error,
+                        message: "The databases of a type are damaged: work over every type leaves it out",
+                        metadata: ["type": info.name, "problem": damage.problem])
+                }
+                continue
+            }
+            schemas.append(try open(info, in: txn))
+        }
+        return schemas
     }
 
     // MARK: - Entries of records indexed with other declarations
