@@ -47,8 +47,15 @@ struct ThreadNotingRecord: LocalStorageIndexed {
                 pageSize: 2
             ).items.count == 2)
         #expect(try await storage.read { tx in try tx.fetch(ThreadNotingRecord.self, id: "r2") }?.rank == 2)
+        // A load-through fetch that finds the record live, and a multi-get, are reads too.
+        let loaded = try await storage.fetch(ThreadNotingRecord.self, id: "r0", expiration: .never) { _ in nil }
+        #expect(loaded?.rank == 0)
+        let policy = LoadPolicy(refreshAfter: .seconds(3_600))
+        let repository = storage.repository(ThreadNotingRecord.self)
+        #expect(try await repository.fetch(id: "r1", policy: policy) { _ in nil }?.rank == 1)
+        #expect(try await storage.fetch(ThreadNotingRecord.self, ids: ["r0", "r2", "r9"]).count == 2)
         let threads = ThreadNotingRecord.decodedOn.withLock { $0 }
-        #expect(threads.count == 9)  // 1 + 3 + 2 + 2 + 1 rows
+        #expect(threads.count == 13)  // 1 + 3 + 2 + 2 + 1 + 1 + 1 + 2 rows
         #expect(threads.allSatisfy { $0 == caller }, "decoded on \(Set(threads).count) threads")
     }
 }

@@ -318,4 +318,14 @@ import Testing
             options: FetchOptions(limit: Int.max))
         #expect(all.count == 30)
     }
+
+    /// A page built by hand with a page size below 1 (queries refuse one) has no pages rather than trapping.
+    @Test func aPageBuiltByHandWithNoPageSizeHasNoPages() {
+        for pageSize in [0, -3] {
+            let page = StoragePage<Int>(items: [], page: 1, pageSize: pageSize, totalCount: 5)
+            #expect(page.totalPages == 0 && !page.hasNextPage && !page.hasPreviousPage)
+        }
+        #expect(StoragePage<Int>(items: [], page: 2, pageSize: 2, totalCount: 5).totalPages == 3)
+        #expect(StoragePage<Int>(items: [], page: 1, pageSize: 2, totalCount: -1).totalPages == 0)
+    }
 }

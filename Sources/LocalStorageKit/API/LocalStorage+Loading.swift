@@ -12,7 +12,7 @@ extension LocalStorage {
     /// The same as ``fetch(_:id:policy:load:)`` with `LoadPolicy(expiration: expiration)`.
     /// - Throws: what `load` throws, unchanged; ``LocalStorageError/loadTimedOut(id:)`` when the load
     ///   takes longer than 30 seconds; the errors of ``fetch(_:id:)-(_,String)`` and ``save(_:expiration:)``.
-    public func fetch<T: LocalStorable>(
+    nonisolated(nonsending) public func fetch<T: LocalStorable>(
         _ type: T.Type, id: T.ID, expiration: CacheExpiration = .never,
         load: @escaping @Sendable (T.ID) async throws -> T?
     ) async throws -> T? {
@@ -45,7 +45,7 @@ extension LocalStorage {
     /// - Throws: what `load` throws, unchanged; ``LocalStorageError/loadTimedOut(id:)`` to the callers
     ///   waiting on a load that takes longer than the policy's timeout; `invalidId` when `load` returns a
     ///   record with another id; the errors of ``fetch(_:id:)-(_,String)`` and ``save(_:expiration:)``.
-    public func fetch<T: LocalStorable>(
+    nonisolated(nonsending) public func fetch<T: LocalStorable>(
         _ type: T.Type, id: T.ID, policy: LoadPolicy, load: @escaping @Sendable (T.ID) async throws -> T?
     ) async throws -> T? {
         try await operationPassingCallerErrors("fetch(load:)") {
@@ -58,7 +58,7 @@ extension LocalStorage {
 extension LocalRepository {
     /// The record with `id`, loaded by `load` and saved with `expiration` when the store does not hold it
     /// live (see ``LocalStorage/fetch(_:id:expiration:load:)``).
-    public func fetch(
+    nonisolated(nonsending) public func fetch(
         id: T.ID, expiration: CacheExpiration = .never, load: @escaping @Sendable (T.ID) async throws -> T?
     ) async throws -> T? {
         try await storage.fetch(T.self, id: id, expiration: expiration, load: load)
@@ -66,7 +66,7 @@ extension LocalRepository {
 
     /// The record with `id`, loaded by `load` under `policy` when the store does not hold it live (see
     /// ``LocalStorage/fetch(_:id:policy:load:)``).
-    public func fetch(
+    nonisolated(nonsending) public func fetch(
         id: T.ID, policy: LoadPolicy, load: @escaping @Sendable (T.ID) async throws -> T?
     ) async throws -> T? {
         try await storage.fetch(T.self, id: id, policy: policy, load: load)

@@ -171,7 +171,7 @@ struct MemoryTierRecordStore: RecordStore {
     }
 
     /// A load through the cache reads and writes the local store; its commit refreshes this tier.
-    func fetch<T: LocalStorable>(
+    nonisolated(nonsending) func fetch<T: LocalStorable>(
         _ type: T.Type, id: T.ID, policy: LoadPolicy, schema: TypeSchema,
         load: @escaping @Sendable (T.ID) async throws -> T?
     ) async throws -> T? {

@@ -58,7 +58,7 @@ public struct StorageIndex<T>: Sendable {
 
 /// A ``LocalStorable`` type with declared indexes that queries filter, order and count on.
 ///
-/// Up to 255 indexes per type; each record stores a signature of the declaration, and after a
+/// Up to 64 indexes per type; each record stores a signature of the declaration, and after a
 /// change the first query of the type re-indexes the records that are stale.
 public protocol LocalStorageIndexed: LocalStorable {
     /// The indexes of this type, in declaration order.

@@ -9,8 +9,8 @@ public struct StoragePage<T: Sendable>: Sendable {
     /// The number of records matching the query, over all pages.
     public let totalCount: Int
 
-    /// The number of pages; 0 when nothing matches.
-    public var totalPages: Int { totalCount == 0 ? 0 : (totalCount - 1) / pageSize + 1 }
+    /// The number of pages; 0 when nothing matches (or, for a page built by hand, when `pageSize` is below 1).
+    public var totalPages: Int { totalCount <= 0 || pageSize <= 0 ? 0 : (totalCount - 1) / pageSize + 1 }
     /// Whether a later page has items.
     public var hasNextPage: Bool { page < totalPages }
     /// Whether an earlier page has items.

@@ -11,7 +11,7 @@ struct LoadThrough: Sendable {
     var core: StoreCore { store.core }
 
     /// The live record `id`, or what `load` returns for it, loaded once however many callers ask.
-    func fetch<T: LocalStorable>(
+    nonisolated(nonsending) func fetch<T: LocalStorable>(
         _ type: T.Type, id: T.ID, policy: LoadPolicy, schema: TypeSchema,
         load: @escaping @Sendable (T.ID) async throws -> T?
     ) async throws -> T? {

@@ -10,7 +10,7 @@ struct RecordLook<T> {
 
 extension LocalRecordStore {
     /// Reads the live record with `key` and its lease entry from one snapshot.
-    func look<T: LocalStorable>(
+    nonisolated(nonsending) func look<T: LocalStorable>(
         _ type: T.Type, id: String, key: [UInt8], schema: TypeSchema
     ) async throws -> RecordLook<T> {
         let leases = try leaseBook()

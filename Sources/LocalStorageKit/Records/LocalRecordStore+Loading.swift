@@ -1,6 +1,6 @@
 /// Loads and capabilities of the local store: nothing is above it.
 extension LocalRecordStore {
-    func fetch<T: LocalStorable>(
+    nonisolated(nonsending) func fetch<T: LocalStorable>(
         _ type: T.Type, id: T.ID, policy: LoadPolicy, schema: TypeSchema,
         load: @escaping @Sendable (T.ID) async throws -> T?
     ) async throws -> T? {

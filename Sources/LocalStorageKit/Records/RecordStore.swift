@@ -58,7 +58,7 @@ protocol RecordStore: Sendable {
     /// the callers of every process on the store and, behind a shared tier, every instance (``LoadThrough``).
     ///
     /// - Throws: the loader's own error as a ``CallerError``; `loadTimedOut(id:)`.
-    func fetch<T: LocalStorable>(
+    nonisolated(nonsending) func fetch<T: LocalStorable>(
         _ type: T.Type, id: T.ID, policy: LoadPolicy, schema: TypeSchema,
         load: @escaping @Sendable (T.ID) async throws -> T?
     ) async throws -> T?

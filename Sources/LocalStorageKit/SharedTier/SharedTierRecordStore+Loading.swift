@@ -6,7 +6,7 @@
 /// the server's `PX` ends the lease of a holder that died. Waiting runs on the store's clock.
 extension SharedTierRecordStore: LoadCoordinator {
     /// A load through the cache: ``LoadThrough``, with this tier taking part.
-    func fetch<T: LocalStorable>(
+    nonisolated(nonsending) func fetch<T: LocalStorable>(
         _ type: T.Type, id: T.ID, policy: LoadPolicy, schema: TypeSchema,
         load: @escaping @Sendable (T.ID) async throws -> T?
     ) async throws -> T? {
