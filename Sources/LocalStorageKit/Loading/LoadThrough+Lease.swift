@@ -29,7 +29,8 @@ extension LoadThrough {
     /// Returns the loaded value, or, when a write of the id voided the lease meanwhile, what the store
     /// holds after that write.
     ///
-    /// - Throws: the loader's own error as a ``CallerError`` (the lease is given back first).
+    /// - Throws: the loader's own error as a ``CallerError``; what storing its result threw (`invalidId`,
+    ///   `recordTooLarge`, `storageFull`, …). The lease is given back first either way.
     func runLoad<T: LocalStorable>(_ request: LeasedLoad<T>) async throws -> T? {
         let (name, key, schema) = (request.name, request.key, request.schema)
         let loaded: T?
@@ -39,20 +40,29 @@ extension LoadThrough {
             await request.giveBack()
             throw CallerError(underlying: error)
         }
-        guard let value = loaded else {
-            try await rememberAbsence(request, refreshing: request.refreshing)
-            return try await store.look(T.self, id: name, key: key, schema: schema).value
-        }
-        let record: PreparedRecord
         do {
-            record = try prepare(value, for: request)
+            guard let value = loaded else {
+                try await rememberAbsence(request, refreshing: request.refreshing)
+                return try await store.look(T.self, id: name, key: key, schema: schema).value
+            }
+            if try await storeLoaded(value, for: request) { return value }
         } catch {
+            // Nothing was stored (the record does not fit, the store is full, the id is not the one asked
+            // for): the lease goes back at once, so the next caller loads instead of waiting out its deadline.
             await request.giveBack()
             throw error
         }
+        return try await store.look(T.self, id: name, key: key, schema: schema).value
+    }
+
+    /// Stores what the request's `load` returned while its lease holds; returns whether it did (a write of the
+    /// id voided the lease meanwhile: that write wins).
+    private func storeLoaded<T: LocalStorable>(_ value: T, for request: LeasedLoad<T>) async throws -> Bool {
+        let record = try prepare(value, for: request)
         let leases = try store.leaseBook()
-        let (leaseKey, token, expiration) = (request.leaseKey, request.token, request.policy.expiration)
-        let stored = try await core.writer.perform { context -> Bool in
+        let (leaseKey, token, key, schema) = (request.leaseKey, request.token, request.key, request.schema)
+        let expiration = request.policy.expiration
+        return try await core.writer.perform { context -> Bool in
             guard try leases.holds(leaseKey, token: token, key: key, type: schema.number, context: context) else {
                 return false
             }
@@ -61,8 +71,6 @@ extension LoadThrough {
                 record, expiresAt: expiration.expiresAt(now: context.now), schema: schema, context: context)
             return true
         }
-        if stored { return value }
-        return try await store.look(T.self, id: name, key: key, schema: schema).value
     }
 
     /// Encodes what the request's `load` returned, in the store's codec.

@@ -16,6 +16,8 @@ struct LoadThrough: Sendable {
         load: @escaping @Sendable (T.ID) async throws -> T?
     ) async throws -> T? {
         let policy = try policy.validated()
+        // An expiration no record can take is refused before anything is loaded for it.
+        _ = try policy.expiration.expiresAt(now: core.clock.wallNanoseconds())
         let name = try StorageKey.string(for: id)
         let key = try RecordWriter.key(for: name)
         if policy.refreshAfter == nil, let coordinator,

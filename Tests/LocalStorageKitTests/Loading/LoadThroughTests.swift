@@ -161,6 +161,47 @@ import Testing
         #expect(try await storage.fetch(Product.self, id: "sku_1") { _ in Product.sample(1) } == Product.sample(1))
     }
 
+    /// A loaded record the store refuses (larger than `maxBytes`) gives the lease back: the next caller loads
+    /// at once instead of waiting out the lease (on this clock, which no one advances, it would wait forever).
+    @Test(.timeLimit(.minutes(1))) func aLoadedRecordTheStoreRefusesGivesTheLeaseBack() async throws {
+        var configuration = LocalStorageConfiguration.inMemory
+        configuration.limits = StorageLimits(maxBytes: 300)
+        let storage = try store(configuration)
+        var product = Product.sample(1)
+        product.title = String(repeating: "x", count: 1_000)
+        let huge = product
+        do {
+            _ = try await storage.fetch(Product.self, id: "sku_1") { _ in huge }
+            Issue.record("a record over maxBytes was stored")
+        } catch LocalStorageError.recordTooLarge(let id, _, let limit) {
+            #expect(id == "sku_1" && limit == 300)
+        }
+        #expect(try await storage.count(Product.self) == 0)
+        #expect(try await storage.fetch(Product.self, id: "sku_1") { _ in Product.sample(1) } == Product.sample(1))
+    }
+
+    /// An expiration no record can take fails before `load` runs (no trip to the backend for nothing) and
+    /// leaves no lease behind.
+    @Test(.timeLimit(.minutes(1))) func anExpirationNoRecordCanTakeFailsBeforeLoading() async throws {
+        let storage = try store()
+        let loads = Mutex(0)
+        for expiration in [CacheExpiration.seconds(.nan), .hours(-.infinity), .days(1e300)] {
+            do {
+                _ = try await storage.fetch(Product.self, id: "sku_1", expiration: expiration) { id in
+                    loads.withLock { $0 += 1 }
+                    return Product.sample(1)
+                }
+                Issue.record("\(expiration) was accepted")
+            } catch LocalStorageError.invalidExpiration {}
+        }
+        #expect(loads.withLock { $0 } == 0)
+        let loaded = try await storage.fetch(Product.self, id: "sku_1", expiration: .hours(1)) { _ in
+            loads.withLock { $0 += 1 }
+            return Product.sample(1)
+        }
+        #expect(loaded == Product.sample(1) && loads.withLock { $0 } == 1)
+    }
+
     @Test func typedIDsReachTheLoader() async throws {
         let storage = try store()
         let ticket = try await storage.fetch(Ticket.self, id: 42) { id in Ticket(id: id, title: "#\(id)") }
