@@ -43,7 +43,7 @@ struct ParsedArguments {
 /// The hand-written argument parser: `--name value`, `--name=value`, flags, positionals, and `--` to end options.
 enum ArgumentParser {
     /// Options every command accepts.
-    static let globalOptions: Set<String> = ["store", "key-file"]
+    static let globalOptions: Set<String> = ["store", "key-file", "previous-key-file"]
     /// Flags every command accepts.
     static let globalFlags: Set<String> = ["json", "help"]
 

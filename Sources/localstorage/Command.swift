@@ -39,6 +39,9 @@ extension Command {
                             the library's default directory
               --key-file FILE
                             the key of an encrypted store (32 raw bytes or 64 hex digits)
+              --previous-key-file FILE
+                            a key the store was sealed with before (repeatable): during a rotation,
+                            the records not resealed yet are read with it
               --json        machine-readable output
               --help, -h    this help
             Global options may come before or after the command.

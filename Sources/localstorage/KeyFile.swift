@@ -25,14 +25,22 @@ enum KeyFile {
             "--\(option): \(path) holds \(contents.count) bytes; a key file holds 32 raw bytes or 64 hex digits")
     }
 
-    /// The store's encryption as the command line gives it: `--key-file`, and for `rekey` the new key
-    /// (`--new-key-file`) with `--key-file` as the previous one.
+    /// The store's encryption as the command line gives it: `--key-file`, with each `--previous-key-file`
+    /// as a previous key (the records a rotation has not resealed yet), and for `rekey` the new key
+    /// (`--new-key-file`) with `--key-file` as the first previous one.
     static func encryption(_ arguments: ParsedArguments) throws -> StorageEncryption? {
         let key = try arguments.value("key-file").map { try read($0, option: "key-file") }
+        let previous = try (arguments.options["previous-key-file"] ?? []).map {
+            try read($0, option: "previous-key-file")
+        }
         if let newPath = arguments.value("new-key-file") {
             let newKey = try read(newPath, option: "new-key-file")
-            return StorageEncryption(key: newKey, previousKeys: key.map { [$0] } ?? [])
+            return StorageEncryption(key: newKey, previousKeys: (key.map { [$0] } ?? []) + previous)
         }
-        return key.map { StorageEncryption(key: $0) }
+        guard let key else {
+            if previous.isEmpty { return nil }
+            throw MaintenanceError.invalidArgument("--previous-key-file needs the store's key too (--key-file)")
+        }
+        return StorageEncryption(key: key, previousKeys: previous)
     }
 }

@@ -159,7 +159,8 @@ struct LocalStorageTool {
             \(StoreMaintenance.defaultDirectory.path).
             DIR is the directory holding data.mdb, or the app's databaseDirectory (the store is then
             DIR/LocalStorage). --store, --key-file and --json may come before or after the command.
-            An encrypted store needs --key-file FILE (its 32-byte key, raw or as 64 hex digits).
+            An encrypted store needs --key-file FILE (its 32-byte key, raw or as 64 hex digits), and
+            during a key rotation --previous-key-file OLD for the records not resealed yet.
             Run localstorage <command> --help for a command's arguments.
             Exit status: 0 success, 1 problems found or the operation failed, 2 usage errors.
             """

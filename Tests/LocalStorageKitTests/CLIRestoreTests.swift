@@ -103,6 +103,21 @@ import Testing
             ["get", "Note", "--escaped", #"no\u202eone"#, "--store", store.path], environment: nil)
         #expect(missing.status == 1)
         #expect(isClean(missing.stderr))
+        // Exports too (to standard output and to a file), and an import reads the escapes back exactly.
+        let exported = try await CLIResult.run(["export", "Note", "--store", store.path], environment: nil)
+        #expect(exported.status == 0, "\(exported.stderr)")
+        #expect(isClean(exported.stdout), "\(exported.stdout.debugDescription)")
+        #expect(exported.stdout.contains(#""evil\u202etxt.exe""#))
+        let file = temporaryDirectory().appendingPathComponent("notes.jsonl")
+        let toFile = try await CLIResult.run(
+            ["export", "Note", "--output", file.path, "--store", store.path], environment: nil)
+        #expect(toFile.status == 0, "\(toFile.stderr)")
+        #expect(isClean(try String(contentsOf: file, encoding: .utf8)))
+        let copy = temporaryDirectory()
+        let imported = try await CLIResult.run(["import", file.path, "--store", copy.path], environment: nil)
+        #expect(imported.status == 0, "\(imported.stderr)")
+        let reExported = try await CLIResult.run(["export", "Note", "--store", copy.path], environment: nil)
+        #expect(reExported.stdout == exported.stdout)
     }
 
     @Test func statsShowsTheMapFigureStatisticsReports() async throws {

@@ -268,6 +268,17 @@ final class PayloadSealing: Sendable {
         return try bytes.withUnsafeBytes { try body($0, resealable) }
     }
 
+    /// Whether the stored payload of `view` is sealed under a key id that none of the keys given has (or no
+    /// key was given at all): a payload sealed with another key, which fails to open without being damaged.
+    /// (A key id is one byte of the key's hash: two keys may share one, so a false "no" is possible, never a
+    /// false "yes".)
+    static func isSealedWithAnotherKey(_ view: RecordView, sealing: PayloadSealing?) -> Bool {
+        let stored = view.payload
+        guard view.envelope.contains(.sealed), stored.count >= 2, stored[0] == version else { return false }
+        guard let sealing else { return true }
+        return !sealing.keys.contains { $0.id == stored[1] }
+    }
+
     private func failure(_ typeName: String, _ id: String, _ reason: String) -> LocalStorageError {
         .decodingFailed(reason: "\(typeName) \"\(id)\": \(reason)")
     }

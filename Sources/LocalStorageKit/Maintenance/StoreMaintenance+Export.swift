@@ -68,9 +68,8 @@ extension StoreMaintenance {
                             try emit(try detail.jsonLine())
                             report.records += 1
                         } catch let error as LocalStorageError {
-                            let kind: VerifyProblem.Kind =
-                                StoredRecord(current.value).isDamaged
-                                ? .damagedRecord : .undecodablePayload
+                            let kind = StoreMaintenance.problemKind(
+                                of: current.value, sealing: type.schema.sealing)
                             report.skipped.append(
                                 VerifyProblem(
                                     type: type.info.name, id: id, kind: kind,
@@ -170,5 +169,15 @@ extension StoreMaintenance {
         }
         try await reloadCatalog()
         return ImportReport(types: typeNames, records: records)
+    }
+}
+
+extension StoreMaintenance {
+    /// How a record that could not be read is reported: damaged (its header), sealed with a key the command
+    /// was not given (not damaged), or a payload that does not read.
+    static func problemKind(of bytes: UnsafeRawBufferPointer, sealing: PayloadSealing?) -> VerifyProblem.Kind {
+        guard let view = StoredRecord(bytes).view else { return .damagedRecord }
+        return PayloadSealing.isSealedWithAnotherKey(view, sealing: sealing)
+            ? .sealedWithAnotherKey : .undecodablePayload
     }
 }

@@ -198,6 +198,13 @@ private struct Checker {
             let json = try StoreMaintenance.jsonView(of: opened.bytes, format: view.format).json
             _ = try JSONSerialization.jsonObject(with: json, options: [.fragmentsAllowed])
         } catch {
+            if PayloadSealing.isSealedWithAnotherKey(view, sealing: schema.sealing) {
+                report(
+                    schema, id, .sealedWithAnotherKey,
+                    "its payload is sealed with a key this check was not given (not damaged; pass that key, "
+                        + "e.g. the previous one during a rotation, to check it)")
+                return
+            }
             report(schema, id, .undecodablePayload, "the \(view.format.name) payload cannot be read as JSON: \(error)")
         }
     }

@@ -19,6 +19,10 @@
         case damagedFile
         /// A counter of the count tree, or the type's payload-byte total, differs from what it counts.
         case wrongCount
+        /// A record's payload is sealed with a key the check was not given (its key id names none of them,
+        /// or no key was given): not damaged, only unread. `repair` keeps it; pass that key (a previous
+        /// one during a rotation) to check it.
+        case sealedWithAnotherKey
     }
 
     /// The type's storage name.

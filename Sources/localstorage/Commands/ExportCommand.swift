@@ -38,7 +38,7 @@ enum ExportCommand: Command {
         let progress = ProgressDisplay()
         let report = try store.export(
             types: arguments.positionals.map { TypeArgument.name($0, in: store) },
-            to: { try handle.write(contentsOf: $0) },
+            to: { try handle.write(contentsOf: escapingInvisibleCharacters($0)) },
             progress: progress.handler)
         progress.finish()
         if toFile != nil { try handle.close() }
@@ -55,5 +55,15 @@ enum ExportCommand: Command {
             if toFile == nil { output.message(summary) } else { output.line(summary) }
         }
         return report.skipped.isEmpty ? 0 : 1
+    }
+
+    /// A chunk of the export (whole JSON lines) with each invisible character inside its strings written as
+    /// a JSON escape (``InvisibleCharacters``), as every other command writes them: the same JSON to a
+    /// parser (an import restores the same text), but nothing that can spoof a terminal or a review.
+    static func escapingInvisibleCharacters(_ chunk: Data) -> Data {
+        guard let text = String(validating: chunk, as: UTF8.self), InvisibleCharacters.occur(in: text) else {
+            return chunk
+        }
+        return Data(InvisibleCharacters.escaped(text).utf8)
     }
 }

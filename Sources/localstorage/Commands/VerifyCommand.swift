@@ -16,7 +16,9 @@ enum VerifyCommand: Command {
           --repair   on a file whose pages are damaged: copies every record that can be read into a
                      fresh store and puts it in the old one's place (no process may have the store
                      open). Otherwise removes records whose bytes cannot be read, rebuilds the index
-                     entries and counts of inconsistent types, then checks again.
+                     entries and counts of inconsistent types, then checks again. A record sealed with a
+                     key it was not given is reported, not removed: during a key rotation, pass the old
+                     key too (--key-file NEW --previous-key-file OLD).
         The store is a cache: when even a repair cannot make it clean, remove it (the app can call
         LocalStorage.removeStore(at:)) and let it fill again.
         """
@@ -70,6 +72,8 @@ enum VerifyCommand: Command {
             progress.finish()
             show(report, output: output)
             guard !report.isClean else { return 0 }
+            // A record sealed with a key this command was not given is not damaged: a salvage would lose it.
+            guard report.problems.contains(where: { $0.kind != .sealedWithAnotherKey }) else { return 1 }
             // What rebuilding cannot fix (an unreadable type description …): salvage what can be read.
             stage("the salvage of its records")
             show(try await StoreMaintenance.salvage(directory: directory, encryption: encryption), output: output)

@@ -57,6 +57,47 @@ import Testing
         #expect(readBack.stdout.contains("\(secret) 3"))
     }
 
+    /// During a rotation the app opened with the new key and the old one as previous: the CLI reads every
+    /// record given both keys, and with the new key alone `verify` reports the records still sealed with the
+    /// old one as such, and `--repair` keeps them (it removed them as damaged before).
+    @Test func midRotationTheCLIReadsWithThePreviousKeyAndRepairKeepsWhatItCannotOpen() async throws {
+        let directory = temporaryDirectory()
+        try await withStore(EncryptionTests.configuration(directory)) { storage async throws in
+            try await storage.save(contentsOf: (0..<4).map { Note(id: "n\($0)", text: "rotating \($0)") })
+        }
+        let rotated = EncryptionTests.configuration(
+            directory, key: EncryptionTests.otherKey, previous: [EncryptionTests.key])
+        try await withStore(rotated) { storage async throws in
+            #expect(try await storage.fetch(Note.self, id: "n0")?.text == "rotating 0")  // resealed with the new key
+        }
+        let store = rotated.storeDirectory.path
+        let new = try Self.keyFile(EncryptionTests.otherKey).path
+        let old = try Self.keyFile(EncryptionTests.key).path
+        let both = ["--store", store, "--key-file", new, "--previous-key-file", old]
+        let verify = try await CLIResult.run(["verify"] + both, environment: nil)
+        #expect(verify.status == 0, "\(verify.stdout)\(verify.stderr)")
+        let got = try await CLIResult.run(["get", "Note", "n2"] + both, environment: nil)
+        #expect(got.status == 0 && got.stdout.contains("rotating 2"), "\(got.stderr)")
+        let export = try await CLIResult.run(["export"] + both, environment: nil)
+        #expect(export.status == 0, "\(export.stderr)")
+        #expect((0..<4).allSatisfy { export.stdout.contains("rotating \($0)") }, "\(export.stdout)")
+
+        let newOnly = ["--store", store, "--key-file", new, "--json"]
+        let partial = try await CLIResult.run(["verify"] + newOnly, environment: nil)
+        #expect(partial.status == 1)
+        #expect(partial.stdout.components(separatedBy: "sealedWithAnotherKey").count - 1 == 3, "\(partial.stdout)")
+        let repaired = try await CLIResult.run(["verify", "--repair"] + newOnly, environment: nil)
+        #expect(repaired.status == 1, "\(repaired.stdout)\(repaired.stderr)")
+        #expect(!repaired.stdout.contains("Salvaged"), "\(repaired.stdout)")
+        try await withStore(rotated) { storage async throws in
+            #expect(try await storage.count(Note.self) == 4)
+            for n in 0..<4 { #expect(try await storage.fetch(Note.self, id: "n\(n)")?.text == "rotating \(n)") }
+        }
+        let missing = try await CLIResult.run(
+            ["get", "Note", "n1", "--store", store, "--previous-key-file", old], environment: nil)
+        #expect(missing.status != 0 && missing.stderr.contains("--key-file"), "\(missing.stderr)")
+    }
+
     @Test func rekeyKilledInTheMiddleFinishesWhenRunAgain() async throws {
         let directory = temporaryDirectory()
         let notes = (0..<6_000).map { Note(id: "n\($0)", text: "rotating \($0)") }
