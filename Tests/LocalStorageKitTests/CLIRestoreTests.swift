@@ -47,6 +47,9 @@ import Testing
         let (storage, store) = try await makeStore(notes: 30)
         for n in 0..<10 { try await storage.delete(Note.self, id: "n\(n)") }
         let output = temporaryDirectory().appendingPathComponent("compacted")
+        // An empty --output is a usage error (it wrote ./LocalStorage before).
+        let empty = try await CLIResult.run(["compact", "--output", "", "--store", store.path], environment: nil)
+        #expect(empty.status == 2 && empty.stderr.contains("--output"), "\(empty.stderr)")
         let compact = try await CLIResult.run(
             ["compact", "--output", output.path, "--store", store.path], environment: nil)
         #expect(compact.status == 0, "\(compact.stderr)")

@@ -48,6 +48,10 @@ final class StoreCore: Sendable {
         if let problem = StoreFileModes.problem(with: configuration.filePermissions) {
             throw LocalStorageError.openFailed(path: directory.path, reason: problem)
         }
+        // Checked before the files exist: a key of the wrong length leaves no new store behind.
+        if let problem = configuration.encryption?.problem {
+            throw LocalStorageError.openFailed(path: directory.path, reason: problem)
+        }
         do {
             environment = try Environment(
                 directory: directory.path, mapSize: configuration.mapSize,

@@ -20,6 +20,10 @@ enum CompactCommand: Command {
         """
     static let spec = ArgumentSpec(options: ["output"])
 
+    static func validate(_ arguments: ParsedArguments) throws(UsageError) {
+        if let output = arguments.value("output"), output.isEmpty { throw UsageError("--output needs a directory") }
+    }
+
     /// Compacts the store in `directory` in place (no `--output`), before anything opens it.
     static func runInPlace(directory: URL, output: Output) throws -> Int32 {
         let report = try StoreMaintenance.compactInPlace(directory: directory)

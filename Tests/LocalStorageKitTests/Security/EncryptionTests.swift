@@ -54,8 +54,12 @@ import Testing
         #expect(wrong.contains("not this store's key"))
         let missing = try #require(Self.openFailure(Self.configuration(directory, key: nil)))
         #expect(missing.contains("encrypted"))
-        let short = try #require(Self.openFailure(Self.configuration(temporaryDirectory(), key: Data([1, 2, 3]))))
+        let fresh = temporaryDirectory()
+        let short = try #require(Self.openFailure(Self.configuration(fresh, key: Data([1, 2, 3]))))
         #expect(short.contains("32 bytes"))
+        // No store was made for a key that cannot be.
+        let dataFile = Self.configuration(fresh).storeDirectory.appendingPathComponent("data.mdb")
+        #expect(!FileManager.default.fileExists(atPath: dataFile.path))
         // The right key still opens it.
         try await withStore(Self.configuration(directory)) { storage async throws in
             #expect(try await storage.fetch(Note.self, id: "a")?.text == "x")
