@@ -39,7 +39,7 @@ enum KeyFile {
         }
         guard let key else {
             if previous.isEmpty { return nil }
-            throw MaintenanceError.invalidArgument("--previous-key-file needs the store's key too (--key-file)")
+            throw UsageError("--previous-key-file needs the store's key too (--key-file)")
         }
         return StorageEncryption(key: key, previousKeys: previous)
     }

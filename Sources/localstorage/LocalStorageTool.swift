@@ -71,7 +71,8 @@ struct LocalStorageTool {
             do {
                 let store = try await StoreMaintenance(
                     directory: directory, creatingIfMissing: command.createsStore,
-                    encryption: try KeyFile.encryption(arguments))
+                    encryption: try KeyFile.encryption(arguments),
+                    movesKeyCheck: [RekeyCommand.name, ImportCommand.name].contains(command.name))
                 let status = try await command.run(arguments, store: store, output: output)
                 if status != 0 { try created?.remove() }
                 return status

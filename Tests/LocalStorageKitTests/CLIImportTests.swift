@@ -119,4 +119,37 @@ import Glibc
             try await store.run(["list", "Product", "--where", "category=ELECTRONICS", "--store", target.path])
                 .stdout.hasPrefix("sku_4  "))
     }
+
+    /// `export` escapes invisible characters only where they can stand in JSON: inside strings. A JSON
+    /// payload stored with a tab between its tokens (imported by hand) exports as valid JSON, and the
+    /// export imports again.
+    @Test func anExportEscapesInvisibleCharactersAndStaysValidJSON() async throws {
+        let store = try await IntegrityStore { storage in
+            try await storage.save(Note(id: "n\u{202E}1", text: "a\u{202E}b"))
+        }
+        let exported = try await store.run(["export"]).stdout
+        #expect(!exported.unicodeScalars.contains("\u{202E}") && exported.contains(#"a\u202eb"#), "\(exported)")
+        let found = try #require(exported.range(of: "\"payload\":{"))
+        // Stored as JSON, byte for byte, with the tab between tokens.
+        let tabbed = exported.replacingCharacters(in: found, with: "\"payload\":{\t")
+            .replacingOccurrences(of: "\"format\":\"binary\"", with: "\"format\":\"json\"")
+        let file = store.directory.appendingPathComponent("tabbed.jsonl")
+        try Data(tabbed.utf8).write(to: file)
+        let target = store.directory.appendingPathComponent("target")
+        let imported = try await store.run(["import", file.path, "--store", target.path])
+        #expect(imported.status == 0, "\(imported.stderr)")
+        let again = try await store.run(["export", "--store", target.path])
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(again.stdout.contains("\"format\":\"json\"") && again.stdout.contains("{\t"), "\(again.stdout)")
+        for line in again.stdout.split(separator: "\n") {
+            #expect(throws: Never.self) { try JSONSerialization.jsonObject(with: Data(line.utf8)) }
+        }
+        #expect(!again.stdout.unicodeScalars.contains("\u{202E}") && again.stdout.contains(#"a\u202eb"#))
+        let copy = store.directory.appendingPathComponent("copy.jsonl")
+        try Data(again.stdout.utf8).write(to: copy)
+        let reimported = try await store.run([
+            "import", copy.path, "--store", store.directory.appendingPathComponent("t2").path,
+        ])
+        #expect(reimported.status == 0, "\(reimported.stderr)")
+    }
 }

@@ -9,7 +9,8 @@ extension LocalStorage {
     /// ```
     /// The record figures come from one snapshot. Every type the store holds is listed, including types this
     /// process never used (written by another app or an earlier version); their ``TypeStatistics/limits`` are
-    /// nil, as the limits of a type live in its code.
+    /// nil, as the limits of a type live in its code. A type whose databases are damaged is left out (and
+    /// logged once): `localstorage verify` names it.
     ///
     /// Complexity: O(types + expired records + free-page runs); O(records) of a type only on a store without
     /// counters. Nothing is decoded.

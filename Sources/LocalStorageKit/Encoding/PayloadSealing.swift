@@ -268,15 +268,21 @@ final class PayloadSealing: Sendable {
         return try bytes.withUnsafeBytes { try body($0, resealable) }
     }
 
-    /// Whether the stored payload of `view` is sealed under a key id that none of the keys given has (or no
-    /// key was given at all): a payload sealed with another key, which fails to open without being damaged.
-    /// (A key id is one byte of the key's hash: two keys may share one, so a false "no" is possible, never a
-    /// false "yes".)
-    static func isSealedWithAnotherKey(_ view: RecordView, sealing: PayloadSealing?) -> Bool {
+    /// Whether the stored payload of `view` (type `typeName`, id `id`) is sealed and none of the keys of
+    /// `sealing` opens it (or there are none): sealed with another key, by a newer library (another seal
+    /// version), or altered. Maintenance never removes such a record: it may be whole under a key it was
+    /// not given. (Key ids are one byte of a hash and two keys may share one, so only opening tells.)
+    static func isUnopened(_ view: RecordView, typeName: String, id: String, sealing: PayloadSealing?) -> Bool {
         let stored = view.payload
-        guard view.envelope.contains(.sealed), stored.count >= 2, stored[0] == version else { return false }
-        guard let sealing else { return true }
-        return !sealing.keys.contains { $0.id == stored[1] }
+        guard view.envelope.contains(.sealed) else { return false }
+        guard let sealing, !sealing.keys.isEmpty, stored.count >= 2, stored[0] == version else { return true }
+        let associated = associatedData(
+            formatByte: view.format.rawValue | view.envelope.rawValue, typeName: typeName, id: Array(id.utf8))
+        let sealed = UnsafeRawBufferPointer(rebasing: stored[2...])
+        let opening = firstOpening(sealing.keys, named: stored[1]) { key in
+            SodiumCipher.open(sealed, associated: associated, key: key.bytes)
+        }
+        return opening == nil
     }
 
     private func failure(_ typeName: String, _ id: String, _ reason: String) -> LocalStorageError {

@@ -75,6 +75,12 @@ extension Environment {
         memo?.markChecked(number)
     }
 
+    /// Whether type `number`'s databases failed their check in this environment.
+    func hasDamagedType(_ number: UInt32) -> Bool {
+        guard let memo = mdb_env_get_userctx(handle) else { return false }
+        return Unmanaged<TypeRootChecks>.fromOpaque(memo).takeUnretainedValue().isDamaged(number)
+    }
+
     /// Notes that type `number`'s databases failed their check in `txn`'s environment; true the first time,
     /// so that work over every type logs each damaged type once.
     static func noteDamagedType(_ number: UInt32, in txn: Transaction) -> Bool {
@@ -92,6 +98,8 @@ final class TypeRootChecks: Sendable {
     func isChecked(_ number: UInt32) -> Bool { checked.withLock { $0.contains(number) } }
 
     func markChecked(_ number: UInt32) { _ = checked.withLock { $0.insert(number) } }
+
+    func isDamaged(_ number: UInt32) -> Bool { damaged.withLock { $0.contains(number) } }
 
     /// Notes a type whose check failed; true the first time.
     func markDamaged(_ number: UInt32) -> Bool { damaged.withLock { $0.insert(number).inserted } }

@@ -69,7 +69,7 @@ extension StoreMaintenance {
                             report.records += 1
                         } catch let error as LocalStorageError {
                             let kind = StoreMaintenance.problemKind(
-                                of: current.value, sealing: type.schema.sealing)
+                                of: current.value, type: type.info.name, id: id, sealing: type.schema.sealing)
                             report.skipped.append(
                                 VerifyProblem(
                                     type: type.info.name, id: id, kind: kind,
@@ -173,11 +173,18 @@ extension StoreMaintenance {
 }
 
 extension StoreMaintenance {
-    /// How a record that could not be read is reported: damaged (its header), sealed with a key the command
-    /// was not given (not damaged), or a payload that does not read.
-    static func problemKind(of bytes: UnsafeRawBufferPointer, sealing: PayloadSealing?) -> VerifyProblem.Kind {
+    /// How a record that could not be read is reported: damaged (its header), a sealed payload none of the
+    /// keys given opens (never removed by maintenance), or a payload that does not read.
+    static func problemKind(
+        of bytes: UnsafeRawBufferPointer, type: String, id: String, sealing: PayloadSealing?
+    ) -> VerifyProblem.Kind {
         guard let view = StoredRecord(bytes).view else { return .damagedRecord }
-        return PayloadSealing.isSealedWithAnotherKey(view, sealing: sealing)
-            ? .sealedWithAnotherKey : .undecodablePayload
+        return PayloadSealing.isUnopened(view, typeName: type, id: id, sealing: sealing)
+            ? .sealNotOpened : .undecodablePayload
     }
+
+    /// What `verify`, `export` and a salvage say of a record whose sealed payload no key given opens.
+    static let sealNotOpenedDetail =
+        "its sealed payload opens with none of the keys given: sealed with another key (during a rotation, "
+        + "pass the old one too: --previous-key-file), by a newer library, or altered; it is kept"
 }

@@ -45,6 +45,14 @@ extension StoreMaintenance {
         }
         try StoreInUse.check(directory, doing: "repair")
         let (lines, damage, unreadable) = try salvageLines(of: dataFile, encryption: encryption)
+        // A record no key given opens may be whole under another key: a salvage would lose it for good.
+        let unopened = unreadable.filter { $0.kind == .sealNotOpened }
+        if let first = unopened.first {
+            throw MaintenanceError.invalidArgument(
+                "\(unopened.count) records (the first: \(first)) are sealed with a key this salvage was not "
+                    + "given; nothing was changed. Salvage with every key the store may hold (--key-file NEW "
+                    + "--previous-key-file OLD)")
+        }
         let fresh = directory.appendingPathComponent(".salvage-\(UUID().uuidString)", isDirectory: true)
         var report: SalvageReport
         do {
@@ -189,7 +197,11 @@ private final class SalvagedEntries {
                     lines.append(try detail.jsonLine())
                     count += 1
                 } catch {
-                    lost.append(VerifyProblem(type: name, id: id, kind: .damagedRecord, detail: "\(error)"))
+                    let kind = record.value.withUnsafeBytes {
+                        StoreMaintenance.problemKind(of: $0, type: name, id: id, sealing: sealing)
+                    }
+                    let detail = kind == .sealNotOpened ? StoreMaintenance.sealNotOpenedDetail : "\(error)"
+                    lost.append(VerifyProblem(type: name, id: id, kind: kind, detail: detail))
                 }
             }
         }

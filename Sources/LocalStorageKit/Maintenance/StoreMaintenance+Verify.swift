@@ -198,11 +198,8 @@ private struct Checker {
             let json = try StoreMaintenance.jsonView(of: opened.bytes, format: view.format).json
             _ = try JSONSerialization.jsonObject(with: json, options: [.fragmentsAllowed])
         } catch {
-            if PayloadSealing.isSealedWithAnotherKey(view, sealing: schema.sealing) {
-                report(
-                    schema, id, .sealedWithAnotherKey,
-                    "its payload is sealed with a key this check was not given (not damaged; pass that key, "
-                        + "e.g. the previous one during a rotation, to check it)")
+            if PayloadSealing.isUnopened(view, typeName: schema.name, id: id, sealing: schema.sealing) {
+                report(schema, id, .sealNotOpened, StoreMaintenance.sealNotOpenedDetail)
                 return
             }
             report(schema, id, .undecodablePayload, "the \(view.format.name) payload cannot be read as JSON: \(error)")

@@ -88,8 +88,13 @@ import Darwin
     /// - Throws: ``MaintenanceError/noStore(path:)``, or ``LocalStorageError/openFailed(path:reason:)``.
     ///   - encryption: The store's key (and previous keys), for a store opened with
     ///     ``LocalStorageConfiguration/encryption``; an encrypted store opened without it throws `openFailed`.
+    ///   - movesKeyCheck: Whether the open moves the store's key check value (and its dictionaries) to
+    ///     `encryption`'s current key when a previous key sealed them, as an app's open does (what `rekey` and
+    ///     `import` need). The CLI's other commands pass false, so that checking a store with a new key and
+    ///     the old one never locks out an app that has only the old one yet.
     public init(
-        directory: URL, creatingIfMissing: Bool = false, encryption: StorageEncryption? = nil
+        directory: URL, creatingIfMissing: Bool = false, encryption: StorageEncryption? = nil,
+        movesKeyCheck: Bool = true
     ) async throws {
         let directory = StoreMaintenance.storeDirectory(named: directory)
         let dataFile = directory.appendingPathComponent("data.mdb")
@@ -132,6 +137,7 @@ import Darwin
             var configuration = LocalStorageConfiguration()
             configuration.expirySweepInterval = nil
             configuration.encryption = encryption
+            configuration.keepsKeyCheck = !movesKeyCheck
             let core = try EnvironmentRegistry.core(directory: directory, configuration: configuration)
             self.core = core
             environment = core.environment

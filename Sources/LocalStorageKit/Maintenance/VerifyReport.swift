@@ -19,10 +19,11 @@
         case damagedFile
         /// A counter of the count tree, or the type's payload-byte total, differs from what it counts.
         case wrongCount
-        /// A record's payload is sealed with a key the check was not given (its key id names none of them,
-        /// or no key was given): not damaged, only unread. `repair` keeps it; pass that key (a previous
-        /// one during a rotation) to check it.
-        case sealedWithAnotherKey
+        /// A record's sealed payload opens with none of the keys given (or no key was given): sealed with
+        /// another key (a previous one during a rotation), by a newer library, or altered. Nothing here can
+        /// tell these apart for sure, so `repair` and a salvage never remove such a record: pass its key to
+        /// read it, or delete it by hand.
+        case sealNotOpened
     }
 
     /// The type's storage name.

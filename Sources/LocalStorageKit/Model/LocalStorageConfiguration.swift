@@ -48,6 +48,10 @@ public struct LocalStorageConfiguration: Sendable {
     /// A new store made with this set keeps no count tree, so counts and page totals walk the index: the
     /// benchmark measures the tree's write cost against it. Not for real stores.
     @_spi(Benchmarks) public var withoutCountTree = false
+    /// The open leaves the store's key check value (and its sealed dictionaries) as they are, even when
+    /// `encryption`'s current key is not the one that sealed them: maintenance that only reads or checks
+    /// the store must not move it to another key (only `rekey` and `import` do).
+    var keepsKeyCheck = false
     /// The format new payloads are written in: the compact binary format by default (several times
     /// faster to decode than JSON); records written as JSON keep reading either way.
     public var codec: StorageCodec = .binary

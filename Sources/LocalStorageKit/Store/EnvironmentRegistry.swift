@@ -70,6 +70,10 @@ enum EnvironmentRegistry {
         if let problem = StoreFileModes.problem(with: configuration.filePermissions) {
             throw LocalStorageError.openFailed(path: directory.path, reason: problem)
         }
+        // Checked before the folder and files exist: a key of the wrong length leaves no new store behind.
+        if let problem = configuration.encryption?.problem {
+            throw LocalStorageError.openFailed(path: directory.path, reason: problem)
+        }
         let folderMode = StoreFileModes.folderMode(for: configuration.filePermissions)
         if let problem = StoreFileModes.makeFolder(directory.path, mode: folderMode) {
             throw LocalStorageError.openFailed(path: directory.path, reason: problem)

@@ -9,7 +9,9 @@ extension StoreCore {
         let meta = self.meta
         let infos = try environment.read { txn in try TypeRegistry.all(meta: meta, txn: txn).infos }
         let known = statisticsSchemas.withLock { $0 }
-        if infos.allSatisfy({ known[$0.number] != nil }) { return known }
+        // A damaged type is left out, and once found so, not looked at again (nor through the writer).
+        let environment = self.environment
+        if infos.allSatisfy({ known[$0.number] != nil || environment.hasDamagedType($0.number) }) { return known }
         let opened = try await writer.performExclusive { writer in
             try writer.transact { context -> [UInt32: TypeSchema] in
                 let infos = try TypeRegistry.all(meta: meta, txn: context.txn).infos

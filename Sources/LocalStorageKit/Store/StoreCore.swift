@@ -48,10 +48,6 @@ final class StoreCore: Sendable {
         if let problem = StoreFileModes.problem(with: configuration.filePermissions) {
             throw LocalStorageError.openFailed(path: directory.path, reason: problem)
         }
-        // Checked before the files exist: a key of the wrong length leaves no new store behind.
-        if let problem = configuration.encryption?.problem {
-            throw LocalStorageError.openFailed(path: directory.path, reason: problem)
-        }
         do {
             environment = try Environment(
                 directory: directory.path, mapSize: configuration.mapSize,
@@ -73,7 +69,7 @@ final class StoreCore: Sendable {
                 // The key is checked before any record is read.
                 let sealing = try PayloadSealing.open(
                     encryption: configuration.encryption, compression: configuration.compression, meta: dbi,
-                    txn: txn, path: directory.path)
+                    txn: txn, path: directory.path, readOnly: configuration.keepsKeyCheck)
                 return (
                     dbi,
                     ChangeLog(

@@ -57,13 +57,15 @@ enum ExportCommand: Command {
         return report.skipped.isEmpty ? 0 : 1
     }
 
-    /// A chunk of the export (whole JSON lines) with each invisible character inside its strings written as
-    /// a JSON escape (``InvisibleCharacters``), as every other command writes them: the same JSON to a
-    /// parser (an import restores the same text), but nothing that can spoof a terminal or a review.
+    /// A chunk of the export (whole JSON lines) with each invisible character written as a JSON escape
+    /// (``InvisibleCharacters``), as every other command writes them: the same JSON to a parser (an import
+    /// restores the same text), but nothing that can spoof a terminal or a review. Such a character can only
+    /// stand inside a JSON string, except the whitespace JSON allows between tokens (tab, line feed, carriage
+    /// return), which a stored JSON payload may hold there and which is kept as it is.
     static func escapingInvisibleCharacters(_ chunk: Data) -> Data {
         guard let text = String(validating: chunk, as: UTF8.self), InvisibleCharacters.occur(in: text) else {
             return chunk
         }
-        return Data(InvisibleCharacters.escaped(text).utf8)
+        return Data(InvisibleCharacters.escaped(text, keeping: ["\n", "\t", "\r"]).utf8)
     }
 }

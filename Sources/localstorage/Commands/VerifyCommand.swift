@@ -16,9 +16,10 @@ enum VerifyCommand: Command {
           --repair   on a file whose pages are damaged: copies every record that can be read into a
                      fresh store and puts it in the old one's place (no process may have the store
                      open). Otherwise removes records whose bytes cannot be read, rebuilds the index
-                     entries and counts of inconsistent types, then checks again. A record sealed with a
-                     key it was not given is reported, not removed: during a key rotation, pass the old
-                     key too (--key-file NEW --previous-key-file OLD).
+                     entries and counts of inconsistent types, then checks again. A record whose sealed
+                     payload opens with none of the keys given is reported, never removed, and no
+                     salvage runs over it: during a key rotation, pass the old key too (--key-file NEW
+                     --previous-key-file OLD).
         The store is a cache: when even a repair cannot make it clean, remove it (the app can call
         LocalStorage.removeStore(at:)) and let it fill again.
         """
@@ -61,7 +62,9 @@ enum VerifyCommand: Command {
                 let salvage = try await StoreMaintenance.salvage(directory: directory, encryption: encryption)
                 show(salvage, output: output)
                 stage("the check of the salvaged store")
-                let report = try await StoreMaintenance(directory: directory, encryption: encryption).verify(
+                let report = try await StoreMaintenance(
+                    directory: directory, encryption: encryption, movesKeyCheck: false
+                ).verify(
                     progress: progress.handler)
                 progress.finish()
                 show(report, output: output)
@@ -73,18 +76,20 @@ enum VerifyCommand: Command {
             show(report, output: output)
             guard !report.isClean else { return 0 }
             // A record sealed with a key this command was not given is not damaged: a salvage would lose it.
-            guard report.problems.contains(where: { $0.kind != .sealedWithAnotherKey }) else { return 1 }
+            guard report.problems.contains(where: { $0.kind != .sealNotOpened }) else { return 1 }
             // What rebuilding cannot fix (an unreadable type description …): salvage what can be read.
             stage("the salvage of its records")
             show(try await StoreMaintenance.salvage(directory: directory, encryption: encryption), output: output)
             stage("the check of the salvaged store")
-            let salvaged = try await StoreMaintenance(directory: directory, encryption: encryption).verify(
+            let salvaged = try await StoreMaintenance(
+                directory: directory, encryption: encryption, movesKeyCheck: false
+            ).verify(
                 progress: progress.handler)
             show(salvaged, output: output)
             return salvaged.isClean ? 0 : 1
         }
         stage("opening the store")
-        let store = try await StoreMaintenance(directory: directory, encryption: encryption)
+        let store = try await StoreMaintenance(directory: directory, encryption: encryption, movesKeyCheck: false)
         stage("the check of its pages, records and index entries")
         let report = try store.verify(progress: progress.handler)
         progress.finish()
@@ -96,7 +101,7 @@ enum VerifyCommand: Command {
     private static func repairInPlace(
         directory: URL, encryption: StorageEncryption?, progress: ProgressDisplay
     ) async throws -> VerifyReport {
-        let store = try await StoreMaintenance(directory: directory, encryption: encryption)
+        let store = try await StoreMaintenance(directory: directory, encryption: encryption, movesKeyCheck: false)
         return try await store.repair(progress: progress.handler)
     }
 

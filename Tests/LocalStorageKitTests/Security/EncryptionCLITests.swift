@@ -2,7 +2,7 @@ import Foundation
 import LocalStorageTestSupport
 import Testing
 
-@testable import LocalStorageKit
+@_spi(Maintenance) @testable import LocalStorageKit
 
 /// The CLI on an encrypted store: `--key-file`, plaintext exports, sealed imports, `rekey` after a kill.
 @Suite struct EncryptionCLITests {
@@ -85,7 +85,7 @@ import Testing
         let newOnly = ["--store", store, "--key-file", new, "--json"]
         let partial = try await CLIResult.run(["verify"] + newOnly, environment: nil)
         #expect(partial.status == 1)
-        #expect(partial.stdout.components(separatedBy: "sealedWithAnotherKey").count - 1 == 3, "\(partial.stdout)")
+        #expect(partial.stdout.components(separatedBy: "sealNotOpened").count - 1 == 3, "\(partial.stdout)")
         let repaired = try await CLIResult.run(["verify", "--repair"] + newOnly, environment: nil)
         #expect(repaired.status == 1, "\(repaired.stdout)\(repaired.stderr)")
         #expect(!repaired.stdout.contains("Salvaged"), "\(repaired.stdout)")
@@ -96,6 +96,48 @@ import Testing
         let missing = try await CLIResult.run(
             ["get", "Note", "n1", "--store", store, "--previous-key-file", old], environment: nil)
         #expect(missing.status != 0 && missing.stderr.contains("--key-file"), "\(missing.stderr)")
+    }
+
+    /// Maintenance given a new key and the store's key as a previous one reads the store but leaves its key
+    /// check alone: an app with only the old key still opens it. A salvage given only a key that opens none
+    /// of the records refuses and changes nothing.
+    @Test func maintenanceWithANewKeyLocksNoOneOutAndASalvageKeepsWhatItCannotOpen() async throws {
+        let directory = temporaryDirectory()
+        try await withStore(EncryptionTests.configuration(directory)) { storage async throws in
+            try await storage.save(contentsOf: (0..<3).map { Note(id: "n\($0)", text: "kept \($0)") })
+        }
+        let store = EncryptionTests.configuration(directory).storeDirectory
+        let new = try Self.keyFile(EncryptionTests.otherKey).path
+        let old = try Self.keyFile(EncryptionTests.key).path
+        for command in [["verify"], ["get", "Note", "n1"], ["stats"], ["purge-expired"]] {
+            let result = try await CLIResult.run(
+                command + ["--store", store.path, "--key-file", new, "--previous-key-file", old], environment: nil)
+            #expect(result.status == 0, "\(command): \(result.stderr)")
+        }
+        try await withStore(EncryptionTests.configuration(directory)) { storage async throws in
+            #expect(try await storage.fetch(Note.self, id: "n2")?.text == "kept 2")
+        }
+        // The app rotates: it opens with the new key and the old one, and reseals what it reads (n0).
+        let rotated = EncryptionTests.configuration(
+            directory, key: EncryptionTests.otherKey, previous: [EncryptionTests.key])
+        try await withStore(rotated) { storage async throws in
+            #expect(try await storage.fetch(Note.self, id: "n0")?.text == "kept 0")
+        }
+        let dataFile = store.appendingPathComponent("data.mdb")
+        let before = try Data(contentsOf: dataFile)
+        do {
+            _ = try await StoreMaintenance.salvage(
+                directory: store, encryption: StorageEncryption(key: EncryptionTests.otherKey))
+            Issue.record("a salvage without the old key ran")
+        } catch MaintenanceError.invalidArgument(let reason) {
+            #expect(reason.contains("2 records") && reason.contains("--previous-key-file"), "\(reason)")
+        }
+        #expect(try Data(contentsOf: dataFile) == before)
+        let salvaged = try await StoreMaintenance.salvage(directory: store, encryption: rotated.encryption)
+        #expect(salvaged.salvaged == 3 && salvaged.lost.isEmpty, "\(salvaged.lost)")
+        try await withStore(rotated) { storage async throws in
+            for n in 0..<3 { #expect(try await storage.fetch(Note.self, id: "n\(n)")?.text == "kept \(n)") }
+        }
     }
 
     @Test func rekeyKilledInTheMiddleFinishesWhenRunAgain() async throws {
