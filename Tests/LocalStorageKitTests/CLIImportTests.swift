@@ -75,8 +75,8 @@ import Glibc
             "the value 7 of index \"category\" is not a string"
         ),
         (
-            "\"version\":1,\"payload\"", "\"version\":2,\"payload\"",
-            "version 2 is newer than the version 1 of type \"Product\""
+            "\"version\":1,\"payload\"", "\"version\":0,\"payload\"",
+            "version 0 is below 1"
         ),
     ]
 
@@ -151,5 +151,40 @@ import Glibc
             "import", copy.path, "--store", store.directory.appendingPathComponent("t2").path,
         ])
         #expect(reimported.status == 0, "\(reimported.stderr)")
+    }
+
+    /// A file with two lines for one record is refused (the second would replace the first, and the import
+    /// would report more records than the store holds); nothing is written.
+    @Test func anImportRefusesTwoLinesForOneRecord() async throws {
+        let store = try await IntegrityStore { storage in
+            try await storage.save(contentsOf: [Product.sample(4), Product.sample(5)])
+        }
+        let lines = try await store.run(["export"]).stdout.split(separator: "\n").map(String.init)
+        let file = store.directory.appendingPathComponent("twice.jsonl")
+        try Data(
+            (lines + [lines[1].replacingOccurrences(of: "Product 4", with: "Product 4 again")]).joined(separator: "\n")
+                .utf8
+        )
+        .write(to: file)
+        let target = store.directory.appendingPathComponent("target")
+        let result = try await store.run(["import", file.path, "--store", target.path])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("line 4: Product \"sku_4\" is already on line 2"), "\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: target.path))
+    }
+
+    /// A record above its type's stored version imports: that version moves only once every record is
+    /// migrated, so a store's own export can hold such records (a read migrated them one by one).
+    @Test func aRecordAboveItsTypesStoredVersionImports() async throws {
+        let store = try await IntegrityStore { storage in try await storage.save(Product.sample(4)) }
+        let exported = try await store.run(["export"]).stdout
+        let edited = exported.replacingOccurrences(of: "\"version\":1,\"payload\"", with: "\"version\":2,\"payload\"")
+        #expect(edited != exported)
+        let file = store.directory.appendingPathComponent("newer.jsonl")
+        try Data(edited.utf8).write(to: file)
+        let target = store.directory.appendingPathComponent("target")
+        let result = try await store.run(["import", file.path, "--store", target.path])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try await store.run(["export", "--store", target.path]).stdout == edited)
     }
 }

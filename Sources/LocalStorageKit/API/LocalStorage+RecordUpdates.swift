@@ -14,10 +14,16 @@ extension LocalStorage {
     /// writes arrive through the store's change log within about
     /// ``LocalStorageConfiguration/externalChangePollInterval``. An expiry is noticed when it is due, with
     /// no write needed. Leaving the loop or cancelling its task ends the stream. The stream keeps the
-    /// newest 64 values when its consumer falls behind.
+    /// newest 64 values when its consumer falls behind. With a shared tier, a record this instance does not
+    /// hold is read from the server, as ``fetch(_:id:)-(_,String)`` does.
     /// - Throws: (from the stream) `invalidId`, `decodingFailed` and the store's errors.
     public func updates<T: LocalStorable>(of type: T.Type, id: T.ID) -> AsyncThrowingStream<T?, any Error> {
-        local.updates(of: T.self, id: id)
+        guard configuration.sharedTier != nil else { return local.updates(of: T.self, id: id) }
+        // With a shared tier, a record this instance does not hold is read from the server (never a false nil).
+        let tiers = self.tiers
+        return local.updates(of: T.self, id: id) { name, schema in
+            try await tiers.fetch(T.self, id: name, schema: schema)
+        }
     }
 }
 

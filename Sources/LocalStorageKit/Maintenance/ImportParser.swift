@@ -15,6 +15,9 @@ struct ImportParser {
     /// The names of the types the file described, in file order.
     private(set) var typeNames: [String] = []
     private var lineNumber = 0
+    /// The line each record of the file was on, by type and id: a second line for one record is refused
+    /// (it would replace the first, and the import would write fewer records than it read).
+    private var recordLines: [String: [String: Int]] = [:]
     private let decoder = JSONDecoder()
     private let check: ImportRecordCheck
 
@@ -48,7 +51,13 @@ struct ImportParser {
                 if !typeNames.contains(info.name) { typeNames.append(info.name) }
                 return .type(info)
             }
-            return try record(try decoder.decode(RecordSummary.self, from: data), line: bytes)
+            let summary = try decoder.decode(RecordSummary.self, from: data)
+            if let first = recordLines[summary.type]?[summary.id] {
+                throw reason("\(summary.type) \"\(summary.id)\" is already on line \(first)")
+            }
+            let item = try record(summary, line: bytes)
+            recordLines[summary.type, default: [:]][summary.id] = lineNumber
+            return item
         } catch let error as MaintenanceError {
             throw error
         } catch let error as DecodingError {

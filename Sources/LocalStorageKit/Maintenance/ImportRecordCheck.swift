@@ -7,7 +7,8 @@ import Foundation
 /// - the outer `id` equals the payload's own `id` member, when the payload has one;
 /// - every index value names an index of the declaration the record says it was indexed with (the
 ///   type's current one, same signature), and has that index's kind;
-/// - the version is at least 1 and not above the type's version;
+/// - the version is at least 1 (a record may be above its type's stored version: that version moves only
+///   once every record is migrated, and a read migrates one record at a time);
 /// - an index value whose name is also a member of the payload (`price`, or `address.city` through
 ///   nested objects) agrees with that member when both are strings or both numbers (a `Bool` is 1 or 0;
 ///   a `Date` member, which `JSONEncoder` writes as seconds since 2001, matches the index's seconds
@@ -21,10 +22,6 @@ struct ImportRecordCheck {
     /// there is none.
     func problem(with summary: RecordSummary, payload: Data, info: TypeInfo) -> String? {
         guard summary.version >= 1 else { return "version \(summary.version) is below 1" }
-        guard summary.version <= info.version else {
-            return "version \(summary.version) is newer than the version \(info.version) of type \"\(info.name)\""
-                + " (written by a newer app; it would not be understood)"
-        }
         let declared = Dictionary(info.indexes.map { ($0.name, $0.kind) }, uniquingKeysWith: { first, _ in first })
         if summary.signature == info.signature {
             for name in summary.indexes.keys.sorted() where declared[name] == nil {

@@ -2,8 +2,13 @@
 /// each change that may concern the id, and at its expiry; the loop reads the record again and emits it
 /// when its state differs from the last one emitted.
 extension LocalRecordStore {
-    /// The value of the record `id` now, then after each committed change to it by any process.
-    func updates<T: LocalStorable>(of type: T.Type, id: T.ID) -> AsyncThrowingStream<T?, any Error> {
+    /// The value of the record `id` now, then after each committed change to it by any process. With
+    /// `missing` (a shared tier's read), a record this store does not hold is read through it, so that the
+    /// stream never reports a false nil for a record the tier holds.
+    func updates<T: LocalStorable>(
+        of type: T.Type, id: T.ID,
+        missing: (@Sendable (_ id: String, _ schema: TypeSchema) async throws -> T?)? = nil
+    ) -> AsyncThrowingStream<T?, any Error> {
         let (stream, continuation) = AsyncThrowingStream.makeStream(
             of: T?.self, throwing: (any Error).self, bufferingPolicy: .bufferingNewest(64))
         let task = Task { [self] in
@@ -16,10 +21,17 @@ extension LocalRecordStore {
                 defer { watch.end() }
                 var last: (isPresent: Bool, updatedAt: Int64)?
                 while !Task.isCancelled {
-                    let current = try await look(T.self, id: name, key: key, schema: schema)
-                    let state = (isPresent: current.value != nil, updatedAt: current.updatedAt)
+                    var current = try await look(T.self, id: name, key: key, schema: schema)
+                    var value = current.value
+                    if value == nil, let missing, let found = try await missing(name, schema) {
+                        // The tier's read keeps the record here too: its state is read back from this store.
+                        value = found
+                        let kept = try await look(T.self, id: name, key: key, schema: schema)
+                        if kept.value != nil { current = kept }
+                    }
+                    let state = (isPresent: value != nil, updatedAt: value == nil ? 0 : current.updatedAt)
                     if last.map({ $0 != state }) ?? true {
-                        continuation.yield(current.value)
+                        continuation.yield(value)
                         last = state
                     }
                     // An expiring record is looked at again just after it expires; others after an hour at most.

@@ -14,9 +14,9 @@ enum ImportCommand: Command {
         created is removed again). Types the store does not know are added as the file describes them.
         Each record is checked against its type: its id must equal the payload's "id", its index
         values must be declared with their kinds and agree with payload members of the same name, its
-        version must not be newer than the type's. Records whose payload held NaN or ±Infinity are
-        restored exactly from their "binaryPayload". An import that would write fewer records than
-        it read fails (status 1) and writes nothing. With --key-file the records are sealed with that
+        version must be at least 1, and no record may appear twice in the file. Records whose payload
+        held NaN or ±Infinity are restored exactly from their "binaryPayload". An import that would
+        write fewer records than it read fails (status 1) and writes nothing. With --key-file the records are sealed with that
         key (a new store is created encrypted).
           --no-payload-check   do not compare index values with payload members of the same name
                                (for indexes computed differently, such as a lowercased email)

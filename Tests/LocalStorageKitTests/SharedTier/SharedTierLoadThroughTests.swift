@@ -98,6 +98,28 @@ struct SharedTierLoadThroughTests {
         #expect(stuck.loads == 1)
     }
 
+    /// `updates(of:id:)` on an instance that does not hold the record starts with the server's value (never
+    /// a false nil), then follows another instance's writes.
+    @Test func updatesOfARecordOnlyTheServerHoldsStartWithItsValue() async throws {
+        let a = try await instance()
+        let b = try await instance()
+        try await a.save(Self.product("sku_far", "first"))
+        let seen = Noted<[String?]>([])
+        let watcher = Task {
+            for try await value in b.updates(of: Product.self, id: "sku_far") {
+                seen.value.withLock { $0.append(value?.title) }
+            }
+        }
+        defer { watcher.cancel() }
+        try await eventually("the first value") { seen.value.withLock { !$0.isEmpty } }
+        #expect(seen.value.withLock { $0 }.first == "first")
+        try await a.save(Self.product("sku_far", "second"))
+        try await eventually("the second value") { seen.value.withLock { $0.last == "second" } }
+        try await a.delete(Product.self, id: "sku_far")
+        try await eventually("the delete") { seen.value.withLock { $0.count >= 3 && $0.last == .some(nil) } }
+        #expect(seen.value.withLock { $0 } == ["first", "second", nil])
+    }
+
     @Test func aSaveOnAnotherInstanceWinsOverALoad() async throws {
         let a = try await instance()
         let b = try await instance()
