@@ -163,7 +163,7 @@ import Testing
 
     /// A loaded record the store refuses (larger than `maxBytes`) gives the lease back: the next caller loads
     /// at once instead of waiting out the lease (on this clock, which no one advances, it would wait forever).
-    @Test(.timeLimit(.minutes(1))) func aLoadedRecordTheStoreRefusesGivesTheLeaseBack() async throws {
+    @Test(.timeLimit(.minutes(5))) func aLoadedRecordTheStoreRefusesGivesTheLeaseBack() async throws {
         var configuration = LocalStorageConfiguration.inMemory
         configuration.limits = StorageLimits(maxBytes: 300)
         let storage = try store(configuration)
@@ -182,7 +182,7 @@ import Testing
 
     /// An expiration no record can take fails before `load` runs (no trip to the backend for nothing) and
     /// leaves no lease behind.
-    @Test(.timeLimit(.minutes(1))) func anExpirationNoRecordCanTakeFailsBeforeLoading() async throws {
+    @Test(.timeLimit(.minutes(5))) func anExpirationNoRecordCanTakeFailsBeforeLoading() async throws {
         let storage = try store()
         let loads = Mutex(0)
         for expiration in [CacheExpiration.seconds(.nan), .hours(-.infinity), .days(1e300)] {
