@@ -3,7 +3,8 @@ import Foundation
 /// Settings for a ``LocalStorage``.
 ///
 /// Two stores on one directory in one process share one LMDB environment. Its settings, ``durability``,
-/// ``mapSize`` and ``maxMapSize``, must agree: a second open that asks for others throws
+/// ``mapSize``, ``maxMapSize``, ``limits`` and ``evictionPolicy``, must agree: a second open that asks for
+/// others throws
 /// ``LocalStorageError/openFailed(path:reason:)`` naming the setting. ``expirySweepInterval`` and
 /// ``externalChangePollInterval`` drive work shared by the environment and are taken from the first open.
 /// Every other setting belongs to each store.
@@ -36,7 +37,7 @@ public struct LocalStorageConfiguration: Sendable {
     /// directory in a process must agree.
     public var limits: StorageLimits?
     /// Which records a bounded store evicts first after the expired ones (types with their own
-    /// ``LocalStorable/storageLimits`` included).
+    /// ``LocalStorable/storageLimits`` included). Belongs to the environment, like ``limits``.
     public var evictionPolicy: StorageEvictionPolicy = .adaptive
     /// A memory tier of decoded values in front of the store (nil, the default: none). Per instance.
     public var memoryCache: MemoryCacheConfiguration?
