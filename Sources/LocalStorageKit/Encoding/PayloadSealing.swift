@@ -242,13 +242,7 @@ final class PayloadSealing: Sendable {
             guard current != nil || !previous.isEmpty else {
                 throw failure(typeName, id, "its payload is sealed and the store was opened without a key")
             }
-            let associated = PayloadSealing.associatedData(
-                formatByte: view.format.rawValue | envelope.rawValue, typeName: typeName, id: Array(id.utf8))
-            let sealed = UnsafeRawBufferPointer(rebasing: stored[2...])
-            let found = PayloadSealing.firstOpening(keys, named: stored[1]) { key in
-                SodiumCipher.open(sealed, associated: associated, key: key.bytes)
-            }
-            guard let (key, opened) = found else {
+            guard let (key, opened) = opening(view, typeName: typeName, id: id) else {
                 throw failure(
                     typeName, id,
                     "its sealed payload fails authentication (altered, moved from another id or type, or sealed "
@@ -276,13 +270,19 @@ final class PayloadSealing: Sendable {
         let stored = view.payload
         guard view.envelope.contains(.sealed) else { return false }
         guard let sealing, !sealing.keys.isEmpty, stored.count >= 2, stored[0] == version else { return true }
-        let associated = associatedData(
+        return sealing.opening(view, typeName: typeName, id: id) == nil
+    }
+
+    /// The key that opens the sealed payload of `view` (type `typeName`, id `id`) and its plaintext, or nil
+    /// when none of the keys does; the caller has checked the seal's version and length.
+    private func opening(_ view: RecordView, typeName: String, id: String) -> (key: Key, opened: [UInt8])? {
+        let stored = view.payload
+        let associated = PayloadSealing.associatedData(
             formatByte: view.format.rawValue | view.envelope.rawValue, typeName: typeName, id: Array(id.utf8))
         let sealed = UnsafeRawBufferPointer(rebasing: stored[2...])
-        let opening = firstOpening(sealing.keys, named: stored[1]) { key in
+        return PayloadSealing.firstOpening(keys, named: stored[1]) { key in
             SodiumCipher.open(sealed, associated: associated, key: key.bytes)
         }
-        return opening == nil
     }
 
     private func failure(_ typeName: String, _ id: String, _ reason: String) -> LocalStorageError {

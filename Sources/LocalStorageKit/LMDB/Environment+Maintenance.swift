@@ -21,15 +21,7 @@ extension Environment {
         var raw: OpaquePointer?
         try check(mdb_txn_begin(handle, nil, UInt32(MDB_RDONLY), &raw), "mdb_txn_begin")
         guard let txn = raw else { throw LMDBError(code: EINVAL, call: "mdb_txn_begin", caller: #function) }
-        let value: R
-        do {
-            value = try body(Transaction(handle: txn, isReadOnly: true))
-        } catch {
-            mdb_txn_abort(txn)
-            throw error
-        }
-        try check(mdb_txn_commit(txn), "mdb_txn_commit")
-        return value
+        return try commit(txn, readOnly: true, running: body)
     }
 
     /// The number of reader-table slots held by some process (`mdb_reader_list`), whether or not

@@ -179,6 +179,20 @@ final class Environment: @unchecked Sendable {
         return Environment.isNearlyFull(info) ? ENOSPC : code
     }
 
+    /// Runs `body` in `txn`, a transaction just begun, then commits it (a commit that met a full disk fails
+    /// with `ENOSPC`); aborts it when `body` throws.
+    func commit<R>(_ txn: OpaquePointer, readOnly: Bool, running body: (Transaction) throws -> R) throws -> R {
+        let value: R
+        do {
+            value = try body(Transaction(handle: txn, isReadOnly: readOnly))
+        } catch {
+            mdb_txn_abort(txn)
+            throw error
+        }
+        try check(diskFullOr(mdb_txn_commit(txn)), "mdb_txn_commit")
+        return value
+    }
+
     private static func isNearlyFull(_ info: statvfs) -> Bool {
         UInt64(info.f_bavail) * UInt64(info.f_frsize) < 1 << 20
     }
@@ -318,9 +332,8 @@ final class Environment: @unchecked Sendable {
         if !kept { mdb_txn_abort(txn) }
     }
 
-    /// Runs `body` in a fresh read transaction that is committed when `body` returns a value, so the database
-    /// handles it opened stay valid for every transaction afterwards, and aborted when it returns nil or
-    /// throws. Returns nil without running `body` while another transaction of this process may be opening
+    /// Runs `body` in a fresh read transaction that is committed, so the database handles it opened stay
+    /// valid for every transaction afterwards (aborted when `body` throws). Returns nil without running `body` while another transaction of this process may be opening
     /// handles (a write transaction, or another call of this method, is under way): the caller then does its
     /// work on the writer.
     ///
@@ -340,19 +353,7 @@ final class Environment: @unchecked Sendable {
                 if code == MDB_MAP_RESIZED { return nil }
                 try check(code, "mdb_txn_begin")
                 guard let txn = raw else { throw LMDBError(code: EINVAL, call: "mdb_txn_begin", caller: #function) }
-                let value: R?
-                do {
-                    value = try body(Transaction(handle: txn, isReadOnly: true))
-                } catch {
-                    mdb_txn_abort(txn)
-                    throw error
-                }
-                guard let value else {
-                    mdb_txn_abort(txn)
-                    return nil
-                }
-                try check(mdb_txn_commit(txn), "mdb_txn_commit")
-                return value
+                return try commit(txn, readOnly: true, running: body)
             }
         }
     }
@@ -376,15 +377,7 @@ final class Environment: @unchecked Sendable {
                     if code == MDB_MAP_RESIZED { return .resized }
                     try check(code, "mdb_txn_begin")
                     guard let txn = raw else { throw LMDBError(code: EINVAL, call: "mdb_txn_begin", caller: #function) }
-                    let value: R
-                    do {
-                        value = try body(Transaction(handle: txn, isReadOnly: false))
-                    } catch {
-                        mdb_txn_abort(txn)
-                        throw error
-                    }
-                    try check(diskFullOr(mdb_txn_commit(txn)), "mdb_txn_commit")
-                    return .done(value)
+                    return .done(try commit(txn, readOnly: false, running: body))
                 }
             }
             switch outcome {
