@@ -46,7 +46,7 @@ extension Environment {
     /// - Throws: ``DamagedDataFile`` naming the first problem.
     static func checkTypeRoots(number: UInt32, names: @autoclosure () -> [String], in txn: Transaction) throws {
         let raw = mdb_txn_env(txn.handle)
-        let memo = mdb_env_get_userctx(raw).map { Unmanaged<TypeRootChecks>.fromOpaque($0).takeUnretainedValue() }
+        let memo = TypeRootChecks.of(raw)
         if memo?.isChecked(number) == true { return }
         var descriptor: Int32 = -1
         guard mdb_env_get_fd(raw, &descriptor) == MDB_SUCCESS, descriptor >= 0 else { return }
@@ -77,15 +77,13 @@ extension Environment {
 
     /// Whether type `number`'s databases failed their check in this environment.
     func hasDamagedType(_ number: UInt32) -> Bool {
-        guard let memo = mdb_env_get_userctx(handle) else { return false }
-        return Unmanaged<TypeRootChecks>.fromOpaque(memo).takeUnretainedValue().isDamaged(number)
+        TypeRootChecks.of(handle)?.isDamaged(number) ?? false
     }
 
     /// Notes that type `number`'s databases failed their check in `txn`'s environment; true the first time,
     /// so that work over every type logs each damaged type once.
     static func noteDamagedType(_ number: UInt32, in txn: Transaction) -> Bool {
-        guard let memo = mdb_env_get_userctx(mdb_txn_env(txn.handle)) else { return true }
-        return Unmanaged<TypeRootChecks>.fromOpaque(memo).takeUnretainedValue().markDamaged(number)
+        TypeRootChecks.of(mdb_txn_env(txn.handle))?.markDamaged(number) ?? true
     }
 }
 
@@ -94,6 +92,11 @@ extension Environment {
 final class TypeRootChecks: Sendable {
     private let checked = Mutex<Set<UInt32>>([])
     private let damaged = Mutex<Set<UInt32>>([])
+
+    /// The checks of the LMDB environment `env` (its user context), nil once it is closing.
+    static func of(_ env: OpaquePointer?) -> TypeRootChecks? {
+        mdb_env_get_userctx(env).map { Unmanaged<TypeRootChecks>.fromOpaque($0).takeUnretainedValue() }
+    }
 
     func isChecked(_ number: UInt32) -> Bool { checked.withLock { $0.contains(number) } }
 
