@@ -217,7 +217,7 @@ struct BinaryWriter: ~Copyable {
 
     /// Starts an array or map and returns the offset of its header, to pass to ``endContainer(header:count:)``.
     mutating func beginContainer(_ tag: UInt8) -> Int {
-        let header = bytes.count
+        let header = count
         append(tag)
         append(0)
         append(0)
