@@ -40,11 +40,17 @@ func eventually(
     _ condition: () async throws -> Bool
 ) async -> Bool {
     let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if (try? await condition()) == true { return true }
-        try? await Task.sleep(for: .milliseconds(10))
+    do {
+        while ContinuousClock.now < deadline {
+            if try await condition() { return true }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        return try await condition()
+    } catch {
+        // A condition that throws fails the test with its error, rather than reading as "not yet".
+        Issue.record(error, "the condition threw")
+        return false
     }
-    return (try? await condition()) == true
 }
 
 /// Consumes a stream in the background and keeps everything it yields.
