@@ -66,7 +66,7 @@ enum LoadDriver {
         }
         LocalStorageStress.say("ready")
         let found = try await withThrowingTaskGroup(of: Bool.self) { group in
-            for _ in 0..<callers {
+            for _ in 0..<max(0, callers) {
                 group.addTask {
                     try await storage.fetch(
                         StressRecord.self, id: id, policy: policy, load: loader) != nil

@@ -28,17 +28,6 @@ struct Sheet2: LocalStorageVersioned, LocalStorageIndexed, Equatable {
 /// record written at a newer version, a newer store layout. And a damaged record that is replaced or
 /// deleted leaves no index entry behind.
 @Suite struct NewerStoreTests {
-    /// The reason of the `decodingFailed` that `body` throws; nil when it throws nothing or another error.
-    private func decodingFailure(_ body: () async throws -> Void) async -> String? {
-        do {
-            try await body()
-        } catch LocalStorageError.decodingFailed(let reason) {
-            return reason
-        } catch {
-            return nil
-        }
-        return nil
-    }
 
     private func meta(_ storage: LocalStorage, _ key: [UInt8]) throws -> [UInt8]? {
         try storage.core.environment.read { txn in try txn.get(storage.core.meta, key: key).map(Array.init) }

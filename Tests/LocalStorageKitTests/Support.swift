@@ -99,3 +99,15 @@ struct Note: LocalStorable, Equatable {
     let id: String
     var text: String
 }
+
+/// The reason of the `decodingFailed` that `body` throws; nil when it throws nothing or another error.
+func decodingFailure(_ body: () async throws -> Void) async -> String? {
+    do {
+        try await body()
+    } catch LocalStorageError.decodingFailed(let reason) {
+        return reason
+    } catch {
+        return nil
+    }
+    return nil
+}

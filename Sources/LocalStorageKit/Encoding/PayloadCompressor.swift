@@ -69,6 +69,14 @@ final class PayloadCompressor: Sendable {
         return out
     }
 
+    /// Whether a frame of `frameBytes` bytes can hold the `size` its header claims (ZSTD_getFrameContentSize's
+    /// answer, whose two largest values say "unknown" and "error"). No zstd block holds more than 128 KiB or
+    /// takes fewer than 4 bytes (an RLE block), so a frame never grows more than 32,768 times: a damaged
+    /// header claiming more is refused before anything is allocated for it.
+    static func plausibleContentSize(_ size: UInt64, frameBytes: Int) -> Bool {
+        size < UInt64.max - 1 && size <= UInt64(Int32.max) && size <= UInt64(max(0, frameBytes)) * 32_768
+    }
+
     /// The payload in `compressed`, or nil when it is damaged or names a dictionary not in `dictionaries`.
     static func decompress(_ compressed: [UInt8], dictionaries: PayloadDictionaries?) -> [UInt8]? {
         guard compressed.count > 4 else { return nil }
@@ -77,7 +85,7 @@ final class PayloadCompressor: Sendable {
             let id = UInt32(littleEndian: bytes.loadUnaligned(as: UInt32.self))
             let frame = base + 4
             let size = ZSTD_getFrameContentSize(frame, bytes.count - 4)
-            guard size < UInt64.max - 1, size <= UInt64(Int32.max) else { return nil }
+            guard plausibleContentSize(size, frameBytes: bytes.count - 4) else { return nil }
             var dictionary: ZstdDigestedDictionary?
             if id != 0 {
                 guard let found = dictionaries?.digested(id) else { return nil }

@@ -56,6 +56,9 @@ struct RecordHeader: Equatable {
         out.appendLittleEndian(updatedAt)
         out.appendLittleEndian(expiresAt)
         out.appendLittleEndian(signature)
+        guard indexValues.count <= Int(UInt16.max) else {
+            throw .encodingFailed(reason: "\(indexValues.count) index values; a record header holds at most 65535")
+        }
         out.appendLittleEndian(UInt16(indexValues.count))
         for value in indexValues {
             let name = Array(value.name.utf8)

@@ -14,10 +14,8 @@ extension CountTree {
     /// A type's payload bytes, or nil when the store keeps no counters (the caller walks the records).
     static func payloadBytes(schema: TypeSchema, txn: Transaction) throws -> Int? {
         guard let counts = schema.counts else { return nil }
-        guard let stored = try txn.get(counts, key: payloadBytesKey(type: schema.number)), stored.count == 8 else {
-            return 0
-        }
-        return Int(UInt64(littleEndian: stored.loadUnaligned(as: UInt64.self)))
+        guard let stored = try txn.get(counts, key: payloadBytesKey(type: schema.number)) else { return 0 }
+        return counterValue(stored)
     }
 
     /// Sets a type's payload bytes from its records: O(records), when an older store is upgraded.

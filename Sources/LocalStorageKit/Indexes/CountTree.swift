@@ -51,13 +51,18 @@ enum CountTree {
         }
     }
 
+    /// A stored counter's value: 0 for one that is not eight bytes, and a damaged one past any real count
+    /// capped at 2⁴⁸, so that adding to it or summing counters cannot overflow.
+    static func counterValue(_ stored: UnsafeRawBufferPointer) -> Int {
+        guard stored.count == 8 else { return 0 }
+        return Int(min(UInt64(littleEndian: stored.loadUnaligned(as: UInt64.self)), 1 << 48))
+    }
+
     /// Adds `delta` to one counter, deleting it when it reaches zero.
     static func add(_ delta: Int, toCounter counterKey: [UInt8], counts: Database, txn: Transaction) throws {
         try counterKey.withUnsafeBytes { key in
             var value = 0
-            if let stored = try txn.get(counts, key: key), stored.count == 8 {
-                value = Int(UInt64(littleEndian: stored.loadUnaligned(as: UInt64.self)))
-            }
+            if let stored = try txn.get(counts, key: key) { value = counterValue(stored) }
             value = max(0, value + delta)
             if value == 0 {
                 try txn.delete(counts, key: key)
@@ -110,8 +115,7 @@ enum CountTree {
             var entry = try cursor.seek(atLeast: index.counterPrefix)
             while let current = entry, current.key.starts(with: index.counterPrefix) {
                 stored[Array(current.key)] =
-                    current.value.count == 8
-                    ? Int(UInt64(littleEndian: current.value.loadUnaligned(as: UInt64.self))) : -1
+                    current.value.count == 8 ? counterValue(current.value) : -1
                 entry = try cursor.move(.next)
             }
         }
@@ -268,9 +272,7 @@ enum CountTree {
         _ edge: [UInt8], in start: [UInt8], parentCount: Int, forward: Bool,
         cursor: inout Cursor
     ) throws -> (before: Int, edge: Int) {
-        func count(_ value: UnsafeRawBufferPointer) -> Int {
-            value.count == 8 ? Int(UInt64(littleEndian: value.loadUnaligned(as: UInt64.self))) : 0
-        }
+        func count(_ value: UnsafeRawBufferPointer) -> Int { counterValue(value) }
         func isChild(_ key: UnsafeRawBufferPointer) -> Bool {
             key.count >= start.count && key.starts(with: start)
         }
@@ -344,9 +346,7 @@ extension CountTree {
                 var entry = try cursor.seek(atLeast: start)
                 var found = false
                 while let current = entry, current.key.count >= start.count, current.key.starts(with: start) {
-                    let count =
-                        current.value.count == 8
-                        ? Int(UInt64(littleEndian: current.value.loadUnaligned(as: UInt64.self))) : 0
+                    let count = counterValue(current.value)
                     if remaining < count {
                         parent = Array(current.key[9...])
                         found = true

@@ -24,7 +24,7 @@ extension DataFileWalk {
         var usable: [MetaPage] = []
         for meta in metas.sorted(by: { $0.transactionID > $1.transactionID }) {
             let needed = (meta.lastPage &+ 1).multipliedReportingOverflow(by: UInt64(max(1, meta.pageSize)))
-            if meta.pageSize < 512 || needed.overflow {
+            if meta.pageSize < 512 || needed.overflow || meta.lastPage == .max {
                 problems.append(
                     Problem(
                         database: "meta", page: UInt64(meta.number),

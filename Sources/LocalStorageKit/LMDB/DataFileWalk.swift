@@ -96,8 +96,9 @@ struct DataFileWalk {
         // Pages past the file's end were never written: each must be free (loose pages of a commit).
         let written = UInt64(used.count)
         if meta.lastPage >= written {
-            let missing = meta.lastPage - written + 1
-            if missing > UInt64(listedPastEnd.count) || !(written...meta.lastPage).allSatisfy(listedPastEnd.contains) {
+            // The pages past the end number `missing + 1` (written as this so that it cannot overflow).
+            let missing = meta.lastPage - written
+            if missing >= UInt64(listedPastEnd.count) || !(written...meta.lastPage).allSatisfy(listedPastEnd.contains) {
                 // Put first: the references past the end that the walk met follow from it.
                 problems.insert(
                     Problem(
@@ -140,7 +141,9 @@ struct DataFileWalk {
         let ordered = !integerKeys && record.flags & 0x0A == 0  // No MDB_REVERSEKEY or MDB_INTEGERKEY.
         let options = TreeOptions(
             name: name, depth: Int(record.depth), isMain: isMain, ordered: ordered,
-            dupSort: record.flags & 0x04 != 0, freeList: freeList)
+            // A sub-tree of duplicates never has duplicates of its own (LMDB nests one level): one that says
+            // so is damaged, and the walk does not recurse into it (a crafted file could nest without end).
+            dupSort: !isSubTree && record.flags & 0x04 != 0, freeList: freeList)
         visitPage(record.root, level: 1, options: options, tally: &tally)
         // A sub-tree of sorted duplicates is walked under its database's name: its pages add to the database's.
         pageTotals[name, default: PageTotals()].add(branch: tally.branch, leaf: tally.leaf, overflow: tally.overflow)

@@ -84,6 +84,12 @@ struct ImportParser {
         if let problem = check.problem(with: summary, payload: json, info: info) {
             throw reason("\(summary.type) \"\(summary.id)\": \(problem)")
         }
+        // A declaration holds at most 64 indexes: no record was ever indexed with more.
+        guard summary.indexes.count <= IndexDeclaration.maxIndexes else {
+            throw reason(
+                "\(summary.type) \"\(summary.id)\": \(summary.indexes.count) index values; a declaration holds at most "
+                    + "\(IndexDeclaration.maxIndexes) indexes")
+        }
         var values: [StoredIndexValue] = []
         var remaining = summary.indexes
         for entry in info.indexes {

@@ -13,7 +13,7 @@ extension StoreMaintenance {
     ///
     /// Complexity: O(offset + limit) without conditions; O(candidates) with them.
     /// - Throws: ``MaintenanceError/unknownType(_:known:)``, ``MaintenanceError/unknownIndex(_:type:known:)``,
-    ///   ``MaintenanceError/invalidArgument(_:)`` for a value that does not fit its index.
+    ///   ``MaintenanceError/invalidArgument(_:)`` for a value that does not fit its index or a negative offset.
     public func list(_ typeName: String, query: ListQuery = ListQuery()) throws -> RecordListing {
         let type = try storedType(typeName)
         let schema = type.schema
@@ -30,7 +30,14 @@ extension StoreMaintenance {
             return (index, stored)
         }
         let order = try query.order.map { (try index($0.index, of: schema), $0.isDescending) }
-        let end = query.limit.map { query.offset + max(0, $0) } ?? Int.max
+        guard query.offset >= 0 else {
+            throw MaintenanceError.invalidArgument("the offset \(query.offset) is negative")
+        }
+        // Past Int.max, the end is the end of the records.
+        var end = Int.max
+        if let limit = query.limit, case (let sum, false) = query.offset.addingReportingOverflow(max(0, limit)) {
+            end = sum
+        }
         let now = clock.wallNanoseconds()
         return try read { txn in
             var keys: [[UInt8]] = []

@@ -130,6 +130,8 @@ extension Duration {
     /// Whole milliseconds, rounded up, at least 1 and at most `Int32.max` (for `poll(2)`).
     var pollMilliseconds: Int32 {
         let (seconds, attoseconds) = components
+        guard seconds < Int64(Int32.max) / 1000 else { return Int32.max }
+        guard seconds >= 0 else { return 1 }
         let milliseconds = seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
         return Int32(clamping: max(1, milliseconds))
     }

@@ -90,6 +90,11 @@ final class ChangeLog: Sendable {
         guard !changes.isEmpty else { return }
         try leases?.void(changes, txn: txn)
         var sequence = try lastSequence(in: txn)
+        // 2⁶⁴ commits are never reached: a last key that close to it is a damaged change log.
+        guard sequence <= UInt64.max - UInt64(changes.count) else {
+            throw LocalStorageError.decodingFailed(
+                reason: "the change log's last sequence number \(sequence) is damaged")
+        }
         for change in changes {
             sequence += 1
             var value: [UInt8] = []

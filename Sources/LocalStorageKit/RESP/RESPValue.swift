@@ -185,9 +185,10 @@ struct RESPParser {
                 elements.append(element)
             }
             if type == UInt8(ascii: "|") {
-                // An attribute precedes the real reply: skip it.
+                // An attribute precedes the real reply: skip it. Attributes in a row count as nesting, so
+                // that a server sending them without end meets the depth limit, not the stack's.
                 position = cursor
-                return try parse(at: &position, depth: depth)
+                return try parse(at: &position, depth: depth + 1)
             }
             value = type == UInt8(ascii: ">") ? .push(elements) : .array(elements)
         default:

@@ -199,7 +199,9 @@ extension SharedTier {
                 Array("\(server)".utf8),
             ])
             let entries = (reply.elements ?? []).compactMap { $0.bytes.flatMap(SharedTierNotice.init) }
-            if entries.first?.sequence != previous + 1 || Int64(entries.count) < server - previous {
+            // A gap past Int64 (a server that answered nonsense once) is one the log cannot cover.
+            let gap = server.subtractingReportingOverflow(previous)
+            if entries.first?.sequence != previous &+ 1 || gap.overflow || Int64(entries.count) < gap.partialValue {
                 drop = true
                 logger?.log(
                     level: .warning,

@@ -217,8 +217,9 @@ struct SharedTierQuery {
         let replies = try await tier.connection.send(ranges.map { [Array("ZLEXCOUNT".utf8), key, $0.min, $0.max] })
         var total = 0
         for reply in replies {
-            guard let count = reply.int else { throw unexpected("ZLEXCOUNT", reply) }
-            total += Int(count)
+            guard let count = reply.int, count >= 0, case (let sum, false) = total.addingReportingOverflow(Int(count))
+            else { throw unexpected("ZLEXCOUNT", reply) }
+            total = sum
         }
         return total
     }

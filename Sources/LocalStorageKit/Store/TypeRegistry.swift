@@ -162,7 +162,11 @@ enum TypeRegistry {
             if let slot = info.slot(named: entry.name, kind: entry.kind) {
                 numbers.append(slot.number)
             } else {
-                let number = (info.slots.map(\.number).max() ?? 0) + 1
+                // Past every slot the type ever had, so that no slot is reused; a damaged description whose
+                // largest number is UInt32.max wraps around to the first free number instead of trapping.
+                let used = Set(info.slots.map(\.number))
+                var number = (info.slots.map(\.number).max() ?? 0) &+ 1
+                while number == 0 || used.contains(number) { number &+= 1 }
                 info.slots.append(TypeInfo.Slot(name: entry.name, kind: entry.kind, number: number))
                 numbers.append(number)
             }
