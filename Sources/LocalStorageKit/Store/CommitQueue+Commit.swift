@@ -33,7 +33,7 @@ extension CommitQueue {
                     return context
                 }
                 for hook in context.afterCommit { hook() }
-                hub.publish(context.changes)
+                hub.publish(context.changesAfterCommit())
                 for (_, finish) in pending { finish(nil) }
                 return
             } catch let failure as RequestFailure {
@@ -86,7 +86,7 @@ extension CommitQueue {
                     return (value, context)
                 }
                 for hook in context.afterCommit { hook() }
-                hub.publish(context.changes)
+                hub.publish(context.changesAfterCommit())
                 return value
             } catch {
                 switch try nextStep(after: error, reserve: &reserve) {
@@ -159,7 +159,7 @@ extension CommitQueue {
                 return (context, results)
             }
             for hook in context.afterCommit { hook() }
-            hub.publish(context.changes)
+            hub.publish(context.changesAfterCommit())
             outcomes = results
         } catch {
             // The parent itself failed (its commit met a full map or disk): nothing of it was written.

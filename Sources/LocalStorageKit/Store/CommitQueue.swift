@@ -60,6 +60,18 @@ final class CommitQueue: @unchecked Sendable {
         /// Records a change to publish after the commit.
         func publish(_ change: PublishedChange) { changes.append(change) }
 
+        /// The changes to publish once the transaction has committed: those recorded, and `.touched` for each
+        /// type that had no subscriber when this transaction first wrote it but has one now. An observer (a live
+        /// query, `updates(of:id:)`, a load's watch) subscribes, then reads its first snapshot; when that read
+        /// came before this commit, the observer would otherwise never hear of the change.
+        func changesAfterCommit() -> [PublishedChange] {
+            var all = changes
+            for (typeName, known) in observed where !known && hub.hasSubscribers(typeName) {
+                all.append(PublishedChange(typeName: typeName, kind: .touched))
+            }
+            return all
+        }
+
         /// Records a change in the change log, in this transaction (whether anyone observes it or not).
         func log(_ schema: TypeSchema, _ kind: ChangeLog.Kind, id: [UInt8]) {
             logged.append(ChangeLog.Pending(type: schema.number, kind: kind, id: id))
@@ -80,6 +92,7 @@ final class CommitQueue: @unchecked Sendable {
         /// Takes over the changes and hooks of a nested context whose transaction committed into this one.
         func absorb(_ child: Context) {
             changes += child.changes
+            for (typeName, known) in child.observed { observed[typeName] = (observed[typeName] ?? false) || known }
             afterCommit += child.afterCommit
             logged += child.logged
         }
