@@ -155,7 +155,6 @@ struct GappedCounter: LocalStorageVersioned {
         #expect(profile.fullName == "Ada Lovelace")
         #expect(profile.email == "ada@example.com")
         // Written back once, at the current version, in the store's codec.
-        try await storage.waitForQueuedWrites()  // the read handed the write-back to the writer
         #expect(try await storage.metadata(UserProfile.self, id: "usr_1")?.version == 2)
         #expect(try await storage.fetch(UserProfile.self, id: "usr_1")?.fullName == "Ada Lovelace")
     }
@@ -170,7 +169,6 @@ struct GappedCounter: LocalStorageVersioned {
     @Test func threeStepChainRunsInOrder() async throws {
         let storage = try await storeWithOldRecords([CounterV1(id: "c", n: 7)])
         #expect(try await storage.fetch(Counter.self, id: "c") == Counter(id: "c", count: 7, label: "c7"))
-        try await storage.waitForQueuedWrites()
         #expect(try await storage.metadata(Counter.self, id: "c")?.version == 3)
     }
 

@@ -110,8 +110,34 @@ import Testing
         try await storage.save(Note(id: "b", text: "y"))
         let rows = try await storage.fetch(Note.self, options: FetchOptions(purgeExpired: true))
         #expect(rows.map(\.id) == ["b"])
-        try await storage.waitForQueuedWrites()  // the read handed the purge to the writer
         #expect(try await storage.metadata(Note.self, id: "a") == nil)
+    }
+
+    /// Every kind of read hands its purge to the writer and returns (ReadPathTests), and a `metadata` call
+    /// after it no longer shows the record: it waits for what reads queued before it (it used to show the
+    /// expired record until the writer's next commit).
+    @Test func metadataAfterAnyPurgingReadShowsThePurge() async throws {
+        var configuration = LocalStorageConfiguration.inMemory
+        configuration.autoPurgeExpiredOnRead = true
+        let storage = try LocalStorage(configuration: configuration)
+        let past = CacheExpiration.date(Date().addingTimeInterval(-5))
+        try await storage.save(contentsOf: (0..<5).map { Note(id: "n\($0)", text: "") }, expiration: past)
+        try await storage.save(contentsOf: (0..<3).map(Product.sample), expiration: past)
+        try await storage.save(Product.sample(3))
+
+        #expect(try await storage.fetch(Note.self, id: "n0") == nil)
+        #expect(try await storage.metadata(Note.self, id: "n0") == nil)
+        #expect(try await storage.fetch(Note.self, ids: ["n1"]).isEmpty)
+        #expect(try await storage.metadata(Note.self, id: "n1") == nil)
+        #expect(try await storage.read { tx in try tx.fetch(Note.self, id: "n2") } == nil)
+        #expect(try await storage.metadata(Note.self, id: "n2") == nil)
+        #expect(try await storage.repository(Note.self).fetch(id: "n3") == nil)
+        #expect(try await storage.metadata(Note.self, id: "n3") == nil)
+        #expect(try await storage.fetch(Note.self).isEmpty)
+        #expect(try await storage.metadata(Note.self, id: "n4") == nil)
+        let rows = try await storage.fetch(Product.self, matching: [.atLeast("price", 0)])
+        #expect(rows.map(\.id) == ["sku_3"])
+        for n in 0..<3 { #expect(try await storage.metadata(Product.self, id: "sku_\(n)") == nil) }
     }
 
     @Test func autoPurgeOnReadDeletesExpiredRecords() async throws {
@@ -120,7 +146,6 @@ import Testing
         let storage = try LocalStorage(configuration: configuration)
         try await storage.save(Note(id: "a", text: "x"), expiration: .date(Date().addingTimeInterval(-5)))
         #expect(try await storage.fetch(Note.self, id: "a") == nil)
-        try await storage.waitForQueuedWrites()  // the read handed the purge to the writer
         #expect(try await storage.metadata(Note.self, id: "a") == nil)
     }
 

@@ -73,7 +73,10 @@ extension LocalStorage {
 
     /// What the store knows about a record: timestamps, expiry, size, version.
     ///
-    /// The one read that still returns an expired record (with `isExpired == true`) until it is purged.
+    /// The one read that still returns an expired record (with `isExpired == true`) until it is purged. It
+    /// first waits for the purges and migration write-backs that reads in this process handed the writer
+    /// (reads return without waiting for them), so that right after a read with `purgeExpired: true` the
+    /// record is gone, and right after a read that migrated a record, `version` is the current one.
     nonisolated(nonsending) public func metadata<T: LocalStorable>(
         _ type: T.Type, id: String
     ) async throws -> StorageMetadata? {

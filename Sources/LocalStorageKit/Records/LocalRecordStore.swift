@@ -51,6 +51,8 @@ struct LocalRecordStore: RecordStore {
     nonisolated(nonsending) func metadata<T: LocalStorable>(
         _ type: T.Type, id: String, key: [UInt8], schema: TypeSchema
     ) async throws -> StorageMetadata? {
+        // What reads handed the writer before this call (a purge, a migration's write-back) shows here.
+        await core.readLeftovers.settled()
         let now = core.clock.wallNanoseconds()
         return try core.environment.read { txn in
             try RecordReader.metadata(T.self, key: key, id: id, schema: schema, now: now, txn: txn)
@@ -147,11 +149,14 @@ struct LocalRecordStore: RecordStore {
     /// `.expired(id)`), and returns at once: a read never waits for a commit. A failure is logged.
     func purge(keys: [[UInt8]], schema: TypeSchema) {
         let logger = self.logger
+        let leftovers = core.readLeftovers
+        leftovers.queued()
         core.writer.queueForNextCommit(
             { context in
                 try RecordWriter.purge(keys: keys, schema: schema, context: context, logger: logger)
             },
             finish: { error in
+                leftovers.finished()
                 guard let error else { return }
                 logger?.log(
                     level: .warning, message: "Could not purge expired records a read found",
@@ -166,11 +171,14 @@ struct LocalRecordStore: RecordStore {
         let upgrades = session.upgrades
         guard !upgrades.isEmpty else { return }
         let logger = self.logger
+        let leftovers = core.readLeftovers
+        leftovers.queued()
         core.writer.queueForNextCommit(
             { context in
                 for upgrade in upgrades { try RecordWriter.apply(upgrade, schema: schema, txn: context.txn) }
             },
             finish: { error in
+                leftovers.finished()
                 guard let error else { return }
                 logger?.log(
                     level: .warning, message: "Could not store migrated records",

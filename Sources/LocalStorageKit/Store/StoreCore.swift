@@ -10,6 +10,8 @@ final class StoreCore: Sendable {
     let limits: LimitBook
     /// Reads noted for least-recently-used eviction, folded by the writer.
     let accessNotes = AccessNotes()
+    /// The write-backs and purges reads handed the writer, which `metadata` waits for.
+    let readLeftovers = ReadLeftovers()
     /// Evictions since the store opened in this process.
     let evictions = EvictionTally()
     let hub: ObserverHub
