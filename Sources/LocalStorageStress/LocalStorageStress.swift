@@ -218,7 +218,7 @@ struct LocalStorageStress {
                 switch words.first {
                 case "fetch" where words.count == 3:
                     var found = false
-                    for _ in 0..<max(1, Int(words[2]) ?? 1) {
+                    for _ in 0..<max(0, Int(words[2]) ?? 1) {
                         found = try await storage.fetch(StressRecord.self, id: words[1]) != nil
                     }
                     say(found ? "hit" : "miss")

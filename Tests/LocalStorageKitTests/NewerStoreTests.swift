@@ -28,7 +28,6 @@ struct Sheet2: LocalStorageVersioned, LocalStorageIndexed, Equatable {
 /// record written at a newer version, a newer store layout. And a damaged record that is replaced or
 /// deleted leaves no index entry behind.
 @Suite struct NewerStoreTests {
-
     private func meta(_ storage: LocalStorage, _ key: [UInt8]) throws -> [UInt8]? {
         try storage.core.environment.read { txn in try txn.get(storage.core.meta, key: key).map(Array.init) }
     }

@@ -25,12 +25,11 @@ extension DataFileWalk {
         for meta in metas.sorted(by: { $0.transactionID > $1.transactionID }) {
             let needed = (meta.lastPage &+ 1).multipliedReportingOverflow(by: UInt64(max(1, meta.pageSize)))
             if meta.pageSize < 512 || needed.overflow || meta.lastPage == .max {
+                let pages = meta.lastPage == .max ? "2⁶⁴" : "\(meta.lastPage + 1)"
                 problems.append(
                     Problem(
                         database: "meta", page: UInt64(meta.number),
-                        detail:
-                            "it names \(meta.lastPage &+ 1) pages of \(meta.pageSize) bytes, which no file can hold"
-                    ))
+                        detail: "it names \(pages) pages of \(meta.pageSize) bytes, which no file can hold"))
             } else {
                 usable.append(meta)
             }

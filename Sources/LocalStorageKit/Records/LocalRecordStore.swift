@@ -51,8 +51,8 @@ struct LocalRecordStore: RecordStore {
     nonisolated(nonsending) func metadata<T: LocalStorable>(
         _ type: T.Type, id: String, key: [UInt8], schema: TypeSchema
     ) async throws -> StorageMetadata? {
-        // What reads handed the writer before this call (a purge, a migration's write-back) shows here.
-        await core.readLeftovers.settled()
+        // What reads handed the writer for this record (a purge, a migration's write-back) shows here.
+        await core.readLeftovers.settled(ReadLeftovers.Record(type: schema.number, key: key))
         let now = core.clock.wallNanoseconds()
         return try core.environment.read { txn in
             try RecordReader.metadata(T.self, key: key, id: id, schema: schema, now: now, txn: txn)
@@ -150,13 +150,14 @@ struct LocalRecordStore: RecordStore {
     func purge(keys: [[UInt8]], schema: TypeSchema) {
         let logger = self.logger
         let leftovers = core.readLeftovers
-        leftovers.queued()
+        let records = keys.map { ReadLeftovers.Record(type: schema.number, key: $0) }
+        leftovers.queued(records)
         core.writer.queueForNextCommit(
             { context in
                 try RecordWriter.purge(keys: keys, schema: schema, context: context, logger: logger)
             },
             finish: { error in
-                leftovers.finished()
+                leftovers.finished(records)
                 guard let error else { return }
                 logger?.log(
                     level: .warning, message: "Could not purge expired records a read found",
@@ -172,13 +173,14 @@ struct LocalRecordStore: RecordStore {
         guard !upgrades.isEmpty else { return }
         let logger = self.logger
         let leftovers = core.readLeftovers
-        leftovers.queued()
+        let records = upgrades.map { ReadLeftovers.Record(type: schema.number, key: $0.key) }
+        leftovers.queued(records)
         core.writer.queueForNextCommit(
             { context in
                 for upgrade in upgrades { try RecordWriter.apply(upgrade, schema: schema, txn: context.txn) }
             },
             finish: { error in
-                leftovers.finished()
+                leftovers.finished(records)
                 guard let error else { return }
                 logger?.log(
                     level: .warning, message: "Could not store migrated records",

@@ -40,6 +40,8 @@ final class CommitQueue: @unchecked Sendable {
         var leases: LeaseBook?
         private let hub: any CommitListener
         private var observed: [String: Bool] = [:]
+        /// The types this transaction wrote while nobody observed them (see ``changesAfterCommit()``).
+        private var unpublished: Set<String> = []
 
         init(txn: Transaction, now: Int64, environment: Environment, hub: any CommitListener) {
             self.txn = txn
@@ -51,9 +53,14 @@ final class CommitQueue: @unchecked Sendable {
         /// Whether anyone observes `typeName` (asked once per transaction): writers skip building
         /// changes nobody will read.
         func isObserved(_ typeName: String) -> Bool {
-            if let known = observed[typeName] { return known }
-            let answer = hub.hasSubscribers(typeName)
-            observed[typeName] = answer
+            let answer: Bool
+            if let known = observed[typeName] {
+                answer = known
+            } else {
+                answer = hub.hasSubscribers(typeName)
+                observed[typeName] = answer
+            }
+            if !answer { unpublished.insert(typeName) }
             return answer
         }
 
@@ -66,7 +73,7 @@ final class CommitQueue: @unchecked Sendable {
         /// came before this commit, the observer would otherwise never hear of the change.
         func changesAfterCommit() -> [PublishedChange] {
             var all = changes
-            for (typeName, known) in observed where !known && hub.hasSubscribers(typeName) {
+            for typeName in unpublished.sorted() where hub.hasSubscribers(typeName) {
                 all.append(PublishedChange(typeName: typeName, kind: .touched))
             }
             return all
@@ -92,7 +99,7 @@ final class CommitQueue: @unchecked Sendable {
         /// Takes over the changes and hooks of a nested context whose transaction committed into this one.
         func absorb(_ child: Context) {
             changes += child.changes
-            for (typeName, known) in child.observed { observed[typeName] = (observed[typeName] ?? false) || known }
+            unpublished.formUnion(child.unpublished)
             afterCommit += child.afterCommit
             logged += child.logged
         }

@@ -163,10 +163,11 @@ enum TypeRegistry {
                 numbers.append(slot.number)
             } else {
                 // Past every slot the type ever had, so that no slot is reused; a damaged description whose
-                // largest number is UInt32.max wraps around to the first free number instead of trapping.
+                // largest number is near UInt32.max wraps around to the first free number instead of trapping.
+                // UInt32.max is the payload-bytes counter's (CountTree+PayloadBytes), never an index's.
                 let used = Set(info.slots.map(\.number))
                 var number = (info.slots.map(\.number).max() ?? 0) &+ 1
-                while number == 0 || used.contains(number) { number &+= 1 }
+                while number == 0 || number == UInt32.max || used.contains(number) { number &+= 1 }
                 info.slots.append(TypeInfo.Slot(name: entry.name, kind: entry.kind, number: number))
                 numbers.append(number)
             }

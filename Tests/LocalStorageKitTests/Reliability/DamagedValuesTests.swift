@@ -181,6 +181,7 @@ import Testing
         let frame: [UInt8] =
             [0, 0, 0, 0] + [0x28, 0xB5, 0x2F, 0xFD] + [0xA0] + [0xFF, 0xFF, 0xFF, 0x7F] + [0x09, 0x00, 0x00] + [0x41]
         #expect(PayloadCompressor.plausibleContentSize(UInt64(Int32.max), frameBytes: frame.count - 4) == false)
+        // (The old code returned nil too, after allocating 2 GiB: only the size check above tells them apart.)
         #expect(PayloadCompressor.decompress(frame, dictionaries: nil) == nil)
     }
 
