@@ -57,7 +57,7 @@ struct LocalStorageTool {
                 return 0
             }
             try command.validate(arguments)
-            let directory = StoreMaintenance.storeDirectory(named: storeDirectory(arguments))
+            let directory = try storeDirectory(arguments, creating: command.createsStore)
             // verify opens the store itself, in a child process (a damaged file must not crash the tool).
             if command.name == VerifyCommand.name {
                 return try await VerifyCommand.run(arguments, directory: directory, output: output)
@@ -128,19 +128,37 @@ struct LocalStorageTool {
         return (leading, nil, [])
     }
 
-    /// Reports `error` in one line; returns its exit status.
+    /// Reports `error` in one line (a name or id in it with a line break or another invisible character
+    /// escaped, as every command prints them); returns its exit status.
     private static func fail(_ error: any Error, output: Output) -> Int32 {
-        output.message("localstorage: error: \(error)")
+        output.message("localstorage: error: " + InvisibleCharacters.escaped("\(error)", keeping: []))
         return error is UsageError ? 2 : 1
     }
 
     /// `--store`, else `$LOCALSTORAGE_STORE`, else the library's default directory.
-    static func storeDirectory(_ arguments: ParsedArguments) -> URL {
-        if let path = arguments.value("store") { return URL(fileURLWithPath: path, isDirectory: true) }
+    static func storeDirectory(_ arguments: ParsedArguments) throws -> URL {
+        if let path = arguments.value("store") {
+            // An empty --store would be the current directory: never what was meant.
+            guard !path.isEmpty else { throw UsageError("--store needs a directory") }
+            return URL(fileURLWithPath: path, isDirectory: true)
+        }
         if let path = ProcessInfo.processInfo.environment["LOCALSTORAGE_STORE"], !path.isEmpty {
             return URL(fileURLWithPath: path, isDirectory: true)
         }
         return StoreMaintenance.defaultDirectory
+    }
+
+    /// The store directory the arguments name (``StoreMaintenance/storeDirectory(named:)``). Where no store
+    /// is yet and the command creates one (`import`), DIR is the app's `databaseDirectory`, as for every
+    /// command: the store goes in DIR/LocalStorage, where the app will look, unless DIR is such a folder.
+    static func storeDirectory(_ arguments: ParsedArguments, creating: Bool) throws -> URL {
+        let given = try storeDirectory(arguments)
+        let directory = StoreMaintenance.storeDirectory(named: given)
+        let exists = FileManager.default.fileExists(atPath: directory.appendingPathComponent("data.mdb").path)
+        guard creating, !exists, given != StoreMaintenance.defaultDirectory else { return directory }
+        // `LocalStorageConfiguration.databaseDirectory`: "The store itself lives in a `LocalStorage` folder inside it."
+        let folder = "LocalStorage"
+        return given.lastPathComponent == folder ? given : given.appendingPathComponent(folder, isDirectory: true)
     }
 
     static var usage: String {

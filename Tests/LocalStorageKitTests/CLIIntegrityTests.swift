@@ -42,10 +42,8 @@ import Glibc
         #expect(try await store.run(["export", "--output", again.path, "--store", copy.path]).status == 0)
         #expect(try Data(contentsOf: file) == Data(contentsOf: again))
 
-        let restored = try LocalStorage(
-            configuration: diskConfiguration(
-                copy.deletingLastPathComponent(),
-                storeDirectoryName: "copy"))
+        // An import into a new directory makes the store an app with `databaseDirectory = copy` opens.
+        let restored = try LocalStorage(configuration: diskConfiguration(copy))
         for sample in Reading.samples {
             let read = try #require(try await restored.fetch(Reading.self, id: sample.id))
             #expect(read.isIdentical(to: sample), "\(sample.id): \(read)")
@@ -300,18 +298,6 @@ import Glibc
 }
 
 // MARK: - Fixtures
-
-/// A configuration whose store directory is `directory/name` rather than `directory/LocalStorage`: opens
-/// a store imported into a directory of any name, through a databaseDirectory that points at it.
-private func diskConfiguration(_ parent: URL, storeDirectoryName name: String) throws -> LocalStorageConfiguration {
-    // The library puts its files in databaseDirectory/LocalStorage: link that name to the imported store.
-    let link = parent.appendingPathComponent("app-\(name)")
-    try FileManager.default.createDirectory(at: link, withIntermediateDirectories: true)
-    try FileManager.default.createSymbolicLink(
-        at: link.appendingPathComponent("LocalStorage"),
-        withDestinationURL: parent.appendingPathComponent(name))
-    return LocalStorageKitTests.diskConfiguration(link)
-}
 
 /// Payloads with NaN and infinities, in Double and Float, at the top level and nested.
 private struct Reading: LocalStorable {

@@ -69,7 +69,7 @@ struct DataFilePages {
     mutating func metaPages() -> [MetaPage] {
         guard let first = bytes(at: 0, count: 152) else { return [] }
         let firstMeta = MetaPage(first, number: 0)
-        if let firstMeta, [512, 1024, 2048, 4096, 8192, 16384, 32768, 65536].contains(firstMeta.pageSize) {
+        if let firstMeta, Environment.pageSizes.contains(firstMeta.pageSize) {
             pageSize = firstMeta.pageSize
         }
         let second = bytes(at: pageSize, count: 152).flatMap { MetaPage($0, number: 1) }

@@ -30,6 +30,13 @@ extension DataFileWalk {
                     Problem(
                         database: "meta", page: UInt64(meta.number),
                         detail: "it names \(pages) pages of \(meta.pageSize) bytes, which no file can hold"))
+            } else if meta.transactionID >= 1 << 63 {
+                // LMDB's transaction ids are `size_t`: past 2⁶³ no store ever committed, and Swift sees them as
+                // negative `Int`s.
+                problems.append(
+                    Problem(
+                        database: "meta", page: UInt64(meta.number),
+                        detail: "it names transaction \(meta.transactionID), which no store ever reached"))
             } else {
                 usable.append(meta)
             }

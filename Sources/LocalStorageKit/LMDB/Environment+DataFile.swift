@@ -47,7 +47,7 @@ extension Environment {
         var descriptor: Int32 = -1
         try check(mdb_env_get_fd(handle, &descriptor), "mdb_env_get_fd")
         var pages = DataFilePages(descriptor: descriptor)
-        let (meta, problems) = DataFileWalk.newestMeta(&pages, transactionID: UInt64(txn.id))
+        let (meta, problems) = DataFileWalk.newestMeta(&pages, transactionID: UInt64(UInt(bitPattern: txn.id)))
         guard let meta else { return (nil, problems) }
         var walk = DataFileWalk(pages: pages, meta: meta)
         configure(&walk)

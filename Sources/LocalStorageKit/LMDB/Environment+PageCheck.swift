@@ -1,6 +1,12 @@
 import CLMDB
 import Synchronization
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 extension Environment {
     /// Checks, before LMDB reads any tree, what every read and write of the store needs: the meta page of
     /// the newest commit, the free-page database and its lists, the main database and the root page of
@@ -19,7 +25,7 @@ extension Environment {
         try check(mdb_txn_begin(raw, nil, UInt32(MDB_RDONLY), &txn), "mdb_txn_begin")
         defer { mdb_txn_abort(txn) }
         var pages = DataFilePages(descriptor: descriptor)
-        let (meta, problems) = DataFileWalk.newestMeta(&pages, transactionID: UInt64(mdb_txn_id(txn)))
+        let (meta, problems) = DataFileWalk.newestMeta(&pages, transactionID: UInt64(UInt(bitPattern: mdb_txn_id(txn))))
         guard let meta else {
             throw DamagedDataFile(problem: problems.first.map(String.init(describing:)) ?? "no usable meta page")
         }
@@ -30,6 +36,35 @@ extension Environment {
         walk.checksRootOf = { typeRoots || !isTypeDatabase($0) }
         walk.run()
         if let first = walk.problems.first { throw DamagedDataFile(problem: "\(first)") }
+    }
+
+    /// The page sizes LMDB can have written.
+    static let pageSizes = [512, 1024, 2048, 4096, 8192, 16384, 32768, 65536]
+
+    /// Checks, from the file itself, the page size of the meta page LMDB is about to open the data file in
+    /// `directory` with: `mdb_env_open` divides by it, so a damaged one (0) would end the process with SIGFPE.
+    /// Nothing to check for a new store (no file yet) or a file that is not LMDB's (LMDB refuses it itself).
+    ///
+    /// - Throws: ``DamagedDataFile`` for a page size LMDB never writes.
+    static func checkMetaPageSize(directory: String) throws {
+        let path = directory.hasSuffix("/") ? directory + "data.mdb" : directory + "/data.mdb"
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return }
+        defer { closeDescriptor(descriptor) }
+        let pages = DataFilePages(descriptor: descriptor)
+        guard let bytes = pages.bytes(at: 0, count: 152), let first = MetaPage(bytes, number: 0) else { return }
+        // LMDB finds the second meta page one page size after the first, and opens the newer of the two.
+        var newest = first
+        if pageSizes.contains(first.pageSize), let bytes = pages.bytes(at: first.pageSize, count: 152),
+            let second = MetaPage(bytes, number: 1), second.transactionID > first.transactionID
+        {
+            newest = second
+        }
+        guard pageSizes.contains(newest.pageSize) else {
+            throw DamagedDataFile(
+                problem: "meta page \(newest.number) names a page size of \(newest.pageSize) bytes, which LMDB never "
+                    + "writes: the data file is damaged")
+        }
     }
 
     /// Whether `name` is one of a type's databases (`r.N`, `u.N`, `e.N`, `s.N`, `i.N.S`; see ``TypeSchema``).
@@ -63,7 +98,7 @@ extension Environment {
         // A write transaction's id is the next commit's: its snapshot is the commit before. A read transaction's
         // meta page may have been overwritten by two commits since it began: the newest then bounds the file
         // (which never shrinks), and the reader keeps its snapshot's pages from being reused.
-        let snapshot = UInt64(mdb_txn_id(txn.handle)) - (txn.isReadOnly ? 0 : 1)
+        let snapshot = UInt64(UInt(bitPattern: mdb_txn_id(txn.handle))) &- (txn.isReadOnly ? 0 : 1)
         let (exact, problems) = DataFileWalk.newestMeta(&pages, transactionID: snapshot)
         let meta = exact ?? DataFileWalk.newestMeta(&pages).0
         guard let meta else {
@@ -106,4 +141,9 @@ final class TypeRootChecks: Sendable {
 
     /// Notes a type whose check failed; true the first time.
     func markDamaged(_ number: UInt32) -> Bool { damaged.withLock { $0.insert(number).inserted } }
+}
+
+/// `close(2)`, by a name no method of ``Environment`` shadows.
+private func closeDescriptor(_ descriptor: Int32) {
+    close(descriptor)
 }

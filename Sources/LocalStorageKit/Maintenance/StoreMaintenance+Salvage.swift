@@ -44,6 +44,8 @@ extension StoreMaintenance {
             throw MaintenanceError.noStore(path: directory.path)
         }
         try StoreInUse.check(directory, doing: "repair")
+        // The salvaged store keeps the files' mode (a group's store stays the group's).
+        let fileMode = StoreFileModes.mode(of: dataFile.path)
         let (lines, damage, unreadable) = try salvageLines(of: dataFile, encryption: encryption)
         // A record no key given opens may be whole under another key: a salvage would lose it for good.
         let unopened = unreadable.filter { $0.kind == .sealNotOpened }
@@ -69,6 +71,11 @@ extension StoreMaintenance {
             throw error
         }
         try FileManager.default.removeItem(at: fresh)
+        if let fileMode {
+            for name in ["data.mdb", "lock.mdb", "compaction.lock"] {
+                StoreFileModes.setMode(directory.appendingPathComponent(name).path, fileMode)
+            }
+        }
         return report
     }
 

@@ -24,24 +24,22 @@ enum ExportCommand: Command {
 
     static func run(_ arguments: ParsedArguments, store: StoreMaintenance, output: Output) async throws -> Int32 {
         let toFile = arguments.value("output")
-        let handle: FileHandle
-        if let toFile {
-            guard FileManager.default.createFile(atPath: toFile, contents: nil),
-                let file = FileHandle(forWritingAtPath: toFile)
-            else {
-                throw MaintenanceError.invalidArgument("cannot write \(toFile)")
-            }
-            handle = file
-        } else {
-            handle = FileHandle.standardOutput
-        }
+        if let toFile, toFile.isEmpty { throw UsageError("--output needs a file") }
+        let file = try toFile.map { try OutputFile($0, mode: storeFileMode(store)) }
+        let handle = file?.handle ?? FileHandle.standardOutput
         let progress = ProgressDisplay()
-        let report = try store.export(
-            types: arguments.positionals.map { TypeArgument.name($0, in: store) },
-            to: { try handle.write(contentsOf: escapingInvisibleCharacters($0)) },
-            progress: progress.handler)
-        progress.finish()
-        if toFile != nil { try handle.close() }
+        let report: ExportReport
+        do {
+            report = try store.export(
+                types: arguments.positionals.map { TypeArgument.name($0, in: store) },
+                to: { try handle.write(contentsOf: escapingInvisibleCharacters($0)) },
+                progress: progress.handler)
+            progress.finish()
+            try file?.commit()
+        } catch {
+            file?.discard()
+            throw error
+        }
         // The records may be on standard output: the report then goes to standard error.
         if output.isJSON {
             try output.json(report, toStandardError: toFile == nil)
@@ -55,6 +53,55 @@ enum ExportCommand: Command {
             if toFile == nil { output.message(summary) } else { output.line(summary) }
         }
         return report.skipped.isEmpty ? 0 : 1
+    }
+
+    /// The permission bits of the store's data file (an export holds its records in plaintext: it gets the
+    /// store's privacy), 0o600 when they cannot be read.
+    static func storeFileMode(_ store: StoreMaintenance) -> mode_t {
+        var info = stat()
+        guard stat(store.directory.appendingPathComponent("data.mdb").path, &info) == 0 else { return 0o600 }
+        return info.st_mode & 0o666
+    }
+
+    /// The file `--output` names, written beside it and moved over it only once the export is whole, so that
+    /// a failed export leaves an existing file as it was (and no empty one). A path that is not a regular file
+    /// (`/dev/stdout`, a pipe) is written directly.
+    struct OutputFile {
+        let path: String
+        let handle: FileHandle
+        /// The file written, when it is not `path` itself.
+        let partial: String?
+
+        init(_ path: String, mode: mode_t) throws {
+            var info = stat()
+            let special = stat(path, &info) == 0 && (info.st_mode & S_IFMT) != S_IFREG
+            let target = special ? path : path + ".partial-\(UUID().uuidString)"
+            let descriptor = open(target, O_WRONLY | O_CREAT | (special ? O_TRUNC : O_EXCL) | O_CLOEXEC, mode)
+            guard descriptor >= 0 else {
+                throw MaintenanceError.invalidArgument("cannot write \(path): \(String(cString: strerror(errno)))")
+            }
+            if !special { fchmod(descriptor, mode) }  // Exactly `mode`, whatever the umask.
+            self.path = path
+            handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+            partial = special ? nil : target
+        }
+
+        /// Closes the file and moves it over `path`.
+        func commit() throws {
+            try handle.close()
+            guard let partial else { return }
+            guard rename(partial, path) == 0 else {
+                let reason = String(cString: strerror(errno))
+                unlink(partial)
+                throw MaintenanceError.invalidArgument("cannot write \(path): \(reason)")
+            }
+        }
+
+        /// Closes the file and removes what was written of it.
+        func discard() {
+            try? handle.close()  // The file is being removed: whether it closed cleanly does not matter.
+            if let partial { unlink(partial) }
+        }
     }
 
     /// A chunk of the export (whole JSON lines) with each invisible character written as a JSON escape

@@ -12,7 +12,8 @@ enum ImportCommand: Command {
         in one transaction, replacing records with the same type and id and keeping their timestamps,
         expiry, version and index values. When the import fails nothing of it remains (a store it
         created is removed again). Types the store does not know are added as the file describes them.
-        Each record is checked against its type: its id must equal the payload's "id", its index
+        Each record is checked against its type: its payload must be a JSON object whose "id", when it
+        has one, equals the record's id, its index
         values must be declared with their kinds and agree with payload members of the same name, its
         version must be at least 1, and no record may appear twice in the file. Records whose payload
         held NaN or ±Infinity are restored exactly from their "binaryPayload". An import that would
@@ -32,7 +33,8 @@ enum ImportCommand: Command {
             checkingPayloadValues: !arguments.has("no-payload-check"),
             progress: progress.handler)
         progress.finish()
-        let types = report.types.isEmpty ? "" : " of " + report.types.joined(separator: ", ")
+        let types =
+            report.types.isEmpty ? "" : " of " + report.types.map(TypeArgument.displayed).joined(separator: ", ")
         try output.result(report, text: "Imported \(report.records) records\(types).")
         return 0
     }

@@ -14,7 +14,7 @@ enum PurgeExpiredCommand: Command {
             arguments.positionals.first.map { TypeArgument.name($0, in: store) }, progress: progress.handler)
         progress.finish()
         let total = purged.values.reduce(0, +)
-        let counts = purged.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }
+        let counts = purged.sorted { $0.key < $1.key }.map { "\(TypeArgument.displayed($0.key)): \($0.value)" }
         let detail = counts.isEmpty ? "" : " (" + counts.joined(separator: ", ") + ")"
         try output.result(purged, text: "Purged \(total) expired records\(detail).")
         return 0

@@ -47,10 +47,11 @@ enum StatsCommand: Command {
                 + " \(stats.expired) expired, \(stats.types.count) types")
         output.line()
         output.line("Databases (pages, depth, entries; largest first):")
-        let width = stats.databases.map(\.name.count).max() ?? 0
-        for database in stats.databases {
+        let names = stats.databases.map { TypeArgument.displayed($0.name) }
+        let width = names.map(\.count).max() ?? 0
+        for (database, name) in zip(stats.databases, names) {
             output.line(
-                "  \(database.name.padding(toLength: width, withPad: " ", startingAt: 0))  \(database.pages) pages"
+                "  \(name.padding(toLength: width, withPad: " ", startingAt: 0))  \(database.pages) pages"
                     + " (\(database.branchPages) branch, \(database.leafPages) leaf, \(database.overflowPages) overflow),"
                     + " depth \(database.depth), \(database.entries) entries")
         }

@@ -60,32 +60,32 @@ enum VerifyCommand: Command {
             if !damage.isEmpty {
                 stage("the salvage of its records")
                 let salvage = try await StoreMaintenance.salvage(directory: directory, encryption: encryption)
-                show(salvage, output: output)
                 stage("the check of the salvaged store")
                 let report = try await StoreMaintenance(
                     directory: directory, encryption: encryption, movesKeyCheck: false
                 ).verify(
                     progress: progress.handler)
                 progress.finish()
-                show(report, output: output)
+                show(Salvaged(salvage: salvage, verify: report), output: output)
                 return report.isClean ? 0 : 1
             }
             stage("the repair of its records and index entries")
             let report = try await repairInPlace(directory: directory, encryption: encryption, progress: progress)
             progress.finish()
-            show(report, output: output)
-            guard !report.isClean else { return 0 }
             // A record sealed with a key this command was not given is not damaged: a salvage would lose it.
-            guard report.problems.contains(where: { $0.kind != .sealNotOpened }) else { return 1 }
+            guard !report.isClean, report.problems.contains(where: { $0.kind != .sealNotOpened }) else {
+                show(report, output: output)
+                return report.isClean ? 0 : 1
+            }
             // What rebuilding cannot fix (an unreadable type description …): salvage what can be read.
             stage("the salvage of its records")
-            show(try await StoreMaintenance.salvage(directory: directory, encryption: encryption), output: output)
+            let salvage = try await StoreMaintenance.salvage(directory: directory, encryption: encryption)
             stage("the check of the salvaged store")
             let salvaged = try await StoreMaintenance(
                 directory: directory, encryption: encryption, movesKeyCheck: false
             ).verify(
                 progress: progress.handler)
-            show(salvaged, output: output)
+            show(Salvaged(repair: report, salvage: salvage, verify: salvaged), output: output)
             return salvaged.isClean ? 0 : 1
         }
         stage("opening the store")
@@ -114,9 +114,24 @@ enum VerifyCommand: Command {
         }
     }
 
-    /// Prints what a salvage did (or it as JSON).
+    /// What a repair that salvaged reports: the repair's report when one ran first, the salvage's, and the
+    /// check of the salvaged store; one JSON document with `--json`.
+    struct Salvaged: Encodable {
+        var repair: VerifyReport?
+        let salvage: SalvageReport
+        let verify: VerifyReport
+    }
+
+    /// Prints a repair that salvaged (or it as one JSON document).
+    static func show(_ salvaged: Salvaged, output: Output) {
+        if output.isJSON { return writeJSON(salvaged, output: output) }
+        if let repair = salvaged.repair { show(repair, output: output) }
+        show(salvaged.salvage, output: output)
+        show(salvaged.verify, output: output)
+    }
+
+    /// Prints what a salvage did.
     static func show(_ salvage: SalvageReport, output: Output) {
-        if output.isJSON { return writeJSON(salvage, output: output) }
         for problem in salvage.damage { output.line("\(problem)") }
         for problem in salvage.lost { output.line("lost \(problem)") }
         output.line(

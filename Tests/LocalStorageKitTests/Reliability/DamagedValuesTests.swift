@@ -10,19 +10,9 @@ import Testing
     /// check of usable meta pages and then trap in the walk: at every open, in `verify` and in a salvage.
     @Test(arguments: [false, true])
     func aMetaPageNamingEveryPossiblePageIsDamagedNotATrap(bothMetaPages: Bool) async throws {
-        let directory = temporaryDirectory()
-        do {
-            let storage = try LocalStorage(configuration: diskConfiguration(directory))
-            try await storage.save(contentsOf: (0..<20).map(Product.sample))
+        let directory = try await storeWithMetaPages { newest in
+            (bothMetaPages ? [0, 1] : [newest]).map { ($0, 136, [UInt8](repeating: 0xFF, count: 8)) }
         }
-        let path = storeFilesDirectory(directory).appendingPathComponent("data.mdb").path
-        let (_, newest) = try walkDataFile(path)
-        let handle = try #require(FileHandle(forUpdatingAtPath: path))
-        for number in bothMetaPages ? [0, 1] : [newest.number] {
-            try handle.seek(toOffset: UInt64(number * newest.pageSize + 136))
-            handle.write(Data(repeating: 0xFF, count: 8))
-        }
-        try handle.close()
 
         #expect(throws: LocalStorageError.self) { _ = try LocalStorage(configuration: diskConfiguration(directory)) }
         do {
@@ -33,6 +23,50 @@ import Testing
             // The maintenance tool may refuse the file outright: an error, not a trap, either way.
             #expect("\(error)".contains("damaged") || "\(error)".contains("meta"), "\(error)")
         }
+    }
+
+    /// A meta page whose transaction id is 2⁶³ or more (LMDB's `size_t`, which Swift sees as a negative `Int`)
+    /// trapped the open's page check; one whose page size is 0 made LMDB divide by zero in `mdb_env_open`
+    /// (SIGFPE). Each now opens or fails with a `LocalStorageError`, and `verify` runs.
+    @Test(arguments: [(144, [0, 0, 0, 0, 0, 0, 0, 0x80] as [UInt8]), (40, [0, 0, 0, 0])])
+    func aMetaPageFieldLMDBTrustsIsCheckedFirst(offset: Int, bytes: [UInt8]) async throws {
+        let directory = try await storeWithMetaPages { newest in [(newest, offset, bytes)] }
+
+        do {
+            let storage = try LocalStorage(configuration: diskConfiguration(directory))
+            #expect(try await storage.fetch(Product.self, id: "sku_3") == Product.sample(3))
+        } catch let error as LocalStorageError {
+            guard case .openFailed = error else {
+                Issue.record("expected openFailed, got \(error)")
+                return
+            }
+        }
+        do {
+            _ = try await StoreMaintenance(directory: storeFilesDirectory(directory)).verify()
+        } catch is LocalStorageError {
+            // Refusing the file is fine; trapping is not.
+        }
+    }
+
+    /// A closed store of 20 products whose meta pages got `changes(newest meta page's number)`: bytes at an
+    /// offset of a meta page; returns its `databaseDirectory`.
+    private func storeWithMetaPages(
+        _ changes: (Int) -> [(page: Int, offset: Int, bytes: [UInt8])]
+    ) async throws -> URL {
+        let directory = temporaryDirectory()
+        do {
+            let storage = try LocalStorage(configuration: diskConfiguration(directory))
+            try await storage.save(contentsOf: (0..<20).map(Product.sample))
+        }
+        let path = storeFilesDirectory(directory).appendingPathComponent("data.mdb").path
+        let (_, newest) = try walkDataFile(path)
+        let handle = try #require(FileHandle(forUpdatingAtPath: path))
+        for change in changes(newest.number) {
+            try handle.seek(toOffset: UInt64(change.page * newest.pageSize + change.offset))
+            handle.write(Data(change.bytes))
+        }
+        try handle.close()
+        return directory
     }
 
     /// A counter of the count tree whose top bit is set used to trap `Int(UInt64)` in every save that

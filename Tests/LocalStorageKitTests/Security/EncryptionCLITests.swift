@@ -50,7 +50,8 @@ import Testing
         let imported = try await CLIResult.run(
             ["import", export.path, "--store", copy.path, "--key-file", key.path], environment: nil)
         #expect(imported.status == 0, "\(imported.stderr)")
-        let file = try Data(contentsOf: copy.appendingPathComponent("data.mdb"))
+        // The new store is where an app with `databaseDirectory = copy` looks.
+        let file = try Data(contentsOf: copy.appendingPathComponent("LocalStorage/data.mdb"))
         #expect(file.range(of: Data(secret.utf8)) == nil)
         let readBack = try await CLIResult.run(
             ["get", "Note", "n3", "--store", copy.path, "--key-file", key.path], environment: nil)

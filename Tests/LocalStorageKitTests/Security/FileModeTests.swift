@@ -77,9 +77,15 @@ import Darwin
         let into = try await CLIResult.run(["import", export.path, "--store", store.path], environment: nil)
         #expect(into.status == 0, "\(into.stderr)")
         #expect(Self.modes(of: store) == [0o750, 0o640, 0o640])
+        // The new store goes where an app with `databaseDirectory = fresh` looks: fresh/LocalStorage.
         let fresh = directory.appendingPathComponent("fresh")
         let imported = try await CLIResult.run(["import", export.path, "--store", fresh.path], environment: nil)
         #expect(imported.status == 0, "\(imported.stderr)")
-        #expect(Self.modes(of: fresh) == [0o700, 0o600, 0o600])
+        #expect(Self.modes(of: fresh.appendingPathComponent("LocalStorage")) == [0o700, 0o600, 0o600])
+        #expect(Self.mode(fresh.appendingPathComponent("data.mdb")) == nil)
+        var app = diskConfiguration(fresh)
+        app.filePermissions = 0o600
+        let reopened = try LocalStorage(configuration: app)
+        #expect(try await reopened.count(Product.self) == 20)
     }
 }

@@ -1,0 +1,119 @@
+import Foundation
+import Testing
+
+@_spi(Maintenance) @testable import LocalStorageKit
+
+/// What the CLI writes and leaves behind on the paths a new-user trial found wrong: a salvage's modes and
+/// its one JSON document, exports that fail or hold plaintext, payloads that are not records, names with
+/// line breaks, and an empty `--store`.
+@Suite struct CLIOutputTests {
+    /// A damaged group store (0660) that `verify --repair --json` salvages keeps its modes, and the command
+    /// prints one JSON document (it printed the salvage's report and the check's one after the other).
+    @Test func aSalvageKeepsTheStoreModeAndPrintsOneJSONDocument() async throws {
+        var configuration = diskConfiguration()
+        configuration.filePermissions = 0o660
+        try await withStore(configuration) { storage async throws in
+            try await storage.save(contentsOf: (0..<300).map(Product.sample))
+        }
+        let store = configuration.storeDirectory
+        let url = store.appendingPathComponent("data.mdb")
+        // The last page's flags made impossible, in place (a rewrite of the file would change its mode).
+        let size = try #require(FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber).intValue
+        let handle = try FileHandle(forUpdating: url)
+        try handle.seek(toOffset: UInt64(size - 4_096 + 10))
+        handle.write(Data([0xFF, 0xFF]))
+        try handle.close()
+        #expect(!(try StoreMaintenance.pageDamage(directory: store)).isEmpty)
+
+        let repair = try await CLIResult.run(["verify", "--repair", "--json", "--store", store.path], environment: nil)
+        let document = try JSONSerialization.jsonObject(with: Data(repair.stdout.utf8)) as? [String: Any]
+        #expect(document?["salvage"] != nil, "\(repair.stdout)")
+        #expect(document?["verify"] != nil)
+        #expect(FileModeTests.modes(of: store) == [0o770, 0o660, 0o660])
+    }
+
+    /// `export --output FILE` that fails (an unknown type) leaves an existing FILE as it was and creates none;
+    /// one that succeeds writes FILE with the store's mode (it holds the records in plaintext).
+    @Test func anExportFileIsWholeOrUntouchedAndPrivate() async throws {
+        let configuration = diskConfiguration()
+        try await withStore(configuration) { storage async throws in
+            try await storage.save(contentsOf: (0..<5).map(Product.sample))
+        }
+        let store = configuration.storeDirectory.path
+        let folder = temporaryDirectory()
+        let kept = folder.appendingPathComponent("kept.jsonl")
+        try Data("earlier export\n".utf8).write(to: kept)
+        let failed = try await CLIResult.run(
+            ["export", "Nope", "--output", kept.path, "--store", store], environment: nil)
+        #expect(failed.status == 1)
+        #expect(try String(contentsOf: kept, encoding: .utf8) == "earlier export\n")
+        let missing = folder.appendingPathComponent("missing.jsonl")
+        _ = try await CLIResult.run(["export", "Nope", "--output", missing.path, "--store", store], environment: nil)
+        #expect(!FileManager.default.fileExists(atPath: missing.path))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["kept.jsonl"])
+
+        let previous = umask(0o022)
+        defer { umask(previous) }
+        let written = try await CLIResult.run(["export", "--output", kept.path, "--store", store], environment: nil)
+        #expect(written.status == 0, "\(written.stderr)")
+        #expect(try String(contentsOf: kept, encoding: .utf8).contains("sku_4"))
+        #expect(FileModeTests.mode(kept) == 0o600)
+    }
+
+    /// A record line whose payload is not a JSON object (`null`, an array, a number) is refused: it would
+    /// import and then decode as nothing.
+    @Test(arguments: ["null", "[1,2]", "7"])
+    func aPayloadThatIsNotAnObjectIsRefused(payload: String) async throws {
+        let file = temporaryDirectory().appendingPathComponent("odd.jsonl")
+        let lines = [
+            #"{"indexes":[],"signature":1,"type":"T","version":1}"#,
+            #"{"createdAt":1,"format":"binary","id":"a","indexes":{},"payload":"# + payload
+                + #","signature":1,"type":"T","updatedAt":1,"version":1}"#,
+        ]
+        try Data(lines.joined(separator: "\n").utf8).write(to: file)
+        let target = temporaryDirectory()
+        let result = try await CLIResult.run(["import", file.path, "--store", target.path], environment: nil)
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("not a JSON object"), "\(result.stderr)")
+    }
+
+    /// A type name with a line break is printed escaped by `import`, `purge-expired`, `stats` and in errors.
+    @Test func aNameWithALineBreakStaysOnItsLine() async throws {
+        let configuration = diskConfiguration()
+        try await withStore(configuration) { storage async throws in
+            try await storage.save(Twisted(id: "a"), expiration: .date(Date(timeIntervalSinceNow: -5)))
+            try await storage.save(Twisted(id: "b"))
+        }
+        let store = configuration.storeDirectory.path
+        let export = temporaryDirectory().appendingPathComponent("all.jsonl")
+        #expect(
+            try await CLIResult.run(["export", "--output", export.path, "--store", store], environment: nil).status == 0
+        )
+        let outputs = [
+            try await CLIResult.run(["purge-expired", "--store", store], environment: nil),
+            try await CLIResult.run(["stats", "--store", store], environment: nil),
+            try await CLIResult.run(["get", "\"two\\nlines\"", "nope", "--store", store], environment: nil),
+            try await CLIResult.run(["import", export.path, "--store", temporaryDirectory().path], environment: nil),
+        ]
+        for output in outputs {
+            let text = output.stdout + output.stderr
+            #expect(!text.contains("two\nlines"), "\(text)")
+            #expect(text.contains("two\\nlines") || text.contains("two\\u000alines"), "\(text)")
+        }
+    }
+
+    /// `--store ""` (or `--store=`) is a usage error, not the current directory.
+    @Test func anEmptyStoreIsAUsageError() async throws {
+        for arguments in [["stats", "--store", ""], ["stats", "--store="]] {
+            let result = try await CLIResult.run(arguments, environment: nil)
+            #expect(result.status == 2, "\(arguments): \(result.stderr)")
+            #expect(result.stderr.contains("--store needs a directory"))
+        }
+    }
+}
+
+/// A type whose storage name holds a line break.
+private struct Twisted: LocalStorable {
+    static var storageName: String { "two\nlines" }
+    let id: String
+}
