@@ -6,13 +6,20 @@
 /// the window is over its share and the scope is over a limit, the window's oldest record (the candidate)
 /// meets probation's oldest (the victim): the one the frequency sketch has seen used less often is
 /// evicted, and a winning candidate moves to probation. A record used again in probation moves to
-/// protected (at most 80% of the records outside the window, or of the largest record limit while the
-/// store holds fewer; the overflow goes back to probation). When
+/// protected (at most 90% of the records outside the window, or of the largest record limit while the
+/// store holds fewer, down to 60% as the window grows; the overflow goes back to probation). When
 /// the scope is under its limits the window's overflow moves to probation. A one-pass scan therefore
 /// passes through the window and never displaces the records used often.
 final class AdaptiveEviction {
-    /// The protected queue's share of the records outside the window, in percent.
-    static let protectedPercent = 80
+    /// The protected queue's share of the records outside the window, in percent, for a window of
+    /// `windowQuarters` (quarters of a record of `capacity`): 90 while the window is at its smallest (a stable
+    /// popular set: what is reused stays), 4 points less for each point of the records the window holds, at
+    /// least 60. The ghost lists grow the window when popularity shifts; protected then gives way to the new
+    /// favourites sooner (docs/DESIGN.md, "The protected share follows the window").
+    static func protectedPercent(windowQuarters: Int, capacity: Int) -> Int {
+        let windowPercent = windowQuarters * 100 / (4 * max(1, capacity))
+        return max(60, 90 - 4 * windowPercent)
+    }
 
     /// What a use of a record was: a read of a held record (a hit), a new record (a miss), or an update.
     enum Use { case read, insert, update }
@@ -184,7 +191,8 @@ final class AdaptiveEviction {
         guard let database = try records(type) else { return }
         let main = try queues.txn.entryCount(database) - queues.count(type: type, .window)
         // Of the limit, not of what the store holds now: a store that is still filling protects its reused records.
-        let share = max(1, max(main, capacity) * AdaptiveEviction.protectedPercent / 100)
+        let percent = AdaptiveEviction.protectedPercent(windowQuarters: windowQuarters, capacity: windowCapacity)
+        let share = max(1, max(main, capacity) * percent / 100)
         while try queues.count(type: type, .protected) > share {
             guard
                 let oldest = try queues.oldest(type: type, .protected, records: database, skipping: [])
