@@ -82,6 +82,11 @@ enum ArgumentParser {
                 } else {
                     guard index < arguments.count else { throw UsageError("--\(name) needs a value") }
                     value = arguments[index]
+                    // `--limit --store D`: the value was left out, and the next option is not it.
+                    let next = value.hasPrefix("--") ? String(value.dropFirst(2).prefix { $0 != "=" }) : nil
+                    if let next, options.contains(next) || flags.contains(next) {
+                        throw UsageError("--\(name) needs a value (it is followed by --\(next))")
+                    }
                     index += 1
                 }
                 parsed.options[name, default: []].append(value)

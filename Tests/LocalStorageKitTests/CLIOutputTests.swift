@@ -102,6 +102,31 @@ import Testing
         }
     }
 
+    /// An option left without its value before another option says so (it took the option as its value, and
+    /// the store's path became an unexpected argument).
+    @Test func anOptionFollowedByAnotherOptionNeedsItsValue() async throws {
+        let result = try await CLIResult.run(["list", "Product", "--limit", "--store", "/tmp"], environment: nil)
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("--limit needs a value (it is followed by --store)"), "\(result.stderr)")
+    }
+
+    /// `get` of a record that expired but is not purged yet prints it, and says on standard error that the app
+    /// no longer reads it; standard output stays the payload alone.
+    @Test func getSaysARecordHasExpired() async throws {
+        let configuration = diskConfiguration()
+        try await withStore(configuration) { storage async throws in
+            try await storage.save(Note(id: "old", text: "gone"), expiration: .date(Date(timeIntervalSinceNow: -5)))
+            try await storage.save(Note(id: "new", text: "here"))
+        }
+        let store = configuration.storeDirectory.path
+        let old = try await CLIResult.run(["get", "Note", "old", "--store", store], environment: nil)
+        #expect(old.status == 0)
+        #expect(old.stdout.contains("gone"))
+        #expect(old.stderr.contains("has expired"), "\(old.stderr)")
+        let new = try await CLIResult.run(["get", "Note", "new", "--store", store], environment: nil)
+        #expect(new.stderr.isEmpty, "\(new.stderr)")
+    }
+
     /// `--store ""` (or `--store=`) is a usage error, not the current directory.
     @Test func anEmptyStoreIsAUsageError() async throws {
         for arguments in [["stats", "--store", ""], ["stats", "--store="]] {
