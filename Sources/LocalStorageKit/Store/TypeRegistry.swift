@@ -50,7 +50,8 @@ enum TypeRegistry {
             throw LocalStorageError.decodingFailed(
                 reason: "not a LocalStorageKit store: an LMDB environment whose main database holds "
                     + foreign.map { "\"\($0)\"" }.joined(separator: ", ")
-                    + " and no layout marker; it was left untouched")
+                    + " and no layout marker; its data file was left untouched (LMDB's lock file is every "
+                    + "opener's to reset)")
         }
         guard !txn.isReadOnly else { return }
         if countTree { _ = try txn.openDatabase(CountTree.databaseName, create: true) }
