@@ -58,6 +58,16 @@ import Testing
         #expect(written.status == 0, "\(written.stderr)")
         #expect(try String(contentsOf: kept, encoding: .utf8).contains("sku_4"))
         #expect(FileModeTests.mode(kept) == 0o600)
+
+        // A symbolic link is written through, not replaced by a file.
+        let real = folder.appendingPathComponent("real.jsonl")
+        let link = folder.appendingPathComponent("link.jsonl")
+        try Data().write(to: real)
+        try FileManager.default.createSymbolicLink(at: link, withDestinationURL: real)
+        let linked = try await CLIResult.run(["export", "--output", link.path, "--store", store], environment: nil)
+        #expect(linked.status == 0, "\(linked.stderr)")
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: link.path) == real.path)
+        #expect(try String(contentsOf: real, encoding: .utf8).contains("sku_4"))
     }
 
     /// A record line whose payload is not a JSON object (`null`, an array, a number) is refused: it would

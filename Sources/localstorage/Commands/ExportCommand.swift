@@ -65,7 +65,8 @@ enum ExportCommand: Command {
 
     /// The file `--output` names, written beside it and moved over it only once the export is whole, so that
     /// a failed export leaves an existing file as it was (and no empty one). A path that is not a regular file
-    /// (`/dev/stdout`, a pipe) is written directly.
+    /// (`/dev/stdout`, a pipe, a symbolic link), or one whose folder has no room for a file beside it, is
+    /// written directly.
     struct OutputFile {
         let path: String
         let handle: FileHandle
@@ -74,16 +75,27 @@ enum ExportCommand: Command {
 
         init(_ path: String, mode: mode_t) throws {
             var info = stat()
-            let special = stat(path, &info) == 0 && (info.st_mode & S_IFMT) != S_IFREG
-            let target = special ? path : path + ".partial-\(UUID().uuidString)"
-            let descriptor = open(target, O_WRONLY | O_CREAT | (special ? O_TRUNC : O_EXCL) | O_CLOEXEC, mode)
+            // A symbolic link is written through, not replaced; so is anything that is not a regular file.
+            let special = lstat(path, &info) == 0 && (info.st_mode & S_IFMT) != S_IFREG
+            var partial = special ? nil : path + ".partial-\(UUID().uuidString)"
+            var descriptor: Int32 = -1
+            if let name = partial {
+                descriptor = open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
+                if descriptor >= 0 {
+                    fchmod(descriptor, mode)  // Exactly `mode`, whatever the umask.
+                } else {
+                    partial = nil  // No room beside it (a folder this user cannot write): FILE itself, then.
+                }
+            }
+            if descriptor < 0 {
+                descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
+            }
             guard descriptor >= 0 else {
                 throw MaintenanceError.invalidArgument("cannot write \(path): \(String(cString: strerror(errno)))")
             }
-            if !special { fchmod(descriptor, mode) }  // Exactly `mode`, whatever the umask.
             self.path = path
             handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
-            partial = special ? nil : target
+            self.partial = partial
         }
 
         /// Closes the file and moves it over `path`.
