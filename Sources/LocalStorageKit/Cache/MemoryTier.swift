@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 
 /// Decoded values of recently fetched records, so that a fetch of a hot record is a dictionary lookup
@@ -23,10 +24,17 @@ final class MemoryTier: Sendable {
         let type: UInt32
         let id: String
 
+        /// Ids are equal when their UTF-8 bytes are (as record keys are), not by Unicode equivalence.
         static func == (a: Key, b: Key) -> Bool {
             guard a.type == b.type else { return false }
             var (left, right) = (a.id, b.id)
-            return left.withUTF8 { left in right.withUTF8 { right in left.elementsEqual(right) } }
+            return left.withUTF8 { left in
+                right.withUTF8 { right in
+                    guard left.count == right.count else { return false }
+                    guard let l = left.baseAddress, let r = right.baseAddress else { return true }  // Both empty.
+                    return memcmp(l, r, left.count) == 0
+                }
+            }
         }
 
         func hash(into hasher: inout Hasher) {
