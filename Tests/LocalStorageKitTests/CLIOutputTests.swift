@@ -137,6 +137,22 @@ import Testing
         #expect(new.stderr.isEmpty, "\(new.stderr)")
     }
 
+    /// `get` of a record whose header is damaged names the record in its error.
+    @Test func aDamagedRecordIsNamedInGetsError() async throws {
+        let configuration = diskConfiguration()
+        try await withStore(configuration) { storage async throws in
+            try await storage.save(Note(id: "bad", text: ""))
+            let schema = try await storage.core.schema(for: Note.self)
+            try await storage.core.writer.perform { context in
+                try context.txn.put(schema.records, key: Array("bad".utf8), value: [0xDE, 0xAD, 0xBE, 0xEF])
+            }
+        }
+        let result = try await CLIResult.run(
+            ["get", "Note", "bad", "--store", configuration.storeDirectory.path], environment: nil)
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("Note \"bad\""), "\(result.stderr)")
+    }
+
     /// `--store ""` (or `--store=`) is a usage error, not the current directory.
     @Test func anEmptyStoreIsAUsageError() async throws {
         for arguments in [["stats", "--store", ""], ["stats", "--store="]] {

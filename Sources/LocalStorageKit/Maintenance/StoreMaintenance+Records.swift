@@ -111,7 +111,12 @@ extension StoreMaintenance {
     static func detail(
         type: String, id: String, bytes: UnsafeRawBufferPointer, now: Int64?, sealing: PayloadSealing?
     ) throws -> RecordDetail {
-        let view = try RecordView(bytes)
+        let view: RecordView
+        do {
+            view = try RecordView(bytes)
+        } catch LocalStorageError.decodingFailed(let reason) {
+            throw LocalStorageError.decodingFailed(reason: "\(type) \"\(id)\": \(reason)")
+        }
         let payload: (json: Data, isExact: Bool)
         let opened = try RecordDecoding.payload(of: view, typeName: type, id: id, sealing: sealing).bytes
         do {
