@@ -80,12 +80,12 @@ struct LocalStorageTool {
                 do {
                     try created?.remove()
                 } catch let cleanup {
-                    output.message("localstorage: error: \(cleanup)")
+                    output.message("localstorage: error: " + InvisibleCharacters.escaped("\(cleanup)", keeping: []))
                 }
                 throw error
             }
         } catch let error as UsageError {
-            output.message("localstorage \(command.name): \(error)")
+            output.message("localstorage \(command.name): " + InvisibleCharacters.escaped("\(error)", keeping: []))
             output.message("usage: localstorage \(command.synopsis) [--store DIR] [--json]  (--help for more)")
             return 2
         } catch {
@@ -149,13 +149,17 @@ struct LocalStorageTool {
     }
 
     /// The store directory the arguments name (``StoreMaintenance/storeDirectory(named:)``). Where no store
-    /// is yet and the command creates one (`import`), DIR is the app's `databaseDirectory`, as for every
-    /// command: the store goes in DIR/LocalStorage, where the app will look, unless DIR is such a folder.
+    /// is yet and the command creates one (`import`), `--store DIR` is the app's `databaseDirectory`: the store
+    /// goes in DIR/LocalStorage, where the app will look, unless DIR already is a folder of that name (the
+    /// store folder itself, which is what `--store` names for an existing store). The default store (no
+    /// `--store`) is the store folder itself.
     static func storeDirectory(_ arguments: ParsedArguments, creating: Bool) throws -> URL {
-        let given = try storeDirectory(arguments)
+        let given = try storeDirectory(arguments).standardizedFileURL
         let directory = StoreMaintenance.storeDirectory(named: given)
         let exists = FileManager.default.fileExists(atPath: directory.appendingPathComponent("data.mdb").path)
-        guard creating, !exists, given != StoreMaintenance.defaultDirectory else { return directory }
+        guard creating, !exists, given != StoreMaintenance.defaultDirectory.standardizedFileURL else {
+            return directory
+        }
         // `LocalStorageConfiguration.databaseDirectory`: "The store itself lives in a `LocalStorage` folder inside it."
         let folder = "LocalStorage"
         return given.lastPathComponent == folder ? given : given.appendingPathComponent(folder, isDirectory: true)

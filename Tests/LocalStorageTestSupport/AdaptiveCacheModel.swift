@@ -97,7 +97,7 @@ public final class AdaptiveCacheModel {
         case .some((.probation, _)):
             place(key, .protected)
             let main = position.count - count(.window)
-            // 90% while the window is at its smallest, 4 points less per point of window, at least 60%.
+            // 90% less 4 points per whole percent of window (86% at a 1% window), at least 60%.
             let windowPercent = windowQuarters * 100 / (4 * sketchCapacity)
             let share = max(1, max(main, sketchCapacity) * max(60, 90 - 4 * windowPercent) / 100)
             while count(.protected) > share, let oldest = oldest(.protected, skipping: []) {

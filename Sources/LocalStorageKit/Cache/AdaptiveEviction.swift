@@ -6,15 +6,15 @@
 /// the window is over its share and the scope is over a limit, the window's oldest record (the candidate)
 /// meets probation's oldest (the victim): the one the frequency sketch has seen used less often is
 /// evicted, and a winning candidate moves to probation. A record used again in probation moves to
-/// protected (at most 90% of the records outside the window, or of the largest record limit while the
+/// protected (at most 86–90% of the records outside the window, or of the largest record limit while the
 /// store holds fewer, down to 60% as the window grows; the overflow goes back to probation). When
 /// the scope is under its limits the window's overflow moves to probation. A one-pass scan therefore
 /// passes through the window and never displaces the records used often.
 final class AdaptiveEviction {
     /// The protected queue's share of the records outside the window, in percent, for a window of
-    /// `windowQuarters` (quarters of a record of `capacity`): 90 while the window is at its smallest (a stable
-    /// popular set: what is reused stays), 4 points less for each point of the records the window holds, at
-    /// least 60. The ghost lists grow the window when popularity shifts; protected then gives way to the new
+    /// `windowQuarters` (quarters of a record of `capacity`): 90 less 4 points for each whole percent of the
+    /// records the window holds, at least 60: high while the window is small (a stable popular set: what is
+    /// reused stays; 86 at the smallest window, 1% of a limit that is a multiple of 25). The ghost lists grow the window when popularity shifts; protected then gives way to the new
     /// favourites sooner (docs/DESIGN.md, "The protected share follows the window").
     static func protectedPercent(windowQuarters: Int, capacity: Int) -> Int {
         let windowPercent = windowQuarters * 100 / (4 * max(1, capacity))

@@ -38,7 +38,8 @@ extension Environment {
         if let first = walk.problems.first { throw DamagedDataFile(problem: "\(first)") }
     }
 
-    /// The page sizes LMDB can have written.
+    /// The page sizes an LMDB data file can have (LMDB 0.9 writes up to 32 KiB; 64 KiB in its development
+    /// builds).
     static let pageSizes = [512, 1024, 2048, 4096, 8192, 16384, 32768, 65536]
 
     /// Checks, from the file itself, the page size of the meta page LMDB is about to open the data file in

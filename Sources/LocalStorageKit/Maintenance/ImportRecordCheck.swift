@@ -4,8 +4,9 @@ import Foundation
 ///
 /// The store knows a type only from its `meta` description (index names and kinds, signature, version),
 /// not from app code, so a record is checked as far as that allows:
-/// - the payload is a JSON object, and the outer `id` equals its own `id` member when it has one (a model
-///   may encode its id under another key);
+/// - the payload is a JSON object (unless `checkingPayloadValues` is off: a model with its own `encode(to:)`
+///   may write a single value or a list), and the outer `id` equals its own `id` member when it has one (a
+///   model may encode its id under another key);
 /// - every index value names an index of the declaration the record says it was indexed with (the
 ///   type's current one, same signature), and has that index's kind;
 /// - the version is at least 1 (a record may be above its type's stored version: that version moves only
@@ -37,10 +38,13 @@ struct ImportRecordCheck {
         } catch {
             return "the payload is not valid JSON (\(error))"
         }
-        // A stored record is always an object (a Codable model's keyed container): `null`, an array or a
-        // scalar would import and then decode as nothing.
+        // A model's payload is an object (its keyed container), unless its own `encode(to:)` writes a single
+        // value or a list: `null`, an array or a scalar is refused unless the payload checks are off.
         guard case .object(let members) = document else {
-            return "the payload is not a JSON object (a record's payload holds its model's members)"
+            guard !checkingPayloadValues else {
+                return "the payload is not a JSON object (a model's members); --no-payload-check imports it as it is"
+            }
+            return nil
         }
         if let payloadID = members["id"]?.identifierText, payloadID != summary.id {
             return "the record's id \"\(summary.id)\" differs from its payload's id \"\(payloadID)\""

@@ -102,8 +102,13 @@ extension StoreMaintenance {
             guard let bytes = try txn.get(schema.records, key: key) else {
                 throw MaintenanceError.recordNotFound(type: schema.name, id: id)
             }
-            return try StoreMaintenance.detail(
-                type: schema.name, id: id, bytes: bytes, now: now, sealing: schema.sealing)
+            do {
+                return try StoreMaintenance.detail(
+                    type: schema.name, id: id, bytes: bytes, now: now, sealing: schema.sealing)
+            } catch LocalStorageError.decodingFailed(let reason) where !reason.contains("\"\(id)\"") {
+                // Name the record (export and salvage reports name it themselves).
+                throw LocalStorageError.decodingFailed(reason: "\(schema.name) \"\(id)\": \(reason)")
+            }
         }
     }
 
@@ -111,12 +116,7 @@ extension StoreMaintenance {
     static func detail(
         type: String, id: String, bytes: UnsafeRawBufferPointer, now: Int64?, sealing: PayloadSealing?
     ) throws -> RecordDetail {
-        let view: RecordView
-        do {
-            view = try RecordView(bytes)
-        } catch LocalStorageError.decodingFailed(let reason) {
-            throw LocalStorageError.decodingFailed(reason: "\(type) \"\(id)\": \(reason)")
-        }
+        let view = try RecordView(bytes)
         let payload: (json: Data, isExact: Bool)
         let opened = try RecordDecoding.payload(of: view, typeName: type, id: id, sealing: sealing).bytes
         do {

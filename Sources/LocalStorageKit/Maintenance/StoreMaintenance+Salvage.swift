@@ -44,8 +44,9 @@ extension StoreMaintenance {
             throw MaintenanceError.noStore(path: directory.path)
         }
         try StoreInUse.check(directory, doing: "repair")
-        // The salvaged store keeps the files' mode (a group's store stays the group's).
-        let fileMode = StoreFileModes.mode(of: dataFile.path)
+        // The salvaged store keeps the files' mode and group (a group's store stays the group's).
+        var original = stat()
+        let kept = stat(dataFile.path, &original) == 0 ? original : nil
         let (lines, damage, unreadable) = try salvageLines(of: dataFile, encryption: encryption)
         // A record no key given opens may be whole under another key: a salvage would lose it for good.
         let unopened = unreadable.filter { $0.kind == .sealNotOpened }
@@ -71,9 +72,12 @@ extension StoreMaintenance {
             throw error
         }
         try FileManager.default.removeItem(at: fresh)
-        if let fileMode {
+        if let kept {
             for name in ["data.mdb", "lock.mdb", "compaction.lock"] {
-                StoreFileModes.setMode(directory.appendingPathComponent(name).path, fileMode)
+                let path = directory.appendingPathComponent(name).path
+                // A group this user is not in cannot be given: the mode is set either way.
+                _ = chown(path, uid_t.max, kept.st_gid)
+                StoreFileModes.setMode(path, Int(kept.st_mode) & 0o777)
             }
         }
         return report

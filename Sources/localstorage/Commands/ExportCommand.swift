@@ -56,11 +56,11 @@ enum ExportCommand: Command {
     }
 
     /// The permission bits of the store's data file (an export holds its records in plaintext: it gets the
-    /// store's privacy), 0o600 when they cannot be read.
+    /// store's privacy) with the owner's read and write, 0o600 when they cannot be read.
     static func storeFileMode(_ store: StoreMaintenance) -> mode_t {
         var info = stat()
         guard stat(store.directory.appendingPathComponent("data.mdb").path, &info) == 0 else { return 0o600 }
-        return info.st_mode & 0o666
+        return info.st_mode & 0o666 | 0o600  // Its owner can always write it again (a read-only store's is 0400).
     }
 
     /// The file `--output` names, written beside it and moved over it only once the export is whole, so that
@@ -83,8 +83,12 @@ enum ExportCommand: Command {
                 descriptor = open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
                 if descriptor >= 0 {
                     fchmod(descriptor, mode)  // Exactly `mode`, whatever the umask.
+                } else if errno == EACCES || errno == EPERM {
+                    partial = nil  // A folder this user cannot write, beside a FILE it can: FILE itself, then.
                 } else {
-                    partial = nil  // No room beside it (a folder this user cannot write): FILE itself, then.
+                    // A full disk or quota: writing FILE instead would empty the earlier export first.
+                    throw MaintenanceError.invalidArgument(
+                        "cannot write beside \(path): \(String(cString: strerror(errno)))")
                 }
             }
             if descriptor < 0 {
@@ -98,8 +102,9 @@ enum ExportCommand: Command {
             self.partial = partial
         }
 
-        /// Closes the file and moves it over `path`.
+        /// Writes the file to disk, closes it and moves it over `path`.
         func commit() throws {
+            try handle.synchronize()  // Its bytes before its name: a crash leaves the earlier FILE or this one.
             try handle.close()
             guard let partial else { return }
             guard rename(partial, path) == 0 else {

@@ -58,16 +58,9 @@ enum VerifyCommand: Command {
             stage("the walk of its pages")
             let damage = try StoreMaintenance.pageDamage(directory: directory)
             if !damage.isEmpty {
-                stage("the salvage of its records")
-                let salvage = try await StoreMaintenance.salvage(directory: directory, encryption: encryption)
-                stage("the check of the salvaged store")
-                let report = try await StoreMaintenance(
-                    directory: directory, encryption: encryption, movesKeyCheck: false
-                ).verify(
-                    progress: progress.handler)
-                progress.finish()
-                show(Salvaged(salvage: salvage, verify: report), output: output)
-                return report.isClean ? 0 : 1
+                return try await salvageAndCheck(
+                    after: nil, directory: directory, encryption: encryption, progress: progress, output: output,
+                    stage: stage)
             }
             stage("the repair of its records and index entries")
             let report = try await repairInPlace(directory: directory, encryption: encryption, progress: progress)
@@ -78,15 +71,9 @@ enum VerifyCommand: Command {
                 return report.isClean ? 0 : 1
             }
             // What rebuilding cannot fix (an unreadable type description …): salvage what can be read.
-            stage("the salvage of its records")
-            let salvage = try await StoreMaintenance.salvage(directory: directory, encryption: encryption)
-            stage("the check of the salvaged store")
-            let salvaged = try await StoreMaintenance(
-                directory: directory, encryption: encryption, movesKeyCheck: false
-            ).verify(
-                progress: progress.handler)
-            show(Salvaged(repair: report, salvage: salvage, verify: salvaged), output: output)
-            return salvaged.isClean ? 0 : 1
+            return try await salvageAndCheck(
+                after: report, directory: directory, encryption: encryption, progress: progress, output: output,
+                stage: stage)
         }
         stage("opening the store")
         let store = try await StoreMaintenance(directory: directory, encryption: encryption, movesKeyCheck: false)
@@ -115,19 +102,40 @@ enum VerifyCommand: Command {
     }
 
     /// What a repair that salvaged reports: the repair's report when one ran first, the salvage's, and the
-    /// check of the salvaged store; one JSON document with `--json`.
+    /// check of the salvaged store; one JSON document with `--json` (with what was done when a step failed).
     struct Salvaged: Encodable {
         var repair: VerifyReport?
-        let salvage: SalvageReport
-        let verify: VerifyReport
+        var salvage: SalvageReport?
+        var verify: VerifyReport?
     }
 
-    /// Prints a repair that salvaged (or it as one JSON document).
-    static func show(_ salvaged: Salvaged, output: Output) {
-        if output.isJSON { return writeJSON(salvaged, output: output) }
-        if let repair = salvaged.repair { show(repair, output: output) }
-        show(salvaged.salvage, output: output)
-        show(salvaged.verify, output: output)
+    /// Salvages the store (after `repair`'s report, when a repair ran first) and checks the result. Each report
+    /// is printed as soon as it is known, or, with `--json`, all of them in one document, also when a later
+    /// step fails: the salvage's report is the only list of the records it lost.
+    private static func salvageAndCheck(
+        after repair: VerifyReport?, directory: URL, encryption: StorageEncryption?, progress: ProgressDisplay,
+        output: Output, stage: (String) -> Void
+    ) async throws -> Int32 {
+        var salvaged = Salvaged(repair: repair)
+        if let repair, !output.isJSON { show(repair, output: output) }
+        do {
+            stage("the salvage of its records")
+            let salvage = try await StoreMaintenance.salvage(directory: directory, encryption: encryption)
+            salvaged.salvage = salvage
+            if !output.isJSON { show(salvage, output: output) }
+            stage("the check of the salvaged store")
+            let report = try await StoreMaintenance(
+                directory: directory, encryption: encryption, movesKeyCheck: false
+            ).verify(
+                progress: progress.handler)
+            progress.finish()
+            salvaged.verify = report
+            if output.isJSON { writeJSON(salvaged, output: output) } else { show(report, output: output) }
+            return report.isClean ? 0 : 1
+        } catch {
+            if output.isJSON { writeJSON(salvaged, output: output) }
+            throw error
+        }
     }
 
     /// Prints what a salvage did.
