@@ -46,7 +46,7 @@ import Testing
         }
         // Every caller got the old record at once, while the one reload waits at the gate.
         #expect(served.allSatisfy { $0 == old })
-        await gate.waitForLoad()
+        try await gate.waitForLoad()
         gate.open()
         for await change in changes {
             if case .updated(let product) = change {

@@ -97,7 +97,7 @@ import Darwin
                 return StressRecord.make(id: id, sequence: 1)
             }
         }
-        await gate.waitForLoad()
+        try await gate.waitForLoad()
         let writer = try HelperProcess(["overwrite", directory.path], withInput: true)
         try await writer.waitForLine("ready") { $0 == "ready" }
         #expect(try await writer.ask("save r-3 99") == "ok")

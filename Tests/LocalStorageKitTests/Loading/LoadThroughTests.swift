@@ -126,7 +126,7 @@ import Testing
                 return Product(id: id, title: "old from the source", category: "books", price: 1, rating: 1)
             }
         }
-        await gate.waitForLoad()
+        try await gate.waitForLoad()
         let saved = Product(id: "sku_5", title: "written meanwhile", category: "toys", price: 9, rating: 5)
         try await storage.save(saved)
         gate.open()
@@ -144,7 +144,7 @@ import Testing
                 return Product(id: id, title: "old", category: "books", price: 1, rating: 1)
             }
         }
-        await gate.waitForLoad()
+        try await gate.waitForLoad()
         try await storage.delete(Product.self, id: "sku_6")
         gate.open()
         #expect(try await caller.value == nil)

@@ -9,7 +9,6 @@ final class LoadGate: Sendable {
         var loads = 0
         var isOpen = false
         var waiting: [CheckedContinuation<Void, Never>] = []
-        var started: [CheckedContinuation<Void, Never>] = []
     }
 
     private let state = Mutex(State())
@@ -21,12 +20,7 @@ final class LoadGate: Sendable {
 
     /// Counts a load, then suspends until the gate opens.
     func pass() async {
-        let started = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-            state.loads += 1
-            defer { state.started = [] }
-            return state.started
-        }
-        for continuation in started { continuation.resume() }
+        state.withLock { $0.loads += 1 }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let open = state.withLock { state -> Bool in
                 if state.isOpen { return true }
@@ -37,16 +31,11 @@ final class LoadGate: Sendable {
         }
     }
 
-    /// Returns once at least one load has started.
-    func waitForLoad() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let started = state.withLock { state -> Bool in
-                if state.loads > 0 { return true }
-                state.started.append(continuation)
-                return false
-            }
-            if started { continuation.resume() }
-        }
+    /// Returns once at least one load has started; throws after `timeout` (a caller that failed before its
+    /// load, say on a shared tier that did not answer in time on a loaded machine, must fail the test, not
+    /// hang it).
+    func waitForLoad(timeout: Duration = .seconds(300)) async throws {
+        try await eventually("a load to start", timeout: timeout) { loads > 0 }
     }
 
     /// Lets every held load and every later one through.

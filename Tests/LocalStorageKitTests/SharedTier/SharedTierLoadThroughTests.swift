@@ -68,7 +68,7 @@ struct SharedTierLoadThroughTests {
                 return Self.product(id, "from A")
             }
         }
-        await stuck.waitForLoad()
+        try await stuck.waitForLoad()
         let held = try #require(heldByA.value.withLock { $0 })
         #expect(held.kind == .lease)
         let seen = Noted<SharedTierLease?>(nil)
@@ -147,7 +147,7 @@ struct SharedTierLoadThroughTests {
         let b = try await instance()
         let gate = LoadGate()
         let onA = Self.callers(5, of: a, id: "sku_raced", title: "loaded", gate: gate)
-        await gate.waitForLoad()
+        try await gate.waitForLoad()
         try await b.save(Self.product("sku_raced", "saved on B"))
         #expect(try await Self.serverLease(a, id: "sku_raced") == nil)  // the save voided A's lease
         gate.open()
@@ -165,7 +165,7 @@ struct SharedTierLoadThroughTests {
         try await b.save(Self.product("sku_kept", "saved before"))
         let gate = LoadGate()
         let onA = Self.callers(5, of: a, id: "sku_cleared", title: "loaded", gate: gate)
-        await gate.waitForLoad()
+        try await gate.waitForLoad()
         #expect(try await Self.serverLease(a, id: "sku_cleared") != nil)
         try await b.deleteAll(Product.self)
         #expect(try await Self.serverLease(a, id: "sku_cleared") == nil)  // the clear voided A's lease
@@ -190,8 +190,8 @@ struct SharedTierLoadThroughTests {
         let (gate, otherGate) = (LoadGate(), LoadGate())
         let onCleared = Self.callers(2, of: cleared, id: "sku_glob", title: "loaded", gate: gate)
         let onOther = Self.callers(2, of: other, id: "sku_glob", title: "loaded elsewhere", gate: otherGate)
-        await gate.waitForLoad()
-        await otherGate.waitForLoad()
+        try await gate.waitForLoad()
+        try await otherGate.waitForLoad()
         try await clearer.deleteAll(Product.self)
         #expect(try await Self.serverLease(cleared, id: "sku_glob") == nil)
         #expect(try await Self.serverLease(other, id: "sku_glob") != nil)
@@ -214,7 +214,7 @@ struct SharedTierLoadThroughTests {
         let onA = (0..<5).map { _ in
             Task { try await a.fetch(Product.self, id: "sku_none", policy: policy, load: load) }
         }
-        await gate.waitForLoad()
+        try await gate.waitForLoad()
         let onB = (0..<5).map { _ in
             Task { try await b.fetch(Product.self, id: "sku_none", policy: policy, load: load) }
         }
@@ -245,7 +245,7 @@ struct SharedTierLoadThroughTests {
         }
         // Both are served the stale record at once; A's reload runs, B's waits on A's lease.
         #expect(try await a.fetch(Product.self, id: "sku_old", policy: policy, load: load)?.title == "old")
-        try await withTimeout(.seconds(60)) { await gate.waitForLoad() }
+        try await withTimeout(.seconds(60)) { try await gate.waitForLoad() }
         #expect(try await b.fetch(Product.self, id: "sku_old", policy: policy, load: load)?.title == "old")
         try await eventually("B's reload waiting on A's lease") {
             b.core.loads.count == 1 && (b.core.hub.subscriberCount == 2 || gate.loads > 1)
@@ -270,7 +270,7 @@ struct SharedTierLoadThroughTests {
                 throw CatalogError(code: 503)
             }
         }
-        await failing.waitForLoad()
+        try await failing.waitForLoad()
         let gate = LoadGate(open: true)
         let afterFailure = Noted<Bool?>(nil)
         let onB = (0..<5).map { _ in
