@@ -123,7 +123,9 @@ final class RedisTestServer: Sendable {
             url: URL(string: "redis://127.0.0.1:\(port)/0") ?? URL(fileURLWithPath: "/"),
             namespace: namespace, password: password ?? self.password)
         tier.connectTimeout = .seconds(2)
-        tier.readTimeout = .seconds(5)
+        // Generous: a loaded machine (two suites on 2 cores, the server syncing every write) can take seconds
+        // to answer; a test about timeouts sets its own, on a virtual clock.
+        tier.readTimeout = .seconds(30)
         tier.reconnectDelay = .milliseconds(20)
         tier.maxReconnectDelay = .milliseconds(200)
         return tier
@@ -207,7 +209,9 @@ enum SharedTestServer {
         var tier = SharedTierConfiguration(
             url: URL(string: "redis://127.0.0.1:\(port ?? 1)/0") ?? URL(fileURLWithPath: "/"),
             namespace: namespace)
-        tier.readTimeout = .seconds(5)
+        // Generous: a loaded machine (two suites on 2 cores, the server syncing every write) can take seconds
+        // to answer; a test about timeouts sets its own, on a virtual clock.
+        tier.readTimeout = .seconds(30)
         tier.reconnectDelay = .milliseconds(20)
         tier.maxReconnectDelay = .milliseconds(200)
         return tier
