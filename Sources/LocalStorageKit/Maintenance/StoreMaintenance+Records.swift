@@ -102,13 +102,12 @@ extension StoreMaintenance {
             guard let bytes = try txn.get(schema.records, key: key) else {
                 throw MaintenanceError.recordNotFound(type: schema.name, id: id)
             }
-            do {
-                return try StoreMaintenance.detail(
-                    type: schema.name, id: id, bytes: bytes, now: now, sealing: schema.sealing)
-            } catch LocalStorageError.decodingFailed(let reason) where !reason.contains("\"\(id)\"") {
-                // Name the record (export and salvage reports name it themselves).
+            // A damaged header's error does not name the record (export and salvage reports name it themselves).
+            if case .damaged(.decodingFailed(let reason)) = StoredRecord(bytes) {
                 throw LocalStorageError.decodingFailed(reason: "\(schema.name) \"\(id)\": \(reason)")
             }
+            return try StoreMaintenance.detail(
+                type: schema.name, id: id, bytes: bytes, now: now, sealing: schema.sealing)
         }
     }
 

@@ -149,20 +149,9 @@ struct LocalRecordStore: RecordStore {
     /// `.expired(id)`), and returns at once: a read never waits for a commit. A failure is logged.
     func purge(keys: [[UInt8]], schema: TypeSchema) {
         let logger = self.logger
-        let leftovers = core.readLeftovers
-        let records = keys.map { ReadLeftovers.Record(type: schema.number, key: $0) }
-        leftovers.queued(records)
-        core.writer.queueForNextCommit(
-            { context in
-                try RecordWriter.purge(keys: keys, schema: schema, context: context, logger: logger)
-            },
-            finish: { error in
-                leftovers.finished(records)
-                guard let error else { return }
-                logger?.log(
-                    level: .warning, message: "Could not purge expired records a read found",
-                    metadata: ["type": schema.name, "error": "\(LocalStorageError.wrapping(error))"])
-            })
+        handOver(keys: keys, schema: schema, failure: "Could not purge expired records a read found") { context in
+            try RecordWriter.purge(keys: keys, schema: schema, context: context, logger: logger)
+        }
     }
 
     /// Hands the writer the records a read migrated, so each migrates once, and returns at once: a read
@@ -171,20 +160,27 @@ struct LocalRecordStore: RecordStore {
     func writeBack(_ session: DecodeSession, schema: TypeSchema) {
         let upgrades = session.upgrades
         guard !upgrades.isEmpty else { return }
+        handOver(keys: upgrades.map(\.key), schema: schema, failure: "Could not store migrated records") { context in
+            for upgrade in upgrades { try RecordWriter.apply(upgrade, schema: schema, txn: context.txn) }
+        }
+    }
+
+    /// Queues `body`, work a read left on the records `keys`, for the writer's next commit, counted in
+    /// ``ReadLeftovers`` until it is done (``metadata(_:id:key:schema:)`` waits for it); a failure is logged
+    /// with `failure`.
+    private func handOver(
+        keys: [[UInt8]], schema: TypeSchema, failure: String, _ body: @escaping (CommitQueue.Context) throws -> Void
+    ) {
         let logger = self.logger
         let leftovers = core.readLeftovers
-        let records = upgrades.map { ReadLeftovers.Record(type: schema.number, key: $0.key) }
+        let records = keys.map { ReadLeftovers.Record(type: schema.number, key: $0) }
         leftovers.queued(records)
-        core.writer.queueForNextCommit(
-            { context in
-                for upgrade in upgrades { try RecordWriter.apply(upgrade, schema: schema, txn: context.txn) }
-            },
-            finish: { error in
-                leftovers.finished(records)
-                guard let error else { return }
-                logger?.log(
-                    level: .warning, message: "Could not store migrated records",
-                    metadata: ["type": schema.name, "error": "\(LocalStorageError.wrapping(error))"])
-            })
+        core.writer.queueForNextCommit(body) { error in
+            leftovers.finished(records)
+            guard let error else { return }
+            logger?.log(
+                level: .warning, message: failure,
+                metadata: ["type": schema.name, "error": "\(LocalStorageError.wrapping(error))"])
+        }
     }
 }

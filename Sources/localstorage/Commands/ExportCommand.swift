@@ -114,9 +114,8 @@ enum ExportCommand: Command {
             }
         }
 
-        /// Closes the file and removes what was written of it.
+        /// Removes what was written of the file (its descriptor closes with the handle).
         func discard() {
-            try? handle.close()  // The file is being removed: whether it closed cleanly does not matter.
             if let partial { unlink(partial) }
         }
     }
