@@ -188,3 +188,50 @@ import Glibc
         #expect(try await store.run(["export", "--store", target.path]).stdout == edited)
     }
 }
+
+/// Two types whose names differ only in Unicode normalization ("café" composed and decomposed).
+struct ComposedName: LocalStorable, Equatable {
+    let id: String
+    var text: String
+    static var storageName: String { "caf\u{E9}" }
+}
+
+struct DecomposedName: LocalStorable, Equatable {
+    let id: String
+    var text: String
+    static var storageName: String { "cafe\u{301}" }
+}
+
+extension CLIImportTests {
+    /// The store keys types and ids by bytes, so names Swift compares equal are two types (or two records).
+    /// Statistics, `verify` and an export round trip count and keep every one of them; they used to fold
+    /// them into one `[String: …]` entry, and an export left the second type out.
+    @Test func namesThatDifferOnlyInNormalizationStayApartThroughStatisticsAndExport() async throws {
+        let ids = ["\u{E9}", "e\u{301}", "x"]
+        let store = try await IntegrityStore { storage in
+            try await storage.save(contentsOf: ids.map { ComposedName(id: $0, text: "composed \($0)") })
+            try await storage.save(contentsOf: ids.prefix(2).map { DecomposedName(id: $0, text: "decomposed \($0)") })
+            #expect(try await storage.count(ComposedName.self) == 3)
+            #expect(try await storage.count(DecomposedName.self) == 2)
+            let statistics = try await storage.statistics()
+            #expect(statistics.records == 5)
+            #expect(statistics.types.count == 1 && statistics.types["caf\u{E9}"]?.records == 5)
+        }
+        let verified = try await store.run(["verify"])
+        #expect(verified.status == 0 && verified.stdout.contains("2 types, 5 records"), "\(verified.stdout)")
+        let exported = try await store.run(["export"])
+        #expect(exported.status == 0, "\(exported.stderr)")
+        let lines = exported.stdout.split(separator: "\n")
+        #expect(lines.count == 7, "\(exported.stdout)")
+        let file = store.directory.appendingPathComponent("names.jsonl")
+        try Data(exported.stdout.utf8).write(to: file)
+        let target = store.directory.appendingPathComponent("target")
+        let imported = try await store.run(["import", file.path, "--store", target.path])
+        #expect(imported.status == 0, "\(imported.stderr)")
+        let again = try await store.run(["export", "--store", target.path])
+        #expect(Set(again.stdout.split(separator: "\n")) == Set(lines), "\(again.stdout)")
+        // A type named in either form on the command line is found; its own spelling first.
+        let decomposed = try await store.run(["export", "cafe\u{301}"])
+        #expect(decomposed.stdout.split(separator: "\n").count == 3, "\(decomposed.stdout)")
+    }
+}

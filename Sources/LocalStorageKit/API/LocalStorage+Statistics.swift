@@ -22,18 +22,20 @@ extension LocalStorage {
             let environment = core.environment
             let info = environment.info()
             let pageSize = try environment.mainStatistics().pageSize
-            let (types, freePages) = try environment.read { txn in
-                var types: [String: TypeStatistics] = [:]
-                for schema in schemas.values {
-                    types[schema.name] = try typeStatistics(schema, now: now, txn: txn)
-                }
-                return (types, try txn.freePageCount())
+            let (figures, freePages) = try environment.read { txn in
+                (
+                    try schemas.values.map { ($0.name, try typeStatistics($0, now: now, txn: txn)) },
+                    try txn.freePageCount()
+                )
             }
+            // Two types whose names differ only in Unicode normalization are stored apart but are one key of a
+            // `[String: …]`: that entry adds up both. The totals count every type.
+            let types = Dictionary(figures, uniquingKeysWith: { $0.adding($1) })
             let usedBytes = max(0, info.lastPage + 1 - freePages) * pageSize
             return StorageStatistics(
-                records: types.values.reduce(0) { $0 + $1.records },
-                payloadBytes: types.values.reduce(0) { $0 + $1.payloadBytes },
-                expiredRecords: types.values.reduce(0) { $0 + $1.expiredRecords },
+                records: figures.reduce(0) { $0 + $1.1.records },
+                payloadBytes: figures.reduce(0) { $0 + $1.1.payloadBytes },
+                expiredRecords: figures.reduce(0) { $0 + $1.1.expiredRecords },
                 evictions: core.evictions.total,
                 memoryHits: tiers.memoryCounts.hits, memoryMisses: tiers.memoryCounts.misses,
                 mapUsedBytes: usedBytes, mapFreeBytes: max(0, info.mapSize - usedBytes),
@@ -60,5 +62,15 @@ extension LocalStorage {
             records: figures.records, payloadBytes: figures.payloadBytes,
             expiredRecords: figures.expired, evictions: core.evictions.count(of: schema.name),
             limits: core.limits.limits(ofType: schema.number))
+    }
+}
+
+extension TypeStatistics {
+    /// The figures of two types added up; the limits are this one's, or `other`'s when this has none.
+    func adding(_ other: TypeStatistics) -> TypeStatistics {
+        TypeStatistics(
+            records: records + other.records, payloadBytes: payloadBytes + other.payloadBytes,
+            expiredRecords: expiredRecords + other.expiredRecords, evictions: evictions + other.evictions,
+            limits: limits ?? other.limits)
     }
 }

@@ -41,15 +41,15 @@ final class AccessNotes: Sendable {
     var isEmpty: Bool { pending.withLock { $0.isEmpty } }
 }
 
-/// Evictions since the store opened, by type name.
+/// Evictions since the store opened, by type name (compared by bytes, as the store keys types).
 final class EvictionTally: Sendable {
-    private let counts = Mutex<[String: Int]>([:])
+    private let counts = Mutex<[ExactName: Int]>([:])
 
     func add(_ typeName: String, _ count: Int = 1) {
-        counts.withLock { $0[typeName, default: 0] += count }
+        counts.withLock { $0[ExactName(typeName), default: 0] += count }
     }
 
-    func count(of typeName: String) -> Int { counts.withLock { $0[typeName] ?? 0 } }
+    func count(of typeName: String) -> Int { counts.withLock { $0[ExactName(typeName)] ?? 0 } }
 
     var total: Int { counts.withLock { $0.values.reduce(0, +) } }
 }

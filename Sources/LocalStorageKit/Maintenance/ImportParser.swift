@@ -9,19 +9,20 @@ struct ImportParser {
     }
 
     /// The types the store describes.
-    private let known: [String: TypeInfo]
+    private let known: [ExactName: TypeInfo]
     /// The types described so far: the store's own, and the file's type lines for the others.
-    private var declarations: [String: TypeInfo]
+    private var declarations: [ExactName: TypeInfo]
     /// The names of the types the file described, in file order.
     private(set) var typeNames: [String] = []
+    private var typeNamesSeen: Set<ExactName> = []
     private var lineNumber = 0
     /// The line each record of the file was on, by type and id: a second line for one record is refused
     /// (it would replace the first, and the import would write fewer records than it read).
-    private var recordLines: [String: [String: Int]] = [:]
+    private var recordLines: [ExactName: [ExactName: Int]] = [:]
     private let decoder = JSONDecoder()
     private let check: ImportRecordCheck
 
-    init(known: [String: TypeInfo], check: ImportRecordCheck = ImportRecordCheck()) {
+    init(known: [ExactName: TypeInfo], check: ImportRecordCheck = ImportRecordCheck()) {
         self.known = known
         declarations = known
         self.check = check
@@ -47,16 +48,18 @@ struct ImportParser {
                 try IndexDeclaration(entries: info.indexes).validate(storageName: info.name, type: "type")
                 // A type the store knows keeps its own description (the import does not replace it),
                 // so its records are checked against that one.
-                declarations[info.name] = known[info.name] ?? info
-                if !typeNames.contains(info.name) { typeNames.append(info.name) }
+                let name = ExactName(info.name)
+                declarations[name] = known[name] ?? info
+                if typeNamesSeen.insert(name).inserted { typeNames.append(info.name) }
                 return .type(info)
             }
             let summary = try decoder.decode(RecordSummary.self, from: data)
-            if let first = recordLines[summary.type]?[summary.id] {
+            let (type, id) = (ExactName(summary.type), ExactName(summary.id))
+            if let first = recordLines[type]?[id] {
                 throw reason("\(summary.type) \"\(summary.id)\" is already on line \(first)")
             }
             let item = try record(summary, line: bytes)
-            recordLines[summary.type, default: [:]][summary.id] = lineNumber
+            recordLines[type, default: [:]][id] = lineNumber
             return item
         } catch let error as MaintenanceError {
             throw error
@@ -68,7 +71,7 @@ struct ImportParser {
     }
 
     private func record(_ summary: RecordSummary, line: [UInt8]) throws -> Item {
-        guard let info = declarations[summary.type] else {
+        guard let info = declarations[ExactName(summary.type)] else {
             throw reason("type \"\(summary.type)\" is neither described earlier in the file nor in the store")
         }
         guard let format = PayloadFormat(name: summary.format) else {
@@ -181,15 +184,15 @@ struct ImportParser {
         _ items: [Item], meta: Database, context: CommitQueue.Context, sealing: PayloadSealing? = nil
     ) throws -> Int {
         let txn = context.txn
-        var schemas: [String: TypeSchema] = [:]
+        var schemas: [ExactName: TypeSchema] = [:]
         func schema(_ name: String) throws -> TypeSchema {
-            if let schema = schemas[name] { return schema }
+            if let schema = schemas[ExactName(name)] { return schema }
             guard let info = try TypeRegistry.info(named: name, meta: meta, txn: txn) else {
                 throw MaintenanceError.invalidArgument("the store has no description of type \(name)")
             }
             var schema = try StoreCore.schema(for: info, in: txn)
             schema.sealing = sealing
-            schemas[name] = schema
+            schemas[ExactName(name)] = schema
             return schema
         }
         var records = 0

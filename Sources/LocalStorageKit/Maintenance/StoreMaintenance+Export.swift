@@ -38,9 +38,12 @@ extension StoreMaintenance {
         types names: [String] = [], to output: (Data) throws -> Void,
         progress: MaintenanceProgressHandler? = nil
     ) throws -> ExportReport {
-        var seen: Set<String> = []
-        let unique = names.filter { seen.insert($0).inserted }  // `export A A` exports A once.
-        let types = unique.isEmpty ? currentCatalog.sortedTypes : try unique.map { try storedType($0) }
+        var seen: Set<ExactName> = []
+        // `export A A` exports A once.
+        let types =
+            names.isEmpty
+            ? currentCatalog.sortedTypes
+            : try names.map { try storedType($0) }.filter { seen.insert(ExactName($0.info.name)).inserted }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return try read { txn in

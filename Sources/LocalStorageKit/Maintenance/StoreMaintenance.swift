@@ -51,13 +51,13 @@ import Darwin
 
     /// Everything `meta` says, read once per open (and again after an import adds types).
     struct Catalog: Sendable {
-        /// The readable types by name.
-        var types: [String: StoredType] = [:]
+        /// The readable types by name, compared by bytes (``ExactName``).
+        var types: [ExactName: StoredType] = [:]
         /// The names of `meta` entries that are not valid type descriptions.
         var unreadable: [String] = []
 
         /// The readable types in name order.
-        var sortedTypes: [StoredType] { types.values.sorted { $0.info.name < $1.info.name } }
+        var sortedTypes: [StoredType] { types.values.sorted { ExactName($0.info.name) < ExactName($1.info.name) } }
     }
 
     /// The directory an app's store lives in when it keeps the default configuration.
@@ -205,12 +205,15 @@ import Darwin
     /// The current catalog.
     var currentCatalog: Catalog { catalog.withLock { $0 } }
 
-    /// The type called `name`.
+    /// The type called `name`: the one spelled with these very bytes, else the only one whose name Swift
+    /// compares equal to it (a name typed in another Unicode normalization form).
     ///
     /// - Throws: ``MaintenanceError/unknownType(_:known:)``.
     func storedType(_ name: String) throws -> StoredType {
         let current = currentCatalog
-        guard let type = current.types[name] else {
+        if let type = current.types[ExactName(name)] { return type }
+        let equivalent = current.types.values.filter { $0.info.name == name }
+        guard equivalent.count == 1, let type = equivalent.first else {
             throw MaintenanceError.unknownType(name, known: current.sortedTypes.map(\.info.name))
         }
         return type
@@ -224,7 +227,7 @@ import Darwin
         for info in infos {
             var schema = try StoreCore.schema(for: info, in: txn)
             schema.sealing = sealing
-            catalog.types[info.name] = StoredType(info: info, schema: schema)
+            catalog.types[ExactName(info.name)] = StoredType(info: info, schema: schema)
         }
         return catalog
     }
