@@ -36,6 +36,20 @@ extension IndexQueryTests {
         let reversed = try await storage.fetch(Item.self, matching: [], orderedBy: .descending("name"))
         #expect(reversed.map(\.id) == ["l0", "l2", "l1"])
         #expect(try await storage.count(Item.self, matching: [.hasPrefix("name", shared + "z")]) == 1)
+        // Values whose index keys are cut to the same bytes are still different values of `.oneOf`, in any order
+        // of the list, through every path that reads a filter: fetch, count, page, delete.
+        for values in [
+            [shared + "a", shared + "m"], [shared + "m", shared + "a"], [shared + "z", shared + "m", shared],
+        ] {
+            let filter = StorageIndexFilter.oneOf("name", values)
+            let expected = items.filter { values.contains($0.name ?? "") }.map(\.id).sorted()
+            #expect(try await storage.fetch(Item.self, matching: [filter]).map(\.id).sorted() == expected, "\(values)")
+            #expect(try await storage.count(Item.self, matching: [filter]) == expected.count, "\(values)")
+            let page = try await storage.page(Item.self, matching: [filter], page: 1, pageSize: 5)
+            #expect(page.items.map(\.id).sorted() == expected && page.totalCount == expected.count, "\(values)")
+        }
+        #expect(try await storage.delete(Item.self, matching: [.oneOf("name", [shared + "z", shared + "a"])]) == 2)
+        #expect(try await storage.fetch(Item.self, matching: []).map(\.id) == ["l2"])
     }
 
     @Test func sixteenIndexesPerType() async throws {

@@ -1,7 +1,8 @@
 /// One filter, compiled into byte comparisons.
 struct CompiledCondition: Sendable {
     enum Test: Sendable {
-        /// The value is one of these (sorted by key, no repeats).
+        /// The value is one of these (sorted by key, then value; no repeated value). Two long strings whose
+        /// index keys are cut to the same bytes are two points with one key.
         case points([QueryBound])
         case range(lower: QueryBound?, lowerInclusive: Bool, upper: QueryBound?, upperInclusive: Bool)
         case prefix(key: [UInt8], value: [UInt8], keyIsCut: Bool)
@@ -52,7 +53,12 @@ struct CompiledCondition: Sendable {
     var intervals: [KeyInterval] {
         switch test {
         case .points(let points):
-            return points.map { KeyInterval(lower: $0.key, upper: $0.key, prefix: nil) }
+            // One run per distinct key: points sharing a cut key share its run (walked once, so no row twice).
+            var intervals: [KeyInterval] = []
+            for point in points where intervals.last?.lower != point.key {
+                intervals.append(KeyInterval(lower: point.key, upper: point.key, prefix: nil))
+            }
+            return intervals
         case .range(let lower, _, let upper, _):
             return [KeyInterval(lower: lower?.key ?? IndexKeys.firstValue, upper: upper?.key, prefix: nil)]
         case .prefix(let key, _, _):

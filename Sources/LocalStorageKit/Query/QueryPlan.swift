@@ -75,9 +75,15 @@ struct QueryPlan: Sendable {
         case .oneOf(let values):
             var points: [QueryBound] = []
             for value in values { points.append(try bound(value)) }
-            points.sort { $0.key.lexicographicallyPrecedes($1.key) }
+            points.sort {
+                $0.key == $1.key
+                    ? $0.value.lexicographicallyPrecedes($1.value) : $0.key.lexicographicallyPrecedes($1.key)
+            }
+            // Repeats are dropped by value, not by key: two long strings cut to one index key are two points.
             var unique: [QueryBound] = []
-            for point in points where unique.last?.key != point.key { unique.append(point) }
+            for point in points where unique.last.map({ $0.key != point.key || $0.value != point.value }) ?? true {
+                unique.append(point)
+            }
             return CompiledCondition(test: .points(unique))
         case .atLeast(let value):
             return CompiledCondition(
