@@ -12,7 +12,13 @@ struct ExactName: Hashable, Sendable, Comparable {
     static func == (lhs: ExactName, rhs: ExactName) -> Bool { lhs.name.utf8.elementsEqual(rhs.name.utf8) }
 
     func hash(into hasher: inout Hasher) {
-        for byte in name.utf8 { hasher.combine(byte) }
+        // The same bytes hash the same way whether the string's storage is contiguous or not.
+        let hashed: Void? = name.utf8.withContiguousStorageIfAvailable {
+            hasher.combine(bytes: UnsafeRawBufferPointer($0))
+        }
+        if hashed == nil {
+            Array(name.utf8).withUnsafeBytes { hasher.combine(bytes: $0) }
+        }
     }
 
     /// By the names' order, then by their bytes (two canonically equivalent names keep one order).

@@ -86,8 +86,9 @@ final class ChangeLog: Sendable {
     // MARK: - Writing (the writer's transaction)
 
     /// Appends one commit's changes and trims past the retention.
-    func append(_ changes: [Pending], txn: Transaction) throws {
-        guard !changes.isEmpty else { return }
+    @discardableResult
+    func append(_ changes: [Pending], txn: Transaction) throws -> ClosedRange<UInt64>? {
+        guard !changes.isEmpty else { return nil }
         try leases?.void(changes, txn: txn)
         var sequence = try lastSequence(in: txn)
         // 2⁶⁴ commits are never reached: a last key that close to it is a damaged change log.
@@ -106,6 +107,7 @@ final class ChangeLog: Sendable {
             try txn.put(database, key: ChangeLog.key(sequence), value: value)
         }
         try trim(last: sequence, budget: changes.count + 10_000, txn: txn)
+        return (sequence - UInt64(changes.count) + 1)...sequence
     }
 
     private func trim(last: UInt64, budget: Int, txn: Transaction) throws {

@@ -7,14 +7,21 @@ import Synchronization
 /// `pollInterval`; when it moved, it reads the log entries after its position that another process
 /// wrote, in commit order, and publishes them through the ``ObserverHub`` like this process's own
 /// commits: change streams get the changes (reading the values from the store), live queries of those
-/// types rerun. Own commits reach observers directly from the writer and are skipped here by their mark.
-final class LiveQueryCenter: Sendable {
+/// types rerun. Own commits reach observers from the writer, through ``publish(_:logged:)``, and are skipped
+/// here by their mark.
+///
+/// Observers get every commit in commit order, whichever process made it: deliveries are serialized, the
+/// writer first delivers the other processes' commits the log holds before its own, and a poll stops at an own
+/// commit the writer has not delivered yet (the writer delivers it, then the poll goes on past it).
+final class LiveQueryCenter: CommitListener {
     private struct State {
         var observers = 0
         var poller: Task<Void, Never>?
         var isStopped = false
         /// The last change-log sequence read; nil until it could be read.
         var position: UInt64?
+        /// The last change-log sequence of this process's commits the writer has delivered.
+        var ownDelivered: UInt64 = 0
         /// LMDB's last transaction id at the last poll.
         var lastTransaction = -1
         /// Type names by number, as `meta` had them.
@@ -25,13 +32,14 @@ final class LiveQueryCenter: Sendable {
 
     private let environment: Environment
     private let hub: ObserverHub
-    private let writer: CommitQueue
     private let changeLog: ChangeLog
     private let meta: Database
     private let pollInterval: Duration
     /// The store's clock, which the poller waits on.
     private let clock: any StorageClock
     private let state = Mutex(State())
+    /// Held while changes are read for delivery and delivered, so that deliveries keep commit order.
+    private let delivery = Mutex(())
     private let externalChanges = Atomic<Int>(0)
     private let reruns = Atomic<Int>(0)
     private let invalidations = Atomic<Int>(0)
@@ -50,13 +58,12 @@ final class LiveQueryCenter: Sendable {
     func noteInvalidation() { invalidations.add(1, ordering: .relaxed) }
 
     init(
-        environment: Environment, hub: ObserverHub, writer: CommitQueue, changeLog: ChangeLog, meta: Database,
+        environment: Environment, hub: ObserverHub, changeLog: ChangeLog, meta: Database,
         pollInterval: Duration, clock: any StorageClock
     ) {
         self.clock = clock
         self.environment = environment
         self.hub = hub
-        self.writer = writer
         self.changeLog = changeLog
         self.meta = meta
         self.pollInterval = max(pollInterval, .milliseconds(1))
@@ -130,16 +137,52 @@ final class LiveQueryCenter: Sendable {
         }
     }
 
+    // MARK: - Delivery
+
+    func hasSubscribers(_ typeName: String) -> Bool { hub.hasSubscribers(typeName) }
+
+    /// Delivers a commit of this process: first the other processes' commits the log holds before it that no
+    /// poll has delivered, then its own changes.
+    func publish(_ changes: [PublishedChange], logged: ClosedRange<UInt64>?) {
+        delivery.withLock { _ in
+            var earlier: [PublishedChange] = []
+            if let logged {
+                state.withLock { state in
+                    defer { state.ownDelivered = max(state.ownDelivered, logged.upperBound) }
+                    guard !state.isStopped, state.poller != nil, let position = state.position,
+                        position < logged.lowerBound - 1
+                    else { return }
+                    do {
+                        earlier = try readOutsideChanges(&state, before: logged.lowerBound) ?? []
+                    } catch {
+                        // The next poll reads them, after this commit's changes.
+                        state.readFailures += 1
+                    }
+                }
+            }
+            if !earlier.isEmpty {
+                externalChanges.add(1, ordering: .relaxed)
+                hub.publish(earlier)
+            }
+            hub.publish(changes)
+        }
+    }
+
     /// Reads and publishes the other processes' changes since the last poll; false when polling should end.
     private func poll() -> Bool {
+        delivery.withLock { _ in pollDelivering() }
+    }
+
+    private func pollDelivering() -> Bool {
         let outcome: [PublishedChange]?? = state.withLock { state in
             // Under the lock, so that `stop()` never returns while the environment is being read.
             guard !state.isStopped, state.poller != nil else { return nil }
             let transaction = environment.lastTransactionID
             guard transaction != state.lastTransaction else { return .some(nil) }
             do {
-                let changes = try readOutsideChanges(&state)
-                state.lastTransaction = transaction
+                let (changes, isWhole) = try readOutsideChanges(&state)
+                // A read that stopped at an own commit not delivered yet reads on at the next poll.
+                if isWhole { state.lastTransaction = transaction }
                 return .some(changes)
             } catch {
                 // The log cannot be read now: every observed type reruns, to be safe, and the next poll
@@ -159,19 +202,43 @@ final class LiveQueryCenter: Sendable {
         return true
     }
 
-    /// The change-log entries after the position that other processes wrote, as published changes.
-    private func readOutsideChanges(_ state: inout State) throws -> [PublishedChange]? {
+    /// The change-log entries after the position that other processes wrote, as published changes, and
+    /// whether the read reached the end of the log. It stops at an entry of this process that the writer has
+    /// not delivered yet.
+    private func readOutsideChanges(_ state: inout State) throws -> (changes: [PublishedChange]?, isWhole: Bool) {
+        guard state.position != nil else {
+            let changeLog = self.changeLog
+            state.position = try environment.read { txn in try changeLog.lastSequence(in: txn) }
+            return ([], true)
+        }
+        var isWhole = true
+        let changes = try readOutsideChanges(&state, before: nil) { isWhole = false }
+        return (changes, isWhole)
+    }
+
+    /// The entries other processes wrote after the position (and before `end`, when given), as published
+    /// changes; nil when there are none. `stopped` is called when the read stops at an own entry not
+    /// delivered yet.
+    private func readOutsideChanges(
+        _ state: inout State, before end: UInt64?, stopped: () -> Void = {}
+    ) throws -> [PublishedChange]? {
         let changeLog = self.changeLog
         let own = changeLog.writer
         var entries: [ChangeLog.Entry] = []
-        guard var position = state.position else {
-            state.position = try environment.read { txn in try changeLog.lastSequence(in: txn) }
-            return []
-        }
+        guard var position = state.position else { return nil }
+        let ownDelivered = state.ownDelivered
         try environment.read { txn in
             try changeLog.forEachEntry(after: position, in: txn) { entry in
+                if let end, entry.sequence >= end { return false }
+                if entry.writer == own {
+                    guard entry.sequence <= ownDelivered else {
+                        stopped()
+                        return false
+                    }
+                } else {
+                    entries.append(entry)
+                }
                 position = entry.sequence
-                if entry.writer != own { entries.append(entry) }
                 return true
             }
         }

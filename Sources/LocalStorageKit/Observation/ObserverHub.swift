@@ -9,7 +9,8 @@ final class ObserverHub: CommitListener {
     typealias Subscriber = @Sendable ([PublishedChange]) -> Void
 
     private struct State {
-        var subscribers: [String: [UInt64: Subscriber]] = [:]
+        /// By type name, compared by bytes (``ExactName``) as the store keys types.
+        var subscribers: [ExactName: [UInt64: Subscriber]] = [:]
         var nextToken: UInt64 = 0
     }
 
@@ -17,14 +18,14 @@ final class ObserverHub: CommitListener {
 
     /// Whether anyone observes `typeName` (the writer skips building changes nobody reads).
     func hasSubscribers(_ typeName: String) -> Bool {
-        state.withLock { !($0.subscribers[typeName]?.isEmpty ?? true) }
+        state.withLock { !($0.subscribers[ExactName(typeName)]?.isEmpty ?? true) }
     }
 
     /// Whether anyone observes anything.
     var isObserved: Bool { state.withLock { !$0.subscribers.isEmpty } }
 
     /// The types someone observes.
-    var observedTypeNames: [String] { state.withLock { Array($0.subscribers.keys) } }
+    var observedTypeNames: [String] { state.withLock { $0.subscribers.keys.map(\.name) } }
 
     /// The number of subscribers across all types (tests check that ended streams free theirs).
     var subscriberCount: Int { state.withLock { $0.subscribers.values.reduce(0) { $0 + $1.count } } }
@@ -33,7 +34,7 @@ final class ObserverHub: CommitListener {
     func subscribe(_ typeName: String, _ subscriber: @escaping Subscriber) -> UInt64 {
         state.withLock { state in
             state.nextToken += 1
-            state.subscribers[typeName, default: [:]][state.nextToken] = subscriber
+            state.subscribers[ExactName(typeName), default: [:]][state.nextToken] = subscriber
             return state.nextToken
         }
     }
@@ -41,15 +42,20 @@ final class ObserverHub: CommitListener {
     /// Removes a subscriber.
     func unsubscribe(_ typeName: String, token: UInt64) {
         state.withLock { state in
-            state.subscribers[typeName]?[token] = nil
-            if state.subscribers[typeName]?.isEmpty == true { state.subscribers[typeName] = nil }
+            let name = ExactName(typeName)
+            state.subscribers[name]?[token] = nil
+            if state.subscribers[name]?.isEmpty == true { state.subscribers[name] = nil }
         }
     }
+
+    /// Delivers one commit's changes (``publish(_:)``); the store's writer reports to ``LiveQueryCenter``, which
+    /// puts other processes' earlier commits first.
+    func publish(_ changes: [PublishedChange], logged: ClosedRange<UInt64>?) { publish(changes) }
 
     /// Delivers one commit's changes, grouped by type, to that type's subscribers.
     func publish(_ changes: [PublishedChange]) {
         guard !changes.isEmpty else { return }
-        let byType = Dictionary(grouping: changes, by: \.typeName)
+        let byType = Dictionary(grouping: changes) { ExactName($0.typeName) }
         let targets = state.withLock { state in
             byType.compactMap { name, changes in
                 state.subscribers[name].map { (Array($0.values), changes) }
@@ -64,7 +70,7 @@ final class ObserverHub: CommitListener {
     /// called with no changes (change streams ignore that; live queries rerun).
     func publishExternalChange(typeNames: [String]) {
         let subscribers = state.withLock { state in
-            typeNames.flatMap { state.subscribers[$0].map { Array($0.values) } ?? [] }
+            typeNames.flatMap { state.subscribers[ExactName($0)].map { Array($0.values) } ?? [] }
         }
         for subscriber in subscribers { subscriber([]) }
     }

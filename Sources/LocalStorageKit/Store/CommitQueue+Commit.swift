@@ -29,11 +29,11 @@ extension CommitQueue {
                         }
                     }
                     try evictor?.enforce(context)
-                    try changeLog?.append(context.logged, txn: txn)
+                    context.loggedSequences = try changeLog?.append(context.logged, txn: txn)
                     return context
                 }
                 for hook in context.afterCommit { hook() }
-                hub.publish(context.changesAfterCommit())
+                hub.publish(context.changesAfterCommit(), logged: context.loggedSequences)
                 for (_, finish) in pending { finish(nil) }
                 return
             } catch let failure as RequestFailure {
@@ -82,11 +82,11 @@ extension CommitQueue {
                     context.leases = changeLog?.leases
                     let value = try body(context)
                     try evictor?.enforce(context)
-                    try changeLog?.append(context.logged, txn: txn)
+                    context.loggedSequences = try changeLog?.append(context.logged, txn: txn)
                     return (value, context)
                 }
                 for hook in context.afterCommit { hook() }
-                hub.publish(context.changesAfterCommit())
+                hub.publish(context.changesAfterCommit(), logged: context.loggedSequences)
                 return value
             } catch {
                 switch try nextStep(after: error, reserve: &reserve) {
@@ -155,11 +155,11 @@ extension CommitQueue {
                     }
                 }
                 try evictor?.enforce(context)
-                try changeLog?.append(context.logged, txn: txn)
+                context.loggedSequences = try changeLog?.append(context.logged, txn: txn)
                 return (context, results)
             }
             for hook in context.afterCommit { hook() }
-            hub.publish(context.changesAfterCommit())
+            hub.publish(context.changesAfterCommit(), logged: context.loggedSequences)
             outcomes = results
         } catch {
             // The parent itself failed (its commit met a full map or disk): nothing of it was written.

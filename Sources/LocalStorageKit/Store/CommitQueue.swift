@@ -31,6 +31,8 @@ final class CommitQueue: @unchecked Sendable {
         var afterCommit: [() -> Void] = []
         /// What this transaction writes to the change log.
         var logged: [ChangeLog.Pending] = []
+        /// The change-log sequence numbers the commit wrote, once appended.
+        var loggedSequences: ClosedRange<UInt64>?
         /// Set when a write of this request met `MDB_MAP_FULL`, even if the caller's closure caught it.
         var metMapFull = false
         /// The store's `maxBytes` limit, which no one record may exceed (``Evictor/refuseOversized(_:schema:context:)``).
@@ -39,9 +41,9 @@ final class CommitQueue: @unchecked Sendable {
         /// The load-through leases, for a delete of a missing id to void (see ``LeaseBook``).
         var leases: LeaseBook?
         private let hub: any CommitListener
-        private var observed: [String: Bool] = [:]
+        private var observed: [ExactName: Bool] = [:]
         /// The types this transaction wrote while nobody observed them (see ``changesAfterCommit()``).
-        private var unpublished: Set<String> = []
+        private var unpublished: Set<ExactName> = []
 
         init(txn: Transaction, now: Int64, environment: Environment, hub: any CommitListener) {
             self.txn = txn
@@ -54,13 +56,14 @@ final class CommitQueue: @unchecked Sendable {
         /// changes nobody will read.
         func isObserved(_ typeName: String) -> Bool {
             let answer: Bool
-            if let known = observed[typeName] {
+            let name = ExactName(typeName)
+            if let known = observed[name] {
                 answer = known
             } else {
                 answer = hub.hasSubscribers(typeName)
-                observed[typeName] = answer
+                observed[name] = answer
             }
-            if !answer { unpublished.insert(typeName) }
+            if !answer { unpublished.insert(name) }
             return answer
         }
 
@@ -73,8 +76,8 @@ final class CommitQueue: @unchecked Sendable {
         /// came before this commit, the observer would otherwise never hear of the change.
         func changesAfterCommit() -> [PublishedChange] {
             var all = changes
-            for typeName in unpublished.sorted() where hub.hasSubscribers(typeName) {
-                all.append(PublishedChange(typeName: typeName, kind: .touched))
+            for name in unpublished.sorted() where hub.hasSubscribers(name.name) {
+                all.append(PublishedChange(typeName: name.name, kind: .touched))
             }
             return all
         }

@@ -94,8 +94,13 @@ final class StoreCore: Sendable {
         let limits = LimitBook(store: configuration.limits, policy: configuration.evictionPolicy)
         self.limits = limits
         let evictor = Evictor(book: limits, notes: accessNotes, evictions: evictions, logger: configuration.logger)
+        let liveQueries = LiveQueryCenter(
+            environment: environment, hub: hub, changeLog: changeLog,
+            meta: meta, pollInterval: configuration.externalChangePollInterval, clock: configuration.clock)
+        self.liveQueries = liveQueries
+        // The writer reports its commits to the center, which delivers other processes' earlier ones first.
         let writer = CommitQueue(
-            environment: environment, hub: hub, logger: configuration.logger, changeLog: changeLog,
+            environment: environment, hub: liveQueries, logger: configuration.logger, changeLog: changeLog,
             evictor: evictor, clock: configuration.clock)
         self.writer = writer
         // Enough reads are pending: an empty commit folds them (the store counts a reading process's uses).
@@ -110,9 +115,6 @@ final class StoreCore: Sendable {
                         metadata: ["error": "\(LocalStorageError.wrapping(error))"])
                 })
         }
-        liveQueries = LiveQueryCenter(
-            environment: environment, hub: hub, writer: writer, changeLog: changeLog,
-            meta: meta, pollInterval: configuration.externalChangePollInterval, clock: configuration.clock)
         sweeper = ExpirySweeper(
             writer: writer, meta: meta, interval: configuration.expirySweepInterval,
             logger: configuration.logger, clock: configuration.clock)
