@@ -94,7 +94,8 @@ public final class LocalStorage: Sendable {
     }
 
     /// Runs a public operation that calls a caller's closure: the closure's own error (a ``CallerError``)
-    /// comes out unchanged, every other error as a ``LocalStorageError``.
+    /// and the caller's cancellation (`CancellationError`) come out unchanged, every other error as a
+    /// ``LocalStorageError``.
     nonisolated(nonsending) func operationPassingCallerErrors<R>(
         _ name: String, _ body: nonisolated(nonsending) () async throws -> R
     )
@@ -106,6 +107,9 @@ public final class LocalStorage: Sendable {
             return try await body()
         } catch let error as CallerError {
             throw error.underlying
+        } catch let error as CancellationError {
+            // The caller's task was cancelled while it waited on a load or ran its own: Swift's own error.
+            throw error
         } catch {
             throw LocalStorageError.wrapping(error)
         }

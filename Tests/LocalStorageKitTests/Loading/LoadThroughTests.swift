@@ -39,6 +39,31 @@ import Testing
         #expect(storage.core.loads.count == 0)
     }
 
+    /// A caller cancelled while it waits on another caller's load gets `CancellationError`, Swift's own, as
+    /// does one cancelled before it starts (it was `storageError(code: -1, …)`); the load goes on for the others.
+    @Test func aCancelledCallerGetsCancellationError() async throws {
+        let storage = try store()
+        let gate = LoadGate()
+        let load: @Sendable (String) async throws -> Product? = { id in
+            await gate.pass()
+            return Product(id: id, title: "loaded", category: "books", price: 1, rating: 1)
+        }
+        let holder = Task { try await storage.fetch(Product.self, id: "sku_c", expiration: .hours(1), load: load) }
+        try await gate.waitForLoad()
+        let waiter = Task { try await storage.fetch(Product.self, id: "sku_c", expiration: .hours(1), load: load) }
+        try await eventually("the second caller waiting") { storage.core.loads.waiterCount == 2 }
+        waiter.cancel()
+        await #expect(throws: CancellationError.self) { try await waiter.value }
+        let early = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await storage.fetch(Product.self, id: "sku_c", expiration: .hours(1), load: load)
+        }
+        await #expect(throws: CancellationError.self) { try await early.value }
+        gate.open()
+        #expect(try await holder.value?.title == "loaded")
+        #expect(gate.loads == 1)
+    }
+
     @Test func aFreshRecordIsReturnedWithoutLoading() async throws {
         let storage = try store()
         try await storage.save(Product.sample(1))
