@@ -130,10 +130,18 @@ extension StoreMaintenance {
     }
 
     /// The JSON view of a record's payload (NaN and ±Infinity as strings), and whether it is exact.
+    /// A JSON payload is checked first (UTF-8 and JSON syntax): a damaged one must not reach a listing or an
+    /// export as if it were JSON.
     static func jsonView(of payload: [UInt8], format: PayloadFormat) throws -> (json: Data, isExact: Bool) {
         switch format {
-        case .json: (Data(payload), true)
-        case .binary: try payload.withUnsafeBytes { try BinaryJSON.jsonView(fromBinary: $0) }
+        case .json:
+            guard String(validating: payload, as: UTF8.self) != nil else {
+                throw BinaryCodecError("the JSON payload is not valid UTF-8")
+            }
+            _ = try BinaryJSON.binary(fromJSON: Data(payload))
+            return (Data(payload), true)
+        case .binary:
+            return try payload.withUnsafeBytes { try BinaryJSON.jsonView(fromBinary: $0) }
         }
     }
 
