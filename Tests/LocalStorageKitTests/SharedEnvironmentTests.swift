@@ -39,6 +39,36 @@ import Testing
         _ = first
     }
 
+    /// Sizes, counts and intervals no store can use are refused at open, naming the setting, whether or not
+    /// another store has the directory open; nothing is created for them.
+    @Test(arguments: [
+        "mapSize", "maxMapSize", "liveQueryCoalescing", "expirySweepInterval", "externalChangePollInterval",
+        "changeStreamBufferSize", "changeLogRetention",
+    ])
+    func aSettingNoStoreCanUseIsRefusedNamingIt(setting: String) async throws {
+        let directory = temporaryDirectory()
+        var configuration = diskConfiguration(directory)
+        switch setting {
+        case "mapSize": configuration.mapSize = 0
+        case "maxMapSize": configuration.maxMapSize = -1
+        case "liveQueryCoalescing": configuration.liveQueryCoalescing = .milliseconds(-1)
+        case "expirySweepInterval": configuration.expirySweepInterval = .zero
+        case "externalChangePollInterval": configuration.externalChangePollInterval = .seconds(-1)
+        case "changeStreamBufferSize": configuration.changeStreamBufferSize = 0
+        default: configuration.changeLogRetention = -5
+        }
+        let error = #expect(throws: LocalStorageError.self) { _ = try LocalStorage(configuration: configuration) }
+        guard case .openFailed(_, let reason) = error else {
+            Issue.record("expected openFailed, got \(String(describing: error))")
+            return
+        }
+        #expect(reason.contains(setting), "\(reason)")
+        #expect(!FileManager.default.fileExists(atPath: configuration.storeDirectory.path))
+        var usable = diskConfiguration(directory)
+        usable.expirySweepInterval = nil
+        _ = try LocalStorage(configuration: usable)
+    }
+
     @Test func aStoreOpeningAfterMaintenanceGetsTheDurabilityItAsksFor() async throws {
         let configuration = diskConfiguration(durability: .none)
         let maintenance = try await StoreMaintenance(directory: configuration.storeDirectory, creatingIfMissing: true)

@@ -53,6 +53,9 @@ public final class LocalStorage: Sendable {
     public init(configuration: LocalStorageConfiguration, logger: (any StorageLogger)?) throws {
         var configuration = configuration
         configuration.logger = logger
+        if let problem = configuration.settingsProblem {
+            throw LocalStorageError.openFailed(path: configuration.storeDirectory.path, reason: problem)
+        }
         let core = try EnvironmentRegistry.core(for: configuration)
         self.core = core
         self.configuration = configuration

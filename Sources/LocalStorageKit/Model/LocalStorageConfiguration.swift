@@ -131,3 +131,25 @@ extension URL {
     }
 }
 #endif
+
+extension LocalStorageConfiguration {
+    /// What is wrong with a size, count or interval that no store can use (nil when nothing is), for an
+    /// `openFailed` that names the setting instead of a store that quietly does something else.
+    var settingsProblem: String? {
+        if mapSize <= 0 { return "mapSize must be a positive number of bytes, not \(mapSize)" }
+        if maxMapSize <= 0 { return "maxMapSize must be a positive number of bytes, not \(maxMapSize)" }
+        if liveQueryCoalescing < .zero { return "liveQueryCoalescing must not be negative (\(liveQueryCoalescing))" }
+        if let interval = expirySweepInterval, interval <= .zero {
+            return "expirySweepInterval must be positive (\(interval)); nil turns the sweep off"
+        }
+        if externalChangePollInterval <= .zero {
+            return "externalChangePollInterval must be positive (\(externalChangePollInterval))"
+        }
+        if changeStreamBufferSize < 1 {
+            return "changeStreamBufferSize must be at least 1 (\(changeStreamBufferSize)): a stream holding no "
+                + "event would drop every change its consumer is not already waiting for"
+        }
+        if changeLogRetention < 1 { return "changeLogRetention must be at least 1 (\(changeLogRetention))" }
+        return nil
+    }
+}
