@@ -189,19 +189,6 @@ import Glibc
     }
 }
 
-/// Two types whose names differ only in Unicode normalization ("café" composed and decomposed).
-struct ComposedName: LocalStorable, Equatable {
-    let id: String
-    var text: String
-    static var storageName: String { "caf\u{E9}" }
-}
-
-struct DecomposedName: LocalStorable, Equatable {
-    let id: String
-    var text: String
-    static var storageName: String { "cafe\u{301}" }
-}
-
 extension CLIImportTests {
     /// The store keys types and ids by bytes, so names Swift compares equal are two types (or two records).
     /// Statistics, `verify` and an export round trip count and keep every one of them; they used to fold

@@ -290,41 +290,6 @@ import Testing
         watched.close()
     }
 
-    /// A change stream delivers every process's commits in commit order: another process's delete that
-    /// committed before this process's save comes first, although no poll of the change log ran in between
-    /// (the store's clock never advances, so the poller never wakes). It came after, at the next poll.
-    @Test func anotherProcesssEarlierCommitComesBeforeALaterOwnOne() async throws {
-        var configuration = diskConfiguration()
-        configuration.clock = VirtualClock()
-        let storage = try LocalStorage(configuration: configuration)
-        try await storage.save(Note(id: "k", text: "v1"))
-        var changes = storage.changes(of: Note.self).makeAsyncIterator()
-
-        let result = try await CLIResult.run(
-            ["delete", "Note", "k", "--store", configuration.storeDirectory.path], environment: nil)
-        #expect(result.status == 0, "\(result.stderr)")
-        try await storage.save(Note(id: "k", text: "v2"))
-
-        try #require(await changes.next() == .deleted(id: "k"))
-        #expect(await changes.next() == .inserted(Note(id: "k", text: "v2")))
-        #expect(try await storage.fetch(Note.self, id: "k")?.text == "v2")
-    }
-
-    /// Observers are kept by type name compared by bytes: a stream of the composed "café" hears of its own
-    /// type's writes when a transaction first wrote the decomposed one, which nobody observes (the writer
-    /// took "café" for unobserved and built no change for it).
-    @Test func namesThatDifferOnlyInNormalizationHaveTheirOwnObservers() async throws {
-        let storage = try LocalStorage(configuration: .inMemory)
-        var changes = storage.changes(of: ComposedName.self).makeAsyncIterator()
-        try await storage.write { transaction in
-            try transaction.save(DecomposedName(id: "d", text: "decomposed"))
-            try transaction.save(ComposedName(id: "c", text: "composed"))
-        }
-        try await storage.save(ComposedName(id: "c2", text: "composed"))
-        try #require(await changes.next() == .inserted(ComposedName(id: "c", text: "composed")))
-        #expect(await changes.next() == .inserted(ComposedName(id: "c2", text: "composed")))
-    }
-
     // MARK: - Background expiry
 
     /// The sweep runs every interval of the store's clock: records that expire between two sweeps are

@@ -11,7 +11,8 @@ extension LocalStorage {
     /// ```
     /// The same as ``fetch(_:id:policy:load:)`` with `LoadPolicy(expiration: expiration)`.
     /// - Throws: what `load` throws, unchanged; ``LocalStorageError/loadTimedOut(id:)`` when the load
-    ///   takes longer than 30 seconds; the errors of ``fetch(_:id:)-(_,String)`` and ``save(_:expiration:)``.
+    ///   takes longer than 30 seconds; `CancellationError` when the calling task is cancelled while it waits
+    ///   (the load goes on for the others); the errors of ``fetch(_:id:)-(_,String)`` and ``save(_:expiration:)``.
     nonisolated(nonsending) public func fetch<T: LocalStorable>(
         _ type: T.Type, id: T.ID, expiration: CacheExpiration = .never,
         load: @escaping @Sendable (T.ID) async throws -> T?
@@ -44,7 +45,8 @@ extension LocalStorage {
     /// loading. The remembered nil is no record: counts, queries, metadata and exports never see it.
     /// - Throws: what `load` throws, unchanged; ``LocalStorageError/loadTimedOut(id:)`` to the callers
     ///   waiting on a load that takes longer than the policy's timeout; `invalidId` when `load` returns a
-    ///   record with another id; the errors of ``fetch(_:id:)-(_,String)`` and ``save(_:expiration:)``.
+    ///   record with another id; `CancellationError` when the calling task is cancelled while it waits (the
+    ///   load goes on for the others); the errors of ``fetch(_:id:)-(_,String)`` and ``save(_:expiration:)``.
     nonisolated(nonsending) public func fetch<T: LocalStorable>(
         _ type: T.Type, id: T.ID, policy: LoadPolicy, load: @escaping @Sendable (T.ID) async throws -> T?
     ) async throws -> T? {

@@ -246,7 +246,8 @@ extension StoreMaintenance {
                     progress?(MaintenanceProgress(task: "purge", completed: done, total: total))
                     if batch < StoreMaintenance.batchSize { break }
                 }
-                purged[schema.name] = count
+                // Two types whose names differ only in Unicode normalization share one key: it adds both.
+                purged[schema.name, default: 0] += count
             }
             return purged
         }

@@ -10,9 +10,10 @@ import Synchronization
 /// types rerun. Own commits reach observers from the writer, through ``publish(_:logged:)``, and are skipped
 /// here by their mark.
 ///
-/// Observers get every commit in commit order, whichever process made it: deliveries are serialized, the
-/// writer first delivers the other processes' commits the log holds before its own, and a poll stops at an own
-/// commit the writer has not delivered yet (the writer delivers it, then the poll goes on past it).
+/// Observers get every commit in commit order, whichever process made it: the writer and the poller append to
+/// one queue under the state lock (the writer first the other processes' commits the log holds before its
+/// own), a poll stops at an own commit the writer has not queued yet, and one thread at a time delivers the
+/// queue, with no lock held while subscribers run.
 final class LiveQueryCenter: CommitListener {
     private struct State {
         var observers = 0
@@ -20,8 +21,16 @@ final class LiveQueryCenter: CommitListener {
         var isStopped = false
         /// The last change-log sequence read; nil until it could be read.
         var position: UInt64?
-        /// The last change-log sequence of this process's commits the writer has delivered.
+        /// The last change-log sequence of this process's commits the writer has queued for delivery.
         var ownDelivered: UInt64 = 0
+        /// What observers get next, in commit order (``deliverQueue()``).
+        var queue: [Delivery] = []
+        /// Whether a thread is delivering the queue.
+        var isDelivering = false
+        /// The own entry the last polls stopped at, and how many polls in a row did.
+        var stall: (sequence: UInt64, polls: Int)?
+        /// Own commits a poll read past without the writer's changes (tests and diagnostics).
+        var skippedOwnCommits = 0
         /// LMDB's last transaction id at the last poll.
         var lastTransaction = -1
         /// Type names by number, as `meta` had them.
@@ -38,8 +47,6 @@ final class LiveQueryCenter: CommitListener {
     /// The store's clock, which the poller waits on.
     private let clock: any StorageClock
     private let state = Mutex(State())
-    /// Held while changes are read for delivery and delivered, so that deliveries keep commit order.
-    private let delivery = Mutex(())
     private let externalChanges = Atomic<Int>(0)
     private let reruns = Atomic<Int>(0)
     private let invalidations = Atomic<Int>(0)
@@ -74,6 +81,9 @@ final class LiveQueryCenter: CommitListener {
 
     /// How many times the poller saw outside commits and told live queries to rerun.
     var externalChangeCount: Int { externalChanges.load(ordering: .relaxed) }
+
+    /// How many own commits a poll read past because their changes never reached the queue.
+    var skippedOwnCommitCount: Int { state.withLock { $0.skippedOwnCommits } }
 
     /// How many polls could not read the change log.
     var readFailureCount: Int { state.withLock { $0.readFailures } }
@@ -141,86 +151,140 @@ final class LiveQueryCenter: CommitListener {
 
     func hasSubscribers(_ typeName: String) -> Bool { hub.hasSubscribers(typeName) }
 
-    /// Delivers a commit of this process: first the other processes' commits the log holds before it that no
-    /// poll has delivered, then its own changes.
+    /// Queues a commit of this process for its observers, after the other processes' commits the log holds
+    /// before it that no poll has queued, and delivers the queue unless another thread is delivering it.
     func publish(_ changes: [PublishedChange], logged: ClosedRange<UInt64>?) {
-        delivery.withLock { _ in
-            var earlier: [PublishedChange] = []
+        let drains = state.withLock { state -> Bool in
             if let logged {
-                state.withLock { state in
-                    defer { state.ownDelivered = max(state.ownDelivered, logged.upperBound) }
-                    guard !state.isStopped, state.poller != nil, let position = state.position,
-                        position < logged.lowerBound - 1
-                    else { return }
-                    do {
-                        earlier = try readOutsideChanges(&state, before: logged.lowerBound) ?? []
-                    } catch {
-                        // The next poll reads them, after this commit's changes.
-                        state.readFailures += 1
-                    }
+                queueEarlierOutsideChanges(&state, before: logged)
+                state.ownDelivered = max(state.ownDelivered, logged.upperBound)
+            }
+            if !changes.isEmpty { state.queue.append(.changes(changes)) }
+            return Self.claimDelivery(&state)
+        }
+        if drains { deliverQueue() }
+    }
+
+    /// Queues the entries other processes wrote between the position and `logged` (a commit of this
+    /// process), and moves the position past `logged` once everything before it is queued.
+    private func queueEarlierOutsideChanges(_ state: inout State, before logged: ClosedRange<UInt64>) {
+        guard !state.isStopped, state.poller != nil, let position = state.position,
+            logged.lowerBound > 0, position < logged.upperBound
+        else { return }
+        if position < logged.lowerBound - 1 {
+            do {
+                if let earlier = try readOutsideChanges(&state, before: logged.lowerBound) {
+                    externalChanges.add(1, ordering: .relaxed)
+                    state.queue.append(.changes(earlier))
                 }
+            } catch {
+                // The next poll reads them (after this commit); every observed type reruns now, to be safe.
+                state.readFailures += 1
+                state.queue.append(.everyObservedType)
+                return
             }
-            if !earlier.isEmpty {
-                externalChanges.add(1, ordering: .relaxed)
-                hub.publish(earlier)
+        }
+        // The commit's own entries need no reading: observers get its changes from the writer.
+        if state.position == logged.lowerBound - 1 { state.position = logged.upperBound }
+    }
+
+    /// What the queue delivers next.
+    enum Delivery {
+        /// Changes of one or more commits, in commit order.
+        case changes([PublishedChange])
+        /// Something changed that the log could not say: every observed type's live queries rerun.
+        case everyObservedType
+    }
+
+    /// Makes the caller the one delivering the queue, unless another thread is or the queue is empty.
+    private static func claimDelivery(_ state: inout State) -> Bool {
+        guard !state.isDelivering, !state.queue.isEmpty else { return false }
+        state.isDelivering = true
+        return true
+    }
+
+    /// Delivers the queue in order until it is empty, calling subscribers with no lock held: a subscriber
+    /// that ends the store's last reference (and so waits for the writer) never blocks a delivery, and the
+    /// writer never waits for another thread's subscribers.
+    private func deliverQueue() {
+        while true {
+            let next = state.withLock { state -> Delivery? in
+                guard !state.queue.isEmpty else {
+                    state.isDelivering = false
+                    return nil
+                }
+                return state.queue.removeFirst()
             }
-            hub.publish(changes)
+            switch next {
+            case nil: return
+            case .changes(let changes): hub.publish(changes)
+            case .everyObservedType: hub.publishExternalChange(typeNames: hub.observedTypeNames)
+            }
         }
     }
 
-    /// Reads and publishes the other processes' changes since the last poll; false when polling should end.
+    /// Reads the other processes' changes since the last poll and delivers them; false when polling should end.
     private func poll() -> Bool {
-        delivery.withLock { _ in pollDelivering() }
-    }
-
-    private func pollDelivering() -> Bool {
-        let outcome: [PublishedChange]?? = state.withLock { state in
+        let (goesOn, drains) = state.withLock { state -> (Bool, Bool) in
             // Under the lock, so that `stop()` never returns while the environment is being read.
-            guard !state.isStopped, state.poller != nil else { return nil }
+            guard !state.isStopped, state.poller != nil else { return (false, false) }
             let transaction = environment.lastTransactionID
-            guard transaction != state.lastTransaction else { return .some(nil) }
+            guard transaction != state.lastTransaction else { return (true, false) }
             do {
                 let (changes, isWhole) = try readOutsideChanges(&state)
-                // A read that stopped at an own commit not delivered yet reads on at the next poll.
+                // A read that stopped at an own commit not queued yet reads on at the next poll.
                 if isWhole { state.lastTransaction = transaction }
-                return .some(changes)
+                if let changes {
+                    externalChanges.add(1, ordering: .relaxed)
+                    state.queue.append(changes.isEmpty ? .everyObservedType : .changes(changes))
+                }
             } catch {
                 // The log cannot be read now: every observed type reruns, to be safe, and the next poll
                 // reads the same entries again.
                 state.readFailures += 1
-                return .some([])
+                externalChanges.add(1, ordering: .relaxed)
+                state.queue.append(.everyObservedType)
             }
+            return (true, Self.claimDelivery(&state))
         }
-        guard let outcome else { return false }
-        guard let changes = outcome else { return true }
-        externalChanges.add(1, ordering: .relaxed)
-        if changes.isEmpty {
-            hub.publishExternalChange(typeNames: hub.observedTypeNames)
-        } else {
-            hub.publish(changes)
-        }
-        return true
+        if drains { deliverQueue() }
+        return goesOn
     }
+
+    /// How many polls in a row may stop at one own commit the writer has not queued before the poll reads
+    /// past it: a commit whose changes never come (its `mdb_txn_commit` failed after writing) must not stop
+    /// other processes' changes from reaching observers for good.
+    static let pollsBeforeSkippingAnOwnCommit = 20
 
     /// The change-log entries after the position that other processes wrote, as published changes, and
     /// whether the read reached the end of the log. It stops at an entry of this process that the writer has
-    /// not delivered yet.
+    /// not queued yet, at most ``pollsBeforeSkippingAnOwnCommit`` polls in a row.
     private func readOutsideChanges(_ state: inout State) throws -> (changes: [PublishedChange]?, isWhole: Bool) {
         guard state.position != nil else {
             let changeLog = self.changeLog
             state.position = try environment.read { txn in try changeLog.lastSequence(in: txn) }
             return ([], true)
         }
-        var isWhole = true
-        let changes = try readOutsideChanges(&state, before: nil) { isWhole = false }
-        return (changes, isWhole)
+        var stoppedAt: UInt64?
+        let changes = try readOutsideChanges(&state, before: nil) { stoppedAt = $0 }
+        guard let stoppedAt else {
+            state.stall = nil
+            return (changes, true)
+        }
+        let polls = state.stall?.sequence == stoppedAt ? (state.stall?.polls ?? 0) + 1 : 1
+        state.stall = (stoppedAt, polls)
+        if polls >= Self.pollsBeforeSkippingAnOwnCommit {
+            state.ownDelivered = max(state.ownDelivered, stoppedAt)
+            state.skippedOwnCommits += 1
+        }
+        return (changes, false)
     }
 
     /// The entries other processes wrote after the position (and before `end`, when given), as published
-    /// changes; nil when there are none. `stopped` is called when the read stops at an own entry not
-    /// delivered yet.
+    /// changes; nil when there are none. `stopped` gets the sequence of an own entry not queued yet, where the
+    /// read stops. The position moves only when the entries became changes.
     private func readOutsideChanges(
-        _ state: inout State, before end: UInt64?, stopped: () -> Void = {}
+        _ state: inout State, before end: UInt64?, stopped: (UInt64) -> Void = { _ in }
     ) throws -> [PublishedChange]? {
         let changeLog = self.changeLog
         let own = changeLog.writer
@@ -232,7 +296,7 @@ final class LiveQueryCenter: CommitListener {
                 if let end, entry.sequence >= end { return false }
                 if entry.writer == own {
                     guard entry.sequence <= ownDelivered else {
-                        stopped()
+                        stopped(entry.sequence)
                         return false
                     }
                 } else {
@@ -242,13 +306,16 @@ final class LiveQueryCenter: CommitListener {
                 return true
             }
         }
-        state.position = position
-        guard !entries.isEmpty else { return nil }
+        guard !entries.isEmpty else {
+            state.position = position
+            return nil
+        }
         if entries.contains(where: { state.typeNames[$0.type] == nil }) {
             let meta = self.meta
             let infos = try environment.read { txn in try TypeRegistry.all(meta: meta, txn: txn).infos }
             for info in infos { state.typeNames[info.number] = info.name }
         }
+        state.position = position
         return entries.compactMap { entry in
             guard let name = state.typeNames[entry.type] else { return nil }
             let id = String(decoding: entry.id, as: UTF8.self)

@@ -135,12 +135,14 @@ extension SharedTier {
     /// The open schema of a stored type named `name`: this process's own, or opened from `meta`; nil when the
     /// local store has never held the type (then it has no copy to change).
     private func localSchema(named name: String, context: CommitQueue.Context) throws -> TypeSchema? {
-        if let own = core.schemas.withLock({ $0.ready.values.first { $0.name == name } }) { return own }
-        if let opened = state.withLock({ $0.schemasByName[name] }) { return opened }
+        // By bytes: a type whose name differs only in Unicode normalization is another type.
+        let exact = ExactName(name)
+        if let own = core.schemas.withLock({ $0.ready.values.first { ExactName($0.name) == exact } }) { return own }
+        if let opened = state.withLock({ $0.schemasByName[exact] }) { return opened }
         guard let info = try TypeRegistry.info(named: name, meta: core.meta, txn: context.txn) else { return nil }
         let schema = try StoreCore.schema(for: info, in: context.txn)
         // Handles opened in a transaction are valid once it commits.
-        context.onCommit { [self] in state.withLock { $0.schemasByName[name] = schema } }
+        context.onCommit { [self] in state.withLock { $0.schemasByName[exact] = schema } }
         return schema
     }
 
@@ -264,15 +266,15 @@ extension SharedTier {
     private func currentState(of entries: [SharedTierNotice]) async throws -> [LocalChange] {
         let database = UInt32(truncatingIfNeeded: endpoint.database)
         let relevant = entries.filter { $0.database == database }
-        var last: [String: Int] = [:]
+        var last: [ExactName: Int] = [:]
         // Clears and lease notices name no record to read again.
         let named = { (entry: SharedTierNotice) in entry.kind != UInt8(ascii: "C") && entry.kind != UInt8(ascii: "L") }
         for (position, entry) in relevant.enumerated() where named(entry) {
-            last[entry.type + "\u{0}" + entry.id] = position
+            last[ExactName(entry.type + "\u{0}" + entry.id)] = position
         }
         let mentions = relevant.enumerated().filter {
             named($0.element)
-                && last[$0.element.type + "\u{0}" + $0.element.id] == $0.offset
+                && last[ExactName($0.element.type + "\u{0}" + $0.element.id)] == $0.offset
         }
         let keys = mentions.map {
             layout.record(type: SharedTierLayout.escape($0.element.type), id: Array($0.element.id.utf8))

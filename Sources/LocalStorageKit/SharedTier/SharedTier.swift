@@ -54,7 +54,7 @@ final class SharedTier: Sendable {
         var isStopped = false
         var catchUps = 0
         var drops = 0
-        var schemasByName: [String: TypeSchema] = [:]
+        var schemasByName: [ExactName: TypeSchema] = [:]
         /// The records the last changes applied touched, for fills to check against.
         var recentChanges = SharedTierRecentChanges()
         var waiters: [Waiter] = []

@@ -1,0 +1,77 @@
+import Foundation
+import Testing
+
+@_spi(Testing) @testable import LocalStorageKit
+
+/// Change streams get every process's commits in commit order, and observers are kept by type names compared by
+/// bytes.
+@Suite struct ObservationOrderTests {
+    /// A change stream delivers every process's commits in commit order: another process's delete that
+    /// committed before this process's save comes first, although no poll of the change log ran in between
+    /// (the store's clock never advances, so the poller never wakes). It came after, at the next poll.
+    @Test func anotherProcesssEarlierCommitComesBeforeALaterOwnOne() async throws {
+        var configuration = diskConfiguration()
+        configuration.clock = VirtualClock()
+        let storage = try LocalStorage(configuration: configuration)
+        try await storage.save(Note(id: "k", text: "v1"))
+        var changes = storage.changes(of: Note.self).makeAsyncIterator()
+
+        let result = try await CLIResult.run(
+            ["delete", "Note", "k", "--store", configuration.storeDirectory.path], environment: nil)
+        #expect(result.status == 0, "\(result.stderr)")
+        try await storage.save(Note(id: "k", text: "v2"))
+
+        try #require(await changes.next() == .deleted(id: "k"))
+        #expect(await changes.next() == .inserted(Note(id: "k", text: "v2")))
+        #expect(try await storage.fetch(Note.self, id: "k")?.text == "v2")
+    }
+
+    /// Observers are kept by type name compared by bytes: a stream of the composed "café" hears of its own
+    /// type's writes when a transaction first wrote the decomposed one, which nobody observes (the writer
+    /// took "café" for unobserved and built no change for it).
+    @Test func namesThatDifferOnlyInNormalizationHaveTheirOwnObservers() async throws {
+        let storage = try LocalStorage(configuration: .inMemory)
+        var changes = storage.changes(of: ComposedName.self).makeAsyncIterator()
+        try await storage.write { transaction in
+            try transaction.save(DecomposedName(id: "d", text: "decomposed"))
+            try transaction.save(ComposedName(id: "c", text: "composed"))
+        }
+        try await storage.save(ComposedName(id: "c2", text: "composed"))
+        try #require(await changes.next() == .inserted(ComposedName(id: "c", text: "composed")))
+        #expect(await changes.next() == .inserted(ComposedName(id: "c2", text: "composed")))
+    }
+
+    /// While a stream is active, the writer moves the poller's position past its own commits (the next commit
+    /// then reads no log), and a poll reads past an own commit whose changes never reached the queue after
+    /// ``LiveQueryCenter/pollsBeforeSkippingAnOwnCommit`` polls, so other processes' changes still arrive.
+    @Test func ownCommitsMoveThePositionAndAnUndeliveredOneIsSkipped() async throws {
+        let clock = VirtualClock()
+        var configuration = diskConfiguration()
+        configuration.clock = clock
+        let storage = try LocalStorage(configuration: configuration)
+        try await storage.save(Note(id: "a", text: "1"))
+        var changes = storage.changes(of: Note.self).makeAsyncIterator()
+        let center = storage.core.liveQueries
+        for n in 0..<3 { try await storage.save(Note(id: "own\(n)", text: "x")) }
+        let logged = try storage.core.environment.read { try storage.core.changeLog.lastSequence(in: $0) }
+        #expect(center.followedPosition == logged)
+        for n in 0..<3 { #expect(await changes.next() == .inserted(Note(id: "own\(n)", text: "x"))) }
+
+        // An own entry nobody publishes (as after a commit that failed once written), then another process's.
+        let schema = try await storage.core.schema(for: Note.self)
+        _ = try storage.core.environment.write { txn in
+            try storage.core.changeLog.append(
+                [ChangeLog.Pending(type: schema.number, kind: .touched, id: [])], txn: txn)
+        }
+        let result = try await CLIResult.run(
+            ["delete", "Note", "a", "--store", configuration.storeDirectory.path], environment: nil)
+        #expect(result.status == 0, "\(result.stderr)")
+        for _ in 0...LiveQueryCenter.pollsBeforeSkippingAnOwnCommit {
+            await clock.waitForSleepers(1)
+            clock.advance(by: configuration.externalChangePollInterval)
+        }
+        await clock.waitForSleepers(1)
+        try #require(center.skippedOwnCommitCount == 1)
+        #expect(await changes.next() == .deleted(id: "a"))
+    }
+}
