@@ -45,7 +45,14 @@ extension SharedTier {
             return
         }
         let position = state.withLock { $0.receivedSeq }
-        guard let position, notice.sequence > position else { return }
+        guard let position else { return }
+        guard notice.sequence > position else {
+            // Sequence 1 again, after later ones: the server started its count anew (FLUSHALL, or a restart
+            // without its data while this connection lived). The catch-up sees the count went back and drops
+            // the local records.
+            if notice.sequence == 1 && position >= 1 { await catchUpUntilDone() }
+            return
+        }
         if notice.sequence > position + 1 {
             // A change went by unseen: catch up from the log, which also brings this one.
             await catchUpUntilDone()
@@ -146,7 +153,7 @@ extension SharedTier {
         return schema
     }
 
-    private func catchUpUntilDone() async {
+    func catchUpUntilDone() async {
         var delay = settings.reconnectDelay
         while !Task.isCancelled {
             do {

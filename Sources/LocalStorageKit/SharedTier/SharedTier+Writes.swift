@@ -182,7 +182,8 @@ extension SharedTier {
                 }
             }
         }
-        if let last = pending.withLock({ $0.max() }) { await awaitApplied(last) }
+        let waited = pending.withLock { $0 }
+        if let last = waited.max() { await awaitApplied(last, first: waited.min()) }
     }
 
     /// Deletes records on the server; returns the sequences.

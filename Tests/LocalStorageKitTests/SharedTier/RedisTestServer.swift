@@ -89,6 +89,19 @@ final class RedisTestServer: Sendable {
         return try session.roundTrip([.command("PING")]).first == .simple("PONG")
     }
 
+    /// Empties the server (`FLUSHALL`) while clients stay connected.
+    func flushAll() throws {
+        let endpoint = RESPEndpoint(
+            host: "127.0.0.1", port: port, username: nil, password: password, database: 0,
+            connectTimeout: .seconds(5), readTimeout: .seconds(30))
+        let session = try RESPSession(endpoint: endpoint, clock: SystemClock())
+        defer { session.close() }
+        let reply = try session.roundTrip([.command("FLUSHALL")]).first
+        guard reply == .simple("OK") else {
+            throw LocalStorageError.sharedTierUnavailable("FLUSHALL replied \(String(describing: reply))")
+        }
+    }
+
     /// Kills the server with SIGKILL and waits until it is gone.
     func killHard() {
         let server = process.withLock { process -> ChildProcess? in

@@ -72,6 +72,29 @@ struct SharedTierOutageTests {
         #expect(try await fresh.fetch(StressRecord.self, id: "during-outage") == nil)
     }
 
+    /// A server emptied while the instances stay connected (`FLUSHALL`) starts its count at 1 again: the writer of
+    /// the next save and every instance that hears of it drop their local records, so each serves the server's
+    /// values. Before, the writer kept its old record (its own save never reached its local store) and the
+    /// others ignored every change until the server's count passed theirs.
+    @Test func aServerFlushedWhileConnectedIsNoticedAndItsNewValuesAreServed() async throws {
+        let server = try await RedisTestServer.started()
+        defer { server.stop() }
+        let tier = server.configuration(namespace: "flushed")
+        let a = try await sharedStore(tier)
+        let b = try await sharedStore(tier)
+        for n in 0..<3 { try await a.save(StressRecord.make(id: "f\(n)", sequence: 1)) }
+        #expect(try await waitUntil { try await b.fetch(StressRecord.self, id: "f2")?.sequence == 1 })
+
+        try server.flushAll()
+        try await a.save(StressRecord.make(id: "f0", sequence: 2))
+        #expect(try await a.fetch(StressRecord.self, id: "f0")?.sequence == 2)
+        #expect(try await a.fetch(StressRecord.self, id: "f1") == nil)
+        #expect(try await waitUntil { try await b.fetch(StressRecord.self, id: "f0")?.sequence == 2 })
+        #expect(try await b.fetch(StressRecord.self, id: "f1") == nil)
+        try await b.save(StressRecord.make(id: "later", sequence: 3))
+        #expect(try await waitUntil { try await a.fetch(StressRecord.self, id: "later")?.sequence == 3 })
+    }
+
     /// The rule: after a lost connection an instance catches up (from the server's change log, or by dropping
     /// its local records when the log no longer reaches back) before it serves a local record again.
     @Test(arguments: [100_000, 2])
