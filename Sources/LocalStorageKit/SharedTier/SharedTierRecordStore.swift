@@ -63,8 +63,8 @@ struct SharedTierRecordStore: RecordStore {
         if !admitted { await tier.awaitApplied(sequence) }
     }
 
-    /// Deletes the matching records on the shared tier, one by one (the query runs on the server), then
-    /// locally; `locally` is not run.
+    /// Deletes the matching records on the shared tier in one script (the query runs on the server), then
+    /// locally in one commit; `locally` is not run.
     func delete<T: LocalStorable>(
         _ type: T.Type, matching filters: [StorageIndexFilter], schema: TypeSchema,
         locally: () async throws -> Int
@@ -74,11 +74,25 @@ struct SharedTierRecordStore: RecordStore {
             .fetch(
                 T.self, options: try FetchOptions(scope: .shared).validated(),
                 session: local.makeDecodeSession(for: schema))
-        for value in doomed {
-            let id = try value.storageID()
-            try await delete(id: id, key: try RecordWriter.key(for: id), schema: schema)
+        let ids = try doomed.map { try $0.storageID() }
+        guard !ids.isEmpty else { return 0 }
+        let keys = try ids.map { try RecordWriter.key(for: $0) }
+        // One script: other instances see every matching record go at once, as with a local store.
+        let sequences = try await tier.delete(ids: ids, schema: schema)
+        let tier = self.tier
+        let waiting = try await core.writer.perform { context -> [Int64] in
+            var waiting: [Int64] = []
+            for (position, sequence) in sequences.enumerated() {
+                if tier.admitsOwn(sequence) {
+                    try RecordWriter.delete(id: ids[position], key: keys[position], schema: schema, context: context)
+                } else {
+                    waiting.append(sequence)
+                }
+            }
+            return waiting
         }
-        return doomed.count
+        if let last = waiting.max() { await tier.awaitApplied(last, first: waiting.min()) }
+        return ids.count
     }
 
     /// Changes a record's time to live on the shared tier (re-reading and retrying when another instance
