@@ -62,8 +62,10 @@ extension LoadThrough {
         let leases = try store.leaseBook()
         let (leaseKey, token, key, schema) = (request.leaseKey, request.token, request.key, request.schema)
         let expiration = request.policy.expiration
+        let core = self.core
         return try await core.writer.perform { context -> Bool in
             guard try leases.holds(leaseKey, token: token, key: key, type: schema.number, context: context) else {
+                core.unstoredLoads.add(1, ordering: .relaxed)
                 return false
             }
             // The insert or update this logs voids the lease at commit (see ``LeaseBook/void(_:txn:)``).
@@ -130,12 +132,15 @@ extension LoadThrough {
 }
 
 extension LeaseBook {
-    /// Whether the lease on `leaseKey` is still the one `token` took: no write of the id (or clear of its
-    /// type) voided it, neither in an earlier commit nor earlier in this one.
+    /// Whether the lease on `leaseKey` is still the one `token` took: its deadline has not passed (a load given
+    /// up after `loadTimeout` stores nothing when it ends later), and no write of the id (or clear of its type)
+    /// voided it, neither in an earlier commit nor earlier in this one.
     func holds(
         _ leaseKey: [UInt8], token: UInt64, key: [UInt8], type: UInt32, context: CommitQueue.Context
     ) throws -> Bool {
-        guard let entry = try entry(leaseKey, txn: context.txn), entry.kind == .lease, entry.token == token else {
+        guard let entry = try entry(leaseKey, txn: context.txn), entry.kind == .lease, entry.token == token,
+            entry.holds(at: context.now)
+        else {
             return false
         }
         return !context.logged.contains { change in

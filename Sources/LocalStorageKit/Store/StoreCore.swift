@@ -38,6 +38,9 @@ final class StoreCore: Sendable {
     let statisticsSchemas = Mutex<[UInt32: TypeSchema]>([:])
     /// Loads through the cache under way in this process, one per id (see LoadFlights.swift).
     let loads = LoadFlights()
+    /// Loads whose result was not stored because their lease no longer held (a write won, or the load was given
+    /// up after its timeout); tests and diagnostics.
+    let unstoredLoads = Atomic<Int>(0)
     /// Signalled once this core has let go of the store's files (``EnvironmentRegistry`` waits for it
     /// before opening the directory again).
     let teardown = TeardownSignal()

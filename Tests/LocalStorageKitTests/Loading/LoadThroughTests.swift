@@ -64,6 +64,33 @@ import Testing
         #expect(gate.loads == 1)
     }
 
+    /// A load given up after `loadTimeout` (its loader ignored the cancellation) stores nothing when it ends
+    /// later: its lease's deadline has passed. It used to store its late result.
+    @Test func aLoadGivenUpStoresNothingWhenItEndsLate() async throws {
+        let clock = VirtualClock()
+        var configuration = LocalStorageConfiguration.inMemory
+        configuration.clock = clock
+        let storage = try LocalStorage(configuration: configuration)
+        let gate = LoadGate()
+        let policy = LoadPolicy(loadTimeout: .seconds(1))
+        let caller = Task {
+            try await storage.fetch(Product.self, id: "sku_late", policy: policy) { id in
+                await gate.pass()
+                return Product(id: id, title: "late", category: "books", price: 1, rating: 1)
+            }
+        }
+        try await gate.waitForLoad()
+        await clock.waitForSleepers(1)
+        clock.advance(by: .seconds(2))
+        await #expect(throws: LocalStorageError.loadTimedOut(id: "sku_late")) { try await caller.value }
+        gate.open()
+        try await eventually("the late load's store attempt") {
+            storage.core.unstoredLoads.load(ordering: .relaxed) == 1
+        }
+        #expect(try await storage.fetch(Product.self, id: "sku_late") == nil)
+        #expect(gate.loads == 1)
+    }
+
     @Test func aFreshRecordIsReturnedWithoutLoading() async throws {
         let storage = try store()
         try await storage.save(Product.sample(1))
