@@ -88,13 +88,14 @@ extension SharedTier {
 
     /// After an own write that was not admitted (a catch-up was running), waits until the local store holds it
     /// or something later, or the subscription is lost (then the next catch-up brings it).
-    /// `first` is the lowest sequence of the writes waited for (`sequence` itself when nil).
-    func awaitApplied(_ sequence: Int64, first: Int64? = nil) async {
-        if (first ?? sequence) == 1, state.withLock({ ($0.appliedSeq ?? 0) >= 1 }) {
-            // The write got the first sequence of a server that started its count anew (its data was flushed
-            // or lost) while this instance had applied later ones: nothing local can be trusted, and waiting
-            // for the position to reach 1 would return at once with the old record still local. Catch up now
-            // (it drops the local records), so that this instance's next read goes to the server.
+    /// When a write of this instance showed that the server started its count anew (``noteIssued(_:appliedBefore:)``),
+    /// catches up instead (which drops the local records), so that the next read goes to the server.
+    func awaitApplied(_ sequence: Int64) async {
+        let startedAnew = state.withLock { state -> Bool in
+            defer { state.countStartedAnew = false }
+            return state.countStartedAnew
+        }
+        if startedAnew {
             await catchUpUntilDone()
             return
         }

@@ -130,6 +130,7 @@ extension SharedTier {
                 Array(String(put.record.version).utf8), put.expect,
             ]
         }
+        let appliedBefore = appliedPosition
         let reply: RESPValue
         if let lease {
             reply = try await run("leasedPut", SharedTierScripts.leasedPut, arguments + [lease.key, lease.value])
@@ -161,7 +162,19 @@ extension SharedTier {
             }
             out.append((bytes, sequence))
         }
+        noteIssued(out.map(\.sequence), appliedBefore: appliedBefore)
         return out
+    }
+
+    /// The last sequence the local store reflects (0 before any).
+    var appliedPosition: Int64 { state.withLock { $0.appliedSeq ?? 0 } }
+
+    /// Notes that the server started its count anew when it gave this instance's write sequence 1 although the
+    /// local store already reflected a later change when the write was sent (a sequence is given out once in
+    /// one history of the server): ``awaitApplied(_:first:)`` catches up then.
+    func noteIssued(_ sequences: [Int64], appliedBefore: Int64) {
+        guard appliedBefore >= 1, sequences.contains(1) else { return }
+        state.withLock { $0.countStartedAnew = true }
     }
 
     /// Commits this instance's own written records locally (unless the applier already holds them or
@@ -183,7 +196,7 @@ extension SharedTier {
             }
         }
         let waited = pending.withLock { $0 }
-        if let last = waited.max() { await awaitApplied(last, first: waited.min()) }
+        if let last = waited.max() { await awaitApplied(last) }
     }
 
     /// Deletes records on the server; returns the sequences.
@@ -191,10 +204,12 @@ extension SharedTier {
         let type = SharedTierLayout.escape(schema.name)
         var arguments: [[UInt8]] = []
         for id in ids { arguments += [type, Array(id.utf8), notice(UInt8(ascii: "D"), type: schema.name, id: id)] }
+        let appliedBefore = appliedPosition
         let reply = try expectSuccess(try await run("delete", SharedTierScripts.delete, arguments), script: "delete")
         guard let values = reply.elements?.compactMap(\.int), values.count == ids.count else {
             throw .sharedTierUnavailable("the delete script at \(endpoint.label) replied \(reply.summary)")
         }
+        noteIssued(values, appliedBefore: appliedBefore)
         return values
     }
 
@@ -203,10 +218,12 @@ extension SharedTier {
         let type = SharedTierLayout.escape(schema.name)
         var arguments: [[UInt8]] = [type, notice(UInt8(ascii: "C"), type: schema.name, id: "")]
         for index in schema.allIndexes { arguments.append(layout.index(type: type, name: index.name)) }
+        let appliedBefore = appliedPosition
         let reply = try expectSuccess(try await run("clear", SharedTierScripts.clear, arguments), script: "clear")
         guard let sequence = reply.int else {
             throw .sharedTierUnavailable("the clear script at \(endpoint.label) replied \(reply.summary)")
         }
+        noteIssued([sequence], appliedBefore: appliedBefore)
         return sequence
     }
 }

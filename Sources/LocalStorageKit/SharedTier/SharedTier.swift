@@ -41,6 +41,9 @@ final class SharedTier: Sendable {
         var phase: Phase = .connecting
         /// The last sequence the local store reflects (set inside the writer, in commit order).
         var appliedSeq: Int64?
+        /// A write of this instance got sequence 1 after the local store reflected later ones: the server's
+        /// data was flushed or lost while connected (``SharedTier/noteIssued(_:appliedBefore:)``).
+        var countStartedAnew = false
         /// The last sequence the applier took from the channel or a catch-up (ahead of `appliedSeq` while its
         /// work waits in the writer queue).
         var receivedSeq: Int64?

@@ -91,7 +91,7 @@ struct SharedTierRecordStore: RecordStore {
             }
             return waiting
         }
-        if let last = waiting.max() { await tier.awaitApplied(last, first: waiting.min()) }
+        if let last = waiting.max() { await tier.awaitApplied(last) }
         return ids.count
     }
 
