@@ -149,9 +149,9 @@ import Testing
             _ = try await storage.count(StressRecord.self)  // registered here, as an app would have
             let stream = storage.changes(of: StressRecord.self)
             let child = try HelperProcess(["save-loop", directory.path, "none", "4", "child"])
-            #expect(await child.waitForExit(timeout: .seconds(30)) == 0)
+            #expect(await child.waitForExit(timeout: .seconds(300)) == 0)
             let recorder = Recorder(stream)
-            let arrived = await recorder.eventually(within: .seconds(30)) { $0.count >= 4 }
+            let arrived = await recorder.eventually(within: .seconds(300)) { $0.count >= 4 }
             let center = storage.core.liveQueries
             let diagnosis =
                 "polling \(center.isPolling), position \(String(describing: center.followedPosition)), "
@@ -170,9 +170,9 @@ import Testing
             let cli = try HelperProcess(
                 ["delete", "StressRecord", "child-2", "--store", storeFilesDirectory(directory).path],
                 executable: "localstorage")
-            let status = await cli.waitForExit(timeout: .seconds(30))
+            let status = await cli.waitForExit(timeout: .seconds(300))
             #expect(status == 0, "\(cli.lines)")
-            let deleted = await deletes.eventually(within: .seconds(30)) { !$0.isEmpty }
+            let deleted = await deletes.eventually(within: .seconds(300)) { !$0.isEmpty }
             let after =
                 "polling \(center.isPolling), position \(String(describing: center.followedPosition)), "
                 + "failures \(center.readFailureCount), outside changes \(center.externalChangeCount)"

@@ -36,7 +36,7 @@ struct WatchedStore {
 /// The generous default only matters when the machine is loaded (the suites run in parallel on few
 /// cores); a passing condition returns at once.
 func eventually(
-    within timeout: Duration = .seconds(60), isolation: isolated (any Actor)? = #isolation,
+    within timeout: Duration = .seconds(300), isolation: isolated (any Actor)? = #isolation,
     _ condition: () async throws -> Bool
 ) async -> Bool {
     let deadline = ContinuousClock.now + timeout
@@ -75,7 +75,7 @@ final class Recorder<Element: Sendable>: Sendable {
 
     /// Waits until the values received satisfy `condition`.
     func eventually(
-        within timeout: Duration = .seconds(60),
+        within timeout: Duration = .seconds(300),
         _ condition: @escaping ([Element]) -> Bool
     ) async -> Bool {
         await LocalStorageKitTests.eventually(within: timeout) { condition(values) }

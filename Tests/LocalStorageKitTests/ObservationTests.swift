@@ -240,7 +240,7 @@ import Testing
         let repository = storage.repository(Product.self)
         var changes = repository.changes().makeAsyncIterator()
         let live = Recorder(repository.updates(options: FetchOptions(limit: 1)))
-        #expect(await live.eventually(within: .seconds(60)) { $0 == [[]] })
+        #expect(await live.eventually(within: .seconds(300)) { $0 == [[]] })
 
         try await repository.save(Product.sample(2))
         #expect(await changes.next() == .inserted(Product.sample(2)))
@@ -281,7 +281,7 @@ import Testing
 
         #expect(result.status == 0, "\(result.stderr)")
         let center = watched.storage.core.liveQueries
-        let arrived = await watched.live.eventually(within: .seconds(30)) { $0.last?.map(\.id) == ["n2"] }
+        let arrived = await watched.live.eventually(within: .seconds(300)) { $0.last?.map(\.id) == ["n2"] }
         let diagnosis =
             "polling \(center.isPolling), position \(String(describing: center.followedPosition)), "
             + "failures \(center.readFailureCount), outside \(center.externalChangeCount), "

@@ -30,7 +30,7 @@ final class WriterHold: Sendable {
 }
 
 /// Polls `condition` every millisecond until it holds; fails after `seconds`.
-func waitUntil(_ what: String, seconds: Double = 60, _ condition: () -> Bool) async throws {
+func waitUntil(_ what: String, seconds: Double = 300, _ condition: () -> Bool) async throws {
     let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
     while !condition() {
         guard ContinuousClock.now < deadline else { throw WaitTimedOut(what: what) }

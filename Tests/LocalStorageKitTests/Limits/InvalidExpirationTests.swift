@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import LocalStorageKit
+@_spi(Testing) @testable import LocalStorageKit
 
 /// Expirations that are not a moment the store can keep throw `invalidExpiration` and write nothing,
 /// through every call that takes one.
@@ -47,7 +47,10 @@ import Testing
 
     @Test(arguments: impossible)
     func setExpirationAndTransactionsRefuseIt(expiration: CacheExpiration) async throws {
-        let storage = try LocalStorage(configuration: .inMemory)
+        // The store's clock never advances: the record saved for 60 s cannot expire on a slow machine.
+        var configuration = LocalStorageConfiguration.inMemory
+        configuration.clock = VirtualClock()
+        let storage = try LocalStorage(configuration: configuration)
         try await storage.save(Note(id: "n", text: "x"), expiration: .seconds(60))
         let before = try await storage.metadata(Note.self, id: "n")?.expiresAt
         await expectInvalid { try await storage.setExpiration(Note.self, id: "n", expiration) }

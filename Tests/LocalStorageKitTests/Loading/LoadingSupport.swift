@@ -55,7 +55,7 @@ struct CatalogError: Error, Equatable {
 }
 
 /// Waits (yielding, with a generous deadline as a safety net) until `condition` holds.
-func eventually(_ what: String, timeout: Duration = .seconds(60), _ condition: () -> Bool) async throws {
+func eventually(_ what: String, timeout: Duration = .seconds(300), _ condition: () -> Bool) async throws {
     let deadline = ContinuousClock.now + timeout
     while !condition() {
         guard ContinuousClock.now < deadline else { throw LoadTestError.timedOut(what) }

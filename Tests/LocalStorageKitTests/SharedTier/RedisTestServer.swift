@@ -256,7 +256,7 @@ func sharedStore(
 
 /// Waits (polling, up to `timeout`) until `condition` holds; returns whether it did. Tests assert on the
 /// outcome, never on how long it took.
-func waitUntil(timeout: Duration = .seconds(60), _ condition: () async throws -> Bool) async throws -> Bool {
+func waitUntil(timeout: Duration = .seconds(300), _ condition: () async throws -> Bool) async throws -> Bool {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
         if try await condition() { return true }
@@ -309,7 +309,7 @@ func first<S: AsyncSequence & Sendable, R: Sendable>(
 
 /// `body`'s result, or a failure after `timeout` instead of waiting for ever.
 func withTimeout<R: Sendable>(
-    _ timeout: Duration = .seconds(60),
+    _ timeout: Duration = .seconds(300),
     _ body: @escaping @Sendable () async throws -> R
 ) async throws -> R {
     try await withThrowingTaskGroup(of: R?.self) { group in

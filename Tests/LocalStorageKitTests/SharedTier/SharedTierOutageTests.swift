@@ -125,7 +125,7 @@ struct SharedTierOutageTests {
 
         // While away (the server is reachable for B's reads, but its copy is local), then back.
         #expect(
-            try await waitUntil(timeout: .seconds(60)) {
+            try await waitUntil(timeout: .seconds(300)) {
                 clock.advance(by: .seconds(3))
                 return b.sharedTier?.phase == .live
             })
