@@ -88,8 +88,10 @@ extension SharedTier {
 
     /// After an own write that was not admitted (a catch-up was running), waits until the local store holds it
     /// or something later, or the subscription is lost (then the next catch-up brings it).
-    /// When a write of this instance showed that the server started its count anew (``noteIssued(_:appliedBefore:)``),
-    /// catches up instead (which drops the local records), so that the next read goes to the server.
+    ///
+    /// When a write of this instance showed that the server started its count anew
+    /// (``noteIssued(_:appliedBefore:)``), it catches up instead, which drops the local records, so that the
+    /// next read goes to the server.
     func awaitApplied(_ sequence: Int64) async {
         let startedAnew = state.withLock { state -> Bool in
             defer { state.countStartedAnew = false }

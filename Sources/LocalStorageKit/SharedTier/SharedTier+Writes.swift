@@ -171,7 +171,7 @@ extension SharedTier {
 
     /// Notes that the server started its count anew when it gave this instance's write sequence 1 although the
     /// local store already reflected a later change when the write was sent (a sequence is given out once in
-    /// one history of the server): ``awaitApplied(_:first:)`` catches up then.
+    /// one history of the server): ``awaitApplied(_:)`` catches up then.
     func noteIssued(_ sequences: [Int64], appliedBefore: Int64) {
         guard appliedBefore >= 1, sequences.contains(1) else { return }
         state.withLock { $0.countStartedAnew = true }
@@ -195,8 +195,7 @@ extension SharedTier {
                 }
             }
         }
-        let waited = pending.withLock { $0 }
-        if let last = waited.max() { await awaitApplied(last) }
+        if let last = pending.withLock({ $0.max() }) { await awaitApplied(last) }
     }
 
     /// Deletes records on the server; returns the sequences.

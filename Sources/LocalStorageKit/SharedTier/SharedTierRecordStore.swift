@@ -41,14 +41,26 @@ struct SharedTierRecordStore: RecordStore {
 
     /// Deletes a record on the shared tier, then locally.
     func delete(id: String, key: [UInt8], schema: TypeSchema) async throws {
-        guard let sequence = try await tier.delete(ids: [id], schema: schema).first else { return }
+        try await delete(ids: [id], keys: [key], schema: schema)
+    }
+
+    /// Deletes records on the shared tier in one script, then locally in one commit (each unless the applier
+    /// already holds its deletion or something later), then waits for those not admitted.
+    private func delete(ids: [String], keys: [[UInt8]], schema: TypeSchema) async throws {
+        let sequences = try await tier.delete(ids: ids, schema: schema)
         let tier = self.tier
-        let admitted = try await core.writer.perform { context -> Bool in
-            guard tier.admitsOwn(sequence) else { return false }
-            try RecordWriter.delete(id: id, key: key, schema: schema, context: context)
-            return true
+        let waiting = try await core.writer.perform { context -> [Int64] in
+            var waiting: [Int64] = []
+            for (position, sequence) in sequences.enumerated() {
+                if tier.admitsOwn(sequence) {
+                    try RecordWriter.delete(id: ids[position], key: keys[position], schema: schema, context: context)
+                } else {
+                    waiting.append(sequence)
+                }
+            }
+            return waiting
         }
-        if !admitted { await tier.awaitApplied(sequence) }
+        if let last = waiting.max() { await tier.awaitApplied(last) }
     }
 
     /// Deletes every record of a type on the shared tier, then locally.
@@ -76,22 +88,7 @@ struct SharedTierRecordStore: RecordStore {
                 session: local.makeDecodeSession(for: schema))
         let ids = try doomed.map { try $0.storageID() }
         guard !ids.isEmpty else { return 0 }
-        let keys = try ids.map { try RecordWriter.key(for: $0) }
-        // One script: other instances see every matching record go at once, as with a local store.
-        let sequences = try await tier.delete(ids: ids, schema: schema)
-        let tier = self.tier
-        let waiting = try await core.writer.perform { context -> [Int64] in
-            var waiting: [Int64] = []
-            for (position, sequence) in sequences.enumerated() {
-                if tier.admitsOwn(sequence) {
-                    try RecordWriter.delete(id: ids[position], key: keys[position], schema: schema, context: context)
-                } else {
-                    waiting.append(sequence)
-                }
-            }
-            return waiting
-        }
-        if let last = waiting.max() { await tier.awaitApplied(last) }
+        try await delete(ids: ids, keys: try ids.map { try RecordWriter.key(for: $0) }, schema: schema)
         return ids.count
     }
 

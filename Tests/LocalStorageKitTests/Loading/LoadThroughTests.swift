@@ -7,9 +7,11 @@ import Testing
 @Suite struct LoadThroughTests {
     /// A store on a VirtualClock that no test here advances: a load held at a gate never reaches the load
     /// timeout (30 s of the store's clock), however slowly a loaded machine runs the test.
-    private func store(_ configuration: LocalStorageConfiguration = .inMemory) throws -> LocalStorage {
+    private func store(
+        _ configuration: LocalStorageConfiguration = .inMemory, clock: VirtualClock = VirtualClock()
+    ) throws -> LocalStorage {
         var configuration = configuration
-        configuration.clock = VirtualClock()
+        configuration.clock = clock
         return try LocalStorage(configuration: configuration)
     }
 
@@ -68,9 +70,7 @@ import Testing
     /// later: its lease's deadline has passed. It used to store its late result.
     @Test func aLoadGivenUpStoresNothingWhenItEndsLate() async throws {
         let clock = VirtualClock()
-        var configuration = LocalStorageConfiguration.inMemory
-        configuration.clock = clock
-        let storage = try LocalStorage(configuration: configuration)
+        let storage = try store(clock: clock)
         let gate = LoadGate()
         let policy = LoadPolicy(loadTimeout: .seconds(1))
         let caller = Task {
@@ -140,9 +140,7 @@ import Testing
 
     @Test func waitersGetLoadTimedOutAfterTheTimeout() async throws {
         let clock = VirtualClock()
-        var configuration = LocalStorageConfiguration.inMemory
-        configuration.clock = clock
-        let storage = try LocalStorage(configuration: configuration)
+        let storage = try store(clock: clock)
         let policy = LoadPolicy(loadTimeout: .seconds(5))
         let outcomes = try await withThrowingTaskGroup(of: (any Error)?.self) { group in
             for _ in 0..<10 {
