@@ -3,9 +3,9 @@ import Synchronization
 
 /// Fans committed changes out to the change streams and live queries of each type.
 ///
-/// The writer calls ``publish(_:)`` after every commit, in commit order; subscribers must not block
-/// (they only yield into buffered streams or schedule a rerun).
-final class ObserverHub: CommitListener {
+/// ``LiveQueryCenter`` calls ``publish(_:)`` with every commit's changes, in commit order, whichever process made
+/// it; subscribers must not block (they only yield into buffered streams or schedule a rerun).
+final class ObserverHub: Sendable {
     typealias Subscriber = @Sendable ([PublishedChange]) -> Void
 
     private struct State {
@@ -47,10 +47,6 @@ final class ObserverHub: CommitListener {
             if state.subscribers[name]?.isEmpty == true { state.subscribers[name] = nil }
         }
     }
-
-    /// Delivers one commit's changes (``publish(_:)``); the store's writer reports to ``LiveQueryCenter``, which
-    /// puts other processes' earlier commits first.
-    func publish(_ changes: [PublishedChange], logged: ClosedRange<UInt64>?) { publish(changes) }
 
     /// Delivers one commit's changes, grouped by type, to that type's subscribers.
     func publish(_ changes: [PublishedChange]) {
