@@ -1,23 +1,41 @@
 import Foundation
+import Synchronization
 
 /// The layer between a codec's payload bytes and the bytes stored: seals them (``StorageEncryption``) on
 /// the way in, opens them on the way out. One per open store; used where a record's payload is written
 /// (``RecordWriter``) and where it is read (``RecordDecoding``, maintenance).
 ///
-/// A sealed payload is `version (1) ‖ key id (1) ‖ nonce (24) ‖ ciphertext ‖ tag (16)`, sealed with
-/// XChaCha20-Poly1305 over associated data that binds it to its place: the seal version, the record's
-/// format byte, the type's storage name and the id. A payload copied under another id or type, or with
-/// its format byte changed, fails to open.
+/// A sealed payload is `version (1) ‖ key id (1) ‖ nonce ‖ ciphertext ‖ tag (16)`, sealed over associated
+/// data that binds it to its place: the seal version, the record's format byte, the type's storage name and
+/// the id. A payload copied under another id or type, or with its format byte changed, fails to open. The
+/// version names the cipher: 1 is XChaCha20-Poly1305 (24-byte nonce), 2 is AES-256-GCM (12-byte nonce),
+/// which records are sealed with where the CPU has it (``SodiumCipher/hasAES256GCM``); reads take either.
 ///
 /// A key check value (a constant sealed with the current key) in `meta` answers "is this the store's key?"
-/// at open, before any record is read.
+/// at open, before any record is read. It and the zstd dictionaries are sealed with XChaCha20-Poly1305,
+/// which every CPU opens, so a store moved to a machine without AES instructions still opens, and says
+/// which records it cannot read.
 final class PayloadSealing: Sendable {
     struct Key: Sendable {
         let id: UInt8
-        let bytes: [UInt8]
+        let cipher: SodiumCipher.Key
+        var bytes: [UInt8] { cipher.bytes }
     }
 
+    /// The seal version of XChaCha20-Poly1305 (records where the CPU lacks AES, the key check value,
+    /// dictionaries, the shared tier's payloads).
     static let version: UInt8 = 1
+    /// The seal version of AES-256-GCM.
+    static let aesVersion: UInt8 = 2
+
+    /// The cipher a seal version names, or nil for a version this library does not know.
+    static func algorithm(ofVersion version: UInt8) -> SodiumCipher.Algorithm? {
+        switch version {
+        case PayloadSealing.version: .xChaCha20Poly1305
+        case aesVersion: .aes256GCM
+        default: nil
+        }
+    }
     /// Where the key check value lives in `meta`.
     static let checkKey: [UInt8] = Array("seal.check".utf8)
     private static let checkText: [UInt8] = Array("LocalStorageKit key check value".utf8)
@@ -32,13 +50,60 @@ final class PayloadSealing: Sendable {
     let dictionaries: PayloadDictionaries
     /// The current key, then the previous ones.
     private let keys: [Key]
+    /// The store's `meta`, where the AES-256-GCM seals of each key are counted; nil for a salvage's sealing,
+    /// which seals nothing.
+    private let meta: Database?
+    /// How many more payloads this process may seal with AES-256-GCM from the block it counted in `meta`.
+    private let aesSealsLeft = Mutex<UInt64>(0)
 
-    init(current: Key?, previous: [Key], compressor: PayloadCompressor?, dictionaries: PayloadDictionaries) {
+    init(
+        current: Key?, previous: [Key], compressor: PayloadCompressor?, dictionaries: PayloadDictionaries,
+        meta: Database? = nil
+    ) {
         keys = (current.map { [$0] } ?? []) + previous
         self.current = current
         self.previous = previous
         self.compressor = compressor
         self.dictionaries = dictionaries
+        self.meta = meta
+    }
+
+    // MARK: - The AES-256-GCM budget
+
+    /// How many payloads one key seals with AES-256-GCM, counted in `meta`, before the store turns to
+    /// XChaCha20-Poly1305 for it. AES-GCM's 96-bit random nonces stay safe (a collision less likely than
+    /// 2⁻³²) for 2³² messages per key; counting stops at half of that, which leaves the other half for
+    /// blocks counted in a transaction that then aborted (the count goes back, the process's block stays).
+    static let aesSealLimit: UInt64 = 1 << 31
+    /// How many seals a process counts in `meta` at once: one `meta` write per 65,536 seals.
+    static let aesSealBlock: UInt64 = 1 << 16
+
+    /// Where the AES-256-GCM seals of `key` are counted in `meta`: `seal.aes.` and 8 bytes of the key's
+    /// keyed hash (a key check value names no key; neither does this).
+    static func aesCountKey(_ key: Key) -> [UInt8] {
+        Array("seal.aes.".utf8) + SodiumCipher.fingerprint(key.bytes)
+    }
+
+    /// Whether the next payload sealed in `txn` may use AES-256-GCM under `key`: the CPU has it and the key's
+    /// count is below ``aesSealLimit``. Counts a new block in `meta` (in `txn`) when this process's is used up.
+    private func takesAES(_ key: Key, txn: Transaction?) throws -> Bool {
+        guard SodiumCipher.hasAES256GCM, let meta, let txn else { return false }
+        return try aesSealsLeft.withLock { left throws -> Bool in
+            if left > 0 {
+                left -= 1
+                return true
+            }
+            let countKey = PayloadSealing.aesCountKey(key)
+            var counted: UInt64 = 0
+            if let stored = try txn.get(meta, key: countKey), stored.count == 8 {
+                counted = UInt64(littleEndian: stored.loadUnaligned(as: UInt64.self))
+            }
+            guard counted < PayloadSealing.aesSealLimit else { return false }
+            let after = counted + PayloadSealing.aesSealBlock
+            try withUnsafeBytes(of: after.littleEndian) { try txn.put(meta, key: countKey, value: Array($0)) }
+            left = PayloadSealing.aesSealBlock - 1
+            return true
+        }
     }
 
     /// The sealing an open with `encryption` gets, after checking it against the store's key check value
@@ -61,7 +126,8 @@ final class PayloadSealing: Sendable {
             compression.isEnabled
             ? PayloadCompressor(compression, meta: meta, dictionaries: dictionaries, dictionaryKey: keys.first) : nil
         let sealing = PayloadSealing(
-            current: keys.first, previous: Array(keys.dropFirst()), compressor: compressor, dictionaries: dictionaries)
+            current: keys.first, previous: Array(keys.dropFirst()), compressor: compressor, dictionaries: dictionaries,
+            meta: readOnly ? nil : meta)
         guard let current = keys.first, !readOnly else { return sealing }
         // Dictionaries stored plain or under a previous key are sealed with the current one.
         for entry in opened where stale.contains(entry.key) {
@@ -70,7 +136,7 @@ final class PayloadSealing: Sendable {
         let opener = stored.flatMap { check in check.withUnsafeBytes { openCheck($0, keys: keys) } }
         if opener?.bytes == current.bytes { return sealing }
         let check = try checkText.withUnsafeBytes { plain in
-            try SodiumCipher.seal(plain, associated: checkKey, key: current.bytes, prefix: [version, current.id])
+            try SodiumCipher.seal(plain, associated: checkKey, key: current.cipher, prefix: [version, current.id])
         }
         try txn.put(meta, key: checkKey, value: check)
         return sealing
@@ -110,7 +176,7 @@ final class PayloadSealing: Sendable {
         }
         if let problem = encryption.problem { throw LocalStorageError.openFailed(path: path, reason: problem) }
         let keys = ([encryption.key] + encryption.previousKeys).map {
-            Key(id: SodiumCipher.keyID(Array($0)), bytes: Array($0))
+            Key(id: SodiumCipher.keyID(Array($0)), cipher: SodiumCipher.Key(Array($0)))
         }
         if let stored, stored.withUnsafeBytes({ openCheck($0, keys: keys) }) == nil {
             throw LocalStorageError.openFailed(
@@ -141,7 +207,7 @@ final class PayloadSealing: Sendable {
             guard entry.value.count > 2, entry.value[0] == version else { continue }
             let sealed = entry.value[2...]
             let found = firstOpening(keys, named: entry.value[1]) { key in
-                sealed.withUnsafeBytes { SodiumCipher.open($0, associated: entry.key, key: key.bytes) }
+                sealed.withUnsafeBytes { SodiumCipher.open($0, associated: entry.key, key: key.cipher) }
             }
             guard let found else { continue }
             opened.append((entry.key, found.opened))
@@ -157,7 +223,7 @@ final class PayloadSealing: Sendable {
         let result: Result<[UInt8], LocalStorageError> = bytes.withUnsafeBytes { plain in
             Result { () throws(LocalStorageError) in
                 try SodiumCipher.seal(
-                    plain, associated: metaKey, key: key.bytes, prefix: [version, key.id])
+                    plain, associated: metaKey, key: key.cipher, prefix: [version, key.id])
             }
         }
         return try result.get()
@@ -168,7 +234,7 @@ final class PayloadSealing: Sendable {
         guard stored.count > 2, stored[0] == PayloadSealing.version else { return nil }
         let sealed = UnsafeRawBufferPointer(rebasing: stored[2...])
         return firstOpening(keys, named: stored[1]) { key -> Bool? in
-            let plain = SodiumCipher.open(sealed, associated: PayloadSealing.checkKey, key: key.bytes)
+            let plain = SodiumCipher.open(sealed, associated: PayloadSealing.checkKey, key: key.cipher)
             return plain == PayloadSealing.checkText ? true : nil
         }?.key
     }
@@ -187,35 +253,46 @@ final class PayloadSealing: Sendable {
         return nil
     }
 
-    /// The stored form of a payload the codec wrote in `format`: compressed when it is worth it, then sealed
-    /// when the store is encrypted; with the envelope flags that say what was done.
+    /// The stored form of a payload the codec wrote in `format`, written in `txn`: compressed when it is worth
+    /// it, then sealed when the store is encrypted (with AES-256-GCM while the key's count in `meta` allows);
+    /// with the envelope flags that say what was done.
+    ///
+    /// - Throws: `encodingFailed`; what `txn` throws counting AES seals (`storageFull`).
     func wrap(
-        _ payload: [UInt8], format: PayloadFormat, typeName: String, id: [UInt8]
-    ) throws(LocalStorageError) -> (envelope: PayloadEnvelope, bytes: [UInt8]) {
+        _ payload: [UInt8], format: PayloadFormat, typeName: String, id: [UInt8], txn: Transaction
+    ) throws -> (envelope: PayloadEnvelope, bytes: [UInt8]) {
         var envelope: PayloadEnvelope = []
         var bytes = payload
         if let compressor, let compressed = compressor.compress(payload) {
             envelope.insert(.compressed)
             bytes = compressed
         }
-        return try seal(bytes, envelope: envelope, format: format, typeName: typeName, id: id)
+        guard let current else { return (envelope, bytes) }
+        let portable = try !takesAES(current, txn: txn)
+        return try seal(bytes, envelope: envelope, format: format, typeName: typeName, id: id, portable: portable)
     }
 
     /// `bytes` sealed with the current key when the store is encrypted (adding `.sealed` to `envelope`), else
-    /// as they are. The shared tier stores payloads sealed but never compressed: each store trains its own
-    /// zstd dictionaries, which another host's store does not hold.
+    /// as they are: with XChaCha20-Poly1305, which every CPU opens, when `portable`, else with AES-256-GCM
+    /// (which needs the CPU to have it; ``wrap(_:format:typeName:id:txn:)`` decides and counts). The shared
+    /// tier stores payloads sealed, portable, and never compressed: other hosts may lack AES instructions,
+    /// and each store trains its own zstd dictionaries.
     func seal(
-        _ bytes: [UInt8], envelope: PayloadEnvelope = [], format: PayloadFormat, typeName: String, id: [UInt8]
+        _ bytes: [UInt8], envelope: PayloadEnvelope = [], format: PayloadFormat, typeName: String, id: [UInt8],
+        portable: Bool
     ) throws(LocalStorageError) -> (envelope: PayloadEnvelope, bytes: [UInt8]) {
         var envelope = envelope
         guard let current else { return (envelope, bytes) }
         envelope.insert(.sealed)
+        let useAES = SodiumCipher.hasAES256GCM && !portable
+        let version = useAES ? PayloadSealing.aesVersion : PayloadSealing.version
         let associated = PayloadSealing.associatedData(
-            formatByte: format.rawValue | envelope.rawValue, typeName: typeName, id: id)
+            sealVersion: version, formatByte: format.rawValue | envelope.rawValue, typeName: typeName, id: id)
         let sealed: Result<[UInt8], LocalStorageError> = bytes.withUnsafeBytes { plain in
             Result { () throws(LocalStorageError) in
                 try SodiumCipher.seal(
-                    plain, associated: associated, key: current.bytes, prefix: [PayloadSealing.version, current.id])
+                    plain, associated: associated, key: current.cipher, prefix: [version, current.id],
+                    algorithm: useAES ? .aes256GCM : .xChaCha20Poly1305)
             }
         }
         return (envelope, try sealed.get())
@@ -236,9 +313,14 @@ final class PayloadSealing: Sendable {
         var resealable = false
         if envelope.contains(.sealed) {
             let stored = view.payload
-            guard stored.count >= 2 + SodiumCipher.nonceLength + SodiumCipher.tagLength,
-                stored[0] == PayloadSealing.version
+            guard stored.count >= 2, let algorithm = PayloadSealing.algorithm(ofVersion: stored[0]),
+                stored.count >= 2 + algorithm.nonceLength + SodiumCipher.tagLength
             else { throw failure(typeName, id, "its sealed payload is damaged or of an unknown version") }
+            if algorithm == .aes256GCM, !SodiumCipher.hasAES256GCM {
+                throw failure(
+                    typeName, id,
+                    "its payload is sealed with AES-256-GCM, which libsodium runs only on CPUs with AES instructions")
+            }
             guard current != nil || !previous.isEmpty else {
                 throw failure(typeName, id, "its payload is sealed and the store was opened without a key")
             }
@@ -269,19 +351,23 @@ final class PayloadSealing: Sendable {
     static func isUnopened(_ view: RecordView, typeName: String, id: String, sealing: PayloadSealing?) -> Bool {
         let stored = view.payload
         guard view.envelope.contains(.sealed) else { return false }
-        guard let sealing, !sealing.keys.isEmpty, stored.count >= 2, stored[0] == version else { return true }
+        guard let sealing, !sealing.keys.isEmpty, stored.count >= 2, algorithm(ofVersion: stored[0]) != nil else {
+            return true
+        }
         return sealing.opening(view, typeName: typeName, id: id) == nil
     }
 
     /// The key that opens the sealed payload of `view` (type `typeName`, id `id`) and its plaintext, or nil
-    /// when none of the keys does; the caller has checked the seal's version and length.
+    /// when none of the keys does (or its version is unknown).
     private func opening(_ view: RecordView, typeName: String, id: String) -> (key: Key, opened: [UInt8])? {
         let stored = view.payload
+        guard stored.count >= 2, let algorithm = PayloadSealing.algorithm(ofVersion: stored[0]) else { return nil }
         let associated = PayloadSealing.associatedData(
-            formatByte: view.format.rawValue | view.envelope.rawValue, typeName: typeName, id: Array(id.utf8))
+            sealVersion: stored[0], formatByte: view.format.rawValue | view.envelope.rawValue, typeName: typeName,
+            id: Array(id.utf8))
         let sealed = UnsafeRawBufferPointer(rebasing: stored[2...])
         return PayloadSealing.firstOpening(keys, named: stored[1]) { key in
-            SodiumCipher.open(sealed, associated: associated, key: key.bytes)
+            SodiumCipher.open(sealed, associated: associated, key: key.cipher, algorithm: algorithm)
         }
     }
 
@@ -291,9 +377,9 @@ final class PayloadSealing: Sendable {
 
     /// What a sealed payload is bound to: seal version, format byte, storage name (length-prefixed, as
     /// names may hold any byte), id.
-    static func associatedData(formatByte: UInt8, typeName: String, id: [UInt8]) -> [UInt8] {
+    static func associatedData(sealVersion: UInt8, formatByte: UInt8, typeName: String, id: [UInt8]) -> [UInt8] {
         let name = Array(typeName.utf8)
-        var out: [UInt8] = [version, formatByte]
+        var out: [UInt8] = [sealVersion, formatByte]
         out.reserveCapacity(6 + name.count + id.count)
         out.appendLittleEndian(UInt32(truncatingIfNeeded: name.count))
         out.append(contentsOf: name)

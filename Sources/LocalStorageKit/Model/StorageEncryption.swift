@@ -2,8 +2,9 @@ import Foundation
 
 /// Encryption at rest of a store's payloads (``LocalStorageConfiguration/encryption``).
 ///
-/// Every payload is sealed with XChaCha20-Poly1305 (libsodium) under ``key``, with a fresh random nonce per
-/// write, and bound to its type and id: a payload altered, or copied to another id or type, fails to open
+/// Every payload is sealed under ``key`` with a fresh random nonce per write (libsodium's AES-256-GCM where the
+/// CPU has AES instructions, for at most 2³¹ seals per key and store, else XChaCha20-Poly1305), and bound to
+/// its type and id: a payload altered, or copied to another id or type, fails to open
 /// and reads throw ``LocalStorageError/decodingFailed(reason:)`` naming the type and id. The key is used as
 /// it is (no key derivation at open): pass 32 random bytes the app keeps, e.g. in the Keychain.
 ///

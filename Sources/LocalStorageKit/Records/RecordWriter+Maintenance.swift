@@ -36,7 +36,7 @@ extension RecordWriter {
         // An import seals what it writes into an encrypted store.
         var header = header
         let stored: [UInt8]
-        (header.envelope, stored) = try sealed(payload, format: header.format, key: key, schema: schema)
+        (header.envelope, stored) = try sealed(payload, format: header.format, key: key, schema: schema, txn: txn)
         try txn.put(schema.records, key: key, value: try header.serialized(payload: stored))
         try CountTree.addPayloadBytes(stored.count, schema: schema, txn: txn)
         try addEntries(of: header, key: key, schema: schema, txn: txn)

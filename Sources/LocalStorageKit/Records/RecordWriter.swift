@@ -108,7 +108,8 @@ enum RecordWriter {
                 regionKnown = false
             }
         }
-        let (envelope, payload) = try sealed(record.payload, format: record.format, key: record.key, schema: schema)
+        let (envelope, payload) = try sealed(
+            record.payload, format: record.format, key: record.key, schema: schema, txn: txn)
         try noteSample(record.payload, schema: schema, context: context)
         let header = RecordHeader(
             format: record.format, version: record.version, createdAt: createdAt,
@@ -260,7 +261,8 @@ extension RecordWriter {
         guard let bytes = try txn.get(schema.records, key: upgrade.key), let view = StoredRecord(bytes).view,
             view.version == upgrade.fromVersion, view.updatedAt == upgrade.updatedAt
         else { return }
-        let (envelope, payload) = try sealed(upgrade.payload, format: upgrade.format, key: upgrade.key, schema: schema)
+        let (envelope, payload) = try sealed(
+            upgrade.payload, format: upgrade.format, key: upgrade.key, schema: schema, txn: txn)
         var header = view.header()
         header.format = upgrade.format
         header.envelope = envelope
@@ -275,12 +277,13 @@ extension RecordWriter {
 }
 
 extension RecordWriter {
-    /// A payload as it is stored: compressed and sealed as the schema's ``PayloadSealing`` says.
+    /// A payload as it is stored, written in `txn`: compressed and sealed as the schema's ``PayloadSealing``
+    /// says.
     static func sealed(
-        _ payload: [UInt8], format: PayloadFormat, key: [UInt8], schema: TypeSchema
-    ) throws(LocalStorageError) -> (PayloadEnvelope, [UInt8]) {
+        _ payload: [UInt8], format: PayloadFormat, key: [UInt8], schema: TypeSchema, txn: Transaction
+    ) throws -> (PayloadEnvelope, [UInt8]) {
         guard let sealing = schema.sealing else { return ([], payload) }
-        return try sealing.wrap(payload, format: format, typeName: schema.name, id: key)
+        return try sealing.wrap(payload, format: format, typeName: schema.name, id: key, txn: txn)
     }
 
     /// Hands a written payload to the compressor's dictionary training; a dictionary trained in this

@@ -83,7 +83,7 @@ extension SharedTier {
     }
 
     /// Builds the put of `record` at `now` with `expiresAt`. The payload is sealed when the store is encrypted
-    /// (so the server, and every instance's copy, hold it sealed), unless `storedEnvelope` says it is already
+    /// (so the server, and every instance's copy, hold it sealed), with the cipher every host can open, unless `storedEnvelope` says it is already
     /// in its stored form (a record read from the server and written back).
     func put(
         _ record: PreparedRecord, expiresAt: Int64, now: Int64, schema: TypeSchema,
@@ -93,7 +93,8 @@ extension SharedTier {
             if let storedEnvelope {
                 (storedEnvelope, record.payload)
             } else if let sealing = schema.sealing {
-                try sealing.seal(record.payload, format: record.format, typeName: schema.name, id: record.key)
+                try sealing.seal(
+                    record.payload, format: record.format, typeName: schema.name, id: record.key, portable: true)
             } else {
                 (PayloadEnvelope(), record.payload)
             }

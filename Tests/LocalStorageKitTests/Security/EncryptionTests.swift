@@ -132,4 +132,94 @@ import Testing
         // The old key alone no longer opens it.
         #expect(Self.openFailure(Self.configuration(directory, key: Self.key)) != nil)
     }
+    /// Records are sealed with AES-256-GCM where the CPU has it (seal version 2), else with XChaCha20-Poly1305
+    /// (version 1); a store reads both, and the version is bound to the payload: changed, it fails to open.
+    @Test func recordsSealedWithEitherCipherReadBackAndTheVersionIsBound() async throws {
+        try await withStore(Self.configuration(temporaryDirectory())) { storage async throws in
+            try await storage.save(contentsOf: [Note(id: "a", text: "alpha"), Note(id: "b", text: "beta")])
+            let schema = try await storage.core.schema(for: Note.self)
+            let sealing = try #require(schema.sealing)
+            let key = Array("a".utf8)
+            let portable = try await storage.core.writer.perform { context -> [UInt8] in
+                guard let stored = try context.txn.get(schema.records, key: key).map(Array.init) else {
+                    throw LocalStorageError.notFound(id: "a")
+                }
+                let headerLength = Int(stored[2]) | Int(stored[3]) << 8
+                #expect(stored[headerLength] == (SodiumCipher.hasAES256GCM ? 2 : 1))
+                // The same payload sealed with XChaCha20-Poly1305, as a CPU without AES (or an older
+                // library) writes it.
+                let (plain, format) = try stored.withUnsafeBytes { bytes in
+                    let view = try RecordDecoding.view(of: bytes, Note.self, id: "a")
+                    return (try sealing.withPayload(of: view, typeName: schema.name, id: "a") { bytes, _ in Array(bytes) }, view.format)
+                }
+                let resealed = try sealing.seal(plain, format: format, typeName: schema.name, id: key, portable: true)
+                let portable = Array(stored[0..<headerLength]) + resealed.bytes
+                #expect(portable[headerLength] == 1)
+                try context.txn.put(schema.records, key: key, value: portable)
+                return portable
+            }
+            #expect(try await storage.fetch(Note.self, id: "a")?.text == "alpha")
+            // The version byte changed to the other cipher's: authentication fails, naming the record.
+            try await storage.core.writer.perform { context in
+                var altered = portable
+                let headerLength = Int(altered[2]) | Int(altered[3]) << 8
+                altered[headerLength] = 2
+                try context.txn.put(schema.records, key: key, value: altered)
+            }
+            await #expect {
+                try await storage.fetch(Note.self, id: "a")
+            } throws: { error in
+                guard case LocalStorageError.decodingFailed(let reason) = error else { return false }
+                return reason.contains("\"a\"")
+            }
+            #expect(try await storage.fetch(Note.self, id: "b")?.text == "beta")
+        }
+    }
+    /// AES-256-GCM's random 96-bit nonces are safe for about 2³² seals per key: the store counts them in
+    /// `meta`, a block at a time, and seals with XChaCha20-Poly1305 once a key's count reaches the limit.
+    @Test func aKeyTurnsToXChaChaOnceItsAESCountReachesTheLimit() async throws {
+        let directory = temporaryDirectory()
+        let countKey = PayloadSealing.aesCountKey(
+            PayloadSealing.Key(id: 0, cipher: SodiumCipher.Key(Array(Self.key))))
+        func count(_ storage: LocalStorage) throws -> UInt64? {
+            try storage.core.environment.read { txn in
+                try txn.get(storage.core.meta, key: countKey).map { UInt64(littleEndian: $0.loadUnaligned(as: UInt64.self)) }
+            }
+        }
+        func sealVersion(_ storage: LocalStorage, _ id: String) async throws -> UInt8 {
+            let schema = try await storage.core.schema(for: Note.self)
+            return try storage.core.environment.read { txn in
+                guard let stored = try txn.get(schema.records, key: Array(id.utf8)) else {
+                    throw LocalStorageError.notFound(id: id)
+                }
+                return stored[Int(stored[2]) | Int(stored[3]) << 8]
+            }
+        }
+        try await withStore(Self.configuration(directory)) { storage async throws in
+            try await storage.save(contentsOf: (0..<10).map { Note(id: "n\($0)", text: "text \($0)") })
+            try await storage.save(Note(id: "a", text: "alpha"))
+            guard SodiumCipher.hasAES256GCM else {
+                #expect(try count(storage) == nil)
+                #expect(try await sealVersion(storage, "a") == PayloadSealing.version)
+                return
+            }
+            // One block counted for eleven seals.
+            #expect(try count(storage) == PayloadSealing.aesSealBlock)
+            #expect(try await sealVersion(storage, "a") == PayloadSealing.aesVersion)
+            try await storage.core.writer.perform { context in
+                try withUnsafeBytes(of: PayloadSealing.aesSealLimit.littleEndian) {
+                    try context.txn.put(storage.core.meta, key: countKey, value: Array($0))
+                }
+            }
+        }
+        guard SodiumCipher.hasAES256GCM else { return }
+        // A new process (here, a new open) finds the count at the limit: XChaCha20-Poly1305 from now on.
+        try await withStore(Self.configuration(directory)) { storage async throws in
+            try await storage.save(Note(id: "b", text: "beta"))
+            #expect(try await sealVersion(storage, "b") == PayloadSealing.version)
+            #expect(try count(storage) == PayloadSealing.aesSealLimit)
+            #expect(try await storage.fetch(Note.self, id: "a")?.text == "alpha")
+            #expect(try await storage.fetch(Note.self, id: "b")?.text == "beta")
+        }
+    }
 }
