@@ -324,14 +324,22 @@ final class PayloadSealing: Sendable {
             guard current != nil || !previous.isEmpty else {
                 throw failure(typeName, id, "its payload is sealed and the store was opened without a key")
             }
-            guard let (key, opened) = opening(view, typeName: typeName, id: id) else {
-                throw failure(
-                    typeName, id,
-                    "its sealed payload fails authentication (altered, moved from another id or type, or sealed "
-                        + "with a key that is not configured)")
+            let unopened = failure(
+                typeName, id,
+                "its sealed payload fails authentication (altered, moved from another id or type, or sealed "
+                    + "with a key that is not configured)")
+            if !envelope.contains(.compressed) {
+                // Opened into a temporary buffer and decoded there: no array per read.
+                let count = stored.count - 2 - algorithm.nonceLength - SodiumCipher.tagLength
+                return try withUnsafeTemporaryAllocation(byteCount: max(count, 1), alignment: 16) { buffer in
+                    let plain = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<count])
+                    guard let key = open(view, typeName: typeName, id: id, into: plain) else { throw unopened }
+                    return try body(UnsafeRawBufferPointer(plain), isPrevious(key))
+                }
             }
+            guard let (key, opened) = opening(view, typeName: typeName, id: id) else { throw unopened }
             bytes = opened
-            resealable = key.bytes != current?.bytes
+            resealable = isPrevious(key)
         } else {
             bytes = Array(view.payload)
         }
@@ -357,22 +365,73 @@ final class PayloadSealing: Sendable {
         return sealing.opening(view, typeName: typeName, id: id) == nil
     }
 
+    /// Whether `key` is not the current key: what it opened is resealed.
+    private func isPrevious(_ key: Key) -> Bool {
+        guard let current else { return true }
+        return key.cipher !== current.cipher && key.bytes != current.bytes
+    }
+
     /// The key that opens the sealed payload of `view` (type `typeName`, id `id`) and its plaintext, or nil
     /// when none of the keys does (or its version is unknown).
     private func opening(_ view: RecordView, typeName: String, id: String) -> (key: Key, opened: [UInt8])? {
         let stored = view.payload
+        guard stored.count >= 2, let algorithm = PayloadSealing.algorithm(ofVersion: stored[0]),
+            let count = SodiumCipher.plainCount(stored.count - 2, algorithm)
+        else { return nil }
+        var key: Key?
+        let opened = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            key = open(view, typeName: typeName, id: id, into: UnsafeMutableRawBufferPointer(buffer))
+            initialized = key == nil ? 0 : count
+        }
+        return key.map { ($0, opened) }
+    }
+
+    /// Opens the sealed payload of `view` (type `typeName`, id `id`) into `plain` (exactly its plaintext's
+    /// length) and returns the key that opened it, or nil when none does (or its version is unknown). Builds
+    /// the associated data on the stack.
+    private func open(
+        _ view: RecordView, typeName: String, id: String, into plain: UnsafeMutableRawBufferPointer
+    ) -> Key? {
+        let stored = view.payload
         guard stored.count >= 2, let algorithm = PayloadSealing.algorithm(ofVersion: stored[0]) else { return nil }
-        let associated = PayloadSealing.associatedData(
-            sealVersion: stored[0], formatByte: view.format.rawValue | view.envelope.rawValue, typeName: typeName,
-            id: Array(id.utf8))
         let sealed = UnsafeRawBufferPointer(rebasing: stored[2...])
-        return PayloadSealing.firstOpening(keys, named: stored[1]) { key in
-            SodiumCipher.open(sealed, associated: associated, key: key.cipher, algorithm: algorithm)
+        let formatByte = view.format.rawValue | view.envelope.rawValue
+        var typeName = typeName
+        var id = id
+        return typeName.withUTF8 { name in
+            id.withUTF8 { id in
+                PayloadSealing.withAssociatedData(
+                    sealVersion: stored[0], formatByte: formatByte, name: UnsafeRawBufferPointer(name),
+                    id: UnsafeRawBufferPointer(id)
+                ) { associated in
+                    PayloadSealing.firstOpening(keys, named: stored[1]) { key -> Bool? in
+                        SodiumCipher.open(sealed, associated: associated, key: key.cipher, algorithm: algorithm, into: plain)
+                            ? true : nil
+                    }?.key
+                }
+            }
         }
     }
 
     private func failure(_ typeName: String, _ id: String, _ reason: String) -> LocalStorageError {
         .decodingFailed(reason: "\(typeName) \"\(id)\": \(reason)")
+    }
+
+    /// Calls `body` with ``associatedData(sealVersion:formatByte:typeName:id:)``'s bytes, made in a temporary
+    /// buffer.
+    static func withAssociatedData<R>(
+        sealVersion: UInt8, formatByte: UInt8, name: UnsafeRawBufferPointer, id: UnsafeRawBufferPointer,
+        _ body: (UnsafeRawBufferPointer) -> R
+    ) -> R {
+        let count = 6 + name.count + id.count
+        return withUnsafeTemporaryAllocation(byteCount: count, alignment: 1) { buffer in
+            buffer[0] = sealVersion
+            buffer[1] = formatByte
+            buffer.storeBytes(of: UInt32(truncatingIfNeeded: name.count).littleEndian, toByteOffset: 2, as: UInt32.self)
+            UnsafeMutableRawBufferPointer(rebasing: buffer[6..<(6 + name.count)]).copyMemory(from: name)
+            UnsafeMutableRawBufferPointer(rebasing: buffer[(6 + name.count)...]).copyMemory(from: id)
+            return body(UnsafeRawBufferPointer(buffer))
+        }
     }
 
     /// What a sealed payload is bound to: seal version, format byte, storage name (length-prefixed, as

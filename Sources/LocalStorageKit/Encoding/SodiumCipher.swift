@@ -104,33 +104,49 @@ enum SodiumCipher {
         _ sealed: UnsafeRawBufferPointer, associated: [UInt8], key: Key,
         algorithm: Algorithm = .xChaCha20Poly1305
     ) -> [UInt8]? {
-        let nonceLength = algorithm.nonceLength
-        guard isReady, key.bytes.count == keyLength, sealed.count >= nonceLength + tagLength,
-            let base = sealed.baseAddress?.assumingMemoryBound(to: UInt8.self)
-        else { return nil }
-        let plainCount = sealed.count - nonceLength - tagLength
+        guard let count = plainCount(sealed.count, algorithm) else { return nil }
         var opened = false
-        let plain = [UInt8](unsafeUninitializedCapacity: plainCount) { plain, initialized in
-            var written: UInt64 = 0
-            let code: Int32
-            switch algorithm {
-            case .xChaCha20Poly1305:
-                code = crypto_aead_xchacha20poly1305_ietf_decrypt(
-                    plain.baseAddress, &written, nil, base + nonceLength, UInt64(sealed.count - nonceLength),
-                    associated, UInt64(associated.count), base, key.bytes)
-            case .aes256GCM:
-                guard let state = key.aesState else {
-                    code = -1
-                    break
-                }
-                code = crypto_aead_aes256gcm_decrypt_afternm(
-                    plain.baseAddress, &written, nil, base + nonceLength, UInt64(sealed.count - nonceLength),
-                    associated, UInt64(associated.count), base, state)
+        let plain = [UInt8](unsafeUninitializedCapacity: count) { plain, initialized in
+            opened = associated.withUnsafeBytes { associated in
+                open(sealed, associated: associated, key: key, algorithm: algorithm, into: UnsafeMutableRawBufferPointer(plain))
             }
-            opened = code == 0 && written == UInt64(plainCount)
-            initialized = opened ? plainCount : 0
+            initialized = opened ? count : 0
         }
         return opened ? plain : nil
+    }
+
+    /// The length of the plaintext of a sealed message of `sealedCount` bytes, or nil when it is too short.
+    static func plainCount(_ sealedCount: Int, _ algorithm: Algorithm) -> Int? {
+        let count = sealedCount - algorithm.nonceLength - tagLength
+        return count >= 0 ? count : nil
+    }
+
+    /// Opens `sealed` (nonce, ciphertext, tag) into `plain`, which holds exactly its ``plainCount(_:_:)``
+    /// bytes; false when it does not authenticate under `key` with `associated` (`plain` then holds zeros).
+    static func open(
+        _ sealed: UnsafeRawBufferPointer, associated: UnsafeRawBufferPointer, key: Key, algorithm: Algorithm,
+        into plain: UnsafeMutableRawBufferPointer
+    ) -> Bool {
+        let nonceLength = algorithm.nonceLength
+        guard isReady, key.bytes.count == keyLength, plainCount(sealed.count, algorithm) == plain.count,
+            let base = sealed.baseAddress?.assumingMemoryBound(to: UInt8.self)
+        else { return false }
+        var written: UInt64 = 0
+        let out = plain.baseAddress?.assumingMemoryBound(to: UInt8.self)
+        let data = associated.baseAddress?.assumingMemoryBound(to: UInt8.self)
+        let code: Int32
+        switch algorithm {
+        case .xChaCha20Poly1305:
+            code = crypto_aead_xchacha20poly1305_ietf_decrypt(
+                out, &written, nil, base + nonceLength, UInt64(sealed.count - nonceLength), data,
+                UInt64(associated.count), base, key.bytes)
+        case .aes256GCM:
+            guard let state = key.aesState else { return false }
+            code = crypto_aead_aes256gcm_decrypt_afternm(
+                out, &written, nil, base + nonceLength, UInt64(sealed.count - nonceLength), data,
+                UInt64(associated.count), base, state)
+        }
+        return code == 0 && written == UInt64(plain.count)
     }
 
     /// Eight bytes that name `key` without revealing it (its keyed BLAKE2b hash of a constant): where a
