@@ -2,7 +2,7 @@ import Foundation
 import LocalStorageTestSupport
 import Testing
 
-@testable import LocalStorageKit
+@_spi(Testing) @testable import LocalStorageKit
 
 @Suite struct IndexQueryTests {
     static let names: [String?] = [nil, "", "a", "ab", "abc", "b", "b\u{0}c", "b\u{0}", "é", "éa", "z", "Zed", "ops.x"]
@@ -327,5 +327,33 @@ import Testing
         }
         #expect(StoragePage<Int>(items: [], page: 2, pageSize: 2, totalCount: 5).totalPages == 3)
         #expect(StoragePage<Int>(items: [], page: 1, pageSize: 2, totalCount: -1).totalPages == 0)
+    }
+    /// Without an `orderedBy`, `options.sort` decides a page's order as it does a fetch's (API.md), with or
+    /// without filters.
+    @Test func aPageWithoutAnIndexOrderFollowsTheSortOfItsOptions() async throws {
+        let clock = VirtualClock()
+        var configuration = diskConfiguration()
+        configuration.clock = clock
+        try await withStore(configuration) { storage async throws in
+            for (position, id) in ["c", "a", "d", "b", "e"].enumerated() {
+                try await storage.save(Product(id: id, title: id, category: "books", price: Double(position), rating: 1))
+                clock.advance(by: .seconds(1))
+            }
+            try await storage.save(Product(id: "c", title: "c", category: "books", price: 9, rating: 1))
+            for sort in [FetchOptions.Sort.id, .newestFirst, .oldestFirst] {
+                for filters in [[], [StorageIndexFilter.equals("category", "books")]] {
+                    let all = try await storage.fetch(Product.self, matching: filters, options: FetchOptions(sort: sort))
+                    var paged: [String] = []
+                    for number in 1...3 {
+                        let page = try await storage.page(
+                            Product.self, matching: filters, page: number, pageSize: 2, options: FetchOptions(sort: sort))
+                        paged += page.items.map(\.id)
+                    }
+                    #expect(paged == all.map(\.id), "sort \(sort), \(filters.count) filters")
+                }
+            }
+            let newest = try await storage.page(Product.self, page: 1, pageSize: 2, options: FetchOptions(sort: .newestFirst))
+            #expect(newest.items.map(\.id) == ["c", "e"])
+        }
     }
 }

@@ -57,7 +57,7 @@ extension LocalRecordStore {
         let session = makeDecodeSession(for: schema)
         let result = try await readIndexed(T.self, schema: schema) { txn in
             try QueryRunner.page(
-                T.self, plan: plan, page: page, pageSize: pageSize, schema: schema, now: now,
+                T.self, plan: plan, page: page, pageSize: pageSize, sort: options.sort, schema: schema, now: now,
                 txn: txn, session: session)
         }
         afterRead(session: session, expired: [], purge: false, schema: schema)

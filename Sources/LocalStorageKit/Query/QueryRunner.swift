@@ -33,13 +33,13 @@ enum QueryRunner {
     ///
     /// - Throws: `invalidQuery` when `page` or `pageSize` is below 1.
     static func page<T: LocalStorable>(
-        _ type: T.Type, plan: QueryPlan, page: Int, pageSize: Int,
+        _ type: T.Type, plan: QueryPlan, page: Int, pageSize: Int, sort: FetchOptions.Sort = .id,
         schema: TypeSchema, now: Int64, txn: Transaction,
         session: DecodeSession
     ) throws -> StoragePage<T> {
         try validate(page: page, pageSize: pageSize)
         let (offset, overflow) = (page - 1).multipliedReportingOverflow(by: pageSize)
-        let options = FetchOptions(limit: overflow ? 0 : pageSize, offset: overflow ? 0 : offset)
+        let options = FetchOptions(limit: overflow ? 0 : pageSize, offset: overflow ? 0 : offset, sort: sort)
         let executor = try QueryExecutor(schema: schema, plan: plan, txn: txn, now: now)
         let total: Int
         let ids: [[UInt8]]

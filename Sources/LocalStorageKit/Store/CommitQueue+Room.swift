@@ -47,10 +47,35 @@ extension CommitQueue {
             return true
         }
         guard !reserve else { return false }
+        if try reclaimFreedPages() { return true }
         reserve = true
         _ = try environment.growMap(intoReserve: true)
         return true
     }
+
+    /// Commits one small write (a counter in `meta`) when another commit came since the last such one, so
+    /// that the pages the last commit freed can be reused: LMDB keeps them for the snapshot before it until
+    /// one more commit, so right after a store was emptied a write would otherwise not fit. The commit may
+    /// use the map's reserve (it adds a few pages at most). False when there was nothing to reclaim.
+    ///
+    /// - Throws: What the commit throws.
+    func reclaimFreedPages() throws -> Bool {
+        let last = environment.lastTransactionID
+        guard last != reclaimedAfter else { return false }
+        _ = try environment.growMap(intoReserve: true)
+        try environment.write(reserve: true) { txn in
+            guard let meta = try txn.openDatabase(TypeRegistry.metaName, create: false) else { return }
+            try withUnsafeBytes(of: UInt64(last).littleEndian) {
+                try txn.put(meta, key: CommitQueue.reclaimKey, value: Array($0))
+            }
+        }
+        reclaimedAfter = environment.lastTransactionID
+        logger?.log(level: .info, message: "Committed once so that the pages the last commit freed can be reused", metadata: nil)
+        return true
+    }
+
+    /// Where ``reclaimFreedPages()`` writes in `meta`.
+    static let reclaimKey = Array("store.reclaim".utf8)
 
     /// Logs a write that does not fit in `maxMapSize`.
     func logDoesNotFit() {

@@ -55,6 +55,20 @@ import Testing
         return saved
     }
 
+    /// LMDB keeps the pages a commit freed for the snapshot before it until one more commit: right after a
+    /// full store was emptied, the next save must still fit (the store commits once more to reuse them).
+    @Test func aSaveRightAfterAFullStoreWasEmptiedFits() async throws {
+        let storage = try LocalStorage(configuration: Self.configuration())
+        let saved = try await Self.fill(storage)
+        #expect(saved.count > 200)
+        try await storage.deleteAll(Note.self)
+        #expect(try await storage.count(Note.self) == 0)
+        let batch = (0..<(saved.count / 2)).map { Note(id: "again\($0)", text: Self.text) }
+        try await storage.save(contentsOf: batch)
+        #expect(try await storage.count(Note.self) == batch.count)
+        #expect(try await storage.fetch(Note.self, id: "again0") == batch[0])
+    }
+
     @Test func aFullMapCanBeEmptiedOneDeleteAtATime() async throws {
         let storage = try LocalStorage(configuration: Self.configuration())
         let saved = try await Self.fill(storage)

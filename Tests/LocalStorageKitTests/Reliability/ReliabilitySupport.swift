@@ -122,31 +122,33 @@ final class HelperProcess: Sendable {
     /// The complete lines printed so far (a line cut by the kill is not one).
     var lines: [String] { output.withLock { $0.lines } }
 
-    /// Waits until a line satisfies `predicate` and returns it.
+    /// Waits until a line satisfies `predicate` and returns it. The output is looked at once more after the
+    /// deadline, so a poll that slept past it on a loaded machine does not miss a line that came in time.
     @discardableResult
     func waitForLine(
-        _ what: String, timeout: Duration = .seconds(60),
+        _ what: String, timeout: Duration = .seconds(300),
         where predicate: @escaping (String) -> Bool
     ) async throws -> String {
         let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
+        while true {
             let (found, closed) = output.withLock { ($0.lines.first(where: predicate), $0.isClosed) }
             if let found { return found }
-            if closed { break }
+            if closed || ContinuousClock.now >= deadline { break }
             try await Task.sleep(for: .milliseconds(5))
         }
         throw HelperError.timedOut("\(what) (output so far: \(lines.suffix(3)))")
     }
 
-    /// Writes `line` to the process's standard input and returns the next line it prints.
-    func ask(_ line: String, timeout: Duration = .seconds(60)) async throws -> String {
+    /// Writes `line` to the process's standard input and returns the next line it prints (looked for once
+    /// more after the deadline, as in ``waitForLine(_:timeout:where:)``).
+    func ask(_ line: String, timeout: Duration = .seconds(300)) async throws -> String {
         let before = lines.count
         input?.write(Data((line + "\n").utf8))
         let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
+        while true {
             let (reply, closed) = output.withLock { ($0.lines.count > before ? $0.lines[before] : nil, $0.isClosed) }
             if let reply { return reply }
-            if closed { break }
+            if closed || ContinuousClock.now >= deadline { break }
             try await Task.sleep(for: .microseconds(200))
         }
         throw HelperError.timedOut("a reply to \(line) (output so far: \(lines.suffix(3)))")
