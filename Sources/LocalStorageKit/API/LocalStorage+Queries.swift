@@ -30,7 +30,7 @@ extension LocalStorage {
     nonisolated(nonsending) public func count<T: LocalStorable>(
         _ type: T.Type, matching filters: [StorageIndexFilter]
     ) async throws -> Int {
-        try await operation("count(matching:)") { try await scopedCount(T.self, matching: filters, scope: .local) }
+        try await operation("count(matching:)") { try await scopedCount(T.self, matching: filters, scope: nil) }
     }
 
     /// The number of live records of `T` matching every filter, counted where `options.scope` says: on this
@@ -44,13 +44,13 @@ extension LocalStorage {
         options: FetchOptions
     ) async throws -> Int {
         try await operation("count(matching:options:)") {
-            try await scopedCount(T.self, matching: filters, scope: options.scope)
+            try await scopedCount(T.self, matching: filters, scope: options.requestedScope)
         }
     }
 
     /// The body of both `count(_:matching:)` methods.
     private nonisolated(nonsending) func scopedCount<T: LocalStorable>(
-        _ type: T.Type, matching filters: [StorageIndexFilter], scope: FetchOptions.Scope
+        _ type: T.Type, matching filters: [StorageIndexFilter], scope: FetchOptions.Scope?
     ) async throws -> Int {
         let schema = try await core.schema(for: T.self)
         let plan = try QueryPlan(filters: filters, sort: nil, schema: schema)

@@ -59,7 +59,8 @@ extension LocalStorage {
         }
     }
 
-    /// The number of live (unexpired) records of `T`.
+    /// The number of live (unexpired) records of `T` in this instance's store (with a shared tier, its near
+    /// cache: `count(_:matching:options:)` with no filters counts on the shared tier).
     ///
     /// Complexity: O(expired but unpurged records); decodes nothing.
     nonisolated(nonsending) public func count<T: LocalStorable>(_ type: T.Type) async throws -> Int {

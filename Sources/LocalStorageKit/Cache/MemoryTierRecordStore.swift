@@ -159,7 +159,7 @@ struct MemoryTierRecordStore: RecordStore {
     }
 
     nonisolated(nonsending) func count<T: LocalStorable>(
-        _ type: T.Type, plan: QueryPlan, scope: FetchOptions.Scope, schema: TypeSchema
+        _ type: T.Type, plan: QueryPlan, scope: FetchOptions.Scope?, schema: TypeSchema
     ) async throws -> Int {
         try await local.count(T.self, plan: plan, scope: scope, schema: schema)
     }

@@ -16,10 +16,11 @@ public struct FetchOptions: Sendable, Hashable {
 
     /// Where a query runs when the store has a shared tier (``LocalStorageConfiguration/sharedTier``).
     public enum Scope: Sendable, Hashable {
-        /// On this instance's own store, its near cache (the default).
+        /// On this instance's own store, its near cache (the default without a shared tier).
         case local
         /// On the shared tier itself, over every instance's records: the same rows as the local query would
-        /// give on the same data. Without a shared tier it throws ``LocalStorageError/invalidQuery(_:)``.
+        /// give on the same data (the default with a shared tier). Without a shared tier it throws
+        /// ``LocalStorageError/invalidQuery(_:)``.
         case shared
     }
 
@@ -31,20 +32,32 @@ public struct FetchOptions: Sendable, Hashable {
     public var sort: Sort
     /// Deletes the expired records the read meets.
     public var purgeExpired: Bool
-    /// Where the query runs: `.local` (the default) or `.shared`, on the shared tier.
-    public var scope: Scope
+    /// Where the query runs: `.local`, on this instance's store, or `.shared`, on the shared tier. When it is
+    /// not given, a store with a shared tier runs the query there (`.shared`) and any other store runs it
+    /// locally; reading it then gives `.local`.
+    public var scope: Scope {
+        get { requestedScope ?? .local }
+        set { requestedScope = newValue }
+    }
 
-    /// Options with every argument defaulted: all records, by id, on this instance's store.
+    /// The scope the caller gave, or nil: `.shared` with a shared tier, else `.local`.
+    private(set) var requestedScope: Scope?
+
+    /// Options with every argument defaulted: all records, by id, on the shared tier when the store has one
+    /// and on this instance's store otherwise.
     public init(
         limit: Int? = nil, offset: Int = 0, sort: Sort = .id, purgeExpired: Bool = false,
-        scope: Scope = .local
+        scope: Scope? = nil
     ) {
         self.limit = limit
         self.offset = offset
         self.sort = sort
         self.purgeExpired = purgeExpired
-        self.scope = scope
+        requestedScope = scope
     }
+
+    /// Whether a store with a shared tier runs the query there: asked for, or `scope` not given.
+    var runsOnSharedTier: Bool { requestedScope != .local }
 
     /// Checks limit and offset.
     func validated() throws(LocalStorageError) -> FetchOptions {

@@ -37,9 +37,9 @@ extension LocalRecordStore {
 
     /// The count of `count(_:matching:)`, after pending migrations. Decodes nothing.
     nonisolated(nonsending) func count<T: LocalStorable>(
-        _ type: T.Type, plan: QueryPlan, scope: FetchOptions.Scope, schema: TypeSchema
+        _ type: T.Type, plan: QueryPlan, scope: FetchOptions.Scope?, schema: TypeSchema
     ) async throws -> Int {
-        guard scope == .local else { throw Self.noSharedTier }
+        guard scope != .shared else { throw Self.noSharedTier }
         try await migrateIfPending(T.self, schema: schema)
         let now = core.clock.wallNanoseconds()
         return try await readIndexed(T.self, schema: schema) { txn in

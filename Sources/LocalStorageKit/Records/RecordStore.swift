@@ -43,7 +43,7 @@ protocol RecordStore: Sendable {
     /// The number of live records of `T` that `plan` matches, counted where `scope` says (as
     /// ``fetch(_:plan:options:schema:)``).
     nonisolated(nonsending) func count<T: LocalStorable>(
-        _ type: T.Type, plan: QueryPlan, scope: FetchOptions.Scope, schema: TypeSchema
+        _ type: T.Type, plan: QueryPlan, scope: FetchOptions.Scope?, schema: TypeSchema
     ) async throws -> Int
 
     /// One page of the records `plan` matches, read where `options.scope` says (as

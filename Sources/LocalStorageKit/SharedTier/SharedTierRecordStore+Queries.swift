@@ -4,7 +4,7 @@ extension SharedTierRecordStore {
     nonisolated(nonsending) func fetch<T: LocalStorable>(
         _ type: T.Type, plan: QueryPlan, options: FetchOptions, schema: TypeSchema
     ) async throws -> [T] {
-        guard options.scope == .shared else {
+        guard options.runsOnSharedTier else {
             try await tier.awaitSettled()
             return try await base.fetch(T.self, plan: plan, options: options, schema: schema)
         }
@@ -14,9 +14,9 @@ extension SharedTierRecordStore {
 
     /// `.shared`: in O(log n) per range with `ZLEXCOUNT`.
     nonisolated(nonsending) func count<T: LocalStorable>(
-        _ type: T.Type, plan: QueryPlan, scope: FetchOptions.Scope, schema: TypeSchema
+        _ type: T.Type, plan: QueryPlan, scope: FetchOptions.Scope?, schema: TypeSchema
     ) async throws -> Int {
-        guard scope == .shared else {
+        guard scope != .local else {
             try await tier.awaitSettled()
             return try await base.count(T.self, plan: plan, scope: scope, schema: schema)
         }
@@ -26,7 +26,7 @@ extension SharedTierRecordStore {
     nonisolated(nonsending) func page<T: LocalStorable>(
         _ type: T.Type, plan: QueryPlan, page: Int, pageSize: Int, options: FetchOptions, schema: TypeSchema
     ) async throws -> StoragePage<T> {
-        guard options.scope == .shared else {
+        guard options.runsOnSharedTier else {
             try await tier.awaitSettled()
             return try await base.page(
                 T.self, plan: plan, page: page, pageSize: pageSize, options: options, schema: schema)

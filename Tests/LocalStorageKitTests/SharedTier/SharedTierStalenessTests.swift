@@ -155,7 +155,9 @@ struct SharedTierStalenessTests {
         try await a.save(Product.sample(1))
         let b = try await sharedStore(tier)
         let changes = b.changes(of: Product.self)
-        let updates = b.updates(of: Product.self, matching: [], orderedBy: .ascending("price"))
+        // A live query of the near cache (a query without a scope runs on the server).
+        let updates = b.updates(
+            of: Product.self, matching: [], orderedBy: .ascending("price"), options: FetchOptions(scope: .local))
         let results = try await withTimeout {
             var iterator = updates.makeAsyncIterator()
             let initial = try await iterator.next()?.map(\.id)
@@ -173,5 +175,24 @@ struct SharedTierStalenessTests {
             }
         }
         #expect(seen == ["inserted sku_2"])
+    }
+    /// API.md: `FetchOptions`' `scope` is `.local`, or `.shared` with a shared tier. A fresh instance's queries
+    /// and counts without a scope answer from the server; `scope: .local` from its (empty) near cache.
+    @Test func queriesWithoutAScopeRunOnTheSharedTier() async throws {
+        let tier = SharedTestServer.configuration()
+        guard SharedTestServer.isAvailable else { return }
+        let a = try await sharedStore(tier)
+        let products = (1...6).map { Product.sample($0) }
+        try await a.save(contentsOf: products)
+        let b = try await sharedStore(tier)
+        let all: [StorageIndexFilter] = [.atLeast("price", 0)]
+        #expect(try await b.count(Product.self, matching: all) == 6)
+        #expect(try await b.count(Product.self, matching: all, options: FetchOptions()) == 6)
+        #expect(try await b.count(Product.self, matching: all, options: FetchOptions(scope: .local)) == 0)
+        #expect(try await b.fetch(Product.self, matching: all).map(\.id).sorted() == products.map(\.id).sorted())
+        #expect(try await b.fetch(Product.self, options: FetchOptions(limit: 2)).count == 2)
+        #expect(try await b.page(Product.self, matching: all, page: 1, pageSize: 4).totalCount == 6)
+        #expect(try await b.fetch(Product.self, matching: all, options: FetchOptions(scope: .local)).isEmpty)
+        #expect(try await b.count(Product.self) == 0)  // count(_:) counts the near cache
     }
 }
