@@ -336,23 +336,26 @@ import Testing
         configuration.clock = clock
         try await withStore(configuration) { storage async throws in
             for (position, id) in ["c", "a", "d", "b", "e"].enumerated() {
-                try await storage.save(Product(id: id, title: id, category: "books", price: Double(position), rating: 1))
+                try await storage.save(
+                    Product(id: id, title: id, category: "books", price: Double(position), rating: 1))
                 clock.advance(by: .seconds(1))
             }
             try await storage.save(Product(id: "c", title: "c", category: "books", price: 9, rating: 1))
             for sort in [FetchOptions.Sort.id, .newestFirst, .oldestFirst] {
                 for filters in [[], [StorageIndexFilter.equals("category", "books")]] {
-                    let all = try await storage.fetch(Product.self, matching: filters, options: FetchOptions(sort: sort))
+                    let options = FetchOptions(sort: sort)
+                    let all = try await storage.fetch(Product.self, matching: filters, options: options)
                     var paged: [String] = []
                     for number in 1...3 {
                         let page = try await storage.page(
-                            Product.self, matching: filters, page: number, pageSize: 2, options: FetchOptions(sort: sort))
+                            Product.self, matching: filters, page: number, pageSize: 2, options: options)
                         paged += page.items.map(\.id)
                     }
                     #expect(paged == all.map(\.id), "sort \(sort), \(filters.count) filters")
                 }
             }
-            let newest = try await storage.page(Product.self, page: 1, pageSize: 2, options: FetchOptions(sort: .newestFirst))
+            let newest = try await storage.page(
+                Product.self, page: 1, pageSize: 2, options: FetchOptions(sort: .newestFirst))
             #expect(newest.items.map(\.id) == ["c", "e"])
         }
     }

@@ -405,7 +405,8 @@ final class PayloadSealing: Sendable {
                     id: UnsafeRawBufferPointer(id)
                 ) { associated in
                     PayloadSealing.firstOpening(keys, named: stored[1]) { key -> Bool? in
-                        SodiumCipher.open(sealed, associated: associated, key: key.cipher, algorithm: algorithm, into: plain)
+                        SodiumCipher.open(
+                            sealed, associated: associated, key: key.cipher, algorithm: algorithm, into: plain)
                             ? true : nil
                     }?.key
                 }

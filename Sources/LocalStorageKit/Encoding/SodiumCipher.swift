@@ -108,7 +108,9 @@ enum SodiumCipher {
         var opened = false
         let plain = [UInt8](unsafeUninitializedCapacity: count) { plain, initialized in
             opened = associated.withUnsafeBytes { associated in
-                open(sealed, associated: associated, key: key, algorithm: algorithm, into: UnsafeMutableRawBufferPointer(plain))
+                open(
+                    sealed, associated: associated, key: key, algorithm: algorithm,
+                    into: UnsafeMutableRawBufferPointer(plain))
             }
             initialized = opened ? count : 0
         }

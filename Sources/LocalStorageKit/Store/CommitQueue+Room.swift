@@ -70,7 +70,9 @@ extension CommitQueue {
             }
         }
         reclaimedAfter = environment.lastTransactionID
-        logger?.log(level: .info, message: "Committed once so that the pages the last commit freed can be reused", metadata: nil)
+        logger?.log(
+            level: .info, message: "Committed once so that the pages the last commit freed can be reused",
+            metadata: nil)
         return true
     }
 

@@ -150,7 +150,10 @@ import Testing
                 // library) writes it.
                 let (plain, format) = try stored.withUnsafeBytes { bytes in
                     let view = try RecordDecoding.view(of: bytes, Note.self, id: "a")
-                    return (try sealing.withPayload(of: view, typeName: schema.name, id: "a") { bytes, _ in Array(bytes) }, view.format)
+                    let plain = try sealing.withPayload(of: view, typeName: schema.name, id: "a") { bytes, _ in
+                        Array(bytes)
+                    }
+                    return (plain, view.format)
                 }
                 let resealed = try sealing.seal(plain, format: format, typeName: schema.name, id: key, portable: true)
                 let portable = Array(stored[0..<headerLength]) + resealed.bytes
@@ -183,7 +186,9 @@ import Testing
             PayloadSealing.Key(id: 0, cipher: SodiumCipher.Key(Array(Self.key))))
         func count(_ storage: LocalStorage) throws -> UInt64? {
             try storage.core.environment.read { txn in
-                try txn.get(storage.core.meta, key: countKey).map { UInt64(littleEndian: $0.loadUnaligned(as: UInt64.self)) }
+                try txn.get(storage.core.meta, key: countKey).map {
+                    UInt64(littleEndian: $0.loadUnaligned(as: UInt64.self))
+                }
             }
         }
         func sealVersion(_ storage: LocalStorage, _ id: String) async throws -> UInt8 {
