@@ -324,20 +324,22 @@ final class PayloadSealing: Sendable {
             guard current != nil || !previous.isEmpty else {
                 throw failure(typeName, id, "its payload is sealed and the store was opened without a key")
             }
-            let unopened = failure(
-                typeName, id,
-                "its sealed payload fails authentication (altered, moved from another id or type, or sealed "
-                    + "with a key that is not configured)")
+            func unopened() -> LocalStorageError {
+                failure(
+                    typeName, id,
+                    "its sealed payload fails authentication (altered, moved from another id or type, or sealed "
+                        + "with a key that is not configured)")
+            }
             if !envelope.contains(.compressed) {
                 // Opened into a temporary buffer and decoded there: no array per read.
                 let count = stored.count - 2 - algorithm.nonceLength - SodiumCipher.tagLength
                 return try withUnsafeTemporaryAllocation(byteCount: max(count, 1), alignment: 16) { buffer in
                     let plain = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<count])
-                    guard let key = open(view, typeName: typeName, id: id, into: plain) else { throw unopened }
+                    guard let key = open(view, typeName: typeName, id: id, into: plain) else { throw unopened() }
                     return try body(UnsafeRawBufferPointer(plain), isPrevious(key))
                 }
             }
-            guard let (key, opened) = opening(view, typeName: typeName, id: id) else { throw unopened }
+            guard let (key, opened) = opening(view, typeName: typeName, id: id) else { throw unopened() }
             bytes = opened
             resealable = isPrevious(key)
         } else {

@@ -66,6 +66,19 @@ extension Transaction {
     }
 }
 
+extension Transaction {
+    /// The number of pages transaction `id` freed, from its entry in the free-list database (0 when it has
+    /// none). O(log n).
+    func pagesFreed(byTransaction id: Int) throws -> Int {
+        try withCursor(.freePages) { cursor in
+            guard let last = try cursor.move(MDB_LAST), last.key.count == MemoryLayout<Int>.size,
+                last.key.loadUnaligned(as: Int.self) == id, last.value.count >= MemoryLayout<Int>.size
+            else { return 0 }
+            return last.value.loadUnaligned(as: Int.self)
+        }
+    }
+}
+
 extension Environment {
     /// The device and inode of the open data file (`mdb_env_get_fd`, `fstat`), or nil.
     var dataFileIdentity: (device: UInt64, inode: UInt64)? {

@@ -53,15 +53,18 @@ extension CommitQueue {
         return true
     }
 
-    /// Commits one small write (a counter in `meta`) when another commit came since the last such one, so
-    /// that the pages the last commit freed can be reused: LMDB keeps them for the snapshot before it until
-    /// one more commit, so right after a store was emptied a write would otherwise not fit. The commit may
-    /// use the map's reserve (it adds a few pages at most). False when there was nothing to reclaim.
+    /// Commits one small write (a counter in `meta`) when the last commit freed at least
+    /// ``reclaimThreshold`` pages, so that they can be reused: LMDB keeps them for the snapshot before it until
+    /// one more commit, so right after a store was emptied a write would otherwise not fit. The commit may use
+    /// the map's reserve for its few pages when no older page is free. It frees fewer pages than the threshold
+    /// itself, so it never makes a second one follow (in this process or another) without a real delete in
+    /// between. False when there was nothing to reclaim.
     ///
-    /// - Throws: What the commit throws.
+    /// - Throws: What the reads and the commit throw.
     func reclaimFreedPages() throws -> Bool {
         let last = environment.lastTransactionID
-        guard last != reclaimedAfter else { return false }
+        let freedByLast = try environment.read { txn in try txn.pagesFreed(byTransaction: last) }
+        guard freedByLast >= CommitQueue.reclaimThreshold else { return false }
         _ = try environment.growMap(intoReserve: true)
         try environment.write(reserve: true) { txn in
             guard let meta = try txn.openDatabase(TypeRegistry.metaName, create: false) else { return }
@@ -69,12 +72,15 @@ extension CommitQueue {
                 try txn.put(meta, key: CommitQueue.reclaimKey, value: Array($0))
             }
         }
-        reclaimedAfter = environment.lastTransactionID
         logger?.log(
             level: .info, message: "Committed once so that the pages the last commit freed can be reused",
-            metadata: nil)
+            metadata: ["pages": "\(freedByLast)"])
         return true
     }
+
+    /// How many pages the last commit must have freed for ``reclaimFreedPages()`` to commit: more than the
+    /// few its own commit frees.
+    static let reclaimThreshold = 64
 
     /// Where ``reclaimFreedPages()`` writes in `meta`.
     static let reclaimKey = Array("store.reclaim".utf8)

@@ -123,8 +123,6 @@ final class CommitQueue: @unchecked Sendable {
     /// The writer's thread and queue.
     private let worker = SerialWorker<Work>(name: "LocalStorageKit.writer")
     var lastTimestamp: Int64 = 0
-    /// The last transaction id after which ``reclaimFreedPages()`` committed (writer thread only).
-    var reclaimedAfter = -1
     private let commits = Atomic<Int>(0)
     /// Odd while a write transaction is under way (a seqlock for ``readWhileIdle(_:)``).
     private let writeEpoch = Atomic<UInt64>(0)

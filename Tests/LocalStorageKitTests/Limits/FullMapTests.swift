@@ -69,6 +69,24 @@ import Testing
         #expect(try await storage.fetch(Note.self, id: "again0") == batch[0])
     }
 
+    /// Saves that do not fit, each after a commit that freed little (one delete), fail without a commit of their
+    /// own and without using the reserve up: the store still empties one delete at a time afterwards.
+    @Test func failedSavesAtAFullMapLeaveTheReserveForDeletes() async throws {
+        let storage = try LocalStorage(configuration: Self.configuration())
+        let saved = try await Self.fill(storage)
+        try #require(saved.count > 100)
+        let commits = storage.core.environment.lastTransactionID
+        for round in 0..<100 {
+            try await storage.delete(Note.self, id: saved[round])
+            await #expect(throws: LocalStorageError.storageFull) {
+                try await storage.save(contentsOf: (0..<50).map { Note(id: "extra\(round)-\($0)", text: Self.text) })
+            }
+        }
+        #expect(storage.core.environment.lastTransactionID == commits + 100)  // the deletes, nothing more
+        for id in saved.dropFirst(100) { try await storage.delete(Note.self, id: id) }
+        #expect(try await storage.count(Note.self) == 0)
+    }
+
     @Test func aFullMapCanBeEmptiedOneDeleteAtATime() async throws {
         let storage = try LocalStorage(configuration: Self.configuration())
         let saved = try await Self.fill(storage)
