@@ -38,7 +38,7 @@ final class PayloadSealing: Sendable {
     }
     /// Where the key check value lives in `meta`.
     static let checkKey: [UInt8] = Array("seal.check".utf8)
-    private static let checkText: [UInt8] = Array("LocalStorageKit key check value".utf8)
+    static let checkText: [UInt8] = Array("LocalStorageKit key check value".utf8)
 
     /// The key new payloads are sealed with; nil when the store is not encrypted.
     let current: Key?
@@ -86,8 +86,8 @@ final class PayloadSealing: Sendable {
 
     /// Whether the next payload sealed in `txn` may use AES-256-GCM under `key`: the CPU has it and the key's
     /// count is below ``aesSealLimit``. Counts a new block in `meta` (in `txn`) when this process's is used up.
-    private func takesAES(_ key: Key, txn: Transaction?) throws -> Bool {
-        guard SodiumCipher.hasAES256GCM, let meta, let txn else { return false }
+    private func takesAES(_ key: Key, txn: Transaction) throws -> Bool {
+        guard SodiumCipher.hasAES256GCM, let meta else { return false }
         return try aesSealsLeft.withLock { left throws -> Bool in
             if left > 0 {
                 left -= 1
@@ -106,142 +106,9 @@ final class PayloadSealing: Sendable {
         }
     }
 
-    /// The sealing an open with `encryption` gets, after checking it against the store's key check value
-    /// in `meta` (written when the store has none yet, or rewritten to the current key when it was
-    /// sealed with a previous one, unless `readOnly`).
-    ///
-    /// - Throws: `openFailed` for a key of the wrong length, an encrypted store opened without a key, or a
-    ///   key that is not the store's; nothing else is read.
-    static func open(
-        encryption: StorageEncryption?, compression: StorageCompression, meta: Database, txn: Transaction,
-        path: String, readOnly: Bool = false
-    ) throws -> PayloadSealing {
-        let stored = try txn.get(meta, key: checkKey).map { Array($0) }
-        let keys = try keys(encryption, storedCheck: stored, path: path)
-        let dictionaries = PayloadDictionaries()
-        let entries = try PayloadDictionaries.storedEntries(meta: meta, txn: txn)
-        let (opened, stale) = openDictionaries(entries, keys: keys)
-        dictionaries.load(metaEntries: opened)
-        let compressor =
-            compression.isEnabled
-            ? PayloadCompressor(compression, meta: meta, dictionaries: dictionaries, dictionaryKey: keys.first) : nil
-        let sealing = PayloadSealing(
-            current: keys.first, previous: Array(keys.dropFirst()), compressor: compressor, dictionaries: dictionaries,
-            meta: readOnly ? nil : meta)
-        guard let current = keys.first, !readOnly else { return sealing }
-        // Dictionaries stored plain or under a previous key are sealed with the current one.
-        for entry in opened where stale.contains(entry.key) {
-            try txn.put(meta, key: entry.key, value: try sealDictionary(entry.value, at: entry.key, key: current))
-        }
-        let opener = stored.flatMap { check in check.withUnsafeBytes { openCheck($0, keys: keys) } }
-        if opener?.bytes == current.bytes { return sealing }
-        let check = try checkText.withUnsafeBytes { plain in
-            try SodiumCipher.seal(plain, associated: checkKey, key: current.cipher, prefix: [version, current.id])
-        }
-        try txn.put(meta, key: checkKey, value: check)
-        return sealing
-    }
-
-    /// The sealing that reads the records of a damaged store whose `meta` entries a salvage walk collected
-    /// (its dictionaries, and its key check value when that could be read); it compresses nothing.
-    ///
-    /// - Throws: `openFailed` for an encrypted store salvaged without a key, or with a key that is not the
-    ///   store's.
-    static func forSalvage(
-        encryption: StorageEncryption?, metaEntries: [(key: [UInt8], value: [UInt8])], path: String
-    ) throws -> PayloadSealing {
-        let stored = metaEntries.first { $0.key == checkKey }?.value
-        let keys = try keys(encryption, storedCheck: stored, path: path)
-        let dictionaries = PayloadDictionaries()
-        dictionaries.load(metaEntries: openDictionaries(metaEntries, keys: keys).opened)
-        return PayloadSealing(
-            current: keys.first, previous: Array(keys.dropFirst()), compressor: nil, dictionaries: dictionaries)
-    }
-
-    /// The keys of `encryption`, the current one first (none without encryption), after checking them
-    /// against the store's key check value `storedCheck`.
-    ///
-    /// - Throws: `openFailed` for a key of the wrong length, an encrypted store opened without a key, or a
-    ///   key that is not the store's.
-    private static func keys(
-        _ encryption: StorageEncryption?, storedCheck stored: [UInt8]?, path: String
-    ) throws -> [Key] {
-        guard let encryption else {
-            if stored != nil {
-                throw LocalStorageError.openFailed(
-                    path: path,
-                    reason: "the store is encrypted: open it with its key (configuration.encryption, or --key-file)")
-            }
-            return []
-        }
-        if let problem = encryption.problem { throw LocalStorageError.openFailed(path: path, reason: problem) }
-        let keys = ([encryption.key] + encryption.previousKeys).map {
-            Key(id: SodiumCipher.keyID(Array($0)), cipher: SodiumCipher.Key(Array($0)))
-        }
-        if let stored, stored.withUnsafeBytes({ openCheck($0, keys: keys) }) == nil {
-            throw LocalStorageError.openFailed(
-                path: path,
-                reason: "the encryption key is not this store's key"
-                    + (encryption.previousKeys.isEmpty ? "" : ", nor is any of the previous keys"))
-        }
-        return keys
-    }
-
-    /// The dictionary entries with each dictionary opened (`keys` first among them the current one), and
-    /// the keys of those that are not sealed with the current key. A dictionary no key opens is left out:
-    /// the records compressed with it fail to read with `decodingFailed`, and `verify` names them.
-    private static func openDictionaries(
-        _ entries: [(key: [UInt8], value: [UInt8])], keys: [Key]
-    ) -> (opened: [(key: [UInt8], value: [UInt8])], stale: Set<[UInt8]>) {
-        var opened: [(key: [UInt8], value: [UInt8])] = []
-        var stale: Set<[UInt8]> = []
-        for entry in entries {
-            let isDictionary =
-                entry.key.starts(with: PayloadDictionaries.keyPrefix)
-                && entry.key.count == PayloadDictionaries.keyPrefix.count + 4
-            guard isDictionary, !PayloadDictionaries.isPlain(entry.value) else {
-                if isDictionary, !keys.isEmpty { stale.insert(entry.key) }
-                opened.append(entry)
-                continue
-            }
-            guard entry.value.count > 2, entry.value[0] == version else { continue }
-            let sealed = entry.value[2...]
-            let found = firstOpening(keys, named: entry.value[1]) { key in
-                sealed.withUnsafeBytes { SodiumCipher.open($0, associated: entry.key, key: key.cipher) }
-            }
-            guard let found else { continue }
-            opened.append((entry.key, found.opened))
-            if found.key.bytes != keys.first?.bytes { stale.insert(entry.key) }
-        }
-        return (opened, stale)
-    }
-
-    /// A dictionary sealed with `key`, bound to its place in `meta`, `metaKey` (`zdict.` ‖ id).
-    static func sealDictionary(
-        _ bytes: [UInt8], at metaKey: [UInt8], key: Key
-    ) throws(LocalStorageError) -> [UInt8] {
-        let result: Result<[UInt8], LocalStorageError> = bytes.withUnsafeBytes { plain in
-            Result { () throws(LocalStorageError) in
-                try SodiumCipher.seal(
-                    plain, associated: metaKey, key: key.cipher, prefix: [version, key.id])
-            }
-        }
-        return try result.get()
-    }
-
-    /// The key among `keys` that opens a key check value, or nil.
-    private static func openCheck(_ stored: UnsafeRawBufferPointer, keys: [Key]) -> Key? {
-        guard stored.count > 2, stored[0] == PayloadSealing.version else { return nil }
-        let sealed = UnsafeRawBufferPointer(rebasing: stored[2...])
-        return firstOpening(keys, named: stored[1]) { key -> Bool? in
-            let plain = SodiumCipher.open(sealed, associated: PayloadSealing.checkKey, key: key.cipher)
-            return plain == PayloadSealing.checkText ? true : nil
-        }?.key
-    }
-
     /// The first of `keys` that `open` accepts, trying those named `id` first, and what it opened; nil when
     /// none does. It makes no array: it runs on every read of a sealed payload.
-    private static func firstOpening<R>(
+    static func firstOpening<R>(
         _ keys: [Key], named id: UInt8, _ open: (Key) -> R?
     ) -> (key: Key, opened: R)? {
         for key in keys where key.id == id {
@@ -286,13 +153,21 @@ final class PayloadSealing: Sendable {
         envelope.insert(.sealed)
         let useAES = SodiumCipher.hasAES256GCM && !portable
         let version = useAES ? PayloadSealing.aesVersion : PayloadSealing.version
-        let associated = PayloadSealing.associatedData(
-            sealVersion: version, formatByte: format.rawValue | envelope.rawValue, typeName: typeName, id: id)
-        let sealed: Result<[UInt8], LocalStorageError> = bytes.withUnsafeBytes { plain in
-            Result { () throws(LocalStorageError) in
-                try SodiumCipher.seal(
-                    plain, associated: associated, key: current.cipher, prefix: [version, current.id],
-                    algorithm: useAES ? .aes256GCM : .xChaCha20Poly1305)
+        var typeName = typeName
+        let sealed: Result<[UInt8], LocalStorageError> = typeName.withUTF8 { name in
+            id.withUnsafeBytes { id in
+                PayloadSealing.withAssociatedData(
+                    sealVersion: version, formatByte: format.rawValue | envelope.rawValue,
+                    name: UnsafeRawBufferPointer(name), id: id
+                ) { associated in
+                    bytes.withUnsafeBytes { plain in
+                        Result { () throws(LocalStorageError) in
+                            try SodiumCipher.seal(
+                                plain, associated: associated, key: current.cipher, prefix: [version, current.id],
+                                algorithm: useAES ? .aes256GCM : .xChaCha20Poly1305)
+                        }
+                    }
+                }
             }
         }
         return (envelope, try sealed.get())
@@ -420,8 +295,9 @@ final class PayloadSealing: Sendable {
         .decodingFailed(reason: "\(typeName) \"\(id)\": \(reason)")
     }
 
-    /// Calls `body` with ``associatedData(sealVersion:formatByte:typeName:id:)``'s bytes, made in a temporary
-    /// buffer.
+    /// Calls `body` with what a sealed payload is bound to, made in a temporary buffer: seal version, format
+    /// byte, storage name (length-prefixed, as names may hold any byte), id. Sealing and opening both build it
+    /// here.
     static func withAssociatedData<R>(
         sealVersion: UInt8, formatByte: UInt8, name: UnsafeRawBufferPointer, id: UnsafeRawBufferPointer,
         _ body: (UnsafeRawBufferPointer) -> R
@@ -435,17 +311,5 @@ final class PayloadSealing: Sendable {
             UnsafeMutableRawBufferPointer(rebasing: buffer[(6 + name.count)...]).copyMemory(from: id)
             return body(UnsafeRawBufferPointer(buffer))
         }
-    }
-
-    /// What a sealed payload is bound to: seal version, format byte, storage name (length-prefixed, as
-    /// names may hold any byte), id.
-    static func associatedData(sealVersion: UInt8, formatByte: UInt8, typeName: String, id: [UInt8]) -> [UInt8] {
-        let name = Array(typeName.utf8)
-        var out: [UInt8] = [sealVersion, formatByte]
-        out.reserveCapacity(6 + name.count + id.count)
-        out.appendLittleEndian(UInt32(truncatingIfNeeded: name.count))
-        out.append(contentsOf: name)
-        out.append(contentsOf: id)
-        return out
     }
 }

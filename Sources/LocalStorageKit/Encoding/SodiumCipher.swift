@@ -68,7 +68,7 @@ enum SodiumCipher {
     /// - Throws: `encodingFailed` when libsodium is unusable, or `algorithm` is AES-256-GCM on a CPU without
     ///   it (callers ask ``hasAES256GCM`` first).
     static func seal(
-        _ plain: UnsafeRawBufferPointer, associated: [UInt8], key: Key, prefix: [UInt8],
+        _ plain: UnsafeRawBufferPointer, associated: UnsafeRawBufferPointer, key: Key, prefix: [UInt8],
         algorithm: Algorithm = .xChaCha20Poly1305
     ) throws(LocalStorageError) -> [UInt8] {
         guard isReady, key.bytes.count == keyLength else {
@@ -82,15 +82,16 @@ enum SodiumCipher {
             randombytes_buf(base + prefix.count, nonceLength)
             var written: UInt64 = 0
             let message = plain.baseAddress?.assumingMemoryBound(to: UInt8.self)
+            let data = associated.baseAddress?.assumingMemoryBound(to: UInt8.self)
             switch algorithm {
             case .xChaCha20Poly1305:
                 return crypto_aead_xchacha20poly1305_ietf_encrypt(
-                    base + start, &written, message, UInt64(plain.count), associated, UInt64(associated.count), nil,
+                    base + start, &written, message, UInt64(plain.count), data, UInt64(associated.count), nil,
                     base + prefix.count, key.bytes)
             case .aes256GCM:
                 guard let state = key.aesState else { return -1 }
                 return crypto_aead_aes256gcm_encrypt_afternm(
-                    base + start, &written, message, UInt64(plain.count), associated, UInt64(associated.count), nil,
+                    base + start, &written, message, UInt64(plain.count), data, UInt64(associated.count), nil,
                     base + prefix.count, state)
             }
         }

@@ -178,6 +178,7 @@ import Testing
             #expect(try await storage.fetch(Note.self, id: "b")?.text == "beta")
         }
     }
+
     /// AES-256-GCM's random 96-bit nonces are safe for about 2³² seals per key: the store counts them in
     /// `meta`, a block at a time, and seals with XChaCha20-Poly1305 once a key's count reaches the limit.
     @Test func aKeyTurnsToXChaChaOnceItsAESCountReachesTheLimit() async throws {

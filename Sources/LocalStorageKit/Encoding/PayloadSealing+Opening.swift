@@ -1,0 +1,141 @@
+/// Opening a store's sealing: its keys checked against the key check value in `meta` (written, or rewritten
+/// to the current key), and its zstd dictionaries opened and resealed with the current key; or, for a
+/// salvage, the same from the `meta` entries a walk of a damaged file collected.
+extension PayloadSealing {
+    /// The sealing an open with `encryption` gets, after checking it against the store's key check value
+    /// in `meta` (written when the store has none yet, or rewritten to the current key when it was
+    /// sealed with a previous one, unless `readOnly`).
+    ///
+    /// - Throws: `openFailed` for a key of the wrong length, an encrypted store opened without a key, or a
+    ///   key that is not the store's; nothing else is read.
+    static func open(
+        encryption: StorageEncryption?, compression: StorageCompression, meta: Database, txn: Transaction,
+        path: String, readOnly: Bool = false
+    ) throws -> PayloadSealing {
+        let stored = try txn.get(meta, key: checkKey).map { Array($0) }
+        let keys = try keys(encryption, storedCheck: stored, path: path)
+        let dictionaries = PayloadDictionaries()
+        let entries = try PayloadDictionaries.storedEntries(meta: meta, txn: txn)
+        let (opened, stale) = openDictionaries(entries, keys: keys)
+        dictionaries.load(metaEntries: opened)
+        let compressor =
+            compression.isEnabled
+            ? PayloadCompressor(compression, meta: meta, dictionaries: dictionaries, dictionaryKey: keys.first) : nil
+        let sealing = PayloadSealing(
+            current: keys.first, previous: Array(keys.dropFirst()), compressor: compressor, dictionaries: dictionaries,
+            meta: readOnly ? nil : meta)
+        guard let current = keys.first, !readOnly else { return sealing }
+        // Dictionaries stored plain or under a previous key are sealed with the current one.
+        for entry in opened where stale.contains(entry.key) {
+            try txn.put(meta, key: entry.key, value: try sealDictionary(entry.value, at: entry.key, key: current))
+        }
+        let opener = stored.flatMap { check in check.withUnsafeBytes { openCheck($0, keys: keys) } }
+        if opener?.bytes == current.bytes { return sealing }
+        let check = try checkText.withUnsafeBytes { plain in
+            try checkKey.withUnsafeBytes { associated in
+                try SodiumCipher.seal(
+                    plain, associated: associated, key: current.cipher, prefix: [version, current.id])
+            }
+        }
+        try txn.put(meta, key: checkKey, value: check)
+        return sealing
+    }
+
+    /// The sealing that reads the records of a damaged store whose `meta` entries a salvage walk collected
+    /// (its dictionaries, and its key check value when that could be read); it compresses nothing.
+    ///
+    /// - Throws: `openFailed` for an encrypted store salvaged without a key, or with a key that is not the
+    ///   store's.
+    static func forSalvage(
+        encryption: StorageEncryption?, metaEntries: [(key: [UInt8], value: [UInt8])], path: String
+    ) throws -> PayloadSealing {
+        let stored = metaEntries.first { $0.key == checkKey }?.value
+        let keys = try keys(encryption, storedCheck: stored, path: path)
+        let dictionaries = PayloadDictionaries()
+        dictionaries.load(metaEntries: openDictionaries(metaEntries, keys: keys).opened)
+        return PayloadSealing(
+            current: keys.first, previous: Array(keys.dropFirst()), compressor: nil, dictionaries: dictionaries)
+    }
+
+    /// The keys of `encryption`, the current one first (none without encryption), after checking them
+    /// against the store's key check value `storedCheck`.
+    ///
+    /// - Throws: `openFailed` for a key of the wrong length, an encrypted store opened without a key, or a
+    ///   key that is not the store's.
+    private static func keys(
+        _ encryption: StorageEncryption?, storedCheck stored: [UInt8]?, path: String
+    ) throws -> [Key] {
+        guard let encryption else {
+            if stored != nil {
+                throw LocalStorageError.openFailed(
+                    path: path,
+                    reason: "the store is encrypted: open it with its key (configuration.encryption, or --key-file)")
+            }
+            return []
+        }
+        if let problem = encryption.problem { throw LocalStorageError.openFailed(path: path, reason: problem) }
+        let keys = ([encryption.key] + encryption.previousKeys).map {
+            Key(id: SodiumCipher.keyID(Array($0)), cipher: SodiumCipher.Key(Array($0)))
+        }
+        if let stored, stored.withUnsafeBytes({ openCheck($0, keys: keys) }) == nil {
+            throw LocalStorageError.openFailed(
+                path: path,
+                reason: "the encryption key is not this store's key"
+                    + (encryption.previousKeys.isEmpty ? "" : ", nor is any of the previous keys"))
+        }
+        return keys
+    }
+
+    /// The dictionary entries with each dictionary opened (`keys` first among them the current one), and
+    /// the keys of those that are not sealed with the current key. A dictionary no key opens is left out:
+    /// the records compressed with it fail to read with `decodingFailed`, and `verify` names them.
+    private static func openDictionaries(
+        _ entries: [(key: [UInt8], value: [UInt8])], keys: [Key]
+    ) -> (opened: [(key: [UInt8], value: [UInt8])], stale: Set<[UInt8]>) {
+        var opened: [(key: [UInt8], value: [UInt8])] = []
+        var stale: Set<[UInt8]> = []
+        for entry in entries {
+            let isDictionary =
+                entry.key.starts(with: PayloadDictionaries.keyPrefix)
+                && entry.key.count == PayloadDictionaries.keyPrefix.count + 4
+            guard isDictionary, !PayloadDictionaries.isPlain(entry.value) else {
+                if isDictionary, !keys.isEmpty { stale.insert(entry.key) }
+                opened.append(entry)
+                continue
+            }
+            guard entry.value.count > 2, entry.value[0] == version else { continue }
+            let sealed = entry.value[2...]
+            let found = firstOpening(keys, named: entry.value[1]) { key in
+                sealed.withUnsafeBytes { SodiumCipher.open($0, associated: entry.key, key: key.cipher) }
+            }
+            guard let found else { continue }
+            opened.append((entry.key, found.opened))
+            if found.key.bytes != keys.first?.bytes { stale.insert(entry.key) }
+        }
+        return (opened, stale)
+    }
+
+    /// A dictionary sealed with `key`, bound to its place in `meta`, `metaKey` (`zdict.` ‖ id).
+    static func sealDictionary(
+        _ bytes: [UInt8], at metaKey: [UInt8], key: Key
+    ) throws(LocalStorageError) -> [UInt8] {
+        let result: Result<[UInt8], LocalStorageError> = bytes.withUnsafeBytes { plain in
+            metaKey.withUnsafeBytes { associated in
+                Result { () throws(LocalStorageError) in
+                    try SodiumCipher.seal(plain, associated: associated, key: key.cipher, prefix: [version, key.id])
+                }
+            }
+        }
+        return try result.get()
+    }
+
+    /// The key among `keys` that opens a key check value, or nil.
+    private static func openCheck(_ stored: UnsafeRawBufferPointer, keys: [Key]) -> Key? {
+        guard stored.count > 2, stored[0] == PayloadSealing.version else { return nil }
+        let sealed = UnsafeRawBufferPointer(rebasing: stored[2...])
+        return firstOpening(keys, named: stored[1]) { key -> Bool? in
+            let plain = SodiumCipher.open(sealed, associated: PayloadSealing.checkKey, key: key.cipher)
+            return plain == PayloadSealing.checkText ? true : nil
+        }?.key
+    }
+}
