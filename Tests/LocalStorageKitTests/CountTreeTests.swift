@@ -174,6 +174,32 @@ import Testing
         #expect(tally() == (3, 1))
     }
 
+    /// A range ordered by its own index walks that order without asking the count tree, and a page of a
+    /// number range ranks its first entry once: the total and the jump to the page share it.
+    @Test func queriesWalkTheCountTreeOnlyAsOftenAsTheyNeed() async throws {
+        let storage = try LocalStorage(configuration: diskConfiguration())
+        try await storage.save(
+            contentsOf: (0..<500).map { Gauge(id: "g\($0)", reading: Double($0), label: "l\($0 % 7)") })
+        let runtime = try await storage.core.schema(for: Gauge.self).runtime
+        func walks() -> Int { runtime.treeWalks.load(ordering: .relaxed) }
+        let ranged = try await storage.fetch(
+            Gauge.self, matching: [.between("reading", 100.0...399.0)], orderedBy: .ascending("reading"),
+            options: FetchOptions(limit: 20))
+        #expect(ranged.map(\.id) == (100..<120).map { "g\($0)" })
+        #expect(walks() == 0)
+        let page = try await storage.page(
+            Gauge.self, matching: [.between("reading", 100.0...399.0)], orderedBy: .ascending("reading"),
+            page: 3, pageSize: 20)
+        #expect(page.totalCount == 300 && page.items.map(\.id) == (140..<160).map { "g\($0)" })
+        #expect(walks() == 3)
+        // A condition on another index may make collecting cheaper than walking the order: both are estimated.
+        let combined = try await storage.fetch(
+            Gauge.self, matching: [.between("reading", 100.0...399.0), .equals("label", "l3")],
+            orderedBy: .ascending("reading"), options: FetchOptions(limit: 5))
+        #expect(combined.map(\.id) == [101, 108, 115, 122, 129].map { "g\($0)" })
+        #expect(walks() > 3)
+    }
+
     /// The counters a store keeps after random writes are exactly those a rebuild from the entries gives.
     @Test func keptCountersEqualARebuild() async throws {
         let storage = try LocalStorage(configuration: diskConfiguration())

@@ -310,21 +310,6 @@ enum CountTree {
             return (max(0, parentCount - after), 0)
         }
     }
-
-    /// The number of entries of `index` with keys between `lower` and `upper` (nil: no upper bound).
-    static func count(
-        index: TypeSchema.Index, counts: Database, txn: Transaction,
-        lower: [UInt8], lowerInclusive: Bool, upper: [UInt8]?, upperInclusive: Bool
-    ) throws -> Int {
-        let above: Int
-        if let upper {
-            above = try rank(below: upperInclusive ? upper + [0] : upper, index: index, counts: counts, txn: txn)
-        } else {
-            above = try txn.entryCount(index.dbi)
-        }
-        let below = try rank(below: lowerInclusive ? lower : lower + [0], index: index, counts: counts, txn: txn)
-        return max(0, above - below)
-    }
 }
 
 extension CountTree {

@@ -49,16 +49,16 @@ extension QueryExecutor {
         case .range(let lower, let lowerInclusive, let upper, let upperInclusive):
             if let lower, isCut(lower.key) { return nil }
             if let upper, isCut(upper.key) { return nil }
-            total = try CountTree.count(
-                index: index, counts: counts, txn: txn,
+            total = try treeCount(
+                index: index, counts: counts,
                 lower: lower?.key ?? IndexKeys.firstValue,
                 lowerInclusive: lower == nil || lowerInclusive,
                 upper: upper?.key, upperInclusive: upperInclusive)
         case .prefix(let key, _, let keyIsCut):
             if keyIsCut { return nil }
             let lower = OrderedKey.compare(key, IndexKeys.firstValue) < 0 ? IndexKeys.firstValue : key
-            total = try CountTree.count(
-                index: index, counts: counts, txn: txn, lower: lower, lowerInclusive: true,
+            total = try treeCount(
+                index: index, counts: counts, lower: lower, lowerInclusive: true,
                 upper: OrderedKey.successor(of: key), upperInclusive: false)
         case .points:
             return nil
@@ -75,6 +75,31 @@ extension QueryExecutor {
             if counted { total -= 1 }
         }
         return max(0, total)
+    }
+
+    // MARK: - The count tree
+
+    /// The number of entries of `index` with keys between `lower` and `upper` (nil: no upper bound), from
+    /// two ranks in the count tree.
+    func treeCount(
+        index: TypeSchema.Index, counts: Database, lower: [UInt8], lowerInclusive: Bool, upper: [UInt8]?,
+        upperInclusive: Bool
+    ) throws -> Int {
+        let above = try upper.map { try rank(below: upperInclusive ? $0 + [0] : $0, index: index, counts: counts) }
+        let below = try rank(below: lowerInclusive ? lower : lower + [0], index: index, counts: counts)
+        return max(0, try (above ?? txn.entryCount(index.dbi)) - below)
+    }
+
+    /// ``CountTree/rank(below:index:counts:txn:)``, noted in the type's ``SchemaRuntime/treeWalks``.
+    func rank(below key: [UInt8], index: TypeSchema.Index, counts: Database) throws -> Int {
+        schema.runtime.treeWalks.add(1, ordering: .relaxed)
+        return try CountTree.rank(below: key, index: index, counts: counts, txn: txn)
+    }
+
+    /// ``CountTree/locate(rank:index:counts:txn:)``, noted in the type's ``SchemaRuntime/treeWalks``.
+    func locate(rank: Int, index: TypeSchema.Index, counts: Database) throws -> (start: [UInt8], skip: Int)? {
+        schema.runtime.treeWalks.add(1, ordering: .relaxed)
+        return try CountTree.locate(rank: rank, index: index, counts: counts, txn: txn)
     }
 
     /// Counts a query whose conditions are all on one index (and nothing has expired) from the keys

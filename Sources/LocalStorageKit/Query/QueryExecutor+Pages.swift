@@ -51,19 +51,16 @@ extension QueryExecutor {
     ) throws
         -> (total: Int, ids: [[UInt8]])
     {
-        let total = try CountTree.count(
-            index: index, counts: counts, txn: txn, lower: start,
-            lowerInclusive: startInclusive, upper: upper, upperInclusive: upperInclusive)
+        // The rank of the range's first entry is both the total's lower end and where the page is counted
+        // from: it is walked once.
+        let below = try rank(below: startInclusive ? start : start + [0], index: index, counts: counts)
+        let above = try upper.map { try rank(below: upperInclusive ? $0 + [0] : $0, index: index, counts: counts) }
+        let total = max(0, try (above ?? txn.entryCount(index.dbi)) - below)
         schema.runtime.countsFromTree.add(1, ordering: .relaxed)
         let wanted = min(options.end, total) - options.offset
         guard wanted > 0 else { return (total, []) }
-        let below = try CountTree.rank(
-            below: startInclusive ? start : start + [0], index: index, counts: counts,
-            txn: txn)
         guard
-            let (groupStart, skip) = try CountTree.locate(
-                rank: below + options.offset, index: index,
-                counts: counts, txn: txn)
+            let (groupStart, skip) = try locate(rank: below + options.offset, index: index, counts: counts)
         else { return (total, []) }
         var ids: [[UInt8]] = []
         ids.reserveCapacity(wanted)

@@ -19,22 +19,26 @@ extension QueryExecutor {
     func orderedIDs(options: FetchOptions) throws -> [[UInt8]] {
         let end = options.end
         guard end > options.offset else { return [] }
-        let cheapest = try cheapestConstraint()
         if let sortIndex = plan.sortIndex {
             let onSort = plan.constraints.first { $0.index.name == sortIndex.name }
             let sortCondition = try onSort.flatMap { constraint in
                 constraint.conditions.count == 1
                     ? constraint.conditions.first : try cheapestCondition(of: constraint)?.0
             }
-            let walked = try sortCondition.map { try estimate(sortIndex, $0) } ?? txn.entryCount(sortIndex.dbi)
-            if let cheapest, cheapest.constraint.index.name != sortIndex.name,
-                !Self.isBounded(walked, by: cheapest.estimate, options)
+            // Only a condition on another index can make collecting cheaper than walking the order: without
+            // one, nothing is estimated.
+            if plan.constraints.contains(where: { $0.index.name != sortIndex.name }),
+                let cheapest = try cheapestConstraint(), cheapest.constraint.index.name != sortIndex.name
             {
-                return try collectAndSort(driving: cheapest.constraint, condition: cheapest.condition, options: options)
+                let walked = try sortCondition.map { try estimate(sortIndex, $0) } ?? txn.entryCount(sortIndex.dbi)
+                if !Self.isBounded(walked, by: cheapest.estimate, options) {
+                    return try collectAndSort(
+                        driving: cheapest.constraint, condition: cheapest.condition, options: options)
+                }
             }
             return try walkSortIndex(sortIndex, driving: onSort, condition: sortCondition, options: options)
         }
-        guard let cheapest else { return try walkAll(options: options) }
+        guard let cheapest = try cheapestConstraint() else { return try walkAll(options: options) }
         if options.sort == .id, case .points(let points) = cheapest.condition.test, points.count == 1 {
             return try equalityInIDOrder(driving: cheapest.constraint, condition: cheapest.condition, options: options)
         }
@@ -95,12 +99,12 @@ extension QueryExecutor {
             var total = 0
             for interval in intervals {
                 if let prefix = interval.prefix {
-                    total += try CountTree.count(
-                        index: index, counts: counts, txn: txn, lower: prefix, lowerInclusive: true,
+                    total += try treeCount(
+                        index: index, counts: counts, lower: prefix, lowerInclusive: true,
                         upper: OrderedKey.successor(of: prefix), upperInclusive: false)
                 } else {
-                    total += try CountTree.count(
-                        index: index, counts: counts, txn: txn, lower: interval.lower, lowerInclusive: true,
+                    total += try treeCount(
+                        index: index, counts: counts, lower: interval.lower, lowerInclusive: true,
                         upper: interval.upper, upperInclusive: true)
                 }
             }

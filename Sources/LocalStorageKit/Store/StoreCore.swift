@@ -82,10 +82,8 @@ final class StoreCore: Sendable {
                     sealing
                 )
             }
-        } catch let error as LocalStorageError {
-            if case .openFailed = error { throw error }
-            throw LocalStorageError.openFailed(path: directory.path, reason: StoreCore.explain(error))
         } catch {
+            if let error = error as? LocalStorageError, case .openFailed = error { throw error }
             throw LocalStorageError.openFailed(path: directory.path, reason: StoreCore.explain(error))
         }
         self.directory = directory

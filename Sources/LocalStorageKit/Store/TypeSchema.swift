@@ -253,4 +253,6 @@ final class SchemaRuntime: Sendable {
     let countsByWalking = Atomic<Int>(0)
     /// Index entries and records the type's queries visited, so tests can tell a plan's cost.
     let entriesVisited = Atomic<Int>(0)
+    /// Walks down the count tree the type's queries made (a rank or a locate each; a range count is two).
+    let treeWalks = Atomic<Int>(0)
 }
