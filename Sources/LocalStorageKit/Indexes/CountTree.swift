@@ -268,23 +268,22 @@ enum CountTree {
     /// The total of the counters under `start` (one parent group's children) that sort before `edge`, and
     /// the counter of `edge` itself (0 when absent): forward from the first child, or backward from the
     /// last one (the parent's count minus what lies after).
+    ///
+    /// `edge` is one of the children's names, so every key from `start` up to `edge`, and every key from
+    /// `edge` up to the first past the children, is a child: the walks compare with `edge` alone.
     private static func groupsBefore(
         _ edge: [UInt8], in start: [UInt8], parentCount: Int, forward: Bool,
         cursor: inout Cursor
     ) throws -> (before: Int, edge: Int) {
-        func count(_ value: UnsafeRawBufferPointer) -> Int { counterValue(value) }
-        func isChild(_ key: UnsafeRawBufferPointer) -> Bool {
-            key.count >= start.count && key.starts(with: start)
-        }
-        return try edge.withUnsafeBytes { edge in
+        try edge.withUnsafeBytes { edge in
             if forward {
                 var before = 0
                 var entry = try cursor.seek(atLeast: start)
-                while let current = entry, isChild(current.key) {
+                while let current = entry {
                     let order = ByteOrder.compare(current.key, edge)
-                    if order == 0 { return (before, count(current.value)) }
+                    if order == 0 { return (before, counterValue(current.value)) }
                     if order > 0 { break }
-                    before += count(current.value)
+                    before += counterValue(current.value)
                     entry = try cursor.move(.next)
                 }
                 return (before, 0)
@@ -297,14 +296,14 @@ enum CountTree {
                 entry = try cursor.move(.last)
             }
             var after = 0
-            while let current = entry, isChild(current.key) {
+            while let current = entry {
                 let order = ByteOrder.compare(current.key, edge)
                 if order == 0 {
-                    let own = count(current.value)
+                    let own = counterValue(current.value)
                     return (max(0, parentCount - after - own), own)
                 }
                 if order < 0 { break }
-                after += count(current.value)
+                after += counterValue(current.value)
                 entry = try cursor.move(.previous)
             }
             return (max(0, parentCount - after), 0)
