@@ -109,11 +109,14 @@ public class StorageReadTransaction {
             let schema = try schema(T.self)
             let key = try RecordWriter.key(for: id)
             let session = storage.makeDecodeSession(for: schema)
+            var expired = false
             let found = try key.withUnsafeBytes { key in
-                try RecordReader.get(T.self, key: key, id: id, schema: schema, now: now, txn: txn, session: session)
+                try RecordReader.get(
+                    T.self, key: key, id: id, schema: schema, now: now, txn: txn, session: session,
+                    expired: &expired)
             }
-            try finish(session, expired: found.expired ? [key] : [], purge: false, schema: schema)
-            return found.value
+            try finish(session, expired: expired ? [key] : [], purge: false, schema: schema)
+            return found
         }
     }
 

@@ -35,12 +35,15 @@ enum ChangeFeed {
             case .deleted: ordered.append((change.sequence, .deleted(id: id)))
             case .expired: ordered.append((change.sequence, .expired(id: id)))
             case .inserted, .updated:
+                var expired = false
                 let found = try key.withUnsafeBytes { key in
-                    try RecordReader.get(T.self, key: key, id: id, schema: schema, now: now, txn: txn, session: session)
+                    try RecordReader.get(
+                        T.self, key: key, id: id, schema: schema, now: now, txn: txn, session: session,
+                        expired: &expired)
                 }
-                if let value = found.value {
+                if let value = found {
                     ordered.append((change.sequence, change.inserted ? .inserted(value) : .updated(value)))
-                } else if found.expired {
+                } else if expired {
                     ordered.append((change.sequence, .expired(id: id)))
                 }
             case .cleared, .touched:

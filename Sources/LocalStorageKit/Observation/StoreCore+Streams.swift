@@ -66,10 +66,10 @@ extension StoreCore {
         do {
             found = try key.withUnsafeBytes { key in
                 try environment.read { txn in
-                    try RecordReader.get(
+                    var expired = false
+                    return try RecordReader.get(
                         T.self, key: key, id: id, schema: schema, now: clock.wallNanoseconds(), txn: txn,
-                        session: session
-                    ).value
+                        session: session, expired: &expired)
                 }
             }
         } catch {

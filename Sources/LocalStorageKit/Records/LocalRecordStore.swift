@@ -36,12 +36,11 @@ struct LocalRecordStore: RecordStore {
             return try core.environment.read { txn in
                 let found = try RecordReader.get(
                     T.self, key: UnsafeRawBufferPointer(key), id: id, schema: schema,
-                    now: now, txn: txn, session: session)
-                expired = found.expired
-                if schema.tracksRecency, found.value != nil {
+                    now: now, txn: txn, session: session, expired: &expired)
+                if schema.tracksRecency, found != nil {
                     core.accessNotes.note(type: schema.number, key: UnsafeRawBufferPointer(key))
                 }
-                return found.value
+                return found
             }
         }
         afterRead(session: session, expired: expired ? [Array(id.utf8)] : [], purge: false, schema: schema)

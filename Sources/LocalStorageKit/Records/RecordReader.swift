@@ -92,16 +92,21 @@ enum RecordReader {
 }
 
 extension RecordReader {
-    /// The live record stored under `key`, decoded; `expired` when it is there but expired.
+    /// The live record stored under `key`, decoded; nil when it is absent, or expired (then `expired` is set).
     static func get<T: LocalStorable>(
         _ type: T.Type, key: UnsafeRawBufferPointer, id: String, schema: TypeSchema,
         now: Int64, txn: Transaction,
-        session: DecodeSession
-    ) throws -> (value: T?, expired: Bool) {
-        guard let bytes = try txn.get(schema.records, key: key) else { return (nil, false) }
+        session: DecodeSession, expired: inout Bool
+    ) throws -> T? {
+        // `expired` is set rather than returned in a tuple: a tuple holding a `T?` is a type whose metadata
+        // unspecialized code looks up in the runtime at every call.
+        guard let bytes = try txn.get(schema.records, key: key) else { return nil }
         let view = try RecordDecoding.view(of: bytes, T.self, id: id, fixedPartOnly: true)
-        if view.isExpired(at: now) { return (nil, true) }
-        return (try RecordDecoding.decode(T.self, view: view, id: id, session: session), false)
+        if view.isExpired(at: now) {
+            expired = true
+            return nil
+        }
+        return try RecordDecoding.decode(T.self, view: view, id: id, session: session)
     }
 
     /// What the header of the record stored under `key` says, expired or not.

@@ -110,8 +110,8 @@ struct BinaryDecodingState {
             return reinterpret(try decodeDate(at: offset, path: fullPath), as: T.self)
         } else if ObjectIdentifier(T.self) == Self.stringArrayType {
             return reinterpret(try decodeStringArray(at: offset, path: fullPath), as: T.self)
-        } else if let value = try decodeRareScalar(type, at: offset, path: fullPath) {
-            return value
+        } else if Self.rareScalarTypes.contains(ObjectIdentifier(T.self)) {
+            return try decodeRareScalar(type, at: offset, path: fullPath)
         }
         let childPath = BinaryCodingPath.appending(key, to: path)
         guard BinaryCodingPath.depth(of: childPath) <= BinaryFormat.maximumDepth else {
@@ -122,8 +122,18 @@ struct BinaryDecodingState {
         return try T(from: BinaryDecoderImpl(state: self, offset: offset, path: childPath))
     }
 
-    /// Decodes the scalar types other than the most common ones, or returns `nil` if `T` is not one.
-    private func decodeRareScalar<T>(_ type: T.Type, at offset: Int, path: PathBuilder) throws -> T? {
+    /// The scalar types ``decodeRareScalar(_:at:path:)`` decodes. Asked before calling it, so that a struct's
+    /// decode does not return a `T?`, whose metadata unspecialized code looks up in the runtime at every call.
+    private static let rareScalarTypes: Set<ObjectIdentifier> = [
+        ObjectIdentifier(Float.self), ObjectIdentifier(Int64.self), ObjectIdentifier(Int32.self),
+        ObjectIdentifier(Int16.self), ObjectIdentifier(Int8.self), ObjectIdentifier(UInt.self),
+        ObjectIdentifier(UInt64.self), ObjectIdentifier(UInt32.self), ObjectIdentifier(UInt16.self),
+        ObjectIdentifier(UInt8.self), ObjectIdentifier(Data.self), ObjectIdentifier(URL.self),
+        ObjectIdentifier(Decimal.self),
+    ]
+
+    /// Decodes the scalar types other than the most common ones (``rareScalarTypes``).
+    private func decodeRareScalar<T>(_ type: T.Type, at offset: Int, path: PathBuilder) throws -> T {
         if T.self == Float.self {
             return reinterpret(try decodeFloat(at: offset, path: path), as: T.self)
         } else if T.self == Int64.self {
@@ -151,7 +161,7 @@ struct BinaryDecodingState {
         } else if T.self == Decimal.self {
             return reinterpret(try decodeDecimal(at: offset, path: path), as: T.self)
         }
-        return nil
+        throw BinaryCodecError("\(T.self) is not one of the scalar types decoded in place.")
     }
 
     // MARK: - Containers
