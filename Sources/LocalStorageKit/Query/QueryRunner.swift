@@ -18,9 +18,7 @@ enum QueryRunner {
                 session: session)
         }
         let executor = try QueryExecutor(schema: schema, plan: plan, txn: txn, now: now)
-        let items = try executor.orderedIDs(options: options).compactMap { key in
-            try decodeRow(T.self, key: key, executor: executor, session: session)
-        }
+        let items = try decodeRows(T.self, ids: executor.orderedIDs(options: options), executor: executor, session: session)
         return (items, Array(executor.expired))
     }
 
@@ -49,7 +47,7 @@ enum QueryRunner {
             total = try executor.count()
             ids = overflow || offset >= total ? [] : try executor.orderedIDs(options: options)
         }
-        let items = try ids.compactMap { key in try decodeRow(T.self, key: key, executor: executor, session: session) }
+        let items = try decodeRows(T.self, ids: ids, executor: executor, session: session)
         return StoragePage(items: items, page: page, pageSize: pageSize, totalCount: total)
     }
 
@@ -59,15 +57,22 @@ enum QueryRunner {
         guard pageSize >= 1 else { throw .invalidQuery("pageSize must be at least 1 (got \(pageSize))") }
     }
 
-    /// Decodes one returned row (the record is read again by id; rows are few).
-    private static func decodeRow<T: LocalStorable>(
-        _ type: T.Type, key: [UInt8], executor: QueryExecutor,
-        session: DecodeSession
-    ) throws -> T? {
-        try key.withUnsafeBytes { id in
-            guard let bytes = try executor.txn.get(executor.schema.records, key: id) else { return nil }
-            return try session.decodeRow(T.self, bytes: bytes, id: id)
+    /// Decodes the returned rows (each record is read again by id; rows are few).
+    ///
+    /// One loop with no `T?` in it: a closure per row returning a `T?` would look up `Optional<T>`'s metadata
+    /// in the runtime for every row (this code is not specialized).
+    private static func decodeRows<T: LocalStorable>(
+        _ type: T.Type, ids: [[UInt8]], executor: QueryExecutor, session: DecodeSession
+    ) throws -> [T] {
+        var items: [T] = []
+        items.reserveCapacity(ids.count)
+        for key in ids {
+            // The bytes are the map's, valid for the transaction: they outlive the closure that found them.
+            let stored = try key.withUnsafeBytes { id in try executor.txn.get(executor.schema.records, key: id) }
+            guard let stored else { continue }
+            items.append(try key.withUnsafeBytes { id in try session.decodeRow(T.self, bytes: stored, id: id) })
         }
+        return items
     }
 }
 

@@ -29,16 +29,17 @@ final class DecodeSession {
         self.currentVersion = currentVersion
     }
 
-    /// Decodes one row of a listing or query (never nil: the optional keeps callers' shapes).
+    /// Decodes one row of a listing or query.
+    ///
+    /// Returns a `T`, not a `T?`: each `T?` made in a caller's loop would look up `Optional<T>`'s metadata in
+    /// the runtime (this code is not specialized).
     ///
     /// - Throws: `decodingFailed` naming the type and the id when the record's header or payload cannot
     ///   be read, or `migrationFailed`: a read that meets a damaged record says so, as
     ///   ``LocalStorage/fetch(_:id:)`` does, instead of leaving it out.
     func decodeRow<T: LocalStorable>(
         _ type: T.Type, bytes: UnsafeRawBufferPointer, id: UnsafeRawBufferPointer
-    )
-        throws -> T?
-    {
+    ) throws -> T {
         let key = id
         let id = String(decoding: id, as: UTF8.self)
         let view = try RecordDecoding.view(of: bytes, T.self, id: id, fixedPartOnly: true)

@@ -56,10 +56,8 @@ enum RecordReader {
                     if view.isExpired(at: now) {
                         expiredMet.append(Array(current.key))
                     } else {
-                        if position >= options.offset,
-                            let item = try session.decodeRow(T.self, bytes: current.value, id: current.key)
-                        {
-                            items.append(item)
+                        if position >= options.offset {
+                            items.append(try session.decodeRow(T.self, bytes: current.value, id: current.key))
                         }
                         position += 1
                     }
@@ -76,10 +74,8 @@ enum RecordReader {
                     if expired.contains(key) {
                         expiredMet.append(key)
                     } else {
-                        if position >= options.offset, let bytes = try txn.get(schema.records, key: key),
-                            let item = try session.decodeRow(T.self, bytes: bytes, id: current.value)
-                        {
-                            items.append(item)
+                        if position >= options.offset, let bytes = try txn.get(schema.records, key: key) {
+                            items.append(try session.decodeRow(T.self, bytes: bytes, id: current.value))
                         }
                         position += 1
                     }

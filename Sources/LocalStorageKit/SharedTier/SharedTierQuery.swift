@@ -53,7 +53,7 @@ struct SharedTierQuery {
             let item = try bytes.withUnsafeBytes { buffer in
                 try row.id.withUnsafeBytes { id in try session.decodeRow(T.self, bytes: buffer, id: id) }
             }
-            if let item { items.append(item) }
+            items.append(item)
         }
         return items
     }
