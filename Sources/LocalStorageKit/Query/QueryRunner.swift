@@ -18,7 +18,8 @@ enum QueryRunner {
                 session: session)
         }
         let executor = try QueryExecutor(schema: schema, plan: plan, txn: txn, now: now)
-        let items = try decodeRows(T.self, ids: executor.orderedIDs(options: options), executor: executor, session: session)
+        let ids = try executor.orderedIDs(options: options)
+        let items = try decodeRows(T.self, ids: ids, executor: executor, session: session)
         return (items, Array(executor.expired))
     }
 
