@@ -106,12 +106,29 @@ extension LocalStorable {
 
 extension LocalStorageIndexed {
     /// ``LocalStorable/indexValueComputer()`` for this type, type-erased so it can leave the existential.
+    ///
+    /// Each index's name, kind and extraction are taken out of the declaration once, the extraction behind a
+    /// raw pointer to the value: the loop run per value then touches no type made from `Self` (such as
+    /// `StorageIndex<Self>`), whose metadata unspecialized code would look up in the runtime for every value.
     static func erasedIndexValueComputer() -> Any {
         let indexes = storageIndexes
+        let names = indexes.map(\.name)
+        let kinds = indexes.map(\.kind)
+        let extracts: [(UnsafeRawPointer) -> IndexValue?] = indexes.map { index in
+            let extract = index.extract
+            return { pointer in extract(pointer.assumingMemoryBound(to: Self.self).pointee) }
+        }
         let compute: (Self) -> [StoredIndexValue] = { value in
-            indexes.compactMap { index in
-                guard let indexValue = index.extract(value), let bytes = indexValue.storedBytes else { return nil }
-                return StoredIndexValue(name: index.name, kind: index.kind, bytes: bytes)
+            withUnsafePointer(to: value) { pointer in
+                var stored: [StoredIndexValue] = []
+                stored.reserveCapacity(extracts.count)
+                for position in extracts.indices {
+                    guard let indexValue = extracts[position](UnsafeRawPointer(pointer)),
+                        let bytes = indexValue.storedBytes
+                    else { continue }
+                    stored.append(StoredIndexValue(name: names[position], kind: kinds[position], bytes: bytes))
+                }
+                return stored
             }
         }
         return compute
