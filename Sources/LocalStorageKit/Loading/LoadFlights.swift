@@ -3,8 +3,10 @@ import Synchronization
 /// The loads through the cache under way in this process: one flight per (type, id), which every caller
 /// asking for that id joins (Go's `singleflight`). The flight's work runs once, in a task of its own;
 /// every caller waiting on it gets its outcome (the loaded value, or the loader's error), or
-/// ``LocalStorageError/loadTimedOut(id:)`` when the work takes longer than the timeout (the work is then
-/// cancelled and the id is free for a new flight).
+/// ``LocalStorageError/loadTimedOut(id:)`` when the work outlasts that caller's own timeout or the flight's.
+/// The work is given up (cancelled, and the id free for a new flight) at the deadline of the caller that
+/// started it, which is also its lease's in the store; a caller that joins with an earlier deadline stops
+/// waiting at its own, and the work goes on for the others.
 final class LoadFlights: Sendable {
     struct Key: Hashable, Sendable {
         let type: UInt32
@@ -16,7 +18,11 @@ final class LoadFlights: Sendable {
 
     private struct Flight {
         let number: UInt64
+        /// When the work is given up: the deadline of the caller that started it (its lease's).
+        let deadline: Duration
         var waiters: [UInt64: CheckedContinuation<(any Sendable)?, any Error>] = [:]
+        /// Timers of callers whose deadline is earlier than the flight's, by waiter.
+        var waiterTimers: [UInt64: Task<Void, Never>] = [:]
         var task: Task<Void, Never>?
         var timer: Task<Void, Never>?
     }
@@ -27,6 +33,10 @@ final class LoadFlights: Sendable {
     }
 
     private let state = Mutex(State())
+
+    /// How much earlier than the flight's a caller's deadline must be to get a timer of its own: callers with
+    /// the flight's policy who arrive a moment later share the flight's timer.
+    static let deadlineSlack = Duration.milliseconds(10)
 
     /// The number of flights under way (tests check that finished ones are gone).
     var count: Int { state.withLock { $0.flights.count } }
@@ -41,7 +51,8 @@ final class LoadFlights: Sendable {
     /// outcome.
     ///
     /// - Throws: what `work` throws; `loadTimedOut(id:)` when it takes longer than `timeout` of `clock`'s
-    ///   time; `CancellationError` when the calling task is cancelled (the flight goes on for the others).
+    ///   time from this call (the caller's own timeout, whoever started the flight); `CancellationError` when
+    ///   the calling task is cancelled (the flight goes on for the others).
     func join(
         _ key: Key, id: String, timeout: Duration, clock: any StorageClock, work: @escaping Work
     ) async throws -> (any Sendable)? {
@@ -49,14 +60,22 @@ final class LoadFlights: Sendable {
             state.nextNumber += 1
             return state.nextNumber
         }
+        let deadline = clock.uptime() + timeout
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 let cancelled = state.withLock { state -> Bool in
                     if Task.isCancelled { return true }
-                    if state.flights[key] == nil {
+                    if let flight = state.flights[key] {
+                        if deadline < flight.deadline - Self.deadlineSlack {
+                            state.flights[key]?.waiterTimers[waiter] = waiterTimer(
+                                waiter, of: key, number: flight.number, id: id, deadline: deadline, clock: clock)
+                        }
+                    } else {
                         state.nextNumber += 1
-                        state.flights[key] = Flight(number: state.nextNumber)
-                        start(key, id: id, number: state.nextNumber, timeout: timeout, clock: clock, work: work, &state)
+                        state.flights[key] = Flight(number: state.nextNumber, deadline: deadline)
+                        start(
+                            key, id: id, number: state.nextNumber, deadline: deadline, clock: clock, work: work,
+                            &state)
                     }
                     state.flights[key]?.waiters[waiter] = continuation
                     return false
@@ -65,8 +84,34 @@ final class LoadFlights: Sendable {
             }
         } onCancel: {
             let continuation = state.withLock { $0.flights[key]?.waiters.removeValue(forKey: waiter) }
+            let timer = state.withLock { $0.flights[key]?.waiterTimers.removeValue(forKey: waiter) }
+            timer?.cancel()
             continuation?.resume(throwing: CancellationError())
         }
+    }
+
+    /// A timer that ends one caller's wait at its own deadline, earlier than the flight's.
+    private func waiterTimer(
+        _ waiter: UInt64, of key: Key, number: UInt64, id: String, deadline: Duration, clock: any StorageClock
+    ) -> Task<Void, Never> {
+        Task {
+            do {
+                try await clock.sleep(until: deadline)
+            } catch {
+                return  // The flight finished, or this caller left, first.
+            }
+            self.timeOut(waiter, of: key, number: number, id: id)
+        }
+    }
+
+    /// Ends the wait of one caller whose own deadline passed before the flight's (the work goes on).
+    private func timeOut(_ waiter: UInt64, of key: Key, number: UInt64, id: String) {
+        let continuation = state.withLock { state -> CheckedContinuation<(any Sendable)?, any Error>? in
+            guard state.flights[key]?.number == number else { return nil }
+            state.flights[key]?.waiterTimers[waiter] = nil
+            return state.flights[key]?.waiters.removeValue(forKey: waiter)
+        }
+        continuation?.resume(throwing: LocalStorageError.loadTimedOut(id: id))
     }
 
     /// Starts a flight for `key` running `work` unless one is under way (a background refresh nobody
@@ -78,18 +123,18 @@ final class LoadFlights: Sendable {
         state.withLock { state in
             guard state.flights[key] == nil else { return false }
             state.nextNumber += 1
-            state.flights[key] = Flight(number: state.nextNumber)
-            start(key, id: id, number: state.nextNumber, timeout: timeout, clock: clock, work: work, &state)
+            let deadline = clock.uptime() + timeout
+            state.flights[key] = Flight(number: state.nextNumber, deadline: deadline)
+            start(key, id: id, number: state.nextNumber, deadline: deadline, clock: clock, work: work, &state)
             return true
         }
     }
 
     /// Starts the work and its timer; called with the lock held, after the flight was registered.
     private func start(
-        _ key: Key, id: String, number: UInt64, timeout: Duration, clock: any StorageClock, work: @escaping Work,
+        _ key: Key, id: String, number: UInt64, deadline: Duration, clock: any StorageClock, work: @escaping Work,
         _ state: inout State
     ) {
-        let deadline = clock.uptime() + timeout
         state.flights[key]?.task = Task {
             let outcome: Outcome
             do {
@@ -122,6 +167,7 @@ final class LoadFlights: Sendable {
         } else {
             flight.timer?.cancel()
         }
+        for timer in flight.waiterTimers.values { timer.cancel() }
         for continuation in flight.waiters.values { continuation.resume(with: outcome) }
     }
 }

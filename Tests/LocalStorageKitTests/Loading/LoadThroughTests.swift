@@ -167,6 +167,43 @@ import Testing
         #expect(try await storage.count(Product.self) == 0)
     }
 
+    /// A caller that joins a load with a shorter `loadTimeout` than the caller that started it gets
+    /// `loadTimedOut` at its own deadline, and the load goes on for the first (joiners used to wait on the
+    /// first caller's timeout). One that joins with a longer timeout is given up with the load at the first
+    /// caller's deadline, which is also the lease's in the store.
+    @Test(.timeLimit(.minutes(5)), arguments: [(first: 20, joiner: 1), (first: 1, joiner: 20)])
+    func aJoinerWaitsNoLongerThanItsOwnLoadTimeout(timeouts: (first: Int, joiner: Int)) async throws {
+        let clock = VirtualClock()
+        let storage = try store(clock: clock)
+        let gate = LoadGate()
+        func caller(_ seconds: Int) -> Task<Product?, any Error> {
+            Task {
+                let policy = LoadPolicy(loadTimeout: .seconds(seconds))
+                return try await storage.fetch(Product.self, id: "sku_j", policy: policy) { id in
+                    await gate.pass()
+                    return Product(id: id, title: "loaded", category: "books", price: 1, rating: 1)
+                }
+            }
+        }
+        let first = caller(timeouts.first)
+        try await gate.waitForLoad()
+        let joiner = caller(timeouts.joiner)
+        try await eventually("the joiner waiting") { storage.core.loads.waiterCount == 2 }
+        await clock.waitForSleepers(2)
+        clock.advance(by: .seconds(2))
+        await #expect(throws: LocalStorageError.loadTimedOut(id: "sku_j")) { try await joiner.value }
+        if timeouts.joiner < timeouts.first {
+            #expect(storage.core.loads.waiterCount == 1)
+            gate.open()
+            #expect(try await first.value?.title == "loaded")
+            #expect(try await storage.fetch(Product.self, id: "sku_j")?.title == "loaded")
+        } else {
+            await #expect(throws: LocalStorageError.loadTimedOut(id: "sku_j")) { try await first.value }
+            gate.open()
+        }
+        #expect(gate.loads == 1)
+    }
+
     @Test func aSaveDuringASlowLoadWins() async throws {
         let storage = try store(diskConfiguration())
         let gate = LoadGate()
