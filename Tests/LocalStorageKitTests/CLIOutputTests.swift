@@ -156,6 +156,30 @@ import Testing
         #expect(result.stderr.contains("Note \"bad\""), "\(result.stderr)")
     }
 
+    /// A damaged record whose id holds a line break is named on one line by `verify` and by `export`'s
+    /// "skipped" message (both printed the line break raw, splitting the problem over two lines).
+    @Test func aDamagedRecordWithALineBreakInItsIDIsNamedOnOneLine() async throws {
+        let configuration = diskConfiguration()
+        try await withStore(configuration) { storage async throws in
+            try await storage.save(Note(id: "line\nbreak", text: ""))
+            let schema = try await storage.core.schema(for: Note.self)
+            try await storage.core.writer.perform { context in
+                try context.txn.put(schema.records, key: Array("line\nbreak".utf8), value: [0xDE, 0xAD, 0xBE, 0xEF])
+            }
+        }
+        let store = configuration.storeDirectory.path
+        let export = temporaryDirectory().appendingPathComponent("notes.jsonl")
+        let outputs = [
+            try await CLIResult.run(["verify", "--store", store], environment: nil),
+            try await CLIResult.run(["export", "Note", "--output", export.path, "--store", store], environment: nil),
+        ]
+        for output in outputs {
+            let text = output.stdout + output.stderr
+            #expect(text.contains("line\\u000abreak"), "\(text)")
+            #expect(!text.contains("line\nbreak"), "\(text)")
+        }
+    }
+
     /// `--store ""` (or `--store=`) is a usage error, not the current directory.
     @Test func anEmptyStoreIsAUsageError() async throws {
         for arguments in [["stats", "--store", ""], ["stats", "--store="]] {

@@ -45,7 +45,7 @@ enum ExportCommand: Command {
             try output.json(report, toStandardError: toFile == nil)
         } else {
             for problem in report.skipped {
-                output.message("localstorage: skipped \(problem)")
+                output.message("localstorage: skipped " + InvisibleCharacters.escaped("\(problem)", keeping: []))
             }
             let summary =
                 "Exported \(report.records) records of \(report.types) types"

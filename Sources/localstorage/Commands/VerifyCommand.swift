@@ -140,8 +140,8 @@ enum VerifyCommand: Command {
 
     /// Prints what a salvage did.
     static func show(_ salvage: SalvageReport, output: Output) {
-        for problem in salvage.damage { output.line("\(problem)") }
-        for problem in salvage.lost { output.line("lost \(problem)") }
+        for problem in salvage.damage { output.line(InvisibleCharacters.escaped("\(problem)", keeping: [])) }
+        for problem in salvage.lost { output.line("lost " + InvisibleCharacters.escaped("\(problem)", keeping: [])) }
         output.line(
             "Salvaged \(salvage.salvaged) records into a fresh store, which replaced the damaged one"
                 + (salvage.lost.isEmpty ? "." : "; \(salvage.lost.count) could not be read."))
@@ -159,7 +159,8 @@ enum VerifyCommand: Command {
             output.line("Rebuilt the index entries of \(name).")
         }
         for problem in report.problems {
-            output.line("\(problem)")
+            // One line per problem: a line break in an id is escaped like any other control character.
+            output.line(InvisibleCharacters.escaped("\(problem)", keeping: []))
         }
         let found = report.problems.count
         output.line(
