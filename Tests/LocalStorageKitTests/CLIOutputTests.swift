@@ -142,14 +142,7 @@ import Testing
 
     /// `get` of a record whose header is damaged names the record in its error.
     @Test func aDamagedRecordIsNamedInGetsError() async throws {
-        let configuration = diskConfiguration()
-        try await withStore(configuration) { storage async throws in
-            try await storage.save(Note(id: "bad", text: ""))
-            let schema = try await storage.core.schema(for: Note.self)
-            try await storage.core.writer.perform { context in
-                try context.txn.put(schema.records, key: Array("bad".utf8), value: [0xDE, 0xAD, 0xBE, 0xEF])
-            }
-        }
+        let configuration = try await Self.storeWithDamagedNote(id: "bad")
         let result = try await CLIResult.run(
             ["get", "Note", "bad", "--store", configuration.storeDirectory.path], environment: nil)
         #expect(result.status == 1)
@@ -159,14 +152,7 @@ import Testing
     /// A damaged record whose id holds a line break is named on one line by `verify` and by `export`'s
     /// "skipped" message (both printed the line break raw, splitting the problem over two lines).
     @Test func aDamagedRecordWithALineBreakInItsIDIsNamedOnOneLine() async throws {
-        let configuration = diskConfiguration()
-        try await withStore(configuration) { storage async throws in
-            try await storage.save(Note(id: "line\nbreak", text: ""))
-            let schema = try await storage.core.schema(for: Note.self)
-            try await storage.core.writer.perform { context in
-                try context.txn.put(schema.records, key: Array("line\nbreak".utf8), value: [0xDE, 0xAD, 0xBE, 0xEF])
-            }
-        }
+        let configuration = try await Self.storeWithDamagedNote(id: "line\nbreak")
         let store = configuration.storeDirectory.path
         let export = temporaryDirectory().appendingPathComponent("notes.jsonl")
         let outputs = [
@@ -178,6 +164,19 @@ import Testing
             #expect(text.contains("line\\u000abreak"), "\(text)")
             #expect(!text.contains("line\nbreak"), "\(text)")
         }
+    }
+
+    /// A store holding one `Note`, `id`, whose record bytes are not a record (its header cannot be read).
+    static func storeWithDamagedNote(id: String) async throws -> LocalStorageConfiguration {
+        let configuration = diskConfiguration()
+        try await withStore(configuration) { storage async throws in
+            try await storage.save(Note(id: id, text: ""))
+            let schema = try await storage.core.schema(for: Note.self)
+            try await storage.core.writer.perform { context in
+                try context.txn.put(schema.records, key: Array(id.utf8), value: [0xDE, 0xAD, 0xBE, 0xEF])
+            }
+        }
+        return configuration
     }
 
     /// `--store ""` (or `--store=`) is a usage error, not the current directory.

@@ -85,9 +85,21 @@ extension QueryExecutor {
         index: TypeSchema.Index, counts: Database, lower: [UInt8], lowerInclusive: Bool, upper: [UInt8]?,
         upperInclusive: Bool
     ) throws -> Int {
-        let above = try upper.map { try rank(below: upperInclusive ? $0 + [0] : $0, index: index, counts: counts) }
+        try treeRange(
+            index: index, counts: counts, lower: lower, lowerInclusive: lowerInclusive, upper: upper,
+            upperInclusive: upperInclusive
+        ).total
+    }
+
+    /// The rank of the range's first entry (how many entries sort before it) and the number of entries in the
+    /// range, from two ranks in the count tree.
+    func treeRange(
+        index: TypeSchema.Index, counts: Database, lower: [UInt8], lowerInclusive: Bool, upper: [UInt8]?,
+        upperInclusive: Bool
+    ) throws -> (below: Int, total: Int) {
         let below = try rank(below: lowerInclusive ? lower : lower + [0], index: index, counts: counts)
-        return max(0, try (above ?? txn.entryCount(index.dbi)) - below)
+        let above = try upper.map { try rank(below: upperInclusive ? $0 + [0] : $0, index: index, counts: counts) }
+        return (below, max(0, try (above ?? txn.entryCount(index.dbi)) - below))
     }
 
     /// ``CountTree/rank(below:index:counts:txn:)``, noted in the type's ``SchemaRuntime/treeWalks``.

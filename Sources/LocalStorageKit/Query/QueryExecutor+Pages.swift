@@ -53,9 +53,9 @@ extension QueryExecutor {
     {
         // The rank of the range's first entry is both the total's lower end and where the page is counted
         // from: it is walked once.
-        let below = try rank(below: startInclusive ? start : start + [0], index: index, counts: counts)
-        let above = try upper.map { try rank(below: upperInclusive ? $0 + [0] : $0, index: index, counts: counts) }
-        let total = max(0, try (above ?? txn.entryCount(index.dbi)) - below)
+        let (below, total) = try treeRange(
+            index: index, counts: counts, lower: start, lowerInclusive: startInclusive, upper: upper,
+            upperInclusive: upperInclusive)
         schema.runtime.countsFromTree.add(1, ordering: .relaxed)
         let wanted = min(options.end, total) - options.offset
         guard wanted > 0 else { return (total, []) }

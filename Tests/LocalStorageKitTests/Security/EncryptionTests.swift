@@ -5,6 +5,12 @@ import Testing
 
 /// Sealed payloads (API.md "Security and space", `encryption`).
 @Suite struct EncryptionTests {
+    /// Whether `error` is `decodingFailed` naming the record `id` (quoted), and saying `saying` when given.
+    static func isDecodingFailure(_ error: any Error, naming id: String, saying: String? = nil) -> Bool {
+        guard case LocalStorageError.decodingFailed(let reason) = error else { return false }
+        return reason.contains("\"\(id)\"") && saying.map(reason.contains) ?? true
+    }
+
     static let key = Data((0..<32).map { UInt8($0) })
     static let otherKey = Data((0..<32).map { UInt8(200 - $0) })
 
@@ -80,16 +86,14 @@ import Testing
             await #expect {
                 try await storage.fetch(Note.self, id: "a")
             } throws: { error in
-                guard case LocalStorageError.decodingFailed(let reason) = error else { return false }
-                return reason.contains("\"a\"") && reason.contains("authentication")
+                Self.isDecodingFailure(error, naming: "a", saying: "authentication")
             }
             #expect(try await storage.fetch(Note.self, id: "b")?.text == "beta")
             // A listing that meets the bad row names it (the damaged-record policy).
             await #expect {
                 try await storage.fetch(Note.self)
             } throws: { error in
-                guard case LocalStorageError.decodingFailed(let reason) = error else { return false }
-                return reason.contains("\"a\"")
+                Self.isDecodingFailure(error, naming: "a")
             }
         }
     }
@@ -107,8 +111,7 @@ import Testing
             await #expect {
                 try await storage.fetch(Note.self, id: "theirs")
             } throws: { error in
-                guard case LocalStorageError.decodingFailed(let reason) = error else { return false }
-                return reason.contains("\"theirs\"")
+                Self.isDecodingFailure(error, naming: "theirs")
             }
             #expect(try await storage.fetch(Note.self, id: "mine")?.text == "private")
         }
@@ -172,8 +175,7 @@ import Testing
             await #expect {
                 try await storage.fetch(Note.self, id: "a")
             } throws: { error in
-                guard case LocalStorageError.decodingFailed(let reason) = error else { return false }
-                return reason.contains("\"a\"")
+                Self.isDecodingFailure(error, naming: "a")
             }
             #expect(try await storage.fetch(Note.self, id: "b")?.text == "beta")
         }
