@@ -83,9 +83,10 @@ final class LoadFlights: Sendable {
                 if cancelled { continuation.resume(throwing: CancellationError()) }
             }
         } onCancel: {
-            let continuation = state.withLock { $0.flights[key]?.waiters.removeValue(forKey: waiter) }
-            let timer = state.withLock { $0.flights[key]?.waiterTimers.removeValue(forKey: waiter) }
-            timer?.cancel()
+            let continuation = state.withLock { state in
+                state.flights[key]?.waiterTimers.removeValue(forKey: waiter)?.cancel()
+                return state.flights[key]?.waiters.removeValue(forKey: waiter)
+            }
             continuation?.resume(throwing: CancellationError())
         }
     }
