@@ -35,6 +35,14 @@ struct DataFileWalk {
     /// sorted duplicates are counted from their records instead of walked: what ``pageTotals`` needs, at the
     /// cost of the chosen databases' own pages.
     var countsPagesOf: ((String) -> Bool)?
+    /// When set, only the databases it chooses are walked past their root page (with the sub-trees of their
+    /// sorted duplicates): what a maintenance command checks before it reads whole databases through LMDB.
+    var walksOnly: ((String) -> Bool)?
+    /// A salvage's walk: a page whose keys are out of order is reported and still read, and a node that runs
+    /// past its page is reported and skipped, as a salvage can use every entry it can reach (a byte changed
+    /// in a key of the main database used to hide every database after it). Page references are checked as
+    /// in any walk.
+    var salvaging = false
     /// Receives (database, key, value) of the databases ``collects`` chooses.
     var visit: (String, [UInt8], [UInt8]) -> Void = { _, _, _ in }
     private(set) var problems: [Problem] = []
@@ -205,19 +213,23 @@ struct DataFileWalk {
         }
         if isLeaf { tally.leaf += 1 } else { tally.branch += 1 }
         guard let nodes = nodeOffsets(page, size: pageSize, in: name, page: number) else { return }
-        var previous: [UInt8]? = nil
+        // Keys are compared where they lie in the page: a copy of each cost most of a walk of a large store.
+        var previous: ArraySlice<UInt8>? = nil
+        var disordered = false
         for offset in nodes {
             let keySize = Int(loadInteger(page, offset + 6, as: UInt16.self))
             let keyStart = offset + DataFilePages.nodeSize
             guard keyStart + keySize <= pageSize else {
                 report(name, number, "a key runs past the end of the page")
+                if salvaging { continue }
                 return
             }
-            let key = Array(page[keyStart..<keyStart + keySize])
+            let key = page[keyStart..<keyStart + keySize]
             if options.ordered, !(offset == nodes.first && !isLeaf) {
-                if let previous, !previous.lexicographicallyPrecedes(key) {
+                if let previous, !previous.lexicographicallyPrecedes(key), !disordered {
                     report(name, number, "its keys are out of order")
-                    return
+                    if !salvaging { return }
+                    disordered = true  // Reported once per page.
                 }
                 previous = key
             }
@@ -264,11 +276,16 @@ struct DataFileWalk {
     /// One entry of a leaf page: its value (inline or on overflow pages), and what it holds: a named
     /// database (main), a free-page list, sorted duplicates (a sub-page or a sub-tree), or a plain value.
     private mutating func leafNode(
-        key: [UInt8], dataSize: Int, flags: UInt16, page: [UInt8], dataStart: Int, pageNumber: UInt64,
+        key: ArraySlice<UInt8>, dataSize: Int, flags: UInt16, page: [UInt8], dataStart: Int, pageNumber: UInt64,
         options: TreeOptions, tally: inout Tally
     ) {
         let name = options.name
         let pageSize = pages.pageSize
+        // Only what the walk reads inside a value, or hands on, is copied out of its page (or read from its
+        // overflow pages): a plain value of a database nobody collects is only checked to lie inside them.
+        let needsValue =
+            flags & DataFilePages.dupData != 0 || (options.isMain && flags & DataFilePages.subData != 0)
+            || options.freeList || collects(name)
         let value: [UInt8]
         if flags & DataFilePages.bigData != 0 {
             guard dataStart + 8 <= pageSize else {
@@ -282,13 +299,25 @@ struct DataFileWalk {
                 UInt64(loadInteger(head, 12, as: UInt32.self)) >= count
             else { return report(name, first, "an overflow page of \(count) pages was expected") }
             tally.overflow += count
-            guard let bytes = pages.bytes(at: Int(first) * pageSize + DataFilePages.headerSize, count: dataSize) else {
+            let start = Int(first) * pageSize + DataFilePages.headerSize
+            guard needsValue else {
+                guard dataSize <= pages.fileLength - start else {
+                    return report(name, first, "a value runs past the end of the file")
+                }
+                tally.entries += 1
+                return
+            }
+            guard let bytes = pages.bytes(at: start, count: dataSize) else {
                 return report(name, first, "a value runs past the end of the file")
             }
             value = bytes
         } else {
             guard dataStart + dataSize <= pageSize else {
                 return report(name, pageNumber, "a value runs past the end of the page")
+            }
+            guard needsValue else {
+                tally.entries += 1
+                return
             }
             value = Array(page[dataStart..<dataStart + dataSize])
         }
@@ -319,7 +348,9 @@ struct DataFileWalk {
             let databaseName = String(decoding: key, as: UTF8.self)
             let record = DatabaseRecord(value, at: 0)
             databases[databaseName] = record
-            if shallow || countsPagesOf.map({ !$0(databaseName) }) == true {
+            if shallow || countsPagesOf.map({ !$0(databaseName) }) == true
+                || walksOnly.map({ !$0(databaseName) }) == true
+            {
                 if checksRootOf(databaseName) { checkRoot(databaseName, record) }
             } else {
                 walk(databaseName, record)
@@ -336,7 +367,7 @@ struct DataFileWalk {
                 freeListed.append(free)
             }
         } else if collects(name) {
-            visit(name, key, value)
+            visit(name, Array(key), value)
         }
     }
 

@@ -26,6 +26,21 @@ extension Environment {
         return walk?.problems ?? problems
     }
 
+    /// Checks in `txn`'s snapshot every page of the databases `chosen` picks (their sorted duplicates'
+    /// sub-trees included), the main and free-page databases and the root page of every other database: what
+    /// a command runs before it reads whole databases through LMDB, which trusts its pages (a damaged page
+    /// deep in a tree can make it read outside the map and end the process).
+    ///
+    /// Complexity: O(pages of the chosen databases, the main and the free-page databases), read with `pread`.
+    /// - Throws: ``DamagedDataFile`` naming the first problem.
+    func checkPages(of chosen: @escaping (String) -> Bool, in txn: Transaction) throws {
+        let (walk, problems) = try walkSnapshot(of: txn) { $0.walksOnly = chosen }
+        // A damaged meta page matters only when neither can be used (LMDB reads the other one).
+        let found = walk?.problems ?? problems
+        if let first = found.first { throw DamagedDataFile(problem: "\(first)") }
+        if walk == nil { throw DamagedDataFile(problem: "neither meta page can be used") }
+    }
+
     /// The pages of each database of `txn`'s snapshot that `databases` chooses, by name, sub-trees of sorted
     /// duplicates included (counted from their records, not walked), and the records of every named database;
     /// nil when the walk finds the pages it reads damaged.

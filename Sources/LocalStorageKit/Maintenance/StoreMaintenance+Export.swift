@@ -6,7 +6,8 @@ import Foundation
     public var types: Int
     /// Records exported.
     public var records: Int
-    /// Records left out because they cannot be read.
+    /// Records left out because they cannot be read, and types whose description cannot be read (no id):
+    /// none of their records are exported.
     public var skipped: [VerifyProblem]
 }
 
@@ -28,7 +29,8 @@ extension StoreMaintenance {
     /// no `expiresAt` when it never expires), `version`, `format`, `signature`, `indexes`, then `binaryPayload`
     /// (the stored binary payload in Base64, only when the payload holds NaN or ±Infinity, which its JSON
     /// view shows as strings) and, last, `payload` as JSON, whatever codec wrote it. Records that cannot be
-    /// read are left out and reported.
+    /// read are left out and reported, and so are the types whose description cannot be read (with every
+    /// type, or named).
     ///
     /// - Parameters:
     ///   - names: The types to export, each once however often it is named; empty for all.
@@ -39,16 +41,29 @@ extension StoreMaintenance {
         progress: MaintenanceProgressHandler? = nil
     ) throws -> ExportReport {
         var seen: Set<ExactName> = []
+        let catalog = currentCatalog
+        // A type whose description cannot be read is reported, not left out in silence.
+        let unreadable = catalog.unreadable.filter { name in
+            names.isEmpty || names.contains { ExactName($0) == ExactName(name) }
+        }
         // `export A A` exports A once.
         let types =
             names.isEmpty
-            ? currentCatalog.sortedTypes
-            : try names.map { try storedType($0) }.filter { seen.insert(ExactName($0.info.name)).inserted }
+            ? catalog.sortedTypes
+            : try names.filter { name in !unreadable.contains { ExactName($0) == ExactName(name) } }
+                .map { try storedType($0) }.filter { seen.insert(ExactName($0.info.name)).inserted }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return try read { txn in
+            try checkPages(of: types, recordsOnly: true, in: txn)
             let total = try types.reduce(0) { $0 + (try txn.entryCount($1.schema.records)) }
-            var report = ExportReport(types: types.count, records: 0, skipped: [])
+            var report = ExportReport(
+                types: types.count, records: 0,
+                skipped: unreadable.map {
+                    VerifyProblem(
+                        type: $0, id: nil, kind: .unreadableType,
+                        detail: "its description in meta cannot be read: none of its records were exported")
+                })
             var buffer = Data()
             func emit(_ line: Data) throws {
                 buffer.append(line)

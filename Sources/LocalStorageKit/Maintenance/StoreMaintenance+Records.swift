@@ -40,6 +40,7 @@ extension StoreMaintenance {
         }
         let now = clock.wallNanoseconds()
         return try read { txn in
+            try checkPages(of: [type], in: txn)
             var keys: [[UInt8]] = []
             if let driving = conditions.first {
                 let (first, stored) = driving
@@ -207,7 +208,9 @@ extension StoreMaintenance {
 
     /// Deletes every record of a type with all its index entries, in one transaction; returns how many.
     public func clear(_ typeName: String) async throws -> Int {
-        let schema = try storedType(typeName).schema
+        let type = try storedType(typeName)
+        let schema = type.schema
+        try checkPages(of: [type])  // LMDB reads every page of a database it drops.
         return try await write { writer in
             try writer.transact { context in
                 let count = try context.txn.entryCount(schema.records)
@@ -228,7 +231,8 @@ extension StoreMaintenance {
         let schemas = types.map(\.schema)
         let now = clock.wallNanoseconds()
         let total = try read { txn in
-            try schemas.reduce(0) { $0 + (try RecordReader.expiredKeys(schema: $1, now: now, txn: txn).count) }
+            try checkPages(of: types, in: txn)
+            return try schemas.reduce(0) { $0 + (try RecordReader.expiredKeys(schema: $1, now: now, txn: txn).count) }
         }
         return try await write { writer in
             var purged: [String: Int] = [:]

@@ -14,8 +14,12 @@ extension StoreMaintenance {
         guard sealing.current != nil else {
             throw MaintenanceError.invalidArgument("rekey needs the store's new key (--new-key-file)")
         }
-        let schemas = currentCatalog.sortedTypes.map(\.schema)
-        let total = try read { txn in try schemas.reduce(0) { $0 + (try txn.entryCount($1.records)) } }
+        let types = currentCatalog.sortedTypes
+        let schemas = types.map(\.schema)
+        let total = try read { txn in
+            try checkPages(of: types, recordsOnly: true, in: txn)
+            return try schemas.reduce(0) { $0 + (try txn.entryCount($1.records)) }
+        }
         return try await write { writer in
             var (resealed, failed, done) = (0, 0, 0)
             for schema in schemas {

@@ -12,6 +12,11 @@ import Darwin
     public var damage: [VerifyProblem]
     /// Records copied into the fresh store.
     public var salvaged: Int
+    /// The records the damaged file held by its own counts (the entries its records databases claim), when
+    /// its main database could be read: what ``salvaged`` falls short of is lost.
+    public var counted: Int?
+    /// Where the damaged data file is kept (`data.mdb.damaged` beside the fresh one), when it could be kept.
+    public var keptDamagedFile: String?
     /// Records (and type descriptions) that could be reached but not read; records on damaged pages
     /// cannot be reached at all and are not listed.
     public var lost: [VerifyProblem]
@@ -47,7 +52,7 @@ extension StoreMaintenance {
         // The salvaged store keeps the files' mode and group (a group's store stays the group's).
         var original = stat()
         let kept = stat(dataFile.path, &original) == 0 ? original : nil
-        let (lines, damage, unreadable) = try salvageLines(of: dataFile, encryption: encryption)
+        let (lines, damage, unreadable, counted) = try salvageLines(of: dataFile, encryption: encryption)
         // A record no key given opens may be whole under another key: a salvage would lose it for good.
         let unopened = unreadable.filter { $0.kind == .sealNotOpened }
         if let first = unopened.first {
@@ -62,7 +67,9 @@ extension StoreMaintenance {
             report = try await importSalvaged(lines, into: fresh, encryption: encryption)
             report.damage = damage
             report.lost = unreadable + report.lost
+            report.counted = counted
             try StoreInUse.check(directory, doing: "repair")
+            report.keptDamagedFile = keepDamaged(dataFile)
             guard rename(fresh.appendingPathComponent("data.mdb").path, dataFile.path) == 0 else {
                 throw MaintenanceError.invalidArgument(
                     "cannot move the salvaged store into \(directory.path): \(String(cString: strerror(errno)))")
@@ -81,6 +88,15 @@ extension StoreMaintenance {
             }
         }
         return report
+    }
+
+    /// Keeps the damaged data file beside the fresh one as `data.mdb.damaged` (a second name for it, replacing
+    /// an older one), so that what the salvage could not read is not gone for good; its path, or nil when the
+    /// file system refuses a second name.
+    private static func keepDamaged(_ dataFile: URL) -> String? {
+        let kept = dataFile.path + ".damaged"
+        unlink(kept)
+        return link(dataFile.path, kept) == 0 ? kept : nil
     }
 
     /// The damage in the pages of the store in `directory` (the store directory or the app's
@@ -103,11 +119,11 @@ extension StoreMaintenance {
     }
 
     /// Export lines (a type line, then its records) of every readable type and record of `dataFile`, the
-    /// damage found on the way and what was reached but could not be read. Sealed and compressed payloads
-    /// are opened with `encryption` and the dictionaries found.
+    /// damage found on the way, what was reached but could not be read, and the records the file counts.
+    /// Sealed and compressed payloads are opened with `encryption` and the dictionaries found.
     private static func salvageLines(
         of dataFile: URL, encryption: StorageEncryption?
-    ) throws -> (lines: [Data], damage: [VerifyProblem], lost: [VerifyProblem]) {
+    ) throws -> (lines: [Data], damage: [VerifyProblem], lost: [VerifyProblem], counted: Int?) {
         let descriptor = open(dataFile.path, O_RDONLY)
         guard descriptor >= 0 else {
             throw LocalStorageError.openFailed(path: dataFile.path, reason: String(cString: strerror(errno)))
@@ -115,10 +131,11 @@ extension StoreMaintenance {
         defer { close(descriptor) }
         var pages = DataFilePages(descriptor: descriptor)
         let (metas, metaProblems) = DataFileWalk.usableMetas(&pages)
-        var best: (lines: [Data], damage: [VerifyProblem], lost: [VerifyProblem], records: Int)?
+        var best: (lines: [Data], damage: [VerifyProblem], lost: [VerifyProblem], counted: Int?, records: Int)?
         for meta in metas {
             let found = SalvagedEntries()
             var walk = DataFileWalk(pages: pages, meta: meta)
+            walk.salvaging = true
             walk.collects = { $0 == TypeRegistry.metaName || $0.hasPrefix("r.") }
             walk.visit = { database, key, value in found.add(database, key, value) }
             walk.run()
@@ -128,13 +145,17 @@ extension StoreMaintenance {
             let sealing = try PayloadSealing.forSalvage(
                 encryption: encryption, metaEntries: found.metaEntries, path: dataFile.path)
             let (lines, lost, records) = found.exportLines(sealing: sealing)
-            if best == nil || records > best?.records ?? 0 { best = (lines, damage, lost, records) }
+            // What the records databases the main database names claim (none named when it is unreadable).
+            let claimed = walk.databases.filter { $0.key.hasPrefix("r.") && Environment.isTypeDatabase($0.key) }
+                .reduce(UInt64(0)) { $0 &+ $1.value.entries }
+            let counted = walk.databases.isEmpty ? nil : Int(clamping: claimed)
+            if best == nil || records > best?.records ?? 0 { best = (lines, damage, lost, counted, records) }
         }
         guard let best else {
             throw LocalStorageError.openFailed(
                 path: dataFile.path, reason: "neither meta page can be used; nothing can be salvaged")
         }
-        return (best.lines, best.damage, best.lost)
+        return (best.lines, best.damage, best.lost, best.counted)
     }
 
     /// Imports salvaged export lines into a new store at `directory`, skipping (and listing) each line
@@ -193,10 +214,14 @@ private final class SalvagedEntries {
             let name = String(decoding: entry.key.dropFirst(TypeInfo.keyPrefix.count), as: UTF8.self)
             let info: TypeInfo
             do {
-                info = try entry.value.withUnsafeBytes { try TypeRegistry.decode($0, name: name) }
+                info = try entry.value.withUnsafeBytes { try TypeRegistry.decodeDescription($0) }
                 lines.append(try encoder.encode(TypeDescription(info)))
             } catch {
-                lost.append(VerifyProblem(type: name, id: nil, kind: .unreadableType, detail: "\(error)"))
+                // Its records cannot be told apart from another type's without its description.
+                let detail =
+                    "its description in meta cannot be read: \(TypeRegistry.undecodable(error)); none of its "
+                    + "records could be salvaged"
+                lost.append(VerifyProblem(type: name, id: nil, kind: .unreadableType, detail: detail))
                 continue
             }
             for record in records["r.\(info.number)"] ?? [] {

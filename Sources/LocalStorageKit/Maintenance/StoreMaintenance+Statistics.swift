@@ -11,6 +11,7 @@ extension StoreMaintenance {
         let catalog = currentCatalog
         let now = clock.wallNanoseconds()
         return try read { txn in
+            try checkPages(of: catalog.sortedTypes, in: txn)
             let main = try environment.mainStatistics()
             var pages = StoreStatistics.Pages(
                 capacity: info.mapSize / max(1, main.pageSize), used: info.lastPage + 1,

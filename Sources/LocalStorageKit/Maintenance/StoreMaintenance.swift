@@ -234,6 +234,26 @@ import Darwin
 
     // MARK: - Plumbing
 
+    /// Checks every page of the databases of `types` in `txn`'s snapshot (``Environment/checkPages(of:in:)``):
+    /// what a command runs before it reads or drops them whole through LMDB, which trusts its pages. With
+    /// `recordsOnly`, only their records databases (an export reads nothing else).
+    ///
+    /// - Throws: `decodingFailed` naming the damage, rather than a crash inside LMDB.
+    func checkPages(of types: [StoredType], recordsOnly: Bool = false, in txn: Transaction) throws {
+        let names = Set(
+            types.flatMap { recordsOnly ? ["r.\($0.info.number)"] : TypeSchema.databaseNames(of: $0.info) })
+        do {
+            try environment.checkPages(of: { names.contains($0) }, in: txn)
+        } catch let damage as DamagedDataFile {
+            throw LocalStorageError.decodingFailed(reason: "\(damage)")
+        }
+    }
+
+    /// Checks every page of the databases of `types` in a snapshot of its own, before a write reads them.
+    func checkPages(of types: [StoredType]) throws {
+        try read { txn in try checkPages(of: types, in: txn) }
+    }
+
     /// Runs `body` in one read transaction (one consistent snapshot of the store).
     func read<R>(_ body: (Transaction) throws -> R) throws -> R {
         try StoreMaintenance.mappingErrors { try environment.read(body) }

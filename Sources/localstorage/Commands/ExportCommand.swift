@@ -47,9 +47,13 @@ enum ExportCommand: Command {
             for problem in report.skipped {
                 output.message("localstorage: skipped " + InvisibleCharacters.escaped("\(problem)", keeping: []))
             }
+            let records = report.skipped.filter { $0.id != nil }.count
+            let types = report.skipped.count - records
+            let skipped = [(records, "unreadable record"), (types, "type whose description cannot be read")]
+                .filter { $0.0 > 0 }.map { "\($0.0) \($0.1)\($0.0 == 1 ? "" : "s")" }
             let summary =
                 "Exported \(report.records) records of \(report.types) types"
-                + (report.skipped.isEmpty ? "." : "; skipped \(report.skipped.count) unreadable records.")
+                + (skipped.isEmpty ? "." : "; skipped \(skipped.joined(separator: " and ")).")
             if toFile == nil { output.message(summary) } else { output.line(summary) }
         }
         return report.skipped.isEmpty ? 0 : 1

@@ -142,9 +142,20 @@ enum VerifyCommand: Command {
     static func show(_ salvage: SalvageReport, output: Output) {
         for problem in salvage.damage { output.line(InvisibleCharacters.escaped("\(problem)", keeping: [])) }
         for problem in salvage.lost { output.line("lost " + InvisibleCharacters.escaped("\(problem)", keeping: [])) }
+        // Of the records the damaged file counts, those the salvage did not write are lost (reached or not).
+        let salvaged = salvage.counted.map { "\(salvage.salvaged) of the \($0) records the damaged file counts" }
+        let missing = salvage.counted.map { max(0, $0 - salvage.salvaged) } ?? 0
+        let lost =
+            missing > 0
+            ? "; \(missing) are lost" : salvage.lost.isEmpty ? "" : "; \(salvage.lost.count) could not be read"
         output.line(
-            "Salvaged \(salvage.salvaged) records into a fresh store, which replaced the damaged one"
-                + (salvage.lost.isEmpty ? "." : "; \(salvage.lost.count) could not be read."))
+            "Salvaged \(salvaged ?? "\(salvage.salvaged) records") into a fresh store, which replaced the damaged "
+                + "one\(lost).")
+        if let kept = salvage.keptDamagedFile {
+            output.line(
+                "The damaged file is kept as \(InvisibleCharacters.escaped(kept, keeping: [])); remove it once "
+                    + "nothing more is to be read from it.")
+        }
     }
 
     /// Prints a verify report: the problems, then a summary line (or the report as JSON).
