@@ -122,14 +122,15 @@ struct BinaryJSONWriter {
         output.append(contentsOf: text.utf8)
     }
 
-    /// Writes a JSON string literal, escaping like `JSONEncoder` and repairing invalid UTF-8.
+    /// Writes a JSON string literal, escaping like `JSONEncoder` with `.withoutEscapingSlashes` (as the CLI
+    /// writes everything else: a `Data` member's Base64, written from its bytes, kept its slashes while the
+    /// same text in a string did not, so an export of an imported export differed) and repairing invalid UTF-8.
     private mutating func writeString(_ utf8: UnsafeRawBufferPointer) {
         output.append(UInt8(ascii: "\""))
         for byte in BinaryReader.string(from: utf8).utf8 {
             switch byte {
             case UInt8(ascii: "\""): append("\\\"")
             case UInt8(ascii: "\\"): append("\\\\")
-            case UInt8(ascii: "/"): append("\\/")
             case 0x08: append("\\b")
             case 0x0C: append("\\f")
             case UInt8(ascii: "\n"): append("\\n")
