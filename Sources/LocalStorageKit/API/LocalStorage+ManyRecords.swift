@@ -11,6 +11,11 @@ extension LocalStorage {
     /// Complexity: one lookup per id in one read transaction: cheaper than one ``fetch(_:id:)-(_,String)``
     /// per id. With a ``LocalStorageConfiguration/memoryCache``, the values it holds come from memory (as
     /// current as that snapshot) and the others it keeps.
+    ///
+    /// The store keys records by their ids' UTF-8 bytes, while a Swift `String` key compares by canonical
+    /// equivalence: of two records whose ids differ only in Unicode normalization ("café" composed and
+    /// decomposed), asked for together, the dictionary holds the one asked for last under the first id.
+    /// Fetch such ids one at a time to tell them apart.
     /// - Throws: `invalidId` for an id that cannot key a record; `decodingFailed`; `migrationFailed`.
     nonisolated(nonsending) public func fetch<T: LocalStorable>(_ type: T.Type, ids: [T.ID]) async throws -> [T.ID: T] {
         try await operation("fetch(ids:)") {
