@@ -28,6 +28,9 @@ enum ChildCheck {
         case .exited(let status): return status
         case .signaled(let number): signal = number
         }
+        // A reader that closed the pipe (`localstorage verify | head -1`) ends the child's writes, not LMDB: end
+        // the way a tool that wrote into that pipe itself would, without a word about damage.
+        if signal == SIGPIPE { return 128 + SIGPIPE }
         var stage = "an unknown stage"
         if let stageFile {
             do {

@@ -6,7 +6,11 @@ extension DataFileWalk {
         _ pages: inout DataFilePages, transactionID: UInt64? = nil
     ) -> (MetaPage?, [Problem]) {
         let (metas, problems) = usableMetas(&pages)
-        return (metas.first { transactionID == nil || $0.transactionID == transactionID }, problems)
+        guard let transactionID else { return (metas.first, problems) }
+        // A read transaction reads meta page `id & 1`: when a damaged page names the other's transaction too,
+        // the walk reads the page LMDB reads.
+        let same = metas.filter { $0.transactionID == transactionID }
+        return (same.first { UInt64($0.number) == transactionID & 1 } ?? same.first, problems)
     }
 
     /// The meta pages that can describe this file, newest first, and what is wrong with the others.

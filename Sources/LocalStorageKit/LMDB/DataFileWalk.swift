@@ -48,6 +48,9 @@ struct DataFileWalk {
     private(set) var problems: [Problem] = []
     /// The named databases the main database describes.
     private(set) var databases: [String: DatabaseRecord] = [:]
+    /// Names the main database holds twice (only a ``salvaging`` walk reads on where that can happen): the
+    /// entries collected under them may belong to either database.
+    private(set) var ambiguous: Set<String> = []
     private var used: [Bool]
     /// The pages the free-page database lists, as the walk met them.
     private(set) var freeListed: [UInt64] = []
@@ -213,6 +216,10 @@ struct DataFileWalk {
         }
         if isLeaf { tally.leaf += 1 } else { tally.branch += 1 }
         guard let nodes = nodeOffsets(page, size: pageSize, in: name, page: number) else { return }
+        if let overlap = overlappingNode(page, nodes, size: pageSize, isLeaf: isLeaf) {
+            report(name, number, overlap)
+            if !salvaging { return }
+        }
         // Keys are compared where they lie in the page: a copy of each cost most of a walk of a large store.
         var previous: ArraySlice<UInt8>? = nil
         var disordered = false
@@ -271,6 +278,35 @@ struct DataFileWalk {
             offsets.append(offset)
         }
         return offsets
+    }
+
+    /// What is wrong when a node of a page (or sub-page) of `size` bytes runs into the next one or past the
+    /// page's end: LMDB reads each node as far as its sizes say, so a size that grew by one bit makes it read
+    /// and write its neighbour (a repair in place of such a page ended with SIGBUS, and `clear` with heap
+    /// corruption). A leaf node holds its key and value (or an 8-byte overflow page number); a branch node,
+    /// and a node of a duplicates sub-page, its key alone.
+    private func overlappingNode(_ page: [UInt8], _ nodes: [Int], size: Int, isLeaf: Bool) -> String? {
+        var extents: [(start: Int, end: Int)] = []
+        extents.reserveCapacity(nodes.count)
+        for offset in nodes {
+            var end = offset + DataFilePages.nodeSize + Int(loadInteger(page, offset + 6, as: UInt16.self))
+            if isLeaf {
+                let flags = loadInteger(page, offset + 4, as: UInt16.self)
+                let low = Int(loadInteger(page, offset, as: UInt16.self))
+                let dataSize = low | Int(loadInteger(page, offset + 2, as: UInt16.self)) << 16
+                end += flags & DataFilePages.bigData != 0 ? 8 : dataSize
+            }
+            extents.append((offset, end))
+        }
+        extents.sort { $0.start < $1.start }
+        for (index, extent) in extents.enumerated() {
+            let limit = index + 1 < extents.count ? extents[index + 1].start : size
+            if extent.end > limit {
+                return index + 1 < extents.count
+                    ? "the node at byte \(extent.start) runs into the next one" : "a node runs past the end of the page"
+            }
+        }
+        return nil
     }
 
     /// One entry of a leaf page: its value (inline or on overflow pages), and what it holds: a named
@@ -347,6 +383,13 @@ struct DataFileWalk {
             }
             let databaseName = String(decoding: key, as: UTF8.self)
             let record = DatabaseRecord(value, at: 0)
+            // Only a salvage reads on past keys out of order, where a changed byte can make two names one: which
+            // of the two trees is the database cannot be told, and a salvage must not put one type's records
+            // under another type.
+            guard databases[databaseName] == nil else {
+                ambiguous.insert(databaseName)
+                return report(name, pageNumber, "the database name \(databaseName) appears twice")
+            }
             databases[databaseName] = record
             if shallow || countsPagesOf.map({ !$0(databaseName) }) == true
                 || walksOnly.map({ !$0(databaseName) }) == true
@@ -385,6 +428,10 @@ struct DataFileWalk {
             return UInt64(max(0, lower - DataFilePages.headerSize) / 2)
         }
         guard let nodes = nodeOffsets(value, size: value.count, in: name, page: page) else { return 0 }
+        if let overlap = overlappingNode(value, nodes, size: value.count, isLeaf: false) {
+            report(name, page, "a duplicates sub-page: \(overlap)")
+            return 0
+        }
         for offset in nodes {
             let keySize = Int(loadInteger(value, offset + 6, as: UInt16.self))
             guard offset + DataFilePages.nodeSize + keySize <= value.count else {

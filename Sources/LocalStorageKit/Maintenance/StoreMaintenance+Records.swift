@@ -96,10 +96,12 @@ extension StoreMaintenance {
     /// - Throws: ``MaintenanceError/recordNotFound(type:id:)``; `decodingFailed` for a damaged record or a
     ///   payload that cannot be turned into JSON.
     public func record(_ typeName: String, id: String) throws -> RecordDetail {
-        let schema = try storedType(typeName).schema
+        let type = try storedType(typeName)
+        let schema = type.schema
         let key = try StoreMaintenance.mappingErrors { try RecordWriter.key(for: id) }
         let now = clock.wallNanoseconds()
         return try read { txn in
+            try checkPages(of: [type], recordsOnly: true, in: txn)
             guard let bytes = try txn.get(schema.records, key: key) else {
                 throw MaintenanceError.recordNotFound(type: schema.name, id: id)
             }
@@ -197,7 +199,9 @@ extension StoreMaintenance {
     /// entry databases. Apps observing the type hear of it through the change log.
     /// - Throws: ``MaintenanceError/recordNotFound(type:id:)``.
     public func delete(_ typeName: String, id: String) async throws {
-        let schema = try storedType(typeName).schema
+        let type = try storedType(typeName)
+        let schema = type.schema
+        try checkPages(of: [type])  // A delete walks the record's index entries and counters.
         let key = try StoreMaintenance.mappingErrors { try RecordWriter.key(for: id) }
         let deleted = try await write { writer in
             try writer.transact { context in try RecordWriter.delete(id: id, key: key, schema: schema, context: context)

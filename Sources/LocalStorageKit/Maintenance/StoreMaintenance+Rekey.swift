@@ -17,7 +17,7 @@ extension StoreMaintenance {
         let types = currentCatalog.sortedTypes
         let schemas = types.map(\.schema)
         let total = try read { txn in
-            try checkPages(of: types, recordsOnly: true, in: txn)
+            try checkPages(of: types, in: txn)  // A reseal writes the index entries and the counts too.
             return try schemas.reduce(0) { $0 + (try txn.entryCount($1.records)) }
         }
         return try await write { writer in

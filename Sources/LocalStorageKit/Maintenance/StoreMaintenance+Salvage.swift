@@ -131,7 +131,7 @@ extension StoreMaintenance {
         defer { close(descriptor) }
         var pages = DataFilePages(descriptor: descriptor)
         let (metas, metaProblems) = DataFileWalk.usableMetas(&pages)
-        var best: (lines: [Data], damage: [VerifyProblem], lost: [VerifyProblem], counted: Int?, records: Int)?
+        var snapshots: [SalvagedSnapshot] = []
         for meta in metas {
             let found = SalvagedEntries()
             var walk = DataFileWalk(pages: pages, meta: meta)
@@ -139,23 +139,56 @@ extension StoreMaintenance {
             walk.collects = { $0 == TypeRegistry.metaName || $0.hasPrefix("r.") }
             walk.visit = { database, key, value in found.add(database, key, value) }
             walk.run()
-            let damage = (metaProblems + walk.problems).map {
-                VerifyProblem(type: "data.mdb", id: nil, kind: .damagedFile, detail: "\($0)")
-            }
+            found.drop(walk.ambiguous)
             let sealing = try PayloadSealing.forSalvage(
                 encryption: encryption, metaEntries: found.metaEntries, path: dataFile.path)
             let (lines, lost, records) = found.exportLines(sealing: sealing)
-            // What the records databases the main database names claim (none named when it is unreadable).
-            let claimed = walk.databases.filter { $0.key.hasPrefix("r.") && Environment.isTypeDatabase($0.key) }
-                .reduce(UInt64(0)) { $0 &+ $1.value.entries }
-            let counted = walk.databases.isEmpty ? nil : Int(clamping: claimed)
-            if best == nil || records > best?.records ?? 0 { best = (lines, damage, lost, counted, records) }
+            snapshots.append(
+                SalvagedSnapshot(
+                    meta: meta, problems: walk.problems, lines: lines, lost: lost, records: records,
+                    counted: Self.counted(walk, records: records, fileLength: pages.fileLength)))
         }
-        guard let best else {
+        // The snapshot that yields more records wins, then the one with fewer problems, then the newer one (the
+        // newest commit's pages may be the damaged ones: the commit before it is then whole, less what the
+        // newest commit wrote). Records under a name the main database holds twice are not counted.
+        guard
+            let best = snapshots.enumerated().min(by: { lhs, rhs in
+                (-lhs.element.records, lhs.element.problems.count, lhs.offset)
+                    < (-rhs.element.records, rhs.element.problems.count, rhs.offset)
+            })?.element
+        else {
             throw LocalStorageError.openFailed(
                 path: dataFile.path, reason: "neither meta page can be used; nothing can be salvaged")
         }
-        return (best.lines, best.damage, best.lost, best.counted)
+        var damage = (metaProblems + best.problems).map {
+            VerifyProblem(type: "data.mdb", id: nil, kind: .damagedFile, detail: "\($0)")
+        }
+        if let newest = snapshots.first, newest.meta.transactionID != best.meta.transactionID {
+            let why = newest.problems.first.map { ": \($0)" } ?? ""
+            damage.insert(
+                VerifyProblem(
+                    type: "data.mdb", id: nil, kind: .damagedFile,
+                    detail: "the newest commit (transaction \(newest.meta.transactionID)) cannot be read whole\(why); "
+                        + "the salvage read the commit before it (transaction \(best.meta.transactionID)): what the "
+                        + "newest commit wrote is lost"),
+                at: 0)
+        }
+        return (best.lines, damage, best.lost, best.counted)
+    }
+
+    /// The records a salvage walk's records databases claim (``SalvageReport/counted``); nil when the claims
+    /// cannot be trusted: fewer than the records read, or more than the file could hold (a changed count).
+    private static func counted(_ walk: DataFileWalk, records: Int, fileLength: Int) -> Int? {
+        guard !walk.databases.isEmpty else { return nil }
+        var claimed: UInt64 = 0
+        for (name, record) in walk.databases where name.hasPrefix("r.") && Environment.isTypeDatabase(name) {
+            let (sum, overflow) = claimed.addingReportingOverflow(record.entries)
+            guard !overflow else { return nil }
+            claimed = sum
+        }
+        // A record takes at least a node (8 bytes), a key byte and a record header's 20-odd bytes.
+        guard claimed >= UInt64(records), claimed <= UInt64(fileLength / 16) else { return nil }
+        return Int(claimed)
     }
 
     /// Imports salvaged export lines into a new store at `directory`, skipping (and listing) each line
@@ -189,10 +222,26 @@ extension StoreMaintenance {
     }
 }
 
+/// What a salvage read from the snapshot of one meta page.
+private struct SalvagedSnapshot {
+    let meta: MetaPage
+    let problems: [DataFileWalk.Problem]
+    let lines: [Data]
+    let lost: [VerifyProblem]
+    let records: Int
+    let counted: Int?
+}
+
 /// The entries a salvage walk reached: the `meta` database and every records database.
 private final class SalvagedEntries {
     private(set) var metaEntries: [(key: [UInt8], value: [UInt8])] = []
     private var records: [String: [(key: [UInt8], value: [UInt8])]] = [:]
+
+    /// Forgets what was collected under `names` (names the main database holds twice).
+    func drop(_ names: Set<String>) {
+        for name in names { records[name] = nil }
+        if names.contains(TypeRegistry.metaName) { metaEntries = [] }
+    }
 
     func add(_ database: String, _ key: [UInt8], _ value: [UInt8]) {
         if database == TypeRegistry.metaName {

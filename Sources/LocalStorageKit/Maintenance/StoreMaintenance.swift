@@ -208,11 +208,17 @@ import Darwin
     /// The type called `name`: the one spelled with these very bytes, else the only one whose name Swift
     /// compares equal to it (a name typed in another Unicode normalization form).
     ///
-    /// - Throws: ``MaintenanceError/unknownType(_:known:)``.
+    /// - Throws: ``MaintenanceError/unknownType(_:known:)``; `decodingFailed` for a type whose description
+    ///   in `meta` cannot be read (it is there, so it is not unknown).
     func storedType(_ name: String) throws -> StoredType {
         let current = currentCatalog
         if let type = current.types[ExactName(name)] { return type }
         let equivalent = current.types.values.filter { $0.info.name == name }
+        if equivalent.isEmpty, let unreadable = current.unreadable.first(where: { $0 == name }) {
+            throw LocalStorageError.decodingFailed(
+                reason: "the store's description of type \"\(unreadable)\" cannot be read: it is damaged or was "
+                    + "written by a newer version of LocalStorageKit (`localstorage verify` reports it)")
+        }
         guard equivalent.count == 1, let type = equivalent.first else {
             throw MaintenanceError.unknownType(name, known: current.sortedTypes.map(\.info.name))
         }
@@ -235,13 +241,15 @@ import Darwin
     // MARK: - Plumbing
 
     /// Checks every page of the databases of `types` in `txn`'s snapshot (``Environment/checkPages(of:in:)``):
-    /// what a command runs before it reads or drops them whole through LMDB, which trusts its pages. With
-    /// `recordsOnly`, only their records databases (an export reads nothing else).
+    /// and of the store-wide databases (`meta`, `changes`, `counts`, `leases`, the policies'): what a command
+    /// runs before it reads, writes or drops them through LMDB, which trusts its pages. With `recordsOnly`, of
+    /// the types only their records databases (an export reads nothing else of them).
     ///
     /// - Throws: `decodingFailed` naming the damage, rather than a crash inside LMDB.
     func checkPages(of types: [StoredType], recordsOnly: Bool = false, in txn: Transaction) throws {
         let names = Set(
-            types.flatMap { recordsOnly ? ["r.\($0.info.number)"] : TypeSchema.databaseNames(of: $0.info) })
+            types.flatMap { recordsOnly ? ["r.\($0.info.number)"] : TypeSchema.databaseNames(of: $0.info) }
+                + TypeRegistry.storeWideNames)
         do {
             try environment.checkPages(of: { names.contains($0) }, in: txn)
         } catch let damage as DamagedDataFile {

@@ -145,9 +145,8 @@ enum VerifyCommand: Command {
         // Of the records the damaged file counts, those the salvage did not write are lost (reached or not).
         let salvaged = salvage.counted.map { "\(salvage.salvaged) of the \($0) records the damaged file counts" }
         let missing = salvage.counted.map { max(0, $0 - salvage.salvaged) } ?? 0
-        let lost =
-            missing > 0
-            ? "; \(missing) are lost" : salvage.lost.isEmpty ? "" : "; \(salvage.lost.count) could not be read"
+        let unread = salvage.lost.isEmpty ? "" : "; \(salvage.lost.count) could not be read"
+        let lost = missing > 0 ? "; \(missing) \(missing == 1 ? "is" : "are") lost" : unread
         output.line(
             "Salvaged \(salvaged ?? "\(salvage.salvaged) records") into a fresh store, which replaced the damaged "
                 + "one\(lost).")

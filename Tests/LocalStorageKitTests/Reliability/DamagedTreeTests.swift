@@ -37,18 +37,18 @@ import Testing
         let records = try #require(walk.databases["r.\(number)"])
         try #require(records.depth == 2)
         var bytes = [UInt8](try Data(contentsOf: dataFile))
-        // The branch root's second node points at a leaf (the first node's key is empty, its child too).
-        let root = pageRange(records.root, pageSize: meta.pageSize)
-        let node = nodeOffset(bytes, page: root.lowerBound, index: 1)
-        let leaf = UInt64(bytes[node]) | UInt64(bytes[node + 1]) << 8 | UInt64(bytes[node + 2]) << 16
-        // That leaf's first entry now says it holds sorted duplicates, which LMDB follows into a cursor the
-        // records database does not have.
-        let first = nodeOffset(bytes, page: pageRange(leaf, pageSize: meta.pageSize).lowerBound, index: 0)
+        // The first leaf's first entry now says it holds sorted duplicates, which LMDB follows into a cursor
+        // the records database does not have.
+        let (leaf, first) = firstLeaf(of: records, in: bytes, pageSize: meta.pageSize)
         bytes[first + 4] |= UInt8(DataFilePages.dupData)
         try Data(bytes).write(to: dataFile)
 
         let files = configuration.storeDirectory.path
-        for command in [["stats"], ["export"], ["list", "Product"], ["clear", "Product", "--yes"]] {
+        let commands = [
+            ["stats"], ["export"], ["list", "Product"], ["get", "Product", "sku_1"], ["delete", "Product", "sku_1"],
+            ["clear", "Product", "--yes"],
+        ]
+        for command in commands {
             let result = try await CLIResult.run(command + ["--store", files], environment: nil)
             #expect(result.status == 1, "\(command): \(result.status) \(result.stdout)\(result.stderr)")
             #expect(
@@ -62,19 +62,103 @@ import Testing
         #expect(try await CLIResult.run(["list", "Note", "--store", files], environment: nil).status == 0)
     }
 
-    @Test func aRepairReadsPastAMainDatabaseKeyOutOfOrder() async throws {
-        let (configuration, dataFile, number) = try await makeStore()
+    /// Changes byte `index` of the database name `name` in the main database's only page of the newest commit
+    /// in `dataFile` to `byte`; returns the file's bytes as written.
+    private func changeDatabaseName(_ name: String, at index: Int, to byte: UInt8, in dataFile: URL) throws -> [UInt8] {
         let (_, meta) = try walkDataFile(dataFile.path)
         try #require(meta.main.depth == 1)
         var bytes = [UInt8](try Data(contentsOf: dataFile))
-        // One byte of a database name in the main database's only page: `e.N` becomes `z.N`, after names
-        // that sort later, so the page's keys are out of order and the open refuses the store.
         let page = pageRange(meta.main.root, pageSize: meta.pageSize)
-        let name = Array("e.\(number)".utf8)
+        let name = Array(name.utf8)
         let at = try #require(
             page.first { bytes[$0..<min(page.upperBound, $0 + name.count)].elementsEqual(name) })
-        bytes[at] = UInt8(ascii: "z")
+        bytes[at + index] = byte
         try Data(bytes).write(to: dataFile)
+        return bytes
+    }
+
+    /// The records tree's first leaf (the root's second child) and the offset of that leaf's first node.
+    private func firstLeaf(of records: DatabaseRecord, in bytes: [UInt8], pageSize: Int) -> (page: UInt64, node: Int) {
+        let root = pageRange(records.root, pageSize: pageSize)
+        let node = nodeOffset(bytes, page: root.lowerBound, index: 1)
+        let leaf = UInt64(bytes[node]) | UInt64(bytes[node + 1]) << 8 | UInt64(bytes[node + 2]) << 16
+        return (leaf, nodeOffset(bytes, page: pageRange(leaf, pageSize: pageSize).lowerBound, index: 0))
+    }
+
+    /// A node whose value size grew by one bit runs into its neighbour inside the page: LMDB reads (and a repair
+    /// in place wrote) the neighbour's bytes. `verify` called such a file sound.
+    @Test func aNodeThatRunsIntoTheNextOneIsDamage() async throws {
+        let (configuration, dataFile, number) = try await makeStore()
+        let (walk, meta) = try walkDataFile(dataFile.path)
+        let records = try #require(walk.databases["r.\(number)"])
+        var bytes = [UInt8](try Data(contentsOf: dataFile))
+        let (leaf, _) = firstLeaf(of: records, in: bytes, pageSize: meta.pageSize)
+        // The node lowest in the page has another node right after it: 8 bytes more of value run into that
+        // one, still inside the page (which the walk already checked).
+        let start = pageRange(leaf, pageSize: meta.pageSize).lowerBound
+        let count = (Int(bytes[start + 12]) | Int(bytes[start + 13]) << 8 - DataFilePages.headerSize) / 2
+        let node = try #require((0..<count).map { nodeOffset(bytes, page: start, index: $0) }.min())
+        let size = Int(bytes[node]) | Int(bytes[node + 1]) << 8
+        bytes[node] = UInt8(truncatingIfNeeded: size + 8)
+        bytes[node + 1] = UInt8(truncatingIfNeeded: (size + 8) >> 8)
+        try Data(bytes).write(to: dataFile)
+        let files = configuration.storeDirectory.path
+        let verify = try await CLIResult.run(["verify", "--store", files], environment: nil)
+        #expect(verify.status == 1, "\(verify.stdout)\(verify.stderr)")
+        #expect(verify.stdout.contains("page \(leaf) of database r.\(number)"), "\(verify.stdout)")
+        let repair = try await CLIResult.run(["verify", "--repair", "--store", files], environment: nil)
+        #expect(repair.status == 0, "\(repair.stdout)\(repair.stderr)")
+        let storage = try LocalStorage(configuration: configuration)
+        var present = 0
+        for n in 0..<500 {
+            guard let found = try await storage.fetch(Product.self, id: "sku_\(n)") else { continue }
+            #expect(found == Product.sample(n))
+            present += 1
+        }
+        #expect(present >= 490)
+    }
+
+    /// A changed byte made one type's records database carry another type's name: the salvage read on past
+    /// the disorder, collected both trees under one name, and imported products as notes.
+    @Test func aSalvageNeverPutsOneTypesRecordsUnderAnother() async throws {
+        let configuration = diskConfiguration(temporaryDirectory())
+        let (products, notes) = try await withStore(configuration) { storage in
+            try await storage.save(contentsOf: (0..<300).map(Product.sample))
+            try await storage.save(Note(id: "n1", text: "one"))
+            try await storage.save(Note(id: "n2", text: "two"))  // The newest commit.
+            return (
+                try await storage.core.schema(for: Product.self).number,
+                try await storage.core.schema(for: Note.self).number
+            )
+        }
+        try #require(products < 10 && notes < 10)
+        let dataFile = configuration.storeDirectory.appendingPathComponent("data.mdb")
+        _ = try changeDatabaseName("r.\(products)", at: 2, to: UInt8(ascii: "0") + UInt8(notes), in: dataFile)
+
+        let repair = try await CLIResult.run(
+            ["verify", "--repair", "--store", configuration.storeDirectory.path], environment: nil)
+        #expect(repair.status == 0, "\(repair.stdout)\(repair.stderr)")
+        #expect(repair.stdout.contains("the newest commit"), "\(repair.stdout)")
+        let storage = try LocalStorage(configuration: configuration)
+        #expect(try await storage.count(Note.self) <= 2)
+        for note in try await storage.fetch(Note.self) { #expect(["n1", "n2"].contains(note.id)) }
+        for n in 0..<300 { #expect(try await storage.fetch(Product.self, id: "sku_\(n)") == Product.sample(n)) }
+    }
+
+    /// A reader that closes the pipe ends `verify`'s child with SIGPIPE, which was reported as damage.
+    @Test func verifyIntoAClosedPipeReportsNoDamage() async throws {
+        let (configuration, _, _) = try await makeStore()
+        let result = try await CLIResult.run(
+            [configuration.storeDirectory.path], environment: nil,
+            launcher: ["/bin/sh", "-c", #"sleep 0.2 | ("$1" verify --store "$2"; echo "status $?" >&2) | true"#, "sh"])
+        #expect(!result.stderr.contains("damaged"), "\(result.stderr)")
+    }
+
+    @Test func aRepairReadsPastAMainDatabaseKeyOutOfOrder() async throws {
+        let (configuration, dataFile, number) = try await makeStore()
+        // `e.N` becomes `z.N`, after names that sort later, so the page's keys are out of order and the open
+        // refuses the store.
+        let bytes = try changeDatabaseName("e.\(number)", at: 0, to: UInt8(ascii: "z"), in: dataFile)
         expectOpenFailed(configuration.databaseDirectory, mentioning: ["out of order"])
 
         let files = configuration.storeDirectory.path
@@ -110,6 +194,9 @@ import Testing
             #expect(export.stderr.contains("1 type whose description cannot be read"), "\(export.stderr)")
             #expect(export.stdout.contains("\"n1\""), "\(arguments)")
         }
+        let list = try await CLIResult.run(["list", "Product", "--store", files], environment: nil)
+        #expect(list.status == 1)
+        #expect(list.stderr.contains("description of type \"Product\" cannot be read"), "\(list.stderr)")
         let repair = try await CLIResult.run(["verify", "--repair", "--store", files], environment: nil)
         #expect(repair.stdout.contains("lost Product: its description in meta cannot be read"), "\(repair.stdout)")
         #expect(!repair.stdout.contains("left untouched"), "\(repair.stdout)")
