@@ -114,6 +114,22 @@ import Testing
         }
     }
 
+    /// A token is served while at most `changeLogRetention` changes follow it and expires with the next one,
+    /// however far the log's trimming (which runs in steps past the retention) has got.
+    @Test(arguments: [1, 5, 10])
+    func aTokenExpiresOnceMoreThanTheRetentionFollowsIt(retention: Int) async throws {
+        var configuration = LocalStorageConfiguration.inMemory
+        configuration.changeLogRetention = retention
+        let storage = try LocalStorage(configuration: configuration)
+        let old = try await storage.changeToken()
+        for n in 0..<retention { try await storage.save(Note(id: "n\(n)", text: "x")) }
+        #expect(try await storage.changes(of: Note.self, since: old).changes.count == retention)
+        try await storage.save(Note(id: "one more", text: "x"))
+        await #expect(throws: LocalStorageError.changeTokenExpired) {
+            _ = try await storage.changes(of: Note.self, since: old)
+        }
+    }
+
     @Test func aProcessThatStoppedReadsExactlyTheChangesItMissed() async throws {
         let directory = temporaryDirectory()
         let saved: Data = try await withStore(diskConfiguration(directory)) { storage async throws in

@@ -66,8 +66,9 @@ public struct LocalStorageConfiguration: Sendable {
     /// oldest are dropped, so a slow consumer never blocks the writer or grows memory without bound.
     public var changeStreamBufferSize: Int = 10_000
     /// How many changes the store's change log keeps at least, for ``LocalStorage/changes(of:since:)``
-    /// and for other processes to follow: a token older than that throws
-    /// ``LocalStorageError/changeTokenExpired``. Belongs to the environment (taken from the first open).
+    /// and for other processes to follow: a token that more than this many changes follow throws
+    /// ``LocalStorageError/changeTokenExpired`` (whether or not the log has trimmed them yet). Belongs to the
+    /// environment (taken from the first open).
     public var changeLogRetention: Int = 100_000
     /// A Redis or Valkey server that several instances share, with this store as their near cache; nil (the
     /// default) for a store of this host alone. See ``SharedTierConfiguration``.

@@ -4,16 +4,19 @@ enum ChangeFeed {
         _ type: T.Type, since token: StorageChangeToken, schema: TypeSchema, changeLog: ChangeLog, now: Int64,
         txn: Transaction, session: DecodeSession
     ) throws -> (changes: [StorageChange<T>], next: StorageChangeToken) {
+        let last = try changeLog.lastSequence(in: txn)
+        // A token more than `retention` changes old has expired, whether or not the log has trimmed them yet
+        // (it trims in steps, a slack past the retention): the same answer at every moment of the trimming.
         guard token.store == changeLog.store, token.sequence >= (try changeLog.trimmedThrough(in: txn)),
-            token.sequence <= (try changeLog.lastSequence(in: txn))
+            token.sequence <= last, last - token.sequence <= UInt64(changeLog.retention)
         else {
             throw LocalStorageError.changeTokenExpired
         }
         var latest: [[UInt8]: (sequence: UInt64, kind: ChangeLog.Kind, inserted: Bool)] = [:]
         var cleared: UInt64?
-        var last = token.sequence
+        var read = token.sequence
         try changeLog.forEachEntry(after: token.sequence, in: txn) { entry in
-            last = entry.sequence
+            read = entry.sequence
             guard entry.type == schema.number else { return true }
             switch entry.kind {
             case .cleared:
@@ -51,7 +54,7 @@ enum ChangeFeed {
             }
         }
         ordered.sort { $0.sequence < $1.sequence }
-        return (ordered.map(\.change), changeLog.token(last))
+        return (ordered.map(\.change), changeLog.token(read))
     }
 }
 
