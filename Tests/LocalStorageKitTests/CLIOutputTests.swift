@@ -164,6 +164,23 @@ import Testing
             #expect(text.contains("line\\u000abreak"), "\(text)")
             #expect(!text.contains("line\nbreak"), "\(text)")
         }
+        // `list` names ids as `get` and `delete` take them (`--escaped`), on one line.
+        let list = try await CLIResult.run(["list", "Note", "--store", store], environment: nil)
+        #expect(list.stdout.split(separator: "\n").count == 1, "\(list.stdout)")
+        #expect(list.stdout.contains(#""line\nbreak"  DAMAGED"#), "\(list.stdout)")
+    }
+
+    /// `list` prints one line per record: a line break in an indexed value split a record over two lines.
+    @Test func aLineBreakInAnIndexedValueIsListedOnOneLine() async throws {
+        let store = try await IntegrityStore { storage in
+            var product = Product.sample(1)
+            product.category = "line\nbreak"
+            try await storage.save(product)
+        }
+        let list = try await store.run(["list", "Product"])
+        #expect(list.status == 0, "\(list.stderr)")
+        #expect(list.stdout.split(separator: "\n").count == 1, "\(list.stdout)")
+        #expect(list.stdout.contains("line\\u000abreak"), "\(list.stdout)")
     }
 
     /// A store holding one `Note`, `id`, whose record bytes are not a record (its header cannot be read).

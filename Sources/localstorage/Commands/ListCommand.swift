@@ -54,10 +54,13 @@ enum ListCommand: Command {
             return 0
         }
         for record in listing.records {
-            output.line(describe(record))
+            // One line per record: a line break in an index value is escaped like any control character.
+            output.line(InvisibleCharacters.escaped(describe(record), keeping: []))
         }
         for problem in listing.damaged {
-            output.line("\(problem.id.map(IdentifierArgument.displayed) ?? "?")  DAMAGED: \(problem.detail)")
+            output.line(
+                InvisibleCharacters.escaped(
+                    "\(problem.id.map(IdentifierArgument.displayed) ?? "?")  DAMAGED: \(problem.detail)", keeping: []))
         }
         if listing.records.isEmpty && listing.damaged.isEmpty { output.line("(no records)") }
         return 0
