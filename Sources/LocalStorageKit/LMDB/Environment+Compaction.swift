@@ -106,10 +106,10 @@ extension Environment {
             let reason = "another process (pid \(pid)) has the store open (its reader table)"
             return (first.handle, first.recreated, .skipped(freeFraction: space.fraction, reason: reason), -1)
         }
-        // The copy walks every tree inside LMDB: the roots the open left to each type's first use are checked
-        // first, and a damaged one leaves the store as it is, uncompacted.
+        // The copy walks every tree inside LMDB: every page is checked first, and damage leaves the store as it
+        // is, uncompacted.
         do {
-            try Environment.checkPages(first.handle, typeRoots: true)
+            try Environment.checkPages(first.handle, everyPage: true)
         } catch {
             return (first.handle, first.recreated, .failed(freeFraction: space.fraction, reason: "\(error)"), -1)
         }

@@ -31,9 +31,8 @@ extension Environment {
 
     /// Writes a compacted copy of the environment into `directory` (`mdb_env_copy2`).
     func copyCompacted(to directory: String) throws {
-        // The copy walks every tree inside LMDB: the roots the open left to each type's first use are checked
-        // first.
-        try Environment.checkPages(handle, typeRoots: true)
+        // The copy walks every tree inside LMDB: every page is checked first.
+        try Environment.checkPages(handle, everyPage: true)
         try check(directory.withCString { mdb_env_copy2(handle, $0, UInt32(MDB_CP_COMPACT)) }, "mdb_env_copy2")
     }
 }

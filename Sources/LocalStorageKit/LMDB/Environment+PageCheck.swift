@@ -16,8 +16,9 @@ extension Environment {
     /// - Throws: ``DamagedDataFile`` naming the first problem.
     ///
     /// With `typeRoots`, the root pages of the types' databases too, which an open leaves to each type's first
-    /// use (``checkTypeRoots(number:names:in:)``): what a compaction needs before LMDB copies every tree.
-    static func checkPages(_ raw: OpaquePointer, typeRoots: Bool = false) throws {
+    /// use (``checkTypeRoots(number:names:in:)``). With `everyPage`, every page of every database: what a
+    /// compaction needs before LMDB's compacting copy walks every tree (a damaged leaf ended it with SIGSEGV).
+    static func checkPages(_ raw: OpaquePointer, typeRoots: Bool = false, everyPage: Bool = false) throws {
         var descriptor: Int32 = -1
         guard mdb_env_get_fd(raw, &descriptor) == MDB_SUCCESS, descriptor >= 0 else { return }
         // A read transaction pins the snapshot: its pages are not reused while the walk reads them.
@@ -30,7 +31,7 @@ extension Environment {
             throw DamagedDataFile(problem: problems.first.map(String.init(describing:)) ?? "no usable meta page")
         }
         var walk = DataFileWalk(pages: pages, meta: meta)
-        walk.shallow = true
+        walk.shallow = !everyPage
         // The roots of the types' databases are checked at each type's first use (`checkTypeRoots`): a store
         // of many types would otherwise read several pages per type at every open.
         walk.checksRootOf = { typeRoots || !isTypeDatabase($0) }

@@ -46,7 +46,7 @@ import Testing
         let files = configuration.storeDirectory.path
         let commands = [
             ["stats"], ["export"], ["list", "Product"], ["get", "Product", "sku_1"], ["delete", "Product", "sku_1"],
-            ["clear", "Product", "--yes"],
+            ["clear", "Product", "--yes"], ["compact"], ["compact", "--output", temporaryDirectory().path],
         ]
         for command in commands {
             let result = try await CLIResult.run(command + ["--store", files], environment: nil)

@@ -67,7 +67,7 @@ import Darwin
         }
         #expect(store.dataFileIdentity == before, "the damaged file should have been left as it was")
         #expect(
-            logger.all.contains { $0.contains("Compaction failed") && $0.contains("root page") },
+            logger.all.contains { $0.contains("Compaction failed") && $0.contains("damaged at page \(root)") },
             "logged: \(logger.all)")
     }
 
