@@ -45,6 +45,18 @@ extension DataFileWalk {
                 usable.append(meta)
             }
         }
+        // One of two meta pages naming the same transaction is damaged: LMDB reads one or the other depending on
+        // how it opens the file (page `id & 1` with its lock file, page 0 without), so two commits pass for one.
+        if usable.count == 2, usable[0].transactionID == usable[1].transactionID {
+            problems.append(metaTie(usable[0].transactionID))
+        }
         return (usable, problems)
+    }
+
+    /// The problem of two meta pages naming one transaction.
+    static func metaTie(_ transactionID: UInt64) -> Problem {
+        Problem(
+            database: "meta", page: nil,
+            detail: "both meta pages name transaction \(transactionID): one of them is damaged")
     }
 }

@@ -15,6 +15,10 @@ struct DataFileWalk {
         var page: UInt64?
         var detail: String
 
+        /// Whether it is a database's entry or page counts disagreeing with its tree (which differ between two
+        /// commits that share a damaged page).
+        var isCountClaim: Bool { page == nil && detail.hasPrefix("it claims ") }
+
         var description: String {
             "the file is damaged at " + (page.map { "page \($0) of " } ?? "") + "database \(database): \(detail)"
         }
@@ -51,6 +55,10 @@ struct DataFileWalk {
     /// Names the main database holds twice (only a ``salvaging`` walk reads on where that can happen): the
     /// entries collected under them may belong to either database.
     private(set) var ambiguous: Set<String> = []
+    /// The entries each walked database's tree holds, by name (its sub-trees' included).
+    private(set) var walkedEntries: [String: UInt64] = [:]
+    /// The entries the records of names held twice claim (a salvage counts them as lost).
+    private(set) var ambiguousEntries: UInt64 = 0
     private var used: [Bool]
     /// The pages the free-page database lists, as the walk met them.
     private(set) var freeListed: [UInt64] = []
@@ -154,10 +162,11 @@ struct DataFileWalk {
             name: name, depth: Int(record.depth), isMain: isMain, ordered: ordered,
             // A sub-tree of duplicates never has duplicates of its own (LMDB nests one level): one that says
             // so is damaged, and the walk does not recurse into it (a crafted file could nest without end).
-            dupSort: !isSubTree && record.flags & 0x04 != 0, freeList: freeList)
+            dupSort: !isSubTree && record.flags & 0x04 != 0, dupFixed: record.flags & 0x10 != 0, freeList: freeList)
         visitPage(record.root, level: 1, options: options, tally: &tally)
         // A sub-tree of sorted duplicates is walked under its database's name: its pages add to the database's.
         pageTotals[name, default: PageTotals()].add(branch: tally.branch, leaf: tally.leaf, overflow: tally.overflow)
+        if !isSubTree { walkedEntries[name] = tally.entries }
         if tally.entries != record.entries {
             report(name, nil, "it claims \(record.entries) entries, its pages hold \(tally.entries)")
         }
@@ -178,6 +187,8 @@ struct DataFileWalk {
         let isMain: Bool
         let ordered: Bool
         let dupSort: Bool
+        /// `MDB_DUPFIXED`: duplicates of one size, in `P_LEAF2` sub-pages (LocalStorageKit makes none).
+        let dupFixed: Bool
         let freeList: Bool
     }
 
@@ -372,7 +383,7 @@ struct DataFileWalk {
                 }
                 tally.entries += sub.entries
             } else {
-                tally.entries += duplicates(inSubpage: value, in: name, page: pageNumber)
+                tally.entries += duplicates(inSubpage: value, in: name, page: pageNumber, dupFixed: options.dupFixed)
             }
             return
         }
@@ -388,6 +399,7 @@ struct DataFileWalk {
             // under another type.
             guard databases[databaseName] == nil else {
                 ambiguous.insert(databaseName)
+                ambiguousEntries &+= record.entries
                 return report(name, pageNumber, "the database name \(databaseName) appears twice")
             }
             databases[databaseName] = record
@@ -415,7 +427,9 @@ struct DataFileWalk {
     }
 
     /// The number of duplicates a sub-page holds, its bounds checked.
-    private mutating func duplicates(inSubpage value: [UInt8], in name: String, page: UInt64) -> UInt64 {
+    private mutating func duplicates(
+        inSubpage value: [UInt8], in name: String, page: UInt64, dupFixed: Bool
+    ) -> UInt64 {
         guard value.count >= DataFilePages.headerSize,
             loadInteger(value, 10, as: UInt16.self) & (DataFilePages.leaf | DataFilePages.subpage)
                 == DataFilePages.leaf | DataFilePages.subpage
@@ -424,6 +438,10 @@ struct DataFileWalk {
             return 0
         }
         if loadInteger(value, 10, as: UInt16.self) & DataFilePages.leaf2 != 0 {
+            guard dupFixed else {
+                report(name, page, "a duplicates sub-page of fixed-size values in a database without them")
+                return 0
+            }
             let lower = Int(loadInteger(value, 12, as: UInt16.self))
             return UInt64(max(0, lower - DataFilePages.headerSize) / 2)
         }
@@ -436,6 +454,13 @@ struct DataFileWalk {
             let keySize = Int(loadInteger(value, offset + 6, as: UInt16.self))
             guard offset + DataFilePages.nodeSize + keySize <= value.count else {
                 report(name, page, "a duplicate runs past its sub-page")
+                return 0
+            }
+            // LMDB writes a duplicate as a key alone: no value, no flags. Anything else would send it off to an
+            // overflow page or a sub-database that does not exist (SIGSEGV in a listing by that value).
+            guard loadInteger(value, offset, as: UInt32.self) == 0, loadInteger(value, offset + 4, as: UInt16.self) == 0
+            else {
+                report(name, page, "a duplicate in a sub-page has a value or flags")
                 return 0
             }
         }

@@ -30,6 +30,10 @@ extension Environment {
         guard let meta else {
             throw DamagedDataFile(problem: problems.first.map(String.init(describing:)) ?? "no usable meta page")
         }
+        // A compaction copies the snapshot LMDB picks, which on a tie is not always the one checked here.
+        if everyPage, let tie = problems.first(where: { $0 == DataFileWalk.metaTie(meta.transactionID) }) {
+            throw DamagedDataFile(problem: "\(tie)")
+        }
         var walk = DataFileWalk(pages: pages, meta: meta)
         walk.shallow = !everyPage
         // The roots of the types' databases are checked at each type's first use (`checkTypeRoots`): a store

@@ -148,14 +148,7 @@ extension StoreMaintenance {
                     meta: meta, problems: walk.problems, lines: lines, lost: lost, records: records,
                     counted: Self.counted(walk, records: records, fileLength: pages.fileLength)))
         }
-        // The snapshot that yields more records wins, then the one with fewer problems, then the newer one (the
-        // newest commit's pages may be the damaged ones: the commit before it is then whole, less what the
-        // newest commit wrote). Records under a name the main database holds twice are not counted.
-        guard
-            let best = snapshots.enumerated().min(by: { lhs, rhs in
-                (-lhs.element.records, lhs.element.problems.count, lhs.offset)
-                    < (-rhs.element.records, rhs.element.problems.count, rhs.offset)
-            })?.element
+        guard let best = Self.choice(snapshots)
         else {
             throw LocalStorageError.openFailed(
                 path: dataFile.path, reason: "neither meta page can be used; nothing can be salvaged")
@@ -164,7 +157,7 @@ extension StoreMaintenance {
             VerifyProblem(type: "data.mdb", id: nil, kind: .damagedFile, detail: "\($0)")
         }
         if let newest = snapshots.first, newest.meta.transactionID != best.meta.transactionID {
-            let why = newest.problems.first.map { ": \($0)" } ?? ""
+            let why = newest.problems.first { !best.problems.contains($0) }.map { ": \($0)" } ?? ""
             damage.insert(
                 VerifyProblem(
                     type: "data.mdb", id: nil, kind: .damagedFile,
@@ -176,13 +169,33 @@ extension StoreMaintenance {
         return (best.lines, damage, best.lost, best.counted)
     }
 
+    /// Which snapshot a salvage reads: the newest, unless it has damage the older one does not (its own pages
+    /// are damaged) and yields fewer records. The older commit brings back what the newest deleted, so it is
+    /// read only when the newest is worse off.
+    private static func choice(_ snapshots: [SalvagedSnapshot]) -> SalvagedSnapshot? {
+        guard let newest = snapshots.first else { return nil }
+        guard snapshots.count > 1 else { return newest }
+        let older = snapshots[1]
+        // Two meta pages naming one transaction (one is damaged): either may be the newer; the one yielding more
+        // records wins.
+        if older.meta.transactionID == newest.meta.transactionID {
+            return older.records > newest.records ? older : newest
+        }
+        // Counts that differ follow from damage both share, as each commit counts its own records.
+        let ownDamage = newest.problems.contains { !$0.isCountClaim && !older.problems.contains($0) }
+        return ownDamage && older.records > newest.records ? older : newest
+    }
+
     /// The records a salvage walk's records databases claim (``SalvageReport/counted``); nil when the claims
     /// cannot be trusted: fewer than the records read, or more than the file could hold (a changed count).
     private static func counted(_ walk: DataFileWalk, records: Int, fileLength: Int) -> Int? {
         guard !walk.databases.isEmpty else { return nil }
-        var claimed: UInt64 = 0
+        var claimed = walk.ambiguousEntries
         for (name, record) in walk.databases where name.hasPrefix("r.") && Environment.isTypeDatabase(name) {
-            let (sum, overflow) = claimed.addingReportingOverflow(record.entries)
+            // A tree read without damage counts its records exactly; a damaged one's own count is the best guess.
+            let damaged = walk.problems.contains { $0.database == name && $0.page != nil }
+            let entries = damaged ? record.entries : walk.walkedEntries[name] ?? record.entries
+            let (sum, overflow) = claimed.addingReportingOverflow(entries)
             guard !overflow else { return nil }
             claimed = sum
         }

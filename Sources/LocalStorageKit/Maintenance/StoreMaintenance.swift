@@ -242,14 +242,15 @@ import Darwin
 
     /// Checks every page of the databases of `types` in `txn`'s snapshot (``Environment/checkPages(of:in:)``):
     /// and of the store-wide databases (`meta`, `changes`, `counts`, `leases`, the policies'): what a command
-    /// runs before it reads, writes or drops them through LMDB, which trusts its pages. With `recordsOnly`, of
-    /// the types only their records databases (an export reads nothing else of them).
+    /// runs before it reads, writes or drops them through LMDB, which trusts its pages. With `recordsOnly`,
+    /// only the types' records databases (what `export` and `get` read).
     ///
     /// - Throws: `decodingFailed` naming the damage, rather than a crash inside LMDB.
     func checkPages(of types: [StoredType], recordsOnly: Bool = false, in txn: Transaction) throws {
         let names = Set(
-            types.flatMap { recordsOnly ? ["r.\($0.info.number)"] : TypeSchema.databaseNames(of: $0.info) }
-                + TypeRegistry.storeWideNames)
+            recordsOnly
+                ? types.map { "r.\($0.info.number)" }
+                : types.flatMap { TypeSchema.databaseNames(of: $0.info) } + TypeRegistry.storeWideNames)
         do {
             try environment.checkPages(of: { names.contains($0) }, in: txn)
         } catch let damage as DamagedDataFile {

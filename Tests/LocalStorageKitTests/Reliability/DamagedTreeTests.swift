@@ -77,6 +77,22 @@ import Testing
         return bytes
     }
 
+    /// Expects each of `commands` on the closed store of `configuration` to exit 1 naming `damage`, then
+    /// `verify --repair` to succeed; returns the repaired store, open.
+    private func expectRefusedThenRepaired(
+        _ commands: [[String]], naming damage: String, _ configuration: LocalStorageConfiguration
+    ) async throws -> LocalStorage {
+        let files = configuration.storeDirectory.path
+        for command in commands {
+            let result = try await CLIResult.run(command + ["--store", files], environment: nil)
+            #expect(result.status == 1, "\(command): \(result.status) \(result.stdout)\(result.stderr)")
+            #expect((result.stdout + result.stderr).contains(damage), "\(command)")
+        }
+        let repair = try await CLIResult.run(["verify", "--repair", "--store", files], environment: nil)
+        #expect(repair.status == 0, "\(repair.stdout)\(repair.stderr)")
+        return try LocalStorage(configuration: configuration)
+    }
+
     /// The records tree's first leaf (the root's second child) and the offset of that leaf's first node.
     private func firstLeaf(of records: DatabaseRecord, in bytes: [UInt8], pageSize: Int) -> (page: UInt64, node: Int) {
         let root = pageRange(records.root, pageSize: pageSize)
@@ -143,6 +159,84 @@ import Testing
         #expect(try await storage.count(Note.self) <= 2)
         for note in try await storage.fetch(Note.self) { #expect(["n1", "n2"].contains(note.id)) }
         for n in 0..<300 { #expect(try await storage.fetch(Product.self, id: "sku_\(n)") == Product.sample(n)) }
+    }
+
+    /// A duplicate in a sub-page whose flags say it is more than a key: LMDB followed it into a sub-database
+    /// that does not exist (SIGSEGV in a listing by that value, in `verify`'s child and in the app).
+    @Test func aDuplicateWithFlagsInASubPageIsDamage() async throws {
+        let (configuration, dataFile, number) = try await makeStore()
+        let (walk, meta) = try walkDataFile(dataFile.path)
+        var bytes = [UInt8](try Data(contentsOf: dataFile))
+        // The first sub-page (a value with a few ids, inside its leaf node) of any of the type's indexes.
+        var found: (page: UInt64, flags: Int)?
+        for (name, record) in walk.databases where name.hasPrefix("i.\(number).") && record.depth >= 1 {
+            // Down the first children to the first leaf.
+            var start = pageRange(record.root, pageSize: meta.pageSize).lowerBound
+            for _ in 1..<Int(record.depth) {
+                let node = nodeOffset(bytes, page: start, index: 0)
+                let child = Int(bytes[node]) | Int(bytes[node + 1]) << 8 | Int(bytes[node + 2]) << 16
+                start = pageRange(UInt64(child), pageSize: meta.pageSize).lowerBound
+            }
+            let count = (Int(bytes[start + 12]) | Int(bytes[start + 13]) << 8 - DataFilePages.headerSize) / 2
+            for index in 0..<count {
+                let node = nodeOffset(bytes, page: start, index: index)
+                let flags = UInt16(bytes[node + 4]) | UInt16(bytes[node + 5]) << 8
+                guard flags & DataFilePages.dupData != 0, flags & DataFilePages.subData == 0 else { continue }
+                let subpage = node + DataFilePages.nodeSize + (Int(bytes[node + 6]) | Int(bytes[node + 7]) << 8)
+                let first = subpage + (Int(bytes[subpage + 16]) | Int(bytes[subpage + 17]) << 8)
+                found = (UInt64(start / meta.pageSize), first + 4)
+                break
+            }
+            if found != nil { break }
+        }
+        let (page, flags) = try #require(found, "no index of the store has a sub-page")
+        bytes[flags] |= UInt8(DataFilePages.dupData)
+        try Data(bytes).write(to: dataFile)
+        let storage = try await expectRefusedThenRepaired(
+            [["verify"], ["list", "Product", "--where", "rating=0.5"], ["delete", "Product", "sku_5"]],
+            naming: "damaged at page \(page)", configuration)
+        #expect(try await storage.count(Product.self) == 500)
+    }
+
+    /// The salvage read the older commit whenever it yielded more records, so a record the newest commit
+    /// deleted came back when a page both commits share was damaged.
+    @Test func aSalvageDoesNotBringBackWhatTheNewestCommitDeleted() async throws {
+        let (configuration, dataFile, number) = try await makeStore()
+        try await withStore(configuration) { storage in try await storage.delete(Product.self, id: "sku_6") }
+        let (walk, meta) = try walkDataFile(dataFile.path)
+        let records = try #require(walk.databases["r.\(number)"])
+        var bytes = [UInt8](try Data(contentsOf: dataFile))
+        // The root's last child: the delete of sku_6 (on the first leaves) copied neither it nor its pages.
+        let root = pageRange(records.root, pageSize: meta.pageSize).lowerBound
+        let count = (Int(bytes[root + 12]) | Int(bytes[root + 13]) << 8 - DataFilePages.headerSize) / 2
+        let node = nodeOffset(bytes, page: root, index: count - 1)
+        let leaf = Int(bytes[node]) | Int(bytes[node + 1]) << 8 | Int(bytes[node + 2]) << 16
+        let range = pageRange(UInt64(leaf), pageSize: meta.pageSize)
+        bytes.replaceSubrange(range, with: [UInt8](repeating: 0, count: range.count))
+        try Data(bytes).write(to: dataFile)
+        let repair = try await CLIResult.run(
+            ["verify", "--repair", "--store", configuration.storeDirectory.path], environment: nil)
+        #expect(repair.status == 0, "\(repair.stdout)\(repair.stderr)")
+        #expect(!repair.stdout.contains("the newest commit"), "\(repair.stdout)")
+        let storage = try LocalStorage(configuration: configuration)
+        #expect(try await storage.fetch(Product.self, id: "sku_6") == nil)
+        #expect(try await storage.fetch(Note.self, id: "n1") != nil)
+    }
+
+    /// A changed byte made the older meta page name the newest transaction: `verify` called the file sound and
+    /// `compact` copied whichever commit LMDB picked.
+    @Test func twoMetaPagesNamingOneTransactionAreDamage() async throws {
+        let (configuration, dataFile, _) = try await makeStore()
+        var bytes = [UInt8](try Data(contentsOf: dataFile))
+        let (_, meta) = try walkDataFile(dataFile.path)
+        let older = (1 - meta.number) * meta.pageSize + 144
+        let newest = meta.transactionID
+        for index in 0..<8 { bytes[older + index] = UInt8(truncatingIfNeeded: newest >> (8 * UInt64(index))) }
+        try Data(bytes).write(to: dataFile)
+        let storage = try await expectRefusedThenRepaired(
+            [["verify"], ["compact"]], naming: "both meta pages name transaction", configuration)
+        #expect(try await storage.count(Product.self) == 500)
+        #expect(try await storage.fetch(Note.self, id: "n1") != nil)  // The newest commit's record.
     }
 
     /// A reader that closes the pipe ends `verify`'s child with SIGPIPE, which was reported as damage.
