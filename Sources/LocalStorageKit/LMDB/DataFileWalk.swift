@@ -210,7 +210,6 @@ struct DataFileWalk {
     private mutating func visitPage(_ number: UInt64, level: Int, options: TreeOptions, tally: inout Tally) {
         let name = options.name
         guard claim(number, count: 1, in: name), let page = pages.page(number) else { return }
-        let pageSize = pages.pageSize
         guard loadInteger(page, 0, as: UInt64.self) == number else {
             report(name, number, "the page calls itself page \(loadInteger(page, 0, as: UInt64.self))")
             return
@@ -218,13 +217,24 @@ struct DataFileWalk {
         let flags = loadInteger(page, 10, as: UInt16.self)
         let isLeaf = level == options.depth
         let expected = isLeaf ? DataFilePages.leaf : DataFilePages.branch
-        guard
-            flags & (DataFilePages.branch | DataFilePages.leaf | DataFilePages.overflow | DataFilePages.meta)
-                == expected, flags & DataFilePages.leaf2 == 0
-        else {
+        // Exactly: LMDB clears its in-memory flags before it writes a page, and one left set misleads it (a page
+        // marked dirty is changed in place, inside the read-only map: SIGSEGV in a delete).
+        guard flags == expected else {
             report(name, number, "a \(isLeaf ? "leaf" : "branch") page was expected (flags \(flags))")
-            return
+            // A salvage still reads a page of the right kind that carries a stray flag.
+            let kind = DataFilePages.branch | DataFilePages.leaf | DataFilePages.overflow | DataFilePages.meta
+            guard salvaging, flags & kind == expected, flags & DataFilePages.leaf2 == 0 else { return }
+            return visitNodes(page, number, isLeaf: isLeaf, level: level, options: options, tally: &tally)
         }
+        visitNodes(page, number, isLeaf: isLeaf, level: level, options: options, tally: &tally)
+    }
+
+    /// The nodes of a branch or leaf page whose header the walk checked.
+    private mutating func visitNodes(
+        _ page: [UInt8], _ number: UInt64, isLeaf: Bool, level: Int, options: TreeOptions, tally: inout Tally
+    ) {
+        let name = options.name
+        let pageSize = pages.pageSize
         if isLeaf { tally.leaf += 1 } else { tally.branch += 1 }
         guard let nodes = nodeOffsets(page, size: pageSize, in: name, page: number) else { return }
         if let overlap = overlappingNode(page, nodes, size: pageSize, isLeaf: isLeaf) {
@@ -342,7 +352,7 @@ struct DataFileWalk {
             let count = UInt64((DataFilePages.headerSize - 1 + dataSize) / pageSize + 1)
             guard claim(first, count: count, in: name), let head = pages.page(first) else { return }
             guard loadInteger(head, 0, as: UInt64.self) == first,
-                loadInteger(head, 10, as: UInt16.self) & DataFilePages.overflow != 0,
+                loadInteger(head, 10, as: UInt16.self) == DataFilePages.overflow,
                 UInt64(loadInteger(head, 12, as: UInt32.self)) >= count
             else { return report(name, first, "an overflow page of \(count) pages was expected") }
             tally.overflow += count
@@ -478,10 +488,7 @@ struct DataFileWalk {
         guard claim(record.root, count: 1, in: name), let page = pages.page(record.root) else { return }
         let expected = record.depth == 1 ? DataFilePages.leaf : DataFilePages.branch
         let flags = loadInteger(page, 10, as: UInt16.self)
-        guard loadInteger(page, 0, as: UInt64.self) == record.root,
-            flags & (DataFilePages.branch | DataFilePages.leaf | DataFilePages.overflow | DataFilePages.meta)
-                == expected
-        else {
+        guard loadInteger(page, 0, as: UInt64.self) == record.root, flags == expected else {
             return report(name, record.root, "its root page is not a \(record.depth == 1 ? "leaf" : "branch") page")
         }
     }

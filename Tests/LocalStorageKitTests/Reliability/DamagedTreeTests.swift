@@ -239,6 +239,22 @@ import Testing
         #expect(try await storage.fetch(Note.self, id: "n1") != nil)  // The newest commit's record.
     }
 
+    /// A page whose flags say "dirty" (LMDB's in-memory mark, cleared before a page is written) made a delete
+    /// change it in place, inside the read-only map: SIGSEGV. The walk checked the kind bits only.
+    @Test func aPageMarkedDirtyOnDiskIsDamage() async throws {
+        let (configuration, dataFile, number) = try await makeStore()
+        let (walk, meta) = try walkDataFile(dataFile.path)
+        let records = try #require(walk.databases["r.\(number)"])
+        var bytes = [UInt8](try Data(contentsOf: dataFile))
+        let (leaf, _) = firstLeaf(of: records, in: bytes, pageSize: meta.pageSize)
+        bytes[pageRange(leaf, pageSize: meta.pageSize).lowerBound + 10] |= 0x10  // P_DIRTY
+        try Data(bytes).write(to: dataFile)
+        let storage = try await expectRefusedThenRepaired(
+            [["verify"], ["delete", "Product", "sku_1"], ["delete", "Product", "sku_499"]],
+            naming: "damaged at page \(leaf)", configuration)
+        #expect(try await storage.count(Product.self) == 500)
+    }
+
     /// A reader that closes the pipe ends `verify`'s child with SIGPIPE, which was reported as damage.
     @Test func verifyIntoAClosedPipeReportsNoDamage() async throws {
         let (configuration, _, _) = try await makeStore()
