@@ -39,6 +39,8 @@ struct DataFileWalk {
     /// sorted duplicates are counted from their records instead of walked: what ``pageTotals`` needs, at the
     /// cost of the chosen databases' own pages.
     var countsPagesOf: ((String) -> Bool)?
+    /// The databases a ``shallow`` walk still walks to their last page (what every open reads whole).
+    var walksFully: (String) -> Bool = { _ in false }
     /// When set, only the databases it chooses are walked past their root page (with the sub-trees of their
     /// sorted duplicates): what a maintenance command checks before it reads whole databases through LMDB.
     var walksOnly: ((String) -> Bool)?
@@ -413,7 +415,7 @@ struct DataFileWalk {
                 return report(name, pageNumber, "the database name \(databaseName) appears twice")
             }
             databases[databaseName] = record
-            if shallow || countsPagesOf.map({ !$0(databaseName) }) == true
+            if (shallow && !walksFully(databaseName)) || countsPagesOf.map({ !$0(databaseName) }) == true
                 || walksOnly.map({ !$0(databaseName) }) == true
             {
                 if checksRootOf(databaseName) { checkRoot(databaseName, record) }

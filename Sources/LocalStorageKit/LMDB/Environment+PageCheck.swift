@@ -39,6 +39,9 @@ extension Environment {
         // The roots of the types' databases are checked at each type's first use (`checkTypeRoots`): a store
         // of many types would otherwise read several pages per type at every open.
         walk.checksRootOf = { typeRoots || !isTypeDatabase($0) }
+        // The store's `meta` (type descriptions, layout, key check, dictionaries: a page or a few) is read whole
+        // by every open: a value size with one bit changed there ended every command with SIGBUS.
+        walk.walksFully = { $0 == "meta" }
         walk.run()
         if let first = walk.problems.first { throw DamagedDataFile(problem: "\(first)") }
     }

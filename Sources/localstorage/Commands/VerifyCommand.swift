@@ -150,6 +150,9 @@ enum VerifyCommand: Command {
         output.line(
             "Salvaged \(salvaged ?? "\(salvage.salvaged) records") into a fresh store, which replaced the damaged "
                 + "one\(lost).")
+        if salvage.counted == nil {
+            output.line("How many records the damaged file held cannot be told: its main database cannot be read.")
+        }
         if let kept = salvage.keptDamagedFile {
             output.line(
                 "The damaged file is kept as \(InvisibleCharacters.escaped(kept, keeping: [])); remove it once "
