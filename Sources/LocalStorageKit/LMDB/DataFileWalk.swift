@@ -28,22 +28,17 @@ struct DataFileWalk {
     let meta: MetaPage
     /// Whether the leaf entries of a named database go to ``visit``.
     var collects: (String) -> Bool = { _ in false }
-    /// Only the main and free-page databases are walked; of each database the main one names, only its
-    /// root page is checked (what opening a store checks).
-    var shallow = false
-    /// Which named databases a shallow walk checks the root page of (all, unless set): opening a store
-    /// leaves its types' databases to the first use of each type
+    /// The named databases walked to their last page (all, unless set); of the others only the root page is
+    /// checked, as ``checksRootOf`` says. The main and free-page databases are always walked. Opening a store
+    /// walks `meta` alone; a maintenance command the databases it reads or writes.
+    var walks: (String) -> Bool = { _ in true }
+    /// Which named databases that are not walked get their root page checked (all, unless set): opening a
+    /// store leaves its types' databases to the first use of each type
     /// (``Environment/checkTypeRoots(number:names:in:)``).
     var checksRootOf: (String) -> Bool = { _ in true }
-    /// When set, only the databases it chooses are walked past their root page, and the sub-trees of their
-    /// sorted duplicates are counted from their records instead of walked: what ``pageTotals`` needs, at the
-    /// cost of the chosen databases' own pages.
-    var countsPagesOf: ((String) -> Bool)?
-    /// The databases a ``shallow`` walk still walks to their last page (what every open reads whole).
-    var walksFully: (String) -> Bool = { _ in false }
-    /// When set, only the databases it chooses are walked past their root page (with the sub-trees of their
-    /// sorted duplicates): what a maintenance command checks before it reads whole databases through LMDB.
-    var walksOnly: ((String) -> Bool)?
+    /// The sub-trees of sorted duplicates are counted from their records instead of walked: what
+    /// ``pageTotals`` needs, at the cost of the walked databases' own pages.
+    var countsSubTreesFromRecords = false
     /// A salvage's walk: a page whose keys are out of order is reported and still read, and a node that runs
     /// past its page is reported and skipped, as a salvage can use every entry it can reach (a byte changed
     /// in a key of the main database used to hide every database after it). Page references are checked as
@@ -65,8 +60,7 @@ struct DataFileWalk {
     /// The pages the free-page database lists, as the walk met them.
     private(set) var freeListed: [UInt64] = []
     /// The pages of each database the walk went through, by name, its sorted duplicates' sub-trees included
-    /// (LMDB's own counts leave those out). A shallow walk counts only the main and free-page databases, one
-    /// with ``countsPagesOf`` only the databases it chooses.
+    /// (LMDB's own counts leave those out): the main and free-page databases and those it ``walks``.
     private(set) var pageTotals: [String: PageTotals] = [:]
 
     /// The pages of one database by kind.
@@ -131,7 +125,7 @@ struct DataFileWalk {
         }
     }
 
-    private mutating func report(_ database: String, _ page: UInt64?, _ detail: String) {
+    mutating func report(_ database: String, _ page: UInt64?, _ detail: String) {
         if problems.count < 1000 { problems.append(Problem(database: database, page: page, detail: detail)) }
     }
 
@@ -196,7 +190,7 @@ struct DataFileWalk {
 
     /// Claims pages `first ..< first + count` for a tree; false (reported) when one is outside the file or
     /// used already.
-    private mutating func claim(_ first: UInt64, count: UInt64, in name: String) -> Bool {
+    mutating func claim(_ first: UInt64, count: UInt64, in name: String) -> Bool {
         guard first >= 2, count >= 1, first < UInt64(used.count), count <= UInt64(used.count) - first else {
             report(name, first, "the page reference lies outside the file's \(used.count) pages")
             return false
@@ -276,62 +270,6 @@ struct DataFileWalk {
         }
     }
 
-    /// The node offsets of a page (or sub-page) of `size` bytes, checked against its bounds.
-    private mutating func nodeOffsets(_ page: [UInt8], size: Int, in name: String, page number: UInt64) -> [Int]? {
-        let lower = Int(loadInteger(page, 12, as: UInt16.self))
-        let upper = Int(loadInteger(page, 14, as: UInt16.self))
-        guard lower >= DataFilePages.headerSize, lower <= upper, upper <= size,
-            (lower - DataFilePages.headerSize) % 2 == 0
-        else {
-            report(name, number, "its bounds \(lower)…\(upper) are impossible")
-            return nil
-        }
-        let count = (lower - DataFilePages.headerSize) / 2
-        guard count >= 1 else {
-            report(name, number, "the page holds no nodes")
-            return nil
-        }
-        var offsets: [Int] = []
-        for index in 0..<count {
-            let offset = Int(loadInteger(page, DataFilePages.headerSize + 2 * index, as: UInt16.self))
-            guard offset >= upper, offset + DataFilePages.nodeSize <= size else {
-                report(name, number, "node \(index) lies outside the page's nodes")
-                return nil
-            }
-            offsets.append(offset)
-        }
-        return offsets
-    }
-
-    /// What is wrong when a node of a page (or sub-page) of `size` bytes runs into the next one or past the
-    /// page's end: LMDB reads each node as far as its sizes say, so a size that grew by one bit makes it read
-    /// and write its neighbour (a repair in place of such a page ended with SIGBUS, and `clear` with heap
-    /// corruption). A leaf node holds its key and value (or an 8-byte overflow page number); a branch node,
-    /// and a node of a duplicates sub-page, its key alone.
-    private func overlappingNode(_ page: [UInt8], _ nodes: [Int], size: Int, isLeaf: Bool) -> String? {
-        var extents: [(start: Int, end: Int)] = []
-        extents.reserveCapacity(nodes.count)
-        for offset in nodes {
-            var end = offset + DataFilePages.nodeSize + Int(loadInteger(page, offset + 6, as: UInt16.self))
-            if isLeaf {
-                let flags = loadInteger(page, offset + 4, as: UInt16.self)
-                let low = Int(loadInteger(page, offset, as: UInt16.self))
-                let dataSize = low | Int(loadInteger(page, offset + 2, as: UInt16.self)) << 16
-                end += flags & DataFilePages.bigData != 0 ? 8 : dataSize
-            }
-            extents.append((offset, end))
-        }
-        extents.sort { $0.start < $1.start }
-        for (index, extent) in extents.enumerated() {
-            let limit = index + 1 < extents.count ? extents[index + 1].start : size
-            if extent.end > limit {
-                return index + 1 < extents.count
-                    ? "the node at byte \(extent.start) runs into the next one" : "a node runs past the end of the page"
-            }
-        }
-        return nil
-    }
-
     /// One entry of a leaf page: its value (inline or on overflow pages), and what it holds: a named
     /// database (main), a free-page list, sorted duplicates (a sub-page or a sub-tree), or a plain value.
     private mutating func leafNode(
@@ -387,7 +325,7 @@ struct DataFileWalk {
                     return report(name, pageNumber, "a sub-database record has \(value.count) bytes")
                 }
                 let sub = DatabaseRecord(value, at: 0)
-                if countsPagesOf != nil {
+                if countsSubTreesFromRecords {
                     pageTotals[name, default: PageTotals()].add(
                         branch: sub.branchPages, leaf: sub.leafPages, overflow: sub.overflowPages)
                 } else {
@@ -415,12 +353,10 @@ struct DataFileWalk {
                 return report(name, pageNumber, "the database name \(databaseName) appears twice")
             }
             databases[databaseName] = record
-            if (shallow && !walksFully(databaseName)) || countsPagesOf.map({ !$0(databaseName) }) == true
-                || walksOnly.map({ !$0(databaseName) }) == true
-            {
-                if checksRootOf(databaseName) { checkRoot(databaseName, record) }
-            } else {
+            if walks(databaseName) {
                 walk(databaseName, record)
+            } else if checksRootOf(databaseName) {
+                checkRoot(databaseName, record)
             }
         } else if options.freeList {
             let count = Int(clamping: loadInteger(value, 0, as: UInt64.self))
@@ -435,63 +371,6 @@ struct DataFileWalk {
             }
         } else if collects(name) {
             visit(name, Array(key), value)
-        }
-    }
-
-    /// The number of duplicates a sub-page holds, its bounds checked.
-    private mutating func duplicates(
-        inSubpage value: [UInt8], in name: String, page: UInt64, dupFixed: Bool
-    ) -> UInt64 {
-        guard value.count >= DataFilePages.headerSize,
-            loadInteger(value, 10, as: UInt16.self) & (DataFilePages.leaf | DataFilePages.subpage)
-                == DataFilePages.leaf | DataFilePages.subpage
-        else {
-            report(name, page, "a duplicates sub-page has no sub-page header")
-            return 0
-        }
-        if loadInteger(value, 10, as: UInt16.self) & DataFilePages.leaf2 != 0 {
-            guard dupFixed else {
-                report(name, page, "a duplicates sub-page of fixed-size values in a database without them")
-                return 0
-            }
-            let lower = Int(loadInteger(value, 12, as: UInt16.self))
-            return UInt64(max(0, lower - DataFilePages.headerSize) / 2)
-        }
-        guard let nodes = nodeOffsets(value, size: value.count, in: name, page: page) else { return 0 }
-        if let overlap = overlappingNode(value, nodes, size: value.count, isLeaf: false) {
-            report(name, page, "a duplicates sub-page: \(overlap)")
-            return 0
-        }
-        for offset in nodes {
-            let keySize = Int(loadInteger(value, offset + 6, as: UInt16.self))
-            guard offset + DataFilePages.nodeSize + keySize <= value.count else {
-                report(name, page, "a duplicate runs past its sub-page")
-                return 0
-            }
-            // LMDB writes a duplicate as a key alone: no value, no flags. Anything else would send it off to an
-            // overflow page or a sub-database that does not exist (SIGSEGV in a listing by that value).
-            guard loadInteger(value, offset, as: UInt32.self) == 0, loadInteger(value, offset + 4, as: UInt16.self) == 0
-            else {
-                report(name, page, "a duplicate in a sub-page has a value or flags")
-                return 0
-            }
-        }
-        return UInt64(nodes.count)
-    }
-
-    /// Checks the root page of each of `databases`, as a shallow walk checks those the main database names.
-    mutating func checkRoots(_ databases: [(name: String, record: DatabaseRecord)]) {
-        for (name, record) in databases { checkRoot(name, record) }
-    }
-
-    /// The root page of a database: inside the file, used once, naming itself, of the kind its depth needs.
-    private mutating func checkRoot(_ name: String, _ record: DatabaseRecord) {
-        guard record.root != DataFilePages.invalidPage else { return }
-        guard claim(record.root, count: 1, in: name), let page = pages.page(record.root) else { return }
-        let expected = record.depth == 1 ? DataFilePages.leaf : DataFilePages.branch
-        let flags = loadInteger(page, 10, as: UInt16.self)
-        guard loadInteger(page, 0, as: UInt64.self) == record.root, flags == expected else {
-            return report(name, record.root, "its root page is not a \(record.depth == 1 ? "leaf" : "branch") page")
         }
     }
 }

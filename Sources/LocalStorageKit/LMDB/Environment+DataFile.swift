@@ -36,7 +36,7 @@ extension Environment {
     /// Complexity: O(pages of the chosen databases, the main and the free-page databases), read with `pread`.
     /// - Throws: ``DamagedDataFile`` naming the first problem.
     func checkPages(of chosen: @escaping (String) -> Bool, in txn: Transaction) throws {
-        let (walk, problems) = try walkSnapshot(of: txn) { $0.walksOnly = chosen }
+        let (walk, problems) = try walkSnapshot(of: txn) { $0.walks = chosen }
         // A damaged meta page matters only when neither can be used (LMDB reads the other one).
         let found = walk?.problems ?? problems
         if let first = found.first { throw DamagedDataFile(problem: "\(first)") }
@@ -51,7 +51,10 @@ extension Environment {
     func pageTotals(
         in txn: Transaction, of databases: @escaping (String) -> Bool
     ) throws -> (totals: [String: DataFileWalk.PageTotals], records: [String: DatabaseRecord])? {
-        let (walk, _) = try walkSnapshot(of: txn) { $0.countsPagesOf = databases }
+        let (walk, _) = try walkSnapshot(of: txn) { walk in
+            walk.walks = databases
+            walk.countsSubTreesFromRecords = true
+        }
         guard let walk, walk.problems.isEmpty else { return nil }
         return (walk.pageTotals, walk.databases)
     }

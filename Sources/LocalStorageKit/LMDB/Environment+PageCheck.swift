@@ -9,9 +9,9 @@ import Darwin
 
 extension Environment {
     /// Checks, before LMDB reads any tree, what every read and write of the store needs: the meta page of
-    /// the newest commit, the free-page database and its lists, the main database and the root page of
-    /// each database it names (``DataFileWalk`` with `shallow`). Cost: the pages of the main and free-page
-    /// databases, plus one page per named database.
+    /// the newest commit, the free-page database and its lists, the main database, every page of `meta` and
+    /// the root page of each other database it names (``DataFileWalk`` that ``DataFileWalk/walks`` `meta`
+    /// alone). Cost: the pages of the main, free-page and `meta` databases, plus one page per named database.
     ///
     /// - Throws: ``DamagedDataFile`` naming the first problem.
     ///
@@ -35,13 +35,12 @@ extension Environment {
             throw DamagedDataFile(problem: "\(tie)")
         }
         var walk = DataFileWalk(pages: pages, meta: meta)
-        walk.shallow = !everyPage
         // The roots of the types' databases are checked at each type's first use (`checkTypeRoots`): a store
         // of many types would otherwise read several pages per type at every open.
         walk.checksRootOf = { typeRoots || !isTypeDatabase($0) }
         // The store's `meta` (type descriptions, layout, key check, dictionaries: a page or a few) is read whole
         // by every open: a value size with one bit changed there ended every command with SIGBUS.
-        walk.walksFully = { $0 == "meta" }
+        walk.walks = { everyPage || $0 == "meta" }
         walk.run()
         if let first = walk.problems.first { throw DamagedDataFile(problem: "\(first)") }
     }
