@@ -6,8 +6,14 @@ import Synchronization
 /// ``LocalStorageError/loadTimedOut(id:)`` when the work outlasts that caller's own timeout or the flight's.
 /// The work is given up (cancelled, and the id free for a new flight) at the deadline of the caller that
 /// started it, which is also its lease's in the store; a caller that joins with an earlier deadline stops
-/// waiting at its own, and the work goes on for the others.
+/// waiting at its own, and the work goes on for the others. A caller inside a flight's own work (a loader that
+/// loads its own id through the cache, directly or through other loads) would wait on itself: it gets
+/// `loadTimedOut` at once.
 final class LoadFlights: Sendable {
+    /// The flights whose work the current task runs in, outermost first (a flight's task inherits its
+    /// starter's).
+    @TaskLocal static var enclosing: [Key] = []
+
     struct Key: Hashable, Sendable {
         let type: UInt32
         let id: [UInt8]
@@ -51,11 +57,13 @@ final class LoadFlights: Sendable {
     /// outcome.
     ///
     /// - Throws: what `work` throws; `loadTimedOut(id:)` when it takes longer than `timeout` of `clock`'s
-    ///   time from this call (the caller's own timeout, whoever started the flight); `CancellationError` when
+    ///   time from this call (the caller's own timeout, whoever started the flight), and at once when the
+    ///   caller runs inside the work of `key`'s flight (it would wait on itself); `CancellationError` when
     ///   the calling task is cancelled (the flight goes on for the others).
     func join(
         _ key: Key, id: String, timeout: Duration, clock: any StorageClock, work: @escaping Work
     ) async throws -> (any Sendable)? {
+        if Self.enclosing.contains(key) { throw LocalStorageError.loadTimedOut(id: id) }
         let waiter = state.withLock { state -> UInt64 in
             state.nextNumber += 1
             return state.nextNumber
@@ -136,10 +144,11 @@ final class LoadFlights: Sendable {
         _ key: Key, id: String, number: UInt64, deadline: Duration, clock: any StorageClock, work: @escaping Work,
         _ state: inout State
     ) {
+        let enclosing = Self.enclosing + [key]
         state.flights[key]?.task = Task {
             let outcome: Outcome
             do {
-                outcome = .success(try await work())
+                outcome = .success(try await Self.$enclosing.withValue(enclosing) { try await work() })
             } catch {
                 outcome = .failure(error)
             }

@@ -167,6 +167,38 @@ import Testing
         #expect(try await storage.count(Product.self) == 0)
     }
 
+    /// A loader that loads its own id through the cache, directly or through the load of another id, gets
+    /// `loadTimedOut` at once (it waited on itself until its `loadTimeout`: here an hour of a clock nothing
+    /// advances, so the old code hangs until the time limit). A loader that loads another id gets it, and the
+    /// id can be loaded afterwards.
+    @Test(.timeLimit(.minutes(1))) func aLoaderThatLoadsItsOwnIDFailsAtOnce() async throws {
+        let storage = try store()
+        let policy = LoadPolicy(loadTimeout: .seconds(3600))
+        @Sendable func product(_ id: String) -> Product {
+            Product(id: id, title: "loaded", category: "books", price: 1, rating: 1)
+        }
+        await #expect(throws: LocalStorageError.loadTimedOut(id: "sku_self")) {
+            try await storage.fetch(Product.self, id: "sku_self", policy: policy) { id in
+                try await storage.fetch(Product.self, id: id, policy: policy) { product($0) }
+            }
+        }
+        await #expect(throws: LocalStorageError.loadTimedOut(id: "sku_a")) {
+            try await storage.fetch(Product.self, id: "sku_a", policy: policy) { _ in
+                try await storage.fetch(Product.self, id: "sku_b", policy: policy) { _ in
+                    try await storage.fetch(Product.self, id: "sku_a", policy: policy) { product($0) }
+                }
+            }
+        }
+        let outer = try await storage.fetch(Product.self, id: "sku_outer", policy: policy) { id in
+            let inner = try await storage.fetch(Product.self, id: "sku_inner", policy: policy) { product($0) }
+            return inner.map { Product(id: id, title: "around \($0.id)", category: "books", price: 1, rating: 1) }
+        }
+        #expect(outer?.title == "around sku_inner")
+        #expect(try await storage.fetch(Product.self, id: "sku_self", policy: policy) { product($0) }?.id == "sku_self")
+        #expect(try await storage.count(Product.self) == 3)
+        #expect(storage.core.loads.count == 0)
+    }
+
     /// A caller that joins a load with a shorter `loadTimeout` than the caller that started it gets
     /// `loadTimedOut` at its own deadline, and the load goes on for the first (joiners used to wait on the
     /// first caller's timeout). One that joins with a longer timeout is given up with the load at the first
