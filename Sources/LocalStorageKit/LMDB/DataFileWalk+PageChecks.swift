@@ -112,4 +112,22 @@ extension DataFileWalk {
             return report(name, record.root, "its root page is not a \(record.depth == 1 ? "leaf" : "branch") page")
         }
     }
+
+    /// The key of the node at `offset`, or nil when it runs past the page.
+    func key(_ page: [UInt8], at offset: Int) -> ArraySlice<UInt8>? {
+        let keySize = Int(loadInteger(page, offset + 6, as: UInt16.self))
+        let keyStart = offset + DataFilePages.nodeSize
+        guard keyStart + keySize <= pages.pageSize else { return nil }
+        return page[keyStart..<keyStart + keySize]
+    }
+
+    /// Whether the first and last keys of a page lie in `range` (a branch page's first key is not one: LMDB
+    /// never reads it). Keys in between are checked for order as the walk goes.
+    func isInRange(_ page: [UInt8], _ nodes: [Int], isLeaf: Bool, _ range: KeyRange) -> Bool {
+        let checked = isLeaf ? nodes[...] : nodes.dropFirst()
+        for offset in [checked.first, checked.last].compactMap({ $0 }) {
+            if let key = key(page, at: offset), !range.contains(key) { return false }
+        }
+        return true
+    }
 }

@@ -159,7 +159,7 @@ struct DataFileWalk {
             // A sub-tree of duplicates never has duplicates of its own (LMDB nests one level): one that says
             // so is damaged, and the walk does not recurse into it (a crafted file could nest without end).
             dupSort: !isSubTree && record.flags & 0x04 != 0, dupFixed: record.flags & 0x10 != 0, freeList: freeList)
-        visitPage(record.root, level: 1, options: options, tally: &tally)
+        visitPage(record.root, level: 1, options: options, range: KeyRange(), tally: &tally)
         // A sub-tree of sorted duplicates is walked under its database's name: its pages add to the database's.
         pageTotals[name, default: PageTotals()].add(branch: tally.branch, leaf: tally.leaf, overflow: tally.overflow)
         if !isSubTree { walkedEntries[name] = tally.entries }
@@ -188,6 +188,20 @@ struct DataFileWalk {
         let freeList: Bool
     }
 
+    /// The keys a page's parent gives it in a tree in key order: from the separator of the page's node in
+    /// the parent, up to the next one (nil: no bound).
+    struct KeyRange {
+        var lower: ArraySlice<UInt8>?
+        var upper: ArraySlice<UInt8>?
+
+        /// Whether `key` is at least `lower` and below `upper` (LMDB's order: bytes, then length).
+        func contains(_ key: ArraySlice<UInt8>) -> Bool {
+            if let lower, key.lexicographicallyPrecedes(lower) { return false }
+            if let upper, !key.lexicographicallyPrecedes(upper) { return false }
+            return true
+        }
+    }
+
     /// Claims pages `first ..< first + count` for a tree; false (reported) when one is outside the file or
     /// used already.
     mutating func claim(_ first: UInt64, count: UInt64, in name: String) -> Bool {
@@ -203,7 +217,9 @@ struct DataFileWalk {
         return true
     }
 
-    private mutating func visitPage(_ number: UInt64, level: Int, options: TreeOptions, tally: inout Tally) {
+    private mutating func visitPage(
+        _ number: UInt64, level: Int, options: TreeOptions, range: KeyRange, tally: inout Tally
+    ) {
         let name = options.name
         guard claim(number, count: 1, in: name), let page = pages.page(number) else { return }
         guard loadInteger(page, 0, as: UInt64.self) == number else {
@@ -220,19 +236,29 @@ struct DataFileWalk {
             // A salvage still reads a page of the right kind that carries a stray flag.
             let kind = DataFilePages.branch | DataFilePages.leaf | DataFilePages.overflow | DataFilePages.meta
             guard salvaging, flags & kind == expected, flags & DataFilePages.leaf2 == 0 else { return }
-            return visitNodes(page, number, isLeaf: isLeaf, level: level, options: options, tally: &tally)
+            return visitNodes(page, number, isLeaf: isLeaf, level: level, options: options, range: range, tally: &tally)
         }
-        visitNodes(page, number, isLeaf: isLeaf, level: level, options: options, tally: &tally)
+        visitNodes(page, number, isLeaf: isLeaf, level: level, options: options, range: range, tally: &tally)
     }
 
     /// The nodes of a branch or leaf page whose header the walk checked.
     private mutating func visitNodes(
-        _ page: [UInt8], _ number: UInt64, isLeaf: Bool, level: Int, options: TreeOptions, tally: inout Tally
+        _ page: [UInt8], _ number: UInt64, isLeaf: Bool, level: Int, options: TreeOptions, range: KeyRange,
+        tally: inout Tally
     ) {
         let name = options.name
         let pageSize = pages.pageSize
         if isLeaf { tally.leaf += 1 } else { tally.branch += 1 }
         guard let nodes = nodeOffsets(page, size: pageSize, in: name, page: number) else { return }
+        // A page outside the range its parent gives is not this tree's: a damaged reference leads to another
+        // tree's page (or to one this tree no longer uses). The damage is the reference's; the page is left to
+        // its own tree, which reads it (a salvage keeps its records) without calling it referenced twice.
+        if options.ordered, !isInRange(page, nodes, isLeaf: isLeaf, range) {
+            report(name, number, "its keys lie outside the range its parent branch gives it")
+            used[Int(number)] = false
+            if isLeaf { tally.leaf -= 1 } else { tally.branch -= 1 }
+            return
+        }
         if let overlap = overlappingNode(page, nodes, size: pageSize, isLeaf: isLeaf) {
             report(name, number, overlap)
             if !salvaging { return }
@@ -240,7 +266,7 @@ struct DataFileWalk {
         // Keys are compared where they lie in the page: a copy of each cost most of a walk of a large store.
         var previous: ArraySlice<UInt8>? = nil
         var disordered = false
-        for offset in nodes {
+        for (index, offset) in nodes.enumerated() {
             let keySize = Int(loadInteger(page, offset + 6, as: UInt16.self))
             let keyStart = offset + DataFilePages.nodeSize
             guard keyStart + keySize <= pageSize else {
@@ -249,7 +275,7 @@ struct DataFileWalk {
                 return
             }
             let key = page[keyStart..<keyStart + keySize]
-            if options.ordered, !(offset == nodes.first && !isLeaf) {
+            if options.ordered, !(index == 0 && !isLeaf) {
                 if let previous, !previous.lexicographicallyPrecedes(key), !disordered {
                     report(name, number, "its keys are out of order")
                     if !salvaging { return }
@@ -261,7 +287,14 @@ struct DataFileWalk {
             let high = UInt64(loadInteger(page, offset + 2, as: UInt16.self))
             let nodeFlags = loadInteger(page, offset + 4, as: UInt16.self)
             if !isLeaf {
-                visitPage(low | high << 16 | UInt64(nodeFlags) << 32, level: level + 1, options: options, tally: &tally)
+                var child = range
+                if options.ordered {
+                    if index > 0 { child.lower = key }
+                    if index + 1 < nodes.count, let next = self.key(page, at: nodes[index + 1]) { child.upper = next }
+                }
+                visitPage(
+                    low | high << 16 | UInt64(nodeFlags) << 32, level: level + 1, options: options, range: child,
+                    tally: &tally)
                 continue
             }
             leafNode(

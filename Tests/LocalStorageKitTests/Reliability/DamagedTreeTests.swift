@@ -331,4 +331,98 @@ import Testing
         #expect(repair.stdout.contains("500 are lost"), "\(repair.stdout)")
         #expect(FileManager.default.fileExists(atPath: dataFile.path + ".damaged"))
     }
+
+    /// The page a branch node of `bytes` at `node` references.
+    private func child(_ bytes: [UInt8], node: Int) -> UInt64 {
+        UInt64(bytes[node]) | UInt64(bytes[node + 1]) << 8 | UInt64(bytes[node + 2]) << 16
+            | UInt64(bytes[node + 4]) << 32 | UInt64(bytes[node + 5]) << 40
+    }
+
+    /// A damaged branch reference of one database led to a leaf of another's, which the walk reached first: it
+    /// claimed the leaf for the wrong tree, so the right one met it as "referenced twice", and a repair lost the
+    /// records on it. Each page's keys must now lie in the range its parent gives it: such a page is damage
+    /// where the reference is, and a salvage reads it for its own tree.
+    @Test func aReferenceToAnotherTreesPageLosesNothingOfThatTree() async throws {
+        let configuration = diskConfiguration(temporaryDirectory())
+        let number = try await withStore(configuration) { storage in
+            // Enough categories of long names that the category index's tree has a root of three or more leaves.
+            try await storage.save(
+                contentsOf: (0..<500).map { n in
+                    var product = Product.sample(n)
+                    product.category = "category \(n % 97) " + String(repeating: "x", count: 40)
+                    return product
+                })
+            return try await storage.core.schema(for: Product.self).number
+        }
+        let dataFile = configuration.storeDirectory.appendingPathComponent("data.mdb")
+        let (walk, meta) = try walkDataFile(dataFile.path)
+        try #require(walk.problems.isEmpty, "\(walk.problems)")
+        let victim = "r.\(number)"
+        let records = try #require(walk.databases[victim])
+        try #require(records.depth == 2)
+        var bytes = [UInt8](try Data(contentsOf: dataFile))
+        // A database the walk reaches before the records (the main database keeps names in byte order) whose
+        // root is a branch of three or more children: its second child gets both bounds.
+        let pageSize = meta.pageSize
+        func children(_ record: DatabaseRecord) -> Int {
+            let start = pageRange(record.root, pageSize: pageSize).lowerBound
+            return (Int(bytes[start + 12]) | Int(bytes[start + 13]) << 8 - DataFilePages.headerSize) / 2
+        }
+        let culprit = try #require(
+            walk.databases.filter { name, record in
+                name.utf8.lexicographicallyPrecedes(victim.utf8) && record.depth == 2 && children(record) >= 3
+            }.keys.sorted().first, "\(walk.databases.mapValues { ($0.depth, $0.entries) })")
+        let culpritRoot = pageRange(try #require(walk.databases[culprit]).root, pageSize: pageSize).lowerBound
+        let damaged = nodeOffset(bytes, page: culpritRoot, index: 1)
+        let stolen = child(bytes, node: nodeOffset(bytes, page: pageRange(records.root, pageSize: pageSize).lowerBound, index: 0))
+        let stolenFrom = child(bytes, node: damaged)
+        bytes[damaged] = UInt8(truncatingIfNeeded: stolen)
+        bytes[damaged + 1] = UInt8(truncatingIfNeeded: stolen >> 8)
+        bytes[damaged + 2] = UInt8(truncatingIfNeeded: stolen >> 16)
+        try Data(bytes).write(to: dataFile)
+
+        let files = configuration.storeDirectory.path
+        let verify = try await CLIResult.run(["verify", "--store", files], environment: nil)
+        #expect(verify.status == 1, "\(verify.stdout)\(verify.stderr)")
+        #expect(
+            verify.stdout.contains("page \(stolen) of database \(culprit): its keys lie outside the range"),
+            "\(verify.stdout)")
+        #expect(!verify.stdout.contains("of database \(victim)"), "\(verify.stdout)")
+        let repair = try await CLIResult.run(["verify", "--repair", "--store", files], environment: nil)
+        #expect(repair.status == 0, "\(repair.stdout)\(repair.stderr)")
+        let storage = try LocalStorage(configuration: configuration)
+        for n in 0..<500 {
+            #expect(try await storage.fetch(Product.self, id: "sku_\(n)")?.title == "Product \(n)", "sku_\(n)")
+        }
+        #expect(stolen != stolenFrom)
+    }
+
+    /// LMDB moves the separators of its branch pages as it splits, merges and rebalances them: a sound store
+    /// after random saves, updates that move index values, and deletes must walk without a problem (the walk
+    /// checks that each page's keys lie in the range its parent gives it).
+    @Test func aSoundStoreWalksCleanAfterSplitsMergesAndRebalances() async throws {
+        let configuration = diskConfiguration(temporaryDirectory())
+        var random = RandomDamageTests.SplitMix(state: 23)
+        var rounds: [(saves: [Product], deletes: [String])] = []
+        for _ in 0..<8 {
+            let saves = (0..<800).map { _ in
+                var product = Product.sample(Int.random(in: 0..<3_000, using: &random))
+                product.price = Double(Int.random(in: 0..<100_000, using: &random)) / 7
+                product.category = "c\(Int.random(in: 0..<40, using: &random))"
+                return product
+            }
+            rounds.append((saves, (0..<900).map { _ in "sku_\(Int.random(in: 0..<3_000, using: &random))" }))
+        }
+        let snapshot = rounds
+        try await withStore(configuration) { storage in
+            for (saves, deletes) in snapshot {
+                try await storage.save(contentsOf: saves)
+                try await storage.write { tx in for id in deletes { try tx.delete(Product.self, id: id) } }
+            }
+            #expect(try await storage.count(Product.self) > 0)
+        }
+        let (walk, _) = try walkDataFile(configuration.storeDirectory.appendingPathComponent("data.mdb").path)
+        #expect(walk.problems.isEmpty, "\(walk.problems.prefix(5))")
+        #expect(walk.databases.values.contains { $0.depth >= 2 })
+    }
 }
