@@ -169,6 +169,24 @@ import Testing
         #expect(try await Self.ids(Tile.self, storage) == expected)
     }
 
+    /// A read inside a transaction (`fetch(_:id:)`, `fetch(_:ids:)`, in `read` and in `write`) is a use of the
+    /// record, as the same read on the store is: `fetch(_:id:)` and `fetch(_:ids:)` in a transaction used to
+    /// leave the record to be evicted first under `.leastRecentlyUsed`.
+    @Test(arguments: ["read id", "read ids", "write id", "write ids", "store ids"])
+    func aReadInATransactionIsAUse(read: String) async throws {
+        let storage = try LocalStorage(configuration: Self.configuration(StorageLimits(maxRecords: 3)))
+        for id in ["a", "b", "c"] { try await storage.save(Tile(id: id, weight: 0)) }
+        switch read {
+        case "read id": #expect(try await storage.read { tx in try tx.fetch(Tile.self, id: "a") } != nil)
+        case "read ids": #expect(try await storage.read { tx in try tx.fetch(Tile.self, ids: ["a"]) }.count == 1)
+        case "write id": #expect(try await storage.write { tx in try tx.fetch(Tile.self, id: "a") } != nil)
+        case "write ids": #expect(try await storage.write { tx in try tx.fetch(Tile.self, ids: ["a"]) }.count == 1)
+        default: #expect(try await storage.fetch(Tile.self, ids: ["a"]).count == 1)
+        }
+        try await storage.save(Tile(id: "d", weight: 0))
+        #expect(try await Self.ids(Tile.self, storage) == ["a", "c", "d"])
+    }
+
     /// Evictions are `.deleted(id:)` on change streams, and live queries drop the evicted rows; indexes
     /// and the count tree stay exact.
     @Test func evictionsReachObserversAndKeepIndexesExact() async throws {

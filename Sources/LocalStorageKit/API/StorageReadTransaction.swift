@@ -111,9 +111,12 @@ public class StorageReadTransaction {
             let session = storage.makeDecodeSession(for: schema)
             var expired = false
             let found = try key.withUnsafeBytes { key in
-                try RecordReader.get(
+                let found = try RecordReader.get(
                     T.self, key: key, id: id, schema: schema, now: now, txn: txn, session: session,
                     expired: &expired)
+                // A read in a transaction is a use of the record, as `LocalStorage.fetch(_:id:)` is.
+                if found != nil { session.noteUse?(key) }
+                return found
             }
             try finish(session, expired: expired ? [key] : [], purge: false, schema: schema)
             return found

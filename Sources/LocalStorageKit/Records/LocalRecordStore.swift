@@ -66,14 +66,6 @@ struct LocalRecordStore: RecordStore {
         let (found, expired) = try core.environment.read { txn in
             try RecordReader.getMany(T.self, ids: ids, schema: schema, now: now, txn: txn, session: session)
         }
-        if schema.tracksRecency {
-            for value in found.values {
-                let key = try value.storageID()
-                key.utf8.withContiguousStorageIfAvailable { bytes in
-                    core.accessNotes.note(type: schema.number, key: UnsafeRawBufferPointer(bytes))
-                }
-            }
-        }
         afterRead(session: session, expired: expired, purge: false, schema: schema)
         return found
     }

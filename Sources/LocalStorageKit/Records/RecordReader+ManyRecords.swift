@@ -1,7 +1,8 @@
 /// `fetch(_:ids:)`'s reads: every id looked up in one snapshot, with nothing per id but the lookup and the
 /// decode (string ids are taken as they are; no per-id result tuple or id conversion).
 extension RecordReader {
-    /// The live records among `ids` from one snapshot, keyed by id, and the keys of the expired ones met.
+    /// The live records among `ids` from one snapshot, keyed by id, and the keys of the expired ones met;
+    /// each record found is a use of it (`session`'s ``DecodeSession/noteUse``).
     ///
     /// - Throws: `invalidId` for an id that cannot key a record; `decodingFailed`; `migrationFailed`.
     static func getMany<T: LocalStorable>(
@@ -23,7 +24,9 @@ extension RecordReader {
                     expired.append(Array(key))
                     return nil
                 }
-                return try RecordDecoding.decode(T.self, view: view, id: names[position], session: session)
+                let value = try RecordDecoding.decode(T.self, view: view, id: names[position], session: session)
+                session.noteUse?(key)
+                return value
             }
             if let value { found[ids[position]] = value }
         }
