@@ -24,6 +24,42 @@ import Testing
         #expect(second.core === first.core)
     }
 
+    /// The store closes when its last reference goes, whatever its last call was: `statistics()`'s job on the
+    /// writer held the store's core a moment longer, so an open right after saw it still open (a different
+    /// durability was refused, the same one shared the old store and its eviction count).
+    @Test(arguments: [
+        "statistics", "statistics(for:)", "save", "write", "read", "count", "fetch(ids:)", "delete(matching:)",
+        "changeToken", "fetch(id:load:)", "update", "deleteAll",
+    ])
+    func aStoreReopensAtOnceWhateverItsLastCall(last: String) async throws {
+        let directory = temporaryDirectory()
+        for round in 0..<12 {
+            var configuration = diskConfiguration(directory, durability: round % 2 == 0 ? .none : .relaxed)
+            configuration.limits = StorageLimits(maxRecords: 1)
+            let storage = try LocalStorage(configuration: configuration)
+            try await storage.save(Product.sample(2 * round))
+            try await storage.save(Product.sample(2 * round + 1))  // Evicts the other (and the last round's).
+            switch last {
+            // Evictions since this store opened: a store that stayed open would count the last round's too.
+            case "statistics": #expect(try await storage.statistics().evictions == (round == 0 ? 1 : 2))
+            case "statistics(for:)": _ = try await storage.statistics(for: Product.self)
+            case "save": try await storage.save(Product.sample(99))
+            case "write": try await storage.write { tx in try tx.save(Product.sample(99)) }
+            case "read": _ = try await storage.read { tx in try tx.count(Product.self) }
+            case "count": _ = try await storage.count(Product.self, matching: [.equals("category", "books")])
+            case "fetch(ids:)": _ = try await storage.fetch(Product.self, ids: ["sku_1"])
+            case "delete(matching:)": _ = try await storage.delete(Product.self, matching: [.equals("category", "toys")])
+            case "fetch(id:load:)":
+                _ = try await storage.fetch(Product.self, id: "sku_loaded", expiration: .never) { id in
+                    Product(id: id, title: "loaded", category: "books", price: 1, rating: 1)
+                }
+            case "update": _ = try await storage.update(Product.self, id: "sku_\(2 * round + 1)") { $0.price += 1 }
+            case "deleteAll": try await storage.deleteAll(Product.self)
+            default: _ = try await storage.changeToken()
+            }
+        }
+    }
+
     @Test(arguments: ["mapSize", "maxMapSize"])
     func aDifferentMapSettingIsRefusedNamingIt(setting: String) async throws {
         let directory = temporaryDirectory()

@@ -145,13 +145,9 @@ final class LoadFlights: Sendable {
         _ state: inout State
     ) {
         let enclosing = Self.enclosing + [key]
+        let held = HeldWork(work)
         state.flights[key]?.task = Task {
-            let outcome: Outcome
-            do {
-                outcome = .success(try await Self.$enclosing.withValue(enclosing) { try await work() })
-            } catch {
-                outcome = .failure(error)
-            }
+            let outcome = await Self.$enclosing.withValue(enclosing) { await held.run() }
             self.finish(key, number: number, with: outcome)
         }
         state.flights[key]?.timer = Task {
@@ -179,5 +175,27 @@ final class LoadFlights: Sendable {
         }
         for timer in flight.waiterTimers.values { timer.cancel() }
         for continuation in flight.waiters.values { continuation.resume(with: outcome) }
+    }
+}
+
+/// A flight's work, let go of as soon as it has run: what it captured (the store a load writes to) is released
+/// before its waiters resume, so a store whose last reference a waiter drops right after its load closes at once.
+private final class HeldWork: Sendable {
+    private let work: Mutex<LoadFlights.Work?>
+
+    init(_ work: @escaping LoadFlights.Work) {
+        self.work = Mutex(work)
+    }
+
+    /// Runs the work once and drops it; what it returned or threw.
+    func run() async -> LoadFlights.Outcome {
+        guard let work = self.work.withLock({ $0.take() }) else {
+            return .failure(LocalStorageError.storageError(code: -1, message: "a load ran twice"))
+        }
+        do {
+            return .success(try await work())
+        } catch {
+            return .failure(error)
+        }
     }
 }

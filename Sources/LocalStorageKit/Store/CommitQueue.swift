@@ -223,23 +223,15 @@ final class CommitQueue: @unchecked Sendable {
         try await submit { box, finish in .exclusive({ writer in box.value = try body(writer) }, finish: finish) }
     }
 
-    /// Queues the work `make` builds and suspends until the writer finishes it: the work stores its
-    /// result in the box, and `finish` resumes the caller with that result or the error.
+    /// Queues the work `make` builds and suspends until the writer finishes it and lets go of it: the work
+    /// stores its result in the box, `finish` its error, and the box resumes the caller when the writer has
+    /// dropped the work's closures (``ResultBox``).
     private func submit<R: Sendable>(
         _ make: (ResultBox<R>, @escaping (Error?) -> Void) -> Work
     ) async throws -> R {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<R, Error>) in
-            let box = ResultBox<R>()
-            enqueue(
-                make(box) { error in
-                    if let error {
-                        continuation.resume(throwing: error)
-                    } else if let value = box.value {
-                        continuation.resume(returning: value)
-                    } else {
-                        continuation.resume(throwing: LocalStorageError.storageError(code: -1, message: "no result"))
-                    }
-                })
+            let box = ResultBox<R>(continuation)
+            enqueue(make(box) { error in box.error = error })
         }
     }
 
@@ -320,8 +312,29 @@ struct RequestFailure: Error {
     let error: any Error
 }
 
-/// Carries a request's result from the writer thread to its continuation.
-private final class ResultBox<R>: @unchecked Sendable {
-    // @unchecked: written on the writer thread before `finish`, read in `finish` on the same thread.
+/// A request's outcome, handed to its caller when the writer lets go of the request: the box's `deinit`
+/// resumes the caller once no closure of the request holds it any more. What the request's closures captured
+/// (a caller's closure holding its store, a store's core) is then released before the caller goes on, so a
+/// store whose last reference the caller drops right after the call closes at once, not when the writer
+/// gets round to dropping its closures (an open right after found it still open).
+private final class ResultBox<R: Sendable>: @unchecked Sendable {
+    // @unchecked: written on the writer thread, by the request and its `finish`; read in `deinit`, after the
+    // last reference went.
     var value: R?
+    var error: (any Error)?
+    private let continuation: CheckedContinuation<R, Error>
+
+    init(_ continuation: CheckedContinuation<R, Error>) {
+        self.continuation = continuation
+    }
+
+    deinit {
+        if let error {
+            continuation.resume(throwing: error)
+        } else if let value {
+            continuation.resume(returning: value)
+        } else {
+            continuation.resume(throwing: LocalStorageError.storageError(code: -1, message: "no result"))
+        }
+    }
 }

@@ -10,12 +10,14 @@ extension StoreCore {
         let infos = try environment.read { txn in try TypeRegistry.all(meta: meta, txn: txn).infos }
         let known = statisticsSchemas.withLock { $0 }
         // A damaged type is left out, and once found so, not looked at again (nor through the writer).
-        let environment = self.environment
+        let (environment, logger) = (self.environment, self.logger)
         if infos.allSatisfy({ known[$0.number] != nil || environment.hasDamagedType($0.number) }) { return known }
+        // The writer's job must not hold the core: it outlives the caller's resumption by a moment, and a store
+        // whose last reference went would stay open until it ends.
         let opened = try await writer.performExclusive { writer in
             try writer.transact { context -> [UInt32: TypeSchema] in
                 let infos = try TypeRegistry.all(meta: meta, txn: context.txn).infos
-                let schemas = try TypeSchema.openUndamaged(infos, in: context.txn, logger: self.logger)
+                let schemas = try TypeSchema.openUndamaged(infos, in: context.txn, logger: logger)
                 return Dictionary(uniqueKeysWithValues: schemas.map { ($0.number, $0) })
             }
         }
