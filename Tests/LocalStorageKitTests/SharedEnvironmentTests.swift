@@ -48,7 +48,8 @@ import Testing
             case "read": _ = try await storage.read { tx in try tx.count(Product.self) }
             case "count": _ = try await storage.count(Product.self, matching: [.equals("category", "books")])
             case "fetch(ids:)": _ = try await storage.fetch(Product.self, ids: ["sku_1"])
-            case "delete(matching:)": _ = try await storage.delete(Product.self, matching: [.equals("category", "toys")])
+            case "delete(matching:)":
+                _ = try await storage.delete(Product.self, matching: [.equals("category", "toys")])
             case "fetch(id:load:)":
                 _ = try await storage.fetch(Product.self, id: "sku_loaded", expiration: .never) { id in
                     Product(id: id, title: "loaded", category: "books", price: 1, rating: 1)

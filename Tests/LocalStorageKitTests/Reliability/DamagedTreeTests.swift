@@ -374,7 +374,8 @@ import Testing
             }.keys.sorted().first, "\(walk.databases.mapValues { ($0.depth, $0.entries) })")
         let culpritRoot = pageRange(try #require(walk.databases[culprit]).root, pageSize: pageSize).lowerBound
         let damaged = nodeOffset(bytes, page: culpritRoot, index: 1)
-        let stolen = child(bytes, node: nodeOffset(bytes, page: pageRange(records.root, pageSize: pageSize).lowerBound, index: 0))
+        let stolen = child(
+            bytes, node: nodeOffset(bytes, page: pageRange(records.root, pageSize: pageSize).lowerBound, index: 0))
         let stolenFrom = child(bytes, node: damaged)
         bytes[damaged] = UInt8(truncatingIfNeeded: stolen)
         bytes[damaged + 1] = UInt8(truncatingIfNeeded: stolen >> 8)
