@@ -147,7 +147,7 @@ final class MemoryTier: Sendable {
             held = state.withLock { state in lookUp(wanted, key, now: now, &state) }
         }
         guard let held else { return nil }
-        return held as? T
+        return Self.unwrap(held, as: T.self)
     }
 
     /// The value held for `key` as of `txn`'s snapshot (brought up to it first when it is newer), or nil when
@@ -164,7 +164,17 @@ final class MemoryTier: Sendable {
             return lookUp(wanted, key, now: now, &state)
         }
         guard let held else { return nil }
-        return held as? T
+        return Self.unwrap(held, as: T.self)
+    }
+
+    /// `held` as the `T` it was kept as (``lookUp(_:_:now:_:)`` compared the types). Opened, not cast: a cast
+    /// from an existential to an unspecialized `T` took the runtime's slow path, about a tenth of a hit.
+    private static func unwrap<T>(_ held: any Sendable, as type: T.Type) -> T? {
+        func open<Held: Sendable>(_ value: Held) -> T? {
+            guard Held.self == T.self else { return nil }
+            return unsafeBitCast(value, to: T.self)
+        }
+        return open(held)
     }
 
     private func lookUp(_ type: ObjectIdentifier, _ key: Key, now: Int64, _ state: inout State) -> (any Sendable)? {
@@ -189,7 +199,8 @@ final class MemoryTier: Sendable {
             state.bumps += 1
         }
         state.hits += 1
-        return state.slots[slot].value
+        // Through a pointer: an array subscript here copied the whole slot (retaining and releasing its key).
+        return state.slots.withUnsafeBufferPointer { (slots: UnsafeBufferPointer<Slot>) -> any Sendable in slots[slot].value }
     }
 
     /// Keeps `value`, read from the record's stored payload of `bytes` bytes in `txn`, unless a newer
