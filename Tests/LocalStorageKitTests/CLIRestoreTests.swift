@@ -112,6 +112,22 @@ import Testing
         #expect(listed.stdout.split(separator: "\n").count == 20)
     }
 
+    /// `--output` naming a directory that holds a data file itself (another store's folder): the copy went to
+    /// its `LocalStorage` folder, where `--store` on that directory never finds it (it names the store whose data
+    /// file the directory holds). It is refused, and nothing is written there.
+    @Test func compactRefusesAnOutputThatHoldsAStore() async throws {
+        let (_, store) = try await makeStore(notes: 5)
+        let (_, other) = try await makeStore(notes: 1)
+        let otherFiles = other  // The store folder, holding data.mdb.
+        let before = try Data(contentsOf: otherFiles.appendingPathComponent("data.mdb"))
+        let compact = try await CLIResult.run(
+            ["compact", "--output", otherFiles.path, "--store", store.path], environment: nil)
+        #expect(compact.status == 1, "\(compact.stdout)\(compact.stderr)")
+        #expect(compact.stderr.contains("already exists"), "\(compact.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: otherFiles.appendingPathComponent("LocalStorage").path))
+        #expect(try Data(contentsOf: otherFiles.appendingPathComponent("data.mdb")) == before)
+    }
+
     @Test func idsThatBeginWithADashFollowTheEndOfOptions() async throws {
         let (storage, store) = try await makeStore(notes: 1)
         try await storage.save(Note(id: "-dash", text: "dashing"))

@@ -28,8 +28,11 @@ extension StoreMaintenance {
         let output = configuration.storeDirectory
         let fileManager = FileManager.default
         let outputFile = output.appendingPathComponent("data.mdb")
-        guard !fileManager.fileExists(atPath: outputFile.path) else {
-            throw MaintenanceError.outputExists(path: outputFile.path)
+        // A directory holding a data file itself is a store directory: a copy in its `LocalStorage` folder
+        // would hide behind it (`--store` names the store whose data file a directory holds first).
+        let heldHere = databaseDirectory.appendingPathComponent("data.mdb")
+        for file in [outputFile, heldHere] where fileManager.fileExists(atPath: file.path) {
+            throw MaintenanceError.outputExists(path: file.path)
         }
         // The copy keeps whom the store's data file is shared with; its owner (the user running compact) may
         // always read and write it, even when the store itself is read-only.
@@ -98,16 +101,24 @@ extension StoreMaintenance {
                     durability: .full, compaction: compaction)
             }
         }
-        // Never rewrite another program's LMDB environment.
+        // Never rewrite another program's LMDB environment, nor a store this version does not read: the checks
+        // of an open, read only.
         let plain = try open(nil)
-        let isStore = try mappingErrors {
-            try plain.readCommitted { try $0.openDatabase("meta", create: false) != nil }
+        let problem = try mappingErrors {
+            try plain.readCommitted { txn -> String? in
+                guard let meta = try txn.openDatabase(TypeRegistry.metaName, create: false) else {
+                    return "not a LocalStorageKit store (it has no meta database)"
+                }
+                do {
+                    try TypeRegistry.checkLayout(meta: meta, txn: txn)
+                } catch LocalStorageError.decodingFailed(let reason) {
+                    return reason
+                }
+                return nil
+            }
         }
         plain.close()
-        guard isStore else {
-            throw LocalStorageError.openFailed(
-                path: directory.path, reason: "not a LocalStorageKit store (it has no meta database)")
-        }
+        if let problem { throw LocalStorageError.openFailed(path: directory.path, reason: problem) }
         let environment = try open(Environment.CompactionRequest(threshold: -1))
         defer { environment.close() }
         switch environment.compactionOutcome {

@@ -37,15 +37,16 @@ enum TypeRegistry {
             if found < layout && !txn.isReadOnly { try upgradeToCountTree(meta: meta, txn: txn) }
             return
         }
+        // Without a layout marker: LMDB's main database may hold only our own databases. Anything else is
+        // another program's LMDB environment (one with a database named `meta` too), which must not be taken
+        // over (this transaction is aborted).
+        let foreign = try foreignNames(txn: txn)
         let isEmpty = try txn.withCursor(meta) { cursor in try cursor.move(.first) == nil }
-        guard isEmpty else {
+        guard isEmpty || !foreign.isEmpty else {
             throw LocalStorageError.decodingFailed(
                 reason: "the store was written by a development version of LocalStorageKit before 0.1.0 "
                     + "(no layout marker); export it with that version and import it into a new store")
         }
-        // A new store: LMDB's main database may hold only our own databases. Anything else is another
-        // program's LMDB environment, which must not be taken over (this transaction is aborted).
-        let foreign = try foreignNames(txn: txn)
         if !foreign.isEmpty {
             throw LocalStorageError.decodingFailed(
                 reason: "not a LocalStorageKit store: an LMDB environment whose main database holds "

@@ -50,6 +50,45 @@ import Testing
         #expect(try Data(contentsOf: data) == before)
     }
 
+    /// Another program's environment that happens to have a database named `meta`: the library called it a
+    /// store of a development version, and `compact` (which looked for `meta` alone) rewrote it.
+    @Test func aForeignEnvironmentWithAMetaDatabaseIsRefusedByCompactToo() async throws {
+        let directory = temporaryDirectory()
+        let files = storeFilesDirectory(directory)
+        try FileManager.default.createDirectory(at: files, withIntermediateDirectories: true)
+        var env: OpaquePointer?
+        #expect(mdb_env_create(&env) == 0)
+        #expect(mdb_env_set_maxdbs(env, 4) == 0)
+        #expect(mdb_env_open(env, files.path, 0, 0o644) == 0)
+        var txn: OpaquePointer?
+        #expect(mdb_txn_begin(env, nil, 0, &txn) == 0)
+        for name in ["meta", "Item/records"] {
+            var dbi: MDB_dbi = 0
+            #expect(mdb_dbi_open(txn, name, UInt32(MDB_CREATE), &dbi) == 0)
+            var key = Array("k".utf8)
+            var value = Array("v".utf8)
+            let code = key.withUnsafeMutableBytes { k in
+                value.withUnsafeMutableBytes { v in
+                    var keyValue = MDB_val(mv_size: k.count, mv_data: k.baseAddress)
+                    var dataValue = MDB_val(mv_size: v.count, mv_data: v.baseAddress)
+                    return mdb_put(txn, dbi, &keyValue, &dataValue, 0)
+                }
+            }
+            #expect(code == 0)
+        }
+        #expect(mdb_txn_commit(txn) == 0)
+        mdb_env_close(env)
+        let data = files.appendingPathComponent("data.mdb")
+        let before = try Data(contentsOf: data)
+        expectOpenFailed(directory, mentioning: ["not a LocalStorageKit store", "Item/records"])
+        for command in [["stats"], ["compact"], ["compact", "--output", temporaryDirectory().path]] {
+            let result = try await CLIResult.run(command + ["--store", files.path], environment: nil)
+            #expect(result.status == 1, "\(command): \(result.stdout)")
+            #expect(result.stderr.contains("not a LocalStorageKit store"), "\(command): \(result.stderr)")
+        }
+        #expect(try Data(contentsOf: data) == before)
+    }
+
     @Test func anEmptyLMDBEnvironmentBecomesAStore() async throws {
         let directory = temporaryDirectory()
         try makeEnvironment(storeFilesDirectory(directory), holding: [])
