@@ -128,6 +128,31 @@ import Testing
         #expect(try Data(contentsOf: otherFiles.appendingPathComponent("data.mdb")) == before)
     }
 
+    /// A data file of no bytes holds no store yet: a read-only `stats` made a store of it (LMDB creates one in an
+    /// empty file), and `compact` did too before it found no `meta`. Only an import creates a store there.
+    @Test func anEmptyDataFileIsNoStoreExceptToAnImport() async throws {
+        let files = temporaryDirectory().appendingPathComponent("LocalStorage")
+        try FileManager.default.createDirectory(at: files, withIntermediateDirectories: true)
+        let data = files.appendingPathComponent("data.mdb")
+        #expect(FileManager.default.createFile(atPath: data.path, contents: Data()))
+        for command in [["stats"], ["types"], ["verify"], ["export"], ["list", "Note"], ["compact"]] {
+            let result = try await CLIResult.run(command + ["--store", files.path], environment: nil)
+            #expect(result.status == 1, "\(command): \(result.stdout)")
+            #expect(result.stderr.contains("no store at"), "\(command): \(result.stderr)")
+            #expect(try Data(contentsOf: data).isEmpty, "\(command)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: files.appendingPathComponent("lock.mdb").path))
+        let (_, source) = try await makeStore(notes: 3)
+        let export = try await CLIResult.run(["export", "--store", source.path], environment: nil)
+        let file = temporaryDirectory().appendingPathComponent("notes.jsonl")
+        try FileManager.default.createDirectory(
+            at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Data(export.stdout.utf8).write(to: file)
+        let imported = try await CLIResult.run(["import", file.path, "--store", files.path], environment: nil)
+        #expect(imported.status == 0, "\(imported.stderr)")
+        #expect(imported.stdout.contains("Imported 3 records"), "\(imported.stdout)")
+    }
+
     @Test func idsThatBeginWithADashFollowTheEndOfOptions() async throws {
         let (storage, store) = try await makeStore(notes: 1)
         try await storage.save(Note(id: "-dash", text: "dashing"))

@@ -23,7 +23,7 @@
     public var description: String {
         switch self {
         case .noStore(let path):
-            "no store at \(path) (no data.mdb there, nor in its LocalStorage directory)"
+            "no store at \(path) (no data.mdb there, nor in its LocalStorage directory, or an empty one)"
         case .unknownType(let name, let known):
             "the store has no type \"\(name)\"" + (known.isEmpty ? "" : " (it has: \(known.joined(separator: ", ")))")
         case .unknownIndex(let name, let type, let known):

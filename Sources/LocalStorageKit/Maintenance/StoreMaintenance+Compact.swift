@@ -87,7 +87,9 @@ extension StoreMaintenance {
     ///   unchanged).
     public static func compactInPlace(directory: URL) throws -> CompactInPlaceReport {
         let directory = storeDirectory(named: directory)
-        guard FileManager.default.fileExists(atPath: directory.appendingPathComponent("data.mdb").path) else {
+        guard FileManager.default.fileExists(atPath: directory.appendingPathComponent("data.mdb").path),
+            !holdsEmptyDataFile(directory)
+        else {
             throw MaintenanceError.noStore(path: directory.path)
         }
         if readOnlyLock(directory) != nil { throw MaintenanceError.readOnly(path: directory.path) }

@@ -92,12 +92,22 @@ import Darwin
     ///     `encryption`'s current key when a previous key sealed them, as an app's open does (what `rekey` and
     ///     `import` need). The CLI's other commands pass false, so that checking a store with a new key and
     ///     the old one never locks out an app that has only the old one yet.
+    /// Whether the store directory `directory` holds a data file of no bytes: no store yet (LMDB would make one
+    /// in it), which only an import creates.
+    static func holdsEmptyDataFile(_ directory: URL) -> Bool {
+        var info = stat()
+        return stat(directory.appendingPathComponent("data.mdb").path, &info) == 0 && info.st_size == 0
+    }
+
     public init(
         directory: URL, creatingIfMissing: Bool = false, encryption: StorageEncryption? = nil,
         movesKeyCheck: Bool = true
     ) async throws {
         let directory = StoreMaintenance.storeDirectory(named: directory)
         let dataFile = directory.appendingPathComponent("data.mdb")
+        if !creatingIfMissing && StoreMaintenance.holdsEmptyDataFile(directory) {
+            throw MaintenanceError.noStore(path: directory.path)
+        }
         if !FileManager.default.fileExists(atPath: dataFile.path) {
             guard creatingIfMissing else { throw MaintenanceError.noStore(path: directory.path) }
             let folderMode = StoreFileModes.folderMode(for: LocalStorageConfiguration().filePermissions)
