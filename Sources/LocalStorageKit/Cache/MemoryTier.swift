@@ -200,7 +200,9 @@ final class MemoryTier: Sendable {
         }
         state.hits += 1
         // Through a pointer: an array subscript here copied the whole slot (retaining and releasing its key).
-        return state.slots.withUnsafeBufferPointer { (slots: UnsafeBufferPointer<Slot>) -> any Sendable in slots[slot].value }
+        return state.slots.withUnsafeBufferPointer { (slots: UnsafeBufferPointer<Slot>) -> any Sendable in
+            slots[slot].value
+        }
     }
 
     /// Keeps `value`, read from the record's stored payload of `bytes` bytes in `txn`, unless a newer
