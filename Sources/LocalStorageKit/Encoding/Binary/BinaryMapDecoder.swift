@@ -57,14 +57,22 @@ struct BinaryMapDecoder {
     /// Finds the entry named `name`, or returns `nil` if the map has none.
     ///
     /// Complexity: O(1) when `name` follows the last entry found, otherwise O(n) in the size of the map.
+    @inline(__always)
     func entry(named name: String) throws -> BinaryMapEntry? {
+        // The hinted entry first, reading the name's UTF-8 in place (a coding key's name is a literal or a
+        // native string, so its bytes are contiguous: no copy, no retain).
+        if let hint = state.hint(hintSlot), hint >= bodyStart, hint < bodyEnd,
+            case let found?? = try name.utf8.withContiguousStorageIfAvailable({ try entry(at: hint, ifNamed: $0) })
+        {
+            return found
+        }
+        return try scan(for: name)
+    }
+
+    /// Finds the entry named `name` by reading the map from its start.
+    private func scan(for name: String) throws -> BinaryMapEntry? {
         var name = name
         return try name.withUTF8 { wanted -> BinaryMapEntry? in
-            if let hint = state.hint(hintSlot), hint >= bodyStart, hint < bodyEnd,
-                let entry = try entry(at: hint, ifNamed: wanted)
-            {
-                return entry
-            }
             var offset = bodyStart
             while offset < bodyEnd {
                 let keyLength = try state.reader.length(at: offset)
