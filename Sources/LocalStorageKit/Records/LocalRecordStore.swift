@@ -30,17 +30,18 @@ struct LocalRecordStore: RecordStore {
         let session = makeDecodeSession(for: schema)
         var expired = false
         var utf8 = id
-        // The id's own UTF-8 is the key: no copy on the hot path.
-        let value: T? = try utf8.withUTF8 { key in
+        // The id's own UTF-8 is the key: no copy on the hot path. The closures return nothing: a generic call
+        // returning `T?` makes unspecialized code look the type `T?` up in the runtime at every fetch.
+        var value: T?
+        try utf8.withUTF8 { key in
             try RecordWriter.validate(keyLength: key.count)
-            return try core.environment.read { txn in
-                let found = try RecordReader.get(
+            try core.environment.read { txn in
+                value = try RecordReader.get(
                     T.self, key: UnsafeRawBufferPointer(key), id: id, schema: schema,
                     now: now, txn: txn, session: session, expired: &expired)
-                if schema.tracksRecency, found != nil {
+                if schema.tracksRecency, value != nil {
                     core.accessNotes.note(type: schema.number, key: UnsafeRawBufferPointer(key))
                 }
-                return found
             }
         }
         afterRead(session: session, expired: expired ? [Array(id.utf8)] : [], purge: false, schema: schema)

@@ -27,18 +27,19 @@ struct BinaryDecoder {
         guard try reader.skipValue(at: 1) == reader.count else {
             throw BinaryCodecError.corrupt("trailing bytes after the value", at: 1)
         }
-        // The hint slots live on this call's stack: no heap allocation for the state of a decode.
-        return try withUnsafeTemporaryAllocation(of: Int.self, capacity: BinaryDecodingState.storageWords) {
-            hints in
-            guard let storage = hints.baseAddress else {
-                throw BinaryCodecError("No memory for the decoder's state.")
+        // The hint slots live on this call's stack: no heap allocation for the state of a decode. (An
+        // `InlineArray` rather than `withUnsafeTemporaryAllocation`, whose throwing form looks up the metadata of a
+        // `Result<T, any Error>` in the runtime at every call.)
+        var words = BinaryDecodingState.Storage(repeating: 0)
+        return try withUnsafeMutablePointer(to: &words) { pointer in
+            try pointer.withMemoryRebound(to: Int.self, capacity: BinaryDecodingState.storageWords) { storage in
+                let state = BinaryDecodingState(reader: reader, storage: storage)
+                let value = try state.decodeValue(type, at: 1, path: nil, key: nil)
+                if let offset = state.malformedOffset {
+                    throw BinaryCodecError.corrupt("malformed bytes met while looking for a key or a nil", at: offset)
+                }
+                return value
             }
-            let state = BinaryDecodingState(reader: reader, storage: storage)
-            let value = try state.decodeValue(type, at: 1, path: nil, key: nil)
-            if let offset = state.malformedOffset {
-                throw BinaryCodecError.corrupt("malformed bytes met while looking for a key or a nil", at: offset)
-            }
-            return value
         }
     }
 }

@@ -16,11 +16,14 @@ struct BinaryDecodingState {
     /// The reader over the payload.
     let reader: BinaryReader
 
+    /// Room on a caller's stack for the hint slots, their count and the malformed word.
+    typealias Storage = InlineArray<34, Int>
+
     /// The number of key-lookup hint slots; keyed containers nested deeper get none and scan.
-    static let hintCapacity = 32
+    static let hintCapacity = Storage.count - 2
 
     /// The number of `Int` words ``init(reader:storage:)`` needs: the slots, their count, the malformed word.
-    static let storageWords = hintCapacity + 2
+    static let storageWords = Storage.count
     /// The word after the slots: 1 + the offset of the malformed bytes noted (``noteMalformed(at:)``), or 0.
     private static let malformedWord = hintCapacity + 1
 
