@@ -28,7 +28,7 @@ extension RecordReader {
                 session.noteUse?(key)
                 return value
             }
-            if let value { found[ids[position]] = value }
+            if let value { found.updateValue(value, forKey: ids[position]) }
         }
         return (found, expired)
     }
