@@ -173,6 +173,9 @@ final class PayloadSealing: Sendable {
         return (envelope, try sealed.get())
     }
 
+    /// The stack buffer a sealed payload of up to its size is opened into.
+    private typealias OpeningRoom = InlineArray<512, UInt8>
+
     /// Calls `body` with the codec's bytes of a stored payload: in place when nothing was done to it, else
     /// opened and decompressed. `resealable` is true when the payload was sealed with a previous key.
     ///
@@ -206,13 +209,23 @@ final class PayloadSealing: Sendable {
                         + "with a key that is not configured)")
             }
             if !envelope.contains(.compressed) {
-                // Opened into a temporary buffer and decoded there: no array per read.
+                // Opened into a temporary buffer and decoded there: no array per read. A small payload's buffer
+                // is on the stack. (Not `withUnsafeTemporaryAllocation`: its throwing form looks up the metadata
+                // of a `Result<R, any Error>` in the runtime at every call, as `R` is a type unknown here.)
                 let count = stored.count - 2 - algorithm.nonceLength - SodiumCipher.tagLength
-                return try withUnsafeTemporaryAllocation(byteCount: max(count, 1), alignment: 16) { buffer in
-                    let plain = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<count])
+                func openAndRead(into plain: UnsafeMutableRawBufferPointer) throws -> R {
                     guard let key = open(view, typeName: typeName, id: id, into: plain) else { throw unopened() }
                     return try body(UnsafeRawBufferPointer(plain), isPrevious(key))
                 }
+                if count <= OpeningRoom.count {
+                    var room = OpeningRoom(repeating: 0)
+                    return try withUnsafeMutableBytes(of: &room) { buffer in
+                        try openAndRead(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<count]))
+                    }
+                }
+                let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: count, alignment: 16)
+                defer { buffer.deallocate() }
+                return try openAndRead(into: buffer)
             }
             guard let (key, opened) = opening(view, typeName: typeName, id: id) else { throw unopened() }
             bytes = opened

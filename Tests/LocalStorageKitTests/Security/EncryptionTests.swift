@@ -1,4 +1,5 @@
 import Foundation
+import LocalStorageTestSupport
 import Testing
 
 @testable import LocalStorageKit
@@ -50,6 +51,23 @@ import Testing
         try await withStore(Self.configuration(directory)) { storage async throws in
             #expect(try await storage.fetch(Note.self, id: "n3")?.text == "\(secret) number 3 updated")
             #expect(try await storage.fetch(Product.self, id: "p")?.title == secret)
+        }
+    }
+
+    /// A sealed payload is opened into a buffer on the stack when it is small and on the heap when it is not:
+    /// records of random sizes on both sides of the boundary read back as saved, in single and batch reads.
+    @Test func sealedPayloadsOfEverySizeReadBack() async throws {
+        var random = SplitMix64(seed: 0x5EA1)
+        let notes = (0..<120).map { number in
+            let length = Int(random.next() % 1_400)
+            let text = String((0..<length).map { _ in Character(UnicodeScalar(UInt8(32 + random.next() % 95))) })
+            return Note(id: "n\(number)", text: text)
+        }
+        try await withStore(Self.configuration(temporaryDirectory())) { storage async throws in
+            try await storage.save(contentsOf: notes)
+            for note in notes { #expect(try await storage.fetch(Note.self, id: note.id) == note) }
+            let batch = try await storage.fetch(Note.self, ids: notes.map(\.id))
+            #expect(batch == Dictionary(uniqueKeysWithValues: notes.map { ($0.id, $0) }))
         }
     }
 
