@@ -1,8 +1,15 @@
 /// A validated query: its conditions grouped by index, and its order.
 struct QueryPlan: Sendable {
-    struct Constraint: Sendable {
+    /// The conditions on one index. A class: the executor hands the driving constraint to every entry it
+    /// checks, and a copy is then one retain instead of one per string and array it holds.
+    final class Constraint: Sendable {
         let index: TypeSchema.Index
-        var conditions: [CompiledCondition]
+        let conditions: [CompiledCondition]
+
+        init(index: TypeSchema.Index, conditions: [CompiledCondition]) {
+            self.index = index
+            self.conditions = conditions
+        }
     }
 
     let constraints: [Constraint]
@@ -36,19 +43,19 @@ struct QueryPlan: Sendable {
     /// - Throws: `unknownIndex` for an index the type does not declare; `invalidQuery` for a value of
     ///   the wrong kind, NaN, or a prefix on a number index.
     init(filters: [StorageIndexFilter], sort: StorageIndexSort?, schema: TypeSchema) throws(LocalStorageError) {
-        var constraints: [Constraint] = []
+        var grouped: [(index: TypeSchema.Index, conditions: [CompiledCondition])] = []
         for filter in filters {
             guard let index = schema.index(named: filter.indexName) else {
                 throw .unknownIndex(filter.indexName)
             }
             let condition = try QueryPlan.compile(filter.condition, on: index)
-            if let position = constraints.firstIndex(where: { $0.index.name == index.name }) {
-                constraints[position].conditions.append(condition)
+            if let position = grouped.firstIndex(where: { $0.index.name == index.name }) {
+                grouped[position].conditions.append(condition)
             } else {
-                constraints.append(Constraint(index: index, conditions: [condition]))
+                grouped.append((index, [condition]))
             }
         }
-        self.constraints = constraints
+        constraints = grouped.map { Constraint(index: $0.index, conditions: $0.conditions) }
         if let sort {
             guard let index = schema.index(named: sort.indexName) else { throw .unknownIndex(sort.indexName) }
             sortIndex = index
