@@ -321,29 +321,72 @@ extension CountTree {
     ) throws -> (start: [UInt8], skip: Int)? {
         var remaining = rank
         var parent: [UInt8] = []
+        // The entries of the parent group; the whole index's for the first level (also walked forward: it
+        // has a few dozen groups at most in practice).
+        var parentCount: Int?
         var start = index.counterPrefix
         return try txn.withCursor(counts) { cursor in
             for level in levels(of: index.kind) {
                 start.removeSubrange(8...)
                 start.append(UInt8(level))
                 start.append(contentsOf: parent)
-                var entry = try cursor.seek(atLeast: start)
-                var found = false
-                while let current = entry, current.key.count >= start.count, current.key.starts(with: start) {
-                    let count = counterValue(current.value)
-                    if remaining < count {
-                        parent = Array(current.key[9...])
-                        found = true
-                        break
-                    }
-                    remaining -= count
-                    entry = try cursor.move(.next)
-                }
-                guard found else { return nil }
+                let backward = parentCount.map { remaining >= $0 / 2 } ?? false
+                guard
+                    let (child, before, own) = try backward
+                        ? groupHolding(remaining, in: start, parentCount: parentCount ?? 0, cursor: &cursor)
+                        : groupHolding(remaining, in: start, cursor: &cursor)
+                else { return nil }
+                parent = child
+                remaining -= before
+                parentCount = own
                 // A group named by a whole key holds that key's entries only.
                 if parent.count < level { return (parent, remaining) }
             }
             return (parent, remaining)
         }
+    }
+
+    /// The child group under `start` that holds the entry `rank` entries past the parent's first: its name
+    /// (the key prefix), the entries of the children before it and its own count; walked forward from the first
+    /// child.
+    private static func groupHolding(
+        _ rank: Int, in start: [UInt8], cursor: inout Cursor
+    ) throws -> (name: [UInt8], before: Int, count: Int)? {
+        var before = 0
+        var entry = try cursor.seek(atLeast: start)
+        while let current = entry, current.key.count >= start.count, current.key.starts(with: start) {
+            let count = counterValue(current.value)
+            if rank - before < count { return (Array(current.key[9...]), before, count) }
+            before += count
+            entry = try cursor.move(.next)
+        }
+        return nil
+    }
+
+    /// ``groupHolding(_:in:cursor:)`` walked backward from the last child, for a rank in the second half of a
+    /// parent group of `parentCount` entries (the entries before a child are the parent's count minus the
+    /// children from it to the last).
+    private static func groupHolding(
+        _ rank: Int, in start: [UInt8], parentCount: Int, cursor: inout Cursor
+    ) throws -> (name: [UInt8], before: Int, count: Int)? {
+        var entry: Cursor.Entry?
+        if let past = OrderedKey.successor(of: start), try cursor.seek(atLeast: past) != nil {
+            entry = try cursor.move(.previous)
+        } else {
+            entry = try cursor.move(.last)
+        }
+        var fromHere = 0
+        while let current = entry, current.key.count >= start.count, current.key.starts(with: start) {
+            let count = counterValue(current.value)
+            fromHere += count
+            let before = parentCount - fromHere
+            if rank >= before {
+                // Counters that disagree with the parent's (a damaged store) end the walk like a rank past the end.
+                guard before >= 0, rank - before < count else { return nil }
+                return (Array(current.key[9...]), before, count)
+            }
+            entry = try cursor.move(.previous)
+        }
+        return nil
     }
 }
