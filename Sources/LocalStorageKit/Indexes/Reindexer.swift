@@ -15,7 +15,7 @@ struct Reindexer<T: LocalStorable>: Sendable {
     /// Whether `txn`'s snapshot holds records of the type indexed with another declaration than
     /// `schema`'s. O(log n): the first and last keys of the signature database.
     static func hasStaleRecords(schema: TypeSchema, txn: Transaction) throws -> Bool {
-        let mine = RecordWriter.signatureKey(schema.signature)
+        let mine = schema.signatureKey
         return try txn.withCursor(schema.signatures) { cursor in
             guard let first = try cursor.move(.first) else { return false }
             guard first.key.elementsEqual(mine) else { return true }
@@ -73,7 +73,7 @@ struct Reindexer<T: LocalStorable>: Sendable {
         context: CommitQueue.Context
     ) throws -> Batch {
         let txn = context.txn
-        let mine = RecordWriter.signatureKey(schema.signature)
+        let mine = schema.signatureKey
         var stale: [(signature: [UInt8], key: [UInt8])] = []
         try txn.withCursor(schema.signatures) { cursor in
             var entry: Cursor.Entry?

@@ -51,7 +51,7 @@ enum RecordWriter {
         // Every record of the batch has the same update time (and expiry, and signature): one key, ids
         // already sorted.
         // Each run is in (key, id) order: it goes in at the end of its database when it sorts after it.
-        var runs = [(schema.updated, timeKey(context.now)), (schema.signatures, signatureKey(schema.signature))]
+        var runs = [(schema.updated, timeKey(context.now)), (schema.signatures, schema.signatureKey)]
         if expiresAt != 0 { runs.append((schema.expiry, timeKey(expiresAt))) }
         for (database, key) in runs {
             var run = SortedAppend(database)

@@ -34,6 +34,10 @@ struct TypeSchema: Sendable {
         let allIndexes: [Index]
         let knownSignatures: Set<UInt64>
         let declaration: IndexDeclaration
+        /// The declaration's signature and its key in the signature database, computed once: every query
+        /// checks the database for records indexed with another declaration.
+        let signature: UInt64
+        let signatureKey: [UInt8]
         let version: Int
         let runtime: SchemaRuntime
 
@@ -53,6 +57,8 @@ struct TypeSchema: Sendable {
             self.allIndexes = allIndexes
             self.knownSignatures = knownSignatures
             self.declaration = declaration
+            signature = declaration.signature
+            signatureKey = RecordWriter.signatureKey(signature)
             self.version = version
             self.runtime = runtime
         }
@@ -88,7 +94,9 @@ struct TypeSchema: Sendable {
     /// (purges, evictions, statistics), where payloads are stored and read as they are.
     var sealing: PayloadSealing? = nil
 
-    var signature: UInt64 { declaration.signature }
+    var signature: UInt64 { opened.signature }
+    /// ``signature``'s key in the signature database.
+    var signatureKey: [UInt8] { opened.signatureKey }
 
     init(
         name: String, number: UInt32, records: Database, updated: Database, expiry: Database,
