@@ -61,6 +61,20 @@ import Testing
         try await storage.save(Reading(id: .max, value: 1.5))
         #expect(try await storage.fetch(Reading.self, id: UInt64.max)?.value == 1.5)
         #expect(try await storage.fetch(Reading.self, id: "18446744073709551615")?.value == 1.5)
+        try await storage.save(Reading(id: 7, value: 2.5))
+        let many = try await storage.fetch(Reading.self, ids: [7, .max, 8])
+        #expect(many.mapValues(\.value) == [7: 2.5, .max: 1.5])
+    }
+
+    @Test func batchReadsTakeIdsOfEveryKind() async throws {
+        let storage = try LocalStorage(configuration: .inMemory)
+        let sessions = (0..<3).map { Session(id: UUID(), user: "u\($0)") }
+        try await storage.save(contentsOf: sessions)
+        let found = try await storage.fetch(Session.self, ids: sessions.map(\.id) + [UUID()])
+        #expect(found == Dictionary(uniqueKeysWithValues: sessions.map { ($0.id, $0) }))
+        await #expect(throws: LocalStorageError.self) {
+            _ = try await storage.fetch(Tile.self, ids: [Coordinate(x: 1, y: 2)])
+        }
     }
 
     @Test func anUnsupportedIdTypeIsAnInvalidIdNotAGuessedKey() async throws {

@@ -53,6 +53,8 @@ enum StorageKey {
     ///
     /// - Throws: `invalidId` for any other type, whose text form need not tell its values apart.
     static func string<ID>(for id: ID) throws(LocalStorageError) -> String {
+        // A `String` id, the common case, without a dynamic cast.
+        if ID.self == String.self { return unsafeBitCast(id, to: String.self) }
         switch id {
         case let id as String: return id
         case let id as UUID: return id.uuidString
@@ -64,10 +66,10 @@ enum StorageKey {
         }
     }
 
-    /// `ids` as record keys (``string(for:)``); string ids, the common case, are taken as they are with one
-    /// cast of the whole array.
+    /// `ids` as record keys (``string(for:)``); string ids, the common case, are taken as they are, the array
+    /// itself (`as? [String]` would cast it element by element).
     static func strings<ID>(for ids: [ID]) throws(LocalStorageError) -> [String] {
-        if let names = ids as? [String] { return names }
+        if ID.self == String.self { return unsafeBitCast(ids, to: [String].self) }
         return try ids.map { id throws(LocalStorageError) in try string(for: id) }
     }
 }
