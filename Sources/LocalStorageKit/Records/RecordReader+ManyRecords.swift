@@ -15,7 +15,7 @@ extension RecordReader {
         let records = schema.records
         for position in names.indices {
             var name = names[position]
-            let value = try name.withUTF8 { utf8 -> T? in
+            var value = try name.withUTF8 { utf8 -> T? in
                 let key = UnsafeRawBufferPointer(utf8)
                 try RecordWriter.validate(keyLength: key.count)
                 guard let bytes = try txn.get(records, key: key) else { return nil }
@@ -28,7 +28,8 @@ extension RecordReader {
                 session.noteUse?(key)
                 return value
             }
-            if let value { found.updateValue(value, forKey: ids[position]) }
+            // Moved into the result (`take()`), not copied and then destroyed.
+            if let value = value.take() { found.updateValue(value, forKey: ids[position]) }
         }
         return (found, expired)
     }
