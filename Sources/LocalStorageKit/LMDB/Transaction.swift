@@ -56,6 +56,19 @@ struct Transaction {
         return true
     }
 
+    /// Whether a sorted-duplicates database holds the pair (`key`, `value`). A read: unlike an insert that finds
+    /// the pair, it changes no page.
+    func contains(_ database: Database, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws -> Bool {
+        try withCursor(database) { cursor in
+            var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
+            var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
+            let code = mdb_cursor_get(cursor.handle, &k, &v, MDB_GET_BOTH)
+            if code == MDB_NOTFOUND { return false }
+            try check(code, "mdb_cursor_get")
+            return true
+        }
+    }
+
     /// Deletes `key` (every duplicate of it); raw-bytes form. Returns false when it was absent.
     @discardableResult
     func delete(_ database: Database, key: UnsafeRawBufferPointer) throws -> Bool {

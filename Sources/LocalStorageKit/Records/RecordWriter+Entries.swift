@@ -32,6 +32,58 @@ extension RecordWriter {
         }
     }
 
+    /// Moves a replaced record's entries to those of its new header, touching only what differs: a save that
+    /// changes no indexed value rewrites neither the index entries nor their counters (each of which dirtied
+    /// a page of its database in the commit). An entry that stays is checked with a read and added again if
+    /// it is missing, as removing and adding it did.
+    static func replaceEntries(
+        of old: RecordHeader, with new: RecordHeader, key: [UInt8], schema: TypeSchema, txn: Transaction
+    ) throws {
+        guard old.signature == schema.signature, new.signature == schema.signature else {
+            try removeEntries(of: old, key: key, schema: schema, txn: txn)
+            try addEntries(of: new, key: key, schema: schema, txn: txn)
+            return
+        }
+        try replacePair(in: schema.updated, timeKey(old.updatedAt), with: timeKey(new.updatedAt), id: key, txn: txn)
+        if old.expiresAt != new.expiresAt {
+            if old.expiresAt != 0 { try txn.delete(schema.expiry, key: timeKey(old.expiresAt), value: key) }
+            if new.expiresAt != 0 { try txn.put(schema.expiry, key: timeKey(new.expiresAt), value: key) }
+        } else if new.expiresAt != 0 {
+            try replacePair(in: schema.expiry, timeKey(old.expiresAt), with: timeKey(new.expiresAt), id: key, txn: txn)
+        }
+        let signature = schema.signatureKey
+        try replacePair(in: schema.signatures, signature, with: signature, id: key, txn: txn)
+        for index in schema.indexes {
+            let oldKey = indexKey(of: old, for: index)
+            let newKey = indexKey(of: new, for: index)
+            if oldKey == newKey {
+                let present = try newKey.withUnsafeBytes { k in
+                    try key.withUnsafeBytes { v in try txn.contains(index.dbi, key: k, value: v) }
+                }
+                if present { continue }
+            } else {
+                try removeEntry(oldKey, id: key, from: index, schema: schema, txn: txn)
+            }
+            try addEntry(newKey, id: key, to: index, schema: schema, txn: txn)
+        }
+    }
+
+    /// Replaces the pair (`old`, `id`) with (`new`, `id`) in a sorted-duplicates database; when the keys are the
+    /// same, only adds the pair if it is missing.
+    private static func replacePair(
+        in database: Database, _ old: [UInt8], with new: [UInt8], id: [UInt8], txn: Transaction
+    ) throws {
+        if old == new {
+            let present = try new.withUnsafeBytes { k in
+                try id.withUnsafeBytes { v in try txn.contains(database, key: k, value: v) }
+            }
+            if present { return }
+        } else {
+            try txn.delete(database, key: old, value: id)
+        }
+        try txn.put(database, key: new, value: id)
+    }
+
     /// Adds one index entry and counts it in the count tree.
     static func addEntry(
         _ entryKey: [UInt8], id: [UInt8], to index: TypeSchema.Index, schema: TypeSchema,

@@ -23,8 +23,14 @@ enum RecordWriter {
         _ record: PreparedRecord, expiresAt: Int64, schema: TypeSchema,
         context: CommitQueue.Context
     ) throws {
-        let header = try putRecord(record, expiresAt: expiresAt, schema: schema, context: context)
-        try addEntries(of: header, key: record.key, schema: schema, txn: context.txn)
+        var replaced: RecordHeader?
+        let header = try putRecord(
+            record, expiresAt: expiresAt, schema: schema, context: context, keepingEntriesOf: &replaced)
+        if let replaced {
+            try replaceEntries(of: replaced, with: header, key: record.key, schema: schema, txn: context.txn)
+        } else {
+            try addEntries(of: header, key: record.key, schema: schema, txn: context.txn)
+        }
     }
 
     /// Inserts or replaces many records (sorted by key, each id once), then adds their entries database
@@ -78,6 +84,20 @@ enum RecordWriter {
         _ record: PreparedRecord, expiresAt: Int64, schema: TypeSchema,
         context: CommitQueue.Context, appending: Bool = false
     ) throws -> RecordHeader {
+        var kept: RecordHeader?
+        return try putRecord(
+            record, expiresAt: expiresAt, schema: schema, context: context, appending: appending,
+            keepingEntriesOf: &kept, keeps: false)
+    }
+
+    /// ``putRecord(_:expiresAt:schema:context:appending:)`` that leaves the entries of a readable record it
+    /// replaces in place and hands back its header in `replaced` (nil when it replaced none, or a damaged one),
+    /// for ``replaceEntries(of:with:key:schema:txn:)`` to change only what differs.
+    private static func putRecord(
+        _ record: PreparedRecord, expiresAt: Int64, schema: TypeSchema,
+        context: CommitQueue.Context, appending: Bool = false,
+        keepingEntriesOf replaced: inout RecordHeader?, keeps: Bool = true
+    ) throws -> RecordHeader {
         try Evictor.refuseOversized(record, schema: schema, context: context)
         let txn = context.txn
         var createdAt = context.now
@@ -101,7 +121,11 @@ enum RecordWriter {
                     replacesLiveRecord = true
                     oldValues = old.indexValues
                 }
-                try removeEntries(of: old, key: record.key, schema: schema, txn: txn)
+                if keeps {
+                    replaced = old
+                } else {
+                    try removeEntries(of: old, key: record.key, schema: schema, txn: txn)
+                }
             case .damaged:
                 // A damaged header cannot say where the record's entries are: find them all.
                 try removeEntriesOfDamagedRecord(key: record.key, schema: schema, txn: txn)
