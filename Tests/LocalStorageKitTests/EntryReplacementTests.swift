@@ -70,9 +70,8 @@ import Testing
         let schema = try await storage.core.schema(for: Item.self)
         let index = try #require(schema.index(named: "tag"))
         try await storage.core.writer.perform { context in
-            let key = try RecordWriter.indexKey(of: #require(context.txn.get(schema.records, key: Array("a".utf8)).map {
-                try RecordView($0).header()
-            }), for: index)
+            let stored = try #require(try context.txn.get(schema.records, key: Array("a".utf8)))
+            let key = RecordWriter.indexKey(of: try RecordView(stored).header(), for: index)
             _ = try context.txn.delete(index.dbi, key: key, value: Array("a".utf8))
         }
         #expect(try await storage.fetch(Item.self, matching: [.equals("tag", "t1")]).isEmpty)
