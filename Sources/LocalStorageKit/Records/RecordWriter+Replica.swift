@@ -19,6 +19,7 @@ extension RecordWriter {
         var replacesLiveRecord = false
         var oldValues: [StoredIndexValue]?
         var regionKnown = true
+        var replaced: RecordHeader?
         if let existing = try txn.get(schema.records, key: key) {
             if existing.elementsEqual(bytes) { return false }
             try CountTree.addPayloadBytes(-payloadSize(of: existing), schema: schema, txn: txn)
@@ -30,7 +31,7 @@ extension RecordWriter {
                     replacesLiveRecord = true
                     oldValues = old.indexValues
                 }
-                try removeEntries(of: old, key: key, schema: schema, txn: txn)
+                replaced = old
             case .damaged:
                 try removeEntriesOfDamagedRecord(key: key, schema: schema, txn: txn)
                 regionKnown = false
@@ -38,7 +39,11 @@ extension RecordWriter {
         }
         try txn.put(schema.records, key: key, value: bytes)
         try bytes.withUnsafeBytes { try CountTree.addPayloadBytes(payloadSize(of: $0), schema: schema, txn: txn) }
-        try addEntries(of: header, key: key, schema: schema, txn: txn)
+        if let replaced {
+            try replaceEntries(of: replaced, with: header, key: key, schema: schema, txn: txn)
+        } else {
+            try addEntries(of: header, key: key, schema: schema, txn: txn)
+        }
         guard announce else { return true }
         context.log(schema, replacesLiveRecord ? .updated : .inserted, id: key)
         if context.isObserved(schema.name) {
