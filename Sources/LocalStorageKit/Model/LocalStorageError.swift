@@ -1,3 +1,5 @@
+import Foundation
+
 /// Everything LocalStorageKit throws.
 ///
 /// Cases carry enough to say what went wrong in one line; ``description`` does.
@@ -101,4 +103,10 @@ public enum LocalStorageError: Error, Sendable, CustomStringConvertible, Equatab
         default: false
         }
     }
+}
+
+extension LocalStorageError: LocalizedError {
+    /// The same one-line message as ``description``, so that `localizedDescription` says what went wrong (on
+    /// Linux it otherwise gives only the type's name and the case's number).
+    public var errorDescription: String? { description }
 }

@@ -18,6 +18,19 @@ struct EdgeInputTests {
 
     // MARK: - NaN
 
+    /// `localizedDescription`, what apps show and log, gives the error's own message on every platform.
+    @Test func anErrorsLocalizedDescriptionIsItsMessage() async throws {
+        let storage = try LocalStorage(configuration: .inMemory)
+        do {
+            _ = try await storage.fetch(Ratio.self, id: "")
+            Issue.record("an empty id was accepted")
+        } catch {
+            let described = (error as? LocalStorageError)?.description
+            #expect(described?.isEmpty == false)
+            #expect(error.localizedDescription == described)
+        }
+    }
+
     @Test func nanInAFilterIsAnInvalidQuery() async throws {
         let storage = try LocalStorage(configuration: .inMemory)
         try await storage.save(Product.sample(1))
