@@ -206,7 +206,15 @@ struct EnvironmentSettings: Sendable, Equatable {
                 + "this open asks for .\(other.evictionPolicy)"
         }
         if encryption != other.encryption {
-            return "encryption differs: the store is open in this process with other keys"
+            // Keys are never named in a message; which side has one is enough to act on.
+            switch (encryption == nil, other.encryption == nil) {
+            case (true, false):
+                return "encryption differs: the store is open in this process without encryption, this open gives a key"
+            case (false, true):
+                return "encryption differs: the store is open in this process with a key, this open gives none"
+            default:
+                return "encryption differs: the store is open in this process with other keys"
+            }
         }
         if compression != other.compression {
             return "compression differs: the store is open in this process with .\(compression), "

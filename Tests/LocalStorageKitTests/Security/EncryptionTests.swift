@@ -71,6 +71,22 @@ import Testing
         }
     }
 
+    /// A second open in the process that differs from the first in its key says which side has one.
+    @Test func aSecondOpenWithOrWithoutAKeySaysWhichSideHasOne() async throws {
+        let directory = temporaryDirectory()
+        let keyed = try LocalStorage(configuration: Self.configuration(directory))
+        let withoutKey = Self.openFailure(Self.configuration(directory, key: nil))
+        #expect(withoutKey?.contains("with a key, this open gives none") == true, "\(withoutKey ?? "opened")")
+        let otherKey = Self.openFailure(Self.configuration(directory, key: Self.otherKey))
+        #expect(otherKey?.contains("with other keys") == true, "\(otherKey ?? "opened")")
+        withExtendedLifetime(keyed) {}
+        let plainDirectory = temporaryDirectory()
+        let plain = try LocalStorage(configuration: Self.configuration(plainDirectory, key: nil))
+        let withKey = Self.openFailure(Self.configuration(plainDirectory))
+        #expect(withKey?.contains("without encryption, this open gives a key") == true, "\(withKey ?? "opened")")
+        withExtendedLifetime(plain) {}
+    }
+
     @Test func aWrongOrMissingKeyFailsAtOpenAndAWrongLengthIsExplained() async throws {
         let directory = temporaryDirectory()
         try await withStore(Self.configuration(directory)) { try await $0.save(Note(id: "a", text: "x")) }
