@@ -248,6 +248,15 @@ enum CountTree {
         return total
     }
 
+    /// The cursor on the last child of the group `start` names: the entry before the first key past every key
+    /// that starts with `start` (the caller checks that it is one of them).
+    private static func lastEntry(under start: [UInt8], cursor: inout Cursor) throws -> Cursor.Entry? {
+        if let past = OrderedKey.successor(of: start), try cursor.seek(atLeast: past) != nil {
+            return try cursor.move(.previous)
+        }
+        return try cursor.move(.last)
+    }
+
     /// Whether `key`'s group likely sits in the first half of its siblings, judged by the byte after the
     /// parent's prefix: a number's first mantissa byte has its top bit set when positive (clear when
     /// negative, the bytes being inverted), strings are mostly ASCII letters and digits.
@@ -288,13 +297,7 @@ enum CountTree {
                 }
                 return (before, 0)
             }
-            // The last child: the entry before the first key past every child.
-            var entry: Cursor.Entry?
-            if let past = OrderedKey.successor(of: start), try cursor.seek(atLeast: past) != nil {
-                entry = try cursor.move(.previous)
-            } else {
-                entry = try cursor.move(.last)
-            }
+            var entry = try lastEntry(under: start, cursor: &cursor)
             var after = 0
             while let current = entry {
                 let order = ByteOrder.compare(current.key, edge)
@@ -369,12 +372,7 @@ extension CountTree {
     private static func groupHolding(
         _ rank: Int, in start: [UInt8], parentCount: Int, cursor: inout Cursor
     ) throws -> (name: [UInt8], before: Int, count: Int)? {
-        var entry: Cursor.Entry?
-        if let past = OrderedKey.successor(of: start), try cursor.seek(atLeast: past) != nil {
-            entry = try cursor.move(.previous)
-        } else {
-            entry = try cursor.move(.last)
-        }
+        var entry = try lastEntry(under: start, cursor: &cursor)
         var fromHere = 0
         while let current = entry, current.key.count >= start.count, current.key.starts(with: start) {
             let count = counterValue(current.value)
