@@ -29,7 +29,8 @@ extension LocalStorage {
     /// ```swift
     /// let gone = try await storage.delete(Product.self, matching: [.equals("category", "books")])
     /// ```
-    /// The way cache tags invalidate: every record with an indexed value goes at once. Change streams get
+    /// The way cache tags invalidate: every record with an indexed value goes at once. No filters (`[]`)
+    /// match every record of the type, as in ``fetch(_:matching:orderedBy:options:)``. Change streams get
     /// a `.deleted(id:)` for each record; loads of those ids under way lose to the delete. With a shared
     /// tier, the matching records are deleted one by one through it.
     /// Complexity: the query's walk, plus one delete per record matched.

@@ -14,3 +14,11 @@ extension Duration {
             ? .max : scaled + attoseconds / 1_000_000_000
     }
 }
+
+extension Int64 {
+    /// The moment `duration` after this one (nanoseconds since 1970), held at `Int64.max` instead of wrapping.
+    func advanced(saturatingBy duration: Duration) -> Int64 {
+        let (sum, overflow) = addingReportingOverflow(duration.nanoseconds)
+        return overflow ? (duration < .zero ? .min : .max) : sum
+    }
+}

@@ -7,7 +7,8 @@
 ///                         loadTimeout: .seconds(30))  // a load that takes longer is given up
 /// ```
 /// `LoadPolicy()` keeps loaded records forever, never refreshes them, does not remember a nil from the
-/// loader, and gives a load 30 seconds.
+/// loader, and gives a load 30 seconds. A duration longer than 100 years counts as 100 years
+/// (`loadTimeout: .seconds(Int64.max)` is a load that is never given up in practice).
 public struct LoadPolicy: Sendable, Hashable {
     /// How long a loaded record lives (the expiration it is saved with).
     public var expiration: CacheExpiration
@@ -32,7 +33,12 @@ public struct LoadPolicy: Sendable, Hashable {
         self.loadTimeout = loadTimeout
     }
 
-    /// Checks the durations: none may be negative, and the timeout must be positive.
+    /// The longest duration a policy keeps: 100 years. A longer `loadTimeout`, `refreshAfter` or `absentFor`
+    /// (`.seconds(Int64.max)` for "no timeout") counts as this, so that a deadline always fits the clock.
+    static let longest = Duration.seconds(100 * 365 * 86_400)
+
+    /// Checks the durations: none may be negative, and the timeout must be positive. Durations past
+    /// ``longest`` are cut to it.
     func validated() throws(LocalStorageError) -> LoadPolicy {
         if loadTimeout <= .zero { throw .invalidQuery("loadTimeout must be positive (got \(loadTimeout))") }
         if let refreshAfter, refreshAfter < .zero {
@@ -41,6 +47,10 @@ public struct LoadPolicy: Sendable, Hashable {
         if let absentFor, absentFor < .zero {
             throw .invalidQuery("absentFor must not be negative (got \(absentFor))")
         }
-        return self
+        var policy = self
+        policy.loadTimeout = min(loadTimeout, Self.longest)
+        policy.refreshAfter = refreshAfter.map { min($0, Self.longest) }
+        policy.absentFor = absentFor.map { min($0, Self.longest) }
+        return policy
     }
 }

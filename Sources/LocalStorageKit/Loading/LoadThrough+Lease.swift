@@ -19,7 +19,7 @@ extension LoadThrough {
             let now = clock.wallNanoseconds()
             if let entry = try leases.entry(leaseKey, txn: txn), entry.holds(at: now) { return false }
             let lease = LeaseEntry(
-                kind: .lease, owner: .current, token: token, deadline: now &+ timeout.nanoseconds)
+                kind: .lease, owner: .current, token: token, deadline: now.advanced(saturatingBy: timeout))
             try leases.put(lease, key: leaseKey, txn: txn)
             return true
         }
@@ -104,7 +104,8 @@ extension LoadThrough {
             }
             let now = clock.wallNanoseconds()
             let marker = LeaseEntry(
-                kind: .absent, owner: .current, token: token, deadline: absentFor.map { now &+ $0.nanoseconds } ?? now)
+                kind: .absent, owner: .current, token: token,
+                deadline: absentFor.map { now.advanced(saturatingBy: $0) } ?? now)
             try leases.put(marker, key: leaseKey, txn: context.txn)
             // Wakes the callers other processes have waiting on this load (no record changed).
             context.log(schema, .touched, id: key)

@@ -39,9 +39,7 @@ final class RecordWatch: Sendable {
     /// Suspends until a change that may concern the id arrives (or arrived since the last wait), or
     /// `duration` of the store's clock passes, or the task is cancelled.
     func wait(for duration: Duration) async {
-        let (seconds, attoseconds) = duration.components
-        let nanoseconds = seconds &* 1_000_000_000 &+ attoseconds / 1_000_000_000
-        await wait(untilWallNanoseconds: core.clock.wallNanoseconds() &+ nanoseconds)
+        await wait(untilWallNanoseconds: core.clock.wallNanoseconds().advanced(saturatingBy: duration))
     }
 
     /// Suspends until a change that may concern the id arrives (or arrived since the last wait), or the

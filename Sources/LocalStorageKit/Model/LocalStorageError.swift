@@ -40,7 +40,8 @@ public enum LocalStorageError: Error, Sendable, CustomStringConvertible, Equatab
     /// The store was closed: it cannot be used any more. Open it again.
     case closed
     /// A load through the cache (``LocalStorage/fetch(_:id:policy:load:)``) took longer than its
-    /// ``LoadPolicy/loadTimeout``; the id is the one being loaded.
+    /// ``LoadPolicy/loadTimeout``, or its loader fetched the same id through the cache (which would wait for
+    /// itself); the id is the one being loaded.
     case loadTimedOut(id: String)
     /// A record can never fit a `maxBytes` limit: its payload alone is larger. Nothing was written or evicted.
     case recordTooLarge(id: String, size: Int, limit: Int)
@@ -68,7 +69,9 @@ public enum LocalStorageError: Error, Sendable, CustomStringConvertible, Equatab
         case .storageError(let code, let message): "Storage error \(code): \(message)"
         case .sharedTierUnavailable(let reason): "The shared tier is unavailable: \(reason)"
         case .closed: "The store is closed: open it again to use it"
-        case .loadTimedOut(let id): "Loading \"\(id)\" took longer than the load timeout: it was given up"
+        case .loadTimedOut(let id):
+            "Loading \"\(id)\" did not finish within this caller's load timeout (or its loader asked the cache for "
+                + "the same id, which would never finish)"
         case .recordTooLarge(let id, let size, let limit):
             "The record \"\(id)\" (\(size) bytes) can never fit the limit of \(limit) bytes: nothing was written"
         case .invalidExpiration(let reason): "Invalid expiration: \(reason)"

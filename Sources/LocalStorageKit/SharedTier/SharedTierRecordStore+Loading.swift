@@ -142,7 +142,8 @@ extension SharedTierRecordStore: LoadCoordinator {
         }
         let now = core.clock.wallNanoseconds()
         let marker = SharedTierLease(
-            kind: .absent, token: lease.token, rememberUntil: policy.absentFor.map { now &+ $0.nanoseconds } ?? now)
+            kind: .absent, token: lease.token,
+            rememberUntil: policy.absentFor.map { now.advanced(saturatingBy: $0) } ?? now)
         let kept = try await tier.settleLease(
             type: schema.name, id: name, expected: lease, replacement: marker,
             keepFor: max(policy.absentFor ?? .zero, policy.loadTimeout), announce: true)

@@ -169,7 +169,9 @@ final class StoreCore: Sendable {
         switch error.code {
         case EACCES, EROFS: return "permission denied (\(error.message))"
         case ENOSPC, EDQUOT: return "the disk is full (\(error.message))"
-        default: return error.description
+        case ENOTDIR: return "a path component of the store's directory is a file, not a directory (\(error.message))"
+        // The failing call and LMDB's code, without the Swift function that made it (ours, not the user's).
+        default: return "\(error.call) failed: \(error.message) (\(error.code))"
         }
     }
 }

@@ -75,6 +75,44 @@ import Testing
         #expect(try await storage.fetch(Product.self, id: old.id) == old)
     }
 
+    /// A duration past a century (`.seconds(Int64.max)` meant as "no timeout") used to wrap a deadline: the
+    /// load's timer ended the process (Int64.max seconds), or the lease counted as void from the start and the
+    /// loaded record was dropped (1e10 s), and an `absentFor` that long remembered nothing. It counts as a
+    /// century now, on the system's clock as on a virtual one.
+    @Test(arguments: [false, true]) func durationsPastACenturyCountAsACentury(virtualClock: Bool) async throws {
+        var configuration = diskConfiguration(temporaryDirectory())
+        if virtualClock { configuration.clock = VirtualClock() }
+        let storage = try LocalStorage(configuration: configuration)
+        for (number, timeout) in [Duration.seconds(Int64.max), .seconds(1e10), .seconds(1e11)].enumerated() {
+            let id = "long-\(number)"
+            let loaded = try await storage.fetch(Product.self, id: id, policy: LoadPolicy(loadTimeout: timeout)) { id in
+                Product(id: id, title: "loaded", category: "books", price: 1, rating: 1)
+            }
+            #expect(loaded?.id == id)
+            #expect(try await storage.fetch(Product.self, id: id)?.title == "loaded")
+        }
+        let gate = LoadGate(open: true)
+        for absentFor in [Duration.seconds(1e10), .seconds(Int64.max)] {
+            let policy = LoadPolicy(absentFor: absentFor, loadTimeout: .seconds(Int64.max))
+            for _ in 0..<3 {
+                let value = try await storage.fetch(Product.self, id: "gone-\(absentFor)", policy: policy) { _ in
+                    await gate.pass()
+                    return nil
+                }
+                #expect(value == nil)
+            }
+        }
+        #expect(gate.loads == 2)
+        let cut = try LoadPolicy(
+            refreshAfter: .seconds(Int64.max), absentFor: .seconds(1e12), loadTimeout: .seconds(1e15)
+        )
+        .validated()
+        let century = Duration.seconds(100 * 365 * 86_400)
+        #expect(cut.refreshAfter == century)
+        #expect(cut.absentFor == century)
+        #expect(cut.loadTimeout == century)
+    }
+
     @Test func absentForRemembersANilThatNoOtherReadSees() async throws {
         let clock = VirtualClock()
         let directory = temporaryDirectory()

@@ -34,6 +34,30 @@ import Testing
         #expect(mdb_txn_commit(txn) == 0)
     }
 
+    /// A store directory (or the folder holding it) that is a file is `openFailed` in the user's words; its reason
+    /// used to name the library's own Swift function (`openHandle(directory:mapSize:…)`).
+    @Test(arguments: [false, true]) func aStoreDirectoryThatIsAFileSaysSo(storeDirectoryIsTheFile: Bool) throws {
+        let folder = temporaryDirectory()
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let file =
+            storeDirectoryIsTheFile
+            ? folder.appendingPathComponent("LocalStorage") : folder.appendingPathComponent("plain")
+        #expect(FileManager.default.createFile(atPath: file.path, contents: Data("not a store".utf8)))
+        var configuration = LocalStorageConfiguration()
+        configuration.databaseDirectory = storeDirectoryIsTheFile ? folder : file
+        do {
+            _ = try LocalStorage(configuration: configuration)
+            Issue.record("a store opened in a file")
+        } catch LocalStorageError.openFailed(_, let reason) {
+            #expect(!reason.contains("openHandle"), "\(reason)")
+            #expect(!reason.contains("(directory:"), "\(reason)")
+            #expect(
+                reason.localizedCaseInsensitiveContains("file") || reason.localizedCaseInsensitiveContains("directory"),
+                "\(reason)")
+        }
+        #expect(try String(contentsOf: file, encoding: .utf8) == "not a store")
+    }
+
     @Test func aForeignLMDBEnvironmentIsRefusedAndLeftUntouched() async throws {
         let directory = temporaryDirectory()
         let files = storeFilesDirectory(directory)
