@@ -89,7 +89,7 @@ struct SystemClock: StorageClock {
 
     public func wallNanoseconds() -> Int64 {
         let elapsed = state.withLock { $0.elapsed }
-        return startNanoseconds &+ VirtualClock.nanoseconds(elapsed)
+        return startNanoseconds.advanced(saturatingBy: elapsed)
     }
 
     public func uptime() -> Duration { state.withLock { $0.elapsed } }
@@ -149,10 +149,5 @@ struct SystemClock: StorageClock {
     /// Wakes exactly when an advance takes wall time to `wallDeadline`, however late the sleep begins.
     public func sleep(untilWallNanoseconds wallDeadline: Int64) async throws {
         try await sleep(until: .nanoseconds(wallDeadline &- startNanoseconds))
-    }
-
-    private static func nanoseconds(_ duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        return seconds &* 1_000_000_000 &+ attoseconds / 1_000_000_000
     }
 }
