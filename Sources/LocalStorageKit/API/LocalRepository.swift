@@ -12,7 +12,7 @@ public struct LocalRepository<T: LocalStorable>: Sendable {
     init(storage: LocalStorage) { self.storage = storage }
 
     /// Saves `value`, replacing any record with its id.
-    public func save(_ value: T, expiration: CacheExpiration = .never) async throws {
+    nonisolated(nonsending) public func save(_ value: T, expiration: CacheExpiration = .never) async throws {
         try await storage.save(value, expiration: expiration)
     }
 
@@ -42,19 +42,19 @@ public struct LocalRepository<T: LocalStorable>: Sendable {
     }
 
     /// Deletes the record with `id`; a missing id does nothing.
-    public func delete(id: String) async throws { try await storage.delete(T.self, id: id) }
+    nonisolated(nonsending) public func delete(id: String) async throws { try await storage.delete(T.self, id: id) }
 
     /// Deletes every record of the type.
-    public func deleteAll() async throws { try await storage.deleteAll(T.self) }
+    nonisolated(nonsending) public func deleteAll() async throws { try await storage.deleteAll(T.self) }
 
     /// Changes a record's time to live. - Throws: `notFound(id:)`.
-    public func setExpiration(id: String, _ expiration: CacheExpiration) async throws {
+    nonisolated(nonsending) public func setExpiration(id: String, _ expiration: CacheExpiration) async throws {
         try await storage.setExpiration(T.self, id: id, expiration)
     }
 
     /// Reads, mutates and writes a record in one transaction. - Throws: `notFound(id:)`.
     @discardableResult
-    public func update(id: String, _ mutate: @escaping @Sendable (inout T) throws -> Void) async throws -> T {
+    nonisolated(nonsending) public func update(id: String, _ mutate: @escaping @Sendable (inout T) throws -> Void) async throws -> T {
         try await storage.update(T.self, id: id, mutate)
     }
 }

@@ -36,7 +36,7 @@ extension LocalStorage {
     /// Complexity: the query's walk, plus one delete per record matched.
     /// - Throws: `unknownIndex` or `invalidQuery` for a filter the type's indexes cannot answer.
     @discardableResult
-    public func delete<T: LocalStorable>(_ type: T.Type, matching filters: [StorageIndexFilter]) async throws -> Int {
+    nonisolated(nonsending) public func delete<T: LocalStorable>(_ type: T.Type, matching filters: [StorageIndexFilter]) async throws -> Int {
         try await operation("delete(matching:)") {
             let schema = try await core.schema(for: T.self)
             return try await tiers.delete(T.self, matching: filters, schema: schema) {
@@ -60,7 +60,7 @@ extension LocalRepository {
     /// Deletes every live record the filters match in one commit; returns how many (see
     /// ``LocalStorage/delete(_:matching:)``).
     @discardableResult
-    public func delete(matching filters: [StorageIndexFilter]) async throws -> Int {
+    nonisolated(nonsending) public func delete(matching filters: [StorageIndexFilter]) async throws -> Int {
         try await storage.delete(T.self, matching: filters)
     }
 }

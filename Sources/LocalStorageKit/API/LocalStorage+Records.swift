@@ -8,7 +8,7 @@ extension LocalStorage {
     /// Re-saving an id keeps its `createdAt`, moves `updatedAt` and takes the new expiration. Concurrent
     /// saves from many tasks are committed together; the call returns when the commit is durable.
     /// - Throws: `invalidId` for an empty or over-long id, `encodingFailed`, `storageFull`.
-    public func save<T: LocalStorable>(_ value: T, expiration: CacheExpiration = .never) async throws {
+    nonisolated(nonsending) public func save<T: LocalStorable>(_ value: T, expiration: CacheExpiration = .never) async throws {
         try await operation("save") {
             let schema = try await core.schema(for: T.self)
             try await tiers.save(try prepare(value, schema: schema), expiration: expiration, schema: schema)
@@ -91,7 +91,7 @@ extension LocalStorage {
     // MARK: - Deleting
 
     /// Deletes the record with `id`; deleting a missing id does nothing.
-    public func delete<T: LocalStorable>(_ type: T.Type, id: String) async throws {
+    nonisolated(nonsending) public func delete<T: LocalStorable>(_ type: T.Type, id: String) async throws {
         try await operation("delete") {
             let schema = try await core.schema(for: T.self)
             let key = try RecordWriter.key(for: id)
@@ -100,7 +100,7 @@ extension LocalStorage {
     }
 
     /// Deletes every record of `T` (emits one `.cleared`).
-    public func deleteAll<T: LocalStorable>(_ type: T.Type) async throws {
+    nonisolated(nonsending) public func deleteAll<T: LocalStorable>(_ type: T.Type) async throws {
         try await operation("deleteAll") {
             let schema = try await core.schema(for: T.self)
             try await tiers.deleteAll(schema: schema)
@@ -111,7 +111,7 @@ extension LocalStorage {
     ///
     /// Emits `.expired(id)` for each. Works in bounded batches.
     @discardableResult
-    public func purgeExpired() async throws -> Int {
+    nonisolated(nonsending) public func purgeExpired() async throws -> Int {
         try await operation("purgeExpired") {
             let meta = core.meta
             return try await core.writer.performExclusive { writer in
@@ -125,7 +125,7 @@ extension LocalStorage {
     /// Changes a record's time to live without rewriting its value.
     ///
     /// - Throws: `notFound(id:)` when the record is absent or expired.
-    public func setExpiration<T: LocalStorable>(
+    nonisolated(nonsending) public func setExpiration<T: LocalStorable>(
         _ type: T.Type, id: String,
         _ expiration: CacheExpiration
     ) async throws {
@@ -143,7 +143,7 @@ extension LocalStorage {
     /// - Throws: `notFound(id:)` when the record is absent or expired; `invalidId` if `mutate` changes the id;
     ///   whatever `mutate` throws, unchanged (nothing is written then).
     @discardableResult
-    public func update<T: LocalStorable>(
+    nonisolated(nonsending) public func update<T: LocalStorable>(
         _ type: T.Type, id: String,
         _ mutate: @escaping @Sendable (inout T) throws -> Void
     ) async throws -> T {

@@ -18,7 +18,7 @@ extension LocalStorage {
     /// writes wait for them. Change streams get the transaction's events after it commits, in order, and
     /// a live query reruns once for the whole transaction.
     /// - Throws: Whatever `body` throws, unchanged; `storageFull` when its writes do not fit.
-    public func write<R: Sendable>(
+    nonisolated(nonsending) public func write<R: Sendable>(
         _ body: @escaping @Sendable (StorageWriteTransaction) throws -> R
     ) async throws
         -> R
@@ -93,7 +93,7 @@ extension LocalStorage {
 
 extension LocalRepository {
     /// Runs `body` in one write transaction (see ``LocalStorage/write(_:)``).
-    public func write<R: Sendable>(
+    nonisolated(nonsending) public func write<R: Sendable>(
         _ body: @escaping @Sendable (StorageWriteTransaction) throws -> R
     ) async throws
         -> R

@@ -19,13 +19,13 @@ extension LocalStorage {
 
     /// Deletes the record whose id is `id`; a missing id does nothing.
     @_disfavoredOverload
-    public func delete<T: LocalStorable>(_ type: T.Type, id: T.ID) async throws {
+    nonisolated(nonsending) public func delete<T: LocalStorable>(_ type: T.Type, id: T.ID) async throws {
         try await delete(type, id: try StorageKey.string(for: id))
     }
 
     /// Changes the time to live of the record whose id is `id`. - Throws: `notFound(id:)`.
     @_disfavoredOverload
-    public func setExpiration<T: LocalStorable>(
+    nonisolated(nonsending) public func setExpiration<T: LocalStorable>(
         _ type: T.Type, id: T.ID,
         _ expiration: CacheExpiration
     ) async throws {
@@ -36,7 +36,7 @@ extension LocalStorage {
     /// and its own error comes out unchanged. - Throws: `notFound(id:)`.
     @_disfavoredOverload
     @discardableResult
-    public func update<T: LocalStorable>(
+    nonisolated(nonsending) public func update<T: LocalStorable>(
         _ type: T.Type, id: T.ID,
         _ mutate: @escaping @Sendable (inout T) throws -> Void
     ) async throws -> T {
@@ -59,18 +59,18 @@ extension LocalRepository {
 
     /// Deletes the record whose id is `id`; a missing id does nothing.
     @_disfavoredOverload
-    public func delete(id: T.ID) async throws { try await delete(id: try StorageKey.string(for: id)) }
+    nonisolated(nonsending) public func delete(id: T.ID) async throws { try await delete(id: try StorageKey.string(for: id)) }
 
     /// Changes the time to live of the record whose id is `id`. - Throws: `notFound(id:)`.
     @_disfavoredOverload
-    public func setExpiration(id: T.ID, _ expiration: CacheExpiration) async throws {
+    nonisolated(nonsending) public func setExpiration(id: T.ID, _ expiration: CacheExpiration) async throws {
         try await setExpiration(id: try StorageKey.string(for: id), expiration)
     }
 
     /// Reads, mutates and writes the record whose id is `id` in one transaction. - Throws: `notFound(id:)`.
     @_disfavoredOverload
     @discardableResult
-    public func update(id: T.ID, _ mutate: @escaping @Sendable (inout T) throws -> Void) async throws -> T {
+    nonisolated(nonsending) public func update(id: T.ID, _ mutate: @escaping @Sendable (inout T) throws -> Void) async throws -> T {
         try await update(id: try StorageKey.string(for: id), mutate)
     }
 }

@@ -118,34 +118,34 @@ struct MemoryTierRecordStore: RecordStore {
         return found
     }
 
-    func save(_ record: PreparedRecord, expiration: CacheExpiration, schema: TypeSchema) async throws {
+    nonisolated(nonsending) func save(_ record: PreparedRecord, expiration: CacheExpiration, schema: TypeSchema) async throws {
         try await local.save(record, expiration: expiration, schema: schema)
     }
 
-    func save(contentsOf records: [PreparedRecord], expiration: CacheExpiration, schema: TypeSchema) async throws {
+    nonisolated(nonsending) func save(contentsOf records: [PreparedRecord], expiration: CacheExpiration, schema: TypeSchema) async throws {
         try await local.save(contentsOf: records, expiration: expiration, schema: schema)
     }
 
-    func delete(id: String, key: [UInt8], schema: TypeSchema) async throws {
+    nonisolated(nonsending) func delete(id: String, key: [UInt8], schema: TypeSchema) async throws {
         try await local.delete(id: id, key: key, schema: schema)
     }
 
-    func deleteAll(schema: TypeSchema) async throws { try await local.deleteAll(schema: schema) }
+    nonisolated(nonsending) func deleteAll(schema: TypeSchema) async throws { try await local.deleteAll(schema: schema) }
 
-    func delete<T: LocalStorable>(
+    nonisolated(nonsending) func delete<T: LocalStorable>(
         _ type: T.Type, matching filters: [StorageIndexFilter], schema: TypeSchema,
         locally: () async throws -> Int
     ) async throws -> Int {
         try await local.delete(T.self, matching: filters, schema: schema, locally: locally)
     }
 
-    func setExpiration<T: LocalStorable>(
+    nonisolated(nonsending) func setExpiration<T: LocalStorable>(
         _ type: T.Type, id: String, key: [UInt8], _ expiration: CacheExpiration, schema: TypeSchema
     ) async throws {
         try await local.setExpiration(T.self, id: id, key: key, expiration, schema: schema)
     }
 
-    func update<T: LocalStorable>(
+    nonisolated(nonsending) func update<T: LocalStorable>(
         _ type: T.Type, id: String, key: [UInt8], schema: TypeSchema,
         _ mutate: @escaping @Sendable (inout T) throws -> Void
     ) async throws -> T {

@@ -1,7 +1,7 @@
 extension LocalRecordStore {
     /// `update` in one write transaction: reads the record, runs `mutate` once (a replay of the transaction,
     /// after the map grew, reuses its result) and writes the result with the record's expiration.
-    func update<T: LocalStorable>(
+    nonisolated(nonsending) func update<T: LocalStorable>(
         _ type: T.Type, id: String, key: [UInt8], schema: TypeSchema,
         _ mutate: @escaping @Sendable (inout T) throws -> Void
     ) async throws -> T {

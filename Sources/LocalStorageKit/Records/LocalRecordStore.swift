@@ -73,38 +73,38 @@ struct LocalRecordStore: RecordStore {
 
     // MARK: - Writes
 
-    func save(_ record: PreparedRecord, expiration: CacheExpiration, schema: TypeSchema) async throws {
+    nonisolated(nonsending) func save(_ record: PreparedRecord, expiration: CacheExpiration, schema: TypeSchema) async throws {
         try await core.writer.perform { context in
             try RecordWriter.put(
                 record, expiresAt: try expiration.expiresAt(now: context.now), schema: schema, context: context)
         }
     }
 
-    func save(contentsOf records: [PreparedRecord], expiration: CacheExpiration, schema: TypeSchema) async throws {
+    nonisolated(nonsending) func save(contentsOf records: [PreparedRecord], expiration: CacheExpiration, schema: TypeSchema) async throws {
         try await core.writer.perform { context in
             let expiresAt = try expiration.expiresAt(now: context.now)
             try RecordWriter.putAll(records, expiresAt: expiresAt, schema: schema, context: context)
         }
     }
 
-    func delete(id: String, key: [UInt8], schema: TypeSchema) async throws {
+    nonisolated(nonsending) func delete(id: String, key: [UInt8], schema: TypeSchema) async throws {
         _ = try await core.writer.perform { context in
             try RecordWriter.delete(id: id, key: key, schema: schema, context: context)
         }
     }
 
-    func deleteAll(schema: TypeSchema) async throws {
+    nonisolated(nonsending) func deleteAll(schema: TypeSchema) async throws {
         try await core.writer.perform { context in try RecordWriter.clear(schema: schema, context: context) }
     }
 
-    func delete<T: LocalStorable>(
+    nonisolated(nonsending) func delete<T: LocalStorable>(
         _ type: T.Type, matching filters: [StorageIndexFilter], schema: TypeSchema,
         locally: () async throws -> Int
     ) async throws -> Int {
         try await locally()
     }
 
-    func setExpiration<T: LocalStorable>(
+    nonisolated(nonsending) func setExpiration<T: LocalStorable>(
         _ type: T.Type, id: String, key: [UInt8], _ expiration: CacheExpiration, schema: TypeSchema
     ) async throws {
         try await core.writer.perform { context in

@@ -66,21 +66,21 @@ protocol RecordStore: Sendable {
     // MARK: Writes
 
     /// Saves one record, replacing the one with its id.
-    func save(_ record: PreparedRecord, expiration: CacheExpiration, schema: TypeSchema) async throws
+    nonisolated(nonsending) func save(_ record: PreparedRecord, expiration: CacheExpiration, schema: TypeSchema) async throws
 
     /// Saves records sorted by key (a repeated id once, its last value) in one commit: all or none.
-    func save(contentsOf records: [PreparedRecord], expiration: CacheExpiration, schema: TypeSchema) async throws
+    nonisolated(nonsending) func save(contentsOf records: [PreparedRecord], expiration: CacheExpiration, schema: TypeSchema) async throws
 
     /// Deletes the record `id`; a missing one is no error.
-    func delete(id: String, key: [UInt8], schema: TypeSchema) async throws
+    nonisolated(nonsending) func delete(id: String, key: [UInt8], schema: TypeSchema) async throws
 
     /// Deletes every record of the type.
-    func deleteAll(schema: TypeSchema) async throws
+    nonisolated(nonsending) func deleteAll(schema: TypeSchema) async throws
 
     /// Deletes every live record of `T` the filters match; returns how many. `locally` is the local store's
     /// deletion, in one commit (a write transaction's `delete(_:matching:)`, which the writer runs with the
     /// public types); a shared tier replaces it by deletes through the server.
-    func delete<T: LocalStorable>(
+    nonisolated(nonsending) func delete<T: LocalStorable>(
         _ type: T.Type, matching filters: [StorageIndexFilter], schema: TypeSchema,
         locally: () async throws -> Int
     ) async throws -> Int
@@ -88,7 +88,7 @@ protocol RecordStore: Sendable {
     /// Changes the time to live of the live record `id`.
     ///
     /// - Throws: `notFound(id:)` when it is absent or expired.
-    func setExpiration<T: LocalStorable>(
+    nonisolated(nonsending) func setExpiration<T: LocalStorable>(
         _ type: T.Type, id: String, key: [UInt8], _ expiration: CacheExpiration, schema: TypeSchema
     ) async throws
 
@@ -96,7 +96,7 @@ protocol RecordStore: Sendable {
     ///
     /// - Throws: `notFound(id:)`; `invalidId` when `mutate` changes the id; what `mutate` throws, as a
     ///   ``CallerError`` (nothing is written then).
-    func update<T: LocalStorable>(
+    nonisolated(nonsending) func update<T: LocalStorable>(
         _ type: T.Type, id: String, key: [UInt8], schema: TypeSchema,
         _ mutate: @escaping @Sendable (inout T) throws -> Void
     ) async throws -> T

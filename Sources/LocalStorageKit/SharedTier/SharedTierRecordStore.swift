@@ -26,12 +26,12 @@ struct SharedTierRecordStore: RecordStore {
 
     // MARK: - Writes
 
-    func save(_ record: PreparedRecord, expiration: CacheExpiration, schema: TypeSchema) async throws {
+    nonisolated(nonsending) func save(_ record: PreparedRecord, expiration: CacheExpiration, schema: TypeSchema) async throws {
         try await save(contentsOf: [record], expiration: expiration, schema: schema)
     }
 
     /// Writes records on the shared tier, then commits them locally with the server's bytes.
-    func save(contentsOf records: [PreparedRecord], expiration: CacheExpiration, schema: TypeSchema) async throws {
+    nonisolated(nonsending) func save(contentsOf records: [PreparedRecord], expiration: CacheExpiration, schema: TypeSchema) async throws {
         let now = core.clock.wallNanoseconds()
         let expiresAt = try expiration.expiresAt(now: now)
         let puts = try records.map { try tier.put($0, expiresAt: expiresAt, now: now, schema: schema) }
@@ -40,13 +40,13 @@ struct SharedTierRecordStore: RecordStore {
     }
 
     /// Deletes a record on the shared tier, then locally.
-    func delete(id: String, key: [UInt8], schema: TypeSchema) async throws {
+    nonisolated(nonsending) func delete(id: String, key: [UInt8], schema: TypeSchema) async throws {
         try await delete(ids: [id], keys: [key], schema: schema)
     }
 
     /// Deletes records on the shared tier in one script, then locally in one commit (each unless the applier
     /// already holds its deletion or something later), then waits for those not admitted.
-    private func delete(ids: [String], keys: [[UInt8]], schema: TypeSchema) async throws {
+    nonisolated(nonsending) private func delete(ids: [String], keys: [[UInt8]], schema: TypeSchema) async throws {
         let sequences = try await tier.delete(ids: ids, schema: schema)
         let tier = self.tier
         let waiting = try await core.writer.perform { context -> [Int64] in
@@ -64,7 +64,7 @@ struct SharedTierRecordStore: RecordStore {
     }
 
     /// Deletes every record of a type on the shared tier, then locally.
-    func deleteAll(schema: TypeSchema) async throws {
+    nonisolated(nonsending) func deleteAll(schema: TypeSchema) async throws {
         let sequence = try await tier.clear(schema: schema)
         let tier = self.tier
         let admitted = try await core.writer.perform { context -> Bool in
@@ -77,7 +77,7 @@ struct SharedTierRecordStore: RecordStore {
 
     /// Deletes the matching records on the shared tier in one script (the query runs on the server), then
     /// locally in one commit; `locally` is not run.
-    func delete<T: LocalStorable>(
+    nonisolated(nonsending) func delete<T: LocalStorable>(
         _ type: T.Type, matching filters: [StorageIndexFilter], schema: TypeSchema,
         locally: () async throws -> Int
     ) async throws -> Int {
@@ -94,7 +94,7 @@ struct SharedTierRecordStore: RecordStore {
 
     /// Changes a record's time to live on the shared tier (re-reading and retrying when another instance
     /// writes it meanwhile), then locally.
-    func setExpiration<T: LocalStorable>(
+    nonisolated(nonsending) func setExpiration<T: LocalStorable>(
         _ type: T.Type, id: String, key: [UInt8], _ expiration: CacheExpiration, schema: TypeSchema
     ) async throws {
         for _ in 0..<8 {
@@ -142,7 +142,7 @@ struct SharedTierRecordStore: RecordStore {
 
     /// `update` on the shared tier: reads the record there, runs `mutate` once, and writes the result only if
     /// nobody wrote the record in between.
-    func update<T: LocalStorable>(
+    nonisolated(nonsending) func update<T: LocalStorable>(
         _ type: T.Type, id: String, key: [UInt8], schema: TypeSchema,
         _ mutate: @escaping @Sendable (inout T) throws -> Void
     ) async throws -> T {

@@ -199,7 +199,7 @@ final class CommitQueue: @unchecked Sendable {
     // MARK: - Submitting work
 
     /// Runs `body` in the next group commit and returns its result once that commit is durable.
-    func perform<R: Sendable>(_ body: @escaping (Context) throws -> R) async throws -> R {
+    nonisolated(nonsending) func perform<R: Sendable>(_ body: @escaping (Context) throws -> R) async throws -> R {
         try await submit { box, finish in .batched({ context in box.value = try body(context) }, finish: finish) }
     }
 
@@ -208,7 +208,7 @@ final class CommitQueue: @unchecked Sendable {
     ///
     /// `body` runs once: a peer that throws is aborted alone. It runs again only when its own writes need
     /// the map to grow (its nested transaction is aborted first, so nothing of the first run stays).
-    func performOnce<R: Sendable>(_ body: @escaping (Context) throws -> R) async throws -> R {
+    nonisolated(nonsending) func performOnce<R: Sendable>(_ body: @escaping (Context) throws -> R) async throws -> R {
         try await submit { box, finish in .once({ context in box.value = try body(context) }, finish: finish) }
     }
 
@@ -219,14 +219,14 @@ final class CommitQueue: @unchecked Sendable {
     }
 
     /// Runs `body` alone on the writer thread; it may commit several transactions with ``transact(_:)``.
-    func performExclusive<R: Sendable>(_ body: @escaping (CommitQueue) throws -> R) async throws -> R {
+    nonisolated(nonsending) func performExclusive<R: Sendable>(_ body: @escaping (CommitQueue) throws -> R) async throws -> R {
         try await submit { box, finish in .exclusive({ writer in box.value = try body(writer) }, finish: finish) }
     }
 
     /// Queues the work `make` builds and suspends until the writer finishes it and lets go of it: the work
     /// stores its result in the box, `finish` its error, and the box resumes the caller when the writer has
     /// dropped the work's closures (``ResultBox``).
-    private func submit<R: Sendable>(
+    nonisolated(nonsending) private func submit<R: Sendable>(
         _ make: (ResultBox<R>, @escaping (Error?) -> Void) -> Work
     ) async throws -> R {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<R, Error>) in
