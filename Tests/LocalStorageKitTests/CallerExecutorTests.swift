@@ -10,6 +10,7 @@ func currentThread() -> UInt { UInt(pthread_self()) }
 /// A record that notes the thread it is decoded on: the thread the read that returned it ran on.
 struct ThreadNotingRecord: LocalStorageIndexed {
     static let decodedOn = Mutex<[UInt]>([])
+    static let encodedOn = Mutex<[(id: String, thread: UInt)]>([])
     let id: String
     var rank: Int
 
@@ -26,6 +27,14 @@ struct ThreadNotingRecord: LocalStorageIndexed {
         rank = try container.decode(Int.self, forKey: .rank)
         let thread = currentThread()
         ThreadNotingRecord.decodedOn.withLock { $0.append(thread) }
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(rank, forKey: .rank)
+        let thread = currentThread()
+        ThreadNotingRecord.encodedOn.withLock { [id] in $0.append((id, thread)) }
     }
 
     static var storageIndexes: [StorageIndex<Self>] { [.number("rank") { $0.rank }] }
@@ -57,5 +66,44 @@ struct ThreadNotingRecord: LocalStorageIndexed {
         let threads = ThreadNotingRecord.decodedOn.withLock { $0 }
         #expect(threads.count == 13)  // 1 + 3 + 2 + 2 + 1 + 1 + 1 + 2 rows
         #expect(threads.allSatisfy { $0 == caller }, "decoded on \(Set(threads).count) threads")
+    }
+
+    /// Writes hop once, to the writer: a save from an actor encodes its value on the actor's executor (no
+    /// hop to the cooperative pool before the writer), and comes back to it. The actor runs on a thread of
+    /// its own, so the thread tells the executor.
+    @Test func aSaveFromAnActorEncodesOnItsExecutor() async throws {
+        let storage = try LocalStorage(configuration: .inMemory)
+        let saver = ThreadBoundSaver()
+        defer { saver.executor.stop() }
+        let actorThread = await saver.thread()
+        var returnedOn: [UInt] = []
+        returnedOn.append(try await saver.save(ThreadNotingRecord(id: "w1", rank: 1), in: storage))
+        returnedOn.append(try await saver.saveThroughRepository(ThreadNotingRecord(id: "w2", rank: 2), in: storage))
+        returnedOn.append(try await saver.save(ThreadNotingRecord(id: "w1", rank: 3), in: storage))
+        // The other test of the suite saves records too, at the same time: only these ids count.
+        let threads = ThreadNotingRecord.encodedOn.withLock { $0 }.filter { $0.id.hasPrefix("w") }.map(\.thread)
+        #expect(threads.count == 3)
+        #expect(threads.allSatisfy { $0 == actorThread }, "encoded on \(Set(threads).count) threads")
+        #expect(returnedOn.allSatisfy { $0 == actorThread })
+        #expect(try await storage.fetch(ThreadNotingRecord.self, id: "w1")?.rank == 3)
+    }
+}
+
+/// An actor whose executor is one thread of its own.
+actor ThreadBoundSaver {
+    let executor = ThreadExecutor(name: "saver", runsActor: true)
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+
+    func thread() -> UInt { currentThread() }
+
+    /// Saves `record` and returns the thread the actor resumed on.
+    func save(_ record: ThreadNotingRecord, in storage: LocalStorage) async throws -> UInt {
+        try await storage.save(record)
+        return currentThread()
+    }
+
+    func saveThroughRepository(_ record: ThreadNotingRecord, in storage: LocalStorage) async throws -> UInt {
+        try await storage.repository(ThreadNotingRecord.self).save(record, expiration: .hours(1))
+        return currentThread()
     }
 }

@@ -9,13 +9,18 @@ import Foundation
 /// defer { executor.stop() }
 /// let value = try await Task(executorPreference: executor) { try await storage.read { … } }.value
 /// ```
-final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
+///
+/// Made with `runsActor: true`, it is an actor's serial executor instead (`unownedExecutor`), so that the
+/// thread tells whether code ran isolated to that actor.
+final class ThreadExecutor: TaskExecutor, SerialExecutor, @unchecked Sendable {
     // Guarded by `condition`.
     private let condition = NSCondition()
     private var jobs: [UnownedJob] = []
     private var isStopping = false
+    private let runsActor: Bool
 
-    init(name: String) {
+    init(name: String, runsActor: Bool = false) {
+        self.runsActor = runsActor
         let thread = Thread { [self] in run() }
         thread.name = "LocalStorageKitTests.\(name)"
         thread.start()
@@ -47,7 +52,11 @@ final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
             }
             let job = jobs.removeFirst()
             condition.unlock()
-            job.runSynchronously(on: asUnownedTaskExecutor())
+            if runsActor {
+                job.runSynchronously(on: asUnownedSerialExecutor())
+            } else {
+                job.runSynchronously(on: asUnownedTaskExecutor())
+            }
         }
     }
 }

@@ -36,7 +36,9 @@ extension LocalStorage {
     /// Complexity: the query's walk, plus one delete per record matched.
     /// - Throws: `unknownIndex` or `invalidQuery` for a filter the type's indexes cannot answer.
     @discardableResult
-    nonisolated(nonsending) public func delete<T: LocalStorable>(_ type: T.Type, matching filters: [StorageIndexFilter]) async throws -> Int {
+    nonisolated(nonsending) public func delete<T: LocalStorable>(
+        _ type: T.Type, matching filters: [StorageIndexFilter]
+    ) async throws -> Int {
         try await operation("delete(matching:)") {
             let schema = try await core.schema(for: T.self)
             return try await tiers.delete(T.self, matching: filters, schema: schema) {

@@ -8,7 +8,9 @@ extension LocalStorage {
     /// Re-saving an id keeps its `createdAt`, moves `updatedAt` and takes the new expiration. Concurrent
     /// saves from many tasks are committed together; the call returns when the commit is durable.
     /// - Throws: `invalidId` for an empty or over-long id, `encodingFailed`, `storageFull`.
-    nonisolated(nonsending) public func save<T: LocalStorable>(_ value: T, expiration: CacheExpiration = .never) async throws {
+    nonisolated(nonsending) public func save<T: LocalStorable>(
+        _ value: T, expiration: CacheExpiration = .never
+    ) async throws {
         try await operation("save") {
             let schema = try await core.schema(for: T.self)
             try await tiers.save(try prepare(value, schema: schema), expiration: expiration, schema: schema)

@@ -59,7 +59,9 @@ extension LocalRepository {
 
     /// Deletes the record whose id is `id`; a missing id does nothing.
     @_disfavoredOverload
-    nonisolated(nonsending) public func delete(id: T.ID) async throws { try await delete(id: try StorageKey.string(for: id)) }
+    nonisolated(nonsending) public func delete(id: T.ID) async throws {
+        try await delete(id: try StorageKey.string(for: id))
+    }
 
     /// Changes the time to live of the record whose id is `id`. - Throws: `notFound(id:)`.
     @_disfavoredOverload
@@ -70,7 +72,9 @@ extension LocalRepository {
     /// Reads, mutates and writes the record whose id is `id` in one transaction. - Throws: `notFound(id:)`.
     @_disfavoredOverload
     @discardableResult
-    nonisolated(nonsending) public func update(id: T.ID, _ mutate: @escaping @Sendable (inout T) throws -> Void) async throws -> T {
+    nonisolated(nonsending) public func update(
+        id: T.ID, _ mutate: @escaping @Sendable (inout T) throws -> Void
+    ) async throws -> T {
         try await update(id: try StorageKey.string(for: id), mutate)
     }
 }

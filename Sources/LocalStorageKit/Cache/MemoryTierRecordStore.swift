@@ -118,11 +118,15 @@ struct MemoryTierRecordStore: RecordStore {
         return found
     }
 
-    nonisolated(nonsending) func save(_ record: PreparedRecord, expiration: CacheExpiration, schema: TypeSchema) async throws {
+    nonisolated(nonsending) func save(
+        _ record: PreparedRecord, expiration: CacheExpiration, schema: TypeSchema
+    ) async throws {
         try await local.save(record, expiration: expiration, schema: schema)
     }
 
-    nonisolated(nonsending) func save(contentsOf records: [PreparedRecord], expiration: CacheExpiration, schema: TypeSchema) async throws {
+    nonisolated(nonsending) func save(
+        contentsOf records: [PreparedRecord], expiration: CacheExpiration, schema: TypeSchema
+    ) async throws {
         try await local.save(contentsOf: records, expiration: expiration, schema: schema)
     }
 
@@ -130,7 +134,9 @@ struct MemoryTierRecordStore: RecordStore {
         try await local.delete(id: id, key: key, schema: schema)
     }
 
-    nonisolated(nonsending) func deleteAll(schema: TypeSchema) async throws { try await local.deleteAll(schema: schema) }
+    nonisolated(nonsending) func deleteAll(schema: TypeSchema) async throws {
+        try await local.deleteAll(schema: schema)
+    }
 
     nonisolated(nonsending) func delete<T: LocalStorable>(
         _ type: T.Type, matching filters: [StorageIndexFilter], schema: TypeSchema,

@@ -73,14 +73,18 @@ struct LocalRecordStore: RecordStore {
 
     // MARK: - Writes
 
-    nonisolated(nonsending) func save(_ record: PreparedRecord, expiration: CacheExpiration, schema: TypeSchema) async throws {
+    nonisolated(nonsending) func save(
+        _ record: PreparedRecord, expiration: CacheExpiration, schema: TypeSchema
+    ) async throws {
         try await core.writer.perform { context in
             try RecordWriter.put(
                 record, expiresAt: try expiration.expiresAt(now: context.now), schema: schema, context: context)
         }
     }
 
-    nonisolated(nonsending) func save(contentsOf records: [PreparedRecord], expiration: CacheExpiration, schema: TypeSchema) async throws {
+    nonisolated(nonsending) func save(
+        contentsOf records: [PreparedRecord], expiration: CacheExpiration, schema: TypeSchema
+    ) async throws {
         try await core.writer.perform { context in
             let expiresAt = try expiration.expiresAt(now: context.now)
             try RecordWriter.putAll(records, expiresAt: expiresAt, schema: schema, context: context)

@@ -66,10 +66,12 @@ protocol RecordStore: Sendable {
     // MARK: Writes
 
     /// Saves one record, replacing the one with its id.
-    nonisolated(nonsending) func save(_ record: PreparedRecord, expiration: CacheExpiration, schema: TypeSchema) async throws
+    nonisolated(nonsending) func save(
+        _ record: PreparedRecord, expiration: CacheExpiration, schema: TypeSchema) async throws
 
     /// Saves records sorted by key (a repeated id once, its last value) in one commit: all or none.
-    nonisolated(nonsending) func save(contentsOf records: [PreparedRecord], expiration: CacheExpiration, schema: TypeSchema) async throws
+    nonisolated(nonsending) func save(
+        contentsOf records: [PreparedRecord], expiration: CacheExpiration, schema: TypeSchema) async throws
 
     /// Deletes the record `id`; a missing one is no error.
     nonisolated(nonsending) func delete(id: String, key: [UInt8], schema: TypeSchema) async throws

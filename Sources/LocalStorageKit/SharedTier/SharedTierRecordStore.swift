@@ -26,12 +26,16 @@ struct SharedTierRecordStore: RecordStore {
 
     // MARK: - Writes
 
-    nonisolated(nonsending) func save(_ record: PreparedRecord, expiration: CacheExpiration, schema: TypeSchema) async throws {
+    nonisolated(nonsending) func save(
+        _ record: PreparedRecord, expiration: CacheExpiration, schema: TypeSchema
+    ) async throws {
         try await save(contentsOf: [record], expiration: expiration, schema: schema)
     }
 
     /// Writes records on the shared tier, then commits them locally with the server's bytes.
-    nonisolated(nonsending) func save(contentsOf records: [PreparedRecord], expiration: CacheExpiration, schema: TypeSchema) async throws {
+    nonisolated(nonsending) func save(
+        contentsOf records: [PreparedRecord], expiration: CacheExpiration, schema: TypeSchema
+    ) async throws {
         let now = core.clock.wallNanoseconds()
         let expiresAt = try expiration.expiresAt(now: now)
         let puts = try records.map { try tier.put($0, expiresAt: expiresAt, now: now, schema: schema) }

@@ -219,7 +219,9 @@ final class CommitQueue: @unchecked Sendable {
     }
 
     /// Runs `body` alone on the writer thread; it may commit several transactions with ``transact(_:)``.
-    nonisolated(nonsending) func performExclusive<R: Sendable>(_ body: @escaping (CommitQueue) throws -> R) async throws -> R {
+    nonisolated(nonsending) func performExclusive<R: Sendable>(
+        _ body: @escaping (CommitQueue) throws -> R
+    ) async throws -> R {
         try await submit { box, finish in .exclusive({ writer in box.value = try body(writer) }, finish: finish) }
     }
 
