@@ -24,6 +24,17 @@ struct Sheet2: LocalStorageVersioned, LocalStorageIndexed, Equatable {
     static var storageIndexes: [StorageIndex<Self>] { [.string("title") { $0.title }] }
 }
 
+/// `Sheet` as a newer app version declares it: another index than this version's `title`.
+struct Sheet3Pages: LocalStorageVersioned, LocalStorageIndexed, Equatable {
+    let id: String
+    var title: String
+    var pages: Int
+    static var storageName: String { "Sheet" }
+    static var currentVersion: Int { 3 }
+    static var migrations: [StorageMigration] { [] }
+    static var storageIndexes: [StorageIndex<Self>] { [.number("pages") { $0.pages }] }
+}
+
 /// What this version cannot understand it never rewrites: a damaged or newer type description, a
 /// record written at a newer version, a newer store layout. And a damaged record that is replaced or
 /// deleted leaves no index entry behind.
@@ -81,6 +92,42 @@ struct Sheet2: LocalStorageVersioned, LocalStorageIndexed, Equatable {
         #expect(query?.contains("\"s1\"") == true, "\(query ?? "")")
         #expect(try await storage.fetch(Sheet3.self, id: "s1") == Sheet3(id: "s1", title: "from the future"))
         #expect(try await storage.metadata(Sheet3.self, id: "s1")?.version == 3)
+    }
+
+    /// A newer version that declares other indexes leaves records this version cannot re-index: they are
+    /// in none of its indexes, so every indexed read says so instead of answering without them.
+    @Test func recordsANewerDeclarationIndexedMakeOlderIndexedReadsThrow() async throws {
+        let storage = try LocalStorage(configuration: .inMemory)
+        try await storage.save(contentsOf: [
+            Sheet3Pages(id: "s1", title: "alpha", pages: 3), Sheet3Pages(id: "s2", title: "beta", pages: 4),
+        ])
+        let everything: [StorageIndexFilter] = [.hasPrefix("title", "")]
+        var failures: [String?] = []
+        failures.append(await decodingFailure { _ = try await storage.fetch(Sheet2.self, matching: everything) })
+        failures.append(await decodingFailure { _ = try await storage.count(Sheet2.self, matching: everything) })
+        failures.append(
+            await decodingFailure {
+                _ = try await storage.page(Sheet2.self, matching: everything, page: 1, pageSize: 10)
+            })
+        failures.append(
+            await decodingFailure {
+                _ = try await storage.read { tx in try tx.fetch(Sheet2.self, matching: [.equals("title", "alpha")]) }
+            })
+        failures.append(
+            await decodingFailure {
+                _ = try await storage.write { tx in try tx.count(Sheet2.self, matching: everything) }
+            })
+        for failure in failures {
+            #expect(failure?.contains("newer than") == true, "\(failure ?? "no error")")
+            #expect(failure?.contains("Sheet \"s") == true, "\(failure ?? "no error")")
+        }
+        // The newer version still reads its own records through its own index.
+        #expect(try await storage.count(Sheet3Pages.self, matching: [.atLeast("pages", 4)]) == 1)
+        // Once the records this version cannot read are gone, its queries answer again.
+        try await storage.delete(Sheet3Pages.self, id: "s1")
+        try await storage.delete(Sheet3Pages.self, id: "s2")
+        try await storage.save(Sheet2(id: "s3", title: "gamma"))
+        #expect(try await storage.fetch(Sheet2.self, matching: everything) == [Sheet2(id: "s3", title: "gamma")])
     }
 
     @Test func aNewerStoreLayoutFailsToOpenAndIsLeftAlone() async throws {

@@ -31,7 +31,9 @@ public final class StorageWriteTransaction: StorageReadTransaction {
 
     override func prepareIndexedRead<T: LocalStorable>(_ type: T.Type, schema: TypeSchema) throws {
         guard try Reindexer<T>.hasStaleRecords(schema: schema, txn: txn) else { return }
-        try Reindexer<T>(logger: storage.logger).reindexAll(schema: schema, context: context)
+        let outcome = try Reindexer<T>(logger: storage.logger).reindexAll(schema: schema, context: context)
+        // What the re-index left is missing from this declaration's indexes: say so, not fewer rows.
+        if let problem = outcome.firstProblem { throw LocalStorageError.decodingFailed(reason: problem) }
     }
 
     override func finish(_ session: DecodeSession, expired: [[UInt8]], purge: Bool, schema: TypeSchema) throws {

@@ -24,40 +24,52 @@ struct Reindexer<T: LocalStorable>: Sendable {
         }
     }
 
-    /// Re-indexes every stale record; returns how many could not be (logged: damaged, newer, or not
-    /// decodable as `T`), which stay as they were.
+    /// What a re-index could not do: how many stale records it left as they were (logged: damaged, newer, or
+    /// not decodable as `T`), and the first of them with its reason, for the error of a query that would
+    /// otherwise miss them (``SchemaRuntime/unreindexedRecords``).
+    struct Outcome {
+        var failed = 0
+        var firstProblem: String?
+    }
+
+    /// Re-indexes every stale record; returns what it could not re-index, which stays as it was.
     @discardableResult
-    func run(schema: TypeSchema, writer: CommitQueue) throws -> Int {
+    func run(schema: TypeSchema, writer: CommitQueue) throws -> Outcome {
         logger?.log(
             level: .notice, message: "Re-indexing \(schema.name) for its current index declaration",
             metadata: ["type": schema.name])
         var after: (signature: [UInt8], key: [UInt8])?
         var visited = 0
         var rewritten = 0
-        var failed = 0
+        var outcome = Outcome()
         while true {
             let batch = try writer.transact { context in
                 try reindexBatch(schema: schema, after: after, context: context)
             }
             visited += batch.seen
             rewritten += batch.changed
-            failed += batch.failed
+            outcome.failed += batch.failed
+            outcome.firstProblem = outcome.firstProblem ?? batch.firstProblem
             after = batch.last
             if batch.seen < Reindexer.batchSize { break }
         }
         logger?.log(
             level: .info, message: "Re-indexed \(rewritten) of \(visited) records of \(schema.name)",
-            metadata: ["type": schema.name, "failed": "\(failed)"])
-        return failed
+            metadata: ["type": schema.name, "failed": "\(outcome.failed)"])
+        return outcome
     }
 
-    /// Re-indexes every stale record inside `context`'s transaction (a write transaction's query).
-    func reindexAll(schema: TypeSchema, context: CommitQueue.Context) throws {
+    /// Re-indexes every stale record inside `context`'s transaction (a write transaction's query); returns what
+    /// it could not re-index.
+    func reindexAll(schema: TypeSchema, context: CommitQueue.Context) throws -> Outcome {
         var after: (signature: [UInt8], key: [UInt8])?
+        var outcome = Outcome()
         while true {
             let batch = try reindexBatch(schema: schema, after: after, context: context)
+            outcome.failed += batch.failed
+            outcome.firstProblem = outcome.firstProblem ?? batch.firstProblem
             after = batch.last
-            if batch.seen < Reindexer.batchSize { return }
+            if batch.seen < Reindexer.batchSize { return outcome }
         }
     }
 
@@ -65,6 +77,7 @@ struct Reindexer<T: LocalStorable>: Sendable {
         var seen = 0
         var changed = 0
         var failed = 0
+        var firstProblem: String?
         var last: (signature: [UInt8], key: [UInt8])?
     }
 
@@ -128,11 +141,26 @@ struct Reindexer<T: LocalStorable>: Sendable {
                 throw error
             } catch {
                 batch.failed += 1
+                if batch.firstProblem == nil {
+                    batch.firstProblem = Reindexer.problem(type: schema.name, id: id, error: error)
+                }
                 logger?.log(
                     level: .warning, message: "Could not re-index a record; it is left as it was",
                     metadata: ["type": schema.name, "id": id, "error": "\(error)"])
             }
         }
         return batch
+    }
+
+    /// Why an indexed query of `type` cannot answer while the record `id` stays unindexed for its declaration.
+    static func problem(type: String, id: String, error: any Error) -> String {
+        let reason: String
+        if case LocalStorageError.decodingFailed(let text) = error {
+            reason = text
+        } else {
+            reason = "\(error)"
+        }
+        return "\(type) \"\(id)\" could not be re-indexed for this app's index declaration (\(reason)); indexed "
+            + "queries of \(type) cannot answer without it until it is readable here or deleted"
     }
 }

@@ -69,7 +69,8 @@ extension LocalRecordStore {
     ///
     /// The check is O(log n) and runs inside the same snapshot as `body`, so a record another process
     /// wrote with another declaration just before is re-indexed too. After a re-index that left records it
-    /// could not re-index (logged), queries on the same snapshot run without trying again.
+    /// could not re-index (logged: damaged, stored by a newer version, not decodable as `T`), the read throws
+    /// `decodingFailed` naming the first of them instead of answering without them.
     nonisolated(nonsending) func readIndexed<T: LocalStorable, R>(
         _ type: T.Type, schema: TypeSchema,
         _ body: (Transaction) throws -> R
@@ -77,10 +78,12 @@ extension LocalRecordStore {
         var attempts = 0
         while true {
             let outcome: IndexedRead<R> = try core.environment.read { txn in
-                if attempts < 3, schema.runtime.reindexedAt.load(ordering: .relaxed) != txn.id,
-                    try Reindexer<T>.hasStaleRecords(schema: schema, txn: txn)
-                {
-                    return .stale
+                if try Reindexer<T>.hasStaleRecords(schema: schema, txn: txn) {
+                    if attempts < 3, schema.runtime.reindexedAt.load(ordering: .relaxed) != txn.id {
+                        return .stale
+                    }
+                    // Records the re-index could not re-index are missing from this declaration's indexes.
+                    if let error = schema.runtime.unreindexedRecords { throw error }
                 }
                 return .done(try body(txn))
             }
@@ -99,7 +102,9 @@ extension LocalRecordStore {
         let reindexer = Reindexer<T>(logger: core.logger)
         let environment = core.environment
         try await core.writer.performExclusive { writer in
-            if try reindexer.run(schema: schema, writer: writer) > 0 {
+            let outcome = try reindexer.run(schema: schema, writer: writer)
+            schema.runtime.reindexProblem.withLock { $0 = outcome.firstProblem }
+            if outcome.failed > 0 {
                 schema.runtime.reindexedAt.store(environment.lastTransactionID, ordering: .relaxed)
             }
         }

@@ -255,6 +255,10 @@ final class SchemaRuntime: Sendable {
     /// The read snapshot (transaction id) at which a re-index last left records it could not re-index;
     /// queries on that same snapshot do not try again.
     let reindexedAt = Atomic<Int>(-1)
+    /// What the last re-index could not re-index (the first such record and why), nil when it re-indexed
+    /// every stale record: an indexed read that still finds stale records throws it
+    /// (``unreindexedRecords``) instead of answering without them.
+    let reindexProblem = Mutex<String?>(nil)
     /// How the type's counts (and page totals) were answered: from the count tree, or by walking entries.
     /// The plan's choice, kept so tests and diagnostics can tell.
     let countsFromTree = Atomic<Int>(0)
@@ -263,4 +267,10 @@ final class SchemaRuntime: Sendable {
     let entriesVisited = Atomic<Int>(0)
     /// Walks down the count tree the type's queries made (a rank or a locate each; a range count is two).
     let treeWalks = Atomic<Int>(0)
+
+    /// The error of an indexed read that finds records the last re-index left behind: their index entries
+    /// belong to another declaration, so the read would miss them without a word.
+    var unreindexedRecords: LocalStorageError? {
+        reindexProblem.withLock { $0 }.map { LocalStorageError.decodingFailed(reason: $0) }
+    }
 }
