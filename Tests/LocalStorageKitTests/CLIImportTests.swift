@@ -1,5 +1,6 @@
 import CLMDB
 import Foundation
+import LocalStorageTestSupport
 import Testing
 
 @_spi(Maintenance) @testable import LocalStorageKit
@@ -120,6 +121,33 @@ import Glibc
                 .stdout.hasPrefix("sku_4  "))
     }
 
+    /// A `Float` index holds the Float widened to a Double while the payload shows its shortest text: an
+    /// export of such records imports again (it failed its own payload check), every value exact.
+    @Test func floatIndexesSurviveAnExportAndImport() async throws {
+        var random = SplitMix64(seed: 26)
+        var readings = [0.1, 1.0 / 3, -2.5e-7, 3.4e38, 1e-45, 0, 16_777_217].enumerated().map { offset, value in
+            FloatReading(
+                id: "r\(offset)", level: Float(value), spare: offset.isMultiple(of: 2) ? Float(value) / 7 : nil)
+        }
+        for offset in 0..<40 {
+            let level = Float(bitPattern: UInt32(truncatingIfNeeded: random.next()))
+            readings.append(FloatReading(id: "x\(offset)", level: level.isFinite ? level : 1, spare: Float(offset) / 3))
+        }
+        let store = try await IntegrityStore { storage in try await storage.save(contentsOf: readings) }
+        let file = store.directory.appendingPathComponent("readings.jsonl")
+        try Data(try await store.run(["export"]).stdout.utf8).write(to: file)
+        let target = store.directory.appendingPathComponent("target")
+        let imported = try await store.run(["import", file.path, "--store", target.path])
+        #expect(imported.status == 0, "\(imported.stderr)")
+        var configuration = LocalStorageConfiguration()
+        configuration.databaseDirectory = target
+        let storage = try LocalStorage(configuration: configuration)
+        let back = try await storage.fetch(FloatReading.self)
+        #expect(back == readings.sorted { $0.id < $1.id })
+        let positive = readings.filter { $0.level > 0 }.count
+        #expect(try await storage.count(FloatReading.self, matching: [.greaterThan("level", Float(0))]) == positive)
+    }
+
     /// `export` escapes invisible characters only where they can stand in JSON: inside strings. A JSON
     /// payload stored with a tab between its tokens (imported by hand) exports as valid JSON, and the
     /// export imports again.
@@ -220,5 +248,16 @@ extension CLIImportTests {
         // A type named in either form on the command line is found; its own spelling first.
         let decomposed = try await store.run(["export", "cafe\u{301}"])
         #expect(decomposed.stdout.split(separator: "\n").count == 3, "\(decomposed.stdout)")
+    }
+}
+
+/// A record with `Float` indexes, one of them optional.
+struct FloatReading: LocalStorageIndexed, Equatable {
+    let id: String
+    var level: Float
+    var spare: Float?
+
+    static var storageIndexes: [StorageIndex<Self>] {
+        [.number("level") { $0.level }, StorageIndex("spare", \.spare)]
     }
 }

@@ -89,6 +89,12 @@ struct ImportRecordCheck {
             if OrderedKey.encodeNumber(.double(seconds + Date.timeIntervalBetween1970AndReferenceDate)) == index {
                 return nil
             }
+            // A Float member: the payload shows the Float's shortest text (0.1), the index holds the Float widened
+            // to a Double (0.10000000149011612).
+            let single = Float(seconds)
+            if single.isFinite, OrderedKey.encodeNumber(.double(Double(single))) == index {
+                return nil
+            }
             return member.text
         }
     }
