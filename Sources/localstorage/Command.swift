@@ -34,9 +34,9 @@ extension Command {
         text += """
 
             Global options:
-              --store DIR   the store: the directory holding data.mdb, or the app's databaseDirectory
-                            (the store is then DIR/LocalStorage); default $LOCALSTORAGE_STORE, then
-                            the library's default directory
+              --store DIR   the store: the directory holding data.mdb (or that file), or the app's
+                            databaseDirectory (the store is then DIR/LocalStorage); default
+                            $LOCALSTORAGE_STORE, then the library's default directory
               --key-file FILE
                             the key of an encrypted store (32 raw bytes or 64 hex digits)
               --previous-key-file FILE

@@ -180,8 +180,8 @@ struct LocalStorageTool {
 
             The store is --store DIR, else $LOCALSTORAGE_STORE, else
             \(StoreMaintenance.defaultDirectory.path).
-            DIR is the directory holding data.mdb, or the app's databaseDirectory (the store is then
-            DIR/LocalStorage). --store, --key-file and --json may come before or after the command.
+            DIR is the directory holding data.mdb (or that data.mdb), or the app's databaseDirectory (the
+            store is then DIR/LocalStorage). --store, --key-file and --json may come before or after the command.
             An encrypted store needs --key-file FILE (its 32-byte key, raw or as 64 hex digits), and
             during a key rotation --previous-key-file OLD for the records not resealed yet.
             Run localstorage <command> --help for a command's arguments.

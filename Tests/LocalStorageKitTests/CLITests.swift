@@ -195,6 +195,16 @@ import Testing
         let noStore = try await fixture.run(["stats", "--store", fixture.directory.appendingPathComponent("none").path])
         #expect(noStore.status == 1)
         #expect(noStore.stderr.contains("no store at"))
+        // A file where the store's directory should be says so; the store's data file names its directory.
+        let file = fixture.directory.appendingPathComponent("notes.txt")
+        try Data("x".utf8).write(to: file)
+        let onAFile = try await fixture.run(["stats", "--store", file.path])
+        #expect(onAFile.status == 1)
+        #expect(onAFile.stderr.contains("notes.txt is a file, not a store's directory"), "\(onAFile.stderr)")
+        let dataFile = try await fixture.run([
+            "types", "--store", fixture.store.appendingPathComponent("data.mdb").path,
+        ])
+        #expect(dataFile.status == 0 && dataFile.stdout.contains("Product"), "\(dataFile.stderr)")
         let fromEnvironment = try await fixture.run(
             ["types"], store: nil,
             environment: ["LOCALSTORAGE_STORE": fixture.store.path])

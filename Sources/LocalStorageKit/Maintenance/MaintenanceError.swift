@@ -1,3 +1,5 @@
+import Foundation
+
 /// What ``StoreMaintenance`` throws besides ``LocalStorageError``.
 @_spi(Maintenance) public enum MaintenanceError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The directory holds no store (no `data.mdb`).
@@ -23,7 +25,10 @@
     public var description: String {
         switch self {
         case .noStore(let path):
-            "no store at \(path) (no data.mdb there, nor in its LocalStorage directory, or an empty one)"
+            MaintenanceError.isFile(path)
+                ? "\(path) is a file, not a store's directory (give the directory that holds data.mdb, or the "
+                    + "one an app sets as databaseDirectory)"
+                : "no store at \(path) (no data.mdb there, nor in its LocalStorage directory, or an empty one)"
         case .unknownType(let name, let known):
             "the store has no type \"\(name)\"" + (known.isEmpty ? "" : " (it has: \(known.joined(separator: ", ")))")
         case .unknownIndex(let name, let type, let known):
@@ -42,5 +47,11 @@
         case .incompleteImport(let read, let written):
             "the import read \(read) records but would have written \(written); nothing was imported"
         }
+    }
+
+    /// Whether `path` is there and not a directory (a store path given as a file's).
+    private static func isFile(_ path: String) -> Bool {
+        var isDirectory: ObjCBool = false
+        return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && !isDirectory.boolValue
     }
 }

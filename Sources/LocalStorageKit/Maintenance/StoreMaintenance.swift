@@ -65,9 +65,15 @@ import Darwin
 
     /// The store directory `directory` names: `directory` itself when it holds `data.mdb`, else the store
     /// directory a configuration derives from it as its `databaseDirectory` when that holds `data.mdb`,
-    /// else `directory` (where a new store would go).
+    /// else `directory` (where a new store would go). A store's own `data.mdb` or `lock.mdb` names its folder.
     public static func storeDirectory(named directory: URL) -> URL {
         let manager = FileManager.default
+        var isDirectory: ObjCBool = false
+        if ["data.mdb", "lock.mdb"].contains(directory.lastPathComponent),
+            manager.fileExists(atPath: directory.path, isDirectory: &isDirectory), !isDirectory.boolValue
+        {
+            return directory.deletingLastPathComponent()
+        }
         if manager.fileExists(atPath: directory.appendingPathComponent("data.mdb").path) { return directory }
         var configuration = LocalStorageConfiguration()
         configuration.databaseDirectory = directory
