@@ -6,7 +6,9 @@
 public struct FetchOptions: Sendable, Hashable {
     /// The order of records when a query has no `orderedBy`.
     public enum Sort: Sendable, Hashable {
-        /// By id, in UTF-8 byte order (the default).
+        /// By id, in UTF-8 byte order of the id's text (the default): an integer or UUID id sorts as the
+        /// string it is stored under, so `10` comes before `9` and `-5` before both. For a numeric order,
+        /// declare the number as an index and use `orderedBy`.
         case id
         /// Most recently updated first.
         case newestFirst
