@@ -56,12 +56,8 @@ public class StorageReadTransaction {
         if storage.core.isMigrationPending(schema.name) {
             let _: Void = try prepare { try await storage.local.migrateIfPending(T.self, schema: schema) }
         }
-        if try Reindexer<T>.hasStaleRecords(schema: schema, txn: txn) {
-            if schema.runtime.reindexedAt.load(ordering: .relaxed) != txn.id {
-                let _: Void = try prepare { try await storage.local.reindex(T.self, schema: schema) }
-            }
-            // What the re-index left is missing from this declaration's indexes: say so, not fewer rows.
-            if let error = schema.runtime.unreindexedRecords { throw error }
+        if try Reindexer<T>.hasStaleRecords(schema: schema, txn: txn), try schema.runtime.reindexFirst(at: txn.id) {
+            let _: Void = try prepare { try await storage.local.reindex(T.self, schema: schema) }
         }
     }
 

@@ -1,3 +1,17 @@
+/// What a re-index could not do: how many stale records it left as they were (logged: damaged, newer, or
+/// not decodable as the type), and the first of them with its reason, for the error of a query that would
+/// otherwise miss them (``SchemaRuntime/reindexFirst(at:mayRetry:)``).
+struct ReindexOutcome {
+    var failed = 0
+    var firstProblem: String?
+
+    /// Adds a batch's failures; the first problem stays the first.
+    mutating func add(failed: Int, firstProblem: String?) {
+        self.failed += failed
+        self.firstProblem = self.firstProblem ?? firstProblem
+    }
+}
+
 /// Brings the records of a type that were indexed with another declaration in line with this one, in
 /// bounded write batches.
 ///
@@ -24,32 +38,23 @@ struct Reindexer<T: LocalStorable>: Sendable {
         }
     }
 
-    /// What a re-index could not do: how many stale records it left as they were (logged: damaged, newer, or
-    /// not decodable as `T`), and the first of them with its reason, for the error of a query that would
-    /// otherwise miss them (``SchemaRuntime/unreindexedRecords``).
-    struct Outcome {
-        var failed = 0
-        var firstProblem: String?
-    }
-
     /// Re-indexes every stale record; returns what it could not re-index, which stays as it was.
     @discardableResult
-    func run(schema: TypeSchema, writer: CommitQueue) throws -> Outcome {
+    func run(schema: TypeSchema, writer: CommitQueue) throws -> ReindexOutcome {
         logger?.log(
             level: .notice, message: "Re-indexing \(schema.name) for its current index declaration",
             metadata: ["type": schema.name])
         var after: (signature: [UInt8], key: [UInt8])?
         var visited = 0
         var rewritten = 0
-        var outcome = Outcome()
+        var outcome = ReindexOutcome()
         while true {
             let batch = try writer.transact { context in
                 try reindexBatch(schema: schema, after: after, context: context)
             }
             visited += batch.seen
             rewritten += batch.changed
-            outcome.failed += batch.failed
-            outcome.firstProblem = outcome.firstProblem ?? batch.firstProblem
+            outcome.add(failed: batch.failed, firstProblem: batch.firstProblem)
             after = batch.last
             if batch.seen < Reindexer.batchSize { break }
         }
@@ -61,13 +66,12 @@ struct Reindexer<T: LocalStorable>: Sendable {
 
     /// Re-indexes every stale record inside `context`'s transaction (a write transaction's query); returns what
     /// it could not re-index.
-    func reindexAll(schema: TypeSchema, context: CommitQueue.Context) throws -> Outcome {
+    func reindexAll(schema: TypeSchema, context: CommitQueue.Context) throws -> ReindexOutcome {
         var after: (signature: [UInt8], key: [UInt8])?
-        var outcome = Outcome()
+        var outcome = ReindexOutcome()
         while true {
             let batch = try reindexBatch(schema: schema, after: after, context: context)
-            outcome.failed += batch.failed
-            outcome.firstProblem = outcome.firstProblem ?? batch.firstProblem
+            outcome.add(failed: batch.failed, firstProblem: batch.firstProblem)
             after = batch.last
             if batch.seen < Reindexer.batchSize { return outcome }
         }

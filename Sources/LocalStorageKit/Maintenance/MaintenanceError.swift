@@ -1,5 +1,3 @@
-import Foundation
-
 /// What ``StoreMaintenance`` throws besides ``LocalStorageError``.
 @_spi(Maintenance) public enum MaintenanceError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The directory holds no store (no `data.mdb`).
@@ -25,7 +23,7 @@ import Foundation
     public var description: String {
         switch self {
         case .noStore(let path):
-            MaintenanceError.isFile(path)
+            StoreMaintenance.isFile(path)
                 ? "\(path) is a file, not a store's directory (give the directory that holds data.mdb, or the "
                     + "one an app sets as databaseDirectory)"
                 : "no store at \(path) (no data.mdb there, nor in its LocalStorage directory, or an empty one)"
@@ -47,11 +45,5 @@ import Foundation
         case .incompleteImport(let read, let written):
             "the import read \(read) records but would have written \(written); nothing was imported"
         }
-    }
-
-    /// Whether `path` is there and not a directory (a store path given as a file's).
-    private static func isFile(_ path: String) -> Bool {
-        var isDirectory: ObjCBool = false
-        return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && !isDirectory.boolValue
     }
 }

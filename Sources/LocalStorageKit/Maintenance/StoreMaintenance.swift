@@ -68,10 +68,7 @@ import Darwin
     /// else `directory` (where a new store would go). A store's own `data.mdb` or `lock.mdb` names its folder.
     public static func storeDirectory(named directory: URL) -> URL {
         let manager = FileManager.default
-        var isDirectory: ObjCBool = false
-        if ["data.mdb", "lock.mdb"].contains(directory.lastPathComponent),
-            manager.fileExists(atPath: directory.path, isDirectory: &isDirectory), !isDirectory.boolValue
-        {
+        if ["data.mdb", "lock.mdb"].contains(directory.lastPathComponent), isFile(directory.path) {
             return directory.deletingLastPathComponent()
         }
         if manager.fileExists(atPath: directory.appendingPathComponent("data.mdb").path) { return directory }
@@ -80,6 +77,12 @@ import Darwin
         let derived = configuration.storeDirectory
         if manager.fileExists(atPath: derived.appendingPathComponent("data.mdb").path) { return derived }
         return directory
+    }
+
+    /// Whether `path` is there and is not a directory (a store path given as a file's).
+    static func isFile(_ path: String) -> Bool {
+        var isDirectory: ObjCBool = false
+        return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && !isDirectory.boolValue
     }
 
     /// Opens the store in `directory` for maintenance.

@@ -78,12 +78,10 @@ extension LocalRecordStore {
         var attempts = 0
         while true {
             let outcome: IndexedRead<R> = try core.environment.read { txn in
-                if try Reindexer<T>.hasStaleRecords(schema: schema, txn: txn) {
-                    if attempts < 3, schema.runtime.reindexedAt.load(ordering: .relaxed) != txn.id {
-                        return .stale
-                    }
-                    // Records the re-index could not re-index are missing from this declaration's indexes.
-                    if let error = schema.runtime.unreindexedRecords { throw error }
+                if try Reindexer<T>.hasStaleRecords(schema: schema, txn: txn),
+                    try schema.runtime.reindexFirst(at: txn.id, mayRetry: attempts < 3)
+                {
+                    return .stale
                 }
                 return .done(try body(txn))
             }
@@ -103,10 +101,7 @@ extension LocalRecordStore {
         let environment = core.environment
         try await core.writer.performExclusive { writer in
             let outcome = try reindexer.run(schema: schema, writer: writer)
-            schema.runtime.reindexProblem.withLock { $0 = outcome.firstProblem }
-            if outcome.failed > 0 {
-                schema.runtime.reindexedAt.store(environment.lastTransactionID, ordering: .relaxed)
-            }
+            schema.runtime.noteReindex(outcome, at: environment.lastTransactionID)
         }
     }
 }

@@ -254,11 +254,10 @@ struct TypeSchema: Sendable {
 final class SchemaRuntime: Sendable {
     /// The read snapshot (transaction id) at which a re-index last left records it could not re-index;
     /// queries on that same snapshot do not try again.
-    let reindexedAt = Atomic<Int>(-1)
+    private let reindexedAt = Atomic<Int>(-1)
     /// What the last re-index could not re-index (the first such record and why), nil when it re-indexed
-    /// every stale record: an indexed read that still finds stale records throws it
-    /// (``unreindexedRecords``) instead of answering without them.
-    let reindexProblem = Mutex<String?>(nil)
+    /// every stale record.
+    private let reindexProblem = Mutex<String?>(nil)
     /// How the type's counts (and page totals) were answered: from the count tree, or by walking entries.
     /// The plan's choice, kept so tests and diagnostics can tell.
     let countsFromTree = Atomic<Int>(0)
@@ -268,9 +267,19 @@ final class SchemaRuntime: Sendable {
     /// Walks down the count tree the type's queries made (a rank or a locate each; a range count is two).
     let treeWalks = Atomic<Int>(0)
 
-    /// The error of an indexed read that finds records the last re-index left behind: their index entries
-    /// belong to another declaration, so the read would miss them without a word.
-    var unreindexedRecords: LocalStorageError? {
-        reindexProblem.withLock { $0 }.map { LocalStorageError.decodingFailed(reason: $0) }
+    /// Notes what a re-index that ended at snapshot `snapshot` left (``reindexFirst(at:mayRetry:)``).
+    func noteReindex(_ outcome: ReindexOutcome, at snapshot: Int) {
+        reindexProblem.withLock { $0 = outcome.firstProblem }
+        if outcome.failed > 0 { reindexedAt.store(snapshot, ordering: .relaxed) }
+    }
+
+    /// For an indexed read on snapshot `snapshot` that found stale records: whether to re-index first (not
+    /// tried on this snapshot yet, and `mayRetry`). Otherwise throws `decodingFailed` naming what the last
+    /// re-index left, whose index entries belong to another declaration, so that the read does not answer
+    /// without them; returns false when it left nothing.
+    func reindexFirst(at snapshot: Int, mayRetry: Bool = true) throws(LocalStorageError) -> Bool {
+        if mayRetry, reindexedAt.load(ordering: .relaxed) != snapshot { return true }
+        if let problem = reindexProblem.withLock({ $0 }) { throw .decodingFailed(reason: problem) }
+        return false
     }
 }
