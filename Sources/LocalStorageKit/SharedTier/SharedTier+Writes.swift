@@ -8,7 +8,8 @@ extension SharedTier {
     func run(_ name: String, _ source: String, _ arguments: [[UInt8]]) async throws(LocalStorageError) -> RESPValue {
         let head: [[UInt8]] = [
             layout.prefix, RecordWriter.timeKey(clock.wallNanoseconds()),
-            Array(String(settings.changeLogRetention).utf8),
+            // The change log's last rank to trim, as text: formatting a number costs the script more than a command.
+            Array(String(-1 - settings.changeLogRetention).utf8),
         ]
         for attempt in 0..<2 {
             let hash: [UInt8]

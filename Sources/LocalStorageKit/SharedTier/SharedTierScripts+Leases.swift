@@ -1,5 +1,5 @@
 /// The scripts of the shared tier's load leases (see ``SharedTierLease``). Like every script they take the
-/// namespace prefix, the writer's clock and the change log's retention as `ARGV[1…3]`.
+/// namespace prefix, the writer's clock and the change log's trim rank as `ARGV[1…3]`.
 extension SharedTierScripts {
     /// Takes a load's lease: `ARGV[4]` the lease key, `ARGV[5]` the record key, `ARGV[6]` the lease value,
     /// `ARGV[7]` its time to live in ms, `ARGV[8]` the update time (8 bytes little-endian, as in the record

@@ -1,12 +1,13 @@
 /// The server-side scripts: each runs atomically on the server, so no reader ever sees half a change.
 ///
 /// Every script takes the namespace prefix (`ARGV[1]`), the writer's clock as an 8-byte big-endian time
-/// (`ARGV[2]`, for the expiry sweep) and the change log's retention (`ARGV[3]`). Changes get the next
+/// (`ARGV[2]`, for the expiry sweep) and the last rank of the change log to trim (`ARGV[3]`: minus the
+/// retention, minus one). Changes get the next
 /// number of `{ns}:seq`, an entry in `{ns}:log` (`seq notice`) and a message on `{ns}:changes`
 /// (`seq notice record`).
 enum SharedTierScripts {
     static let common = """
-        local ns, now, retention = ARGV[1], ARGV[2], tonumber(ARGV[3])
+        local ns, now, trimStop = ARGV[1], ARGV[2], ARGV[3]
         local function frames(blob)
           local list, i = {}, 1
           while i + 3 <= #blob do
@@ -17,43 +18,63 @@ enum SharedTierScripts {
           end
           return list
         end
-        local function pairkey(set, member)
-          return #set .. ':' .. set .. member
-        end
         -- Moves a record's index entries from its old (set, member) pairs to those of `blob` (none when nil),
-        -- touching only the pairs that changed.
+        -- touching only the pairs that changed. Blobs of one declaration hold the same sets in the same places:
+        -- those are compared pair by pair, with no key made per pair (the Lua work is most of a put's time on
+        -- the server). Removals go before additions, so a pair that moved is removed and added back.
         local function reindex(t, id, blob)
           local mkey = ns .. 'm:' .. t
           local old = redis.call('HGET', mkey, id)
           if old == blob or (not old and not blob) then return end
-          local new, kept = blob and frames(blob) or {}, {}
-          if old then
-            local wanted, l = {}, frames(old)
-            for j = 1, #new - 1, 2 do wanted[pairkey(new[j], new[j + 1])] = true end
-            for j = 1, #l - 1, 2 do
-              local k = pairkey(l[j], l[j + 1])
-              if wanted[k] then kept[k] = true else redis.call('ZREM', l[j], l[j + 1]) end
-            end
-          end
+          local new, l = blob and frames(blob) or {}, old and frames(old) or {}
+          local aligned = #l == #new
           for j = 1, #new - 1, 2 do
-            if not kept[pairkey(new[j], new[j + 1])] then redis.call('ZADD', new[j], 0, new[j + 1]) end
+            if not aligned or l[j] ~= new[j] then aligned = false break end
+          end
+          if aligned then
+            for j = 1, #l - 1, 2 do
+              if l[j + 1] ~= new[j + 1] then redis.call('ZREM', l[j], l[j + 1]) end
+            end
+            for j = 1, #new - 1, 2 do
+              if l[j + 1] ~= new[j + 1] then redis.call('ZADD', new[j], '0', new[j + 1]) end
+            end
+          elseif not old then
+            for j = 1, #new - 1, 2 do redis.call('ZADD', new[j], '0', new[j + 1]) end
+          else
+            -- Another declaration on one side: the pairs to keep, found by set and member.
+            local wanted = {}
+            for j = 1, #new - 1, 2 do
+              local members = wanted[new[j]] or {}
+              members[new[j + 1]] = 1
+              wanted[new[j]] = members
+            end
+            for j = 1, #l - 1, 2 do
+              local members = wanted[l[j]]
+              if members and members[l[j + 1]] then members[l[j + 1]] = 2 else redis.call('ZREM', l[j], l[j + 1]) end
+            end
+            for j = 1, #new - 1, 2 do
+              if wanted[new[j]][new[j + 1]] == 1 then redis.call('ZADD', new[j], '0', new[j + 1]) end
+            end
           end
           if blob then redis.call('HSET', mkey, id, blob) else redis.call('HDEL', mkey, id) end
         end
         local function unindex(t, id)
           reindex(t, id, nil)
         end
+        -- A number given to `redis.call` or joined to a string is formatted by `sprintf("%.14g")`, which
+        -- costs more than most commands: the sequence is formatted once, and constants are strings.
         local function notify(notice, record)
           local seq = redis.call('INCR', ns .. 'seq')
-          redis.call('ZADD', ns .. 'log', seq, seq .. ' ' .. notice)
-          redis.call('PUBLISH', ns .. 'changes', seq .. ' ' .. notice .. record)
+          local text = tostring(seq)
+          redis.call('ZADD', ns .. 'log', text, text .. ' ' .. notice)
+          redis.call('PUBLISH', ns .. 'changes', text .. ' ' .. notice .. record)
           return seq
         end
         local function trim()
-          redis.call('ZREMRANGEBYRANK', ns .. 'log', 0, -(retention + 1))
+          redis.call('ZREMRANGEBYRANK', ns .. 'log', '0', trimStop)
         end
         local function sweep(limit)
-          local due = redis.call('ZRANGEBYLEX', ns .. 'e', '-', '(' .. now, 'LIMIT', 0, limit)
+          local due = redis.call('ZRANGEBYLEX', ns .. 'e', '-', '(' .. now, 'LIMIT', '0', limit)
           for _, m in ipairs(due) do
             local rest = string.sub(m, 9)
             local colon = string.find(rest, ':', 1, true)
@@ -78,7 +99,7 @@ enum SharedTierScripts {
         common + """
             local records = {}
             for i = 4, #ARGV, 8 do
-              local r = { t = ARGV[i], id = ARGV[i + 1], rec = ARGV[i + 2], ttl = tonumber(ARGV[i + 3]),
+              local r = { t = ARGV[i], id = ARGV[i + 1], rec = ARGV[i + 2], ttl = ARGV[i + 3],
                           blob = ARGV[i + 4], notice = ARGV[i + 5], version = tonumber(ARGV[i + 6]),
                           expect = ARGV[i + 7] }
               r.key = ns .. 'r:' .. r.t .. ':' .. r.id
@@ -111,12 +132,12 @@ enum SharedTierScripts {
               -- index values rewrites one pair, its update time, not all of them).
               reindex(r.t, r.id, r.blob)
               redis.call('DEL', ns .. 'lease:' .. r.t .. ':' .. r.id)
-              if r.ttl > 0 then redis.call('SET', r.key, rec, 'PX', r.ttl) else redis.call('SET', r.key, rec) end
+              if r.ttl ~= '0' then redis.call('SET', r.key, rec, 'PX', r.ttl) else redis.call('SET', r.key, rec) end
               out[#out + 1] = created
               out[#out + 1] = notify(r.notice, rec)
             end
             trim()
-            sweep(100)
+            sweep('100')
             return out
             """
 
@@ -132,7 +153,7 @@ enum SharedTierScripts {
               out[#out + 1] = notify(ARGV[i + 2], '')
             end
             trim()
-            sweep(100)
+            sweep('100')
             return out
             """
 
@@ -165,6 +186,6 @@ enum SharedTierScripts {
     /// Removes records that expired by `now`, with their index members; returns how many (at most 1,000).
     static let sweep =
         common + """
-            return sweep(1000)
+            return sweep('1000')
             """
 }
