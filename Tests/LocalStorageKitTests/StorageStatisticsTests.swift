@@ -20,7 +20,17 @@ import Testing
         for step in 0..<400 {
             let n = generator.below(40)
             let expires = generator.below(5) == 0
-            switch generator.below(6) {
+            switch generator.below(7) {
+            case 6:
+                // A batch replaces some records and adds others; its payload bytes are counted once.
+                let batch = Set((0..<(1 + generator.below(6))).map { _ in generator.below(40) }).map {
+                    Note(id: "n\($0)", text: String(repeating: "b", count: generator.below(300)))
+                }
+                try await storage.save(contentsOf: batch, expiration: expires ? .date(past) : .never)
+                for note in batch {
+                    let size = try #require(try await storage.metadata(Note.self, id: note.id)).sizeInBytes
+                    notes[note.id] = (size, expires)
+                }
             case 0:
                 try await storage.delete(Note.self, id: "n\(n)")
                 notes["n\(n)"] = nil

@@ -7,7 +7,10 @@ extension RecordWriter {
         _ record: PreparedRecord, expiresAt: Int64, schema: TypeSchema,
         context: CommitQueue.Context
     ) throws {
-        let (header, replaced) = try putRecord(record, expiresAt: expiresAt, schema: schema, context: context)
+        var payloadBytes = 0
+        let (header, replaced) = try putRecord(
+            record, expiresAt: expiresAt, schema: schema, context: context, payloadBytes: &payloadBytes)
+        try CountTree.addPayloadBytes(payloadBytes, schema: schema, txn: context.txn)
         if let replaced {
             try replaceEntries(of: replaced, with: header, key: record.key, schema: schema, txn: context.txn)
         } else {
@@ -28,15 +31,19 @@ extension RecordWriter {
         let appending = try records.first.map {
             try SortedAppend.sortsAfterLast($0.key, in: schema.records, txn: context.txn)
         }
+        // The type's payload-bytes counter changes once for the batch, not once for each record.
+        var payloadBytes = 0
         for record in records {
             let (header, replaced) = try putRecord(
-                record, expiresAt: expiresAt, schema: schema, context: context, appending: appending == true)
+                record, expiresAt: expiresAt, schema: schema, context: context, payloadBytes: &payloadBytes,
+                appending: appending == true)
             if let replaced { try removeEntries(of: replaced, key: record.key, schema: schema, txn: context.txn) }
             for (position, index) in schema.indexes.enumerated() {
                 indexEntries[position].append(key: indexKey(of: header, for: index), id: record.key)
             }
         }
         let txn = context.txn
+        try CountTree.addPayloadBytes(payloadBytes, schema: schema, txn: txn)
         // Every record of the batch has the same update time (and expiry, and signature): one key, ids
         // already sorted.
         // Each run is in (key, id) order: it goes in at the end of its database when it sorts after it.
@@ -64,10 +71,12 @@ extension RecordWriter {
     /// Writes the record itself and publishes the change; returns its header, whose entries the caller adds,
     /// and the header of a readable record it replaced, whose entries it leaves for the caller to remove or
     /// move (``replaceEntries(of:with:key:schema:txn:)``). A damaged record's entries are removed here, as its
-    /// header cannot say where they are. `appending`: the key sorts after every stored one.
+    /// header cannot say where they are. `appending`: the key sorts after every stored one. The change in the
+    /// type's payload bytes is added to `payloadBytes`, for the caller to count once (an update that keeps the
+    /// payload's size writes no counter, and a batch writes it once).
     private static func putRecord(
         _ record: PreparedRecord, expiresAt: Int64, schema: TypeSchema,
-        context: CommitQueue.Context, appending: Bool = false
+        context: CommitQueue.Context, payloadBytes: inout Int, appending: Bool = false
     ) throws -> (header: RecordHeader, replaced: RecordHeader?) {
         try Evictor.refuseOversized(record, schema: schema, context: context)
         let txn = context.txn
@@ -77,7 +86,7 @@ extension RecordWriter {
         var regionKnown = true
         var replaced: RecordHeader?
         if !appending, let existing = try txn.get(schema.records, key: record.key) {
-            try CountTree.addPayloadBytes(-payloadSize(of: existing), schema: schema, txn: txn)
+            payloadBytes -= payloadSize(of: existing)
             // A damaged record is replaced: saving its id again is one way to repair it.
             switch StoredRecord(existing) {
             case .readable(let view):
@@ -116,7 +125,7 @@ extension RecordWriter {
                 UnsafeMutableRawBufferPointer(rebasing: target[headerBytes.count...]).copyMemory(from: source)
             }
         }
-        try CountTree.addPayloadBytes(payload.count, schema: schema, txn: txn)
+        payloadBytes += payload.count
         context.log(schema, replacesLiveRecord ? .updated : .inserted, id: record.key)
         if context.isObserved(schema.name) {
             let kind: PublishedChange.Kind = replacesLiveRecord ? .updated(record.value) : .inserted(record.value)

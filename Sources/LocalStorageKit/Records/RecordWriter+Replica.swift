@@ -20,9 +20,10 @@ extension RecordWriter {
         var oldValues: [StoredIndexValue]?
         var regionKnown = true
         var replaced: RecordHeader?
+        var payloadBytes = bytes.withUnsafeBytes { payloadSize(of: $0) }
         if let existing = try txn.get(schema.records, key: key) {
             if existing.elementsEqual(bytes) { return false }
-            try CountTree.addPayloadBytes(-payloadSize(of: existing), schema: schema, txn: txn)
+            payloadBytes -= payloadSize(of: existing)
             // A damaged local copy is replaced by the server's record.
             switch StoredRecord(existing) {
             case .readable(let view):
@@ -38,7 +39,7 @@ extension RecordWriter {
             }
         }
         try txn.put(schema.records, key: key, value: bytes)
-        try bytes.withUnsafeBytes { try CountTree.addPayloadBytes(payloadSize(of: $0), schema: schema, txn: txn) }
+        try CountTree.addPayloadBytes(payloadBytes, schema: schema, txn: txn)
         if let replaced {
             try replaceEntries(of: replaced, with: header, key: key, schema: schema, txn: txn)
         } else {
