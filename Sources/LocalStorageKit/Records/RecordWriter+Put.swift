@@ -53,8 +53,11 @@ extension RecordWriter {
             var run = SortedAppend(database)
             for position in records.indices { try run.add(key: key, value: records[position].key, txn: txn) }
         }
+        // `sortedByKey` hands the records over in id order, each id once; checked, as the index entries' sort
+        // relies on it to leave entries of one key in the order they came in.
+        let idsAscending = zip(records, records.dropFirst()).allSatisfy { $0.key.lexicographicallyPrecedes($1.key) }
         for (position, index) in schema.indexes.enumerated() {
-            indexEntries[position].sort()
+            indexEntries[position].sort(idsAscending: idsAscending)
             var run = SortedAppend(index.dbi)
             guard let counts = schema.counts else {
                 try indexEntries[position].forEach { key, id in _ = try run.add(key: key, value: id, txn: txn) }

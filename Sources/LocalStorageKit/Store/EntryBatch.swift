@@ -2,7 +2,9 @@
 /// so a bulk save can add each database's entries in key order.
 struct EntryBatch {
     private var arena: [UInt8] = []
-    private var entries: [(offset: Int, keyCount: Int, idCount: Int)] = []
+    /// Each entry's first 8 key bytes as a big-endian number (zeros past the key's end): two entries whose
+    /// prefixes differ sort by them as memcmp would, without reading the arena.
+    private var entries: [(prefix: UInt64, offset: Int, keyCount: Int, idCount: Int)] = []
 
     init(capacity: Int) {
         entries.reserveCapacity(capacity)
@@ -10,21 +12,26 @@ struct EntryBatch {
     }
 
     mutating func append(key: [UInt8], id: [UInt8]) {
-        entries.append((arena.count, key.count, id.count))
+        var prefix: UInt64 = 0
+        for position in 0..<8 { prefix = prefix << 8 | UInt64(position < key.count ? key[position] : 0) }
+        entries.append((prefix, arena.count, key.count, id.count))
         arena.append(contentsOf: key)
         arena.append(contentsOf: id)
     }
 
-    /// Sorts by key, then id (memcmp order: the order LMDB keeps them in).
-    mutating func sort() {
+    /// Sorts by key, then id (memcmp order: the order LMDB keeps them in). `idsAscending`: the entries were
+    /// appended in id order, each id once, so entries with one key keep the order they came in.
+    mutating func sort(idsAscending: Bool) {
         arena.withUnsafeBytes { raw in
             entries.sort { a, b in
+                if a.prefix != b.prefix { return a.prefix < b.prefix }
                 let endA = a.offset + a.keyCount
                 let endB = b.offset + b.keyCount
                 let order = ByteOrder.compare(
                     UnsafeRawBufferPointer(rebasing: raw[a.offset..<endA]),
                     UnsafeRawBufferPointer(rebasing: raw[b.offset..<endB]))
                 if order != 0 { return order < 0 }
+                if idsAscending { return a.offset < b.offset }
                 return ByteOrder.compare(
                     UnsafeRawBufferPointer(rebasing: raw[endA..<(endA + a.idCount)]),
                     UnsafeRawBufferPointer(rebasing: raw[endB..<(endB + b.idCount)])) < 0
