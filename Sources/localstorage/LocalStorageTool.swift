@@ -72,7 +72,8 @@ struct LocalStorageTool {
                 let store = try await StoreMaintenance(
                     directory: directory, creatingIfMissing: command.createsStore,
                     encryption: try KeyFile.encryption(arguments),
-                    movesKeyCheck: [RekeyCommand.name, ImportCommand.name].contains(command.name))
+                    movesKeyCheck: [RekeyCommand.name, ImportCommand.name].contains(command.name),
+                    sealingPlainStore: command.name == RekeyCommand.name)
                 let status = try await command.run(arguments, store: store, output: output)
                 if status != 0 { try created?.remove() }
                 return status

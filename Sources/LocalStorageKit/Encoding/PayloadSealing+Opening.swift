@@ -6,14 +6,32 @@ extension PayloadSealing {
     /// in `meta` (written when the store has none yet, or rewritten to the current key when it was
     /// sealed with a previous one, unless `readOnly`).
     ///
-    /// - Throws: `openFailed` for a key of the wrong length, an encrypted store opened without a key, or a
-    ///   key that is not the store's; nothing else is read.
+    /// A store with a key check value holds sealed payloads only (``holdsOnlySealed``). So a key is not
+    /// taken by a store that holds records written without one: the open throws, unless `sealingPlainStore`
+    /// (``StoreMaintenance/rekey(progress:)``, which seals them and then writes the key check value).
+    ///
+    /// - Throws: `openFailed` for a key of the wrong length, an encrypted store opened without a key, a
+    ///   key that is not the store's, or a key given to a store whose records are not encrypted; nothing else
+    ///   is read.
     static func open(
         encryption: StorageEncryption?, compression: StorageCompression, meta: Database, txn: Transaction,
-        path: String, readOnly: Bool = false
+        path: String, readOnly: Bool = false, sealingPlainStore: Bool = false
     ) throws -> PayloadSealing {
         let stored = try txn.get(meta, key: checkKey).map { Array($0) }
         let keys = try keys(encryption, storedCheck: stored, path: path)
+        var writesCheck = false
+        if !keys.isEmpty, !readOnly, stored == nil {
+            if try TypeRegistry.holdsRecords(txn: txn) {
+                guard sealingPlainStore else {
+                    throw LocalStorageError.openFailed(
+                        path: path,
+                        reason: "the store holds records written without encryption: encrypt them first with "
+                            + "`localstorage rekey --new-key-file FILE`, or delete the store")
+                }
+            } else {
+                writesCheck = true
+            }
+        }
         let dictionaries = PayloadDictionaries()
         let entries = try PayloadDictionaries.storedEntries(meta: meta, txn: txn)
         let (opened, stale) = openDictionaries(entries, keys: keys)
@@ -23,22 +41,27 @@ extension PayloadSealing {
             ? PayloadCompressor(compression, meta: meta, dictionaries: dictionaries, dictionaryKey: keys.first) : nil
         let sealing = PayloadSealing(
             current: keys.first, previous: Array(keys.dropFirst()), compressor: compressor, dictionaries: dictionaries,
-            meta: readOnly ? nil : meta)
+            meta: readOnly ? nil : meta, holdsOnlySealed: stored != nil || writesCheck)
         guard let current = keys.first, !readOnly else { return sealing }
         // Dictionaries stored plain or under a previous key are sealed with the current one.
         for entry in opened where stale.contains(entry.key) {
             try txn.put(meta, key: entry.key, value: try sealDictionary(entry.value, at: entry.key, key: current))
         }
+        guard stored != nil || writesCheck else { return sealing }
         let opener = stored.flatMap { check in check.withUnsafeBytes { openCheck($0, keys: keys) } }
         if opener?.bytes == current.bytes { return sealing }
+        try writeCheck(with: current, meta: meta, txn: txn)
+        return sealing
+    }
+
+    /// Writes the key check value of `key` (a constant sealed with it) in `meta`.
+    static func writeCheck(with key: Key, meta: Database, txn: Transaction) throws {
         let check = try checkText.withUnsafeBytes { plain in
             try checkKey.withUnsafeBytes { associated in
-                try SodiumCipher.seal(
-                    plain, associated: associated, key: current.cipher, prefix: [version, current.id])
+                try SodiumCipher.seal(plain, associated: associated, key: key.cipher, prefix: [version, key.id])
             }
         }
         try txn.put(meta, key: checkKey, value: check)
-        return sealing
     }
 
     /// The sealing that reads the records of a damaged store whose `meta` entries a salvage walk collected
@@ -54,7 +77,8 @@ extension PayloadSealing {
         let dictionaries = PayloadDictionaries()
         dictionaries.load(metaEntries: openDictionaries(metaEntries, keys: keys).opened)
         return PayloadSealing(
-            current: keys.first, previous: Array(keys.dropFirst()), compressor: nil, dictionaries: dictionaries)
+            current: keys.first, previous: Array(keys.dropFirst()), compressor: nil, dictionaries: dictionaries,
+            holdsOnlySealed: stored != nil)
     }
 
     /// The keys of `encryption`, the current one first (none without encryption), after checking them

@@ -55,11 +55,15 @@ final class PayloadSealing: Sendable {
     private let meta: Database?
     /// How many more payloads this process may seal with AES-256-GCM from the block it counted in `meta`.
     private let aesSealsLeft = Mutex<UInt64>(0)
+    /// Whether the store holds a key check value: then every payload in it is sealed, and one that is not
+    /// (a plain record copied in, or written by an instance without the key) is refused, as an altered one is.
+    private let checksSealing: Atomic<Bool>
 
     init(
         current: Key?, previous: [Key], compressor: PayloadCompressor?, dictionaries: PayloadDictionaries,
-        meta: Database? = nil
+        meta: Database? = nil, holdsOnlySealed: Bool = false
     ) {
+        checksSealing = Atomic(holdsOnlySealed)
         keys = (current.map { [$0] } ?? []) + previous
         self.current = current
         self.previous = previous
@@ -67,6 +71,12 @@ final class PayloadSealing: Sendable {
         self.dictionaries = dictionaries
         self.meta = meta
     }
+
+    /// Whether every payload of the store must be sealed (the store holds a key check value).
+    var holdsOnlySealed: Bool { checksSealing.load(ordering: .relaxed) }
+
+    /// Notes that the store now holds a key check value (a rekey sealed a store that was not encrypted).
+    func noteKeyCheckWritten() { checksSealing.store(true, ordering: .relaxed) }
 
     // MARK: - The AES-256-GCM budget
 
@@ -186,6 +196,12 @@ final class PayloadSealing: Sendable {
         _ body: (_ bytes: UnsafeRawBufferPointer, _ resealable: Bool) throws -> R
     ) throws -> R {
         let envelope = view.envelope
+        guard envelope.contains(.sealed) || !holdsOnlySealed else {
+            throw failure(
+                typeName, id,
+                "its payload is not sealed, though the store is encrypted (it was not written by this store with "
+                    + "its key: copied in, or written by an instance without the key)")
+        }
         if envelope.isEmpty { return try body(view.payload, false) }
         var bytes: [UInt8]
         var resealable = false

@@ -36,6 +36,14 @@ extension StoreMaintenance {
                     after = last
                 }
             }
+            // A store that was not encrypted is from now on: it holds sealed payloads only.
+            let (sealing, meta) = (self.sealing, self.meta)
+            if let current = sealing.current, !sealing.holdsOnlySealed {
+                try writer.transact { context in
+                    try PayloadSealing.writeCheck(with: current, meta: meta, txn: context.txn)
+                }
+                sealing.noteKeyCheckWritten()
+            }
             return (resealed, failed)
         }
     }

@@ -101,6 +101,9 @@ import Darwin
     ///     `encryption`'s current key when a previous key sealed them, as an app's open does (what `rekey` and
     ///     `import` need). The CLI's other commands pass false, so that checking a store with a new key and
     ///     the old one never locks out an app that has only the old one yet.
+    ///   - sealingPlainStore: Whether `encryption` may be given to a store whose records were written without
+    ///     encryption, for ``rekey(progress:)`` to seal them (it writes the key check value when it is done).
+    ///     Otherwise such an open throws `openFailed`: an encrypted store holds sealed payloads only.
     /// Whether the store directory `directory` holds a data file of no bytes: no store yet (LMDB would make one
     /// in it), which only an import creates.
     static func holdsEmptyDataFile(_ directory: URL) -> Bool {
@@ -110,7 +113,7 @@ import Darwin
 
     public init(
         directory: URL, creatingIfMissing: Bool = false, encryption: StorageEncryption? = nil,
-        movesKeyCheck: Bool = true
+        movesKeyCheck: Bool = true, sealingPlainStore: Bool = false
     ) async throws {
         let directory = StoreMaintenance.storeDirectory(named: directory)
         let dataFile = directory.appendingPathComponent("data.mdb")
@@ -157,6 +160,7 @@ import Darwin
             configuration.expirySweepInterval = nil
             configuration.encryption = encryption
             configuration.keepsKeyCheck = !movesKeyCheck
+            configuration.sealsPlainStore = sealingPlainStore
             let core = try EnvironmentRegistry.core(directory: directory, configuration: configuration)
             self.core = core
             environment = core.environment

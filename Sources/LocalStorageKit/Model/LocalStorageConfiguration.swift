@@ -53,6 +53,9 @@ public struct LocalStorageConfiguration: Sendable {
     /// `encryption`'s current key is not the one that sealed them: maintenance that only reads or checks
     /// the store must not move it to another key (only `rekey` and `import` do).
     var keepsKeyCheck = false
+    /// Internal: a key may be given to a store whose records were written without one (`rekey` seals them,
+    /// then writes the key check value); an app's open throws instead.
+    var sealsPlainStore = false
     /// The format new payloads are written in: the compact binary format by default (several times
     /// faster to decode than JSON); records written as JSON keep reading either way.
     public var codec: StorageCodec = .binary

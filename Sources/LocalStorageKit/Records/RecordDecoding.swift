@@ -26,8 +26,9 @@ enum RecordDecoding {
         }
         do {
             // A payload stored as the codec wrote it is decoded in place; a sealed or compressed one is
-            // opened first (and resealed by the writer when an old key sealed it).
-            guard !view.envelope.isEmpty else {
+            // opened first (and resealed by the writer when an old key sealed it). In an encrypted store every
+            // payload is sealed: the sealing refuses one that is not.
+            guard !view.envelope.isEmpty || session?.sealing?.holdsOnlySealed == true else {
                 return try PayloadCodec.decode(T.self, from: view.payload, format: view.format)
             }
             let typeName = session?.typeName ?? T.storageName

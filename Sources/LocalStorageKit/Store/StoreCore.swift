@@ -74,7 +74,8 @@ final class StoreCore: Sendable {
                 // The key is checked before any record is read.
                 let sealing = try PayloadSealing.open(
                     encryption: configuration.encryption, compression: configuration.compression, meta: dbi,
-                    txn: txn, path: directory.path, readOnly: configuration.keepsKeyCheck)
+                    txn: txn, path: directory.path, readOnly: configuration.keepsKeyCheck,
+                    sealingPlainStore: configuration.sealsPlainStore)
                 return (
                     dbi,
                     ChangeLog(

@@ -88,6 +88,24 @@ enum TypeRegistry {
         }
     }
 
+    /// Whether any type's records database holds a record: a walk of the main database's names (`r.` ‖ n),
+    /// for the first open of a store with a key.
+    static func holdsRecords(txn: Transaction) throws -> Bool {
+        let names = try txn.withCursor(.main) { cursor in
+            var names: [String] = []
+            var entry = try cursor.seek(atLeast: Array("r.".utf8))
+            while let current = entry, current.key.starts(with: Array("r.".utf8)) {
+                names.append(String(decoding: current.key, as: UTF8.self))
+                entry = try cursor.move(.next)
+            }
+            return names
+        }
+        for name in names where UInt32(name.dropFirst(2)) != nil {
+            if let records = try txn.openDatabase(name, create: false), try txn.entryCount(records) > 0 { return true }
+        }
+        return false
+    }
+
     /// Layout 2 → 3: builds the count tree of every index of every type from its entries, in the
     /// transaction that opens the store. O(entries), once.
     private static func upgradeToCountTree(meta: Database, txn: Transaction) throws {

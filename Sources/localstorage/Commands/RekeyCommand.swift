@@ -12,7 +12,8 @@ enum RekeyCommand: Command {
         The store accepts NEW at once and OLD until every record is resealed. Records are resealed in
         bounded transactions: a rekey that is interrupted (even killed) is finished by running it again
         with the same two files. Afterwards NEW alone opens the store. Without --key-file, rekey seals the
-        records of a store that was not encrypted yet. The old bytes (plaintext, or sealed with OLD)
+        records of a store that was not encrypted yet, and records NEW as its key when every record is
+        sealed (until then an app given a key is refused at open). The old bytes (plaintext, or sealed with OLD)
         stay in the file's free pages until LMDB reuses them: `compact --output DIR` writes a copy
         without them.
         """

@@ -2,7 +2,7 @@ import Foundation
 import LocalStorageTestSupport
 import Testing
 
-@testable import LocalStorageKit
+@_spi(Maintenance) @testable import LocalStorageKit
 
 /// Sealed payloads (API.md "Security and space", `encryption`).
 @Suite struct EncryptionTests {
@@ -149,6 +149,64 @@ import Testing
             }
             #expect(try await storage.fetch(Note.self, id: "mine")?.text == "private")
         }
+    }
+
+    /// An encrypted store holds sealed payloads only: a plain record's bytes put in by hand (the same type and
+    /// id, written by a store without the key) are refused as an altered one is, and `verify` names them.
+    @Test func anUnsealedPayloadInAnEncryptedStoreIsRefused() async throws {
+        let directory = temporaryDirectory()
+        let forged = try await withStore(Self.configuration(temporaryDirectory(), key: nil)) { plain async throws in
+            try await plain.save(Note(id: "acct", text: "forged"))
+            let schema = try await plain.core.schema(for: Note.self)
+            return try plain.core.environment.read { txn in
+                try txn.get(schema.records, key: Array("acct".utf8)).map(Array.init)
+            }
+        }
+        let bytes = try #require(forged)
+        try await withStore(Self.configuration(directory)) { storage async throws in
+            try await storage.save(contentsOf: [Note(id: "acct", text: "genuine"), Note(id: "other", text: "kept")])
+            let schema = try await storage.core.schema(for: Note.self)
+            try await storage.core.writer.perform { context in
+                try context.txn.put(schema.records, key: Array("acct".utf8), value: bytes)
+            }
+            await #expect {
+                try await storage.fetch(Note.self, id: "acct")
+            } throws: { error in
+                Self.isDecodingFailure(error, naming: "acct", saying: "not sealed")
+            }
+            #expect(try await storage.fetch(Note.self, id: "other")?.text == "kept")
+        }
+        do {
+            let maintenance = try await StoreMaintenance(
+                directory: directory, encryption: StorageEncryption(key: Self.key))
+            let report = try maintenance.verify()
+            #expect(report.problems.contains { "\($0)".contains("acct") }, "\(report.problems)")
+        }
+    }
+
+    /// A key given to a store whose records were written without one is refused at open (the store would
+    /// hold payloads it cannot tell from forged ones); `rekey` seals them, and then the key opens the store.
+    @Test func aPlainStoreTakesAKeyOnlyAfterARekeySealedItsRecords() async throws {
+        let directory = temporaryDirectory()
+        let notes = (0..<30).map { Note(id: "n\($0)", text: "plain \($0)") }
+        try await withStore(Self.configuration(directory, key: nil)) { try await $0.save(contentsOf: notes) }
+        let refused = try #require(Self.openFailure(Self.configuration(directory)))
+        #expect(refused.contains("written without encryption"), "\(refused)")
+        // A store that holds no record yet takes the key.
+        let empty = temporaryDirectory()
+        try await withStore(Self.configuration(empty, key: nil)) { _ = try await $0.count(Note.self) }
+        try await withStore(Self.configuration(empty)) { try await $0.save(Note(id: "x", text: "sealed")) }
+
+        do {
+            let maintenance = try await StoreMaintenance(
+                directory: directory, encryption: StorageEncryption(key: Self.key), sealingPlainStore: true)
+            #expect(try await maintenance.rekey() == (resealed: 30, failed: 0))
+            #expect(maintenance.sealing.holdsOnlySealed)
+        }
+        try await withStore(Self.configuration(directory)) { storage async throws in
+            #expect(try await storage.fetch(Note.self).sorted { $0.id < $1.id } == notes.sorted { $0.id < $1.id })
+        }
+        #expect(Self.openFailure(Self.configuration(directory, key: nil))?.contains("encrypted") == true)
     }
 
     @Test func aStoreOpenedWithANewKeyAndThePreviousOneResealsWhatItReads() async throws {

@@ -59,7 +59,7 @@ import Testing
         sealed.encryption = StorageEncryption(key: EncryptionTests.key)
         do {
             let maintenance = try await StoreMaintenance(
-                directory: plain.storeDirectory, encryption: sealed.encryption)
+                directory: plain.storeDirectory, encryption: sealed.encryption, sealingPlainStore: true)
             #expect(try await maintenance.rekey().failed == 0)
             let report = try await maintenance.compact(to: temporaryDirectory())
             #expect(report.verify.problems.isEmpty)
