@@ -29,7 +29,9 @@ extension LocalStorage {
     ///
     /// Change streams describe writes by every process on the store: another process's writes (the CLI,
     /// an app extension) arrive through the store's change log within about
-    /// ``LocalStorageConfiguration/externalChangePollInterval``, with values read from the store.
+    /// ``LocalStorageConfiguration/externalChangePollInterval``, with values read from the store when the
+    /// entries are read: a record written again before that carries its latest value, and the writes to one
+    /// deleted before that are left out (its `.deleted(id:)` comes).
     ///
     /// Leaving the `for await` loop, cancelling its task, or dropping the stream ends the stream and
     /// removes its observer. While the stream is active it keeps the store open.
