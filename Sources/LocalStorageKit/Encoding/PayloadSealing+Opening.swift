@@ -7,7 +7,8 @@ extension PayloadSealing {
     /// sealed with a previous one, unless `readOnly`).
     ///
     /// A store with a key check value holds sealed payloads only (``holdsOnlySealed``). So a key is not
-    /// taken by a store that holds records written without one: the open throws, unless `sealingPlainStore`
+    /// taken by a store that holds records written without one (`holdsRecords`, asked only when the store has
+    /// no key check value and a key is given): the open throws, unless `sealingPlainStore`
     /// (``StoreMaintenance/rekey(progress:)``, which seals them and then writes the key check value).
     ///
     /// - Throws: `openFailed` for a key of the wrong length, an encrypted store opened without a key, a
@@ -15,13 +16,13 @@ extension PayloadSealing {
     ///   is read.
     static func open(
         encryption: StorageEncryption?, compression: StorageCompression, meta: Database, txn: Transaction,
-        path: String, readOnly: Bool = false, sealingPlainStore: Bool = false
+        path: String, readOnly: Bool = false, sealingPlainStore: Bool = false, holdsRecords: () throws -> Bool
     ) throws -> PayloadSealing {
         let stored = try txn.get(meta, key: checkKey).map { Array($0) }
         let keys = try keys(encryption, storedCheck: stored, path: path)
         var writesCheck = false
         if !keys.isEmpty, !readOnly, stored == nil {
-            if try TypeRegistry.holdsRecords(txn: txn) {
+            if try holdsRecords() {
                 guard sealingPlainStore else {
                     throw LocalStorageError.openFailed(
                         path: path,

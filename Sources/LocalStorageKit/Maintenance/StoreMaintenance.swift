@@ -143,7 +143,7 @@ import Darwin
                     }
                     let sealing = try PayloadSealing.open(
                         encryption: encryption, compression: .none, meta: dbi, txn: txn, path: directory.path,
-                        readOnly: true)
+                        readOnly: true, holdsRecords: { try TypeRegistry.holdsRecords(txn: txn) })
                     return (dbi, sealing)
                 }
             } catch let error as LocalStorageError {

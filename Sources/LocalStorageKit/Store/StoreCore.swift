@@ -75,7 +75,8 @@ final class StoreCore: Sendable {
                 let sealing = try PayloadSealing.open(
                     encryption: configuration.encryption, compression: configuration.compression, meta: dbi,
                     txn: txn, path: directory.path, readOnly: configuration.keepsKeyCheck,
-                    sealingPlainStore: configuration.sealsPlainStore)
+                    sealingPlainStore: configuration.sealsPlainStore,
+                    holdsRecords: { try TypeRegistry.holdsRecords(txn: txn) })
                 return (
                     dbi,
                     ChangeLog(
