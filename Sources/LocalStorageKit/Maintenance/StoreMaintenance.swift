@@ -85,16 +85,22 @@ import Darwin
         return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && !isDirectory.boolValue
     }
 
+    /// Whether the store directory `directory` holds a data file of no bytes: no store yet (LMDB would make one
+    /// in it), which only an import creates.
+    static func holdsEmptyDataFile(_ directory: URL) -> Bool {
+        var info = stat()
+        return stat(directory.appendingPathComponent("data.mdb").path, &info) == 0 && info.st_size == 0
+    }
+
     /// Opens the store in `directory` for maintenance.
+    ///
+    /// A store this process cannot write is opened read-only (see ``isReadOnly``).
     ///
     /// - Parameters:
     ///   - directory: The directory that holds `data.mdb`, or a configuration's `databaseDirectory` whose
     ///     store directory (see ``storeDirectory(named:)``) holds it.
     ///   - creatingIfMissing: Creates an empty store when there is none (for imports); otherwise a
     ///     missing store is an error, so that a mistyped path never leaves an empty store behind.
-    ///
-    /// A store this process cannot write is opened read-only (see ``isReadOnly``).
-    /// - Throws: ``MaintenanceError/noStore(path:)``, or ``LocalStorageError/openFailed(path:reason:)``.
     ///   - encryption: The store's key (and previous keys), for a store opened with
     ///     ``LocalStorageConfiguration/encryption``; an encrypted store opened without it throws `openFailed`.
     ///   - movesKeyCheck: Whether the open moves the store's key check value (and its dictionaries) to
@@ -104,13 +110,7 @@ import Darwin
     ///   - sealingPlainStore: Whether `encryption` may be given to a store whose records were written without
     ///     encryption, for ``rekey(progress:)`` to seal them (it writes the key check value when it is done).
     ///     Otherwise such an open throws `openFailed`: an encrypted store holds sealed payloads only.
-    /// Whether the store directory `directory` holds a data file of no bytes: no store yet (LMDB would make one
-    /// in it), which only an import creates.
-    static func holdsEmptyDataFile(_ directory: URL) -> Bool {
-        var info = stat()
-        return stat(directory.appendingPathComponent("data.mdb").path, &info) == 0 && info.st_size == 0
-    }
-
+    /// - Throws: ``MaintenanceError/noStore(path:)``, or ``LocalStorageError/openFailed(path:reason:)``.
     public init(
         directory: URL, creatingIfMissing: Bool = false, encryption: StorageEncryption? = nil,
         movesKeyCheck: Bool = true, sealingPlainStore: Bool = false
