@@ -30,6 +30,29 @@ struct SharedTierEncryptionTests {
         }
     }
 
+    /// A record an instance without the key wrote through the server is plain: instances with the key refuse it
+    /// (`decodingFailed`, "not sealed") instead of serving a record anyone could have forged.
+    @Test func aRecordWrittenWithoutTheKeyIsRefusedByInstancesWithIt() async throws {
+        let keyed = try await instance(key: EncryptionTests.key)
+        var configuration = diskConfiguration()
+        var plainTier = tier
+        plainTier.maxStaleness = .seconds(30)
+        configuration.sharedTier = plainTier
+        let keyless = try LocalStorage(configuration: configuration)
+        _ = try await waitUntil { keyless.sharedTier.map { $0.phase == .live } ?? false }
+        try await keyed.save(Product(id: "sku_forged", title: "genuine", category: "books", price: 3, rating: 4))
+        try await keyless.save(Product(id: "sku_forged", title: "forged", category: "books", price: 3, rating: 4))
+        let other = try await instance(key: EncryptionTests.key)
+        for storage in [keyed, other] {
+            await #expect {
+                _ = try await waitUntil { try await storage.fetch(Product.self, id: "sku_forged")?.title != "genuine" }
+                return try await storage.fetch(Product.self, id: "sku_forged")
+            } throws: { error in
+                EncryptionTests.isDecodingFailure(error, naming: "sku_forged", saying: "not sealed")
+            }
+        }
+    }
+
     @Test func payloadsAreSealedOnTheServerAndInEveryInstancesFile() async throws {
         let a = try await instance(key: EncryptionTests.key)
         let b = try await instance(key: EncryptionTests.key)
