@@ -22,7 +22,8 @@ extension StorageWriteTransaction {
     /// Deletes every live record of `T` the filters match; returns how many (see
     /// ``LocalStorage/delete(_:matching:)``). Change streams get a `.deleted(id:)` for each after the commit.
     ///
-    /// Complexity: the query's walk, plus one delete per record matched.
+    /// Complexity: the query's walk, plus one delete per record matched (the count tree's counters change once
+    /// for all of them).
     /// - Throws: `unknownIndex` or `invalidQuery` for a filter the type's indexes cannot answer.
     @discardableResult
     public func delete<T: LocalStorable>(_ type: T.Type, matching filters: [StorageIndexFilter]) throws -> Int {
@@ -31,10 +32,7 @@ extension StorageWriteTransaction {
             let plan = try QueryPlan(filters: filters, sort: nil, schema: schema)
             if QueryRunner.usesIndexes(plan) { try prepareIndexedRead(T.self, schema: schema) }
             let keys = try QueryRunner.matchingKeys(plan: plan, schema: schema, now: now, txn: txn)
-            for key in keys {
-                try RecordWriter.delete(
-                    id: String(decoding: key, as: UTF8.self), key: key, schema: schema, context: context)
-            }
+            try RecordWriter.deleteMany(keys: keys, schema: schema, context: context)
             return keys.count
         }
     }

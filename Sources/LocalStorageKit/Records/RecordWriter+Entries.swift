@@ -17,10 +17,11 @@ extension RecordWriter {
     }
 
     /// Removes the update-time, expiry, signature and index entries of a record, from every index the
-    /// record may be in whatever declaration it was indexed with (removing an absent pair does nothing).
+    /// record may be in whatever declaration it was indexed with (removing an absent pair does nothing). With
+    /// `deferred`, the removed index entries are noted there instead of uncounted one by one.
     static func removeEntries(
         of header: RecordHeader, key: [UInt8], schema: TypeSchema,
-        txn: Transaction
+        txn: Transaction, deferred: DeletedEntries? = nil
     ) throws {
         try txn.delete(schema.updated, key: timeKey(header.updatedAt), value: key)
         if header.expiresAt != 0 {
@@ -28,7 +29,12 @@ extension RecordWriter {
         }
         try txn.delete(schema.signatures, key: signatureKey(header.signature), value: key)
         for index in try schema.indexesHolding(signature: header.signature, txn: txn) {
-            try removeEntry(indexKey(of: header, for: index), id: key, from: index, schema: schema, txn: txn)
+            let entryKey = indexKey(of: header, for: index)
+            if let deferred {
+                if try txn.delete(index.dbi, key: entryKey, value: key) { deferred.note(entryKey, id: key, in: index) }
+            } else {
+                try removeEntry(entryKey, id: key, from: index, schema: schema, txn: txn)
+            }
         }
     }
 

@@ -37,18 +37,23 @@ enum RecordWriter {
 
     /// Deletes a record and its entries; returns nil when there was none, else the header it had (nil
     /// inside when the header was damaged) and whether it had expired by `now`.
+    /// With `deferred`, the count tree's counters are left for ``DeletedEntries/finish(schema:txn:)``.
     private static func remove(
         key: [UInt8], schema: TypeSchema, txn: Transaction,
-        now: Int64 = 0
+        now: Int64 = 0, deferred: DeletedEntries? = nil
     ) throws -> (header: RecordHeader?, wasExpired: Bool)? {
         guard let existing = try txn.get(schema.records, key: key) else { return nil }
-        try CountTree.addPayloadBytes(-payloadSize(of: existing), schema: schema, txn: txn)
+        if let deferred {
+            deferred.payloadBytes -= payloadSize(of: existing)
+        } else {
+            try CountTree.addPayloadBytes(-payloadSize(of: existing), schema: schema, txn: txn)
+        }
         var removed: (header: RecordHeader?, wasExpired: Bool) = (nil, false)
         switch StoredRecord(existing) {
         case .readable(let view):
             let header = view.header()
             removed = (header, view.isExpired(at: now))
-            try removeEntries(of: header, key: key, schema: schema, txn: txn)
+            try removeEntries(of: header, key: key, schema: schema, txn: txn, deferred: deferred)
         case .damaged:
             try removeEntriesOfDamagedRecord(key: key, schema: schema, txn: txn)
         }
@@ -203,10 +208,15 @@ extension RecordWriter {
 }
 
 extension RecordWriter {
-    /// Deletes the record with `id` and publishes `.deleted(id)`; a missing id does nothing.
+    /// Deletes the record with `id` and publishes `.deleted(id)`; a missing id does nothing. With `deferred`
+    /// (a batch), the count tree's counters are left for the batch to change once.
     @discardableResult
-    static func delete(id: String, key: [UInt8], schema: TypeSchema, context: CommitQueue.Context) throws -> Bool {
-        guard let removed = try remove(key: key, schema: schema, txn: context.txn, now: context.now) else {
+    static func delete(
+        id: String, key: [UInt8], schema: TypeSchema, context: CommitQueue.Context,
+        deferred: DeletedEntries? = nil
+    ) throws -> Bool {
+        guard let removed = try remove(key: key, schema: schema, txn: context.txn, now: context.now, deferred: deferred)
+        else {
             // Nothing to log, but a load of the id under way must still lose to this delete.
             try context.leases?.remove(LeaseBook.key(type: schema.number, id: key), txn: context.txn)
             return false

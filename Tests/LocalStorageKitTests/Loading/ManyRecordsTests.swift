@@ -127,6 +127,14 @@ import Testing
                     try await storage.count(Product.self, matching: [.equals("category", category)])
                         == model.values.filter { $0.category == category }.count)
             }
+            // Counts of price ranges come from the count tree's counters, which a batch changes at its end.
+            for _ in 0..<8 {
+                let low = Double(Int.random(in: 0..<100, using: &random))
+                let range = low...(low + Double(Int.random(in: 0..<40, using: &random)))
+                #expect(
+                    try await storage.count(Product.self, matching: [.between("price", range)])
+                        == model.values.filter { range.contains($0.price) }.count)
+            }
         }
         #expect(
             try await storage.fetch(Product.self, options: FetchOptions()).map(\.id).sorted() == model.keys.sorted())
