@@ -72,6 +72,25 @@ import Testing
     }
 
     /// A second open in the process that differs from the first in its key says which side has one.
+    /// The stored bytes (header and payload) of the note `id`, as they are in the map.
+    static func storedNote(_ id: String, in storage: LocalStorage) async throws -> [UInt8] {
+        let schema = try await storage.core.schema(for: Note.self)
+        return try storage.core.environment.read { txn in
+            guard let stored = try txn.get(schema.records, key: Array(id.utf8)) else {
+                throw LocalStorageError.notFound(id: id)
+            }
+            return Array(stored)
+        }
+    }
+
+    /// Stores `bytes` as the note `id` by hand, as a program writing the data file would.
+    static func storeNote(_ bytes: [UInt8], as id: String, in storage: LocalStorage) async throws {
+        let schema = try await storage.core.schema(for: Note.self)
+        try await storage.core.writer.perform { context in
+            try context.txn.put(schema.records, key: Array(id.utf8), value: bytes)
+        }
+    }
+
     @Test func aSecondOpenWithOrWithoutAKeySaysWhichSideHasOne() async throws {
         let directory = temporaryDirectory()
         let keyed = try LocalStorage(configuration: Self.configuration(directory))
@@ -109,14 +128,9 @@ import Testing
     @Test func aFlippedByteInASealedPayloadIsADecodingFailureNamingTheID() async throws {
         try await withStore(Self.configuration(temporaryDirectory())) { storage async throws in
             try await storage.save(contentsOf: [Note(id: "a", text: "alpha"), Note(id: "b", text: "beta")])
-            let schema = try await storage.core.schema(for: Note.self)
-            try await storage.core.writer.perform { context in
-                guard var bytes = try context.txn.get(schema.records, key: Array("a".utf8)).map(Array.init) else {
-                    throw LocalStorageError.notFound(id: "a")
-                }
-                bytes[bytes.count - 20] ^= 0x01
-                try context.txn.put(schema.records, key: Array("a".utf8), value: bytes)
-            }
+            var bytes = try await Self.storedNote("a", in: storage)
+            bytes[bytes.count - 20] ^= 0x01
+            try await Self.storeNote(bytes, as: "a", in: storage)
             await #expect {
                 try await storage.fetch(Note.self, id: "a")
             } throws: { error in
@@ -135,13 +149,7 @@ import Testing
     @Test func aRecordCopiedUnderAnotherIDFailsAuthentication() async throws {
         try await withStore(Self.configuration(temporaryDirectory())) { storage async throws in
             try await storage.save(Note(id: "mine", text: "private"))
-            let schema = try await storage.core.schema(for: Note.self)
-            try await storage.core.writer.perform { context in
-                guard let bytes = try context.txn.get(schema.records, key: Array("mine".utf8)).map(Array.init) else {
-                    throw LocalStorageError.notFound(id: "mine")
-                }
-                try context.txn.put(schema.records, key: Array("theirs".utf8), value: bytes)
-            }
+            try await Self.storeNote(try await Self.storedNote("mine", in: storage), as: "theirs", in: storage)
             await #expect {
                 try await storage.fetch(Note.self, id: "theirs")
             } throws: { error in
@@ -157,18 +165,11 @@ import Testing
         let directory = temporaryDirectory()
         let forged = try await withStore(Self.configuration(temporaryDirectory(), key: nil)) { plain async throws in
             try await plain.save(Note(id: "acct", text: "forged"))
-            let schema = try await plain.core.schema(for: Note.self)
-            return try plain.core.environment.read { txn in
-                try txn.get(schema.records, key: Array("acct".utf8)).map(Array.init)
-            }
+            return try await Self.storedNote("acct", in: plain)
         }
-        let bytes = try #require(forged)
         try await withStore(Self.configuration(directory)) { storage async throws in
             try await storage.save(contentsOf: [Note(id: "acct", text: "genuine"), Note(id: "other", text: "kept")])
-            let schema = try await storage.core.schema(for: Note.self)
-            try await storage.core.writer.perform { context in
-                try context.txn.put(schema.records, key: Array("acct".utf8), value: bytes)
-            }
+            try await Self.storeNote(forged, as: "acct", in: storage)
             await #expect {
                 try await storage.fetch(Note.self, id: "acct")
             } throws: { error in
@@ -258,12 +259,9 @@ import Testing
             }
             #expect(try await storage.fetch(Note.self, id: "a")?.text == "alpha")
             // The version byte changed to the other cipher's: authentication fails, naming the record.
-            try await storage.core.writer.perform { context in
-                var altered = portable
-                let headerLength = Int(altered[2]) | Int(altered[3]) << 8
-                altered[headerLength] = 2
-                try context.txn.put(schema.records, key: key, value: altered)
-            }
+            var altered = portable
+            altered[Int(altered[2]) | Int(altered[3]) << 8] = 2
+            try await Self.storeNote(altered, as: "a", in: storage)
             await #expect {
                 try await storage.fetch(Note.self, id: "a")
             } throws: { error in
@@ -287,13 +285,8 @@ import Testing
             }
         }
         func sealVersion(_ storage: LocalStorage, _ id: String) async throws -> UInt8 {
-            let schema = try await storage.core.schema(for: Note.self)
-            return try storage.core.environment.read { txn in
-                guard let stored = try txn.get(schema.records, key: Array(id.utf8)) else {
-                    throw LocalStorageError.notFound(id: id)
-                }
-                return stored[Int(stored[2]) | Int(stored[3]) << 8]
-            }
+            let stored = try await Self.storedNote(id, in: storage)
+            return stored[Int(stored[2]) | Int(stored[3]) << 8]
         }
         try await withStore(Self.configuration(directory)) { storage async throws in
             try await storage.save(contentsOf: (0..<10).map { Note(id: "n\($0)", text: "text \($0)") })
