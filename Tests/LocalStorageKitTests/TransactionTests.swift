@@ -3,7 +3,7 @@ import LocalStorageTestSupport
 import Synchronization
 import Testing
 
-@testable import LocalStorageKit
+@_spi(Maintenance) @testable import LocalStorageKit
 
 struct Account: LocalStorageIndexed, Equatable {
     let id: String
@@ -38,6 +38,42 @@ enum ShopError: Error, Equatable {
         #expect(try await storage.fetch(Product.self).map(\.id) == ["sku_1"])
         #expect(try await storage.count(Product.self, matching: [.atLeast("price", 0)]) == 1)
         #expect(storage.commitCount - commits <= 1)
+    }
+
+    /// A batch that fails part way, whose error the body catches, leaves nothing of itself; the body's other
+    /// writes commit. (A batch with a record stored at a newer version in its middle used to leave the records
+    /// before it saved without their index, update-time and signature entries.)
+    @Test func aBatchWhoseErrorTheBodyCatchesLeavesNothingOfItself() async throws {
+        let directory = temporaryDirectory()
+        let storage = try LocalStorage(configuration: diskConfiguration(directory))
+        try await storage.save(Sheet3(id: "b", title: "newer"))
+        try await storage.save(Sheet2(id: "kept", title: "old"))
+        let caught = try await storage.write { tx -> LocalStorageError? in
+            try tx.save(Sheet2(id: "before", title: "x"))
+            var caught: LocalStorageError?
+            do {
+                try tx.save(contentsOf: ["a", "b", "c"].map { Sheet2(id: $0, title: "x") })
+            } catch let error as LocalStorageError {
+                caught = error
+            }
+            // The failed batch is gone from the transaction's own view too.
+            #expect(try tx.fetch(Sheet2.self, id: "a") == nil)
+            #expect(try tx.count(Sheet2.self, matching: [.equals("title", "x")]) == 1)
+            try tx.deleteAll(Note.self)
+            try tx.save(Sheet2(id: "after", title: "x"))
+            return caught
+        }
+        guard case .decodingFailed(let reason) = caught else {
+            Issue.record("expected decodingFailed, got \(String(describing: caught))")
+            return
+        }
+        #expect(reason.contains("newer"), "\(reason)")
+        for id in ["a", "c"] { #expect(try await storage.fetch(Sheet2.self, id: id) == nil) }
+        #expect(try await storage.fetch(Sheet3.self, id: "b")?.title == "newer")
+        #expect(try await storage.count(Sheet2.self) == 4)  // before, after, kept, and b (written by the newer app)
+        #expect(try await storage.fetch(Sheet2.self, matching: [.equals("title", "x")]).map(\.id) == ["after", "before"])
+        let report = try await StoreMaintenance(directory: storage.core.directory).verify()
+        #expect(report.isClean, "\(report.problems)")
     }
 
     @Test func aWriteIsAtomicAcrossTypesAndReturnsItsResult() async throws {

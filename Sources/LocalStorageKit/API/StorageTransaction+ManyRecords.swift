@@ -32,7 +32,7 @@ extension StorageWriteTransaction {
             let plan = try QueryPlan(filters: filters, sort: nil, schema: schema)
             if QueryRunner.usesIndexes(plan) { try prepareIndexedRead(T.self, schema: schema) }
             let keys = try QueryRunner.matchingKeys(plan: plan, schema: schema, now: now, txn: txn)
-            try RecordWriter.deleteMany(keys: keys, schema: schema, context: context)
+            try atomically { context in try RecordWriter.deleteMany(keys: keys, schema: schema, context: context) }
             return keys.count
         }
     }

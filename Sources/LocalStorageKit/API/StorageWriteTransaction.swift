@@ -50,6 +50,23 @@ public final class StorageWriteTransaction: StorageReadTransaction {
         return super.mapped(error)
     }
 
+    /// Runs a write of many entries in a transaction nested in this one, so that one that throws part way (a
+    /// record of a batch stored at a newer version, say) leaves nothing of itself behind when the closure
+    /// catches its error and goes on. Reads in `body` go through the context it receives: the outer
+    /// transaction may not be used while the nested one is open.
+    func atomically<R>(_ body: (CommitQueue.Context) throws -> R) throws -> R {
+        let inner = context.nested(try txn.beginNested())
+        do {
+            let result = try body(inner)
+            try inner.txn.commitNested()
+            context.absorb(inner)
+            return result
+        } catch {
+            inner.txn.abortNested()
+            throw error
+        }
+    }
+
     // MARK: - Writes
 
     /// Saves `value`, replacing any record with its id (see ``LocalStorage/save(_:expiration:)``).
@@ -70,9 +87,10 @@ public final class StorageWriteTransaction: StorageReadTransaction {
             let indexValues = T.indexValueComputer()
             let records = try values.map { try storage.prepare($0, schema: schema, indexValues: indexValues) }
             guard !records.isEmpty else { return }
-            try RecordWriter.putAll(
-                RecordWriter.sortedByKey(records), expiresAt: try expiration.expiresAt(now: now),
-                schema: schema, context: context)
+            let (sorted, expiresAt) = (RecordWriter.sortedByKey(records), try expiration.expiresAt(now: now))
+            try atomically { context in
+                try RecordWriter.putAll(sorted, expiresAt: expiresAt, schema: schema, context: context)
+            }
         }
     }
 
@@ -93,7 +111,10 @@ public final class StorageWriteTransaction: StorageReadTransaction {
 
     /// Deletes every record of `T` (emits one `.cleared` after the commit).
     public func deleteAll<T: LocalStorable>(_ type: T.Type) throws {
-        try run { try RecordWriter.clear(schema: try schema(T.self), context: context) }
+        try run {
+            let schema = try schema(T.self)
+            try atomically { context in try RecordWriter.clear(schema: schema, context: context) }
+        }
     }
 
     /// Changes a record's time to live without rewriting its value.
