@@ -71,7 +71,8 @@ enum ShopError: Error, Equatable {
         for id in ["a", "c"] { #expect(try await storage.fetch(Sheet2.self, id: id) == nil) }
         #expect(try await storage.fetch(Sheet3.self, id: "b")?.title == "newer")
         #expect(try await storage.count(Sheet2.self) == 4)  // before, after, kept, and b (written by the newer app)
-        #expect(try await storage.fetch(Sheet2.self, matching: [.equals("title", "x")]).map(\.id) == ["after", "before"])
+        #expect(
+            try await storage.fetch(Sheet2.self, matching: [.equals("title", "x")]).map(\.id) == ["after", "before"])
         let report = try await StoreMaintenance(directory: storage.core.directory).verify()
         #expect(report.isClean, "\(report.problems)")
     }
