@@ -188,15 +188,17 @@ final class PayloadSealing: Sendable {
 
     /// Calls `body` with the codec's bytes of a stored payload: in place when nothing was done to it, else
     /// opened and decompressed. `resealable` is true when the payload was sealed with a previous key.
+    /// `acceptingUnsealed`: take a payload that is not sealed even though the store holds sealed payloads only
+    /// (`rekey`, which seals it).
     ///
     /// - Throws: `decodingFailed` naming the type and id when the payload does not authenticate (altered,
     ///   moved, or sealed with a key that is not configured) or does not decompress.
     func withPayload<R>(
-        of view: RecordView, typeName: String, id: String,
+        of view: RecordView, typeName: String, id: String, acceptingUnsealed: Bool = false,
         _ body: (_ bytes: UnsafeRawBufferPointer, _ resealable: Bool) throws -> R
     ) throws -> R {
         let envelope = view.envelope
-        guard envelope.contains(.sealed) || !holdsOnlySealed else {
+        guard envelope.contains(.sealed) || !holdsOnlySealed || acceptingUnsealed else {
             throw failure(
                 typeName, id,
                 "its payload is not sealed, though the store is encrypted (it was not written by this store with "

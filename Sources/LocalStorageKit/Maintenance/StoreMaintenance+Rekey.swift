@@ -36,24 +36,38 @@ extension StoreMaintenance {
                     after = last
                 }
             }
-            // A store that was not encrypted is from now on: it holds sealed payloads only.
+            // What a process without the key wrote behind the pass is sealed in the transaction that writes the
+            // key check value (from which on the store holds sealed payloads only), so none is left unsealed.
             let (sealing, meta) = (self.sealing, self.meta)
-            if let current = sealing.current, !sealing.holdsOnlySealed {
-                try writer.transact { context in
+            let late = try writer.transact { context in
+                var late = 0
+                for schema in schemas {
+                    var after: [UInt8]?
+                    repeat {
+                        // Records that fail to open were counted by the pass.
+                        let batch = try StoreMaintenance.resealBatch(
+                            schema: schema, after: after, unsealedOnly: true, txn: context.txn)
+                        late += batch.resealed
+                        after = batch.last
+                    } while after != nil
+                }
+                if let current = sealing.current, !sealing.holdsOnlySealed {
                     try PayloadSealing.writeCheck(with: current, meta: meta, txn: context.txn)
                 }
-                sealing.noteKeyCheckWritten()
+                return late
             }
-            return (resealed, failed)
+            sealing.noteKeyCheckWritten()
+            return (resealed + late, failed)
         }
     }
 
     /// Records resealed per transaction: small, so that a killed rekey loses little.
     static var rekeyBatchSize: Int { 1_000 }
 
-    /// Reseals up to ``rekeyBatchSize`` records of `schema` after the key `after`.
+    /// Reseals up to ``rekeyBatchSize`` records of `schema` after the key `after`: those not sealed with the
+    /// current key, or with `unsealedOnly` those not sealed at all (sealed ones are not opened).
     private static func resealBatch(
-        schema: TypeSchema, after: [UInt8]?, txn: Transaction
+        schema: TypeSchema, after: [UInt8]?, unsealedOnly: Bool = false, txn: Transaction
     ) throws -> (resealed: Int, failed: Int, visited: Int, last: [UInt8]?) {
         var upgrades: [RecordUpgrade] = []
         var (failed, visited) = (0, 0)
@@ -70,8 +84,13 @@ extension StoreMaintenance {
                 let id = String(decoding: current.key, as: UTF8.self)
                 do {
                     let view = try RecordView(current.value)
+                    if unsealedOnly && view.envelope.contains(.sealed) {
+                        entry = try cursor.move(.next)
+                        continue
+                    }
+                    // A payload written without the key is sealed now, though the store holds sealed ones only.
                     let opened = try RecordDecoding.payload(
-                        of: view, typeName: schema.name, id: id, sealing: schema.sealing)
+                        of: view, typeName: schema.name, id: id, sealing: schema.sealing, acceptingUnsealed: true)
                     if !view.envelope.contains(.sealed) || opened.resealable {
                         upgrades.append(
                             RecordUpgrade(
