@@ -129,6 +129,55 @@ struct GappedCounter: LocalStorageVersioned {
     }
 }
 
+/// A migration that changes the id, which no step may do.
+struct RenamingCounter: LocalStorageVersioned {
+    static var storageName: String { "Counter" }
+    let id: String
+    var count: Int
+    static var currentVersion: Int { 2 }
+    static var migrations: [StorageMigration] {
+        [
+            StorageMigration(from: 1, to: 2) { data in
+                guard var json = try JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+                    throw CocoaError(.coderReadCorrupt)
+                }
+                json["id"] = "changed-\(json["id"] as? String ?? "")"
+                json["count"] = json.removeValue(forKey: "n")
+                return try JSONSerialization.data(withJSONObject: json)
+            }
+        ]
+    }
+}
+
+/// Two steps from version 1: one to the current version 2, one past it (for a later app's chain).
+struct ForkedCounter: LocalStorageVersioned {
+    static var storageName: String { "Counter" }
+    let id: String
+    var count: Int
+    static var currentVersion: Int { 2 }
+    static var migrations: [StorageMigration] {
+        [
+            StorageMigration(from: 1, to: 3) { _ in throw Refusal() },
+            StorageMigration(from: 1, to: 2) { data in
+                guard var json = try JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+                    throw CocoaError(.coderReadCorrupt)
+                }
+                json["count"] = json.removeValue(forKey: "n")
+                return try JSONSerialization.data(withJSONObject: json)
+            },
+        ]
+    }
+}
+
+/// Only a step past the current version starts at version 1.
+struct OvershootingCounter: LocalStorageVersioned {
+    static var storageName: String { "Counter" }
+    let id: String
+    var count: Int
+    static var currentVersion: Int { 2 }
+    static var migrations: [StorageMigration] { [StorageMigration(from: 1, to: 3) { $0 }] }
+}
+
 @Suite struct MigrationTests {
     /// Writes v1 records with an old app, then returns a store reopened on the same directory.
     func storeWithOldRecords<Old: LocalStorable>(
@@ -196,6 +245,37 @@ struct GappedCounter: LocalStorageVersioned {
         #expect(try await storage.metadata(GappedCounter.self, id: "c")?.version == 1)
         #expect(MigrationValidator.problems(steps: GappedCounter.migrations, current: 3) == ["no step from version 2"])
         #expect(MigrationValidator.problems(steps: Counter.migrations, current: 3).isEmpty)
+    }
+
+    /// A record is kept under its id: a migration that changes the id fails, and the record is left as it was
+    /// (it was written back under its old key with the new id in its payload, which an export could not restore).
+    @Test func aMigrationThatChangesTheIdFails() async throws {
+        let storage = try await storeWithOldRecords([CounterV1(id: "c", n: 7)])
+        await #expect {
+            try await storage.fetch(RenamingCounter.self, id: "c")
+        } throws: { error in
+            guard case LocalStorageError.migrationFailed(1, 2, let underlying) = error,
+                case MigrationChainError.changedID(stored: "c", migrated: "changed-c") = underlying
+            else { return false }
+            return true
+        }
+        #expect(try await storage.metadata(RenamingCounter.self, id: "c")?.version == 1)
+        #expect(try await storage.fetch(CounterV1.self, id: "c")?.n == 7)
+    }
+
+    /// A step that goes past the current version is not taken (it belongs to a later app's chain): the one that
+    /// fits is; with none that fits, the error says where the step goes.
+    @Test func aStepPastTheCurrentVersionIsNotTaken() async throws {
+        let storage = try await storeWithOldRecords([CounterV1(id: "c", n: 7), CounterV1(id: "d", n: 8)])
+        #expect(try await storage.fetch(ForkedCounter.self, id: "c")?.count == 7)
+        await #expect {
+            try await storage.fetch(OvershootingCounter.self, id: "d")
+        } throws: { error in
+            guard case LocalStorageError.migrationFailed(1, 2, let underlying) = error,
+                case MigrationChainError.stepPastCurrent(from: 1, past: 3, to: 2) = underlying
+            else { return false }
+            return "\(underlying)".contains("goes to 3, past the current version 2")
+        }
     }
 
     @Test func migrateAllUpgradesEveryRecordInBatches() async throws {

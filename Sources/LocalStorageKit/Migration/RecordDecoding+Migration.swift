@@ -17,9 +17,15 @@ extension RecordDecoding {
         }
         var version = start
         while version < current {
-            guard let step = steps.first(where: { $0.from == version }), step.to > version, step.to <= current else {
+            // The step that fits: one that goes past the current version belongs to a later chain.
+            guard let step = steps.first(where: { $0.from == version && $0.to > version && $0.to <= current }) else {
+                let past = steps.first { $0.from == version && $0.to > current }
                 throw LocalStorageError.migrationFailed(
-                    from: version, to: current, underlying: MigrationChainError.missingStep(from: version, to: current))
+                    from: version, to: current,
+                    underlying: past.map {
+                        MigrationChainError.stepPastCurrent(from: version, past: $0.to, to: current)
+                    }
+                        ?? MigrationChainError.missingStep(from: version, to: current))
             }
             do {
                 json = try step.transform(json)
@@ -28,10 +34,17 @@ extension RecordDecoding {
             }
             version = step.to
         }
+        let value: T
         do {
-            return try JSONDecoder().decode(T.self, from: json)
+            value = try JSONDecoder().decode(T.self, from: json)
         } catch {
             throw LocalStorageError.migrationFailed(from: start, to: current, underlying: error)
         }
+        let migratedID = try value.storageID()
+        guard migratedID == id else {
+            throw LocalStorageError.migrationFailed(
+                from: start, to: current, underlying: MigrationChainError.changedID(stored: id, migrated: migratedID))
+        }
+        return value
     }
 }
