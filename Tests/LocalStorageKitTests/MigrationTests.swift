@@ -178,6 +178,16 @@ struct OvershootingCounter: LocalStorageVersioned {
     static var migrations: [StorageMigration] { [StorageMigration(from: 1, to: 3) { $0 }] }
 }
 
+/// An indexed type whose only step throws: its indexed reads re-index the old records, which fails.
+struct BrokenIndexedCounter: LocalStorageVersioned, LocalStorageIndexed {
+    static var storageName: String { "Counter" }
+    let id: String
+    var count: Int
+    static var currentVersion: Int { 2 }
+    static var migrations: [StorageMigration] { [StorageMigration(from: 1, to: 2) { _ in throw Refusal() }] }
+    static var storageIndexes: [StorageIndex<Self>] { [.number("count") { $0.count }] }
+}
+
 @Suite struct MigrationTests {
     /// Writes v1 records with an old app, then returns a store reopened on the same directory.
     func storeWithOldRecords<Old: LocalStorable>(
@@ -299,6 +309,34 @@ struct OvershootingCounter: LocalStorageVersioned {
         let hits = try await storage.fetch(UserProfile.self, matching: [.hasPrefix("fullName", "Alan")])
         #expect(hits.map(\.id) == ["u2"])
         #expect(try await storage.count(UserProfile.self, matching: [.equals("fullName", "Ada Lovelace")]) == 1)
+    }
+
+    /// An indexed read that must re-index a record whose migration throws fails with that `migrationFailed`, as
+    /// a fetch of the record does (it was a `decodingFailed` wrapping it, which a `catch …migrationFailed` missed).
+    @Test func anIndexedReadOverAFailingMigrationThrowsMigrationFailed() async throws {
+        let storage = try await storeWithOldRecords([CounterV1(id: "c", n: 7)])
+        let isTheStepsFailure: @Sendable (any Error) -> Bool = { error in
+            guard case LocalStorageError.migrationFailed(1, 2, let underlying) = error else { return false }
+            return underlying is Refusal
+        }
+        await #expect(
+            performing: { try await storage.count(BrokenIndexedCounter.self, matching: [.atLeast("count", 0)]) },
+            throws: isTheStepsFailure)
+        await #expect(
+            performing: { try await storage.fetch(BrokenIndexedCounter.self, matching: [.atLeast("count", 0)]) },
+            throws: isTheStepsFailure)
+        await #expect(
+            performing: {
+                try await storage.page(
+                    BrokenIndexedCounter.self, matching: [], orderedBy: .ascending("count"), page: 1, pageSize: 5)
+            }, throws: isTheStepsFailure)
+        await #expect(
+            performing: {
+                try await storage.write { tx in
+                    try tx.count(BrokenIndexedCounter.self, matching: [.atLeast("count", 0)])
+                }
+            }, throws: isTheStepsFailure)
+        #expect(try await storage.fetch(CounterV1.self, id: "c")?.n == 7)
     }
 }
 

@@ -33,7 +33,7 @@ public final class StorageWriteTransaction: StorageReadTransaction {
         guard try Reindexer<T>.hasStaleRecords(schema: schema, txn: txn) else { return }
         let outcome = try Reindexer<T>(logger: storage.logger).reindexAll(schema: schema, context: context)
         // What the re-index left is missing from this declaration's indexes: say so, not fewer rows.
-        if let problem = outcome.firstProblem { throw LocalStorageError.decodingFailed(reason: problem) }
+        if let problem = outcome.firstProblem { throw problem }
     }
 
     override func finish(_ session: DecodeSession, expired: [[UInt8]], purge: Bool, schema: TypeSchema) throws {

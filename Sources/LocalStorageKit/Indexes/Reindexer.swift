@@ -3,10 +3,11 @@
 /// otherwise miss them (``SchemaRuntime/reindexFirst(at:mayRetry:)``).
 struct ReindexOutcome {
     var failed = 0
-    var firstProblem: String?
+    /// Why the first record left could not be re-indexed: the error an indexed read throws.
+    var firstProblem: LocalStorageError?
 
     /// Adds a batch's failures; the first problem stays the first.
-    mutating func add(failed: Int, firstProblem: String?) {
+    mutating func add(failed: Int, firstProblem: LocalStorageError?) {
         self.failed += failed
         self.firstProblem = self.firstProblem ?? firstProblem
     }
@@ -81,7 +82,7 @@ struct Reindexer<T: LocalStorable>: Sendable {
         var seen = 0
         var changed = 0
         var failed = 0
-        var firstProblem: String?
+        var firstProblem: LocalStorageError?
         var last: (signature: [UInt8], key: [UInt8])?
     }
 
@@ -156,15 +157,21 @@ struct Reindexer<T: LocalStorable>: Sendable {
         return batch
     }
 
-    /// Why an indexed query of `type` cannot answer while the record `id` stays unindexed for its declaration.
-    static func problem(type: String, id: String, error: any Error) -> String {
+    /// Why an indexed query of `type` cannot answer while the record `id` stays unindexed for its declaration: a
+    /// migration's failure as it is (`migrationFailed`, as any other read of the record throws), anything else
+    /// as `decodingFailed` saying so.
+    static func problem(type: String, id: String, error: any Error) -> LocalStorageError {
         let reason: String
-        if case LocalStorageError.decodingFailed(let text) = error {
+        switch error {
+        case LocalStorageError.migrationFailed:
+            return LocalStorageError.wrapping(error)
+        case LocalStorageError.decodingFailed(let text):
             reason = text
-        } else {
+        default:
             reason = "\(error)"
         }
-        return "\(type) \"\(id)\" could not be re-indexed for this app's index declaration (\(reason)); indexed "
-            + "queries of \(type) cannot answer without it until it is readable here or deleted"
+        return .decodingFailed(
+            reason: "\(type) \"\(id)\" could not be re-indexed for this app's index declaration (\(reason)); "
+                + "indexed queries of \(type) cannot answer without it until it is readable here or deleted")
     }
 }

@@ -257,7 +257,7 @@ final class SchemaRuntime: Sendable {
     private let reindexedAt = Atomic<Int>(-1)
     /// What the last re-index could not re-index (the first such record and why), nil when it re-indexed
     /// every stale record.
-    private let reindexProblem = Mutex<String?>(nil)
+    private let reindexProblem = Mutex<LocalStorageError?>(nil)
     /// How the type's counts (and page totals) were answered: from the count tree, or by walking entries.
     /// The plan's choice, kept so tests and diagnostics can tell.
     let countsFromTree = Atomic<Int>(0)
@@ -274,12 +274,12 @@ final class SchemaRuntime: Sendable {
     }
 
     /// For an indexed read on snapshot `snapshot` that found stale records: whether to re-index first (not
-    /// tried on this snapshot yet, and `mayRetry`). Otherwise throws `decodingFailed` naming what the last
-    /// re-index left, whose index entries belong to another declaration, so that the read does not answer
+    /// tried on this snapshot yet, and `mayRetry`). Otherwise throws what the last re-index left (a migration's
+    /// `migrationFailed`, or `decodingFailed` naming the record), whose index entries belong to another declaration, so that the read does not answer
     /// without them; returns false when it left nothing.
     func reindexFirst(at snapshot: Int, mayRetry: Bool = true) throws(LocalStorageError) -> Bool {
         if mayRetry, reindexedAt.load(ordering: .relaxed) != snapshot { return true }
-        if let problem = reindexProblem.withLock({ $0 }) { throw .decodingFailed(reason: problem) }
+        if let problem = reindexProblem.withLock({ $0 }) { throw problem }
         return false
     }
 }
