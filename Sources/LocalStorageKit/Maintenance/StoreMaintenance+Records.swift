@@ -1,3 +1,4 @@
+import CLMDB
 import Foundation
 
 extension StoreMaintenance {
@@ -41,6 +42,10 @@ extension StoreMaintenance {
         let now = clock.wallNanoseconds()
         return try read { txn in
             try checkPages(of: [type], in: txn)
+            let queried = conditions.map(\.0) + (order.map { [$0.0] } ?? [])
+            if let missing = try recordsMissing(from: queried, of: type, txn: txn) {
+                throw MaintenanceError.notReindexed(type: type.info.name, index: missing.index, count: missing.count)
+            }
             var keys: [[UInt8]] = []
             if let driving = conditions.first {
                 let (first, stored) = driving
@@ -154,6 +159,44 @@ extension StoreMaintenance {
             throw MaintenanceError.unknownIndex(name, type: schema.name, known: schema.indexes.map(\.name))
         }
         return index
+    }
+
+    /// How many records of `type` were indexed under a declaration that lacks one of `indexes` (or that `meta`
+    /// does not describe), and the first such index: they have no entries there until the app re-indexes them.
+    /// Nil when every record is in every one of `indexes`.
+    ///
+    /// Complexity: O(declarations the type's records were indexed with).
+    func recordsMissing(
+        from indexes: [TypeSchema.Index], of type: StoredType, txn: Transaction
+    ) throws -> (index: String, count: Int)? {
+        guard !indexes.isEmpty else { return nil }
+        let mine = type.schema.signatureKey
+        var missing: (index: String, count: Int)?
+        try txn.withCursor(type.schema.signatures) { cursor in
+            var entry = try cursor.move(.first)
+            while let current = entry {
+                if !current.key.elementsEqual(mine) {
+                    let declaration = type.info.declarations.first {
+                        RecordWriter.signatureKey($0.signature).elementsEqual(current.key)
+                    }
+                    if let index = indexes.first(where: { declaration?.slots.contains($0.slot) != true }) {
+                        missing = (missing?.index ?? index.name, (missing?.count ?? 0) + (try cursor.duplicateCount()))
+                    }
+                }
+                entry = try cursor.move(MDB_NEXT_NODUP)
+            }
+        }
+        return missing
+    }
+
+    /// How many records of `schema` were indexed under another declaration than its current one.
+    func notReindexed(_ schema: TypeSchema, txn: Transaction) throws -> Int {
+        let current = try txn.withCursor(schema.signatures) { cursor in
+            try cursor.seek(atLeast: schema.signatureKey).map { entry in
+                entry.key.elementsEqual(schema.signatureKey) ? try cursor.duplicateCount() : 0
+            } ?? 0
+        }
+        return try txn.entryCount(schema.signatures) - current
     }
 
     /// The ids stored under `key` in a sorted-duplicates database, in id order.

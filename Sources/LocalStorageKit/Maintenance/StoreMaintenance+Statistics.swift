@@ -77,6 +77,7 @@ extension StoreMaintenance {
                         name: schema.name, records: try txn.entryCount(schema.records), bytes: bytes,
                         payloadBytes: payloadBytes, damaged: damaged,
                         expired: try RecordReader.expiredKeys(schema: schema, now: now, txn: txn).count,
+                        notReindexed: try notReindexed(schema, txn: txn),
                         pages: typePages, updateEntries: try txn.entryCount(schema.updated),
                         expiryEntries: try txn.entryCount(schema.expiry),
                         indexes: try schema.indexes.map { index in

@@ -17,6 +17,8 @@ enum ListCommand: Command {
           --order INDEX        order by INDEX, ascending; -INDEX for descending. Records with no
                                value for INDEX come first ascending and last descending; ties by id
         Records are listed by id otherwise. Expired records are listed too, marked expired.
+        A listing by an index that records indexed under an earlier declaration are not in yet
+        fails (exit 1) until the app re-indexes them (its first indexed query of the type does).
         Ids holding control characters (such as 0x00) are shown as quoted JSON strings; name them
         with get/delete --escaped.
         """

@@ -65,6 +65,11 @@ enum StatsCommand: Command {
                     "  \(type.damaged) damaged record(s): `localstorage verify` names them, `verify --repair` removes them"
                 )
             }
+            if type.notReindexed > 0 {
+                output.line(
+                    "  \(type.notReindexed) record(s) indexed under an earlier declaration: the app re-indexes them at "
+                        + "its first indexed query of the type; until then indexes they did not have leave them out")
+            }
             output.line("  update-time entries \(type.updateEntries), expiry entries \(type.expiryEntries)")
             for index in type.indexes {
                 output.line("  index \(index.name) (\(index.kind)): \(index.entries) entries")

@@ -1,0 +1,60 @@
+import Foundation
+import Testing
+
+@_spi(Maintenance) @testable import LocalStorageKit
+
+/// `Gadget` as an app first declares it (one index) and as its next version does (a second index).
+struct GadgetV1: LocalStorageIndexed, Equatable {
+    static var storageName: String { "Gadget" }
+    let id: String
+    var kind: String
+    var score: Int
+    static var storageIndexes: [StorageIndex<Self>] { [.string("kind") { $0.kind }] }
+}
+
+struct GadgetV2: LocalStorageIndexed, Equatable {
+    static var storageName: String { "Gadget" }
+    let id: String
+    var kind: String
+    var score: Int
+    static var storageIndexes: [StorageIndex<Self>] { [.string("kind") { $0.kind }, .number("score") { $0.score }] }
+}
+
+/// The maintenance listing by an index that records indexed under an earlier declaration are not in yet: it
+/// refuses to answer (it answered without them, exit 0) until the app re-indexes them; by an index both
+/// declarations have, it answers.
+@Suite struct CLIStaleIndexTests {
+    @Test func aListingByAnIndexStaleRecordsAreNotInIsRefused() async throws {
+        let directory = temporaryDirectory()
+        let storage = try LocalStorage(configuration: diskConfiguration(directory))
+        try await storage.save(
+            contentsOf: (0..<10).map { GadgetV1(id: "g\($0)", kind: $0 % 2 == 0 ? "a" : "b", score: $0 % 4) })
+        try await storage.save(GadgetV2(id: "new", kind: "a", score: 3))  // registers V2; no indexed query yet
+        let maintenance = try await StoreMaintenance(directory: storage.core.directory)
+        let byScore = ListQuery(conditions: [.init(index: "score", value: "3")])
+        #expect(throws: MaintenanceError.notReindexed(type: "Gadget", index: "score", count: 10)) {
+            try maintenance.list("Gadget", query: byScore)
+        }
+        #expect(throws: MaintenanceError.notReindexed(type: "Gadget", index: "score", count: 10)) {
+            try maintenance.list("Gadget", query: ListQuery(order: .init(index: "score", isDescending: false)))
+        }
+        // Every record is in `kind`, which both declarations have.
+        let byKind = try maintenance.list("Gadget", query: ListQuery(conditions: [.init(index: "kind", value: "a")]))
+        #expect(byKind.records.map(\.id) == ["g0", "g2", "g4", "g6", "g8", "new"])
+        #expect(try maintenance.list("Gadget").records.count == 11)
+
+        let cli = try await CLIResult.run(
+            [
+                "list", "Gadget", "--where", "score=3", "--store", storage.configuration.storeDirectory.path,
+            ], environment: nil)
+        #expect(cli.status == 1)
+        #expect(try maintenance.statistics().types.first { $0.name == "Gadget" }?.notReindexed == 10)
+        #expect(cli.stderr.contains("10 records of Gadget were indexed under an earlier declaration"), "\(cli.stderr)")
+
+        // The app's first indexed query re-indexes them; then the listing answers with every record.
+        #expect(try await storage.count(GadgetV2.self, matching: [.equals("score", 3)]) == 3)
+        let after = try await StoreMaintenance(directory: storage.core.directory)
+        #expect(try after.statistics().types.first { $0.name == "Gadget" }?.notReindexed == 0)
+        #expect(try after.list("Gadget", query: byScore).records.map(\.id) == ["g3", "g7", "new"])
+    }
+}
