@@ -94,6 +94,44 @@ struct Sheet3Pages: LocalStorageVersioned, LocalStorageIndexed, Equatable {
         #expect(try await storage.metadata(Sheet3.self, id: "s1")?.version == 3)
     }
 
+    /// A record in a later header layout (magic 0xA8) or with a payload format this version does not know is a
+    /// newer version's, not damage: reads say so, a save does not overwrite it, `verify` reports it as newer
+    /// and `repair` leaves it (it was reported as damaged and removed).
+    @Test(arguments: ["format", "layout"])
+    func aRecordInANewerFormatIsReportedAndNeverOverwritten(change: String) async throws {
+        let directory = temporaryDirectory()
+        let storage = try LocalStorage(configuration: diskConfiguration(directory))
+        try await storage.save(contentsOf: [Note(id: "n1", text: "one"), Note(id: "n2", text: "two")])
+        let schema = try #require(storage.core.schemas.withLock { $0.ready.values.first { $0.name == "Note" } })
+        let records = schema.records
+        let key = Array("n1".utf8)
+        var stored = try #require(
+            try storage.core.environment.read { txn in try txn.get(records, key: key).map(Array.init) })
+        if change == "format" {
+            stored[1] = (stored[1] & PayloadEnvelope.mask) | 0x0F
+        } else {
+            stored[0] = 0xA8
+        }
+        let newer = stored
+        try await storage.core.writer.perform { context in try context.txn.put(records, key: key, value: newer) }
+
+        let read = await decodingFailure { _ = try await storage.fetch(Note.self, id: "n1") }
+        #expect(read?.contains("newer version of LocalStorageKit") == true, "\(read ?? "")")
+        let write = await decodingFailure { try await storage.save(Note(id: "n1", text: "older")) }
+        #expect(write?.contains("not overwritten") == true, "\(write ?? "")")
+        let maintenance = try await StoreMaintenance(directory: storage.core.directory)
+        #expect(try maintenance.verify().problems.map(\.kind) == [.newerRecord])
+        let repaired = try await maintenance.repair()
+        #expect(repaired.removedRecords.isEmpty)
+        #expect(try maintenance.list("Note").damaged.map(\.kind) == [.newerRecord])
+        let kept = try storage.core.environment.read { txn in try txn.get(records, key: key).map(Array.init) }
+        #expect(kept == newer)
+        #expect(try await storage.fetch(Note.self, id: "n2")?.text == "two")
+        // Deleting it is the app's choice, and works.
+        try await storage.delete(Note.self, id: "n1")
+        #expect(try await StoreMaintenance(directory: storage.core.directory).verify().isClean)
+    }
+
     /// A newer version that declares other indexes leaves records this version cannot re-index: they are
     /// in none of its indexes, so every indexed read says so instead of answering without them.
     @Test func recordsANewerDeclarationIndexedMakeOlderIndexedReadsThrow() async throws {

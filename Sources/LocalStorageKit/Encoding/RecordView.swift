@@ -19,6 +19,9 @@ struct RecordView {
     /// Validates only the fixed part, for reads that decode the payload or look up one index value
     /// (``forEachIndexValue(_:)`` checks every length as it goes).
     init(fixedPartOf bytes: UnsafeRawBufferPointer) throws(LocalStorageError) {
+        if let reason = RecordView.newerLayout(of: bytes) {
+            throw .decodingFailed(reason: reason)
+        }
         guard bytes.count >= RecordHeader.fixedLength, bytes[0] == RecordHeader.magic else {
             throw .decodingFailed(reason: "the stored bytes are not a LocalStorageKit record")
         }
@@ -34,6 +37,28 @@ struct RecordView {
         self.headerLength = length
         self.format = format
         self.envelope = envelope
+    }
+
+    /// The header magics later layouts of the record header may take; this version reads none of them.
+    static let laterMagics: ClosedRange<UInt8> = 0xA8...0xAF
+
+    /// Why `bytes` look like a record a newer version of LocalStorageKit wrote (a later header layout, or this
+    /// layout with a payload format this version does not know), or nil. Such a record is never overwritten
+    /// or removed by maintenance: reads throw `decodingFailed` saying so.
+    static func newerLayout(of bytes: UnsafeRawBufferPointer) -> String? {
+        guard let first = bytes.first else { return nil }
+        if laterMagics.contains(first) {
+            return "it was written by a newer version of LocalStorageKit (record header layout "
+                + "0x\(String(first, radix: 16, uppercase: true))), which this version cannot read; it is left untouched"
+        }
+        guard first == RecordHeader.magic, bytes.count >= RecordHeader.fixedLength else { return nil }
+        let length = Int(bytes.loadUnaligned(fromByteOffset: 2, as: UInt16.self).littleEndian)
+        let format = bytes[1] & ~PayloadEnvelope.mask
+        guard length >= RecordHeader.fixedLength, length <= bytes.count, format != 0,
+            PayloadFormat(rawValue: format) == nil
+        else { return nil }
+        return "it was written by a newer version of LocalStorageKit (payload format \(format)), which this version "
+            + "cannot read; it is left untouched"
     }
 
     @inline(__always)

@@ -196,7 +196,9 @@ extension StoreMaintenance {
     static func problemKind(
         of bytes: UnsafeRawBufferPointer, type: String, id: String, sealing: PayloadSealing?
     ) -> VerifyProblem.Kind {
-        guard let view = StoredRecord(bytes).view else { return .damagedRecord }
+        guard let view = StoredRecord(bytes).view else {
+            return RecordView.newerLayout(of: bytes) == nil ? .damagedRecord : .newerRecord
+        }
         return PayloadSealing.isUnopened(view, typeName: type, id: id, sealing: sealing)
             ? .sealNotOpened : .undecodablePayload
     }

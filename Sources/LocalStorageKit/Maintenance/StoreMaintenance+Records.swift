@@ -88,7 +88,8 @@ extension StoreMaintenance {
                 } catch {
                     listing.damaged.append(
                         VerifyProblem(
-                            type: schema.name, id: id, kind: .damagedRecord,
+                            type: schema.name, id: id,
+                            kind: RecordView.newerLayout(of: bytes) == nil ? .damagedRecord : .newerRecord,
                             detail: "\(error)"))
                 }
             }

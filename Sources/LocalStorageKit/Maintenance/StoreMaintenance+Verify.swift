@@ -184,7 +184,9 @@ private struct Checker {
                     try checkPayload(of: view, schema: schema, id: id)
                     try checkEntriesExist(for: view, key: key, id: id, type: type)
                 } catch let error as LocalStorageError {
-                    report(schema, id, .damagedRecord, "\(error)")
+                    let kind: VerifyProblem.Kind =
+                        RecordView.newerLayout(of: current.value) == nil ? .damagedRecord : .newerRecord
+                    report(schema, id, kind, "\(error)")
                 }
                 entry = try cursor.move(.next)
             }

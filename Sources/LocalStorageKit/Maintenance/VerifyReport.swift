@@ -6,6 +6,9 @@
         case unreadableType
         /// A record's header cannot be parsed.
         case damagedRecord
+        /// A record a newer version of LocalStorageKit wrote (a later header layout or payload format): this
+        /// version cannot read it, and `repair` and a salvage never remove it.
+        case newerRecord
         /// A record's payload cannot be turned into JSON.
         case undecodablePayload
         /// A record's index, update-time or expiry entry is missing.

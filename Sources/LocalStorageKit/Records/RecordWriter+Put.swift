@@ -107,6 +107,11 @@ extension RecordWriter {
                 }
                 replaced = old
             case .damaged:
+                // Nothing a newer version wrote is overwritten.
+                if let reason = RecordView.newerLayout(of: existing) {
+                    throw LocalStorageError.decodingFailed(
+                        reason: "\(schema.name) \"\(record.id)\": \(reason); it was not overwritten")
+                }
                 // A damaged header cannot say where the record's entries are: find them all.
                 try removeEntriesOfDamagedRecord(key: record.key, schema: schema, txn: txn)
                 regionKnown = false

@@ -62,7 +62,8 @@ enum ListCommand: Command {
         for problem in listing.damaged {
             output.line(
                 InvisibleCharacters.escaped(
-                    "\(problem.id.map(IdentifierArgument.displayed) ?? "?")  DAMAGED: \(problem.detail)", keeping: []))
+                    "\(problem.id.map(IdentifierArgument.displayed) ?? "?")  "
+                        + (problem.kind == .newerRecord ? "NEWER" : "DAMAGED") + ": \(problem.detail)", keeping: []))
         }
         if listing.records.isEmpty && listing.damaged.isEmpty { output.line("(no records)") }
         return 0

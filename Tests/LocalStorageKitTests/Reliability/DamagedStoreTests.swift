@@ -50,7 +50,7 @@ struct DamagedStoreTests {
             header[3] = 0x7F
             bytes = header
         case .unknownFormat:
-            header[1] = 9
+            header[1] = 0  // No format: damage (a format number this version does not know is a newer version's)
             bytes = header + Array("{}".utf8)
         case .garbagePayload: bytes = header + [0xFF, 0x00, 0x7B, 0x22, 0xC3]
         case .emptyPayload: bytes = header

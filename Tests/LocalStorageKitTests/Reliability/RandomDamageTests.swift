@@ -86,7 +86,18 @@ import Testing
         #expect([0, 1].contains(verify.status), "\(verify.stdout)\(verify.stderr)")
         #expect(!(verify.stdout + verify.stderr).isEmpty)
         let repair = try await CLIResult.run(["verify", "--repair", "--store", files.path], environment: nil)
-        #expect(repair.status == 0, "seed \(seed): \(repair.stdout)\(repair.stderr)")
+        // Damage to a header's first two bytes can look like a newer version's record (a later layout or payload
+        // format), which no repair removes: it is left for the user to delete, as here. Nothing else may remain.
+        let left = try await CLIResult.run(["verify", "--json", "--store", files.path], environment: nil)
+        let remaining = try JSONDecoder().decode(VerifyReport.self, from: Data(left.stdout.utf8)).problems
+        #expect(repair.status == (remaining.isEmpty ? 0 : 1), "seed \(seed): \(repair.stdout)\(repair.stderr)")
+        for problem in remaining {
+            let id = try #require(problem.id, "seed \(seed): \(problem)")
+            #expect(problem.kind == .newerRecord, "seed \(seed): \(problem)")
+            #expect(ranges[id].map { range in hit.contains { range.contains($0) } } == true, "seed \(seed): \(id)")
+            let deleted = try await CLIResult.run(["delete", "Product", id, "--store", files.path], environment: nil)
+            #expect(deleted.status == 0, "seed \(seed): \(deleted.stderr)")
+        }
         let after = try await CLIResult.run(["verify", "--store", files.path], environment: nil)
         #expect(after.status == 0, "seed \(seed): \(after.stdout)\(after.stderr)")
 
