@@ -7,7 +7,7 @@
         /// A record's header cannot be parsed.
         case damagedRecord
         /// A record a newer version of LocalStorageKit wrote (a later header layout or payload format): this
-        /// version cannot read it, and `repair` and a salvage never remove it.
+        /// version cannot read it, and `repair` never removes it (a salvage lists it as lost).
         case newerRecord
         /// A record's payload cannot be turned into JSON.
         case undecodablePayload
