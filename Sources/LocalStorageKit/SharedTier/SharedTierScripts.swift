@@ -104,6 +104,13 @@ enum SharedTierScripts {
                           expect = ARGV[i + 7] }
               r.key = ns .. 'r:' .. r.t .. ':' .. r.id
               r.old = redis.call('GET', r.key)
+              if r.old then
+                -- A later header layout (magic 0xA8-0xAF) or payload format (above 2) is a newer version's.
+                local magic, format = string.byte(r.old, 1, 2)
+                if (magic >= 168 and magic <= 175) or (magic == 167 and #r.old >= 42 and format % 64 > 2) then
+                  return redis.error_reply('NEWER ' .. r.id .. ' is stored in a later record format')
+                end
+              end
               if r.old and (#r.old < 42 or string.byte(r.old, 1) ~= 167) then r.old = false end
               if r.old then
                 local a, b, c, d = string.byte(r.old, 5, 8)

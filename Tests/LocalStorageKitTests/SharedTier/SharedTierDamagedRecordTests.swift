@@ -31,4 +31,28 @@ struct SharedTierDamagedRecordTests {
         let books = try await storage.fetch(Product.self, matching: [.equals("category", "books")], options: options)
         #expect(books.map(\.id) == ["sku_0", "sku_3"])
     }
+
+    /// A record on the server in a later header layout or payload format is a newer version's: a save does not
+    /// overwrite it (the put script refuses, as a local save does), and reads say a newer version wrote it.
+    @Test(arguments: ["format", "layout"])
+    func aSaveDoesNotOverwriteANewerVersionsRecordOnTheServer(change: String) async throws {
+        let storage = try await sharedStore(tier)
+        try await storage.save(Product.sample(1))
+        let shared = try #require(storage.sharedTier)
+        let key = shared.layout.record(type: Array("Product".utf8), id: Array("sku_1".utf8))
+        var stored = try #require(try await shared.connection.call([Array("GET".utf8), key]).bytes)
+        if change == "format" {
+            stored[1] = (stored[1] & PayloadEnvelope.mask) | 0x0F
+        } else {
+            stored[0] = 0xA8
+        }
+        _ = try await shared.connection.call([Array("SET".utf8), key, stored])
+        let write = await decodingFailure { try await storage.save(Product.sample(1)) }
+        #expect(write?.contains("later record format") == true, "\(write ?? "")")
+        #expect(try await shared.connection.call([Array("GET".utf8), key]).bytes == stored)
+        // Another instance, which reads it from the server, is told who wrote it.
+        let other = try await sharedStore(tier)
+        let read = await decodingFailure { _ = try await other.fetch(Product.self, id: "sku_1") }
+        #expect(read?.contains("newer version of LocalStorageKit") == true, "\(read ?? "")")
+    }
 }
