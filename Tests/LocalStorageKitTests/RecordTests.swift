@@ -193,6 +193,30 @@ import Testing
         #expect(try await storage.count(Note.self) == 3)
     }
 
+    /// A batch large enough to be encoded in chunks by several tasks keeps its order (the last value of a
+    /// repeated id wins, across chunks), and a batch with records that fail to encode throws the first one's
+    /// error and writes nothing.
+    @Test func aLargeBatchEncodedInChunksKeepsItsOrderAndItsFirstError() async throws {
+        let storage = try LocalStorage(configuration: .inMemory)
+        let count = LocalStorage.preparationChunk * 4 + 17
+        var notes = (0..<count).map { Note(id: "n\($0 % (count - 100))", text: "\($0)") }
+        try await storage.save(contentsOf: notes)
+        #expect(try await storage.count(Note.self) == count - 100)
+        // Ids n0…n99 came again at the end, in the last chunk: their last values won.
+        #expect(try await storage.fetch(Note.self, id: "n5")?.text == "\(count - 100 + 5)")
+        #expect(try await storage.fetch(Note.self, id: "n200")?.text == "200")
+
+        notes[count - 10] = Note(id: "", text: "late")
+        notes[LocalStorage.preparationChunk + 3] = Note(id: String(repeating: "x", count: 600), text: "early")
+        await #expect {
+            try await storage.save(contentsOf: notes.map { Note(id: $0.id, text: "changed") })
+        } throws: { error in
+            guard case LocalStorageError.invalidId(let reason) = error else { return false }
+            return reason.contains("this one has 600")  // the long id, not the empty one after it
+        }
+        #expect(try await storage.fetch(Note.self, id: "n200")?.text == "200")
+    }
+
     @Test func setExpirationAndUpdateNeedAnExistingRecord() async throws {
         let storage = try LocalStorage(configuration: .inMemory)
         await #expect(throws: LocalStorageError.notFound(id: "x")) {

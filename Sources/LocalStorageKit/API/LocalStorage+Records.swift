@@ -25,8 +25,7 @@ extension LocalStorage {
     ) async throws where S.Element == T {
         try await operation("save(contentsOf:)") {
             let schema = try await core.schema(for: T.self)
-            let indexValues = T.indexValueComputer()
-            let records = try values.map { try prepare($0, schema: schema, indexValues: indexValues) }
+            let records = try await prepareAll(Array(values), schema: schema)
             guard !records.isEmpty else { return }
             // Applying puts in key order fills pages better and is several times faster; a repeated id
             // keeps its last value.
@@ -163,6 +162,40 @@ extension LocalStorage {
         _ value: T, schema: TypeSchema, indexValues: ((T) -> [StoredIndexValue])? = nil
     ) throws -> PreparedRecord {
         try PreparedRecord(encoding: value, schema: schema, format: local.format, indexValues: indexValues)
+    }
+
+    /// Fewest records a task of ``prepareAll(_:schema:)`` encodes: below twice that, one task encodes them all.
+    static var preparationChunk: Int { 1_024 }
+
+    /// `values` encoded for saving, in their order. A large batch is encoded in chunks by child tasks, one per
+    /// processor: encoding is most of a bulk save's work before the writer's, and it needs no order. When
+    /// records fail to encode, the error of the first of them in `values` is thrown, as one task would.
+    func prepareAll<T: LocalStorable>(_ values: [T], schema: TypeSchema) async throws -> [PreparedRecord] {
+        let tasks = min(ProcessInfo.processInfo.activeProcessorCount, values.count / Self.preparationChunk)
+        guard tasks > 1 else {
+            let indexValues = T.indexValueComputer()
+            return try values.map { try prepare($0, schema: schema, indexValues: indexValues) }
+        }
+        let chunk = (values.count + tasks - 1) / tasks
+        let chunks = await withTaskGroup(of: (Int, Result<[PreparedRecord], any Error>).self) { group in
+            for start in stride(from: 0, to: values.count, by: chunk) {
+                let slice = values[start..<min(values.count, start + chunk)]
+                group.addTask {
+                    let indexValues = T.indexValueComputer()
+                    return (
+                        start,
+                        Result { try slice.map { try self.prepare($0, schema: schema, indexValues: indexValues) } }
+                    )
+                }
+            }
+            var chunks: [(Int, Result<[PreparedRecord], any Error>)] = []
+            for await done in group { chunks.append(done) }
+            return chunks.sorted { $0.0 < $1.0 }.map(\.1)
+        }
+        var records: [PreparedRecord] = []
+        records.reserveCapacity(values.count)
+        for chunk in chunks { records += try chunk.get() }
+        return records
     }
 
     /// A decode session for one read (``LocalRecordStore/makeDecodeSession(for:)``).

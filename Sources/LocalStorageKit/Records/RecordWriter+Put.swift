@@ -43,7 +43,6 @@ extension RecordWriter {
             }
         }
         let txn = context.txn
-        try CountTree.addPayloadBytes(payloadBytes, schema: schema, txn: txn)
         // Every record of the batch has the same update time (and expiry, and signature): one key, ids
         // already sorted.
         // Each run is in (key, id) order: it goes in at the end of its database when it sorts after it.
@@ -56,6 +55,7 @@ extension RecordWriter {
         // `sortedByKey` hands the records over in id order, each id once; checked, as the index entries' sort
         // relies on it to leave entries of one key in the order they came in.
         let idsAscending = zip(records, records.dropFirst()).allSatisfy { $0.key.lexicographicallyPrecedes($1.key) }
+        var counterRuns: [CountTree.LevelRuns] = []
         for (position, index) in schema.indexes.enumerated() {
             indexEntries[position].sort(idsAscending: idsAscending)
             var run = SortedAppend(index.dbi)
@@ -63,12 +63,18 @@ extension RecordWriter {
                 try indexEntries[position].forEach { key, id in _ = try run.add(key: key, value: id, txn: txn) }
                 continue
             }
-            var tally = CountTree.Tally(index: index, counts: counts)
+            // The counters are written after every index's entries, in key order (appended on a first load).
+            let counters = CountTree.LevelRuns(index: index)
+            var tally = counters.tally(counts: counts)
             try indexEntries[position].forEach { key, id in
                 if try run.add(key: key, value: id, txn: txn) { try tally.note(key, count: 1, txn: txn) }
             }
             try tally.finish(txn: txn)
+            counterRuns.append(counters)
         }
+        if let counts = schema.counts { try CountTree.write(counterRuns, counts: counts, txn: txn) }
+        // After the index counters: the payload-bytes counter sorts after them.
+        try CountTree.addPayloadBytes(payloadBytes, schema: schema, txn: txn)
     }
 
     /// Writes the record itself and publishes the change; returns its header, whose entries the caller adds,
