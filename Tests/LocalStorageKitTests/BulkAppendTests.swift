@@ -37,6 +37,34 @@ import Testing
         }
     }
 
+    /// The batch's entry sort against memcmp order of (key, id) on random keys of 0–24 bytes drawn from few
+    /// byte values (zeros, so that a key and the same key with zeros after it tie on their padded prefix), with
+    /// ids in and out of order.
+    @Test(arguments: [true, false])
+    func entriesSortAsMemcmpOrdersThem(idsAscending: Bool) {
+        var random = SplitMix64(seed: idsAscending ? 11 : 12)
+        for _ in 0..<20 {
+            var batch = EntryBatch(capacity: 300)
+            var expected: [(key: [UInt8], id: [UInt8])] = []
+            for number in 0..<300 {
+                let length = random.below(25)
+                let key = (0..<length).map { _ in [0, 0, 1, 0xFF][random.below(4)] as UInt8 }
+                let id = Array(
+                    String(format: "id%05d", idsAscending ? number : random.below(100_000) * 300 + number).utf8)
+                batch.append(key: key, id: id)
+                expected.append((key, id))
+            }
+            expected.sort { a, b in
+                a.key != b.key ? a.key.lexicographicallyPrecedes(b.key) : a.id.lexicographicallyPrecedes(b.id)
+            }
+            batch.sort(idsAscending: idsAscending)
+            var sorted: [(key: [UInt8], id: [UInt8])] = []
+            batch.forEach { key, id in sorted.append((Array(key), Array(id))) }
+            #expect(sorted.map(\.key) == expected.map(\.key))
+            #expect(sorted.map(\.id) == expected.map(\.id))
+        }
+    }
+
     @Test func randomBatchesAtOneUpdateTimeMatchAModel() async throws {
         var configuration = diskConfiguration()
         configuration.clock = VirtualClock()  // never advanced: every batch has the same update-time key

@@ -61,12 +61,13 @@ struct RecordHeader: Equatable {
         }
         out.appendLittleEndian(UInt16(indexValues.count))
         for value in indexValues {
-            let name = Array(value.name.utf8)
-            guard name.count <= 255, value.bytes.count <= Int(UInt16.max) else {
+            // The name's UTF-8 straight from the string (no array made per value and record).
+            let nameCount = value.name.utf8.count
+            guard nameCount <= 255, value.bytes.count <= Int(UInt16.max) else {
                 throw .encodingFailed(reason: "index \(value.name) name or value is too long")
             }
-            out.append(UInt8(name.count))
-            out.append(contentsOf: name)
+            out.append(UInt8(nameCount))
+            out.append(contentsOf: value.name.utf8)
             out.append(value.kind.rawValue)
             out.appendLittleEndian(UInt16(value.bytes.count))
             out.append(contentsOf: value.bytes)

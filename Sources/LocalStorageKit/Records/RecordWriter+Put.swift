@@ -9,7 +9,8 @@ extension RecordWriter {
     ) throws {
         var payloadBytes = 0
         let (header, replaced) = try putRecord(
-            record, expiresAt: expiresAt, schema: schema, context: context, payloadBytes: &payloadBytes)
+            record, expiresAt: expiresAt, schema: schema, context: context, payloadBytes: &payloadBytes,
+            isObserved: context.isObserved(schema.name))
         try CountTree.addPayloadBytes(payloadBytes, schema: schema, txn: context.txn)
         if let replaced {
             try replaceEntries(of: replaced, with: header, key: record.key, schema: schema, txn: context.txn)
@@ -33,10 +34,12 @@ extension RecordWriter {
         }
         // The type's payload-bytes counter changes once for the batch, not once for each record.
         var payloadBytes = 0
+        // Asked once for the batch (by name: a hash and a comparison of the type's name).
+        let isObserved = context.isObserved(schema.name)
         for record in records {
             let (header, replaced) = try putRecord(
                 record, expiresAt: expiresAt, schema: schema, context: context, payloadBytes: &payloadBytes,
-                appending: appending == true)
+                isObserved: isObserved, appending: appending == true)
             if let replaced { try removeEntries(of: replaced, key: record.key, schema: schema, txn: context.txn) }
             for (position, index) in schema.indexes.enumerated() {
                 indexEntries[position].append(key: indexKey(of: header, for: index), id: record.key)
@@ -82,10 +85,11 @@ extension RecordWriter {
     /// move (``replaceEntries(of:with:key:schema:txn:)``). A damaged record's entries are removed here, as its
     /// header cannot say where they are. `appending`: the key sorts after every stored one. The change in the
     /// type's payload bytes is added to `payloadBytes`, for the caller to count once (an update that keeps the
-    /// payload's size writes no counter, and a batch writes it once).
+    /// payload's size writes no counter, and a batch writes it once). `isObserved`: whether anyone observes the type
+    /// (``CommitQueue/Context/isObserved(_:)``, asked once per batch).
     private static func putRecord(
         _ record: PreparedRecord, expiresAt: Int64, schema: TypeSchema,
-        context: CommitQueue.Context, payloadBytes: inout Int, appending: Bool = false
+        context: CommitQueue.Context, payloadBytes: inout Int, isObserved: Bool, appending: Bool = false
     ) throws -> (header: RecordHeader, replaced: RecordHeader?) {
         try Evictor.refuseOversized(record, schema: schema, context: context)
         let txn = context.txn
@@ -141,7 +145,7 @@ extension RecordWriter {
         }
         payloadBytes += payload.count
         context.log(schema, replacesLiveRecord ? .updated : .inserted, id: record.key)
-        if context.isObserved(schema.name) {
+        if isObserved {
             let kind: PublishedChange.Kind = replacesLiveRecord ? .updated(record.value) : .inserted(record.value)
             let region = regionKnown ? PublishedChange.Region(old: oldValues, new: record.indexValues) : nil
             context.publish(PublishedChange(typeName: schema.name, kind: kind, region: region))

@@ -2,9 +2,10 @@
 /// so a bulk save can add each database's entries in key order.
 struct EntryBatch {
     private var arena: [UInt8] = []
-    /// Each entry's first 8 key bytes as a big-endian number (zeros past the key's end): two entries whose
-    /// prefixes differ sort by them as memcmp would, without reading the arena.
-    private var entries: [(prefix: UInt64, offset: Int, keyCount: Int, idCount: Int)] = []
+    /// Each entry's first 16 key bytes as two big-endian numbers (zeros past the key's end): two entries whose
+    /// numbers differ sort by them as memcmp would, and two keys of at most 16 bytes with equal numbers differ
+    /// by their length alone (a number's key is 11 bytes; most strings' are short), without reading the arena.
+    private var entries: [(prefix: UInt64, next: UInt64, offset: Int, keyCount: Int, idCount: Int)] = []
 
     init(capacity: Int) {
         entries.reserveCapacity(capacity)
@@ -13,8 +14,10 @@ struct EntryBatch {
 
     mutating func append(key: [UInt8], id: [UInt8]) {
         var prefix: UInt64 = 0
+        var next: UInt64 = 0
         for position in 0..<8 { prefix = prefix << 8 | UInt64(position < key.count ? key[position] : 0) }
-        entries.append((prefix, arena.count, key.count, id.count))
+        for position in 8..<16 { next = next << 8 | UInt64(position < key.count ? key[position] : 0) }
+        entries.append((prefix, next, arena.count, key.count, id.count))
         arena.append(contentsOf: key)
         arena.append(contentsOf: id)
     }
@@ -25,11 +28,15 @@ struct EntryBatch {
         arena.withUnsafeBytes { raw in
             entries.sort { a, b in
                 if a.prefix != b.prefix { return a.prefix < b.prefix }
+                if a.next != b.next { return a.next < b.next }
                 let endA = a.offset + a.keyCount
                 let endB = b.offset + b.keyCount
-                let order = ByteOrder.compare(
-                    UnsafeRawBufferPointer(rebasing: raw[a.offset..<endA]),
-                    UnsafeRawBufferPointer(rebasing: raw[b.offset..<endB]))
+                let order =
+                    a.keyCount <= 16 && b.keyCount <= 16
+                    ? (a.keyCount == b.keyCount ? 0 : (a.keyCount < b.keyCount ? -1 : 1))
+                    : ByteOrder.compare(
+                        UnsafeRawBufferPointer(rebasing: raw[a.offset..<endA]),
+                        UnsafeRawBufferPointer(rebasing: raw[b.offset..<endB]))
                 if order != 0 { return order < 0 }
                 if idsAscending { return a.offset < b.offset }
                 return ByteOrder.compare(
