@@ -149,6 +149,26 @@ struct RenamingCounter: LocalStorageVersioned {
     }
 }
 
+/// A migration that decomposes the id's "é": canonically equal text, other bytes, so another record key.
+struct DecomposingCounter: LocalStorageVersioned {
+    static var storageName: String { "Counter" }
+    let id: String
+    var count: Int
+    static var currentVersion: Int { 2 }
+    static var migrations: [StorageMigration] {
+        [
+            StorageMigration(from: 1, to: 2) { data in
+                guard var json = try JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+                    throw CocoaError(.coderReadCorrupt)
+                }
+                json["id"] = (json["id"] as? String ?? "").decomposedStringWithCanonicalMapping
+                json["count"] = json.removeValue(forKey: "n")
+                return try JSONSerialization.data(withJSONObject: json)
+            }
+        ]
+    }
+}
+
 /// Two steps from version 1: one to the current version 2, one past it (for a later app's chain).
 struct ForkedCounter: LocalStorageVersioned {
     static var storageName: String { "Counter" }
@@ -271,6 +291,16 @@ struct BrokenIndexedCounter: LocalStorageVersioned, LocalStorageIndexed {
         }
         #expect(try await storage.metadata(RenamingCounter.self, id: "c")?.version == 1)
         #expect(try await storage.fetch(CounterV1.self, id: "c")?.n == 7)
+        // Compared by bytes: a decomposed "é" is another key, though `==` takes it for the same text.
+        try await storage.save(CounterV1(id: "caf\u{E9}", n: 8))
+        await #expect {
+            try await storage.fetch(DecomposingCounter.self, id: "caf\u{E9}")
+        } throws: { error in
+            guard case LocalStorageError.migrationFailed(1, 2, let underlying) = error,
+                case MigrationChainError.changedID = underlying
+            else { return false }
+            return true
+        }
     }
 
     /// A step that goes past the current version is not taken (it belongs to a later app's chain): the one that

@@ -121,6 +121,8 @@ struct Sheet3Pages: LocalStorageVersioned, LocalStorageIndexed, Equatable {
         #expect(write?.contains("not overwritten") == true, "\(write ?? "")")
         let maintenance = try await StoreMaintenance(directory: storage.core.directory)
         #expect(try maintenance.verify().problems.map(\.kind) == [.newerRecord])
+        let figures = try #require(try maintenance.statistics().types.first { $0.name == "Note" })
+        #expect(figures.newer == 1 && figures.damaged == 0)
         let repaired = try await maintenance.repair()
         #expect(repaired.removedRecords.isEmpty)
         #expect(try maintenance.list("Note").damaged.map(\.kind) == [.newerRecord])

@@ -61,13 +61,15 @@ extension StoreMaintenance {
                 var bytes = 0
                 var payloadBytes = 0
                 var damaged = 0
+                var newer = 0
                 try txn.withCursor(schema.records) { cursor in
                     var entry = try cursor.move(.first)
                     while let current = entry {
                         bytes += current.value.count
                         switch StoredRecord(current.value) {
                         case .readable(let view): payloadBytes += view.payload.count
-                        case .damaged: damaged += 1  // It has no payload size to give.
+                        case .damaged:  // It has no payload size to give.
+                            if RecordView.newerLayout(of: current.value) == nil { damaged += 1 } else { newer += 1 }
                         }
                         entry = try cursor.move(.next)
                     }
@@ -75,7 +77,7 @@ extension StoreMaintenance {
                 types.append(
                     StoreStatistics.TypeStatistics(
                         name: schema.name, records: try txn.entryCount(schema.records), bytes: bytes,
-                        payloadBytes: payloadBytes, damaged: damaged,
+                        payloadBytes: payloadBytes, damaged: damaged, newer: newer,
                         expired: try RecordReader.expiredKeys(schema: schema, now: now, txn: txn).count,
                         notReindexed: try notReindexed(schema, txn: txn),
                         pages: typePages, updateEntries: try txn.entryCount(schema.updated),

@@ -59,6 +59,9 @@
         public var payloadBytes: Int
         /// Records whose bytes cannot be read (`verify` names them, `verify --repair` removes them).
         public var damaged: Int
+        /// Records a newer version of LocalStorageKit wrote (a later header layout or payload format), which this
+        /// version leaves as they are.
+        public var newer: Int = 0
         /// Records that have expired but are not purged yet.
         public var expired: Int
         /// Records indexed under an earlier declaration of the type's indexes: the app re-indexes them at its

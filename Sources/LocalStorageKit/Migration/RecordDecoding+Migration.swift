@@ -41,7 +41,8 @@ extension RecordDecoding {
             throw LocalStorageError.migrationFailed(from: start, to: current, underlying: error)
         }
         let migratedID = try value.storageID()
-        guard migratedID == id else {
+        // By bytes: a record is keyed by its id's UTF-8, and `==` would take a canonically equivalent id for it.
+        guard migratedID.utf8.elementsEqual(id.utf8) else {
             throw LocalStorageError.migrationFailed(
                 from: start, to: current, underlying: MigrationChainError.changedID(stored: id, migrated: migratedID))
         }

@@ -37,7 +37,7 @@ extension LocalRecordStore {
                     throw CallerError(underlying: error)
                 }
                 let newID = try mutated.storageID()
-                guard newID == id else {
+                guard newID.utf8.elementsEqual(id.utf8) else {
                     throw LocalStorageError.invalidId("update must not change the id (\(id) → \(newID))")
                 }
                 record = PreparedRecord(

@@ -162,7 +162,9 @@ struct SharedTierRecordStore: RecordStore {
             throw CallerError(underlying: error)
         }
         let newID = try mutated.storageID()
-        guard newID == id else { throw LocalStorageError.invalidId("update must not change the id (\(id) → \(newID))") }
+        guard newID.utf8.elementsEqual(id.utf8) else {
+            throw LocalStorageError.invalidId("update must not change the id (\(id) → \(newID))")
+        }
         let record = try PreparedRecord(encoding: mutated, schema: schema, format: local.format)
         let put = try tier.put(record, expiresAt: expiresAt, now: now, schema: schema, expect: Array(bytes[16..<32]))
         do {

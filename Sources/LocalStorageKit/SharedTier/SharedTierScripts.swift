@@ -104,14 +104,24 @@ enum SharedTierScripts {
                           expect = ARGV[i + 7] }
               r.key = ns .. 'r:' .. r.t .. ':' .. r.id
               r.old = redis.call('GET', r.key)
-              if r.old then
-                -- A later header layout (magic 0xA8-0xAF) or payload format (above 2) is a newer version's.
-                local magic, format = string.byte(r.old, 1, 2)
-                if (magic >= 168 and magic <= 175) or (magic == 167 and #r.old >= 42 and format % 64 > 2) then
-                  return redis.error_reply('NEWER ' .. r.id .. ' is stored in a later record format')
+              if r.old and #r.old >= 1 then
+                -- A later header layout (magic 0xA8-0xAF), or a whole header of this layout with a payload
+                -- format above 2, is a newer version's (as RecordView.newerLayout has it).
+                local magic, format, low, high = string.byte(r.old, 1, 4)
+                local later = magic >= 168 and magic <= 175
+                if magic == 167 and #r.old >= 42 then
+                  local length = low + high * 256
+                  later = format % 64 > 2 and length >= 42 and length <= #r.old
                 end
+                if later then return redis.error_reply('NEWER ' .. r.id .. ' is stored in a later record format') end
               end
+              -- Not a whole record of this layout (its header length out of bounds included): damage, overwritten.
               if r.old and (#r.old < 42 or string.byte(r.old, 1) ~= 167) then r.old = false end
+              if r.old then
+                local low, high = string.byte(r.old, 3, 4)
+                local length = low + high * 256
+                if length < 42 or length > #r.old then r.old = false end
+              end
               if r.old then
                 local a, b, c, d = string.byte(r.old, 5, 8)
                 local version = a + b * 256 + c * 65536 + d * 16777216

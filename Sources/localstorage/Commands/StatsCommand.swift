@@ -65,6 +65,10 @@ enum StatsCommand: Command {
                     "  \(type.damaged) damaged record(s): `localstorage verify` names them, `verify --repair` removes them"
                 )
             }
+            if type.newer > 0 {
+                output.line(
+                    "  \(type.newer) record(s) written by a newer version of LocalStorageKit, left as they are")
+            }
             if type.notReindexed > 0 {
                 output.line(
                     "  \(type.notReindexed) record(s) indexed under an earlier declaration: the app re-indexes them at "

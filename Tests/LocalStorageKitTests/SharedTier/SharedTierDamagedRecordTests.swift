@@ -55,4 +55,20 @@ struct SharedTierDamagedRecordTests {
         let read = await decodingFailure { _ = try await other.fetch(Product.self, id: "sku_1") }
         #expect(read?.contains("newer version of LocalStorageKit") == true, "\(read ?? "")")
     }
+
+    /// Damage that is no newer version's record (an empty value, a short one, this layout's magic with an unknown
+    /// format but a header length out of bounds) is overwritten by a save, as before.
+    @Test(arguments: [[], [0xA7], Array(repeating: 0xA7, count: 50)] as [[UInt8]])
+    func aSaveOverwritesDamageOnTheServer(damage: [UInt8]) async throws {
+        let storage = try await sharedStore(tier)
+        try await storage.save(Product.sample(1))
+        let shared = try #require(storage.sharedTier)
+        let key = shared.layout.record(type: Array("Product".utf8), id: Array("sku_1".utf8))
+        _ = try await shared.connection.call([Array("SET".utf8), key, damage])
+        var changed = Product.sample(1)
+        changed.title = "saved over the damage"
+        try await storage.save(changed)
+        let other = try await sharedStore(tier)
+        #expect(try await other.fetch(Product.self, id: "sku_1")?.title == "saved over the damage")
+    }
 }
