@@ -129,6 +129,20 @@ struct GappedCounter: LocalStorageVersioned {
     }
 }
 
+/// A step from version 1 to 2 of a `CounterV1` payload: `n` renamed `count`, then `edit`.
+func counterStep(
+    to version: Int = 2, _ edit: @escaping @Sendable (inout [String: Any]) -> Void = { _ in }
+) -> StorageMigration {
+    StorageMigration(from: 1, to: version) { data in
+        guard var json = try JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+            throw CocoaError(.coderReadCorrupt)
+        }
+        json["count"] = json.removeValue(forKey: "n")
+        edit(&json)
+        return try JSONSerialization.data(withJSONObject: json)
+    }
+}
+
 /// A migration that changes the id, which no step may do.
 struct RenamingCounter: LocalStorageVersioned {
     static var storageName: String { "Counter" }
@@ -136,16 +150,7 @@ struct RenamingCounter: LocalStorageVersioned {
     var count: Int
     static var currentVersion: Int { 2 }
     static var migrations: [StorageMigration] {
-        [
-            StorageMigration(from: 1, to: 2) { data in
-                guard var json = try JSONSerialization.jsonObject(with: data) as? [String: Any] else {
-                    throw CocoaError(.coderReadCorrupt)
-                }
-                json["id"] = "changed-\(json["id"] as? String ?? "")"
-                json["count"] = json.removeValue(forKey: "n")
-                return try JSONSerialization.data(withJSONObject: json)
-            }
-        ]
+        [counterStep { $0["id"] = "changed-\($0["id"] as? String ?? "")" }]
     }
 }
 
@@ -156,16 +161,7 @@ struct DecomposingCounter: LocalStorageVersioned {
     var count: Int
     static var currentVersion: Int { 2 }
     static var migrations: [StorageMigration] {
-        [
-            StorageMigration(from: 1, to: 2) { data in
-                guard var json = try JSONSerialization.jsonObject(with: data) as? [String: Any] else {
-                    throw CocoaError(.coderReadCorrupt)
-                }
-                json["id"] = (json["id"] as? String ?? "").decomposedStringWithCanonicalMapping
-                json["count"] = json.removeValue(forKey: "n")
-                return try JSONSerialization.data(withJSONObject: json)
-            }
-        ]
+        [counterStep { $0["id"] = ($0["id"] as? String ?? "").decomposedStringWithCanonicalMapping }]
     }
 }
 
@@ -176,16 +172,7 @@ struct ForkedCounter: LocalStorageVersioned {
     var count: Int
     static var currentVersion: Int { 2 }
     static var migrations: [StorageMigration] {
-        [
-            StorageMigration(from: 1, to: 3) { _ in throw Refusal() },
-            StorageMigration(from: 1, to: 2) { data in
-                guard var json = try JSONSerialization.jsonObject(with: data) as? [String: Any] else {
-                    throw CocoaError(.coderReadCorrupt)
-                }
-                json["count"] = json.removeValue(forKey: "n")
-                return try JSONSerialization.data(withJSONObject: json)
-            },
-        ]
+        [StorageMigration(from: 1, to: 3) { _ in throw Refusal() }, counterStep()]
     }
 }
 
