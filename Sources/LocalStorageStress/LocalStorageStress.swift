@@ -77,6 +77,8 @@ struct LocalStorageStress {
                             port: Int(arguments[6]) ?? 0, namespace: arguments[7],
                             timeout: .milliseconds(Int(arguments[8]) ?? 30_000)) : nil)
 
+            case "compressed" where arguments.count == 3:
+                try await compressed(directory: arguments[1], count: Int(arguments[2]) ?? 1)
             case "bounded" where arguments.count == 3:
                 try await bounded(directory: arguments[1], maxRecords: Int(arguments[2]) ?? 1)
             case "compact-open" where arguments.count >= 3:
@@ -206,6 +208,19 @@ struct LocalStorageStress {
     }
 
     /// Reads and writes `StressRecord`s in a bounded store as told on standard input (see the usage).
+    /// Saves `count` records `c0`, `c1`, … in batches of 100 into a store opened with `.zstd()` (which trains a
+    /// dictionary once it has sampled enough of them), then prints `done`.
+    static func compressed(directory: String, count: Int) async throws {
+        var configuration = configuration(directory, durability: .none, mapSize: 1 << 20)
+        configuration.compression = .zstd()
+        let storage = try LocalStorage(configuration: configuration)
+        for start in stride(from: 0, to: count, by: 100) {
+            try await storage.save(
+                contentsOf: (start..<min(count, start + 100)).map { StressRecord.make(id: "c\($0)", sequence: $0) })
+        }
+        say("done")
+    }
+
     static func bounded(directory: String, maxRecords: Int) async throws {
         var configuration = configuration(directory, durability: .none, mapSize: 1 << 20)
         configuration.limits = StorageLimits(maxRecords: maxRecords)

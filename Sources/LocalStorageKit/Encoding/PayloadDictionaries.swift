@@ -34,6 +34,12 @@ final class PayloadDictionaries: Sendable {
         return entries
     }
 
+    /// Dictionary `id` as `meta` holds it now (sealed in an encrypted store), or nil, read beside whatever
+    /// transaction the calling thread is in (a decode that met a dictionary another process trained).
+    static func stored(_ id: UInt32, meta: Database, in environment: Environment) throws -> [UInt8]? {
+        try environment.readBeside { txn in try txn.get(meta, key: key(id)).map { Array($0) } }
+    }
+
     /// Whether `bytes` are a zstd dictionary as zstd wrote it (its magic number), not sealed.
     static func isPlain(_ bytes: [UInt8]) -> Bool { bytes.starts(with: [0x37, 0xA4, 0x30, 0xEC]) }
 

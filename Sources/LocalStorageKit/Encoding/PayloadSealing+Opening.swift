@@ -16,7 +16,8 @@ extension PayloadSealing {
     ///   is read.
     static func open(
         encryption: StorageEncryption?, compression: StorageCompression, meta: Database, txn: Transaction,
-        path: String, readOnly: Bool = false, sealingPlainStore: Bool = false, holdsRecords: () throws -> Bool
+        path: String, readOnly: Bool = false, sealingPlainStore: Bool = false, holdsRecords: () throws -> Bool,
+        storedDictionary: (@Sendable (UInt32) throws -> [UInt8]?)? = nil
     ) throws -> PayloadSealing {
         let stored = try txn.get(meta, key: checkKey).map { Array($0) }
         let keys = try keys(encryption, storedCheck: stored, path: path)
@@ -42,7 +43,8 @@ extension PayloadSealing {
             ? PayloadCompressor(compression, meta: meta, dictionaries: dictionaries, dictionaryKey: keys.first) : nil
         let sealing = PayloadSealing(
             current: keys.first, previous: Array(keys.dropFirst()), compressor: compressor, dictionaries: dictionaries,
-            meta: readOnly ? nil : meta, holdsOnlySealed: stored != nil || writesCheck)
+            meta: readOnly ? nil : meta, holdsOnlySealed: stored != nil || writesCheck,
+            storedDictionary: storedDictionary)
         guard let current = keys.first, !readOnly else { return sealing }
         // Dictionaries stored plain or under a previous key are sealed with the current one.
         for entry in opened where stale.contains(entry.key) {
@@ -53,6 +55,18 @@ extension PayloadSealing {
         if opener?.bytes == current.bytes { return sealing }
         try writeCheck(with: current, meta: meta, txn: txn)
         return sealing
+    }
+
+    /// Loads the dictionary a compressed payload names when this process does not have it (another process
+    /// trained it since this one loaded the store's): read from `meta` and opened with the store's keys. Returns
+    /// whether the dictionary is there now.
+    func learnDictionary(of compressed: [UInt8]) throws -> Bool {
+        guard compressed.count > 4, let storedDictionary else { return false }
+        let id = compressed.withUnsafeBytes { UInt32(littleEndian: $0.loadUnaligned(as: UInt32.self)) }
+        guard id != 0, dictionaries.dictionary(id) == nil, let stored = try storedDictionary(id) else { return false }
+        dictionaries.load(
+            metaEntries: Self.openDictionaries([(PayloadDictionaries.key(id), stored)], keys: keys).opened)
+        return dictionaries.dictionary(id) != nil
     }
 
     /// Writes the key check value of `key` (a constant sealed with it) in `meta`.

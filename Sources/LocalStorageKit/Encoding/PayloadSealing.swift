@@ -49,7 +49,7 @@ final class PayloadSealing: Sendable {
     /// The store's zstd dictionaries, for reading compressed payloads whether or not compression is on.
     let dictionaries: PayloadDictionaries
     /// The current key, then the previous ones.
-    private let keys: [Key]
+    let keys: [Key]
     /// The store's `meta`, where the AES-256-GCM seals of each key are counted; nil for a salvage's sealing,
     /// which seals nothing.
     private let meta: Database?
@@ -58,11 +58,16 @@ final class PayloadSealing: Sendable {
     /// Whether the store holds a key check value: then every payload in it is sealed, and one that is not
     /// (a plain record copied in, or written by an instance without the key) is refused, as an altered one is.
     private let checksSealing: Atomic<Bool>
+    /// Reads dictionary `id` as `meta` stores it now (sealed in an encrypted store), or nil when it has none:
+    /// for a dictionary another process trained after this one loaded the store's.
+    let storedDictionary: (@Sendable (UInt32) throws -> [UInt8]?)?
 
     init(
         current: Key?, previous: [Key], compressor: PayloadCompressor?, dictionaries: PayloadDictionaries,
-        meta: Database? = nil, holdsOnlySealed: Bool = false
+        meta: Database? = nil, holdsOnlySealed: Bool = false,
+        storedDictionary: (@Sendable (UInt32) throws -> [UInt8]?)? = nil
     ) {
+        self.storedDictionary = storedDictionary
         checksSealing = Atomic(holdsOnlySealed)
         keys = (current.map { [$0] } ?? []) + previous
         self.current = current
@@ -188,17 +193,15 @@ final class PayloadSealing: Sendable {
 
     /// Calls `body` with the codec's bytes of a stored payload: in place when nothing was done to it, else
     /// opened and decompressed. `resealable` is true when the payload was sealed with a previous key.
-    /// `acceptingUnsealed`: take a payload that is not sealed even though the store holds sealed payloads only
-    /// (`rekey`, which seals it).
     ///
     /// - Throws: `decodingFailed` naming the type and id when the payload does not authenticate (altered,
     ///   moved, or sealed with a key that is not configured) or does not decompress.
     func withPayload<R>(
-        of view: RecordView, typeName: String, id: String, acceptingUnsealed: Bool = false,
+        of view: RecordView, typeName: String, id: String,
         _ body: (_ bytes: UnsafeRawBufferPointer, _ resealable: Bool) throws -> R
     ) throws -> R {
         let envelope = view.envelope
-        guard envelope.contains(.sealed) || !holdsOnlySealed || acceptingUnsealed else {
+        guard envelope.contains(.sealed) || !holdsOnlySealed else {
             throw failure(
                 typeName, id,
                 "its payload is not sealed, though the store is encrypted (it was not written by this store with "
@@ -252,9 +255,12 @@ final class PayloadSealing: Sendable {
             bytes = Array(view.payload)
         }
         if envelope.contains(.compressed) {
-            guard let plain = PayloadCompressor.decompress(bytes, dictionaries: dictionaries) else {
-                throw failure(typeName, id, "its compressed payload does not decompress")
+            var plain = PayloadCompressor.decompress(bytes, dictionaries: dictionaries)
+            // Compressed with a dictionary another process trained since this one loaded the store's.
+            if plain == nil, try learnDictionary(of: bytes) {
+                plain = PayloadCompressor.decompress(bytes, dictionaries: dictionaries)
             }
+            guard let plain else { throw failure(typeName, id, "its compressed payload does not decompress") }
             bytes = plain
         }
         return try bytes.withUnsafeBytes { try body($0, resealable) }
@@ -320,6 +326,32 @@ final class PayloadSealing: Sendable {
                 }
             }
         }
+    }
+
+    /// The stored payload of `view` sealed with the current key as it is inside its seal, or nil when the current
+    /// key sealed it already: what `rekey` writes. Nothing is decoded or decompressed, so a compressed payload
+    /// stays compressed; a payload that is not sealed (written before the store was encrypted, or by an
+    /// instance without the key) is sealed as it is.
+    ///
+    /// - Throws: `decodingFailed` naming the type and id when no key of the store opens it.
+    func resealed(
+        _ view: RecordView, typeName: String, id: [UInt8]
+    ) throws(LocalStorageError) -> (envelope: PayloadEnvelope, bytes: [UInt8])? {
+        guard let current else { return nil }
+        var envelope = view.envelope
+        let inner: [UInt8]
+        if envelope.contains(.sealed) {
+            let text = String(decoding: id, as: UTF8.self)
+            guard let (key, opened) = opening(view, typeName: typeName, id: text) else {
+                throw failure(typeName, text, "its sealed payload fails authentication under every key given")
+            }
+            if key.bytes == current.bytes { return nil }
+            inner = opened
+            envelope.remove(.sealed)
+        } else {
+            inner = Array(view.payload)
+        }
+        return try seal(inner, envelope: envelope, format: view.format, typeName: typeName, id: id, portable: true)
     }
 
     private func failure(_ typeName: String, _ id: String, _ reason: String) -> LocalStorageError {

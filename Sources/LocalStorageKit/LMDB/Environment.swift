@@ -300,6 +300,18 @@ final class Environment: @unchecked Sendable {
         }
     }
 
+    /// Runs `body` in a read transaction of its own, also when this thread is inside another transaction of the
+    /// store (a decode that must read `meta`): then the transaction is begun without taking the resize gate
+    /// again (this thread's hold keeps a resize out; see ``ResizeGate/isHeldByThisThread``).
+    func readBeside<R>(_ body: (Transaction) throws -> R) throws -> R {
+        guard ResizeGate.isHeldByThisThread else { return try read(body) }
+        var txn: OpaquePointer?
+        try check(mdb_txn_begin(handle, nil, UInt32(MDB_RDONLY), &txn), "mdb_txn_begin")
+        guard let txn else { throw LMDBError(code: EINVAL, call: "mdb_txn_begin", caller: #function) }
+        defer { mdb_txn_abort(txn) }
+        return try body(Transaction(handle: txn, isReadOnly: true))
+    }
+
     private enum TransactionOutcome<R> {
         case done(R)
         case resized

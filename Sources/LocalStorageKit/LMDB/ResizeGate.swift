@@ -34,18 +34,42 @@ final class ResizeGate: @unchecked Sendable {
     /// Runs `body` while holding the gate shared (a transaction is open).
     @inline(__always)
     func withShared<R>(_ body: () throws -> R) rethrows -> R {
-        pthread_rwlock_rdlock(lock)
-        defer { pthread_rwlock_unlock(lock) }
+        lockShared()
+        defer { unlockShared() }
         return try body()
     }
 
     /// Takes the gate shared; pair with ``unlockShared()``.
     @inline(__always)
-    func lockShared() { pthread_rwlock_rdlock(lock) }
+    func lockShared() {
+        pthread_rwlock_rdlock(lock)
+        Self.adjustHolds(by: 1)
+    }
 
     /// Releases a shared hold taken with ``lockShared()``.
     @inline(__always)
-    func unlockShared() { pthread_rwlock_unlock(lock) }
+    func unlockShared() {
+        Self.adjustHolds(by: -1)
+        pthread_rwlock_unlock(lock)
+    }
+
+    /// Whether the calling thread holds a gate shared (it is inside a transaction): then it may begin another
+    /// read transaction without taking the gate again, which could wait forever behind a resize that waits
+    /// for this thread's own hold (writers are preferred and the lock is not recursive).
+    static var isHeldByThisThread: Bool { pthread_getspecific(holdsKey) != nil }
+
+    /// How many shared holds the calling thread has (of any gate), as the thread-specific value's address.
+    private static let holdsKey: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key, nil)
+        return key
+    }()
+
+    @inline(__always)
+    private static func adjustHolds(by delta: Int) {
+        let holds = Int(bitPattern: pthread_getspecific(holdsKey)) + delta
+        pthread_setspecific(holdsKey, UnsafeRawPointer(bitPattern: holds))
+    }
 
     /// Runs `body` while no other transaction of this process is open.
     func withExclusive<R>(_ body: () throws -> R) rethrows -> R {

@@ -65,11 +65,14 @@ extension StoreMaintenance {
     static var rekeyBatchSize: Int { 1_000 }
 
     /// Reseals up to ``rekeyBatchSize`` records of `schema` after the key `after`: those not sealed with the
-    /// current key, or with `unsealedOnly` those not sealed at all (sealed ones are not opened).
+    /// current key, or with `unsealedOnly` those not sealed at all (sealed ones are not opened). A payload is
+    /// resealed as it is inside its seal (a compressed one stays compressed); its header and entries stay.
     private static func resealBatch(
         schema: TypeSchema, after: [UInt8]?, unsealedOnly: Bool = false, txn: Transaction
     ) throws -> (resealed: Int, failed: Int, visited: Int, last: [UInt8]?) {
-        var upgrades: [RecordUpgrade] = []
+        guard let sealing = schema.sealing else { return (0, 0, 0, nil) }
+        var rewrites: [(key: [UInt8], bytes: [UInt8])] = []
+        var payloadBytes = 0
         var (failed, visited) = (0, 0)
         var last: [UInt8]?
         try txn.withCursor(schema.records) { cursor in
@@ -81,22 +84,17 @@ extension StoreMaintenance {
             while let current = entry, visited < rekeyBatchSize {
                 visited += 1
                 last = Array(current.key)
-                let id = String(decoding: current.key, as: UTF8.self)
                 do {
                     let view = try RecordView(current.value)
-                    if unsealedOnly && view.envelope.contains(.sealed) {
-                        entry = try cursor.move(.next)
-                        continue
-                    }
-                    // A payload written without the key is sealed now, though the store holds sealed ones only.
-                    let opened = try RecordDecoding.payload(
-                        of: view, typeName: schema.name, id: id, sealing: schema.sealing, acceptingUnsealed: true)
-                    if !view.envelope.contains(.sealed) || opened.resealable {
-                        upgrades.append(
-                            RecordUpgrade(
-                                key: Array(current.key), fromVersion: view.version, updatedAt: view.updatedAt,
-                                payload: opened.bytes, format: view.format, version: view.version,
-                                indexValues: view.header().indexValues))
+                    if !(unsealedOnly && view.envelope.contains(.sealed)),
+                        let (envelope, payload) = try sealing.resealed(
+                            view, typeName: schema.name, id: Array(current.key))
+                    {
+                        var bytes = Array(current.value[0..<view.headerLength])
+                        bytes[1] = view.format.rawValue | envelope.rawValue
+                        bytes += payload
+                        rewrites.append((Array(current.key), bytes))
+                        payloadBytes += payload.count - view.payload.count
                     }
                 } catch let error as LocalStorageError {
                     guard case .decodingFailed = error else { throw error }
@@ -105,7 +103,8 @@ extension StoreMaintenance {
                 entry = try cursor.move(.next)
             }
         }
-        for upgrade in upgrades { try RecordWriter.apply(upgrade, schema: schema, txn: txn) }
-        return (upgrades.count, failed, visited, visited == 0 ? nil : last)
+        for rewrite in rewrites { try txn.put(schema.records, key: rewrite.key, value: rewrite.bytes) }
+        try CountTree.addPayloadBytes(payloadBytes, schema: schema, txn: txn)
+        return (rewrites.count, failed, visited, visited == 0 ? nil : last)
     }
 }

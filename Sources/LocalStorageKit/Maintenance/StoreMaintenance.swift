@@ -137,13 +137,15 @@ import Darwin
                     directory: directory.path, mapSize: defaults.mapSize,
                     maxMapSize: defaults.maxMapSize, durability: .none, readOnly: true,
                     withoutLock: lock == .unusable)
+                let environment = self.environment
                 (meta, sealing) = try environment.readCommitted { txn in
                     guard let dbi = try txn.openDatabase("meta", create: false) else {
                         throw LMDBError.notFound("mdb_dbi_open")
                     }
                     let sealing = try PayloadSealing.open(
                         encryption: encryption, compression: .none, meta: dbi, txn: txn, path: directory.path,
-                        readOnly: true, holdsRecords: { try TypeRegistry.holdsRecords(txn: txn) })
+                        readOnly: true, holdsRecords: { try TypeRegistry.holdsRecords(txn: txn) },
+                        storedDictionary: { id in try PayloadDictionaries.stored(id, meta: dbi, in: environment) })
                     return (dbi, sealing)
                 }
             } catch let error as LocalStorageError {

@@ -50,20 +50,17 @@ enum RecordDecoding {
     }
 
     /// The codec's bytes of a sealed or compressed payload, and whether a previous key sealed it.
-    /// `acceptingUnsealed`: see ``PayloadSealing/withPayload(of:typeName:id:acceptingUnsealed:_:)``.
     ///
     /// - Throws: `decodingFailed` naming the type and id when it does not open, or when the store was opened
     ///   without the means to open it.
     static func payload(
-        of view: RecordView, typeName: String, id: String, sealing: PayloadSealing?, acceptingUnsealed: Bool = false
+        of view: RecordView, typeName: String, id: String, sealing: PayloadSealing?
     ) throws -> (bytes: [UInt8], resealable: Bool) {
         guard let sealing else {
             if view.envelope.isEmpty { return (Array(view.payload), false) }
             throw unopenable(typeName: typeName, id: id)
         }
-        return try sealing.withPayload(of: view, typeName: typeName, id: id, acceptingUnsealed: acceptingUnsealed) {
-            (Array($0), $1)
-        }
+        return try sealing.withPayload(of: view, typeName: typeName, id: id) { (Array($0), $1) }
     }
 
     /// The error for a sealed or compressed payload read without the store's means to open it.

@@ -63,6 +63,7 @@ final class StoreCore: Sendable {
             throw LocalStorageError.openFailed(path: directory.path, reason: StoreCore.explain(error))
         }
         do {
+            let environment = self.environment
             (meta, changeLog, sealing) = try environment.write { txn in
                 guard let dbi = try txn.openDatabase(TypeRegistry.metaName, create: true),
                     let changes = try ChangeLog.open(in: txn), let leases = try LeaseBook.open(in: txn)
@@ -76,7 +77,8 @@ final class StoreCore: Sendable {
                     encryption: configuration.encryption, compression: configuration.compression, meta: dbi,
                     txn: txn, path: directory.path, readOnly: configuration.keepsKeyCheck,
                     sealingPlainStore: configuration.sealsPlainStore,
-                    holdsRecords: { try TypeRegistry.holdsRecords(txn: txn) })
+                    holdsRecords: { try TypeRegistry.holdsRecords(txn: txn) },
+                    storedDictionary: { id in try PayloadDictionaries.stored(id, meta: dbi, in: environment) })
                 return (
                     dbi,
                     ChangeLog(

@@ -64,6 +64,61 @@ import Testing
         #expect(try maintenance.verify().problems.isEmpty)
     }
 
+    /// A process that has the store open reads records compressed with a dictionary another process trained
+    /// after it loaded the store's dictionaries (they failed with "does not decompress").
+    @Test func aDictionaryAnotherProcessTrainedIsLearnedOnRead() async throws {
+        let directory = temporaryDirectory()
+        var configuration = diskConfiguration(directory)
+        configuration.compression = .zstd()
+        let storage = try LocalStorage(configuration: configuration)
+        try await storage.save(StressRecord.make(id: "mine", sequence: 1))
+        #expect(storage.core.sealing.dictionaries.count == 0)
+        let writer = try HelperProcess(["compressed", directory.path, "1500"])
+        try await writer.waitForLine("done") { $0 == "done" }
+        #expect(await writer.waitForExit() == 0)
+        for number in 0..<1500 {
+            #expect(
+                try await storage.fetch(StressRecord.self, id: "c\(number)")
+                    == StressRecord.make(id: "c\(number)", sequence: number))
+        }
+        #expect(storage.core.sealing.dictionaries.count >= 1)
+        let report = try await StoreMaintenance(directory: storage.core.directory).verify()
+        #expect(report.isClean, "\(report.problems)")
+    }
+
+    /// `rekey` changes only the seal: compressed payloads stay compressed (it wrote them back decompressed,
+    /// several times larger, as the CLI has no compression setting), and every record reads back under the
+    /// new key alone.
+    @Test func rekeyKeepsPayloadsCompressed() async throws {
+        let directory = temporaryDirectory()
+        var configuration = EncryptionTests.configuration(directory)
+        configuration.compression = .zstd()
+        var random = SplitMix64(seed: 21)
+        let notes = (0..<1_200).map { Self.note($0, length: 300 + Int(random.next() % 500), random: &random) }
+        try await withStore(configuration) { try await $0.save(contentsOf: notes) }
+        let before = try await StoreMaintenance(
+            directory: configuration.storeDirectory, encryption: StorageEncryption(key: EncryptionTests.key)
+        ).statistics().payloadBytes
+        do {
+            let maintenance = try await StoreMaintenance(
+                directory: configuration.storeDirectory,
+                encryption: StorageEncryption(key: EncryptionTests.otherKey, previousKeys: [EncryptionTests.key]))
+            #expect(try await maintenance.rekey() == (resealed: notes.count, failed: 0))
+            let after = try maintenance.statistics().payloadBytes
+            #expect(after <= before + before / 20, "\(before) → \(after) payload bytes")
+            #expect(try maintenance.verify().isClean)
+        }
+        var rotated = EncryptionTests.configuration(directory, key: EncryptionTests.otherKey)
+        rotated.compression = .zstd()
+        try await withStore(rotated) { storage async throws in
+            let stored = try await storage.fetch(Note.self, options: FetchOptions())
+            #expect(stored.count == notes.count)
+            #expect(
+                Dictionary(uniqueKeysWithValues: stored.map { ($0.id, $0.text) })
+                    == Dictionary(uniqueKeysWithValues: notes.map { ($0.id, $0.text) }))
+        }
+    }
+
     @Test func compressionShrinksTheStoredPayloads() async throws {
         var configuration = diskConfiguration()
         configuration.compression = .zstd()

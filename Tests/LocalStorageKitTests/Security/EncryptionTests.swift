@@ -185,9 +185,13 @@ import Testing
             // `rekey` seals what it finds unsealed (the way out for a store an earlier version marked encrypted
             // while it still held plaintext records).
             #expect(try await maintenance.rekey() == (resealed: 1, failed: 0))
-            // (The forged bytes came with their own update time, which the store's entry does not match.)
-            let after = try maintenance.verify().problems.map { "\($0)" }
-            #expect(after == ["Note \"acct\": an update-time entry does not match the record's value"], "\(after)")
+            // (The forged bytes came with their own update time, which the store's entries do not match: what
+            // verify reports now is that alone, nothing about the payload.)
+            let after = try maintenance.verify().problems
+            #expect(
+                !after.isEmpty
+                    && after.allSatisfy { $0.kind != .undecodablePayload && "\($0)".contains("update-time") },
+                "\(after)")
         }
         try await withStore(Self.configuration(directory)) { storage async throws in
             #expect(try await storage.fetch(Note.self, id: "acct")?.text == "forged")
