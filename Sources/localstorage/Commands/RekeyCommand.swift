@@ -9,9 +9,11 @@ enum RekeyCommand: Command {
         Arguments:
           --key-file OLD      the store's current key (32 raw bytes or 64 hex digits)
           --new-key-file NEW  the key to seal every record with from now on
-        The store accepts NEW at once and OLD until every record is resealed. Records are resealed in
+        From its start the store's key is NEW: an app opens it with NEW (and OLD among its previous
+        keys while records sealed with OLD remain), no longer with OLD alone. Records are resealed in
         bounded transactions: a rekey that is interrupted (even killed) is finished by running it again
-        with the same two files. Afterwards NEW alone opens the store. Without --key-file, rekey seals the
+        with the same two files. Afterwards NEW alone opens the store and reads every record. Only the
+        seal changes: compressed payloads stay compressed. Without --key-file, rekey seals the
         records of a store that was not encrypted yet, and records NEW as its key when every record is
         sealed (until then an app given a key is refused at open). The old bytes (plaintext, or sealed with OLD)
         stay in the file's free pages until LMDB reuses them: `compact --output DIR` writes a copy
