@@ -19,15 +19,14 @@ struct RecordView {
     /// Validates only the fixed part, for reads that decode the payload or look up one index value
     /// (``forEachIndexValue(_:)`` checks every length as it goes).
     init(fixedPartOf bytes: UnsafeRawBufferPointer) throws(LocalStorageError) {
-        if let reason = RecordView.newerLayout(of: bytes) {
-            throw .decodingFailed(reason: reason)
-        }
+        // What a newer version wrote is told apart only when the bytes are not a record of this layout.
         guard bytes.count >= RecordHeader.fixedLength, bytes[0] == RecordHeader.magic else {
-            throw .decodingFailed(reason: "the stored bytes are not a LocalStorageKit record")
+            throw .decodingFailed(
+                reason: RecordView.newerLayout(of: bytes) ?? "the stored bytes are not a LocalStorageKit record")
         }
         let envelope = PayloadEnvelope(rawValue: bytes[1] & PayloadEnvelope.mask)
         guard let format = PayloadFormat(rawValue: bytes[1] & ~PayloadEnvelope.mask) else {
-            throw .decodingFailed(reason: "unknown payload format \(bytes[1])")
+            throw .decodingFailed(reason: RecordView.newerLayout(of: bytes) ?? "unknown payload format \(bytes[1])")
         }
         let length = Int(bytes.loadUnaligned(fromByteOffset: 2, as: UInt16.self).littleEndian)
         guard length >= RecordHeader.fixedLength, length <= bytes.count else {
