@@ -71,12 +71,24 @@ extension PayloadSealing {
 
     /// Writes the key check value of `key` (a constant sealed with it) in `meta`.
     static func writeCheck(with key: Key, meta: Database, txn: Transaction) throws {
-        let check = try checkText.withUnsafeBytes { plain in
+        try txn.put(meta, key: checkKey, value: try checkValue(of: key))
+    }
+
+    /// The key check value of `key`: a constant sealed with it.
+    static func checkValue(of key: Key) throws -> [UInt8] {
+        try checkText.withUnsafeBytes { plain in
             try checkKey.withUnsafeBytes { associated in
                 try SodiumCipher.seal(plain, associated: associated, key: key.cipher, prefix: [version, key.id])
             }
         }
-        try txn.put(meta, key: checkKey, value: check)
+    }
+
+    /// A key check value of the current key (for a shared tier's namespace), or nil without a key.
+    func keyCheckValue() throws -> [UInt8]? { try current.map { try Self.checkValue(of: $0) } }
+
+    /// Whether `stored` is a key check value that one of this store's keys opens.
+    func opensKeyCheck(_ stored: [UInt8]) -> Bool {
+        !keys.isEmpty && stored.withUnsafeBytes { Self.openCheck($0, keys: keys) } != nil
     }
 
     /// The sealing that reads the records of a damaged store whose `meta` entries a salvage walk collected

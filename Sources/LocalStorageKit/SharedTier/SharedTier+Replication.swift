@@ -182,6 +182,7 @@ extension SharedTier {
 
     /// Brings the local store up to the server's sequence (see the rule in the type's documentation).
     private func catchUp() async throws {
+        try await checkNamespaceKey()
         let previous = update { state -> Int64? in
             state.phase = .syncing
             return state.receivedSeq

@@ -6,6 +6,7 @@ extension SharedTier {
     /// Runs one of ``SharedTierScripts`` with `EVALSHA` (loading it first, and again after the server lost it).
     /// Returns the script's reply, an error reply included.
     func run(_ name: String, _ source: String, _ arguments: [[UInt8]]) async throws(LocalStorageError) -> RESPValue {
+        try await checkNamespaceKey()
         let head: [[UInt8]] = [
             layout.prefix, RecordWriter.timeKey(clock.wallNanoseconds()),
             // The change log's last rank to trim, as text: formatting a number costs the script more than a command.

@@ -55,6 +55,8 @@ final class SharedTier: Sendable {
         /// When the last failed attempt ended.
         var lastFailureAt: Duration?
         var isStopped = false
+        /// The namespace's key check value matched this store's keys (``SharedTier/checkNamespaceKey()``).
+        var namespaceKeyChecked = false
         var catchUps = 0
         var drops = 0
         var schemasByName: [ExactName: TypeSchema] = [:]

@@ -49,6 +49,8 @@ struct SharedTierLayout: Sendable {
     func lease(type: [UInt8], id: [UInt8]) -> [UInt8] { key("lease", type, id) }
     var expiry: [UInt8] { key("e") }
     var sequence: [UInt8] { key("seq") }
+    /// The namespace's key check value (an encrypted namespace's), written by its first instance with a key.
+    var seal: [UInt8] { key("seal") }
     var log: [UInt8] { key("log") }
     var channel: [UInt8] { key("changes") }
 

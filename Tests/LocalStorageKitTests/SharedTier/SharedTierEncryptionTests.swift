@@ -30,27 +30,34 @@ struct SharedTierEncryptionTests {
         }
     }
 
-    /// A record an instance without the key wrote through the server is plain: instances with the key refuse it
-    /// (`decodingFailed`, "not sealed") instead of serving a record anyone could have forged.
-    @Test func aRecordWrittenWithoutTheKeyIsRefusedByInstancesWithIt() async throws {
+    /// An encrypted namespace keeps a key check value on the server: an instance with another key, or none, is
+    /// refused before it writes (its save replaced the record with one the other instances could not open), and
+    /// one given the namespace's key among its previous keys (a rotation) is let in.
+    @Test func anInstanceWithAnotherKeyOrNoneIsRefusedByTheNamespace() async throws {
         let keyed = try await instance(key: EncryptionTests.key)
-        var configuration = diskConfiguration()
-        var plainTier = tier
-        plainTier.maxStaleness = .seconds(30)
-        configuration.sharedTier = plainTier
-        let keyless = try LocalStorage(configuration: configuration)
-        _ = try await waitUntil { keyless.sharedTier.map { $0.phase == .live } ?? false }
-        try await keyed.save(Product(id: "sku_forged", title: "genuine", category: "books", price: 3, rating: 4))
-        try await keyless.save(Product(id: "sku_forged", title: "forged", category: "books", price: 3, rating: 4))
-        let other = try await instance(key: EncryptionTests.key)
-        for storage in [keyed, other] {
+        try await keyed.save(Product(id: "sku_1", title: "genuine", category: "books", price: 3, rating: 4))
+        var tier = tier
+        tier.maxStaleness = .seconds(30)
+        for (key, saying) in [(EncryptionTests.otherKey, "another key"), (nil, "has no key")] as [(Data?, String)] {
+            var configuration = diskConfiguration()
+            configuration.sharedTier = tier
+            configuration.encryption = key.map { StorageEncryption(key: $0) }
+            let intruder = try LocalStorage(configuration: configuration)
             await #expect {
-                _ = try await waitUntil { try await storage.fetch(Product.self, id: "sku_forged")?.title != "genuine" }
-                return try await storage.fetch(Product.self, id: "sku_forged")
+                try await intruder.save(Product(id: "sku_1", title: "forged", category: "books", price: 3, rating: 4))
             } throws: { error in
-                EncryptionTests.isDecodingFailure(error, naming: "sku_forged", saying: "not sealed")
+                guard case LocalStorageError.sharedTierUnavailable(let reason) = error else { return false }
+                return reason.contains(saying)
             }
         }
+        let other = try await instance(key: EncryptionTests.key)
+        #expect(try await other.fetch(Product.self, id: "sku_1")?.title == "genuine")
+        // A rotation: the new key, with the namespace's among the previous ones.
+        var configuration = diskConfiguration()
+        configuration.sharedTier = tier
+        configuration.encryption = StorageEncryption(key: EncryptionTests.otherKey, previousKeys: [EncryptionTests.key])
+        let rotated = try LocalStorage(configuration: configuration)
+        #expect(try await rotated.fetch(Product.self, id: "sku_1")?.title == "genuine")
     }
 
     @Test func payloadsAreSealedOnTheServerAndInEveryInstancesFile() async throws {
@@ -83,8 +90,14 @@ struct SharedTierEncryptionTests {
 
     @Test func anInstanceWithoutTheKeyCannotReadTheSharedRecords() async throws {
         let a = try await instance(key: EncryptionTests.key)
-        let other = try await instance(key: EncryptionTests.otherKey)
         try await a.save(Product(id: "sku_locked", title: "locked", category: "books", price: 1, rating: 1))
+        // Another key never gets in sync with the namespace (its catch-up is refused), so it is not awaited.
+        var configuration = diskConfiguration()
+        var tier = tier
+        tier.maxStaleness = .seconds(30)
+        configuration.sharedTier = tier
+        configuration.encryption = StorageEncryption(key: EncryptionTests.otherKey)
+        let other = try LocalStorage(configuration: configuration)
         await #expect(throws: LocalStorageError.self) { try await other.fetch(Product.self, id: "sku_locked") }
     }
 }
