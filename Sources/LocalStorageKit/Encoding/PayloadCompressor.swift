@@ -52,13 +52,18 @@ final class PayloadCompressor: Sendable {
         let written: Int = out.withUnsafeMutableBytes { out in
             guard let base = out.baseAddress else { return 0 }
             base.storeBytes(of: id.littleEndian, as: UInt32.self)
-            let result = ZstdContextPool.compression.with { context in
-                payload.withUnsafeBytes { source in
-                    if let dictionary {
-                        return ZSTD_compress_usingCDict(
-                            context, base + 4, bound, source.baseAddress, source.count, dictionary.pointer)
-                    }
-                    return ZSTD_compressCCtx(context, base + 4, bound, source.baseAddress, source.count, level)
+            let result = ZstdContextPool.compression.with { context -> Int in
+                // Each frame ends with a checksum of its content: a damaged compressed payload fails to decompress
+                // instead of decoding to other values (frames written before it have none and still read).
+                ZSTD_CCtx_reset(context, ZSTD_reset_session_and_parameters)
+                ZSTD_CCtx_setParameter(context, ZSTD_c_checksumFlag, 1)
+                if let dictionary {
+                    ZSTD_CCtx_refCDict(context, dictionary.pointer)
+                } else {
+                    ZSTD_CCtx_setParameter(context, ZSTD_c_compressionLevel, level)
+                }
+                return payload.withUnsafeBytes { source in
+                    ZSTD_compress2(context, base + 4, bound, source.baseAddress, source.count)
                 }
             }
             guard let result, ZSTD_isError(result) == 0 else { return 0 }
