@@ -102,18 +102,13 @@ struct Sheet3Pages: LocalStorageVersioned, LocalStorageIndexed, Equatable {
         let directory = temporaryDirectory()
         let storage = try LocalStorage(configuration: diskConfiguration(directory))
         try await storage.save(contentsOf: [Note(id: "n1", text: "one"), Note(id: "n2", text: "two")])
-        let schema = try #require(storage.core.schemas.withLock { $0.ready.values.first { $0.name == "Note" } })
-        let records = schema.records
-        let key = Array("n1".utf8)
-        var stored = try #require(
-            try storage.core.environment.read { txn in try txn.get(records, key: key).map(Array.init) })
+        var newer = try await EncryptionTests.storedNote("n1", in: storage)
         if change == "format" {
-            stored[1] = (stored[1] & PayloadEnvelope.mask) | 0x0F
+            newer[1] = (newer[1] & PayloadEnvelope.mask) | 0x0F
         } else {
-            stored[0] = 0xA8
+            newer[0] = 0xA8
         }
-        let newer = stored
-        try await storage.core.writer.perform { context in try context.txn.put(records, key: key, value: newer) }
+        try await EncryptionTests.storeNote(newer, as: "n1", in: storage)
 
         let read = await decodingFailure { _ = try await storage.fetch(Note.self, id: "n1") }
         #expect(read?.contains("newer version of LocalStorageKit") == true, "\(read ?? "")")
@@ -126,8 +121,7 @@ struct Sheet3Pages: LocalStorageVersioned, LocalStorageIndexed, Equatable {
         let repaired = try await maintenance.repair()
         #expect(repaired.removedRecords.isEmpty)
         #expect(try maintenance.list("Note").damaged.map(\.kind) == [.newerRecord])
-        let kept = try storage.core.environment.read { txn in try txn.get(records, key: key).map(Array.init) }
-        #expect(kept == newer)
+        #expect(try await EncryptionTests.storedNote("n1", in: storage) == newer)
         #expect(try await storage.fetch(Note.self, id: "n2")?.text == "two")
         // Deleting it is the app's choice, and works.
         try await storage.delete(Note.self, id: "n1")

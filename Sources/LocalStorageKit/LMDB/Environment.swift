@@ -36,8 +36,8 @@ final class Environment: @unchecked Sendable {
     private let durabilityState: Mutex<StorageDurability>
     let gate = ResizeGate()
     /// Held by each write transaction and by ``readOpeningHandles(_:)`` (see ``HandleOpeningLock``).
-    private let handleOpening = HandleOpeningLock()
-    private let readPool = Mutex<[ReadHandle]>([])
+    let handleOpening = HandleOpeningLock()
+    let readPool = Mutex<[ReadHandle]>([])
     let mapSize: Mutex<Int>
     private let openedForkGeneration = ForkWatch.generation
 
@@ -265,110 +265,15 @@ final class Environment: @unchecked Sendable {
     }
 
     /// Throws when this object is used in a child after `fork()`, which LMDB forbids.
-    private func checkProcess() throws {
+    func checkProcess() throws {
         if ForkWatch.generation != openedForkGeneration {
             throw LMDBError(code: EPERM, call: "fork", caller: "Environment used after fork()")
         }
     }
 
-    // MARK: - Reads
-
-    /// Runs `body` in a read transaction taken from the pool; the transaction ends when it returns.
-    ///
-    /// Nothing `body` reads from the map may escape it.
-    func read<R>(_ body: (Transaction) throws -> R) throws -> R {
-        try checkProcess()
-        while true {
-            // Plain control flow, no generic result enum: that cost a metadata lookup per read.
-            gate.lockShared()
-            let txn: OpaquePointer
-            do {
-                txn = try takeReadTransaction()
-            } catch let error as LMDBError where error.isMapResized {
-                gate.unlockShared()
-                try adoptMapSize()
-                continue
-            } catch {
-                gate.unlockShared()
-                throw error
-            }
-            defer {
-                returnReadTransaction(txn)
-                gate.unlockShared()
-            }
-            return try body(Transaction(handle: txn, isReadOnly: true))
-        }
-    }
-
-    /// Runs `body` in a read transaction of its own, also when this thread is inside another transaction of the
-    /// store (a decode that must read `meta`): then the transaction is begun without taking the resize gate
-    /// again (this thread's hold keeps a resize out; see ``ResizeGate/isHeldByThisThread``).
-    func readBeside<R>(_ body: (Transaction) throws -> R) throws -> R {
-        guard ResizeGate.isHeldByThisThread else { return try read(body) }
-        var txn: OpaquePointer?
-        try check(mdb_txn_begin(handle, nil, UInt32(MDB_RDONLY), &txn), "mdb_txn_begin")
-        guard let txn else { throw LMDBError(code: EINVAL, call: "mdb_txn_begin", caller: #function) }
-        defer { mdb_txn_abort(txn) }
-        return try body(Transaction(handle: txn, isReadOnly: true))
-    }
-
     private enum TransactionOutcome<R> {
         case done(R)
         case resized
-    }
-
-    private func takeReadTransaction() throws -> OpaquePointer {
-        if let pooled = readPool.withLock({ $0.popLast() })?.handle {
-            let code = mdb_txn_renew(pooled)
-            if code == MDB_SUCCESS { return pooled }
-            mdb_txn_abort(pooled)
-            try check(code, "mdb_txn_renew")
-        }
-        var txn: OpaquePointer?
-        var code = mdb_txn_begin(handle, nil, UInt32(MDB_RDONLY), &txn)
-        if code == MDB_READERS_FULL {
-            clearStaleReaders()
-            code = mdb_txn_begin(handle, nil, UInt32(MDB_RDONLY), &txn)
-        }
-        try check(code, "mdb_txn_begin")
-        guard let txn else { throw LMDBError(code: EINVAL, call: "mdb_txn_begin", caller: #function) }
-        return txn
-    }
-
-    private func returnReadTransaction(_ txn: OpaquePointer) {
-        mdb_txn_reset(txn)
-        let kept = readPool.withLock { pool -> Bool in
-            guard pool.count < 32 else { return false }
-            pool.append(ReadHandle(handle: txn))
-            return true
-        }
-        if !kept { mdb_txn_abort(txn) }
-    }
-
-    /// Runs `body` in a fresh read transaction that is committed, so the database handles it opened stay
-    /// valid for every transaction afterwards (aborted when `body` throws). Returns nil without running `body` while another transaction of this process may be opening
-    /// handles (a write transaction, or another call of this method, is under way): the caller then does its
-    /// work on the writer.
-    ///
-    /// How a type already described in `meta` is registered at its first use without a hop to the writer
-    /// thread.
-    func readOpeningHandles<R>(_ body: (Transaction) throws -> R?) throws -> R? {
-        try checkProcess()
-        return try handleOpening.withLockIfAvailable {
-            try gate.withShared {
-                var raw: OpaquePointer?
-                var code = mdb_txn_begin(handle, nil, UInt32(MDB_RDONLY), &raw)
-                if code == MDB_READERS_FULL {
-                    clearStaleReaders()
-                    code = mdb_txn_begin(handle, nil, UInt32(MDB_RDONLY), &raw)
-                }
-                // A map another process grew is adopted by the next read; the writer registers this time.
-                if code == MDB_MAP_RESIZED { return nil }
-                try check(code, "mdb_txn_begin")
-                guard let txn = raw else { throw LMDBError(code: EINVAL, call: "mdb_txn_begin", caller: #function) }
-                return try commit(txn, readOnly: true, running: body)
-            }
-        }
     }
 
     // MARK: - Writes (writer thread only)

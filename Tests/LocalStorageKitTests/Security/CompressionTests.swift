@@ -154,32 +154,22 @@ import Testing
             let notes = (0..<100).map { Self.note($0, length: 800, random: &random) }
             try await storage.save(contentsOf: notes)
             try await storage.save(contentsOf: notes)  // again, with the dictionary the first batch trained
-            let schema = try await storage.core.schema(for: Note.self)
-            let stored = try storage.core.environment.read { txn in
-                try notes.compactMap { note -> (String, [UInt8])? in
-                    try txn.get(schema.records, key: Array(note.id.utf8)).map { (note.id, Array($0)) }
-                }
-            }
-            var compressed = 0
-            for (_, bytes) in stored {
+            var compressed: [String] = []
+            for note in notes {
+                let bytes = try await EncryptionTests.storedNote(note.id, in: storage)
                 let view = try bytes.withUnsafeBytes { try RecordView($0) }
                 guard view.envelope.contains(.compressed) else { continue }
-                compressed += 1
+                compressed.append(note.id)
                 let payload = Array(view.payload)
                 // Our dictionary id (4 bytes), the frame's magic (4 bytes), then its header descriptor.
                 #expect(Array(payload[4..<8]) == [0x28, 0xB5, 0x2F, 0xFD])
                 #expect(payload[8] & 0x04 != 0, "no checksum flag")
             }
-            #expect(compressed > 50)
-            let (id, bytes) = try #require(
-                stored.first { entry in
-                    (try? entry.1.withUnsafeBytes { try RecordView($0) }.envelope.contains(.compressed)) == true
-                })
-            var damaged = bytes
+            #expect(compressed.count > 50)
+            let id = try #require(compressed.first)
+            var damaged = try await EncryptionTests.storedNote(id, in: storage)
             damaged[damaged.count - 1] ^= 0x01  // the last byte: the checksum's
-            try await storage.core.writer.perform { context in
-                try context.txn.put(schema.records, key: Array(id.utf8), value: damaged)
-            }
+            try await EncryptionTests.storeNote(damaged, as: id, in: storage)
             let reason = await decodingFailure { _ = try await storage.fetch(Note.self, id: id) }
             #expect(reason?.contains("\"\(id)\"") == true && reason?.contains("decompress") == true, "\(reason ?? "")")
         }
