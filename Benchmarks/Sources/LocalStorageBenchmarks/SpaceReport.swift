@@ -35,17 +35,15 @@ enum SpaceReport {
         Report.emit("# Space (issue 26): \(Report.grouped(Double(records))) products, 3 indexes, binary codec\n")
 
         var plainPayload = 0
-        var fetchCosts: [String: Double] = [:]
-        var saveCosts: [String: Double] = [:]
         Report.emit("| store | data file | compacted | payload (plain) | file / payload | compacted / payload |")
         Report.emit("|---|---:|---:|---:|---:|---:|")
-        for variant in variants {
-            let directory = root.appendingPathComponent(variant.name.filter(\.isLetter))
-            let configuration = configuration(variant, directory: directory)
+        let configurations = variants.map {
+            configuration($0, directory: root.appendingPathComponent($0.name.filter(\.isLetter)))
+        }
+        for (variant, configuration) in zip(variants, configurations) {
             let payload = try await fill(configuration, with: products)
             if !variant.encrypted && !variant.compressed { plainPayload = payload }
             let file = try dataFileSize(configuration)
-            (fetchCosts[variant.name], saveCosts[variant.name]) = try await costs(configuration, records: records)
             let compacted = try await compactedSize(configuration)
             let base = Double(max(plainPayload, 1))
             Report.emit(
@@ -58,16 +56,16 @@ enum SpaceReport {
             "| SQLite (WAL checkpointed, same products as JSON) | \(Report.mebibytes(sqlite)) | – | "
                 + "\(Report.mebibytes(plainPayload)) | \(ratio(Double(sqlite) / Double(max(plainPayload, 1)))) | – |")
 
-        Report.emit("\nµs of CPU per operation; ratio against the plain store (target for encryption: ≤ 1.15×)\n")
+        let costs = try await costs(configurations, records: records)
+        Report.emit(
+            "\nµs of CPU per operation, the median of \(costRounds) rounds that take turns between the stores; ratio: the "
+                + "median of each round's ratio against the plain store (target for encryption: ≤ 1.15×)\n")
         Report.emit("| store | fetch(id) | ratio | save (one record, its own commit) | ratio |")
         Report.emit("|---|---:|---:|---:|---:|")
-        for variant in variants {
-            let fetch = fetchCosts[variant.name] ?? 0
-            let save = saveCosts[variant.name] ?? 0
+        for (variant, cost) in zip(variants, costs) {
             Report.emit(
-                "| \(variant.name) | \(String(format: "%.2f", fetch / 1000)) | "
-                    + "\(ratio(fetch / max(fetchCosts["plain"] ?? 1, 1))) | \(String(format: "%.2f", save / 1000)) | "
-                    + "\(ratio(save / max(saveCosts["plain"] ?? 1, 1))) |")
+                "| \(variant.name) | \(String(format: "%.2f", cost.fetch / 1000)) | \(ratio(cost.fetchRatio)) | "
+                    + "\(String(format: "%.2f", cost.save / 1000)) | \(ratio(cost.saveRatio)) |")
         }
 
         try await growAndShrink(products, directory: root.appendingPathComponent("shrink"))
@@ -95,24 +93,58 @@ enum SpaceReport {
         return try await storage.statistics().payloadBytes
     }
 
-    /// CPU nanoseconds of one `fetch(id:)` of a random id, and of one `save` of a changed product.
-    static func costs(_ configuration: LocalStorageConfiguration, records: Int) async throws -> (Double, Double) {
-        let storage = try LocalStorage(configuration: configuration)
+    /// What a fetch and a save cost in one store: medians over the rounds, in CPU nanoseconds, and of each
+    /// round's ratio against the first store's.
+    struct Cost {
+        var fetch = 0.0
+        var save = 0.0
+        var fetchRatio = 0.0
+        var saveRatio = 0.0
+    }
+
+    /// Rounds of ``costs(_:records:)``: each times every store once, in turn.
+    static let costRounds = 9
+
+    /// CPU nanoseconds of one `fetch(id:)` of a random id, and of one `save` of a changed product, in each store.
+    ///
+    /// One sample per store swung by 10–40% on this shared machine (the stores' samples were minutes apart), so
+    /// the stores take turns: every round times 3,000 fetches and 200 saves in each, and a store's ratio is the
+    /// median of its per-round ratios against the first (plain) store's, measured seconds apart.
+    static func costs(_ configurations: [LocalStorageConfiguration], records: Int) async throws -> [Cost] {
+        let stores = try configurations.map { try LocalStorage(configuration: $0) }
         var generator = SplitMix64(seed: 7)
-        let ids = (0..<20_000).map { _ in Product.id(1 + generator.below(records)) }
-        for id in ids.prefix(2_000) { _ = try await storage.fetch(Product.self, id: id) }
-        let fetchStart = Stats.processCPUTime()
-        var found = 0
-        for id in ids { if try await storage.fetch(Product.self, id: id) != nil { found += 1 } }
-        let fetch = Double(Stats.processCPUTime() - fetchStart) / Double(ids.count)
-        guard found == ids.count else { throw BenchmarkError("fetched \(found) of \(ids.count)") }
-        let changed = Product.generate(count: 2_000, seed: 99).map {
-            $0.withID(Product.id(1 + generator.below(records)))
+        // Every store reads its pages once first, so no round pays for the first touch of the map.
+        for storage in stores {
+            for start in stride(from: 1, through: records, by: 10_000) {
+                let ids = (start..<min(records + 1, start + 10_000)).map(Product.id)
+                _ = try await storage.fetch(Product.self, ids: ids)
+            }
         }
-        let saveStart = Stats.processCPUTime()
-        for product in changed { try await storage.save(product) }
-        let save = Double(Stats.processCPUTime() - saveStart) / Double(changed.count)
-        return (fetch, save)
+        var fetches = Array(repeating: [Double](), count: stores.count)
+        var saves = Array(repeating: [Double](), count: stores.count)
+        for round in 0..<costRounds {
+            let ids = (0..<3_000).map { _ in Product.id(1 + generator.below(records)) }
+            let changed = Product.generate(count: 200, seed: 99 + UInt64(round)).map {
+                $0.withID(Product.id(1 + generator.below(records)))
+            }
+            for (position, storage) in stores.enumerated() {
+                let fetchStart = Stats.processCPUTime()
+                var found = 0
+                for id in ids { if try await storage.fetch(Product.self, id: id) != nil { found += 1 } }
+                fetches[position].append(Double(Stats.processCPUTime() - fetchStart) / Double(ids.count))
+                guard found == ids.count else { throw BenchmarkError("fetched \(found) of \(ids.count)") }
+                let saveStart = Stats.processCPUTime()
+                for product in changed { try await storage.save(product) }
+                saves[position].append(Double(Stats.processCPUTime() - saveStart) / Double(changed.count))
+            }
+        }
+        func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+        return stores.indices.map { position in
+            Cost(
+                fetch: median(fetches[position]), save: median(saves[position]),
+                fetchRatio: median(zip(fetches[position], fetches[0]).map { $0 / max($1, 1) }),
+                saveRatio: median(zip(saves[position], saves[0]).map { $0 / max($1, 1) }))
+        }
     }
 
     /// The data file's size after it is compacted in place, once this process has closed the store (a
