@@ -73,7 +73,9 @@ public struct SharedTierConfiguration: Sendable, Hashable {
     /// The endpoint the URL and the settings describe.
     ///
     /// - Throws: `sharedTierUnavailable` for a URL without a host, a scheme other than `redis`/`valkey`, a port
-    ///   or database out of range, or an empty namespace.
+    ///   or database out of range, an empty namespace, a ``username`` without a password, a timeout, delay or
+    ///   ``maxStaleness`` that is not positive (a zero delay would retry in a loop without pause), or a
+    ///   ``changeLogRetention`` below 1.
     func endpoint() throws(LocalStorageError) -> RESPEndpoint {
         guard let components = URLComponents(url: url, resolvingAgainstBaseURL: false) else {
             throw .sharedTierUnavailable("the shared tier URL \(redactedURL) does not parse")
@@ -105,6 +107,20 @@ public struct SharedTierConfiguration: Sendable, Hashable {
         let password = self.password ?? components.password.flatMap { $0.removingPercentEncoding ?? $0 }
         let username =
             self.username ?? components.user.flatMap { $0.isEmpty ? nil : ($0.removingPercentEncoding ?? $0) }
+        if username != nil && password == nil {
+            throw .sharedTierUnavailable("the shared tier user name has no password (AUTH needs both)")
+        }
+        let durations = [
+            ("connectTimeout", connectTimeout), ("readTimeout", readTimeout), ("reconnectDelay", reconnectDelay),
+            ("maxReconnectDelay", maxReconnectDelay), ("maxStaleness", maxStaleness),
+        ]
+        if let (name, value) = durations.first(where: { $0.1 <= .zero }) {
+            throw .sharedTierUnavailable("the shared tier's \(name) is \(value); it must be positive")
+        }
+        guard changeLogRetention >= 1 else {
+            throw .sharedTierUnavailable(
+                "the shared tier's changeLogRetention is \(changeLogRetention); it must keep at least 1 change")
+        }
         return RESPEndpoint(
             host: host.trimmingCharacters(in: CharacterSet(charactersIn: "[]")), port: port,
             username: username, password: password, database: database,

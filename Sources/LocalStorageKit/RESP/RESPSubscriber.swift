@@ -10,6 +10,9 @@ enum SubscriberEvent: Sendable {
     case heard
     /// The connection was lost (or could not be opened); messages published meanwhile are missed.
     case disconnected(LocalStorageError)
+    /// Not from the subscriber: the shared tier asks the loop that follows it to catch up from the server's
+    /// change log (a change it was sent could not be applied to the local store).
+    case catchUp
 }
 
 /// The subscriber connection: `SUBSCRIBE`s to one channel and reports its messages, reconnecting by itself

@@ -60,6 +60,11 @@ enum RESPValue: Sendable, Equatable {
 }
 
 /// Parses RESP replies out of a growing byte buffer, one at a time, without consuming an incomplete one.
+///
+/// Parsing resumes where it stopped: the arrays of a reply that is not complete yet are kept with the elements
+/// parsed so far, and a bulk string is not looked at again until all its bytes are in. (Parsing a large reply
+/// from its start after every read cost time quadratic in its size: a catch-up's `MGET` of large records could
+/// not finish within its timeout.)
 struct RESPParser {
     enum Failure: Error, CustomStringConvertible {
         case protocolError(String)
@@ -73,20 +78,54 @@ struct RESPParser {
     static let maxBulkLength = 512 << 20
     static let maxElements = 1 << 24
     static let maxDepth = 32
+    /// The most bytes one reply may take, whatever its elements: a server that streams one without end fails.
+    static let maxReplyBytes = 1 << 30
 
     private(set) var buffer: [UInt8] = []
+    /// Where the reply being parsed begins.
     private var start = 0
+    /// Where parsing resumes: past everything the aggregates in `open` hold.
+    private var resume = 0
+    /// The aggregates (arrays, maps, pushes, attributes) of the reply being parsed that are not complete yet,
+    /// outermost first.
+    private var open: [OpenAggregate] = []
+    /// How many bytes the buffer needs before parsing can get further (the end of a bulk string it waits for).
+    private var needed = 0
+    /// Attributes met in a row before the value they describe: they count as nesting, so that a server sending
+    /// them without end meets the depth limit.
+    private var attributesInARow = 0
+    /// How many bytes of bulk strings were copied out of the buffer: each once, however the reply was cut.
+    private(set) var bulkBytesCopied = 0
+
+    private struct OpenAggregate {
+        let type: UInt8
+        var elements: [RESPValue]
+        var left: Int
+    }
+
+    /// One thing at a position: a whole value, or the header of an aggregate whose elements follow.
+    private enum Item {
+        case value(RESPValue)
+        case aggregate(type: UInt8, count: Int)
+    }
 
     /// Appends bytes read from the socket.
     mutating func append(_ bytes: UnsafeRawBufferPointer) {
         if start > 0 && start == buffer.count {
             buffer.removeAll(keepingCapacity: true)
-            start = 0
+            forget(start)
         } else if start > 65_536 && start * 2 > buffer.count {
             buffer.removeFirst(start)
-            start = 0
+            forget(start)
         }
         buffer.append(contentsOf: bytes)
+    }
+
+    /// Moves the positions back by `removed` bytes taken from the buffer's front.
+    private mutating func forget(_ removed: Int) {
+        start -= removed
+        resume -= removed
+        needed = max(0, needed - removed)
     }
 
     /// Whether bytes are waiting that no reply has consumed yet.
@@ -96,14 +135,75 @@ struct RESPParser {
     mutating func reset() {
         buffer.removeAll(keepingCapacity: true)
         start = 0
+        resume = 0
+        open = []
+        needed = 0
+        attributesInARow = 0
     }
 
     /// The next complete reply, or nil when more bytes are needed.
     mutating func next() throws(Failure) -> RESPValue? {
-        var position = start
-        guard let value = try parse(at: &position, depth: 0) else { return nil }
-        start = position
-        return value
+        guard buffer.count >= needed else { return nil }
+        guard buffer.count - start <= RESPParser.maxReplyBytes else {
+            throw .protocolError("a reply longer than \(RESPParser.maxReplyBytes) bytes")
+        }
+        var position = resume
+        while true {
+            var wanted = 0
+            guard let item = try item(at: &position, wanted: &wanted) else {
+                needed = max(wanted, buffer.count + 1)
+                return nil
+            }
+            var value: RESPValue
+            switch item {
+            case .value(let complete):
+                value = complete
+            case .aggregate(let type, let count):
+                guard open.count + attributesInARow < RESPParser.maxDepth else {
+                    throw .protocolError("replies nest deeper than \(RESPParser.maxDepth)")
+                }
+                resume = position
+                if count > 0 {
+                    var elements: [RESPValue] = []
+                    elements.reserveCapacity(min(count, 1024))
+                    open.append(OpenAggregate(type: type, elements: elements, left: count))
+                    continue
+                }
+                // An empty attribute: the value it describes follows.
+                if type == UInt8(ascii: "|") {
+                    attributesInARow += 1
+                    continue
+                }
+                value = RESPParser.aggregate(type, [])
+            }
+            // The value goes into the aggregate it belongs to, which may complete it, and so on outwards.
+            attributesInARow = 0
+            while true {
+                guard var innermost = open.popLast() else {
+                    start = position
+                    resume = position
+                    needed = 0
+                    return value
+                }
+                innermost.elements.append(value)
+                innermost.left -= 1
+                if innermost.left > 0 {
+                    open.append(innermost)
+                    break
+                }
+                // An attribute precedes the value it describes, which comes next at the same level: dropped.
+                if innermost.type == UInt8(ascii: "|") {
+                    attributesInARow += 1
+                    break
+                }
+                value = RESPParser.aggregate(innermost.type, innermost.elements)
+            }
+            resume = position
+        }
+    }
+
+    private static func aggregate(_ type: UInt8, _ elements: [RESPValue]) -> RESPValue {
+        type == UInt8(ascii: ">") ? .push(elements) : .array(elements)
     }
 
     private func line(at position: inout Int) throws(Failure) -> ArraySlice<UInt8>? {
@@ -128,10 +228,9 @@ struct RESPParser {
         return value
     }
 
-    private func parse(at position: inout Int, depth: Int) throws(Failure) -> RESPValue? {
-        guard depth <= RESPParser.maxDepth else {
-            throw .protocolError("replies nest deeper than \(RESPParser.maxDepth)")
-        }
+    /// The value or aggregate header at `position`, moving it past; nil (and `position` unmoved) when its bytes
+    /// are not all in, with `wanted` set to the buffer's count it needs when that is known.
+    private mutating func item(at position: inout Int, wanted: inout Int) throws(Failure) -> Item? {
         guard position < buffer.count else { return nil }
         let type = buffer[position]
         var cursor = position + 1
@@ -161,11 +260,15 @@ struct RESPParser {
             }
             guard length <= RESPParser.maxBulkLength else { throw .protocolError("a bulk string of \(length) bytes") }
             let count = Int(length)
-            guard cursor + count + 2 <= buffer.count else { return nil }
+            guard cursor + count + 2 <= buffer.count else {
+                wanted = cursor + count + 2
+                return nil
+            }
             guard buffer[cursor + count] == 13, buffer[cursor + count + 1] == 10 else {
                 throw .protocolError("a bulk string does not end in CRLF")
             }
             var bytes = Array(buffer[cursor..<(cursor + count)])
+            bulkBytesCopied += count
             cursor += count + 2
             if type == UInt8(ascii: "=") && bytes.count >= 4 { bytes.removeFirst(4) }  // "txt:" of a verbatim string
             value = type == UInt8(ascii: "!") ? .error(String(decoding: bytes, as: UTF8.self)) : .bulk(bytes)
@@ -175,27 +278,15 @@ struct RESPParser {
                 value = .null
                 break
             }
-            let isMap = type == UInt8(ascii: "%") || type == UInt8(ascii: "|")
             guard declared <= RESPParser.maxElements else { throw .protocolError("an array of \(declared) elements") }
-            let count = Int(declared) * (isMap ? 2 : 1)
-            var elements: [RESPValue] = []
-            elements.reserveCapacity(min(count, 1024))
-            for _ in 0..<count {
-                guard let element = try parse(at: &cursor, depth: depth + 1) else { return nil }
-                elements.append(element)
-            }
-            if type == UInt8(ascii: "|") {
-                // An attribute precedes the real reply: skip it. Attributes in a row count as nesting, so
-                // that a server sending them without end meets the depth limit, not the stack's.
-                position = cursor
-                return try parse(at: &position, depth: depth + 1)
-            }
-            value = type == UInt8(ascii: ">") ? .push(elements) : .array(elements)
+            let isMap = type == UInt8(ascii: "%") || type == UInt8(ascii: "|")
+            position = cursor
+            return .aggregate(type: type, count: Int(declared) * (isMap ? 2 : 1))
         default:
             throw .protocolError("unknown reply type byte \(type)")
         }
         position = cursor
-        return value
+        return .value(value)
     }
 }
 

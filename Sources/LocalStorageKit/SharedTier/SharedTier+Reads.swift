@@ -15,8 +15,6 @@ extension SharedTier {
 
     /// Records by key, in order (nil where absent), in pipelined `MGET`s of at most 512 keys.
     func records(keys: [[UInt8]]) async throws(LocalStorageError) -> [[UInt8]?] {
-        var out: [[UInt8]?] = []
-        out.reserveCapacity(keys.count)
         var start = 0
         var commands: [[[UInt8]]] = []
         while start < keys.count {
@@ -25,12 +23,34 @@ extension SharedTier {
             start = end
         }
         guard !commands.isEmpty else { return [] }
-        for reply in try await connection.send(commands) {
-            guard let values = reply.elements else {
-                throw .sharedTierUnavailable("MGET at \(endpoint.label) replied \(reply.summary)")
+        return try Self.values(
+            ofMGETReplies: try await connection.send(commands), keyCounts: commands.map { $0.count - 1 },
+            server: endpoint.label)
+    }
+
+    /// The values `MGET` replies hold, one per key (nil for a missing one), checked against the number of keys
+    /// each asked for: a reply that holds another number of values would put records on the wrong ids.
+    ///
+    /// - Throws: `sharedTierUnavailable` for a reply missing, not an array, of another length, or holding a value
+    ///   that is neither a string nor nil.
+    static func values(
+        ofMGETReplies replies: [RESPValue], keyCounts: [Int], server: String
+    ) throws(LocalStorageError) -> [[UInt8]?] {
+        guard replies.count == keyCounts.count else {
+            throw .sharedTierUnavailable("\(server) answered \(replies.count) of \(keyCounts.count) MGETs")
+        }
+        var out: [[UInt8]?] = []
+        out.reserveCapacity(keyCounts.reduce(0, +))
+        for (reply, keys) in zip(replies, keyCounts) {
+            guard let values = reply.elements, values.count == keys else {
+                throw .sharedTierUnavailable("MGET of \(keys) keys at \(server) replied \(reply.summary)")
             }
             for value in values {
-                if case .null = value { out.append(nil) } else { out.append(value.bytes) }
+                switch value {
+                case .null: out.append(nil)
+                case .bulk(let bytes): out.append(bytes)
+                default: throw .sharedTierUnavailable("MGET at \(server) replied \(value.summary) for a key")
+                }
             }
         }
         return out

@@ -5,7 +5,7 @@ extension SharedTier {
     func follow(_ stream: AsyncStream<SubscriberEvent>) async {
         for await event in stream {
             switch event {
-            case .subscribed:
+            case .subscribed, .catchUp:
                 await catchUpUntilDone()
             case .message(let bytes):
                 let now = clock.uptime()
@@ -44,8 +44,12 @@ extension SharedTier {
         else {
             return
         }
-        let position = state.withLock { $0.receivedSeq }
-        guard let position else { return }
+        // No position: a change failed to apply before the first one did (see `commitLocally`), and the catch-up
+        // it asked for is not done yet.
+        guard let position = state.withLock({ $0.receivedSeq }) else {
+            await catchUpUntilDone()
+            return
+        }
         guard notice.sequence > position else {
             // Sequence 1 again, after later ones: the server started its count anew (FLUSHALL, or a restart
             // without its data while this connection lived). The catch-up sees the count went back and drops
@@ -90,13 +94,20 @@ extension SharedTier {
             },
             finish: { [self] error in
                 guard let error else { return }
+                // The local copies those changes name are out of date, and nothing may serve them: reads wait
+                // while the tier catches up from its position before them, which brings the changes again (or,
+                // with no position, drops the local records).
+                let failure = LocalStorageError.wrapping(error)
                 update { state in
                     state.recentChanges.note(changes, at: sequence)
-                    state.appliedSeq = max(state.appliedSeq ?? Int64.min, sequence)
+                    state.receivedSeq = state.appliedSeq
+                    state.phase = .syncing
+                    state.lastError = failure
                 }
+                events.yield(.catchUp)
                 logger?.log(
-                    level: .error, message: "Could not apply a change from the shared tier",
-                    metadata: ["error": "\(LocalStorageError.wrapping(error))"])
+                    level: .error, message: "Could not apply a change from the shared tier; catching up",
+                    metadata: ["error": "\(failure)"])
             })
     }
 

@@ -75,7 +75,10 @@ final class SharedTier: Sendable {
     let logger: (any StorageLogger)?
     let state = Mutex(State())
     let scriptHashes = Mutex<[String: [UInt8]]>([:])
-    private let events: AsyncStream<SubscriberEvent>.Continuation
+    /// The follow loop's events: the subscriber's, and ``SubscriberEvent/catchUp`` from the tier itself.
+    let events: AsyncStream<SubscriberEvent>.Continuation
+    /// How many events wait for the follow loop at most (the oldest go first).
+    static let eventBuffer = 4_096
     let subscriber: RESPSubscriber
     private let applier = Mutex<Task<Void, Never>?>(nil)
 
@@ -98,7 +101,10 @@ final class SharedTier: Sendable {
             endpoint: endpoint, reconnectDelay: settings.reconnectDelay,
             maxReconnectDelay: settings.maxReconnectDelay, clock: core.clock,
             name: "LocalStorageKit.sharedTier.commands")
-        let (stream, continuation) = AsyncStream<SubscriberEvent>.makeStream()
+        // Bounded: while a catch-up retries (the server refuses it, the local store is full), notices with whole
+        // records would pile up. A notice dropped shows as a gap in the sequence, which catches up anyway.
+        let (stream, continuation) = AsyncStream<SubscriberEvent>.makeStream(
+            bufferingPolicy: .bufferingNewest(Self.eventBuffer))
         events = continuation
         subscriber = RESPSubscriber(
             endpoint: endpoint, channel: layout.channel, reconnectDelay: settings.reconnectDelay,

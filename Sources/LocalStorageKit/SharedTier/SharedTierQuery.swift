@@ -114,15 +114,15 @@ struct SharedTierQuery {
         var ids: [[UInt8]] = []
         var seen = Set<[UInt8]>()
         for range in best.ranges {
-            var offset = 0
+            var low = range.min
             while true {
-                let members = try await self.range(best.key, range.min, range.max, offset: offset, reverse: false)
+                let members = try await self.range(best.key, low, range.max, reverse: false)
                 for member in members {
                     guard let id = Self.id(of: member, kind: kind), seen.insert(id).inserted else { continue }
                     ids.append(id)
                 }
-                if members.count < Self.chunk { break }
-                offset += members.count
+                guard members.count == Self.chunk, let last = members.last else { break }
+                low = Self.after(last)
             }
         }
         let records = try await tier.records(keys: ids.map { tier.layout.record(type: type, id: $0) })
@@ -167,9 +167,9 @@ struct SharedTierQuery {
         _ key: [UInt8], from min: [UInt8], to max: [UInt8], reverse: Bool, end: Int,
         into rows: inout [Row], id: ([UInt8]) -> [UInt8]?
     ) async throws {
-        var offset = 0
+        var (low, high) = (min, max)
         while rows.count < end {
-            let members = try await range(key, min, max, offset: offset, reverse: reverse)
+            let members = try await range(key, low, high, reverse: reverse)
             let ids = members.compactMap(id)
             let records = try await tier.records(keys: ids.map { tier.layout.record(type: type, id: $0) })
             let now = tier.clock.wallNanoseconds()
@@ -177,10 +177,14 @@ struct SharedTierQuery {
                 if let row = try row(id: id, bytes: bytes, now: now, keepBytes: true) { rows.append(row) }
                 if rows.count >= end { break }
             }
-            if members.count < Self.chunk { break }
-            offset += members.count
+            guard members.count == Self.chunk, let last = members.last else { break }
+            if reverse { high = Self.after(last) } else { low = Self.after(last) }
         }
     }
+
+    /// The lex bound that excludes `member`: the next chunk starts past the last member read, not at an offset,
+    /// so members another instance adds or removes meanwhile shift nothing (an offset would skip or repeat rows).
+    private static func after(_ member: [UInt8]) -> [UInt8] { [UInt8(ascii: "(")] + member }
 
     // MARK: - Server calls
 
@@ -194,9 +198,9 @@ struct SharedTierQuery {
         }
     }
 
-    /// One chunk of members between `min` and `max` (lex bounds), ascending or descending.
+    /// The first chunk of members between `min` and `max` (lex bounds), ascending or descending.
     private func range(
-        _ key: [UInt8], _ min: [UInt8], _ max: [UInt8], offset: Int,
+        _ key: [UInt8], _ min: [UInt8], _ max: [UInt8],
         reverse: Bool
     ) async throws -> [[UInt8]] {
         let command: [[UInt8]] =
@@ -205,7 +209,7 @@ struct SharedTierQuery {
             : [Array("ZRANGEBYLEX".utf8), key, min, max]
         let reply = try await tier.connection.call(
             command + [
-                Array("LIMIT".utf8), Array(String(offset).utf8),
+                Array("LIMIT".utf8), Array("0".utf8),
                 Array(String(Self.chunk).utf8),
             ])
         guard let elements = reply.elements else { throw unexpected("ZRANGEBYLEX", reply) }

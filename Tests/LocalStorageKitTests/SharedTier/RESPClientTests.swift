@@ -1,4 +1,5 @@
 import Foundation
+import LocalStorageTestSupport
 import Testing
 
 @_spi(Testing) @testable import LocalStorageKit
@@ -163,5 +164,105 @@ struct RESPConnectionTests {
             }
         }
         #expect(resubscribed)
+    }
+}
+
+/// The parser against the values it was given, on random replies cut at random places: it resumes where it
+/// stopped, inside arrays and bulk strings.
+@Suite struct RESPParserResumeTests {
+    /// A random reply and its wire form (no attributes, maps as the arrays they parse into).
+    static func reply(depth: Int, using generator: inout SplitMix64) -> (RESPValue, [UInt8]) {
+        switch generator.below(depth < 3 ? 8 : 5) {
+        case 0:
+            let number = Int64(generator.below(2_000)) - 1_000
+            return (.integer(number), Array(":\(number)\r\n".utf8))
+        case 1:
+            let bytes = (0..<generator.below(3_000)).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
+            return (.bulk(bytes), Array("$\(bytes.count)\r\n".utf8) + bytes + [13, 10])
+        case 2: return (.null, Array("$-1\r\n".utf8))
+        case 3: return (.simple("OK"), Array("+OK\r\n".utf8))
+        case 4: return (.error("ERR x"), Array("-ERR x\r\n".utf8))
+        default:
+            let count = generator.below(6)
+            var elements: [RESPValue] = []
+            var wire = Array("*\(count)\r\n".utf8)
+            for _ in 0..<count {
+                let (value, bytes) = reply(depth: depth + 1, using: &generator)
+                elements.append(value)
+                wire += bytes
+            }
+            return (.array(elements), wire)
+        }
+    }
+
+    @Test(arguments: 0..<20)
+    func repliesCutAnywhereParseAsWritten(_ seed: Int) throws {
+        var generator = SplitMix64(seed: UInt64(seed) + 900)
+        var expected: [RESPValue] = []
+        var wire: [UInt8] = []
+        for _ in 0..<30 {
+            let (value, bytes) = Self.reply(depth: 0, using: &generator)
+            expected.append(value)
+            wire += bytes
+        }
+        var parser = RESPParser()
+        var parsed: [RESPValue] = []
+        var offset = 0
+        while offset < wire.count {
+            let end = min(wire.count, offset + 1 + generator.below(seed.isMultiple(of: 2) ? 7 : 4_000))
+            wire[offset..<end].withUnsafeBytes { parser.append($0) }
+            offset = end
+            while let value = try parser.next() { parsed.append(value) }
+        }
+        // Compared one by one: a failure prints one reply, not every one.
+        #expect(parsed.count == expected.count)
+        let first = expected.indices.first { $0 >= parsed.count || parsed[$0] != expected[$0] }
+        #expect(first == nil, "reply \(first ?? -1) of \(expected.count) differs")
+        #expect(!parser.hasBufferedBytes)
+    }
+
+    /// A large reply read 64 KiB at a time is parsed once, not again from its start after every read (which
+    /// made a catch-up's `MGET` of large records take time quadratic in its size).
+    @Test func aLargeReplyReadInPiecesCopiesEachBulkStringOnce() throws {
+        let record = [UInt8](repeating: 7, count: 10_000)
+        let wire = Array("*2000\r\n".utf8) + (0..<2_000).flatMap { _ in Array("$10000\r\n".utf8) + record + [13, 10] }
+        var parser = RESPParser()
+        var values: [RESPValue] = []
+        for start in stride(from: 0, to: wire.count, by: 65_536) {
+            wire[start..<min(wire.count, start + 65_536)].withUnsafeBytes { parser.append($0) }
+            while let value = try parser.next() { values.append(value) }
+        }
+        #expect(values == [.array(Array(repeating: .bulk(record), count: 2_000))])
+        #expect(parser.bulkBytesCopied == 2_000 * record.count)
+    }
+
+    @Test func anAttributeBeforeAValueInsideAnArrayIsDropped() throws {
+        let wire = Array("*2\r\n|1\r\n+key\r\n:7\r\n:1\r\n:2\r\n".utf8)
+        var parser = RESPParser()
+        var values: [RESPValue] = []
+        for byte in wire {
+            [byte].withUnsafeBytes { parser.append($0) }
+            while let value = try parser.next() { values.append(value) }
+        }
+        #expect(values == [.array([.integer(1), .integer(2)])])
+    }
+
+    @Test func repliesNestedDeeperThanTheLimitThrow() {
+        var parser = RESPParser()
+        Array(String(repeating: "*1\r\n", count: RESPParser.maxDepth + 1).utf8).withUnsafeBytes { parser.append($0) }
+        #expect(throws: RESPParser.Failure.self) { try parser.next() }
+    }
+
+    /// A reply whose values are not one per key asked for is refused: records would land on other ids.
+    @Test func mgetRepliesOfAnotherLengthAreRefused() throws {
+        let two: RESPValue = .array([.bulk([1]), .null])
+        #expect(try SharedTier.values(ofMGETReplies: [two], keyCounts: [2], server: "s") == [[1], nil])
+        for (replies, counts) in [
+            ([two], [3]), ([two], [1]), ([two], [2, 2]), ([RESPValue.array([.bulk([1]), .integer(3)])], [2]),
+        ] {
+            #expect(throws: LocalStorageError.self) {
+                try SharedTier.values(ofMGETReplies: replies, keyCounts: counts, server: "s")
+            }
+        }
     }
 }

@@ -111,4 +111,35 @@ struct SharedTierDifferentialTests {
             #expect(actual.count == 220)
         }
     }
+
+    /// Queries whose walks read the server's sorted sets in several chunks (of 512 members): each chunk starts
+    /// past the last member of the one before, in both directions.
+    @Test func sharedQueriesOverSeveralChunksMatchLocalOnes() async throws {
+        var random = SplitMix64(seed: 23)
+        let storage = try await sharedStore(SharedTestServer.configuration())
+        var gadgets: [Gadget] = []
+        for n in 0..<1_300 {
+            let score = Double(random.below(200)) / 4
+            let rank: Int? = n % 5 == 0 ? nil : Int(random.below(50))
+            let name = ["a", "b", "c"][n % 3]
+            gadgets.append(
+                Gadget(id: String(format: "c%04d", (n * 7) % 1_300), name: name, score: score, rank: rank, tag: nil))
+        }
+        try await storage.save(contentsOf: gadgets)
+        let queries: [([StorageIndexFilter], StorageIndexSort?)] = [
+            ([], nil), ([], .ascending("score")), ([], .descending("score")), ([], .descending("name")),
+            ([.between("score", 1.0...45.0)], nil), ([.atLeast("rank", 3)], .descending("score")),
+            ([.equals("name", "b"), .atMost("score", 40.0)], .ascending("rank")),
+        ]
+        for (filters, sort) in queries {
+            for order in [FetchOptions.Sort.id, .newestFirst, .oldestFirst] {
+                let expected = try await storage.fetch(
+                    Gadget.self, matching: filters, orderedBy: sort, options: FetchOptions(sort: order))
+                let actual = try await storage.fetch(
+                    Gadget.self, matching: filters, orderedBy: sort, options: FetchOptions(sort: order, scope: .shared))
+                #expect(actual.map(\.id) == expected.map(\.id), "\(filters) \(String(describing: sort)) \(order)")
+            }
+        }
+        #expect(try await storage.fetch(Gadget.self, options: FetchOptions(scope: .shared)).count == 1_300)
+    }
 }

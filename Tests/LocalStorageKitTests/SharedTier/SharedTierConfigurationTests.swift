@@ -1,0 +1,41 @@
+import Foundation
+import Testing
+
+@testable import LocalStorageKit
+
+/// Settings that cannot work are refused when the store opens, before anything connects.
+@Suite struct SharedTierConfigurationTests {
+    static func configuration(_ change: (inout SharedTierConfiguration) -> Void = { _ in }) -> SharedTierConfiguration {
+        var configuration = SharedTierConfiguration(
+            url: URL(string: "redis://127.0.0.1:6379/0")!, namespace: "shop")
+        change(&configuration)
+        return configuration
+    }
+
+    @Test func workableSettingsGiveAnEndpoint() throws {
+        let endpoint = try Self.configuration {
+            $0.password = "secret"
+            $0.username = "app"
+        }.endpoint()
+        #expect(endpoint.label == "127.0.0.1:6379/0")
+        #expect(endpoint.username == "app")
+    }
+
+    static let unworkable: [(String, @Sendable (inout SharedTierConfiguration) -> Void)] = [
+        ("a user name without a password", { $0.username = "app" }),
+        ("no reconnect delay", { $0.reconnectDelay = .zero }),
+        ("a negative maximum reconnect delay", { $0.maxReconnectDelay = .milliseconds(-1) }),
+        ("no staleness allowed", { $0.maxStaleness = .zero }),
+        ("no read timeout", { $0.readTimeout = .zero }),
+        ("no connect timeout", { $0.connectTimeout = .zero }),
+        ("a change log of no changes", { $0.changeLogRetention = 0 }),
+        ("an empty namespace", { $0.namespace = "" }),
+        ("a TLS URL", { $0.url = URL(string: "rediss://127.0.0.1:6379")! }),
+    ]
+
+    @Test(arguments: unworkable.indices)
+    func unworkableSettingsAreRefused(_ index: Int) {
+        let (what, change) = Self.unworkable[index]
+        #expect(throws: LocalStorageError.self, "\(what)") { try Self.configuration(change).endpoint() }
+    }
+}
