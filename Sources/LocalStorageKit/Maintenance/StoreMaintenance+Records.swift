@@ -70,11 +70,24 @@ extension StoreMaintenance {
                 let isDescending = order?.1 ?? false
                 try txn.withCursor(dbi) { cursor in
                     var position = 0
+                    let step: CursorMove = isDescending ? .previous : .next
                     var entry = try cursor.move(isDescending ? .last : .first)
                     while let current = entry, position < end {
-                        if position >= query.offset { keys.append(Array(order == nil ? current.key : current.value)) }
-                        position += 1
-                        entry = try cursor.move(isDescending ? .previous : .next)
+                        var run = [Array(order == nil ? current.key : current.value)]
+                        let key = current.key
+                        entry = try cursor.move(step)
+                        // Values cut to the same key bytes: their order comes from the full values, as a query's.
+                        if let index = order?.0, IndexKeys.isCut(key, kind: index.kind) {
+                            while let next = entry, next.key.elementsEqual(key) {
+                                run.append(Array(next.value))
+                                entry = try cursor.move(step)
+                            }
+                            run = try sorted(run, by: index, isDescending: isDescending, schema: schema, txn: txn)
+                        }
+                        for id in run where position < end {
+                            if position >= query.offset { keys.append(id) }
+                            position += 1
+                        }
                     }
                 }
             }
@@ -218,19 +231,20 @@ extension StoreMaintenance {
         _ keys: [[UInt8]], by index: TypeSchema.Index, isDescending: Bool, schema: TypeSchema,
         txn: Transaction
     ) throws -> [[UInt8]] {
-        let ranked = try keys.map { key -> (value: [UInt8], key: [UInt8]) in
+        // Ranked by index key, then (for string values cut to the same key) by the full value, then by id.
+        let ranked = try keys.map { key -> (value: [UInt8], full: [UInt8], key: [UInt8]) in
             // A damaged record sorts as one with no value; the listing reports it as damaged.
             guard let bytes = try txn.get(schema.records, key: key), case .readable(let view) = StoredRecord(bytes),
                 let value = view.indexValue(named: index.nameBytes), value.kind == index.kind
             else {
-                return ([], key)
+                return ([], [], key)
             }
-            return (IndexValue.keyBytes(kind: index.kind, stored: value.value), key)
+            return (IndexValue.keyBytes(kind: index.kind, stored: value.value), Array(value.value), key)
         }
         let ascending = ranked.sorted {
-            $0.value == $1.value
-                ? $0.key.lexicographicallyPrecedes($1.key)
-                : $0.value.lexicographicallyPrecedes($1.value)
+            if $0.value != $1.value { return $0.value.lexicographicallyPrecedes($1.value) }
+            if $0.full != $1.full { return $0.full.lexicographicallyPrecedes($1.full) }
+            return $0.key.lexicographicallyPrecedes($1.key)
         }.map(\.key)
         return isDescending ? ascending.reversed() : ascending
     }

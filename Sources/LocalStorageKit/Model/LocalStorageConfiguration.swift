@@ -30,7 +30,8 @@ public struct LocalStorageConfiguration: Sendable {
     public var durability: StorageDurability = .full
     /// The initial size of the memory map in bytes; it grows on demand up to ``maxMapSize``.
     public var mapSize: Int = 64 << 20
-    /// The largest the memory map may grow to; saves past it throw ``LocalStorageError/storageFull``.
+    /// The largest the memory map may grow to; saves past it throw ``LocalStorageError/storageFull``. At least
+    /// 1 MiB: a smaller one makes the open throw ``LocalStorageError/openFailed(path:reason:)``.
     public var maxMapSize: Int = 64 << 30
     /// Bounds on the whole store (nil, the default: none). Every commit leaves them satisfied by evicting
     /// expired records, then ``evictionPolicy``'s victims. Belongs to the environment: every store on one
@@ -139,9 +140,16 @@ extension URL {
 extension LocalStorageConfiguration {
     /// What is wrong with a size, count or interval that no store can use (nil when nothing is), for an
     /// `openFailed` that names the setting instead of a store that quietly does something else.
+    /// The smallest ``maxMapSize`` a store can work in: a map of a few pages fills with the store's own
+    /// databases, and then a delete cannot make room (LMDB reuses a freed page only two commits later).
+    static let minimumMaxMapSize = 1 << 20
+
     var settingsProblem: String? {
         if mapSize <= 0 { return "mapSize must be a positive number of bytes, not \(mapSize)" }
-        if maxMapSize <= 0 { return "maxMapSize must be a positive number of bytes, not \(maxMapSize)" }
+        if maxMapSize < Self.minimumMaxMapSize {
+            return "maxMapSize must be at least \(Self.minimumMaxMapSize) bytes (1 MiB), not \(maxMapSize): a smaller "
+                + "map cannot hold the store's own databases with room to reuse the pages a delete frees"
+        }
         if liveQueryCoalescing < .zero { return "liveQueryCoalescing must not be negative (\(liveQueryCoalescing))" }
         if let interval = expirySweepInterval, interval <= .zero {
             return "expirySweepInterval must be positive (\(interval)); nil turns the sweep off"

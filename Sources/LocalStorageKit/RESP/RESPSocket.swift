@@ -35,6 +35,15 @@ final class RESPSocket {
         #endif
     }
 
+    /// A child process the app starts does not inherit the connection.
+    private static var closeOnExec: Int32 {
+        #if canImport(Glibc)
+        Int32(SOCK_CLOEXEC.rawValue)
+        #else
+        0
+        #endif
+    }
+
     private static func failure(_ what: String, _ label: String, code: Int32 = errno) -> LocalStorageError {
         .sharedTierUnavailable("\(what) \(label) failed: \(String(cString: strerror(code))) (errno \(code))")
     }
@@ -55,7 +64,7 @@ final class RESPSocket {
         var entry: UnsafeMutablePointer<addrinfo>? = first
         while let current = entry {
             entry = current.pointee.ai_next
-            let fd = socket(current.pointee.ai_family, streamType, 0)
+            let fd = socket(current.pointee.ai_family, streamType | closeOnExec, 0)
             guard fd >= 0 else {
                 lastError = failure("socket() for", label)
                 continue

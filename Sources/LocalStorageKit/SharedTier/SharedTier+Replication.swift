@@ -67,6 +67,22 @@ extension SharedTier {
             kind: notice.kind, type: notice.type, id: notice.id,
             record: notice.record.isEmpty ? nil : notice.record)
         commitLocally([change], through: notice.sequence)
+        if notice.sequence == 1 { await learnEpoch() }
+    }
+
+    /// Reads the epoch of the history whose first change this instance just took (so that a later catch-up can
+    /// tell whether the history it comes back to is still that one). On failure the instance does not know it:
+    /// its next catch-up drops the local records, which is always safe.
+    private func learnEpoch() async {
+        guard state.withLock({ $0.epoch?.value == nil }) else { return }
+        do {
+            let (_, epoch) = try await sequenceAndEpoch()
+            if let epoch { update { $0.epoch = (epoch, 1) } }
+        } catch {
+            logger?.log(
+                level: .debug, message: "Could not read the shared tier's epoch",
+                metadata: ["error": "\(LocalStorageError.wrapping(error))"])
+        }
     }
 
     /// One change to apply to the local store.
@@ -194,25 +210,26 @@ extension SharedTier {
     /// Brings the local store up to the server's sequence (see the rule in the type's documentation).
     private func catchUp() async throws {
         try await checkNamespaceKey()
-        let previous = update { state -> Int64? in
+        let (previous, known) = update { state -> (Int64?, (value: [UInt8]?, sequence: Int64)?) in
             state.phase = .syncing
-            return state.receivedSeq
+            return (state.receivedSeq, state.epoch)
         }
-        let serverReply = try await connection.call([Array("GET".utf8), layout.sequence])
-        let server: Int64
-        if case .null = serverReply {
-            server = 0
-        } else {
-            guard let value = serverReply.int else {
-                throw LocalStorageError.sharedTierUnavailable(
-                    "GET \(String(decoding: layout.sequence, as: UTF8.self)) "
-                        + "replied \(serverReply.summary)")
-            }
-            server = value
-        }
+        let (server, epoch) = try await sequenceAndEpoch()
+        // From no history at all (sequence 0, no epoch), the history that began since is the one followed, unless
+        // this instance took changes of it without learning its epoch (see `handle`): then it cannot tell.
+        let historyStartedAnew =
+            known.map { $0.value != epoch && !($0.value == nil && $0.sequence == 0 && (previous ?? 0) == 0) } ?? false
         var changes: [LocalChange] = []
         var drop = false
-        if let previous, server == previous {
+        if previous != nil, historyStartedAnew {
+            // The count started anew while this instance was away (the server lost its data, or was flushed),
+            // and may have passed this instance's position since.
+            drop = true
+            logger?.log(
+                level: .warning,
+                message: "The shared tier's change history started anew (its data was lost?); dropping local records",
+                metadata: ["server": settings.redactedURL])
+        } else if let previous, server == previous {
             // Nothing changed while away.
         } else if let previous, server > previous {
             let reply = try await connection.call([
@@ -265,6 +282,7 @@ extension SharedTier {
                 }
                 state.appliedSeq = server
                 state.receivedSeq = server
+                state.epoch = (epoch, server)
             }
             // Reads go ahead once the catch-up is committed.
             context.onCommit { [self] in
@@ -277,6 +295,35 @@ extension SharedTier {
                     if dropped { state.drops += 1 }
                 }
             }
+        }
+    }
+
+    /// The server's change sequence (0 before the first change) and the epoch of its history, read together.
+    private func sequenceAndEpoch() async throws -> (sequence: Int64, epoch: [UInt8]?) {
+        let replies = try await connection.send([
+            [Array("MULTI".utf8)], [Array("GET".utf8), layout.sequence], [Array("GET".utf8), layout.epoch],
+            [Array("EXEC".utf8)],
+        ])
+        guard replies.count == 4, let values = replies[3].elements, values.count == 2 else {
+            throw LocalStorageError.sharedTierUnavailable(
+                "MULTI/GET/GET/EXEC at \(endpoint.label) replied \(replies.map(\.summary).joined(separator: ", "))")
+        }
+        let sequence: Int64
+        switch values[0] {
+        case .null: sequence = 0
+        default:
+            guard let value = values[0].int else {
+                throw LocalStorageError.sharedTierUnavailable(
+                    "GET \(String(decoding: layout.sequence, as: UTF8.self)) replied \(values[0].summary)")
+            }
+            sequence = value
+        }
+        switch values[1] {
+        case .null: return (sequence, nil)
+        case .bulk(let bytes): return (sequence, bytes)
+        default:
+            throw LocalStorageError.sharedTierUnavailable(
+                "GET \(String(decoding: layout.epoch, as: UTF8.self)) replied \(values[1].summary)")
         }
     }
 

@@ -47,6 +47,9 @@ final class SharedTier: Sendable {
         /// The last sequence the applier took from the channel or a catch-up (ahead of `appliedSeq` while its
         /// work waits in the writer queue).
         var receivedSeq: Int64?
+        /// The server's `{ns}:epoch` at the last catch-up (nil: none, or the namespace predates epochs), and its
+        /// sequence then: from sequence 0 (no history yet), the epoch that appears next is the one followed.
+        var epoch: (value: [UInt8]?, sequence: Int64)?
         var lastError: LocalStorageError?
         /// When (the clock's uptime) the instance last heard from the server while in sync; nil: never.
         var lastHeard: Duration?

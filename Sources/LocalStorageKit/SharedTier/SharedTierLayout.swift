@@ -9,6 +9,7 @@
 /// {ns}:e                  sorted set, score 0, members `expiresAt (8 bytes BE) ‖ {type} ‖ ":" ‖ id`
 /// {ns}:lease:{type}:{id}  a load's lease or remembered nil (``SharedTierLease``), with a PX time to live
 /// {ns}:seq                the change counter; {ns}:log its last changes (sorted set scored by sequence)
+/// {ns}:epoch              when the counter's history began: the writer's clock (8 bytes) at sequence 1
 /// {ns}:changes            the pub/sub channel of change notices
 /// ```
 /// `{ns}`, `{type}` and `{index}` are escaped (`%` → `%25`, `:` → `%3A`), so no two names, and no two
@@ -49,6 +50,9 @@ struct SharedTierLayout: Sendable {
     func lease(type: [UInt8], id: [UInt8]) -> [UInt8] { key("lease", type, id) }
     var expiry: [UInt8] { key("e") }
     var sequence: [UInt8] { key("seq") }
+    /// The history the sequence belongs to: set by the change that gets sequence 1, so a count that started
+    /// anew (the server lost its data) is told apart from one that went on, whatever number it reached.
+    var epoch: [UInt8] { key("epoch") }
     /// The namespace's key check value (an encrypted namespace's), written by its first instance with a key.
     var seal: [UInt8] { key("seal") }
     var log: [UInt8] { key("log") }

@@ -4,7 +4,7 @@
 /// (`ARGV[2]`, for the expiry sweep) and the last rank of the change log to trim (`ARGV[3]`: minus the
 /// retention, minus one). Changes get the next
 /// number of `{ns}:seq`, an entry in `{ns}:log` (`seq notice`) and a message on `{ns}:changes`
-/// (`seq notice record`).
+/// (`seq notice record`); the change that gets number 1 also sets `{ns}:epoch` to the writer's clock.
 enum SharedTierScripts {
     static let common = """
         local ns, now, trimStop = ARGV[1], ARGV[2], ARGV[3]
@@ -65,6 +65,9 @@ enum SharedTierScripts {
         -- costs more than most commands: the sequence is formatted once, and constants are strings.
         local function notify(notice, record)
           local seq = redis.call('INCR', ns .. 'seq')
+          -- A history begins: instances away since the last one must drop their copies, whatever number the
+          -- new count has reached by the time they come back (the writer's clock tells histories apart).
+          if seq == 1 then redis.call('SET', ns .. 'epoch', now) end
           local text = tostring(seq)
           redis.call('ZADD', ns .. 'log', text, text .. ' ' .. notice)
           redis.call('PUBLISH', ns .. 'changes', text .. ' ' .. notice .. record)

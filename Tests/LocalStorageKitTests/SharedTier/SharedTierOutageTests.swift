@@ -134,4 +134,42 @@ struct SharedTierOutageTests {
         // The fresh start drops once; a log of 2 entries cannot cover 6 changes, so B dropped again.
         #expect(drops == (logRetention == 2 ? 2 : 1))
     }
+
+    /// A server that lost its data while an instance was away starts a new history, whose count may pass the
+    /// instance's position before it is back: the log then seems to continue from there, and the instance took
+    /// the changes after its position while it kept its old copy of one the new history changed first. The
+    /// history's epoch (set with sequence 1) tells them apart: the instance drops its local records.
+    @Test func anInstanceAwayWhileTheServerLostItsDataDropsItsCopiesWhateverTheNewCount() async throws {
+        let server = try await RedisTestServer.started()
+        defer { server.stop() }
+        let writerTier = server.configuration(namespace: "epoch")
+        var awayTier = server.configuration(namespace: "epoch")
+        awayTier.reconnectDelay = .seconds(3)
+        awayTier.maxReconnectDelay = .seconds(3)
+        let clock = VirtualClock()
+        let a = try await sharedStore(writerTier)
+        let b = try await sharedStore(awayTier, clock: clock)
+        try await a.save(StressRecord.make(id: "x", sequence: 1))
+        #expect(try await b.fetch(StressRecord.self, id: "x")?.sequence == 1)
+        #expect(try await waitUntil { try await b.count(StressRecord.self) == 1 })
+
+        let killer = RESPConnection(
+            endpoint: try awayTier.endpoint(), reconnectDelay: .milliseconds(10),
+            maxReconnectDelay: .milliseconds(10), clock: SystemClock(), name: "test")
+        defer { killer.stop() }
+        _ = try await killer.call(.command("CLIENT", "KILL", "TYPE", "pubsub"))
+        #expect(try await waitUntil { b.sharedTier?.phase == .down })
+        try server.flushAll()
+        // The new history's first change is x's, then enough others to pass B's position.
+        try await a.save(StressRecord.make(id: "x", sequence: 2))
+        for n in 0..<5 { try await a.save(StressRecord.make(id: "other\(n)", sequence: n)) }
+
+        #expect(
+            try await waitUntil(timeout: .seconds(300)) {
+                clock.advance(by: .seconds(3))
+                return b.sharedTier?.phase == .live
+            })
+        #expect(try await b.fetch(StressRecord.self, id: "x")?.sequence == 2)
+        #expect(try await b.fetch(StressRecord.self, id: "other4")?.sequence == 4)
+    }
 }
