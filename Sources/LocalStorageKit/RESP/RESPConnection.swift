@@ -171,7 +171,13 @@ final class RESPConnection: @unchecked Sendable {
     }
 
     private func openSession() throws(LocalStorageError) -> RESPSession {
-        if let session { return session }
+        if let session {
+            // A connection the server closed while it was idle is replaced before a request goes out on it:
+            // sent on it, the request would fail with an unknown outcome though the server never saw it.
+            guard session.isStale else { return session }
+            session.close()
+            self.session = nil
+        }
         let now = clock.uptime()
         if now < nextAttempt, let lastFailure {
             throw .sharedTierUnavailable("\(Self.reason(of: lastFailure)) (next attempt in \(nextAttempt - now))")

@@ -58,6 +58,10 @@ final class RESPSession {
 
     func close() { socket.close() }
 
+    /// Whether the connection can no longer carry a request (see ``RESPSocket/isStale``), or holds bytes of a
+    /// reply nobody waits for.
+    var isStale: Bool { parser.hasBufferedBytes || socket.isStale }
+
     /// Writes every command at once (a pipeline), then reads one reply per command, all within `timeout` of
     /// the clock. Error replies are returned as ``RESPValue/error(_:)``; only the connection's own failures
     /// throw. `sent` runs once every byte is written; a failure after that says the outcome is unknown.

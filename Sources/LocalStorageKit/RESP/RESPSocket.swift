@@ -117,6 +117,18 @@ final class RESPSocket {
         if code != 0 { throw RESPSocket.failure("connecting to", label, code: code) }
     }
 
+    /// Whether the connection can no longer carry a request: closed, or readable while no request is out (the
+    /// server closed it, say after its idle `timeout`, or sent something nobody asked for). Does not wait.
+    var isStale: Bool {
+        guard descriptor >= 0 else { return true }
+        var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+        while true {
+            let ready = poll(&entry, 1, 0)
+            if ready >= 0 { return ready > 0 }
+            if errno != EINTR { return true }
+        }
+    }
+
     /// Waits until the socket is ready for `events`; false when `milliseconds` passed first.
     private func wait(for events: Int16, milliseconds: Int32) throws(LocalStorageError) -> Bool {
         var entry = pollfd(fd: descriptor, events: events, revents: 0)

@@ -95,6 +95,25 @@ struct SharedTierOutageTests {
         #expect(try await waitUntil { try await a.fetch(StressRecord.self, id: "later")?.sequence == 3 })
     }
 
+    /// A command connection the server closed while it was idle (its `timeout`, a proxy) is replaced before the
+    /// next request: the save went out on it and failed with an unknown outcome, though the server never saw it.
+    @Test func aConnectionTheServerClosedWhileIdleIsReplacedBeforeTheNextWrite() async throws {
+        let server = try await RedisTestServer.started()
+        defer { server.stop() }
+        let tier = server.configuration(namespace: "idle")
+        let storage = try await sharedStore(tier)
+        try await storage.save(StressRecord.make(id: "before", sequence: 1))
+        let killer = RESPConnection(
+            endpoint: try tier.endpoint(), reconnectDelay: .milliseconds(10),
+            maxReconnectDelay: .milliseconds(10), clock: SystemClock(), name: "test")
+        defer { killer.stop() }
+        // Every command connection but the killer's own; the subscriber's stays.
+        let killed = try await killer.call(.command("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"))
+        #expect(killed.int == 1)
+        try await storage.save(StressRecord.make(id: "after", sequence: 2))
+        #expect(try await storage.fetch(StressRecord.self, id: "after")?.sequence == 2)
+    }
+
     /// The rule: after a lost connection an instance catches up (from the server's change log, or by dropping
     /// its local records when the log no longer reaches back) before it serves a local record again.
     ///
