@@ -14,7 +14,12 @@ enum TypeArgument {
 
     /// The stored type `text` names.
     static func name(_ text: String, in store: StoreMaintenance) -> String {
-        let known = Set(store.types().map(\.name)).union(store.unreadableTypeNames)
+        name(text, among: Set(store.types().map(\.name)).union(store.unreadableTypeNames))
+    }
+
+    /// The name among `known` that `text` names: `text` itself, or the name it spells as a quoted JSON string
+    /// when no known name is `text` (types and index names alike).
+    static func name(_ text: String, among known: Set<String>) -> String {
         guard !known.contains(text), text.count >= 2, text.hasPrefix("\""), text.hasSuffix("\"") else { return text }
         do {
             let spelled = try JSONDecoder().decode(String.self, from: Data(text.utf8))

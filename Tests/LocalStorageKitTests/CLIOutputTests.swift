@@ -183,6 +183,23 @@ import Testing
         #expect(list.stdout.contains("line\\u000abreak"), "\(list.stdout)")
     }
 
+    /// `list` takes an index whose name holds a control character (or `=`) as a quoted JSON string, as it takes
+    /// such a type name: a command line cannot carry the byte 0x00, and `--where` split the name at its `=`.
+    @Test func anIndexWithAnOddNameIsNamedAsAQuotedJSONString() async throws {
+        let store = try await IntegrityStore { storage in
+            try await storage.save(
+                contentsOf: (0..<4).map { OddIndexRecord(id: "o\($0)", level: $0, label: $0 < 2 ? "low" : "high") })
+        }
+        let equal = try await store.run(["list", "OddIndexRecord", "--where", #""lev\u0000el"=2"#])
+        #expect(equal.status == 0, "\(equal.stderr)")
+        #expect(equal.stdout.split(separator: "\n").map { $0.prefix(2) } == ["o2"], "\(equal.stdout)")
+        let ordered = try await store.run(["list", "OddIndexRecord", "--order", #"-"lev\u0000el""#])
+        #expect(
+            ordered.stdout.split(separator: "\n").map { $0.prefix(2) } == ["o3", "o2", "o1", "o0"], "\(ordered.stdout)")
+        let withEquals = try await store.run(["list", "OddIndexRecord", "--where", #""a=b"=high"#])
+        #expect(withEquals.stdout.split(separator: "\n").map { $0.prefix(2) } == ["o2", "o3"], "\(withEquals.stdout)")
+    }
+
     /// A store holding one `Note`, `id`, whose record bytes are not a record (its header cannot be read).
     static func storeWithDamagedNote(id: String) async throws -> LocalStorageConfiguration {
         let configuration = diskConfiguration()
@@ -210,4 +227,14 @@ import Testing
 private struct Twisted: LocalStorable {
     static var storageName: String { "two\nlines" }
     let id: String
+}
+
+/// A record whose indexes have names a command line cannot give as they are.
+struct OddIndexRecord: LocalStorageIndexed, Equatable {
+    let id: String
+    var level: Int
+    var label: String
+    static var storageIndexes: [StorageIndex<Self>] {
+        [.number("lev\u{0}el") { $0.level }, .string("a=b") { $0.label }]
+    }
 }

@@ -16,6 +16,8 @@ enum ListCommand: Command {
                                -Infinity (also inf, -inf); NaN is never indexed
           --order INDEX        order by INDEX, ascending; -INDEX for descending. Records with no
                                value for INDEX come first ascending and last descending; ties by id
+        An INDEX holding control characters is named as types shows it, a quoted JSON string:
+        --where '"x\\u0000"=5', --order '-"x\\u0000"'.
         Records are listed by id otherwise. Expired records are listed too, marked expired.
         A listing by an index that records indexed under an earlier declaration are not in yet
         fails (exit 1) until the app re-indexes them (its first indexed query of the type does).
@@ -31,13 +33,10 @@ enum ListCommand: Command {
     static func query(_ arguments: ParsedArguments) throws(UsageError) -> ListQuery {
         var query = ListQuery(limit: try arguments.count("limit"), offset: try arguments.count("offset") ?? 0)
         for condition in arguments.options["where"] ?? [] {
-            guard let equals = condition.firstIndex(of: "="), equals != condition.startIndex else {
+            guard let (index, value) = split(condition) else {
                 throw UsageError("--where needs INDEX=VALUE, not \"\(condition)\"")
             }
-            query.conditions.append(
-                ListQuery.Condition(
-                    index: String(condition[..<equals]),
-                    value: String(condition[condition.index(after: equals)...])))
+            query.conditions.append(ListQuery.Condition(index: index, value: value))
         }
         if let order = arguments.value("order") {
             let isDescending = order.hasPrefix("-")
@@ -48,9 +47,47 @@ enum ListCommand: Command {
         return query
     }
 
+    /// INDEX and VALUE of `--where INDEX=VALUE`, split at the first `=` after INDEX; an INDEX given as a quoted
+    /// JSON string (an index name with control characters, as `types` shows it) may hold `=` itself.
+    static func split(_ condition: String) -> (index: String, value: String)? {
+        if condition.hasPrefix("\""), let close = closingQuote(of: condition) {
+            let equals = condition.index(after: close)
+            if equals < condition.endIndex, condition[equals] == "=" {
+                return (String(condition[...close]), String(condition[condition.index(after: equals)...]))
+            }
+        }
+        guard let equals = condition.firstIndex(of: "="), equals != condition.startIndex else { return nil }
+        return (String(condition[..<equals]), String(condition[condition.index(after: equals)...]))
+    }
+
+    /// Where the JSON string that opens `text` ends (its closing quote), or nil.
+    private static func closingQuote(of text: String) -> String.Index? {
+        var position = text.index(after: text.startIndex)
+        var isEscaped = false
+        while position < text.endIndex {
+            let character = text[position]
+            if isEscaped {
+                isEscaped = false
+            } else if character == "\\" {
+                isEscaped = true
+            } else if character == "\"" {
+                return position
+            }
+            position = text.index(after: position)
+        }
+        return nil
+    }
+
     static func run(_ arguments: ParsedArguments, store: StoreMaintenance, output: Output) async throws -> Int32 {
-        let listing = try store.list(
-            TypeArgument.name(arguments.positionals[0], in: store), query: try query(arguments))
+        let type = TypeArgument.name(arguments.positionals[0], in: store)
+        // Index names as given, or as quoted JSON strings spelling them (a name holding 0x00 needs that).
+        let indexes = Set(store.types().first { $0.name == type }?.indexes.map(\.name) ?? [])
+        var query = try query(arguments)
+        for position in query.conditions.indices {
+            query.conditions[position].index = TypeArgument.name(query.conditions[position].index, among: indexes)
+        }
+        if let order = query.order { query.order?.index = TypeArgument.name(order.index, among: indexes) }
+        let listing = try store.list(type, query: query)
         if output.isJSON {
             try output.json(listing)
             return 0
