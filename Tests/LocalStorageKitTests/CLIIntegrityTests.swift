@@ -50,6 +50,37 @@ import Glibc
         }
     }
 
+    /// Floats holding whole numbers read back from JSON as integers: the same values, other bytes, so an
+    /// imported record had another size (`sizeInBytes`, the store's payload bytes). Such records are exported
+    /// with their stored bytes too, and an import restores the store byte for byte.
+    @Test func exportAndImportRestorePayloadsByteForByte() async throws {
+        let measures = [
+            Measure(id: "whole", weight: 7, ratio: 7, when: Date(timeIntervalSince1970: 0), samples: [1, 2.5]),
+            Measure(id: "fraction", weight: 7.25, ratio: 0.5, when: Date(timeIntervalSince1970: 0.5), samples: []),
+        ]
+        let store = try await IntegrityStore { storage in try await storage.save(contentsOf: measures) }
+        let file = store.directory.appendingPathComponent("measures.jsonl")
+        #expect(try await store.run(["export", "--output", file.path]).status == 0)
+        let copy = store.directory.appendingPathComponent("copy")
+        let imported = try await store.run(["import", file.path, "--store", copy.path])
+        #expect(imported.status == 0, "\(imported.stderr)")
+        let restored = try LocalStorage(configuration: diskConfiguration(copy))
+        for measure in measures {
+            #expect(try await restored.fetch(Measure.self, id: measure.id) == measure)
+            let original = try #require(try await store.storage.metadata(Measure.self, id: measure.id))
+            #expect(try await restored.metadata(Measure.self, id: measure.id)?.sizeInBytes == original.sizeInBytes)
+            #expect(try await storedPayload(measure.id, in: restored) == storedPayload(measure.id, in: store.storage))
+        }
+    }
+
+    private func storedPayload(_ id: String, in storage: LocalStorage) async throws -> [UInt8] {
+        let schema = try await storage.core.schema(for: Measure.self)
+        return try storage.core.environment.read { txn in
+            guard let bytes = try txn.get(schema.records, key: Array(id.utf8)) else { return [] }
+            return Array(try RecordView(bytes).payload)
+        }
+    }
+
     @Test func importRejectsABinaryPayloadThatDisagreesWithItsJSON() async throws {
         let store = try await IntegrityStore { storage in
             try await storage.save(contentsOf: Reading.samples)
@@ -388,4 +419,13 @@ struct OddlyNamedNote: LocalStorable, Equatable {
     let id: String
     var text: String
     static var storageName: String { "tab\tnul\u{0}end" }
+}
+
+/// Floats, a date and an array of doubles, some holding whole numbers.
+struct Measure: LocalStorable, Equatable {
+    let id: String
+    var weight: Double
+    var ratio: Float
+    var when: Date
+    var samples: [Double]
 }

@@ -113,8 +113,8 @@ struct ImportParser {
             payload: payload)
     }
 
-    /// The stored payload a `binaryPayload` member carries (for payloads holding NaN or ±Infinity, which
-    /// the JSON view cannot restore), checked against the line's payload JSON; nil when there is none.
+    /// The stored payload a `binaryPayload` member carries (for payloads the JSON view does not restore byte
+    /// for byte), checked against the line's payload JSON; nil when there is none.
     private func exactPayload(in line: [UInt8], json: Data, format: PayloadFormat) throws -> [UInt8]? {
         guard let range = JSONText.rangeOfMember(RecordDetail.exactPayloadKey, in: line) else { return nil }
         let key = RecordDetail.exactPayloadKey

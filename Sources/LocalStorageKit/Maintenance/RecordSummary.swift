@@ -57,8 +57,8 @@ import Foundation
     /// The payload as JSON bytes: its JSON view, where NaN and ±Infinity (which JSON numbers cannot hold)
     /// are the strings `"NaN"`, `"Infinity"` and `"-Infinity"`.
     public var payload: Data
-    /// The stored binary payload, when ``payload`` cannot restore it exactly (it held a non-finite number);
-    /// nil otherwise.
+    /// The stored binary payload, when ``payload`` cannot restore it byte for byte (it held a non-finite
+    /// number, or a float holding a whole number); nil otherwise.
     public var exactPayload: Data?
 
     /// The record as one line of JSON: the summary's fields, then `"binaryPayload"` (Base64 of

@@ -27,8 +27,8 @@ extension StoreMaintenance {
     /// Each type starts with a line describing it (`type`, `version`, `signature`, `indexes`), followed by
     /// one line per record, in id order: `type`, `id`, `createdAt`, `updatedAt`, `expiresAt` (ns since 1970;
     /// no `expiresAt` when it never expires), `version`, `format`, `signature`, `indexes`, then `binaryPayload`
-    /// (the stored binary payload in Base64, only when the payload holds NaN or ±Infinity, which its JSON
-    /// view shows as strings) and, last, `payload` as JSON, whatever codec wrote it. Records that cannot be
+    /// (the stored binary payload in Base64, only when its JSON would not restore it byte for byte: NaN and
+    /// ±Infinity, which the JSON view shows as strings, or a float holding a whole number) and, last, `payload` as JSON, whatever codec wrote it. Records that cannot be
     /// read are left out and reported, and so are the types whose description cannot be read (with every
     /// type, or named).
     ///
@@ -112,8 +112,8 @@ extension StoreMaintenance {
     /// and values, the version). Then every record is written in **one** transaction, replacing records
     /// with the same type and id and keeping their timestamps, expiry, version and index values exactly;
     /// when anything fails, nothing of the import is written. A type the store does not know is added as
-    /// the file describes it; a type it knows keeps its own description. A record whose payload held NaN
-    /// or ±Infinity is restored from its `binaryPayload`, byte for byte.
+    /// the file describes it; a type it knows keeps its own description. A record exported with a
+    /// `binaryPayload` is restored from it, byte for byte.
     ///
     /// - Parameter checkingPayloadValues: Compare index values with payload members of the same name.
     /// - Throws: ``MaintenanceError/invalidImportLine(_:reason:)`` naming the first bad line;

@@ -13,8 +13,9 @@ enum ExportCommand: Command {
         Each type starts with a line describing it (type, version, signature, indexes), then one line
         per record: type, id, createdAt, updatedAt, expiresAt (ns since 1970), version, format,
         signature, indexes and payload (JSON). A payload holding NaN or ±Infinity shows them as the
-        strings "NaN", "Infinity" and "-Infinity", and the line also carries binaryPayload (the stored
-        bytes in Base64), from which import restores the record exactly. Each type is exported once,
+        strings "NaN", "Infinity" and "-Infinity". When the JSON would not restore the stored bytes
+        exactly (those, or a float holding a whole number, which JSON writes as an integer), the line
+        also carries binaryPayload (the stored bytes in Base64), from which import restores them. Each type is exported once,
         however often it is named. Unreadable records are left out and reported on standard error,
         and the exit status is 1.
         The export holds PLAINTEXT JSON, also from an encrypted store (opened with --key-file): keep it

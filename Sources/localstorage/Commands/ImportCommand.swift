@@ -15,8 +15,8 @@ enum ImportCommand: Command {
         Each record is checked against its type: its payload must be a JSON object whose "id", when it
         has one, equals the record's id, its index
         values must be declared with their kinds and agree with payload members of the same name, its
-        version must be at least 1, and no record may appear twice in the file. Records whose payload
-        held NaN or ±Infinity are restored exactly from their "binaryPayload". An import that would
+        version must be at least 1, and no record may appear twice in the file. Records exported with a
+        "binaryPayload" are restored exactly from it. An import that would
         write fewer records than it read fails (status 1) and writes nothing. With --key-file the records are sealed with that
         key (a new store is created encrypted).
           --no-payload-check   do not compare index values with payload members of the same name

@@ -29,12 +29,20 @@ enum BinaryJSON {
     /// The JSON view of a binary payload: like ``jsonData(fromBinary:)``, except that NaN and ±Infinity
     /// become the strings `"NaN"`, `"Infinity"` and `"-Infinity"` instead of throwing.
     ///
-    /// - Returns: The JSON, and whether it is exact: false when a non-finite number became a string, so
-    ///   that turning the JSON back into a payload would not give the same values.
+    /// - Returns: The JSON, and whether it is exact: whether turning it back into a payload
+    ///   (``binary(fromJSON:)``) gives these very bytes. It does not when a non-finite number became a string,
+    ///   nor when a float holds a whole number (`7.0` reads back as the integer `7`: the same value, other
+    ///   bytes, so a restored record would have another size).
     /// - Throws: ``BinaryCodecError`` for malformed bytes or nesting deeper than ``BinaryFormat/maximumDepth``.
     static func jsonView(fromBinary bytes: UnsafeRawBufferPointer) throws -> (json: Data, isExact: Bool) {
         let converted = try convert(bytes, nonFinite: .strings)
-        return (converted.json, !converted.replacedNonFinite)
+        if converted.replacedNonFinite { return (converted.json, false) }
+        do {
+            return (converted.json, try binary(fromJSON: converted.json).elementsEqual(bytes))
+        } catch {
+            // JSON this view wrote that does not turn back into a payload cannot restore this one.
+            return (converted.json, false)
+        }
     }
 
     private static func convert(
