@@ -19,6 +19,7 @@ final class RESPSession {
     init(endpoint: RESPEndpoint, clock: any StorageClock) throws(LocalStorageError) {
         self.endpoint = endpoint
         self.clock = clock
+        let started = ContinuousClock.now
         socket = try RESPSocket.connect(host: endpoint.host, port: endpoint.port, timeout: endpoint.connectTimeout)
         var commands: [[[UInt8]]] = []
         if let password = endpoint.password {
@@ -32,8 +33,12 @@ final class RESPSession {
         for command in commands { RESPCommand.encode(command, into: &prepare) }
         let replies: [RESPValue]
         do {
-            try socket.write(prepare, timeout: endpoint.connectTimeout)
-            replies = try self.replies(count: commands.count, timeout: endpoint.connectTimeout)
+            // What the connection left of the timeout (at least a moment: the server may answer at once).
+            let left = max(.milliseconds(1), endpoint.connectTimeout - (ContinuousClock.now - started))
+            try socket.write(prepare, timeout: left)
+            replies = try self.replies(
+                count: commands.count,
+                timeout: max(.milliseconds(1), endpoint.connectTimeout - (ContinuousClock.now - started)))
         } catch {
             socket.close()
             throw error

@@ -48,8 +48,10 @@ final class RESPSocket {
         .sharedTierUnavailable("\(what) \(label) failed: \(String(cString: strerror(code))) (errno \(code))")
     }
 
-    /// Connects to `host:port` within `timeout`, trying each address the name resolves to.
+    /// Connects to `host:port` within `timeout`, trying each address the name resolves to in turn, all within
+    /// that one timeout (resolving a name goes by the system's resolver and its own timeouts).
     static func connect(host: String, port: Int, timeout: Duration) throws(LocalStorageError) -> RESPSocket {
+        let deadline = ContinuousClock.now + timeout
         let label = "\(host):\(port)"
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
@@ -64,6 +66,10 @@ final class RESPSocket {
         var entry: UnsafeMutablePointer<addrinfo>? = first
         while let current = entry {
             entry = current.pointee.ai_next
+            let left = deadline - ContinuousClock.now
+            guard left > .zero else {
+                throw .sharedTierUnavailable("connecting to \(label) timed out after \(timeout)")
+            }
             let fd = socket(current.pointee.ai_family, streamType | closeOnExec, 0)
             guard fd >= 0 else {
                 lastError = failure("socket() for", label)
@@ -72,7 +78,7 @@ final class RESPSocket {
             let socket = RESPSocket(descriptor: fd, label: label)
             do {
                 try socket.prepare()
-                try socket.connect(to: current.pointee.ai_addr, length: current.pointee.ai_addrlen, timeout: timeout)
+                try socket.connect(to: current.pointee.ai_addr, length: current.pointee.ai_addrlen, timeout: left)
                 return socket
             } catch {
                 lastError = error
