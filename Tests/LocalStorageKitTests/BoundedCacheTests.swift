@@ -146,6 +146,39 @@ import Testing
         #expect(try await Self.ids(Tile.self, storage) == Set((15..<25).map { "big\($0)" }))
     }
 
+    /// An eviction-order entry whose record is gone (a damaged file, an older version's leftover) is dropped
+    /// when it comes up as the victim: deleting it found nothing, so it came up again and again (forever under
+    /// `maxBytes`), or the commit counted it as evicted and left the store over its `maxRecords`.
+    @Test(arguments: [StorageEvictionPolicy.leastRecentlyUpdated, .soonestExpiring, .adaptive])
+    func anEntryWhoseRecordIsGoneIsDroppedNotEvictedForever(policy: StorageEvictionPolicy) async throws {
+        let storage = try LocalStorage(configuration: Self.configuration(StorageLimits(maxRecords: 4), policy: policy))
+        for id in ["a", "b", "c"] { try await storage.save(Tile(id: id, weight: 0)) }
+        let schema = try await storage.core.schema(for: Tile.self)
+        try await storage.core.writer.perform { context in
+            // Sorts before every real entry: the first victim of each policy.
+            try context.txn.put(schema.updated, key: RecordWriter.timeKey(1), value: Array("ghost".utf8))
+            try context.txn.put(schema.expiry, key: RecordWriter.timeKey(1), value: Array("ghost".utf8))
+        }
+        try await storage.save(contentsOf: ["d", "e", "f"].map { Tile(id: $0, weight: 0) })
+        let ids = try await Self.ids(Tile.self, storage)
+        #expect(ids.count == 4, "\(ids)")
+        #expect(ids.isSuperset(of: ["d", "e", "f"]))
+        let ghosts = try storage.core.environment.read { txn in
+            try [schema.updated, schema.expiry].map { dbi in
+                try txn.withCursor(dbi) { cursor in
+                    var found = 0
+                    var entry = try cursor.move(.first)
+                    while let current = entry {
+                        if current.value.elementsEqual("ghost".utf8) { found += 1 }
+                        entry = try cursor.move(.next)
+                    }
+                    return found
+                }
+            }
+        }
+        #expect(ghosts == [0, 0] || policy == .adaptive, "\(ghosts)")
+    }
+
     /// Expired records go first, then each policy's victim.
     @Test(arguments: StorageEvictionPolicy.allCases)
     func policiesPickTheirVictims(policy: StorageEvictionPolicy) async throws {

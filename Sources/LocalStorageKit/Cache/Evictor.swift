@@ -148,6 +148,9 @@ final class Evictor {
             if let maxBytes = limits.maxBytes, bytes > maxBytes { return true }
             return false
         }
+        // Entries whose record is gone (a damaged file, an older version's leftover) are dropped as they are met;
+        // past as many as the store has records, something else is wrong.
+        var dangling = 0
         while isOver() {
             guard
                 let (schema, key) = try victim(
@@ -158,7 +161,20 @@ final class Evictor {
                     reason: "the store is over its limits (\(limits)) but holds no record to evict; "
                         + "its counters are damaged (localstorage verify)")
             }
-            let size = try txn.get(schema.records, key: key).map(RecordWriter.payloadSize(of:)) ?? 0
+            guard let stored = try txn.get(schema.records, key: key) else {
+                // Deleting it would find nothing, and the same entry would be the next victim, forever.
+                dangling += 1
+                guard dangling <= records + 1 else {
+                    throw LocalStorageError.decodingFailed(
+                        reason: "the store is over its limits (\(limits)) and its eviction order names records "
+                            + "it does not hold; its entries are damaged (localstorage verify --repair)")
+                }
+                try RecordWriter.removeEntriesOfDamagedRecord(key: key, schema: schema, txn: txn)
+                try access.remove(type: schema.number, key: key, txn: txn)
+                try adaptive?.forget(type: schema.number, key: key)
+                continue
+            }
+            let size = RecordWriter.payloadSize(of: stored)
             try RecordWriter.delete(
                 id: String(decoding: key, as: UTF8.self), key: key, schema: schema,
                 context: context)

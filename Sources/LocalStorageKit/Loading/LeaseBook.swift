@@ -1,3 +1,5 @@
+import Synchronization
+
 /// The `leases` database: one entry per (type number, id) that is being loaded through the cache, or
 /// whose last load found nothing (see ``LeaseEntry``). No read of records ever looks here, so an absent
 /// marker is no record for counts, queries, metadata, exports or statistics.
@@ -9,8 +11,39 @@ final class LeaseBook: Sendable {
     static let name = "leases"
 
     let database: Database
+    /// Where ``sweep(now:txn:)`` goes on from: the key after the last entry it looked at (nil: the first).
+    private let sweepPosition = Mutex<[UInt8]?>(nil)
 
     init(database: Database) { self.database = database }
+
+    /// How many entries ``sweep(now:txn:)`` looks at per call: more than the one entry each call's commit adds.
+    static let sweepStep = 16
+    /// How long an entry is kept after its deadline (a remembered nil of a load without `absentFor` ends as it
+    /// is written, and the callers other processes have waiting on that load still read it).
+    static let sweepGrace: Int64 = 60_000_000_000
+
+    /// Removes the entries among the next ``sweepStep`` (in key order, going on from where the last call
+    /// stopped, and wrapping) whose deadline passed more than ``sweepGrace`` ago: remembered nils (of a load
+    /// without `absentFor` above all, one per id a loader did not find) and the leases of loads that never
+    /// finished would otherwise stay for good, outside every limit. Each call that adds an entry makes one.
+    func sweep(now: Int64, txn: Transaction) throws {
+        let start = sweepPosition.withLock { $0 }
+        let cutoff = now < Int64.min + LeaseBook.sweepGrace ? Int64.min : now - LeaseBook.sweepGrace
+        var ended: [[UInt8]] = []
+        var next: [UInt8]?
+        try txn.withCursor(database) { cursor in
+            var entry = try start.map { try cursor.seek(atLeast: $0) } ?? cursor.move(.first)
+            var looked = 0
+            while let current = entry, looked < LeaseBook.sweepStep {
+                looked += 1
+                if let lease = LeaseEntry(current.value), lease.deadline < cutoff { ended.append(Array(current.key)) }
+                entry = try cursor.move(.next)
+            }
+            next = entry.map { Array($0.key) }
+        }
+        for key in ended { try txn.delete(database, key: key) }
+        sweepPosition.withLock { $0 = next }
+    }
 
     /// Opens (creating) the database in a write transaction, or opens it if it exists in a read one.
     static func open(in txn: Transaction) throws -> LeaseBook? {

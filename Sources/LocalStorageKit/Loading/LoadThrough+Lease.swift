@@ -21,6 +21,7 @@ extension LoadThrough {
             let lease = LeaseEntry(
                 kind: .lease, owner: .current, token: token, deadline: now.advanced(saturatingBy: timeout))
             try leases.put(lease, key: leaseKey, txn: txn)
+            try leases.sweep(now: now, txn: txn)
             return true
         }
     }
@@ -107,6 +108,7 @@ extension LoadThrough {
                 kind: .absent, owner: .current, token: token,
                 deadline: absentFor.map { now.advanced(saturatingBy: $0) } ?? now)
             try leases.put(marker, key: leaseKey, txn: context.txn)
+            try leases.sweep(now: now, txn: context.txn)
             // Wakes the callers other processes have waiting on this load (no record changed).
             context.log(schema, .touched, id: key)
         }

@@ -81,6 +81,9 @@ struct LoadThrough: Sendable {
         let waiter = RecordWatch(core: core, typeName: schema.name, id: name)
         defer { waiter.end() }
         let leaseKey = LeaseBook.key(type: schema.number, id: key)
+        // The flight running this is given up `loadTimeout` after it began: a lease taken later (after waiting
+        // on another process's) ends then too, not a whole `loadTimeout` after it was taken.
+        let givenUpAt = core.clock.uptime() + policy.loadTimeout
         var awaited: UInt64?
         while true {
             try Task.checkCancellation()
@@ -103,7 +106,7 @@ struct LoadThrough: Sendable {
             guard
                 try await takeLease(
                     leaseKey, token: token, refreshing: refreshing, key: key, schema: schema,
-                    timeout: policy.loadTimeout)
+                    timeout: max(.milliseconds(1), givenUpAt - core.clock.uptime()))
             else { continue }
             let request = LeasedLoad(
                 through: self, id: id, name: name, key: key, leaseKey: leaseKey, token: token, schema: schema,

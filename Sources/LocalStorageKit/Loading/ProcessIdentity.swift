@@ -6,10 +6,10 @@ import Glibc
 import Darwin
 #endif
 
-/// Who holds a lease: the host (its name, and on Linux its boot), the process id and the process's
-/// start time, so that a recycled pid is never mistaken for the holder.
+/// Who holds a lease: the host (its name, and on Linux its boot and pid namespace), the process id and the
+/// process's start time, so that a recycled pid is never mistaken for the holder.
 struct ProcessIdentity: Sendable, Hashable {
-    /// A 64-bit hash of the host name (and the boot id where the system has one).
+    /// A 64-bit hash of the host name (and the boot id and pid namespace where the system has them).
     let host: UInt64
     let pid: Int32
     /// The process's start time as the system counts it (clock ticks since boot on Linux; 0 unknown).
@@ -58,6 +58,12 @@ struct ProcessIdentity: Sendable, Hashable {
         #if os(Linux)
         if let boot = FileManager.default.contents(atPath: "/proc/sys/kernel/random/boot_id") {
             text += "/" + String(decoding: boot, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        // Processes in another pid namespace (containers sharing a host name and a volume) have pids this one
+        // cannot look up: they count as on another host, whose holders are never taken for gone.
+        var namespace = stat()
+        if stat("/proc/self/ns/pid", &namespace) == 0 {
+            text += "/pid:\(namespace.st_dev):\(namespace.st_ino)"
         }
         #endif
         // FNV-1a: stable across processes and runs (Hasher is seeded per process).

@@ -113,6 +113,19 @@ import Testing
         #expect(cut.loadTimeout == century)
     }
 
+    /// `.minutes(_:)` and `.hours(_:)` of an infinity (or any number of seconds past what a `Duration` holds)
+    /// stopped the process in `Duration.seconds(_:)`; they are the longest duration now, which a policy counts
+    /// as a century, and NaN is refused with the other invalid durations.
+    @Test func minutesAndHoursPastWhatADurationHoldsAreTheLongest() throws {
+        for duration in [Duration.hours(.infinity), .minutes(1e300), .hours(3e15)] {
+            #expect(duration == .seconds(Int64.max))
+            #expect(try LoadPolicy(refreshAfter: duration).validated().refreshAfter == .seconds(100 * 365 * 86_400))
+        }
+        #expect(Duration.minutes(-.infinity) == .seconds(Int64.min))
+        #expect(Duration.hours(1.5) == .seconds(5_400))
+        #expect(throws: LocalStorageError.self) { try LoadPolicy(refreshAfter: .minutes(.nan)).validated() }
+    }
+
     @Test func absentForRemembersANilThatNoOtherReadSees() async throws {
         let clock = VirtualClock()
         let directory = temporaryDirectory()
@@ -140,6 +153,66 @@ import Testing
         clock.advance(by: .seconds(31))
         #expect(try await storage.fetch(Product.self, id: "gone", policy: policy, load: load) == nil)
         #expect(gate.loads == 2)
+    }
+
+    /// Every load that finds nothing leaves an entry in the `leases` database (without `absentFor`, one that
+    /// ends as it is written), and leases of loads that never finished stay too: nothing removed them but a
+    /// write of the same id, so a loader asked for ever new missing ids grew the file for good, outside every
+    /// limit. Each new entry now removes entries that ended more than a minute ago, a few at a time.
+    @Test func endedLeaseEntriesAreRemovedAsNewOnesComeIn() async throws {
+        let clock = VirtualClock()
+        let storage = try store(clock)
+        for n in 0..<100 { #expect(try await storage.fetch(Product.self, id: "missing-\(n)") { _ in nil } == nil) }
+        let leases = try storage.local.leaseBook()
+        func entries() throws -> Int { try storage.core.environment.read { try $0.entryCount(leases.database) } }
+        #expect(try entries() == 100)
+        // Within the grace, nothing ends; a remembered nil still in force stays whatever its age.
+        let remembered = LoadPolicy(absentFor: .seconds(3_600))
+        #expect(try await storage.fetch(Product.self, id: "held", policy: remembered) { _ in nil } == nil)
+        clock.advance(by: .seconds(120))
+        for n in 0..<20 { #expect(try await storage.fetch(Product.self, id: "later-\(n)") { _ in nil } == nil) }
+        #expect(try entries() == 21)
+        let gate = LoadGate(open: true)
+        #expect(
+            try await storage.fetch(Product.self, id: "held", policy: remembered) { _ in
+                await gate.pass()
+                return nil
+            } == nil)
+        #expect(gate.loads == 0)
+    }
+
+    /// A load that first waited on another process's lease takes its own for what is left of its
+    /// `loadTimeout`, not for a whole `loadTimeout` more: its flight is given up at the end of the first one,
+    /// and a lease outliving it kept every other caller (and process) waiting for a load no one ran.
+    @Test func aLeaseTakenAfterWaitingEndsWithItsLoad() async throws {
+        let clock = VirtualClock()
+        let storage = try store(clock)
+        let schema = try await storage.core.schema(for: Product.self)
+        let leases = try storage.local.leaseBook()
+        let leaseKey = LeaseBook.key(type: schema.number, id: Array("held".utf8))
+        let start = clock.wallNanoseconds()
+        // Another host's load of the id, 20 s from its deadline.
+        let other = ProcessIdentity(host: ProcessIdentity.current.host &+ 1, pid: 1, started: 1)
+        try await storage.core.writer.perform { context in
+            try leases.put(
+                LeaseEntry(kind: .lease, owner: other, token: 7, deadline: start + 20_000_000_000), key: leaseKey,
+                txn: context.txn)
+        }
+        let gate = LoadGate()
+        let caller = Task {
+            try await storage.fetch(Product.self, id: "held", policy: LoadPolicy(loadTimeout: .seconds(30))) { _ in
+                await gate.pass()
+                return nil
+            }
+        }
+        await clock.waitForSleepers(2)  // The flight's timer, and the wait on the other host's lease.
+        clock.advance(by: .seconds(21))
+        try await gate.waitForLoad()
+        let lease = try #require(try storage.core.environment.read { try leases.entry(leaseKey, txn: $0) })
+        #expect(lease.kind == .lease && lease.owner == .current)
+        #expect(lease.deadline <= start + 30_000_000_000, "\(Double(lease.deadline - start) / 1e9) s after the start")
+        gate.open()
+        #expect(try await caller.value == nil)
     }
 
     @Test func aSaveEndsARememberedNil() async throws {
