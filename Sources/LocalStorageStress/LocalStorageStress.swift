@@ -19,7 +19,8 @@ import Darwin
 /// LocalStorageStress hold-readers DIR [COUNT]                           fills the reader table (or takes
 ///                                                                       COUNT slots), then sleeps
 /// LocalStorageStress hold-lock FILE                                     holds a shared lock on byte 0 of FILE
-/// LocalStorageStress open DIR [--as-nobody]                             opens the store; prints the outcome
+/// LocalStorageStress open DIR [--as-nobody] [--hold]                    opens the store; prints the outcome;
+///                                                                       with --hold keeps it open until killed
 /// LocalStorageStress compact-open DIR FRACTION [STEP|hold]   opens it compacting (see CompactionDriver)
 /// LocalStorageStress shared DIR PORT NAMESPACE   an instance of a store with a shared tier on the Redis
 ///                                                server at 127.0.0.1:PORT, driven from standard input
@@ -86,7 +87,10 @@ struct LocalStorageStress {
                     directory: arguments[1], threshold: Double(arguments[2]) ?? 0.5,
                     killAt: arguments.count > 3 ? arguments[3] : nil)
             case "open" where arguments.count >= 2:
-                openStore(directory: arguments[1], asNobody: arguments.dropFirst(2).contains("--as-nobody"))
+                let options = arguments.dropFirst(2)
+                openStore(
+                    directory: arguments[1], asNobody: options.contains("--as-nobody"), hold: options.contains("--hold")
+                )
             default:
                 say("usage: LocalStorageStress save-loop|grow|hold-readers|hold-lock|open …")
                 exit(2)
@@ -295,7 +299,7 @@ struct LocalStorageStress {
 
     /// Opens the store and prints `opened` or the error; as root with `--as-nobody`, drops to `nobody`
     /// first so that file permissions apply.
-    static func openStore(directory: String, asNobody: Bool) {
+    static func openStore(directory: String, asNobody: Bool, hold: Bool) {
         if asNobody && getuid() == 0 {
             guard setgid(65534) == 0, setuid(65534) == 0 else {
                 say("error: cannot drop privileges")
@@ -303,8 +307,12 @@ struct LocalStorageStress {
             }
         }
         do {
-            _ = try LocalStorage(configuration: configuration(directory, durability: .full, mapSize: 1 << 20))
+            let storage = try LocalStorage(configuration: configuration(directory, durability: .full, mapSize: 1 << 20))
             say("opened")
+            if hold {
+                keptStore.withLock { $0 = storage }
+                while true { sleep(60) }
+            }
         } catch let error as LocalStorageError {
             say("LocalStorageError: \(error)")
             exit(1)

@@ -24,6 +24,44 @@ import Testing
         #expect(second.core === first.core)
     }
 
+    /// The bounds of a store must agree across processes too: another process opened the store with `limits`
+    /// while one without them had it open, and its first commit evicted the other's records. The first process
+    /// to open a store records its `limits` and `evictionPolicy` in the store's lock file; a later one that
+    /// differs is refused, naming the setting, until the first has closed the store.
+    @Test func anotherProcessesSettingsMustAgreeWhileItHasTheStoreOpen() async throws {
+        let directory = temporaryDirectory()
+        let holder = try HelperProcess(["open", directory.path, "--hold"])
+        try await holder.waitForLine("the helper's open") { $0 == "opened" }
+        // The helper's settings (LocalStorageStress.configuration).
+        var same = diskConfiguration(directory, durability: .full)
+        same.mapSize = 1 << 20
+        same.maxMapSize = 1 << 30
+        var limited = same
+        limited.limits = StorageLimits(maxRecords: 50)
+        var leastRecentlyUsed = same
+        leastRecentlyUsed.evictionPolicy = .leastRecentlyUsed
+        for (configuration, setting) in [(limited, "limits differ"), (leastRecentlyUsed, "evictionPolicy differs")] {
+            let error = #expect(throws: LocalStorageError.self) { _ = try LocalStorage(configuration: configuration) }
+            guard case .openFailed(_, let reason) = error else {
+                Issue.record("expected openFailed, got \(String(describing: error))")
+                continue
+            }
+            #expect(reason.hasPrefix(setting + ": another process has the store open with "), "\(reason)")
+        }
+        // Durability and the map's sizes are each process's own.
+        var ownSizes = same
+        ownSizes.durability = .relaxed
+        ownSizes.mapSize = 4 << 20
+        do {
+            let storage = try LocalStorage(configuration: ownSizes)
+            try await storage.save(Note(id: "n", text: "shared"))
+        }
+        await holder.kill()
+        // Alone, a store opens with any settings (and records them for the next process).
+        let alone = try LocalStorage(configuration: limited)
+        #expect(try await alone.fetch(Note.self, id: "n")?.text == "shared")
+    }
+
     /// The store closes when its last reference goes, whatever its last call was: `statistics()`'s job on the
     /// writer held the store's core a moment longer, so an open right after saw it still open (a different
     /// durability was refused, the same one shared the old store and its eviction count).

@@ -50,6 +50,9 @@ final class Environment: @unchecked Sendable {
     private let openLock: StoreOpenLock
     /// A descriptor of `lock.mdb` a compaction kept, closed only after the environment (-1 for none).
     private let heldLockFile: Int32
+    /// What the process that opened the store first, of those that have it open, recorded of its settings
+    /// (the `settingsRecord` of its open); nil when this open was the first, or nothing was recorded.
+    let recordedByOthers: [UInt8]?
 
     /// Opens (creating if needed) the environment in `directory`.
     ///
@@ -62,10 +65,13 @@ final class Environment: @unchecked Sendable {
     /// lock file this process cannot write (nothing may write the store meanwhile). `fileMode` is the mode
     /// of files this open creates (see ``StoreFileModes``); a store that exists keeps the mode of its
     /// `data.mdb`.
+    ///
+    /// `settingsRecord` is what an open that finds no other process of the library on the store leaves in the
+    /// store's lock file for the ones that open it after (``recordedByOthers``), which must agree with it.
     init(
         directory: String, mapSize: Int, maxMapSize: Int, durability: StorageDurability,
         readOnly: Bool = false, withoutLock: Bool = false, fileMode: Int = 0o600,
-        compaction: CompactionRequest? = nil
+        compaction: CompactionRequest? = nil, settingsRecord: [UInt8]? = nil
     ) throws {
         let dataPath = directory.hasSuffix("/") ? directory + "data.mdb" : directory + "/data.mdb"
         let fileMode = StoreFileModes.mode(of: dataPath) ?? fileMode
@@ -86,7 +92,11 @@ final class Environment: @unchecked Sendable {
         // Every opener holds the store's own lock shared; compaction needs it alone (Environment+Compaction).
         let openLock = StoreOpenLock(directory: directory, fileMode: fileMode, readOnly: readOnly)
         let raw: OpaquePointer
-        if let compaction, !readOnly, !withoutLock, openLock.tryExclusive() {
+        // Alone: no other process of the library has the store open (each holds the lock shared).
+        let isAlone = !readOnly && !withoutLock && openLock.tryExclusive()
+        if isAlone { openLock.write(record: settingsRecord) }
+        if let compaction, isAlone {
+            recordedByOthers = nil
             let opened = try Environment.openCompacting(
                 directory: directory, mapSize: mapSize, request: compaction, open: open)
             (raw, recreatedUnfinishedDataFile) = (opened.handle, opened.recreated)
@@ -100,6 +110,8 @@ final class Environment: @unchecked Sendable {
             }
         } else {
             try openLock.share()
+            // Read once shared: a process opening first writes its record before it shares the lock.
+            recordedByOthers = isAlone ? nil : openLock.record()
             // No compaction runs while we hold the lock shared: a copy still here was left by a killed one.
             if !readOnly { DataFileCompactor.removeLeftovers(directory: directory) }
             (raw, recreatedUnfinishedDataFile) = try open()

@@ -11,8 +11,10 @@ import Darwin
 /// Every process that opens the store holds it shared for as long as it has the environment open;
 /// compaction at open takes it exclusively (without waiting), so it runs only when no other process of
 /// the library has the store open, and nobody opens the store while the data file is swapped: an opener
-/// waits for the shared lock until the compaction is over. The file holds nothing; its descriptor is
-/// close-on-exec, so child processes do not inherit the lock.
+/// waits for the shared lock until the compaction is over. Every opener tries the lock exclusively first: one
+/// that gets it is the only process of the library with the store open, and writes its settings record in the
+/// file (``write(record:)``) before it shares the lock; the openers after it read that record
+/// (``record()``). The descriptor is close-on-exec, so child processes do not inherit the lock.
 ///
 /// A process that cannot create the file (a read-only folder) takes the lock when the file exists and goes
 /// without it otherwise; a process that compacts always creates the file first.
@@ -63,6 +65,30 @@ final class StoreOpenLock: Sendable {
             let code = errno
             if code != EINTR { throw LMDBError(code: code, call: "flock", caller: "StoreOpenLock.share()") }
         }
+    }
+
+    /// The most bytes ``record`` keeps.
+    static let recordCapacity = 4_096
+
+    /// What the first of the processes that have the store open wrote in the file (``write(record:)``), read
+    /// while this process holds the lock shared; nil without a file or anything in it.
+    func record() -> [UInt8]? {
+        let descriptor = file.withLock { $0 }
+        guard descriptor >= 0 else { return nil }
+        var bytes = [UInt8](repeating: 0, count: Self.recordCapacity)
+        let count = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
+        guard count > 0 else { return nil }
+        return Array(bytes.prefix(count))
+    }
+
+    /// Replaces what the file holds with `record` (nothing for nil), while this process holds the lock
+    /// exclusively: it is the first to open the store, and the processes that open it after read what it wrote.
+    /// A failure to write leaves the file empty, which later openers take as nothing recorded.
+    func write(record: [UInt8]?) {
+        let descriptor = file.withLock { $0 }
+        guard descriptor >= 0, ftruncate(descriptor, 0) == 0, let record, !record.isEmpty else { return }
+        let written = record.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
+        if written != record.count { _ = ftruncate(descriptor, 0) }
     }
 
     /// Lets go of the lock and closes the file; later calls do nothing.

@@ -5,7 +5,8 @@ import Foundation
 /// Two stores on one directory in one process share one LMDB environment. Its settings, ``durability``,
 /// ``mapSize``, ``maxMapSize``, ``limits`` and ``evictionPolicy``, must agree: a second open that asks for
 /// others throws
-/// ``LocalStorageError/openFailed(path:reason:)`` naming the setting. ``expirySweepInterval`` and
+/// ``LocalStorageError/openFailed(path:reason:)`` naming the setting; ``limits`` and ``evictionPolicy`` must
+/// also agree with another process's that has the store open (the first to open it records them). ``expirySweepInterval`` and
 /// ``externalChangePollInterval`` drive work shared by the environment and are taken from the first open.
 /// Every other setting belongs to each store.
 ///

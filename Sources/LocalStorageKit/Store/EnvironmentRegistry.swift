@@ -98,7 +98,7 @@ enum EnvironmentRegistry {
             // this open never runs beside them on the same files (a compaction at open would find the store
             // in use, and LMDB forbids two environments of one process on one file).
             if let closing = entries[key], closing.core == nil { closing.teardown.wait(upTo: teardownWait) }
-            let core = try StoreCore(directory: directory, configuration: configuration)
+            let core = try StoreCore(directory: directory, configuration: configuration, settings: settings)
             if let settings { try core.adopt(settings, path: directory.path) }
             entries[key] = WeakCore(core)
             // A closing core stays listed until its teardown is over: an open of its directory meanwhile
@@ -219,6 +219,37 @@ struct EnvironmentSettings: Sendable, Equatable {
         if compression != other.compression {
             return "compression differs: the store is open in this process with .\(compression), "
                 + "this open asks for .\(other.compression)"
+        }
+        return nil
+    }
+}
+
+/// The settings across processes: the first process to open a store records its bounds in the store's lock file
+/// (see ``StoreOpenLock``), and a process that opens the store while that one has it open must agree with them.
+/// Only the settings that decide what happens to every process's records are compared: `limits` and
+/// `evictionPolicy` (a process with other limits evicted the others' records at its first commit). Durability
+/// and the map's sizes are each process's own in LMDB, and the key is checked by the store's key check value.
+extension EnvironmentSettings {
+    /// The settings as another process reads them: one `name=value` line each.
+    var record: [UInt8] { Array(fields.map { "\($0.name)=\($0.value)" }.joined(separator: "\n").utf8) }
+
+    private var fields: [(name: String, value: String)] {
+        [("limits", limits?.description ?? "no limits"), ("evictionPolicy", ".\(evictionPolicy)")]
+    }
+
+    /// Why these settings cannot open a store another process has open with the settings it recorded
+    /// (`record`), naming the first that differs; nil when they agree. A setting the record does not hold
+    /// (written by another version) is not compared.
+    func disagreement(withRecord record: [UInt8]) -> String? {
+        var recorded: [String: String] = [:]
+        for line in String(decoding: record, as: UTF8.self).split(separator: "\n") {
+            guard let equals = line.firstIndex(of: "=") else { continue }
+            recorded[String(line[..<equals])] = String(line[line.index(after: equals)...])
+        }
+        for (name, value) in fields {
+            guard let theirs = recorded[name], theirs != value else { continue }
+            return "\(name) \(name == "limits" ? "differ" : "differs"): another process has the store open with "
+                + "\(theirs), this open asks for \(value)"
         }
         return nil
     }

@@ -45,7 +45,12 @@ final class StoreCore: Sendable {
     /// before opening the directory again).
     let teardown = TeardownSignal()
 
-    init(directory: URL, configuration: LocalStorageConfiguration) throws {
+    /// Opens the store in `directory`. `settings` (a ``LocalStorage``'s, nil for maintenance) are recorded for
+    /// the processes that open the store after this one, or checked against those of the process that opened
+    /// it first and has it open still.
+    ///
+    /// - Throws: `openFailed`, also naming a setting that differs from another process's.
+    init(directory: URL, configuration: LocalStorageConfiguration, settings: EnvironmentSettings? = nil) throws {
         let durability = configuration.isInMemory ? StorageDurability.none : configuration.durability
         if let problem = configuration.limits?.problem {
             throw LocalStorageError.openFailed(path: directory.path, reason: "limits: \(problem)")
@@ -58,9 +63,14 @@ final class StoreCore: Sendable {
                 directory: directory.path, mapSize: configuration.mapSize,
                 maxMapSize: configuration.maxMapSize, durability: durability,
                 fileMode: configuration.filePermissions,
-                compaction: StoreCore.compactionRequest(configuration, directory))
+                compaction: StoreCore.compactionRequest(configuration, directory), settingsRecord: settings?.record)
         } catch {
             throw LocalStorageError.openFailed(path: directory.path, reason: StoreCore.explain(error))
+        }
+        if let settings, let recorded = environment.recordedByOthers,
+            let reason = settings.disagreement(withRecord: recorded)
+        {
+            throw LocalStorageError.openFailed(path: directory.path, reason: reason)
         }
         do {
             let environment = self.environment
