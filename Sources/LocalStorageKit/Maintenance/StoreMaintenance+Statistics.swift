@@ -6,11 +6,33 @@ extension StoreMaintenance {
     /// `payloadBytes`, as the other maintenance commands report it rather than fail (`verify` names it).
     /// - Throws: ``LocalStorageError`` when the store cannot be read.
     public func statistics() throws -> StoreStatistics {
+        // The map's figures (its last page, the file's size) are the snapshot's only when no commit came between
+        // the snapshot and reading them: with writers running, the lines of `stats` contradicted each other (a
+        // file of 770 pages beside a map whose last page was 119 made 92% of it free). Read again until they
+        // match, a few times at most.
+        var attempt = 1
+        while true {
+            // The last attempt takes whatever it reads: a store written without a pause still gets figures.
+            if let statistics = try statistics(acceptingAnyTransaction: attempt >= Self.statisticsAttempts) {
+                return statistics
+            }
+            attempt += 1
+        }
+    }
+
+    /// How many snapshots ``statistics()`` takes at most before it reports figures a commit came between.
+    static let statisticsAttempts = 10
+
+    /// The statistics of one snapshot; nil when a commit came between the snapshot and the map's figures and
+    /// `acceptingAnyTransaction` is false.
+    private func statistics(acceptingAnyTransaction: Bool) throws -> StoreStatistics? {
         let environment = self.environment
-        let info = environment.info()
         let catalog = currentCatalog
         let now = clock.wallNanoseconds()
-        return try read { txn in
+        return try read { txn -> StoreStatistics? in
+            let info = environment.info()
+            let fileBytes = try environment.dataFileSize()
+            guard acceptingAnyTransaction || info.lastTransactionID == txn.id else { return nil }
             try checkPages(of: catalog.sortedTypes, in: txn)
             let main = try environment.mainStatistics()
             var pages = StoreStatistics.Pages(
@@ -93,7 +115,7 @@ extension StoreMaintenance {
                 usedBytes: (info.lastPage + 1) * main.pageSize,
                 pageSize: main.pageSize, pages: pages, readersInUse: try environment.readersInUse(),
                 maxReaders: info.maxReaders, lastTransactionID: info.lastTransactionID, types: types)
-            statistics.addTotals(fileBytes: try environment.dataFileSize())
+            statistics.addTotals(fileBytes: fileBytes)
             statistics.databases = databases.sorted { ($0.pages, $1.name) > ($1.pages, $0.name) }
             return statistics
         }
