@@ -79,6 +79,10 @@ import Glibc
             "\"version\":1,\"payload\"", "\"version\":0,\"payload\"",
             "version 0 is below 1"
         ),
+        // Times before 1970 sort after every other in the time-keyed databases: the record was expired to
+        // reads, never purged, and counted and returned by queries.
+        ("\"format\":", "\"expiresAt\":-1,\"format\":", "expiresAt -1 is not a time after 1970"),
+        ("\"createdAt\":", "\"createdAt\":-", "is before 1970"),
     ]
 
     @Test(arguments: disagreeingEdits)

@@ -118,8 +118,30 @@ struct Sheet3Pages: LocalStorageVersioned, LocalStorageIndexed, Equatable {
         #expect(try maintenance.verify().problems.map(\.kind) == [.newerRecord])
         let figures = try #require(try maintenance.statistics().types.first { $0.name == "Note" })
         #expect(figures.newer == 1 && figures.damaged == 0)
+        // n2's update-time entry goes missing: the repair rebuilds the type's entries, and the newer record
+        // keeps its own (they were emptied with the rest and never added back, as its header cannot be read).
+        let schema = try await storage.core.schema(for: Note.self)
+        func updateEntries(of id: String) throws -> Int {
+            try storage.core.environment.read { txn in
+                try txn.withCursor(schema.updated) { cursor in
+                    var found = 0
+                    var entry = try cursor.move(.first)
+                    while let current = entry {
+                        if current.value.elementsEqual(id.utf8) { found += 1 }
+                        entry = try cursor.move(.next)
+                    }
+                    return found
+                }
+            }
+        }
+        try #require(try updateEntries(of: "n1") == 1)
+        try await storage.core.writer.perform { context in
+            try txnDeleteAll(pointingAt: "n2", in: schema.updated, txn: context.txn)
+        }
         let repaired = try await maintenance.repair()
         #expect(repaired.removedRecords.isEmpty)
+        #expect(try updateEntries(of: "n1") == 1)
+        #expect(try updateEntries(of: "n2") == 1)
         #expect(try maintenance.list("Note").damaged.map(\.kind) == [.newerRecord])
         #expect(try await EncryptionTests.storedNote("n1", in: storage) == newer)
         #expect(try await storage.fetch(Note.self, id: "n2")?.text == "two")
@@ -252,4 +274,17 @@ struct Sheet3Pages: LocalStorageVersioned, LocalStorageIndexed, Equatable {
             #expect(throws: (any Error).self) { try JSONDecoder().decode(TypeInfo.self, from: Data(bytes)) }
         }
     }
+}
+
+/// Deletes every entry of `database` whose value is `id` (an entry lost to damage, for a repair to rebuild).
+func txnDeleteAll(pointingAt id: String, in database: Database, txn: Transaction) throws {
+    var keys: [[UInt8]] = []
+    try txn.withCursor(database) { cursor in
+        var entry = try cursor.move(.first)
+        while let current = entry {
+            if current.value.elementsEqual(id.utf8) { keys.append(Array(current.key)) }
+            entry = try cursor.move(.next)
+        }
+    }
+    for key in keys { try txn.delete(database, key: key, value: Array(id.utf8)) }
 }

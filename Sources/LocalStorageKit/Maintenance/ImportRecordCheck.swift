@@ -11,6 +11,7 @@ import Foundation
 ///   type's current one, same signature), and has that index's kind;
 /// - the version is at least 1 (a record may be above its type's stored version: that version moves only
 ///   once every record is migrated, and a read migrates one record at a time);
+/// - its times are after 1970 (`expiresAt`, when present, at least 1 ns after);
 /// - an index value whose name is also a member of the payload (`price`, or `address.city` through
 ///   nested objects) agrees with that member when both are strings or both numbers (a `Bool` is 1 or 0;
 ///   a `Date` member, which `JSONEncoder` writes as seconds since 2001, matches the index's seconds
@@ -24,6 +25,14 @@ struct ImportRecordCheck {
     /// there is none.
     func problem(with summary: RecordSummary, payload: Data, info: TypeInfo) -> String? {
         guard summary.version >= 1 else { return "version \(summary.version) is below 1" }
+        // Times before 1970 sort after every other in the time-keyed databases (their keys are the times' bits):
+        // such a record would be expired to reads yet never purged, and counted by queries.
+        guard summary.createdAt >= 0, summary.updatedAt >= 0 else {
+            return "createdAt \(summary.createdAt) or updatedAt \(summary.updatedAt) is before 1970"
+        }
+        if let expiresAt = summary.expiresAt, expiresAt < 1 {
+            return "expiresAt \(expiresAt) is not a time after 1970 (leave it out for a record that never expires)"
+        }
         let declared = Dictionary(info.indexes.map { ($0.name, $0.kind) }, uniquingKeysWith: { first, _ in first })
         if summary.signature == info.signature {
             for name in summary.indexes.keys.sorted() where declared[name] == nil {

@@ -43,14 +43,24 @@ extension RecordWriter {
     }
 
     /// Empties a type's entry databases and adds every record's entries again from its header; a record
-    /// whose header is damaged gets none (`verify` reports it).
+    /// whose header is damaged gets none (`verify` reports it). A newer version's record (a header this
+    /// version cannot read) keeps the entries it has: it is never touched.
     static func rebuildEntries(of schema: TypeSchema, txn: Transaction) throws {
         let current = try schema.current(in: txn) ?? schema
+        let kept = try entriesOfNewerRecords(of: schema, current: current, txn: txn)
         for dbi in [current.updated, current.expiry, current.signatures] + current.allIndexes.map(\.dbi) {
             try txn.empty(dbi)
         }
         if let counts = current.counts {
             for index in current.allIndexes { try CountTree.clear(index, counts: counts, txn: txn) }
+        }
+        for entry in kept {
+            try txn.put(entry.database, key: entry.key, value: entry.id)
+            if let index = entry.index, let counts = current.counts {
+                try entry.key.withUnsafeBytes {
+                    try CountTree.adjust($0, by: 1, index: index, counts: counts, txn: txn)
+                }
+            }
         }
         try CountTree.recountPayloadBytes(schema: current, txn: txn)
         try txn.withCursor(schema.records) { cursor in
@@ -65,5 +75,38 @@ extension RecordWriter {
                 entry = try cursor.move(.next)
             }
         }
+    }
+
+    /// The entries (database, key, record id, and the index for index entries) pointing at the type's records
+    /// that a newer version wrote; none, without a walk of the entries, when the type has no such record.
+    private static func entriesOfNewerRecords(
+        of schema: TypeSchema, current: TypeSchema, txn: Transaction
+    ) throws -> [(database: Database, key: [UInt8], id: [UInt8], index: TypeSchema.Index?)] {
+        var newer: Set<[UInt8]> = []
+        try txn.withCursor(schema.records) { cursor in
+            var entry = try cursor.move(.first)
+            while let record = entry {
+                if case .damaged = StoredRecord(record.value), RecordView.newerLayout(of: record.value) != nil {
+                    newer.insert(Array(record.key))
+                }
+                entry = try cursor.move(.next)
+            }
+        }
+        guard !newer.isEmpty else { return [] }
+        var kept: [(database: Database, key: [UInt8], id: [UInt8], index: TypeSchema.Index?)] = []
+        let databases: [(Database, TypeSchema.Index?)] =
+            [(current.updated, nil), (current.expiry, nil), (current.signatures, nil)]
+            + current.allIndexes.map { ($0.dbi, $0) }
+        for (database, index) in databases {
+            try txn.withCursor(database) { cursor in
+                var entry = try cursor.move(.first)
+                while let current = entry {
+                    let id = Array(current.value)
+                    if newer.contains(id) { kept.append((database, Array(current.key), id, index)) }
+                    entry = try cursor.move(.next)
+                }
+            }
+        }
+        return kept
     }
 }
