@@ -83,6 +83,8 @@ import Glibc
         // reads, never purged, and counted and returned by queries.
         ("\"format\":", "\"expiresAt\":-1,\"format\":", "expiresAt -1 is not a time after 1970"),
         ("\"createdAt\":", "\"createdAt\":-", "is before 1970"),
+        // Indexed with the current declaration but without a value the payload holds: missing from the index.
+        ("\"category\":\"electronics\",", "", "index \"category\" has no value but the payload's \"category\" is"),
     ]
 
     @Test(arguments: disagreeingEdits)

@@ -12,6 +12,8 @@ import Foundation
 /// - the version is at least 1 (a record may be above its type's stored version: that version moves only
 ///   once every record is migrated, and a read migrates one record at a time);
 /// - its times are after 1970 (`expiresAt`, when present, at least 1 ns after);
+/// - an index of the current declaration that the record has no value for is not a payload member holding a
+///   value of its kind (the record would be missing from that index);
 /// - an index value whose name is also a member of the payload (`price`, or `address.city` through
 ///   nested objects) agrees with that member when both are strings or both numbers (a `Bool` is 1 or 0;
 ///   a `Date` member, which `JSONEncoder` writes as seconds since 2001, matches the index's seconds
@@ -71,6 +73,23 @@ struct ImportRecordCheck {
             if let disagreement = Self.disagreement(value, member) {
                 return "index \"\(name)\" holds \(value) but the payload's \"\(name)\" is \(disagreement)"
                     + " (use --no-payload-check if the index is computed differently)"
+            }
+        }
+        // Indexed with the current declaration, the record is in no index it leaves out: one whose payload
+        // member holds a value of the index's kind would be missing from the index until it is saved again.
+        guard summary.signature == info.signature else { return nil }
+        for entry in info.indexes where summary.indexes[entry.name] == nil {
+            guard let member = document.member(at: entry.name) else { continue }
+            let holdsValue: Bool =
+                switch (entry.kind, member) {
+                case (.string, .string), (.number, .integer), (.number, .unsignedInteger), (.number, .double),
+                    (.number, .bool):
+                    true
+                default: false
+                }
+            if holdsValue {
+                return "index \"\(entry.name)\" has no value but the payload's \"\(entry.name)\" is \(member.text)"
+                    + " (use --no-payload-check if the index leaves such values out)"
             }
         }
         return nil

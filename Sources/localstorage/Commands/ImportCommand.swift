@@ -14,8 +14,9 @@ enum ImportCommand: Command {
         created is removed again). Types the store does not know are added as the file describes them.
         Each record is checked against its type: its payload must be a JSON object whose "id", when it
         has one, equals the record's id, its index
-        values must be declared with their kinds and agree with payload members of the same name, its
-        version must be at least 1, and no record may appear twice in the file. Records exported with a
+        values must be declared with their kinds and agree with payload members of the same name (and
+        none its payload holds may be left out), its times must be after 1970, its version at least 1,
+        and no record may appear twice in the file. Records exported with a
         "binaryPayload" are restored exactly from it. An import that would
         write fewer records than it read fails (status 1) and writes nothing. With --key-file the records are sealed with that
         key (a new store is created encrypted).
