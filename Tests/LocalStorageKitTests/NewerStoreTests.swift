@@ -150,6 +150,24 @@ struct Sheet3Pages: LocalStorageVersioned, LocalStorageIndexed, Equatable {
         #expect(try await StoreMaintenance(directory: storage.core.directory).verify().isClean)
     }
 
+    /// A damaged record whose key is not UTF-8 cannot be deleted by its id (the id names another key): the
+    /// repair threw `recordNotFound` there, with the deletes before it committed and no entry rebuilt. It
+    /// now leaves that record (the report after names it) and does the rest.
+    @Test func aRepairGoesOnPastADamagedRecordItCannotName() async throws {
+        let storage = try LocalStorage(configuration: diskConfiguration(temporaryDirectory()))
+        try await storage.save(contentsOf: [Note(id: "n1", text: "one"), Note(id: "n2", text: "two")])
+        let schema = try await storage.core.schema(for: Note.self)
+        try await storage.core.writer.perform { context in
+            try context.txn.put(schema.records, key: [0x6E, 0xFF], value: [0xDE, 0xAD])
+            try txnDeleteAll(pointingAt: "n2", in: schema.updated, txn: context.txn)
+        }
+        let maintenance = try await StoreMaintenance(directory: storage.core.directory)
+        let after = try await maintenance.repair()
+        #expect(after.problems.map(\.kind) == [.damagedRecord], "\(after.problems)")
+        #expect(after.repairedTypes == ["Note"])
+        #expect(try await storage.fetch(Note.self, id: "n2")?.text == "two")
+    }
+
     /// A newer version that declares other indexes leaves records this version cannot re-index: they are
     /// in none of its indexes, so every indexed read says so instead of answering without them.
     @Test func recordsANewerDeclarationIndexedMakeOlderIndexedReadsThrow() async throws {

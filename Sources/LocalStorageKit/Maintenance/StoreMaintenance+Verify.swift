@@ -90,7 +90,13 @@ extension StoreMaintenance {
             guard let id = problem.id, !removed.contains(where: { $0.type == problem.type && $0.id == id }) else {
                 continue
             }
-            try await delete(problem.type, id: id)
+            do {
+                try await delete(problem.type, id: id)
+            } catch MaintenanceError.recordNotFound {
+                // Its key is not UTF-8 (its id names another key): it stays, and the report after says so; the
+                // repair goes on rather than stop with half its work committed.
+                continue
+            }
             removed.append(problem)
         }
         if !removed.isEmpty { before = try verify(progress: progress) }
