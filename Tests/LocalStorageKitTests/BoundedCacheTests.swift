@@ -165,15 +165,7 @@ import Testing
         #expect(ids.isSuperset(of: ["d", "e", "f"]))
         let ghosts = try storage.core.environment.read { txn in
             try [schema.updated, schema.expiry].map { dbi in
-                try txn.withCursor(dbi) { cursor in
-                    var found = 0
-                    var entry = try cursor.move(.first)
-                    while let current = entry {
-                        if current.value.elementsEqual("ghost".utf8) { found += 1 }
-                        entry = try cursor.move(.next)
-                    }
-                    return found
-                }
+                try RecordWriter.entries(of: dbi, pointingAt: { $0.elementsEqual("ghost".utf8) }, txn: txn).count
             }
         }
         #expect(ghosts == [0, 0] || policy == .adaptive, "\(ghosts)")

@@ -123,15 +123,7 @@ struct Sheet3Pages: LocalStorageVersioned, LocalStorageIndexed, Equatable {
         let schema = try await storage.core.schema(for: Note.self)
         func updateEntries(of id: String) throws -> Int {
             try storage.core.environment.read { txn in
-                try txn.withCursor(schema.updated) { cursor in
-                    var found = 0
-                    var entry = try cursor.move(.first)
-                    while let current = entry {
-                        if current.value.elementsEqual(id.utf8) { found += 1 }
-                        entry = try cursor.move(.next)
-                    }
-                    return found
-                }
+                try RecordWriter.entries(of: schema.updated, pointingAt: { $0.elementsEqual(id.utf8) }, txn: txn).count
             }
         }
         try #require(try updateEntries(of: "n1") == 1)
@@ -296,13 +288,7 @@ struct Sheet3Pages: LocalStorageVersioned, LocalStorageIndexed, Equatable {
 
 /// Deletes every entry of `database` whose value is `id` (an entry lost to damage, for a repair to rebuild).
 func txnDeleteAll(pointingAt id: String, in database: Database, txn: Transaction) throws {
-    var keys: [[UInt8]] = []
-    try txn.withCursor(database) { cursor in
-        var entry = try cursor.move(.first)
-        while let current = entry {
-            if current.value.elementsEqual(id.utf8) { keys.append(Array(current.key)) }
-            entry = try cursor.move(.next)
-        }
+    for entry in try RecordWriter.entries(of: database, pointingAt: { $0.elementsEqual(id.utf8) }, txn: txn) {
+        try txn.delete(database, key: entry.key, value: entry.id)
     }
-    for key in keys { try txn.delete(database, key: key, value: Array(id.utf8)) }
 }

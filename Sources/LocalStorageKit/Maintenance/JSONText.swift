@@ -114,6 +114,11 @@ import Foundation
 
     /// The index just past the string that starts with the quote at `index` (or the end of `bytes`).
     private static func endOfString(_ bytes: [UInt8], _ index: Int) -> Int {
+        closedString(bytes, at: index) ?? bytes.count
+    }
+
+    /// The index just past the string that starts with the quote at `index`, or nil when `bytes` end first.
+    private static func closedString(_ bytes: [UInt8], at index: Int) -> Int? {
         var index = index + 1
         while index < bytes.count {
             switch bytes[index] {
@@ -122,7 +127,14 @@ import Foundation
             default: index += 1
             }
         }
-        return bytes.count
+        return nil
+    }
+
+    /// How many bytes the JSON string `bytes` start with takes (its quotes included), or nil when they do not
+    /// start with a whole one: the CLI splits `"a=b"=5` after the name.
+    public static func leadingStringLength(_ bytes: [UInt8]) -> Int? {
+        guard bytes.first == quote else { return nil }
+        return closedString(bytes, at: 0)
     }
 
     /// The index just past the JSON value that starts at `index`.

@@ -33,12 +33,10 @@ final class RESPSession {
         for command in commands { RESPCommand.encode(command, into: &prepare) }
         let replies: [RESPValue]
         do {
-            // What the connection left of the timeout (at least a moment: the server may answer at once).
-            let left = max(.milliseconds(1), endpoint.connectTimeout - (ContinuousClock.now - started))
-            try socket.write(prepare, timeout: left)
-            replies = try self.replies(
-                count: commands.count,
-                timeout: max(.milliseconds(1), endpoint.connectTimeout - (ContinuousClock.now - started)))
+            // What the steps before left of the timeout (at least a moment: the server may answer at once).
+            func left() -> Duration { max(.milliseconds(1), endpoint.connectTimeout - (ContinuousClock.now - started)) }
+            try socket.write(prepare, timeout: left())
+            replies = try self.replies(count: commands.count, timeout: left())
         } catch {
             socket.close()
             throw error

@@ -117,24 +117,32 @@ extension RecordWriter {
     /// for a record whose header is damaged, so it cannot say where its entries are. O(entries), rare.
     static func removeEntriesOfDamagedRecord(key: [UInt8], schema: TypeSchema, txn: Transaction) throws {
         let indexes = try schema.current(in: txn)?.allIndexes ?? schema.allIndexes
-        func entries(pointingAtKeyIn dbi: Database) throws -> [[UInt8]] {
-            var found: [[UInt8]] = []
-            try txn.withCursor(dbi) { cursor in
-                var entry = try cursor.move(.first)
-                while let current = entry {
-                    if current.value.elementsEqual(key) { found.append(Array(current.key)) }
-                    entry = try cursor.move(.next)
-                }
-            }
-            return found
-        }
+        let pointsAtKey = { (id: UnsafeRawBufferPointer) in id.elementsEqual(key) }
         for dbi in [schema.updated, schema.expiry, schema.signatures] {
-            for entryKey in try entries(pointingAtKeyIn: dbi) { try txn.delete(dbi, key: entryKey, value: key) }
+            for entry in try entries(of: dbi, pointingAt: pointsAtKey, txn: txn) {
+                try txn.delete(dbi, key: entry.key, value: key)
+            }
         }
         for index in indexes {
-            for entryKey in try entries(pointingAtKeyIn: index.dbi) {
-                try removeEntry(entryKey, id: key, from: index, schema: schema, txn: txn)
+            for entry in try entries(of: index.dbi, pointingAt: pointsAtKey, txn: txn) {
+                try removeEntry(entry.key, id: key, from: index, schema: schema, txn: txn)
             }
         }
+    }
+
+    /// The entries (key, record id) of a secondary database whose record id passes `matches`, by walking it.
+    /// O(entries): for records whose headers cannot say where their entries are.
+    static func entries(
+        of dbi: Database, pointingAt matches: (UnsafeRawBufferPointer) -> Bool, txn: Transaction
+    ) throws -> [(key: [UInt8], id: [UInt8])] {
+        var found: [(key: [UInt8], id: [UInt8])] = []
+        try txn.withCursor(dbi) { cursor in
+            var entry = try cursor.move(.first)
+            while let current = entry {
+                if matches(current.value) { found.append((Array(current.key), Array(current.value))) }
+                entry = try cursor.move(.next)
+            }
+        }
+        return found
     }
 }

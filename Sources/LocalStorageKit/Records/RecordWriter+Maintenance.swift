@@ -98,13 +98,8 @@ extension RecordWriter {
             [(current.updated, nil), (current.expiry, nil), (current.signatures, nil)]
             + current.allIndexes.map { ($0.dbi, $0) }
         for (database, index) in databases {
-            try txn.withCursor(database) { cursor in
-                var entry = try cursor.move(.first)
-                while let current = entry {
-                    let id = Array(current.value)
-                    if newer.contains(id) { kept.append((database, Array(current.key), id, index)) }
-                    entry = try cursor.move(.next)
-                }
+            for entry in try entries(of: database, pointingAt: { newer.contains(Array($0)) }, txn: txn) {
+                kept.append((database, entry.key, entry.id, index))
             }
         }
         return kept

@@ -45,13 +45,7 @@ extension SharedTier {
             guard let values = reply.elements, values.count == keys else {
                 throw .sharedTierUnavailable("MGET of \(keys) keys at \(server) replied \(reply.summary)")
             }
-            for value in values {
-                switch value {
-                case .null: out.append(nil)
-                case .bulk(let bytes): out.append(bytes)
-                default: throw .sharedTierUnavailable("MGET at \(server) replied \(value.summary) for a key")
-                }
-            }
+            for value in values { out.append(try string(value, server: server)) }
         }
         return out
     }
@@ -63,32 +57,47 @@ extension SharedTier {
     ) async throws(LocalStorageError) -> (
         bytes: [UInt8]?, sequence: Int64
     ) {
-        let replies = try await connection.send([
-            [Array("MULTI".utf8)],
-            [Array("GET".utf8), layout.record(type: SharedTierLayout.escape(type), id: id)],
-            [Array("GET".utf8), layout.sequence],
-            [Array("EXEC".utf8)],
+        let values = try await getTogether([
+            layout.record(type: SharedTierLayout.escape(type), id: id), layout.sequence,
         ])
-        guard replies.count == 4, let values = replies[3].elements, values.count == 2 else {
+        return (try Self.string(values[0], server: endpoint.label), try sequence(values[1]))
+    }
+
+    /// The server's change sequence (0 before the first change) and the epoch of its history (``SharedTierLayout/epoch``),
+    /// read together.
+    func sequenceAndEpoch() async throws(LocalStorageError) -> (sequence: Int64, epoch: [UInt8]?) {
+        let values = try await getTogether([layout.sequence, layout.epoch])
+        return (try sequence(values[0]), try Self.string(values[1], server: endpoint.label))
+    }
+
+    /// The replies of a `GET` of each of `keys`, read in one `MULTI`/`EXEC` (one moment of the server's).
+    private func getTogether(_ keys: [[UInt8]]) async throws(LocalStorageError) -> [RESPValue] {
+        let replies = try await connection.send(
+            [[Array("MULTI".utf8)]] + keys.map { [Array("GET".utf8), $0] } + [[Array("EXEC".utf8)]])
+        guard replies.count == keys.count + 2, let values = replies.last?.elements, values.count == keys.count else {
             throw .sharedTierUnavailable(
                 "MULTI/GET/EXEC at \(endpoint.label) replied \(replies.map(\.summary).joined(separator: ", "))")
         }
-        let bytes: [UInt8]?
-        if case .null = values[0] {
-            bytes = nil
-        } else if let found = values[0].bytes {
-            bytes = found
-        } else {
-            throw .sharedTierUnavailable("GET at \(endpoint.label) replied \(values[0].summary)")
+        return values
+    }
+
+    /// What a `GET` of the change sequence replied, as a number (0 when the key is absent).
+    private func sequence(_ value: RESPValue) throws(LocalStorageError) -> Int64 {
+        if case .null = value { return 0 }
+        guard let number = value.int else {
+            throw .sharedTierUnavailable("GET of the sequence at \(endpoint.label) replied \(value.summary)")
         }
-        let sequence: Int64
-        if case .null = values[1] {
-            sequence = 0
-        } else if let number = values[1].int {
-            sequence = number
-        } else {
-            throw .sharedTierUnavailable("GET of the sequence at \(endpoint.label) replied \(values[1].summary)")
+        return number
+    }
+
+    /// What a `GET` (or one value of an `MGET`) replied: the string's bytes, or nil for an absent key.
+    ///
+    /// - Throws: `sharedTierUnavailable` for any other reply.
+    static func string(_ value: RESPValue, server: String) throws(LocalStorageError) -> [UInt8]? {
+        switch value {
+        case .null: return nil
+        case .bulk(let bytes): return bytes
+        default: throw .sharedTierUnavailable("GET at \(server) replied \(value.summary) for a key")
         }
-        return (bytes, sequence)
     }
 }

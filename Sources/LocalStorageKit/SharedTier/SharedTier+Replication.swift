@@ -298,35 +298,6 @@ extension SharedTier {
         }
     }
 
-    /// The server's change sequence (0 before the first change) and the epoch of its history, read together.
-    private func sequenceAndEpoch() async throws -> (sequence: Int64, epoch: [UInt8]?) {
-        let replies = try await connection.send([
-            [Array("MULTI".utf8)], [Array("GET".utf8), layout.sequence], [Array("GET".utf8), layout.epoch],
-            [Array("EXEC".utf8)],
-        ])
-        guard replies.count == 4, let values = replies[3].elements, values.count == 2 else {
-            throw LocalStorageError.sharedTierUnavailable(
-                "MULTI/GET/GET/EXEC at \(endpoint.label) replied \(replies.map(\.summary).joined(separator: ", "))")
-        }
-        let sequence: Int64
-        switch values[0] {
-        case .null: sequence = 0
-        default:
-            guard let value = values[0].int else {
-                throw LocalStorageError.sharedTierUnavailable(
-                    "GET \(String(decoding: layout.sequence, as: UTF8.self)) replied \(values[0].summary)")
-            }
-            sequence = value
-        }
-        switch values[1] {
-        case .null: return (sequence, nil)
-        case .bulk(let bytes): return (sequence, bytes)
-        default:
-            throw LocalStorageError.sharedTierUnavailable(
-                "GET \(String(decoding: layout.epoch, as: UTF8.self)) replied \(values[1].summary)")
-        }
-    }
-
     /// The changes that bring local copies to the server's present state: for each record the log names (at
     /// its last mention), its current bytes; clears in their place.
     private func currentState(of entries: [SharedTierNotice]) async throws -> [LocalChange] {

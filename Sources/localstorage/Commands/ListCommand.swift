@@ -50,32 +50,14 @@ enum ListCommand: Command {
     /// INDEX and VALUE of `--where INDEX=VALUE`, split at the first `=` after INDEX; an INDEX given as a quoted
     /// JSON string (an index name with control characters, as `types` shows it) may hold `=` itself.
     static func split(_ condition: String) -> (index: String, value: String)? {
-        if condition.hasPrefix("\""), let close = closingQuote(of: condition) {
-            let equals = condition.index(after: close)
-            if equals < condition.endIndex, condition[equals] == "=" {
-                return (String(condition[...close]), String(condition[condition.index(after: equals)...]))
-            }
+        let bytes = Array(condition.utf8)
+        if let end = JSONText.leadingStringLength(bytes), end < bytes.count, bytes[end] == UInt8(ascii: "=") {
+            return (
+                String(decoding: bytes[..<end], as: UTF8.self), String(decoding: bytes[(end + 1)...], as: UTF8.self)
+            )
         }
         guard let equals = condition.firstIndex(of: "="), equals != condition.startIndex else { return nil }
         return (String(condition[..<equals]), String(condition[condition.index(after: equals)...]))
-    }
-
-    /// Where the JSON string that opens `text` ends (its closing quote), or nil.
-    private static func closingQuote(of text: String) -> String.Index? {
-        var position = text.index(after: text.startIndex)
-        var isEscaped = false
-        while position < text.endIndex {
-            let character = text[position]
-            if isEscaped {
-                isEscaped = false
-            } else if character == "\\" {
-                isEscaped = true
-            } else if character == "\"" {
-                return position
-            }
-            position = text.index(after: position)
-        }
-        return nil
     }
 
     static func run(_ arguments: ParsedArguments, store: StoreMaintenance, output: Output) async throws -> Int32 {

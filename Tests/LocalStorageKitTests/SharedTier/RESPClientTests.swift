@@ -37,14 +37,19 @@ import Testing
     }
 
     @Test func anIncompleteReplyWaitsForTheRestByteByByte() throws {
-        let wire = Array("*3\r\n$3\r\nfoo\r\n:12\r\n$-1\r\n+done\r\n".utf8)
+        let values = try Self.parsedByteByByte("*3\r\n$3\r\nfoo\r\n:12\r\n$-1\r\n+done\r\n")
+        #expect(values == [.array([.bulk(Array("foo".utf8)), .integer(12), .null]), .simple("done")])
+    }
+
+    /// The replies `wire` holds, given to a parser one byte at a time.
+    static func parsedByteByByte(_ wire: String) throws -> [RESPValue] {
         var parser = RESPParser()
         var values: [RESPValue] = []
-        for byte in wire {
+        for byte in wire.utf8 {
             [byte].withUnsafeBytes { parser.append($0) }
             while let value = try parser.next() { values.append(value) }
         }
-        #expect(values == [.array([.bulk(Array("foo".utf8)), .integer(12), .null]), .simple("done")])
+        return values
     }
 
     @Test(arguments: ["?x\r\n", ":abc\r\n", "$3\r\nabcd\r\n", "$\(RESPParser.maxBulkLength + 1)\r\n", "+a\rb\r\n"])
@@ -237,13 +242,7 @@ struct RESPConnectionTests {
     }
 
     @Test func anAttributeBeforeAValueInsideAnArrayIsDropped() throws {
-        let wire = Array("*2\r\n|1\r\n+key\r\n:7\r\n:1\r\n:2\r\n".utf8)
-        var parser = RESPParser()
-        var values: [RESPValue] = []
-        for byte in wire {
-            [byte].withUnsafeBytes { parser.append($0) }
-            while let value = try parser.next() { values.append(value) }
-        }
+        let values = try RESPParserTests.parsedByteByByte("*2\r\n|1\r\n+key\r\n:7\r\n:1\r\n:2\r\n")
         #expect(values == [.array([.integer(1), .integer(2)])])
     }
 
