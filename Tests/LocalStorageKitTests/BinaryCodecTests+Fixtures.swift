@@ -259,4 +259,67 @@ extension BinaryCodecTests {
             try list.encode(2)
         }
     }
+
+    /// Takes `superEncoder()` from a container that a later sibling write has finished, then encodes into it
+    /// (the encoder handed out has no frame: asking it for a container trapped).
+    struct LateSuperEncoder: Codable, Equatable {
+        var id = "b1"
+        var note = "x"
+        enum Keys: String, CodingKey { case id, details }
+        enum DetailKeys: String, CodingKey { case unused }
+        enum NoteKeys: String, CodingKey { case note }
+
+        init() {}
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: Keys.self)
+            var details = container.nestedContainer(keyedBy: DetailKeys.self, forKey: .details)
+            try container.encode(id, forKey: .id)
+            var inner = details.superEncoder().container(keyedBy: NoteKeys.self)
+            try inner.encode(note, forKey: .note)
+        }
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: Keys.self)
+            id = try container.decode(String.self, forKey: .id)
+            let details = try container.nestedContainer(keyedBy: DetailKeys.self, forKey: .details)
+            note = try details.superDecoder().container(keyedBy: NoteKeys.self).decode(String.self, forKey: .note)
+        }
+    }
+
+    /// A record that writes its containers out of order (a nested container after a later sibling, a
+    /// `superEncoder()` taken first and used last), as `JSONEncoder` allows.
+    struct OutOfOrder: LocalStorable, Equatable {
+        let id: String
+        var city: String
+        var kind: String
+        enum Keys: String, CodingKey { case id, address, parent }
+        enum AddressKeys: String, CodingKey { case city }
+        enum ParentKeys: String, CodingKey { case kind }
+
+        init(id: String, city: String, kind: String) {
+            self.id = id
+            self.city = city
+            self.kind = kind
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: Keys.self)
+            let parent = container.superEncoder(forKey: .parent)
+            var address = container.nestedContainer(keyedBy: AddressKeys.self, forKey: .address)
+            try container.encode(id, forKey: .id)
+            try address.encode(city, forKey: .city)
+            var parentContainer = parent.container(keyedBy: ParentKeys.self)
+            try parentContainer.encode(kind, forKey: .kind)
+        }
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: Keys.self)
+            id = try container.decode(String.self, forKey: .id)
+            city = try container.nestedContainer(keyedBy: AddressKeys.self, forKey: .address)
+                .decode(String.self, forKey: .city)
+            kind = try container.superDecoder(forKey: .parent).container(keyedBy: ParentKeys.self)
+                .decode(String.self, forKey: .kind)
+        }
+    }
 }

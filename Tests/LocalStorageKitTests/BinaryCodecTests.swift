@@ -149,9 +149,27 @@ import Testing
         #expect(throws: EncodingError.self) { try BinaryEncoder().encode(Nothing()) }
     }
 
-    /// Writing into a container after a later sibling was written throws.
+    /// Writing into a container after a later sibling was written throws, also through a `superEncoder()`
+    /// of a finished container (which trapped: index -1).
     @Test func interleavedContainerWritesThrow() {
         #expect(throws: (any Error).self) { try BinaryEncoder().encode(Interleaved()) }
+        #expect(throws: (any Error).self) { try BinaryEncoder().encode(LateSuperEncoder()) }
+    }
+
+    /// A record that writes its containers out of order, as `JSONEncoder` allows, is saved with the default
+    /// binary codec (encoded through JSON) and reads back as a JSON round trip gives it.
+    @Test func outOfOrderEncodersSaveWithTheBinaryCodec() async throws {
+        let values = [
+            OutOfOrder(id: "a", city: "Lyon", kind: "depot"), OutOfOrder(id: "b", city: "", kind: "Zürich ✓"),
+        ]
+        try await withStore(diskConfiguration(temporaryDirectory())) { storage async throws in
+            try await storage.save(contentsOf: values)
+            for value in values {
+                let json = try JSONDecoder().decode(OutOfOrder.self, from: JSONEncoder().encode(value))
+                #expect(try await storage.fetch(OutOfOrder.self, id: value.id) == json)
+            }
+            #expect(try await storage.fetch(OutOfOrder.self).count == 2)
+        }
     }
 
     /// Payloads converted from JSON decode with JSONDecoder's leniency and errors.

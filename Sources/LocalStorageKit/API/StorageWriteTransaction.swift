@@ -43,9 +43,14 @@ public final class StorageWriteTransaction: StorageReadTransaction {
     }
 
     override func mapped(_ error: any Error) -> any Error {
-        if let error = error as? LMDBError, error.isMapFull {
-            // The writer grows the map and runs the transaction again, whatever the closure does with this.
-            context.metMapFull = true
+        if let error = error as? LMDBError {
+            if error.isMapFull {
+                // The writer grows the map and runs the transaction again, whatever the closure does with this.
+                context.metMapFull = true
+            } else if context.storeError == nil {
+                // The writer aborts this transaction, whatever the closure does with this.
+                context.storeError = error
+            }
         }
         return super.mapped(error)
     }
@@ -56,15 +61,17 @@ public final class StorageWriteTransaction: StorageReadTransaction {
     /// transaction may not be used while the nested one is open.
     func atomically<R>(_ body: (CommitQueue.Context) throws -> R) throws -> R {
         let inner = context.nested(try txn.beginNested())
+        let result: R
         do {
-            let result = try body(inner)
-            try inner.txn.commitNested()
-            context.absorb(inner)
-            return result
+            result = try body(inner)
         } catch {
             inner.txn.abortNested()
             throw error
         }
+        // A failed commit ends the nested transaction itself (LMDB aborts it): it is not aborted again.
+        try inner.txn.commitNested()
+        context.absorb(inner)
+        return result
     }
 
     // MARK: - Writes

@@ -63,11 +63,13 @@ final class Evictor {
     }
 
     /// Refuses a record that alone exceeds its type's or the store's `maxBytes`: no eviction could make it
-    /// fit, so it is not written and nothing is evicted for it.
+    /// fit, so it is not written and nothing is evicted for it. `size` is the payload as stored (compressed,
+    /// sealed), which is what the limits count.
     ///
     /// - Throws: ``LocalStorageError/recordTooLarge(id:size:limit:)`` with the smaller limit it exceeds.
-    static func refuseOversized(_ record: PreparedRecord, schema: TypeSchema, context: CommitQueue.Context) throws {
-        let size = record.payload.count
+    static func refuseOversized(
+        _ record: PreparedRecord, size: Int, schema: TypeSchema, context: CommitQueue.Context
+    ) throws {
         let limits = [schema.limits?.maxBytes, context.storeMaxBytes].compactMap { $0 }
         if let limit = limits.min(), size > limit {
             throw LocalStorageError.recordTooLarge(id: record.id, size: size, limit: limit)

@@ -9,7 +9,14 @@ enum PayloadCodec {
             case .json:
                 return Array(try JSONEncoder().encode(value))
             case .binary:
-                return try BinaryEncoder().encode(value)
+                do {
+                    return try BinaryEncoder().encode(value)
+                } catch let error as BinaryCodecError where error.isOutOfOrderUse {
+                    // The binary encoder writes as it goes; a value that writes into a container after a later
+                    // sibling (which JSONEncoder, building a tree, accepts) is encoded by JSONEncoder instead
+                    // and converted: it decodes the same, as the decoder is as lenient as JSONDecoder.
+                    return try BinaryJSON.binary(fromJSON: try JSONEncoder().encode(value))
+                }
             }
         } catch {
             throw .encodingFailed(reason: "\(T.self): \(error)")

@@ -4,11 +4,12 @@ import Synchronization
 /// zstd compression of payloads with dictionaries trained from the store's own records.
 ///
 /// A compressed payload is `dictionary id (UInt32, little-endian; 0 = none) ‖ zstd frame`. A payload is
-/// compressed only when it is longer than the threshold and the result is smaller. The writer collects
-/// samples of the payloads it compresses; once it has ``trainingSamples`` of them it trains a dictionary
-/// (`ZDICT_trainFromBuffer`), stores it in `meta` in the same transaction and compresses with it once that
-/// commits. Training goes on every ``trainingSamples`` payloads, so a store whose data drifts gets new
-/// dictionaries; the old ones stay for the records that use them.
+/// compressed only when it is longer than the threshold and the result is smaller. The writer samples the
+/// payloads it compresses (the first ``sampleBytes`` of each); after ``trainingSamples`` of them it trains a
+/// dictionary (`ZDICT_trainFromBuffer`) from the last ``trainingSamples``, stores it in `meta` under an id no
+/// other dictionary has, in the same transaction, and compresses with it once that commits. A store whose data
+/// drifts gets new dictionaries, each after twice as many payloads as the one before and at most
+/// ``maximumDictionaries`` in all: the old ones stay for the records that use them, and every open loads them.
 final class PayloadCompressor: Sendable {
     let level: Int32
     let threshold: Int
@@ -17,10 +18,23 @@ final class PayloadCompressor: Sendable {
     /// The key dictionaries are sealed with before they go to `meta` (an encrypted store): a dictionary is
     /// made of pieces of the payloads it was trained on.
     let dictionaryKey: PayloadSealing.Key?
-    private let samples = Mutex<[[UInt8]]>([])
+    /// The payloads sampled for the next dictionary, and how many were seen since the last one.
+    private struct Training {
+        var samples: [[UInt8]] = []
+        var seen = 0
+        /// Dictionaries this process trained (a batch trains before its first one commits and is counted).
+        var trained = 0
+    }
+    private let training = Mutex(Training())
     private let trainEvery: Mutex<Int>
     /// The largest dictionary trained.
     static let dictionaryCapacity = 16 << 10
+    /// How much of each payload is sampled: a dictionary helps small payloads, and the samples of a store of
+    /// large ones stay at most ``trainingSamples`` × this in memory (they were whole payloads: 1 GB for a
+    /// thousand 1 MB photos, trained on inside the write transaction).
+    static let sampleBytes = 1 << 10
+    /// The most dictionaries a store trains (dictionaries are never removed; every open loads them).
+    static let maximumDictionaries = 24
 
     init(
         _ compression: StorageCompression, meta: Database, dictionaries: PayloadDictionaries,
@@ -39,6 +53,12 @@ final class PayloadCompressor: Sendable {
         get { trainEvery.withLock { $0 } }
         set { trainEvery.withLock { $0 = max(newValue, 8) } }
     }
+
+    /// The bytes sampled for the next dictionary so far.
+    var sampledBytes: Int { training.withLock { $0.samples.reduce(0) { $0 + $1.count } } }
+
+    /// Dictionary ids to try before random ones (tests make two dictionaries draw the same id).
+    let idsToTry = Mutex<[UInt32]>([])
 
     /// `payload` compressed with the newest dictionary, or nil when it is short or does not shrink.
     func compress(_ payload: [UInt8]) -> [UInt8]? {
@@ -119,25 +139,45 @@ final class PayloadCompressor: Sendable {
     /// the transaction commits.
     func noteSample(_ payload: [UInt8], txn: Transaction) throws -> (UInt32, [UInt8])? {
         guard payload.count > threshold else { return nil }
-        let batch: [[UInt8]]? = samples.withLock { samples in
-            samples.append(payload)
-            guard samples.count >= trainingSamples else { return nil }
-            defer { samples.removeAll(keepingCapacity: true) }
-            return samples
+        let known = dictionaries.count
+        let every = trainingSamples
+        let batch: [[UInt8]]? = training.withLock { training in
+            let trained = max(known, training.trained)
+            guard trained < PayloadCompressor.maximumDictionaries else { return nil }
+            // The n-th dictionary comes after `every` × 2ⁿ payloads: a busy store trains a few, not one every
+            // thousand saves for ever.
+            let interval = every << min(trained, 30)
+            training.seen += 1
+            if training.seen > interval - every {
+                training.samples.append(Array(payload.prefix(PayloadCompressor.sampleBytes)))
+            }
+            guard training.seen >= interval else { return nil }
+            defer { training = Training(trained: trained + 1) }
+            return training.samples
         }
-        guard let batch, let trained = PayloadCompressor.train(batch) else { return nil }
+        guard let batch, let bytes = PayloadCompressor.train(batch) else { return nil }
+        // An id no dictionary of the store has: writing over one would leave its records unreadable.
+        var id: UInt32 = 0
+        while try id == 0 || isTaken(id, txn: txn) {
+            id = idsToTry.withLock { $0.isEmpty ? nil : $0.removeFirst() } ?? UInt32.random(in: 1...UInt32.max)
+        }
         let stored = try dictionaryKey.map {
-            try PayloadSealing.sealDictionary(trained.bytes, at: PayloadDictionaries.key(trained.id), key: $0)
+            try PayloadSealing.sealDictionary(bytes, at: PayloadDictionaries.key(id), key: $0)
         }
-        try txn.put(meta, key: PayloadDictionaries.key(trained.id), value: stored ?? trained.bytes)
+        try txn.put(meta, key: PayloadDictionaries.key(id), value: stored ?? bytes)
         var newest: [UInt8] = []
-        newest.appendLittleEndian(trained.id)
+        newest.appendLittleEndian(id)
         try txn.put(meta, key: PayloadDictionaries.newestKey, value: newest)
-        return trained
+        return (id, bytes)
     }
 
-    /// A dictionary trained from `samples` with a fresh random id, or nil when zstd finds none.
-    static func train(_ samples: [[UInt8]]) -> (id: UInt32, bytes: [UInt8])? {
+    /// Whether the store has a dictionary `id` (this process knows it, or `meta` holds it).
+    private func isTaken(_ id: UInt32, txn: Transaction) throws -> Bool {
+        try dictionaries.dictionary(id) != nil || txn.get(meta, key: PayloadDictionaries.key(id)) != nil
+    }
+
+    /// A dictionary trained from `samples`, or nil when zstd finds none.
+    static func train(_ samples: [[UInt8]]) -> [UInt8]? {
         let joined = samples.flatMap { $0 }
         let sizes = samples.map { $0.count }
         var dictionary = [UInt8](repeating: 0, count: dictionaryCapacity)
@@ -150,8 +190,6 @@ final class PayloadCompressor: Sendable {
         }
         guard length > 0 else { return nil }
         dictionary.removeLast(dictionary.count - length)
-        var id: UInt32 = 0
-        while id == 0 { id = UInt32.random(in: 1...UInt32.max) }
-        return (id, dictionary)
+        return dictionary
     }
 }

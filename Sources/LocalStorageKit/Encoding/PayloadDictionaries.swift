@@ -91,6 +91,7 @@ final class PayloadDictionaries: Sendable {
     /// Adds a dictionary that is now committed and makes it the newest.
     func add(_ id: UInt32, bytes: [UInt8]) {
         state.withLock { state in
+            if state.byID[id] != bytes { state.digested[id] = nil }
             state.byID[id] = bytes
             state.newest = id
         }

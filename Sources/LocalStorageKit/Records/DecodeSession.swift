@@ -73,7 +73,7 @@ final class DecodeSession {
     }
 
     /// Notes a record a read opened with a previous key, to write back sealed with the current one (the
-    /// same payload, version and index values).
+    /// same payload, version, declaration and index values).
     func noteReseal(view: RecordView, id: String, payload: [UInt8]) {
         let key: [UInt8]
         do {
@@ -87,6 +87,6 @@ final class DecodeSession {
         upgrades.append(
             RecordUpgrade(
                 key: key, fromVersion: view.version, updatedAt: view.updatedAt, payload: payload,
-                format: view.format, version: view.version, indexValues: view.header().indexValues))
+                format: view.format, version: view.version, indexValues: nil))
     }
 }

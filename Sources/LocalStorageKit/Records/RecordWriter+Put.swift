@@ -91,7 +91,6 @@ extension RecordWriter {
         _ record: PreparedRecord, expiresAt: Int64, schema: TypeSchema,
         context: CommitQueue.Context, payloadBytes: inout Int, isObserved: Bool, appending: Bool = false
     ) throws -> (header: RecordHeader, replaced: RecordHeader?) {
-        try Evictor.refuseOversized(record, schema: schema, context: context)
         let txn = context.txn
         var createdAt = context.now
         var replacesLiveRecord = false
@@ -129,6 +128,9 @@ extension RecordWriter {
         }
         let (envelope, payload) = try sealed(
             record.payload, format: record.format, key: record.key, schema: schema, txn: txn)
+        // Checked at the size the limits count; throwing aborts the transaction (and the batch replays
+        // without this request), so what was done above for the old record is undone.
+        try Evictor.refuseOversized(record, size: payload.count, schema: schema, context: context)
         try noteSample(record.payload, schema: schema, context: context)
         let header = RecordHeader(
             format: record.format, version: record.version, createdAt: createdAt,

@@ -16,6 +16,13 @@ extension RecordWriter {
     ) throws -> Bool {
         let txn = context.txn
         let header = try bytes.withUnsafeBytes { buffer throws(LocalStorageError) in try RecordView(buffer).header() }
+        // The shared tier's payloads are never compressed (each store trains its own dictionaries): one that says
+        // so came from elsewhere, and its frame could claim gigabytes for a read to allocate.
+        guard !header.envelope.contains(.compressed) else {
+            throw LocalStorageError.decodingFailed(
+                reason: "\(schema.name) \"\(String(decoding: key, as: UTF8.self))\": the shared tier's copy is marked "
+                    + "compressed, which no instance writes; it was not stored")
+        }
         var replacesLiveRecord = false
         var oldValues: [StoredIndexValue]?
         var regionKnown = true

@@ -155,10 +155,15 @@ extension RecordWriter {
         header.format = upgrade.format
         header.envelope = envelope
         header.version = upgrade.version
-        header.indexValues = upgrade.indexValues
+        try CountTree.addPayloadBytes(payload.count - view.payload.count, schema: schema, txn: txn)
+        guard let indexValues = upgrade.indexValues else {
+            // A reseal: only the payload changes.
+            try txn.put(schema.records, key: upgrade.key, value: try header.serialized(payload: payload))
+            return
+        }
+        header.indexValues = indexValues
         header.signature = schema.signature
         try removeEntries(of: view.header(), key: upgrade.key, schema: schema, txn: txn)
-        try CountTree.addPayloadBytes(payload.count - view.payload.count, schema: schema, txn: txn)
         try txn.put(schema.records, key: upgrade.key, value: try header.serialized(payload: payload))
         try addEntries(of: header, key: upgrade.key, schema: schema, txn: txn)
     }

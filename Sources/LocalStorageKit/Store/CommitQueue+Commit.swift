@@ -143,16 +143,31 @@ extension CommitQueue {
                             results.append(.needsRoom)
                             continue
                         }
-                        try child.txn.commitNested()
-                        context.absorb(child)
-                        results.append(.done)
+                        if let error = child.storeError {
+                            // The closure caught another error of the store and went on: LMDB may have marked the
+                            // transaction failed, and committing it would fail the parent, every peer with it.
+                            child.txn.abortNested()
+                            results.append(.failed(error))
+                            continue
+                        }
                     } catch let error as LMDBError where error.isMapFull {
                         child.txn.abortNested()
                         results.append(.needsRoom)
+                        continue
                     } catch {
                         child.txn.abortNested()
                         results.append(child.metMapFull ? .needsRoom : .failed(error))
+                        continue
                     }
+                    do {
+                        try child.txn.commitNested()
+                    } catch {
+                        // A failed commit has ended the child (LMDB aborts it): it must not be aborted again.
+                        results.append(.failed(error))
+                        continue
+                    }
+                    context.absorb(child)
+                    results.append(.done)
                 }
                 try evictor?.enforce(context)
                 context.loggedSequences = try changeLog?.append(context.logged, txn: txn)

@@ -35,7 +35,9 @@ final class CommitQueue: @unchecked Sendable {
         var loggedSequences: ClosedRange<UInt64>?
         /// Set when a write of this request met `MDB_MAP_FULL`, even if the caller's closure caught it.
         var metMapFull = false
-        /// The store's `maxBytes` limit, which no one record may exceed (``Evictor/refuseOversized(_:schema:context:)``).
+        /// Another error of LMDB a closure met (and may have caught): the transaction is aborted, not committed.
+        var storeError: LMDBError?
+        /// The store's `maxBytes` limit, which no one record may exceed (``Evictor/refuseOversized(_:size:schema:context:)``).
         var storeMaxBytes: Int?
 
         /// The load-through leases, for a delete of a missing id to void (see ``LeaseBook``).

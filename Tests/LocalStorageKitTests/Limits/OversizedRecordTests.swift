@@ -58,4 +58,37 @@ import Testing
         await expectTooLarge("big", limit: 5_000) { try await storage.write { tx in try tx.save(contentsOf: [big]) } }
         #expect(try await storage.count(SmallBlob.self) == 5)
     }
+
+    /// The check counts the payload as stored, as the limits do: in an encrypted store a record whose encoded
+    /// payload fit but whose sealed one did not was accepted, evicted every other record of its scope and then
+    /// itself, and `save` returned; in a compressed store a record that fits once compressed was refused.
+    @Test func theLimitIsCheckedAtTheStoredSize() async throws {
+        let limit = 5_000
+        var encrypted = EncryptionTests.configuration(temporaryDirectory())
+        encrypted.expirySweepInterval = nil
+        try await withStore(encrypted) { storage async throws in
+            try await storage.save(
+                contentsOf: (0..<5).map { SmallBlob(id: "s\($0)", text: String(repeating: "x", count: 500)) })
+            // The longest text whose encoded payload is just under the limit: sealing adds its nonce and tag.
+            var length = limit
+            while try PayloadCodec.encode(
+                SmallBlob(id: "big", text: String(repeating: "y", count: length)), as: .binary
+            )
+            .count > limit - 4 {
+                length -= 1
+            }
+            let big = SmallBlob(id: "big", text: String(repeating: "y", count: length))
+            await expectTooLarge("big", limit: limit) { try await storage.save(big) }
+            #expect(try await storage.count(SmallBlob.self) == 5)
+            #expect(try await storage.statistics().evictions == 0)
+        }
+        var compressed = diskConfiguration()
+        compressed.compression = .zstd()
+        try await withStore(compressed) { storage async throws in
+            let repetitive = SmallBlob(id: "zeros", text: String(repeating: "pending invoice ", count: 1_000))
+            try await storage.save(repetitive)
+            #expect(try await storage.fetch(SmallBlob.self, id: "zeros") == repetitive)
+            #expect(try await storage.statistics(for: SmallBlob.self).payloadBytes <= limit)
+        }
+    }
 }

@@ -101,6 +101,47 @@ import Testing
         return (leaf, nodeOffset(bytes, page: pageRange(leaf, pageSize: pageSize).lowerBound, index: 0))
     }
 
+    /// A `write { }` body that catches an error of a damaged page and returns fails alone, and the writes that
+    /// share its commit are kept. LMDB marks a transaction that met the damage failed, and its failed commit ends
+    /// it: the writer committed such a body, aborted it a second time (a double free) and lost its peers with it.
+    @Test func aBodyThatSwallowsADamagedPageFailsAloneAndItsPeersCommit() async throws {
+        let (configuration, dataFile, number) = try await makeStore()
+        let (walk, meta) = try walkDataFile(dataFile.path)
+        let records = try #require(walk.databases["r.\(number)"])
+        try #require(records.depth == 2)
+        var bytes = [UInt8](try Data(contentsOf: dataFile))
+        let (leaf, first) = firstLeaf(of: records, in: bytes, pageSize: meta.pageSize)
+        let keySize = Int(bytes[first + 6]) | Int(bytes[first + 7]) << 8
+        let id = String(decoding: bytes[(first + 8)..<(first + 8 + keySize)], as: UTF8.self)
+        let flags = pageRange(leaf, pageSize: meta.pageSize).lowerBound + 10
+        bytes[flags] = 0  // neither a leaf nor a branch: LMDB's search fails with MDB_CORRUPTED
+        bytes[flags + 1] = 0
+        try Data(bytes).write(to: dataFile)
+
+        try await withStore(configuration) { storage async throws in
+            let hold = try await WriterHold(storage)
+            let before = Task { try await storage.write { tx in try tx.save(Note(id: "before", text: "kept")) } }
+            try await waitUntil("the first write is queued") { storage.core.writer.queuedCount == 1 }
+            let swallowing = Task {
+                try await storage.write { tx -> Bool in
+                    try tx.save(Note(id: "swallowing", text: "lost"))
+                    return (try? tx.fetch(Product.self, id: id)) != nil
+                }
+            }
+            try await waitUntil("the swallowing write is queued") { storage.core.writer.queuedCount == 2 }
+            let after = Task { try await storage.write { tx in try tx.save(Note(id: "after", text: "kept")) } }
+            try await waitUntil("the last write is queued") { storage.core.writer.queuedCount == 3 }
+            try await hold.release()
+            await #expect(throws: LocalStorageError.self) { try await swallowing.value }
+            try await before.value
+            try await after.value
+            #expect(try await storage.fetch(Note.self, id: "before")?.text == "kept")
+            #expect(try await storage.fetch(Note.self, id: "after")?.text == "kept")
+            #expect(try await storage.fetch(Note.self, id: "swallowing") == nil)
+            #expect(try await storage.fetch(Note.self, id: "n1")?.text == "one")
+        }
+    }
+
     /// A node whose value size grew by one bit runs into its neighbour inside the page: LMDB reads (and a repair
     /// in place wrote) the neighbour's bytes. `verify` called such a file sound.
     @Test func aNodeThatRunsIntoTheNextOneIsDamage() async throws {

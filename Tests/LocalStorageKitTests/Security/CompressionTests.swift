@@ -174,4 +174,64 @@ import Testing
             #expect(reason?.contains("\"\(id)\"") == true && reason?.contains("decompress") == true, "\(reason ?? "")")
         }
     }
+
+    /// Dictionaries come after twice as many payloads each time, so a busy store trains a few (it trained one
+    /// every `trainingSamples` payloads, forever, and every open loads them all), and only the first KiB of each
+    /// payload is kept as a sample (whole payloads were kept: a gigabyte for a thousand 1 MB photos).
+    @Test func dictionariesComeEverMoreRarelyAndSamplesStaySmall() async throws {
+        var configuration = diskConfiguration()
+        configuration.compression = .zstd()
+        var random = SplitMix64(seed: 31)
+        try await withStore(configuration) { storage async throws in
+            let compressor = try #require(storage.core.sealing.compressor)
+            compressor.trainingSamples = 8
+            var counts: [Int] = []
+            for round in 0..<20 {
+                let notes = (0..<100).map { Self.note(round * 100 + $0, length: 300, random: &random) }
+                try await storage.save(contentsOf: notes)
+                counts.append(storage.core.sealing.dictionaries.count)
+            }
+            // 2,000 payloads: dictionaries after 8, 24, 56, 120, 248, 504, 1,016 payloads (≈ 2/3 of them
+            // are compressible text; the rest random letters, sampled too).
+            #expect(counts.last.map { (4...8).contains($0) } == true, "\(counts)")
+            #expect(counts == counts.sorted())
+            compressor.trainingSamples = 1_000
+            let large = (0..<50).map {
+                Note(id: "large\($0)", text: String(repeating: "pending invoice ", count: 4_000))
+            }
+            try await storage.save(contentsOf: large)
+            #expect(compressor.sampledBytes <= 50 * PayloadCompressor.sampleBytes, "\(compressor.sampledBytes)")
+        }
+    }
+
+    /// A new dictionary never takes the id of one the store has: it overwrote it, and the records compressed
+    /// with the old one stopped decoding.
+    @Test func aDictionaryNeverTakesAnIDInUse() async throws {
+        let directory = temporaryDirectory()
+        var configuration = diskConfiguration(directory)
+        configuration.compression = .zstd()
+        var random = SplitMix64(seed: 32)
+        var model: [String: Note] = [:]
+        try await withStore(configuration) { storage async throws in
+            let compressor = try #require(storage.core.sealing.compressor)
+            compressor.trainingSamples = 16
+            compressor.idsToTry.withLock { $0 = [77, 77, 78] }
+            for round in 0..<4 {
+                // Each round in words of its own, so that each dictionary differs.
+                let notes = (0..<40).map { n in
+                    var note = Self.note(round * 40 + n, length: 400, random: &random)
+                    note.text = String(repeating: "round\(round) ", count: 20) + note.text
+                    return note
+                }
+                try await storage.save(contentsOf: notes)
+                for note in notes { model[note.id] = note }
+            }
+            #expect(storage.core.sealing.dictionaries.dictionary(77) != nil)
+            #expect(storage.core.sealing.dictionaries.dictionary(78) != nil)
+        }
+        try await withStore(configuration) { storage async throws in
+            let all = try await storage.fetch(Note.self)
+            #expect(Dictionary(uniqueKeysWithValues: all.map { ($0.id, $0) }) == model)
+        }
+    }
 }

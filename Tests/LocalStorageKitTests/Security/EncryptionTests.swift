@@ -241,6 +241,25 @@ import Testing
         // The old key alone no longer opens it.
         #expect(Self.openFailure(Self.configuration(directory, key: Self.key)) != nil)
     }
+    /// A record resealed by a read keeps the declaration it was indexed with: a release that added an index and
+    /// rotated the key moved records read by id before the first query to the new declaration with their old
+    /// index values, so the re-index of stale records never found them and queries on the new index missed them.
+    @Test func aResealKeepsTheRecordsDeclarationSoANewIndexFindsIt() async throws {
+        let directory = temporaryDirectory()
+        let items = (0..<6).map { Shelved(id: "s\($0)", category: $0 % 2 == 0 ? "books" : "toys") }
+        try await withStore(Self.configuration(directory)) { try await $0.save(contentsOf: items) }
+        try await withStore(Self.configuration(directory, key: Self.otherKey, previous: [Self.key])) {
+            storage async throws in
+            for item in items.prefix(3) {  // resealed with the new key, before any indexed read
+                #expect(try await storage.fetch(IndexedShelved.self, id: item.id)?.category == item.category)
+            }
+            try await storage.core.writer.perform { _ in }  // The reseals were handed to the writer first.
+            let books = try await storage.fetch(IndexedShelved.self, matching: [.equals("category", "books")])
+            #expect(Set(books.map(\.id)) == ["s0", "s2", "s4"])
+            #expect(try await storage.count(IndexedShelved.self, matching: [.equals("category", "toys")]) == 3)
+        }
+    }
+
     /// Records are sealed with AES-256-GCM where the CPU has it (seal version 2), else with XChaCha20-Poly1305
     /// (version 1); a store reads both, and the version is bound to the payload: changed, it fails to open.
     @Test func recordsSealedWithEitherCipherReadBackAndTheVersionIsBound() async throws {
@@ -328,4 +347,19 @@ import Testing
             #expect(try await storage.fetch(Note.self, id: "b")?.text == "beta")
         }
     }
+}
+
+/// A type first stored without indexes.
+struct Shelved: LocalStorable {
+    let id: String
+    var category: String
+    static var storageName: String { "Shelved" }
+}
+
+/// The same stored type in a later release, with an index.
+struct IndexedShelved: LocalStorageIndexed {
+    let id: String
+    var category: String
+    static var storageName: String { "Shelved" }
+    static var storageIndexes: [StorageIndex<IndexedShelved>] { [StorageIndex("category", \.category)] }
 }

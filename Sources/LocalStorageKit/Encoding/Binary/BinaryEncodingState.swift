@@ -137,7 +137,8 @@ final class BinaryEncodingState {
     /// Asking the same encoder twice returns the same container, as `JSONEncoder` does (a subclass
     /// and its superclass both writing into one keyed container).
     func containerFrame(tag: UInt8, valueStart: Int, depth: Int) -> BinaryFrameReference {
-        if depth < frames.count, frames[depth].header == valueStart {
+        // An encoder handed out by a container used out of order has depth -1 (it never opens a frame).
+        if depth >= 0, depth < frames.count, frames[depth].header == valueStart {
             closeFrames(downTo: depth + 1)
             if writer.byte(at: valueStart) == tag {
                 return BinaryFrameReference(index: depth, id: frames[depth].id)
@@ -160,7 +161,7 @@ final class BinaryEncodingState {
     /// Records a misuse of the Encoder API, to be thrown when the encode call ends.
     func recordMisuse(_ message: String) {
         if deferredError == nil {
-            deferredError = BinaryCodecError(message)
+            deferredError = BinaryCodecError(message, isOutOfOrderUse: true)
         }
     }
 
@@ -250,7 +251,8 @@ final class BinaryEncodingState {
 
     /// Returns the error for writing into a container that was already finished.
     func staleContainerError<Value>(_ value: Value, path: BinaryCodingPath?) -> EncodingError {
-        EncodingError.invalidValue(
+        recordMisuse("A container was written to after a later sibling value was encoded.")
+        return EncodingError.invalidValue(
             value,
             EncodingError.Context(
                 codingPath: BinaryCodingPath.keys(path),
