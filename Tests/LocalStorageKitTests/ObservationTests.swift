@@ -46,6 +46,27 @@ import Testing
         #expect(received == expected)
     }
 
+    /// Saves through another Swift type stored under the same name reach the change stream, read as its type
+    /// (they were dropped, while deletes arrived: a consumer mirroring the store drifted).
+    @Test func savesThroughAnotherTypeOfTheSameNameReachTheStream() async throws {
+        let storage = try LocalStorage(configuration: .inMemory)
+        var changes = storage.changes(of: NoteSummary.self).makeAsyncIterator()
+        try await storage.save(Note(id: "a", text: "1"))
+        try await storage.write { tx in try tx.save(Note(id: "a", text: "2")) }
+        try await storage.save(NoteSummary(id: "b"))
+        try await storage.delete(Note.self, id: "a")
+        let expected: [StorageChange<NoteSummary>] = [
+            .inserted(NoteSummary(id: "a")), .updated(NoteSummary(id: "a")), .inserted(NoteSummary(id: "b")),
+            .deleted(id: "a"),
+        ]
+        var received: [StorageChange<NoteSummary>] = []
+        while let change = await changes.next() {  // up to the delete, the last change
+            received.append(change)
+            if case .deleted = change { break }
+        }
+        #expect(received == expected)
+    }
+
     @Test func slowConsumerNeverBlocksTheWriterAndKeepsTheNewestEvents() async throws {
         var configuration = LocalStorageConfiguration.inMemory
         configuration.changeStreamBufferSize = 8
@@ -225,6 +246,18 @@ import Testing
             })
     }
 
+    /// A run that ends after the query was stopped (its task cancelled mid-run) sets no expiry wake-up: one was
+    /// set, and slept until the type's next expiry, however far.
+    @Test func aRunEndingAfterStopLeavesNoExpiryTimer() async throws {
+        let clock = VirtualClock()
+        let query = LiveQuery<Note>(coalescing: .zero, clock: clock)
+        let (_, output) = AsyncThrowingStream.makeStream(of: [Note].self)
+        query.stop()
+        let inAnHour = clock.wallNanoseconds() + 3_600_000_000_000
+        await query.run(emittingTo: output, query: { [] }, nextExpiry: { inAnHour })
+        #expect(!query.hasExpiryTimer)
+    }
+
     @Test func aFailingQueryEndsTheStreamWithItsError() async throws {
         let storage = try LocalStorage(configuration: .inMemory)
         await #expect(throws: LocalStorageError.self) {
@@ -391,4 +424,10 @@ import Testing
         observation.cancel()
         await observation.value
     }
+}
+
+/// `Note` read without its text.
+struct NoteSummary: LocalStorable, Equatable {
+    let id: String
+    static var storageName: String { Note.storageName }
 }

@@ -93,6 +93,31 @@ import Testing
         #expect(handedBack.withLock { $0 } == [1, 2, 3])
     }
 
+    /// A stop from the thread itself (the writer's owner released by a job) runs its last step after the jobs
+    /// still queued: the store's environment was closed at once and those jobs ran on it.
+    @Test func aStopFromTheThreadItselfRunsItsLastStepAfterTheQueuedJobs() async {
+        let worker = SerialWorker<Int>(name: "test.worker")
+        let events = Mutex<[String]>([])
+        for job in 0..<3 { _ = worker.submit(job) }
+        await withCheckedContinuation { (ended: CheckedContinuation<Void, Never>) in
+            worker.start(
+                take: { queue in [queue.removeFirst()] },
+                run: { batch in
+                    events.withLock { $0 += batch.map { "job \($0)" } }
+                    if batch == [0] {
+                        worker.stop {
+                            events.withLock { $0.append("closed") }
+                            ended.resume()
+                        }
+                    }
+                })
+        }
+        #expect(events.withLock { $0 } == ["job 0", "job 1", "job 2", "closed"])
+        let stoppedAgain = Mutex(false)
+        worker.stop { stoppedAgain.withLock { $0 = true } }  // Later stops run their step at once.
+        #expect(stoppedAgain.withLock { $0 })
+    }
+
     @Test func aWaitOnTheOwnersStateEndsWhenItHoldsOrWhenTheWorkerStops() async {
         let worker = SerialWorker<Never>(name: "test.worker")
         let flag = Mutex(false)

@@ -19,11 +19,12 @@ extension LocalStorage {
     /// - Throws: (from the stream) `invalidId`, `decodingFailed` and the store's errors.
     public func updates<T: LocalStorable>(of type: T.Type, id: T.ID) -> AsyncThrowingStream<T?, any Error> {
         guard configuration.sharedTier != nil else { return local.updates(of: T.self, id: id) }
-        // With a shared tier, a record this instance does not hold is read from the server (never a false nil).
-        let tiers = self.tiers
-        return local.updates(of: T.self, id: id) { name, schema in
-            try await tiers.fetch(T.self, id: name, schema: schema)
-        }
+        // With a shared tier, each look waits as every local read does until this instance may serve its copies
+        // (its catch-up, `maxStaleness`), and a record this instance does not hold is read from the server (never
+        // a false nil). The closures hold this `LocalStorage`, whose release stops the tier, while the stream runs.
+        return local.updates(
+            of: T.self, id: id, settle: { try await self.tiers.settle() },
+            missing: { name, schema in try await self.tiers.fetch(T.self, id: name, schema: schema) })
     }
 }
 

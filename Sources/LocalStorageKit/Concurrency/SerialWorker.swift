@@ -22,6 +22,8 @@ final class SerialWorker<Job>: @unchecked Sendable {
     private var thread: Thread?
     /// The body of a thread not made yet: ``start(take:run:leftOver:atEnd:)`` makes it at the first job.
     private var deferredBody: (@Sendable () -> Void)?
+    /// What ``stop(then:)`` called on the worker's own thread leaves for the thread's very end.
+    private var afterEnd: (@Sendable () -> Void)?
     private let finished = DispatchSemaphore(value: 0)
     private let name: String
 
@@ -80,9 +82,10 @@ final class SerialWorker<Job>: @unchecked Sendable {
     private func makeThread(_ body: @escaping @Sendable () -> Void) -> Thread {
         let finished = self.finished
         let systemName = SerialWorker.systemName(name)
-        let thread = Thread {
+        let thread = Thread { [self] in
             SerialWorker.nameCurrentThread(systemName)
             body()
+            locked { afterEnd }?()
             finished.signal()
         }
         thread.name = name
@@ -132,19 +135,25 @@ final class SerialWorker<Job>: @unchecked Sendable {
     /// The number of jobs queued and not taken yet.
     var queuedCount: Int { locked { queue.count } }
 
-    /// Whether ``stop()`` was called.
+    /// Whether ``stop(then:)`` was called.
     var isStopping: Bool { locked { stopping } }
 
-    /// Ends the thread (see the type's description) and waits for it, unless called on the thread itself (it
-    /// then ends when the current job returns). Later calls do nothing.
-    func stop() {
+    /// Ends the thread (see the type's description) and waits for it, then runs `last`; called on the thread
+    /// itself, it does not wait, and `last` runs when the thread has taken its last job. Later calls only run
+    /// `last`.
+    func stop(then last: (@Sendable () -> Void)? = nil) {
         condition.lock()
         if stopping {
             condition.unlock()
+            last?()
             return
         }
         stopping = true
-        let mustWait = thread.map { $0 != Thread.current } ?? false
+        let onOwnThread = thread.map { $0 == Thread.current } ?? false
+        let mustWait = thread != nil && !onOwnThread
+        // Called by a job (the owner's last reference went with it): the thread still drains what is queued,
+        // so `last` (closing what those jobs use) waits for the thread's end.
+        if onOwnThread { afterEnd = last }
         thread = nil
         let neverStarted = deferredBody
         deferredBody = nil
@@ -153,9 +162,9 @@ final class SerialWorker<Job>: @unchecked Sendable {
         // No job ever came: the body finds the worker stopping with nothing queued, runs `atEnd` and returns.
         neverStarted?()
         if mustWait { finished.wait() }
+        if !onOwnThread { last?() }
     }
 
-    /// Runs `body` under the worker's lock, for the owner's state that its thread waits on.
     func locked<R>(_ body: () throws -> R) rethrows -> R {
         condition.lock()
         defer { condition.unlock() }

@@ -25,8 +25,9 @@ final class LiveQuery<T: LocalStorable>: Sendable {
     private let clock: any StorageClock
     /// The query's conditions, once known: changes outside them do not rerun it.
     private let plan = Mutex<QueryPlan?>(nil)
-    /// Wakes the query when the soonest expiry among the type's records passes.
-    private let expiryTimer = Mutex<Task<Void, Never>?>(nil)
+    /// Wakes the query when the soonest expiry among the type's records passes, and whether ``stop()`` was called
+    /// (a run that ends after it sets no new timer).
+    private let expiryTimer = Mutex<(task: Task<Void, Never>?, stopped: Bool)>((nil, false))
 
     /// Called each time a commit marks the result stale (tests count them: a change outside the query's
     /// conditions must not).
@@ -72,8 +73,9 @@ final class LiveQuery<T: LocalStorable>: Sendable {
             self?.expire()
         }
         expiryTimer.withLock { current in
-            current?.cancel()
-            current = timer
+            current.task?.cancel()
+            current.task = current.stopped ? nil : timer
+            if current.stopped { timer.cancel() }
         }
     }
 
@@ -89,10 +91,16 @@ final class LiveQuery<T: LocalStorable>: Sendable {
         wake.yield()
     }
 
+    /// Whether an expiry wake-up is pending.
+    var hasExpiryTimer: Bool { expiryTimer.withLock { $0.task != nil } }
+
     /// Ends ``run(emittingTo:query:)`` at its next wait.
     func stop() {
         wake.finish()
-        expiryTimer.withLock { $0?.cancel() }
+        expiryTimer.withLock { current in
+            current.task?.cancel()
+            current = (nil, true)
+        }
     }
 
     /// Emits the current result, then a fresh one after each coalesced burst of invalidations, until

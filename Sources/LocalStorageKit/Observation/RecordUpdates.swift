@@ -4,9 +4,10 @@
 extension LocalRecordStore {
     /// The value of the record `id` now, then after each committed change to it by any process. With
     /// `missing` (a shared tier's read), a record this store does not hold is read through it, so that the
-    /// stream never reports a false nil for a record the tier holds.
+    /// stream never reports a false nil for a record the tier holds; `settle` (the tier's gate) runs before
+    /// each look at this store.
     func updates<T: LocalStorable>(
-        of type: T.Type, id: T.ID,
+        of type: T.Type, id: T.ID, settle: (@Sendable () async throws -> Void)? = nil,
         missing: (@Sendable (_ id: String, _ schema: TypeSchema) async throws -> T?)? = nil
     ) -> AsyncThrowingStream<T?, any Error> {
         let (stream, continuation) = AsyncThrowingStream.makeStream(
@@ -21,6 +22,7 @@ extension LocalRecordStore {
                 defer { watch.end() }
                 var last: (isPresent: Bool, updatedAt: Int64)?
                 while !Task.isCancelled {
+                    try await settle?()
                     var current = try await look(T.self, id: name, key: key, schema: schema)
                     var value = current.value
                     if value == nil, let missing, let found = try await missing(name, schema) {

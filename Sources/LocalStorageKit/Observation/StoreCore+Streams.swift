@@ -48,16 +48,32 @@ extension StoreCore {
         return stream
     }
 
-    /// The change another process made, typed: its value read from the store now (nil when the record
-    /// is gone or does not decode; a later change in the log says what happened to it).
+    /// The change another process made, or this one through another Swift type stored under `T`'s name,
+    /// typed: its value read from the store now (nil when the record is gone or does not decode; a later change
+    /// in the log says what happened to it).
     func outsideChange<T: LocalStorable>(_ change: PublishedChange, _ type: T.Type) -> StorageChange<T>? {
         let (id, inserted): (String, Bool)
         switch change.kind {
         case .externalInserted(let value): (id, inserted) = (value, true)
         case .externalUpdated(let value): (id, inserted) = (value, false)
+        case .inserted(let value), .updated(let value):
+            // Saved through another Swift type: the record is read as `T` (a summary type, a second module's
+            // model), as another process's change is.
+            guard let other = value as? any LocalStorable, let name = storageID(of: other) else { return nil }
+            if case .inserted = change.kind { (id, inserted) = (name, true) } else { (id, inserted) = (name, false) }
         default: return nil
         }
-        guard let schema = cachedSchema(for: T.self) else { return nil }
+        // Until the stream's own registration is done, the type's databases are opened in place when `meta`
+        // already describes this declaration.
+        guard
+            let schema = cachedSchema(for: T.self)
+                ?? registeredInPlace(T.self, name: T.storageName, declaration: IndexDeclaration.of(T.self))
+        else {
+            logger?.log(
+                level: .warning, message: "A change stream missed a change: its type is not registered yet",
+                metadata: ["type": T.storageName, "id": id])
+            return nil
+        }
         let session = DecodeSession(
             counter: decodes, format: .binary, logger: logger,
             currentVersion: schema.version, sealing: schema.sealing)
@@ -79,6 +95,18 @@ extension StoreCore {
             return nil
         }
         return found.map { inserted ? .inserted($0) : .updated($0) }
+    }
+
+    /// The storage id of `value`, or nil (logged) when it has none.
+    private func storageID<V: LocalStorable>(of value: V) -> String? {
+        do {
+            return try StorageKey.string(for: value.id)
+        } catch {
+            logger?.log(
+                level: .warning, message: "A change stream could not read the id of a saved value",
+                metadata: ["type": V.storageName, "error": "\(error)"])
+            return nil
+        }
     }
 
     /// The soonest expiry after now among the records of `T` (nil when none expires or it cannot be read).

@@ -189,13 +189,14 @@ final class CommitQueue: @unchecked Sendable {
         worker.start(take: CommitQueue.nextBatch, run: { [self] work in process(work) })
     }
 
-    /// Finishes the queued work, then ends the thread, when the store closes. Later calls do nothing; work
-    /// submitted after it fails with ``LocalStorageError/closed``.
+    /// Finishes the queued work, then ends the thread, then runs `last` (closing the environment), when the
+    /// store closes. Work submitted after it fails with ``LocalStorageError/closed``.
     ///
-    /// The last reference may be dropped by a request finishing on the writer thread itself: the thread
-    /// then ends once that request returns.
-    func stop() {
-        worker.stop()
+    /// The last reference may be dropped on the writer thread itself (a change delivered to a subscriber that
+    /// held it): the thread then goes on with the work queued so far and runs `last` once it has, so that no job
+    /// runs on a closed environment.
+    func stop(then last: (@Sendable () -> Void)? = nil) {
+        worker.stop(then: last)
     }
 
     // MARK: - Submitting work

@@ -146,10 +146,12 @@ final class StoreCore: Sendable {
     deinit {
         sweeper.stop()
         liveQueries.stop()
-        writer.stop()
-        environment.close()
         // An in-memory store's files were unlinked once open (see `EnvironmentRegistry`): nothing to remove.
-        teardown.finished()
+        let (environment, teardown) = (self.environment, self.teardown)
+        writer.stop {
+            environment.close()
+            teardown.finished()
+        }
     }
 
     /// Checks that a ``LocalStorage`` asking for `settings` can share this core: the first one pins them

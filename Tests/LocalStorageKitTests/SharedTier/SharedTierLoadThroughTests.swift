@@ -142,6 +142,22 @@ struct SharedTierLoadThroughTests {
         }
     }
 
+    /// The stream of `updates(of:id:)` keeps its instance open: released by its caller, the instance stopped its
+    /// shared tier, and the stream served the local copy for ever, missing every other instance's write.
+    @Test func updatesOfAnIDKeepTheirInstanceOpen() async throws {
+        let a = try await instance()
+        try await a.save(Self.product("sku_kept_open", "first"))
+        let seen = Noted<[String?]>([])
+        let stream = try await instance().updates(of: Product.self, id: "sku_kept_open")  // no other reference
+        let watcher = Task {
+            for try await value in stream { seen.value.withLock { $0.append(value?.title) } }
+        }
+        defer { watcher.cancel() }
+        try await eventually("the first value") { seen.value.withLock { $0.last == "first" } }
+        try await a.save(Self.product("sku_kept_open", "second"))
+        try await eventually("the second value") { seen.value.withLock { $0.last == "second" } }
+    }
+
     @Test func aSaveOnAnotherInstanceWinsOverALoad() async throws {
         let a = try await instance()
         let b = try await instance()
