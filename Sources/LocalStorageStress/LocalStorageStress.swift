@@ -29,6 +29,8 @@ import Darwin
 ///                                      input: `fetch ID N` (reads ID N times; replies `hit` or `miss`),
 ///                                      `save ID` (replies `ok RECORDS`, the count after the commit)
 /// LocalStorageStress evolve DIR        runs EvolutionDriver commands from standard input, one reply each
+/// LocalStorageStress address-space DIR  limits its address space, then saves 1 MiB records until the map
+///                                      cannot grow; prints `full N` and `read` once a record reads back
 /// LocalStorageStress long-write DIR    saves one record, then 2,000 in one write transaction that never ends
 /// LocalStorageStress overwrite DIR     runs `save ID SEQUENCE`, `delete ID`, `clear` from standard input on
 ///                                      StressRecord, replying `ok` once each write returned
@@ -57,6 +59,8 @@ struct LocalStorageStress {
                 try holdReaders(directory: arguments[1], count: arguments.count == 3 ? Int(arguments[2]) ?? 1 : Int.max)
             case "hold-lock" where arguments.count == 2:
                 try holdLock(file: arguments[1])
+            case "address-space" where arguments.count == 2:
+                try await addressSpace(directory: arguments[1])
             case "long-write" where arguments.count == 2:
                 try await longWrite(directory: arguments[1])
             case "overwrite" where arguments.count == 2:
@@ -170,6 +174,38 @@ struct LocalStorageStress {
             saved += batch.count
         }
         say("done \(saved)")
+    }
+
+    /// Limits the process's address space to what it maps now and 384 MiB more (as iOS or `ulimit -v` do), then
+    /// saves 1 MiB records until the map cannot grow (`storageFull`), then reads the first record back: the map's
+    /// growth unmapped the map before a mapping that failed, and the read crashed.
+    static func addressSpace(directory: String) async throws {
+        var configuration = configuration(directory, durability: .none, mapSize: 64 << 20)
+        configuration.maxMapSize = 64 << 30
+        let storage = try LocalStorage(configuration: configuration)
+        try await storage.save(StressRecord.make(id: "first", sequence: 0))
+        #if os(Linux)
+        let pages = try String(contentsOfFile: "/proc/self/statm", encoding: .utf8).split(separator: " ").first
+        let used = (pages.flatMap { Int($0) } ?? 0) * sysconf(Int32(_SC_PAGESIZE))
+        var limit = rlimit(rlim_cur: rlim_t(used + (384 << 20)), rlim_max: rlim_t(used + (384 << 20)))
+        guard setrlimit(__rlimit_resource_t(RLIMIT_AS.rawValue), &limit) == 0 else {
+            throw StressError(description: "setrlimit: \(errno)")
+        }
+        #endif
+        var saved = 0
+        do {
+            while saved < 4096 {
+                try await storage.save(
+                    StressRecord(
+                        id: "big-\(saved)", group: "big", sequence: saved, blob: String(repeating: "b", count: 1 << 20))
+                )
+                saved += 1
+            }
+        } catch LocalStorageError.storageFull {
+            say("full \(saved)")
+        }
+        let first = try await storage.fetch(StressRecord.self, id: "first")
+        say(first == nil ? "missing" : "read")
     }
 
     /// Commits one record, then writes 2,000 more in one transaction whose body prints `inside` and then

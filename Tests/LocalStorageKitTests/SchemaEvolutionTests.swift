@@ -77,6 +77,25 @@ import Testing
         return reply
     }
 
+    /// A `read { }` whose body first reads types this process has not registered yet still re-indexes a type
+    /// whose declaration changed before it queries it: the registrations used up the read's rounds, and the query
+    /// ran on an index that lacked every record saved under the old declaration.
+    @Test func aReadThatRegistersTypesFirstStillReindexes() async throws {
+        let directory = temporaryDirectory()
+        let items = (0..<6).map { Shelved(id: "s\($0)", category: $0 % 2 == 0 ? "books" : "toys") }
+        try await withStore(diskConfiguration(directory)) { try await $0.save(contentsOf: items) }
+        try await withStore(diskConfiguration(directory)) { storage async throws in
+            let (note, products, books) = try await storage.read { tx in
+                (
+                    try tx.fetch(Note.self, id: "absent"), try tx.count(Product.self),
+                    try tx.fetch(IndexedShelved.self, matching: [.equals("category", "books")])
+                )
+            }
+            #expect(note == nil && products == 0)
+            #expect(Set(books.map(\.id)) == ["s0", "s2", "s4"])
+        }
+    }
+
     @Test(arguments: [false, true])
     func twoDeclarationsOfOneTypeStayExactInOneProcess(bcFirst: Bool) async throws {
         let directory = temporaryDirectory()

@@ -147,6 +147,25 @@ import Testing
         _ = try LocalStorage(configuration: usable)
     }
 
+    /// `Int.max` as a size ("no limit") trapped on an overflow while it was rounded: the growth limit works as
+    /// the largest map, and a first map that large fails to open with an error.
+    @Test func theLargestSizesNeitherTrapNorRefuseAGrowthLimit() async throws {
+        var unlimited = diskConfiguration()
+        unlimited.maxMapSize = .max
+        try await withStore(unlimited) { storage async throws in
+            try await storage.save(Note(id: "n", text: "kept"))
+            #expect(try await storage.fetch(Note.self, id: "n")?.text == "kept")
+        }
+        var huge = diskConfiguration()
+        huge.mapSize = .max
+        huge.maxMapSize = .max
+        do {
+            try await withStore(huge) { storage async throws in try await storage.save(Note(id: "n", text: "x")) }
+        } catch let error as LocalStorageError {
+            #expect(error.localizedDescription.contains("map"), "\(error)")
+        }
+    }
+
     @Test func aStoreOpeningAfterMaintenanceGetsTheDurabilityItAsksFor() async throws {
         let configuration = diskConfiguration(durability: .none)
         let maintenance = try await StoreMaintenance(directory: configuration.storeDirectory, creatingIfMissing: true)

@@ -70,7 +70,9 @@ extension LocalStorage {
                     return transaction
                 }
                 if !transaction.preparation.isEmpty {
-                    attempt += 1
+                    // Only migrations and re-indexes count: registering types the body reads (one round each at a
+                    // type's first use) used up the rounds, and an indexed read then ran on stale entries.
+                    if transaction.preparesIndexes { attempt += 1 }
                     for step in transaction.preparation { try await step() }
                     continue
                 }

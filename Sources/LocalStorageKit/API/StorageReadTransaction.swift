@@ -14,10 +14,13 @@ public class StorageReadTransaction {
     let txn: Transaction
     let now: Int64
     private var isOpen = true
-    /// Whether this body may ask to start again after preparing a type (see ``RestartAfterPreparing``).
+    /// Whether this body may ask to start again after migrating or re-indexing a type (see
+    /// ``RestartAfterPreparing``); registering a type always may (it converges: the next snapshot has it).
     let mayPrepare: Bool
     /// What the read must do before the body can run as asked; the body runs again after it.
     private(set) var preparation: [@Sendable () async throws -> Void] = []
+    /// Whether ``preparation`` migrates or re-indexes (the rounds of those are bounded).
+    private(set) var preparesIndexes = false
     /// What the read leaves for the writer: migrated records, expired ones to purge.
     private(set) var afterReads: [() -> Void] = []
     /// The schemas this transaction resolved.
@@ -51,12 +54,21 @@ public class StorageReadTransaction {
 
     /// Makes the index entries of `T` fit for a query: a read asks to migrate or re-index first.
     func prepareIndexedRead<T: LocalStorable>(_ type: T.Type, schema: TypeSchema) throws {
-        guard mayPrepare else { return }
+        guard mayPrepare else {
+            // After its rounds, a read answers as `fetch(_:matching:)` does: with the problem that left records
+            // stale, if a re-index recorded one.
+            if try Reindexer<T>.hasStaleRecords(schema: schema, txn: txn) {
+                _ = try schema.runtime.reindexFirst(at: txn.id, mayRetry: false)
+            }
+            return
+        }
         let storage = self.storage
         if storage.core.isMigrationPending(schema.name) {
+            preparesIndexes = true
             let _: Void = try prepare { try await storage.local.migrateIfPending(T.self, schema: schema) }
         }
         if try Reindexer<T>.hasStaleRecords(schema: schema, txn: txn), try schema.runtime.reindexFirst(at: txn.id) {
+            preparesIndexes = true
             let _: Void = try prepare { try await storage.local.reindex(T.self, schema: schema) }
         }
     }

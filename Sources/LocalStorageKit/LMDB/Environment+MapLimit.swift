@@ -21,8 +21,10 @@ extension Environment {
             mdb_env_info(handle, &info)
             let current = info.me_mapsize
             guard current < limit else { return false }
-            let next = Environment.rounded(min(limit, max(current * 2, current + 1 << 20)))
-            try check(mdb_env_set_mapsize(handle, min(next, limit)), "mdb_env_set_mapsize")
+            let next = min(Environment.rounded(min(limit, max(current * 2, current + 1 << 20))), limit)
+            // The process's address space is a limit too (iOS, `ulimit -v`): past it the map is full.
+            guard Environment.canMap(next) else { return false }
+            try check(mdb_env_set_mapsize(handle, next), "mdb_env_set_mapsize")
             mdb_env_info(handle, &info)
             mapSize.withLock { $0 = info.me_mapsize }
             return true

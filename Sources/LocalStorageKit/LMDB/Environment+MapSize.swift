@@ -21,10 +21,23 @@ extension Environment {
         }
     }
 
-    /// Rounds a map size up to a multiple of 64 KiB (a multiple of every OS page size).
+    /// Rounds a map size up to a multiple of 64 KiB (a multiple of every OS page size), at most
+    /// ``largestMapSize`` (`Int.max` for "no limit" trapped on overflow).
     static func rounded(_ size: Int) -> Int {
         let unit = 64 * 1024
-        return max(unit, (size + unit - 1) / unit * unit)
+        return max(unit, (min(size, largestMapSize) + unit - 1) / unit * unit)
+    }
+
+    /// The largest map asked of LMDB: 64 TiB, more than a 64-bit process can map (47 bits of address space).
+    static let largestMapSize = 1 << 46
+
+    /// Whether `size` bytes of address space can be mapped now: `mdb_env_set_mapsize` unmaps the map before it
+    /// maps the larger one, and a failed map leaves the environment without one (the next read crashes).
+    static func canMap(_ size: Int) -> Bool {
+        let probe = mmap(nil, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
+        guard let probe, probe != MAP_FAILED else { return false }
+        munmap(probe, size)
+        return true
     }
 
     // MARK: - Copy

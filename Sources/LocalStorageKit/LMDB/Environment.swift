@@ -163,9 +163,11 @@ final class Environment: @unchecked Sendable {
                         directory.hasSuffix("/") ? directory + name : directory + "/" + name, fileMode)
                 }
             }
-            try Environment.checkPages(raw)
+            // Slots of dead processes are freed first: the page check takes one, and a table full of them
+            // would refuse every open.
             var dead: Int32 = 0
             try check(mdb_reader_check(raw, &dead), "mdb_reader_check")
+            try Environment.checkPages(raw)
         } catch {
             mdb_env_close(raw)
             throw error
@@ -255,17 +257,21 @@ final class Environment: @unchecked Sendable {
     var currentMapSize: Int { mapSize.withLock { $0 } }
 
     /// The id of the last committed transaction of any process (`mdb_env_info`).
-    var lastTransactionID: Int {
-        var info = MDB_envinfo()
-        mdb_env_info(handle, &info)
-        return info.me_last_txnid
-    }
+    var lastTransactionID: Int { rawInfo.me_last_txnid }
 
     /// Environment information: map size, last page, readers.
-    func info() -> EnvironmentInfo {
+    func info() -> EnvironmentInfo { EnvironmentInfo(rawInfo) }
+
+    /// `mdb_env_info`, which reads the meta pages in the map: under the gate, so that no resize of this process
+    /// unmaps them meanwhile (a thread already inside a transaction holds it).
+    private var rawInfo: MDB_envinfo {
         var info = MDB_envinfo()
-        mdb_env_info(handle, &info)
-        return EnvironmentInfo(info)
+        if ResizeGate.isHeldByThisThread {
+            mdb_env_info(handle, &info)
+        } else {
+            gate.withShared { _ = mdb_env_info(handle, &info) }
+        }
+        return info
     }
 
     /// Clears reader slots left behind by dead processes; returns how many were cleared.

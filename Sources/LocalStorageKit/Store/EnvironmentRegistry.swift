@@ -97,7 +97,11 @@ enum EnvironmentRegistry {
             // The last store on the directory is closing: its environment, writer and lock go first, so that
             // this open never runs beside them on the same files (a compaction at open would find the store
             // in use, and LMDB forbids two environments of one process on one file).
-            if let closing = entries[key], closing.core == nil { closing.teardown.wait(upTo: teardownWait) }
+            if let closing = entries[key], closing.core == nil, !closing.teardown.wait(upTo: teardownWait) {
+                throw LocalStorageError.openFailed(
+                    path: directory.path,
+                    reason: "the store is still closing in this process (its writer has queued work); try again")
+            }
             let core = try StoreCore(directory: directory, configuration: configuration, settings: settings)
             if let settings { try core.adopt(settings, path: directory.path) }
             entries[key] = WeakCore(core)

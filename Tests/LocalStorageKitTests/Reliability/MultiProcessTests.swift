@@ -64,6 +64,15 @@ struct MultiProcessTests {
         #expect(try await verifyProblems(storage).isEmpty)
     }
 
+    /// A process that cannot map more address space (iOS, `ulimit -v`) finds its map full (`storageFull`) and
+    /// goes on reading: the growth unmapped the map before the larger mapping failed, and the next read crashed.
+    @Test func aMapThatTheAddressSpaceCannotHoldIsFullAndTheStoreStillReads() async throws {
+        let helper = try HelperProcess(["address-space", temporaryDirectory().path])
+        #expect(await helper.waitForExit() == 0, "\(helper.lines)")
+        #expect(helper.lines.contains { $0.hasPrefix("full ") }, "\(helper.lines)")
+        #expect(helper.lines.last == "read", "\(helper.lines)")
+    }
+
     @Test func readerSlotsLeftByAKilledProcessAreCleared() async throws {
         let directory = temporaryDirectory()
         // This test drives an Environment directly: a LocalStorage on the same files in this process
