@@ -1,6 +1,12 @@
 import Foundation
 @_spi(Maintenance) import LocalStorageKit
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Where commands write: results to standard output, messages to standard error, as text or JSON.
 struct Output: Sendable {
     /// Whether `--json` was given.
@@ -9,12 +15,38 @@ struct Output: Sendable {
     /// Writes a line to standard output, with control and invisible format characters other than line
     /// breaks escaped (``InvisibleCharacters``), so that stored text cannot spoof the output.
     func line(_ text: String = "") {
-        FileHandle.standardOutput.write(Data((InvisibleCharacters.escaped(text) + "\n").utf8))
+        Output.writeOrExit(InvisibleCharacters.escaped(text) + "\n")
     }
 
     /// Writes a line to standard error, escaped as ``line(_:)`` is.
     func message(_ text: String) {
-        FileHandle.standardError.write(Data((InvisibleCharacters.escaped(text) + "\n").utf8))
+        Output.emit(InvisibleCharacters.escaped(text) + "\n", to: STDERR_FILENO)
+    }
+
+    /// Writes `text` to standard output; when it cannot be written (a full disk, a closed pipe with SIGPIPE
+    /// ignored), says so on standard error and exits with status 1. (`FileHandle.write(_:)` traps on a failed
+    /// write: a `try!` inside Foundation.)
+    static func writeOrExit(_ text: String) {
+        let failure = emit(text, to: STDOUT_FILENO)
+        guard let failure else { return }
+        emit("localstorage: error: cannot write the output: \(String(cString: strerror(failure)))\n", to: STDERR_FILENO)
+        exit(1)
+    }
+
+    /// Writes `text` to the file descriptor `descriptor` whole; returns the `errno` of a failed write, or nil.
+    @discardableResult
+    static func emit(_ text: String, to descriptor: Int32) -> Int32? {
+        let bytes = Array(text.utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes[offset...].withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+            if written < 0 {
+                if errno == EINTR { continue }
+                return errno
+            }
+            offset += written
+        }
+        return nil
     }
 
     /// Writes `value` as pretty JSON to standard output (or standard error with `toStandardError`).

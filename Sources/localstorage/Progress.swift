@@ -42,7 +42,7 @@ final class ProgressDisplay: Sendable {
             state.hasDrawnBar = isTerminal
             return isTerminal ? "\r\u{1B}[K" + bar(progress) : line(progress) + "\n"
         }
-        if let text { FileHandle.standardError.write(Data(text.utf8)) }
+        if let text { Output.emit(text, to: STDERR_FILENO) }
     }
 
     /// Clears the bar, if one is shown.
@@ -51,7 +51,7 @@ final class ProgressDisplay: Sendable {
             defer { state.hasDrawnBar = false }
             return state.hasDrawnBar
         }
-        if hasBar { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+        if hasBar { Output.emit("\r\u{1B}[K", to: STDERR_FILENO) }
     }
 
     private func bar(_ progress: MaintenanceProgress) -> String {

@@ -36,6 +36,36 @@ import Testing
         }
     }
 
+    /// `import -` reads standard input from where it stands, also when it is a regular file: it reopened
+    /// `/dev/stdin` by path, which reads the file from its start (here a line the shell already consumed).
+    @Test func importFromStandardInputReadsFromWhereItStands() async throws {
+        let (_, store) = try await makeStore(notes: 12)
+        let export = try await CLIResult.run(["export", "--store", store.path], environment: nil)
+        #expect(export.status == 0, "\(export.stderr)")
+        let file = temporaryDirectory().appendingPathComponent("export.jsonl")
+        try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Data(("not an export line\n" + export.stdout).utf8).write(to: file)
+        var configuration = diskConfiguration()
+        configuration.expirySweepInterval = nil
+        let result = try await shell(
+            #"{ IFS= read -r skipped; "$1" import - --store "$3"; } < "$2""#,
+            [file.path, configuration.storeDirectory.path])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try await LocalStorage(configuration: configuration).count(Note.self) == 12)
+    }
+
+    /// Output that cannot be written (a full disk) ends the command with status 1 and says so: it crashed (a
+    /// `try!` inside `FileHandle.write`), and `verify` then called the store damaged.
+    @Test(arguments: [["list", "Note"], ["verify"], ["stats", "--json"]])
+    func outputThatCannotBeWrittenIsAnErrorNotACrash(command: [String]) async throws {
+        let (_, store) = try await makeStore(notes: 3)
+        let result = try await shell(
+            #"tool="$1" store="$2"; shift 2; "$tool" "$@" --store "$store" > /dev/full"#, [store.path] + command)
+        #expect(result.status == 1, "\(result.stderr)")
+        #expect(result.stderr.contains("cannot write the output"), "\(result.stderr)")
+        #expect(!result.stderr.contains("damaged"), "\(result.stderr)")
+    }
+
     /// A record with bytes, a date, a URL, a whole number in a `Double` and slashes in strings.
     private struct Attachment: LocalStorable, Equatable {
         let id: String

@@ -74,6 +74,15 @@ struct Sheet3Pages: LocalStorageVersioned, LocalStorageIndexed, Equatable {
             #expect(try maintenance.verify().problems.map(\.kind) == [.unreadableType])
             #expect(try meta(storage, key) == damaged)
         }
+        // A repair reports it and salvages nothing: a salvage cannot read the type and dropped all its records.
+        let repair = try await CLIResult.run(["verify", "--repair", "--store", directory.path], environment: nil)
+        #expect(repair.status == 1, "\(repair.stdout)\(repair.stderr)")
+        try await withStore(diskConfiguration(directory)) { storage async throws in
+            #expect(try meta(storage, key) == damaged)
+        }
+        // The record's id is still in the data file (a salvage writes a fresh file without it).
+        let data = try Data(contentsOf: storeFilesDirectory(directory).appendingPathComponent("data.mdb"))
+        #expect(data.range(of: Data("sku_1".utf8)) != nil)
     }
 
     @Test func aRecordOfANewerVersionIsReportedAndNeverOverwritten() async throws {

@@ -8,8 +8,11 @@ import Darwin
 
 /// The input of an import as a regular file, which can be read twice (a check pass, then a write pass).
 ///
-/// A regular file is used as it is. Anything else (a pipe, `/dev/stdin`, a FIFO) gives its bytes only once,
-/// so they are copied into a temporary file first, read exactly once.
+/// A regular file is used as it is. Anything else (a pipe, standard input, a FIFO) gives its bytes only once,
+/// so they are copied into a temporary file first, read exactly once. Standard input is always copied, even
+/// when it is a regular file: reopening `/dev/stdin` by path reads from the file's start with this process's
+/// permissions (and on Apple platforms shares the offset, so the second pass read nothing). The copy is
+/// readable by its owner alone: an export holds every payload in plain text.
 struct ImportSpool {
     /// The file to read.
     let file: URL
@@ -23,7 +26,7 @@ struct ImportSpool {
         let isStandardInput = url.lastPathComponent == "-" && !FileManager.default.fileExists(atPath: url.path)
         let source = isStandardInput ? URL(fileURLWithPath: "/dev/stdin") : url
         var info = stat()
-        if stat(source.path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG {
+        if !isStandardInput, stat(source.path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG {
             file = source
             size = Int(info.st_size)
             isTemporary = false
@@ -32,9 +35,9 @@ struct ImportSpool {
         let copy = FileManager.default.temporaryDirectory
             .appendingPathComponent("localstorage-import-\(UUID().uuidString).jsonl")
         do {
-            guard FileManager.default.createFile(atPath: copy.path, contents: nil) else {
-                throw CocoaError(.fileWriteUnknown)
-            }
+            let descriptor = open(copy.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+            guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+            close(descriptor)
             let input =
                 isStandardInput ? FileHandle.standardInput : try FileHandle(forReadingFrom: source)
             let output = try FileHandle(forWritingTo: copy)

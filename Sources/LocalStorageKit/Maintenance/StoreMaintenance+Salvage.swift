@@ -69,6 +69,17 @@ extension StoreMaintenance {
             report.lost = unreadable + report.lost
             report.counted = counted
             try StoreInUse.check(directory, doing: "repair")
+            if let kept {
+                // The fresh file gets the store's owner, group and mode before it takes the store's name: made by
+                // whoever runs the repair (root, say), it locked the app that owns the store out.
+                let path = fresh.appendingPathComponent("data.mdb").path
+                if chown(path, kept.st_uid, kept.st_gid) != 0, getuid() == 0 {
+                    throw MaintenanceError.invalidArgument(
+                        "cannot give the salvaged store the owner of \(dataFile.path): \(String(cString: strerror(errno)))"
+                    )
+                }
+                StoreFileModes.setMode(path, Int(kept.st_mode) & 0o777)
+            }
             report.keptDamagedFile = keepDamaged(dataFile)
             guard rename(fresh.appendingPathComponent("data.mdb").path, dataFile.path) == 0 else {
                 throw MaintenanceError.invalidArgument(
@@ -80,10 +91,11 @@ extension StoreMaintenance {
         }
         try FileManager.default.removeItem(at: fresh)
         if let kept {
-            for name in ["data.mdb", "lock.mdb", "compaction.lock"] {
+            for name in ["lock.mdb", "compaction.lock"] {
                 let path = directory.appendingPathComponent(name).path
-                // A group this user is not in cannot be given: the mode is set either way.
-                _ = chown(path, uid_t.max, kept.st_gid)
+                // An owner or group this user cannot give is left (only root can give another owner): the mode
+                // is set either way.
+                _ = chown(path, kept.st_uid, kept.st_gid)
                 StoreFileModes.setMode(path, Int(kept.st_mode) & 0o777)
             }
         }

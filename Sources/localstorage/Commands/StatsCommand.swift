@@ -76,7 +76,7 @@ enum StatsCommand: Command {
             }
             output.line("  update-time entries \(type.updateEntries), expiry entries \(type.expiryEntries)")
             for index in type.indexes {
-                output.line("  index \(index.name) (\(index.kind)): \(index.entries) entries")
+                output.line("  index \(TypeArgument.displayed(index.name)) (\(index.kind)): \(index.entries) entries")
             }
         }
         return 0

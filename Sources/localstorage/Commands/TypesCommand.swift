@@ -24,7 +24,7 @@ enum TypesCommand: Command {
                 "\(TypeArgument.displayed(type.name))  version \(type.version)  signature \(String(type.signature, radix: 16))"
             )
             for index in type.indexes {
-                output.line("  \(index.name)  \(index.kind)")
+                output.line("  \(TypeArgument.displayed(index.name))  \(index.kind)")
             }
         }
         return 0

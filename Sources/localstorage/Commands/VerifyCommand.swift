@@ -66,9 +66,11 @@ enum VerifyCommand: Command {
             let report = try await repairInPlace(directory: directory, encryption: encryption, progress: progress)
             progress.finish()
             // A record sealed with a key this command was not given, or written by a newer version, is not
-            // damaged: a salvage would lose it.
+            // damaged: a salvage would lose it. So would it every record of a type whose description cannot be
+            // read (a newer version's index kind, say): while one is there, nothing is salvaged.
             guard !report.isClean,
-                report.problems.contains(where: { ![.sealNotOpened, .newerRecord].contains($0.kind) })
+                report.problems.contains(where: { ![.sealNotOpened, .newerRecord, .unreadableType].contains($0.kind) }),
+                !report.problems.contains(where: { $0.kind == .unreadableType })
             else {
                 show(report, output: output)
                 return report.isClean ? 0 : 1
@@ -168,11 +170,12 @@ enum VerifyCommand: Command {
         if output.isJSON { return writeJSON(report, output: output) }
         for problem in report.removedRecords {
             output.line(
-                "Removed \(problem.type) \(problem.id.map(IdentifierArgument.displayed) ?? "?"): its bytes cannot be read."
+                "Removed \(TypeArgument.displayed(problem.type)) \(problem.id.map(IdentifierArgument.displayed) ?? "?"): "
+                    + "its bytes cannot be read."
             )
         }
         for name in report.repairedTypes {
-            output.line("Rebuilt the index entries of \(name).")
+            output.line("Rebuilt the index entries of \(TypeArgument.displayed(name)).")
         }
         for problem in report.problems {
             // One line per problem: a line break in an id is escaped like any other control character.
