@@ -23,10 +23,13 @@ extension StoreMaintenance {
         let catalog = currentCatalog
         var report = VerifyReport(
             types: catalog.types.count, records: 0, entries: 0,
-            problems: catalog.unreadable.map {
+            problems: catalog.unreadable.map { name in
                 VerifyProblem(
-                    type: $0, id: nil, kind: .unreadableType,
-                    detail: "its description in meta cannot be read")
+                    type: name, id: nil, kind: .unreadableType,
+                    detail: catalog.newer.contains(name)
+                        ? "its description in meta cannot be read: it is well-formed, most likely written by a newer "
+                            + "version of LocalStorageKit; it and its records are left untouched"
+                        : "its description in meta cannot be read")
             }, repairedTypes: [], removedRecords: [])
         try read { txn in
             let total = try catalog.sortedTypes.reduce(0) { sum, type in

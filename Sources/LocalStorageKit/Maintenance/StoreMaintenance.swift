@@ -55,6 +55,9 @@ import Darwin
         var types: [ExactName: StoredType] = [:]
         /// The names of `meta` entries that are not valid type descriptions.
         var unreadable: [String] = []
+        /// Those of them that are well-formed JSON: most likely written by a newer version (an index kind this
+        /// version does not know), not damaged.
+        var newer: [String] = []
 
         /// The readable types in name order.
         var sortedTypes: [StoredType] { types.values.sorted { ExactName($0.info.name) < ExactName($1.info.name) } }
@@ -205,6 +208,10 @@ import Darwin
     /// Names of `meta` entries that could not be read as type descriptions.
     public var unreadableTypeNames: [String] { catalog.withLock { $0.unreadable } }
 
+    /// Those of ``unreadableTypeNames`` whose description is well-formed JSON: most likely written by a newer
+    /// version of LocalStorageKit, whose records a salvage must not drop.
+    public var newerTypeNames: [String] { catalog.withLock { $0.newer } }
+
     /// Reads `meta` again and opens the databases of every type it names.
     func reloadCatalog() async throws {
         let meta = self.meta
@@ -255,6 +262,14 @@ import Darwin
         var catalog = Catalog()
         let (infos, unreadable) = try TypeRegistry.all(meta: meta, txn: txn)
         catalog.unreadable = unreadable.map(\.name)
+        catalog.newer = try unreadable.map(\.name).filter { name in
+            guard let stored = try txn.get(meta, key: TypeInfo.key(name)) else { return false }
+            do {
+                return try JSONSerialization.jsonObject(with: Data(stored)) is [String: Any]
+            } catch {
+                return false  // not JSON: damaged
+            }
+        }
         for info in infos {
             var schema = try StoreCore.schema(for: info, in: txn)
             schema.sealing = sealing

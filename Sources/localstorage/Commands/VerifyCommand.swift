@@ -63,14 +63,16 @@ enum VerifyCommand: Command {
                     stage: stage)
             }
             stage("the repair of its records and index entries")
-            let report = try await repairInPlace(directory: directory, encryption: encryption, progress: progress)
+            let (report, newerTypes) = try await repairInPlace(
+                directory: directory, encryption: encryption, progress: progress)
             progress.finish()
             // A record sealed with a key this command was not given, or written by a newer version, is not
-            // damaged: a salvage would lose it. So would it every record of a type whose description cannot be
-            // read (a newer version's index kind, say): while one is there, nothing is salvaged.
+            // damaged: a salvage would lose it. So would it every record of a type whose description a newer
+            // version wrote (well-formed, with an index kind this version does not know): while one is there,
+            // nothing is salvaged.
             guard !report.isClean,
-                report.problems.contains(where: { ![.sealNotOpened, .newerRecord, .unreadableType].contains($0.kind) }),
-                !report.problems.contains(where: { $0.kind == .unreadableType })
+                report.problems.contains(where: { ![.sealNotOpened, .newerRecord].contains($0.kind) }),
+                newerTypes.isEmpty
             else {
                 show(report, output: output)
                 return report.isClean ? 0 : 1
@@ -92,9 +94,9 @@ enum VerifyCommand: Command {
     /// `StoreMaintenance.repair` on a store whose pages are sound; the store is closed again on return.
     private static func repairInPlace(
         directory: URL, encryption: StorageEncryption?, progress: ProgressDisplay
-    ) async throws -> VerifyReport {
+    ) async throws -> (report: VerifyReport, newerTypes: [String]) {
         let store = try await StoreMaintenance(directory: directory, encryption: encryption, movesKeyCheck: false)
-        return try await store.repair(progress: progress.handler)
+        return (try await store.repair(progress: progress.handler), store.newerTypeNames)
     }
 
     /// Writes `value` as JSON, or the reason it cannot be.
