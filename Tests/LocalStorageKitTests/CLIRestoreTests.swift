@@ -66,6 +66,26 @@ import Testing
         #expect(!result.stderr.contains("damaged"), "\(result.stderr)")
     }
 
+    /// A `compact --output DIR` that fails part way (files limited to 48 KiB here, as a full disk would) leaves
+    /// no store in DIR, and a retry writes one: a truncated data.mdb was left, which refused the retry ("already
+    /// exists") and opened as a damaged store.
+    @Test func aCompactThatFailsPartWayLeavesNoStore() async throws {
+        let (_, store) = try await makeStore(notes: 2_000)
+        let output = temporaryDirectory()
+        let failed = try await shell(
+            #"trap '' XFSZ; ulimit -f 96; "$1" compact --output "$3" --store "$2""#, [store.path, output.path])
+        #expect(failed.status == 1, "\(failed.stdout)\(failed.stderr)")
+        let copy = output.appendingPathComponent("LocalStorage")
+        #expect(!FileManager.default.fileExists(atPath: copy.appendingPathComponent("data.mdb").path))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: copy.path).isEmpty)
+        let retried = try await CLIResult.run(
+            ["compact", "--output", output.path, "--store", store.path], environment: nil)
+        #expect(retried.status == 0, "\(retried.stderr)")
+        var configuration = diskConfiguration(output)
+        configuration.expirySweepInterval = nil
+        #expect(try await LocalStorage(configuration: configuration).count(Note.self) == 2_000)
+    }
+
     /// A record with bytes, a date, a URL, a whole number in a `Double` and slashes in strings.
     private struct Attachment: LocalStorable, Equatable {
         let id: String

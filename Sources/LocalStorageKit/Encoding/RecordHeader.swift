@@ -64,7 +64,9 @@ struct RecordHeader: Equatable {
             // The name's UTF-8 straight from the string (no array made per value and record).
             let nameCount = value.name.utf8.count
             guard nameCount <= 255, value.bytes.count <= Int(UInt16.max) else {
-                throw .encodingFailed(reason: "index \(value.name) name or value is too long")
+                throw .encodingFailed(
+                    reason: "the value of index \"\(value.name)\" takes \(value.bytes.count) bytes; an index value "
+                        + "holds at most 65,535 (its name at most 255)")
             }
             out.append(UInt8(nameCount))
             out.append(contentsOf: value.name.utf8)
@@ -73,7 +75,8 @@ struct RecordHeader: Equatable {
             out.append(contentsOf: value.bytes)
         }
         guard out.count <= Int(UInt16.max) else {
-            throw .encodingFailed(reason: "index values take \(out.count) bytes; the header holds at most 65535")
+            throw .encodingFailed(
+                reason: "index values take \(out.count) bytes together; a record's index values hold at most 65,535")
         }
         let length = UInt16(out.count)
         out[2] = UInt8(truncatingIfNeeded: length)

@@ -42,9 +42,28 @@ extension StoreMaintenance {
             throw MaintenanceError.invalidArgument(problem)
         }
         progress?(MaintenanceProgress(task: "compact", completed: 0, total: nil))
-        try StoreMaintenance.mappingErrors { try environment.copyCompacted(to: output.path) }
-        if let problem = StoreFileModes.setMode(outputFile.path, fileMode) {
+        // The copy is made in a folder of its own and moved into place whole: a copy that fails part way (a full
+        // disk) or is killed left a truncated data.mdb that refused a retry and opened as a damaged store.
+        let partial = output.appendingPathComponent(".compacting-\(UUID().uuidString)", isDirectory: true)
+        if let problem = StoreFileModes.makeFolder(partial.path, mode: 0o700) {
             throw MaintenanceError.invalidArgument(problem)
+        }
+        defer {
+            do {
+                if fileManager.fileExists(atPath: partial.path) { try fileManager.removeItem(at: partial) }
+            } catch {
+                // Left behind: a hidden folder, not a store; nothing reads it.
+            }
+        }
+        let copied = partial.appendingPathComponent("data.mdb")
+        try StoreMaintenance.mappingErrors { try environment.copyCompacted(to: partial.path) }
+        if let problem = StoreFileModes.setMode(copied.path, fileMode) {
+            throw MaintenanceError.invalidArgument(problem)
+        }
+        guard link(copied.path, outputFile.path) == 0 else {
+            if errno == EEXIST { throw MaintenanceError.outputExists(path: outputFile.path) }
+            throw MaintenanceError.invalidArgument(
+                "cannot move the compacted copy to \(outputFile.path): \(String(cString: strerror(errno)))")
         }
         progress?(MaintenanceProgress(task: "compact", completed: 1, total: 1))
         let copy = try await StoreMaintenance(directory: output, encryption: encryption)

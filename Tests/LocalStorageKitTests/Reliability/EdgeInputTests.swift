@@ -199,6 +199,7 @@ struct EdgeInputTests {
         #expect(try await verifyProblems(storage).isEmpty)
     }
 
+    /// The message names the index and the sizes (it said "name or value is too long").
     @Test func anIndexValueTooLongForTheHeaderIsAnEncodingFailure() async throws {
         let storage = try LocalStorage(configuration: .inMemory)
         let product = Product(
@@ -208,10 +209,12 @@ struct EdgeInputTests {
         do {
             try await storage.save(product)
         } catch let error as LocalStorageError {
-            guard case .encodingFailed = error else {
+            guard case .encodingFailed(let reason) = error else {
                 Issue.record("expected encodingFailed, got \(error)")
                 return
             }
+            #expect(
+                reason.contains("\"category\"") && reason.contains("70000") && reason.contains("65,535"), "\(reason)")
         }
         #expect(try await storage.count(Product.self) == 0)
     }
