@@ -322,4 +322,24 @@ extension BinaryCodecTests {
                 .decode(String.self, forKey: .kind)
         }
     }
+
+    /// Asks one encoder for a keyed and then an unkeyed container, which `JSONEncoder` traps on: the binary codec
+    /// refuses it and never hands it to `JSONEncoder`.
+    struct MixedContainers: LocalStorable {
+        let id: String
+        enum Keys: String, CodingKey { case id }
+
+        init(id: String) { self.id = id }
+
+        func encode(to encoder: any Encoder) throws {
+            var keyed = encoder.container(keyedBy: Keys.self)
+            try keyed.encode(id, forKey: .id)
+            var unkeyed = encoder.unkeyedContainer()
+            try unkeyed.encode(1)
+        }
+
+        init(from decoder: any Decoder) throws {
+            id = try decoder.container(keyedBy: Keys.self).decode(String.self, forKey: .id)
+        }
+    }
 }

@@ -169,6 +169,8 @@ import Testing
                 #expect(try await storage.fetch(OutOfOrder.self, id: value.id) == json)
             }
             #expect(try await storage.fetch(OutOfOrder.self).count == 2)
+            // A misuse JSONEncoder itself would trap on is refused, not handed over.
+            await #expect(throws: LocalStorageError.self) { try await storage.save(MixedContainers(id: "m")) }
         }
     }
 
