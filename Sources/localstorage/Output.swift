@@ -36,7 +36,12 @@ struct Output: Sendable {
     /// Writes `text` to the file descriptor `descriptor` whole; returns the `errno` of a failed write, or nil.
     @discardableResult
     static func emit(_ text: String, to descriptor: Int32) -> Int32? {
-        let bytes = Array(text.utf8)
+        emit(bytes: Array(text.utf8), to: descriptor)
+    }
+
+    /// Writes `bytes` to the file descriptor `descriptor` whole; returns the `errno` of a failed write, or nil.
+    @discardableResult
+    static func emit(bytes: [UInt8], to descriptor: Int32) -> Int32? {
         var offset = 0
         while offset < bytes.count {
             let written = bytes[offset...].withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }

@@ -56,7 +56,7 @@ import Testing
 
     /// Output that cannot be written (a full disk) ends the command with status 1 and says so: it crashed (a
     /// `try!` inside `FileHandle.write`), and `verify` then called the store damaged.
-    @Test(arguments: [["list", "Note"], ["verify"], ["stats", "--json"]])
+    @Test(arguments: [["list", "Note"], ["verify"], ["stats", "--json"], ["export"]])
     func outputThatCannotBeWrittenIsAnErrorNotACrash(command: [String]) async throws {
         let (_, store) = try await makeStore(notes: 3)
         let result = try await shell(

@@ -33,7 +33,14 @@ enum ExportCommand: Command {
         do {
             report = try store.export(
                 types: arguments.positionals.map { TypeArgument.name($0, in: store) },
-                to: { try handle.write(contentsOf: escapingInvisibleCharacters($0)) },
+                to: { lines in
+                    let bytes = escapingInvisibleCharacters(lines)
+                    guard file == nil else { return try handle.write(contentsOf: bytes) }
+                    // Standard output: a failed write says why, as every command's output does.
+                    if let failure = Output.emit(bytes: Array(bytes), to: STDOUT_FILENO) {
+                        throw ExportOutputError(code: failure)
+                    }
+                },
                 progress: progress.handler)
             progress.finish()
             try file?.commit()
@@ -136,4 +143,10 @@ enum ExportCommand: Command {
         }
         return Data(InvisibleCharacters.escaped(text, keeping: ["\n", "\t", "\r"]).utf8)
     }
+}
+
+/// Standard output refused the export's lines.
+struct ExportOutputError: Error, CustomStringConvertible {
+    let code: Int32
+    var description: String { "cannot write the output: \(String(cString: strerror(code)))" }
 }
