@@ -69,13 +69,27 @@ struct LocalStorageTool {
             // What a command that creates the store must remove again when it fails.
             let created = command.createsStore ? NewStore(directory) : nil
             do {
-                let store = try await StoreMaintenance(
-                    directory: directory, creatingIfMissing: command.createsStore,
-                    encryption: try KeyFile.encryption(arguments),
-                    movesKeyCheck: [RekeyCommand.name, ImportCommand.name].contains(command.name),
-                    sealingPlainStore: command.name == RekeyCommand.name)
-                let status = try await command.run(arguments, store: store, output: output)
+                let encryption = try KeyFile.encryption(arguments)
+                let isRekey = command.name == RekeyCommand.name
+                func open(movingKeyCheck: Bool) async throws -> StoreMaintenance {
+                    try await StoreMaintenance(
+                        directory: directory, creatingIfMissing: command.createsStore, encryption: encryption,
+                        movesKeyCheck: movingKeyCheck, sealingPlainStore: isRekey)
+                }
+                // An import into a store that has a key check value moves it to the new key once the import has
+                // committed: moved at the open, a failed import left apps with the old key alone locked out. A
+                // store without one takes the key at the open (or refuses it, holding plain records). Each store
+                // below is released before the next open: opens in one process share a store that is still open.
+                var movesKeyCheck = isRekey || command.name == ImportCommand.name
+                if command.name == ImportCommand.name, created == nil, encryption != nil {
+                    movesKeyCheck = try await !open(movingKeyCheck: false).hasKeyCheck
+                }
+                let status = try await command.run(
+                    arguments, store: open(movingKeyCheck: movesKeyCheck), output: output)
                 if status != 0 { try created?.remove() }
+                if status == 0, command.name == ImportCommand.name, !movesKeyCheck {
+                    _ = try await open(movingKeyCheck: true)
+                }
                 return status
             } catch {
                 do {

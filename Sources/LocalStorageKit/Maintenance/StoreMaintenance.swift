@@ -29,6 +29,11 @@ import Darwin
     /// Whether the store was opened read-only, because this process cannot write its files: reading
     /// commands work, writing ones throw ``MaintenanceError/readOnly(path:)``.
     public var isReadOnly: Bool { core == nil }
+
+    /// Whether the store has a key check value (it holds sealed payloads only). An open with
+    /// `movesKeyCheck: false` and a key leaves a store without one as it is; such a store takes a key only at an
+    /// open that moves the check.
+    public var hasKeyCheck: Bool { sealing.holdsOnlySealed }
     /// The store's environment.
     let environment: Environment
     /// The store's `meta` database.

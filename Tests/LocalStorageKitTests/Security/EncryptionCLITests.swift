@@ -14,6 +14,41 @@ import Testing
         return url
     }
 
+    /// An import during a rotation moves the key check value to the new key only once it has committed: a failed
+    /// import had moved it already, and apps with the old key alone could no longer open the store.
+    @Test func aFailedImportLeavesTheKeyCheckWhereItWas() async throws {
+        let directory = temporaryDirectory()
+        try await withStore(EncryptionTests.configuration(directory)) { storage async throws in
+            try await storage.save(Note(id: "kept", text: "under the old key"))
+        }
+        let store = EncryptionTests.configuration(directory).storeDirectory.path
+        let keys = [
+            "--key-file", try Self.keyFile(EncryptionTests.otherKey).path,
+            "--previous-key-file", try Self.keyFile(EncryptionTests.key).path,
+        ]
+        let input = temporaryDirectory().appendingPathComponent("notes.jsonl")
+        try FileManager.default.createDirectory(
+            at: input.deletingLastPathComponent(), withIntermediateDirectories: true)
+        let export = try await CLIResult.run(
+            ["export", "--store", store, "--key-file", try Self.keyFile(EncryptionTests.key).path], environment: nil)
+        #expect(export.status == 0, "\(export.stderr)")
+        try Data((export.stdout + "not a line of an export\n").utf8).write(to: input)
+        let failed = try await CLIResult.run(["import", input.path, "--store", store] + keys, environment: nil)
+        #expect(failed.status == 1, "\(failed.stdout)\(failed.stderr)")
+        try await withStore(EncryptionTests.configuration(directory)) { storage async throws in
+            #expect(try await storage.fetch(Note.self, id: "kept")?.text == "under the old key")
+        }
+        try Data(export.stdout.utf8).write(to: input)
+        let imported = try await CLIResult.run(["import", input.path, "--store", store] + keys, environment: nil)
+        #expect(imported.status == 0, "\(imported.stderr)")
+        // Committed: the check value is the new key's now.
+        #expect(EncryptionTests.openFailure(EncryptionTests.configuration(directory)) != nil)
+        try await withStore(EncryptionTests.configuration(directory, key: EncryptionTests.otherKey)) {
+            storage async throws in
+            #expect(try await storage.fetch(Note.self, id: "kept")?.text == "under the old key")
+        }
+    }
+
     @Test func commandsNeedTheKeyAndImportsSeal() async throws {
         let directory = temporaryDirectory()
         let configuration = EncryptionTests.configuration(directory)
