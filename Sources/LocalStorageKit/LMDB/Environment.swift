@@ -240,17 +240,21 @@ final class Environment: @unchecked Sendable {
             return closed
         }
         guard !wasClosed else { return }
+        // In a child after `fork()` the pooled read transactions hold the parent's reader slots, and the open lock's
+        // descriptor shares the parent's lock: neither is given up here (aborting cleared the parent's slots, and
+        // unlocking dropped the parent's shared lock).
+        let forked = ForkWatch.generation != openedForkGeneration
         for txn in readPool.withLock({ pool in
             defer { pool = [] }
             return pool
-        }) { mdb_txn_abort(txn.handle) }
+        }) where !forked { mdb_txn_abort(txn.handle) }
         if let checks = mdb_env_get_userctx(handle) {
             mdb_env_set_userctx(handle, nil)
             Unmanaged<TypeRootChecks>.fromOpaque(checks).release()
         }
         mdb_env_close(handle)
         closeLockFile(heldLockFile)
-        openLock.release()
+        openLock.release(unlocking: !forked)
     }
 
     /// The current size of the memory map in bytes.

@@ -92,15 +92,16 @@ final class StoreOpenLock: Sendable {
     }
 
     /// Lets go of the lock and closes the file; later calls do nothing.
-    func release() {
+    func release(unlocking: Bool = true) {
         let descriptor = file.withLock { descriptor in
             defer { descriptor = -1 }
             return descriptor
         }
         guard descriptor >= 0 else { return }
         // Unlocked before it is closed: a child process spawned this moment holds a copy of the descriptor
-        // until it execs, and closing ours alone would leave the lock held through that copy.
-        flock(descriptor, LOCK_UN)
+        // until it execs, and closing ours alone would leave the lock held through that copy. Not in a child after
+        // `fork()`: the lock is its parent's (`unlocking` false).
+        if unlocking { flock(descriptor, LOCK_UN) }
         close(descriptor)
     }
 }
