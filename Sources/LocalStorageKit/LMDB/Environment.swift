@@ -111,7 +111,9 @@ final class Environment: @unchecked Sendable {
         } else {
             try openLock.share()
             // Read once shared: a process opening first writes its record before it shares the lock.
-            recordedByOthers = isAlone ? nil : openLock.record()
+            // An empty record (the first opener was the maintenance tool, which records nothing) is claimed by the
+            // first opener with settings, so that the ones after it are checked against it.
+            recordedByOthers = isAlone ? nil : openLock.record(claimingEmptyWith: readOnly ? nil : settingsRecord)
             // No compaction runs while we hold the lock shared: a copy still here was left by a killed one.
             if !readOnly { DataFileCompactor.removeLeftovers(directory: directory) }
             (raw, recreatedUnfinishedDataFile) = try open()
