@@ -2,7 +2,7 @@ import Foundation
 import LocalStorageTestSupport
 import Testing
 
-@_spi(Maintenance) @testable import LocalStorageKit
+@_spi(Maintenance) @_spi(Testing) @testable import LocalStorageKit
 
 /// Index declarations that change while records of the type are stored, in one process and across two:
 /// every query stays exact, nothing crashes, and `verify` finds nothing.
@@ -75,6 +75,24 @@ import Testing
         let reply = await EvolutionDriver.perform(command, on: storage)
         model.apply(command)
         return reply
+    }
+
+    /// An expired record the new declaration cannot decode is purged by the re-index, not decoded: it made every
+    /// indexed read of the type throw until the sweep purged it, though no read sees an expired record.
+    @Test func anExpiredRecordTheNewDeclarationCannotDecodeIsPurgedByTheReindex() async throws {
+        var configuration = LocalStorageConfiguration.inMemory
+        let clock = VirtualClock()
+        configuration.clock = clock
+        let storage = try LocalStorage(configuration: configuration)
+        try await storage.save(ShelvedWithoutOwner(id: "old", category: "books"), expiration: .seconds(10))
+        clock.advance(by: .seconds(11))
+        var changes = storage.changes(of: ShelvedWithOwner.self).makeAsyncIterator()
+        #expect(try await storage.fetch(ShelvedWithOwner.self, matching: [.equals("owner", "bob")]).isEmpty)
+        #expect(try await storage.count(ShelvedWithOwner.self, matching: [.equals("category", "books")]) == 0)
+        #expect(await changes.next() == .expired(id: "old"))
+        try await storage.save(ShelvedWithOwner(id: "new", category: "books", owner: "bob"))
+        #expect(
+            try await storage.fetch(ShelvedWithOwner.self, matching: [.equals("owner", "bob")]).map(\.id) == ["new"])
     }
 
     /// A `read { }` whose body first reads types this process has not registered yet still re-indexes a type
@@ -235,5 +253,24 @@ import Testing
         }
         let cli = try await verifyWithTheCLI(directory)
         #expect(cli.status == 0, "\(cli.output)")
+    }
+}
+
+/// A type stored without an owner.
+struct ShelvedWithoutOwner: LocalStorageIndexed {
+    let id: String
+    var category: String
+    static var storageName: String { "ShelvedOwned" }
+    static var storageIndexes: [StorageIndex<ShelvedWithoutOwner>] { [StorageIndex("category", \.category)] }
+}
+
+/// The same stored type in a later release: an owner it cannot do without, and an index on it.
+struct ShelvedWithOwner: LocalStorageIndexed, Equatable {
+    let id: String
+    var category: String
+    var owner: String
+    static var storageName: String { "ShelvedOwned" }
+    static var storageIndexes: [StorageIndex<ShelvedWithOwner>] {
+        [StorageIndex("category", \.category), StorageIndex("owner", \.owner)]
     }
 }

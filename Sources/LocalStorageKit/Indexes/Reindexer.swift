@@ -124,6 +124,12 @@ struct Reindexer<T: LocalStorable>: Sendable {
             }
             do {
                 let view = try RecordView(bytes)
+                if view.isExpired(at: context.now) {
+                    // Invisible to every read: purged, not decoded (one the declaration cannot decode made every
+                    // indexed read of the type throw until the sweep came).
+                    try RecordWriter.purge(keys: [key], schema: schema, context: context, logger: logger)
+                    continue
+                }
                 if !RecordWriter.signatureKey(view.signature).elementsEqual(signature) {
                     // The entry disagrees with the header: the header wins.
                     try txn.delete(schema.signatures, key: signature, value: key)
