@@ -282,6 +282,18 @@ import Testing
         await #expect(throws: LocalStorageError.self) { try await storage.save(Broken(id: "x")) }
     }
 
+    /// A migration that grows payloads keeps `maxBytes`: the write-backs of a read went over the limit, and
+    /// nothing was evicted until the next save.
+    @Test func migrationWriteBacksKeepTheByteLimit() async throws {
+        let storage = try LocalStorage(configuration: Self.configuration(nil))
+        try await storage.save(contentsOf: (0..<20).map { Slim(id: "s\($0)", text: "short") })
+        #expect(try await storage.fetch(Padded.self).count == 20)  // migrated in memory, written back after
+        try await storage.core.writer.perform { _ in }  // the write-backs were handed to the writer first
+        let bytes = try await storage.statistics(for: Padded.self).payloadBytes
+        #expect(bytes <= 10_000, "\(bytes) payload bytes")
+        #expect(try await storage.count(Padded.self) < 20)
+    }
+
     @Test func twoOpensWithDifferentLimitsDisagree() async throws {
         let directory = temporaryDirectory()
         let first = try LocalStorage(
@@ -293,5 +305,32 @@ import Testing
             #expect(reason.contains("limits differ"), "\(reason)")
         }
         _ = first
+    }
+}
+
+/// A record's first version: a short text.
+private struct Slim: LocalStorable {
+    let id: String
+    var text: String
+    static var storageName: String { "Padded" }
+}
+
+/// Its second version, 2,000 bytes of padding more, in a type of at most 10,000 payload bytes.
+private struct Padded: LocalStorageVersioned {
+    let id: String
+    var text: String
+    var padding: String
+    static var currentVersion: Int { 2 }
+    static var storageLimits: StorageLimits? { StorageLimits(maxBytes: 10_000) }
+    static var migrations: [StorageMigration] {
+        [
+            StorageMigration(from: 1, to: 2) { data in
+                guard var json = try JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+                    throw CocoaError(.coderReadCorrupt)
+                }
+                json["padding"] = String(repeating: "p", count: 2_000)
+                return try JSONSerialization.data(withJSONObject: json)
+            }
+        ]
     }
 }

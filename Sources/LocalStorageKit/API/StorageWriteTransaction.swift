@@ -37,7 +37,7 @@ public final class StorageWriteTransaction: StorageReadTransaction {
     }
 
     override func finish(_ session: DecodeSession, expired: [[UInt8]], purge: Bool, schema: TypeSchema) throws {
-        for upgrade in session.upgrades { try RecordWriter.apply(upgrade, schema: schema, txn: txn) }
+        for upgrade in session.upgrades { try RecordWriter.apply(upgrade, schema: schema, context: context) }
         guard !expired.isEmpty, purge || storage.configuration.autoPurgeExpiredOnRead else { return }
         try RecordWriter.purge(keys: expired, schema: schema, context: context, logger: storage.logger)
     }

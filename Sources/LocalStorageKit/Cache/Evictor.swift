@@ -30,7 +30,8 @@ final class Evictor {
     func enforce(_ context: CommitQueue.Context) throws {
         guard !book.isEmpty else { return }
         let written = context.logged
-        let wroteRecords = written.contains { $0.kind == .inserted || $0.kind == .updated }
+        let wroteRecords =
+            written.contains { $0.kind == .inserted || $0.kind == .updated } || !context.resizedTypes.isEmpty
         let recency = book.policy == .leastRecentlyUsed || book.policy == .adaptive
         if !wroteRecords && (!recency || notes.isEmpty) && !written.contains(where: { $0.kind != .touched }) {
             return
@@ -50,6 +51,9 @@ final class Evictor {
         for change in written where change.kind == .inserted || change.kind == .updated {
             excluded[change.type, default: []].insert(change.id)
         }
+        // Types whose payloads a migration write-back resized: their limits are kept too (nothing of theirs is
+        // this commit's own save, so nothing is spared).
+        for type in context.resizedTypes where excluded[type] == nil { excluded[type] = [] }
         for type in excluded.keys.sorted() {
             guard let limits = book.limits(ofType: type), let schema = try schema(type, context: context) else {
                 continue

@@ -37,7 +37,7 @@ extension LocalRecordStore {
                 let (seen, upgraded, last) = try writer.transact { context in
                     try LocalRecordStore.migrateBatch(
                         T.self, schema: schema, after: after, format: format,
-                        stopOnFailure: stopOnFailure, logger: logger, txn: context.txn)
+                        stopOnFailure: stopOnFailure, logger: logger, context: context)
                 }
                 processed += seen
                 migrated += upgraded
@@ -56,8 +56,9 @@ extension LocalRecordStore {
 
     private static func migrateBatch<T: LocalStorable>(
         _ type: T.Type, schema: TypeSchema, after: [UInt8]?, format: PayloadFormat, stopOnFailure: Bool,
-        logger: (any StorageLogger)?, txn: Transaction
+        logger: (any StorageLogger)?, context: CommitQueue.Context
     ) throws -> (seen: Int, migrated: Int, last: [UInt8]?) {
+        let txn = context.txn
         var keys: [[UInt8]] = []
         try txn.withCursor(schema.records) { cursor in
             var entry = try cursor.seek(atLeast: after ?? [])
@@ -78,7 +79,7 @@ extension LocalRecordStore {
                 guard view.version < T.storageVersion else { continue }
                 let session = DecodeSession(counter: nil, format: format, sealing: schema.sealing)
                 _ = try RecordDecoding.decode(T.self, view: view, id: id, session: session)
-                for upgrade in session.upgrades { try RecordWriter.apply(upgrade, schema: schema, txn: txn) }
+                for upgrade in session.upgrades { try RecordWriter.apply(upgrade, schema: schema, context: context) }
                 migrated += session.upgrades.count
             } catch let error as LMDBError {
                 throw error

@@ -157,7 +157,7 @@ struct LocalRecordStore: RecordStore {
         let upgrades = session.upgrades
         guard !upgrades.isEmpty else { return }
         handOver(keys: upgrades.map(\.key), schema: schema, failure: "Could not store migrated records") { context in
-            for upgrade in upgrades { try RecordWriter.apply(upgrade, schema: schema, txn: context.txn) }
+            for upgrade in upgrades { try RecordWriter.apply(upgrade, schema: schema, context: context) }
         }
     }
 

@@ -143,8 +143,10 @@ enum RecordWriter {
 
 extension RecordWriter {
     /// Stores a record migrated by a read at its new version, keeping its timestamps and expiry, unless
-    /// the record changed since it was read.
-    static func apply(_ upgrade: RecordUpgrade, schema: TypeSchema, txn: Transaction) throws {
+    /// the record changed since it was read. A payload of another size is noted in `context`, so that the
+    /// commit keeps the type's and the store's `maxBytes` (a migration that grows payloads went over them).
+    static func apply(_ upgrade: RecordUpgrade, schema: TypeSchema, context: CommitQueue.Context) throws {
+        let txn = context.txn
         // A record damaged since it was read changed since: it is left for reads to report.
         guard let bytes = try txn.get(schema.records, key: upgrade.key), let view = StoredRecord(bytes).view,
             view.version == upgrade.fromVersion, view.updatedAt == upgrade.updatedAt
@@ -156,6 +158,7 @@ extension RecordWriter {
         header.envelope = envelope
         header.version = upgrade.version
         try CountTree.addPayloadBytes(payload.count - view.payload.count, schema: schema, txn: txn)
+        if payload.count != view.payload.count { context.resizedTypes.insert(schema.number) }
         guard let indexValues = upgrade.indexValues else {
             // A reseal: only the payload changes.
             try txn.put(schema.records, key: upgrade.key, value: try header.serialized(payload: payload))

@@ -37,6 +37,9 @@ final class CommitQueue: @unchecked Sendable {
         var metMapFull = false
         /// Another error of LMDB a closure met (and may have caught): the transaction is aborted, not committed.
         var storeError: LMDBError?
+        /// The numbers of the types whose payloads this commit resized without a save (migration write-backs):
+        /// the evictor keeps their limits too.
+        var resizedTypes: Set<UInt32> = []
         /// The store's `maxBytes` limit, which no one record may exceed (``Evictor/refuseOversized(_:size:schema:context:)``).
         var storeMaxBytes: Int?
 
@@ -107,6 +110,7 @@ final class CommitQueue: @unchecked Sendable {
             unpublished.formUnion(child.unpublished)
             afterCommit += child.afterCommit
             logged += child.logged
+            resizedTypes.formUnion(child.resizedTypes)
         }
     }
 
