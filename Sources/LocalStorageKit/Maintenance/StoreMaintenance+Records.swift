@@ -307,10 +307,10 @@ extension StoreMaintenance {
                             schema: schema, now: context.now,
                             limit: StoreMaintenance.batchSize, context: context)
                     }
-                    count += batch
-                    done += batch
+                    count += batch.purged
+                    done += batch.purged
                     progress?(MaintenanceProgress(task: "purge", completed: done, total: total))
-                    if batch < StoreMaintenance.batchSize { break }
+                    if batch.examined < StoreMaintenance.batchSize { break }
                 }
                 // Two types whose names differ only in Unicode normalization share one key: it adds both.
                 purged[schema.name, default: 0] += count

@@ -50,11 +50,11 @@ final class ExpirySweeper: Sendable {
     static func sweep(writer: CommitQueue, meta: Database, batchSize: Int) async throws -> Int {
         var total = 0
         while !Task.isCancelled {
-            let purged = try await writer.performExclusive { writer in
+            let batch = try await writer.performExclusive { writer in
                 try RecordWriter.purgeExpiredBatch(meta: meta, writer: writer, limit: batchSize)
             }
-            total += purged
-            if purged < batchSize { break }
+            total += batch.purged
+            if batch.examined < batchSize { break }
         }
         return total
     }

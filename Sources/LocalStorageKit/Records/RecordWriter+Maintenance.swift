@@ -3,24 +3,28 @@ extension RecordWriter {
     static func purgeAllExpired(meta: Database, writer: CommitQueue) throws -> Int {
         var total = 0
         while true {
-            let purged = try purgeExpiredBatch(meta: meta, writer: writer, limit: 10_000)
-            total += purged
-            if purged < 10_000 { return total }
+            let batch = try purgeExpiredBatch(meta: meta, writer: writer, limit: 10_000)
+            total += batch.purged
+            if batch.examined < 10_000 { return total }
         }
     }
 
-    /// Purges up to `limit` expired records, across every type, in one transaction; returns how many.
-    static func purgeExpiredBatch(meta: Database, writer: CommitQueue, limit: Int) throws -> Int {
+    /// Purges up to `limit` expired records, across every type, in one transaction; returns how many, and how
+    /// many expiry entries it went through (when that reaches `limit`, there may be more).
+    static func purgeExpiredBatch(
+        meta: Database, writer: CommitQueue, limit: Int
+    ) throws -> (purged: Int, examined: Int) {
         try writer.transact { context in
-            var purged = 0
+            var (purged, examined) = (0, 0)
             let infos = try TypeRegistry.all(meta: meta, txn: context.txn).infos
             for schema in try TypeSchema.openUndamaged(infos, in: context.txn, logger: writer.logger)
-            where purged < limit {
-                purged += try RecordWriter.purgeExpired(
-                    schema: schema, now: context.now, limit: limit - purged,
-                    context: context)
+            where examined < limit {
+                let batch = try RecordWriter.purgeExpired(
+                    schema: schema, now: context.now, limit: limit - examined, context: context)
+                purged += batch.purged
+                examined += batch.examined
             }
-            return purged
+            return (purged, examined)
         }
     }
 }

@@ -107,9 +107,12 @@ enum RecordWriter {
         return key
     }
 
-    /// Deletes up to `limit` records of a type that expired by `now`, publishing `.expired(id)`.
-    /// Returns how many it deleted.
-    static func purgeExpired(schema: TypeSchema, now: Int64, limit: Int, context: CommitQueue.Context) throws -> Int {
+    /// Deletes up to `limit` records of a type that expired by `now`, publishing `.expired(id)`. Returns how many
+    /// it deleted, and how many expiry entries it went through (stale and dangling ones are removed and count
+    /// too: a batch that met some is full all the same, and the caller goes on).
+    static func purgeExpired(
+        schema: TypeSchema, now: Int64, limit: Int, context: CommitQueue.Context
+    ) throws -> (purged: Int, examined: Int) {
         let txn = context.txn
         var expired: [(time: [UInt8], key: [UInt8])] = []
         try RecordReader.forEachExpired(schema: schema, now: now, txn: txn) { time, key in
@@ -137,7 +140,7 @@ enum RecordWriter {
             // A dangling entry (no record, or a damaged header) is removed either way.
             try txn.delete(schema.expiry, key: time, value: key)
         }
-        return purged
+        return (purged, expired.count)
     }
 }
 

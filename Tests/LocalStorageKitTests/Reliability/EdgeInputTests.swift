@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import LocalStorageKit
+@_spi(Testing) @testable import LocalStorageKit
 
 /// Bad input through the public API: each case has a defined outcome, tested.
 struct EdgeInputTests {
@@ -29,6 +29,26 @@ struct EdgeInputTests {
             #expect(described?.isEmpty == false)
             #expect(error.localizedDescription == described)
         }
+    }
+
+    /// Expiry entries that point at no record (left by damage, say) count toward a purge's batch but do not stop
+    /// it: a batch of them made `purgeExpired()` (and the sweep) stop with the expired records behind them kept.
+    @Test func danglingExpiryEntriesDoNotStopAPurge() async throws {
+        var configuration = LocalStorageConfiguration.inMemory
+        let clock = VirtualClock()
+        configuration.clock = clock
+        configuration.expirySweepInterval = nil
+        let storage = try LocalStorage(configuration: configuration)
+        try await storage.save(contentsOf: (0..<5).map { Note(id: "n\($0)", text: "x") }, expiration: .seconds(10))
+        let schema = try await storage.core.schema(for: Note.self)
+        try await storage.core.writer.perform { context in
+            for n in 1...10_000 {  // expiring in 1970, before the records: the purge meets them first
+                try context.txn.put(schema.expiry, key: RecordWriter.timeKey(Int64(n)), value: Array("ghost\(n)".utf8))
+            }
+        }
+        clock.advance(by: .seconds(11))
+        #expect(try await storage.purgeExpired() == 5)
+        #expect(try await storage.count(Note.self) == 0)
     }
 
     @Test func nanInAFilterIsAnInvalidQuery() async throws {
