@@ -1,6 +1,6 @@
 import CLMDB
 import Foundation
-@_spi(Maintenance) import LocalStorageKit
+import LocalStorageKit
 import LocalStorageTestSupport
 import Synchronization
 
@@ -21,8 +21,6 @@ import Darwin
 /// LocalStorageStress hold-lock FILE                                     holds a shared lock on byte 0 of FILE
 /// LocalStorageStress open DIR [--as-nobody] [--hold]                    opens the store; prints the outcome;
 ///                                                                       with --hold keeps it open until killed
-/// LocalStorageStress maintain DIR                                      opens the store as the maintenance tool
-///                                                                       does, prints `opened`, sleeps until killed
 /// LocalStorageStress compact-open DIR FRACTION [STEP|hold]   opens it compacting (see CompactionDriver)
 /// LocalStorageStress shared DIR PORT NAMESPACE   an instance of a store with a shared tier on the Redis
 ///                                                server at 127.0.0.1:PORT, driven from standard input
@@ -61,12 +59,6 @@ struct LocalStorageStress {
                 try holdReaders(directory: arguments[1], count: arguments.count == 3 ? Int(arguments[2]) ?? 1 : Int.max)
             case "hold-lock" where arguments.count == 2:
                 try holdLock(file: arguments[1])
-            case "maintain" where arguments.count == 2:
-                let store = try await StoreMaintenance(directory: URL(fileURLWithPath: arguments[1], isDirectory: true))
-                say("opened")
-                withExtendedLifetime(store) {
-                    while true { sleep(60) }
-                }
             case "address-space" where arguments.count == 2:
                 try await addressSpace(directory: arguments[1])
             case "long-write" where arguments.count == 2:

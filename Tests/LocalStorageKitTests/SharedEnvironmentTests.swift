@@ -62,29 +62,6 @@ import Testing
         #expect(try await alone.fetch(Note.self, id: "n")?.text == "shared")
     }
 
-    /// When the maintenance tool opened the store first (it records no settings), the first app process to open
-    /// it after records its own: the check was off for every process while the tool had the store open.
-    @Test func afterTheMaintenanceToolTheFirstAppRecordsItsSettings() async throws {
-        let directory = temporaryDirectory()
-        do { _ = try LocalStorage(configuration: diskConfiguration(directory)) }  // the store exists
-        let tool = try HelperProcess(["maintain", storeFilesDirectory(directory).path])
-        try await tool.waitForLine("the tool's open") { $0 == "opened" }
-        let app = try HelperProcess(["open", directory.path, "--hold"])
-        try await app.waitForLine("the app's open") { $0 == "opened" }
-        var limited = diskConfiguration(directory, durability: .full)
-        limited.mapSize = 1 << 20
-        limited.maxMapSize = 1 << 30
-        limited.limits = StorageLimits(maxRecords: 50)
-        let error = #expect(throws: LocalStorageError.self) { _ = try LocalStorage(configuration: limited) }
-        if case .openFailed(_, let reason) = error {
-            #expect(reason.hasPrefix("limits differ: another process has the store open with "), "\(reason)")
-        } else {
-            Issue.record("expected openFailed, got \(String(describing: error))")
-        }
-        await app.kill()
-        await tool.kill()
-    }
-
     /// The store closes when its last reference goes, whatever its last call was: `statistics()`'s job on the
     /// writer held the store's core a moment longer, so an open right after saw it still open (a different
     /// durability was refused, the same one shared the old store and its eviction count).

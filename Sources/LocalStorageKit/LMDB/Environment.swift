@@ -111,9 +111,7 @@ final class Environment: @unchecked Sendable {
         } else {
             try openLock.share()
             // Read once shared: a process opening first writes its record before it shares the lock.
-            // An empty record (the first opener was the maintenance tool, which records nothing) is claimed by the
-            // first opener with settings, so that the ones after it are checked against it.
-            recordedByOthers = isAlone ? nil : openLock.record(claimingEmptyWith: readOnly ? nil : settingsRecord)
+            recordedByOthers = isAlone ? nil : openLock.record()
             // No compaction runs while we hold the lock shared: a copy still here was left by a killed one.
             if !readOnly { DataFileCompactor.removeLeftovers(directory: directory) }
             (raw, recreatedUnfinishedDataFile) = try open()

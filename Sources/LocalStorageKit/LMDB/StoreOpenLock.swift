@@ -81,31 +81,6 @@ final class StoreOpenLock: Sendable {
         return Array(bytes.prefix(count))
     }
 
-    /// ``record()``; when the file holds nothing and `claim` is given, writes `claim` instead and returns nil (this
-    /// open's settings become the ones later openers must agree with). The read and the write happen under a
-    /// write lock on the file's first byte (`fcntl`), so two openers cannot both claim it.
-    func record(claimingEmptyWith claim: [UInt8]?) -> [UInt8]? {
-        guard let claim, !claim.isEmpty else { return record() }
-        let descriptor = file.withLock { $0 }
-        guard descriptor >= 0 else { return nil }
-        var region = flock()
-        region.l_type = Int16(F_WRLCK)
-        region.l_whence = Int16(SEEK_SET)
-        region.l_start = 0
-        region.l_len = 1
-        while fcntl(descriptor, F_SETLKW, &region) != 0 {
-            guard errno == EINTR else { return record() }  // no lock to take: read as before
-        }
-        defer {
-            region.l_type = Int16(F_UNLCK)
-            _ = fcntl(descriptor, F_SETLK, &region)
-        }
-        if let existing = record() { return existing }
-        let written = claim.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
-        if written != claim.count { _ = ftruncate(descriptor, 0) }
-        return nil
-    }
-
     /// Replaces what the file holds with `record` (nothing for nil), while this process holds the lock
     /// exclusively: it is the first to open the store, and the processes that open it after read what it wrote.
     /// A failure to write leaves the file empty, which later openers take as nothing recorded.
