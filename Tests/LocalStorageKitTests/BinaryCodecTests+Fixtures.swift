@@ -324,7 +324,7 @@ extension BinaryCodecTests {
     }
 
     /// Asks one encoder for a keyed and then an unkeyed container, which `JSONEncoder` traps on: the binary codec
-    /// refuses it and never hands it to `JSONEncoder`.
+    /// refuses it.
     struct MixedContainers: LocalStorable {
         let id: String
         enum Keys: String, CodingKey { case id }

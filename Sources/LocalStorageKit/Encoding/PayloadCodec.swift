@@ -9,14 +9,10 @@ enum PayloadCodec {
             case .json:
                 return Array(try JSONEncoder().encode(value))
             case .binary:
-                do {
-                    return try BinaryEncoder().encode(value)
-                } catch let error as BinaryCodecError where error.isOutOfOrderUse {
-                    // The binary encoder writes as it goes; a value that writes into a container after a later
-                    // sibling (which JSONEncoder, building a tree, accepts) is encoded by JSONEncoder instead
-                    // and converted: it decodes the same, as the decoder is as lenient as JSONDecoder.
-                    return try BinaryJSON.binary(fromJSON: try JSONEncoder().encode(value))
-                }
+                // A value that writes into a container after a later sibling fails here (the encoder writes as it
+                // goes). It is not handed to JSONEncoder instead: this encoder stops at the first such write and
+                // cannot know what the rest of `encode(to:)` does, and some Encoder misuse traps in JSONEncoder.
+                return try BinaryEncoder().encode(value)
             }
         } catch {
             throw .encodingFailed(reason: "\(T.self): \(error)")

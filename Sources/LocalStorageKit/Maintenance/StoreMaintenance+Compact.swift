@@ -60,8 +60,11 @@ extension StoreMaintenance {
         if let problem = StoreFileModes.setMode(copied.path, fileMode) {
             throw MaintenanceError.invalidArgument(problem)
         }
-        guard link(copied.path, outputFile.path) == 0 else {
-            if errno == EEXIST { throw MaintenanceError.outputExists(path: outputFile.path) }
+        // A rename, not a link: file systems without hard links (FAT, some network shares) take it too.
+        guard !fileManager.fileExists(atPath: outputFile.path) else {
+            throw MaintenanceError.outputExists(path: outputFile.path)
+        }
+        guard rename(copied.path, outputFile.path) == 0 else {
             throw MaintenanceError.invalidArgument(
                 "cannot move the compacted copy to \(outputFile.path): \(String(cString: strerror(errno)))")
         }

@@ -92,6 +92,10 @@ extension RecordWriter {
         context: CommitQueue.Context, payloadBytes: inout Int, isObserved: Bool, appending: Bool = false
     ) throws -> (header: RecordHeader, replaced: RecordHeader?) {
         let txn = context.txn
+        // Sealed first, so that the size the limits count is checked before anything is written.
+        let (envelope, payload) = try sealed(
+            record.payload, format: record.format, key: record.key, schema: schema, txn: txn)
+        try Evictor.refuseOversized(record, size: payload.count, schema: schema, context: context)
         var createdAt = context.now
         var replacesLiveRecord = false
         var oldValues: [StoredIndexValue]?
@@ -126,11 +130,6 @@ extension RecordWriter {
                 regionKnown = false
             }
         }
-        let (envelope, payload) = try sealed(
-            record.payload, format: record.format, key: record.key, schema: schema, txn: txn)
-        // Checked at the size the limits count; throwing aborts the transaction (and the batch replays
-        // without this request), so what was done above for the old record is undone.
-        try Evictor.refuseOversized(record, size: payload.count, schema: schema, context: context)
         try noteSample(record.payload, schema: schema, context: context)
         let header = RecordHeader(
             format: record.format, version: record.version, createdAt: createdAt,

@@ -5,14 +5,10 @@
 struct BinaryCodecError: Error, CustomStringConvertible {
     /// A human-readable explanation of what went wrong, including the byte offset where it applies.
     let description: String
-    /// Whether the value used the Encoder API out of order (wrote into a container after a later sibling was
-    /// written), which a streaming encoder cannot follow but `JSONEncoder` accepts.
-    var isOutOfOrderUse = false
 
     /// Creates an error with the given explanation.
-    init(_ description: String, isOutOfOrderUse: Bool = false) {
+    init(_ description: String) {
         self.description = description
-        self.isOutOfOrderUse = isOutOfOrderUse
     }
 
     /// Creates an error with the given explanation (the memberwise form).

@@ -18,14 +18,7 @@ struct BinaryEncoder {
     ///   sibling container was written to).
     func encode<T: Encodable>(_ value: T) throws -> [UInt8] {
         let state = BinaryEncodingState()
-        let encodedNothing: Bool
-        do {
-            encodedNothing = try state.encodeValue(value, path: nil, key: nil)
-        } catch {
-            // A write into a finished container throws where it happens; callers tell it by the misuse error.
-            if let misuse = state.deferredError, misuse.isOutOfOrderUse { throw misuse }
-            throw error
-        }
+        let encodedNothing = try state.encodeValue(value, path: nil, key: nil)
         if let error = state.deferredError {
             throw error
         }

@@ -147,12 +147,7 @@ final class BinaryEncodingState {
             return .invalid
         }
         guard depth == frames.count, writer.count == valueStart else {
-            // A keyed container asked late of an encoder a container handed out (its value still the `{}` written
-            // in its place) is what `JSONEncoder` accepts, and the value is encoded through it instead; anything
-            // else (a container asked after a single value was written) is refused, as `JSONEncoder` would trap.
-            recordMisuse(
-                "An encoder or container was used after a later sibling value was written.",
-                outOfOrder: depth < 0 || (tag == BinaryFormat.Tag.map && holdsEmptyMapPlaceholder(at: valueStart)))
+            recordMisuse("An encoder or container was used after a later sibling value was written.")
             return .invalid
         }
         return openFrame(tag: tag)
@@ -163,18 +158,10 @@ final class BinaryEncodingState {
         depth == frames.count && writer.count == valueStart
     }
 
-    /// Whether the bytes at `offset` are the empty map written for a handed-out encoder's value.
-    private func holdsEmptyMapPlaceholder(at offset: Int) -> Bool {
-        offset >= 0 && offset + 3 <= writer.count && writer.byte(at: offset) == BinaryFormat.Tag.map
-            && writer.byte(at: offset + 1) == 0 && writer.byte(at: offset + 2) == 0
-    }
-
-    /// Records a misuse of the Encoder API, to be thrown when the encode call ends. `outOfOrder`: a write into
-    /// a container after a later sibling was written, which `JSONEncoder` (building a tree) accepts, so that
-    /// ``PayloadCodec`` encodes the value through it instead.
-    func recordMisuse(_ message: String, outOfOrder: Bool = false) {
+    /// Records a misuse of the Encoder API, to be thrown when the encode call ends.
+    func recordMisuse(_ message: String) {
         if deferredError == nil {
-            deferredError = BinaryCodecError(message, isOutOfOrderUse: outOfOrder)
+            deferredError = BinaryCodecError(message)
         }
     }
 
@@ -264,8 +251,7 @@ final class BinaryEncodingState {
 
     /// Returns the error for writing into a container that was already finished.
     func staleContainerError<Value>(_ value: Value, path: BinaryCodingPath?) -> EncodingError {
-        recordMisuse("A container was written to after a later sibling value was encoded.", outOfOrder: true)
-        return EncodingError.invalidValue(
+        EncodingError.invalidValue(
             value,
             EncodingError.Context(
                 codingPath: BinaryCodingPath.keys(path),

@@ -113,7 +113,7 @@ struct BinaryKeyedEncodingContainer<Key: CodingKey>: KeyedEncodingContainerProto
     /// Writes `key` and opens a container as its value.
     private func nestedFrame(tag: UInt8, key: Key) -> BinaryFrameReference {
         guard state.beginElement(in: frame) else {
-            state.recordMisuse("A container was used after a later sibling value was written.", outOfOrder: true)
+            state.recordMisuse("A container was used after a later sibling value was written.")
             return .invalid
         }
         state.writer.writeKey(key.stringValue)
@@ -134,7 +134,7 @@ struct BinaryKeyedEncodingContainer<Key: CodingKey>: KeyedEncodingContainerProto
     private func encoder(forKeyNamed name: String, key: any CodingKey) -> any Encoder {
         let encoderPath = BinaryCodingPath(parent: path, key: key)
         guard state.beginElement(in: frame) else {
-            state.recordMisuse("A container was used after a later sibling value was written.", outOfOrder: true)
+            state.recordMisuse("A container was used after a later sibling value was written.")
             return BinaryEncoderImpl(state: state, path: encoderPath, valueStart: -1, depth: -1)
         }
         state.writer.writeKey(name)

@@ -124,7 +124,7 @@ struct BinaryUnkeyedEncodingContainer: UnkeyedEncodingContainer {
     /// Opens a container as the next element.
     private mutating func nestedFrame(tag: UInt8) -> BinaryFrameReference {
         guard state.beginElement(in: frame) else {
-            state.recordMisuse("A container was used after a later sibling value was written.", outOfOrder: true)
+            state.recordMisuse("A container was used after a later sibling value was written.")
             return .invalid
         }
         writtenCount += 1
@@ -135,7 +135,7 @@ struct BinaryUnkeyedEncodingContainer: UnkeyedEncodingContainer {
     mutating func superEncoder() -> any Encoder {
         let encoderPath = BinaryCodingPath(parent: path, key: BinaryCodingKey.index(writtenCount))
         guard state.beginElement(in: frame) else {
-            state.recordMisuse("A container was used after a later sibling value was written.", outOfOrder: true)
+            state.recordMisuse("A container was used after a later sibling value was written.")
             return BinaryEncoderImpl(state: state, path: encoderPath, valueStart: -1, depth: -1)
         }
         writtenCount += 1
