@@ -31,6 +31,9 @@ import Darwin
 /// LocalStorageStress evolve DIR        runs EvolutionDriver commands from standard input, one reply each
 /// LocalStorageStress address-space DIR  limits its address space, then saves 1 MiB records until the map
 ///                                      cannot grow; prints `full N` and `read` once a record reads back
+/// LocalStorageStress adopt-map DIR     opens the store, limits its address space to 256 MiB more than it maps,
+///                                      prints `ready`, and at each line on standard input reads a record and
+///                                      prints `read`, `missing` or `error: …` (another process grows the map)
 /// LocalStorageStress long-write DIR    saves one record, then 2,000 in one write transaction that never ends
 /// LocalStorageStress overwrite DIR     runs `save ID SEQUENCE`, `delete ID`, `clear` from standard input on
 ///                                      StressRecord, replying `ok` once each write returned
@@ -59,6 +62,8 @@ struct LocalStorageStress {
                 try holdReaders(directory: arguments[1], count: arguments.count == 3 ? Int(arguments[2]) ?? 1 : Int.max)
             case "hold-lock" where arguments.count == 2:
                 try holdLock(file: arguments[1])
+            case "adopt-map" where arguments.count == 2:
+                try await adoptMap(directory: arguments[1])
             case "address-space" where arguments.count == 2:
                 try await addressSpace(directory: arguments[1])
             case "long-write" where arguments.count == 2:
@@ -184,14 +189,7 @@ struct LocalStorageStress {
         configuration.maxMapSize = 64 << 30
         let storage = try LocalStorage(configuration: configuration)
         try await storage.save(StressRecord.make(id: "first", sequence: 0))
-        #if os(Linux)
-        let pages = try String(contentsOfFile: "/proc/self/statm", encoding: .utf8).split(separator: " ").first
-        let used = (pages.flatMap { Int($0) } ?? 0) * sysconf(Int32(_SC_PAGESIZE))
-        var limit = rlimit(rlim_cur: rlim_t(used + (384 << 20)), rlim_max: rlim_t(used + (384 << 20)))
-        guard setrlimit(__rlimit_resource_t(RLIMIT_AS.rawValue), &limit) == 0 else {
-            throw StressError(description: "setrlimit: \(errno)")
-        }
-        #endif
+        try limitAddressSpace(headroom: 384 << 20)
         var saved = 0
         do {
             while saved < 4096 {
@@ -206,6 +204,34 @@ struct LocalStorageStress {
         }
         let first = try await storage.fetch(StressRecord.self, id: "first")
         say(first == nil ? "missing" : "read")
+    }
+
+    /// Reads on a store whose map another process grows past this process's address space: the read fails with
+    /// an error (the adoption of the larger map unmapped the map before the mapping failed, and the read crashed).
+    static func adoptMap(directory: String) async throws {
+        let storage = try LocalStorage(configuration: configuration(directory, durability: .none, mapSize: 64 << 20))
+        _ = try await storage.fetch(StressRecord.self, id: "first")
+        try limitAddressSpace(headroom: 256 << 20)
+        say("ready")
+        while readLine() != nil {
+            do {
+                say(try await storage.fetch(StressRecord.self, id: "first") == nil ? "missing" : "read")
+            } catch {
+                say("error: \(error)")
+            }
+        }
+    }
+
+    /// Limits the process's address space to what it maps now and `headroom` bytes more (Linux).
+    static func limitAddressSpace(headroom: Int) throws {
+        #if os(Linux)
+        let pages = try String(contentsOfFile: "/proc/self/statm", encoding: .utf8).split(separator: " ").first
+        let used = (pages.flatMap { Int($0) } ?? 0) * sysconf(Int32(_SC_PAGESIZE))
+        var limit = rlimit(rlim_cur: rlim_t(used + headroom), rlim_max: rlim_t(used + headroom))
+        guard setrlimit(__rlimit_resource_t(RLIMIT_AS.rawValue), &limit) == 0 else {
+            throw StressError(description: "setrlimit: \(errno)")
+        }
+        #endif
     }
 
     /// Commits one record, then writes 2,000 more in one transaction whose body prints `inside` and then

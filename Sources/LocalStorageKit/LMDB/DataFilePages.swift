@@ -119,6 +119,8 @@ struct MetaPage {
     let main: DatabaseRecord
     let lastPage: UInt64
     let transactionID: UInt64
+    /// The map size the commit that wrote this page had (`mm_mapsize`).
+    let mapSize: Int
 
     /// The meta page in `bytes` (its first 152 bytes), or nil when it has no meta flag, magic or version.
     init?(_ bytes: [UInt8], number: Int) {
@@ -133,5 +135,6 @@ struct MetaPage {
         pageSize = Int(freePages.pad)
         lastPage = loadInteger(bytes, 136, as: UInt64.self)
         transactionID = loadInteger(bytes, 144, as: UInt64.self)
+        mapSize = Int(clamping: loadInteger(bytes, 32, as: UInt64.self))
     }
 }

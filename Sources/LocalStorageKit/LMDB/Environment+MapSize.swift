@@ -11,9 +11,16 @@ import Darwin
 extension Environment {
     // MARK: - Map size
 
-    /// Adopts a map size another process set (`MDB_MAP_RESIZED`).
+    /// Adopts a map size another process set (`MDB_MAP_RESIZED`). A size this process cannot map (less address
+    /// space than the process that grew it: an app extension) throws `ENOMEM` before the map is touched: LMDB
+    /// unmaps the map before it maps the new one, and a failed mapping left the environment without a map.
     func adoptMapSize() throws {
         try gate.withExclusive { () throws in
+            if let size = Environment.newestMapSize(dataFile: path + "/data.mdb"), size > currentMapSize,
+                !Environment.canMap(size)
+            {
+                throw LMDBError(code: ENOMEM, call: "mdb_env_set_mapsize", caller: "adoptMapSize()")
+            }
             try check(mdb_env_set_mapsize(handle, 0), "mdb_env_set_mapsize")
             var info = MDB_envinfo()
             mdb_env_info(handle, &info)
@@ -26,6 +33,23 @@ extension Environment {
     static func rounded(_ size: Int) -> Int {
         let unit = 64 * 1024
         return max(unit, (min(size, largestMapSize) + unit - 1) / unit * unit)
+    }
+
+    /// The map size the newest of the data file's two meta pages records (what `mdb_env_set_mapsize(_, 0)`
+    /// adopts), or nil when the file cannot be read.
+    static func newestMapSize(dataFile: String) -> Int? {
+        let descriptor = open(dataFile, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        defer { closeFile(descriptor) }
+        func meta(at offset: Int) -> (transaction: UInt64, mapSize: Int, pageSize: Int)? {
+            var bytes = [UInt8](repeating: 0, count: 152)
+            let read = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, off_t(offset)) }
+            guard read == bytes.count, let page = MetaPage(bytes, number: 0) else { return nil }
+            return (page.transactionID, page.mapSize, page.pageSize)
+        }
+        guard let first = meta(at: 0) else { return nil }
+        guard first.pageSize > 0, let second = meta(at: first.pageSize) else { return first.mapSize }
+        return second.transaction > first.transaction ? second.mapSize : first.mapSize
     }
 
     /// The largest map asked of LMDB: 64 TiB, more than a 64-bit process can map (47 bits of address space).

@@ -73,6 +73,31 @@ struct MultiProcessTests {
         #expect(helper.lines.last == "read", "\(helper.lines)")
     }
 
+    /// A process with less address space than another that grew the map (an app extension) fails to read with
+    /// an error when it meets the larger map: adopting it unmapped its map before the mapping failed, and the
+    /// read crashed.
+    @Test func aMapAnotherProcessGrewPastThisOnesAddressSpaceIsAnError() async throws {
+        let directory = temporaryDirectory()
+        try await withStore(diskConfiguration(directory)) { storage async throws in
+            try await storage.save(StressRecord.make(id: "first", sequence: 0))
+        }
+        let reader = try HelperProcess(["adopt-map", directory.path], withInput: true)
+        try await reader.waitForLine("the reader's open") { $0 == "ready" }
+        var grown = diskConfiguration(directory)
+        grown.mapSize = 2 << 30  // recorded in the meta page by the next commit
+        let storage = try LocalStorage(configuration: grown)
+        // Past the reader's 64 MiB map: its next read meets MDB_MAP_RESIZED and adopts the 2 GiB size.
+        let blob = String(repeating: "b", count: 1 << 20)
+        try await storage.save(
+            contentsOf: (0..<80).map { StressRecord(id: "big-\($0)", group: "big", sequence: $0, blob: blob) })
+        for _ in 0..<2 {  // the first answer failed either way; the second read crashed on the unmapped map
+            let answer = try await reader.ask("read")
+            #expect(answer.hasPrefix("error: "), "\(answer)")
+        }
+        reader.closeInput()
+        #expect(await reader.waitForExit() == 0)
+    }
+
     @Test func readerSlotsLeftByAKilledProcessAreCleared() async throws {
         let directory = temporaryDirectory()
         // This test drives an Environment directly: a LocalStorage on the same files in this process
