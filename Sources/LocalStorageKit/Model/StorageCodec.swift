@@ -2,6 +2,8 @@
 public enum StorageCodec: Sendable, Hashable {
     /// Foundation's `JSONEncoder` / `JSONDecoder`.
     case json
-    /// LocalStorageKit's compact, self-describing binary Codable format (faster to decode).
+    /// LocalStorageKit's compact, self-describing binary Codable format (faster to decode). It writes as
+    /// `encode(to:)` goes: writing into a container after a later sibling was written fails with
+    /// `encodingFailed` (``json`` accepts it).
     case binary
 }
