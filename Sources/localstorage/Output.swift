@@ -24,8 +24,8 @@ struct Output: Sendable {
     }
 
     /// Writes `text` to standard output; when it cannot be written (a full disk, a closed pipe with SIGPIPE
-    /// ignored), says so on standard error and exits with status 1. (`FileHandle.write(_:)` traps on a failed
-    /// write: a `try!` inside Foundation.)
+    /// ignored), says so on standard error and exits with status 1. (`FileHandle.write(_:)` ends the process on
+    /// a failed write: it forces the throwing write inside Foundation.)
     static func writeOrExit(_ text: String) {
         let failure = emit(text, to: STDOUT_FILENO)
         guard let failure else { return }

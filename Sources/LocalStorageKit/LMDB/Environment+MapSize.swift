@@ -41,15 +41,8 @@ extension Environment {
         let descriptor = open(dataFile, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { return nil }
         defer { closeFile(descriptor) }
-        func meta(at offset: Int) -> (transaction: UInt64, mapSize: Int, pageSize: Int)? {
-            var bytes = [UInt8](repeating: 0, count: 152)
-            let read = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, off_t(offset)) }
-            guard read == bytes.count, let page = MetaPage(bytes, number: 0) else { return nil }
-            return (page.transactionID, page.mapSize, page.pageSize)
-        }
-        guard let first = meta(at: 0) else { return nil }
-        guard first.pageSize > 0, let second = meta(at: first.pageSize) else { return first.mapSize }
-        return second.transaction > first.transaction ? second.mapSize : first.mapSize
+        var pages = DataFilePages(descriptor: descriptor)
+        return pages.metaPages().max { $0.transactionID < $1.transactionID }?.mapSize
     }
 
     /// The largest map asked of LMDB: 64 TiB, more than a 64-bit process can map (47 bits of address space).

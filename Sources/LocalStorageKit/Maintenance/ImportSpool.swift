@@ -37,10 +37,9 @@ struct ImportSpool {
         do {
             let descriptor = open(copy.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
             guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-            close(descriptor)
+            let output = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
             let input =
                 isStandardInput ? FileHandle.standardInput : try FileHandle(forReadingFrom: source)
-            let output = try FileHandle(forWritingTo: copy)
             var total = 0
             while let chunk = try input.read(upToCount: 1 << 20), !chunk.isEmpty {
                 try output.write(contentsOf: chunk)

@@ -73,7 +73,10 @@ extension StoreMaintenance {
                 // The fresh file gets the store's owner, group and mode before it takes the store's name: made by
                 // whoever runs the repair (root, say), it locked the app that owns the store out.
                 let path = fresh.appendingPathComponent("data.mdb").path
-                try StoreMaintenance.giveOwner(of: kept, to: path, naming: dataFile.path)
+                if let problem = StoreMaintenance.giveOwner(of: kept, to: path), getuid() == 0 {
+                    throw MaintenanceError.invalidArgument(
+                        "cannot give the salvaged store the owner of \(dataFile.path): \(problem)")
+                }
                 StoreFileModes.setMode(path, Int(kept.st_mode) & 0o777)
             }
             report.keptDamagedFile = keepDamaged(dataFile)
@@ -89,26 +92,24 @@ extension StoreMaintenance {
         if let kept {
             for name in ["lock.mdb", "compaction.lock"] {
                 let path = directory.appendingPathComponent(name).path
-                // An owner or group this user cannot give is left (only root can give another owner): the mode
-                // is set either way.
-                // Not root: the group alone, where it can be given (the lock files are made afresh at the open).
-                if chown(path, kept.st_uid, kept.st_gid) != 0 { _ = chown(path, uid_t.max, kept.st_gid) }
+                // An owner this user cannot give is left (the lock files are made afresh at an open); the mode is
+                // set either way.
+                StoreMaintenance.giveOwner(of: kept, to: path)
                 StoreFileModes.setMode(path, Int(kept.st_mode) & 0o777)
             }
         }
         return report
     }
 
-    /// Gives the file at `path` the owner and group of `original` (the store's data file, `name`). Only root can
-    /// give another owner; any other user gives the group alone, where it is one of the user's groups (a group's
-    /// shared store). Root failing to give the owner throws: the app owning the store could not open it.
-    static func giveOwner(of original: stat, to path: String, naming name: String) throws {
-        if chown(path, original.st_uid, original.st_gid) == 0 { return }
-        if getuid() == 0 {
-            throw MaintenanceError.invalidArgument(
-                "cannot give the salvaged store the owner of \(name): \(String(cString: strerror(errno)))")
-        }
+    /// Gives the file at `path` the owner and group of `original` (the store's data file). Only root can give
+    /// another owner; any other user gives the group alone, where it is one of the user's groups (a group's
+    /// shared store). Returns why the owner could not be given, or nil.
+    @discardableResult
+    static func giveOwner(of original: stat, to path: String) -> String? {
+        if chown(path, original.st_uid, original.st_gid) == 0 { return nil }
+        let problem = String(cString: strerror(errno))
         _ = chown(path, uid_t.max, original.st_gid)
+        return problem
     }
 
     /// Keeps the damaged data file beside the fresh one as `data.mdb.damaged` (a second name for it, replacing

@@ -31,15 +31,25 @@ import Testing
         return start + Int(bytes[at]) | Int(bytes[at + 1]) << 8
     }
 
-    @Test func wholeDatabaseCommandsReportADamagedLeafInsteadOfCrashing() async throws {
+    /// The closed store of ``makeStore()``, its data file's bytes, and the first leaf of its records tree (two
+    /// levels deep): the leaf's page and the offset of its first node.
+    private func storeWithFirstLeaf() async throws -> (
+        configuration: LocalStorageConfiguration, dataFile: URL, number: UInt32, bytes: [UInt8], leaf: UInt64,
+        first: Int, pageSize: Int
+    ) {
         let (configuration, dataFile, number) = try await makeStore()
         let (walk, meta) = try walkDataFile(dataFile.path)
         let records = try #require(walk.databases["r.\(number)"])
         try #require(records.depth == 2)
-        var bytes = [UInt8](try Data(contentsOf: dataFile))
+        let bytes = [UInt8](try Data(contentsOf: dataFile))
+        let (leaf, first) = firstLeaf(of: records, in: bytes, pageSize: meta.pageSize)
+        return (configuration, dataFile, number, bytes, leaf, first, meta.pageSize)
+    }
+
+    @Test func wholeDatabaseCommandsReportADamagedLeafInsteadOfCrashing() async throws {
+        var (configuration, dataFile, number, bytes, leaf, first, _) = try await storeWithFirstLeaf()
         // The first leaf's first entry now says it holds sorted duplicates, which LMDB follows into a cursor
         // the records database does not have.
-        let (leaf, first) = firstLeaf(of: records, in: bytes, pageSize: meta.pageSize)
         bytes[first + 4] |= UInt8(DataFilePages.dupData)
         try Data(bytes).write(to: dataFile)
 
@@ -105,15 +115,10 @@ import Testing
     /// share its commit are kept. LMDB marks a transaction that met the damage failed, and its failed commit ends
     /// it: the writer committed such a body, aborted it a second time (a double free) and lost its peers with it.
     @Test func aBodyThatSwallowsADamagedPageFailsAloneAndItsPeersCommit() async throws {
-        let (configuration, dataFile, number) = try await makeStore()
-        let (walk, meta) = try walkDataFile(dataFile.path)
-        let records = try #require(walk.databases["r.\(number)"])
-        try #require(records.depth == 2)
-        var bytes = [UInt8](try Data(contentsOf: dataFile))
-        let (leaf, first) = firstLeaf(of: records, in: bytes, pageSize: meta.pageSize)
+        var (configuration, dataFile, _, bytes, leaf, first, pageSize) = try await storeWithFirstLeaf()
         let keySize = Int(bytes[first + 6]) | Int(bytes[first + 7]) << 8
         let id = String(decoding: bytes[(first + 8)..<(first + 8 + keySize)], as: UTF8.self)
-        let flags = pageRange(leaf, pageSize: meta.pageSize).lowerBound + 10
+        let flags = pageRange(leaf, pageSize: pageSize).lowerBound + 10
         bytes[flags] = 0  // neither a leaf nor a branch: LMDB's search fails with MDB_CORRUPTED
         bytes[flags + 1] = 0
         try Data(bytes).write(to: dataFile)
@@ -145,14 +150,10 @@ import Testing
     /// A node whose value size grew by one bit runs into its neighbour inside the page: LMDB reads (and a repair
     /// in place wrote) the neighbour's bytes. `verify` called such a file sound.
     @Test func aNodeThatRunsIntoTheNextOneIsDamage() async throws {
-        let (configuration, dataFile, number) = try await makeStore()
-        let (walk, meta) = try walkDataFile(dataFile.path)
-        let records = try #require(walk.databases["r.\(number)"])
-        var bytes = [UInt8](try Data(contentsOf: dataFile))
-        let (leaf, _) = firstLeaf(of: records, in: bytes, pageSize: meta.pageSize)
+        var (configuration, dataFile, number, bytes, leaf, _, pageSize) = try await storeWithFirstLeaf()
         // The node lowest in the page has another node right after it: 8 bytes more of value run into that
         // one, still inside the page (which the walk already checked).
-        let start = pageRange(leaf, pageSize: meta.pageSize).lowerBound
+        let start = pageRange(leaf, pageSize: pageSize).lowerBound
         let count = (Int(bytes[start + 12]) | Int(bytes[start + 13]) << 8 - DataFilePages.headerSize) / 2
         let node = try #require((0..<count).map { nodeOffset(bytes, page: start, index: $0) }.min())
         let size = Int(bytes[node]) | Int(bytes[node + 1]) << 8

@@ -1,0 +1,66 @@
+import Foundation
+import LocalStorageKit
+import LocalStorageTestSupport
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The modes that limit the helper's address space (`address-space`, `adopt-map`): a map that cannot grow, or
+/// that another process grew past this one's room, is an error, never a read on an unmapped map.
+extension LocalStorageStress {
+    /// Limits the process's address space to what it maps now and 384 MiB more (as iOS or `ulimit -v` do), then
+    /// saves 1 MiB records until the map cannot grow (`storageFull`), then reads the first record back: the map's
+    /// growth unmapped the map before a mapping that failed, and the read crashed.
+    static func addressSpace(directory: String) async throws {
+        var configuration = configuration(directory, durability: .none, mapSize: 64 << 20)
+        configuration.maxMapSize = 64 << 30
+        let storage = try LocalStorage(configuration: configuration)
+        try await storage.save(StressRecord.make(id: "first", sequence: 0))
+        try limitAddressSpace(headroom: 384 << 20)
+        var saved = 0
+        do {
+            while saved < 4096 {
+                try await storage.save(
+                    StressRecord(
+                        id: "big-\(saved)", group: "big", sequence: saved, blob: String(repeating: "b", count: 1 << 20))
+                )
+                saved += 1
+            }
+        } catch LocalStorageError.storageFull {
+            say("full \(saved)")
+        }
+        let first = try await storage.fetch(StressRecord.self, id: "first")
+        say(first == nil ? "missing" : "read")
+    }
+
+    /// Reads on a store whose map another process grows past this process's address space: the read fails with
+    /// an error (the adoption of the larger map unmapped the map before the mapping failed, and the read crashed).
+    static func adoptMap(directory: String) async throws {
+        let storage = try LocalStorage(configuration: configuration(directory, durability: .none, mapSize: 64 << 20))
+        _ = try await storage.fetch(StressRecord.self, id: "first")
+        try limitAddressSpace(headroom: 256 << 20)
+        say("ready")
+        while readLine() != nil {
+            do {
+                say(try await storage.fetch(StressRecord.self, id: "first") == nil ? "missing" : "read")
+            } catch {
+                say("error: \(error)")
+            }
+        }
+    }
+
+    /// Limits the process's address space to what it maps now and `headroom` bytes more (Linux).
+    static func limitAddressSpace(headroom: Int) throws {
+        #if os(Linux)
+        let pages = try String(contentsOfFile: "/proc/self/statm", encoding: .utf8).split(separator: " ").first
+        let used = (pages.flatMap { Int($0) } ?? 0) * sysconf(Int32(_SC_PAGESIZE))
+        var limit = rlimit(rlim_cur: rlim_t(used + headroom), rlim_max: rlim_t(used + headroom))
+        guard setrlimit(__rlimit_resource_t(RLIMIT_AS.rawValue), &limit) == 0 else {
+            throw StressError(description: "setrlimit: \(errno)")
+        }
+        #endif
+    }
+}
