@@ -104,9 +104,9 @@ public struct SharedTierConfiguration: Sendable, Hashable {
         if let explicit = self.database { database = explicit }
         guard database >= 0 else { throw .sharedTierUnavailable("the shared tier database \(database) is negative") }
         guard !namespace.isEmpty else { throw .sharedTierUnavailable("the shared tier namespace must not be empty") }
-        let password = self.password ?? components.password.flatMap { $0.removingPercentEncoding ?? $0 }
-        let username =
-            self.username ?? components.user.flatMap { $0.isEmpty ? nil : ($0.removingPercentEncoding ?? $0) }
+        // `URLComponents` gives the user and password percent-decoded already.
+        let password = self.password ?? components.password
+        let username = self.username ?? components.user.flatMap { $0.isEmpty ? nil : $0 }
         if username != nil && password == nil {
             throw .sharedTierUnavailable("the shared tier user name has no password (AUTH needs both)")
         }

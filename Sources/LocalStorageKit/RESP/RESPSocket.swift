@@ -112,7 +112,7 @@ final class RESPSocket {
         #endif
         if result == 0 { return }
         guard errno == EINPROGRESS else { throw RESPSocket.failure("connecting to", label) }
-        guard try wait(for: Int16(POLLOUT), milliseconds: timeout.pollMilliseconds) else {
+        guard try wait(for: Int16(POLLOUT), until: .now + timeout) else {
             throw .sharedTierUnavailable("connecting to \(label) timed out after \(timeout)")
         }
         var code: Int32 = 0
@@ -137,18 +137,27 @@ final class RESPSocket {
 
     /// Waits until the socket is ready for `events`; false when `milliseconds` passed first.
     private func wait(for events: Int16, milliseconds: Int32) throws(LocalStorageError) -> Bool {
+        try wait(for: events, until: .now + .milliseconds(milliseconds))
+    }
+
+    /// Waits until the socket is ready for `events`; false when `deadline` passed first. A signal that
+    /// interrupts `poll` does not restart the wait's full length: the wait ends at the same deadline.
+    private func wait(for events: Int16, until deadline: ContinuousClock.Instant) throws(LocalStorageError) -> Bool {
         var entry = pollfd(fd: descriptor, events: events, revents: 0)
         while true {
-            let ready = poll(&entry, 1, milliseconds)
+            let left = ContinuousClock.now.duration(to: deadline)
+            guard left > .zero else { return false }
+            let ready = poll(&entry, 1, left.pollMilliseconds)
             if ready > 0 { return true }
-            if ready == 0 { return false }
+            if ready == 0 { continue }  // The deadline is checked again: poll may wake a little early.
             if errno != EINTR { throw RESPSocket.failure("poll() on the socket to", label) }
         }
     }
 
-    /// Writes every byte within `timeout`.
+    /// Writes every byte within `timeout` in all (not `timeout` for each part a slow reader takes).
     func write(_ bytes: [UInt8], timeout: Duration) throws(LocalStorageError) {
         guard descriptor >= 0 else { throw .sharedTierUnavailable("the connection to \(label) is closed") }
+        let deadline = ContinuousClock.now + timeout
         var offset = 0
         while offset < bytes.count {
             let written = bytes[offset...].withUnsafeBytes { buffer -> Int in
@@ -161,7 +170,7 @@ final class RESPSocket {
             if written > 0 {
                 offset += written
             } else if written < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
-                guard try wait(for: Int16(POLLOUT), milliseconds: timeout.pollMilliseconds) else {
+                guard try wait(for: Int16(POLLOUT), until: deadline) else {
                     throw .sharedTierUnavailable("writing to \(label) timed out after \(timeout)")
                 }
             } else {

@@ -70,7 +70,12 @@ extension SharedTierRecordStore: LoadCoordinator {
                         return nil
                     }
                     // A nil no longer remembered: out of the way (unless something replaced it meanwhile).
-                    try await tier.settleLease(type: schema.name, id: name, expected: holder, announce: false)
+                    do {
+                        try await tier.settleLease(type: schema.name, id: name, expected: holder, announce: false)
+                    } catch {
+                        await request.giveBack()
+                        throw error
+                    }
                     continue
                 }
                 awaited = holder.token

@@ -265,3 +265,64 @@ struct RESPConnectionTests {
         }
     }
 }
+
+/// A socket's write has one deadline in all: a server that keeps taking a few bytes at a time cannot hold a
+/// write (and the connection's thread with every request behind it) for longer than the timeout.
+@Suite struct RESPSocketWriteDeadlineTests {
+    /// A loopback listener that accepts one connection and reads it 1 KiB at a time, slowly, until closed.
+    final class TricklingServer: @unchecked Sendable {
+        let listener: Int32
+        let port: Int
+        private let done = DispatchSemaphore(value: 0)
+
+        init() throws {
+            let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var small: Int32 = 4096
+            setsockopt(listener, SOL_SOCKET, SO_RCVBUF, &small, socklen_t(MemoryLayout<Int32>.size))
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            address.sin_port = 0
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let bound = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) }
+            }
+            guard bound == 0, listen(listener, 1) == 0 else { throw POSIXError(.EADDRINUSE) }
+            _ = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
+            }
+            self.listener = listener
+            self.port = Int(UInt16(bigEndian: address.sin_port))
+            let done = self.done
+            Thread.detachNewThread {
+                let connection = accept(listener, nil, nil)
+                var buffer = [UInt8](repeating: 0, count: 1024)
+                while connection >= 0 && recv(connection, &buffer, buffer.count, 0) > 0 { usleep(5_000) }
+                if connection >= 0 { close(connection) }
+                done.signal()
+            }
+        }
+
+        func stop() {
+            shutdown(listener, Int32(SHUT_RDWR))
+            close(listener)
+        }
+
+        func waitForReader() { done.wait() }
+    }
+
+    @Test func aWriteToASlowReaderEndsAtItsTimeout() throws {
+        let server = try TricklingServer()
+        defer { server.stop() }
+        let socket = try RESPSocket.connect(host: "127.0.0.1", port: server.port, timeout: .seconds(5))
+        var small: Int32 = 4096
+        setsockopt(socket.descriptor, SOL_SOCKET, SO_SNDBUF, &small, socklen_t(MemoryLayout<Int32>.size))
+        // 1 MiB at 1 KiB a 5 ms takes the reader five seconds or more: the write must give up at 300 ms, though
+        // every wait for the socket sees some progress.
+        let bytes = [UInt8](repeating: 0x2A, count: 1 << 20)
+        let error = #expect(throws: LocalStorageError.self) { try socket.write(bytes, timeout: .milliseconds(300)) }
+        #expect("\(String(describing: error))".contains("timed out"))
+        socket.close()
+        server.waitForReader()
+    }
+}

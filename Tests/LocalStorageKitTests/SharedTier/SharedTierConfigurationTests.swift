@@ -21,6 +21,15 @@ import Testing
         #expect(endpoint.username == "app")
     }
 
+    /// `URLComponents` decodes the URL's user and password once; a second decode turned `%41` into `A`.
+    @Test func theURLsCredentialsAreDecodedOnce() throws {
+        let endpoint = try Self.configuration {
+            $0.url = URL(string: "redis://us%25er:ab%2541%20c@127.0.0.1:6379/0")!
+        }.endpoint()
+        #expect(endpoint.username == "us%er")
+        #expect(endpoint.password == "ab%41 c")
+    }
+
     static let unworkable: [(String, @Sendable (inout SharedTierConfiguration) -> Void)] = [
         ("a user name without a password", { $0.username = "app" }),
         ("no reconnect delay", { $0.reconnectDelay = .zero }),
