@@ -67,11 +67,14 @@ final class LeaseBook: Sendable {
 
     /// Voids the entries of the ids a commit writes: an insert, update or delete of an id removes its
     /// lease (the load's result will not be stored) or its remembered nil; clearing a type removes all of
-    /// the type's. Expiry and new expirations leave them alone. Costs nothing while no entry exists.
+    /// the type's. Expiry, new expirations and evictions (the store making room: a load of the evicted id
+    /// is newer than what was evicted) leave them alone. Costs nothing while no entry exists.
     func void(_ changes: [ChangeLog.Pending], txn: Transaction) throws {
         guard !changes.isEmpty, try txn.entryCount(database) > 0 else { return }
         for change in changes {
             switch change.kind {
+            case .deleted where change.isEviction:
+                continue  // The store made room: the load of the id goes on, and its value is stored.
             case .inserted, .updated, .deleted:
                 try txn.delete(database, key: LeaseBook.key(type: change.type, id: change.id))
             case .cleared:

@@ -11,8 +11,14 @@ import Synchronization
 /// `loadTimedOut` at once.
 final class LoadFlights: Sendable {
     /// The flights whose work the current task runs in, outermost first (a flight's task inherits its
-    /// starter's).
-    @TaskLocal static var enclosing: [Key] = []
+    /// starter's), each with the flights object (the store) it flies in: a loader of one store that loads
+    /// through another store (a memory store over a disk store) may ask for the same type number and id.
+    @TaskLocal static var enclosing: [Enclosing] = []
+
+    struct Enclosing: Hashable, Sendable {
+        let flights: ObjectIdentifier
+        let key: Key
+    }
 
     struct Key: Hashable, Sendable {
         let type: UInt32
@@ -63,7 +69,9 @@ final class LoadFlights: Sendable {
     func join(
         _ key: Key, id: String, timeout: Duration, clock: any StorageClock, work: @escaping Work
     ) async throws -> (any Sendable)? {
-        if Self.enclosing.contains(key) { throw LocalStorageError.loadTimedOut(id: id) }
+        if Self.enclosing.contains(Enclosing(flights: ObjectIdentifier(self), key: key)) {
+            throw LocalStorageError.loadTimedOut(id: id)
+        }
         let waiter = state.withLock { state -> UInt64 in
             state.nextNumber += 1
             return state.nextNumber
@@ -144,7 +152,7 @@ final class LoadFlights: Sendable {
         _ key: Key, id: String, number: UInt64, deadline: Duration, clock: any StorageClock, work: @escaping Work,
         _ state: inout State
     ) {
-        let enclosing = Self.enclosing + [key]
+        let enclosing = Self.enclosing + [Enclosing(flights: ObjectIdentifier(self), key: key)]
         let held = HeldWork(work)
         state.flights[key]?.task = Task {
             let outcome = await Self.$enclosing.withValue(enclosing) { await held.run() }

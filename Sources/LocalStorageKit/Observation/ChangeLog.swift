@@ -30,6 +30,9 @@ final class ChangeLog: Sendable {
         let type: UInt32
         let kind: Kind
         let id: [UInt8]
+        /// A delete the store made to keep its limits (an eviction), not one a caller asked for: it does not
+        /// void a load of the id under way, whose value is newer than the record it evicted.
+        var isEviction = false
     }
 
     static let name = "changes"

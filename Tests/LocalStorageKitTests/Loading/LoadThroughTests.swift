@@ -167,6 +167,25 @@ import Testing
         #expect(try await storage.count(Product.self) == 0)
     }
 
+    /// A memory store over a disk store (each loading through the next) asks both for the same type and id:
+    /// each store's first type has the same number, and the guard against a loader waiting on itself took the
+    /// inner load for the outer one (`loadTimedOut` at once, every cold id).
+    @Test(.timeLimit(.minutes(1))) func aLoadThroughOneStoreMayLoadTheSameIDThroughAnother() async throws {
+        let memory = try store()
+        let disk = try store()
+        let calls = Mutex(0)
+        let product = try await memory.fetch(Product.self, id: "sku_42", expiration: .minutes(5)) { id in
+            try await disk.fetch(Product.self, id: id, expiration: .hours(1)) { id in
+                calls.withLock { $0 += 1 }
+                return Product(id: id, title: "from the source", category: "books", price: 1, rating: 1)
+            }
+        }
+        #expect(product?.title == "from the source")
+        #expect(calls.withLock { $0 } == 1)
+        #expect(try await memory.fetch(Product.self, id: "sku_42")?.title == "from the source")
+        #expect(try await disk.fetch(Product.self, id: "sku_42")?.title == "from the source")
+    }
+
     /// A loader that loads its own id through the cache, directly or through the load of another id, gets
     /// `loadTimedOut` at once (it waited on itself until its `loadTimeout`: here an hour of a clock nothing
     /// advances, so the old code hangs until the time limit). A loader that loads another id gets it, and the
@@ -297,6 +316,36 @@ import Testing
         }
         #expect(try await storage.count(Product.self) == 0)
         #expect(try await storage.fetch(Product.self, id: "sku_1") { _ in Product.sample(1) } == Product.sample(1))
+    }
+
+    /// The evictor picks the soonest expired record first, which is what a load through the cache reloads. An
+    /// eviction is the store making room, not a write of the id: the load's value (newer than the evicted
+    /// copy) is stored and returned. It used to void the lease, so the callers got nil and nothing was stored.
+    @Test(.timeLimit(.minutes(5))) func evictingTheExpiredCopyOfALoadingIDKeepsTheLoad() async throws {
+        var configuration = LocalStorageConfiguration.inMemory
+        configuration.limits = StorageLimits(maxRecords: 2)
+        let clock = VirtualClock()
+        let storage = try store(configuration, clock: clock)
+        try await storage.save(Product.sample(1), expiration: .seconds(1))
+        try await storage.save(Product.sample(2), expiration: .never)
+        clock.advance(by: .seconds(2))
+        let gate = LoadGate()
+        var reloaded = Product.sample(1)
+        reloaded.title = "reloaded"
+        let fresh = reloaded
+        let loading = Task {
+            try await storage.fetch(Product.self, id: fresh.id, expiration: .hours(1)) { _ in
+                await gate.pass()
+                return fresh
+            }
+        }
+        try await gate.waitForLoad()
+        try await storage.save(Product.sample(3), expiration: .never)  // Evicts the expired copy of sku_1.
+        #expect(try await storage.count(Product.self) == 2)
+        gate.open()
+        #expect(try await loading.value == fresh)
+        #expect(try await storage.fetch(Product.self, id: fresh.id) == fresh)
+        #expect(storage.core.unstoredLoads.load(ordering: .relaxed) == 0)
     }
 
     /// An expiration no record can take fails before `load` runs (no trip to the backend for nothing) and
