@@ -183,7 +183,7 @@ final class Evictor {
             let size = RecordWriter.payloadSize(of: stored)
             try RecordWriter.delete(
                 id: String(decoding: key, as: UTF8.self), key: key, schema: schema,
-                context: context, isEviction: true)
+                context: context, keepsLease: true)
             try access.remove(type: schema.number, key: key, txn: txn)
             try adaptive?.forget(type: schema.number, key: key)
             evictions.add(schema.name)

@@ -73,8 +73,8 @@ final class LeaseBook: Sendable {
         guard !changes.isEmpty, try txn.entryCount(database) > 0 else { return }
         for change in changes {
             switch change.kind {
-            case .deleted where change.isEviction:
-                continue  // The store made room: the load of the id goes on, and its value is stored.
+            case .deleted where change.keepsLease:
+                continue  // The store made room (the load of the id goes on), or a refresh remembers a nil.
             case .inserted, .updated, .deleted:
                 try txn.delete(database, key: LeaseBook.key(type: change.type, id: change.id))
             case .cleared:

@@ -7,6 +7,11 @@ protocol LoadCoordinator: Sendable {
         _ type: T.Type, id: String, schema: TypeSchema
     ) async throws -> T?
 
+    /// Waits until the local store may answer for the tier (caught up after an open or an outage), or
+    /// throws once it has been away longer than it may serve local records: the gate of every shared read,
+    /// for a look at the local store alone (a policy with `refreshAfter` reads the record's update time there).
+    nonisolated(nonsending) func settle() async throws
+
     /// Runs `request` once among the instances, under the local lease the request holds, which it gives
     /// back (or which the record's commit voids) before returning.
     func load<T: LocalStorable>(_ request: LeasedLoad<T>) async throws -> T?

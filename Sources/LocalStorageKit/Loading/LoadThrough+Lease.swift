@@ -100,8 +100,12 @@ extension LoadThrough {
             guard try leases.holds(leaseKey, token: token, key: key, type: schema.number, context: context) else {
                 return
             }
-            if refreshing != nil, try RecordWriter.delete(id: name, key: key, schema: schema, context: context) {
-                return  // The source has it no more: the delete voids the lease.
+            if refreshing != nil {
+                // The source has it no more: the record goes; without `absentFor` its delete voids the lease,
+                // with it the lease becomes the remembered nil below.
+                let deleted = try RecordWriter.delete(
+                    id: name, key: key, schema: schema, context: context, keepsLease: absentFor != nil)
+                if deleted && absentFor == nil { return }
             }
             let now = clock.wallNanoseconds()
             let marker = LeaseEntry(

@@ -20,10 +20,15 @@ struct LoadThrough: Sendable {
         _ = try policy.expiration.expiresAt(now: core.clock.wallNanoseconds())
         let name = try StorageKey.string(for: id)
         let key = try RecordWriter.key(for: name)
-        if policy.refreshAfter == nil, let coordinator,
-            let value = try await coordinator.fetchBeforeLoading(T.self, id: name, schema: schema)
-        {
-            return value
+        if let coordinator {
+            if policy.refreshAfter == nil {
+                if let value = try await coordinator.fetchBeforeLoading(T.self, id: name, schema: schema) {
+                    return value
+                }
+            } else {
+                // The local record (and its update time) answers only once the tier lets it.
+                try await coordinator.settle()
+            }
         }
         let look = try await store.look(T.self, id: name, key: key, schema: schema)
         let now = core.clock.wallNanoseconds()

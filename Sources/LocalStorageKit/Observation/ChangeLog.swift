@@ -30,9 +30,10 @@ final class ChangeLog: Sendable {
         let type: UInt32
         let kind: Kind
         let id: [UInt8]
-        /// A delete the store made to keep its limits (an eviction), not one a caller asked for: it does not
-        /// void a load of the id under way, whose value is newer than the record it evicted.
-        var isEviction = false
+        /// A delete that does not void the id's lease: an eviction (the store making room; a load of the id
+        /// under way is newer than the record it evicted), or the delete of a refresh that found nothing,
+        /// whose lease becomes the remembered nil.
+        var keepsLease = false
     }
 
     static let name = "changes"

@@ -220,12 +220,12 @@ extension RecordWriter {
 
 extension RecordWriter {
     /// Deletes the record with `id` and publishes `.deleted(id)`; a missing id does nothing. With `deferred`
-    /// (a batch), the count tree's counters are left for the batch to change once. An eviction
-    /// (`isEviction`) does not void a load of the id under way.
+    /// (a batch), the count tree's counters are left for the batch to change once. With `keepsLease` (an
+    /// eviction, a refresh that found nothing) the id's lease is not voided.
     @discardableResult
     static func delete(
         id: String, key: [UInt8], schema: TypeSchema, context: CommitQueue.Context,
-        deferred: DeletedEntries? = nil, isEviction: Bool = false
+        deferred: DeletedEntries? = nil, keepsLease: Bool = false
     ) throws -> Bool {
         guard let removed = try remove(key: key, schema: schema, txn: context.txn, now: context.now, deferred: deferred)
         else {
@@ -233,7 +233,7 @@ extension RecordWriter {
             try context.leases?.remove(LeaseBook.key(type: schema.number, id: key), txn: context.txn)
             return false
         }
-        context.log(schema, .deleted, id: key, isEviction: isEviction)
+        context.log(schema, .deleted, id: key, keepsLease: keepsLease)
         if context.isObserved(schema.name) {
             // A damaged header says nothing of where the record was: no region, so every live query reruns.
             let region = removed.header.map {

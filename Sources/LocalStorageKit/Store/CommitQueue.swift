@@ -88,8 +88,8 @@ final class CommitQueue: @unchecked Sendable {
         }
 
         /// Records a change in the change log, in this transaction (whether anyone observes it or not).
-        func log(_ schema: TypeSchema, _ kind: ChangeLog.Kind, id: [UInt8], isEviction: Bool = false) {
-            logged.append(ChangeLog.Pending(type: schema.number, kind: kind, id: id, isEviction: isEviction))
+        func log(_ schema: TypeSchema, _ kind: ChangeLog.Kind, id: [UInt8], keepsLease: Bool = false) {
+            logged.append(ChangeLog.Pending(type: schema.number, kind: kind, id: id, keepsLease: keepsLease))
         }
 
         /// Runs `body` after the transaction commits (never if it aborts).

@@ -75,6 +75,38 @@ import Testing
         #expect(try await storage.fetch(Product.self, id: old.id) == old)
     }
 
+    /// A background refresh whose load finds nothing deletes the record and, with `absentFor`, remembers the nil
+    /// like any other load: the next call within the window returns nil without loading (it loaded again).
+    @Test func aRefreshThatFindsNothingRemembersTheNil() async throws {
+        let clock = VirtualClock()
+        let storage = try store(clock)
+        let old = Product.sample(4)
+        try await storage.save(old)
+        clock.advance(by: .seconds(2))
+        let policy = LoadPolicy(refreshAfter: .seconds(1), absentFor: .minutes(5))
+        let loads = LoadGate(open: true)
+        @Sendable func load(_ id: String) async -> Product? {
+            await loads.pass()
+            return nil
+        }
+        #expect(try await storage.fetch(Product.self, id: old.id, policy: policy, load: load) == old)
+        try await eventually("the refresh to end") { loads.loads == 1 && storage.core.loads.count == 0 }
+        #expect(try await storage.fetch(Product.self, id: old.id) == nil)
+        #expect(try await storage.fetch(Product.self, id: old.id, policy: policy, load: load) == nil)
+        #expect(loads.loads == 1)
+        clock.advance(by: .minutes(6))
+        #expect(try await storage.fetch(Product.self, id: old.id, policy: policy, load: load) == nil)
+        #expect(loads.loads == 2)
+        // Without `absentFor` nothing is remembered: the record is deleted and the next call loads.
+        try await storage.save(old)
+        clock.advance(by: .seconds(2))
+        let forgetful = LoadPolicy(refreshAfter: .seconds(1))
+        #expect(try await storage.fetch(Product.self, id: old.id, policy: forgetful, load: load) == old)
+        try await eventually("the refresh to end") { loads.loads == 3 && storage.core.loads.count == 0 }
+        #expect(try await storage.fetch(Product.self, id: old.id, policy: forgetful, load: load) == nil)
+        #expect(loads.loads == 4)
+    }
+
     /// A duration past a century (`.seconds(Int64.max)` meant as "no timeout") used to wrap a deadline: the
     /// load's timer ended the process (Int64.max seconds), or the lease counted as void from the start and the
     /// loaded record was dropped (1e10 s), and an `absentFor` that long remembered nothing. It counts as a

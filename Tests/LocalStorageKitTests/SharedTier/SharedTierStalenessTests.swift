@@ -78,6 +78,17 @@ struct SharedTierStalenessTests {
         // 700 ms without a word: stale, and the server is down, so the read throws.
         let error = await #expect(throws: LocalStorageError.self) { try await b.fetch(StressRecord.self, id: "x") }
         #expect("\(String(describing: error))".contains("maxStaleness"))
+        // A load through the cache with `refreshAfter` reads the local record too: the same gate holds (it served
+        // the stale copy without one).
+        let loads = Atomic<Int>(0)
+        let refreshing = await #expect(throws: LocalStorageError.self) {
+            try await b.fetch(StressRecord.self, id: "x", policy: LoadPolicy(refreshAfter: .hours(1))) { id in
+                loads.add(1, ordering: .relaxed)
+                return StressRecord.make(id: id, sequence: 9)
+            }
+        }
+        #expect("\(String(describing: refreshing))".contains("maxStaleness"))
+        #expect(loads.load(ordering: .relaxed) == 0)
 
         try await server.restart()
         #expect(
