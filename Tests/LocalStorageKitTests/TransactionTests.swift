@@ -30,6 +30,12 @@ enum ShopError: Error, Equatable {
                 try tx.save(contentsOf: (2..<5).map(Product.sample))
                 #expect(try tx.fetch(Note.self, id: "kept")?.text == "changed")  // it sees its own writes
                 #expect(try tx.count(Product.self, matching: [.atLeast("price", 0)]) == 3)
+                // The `options:` forms of `LocalStorage`'s count and page take the same arguments here.
+                #expect(try tx.count(Product.self, matching: [.atLeast("price", 0)], options: FetchOptions()) == 3)
+                let page = try tx.page(
+                    Product.self, matching: [.atLeast("price", 0)], orderedBy: .descending("price"), page: 1,
+                    pageSize: 2, options: FetchOptions(scope: .local))
+                #expect(page.items.map(\.id) == ["sku_4", "sku_3"] && page.totalCount == 3)
                 throw ShopError.soldOut(sku: "sku_9")
             }
         }

@@ -206,6 +206,25 @@ public class StorageReadTransaction {
         }
     }
 
+    /// The number of live records of `T` matching every filter, as `LocalStorage`'s method with `options`
+    /// takes them. A transaction reads this store's snapshot, so `options.scope` does not apply (as in
+    /// ``fetch(_:matching:orderedBy:options:)``), and, as there, nothing else of `options` matters.
+    public func count<T: LocalStorable>(
+        _ type: T.Type, matching filters: [StorageIndexFilter], options: FetchOptions
+    ) throws -> Int {
+        try count(T.self, matching: filters)
+    }
+
+    /// One page of the records of `T` matching every filter, as `LocalStorage`'s method with `options` takes
+    /// them. A transaction reads this store's snapshot, so `options.scope` does not apply, and the page's
+    /// `limit` and `offset` replace the options'.
+    public func page<T: LocalStorable>(
+        _ type: T.Type, matching filters: [StorageIndexFilter] = [], orderedBy sort: StorageIndexSort? = nil,
+        page: Int, pageSize: Int, options: FetchOptions
+    ) throws -> StoragePage<T> {
+        try self.page(T.self, matching: filters, orderedBy: sort, page: page, pageSize: pageSize)
+    }
+
     /// What the store knows about a record, expired or not.
     public func metadata<T: LocalStorable>(_ type: T.Type, id: String) throws -> StorageMetadata? {
         try run {
