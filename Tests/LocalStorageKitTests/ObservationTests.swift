@@ -254,8 +254,39 @@ import Testing
         let (_, output) = AsyncThrowingStream.makeStream(of: [Note].self)
         query.stop()
         let inAnHour = clock.wallNanoseconds() + 3_600_000_000_000
-        await query.run(emittingTo: output, query: { [] }, nextExpiry: { inAnHour })
+        await query.run(emittingTo: output, query: { [] }, nextExpiry: { _ in inAnHour })
         #expect(!query.hasExpiryTimer)
+    }
+
+    /// A row that expires while the query runs (after the moment it read, before the run ended) is in the
+    /// result and must get its expiry rerun: the next expiry was looked up after the run, from a later moment,
+    /// so it skipped that row and nothing ever took it out of the result.
+    @Test(.timeLimit(.minutes(1))) func aRowExpiringWhileTheQueryRunsStillLeavesTheResult() async throws {
+        let clock = VirtualClock()
+        let query = LiveQuery<Note>(coalescing: .zero, clock: clock)
+        let expiresAt = clock.wallNanoseconds() + 5_000_000
+        let runs = Mutex(0)
+        let (stream, output) = AsyncThrowingStream.makeStream(of: [Note].self)
+        let running = Task {
+            await query.run(
+                emittingTo: output,
+                query: {
+                    let first = runs.withLock { runs in
+                        runs += 1
+                        return runs == 1
+                    }
+                    let rows = clock.wallNanoseconds() < expiresAt ? [Note(id: "goes", text: "x")] : []
+                    if first { clock.advance(by: .milliseconds(10)) }  // Time passes while the rows decode.
+                    return rows
+                },
+                nextExpiry: { after in expiresAt > after ? expiresAt : nil })
+        }
+        var results = stream.makeAsyncIterator()
+        #expect(try await results.next()?.map(\.id) == ["goes"])
+        clock.advance(by: .seconds(1))
+        #expect(try await results.next()?.isEmpty == true)
+        query.stop()
+        running.cancel()
     }
 
     @Test func aFailingQueryEndsTheStreamWithItsError() async throws {

@@ -106,11 +106,12 @@ final class LiveQuery<T: LocalStorable>: Sendable {
     /// Emits the current result, then a fresh one after each coalesced burst of invalidations, until
     /// the task is cancelled or ``stop()`` is called. A query error ends `output` with that error.
     ///
-    /// After each run, `nextExpiry` tells when the soonest record of the type expires: the query reruns
-    /// then, so an expiring row leaves the result without any write. `onRerun` counts reruns.
+    /// After each run, `nextExpiry` tells when the soonest record of the type expires after the moment the
+    /// run started (read before the query, so a row that expires while the query runs still gets its rerun):
+    /// the query reruns then, so an expiring row leaves the result without any write. `onRerun` counts reruns.
     func run(
         emittingTo output: AsyncThrowingStream<[T], Error>.Continuation,
-        query: () async throws -> [T], nextExpiry: () -> Int64? = { nil },
+        query: () async throws -> [T], nextExpiry: (_ after: Int64) -> Int64? = { _ in nil },
         onRerun: () -> Void = {}
     ) async {
         var seen = (writes: generation.load(ordering: .acquiring), expiries: expiries.load(ordering: .acquiring))
@@ -118,8 +119,9 @@ final class LiveQuery<T: LocalStorable>: Sendable {
         /// One run, with the id and update time of each row it decoded.
         func run() async throws -> (result: [T], fingerprint: Fingerprint?) {
             let versions = RowVersions()
+            let started = clock.wallNanoseconds()
             let result = try await RowVersions.$current.withValue(versions) { try await query() }
-            if let moment = nextExpiry() { invalidate(at: moment) }
+            if let moment = nextExpiry(started) { invalidate(at: moment) }
             return (result, LiveQuery.fingerprint(of: result, versions: firstDesign ? [] : versions.rows))
         }
         do {

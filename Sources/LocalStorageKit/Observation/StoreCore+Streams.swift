@@ -109,12 +109,12 @@ extension StoreCore {
         }
     }
 
-    /// The soonest expiry after now among the records of `T` (nil when none expires or it cannot be read).
-    func nextExpiry<T: LocalStorable>(of type: T.Type) -> Int64? {
+    /// The soonest expiry after `moment` among the records of `T` (nil when none expires or it cannot be read).
+    func nextExpiry<T: LocalStorable>(of type: T.Type, after moment: Int64) -> Int64? {
         guard let schema = cachedSchema(for: T.self) else { return nil }
         do {
             return try environment.read { txn in
-                try RecordReader.nextExpiry(schema: schema, after: clock.wallNanoseconds(), txn: txn)
+                try RecordReader.nextExpiry(schema: schema, after: moment, txn: txn)
             }
         } catch {
             logger?.log(
@@ -153,7 +153,7 @@ extension StoreCore {
             }
             await live.run(
                 emittingTo: continuation, query: query,
-                nextExpiry: { core.nextExpiry(of: T.self) },
+                nextExpiry: { core.nextExpiry(of: T.self, after: $0) },
                 onRerun: { core.liveQueries.noteRerun() })
         }
         continuation.onTermination = { [core] _ in
