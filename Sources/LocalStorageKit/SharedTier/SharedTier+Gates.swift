@@ -86,6 +86,16 @@ extension SharedTier {
         }
     }
 
+    /// ``admitsOwn(_:)`` for an own write (or delete) of one record, which, when admitted, is noted as ahead
+    /// of the applier (``State/localAhead``): its own and older notices, applied later, leave it alone.
+    func admitsOwn(_ sequence: Int64, type: String, id: String) -> Bool {
+        state.withLock { state in
+            guard state.phase != .syncing && (state.appliedSeq ?? Int64.min) < sequence else { return false }
+            state.noteLocalAhead(type: type, id: id, at: sequence)
+            return true
+        }
+    }
+
     /// After an own write that was not admitted (a catch-up was running), waits until the local store holds it
     /// or something later, or the subscription is lost (then the next catch-up brings it).
     ///

@@ -8,6 +8,7 @@ extension SharedTier {
             case .subscribed, .catchUp:
                 await catchUpUntilDone()
             case .message(let bytes):
+                if let hold = beforeNotice.withLock({ $0 }) { await hold() }
                 let now = clock.uptime()
                 update { state in
                     if state.phase == .live { state.lastHeard = now }
@@ -99,12 +100,13 @@ extension SharedTier {
         let logger = self.logger
         core.writer.queueForNextCommit(
             { [self] context in
-                for change in changes { try apply(change, context: context) }
+                for change in changes { try apply(change, at: sequence, context: context) }
                 // The writer's view moves now (later work in this transaction sees it); waiters wake once the
                 // transaction is committed, so what they read next holds the change.
                 state.withLock { state in
                     state.recentChanges.note(changes, at: sequence)
                     state.appliedSeq = max(state.appliedSeq ?? Int64.min, sequence)
+                    state.forgetLocalAhead(through: state.appliedSeq ?? sequence)
                 }
                 context.onCommit { [self] in update { _ in } }
             },
@@ -127,8 +129,17 @@ extension SharedTier {
             })
     }
 
-    /// Applies one change inside the writer's transaction.
-    private func apply(_ change: LocalChange, context: CommitQueue.Context) throws {
+    /// Applies one change, the server's state at `sequence`, inside the writer's transaction; a record whose
+    /// local copy already reflects that sequence or a later one (``State/localAhead``) is left as it is.
+    private func apply(_ change: LocalChange, at sequence: Int64, context: CommitQueue.Context) throws {
+        if change.kind != UInt8(ascii: "C"), change.kind != UInt8(ascii: "L"),
+            let ahead = state.withLock({
+                $0.localAhead[SharedTierRecentChanges.record(type: change.type, id: change.id)]
+            }),
+            ahead >= sequence
+        {
+            return
+        }
         guard let schema = try localSchema(named: change.type, context: context) else { return }
         switch change.kind {
         case UInt8(ascii: "C"):
@@ -273,7 +284,8 @@ extension SharedTier {
                     }
                 }
             }
-            for change in changes { try apply(change, context: context) }
+            if dropped { state.withLock { $0.localAhead = [:] } }  // Those copies are gone.
+            for change in changes { try apply(change, at: server, context: context) }
             state.withLock { state in
                 if dropped {
                     state.recentChanges.forgetAll(before: server)
@@ -281,6 +293,7 @@ extension SharedTier {
                     state.recentChanges.note(changes, at: server)
                 }
                 state.appliedSeq = server
+                state.forgetLocalAhead(through: server)
                 state.receivedSeq = server
                 state.epoch = (epoch, server)
             }

@@ -186,19 +186,28 @@ extension SharedTier {
         _ written: [(bytes: [UInt8], sequence: Int64)], records: [PreparedRecord],
         schema: TypeSchema
     ) async throws {
-        let pending = Mutex<[Int64]>([])
-        try await core.writer.perform { [self] context in
-            for (position, item) in written.enumerated() {
-                if admitsOwn(item.sequence) {
-                    try RecordWriter.putReplica(
-                        item.bytes, key: records[position].key, value: records[position].value,
-                        schema: schema, context: context)
-                } else {
-                    pending.withLock { $0.append(item.sequence) }
+        let pending: [Int64]
+        do {
+            pending = try await core.writer.perform { [self] context -> [Int64] in
+                var pending: [Int64] = []
+                for (position, item) in written.enumerated() {
+                    let id = String(decoding: records[position].key, as: UTF8.self)
+                    if admitsOwn(item.sequence, type: schema.name, id: id) {
+                        try RecordWriter.putReplica(
+                            item.bytes, key: records[position].key, value: records[position].value,
+                            schema: schema, context: context)
+                    } else {
+                        pending.append(item.sequence)
+                    }
                 }
+                return pending
             }
+        } catch {
+            let ids = records.map { String(decoding: $0.key, as: UTF8.self) }
+            state.withLock { $0.withdrawLocalAhead(type: schema.name, ids: ids, at: written.map(\.sequence)) }
+            throw error
         }
-        if let last = pending.withLock({ $0.max() }) { await awaitApplied(last) }
+        if let last = pending.max() { await awaitApplied(last) }
     }
 
     /// Deletes records on the server; returns the sequences.

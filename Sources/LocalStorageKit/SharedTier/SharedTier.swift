@@ -65,6 +65,10 @@ final class SharedTier: Sendable {
         var schemasByName: [ExactName: TypeSchema] = [:]
         /// The records the last changes applied touched, for fills to check against.
         var recentChanges = SharedTierRecentChanges()
+        /// Records whose local copy is newer than the applied position (an own write, a fill), with the
+        /// sequence it reflects: a change of the record at or before it, applied later, would take the copy
+        /// back in time (a process's own `save(v1)`, `save(v2)`, then `v1`'s notice), so it is skipped.
+        var localAhead: [String: Int64] = [:]
         var waiters: [Waiter] = []
     }
 
@@ -78,6 +82,8 @@ final class SharedTier: Sendable {
     let logger: (any StorageLogger)?
     let state = Mutex(State())
     let scriptHashes = Mutex<[String: [UInt8]]>([:])
+    /// Tests only: awaited by the follow loop before it handles each change notice (holds the applier back).
+    let beforeNotice = Mutex<(@Sendable () async -> Void)?>(nil)
     /// The follow loop's events: the subscriber's, and ``SubscriberEvent/catchUp`` from the tier itself.
     let events: AsyncStream<SubscriberEvent>.Continuation
     /// How many events wait for the follow loop at most (the oldest go first).
@@ -171,4 +177,28 @@ final class SharedTier: Sendable {
 /// An expected record changed on the shared tier between a read and the write based on it.
 struct SharedTierConflict: Error {
     let message: String
+}
+
+extension SharedTier.State {
+    /// Notes that the local copy of `id` of `type` reflects the server's state at `sequence` (an own write, a
+    /// fill) before the applier got there.
+    mutating func noteLocalAhead(type: String, id: String, at sequence: Int64) {
+        let record = SharedTierRecentChanges.record(type: type, id: id)
+        localAhead[record] = max(localAhead[record] ?? Int64.min, sequence)
+    }
+
+    /// Withdraws what ``noteLocalAhead(type:id:at:)`` noted for writes whose commit failed (the local copy
+    /// did not move: the changes must apply to it).
+    mutating func withdrawLocalAhead(type: String, ids: [String], at sequences: [Int64]) {
+        for (id, sequence) in zip(ids, sequences) {
+            let record = SharedTierRecentChanges.record(type: type, id: id)
+            if localAhead[record] == sequence { localAhead[record] = nil }
+        }
+    }
+
+    /// Forgets the copies the applied position has reached: later changes apply to them as to any other.
+    mutating func forgetLocalAhead(through applied: Int64) {
+        guard !localAhead.isEmpty else { return }
+        localAhead = localAhead.filter { $0.value > applied }
+    }
 }

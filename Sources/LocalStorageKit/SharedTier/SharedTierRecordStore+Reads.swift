@@ -68,6 +68,7 @@ extension SharedTierRecordStore {
                 }
                 try RecordWriter.putReplica(
                     bytes, key: key, value: value, schema: schema, context: context, announce: false)
+                tier.state.withLock { $0.noteLocalAhead(type: schema.name, id: id, at: sequence) }
             },
             finish: { error in
                 guard let error else { return }

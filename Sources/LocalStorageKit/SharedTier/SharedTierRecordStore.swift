@@ -53,16 +53,23 @@ struct SharedTierRecordStore: RecordStore {
     nonisolated(nonsending) private func delete(ids: [String], keys: [[UInt8]], schema: TypeSchema) async throws {
         let sequences = try await tier.delete(ids: ids, schema: schema)
         let tier = self.tier
-        let waiting = try await core.writer.perform { context -> [Int64] in
-            var waiting: [Int64] = []
-            for (position, sequence) in sequences.enumerated() {
-                if tier.admitsOwn(sequence) {
-                    try RecordWriter.delete(id: ids[position], key: keys[position], schema: schema, context: context)
-                } else {
-                    waiting.append(sequence)
+        let waiting: [Int64]
+        do {
+            waiting = try await core.writer.perform { context -> [Int64] in
+                var waiting: [Int64] = []
+                for (position, sequence) in sequences.enumerated() {
+                    if tier.admitsOwn(sequence, type: schema.name, id: ids[position]) {
+                        try RecordWriter.delete(
+                            id: ids[position], key: keys[position], schema: schema, context: context)
+                    } else {
+                        waiting.append(sequence)
+                    }
                 }
+                return waiting
             }
-            return waiting
+        } catch {
+            tier.state.withLock { $0.withdrawLocalAhead(type: schema.name, ids: ids, at: sequences) }
+            throw error
         }
         if let last = waiting.max() { await tier.awaitApplied(last) }
     }
@@ -136,10 +143,17 @@ struct SharedTierRecordStore: RecordStore {
     ) async throws {
         guard let item = written.first else { return }
         let tier = self.tier
-        let admitted = try await core.writer.perform { context -> Bool in
-            guard tier.admitsOwn(item.sequence) else { return false }
-            try RecordWriter.putReplica(item.bytes, key: key, value: nil, schema: schema, context: context)
-            return true
+        let id = String(decoding: key, as: UTF8.self)
+        let admitted: Bool
+        do {
+            admitted = try await core.writer.perform { context -> Bool in
+                guard tier.admitsOwn(item.sequence, type: schema.name, id: id) else { return false }
+                try RecordWriter.putReplica(item.bytes, key: key, value: nil, schema: schema, context: context)
+                return true
+            }
+        } catch {
+            tier.state.withLock { $0.withdrawLocalAhead(type: schema.name, ids: [id], at: [item.sequence]) }
+            throw error
         }
         if !admitted { await tier.awaitApplied(item.sequence) }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 @testable import LocalStorageKit
@@ -200,5 +201,74 @@ extension SharedTierConfiguration {
         var copy = self
         copy.password = nil
         return copy
+    }
+}
+
+/// An instance's own writes against its applier: the applier takes the instance's own notices too, and one
+/// that comes after a later own write must not take the local copy back to the older value.
+@Suite(.enabled(if: SharedTestServer.isAvailable, SharedTestServer.skipReason))
+struct SharedTierOwnWriteTests {
+    let tier = SharedTestServer.configuration()
+
+    /// Lets a given number of change notices through to the applier and holds the rest.
+    final class NoticeGate: Sendable {
+        private let state = Mutex<(permits: Int, held: [CheckedContinuation<Void, Never>])>((0, []))
+
+        func pass() async {
+            await withCheckedContinuation { continuation in
+                let go = state.withLock { state -> Bool in
+                    guard state.permits > 0 else {
+                        state.held.append(continuation)
+                        return false
+                    }
+                    state.permits -= 1
+                    return true
+                }
+                if go { continuation.resume() }
+            }
+        }
+
+        func release(_ count: Int) {
+            let going = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+                state.permits += count
+                let taken = min(state.permits, state.held.count)
+                state.permits -= taken
+                defer { state.held.removeFirst(taken) }
+                return Array(state.held.prefix(taken))
+            }
+            for continuation in going { continuation.resume() }
+        }
+    }
+
+    @Test func anOlderNoticeOfAnOwnWriteDoesNotTakeTheRecordBack() async throws {
+        let a = try await sharedStore(tier)
+        let tierA = try #require(a.sharedTier)
+        let gate = NoticeGate()
+        tierA.beforeNotice.withLock { $0 = { await gate.pass() } }
+        defer {
+            tierA.beforeNotice.withLock { $0 = nil }
+            gate.release(1_000)
+        }
+        let before = tierA.appliedPosition
+        var first = Product.sample(1)
+        first.title = "v1"
+        var second = first
+        second.title = "v2"
+        try await a.save(first)
+        try await a.save(second)
+        #expect(try await a.fetch(Product.self, id: first.id)?.title == "v2")
+        // v1's notice alone reaches the applier: the local copy stays at v2.
+        gate.release(1)
+        #expect(try await waitUntil { tierA.appliedPosition > before })
+        #expect(try await a.fetch(Product.self, id: first.id)?.title == "v2")
+        gate.release(1)
+        #expect(try await waitUntil { tierA.appliedPosition > before + 1 })
+        #expect(try await a.fetch(Product.self, id: first.id)?.title == "v2")
+        // A delete then a save of the same id, notices held: the delete's notice does not remove the save.
+        try await a.delete(Product.self, id: first.id)
+        try await a.save(first)
+        gate.release(1)
+        #expect(try await waitUntil { tierA.appliedPosition > before + 2 })
+        #expect(try await a.fetch(Product.self, id: first.id)?.title == "v1")
     }
 }
