@@ -43,6 +43,13 @@ extension StoreMaintenance {
     ///   (this one included) has the store open; `openFailed` for an encrypted store salvaged without its
     ///   key or with another key (nothing is changed then).
     public static func salvage(directory: URL, encryption: StorageEncryption? = nil) async throws -> SalvageReport {
+        try await salvage(directory: directory, encryption: encryption, step: { _ in })
+    }
+
+    /// ``salvage(directory:encryption:)``, telling `step` when the store is locked for the swap (`locked`).
+    static func salvage(
+        directory: URL, encryption: StorageEncryption?, step: (String) async -> Void
+    ) async throws -> SalvageReport {
         let directory = storeDirectory(named: directory)
         let dataFile = directory.appendingPathComponent("data.mdb")
         guard FileManager.default.fileExists(atPath: dataFile.path) else {
@@ -63,12 +70,18 @@ extension StoreMaintenance {
         }
         let fresh = directory.appendingPathComponent(".salvage-\(UUID().uuidString)", isDirectory: true)
         var report: SalvageReport
+        var swapLock: StoreSwapLock?
         do {
             report = try await importSalvaged(lines, into: fresh, encryption: encryption)
             report.damage = damage
             report.lost = unreadable + report.lost
             report.counted = counted
             try StoreInUse.check(directory, doing: "repair")
+            // LMDB's own lock, held from here through the swap: a process that opens the store meanwhile
+            // waits for it (it would map the old file and write into `data.mdb.damaged`), then finds the
+            // lock file set up afresh for the new file.
+            swapLock = try StoreSwapLock(directory: directory, mode: kept.map { mode_t(Int($0.st_mode) & 0o777) })
+            await step("locked")
             if let kept {
                 // The fresh file gets the store's owner, group and mode before it takes the store's name: made by
                 // whoever runs the repair (root, say), it locked the app that owns the store out.
@@ -84,7 +97,9 @@ extension StoreMaintenance {
                 throw MaintenanceError.invalidArgument(
                     "cannot move the salvaged store into \(directory.path): \(String(cString: strerror(errno)))")
             }
+            swapLock?.swapped(mode: kept.map { Int($0.st_mode) & 0o777 } ?? 0o600)
         } catch {
+            swapLock?.release()
             if FileManager.default.fileExists(atPath: fresh.path) { try FileManager.default.removeItem(at: fresh) }
             throw error
         }
