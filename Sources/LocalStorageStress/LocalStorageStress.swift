@@ -68,8 +68,8 @@ struct LocalStorageStress {
                 try await addressSpace(directory: arguments[1])
             case "long-write" where arguments.count == 2:
                 try await longWrite(directory: arguments[1])
-            case "overwrite" where arguments.count == 2:
-                try await overwrite(directory: arguments[1])
+            case "overwrite" where arguments.count == 2 || arguments.count == 3:
+                try await overwrite(directory: arguments[1], keyHex: arguments.count == 3 ? arguments[2] : nil)
             case "evolve" where arguments.count == 2:
                 try await evolve(directory: arguments[1])
             case "in-memory" where arguments.count == 2 && ["hold", "exit"].contains(arguments[1]):
@@ -195,9 +195,21 @@ struct LocalStorageStress {
     }
 
     /// Writes `StressRecord`s as told on standard input (`save ID SEQUENCE`, `delete ID`, `clear`), one
-    /// line a command, replying `ok` once the write returned (it is committed then), or `error: …`.
-    static func overwrite(directory: String) async throws {
-        let storage = try LocalStorage(configuration: configuration(directory, durability: .none, mapSize: 1 << 20))
+    /// line a command, replying `ok` once the write returned (it is committed then), or `error: …`. With
+    /// `keyHex` (64 hex digits) the store is opened with that encryption key.
+    static func overwrite(directory: String, keyHex: String?) async throws {
+        var configuration = configuration(directory, durability: .none, mapSize: 1 << 20)
+        if let keyHex {
+            var key: [UInt8] = []
+            var digits = keyHex[...]
+            while digits.count >= 2, let byte = UInt8(digits.prefix(2), radix: 16) {
+                key.append(byte)
+                digits = digits.dropFirst(2)
+            }
+            guard digits.isEmpty else { throw StressError(description: "the key is not hex") }
+            configuration.encryption = StorageEncryption(key: Data(key))
+        }
+        let storage = try LocalStorage(configuration: configuration)
         say("ready")
         while let line = readLine() {
             let words = line.split(separator: " ").map(String.init)

@@ -46,11 +46,14 @@ extension PayloadSealing {
             meta: readOnly ? nil : meta, holdsOnlySealed: stored != nil || writesCheck,
             storedDictionary: storedDictionary)
         guard let current = keys.first, !readOnly else { return sealing }
+        // A plain store being sealed (a rekey) keeps its dictionaries plain until the transaction that writes
+        // its key check value (``sealStaleDictionaries(meta:txn:keys:)``): until then an app without the key
+        // still opens the store, and its compressed records need them.
+        guard stored != nil || writesCheck else { return sealing }
         // Dictionaries stored plain or under a previous key are sealed with the current one.
         for entry in opened where stale.contains(entry.key) {
             try txn.put(meta, key: entry.key, value: try sealDictionary(entry.value, at: entry.key, key: current))
         }
-        guard stored != nil || writesCheck else { return sealing }
         let opener = stored.flatMap { check in check.withUnsafeBytes { openCheck($0, keys: keys) } }
         if opener?.bytes == current.bytes { return sealing }
         try writeCheck(with: current, meta: meta, txn: txn)
@@ -67,6 +70,15 @@ extension PayloadSealing {
         dictionaries.load(
             metaEntries: Self.openDictionaries([(PayloadDictionaries.key(id), stored)], keys: keys).opened)
         return dictionaries.dictionary(id) != nil
+    }
+
+    /// Seals with the first of `keys` the dictionaries in `meta` stored plain or under another of them.
+    static func sealStaleDictionaries(meta: Database, txn: Transaction, keys: [Key]) throws {
+        guard let current = keys.first else { return }
+        let (opened, stale) = openDictionaries(try PayloadDictionaries.storedEntries(meta: meta, txn: txn), keys: keys)
+        for entry in opened where stale.contains(entry.key) {
+            try txn.put(meta, key: entry.key, value: try sealDictionary(entry.value, at: entry.key, key: current))
+        }
     }
 
     /// Writes the key check value of `key` (a constant sealed with it) in `meta`.

@@ -354,6 +354,17 @@ final class PayloadSealing: Sendable {
         return try seal(inner, envelope: envelope, format: view.format, typeName: typeName, id: id, portable: true)
     }
 
+    /// Whether ``resealed(_:typeName:id:)`` may have something to do for `view`, told without opening it: a
+    /// payload not sealed, or whose seal names a key id other than the current key's (or one the current key
+    /// shares with a previous key).
+    func mayNeedResealing(_ view: RecordView) -> Bool {
+        guard let current else { return false }
+        guard view.envelope.contains(.sealed) else { return true }
+        let stored = view.payload
+        guard stored.count >= 2 else { return true }  // Damaged: the reseal reports it.
+        return stored[stored.startIndex + 1] != current.id || previous.contains { $0.id == current.id }
+    }
+
     private func failure(_ typeName: String, _ id: String, _ reason: String) -> LocalStorageError {
         .decodingFailed(reason: "\(typeName) \"\(id)\": \(reason)")
     }

@@ -36,8 +36,10 @@ extension StoreMaintenance {
                     after = last
                 }
             }
-            // What a process without the key wrote behind the pass is sealed in the transaction that writes the
-            // key check value (from which on the store holds sealed payloads only), so none is left unsealed.
+            // What a process without the key, or still on a previous key, wrote behind the pass is resealed in
+            // the transaction that writes the key check value (from which on the store holds sealed payloads
+            // only), so none is left unsealed or under an old key. Sealed records are told apart by the key
+            // id in their seal: only those naming another key are opened.
             let (sealing, meta) = (self.sealing, self.meta)
             let late = try writer.transact { context in
                 var late = 0
@@ -46,12 +48,15 @@ extension StoreMaintenance {
                     repeat {
                         // Records that fail to open were counted by the pass.
                         let batch = try StoreMaintenance.resealBatch(
-                            schema: schema, after: after, unsealedOnly: true, txn: context.txn)
+                            schema: schema, after: after, laggingOnly: true, txn: context.txn)
                         late += batch.resealed
                         after = batch.last
                     } while after != nil
                 }
                 if let current = sealing.current, !sealing.holdsOnlySealed {
+                    // A plain store's dictionaries are sealed with the check value, not before (see
+                    // `PayloadSealing.open`).
+                    try PayloadSealing.sealStaleDictionaries(meta: meta, txn: context.txn, keys: sealing.keys)
                     try PayloadSealing.writeCheck(with: current, meta: meta, txn: context.txn)
                 }
                 return late
@@ -65,10 +70,11 @@ extension StoreMaintenance {
     static var rekeyBatchSize: Int { 1_000 }
 
     /// Reseals up to ``rekeyBatchSize`` records of `schema` after the key `after`: those not sealed with the
-    /// current key, or with `unsealedOnly` those not sealed at all (sealed ones are not opened). A payload is
-    /// resealed as it is inside its seal (a compressed one stays compressed); its header and entries stay.
+    /// current key, or with `laggingOnly` those not sealed or whose seal names another key (a sealed record
+    /// naming the current key is not opened: ``PayloadSealing/mayNeedResealing(_:)``). A payload is resealed
+    /// as it is inside its seal (a compressed one stays compressed); its header and entries stay.
     private static func resealBatch(
-        schema: TypeSchema, after: [UInt8]?, unsealedOnly: Bool = false, txn: Transaction
+        schema: TypeSchema, after: [UInt8]?, laggingOnly: Bool = false, txn: Transaction
     ) throws -> (resealed: Int, failed: Int, visited: Int, last: [UInt8]?) {
         guard let sealing = schema.sealing else { return (0, 0, 0, nil) }
         var rewrites: [(key: [UInt8], bytes: [UInt8])] = []
@@ -86,7 +92,7 @@ extension StoreMaintenance {
                 last = Array(current.key)
                 do {
                     let view = try RecordView(current.value)
-                    if !(unsealedOnly && view.envelope.contains(.sealed)),
+                    if !laggingOnly || sealing.mayNeedResealing(view),
                         let (envelope, payload) = try sealing.resealed(
                             view, typeName: schema.name, id: Array(current.key))
                     {

@@ -82,4 +82,48 @@ import Testing
             for note in notes.prefix(20) { #expect(try await storage.fetch(Note.self, id: note.id) == note) }
         }
     }
+
+    /// A rekey that encrypts a plain, compressed store sealed its dictionaries in its open transaction, before
+    /// any record: killed before the key check value was written, it left a store an app without the key still
+    /// opens, whose compressed records then failed to decompress (and a keyless repair dropped them).
+    @Test func aRekeyOfAPlainStoreKilledBeforeItsRecordsLeavesItReadableWithoutAKey() async throws {
+        var plain = diskConfiguration(temporaryDirectory())
+        plain.compression = .zstd()
+        let notes = Self.notes(marker: "killed-rekey")
+        try await withStore(plain) { storage async throws in
+            storage.core.sealing.compressor?.trainingSamples = 32
+            // The first half trains a dictionary; the second half is compressed with it.
+            try await storage.save(contentsOf: notes.prefix(100))
+            #expect(storage.core.sealing.dictionaries.count >= 1)
+            try await storage.save(contentsOf: notes.suffix(100))
+        }
+        weak var opened: StoreCore?
+        do {
+            // Opened for the rekey, which never runs (killed before its first batch).
+            let maintenance = try await StoreMaintenance(
+                directory: plain.storeDirectory, encryption: StorageEncryption(key: EncryptionTests.key),
+                sealingPlainStore: true)
+            opened = maintenance.core
+        }
+        #expect(await eventually { opened == nil })
+        try await withStore(plain) { storage async throws in
+            for note in notes { #expect(try await storage.fetch(Note.self, id: note.id) == note) }
+        }
+        // The rekey, run again to the end, seals the dictionaries with the records.
+        do {
+            let maintenance = try await StoreMaintenance(
+                directory: plain.storeDirectory, encryption: StorageEncryption(key: EncryptionTests.key),
+                sealingPlainStore: true)
+            #expect(try await maintenance.rekey().failed == 0)
+            opened = maintenance.core
+        }
+        #expect(await eventually { opened == nil })
+        var sealed = plain
+        sealed.encryption = StorageEncryption(key: EncryptionTests.key)
+        try await withStore(sealed) { storage async throws in
+            #expect(storage.core.sealing.dictionaries.count >= 1)
+            for note in notes { #expect(try await storage.fetch(Note.self, id: note.id) == note) }
+        }
+        await #expect(throws: LocalStorageError.self) { try await withStore(plain) { _ in } }
+    }
 }
