@@ -19,17 +19,18 @@ extension LocalStorage {
     /// a live query reruns once for the whole transaction.
     /// - Throws: Whatever `body` throws, unchanged; `storageFull` when its writes do not fit.
     nonisolated(nonsending) public func write<R: Sendable>(
-        _ body: @escaping @Sendable (StorageWriteTransaction) throws -> R
+        _ body: sending @escaping (StorageWriteTransaction) throws -> R
     ) async throws
         -> R
     {
-        try await operationPassingCallerErrors("write") {
+        let body = SentClosure(body)
+        return try await operationPassingCallerErrors("write") {
             try tiers.checkWriteTransaction()
             return try await core.writer.performOnce { context in
                 let transaction = StorageWriteTransaction(storage: self, context: context)
                 defer { transaction.close() }
                 do {
-                    return try body(transaction)
+                    return try body.run(transaction)
                 } catch {
                     throw CallerError(underlying: error)
                 }
@@ -96,7 +97,7 @@ extension LocalStorage {
 extension LocalRepository {
     /// Runs `body` in one write transaction (see ``LocalStorage/write(_:)``).
     nonisolated(nonsending) public func write<R: Sendable>(
-        _ body: @escaping @Sendable (StorageWriteTransaction) throws -> R
+        _ body: sending @escaping (StorageWriteTransaction) throws -> R
     ) async throws
         -> R
     {
