@@ -78,5 +78,7 @@ import Testing
         #expect(figures.databases.contains { $0.name == "counts" })
         let listed = figures.databases.reduce(0) { $0 + $1.pages }
         #expect(listed + figures.pages.free + 2 == figures.pages.used)
+        // The totals are of every database, the store-wide ones included (they counted the types' alone).
+        #expect(figures.pages.branch + figures.pages.leaf + figures.pages.overflow == listed)
     }
 }

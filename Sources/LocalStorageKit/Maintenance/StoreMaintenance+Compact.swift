@@ -60,6 +60,8 @@ extension StoreMaintenance {
         if let problem = StoreFileModes.setMode(copied.path, fileMode) {
             throw MaintenanceError.invalidArgument(problem)
         }
+        // On disk before it takes its name (LMDB's copy does not sync it), and the name after.
+        try Self.sync(copied.path, what: "the compacted copy")
         // A rename, not a link: file systems without hard links (FAT, some network shares) take it too.
         guard !fileManager.fileExists(atPath: outputFile.path) else {
             throw MaintenanceError.outputExists(path: outputFile.path)
@@ -68,12 +70,26 @@ extension StoreMaintenance {
             throw MaintenanceError.invalidArgument(
                 "cannot move the compacted copy to \(outputFile.path): \(String(cString: strerror(errno)))")
         }
+        try Self.sync(output.path, what: "the folder of the compacted copy")
         progress?(MaintenanceProgress(task: "compact", completed: 1, total: 1))
         let copy = try await StoreMaintenance(directory: output, encryption: encryption)
         return CompactReport(
             output: output.path,
             originalBytes: try Self.fileSize(directory.appendingPathComponent("data.mdb")),
             compactedBytes: try Self.fileSize(outputFile), verify: try copy.verify(progress: progress))
+    }
+
+    /// `fsync`s the file or folder at `path`.
+    ///
+    /// - Throws: ``MaintenanceError/invalidArgument(_:)`` saying which, when it cannot be opened or synced.
+    static func sync(_ path: String, what: String) throws {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0, fsync(descriptor) == 0 else {
+            let problem = String(cString: strerror(errno))
+            if descriptor >= 0 { close(descriptor) }
+            throw MaintenanceError.invalidArgument("cannot sync \(what) (\(path)): \(problem)")
+        }
+        close(descriptor)
     }
 
     /// The size of a file in bytes.

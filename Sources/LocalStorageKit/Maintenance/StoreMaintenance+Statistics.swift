@@ -64,6 +64,12 @@ extension StoreMaintenance {
                         name: name, depth: Int(record.depth), branchPages: Int(totals.branch),
                         leafPages: Int(totals.leaf), overflowPages: Int(totals.overflow), entries: Int(record.entries)))
             }
+            // The store-wide databases' pages count in the totals too (the main database's already do).
+            for database in databases.dropFirst() {
+                pages.branch += database.branchPages
+                pages.leaf += database.leafPages
+                pages.overflow += database.overflowPages
+            }
             for type in catalog.sortedTypes {
                 let schema = type.schema
                 var typePages = 0

@@ -105,6 +105,14 @@ enum ExportCommand: Command {
             }
             if descriptor < 0 {
                 descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
+                // An existing FILE written in place gets `mode` too: it kept its own (say 0o644), and an export
+                // of an encrypted store is its plaintext.
+                if descriptor >= 0 && !special && fchmod(descriptor, mode) != 0 {
+                    let problem = String(cString: strerror(errno))
+                    close(descriptor)
+                    throw MaintenanceError.invalidArgument(
+                        "cannot give \(path) the mode \(String(mode, radix: 8)) before writing to it: \(problem)")
+                }
             }
             guard descriptor >= 0 else {
                 throw MaintenanceError.invalidArgument("cannot write \(path): \(String(cString: strerror(errno)))")
