@@ -40,17 +40,25 @@ public struct LoadPolicy: Sendable, Hashable {
     /// Checks the durations: none may be negative, and the timeout must be positive. Durations past
     /// ``longest`` are cut to it.
     func validated() throws(LocalStorageError) -> LoadPolicy {
-        if loadTimeout <= .zero { throw .invalidQuery("loadTimeout must be positive (got \(loadTimeout))") }
+        if loadTimeout <= .zero {
+            throw .invalidQuery("loadTimeout must be positive (got \(Self.describe(loadTimeout)))")
+        }
         if let refreshAfter, refreshAfter < .zero {
-            throw .invalidQuery("refreshAfter must not be negative (got \(refreshAfter))")
+            throw .invalidQuery("refreshAfter must not be negative (got \(Self.describe(refreshAfter)))")
         }
         if let absentFor, absentFor < .zero {
-            throw .invalidQuery("absentFor must not be negative (got \(absentFor))")
+            throw .invalidQuery("absentFor must not be negative (got \(Self.describe(absentFor)))")
         }
         var policy = self
         policy.loadTimeout = min(loadTimeout, Self.longest)
         policy.refreshAfter = refreshAfter.map { min($0, Self.longest) }
         policy.absentFor = absentFor.map { min($0, Self.longest) }
         return policy
+    }
+
+    /// A duration for an error message: `.minutes(.nan)` and `.hours(.nan)` come out as the most negative
+    /// duration (see `Duration.seconds(clamping:)`), which says "not a number" rather than -9.2e18 seconds.
+    private static func describe(_ duration: Duration) -> String {
+        duration == .seconds(Int64.min) ? "not a number, or past what a duration holds" : "\(duration)"
     }
 }
