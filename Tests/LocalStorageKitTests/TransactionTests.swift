@@ -17,28 +17,6 @@ enum ShopError: Error, Equatable {
 
 /// `write { tx in }` and `read { tx in }`: atomic, exactly once, one snapshot, own errors unchanged.
 @Suite struct TransactionTests {
-    /// `write { }` and `update` take closures their callers give up (`sending`): a body may capture a local
-    /// `var` the caller does not use again (as `read { }` always could). As `@Sendable` closures they did not
-    /// compile.
-    @Test func bodiesMayCaptureALocalVariable() async throws {
-        let storage = try LocalStorage(configuration: .inMemory)
-        var note = Note(id: "n", text: "draft")
-        note.text = "final"
-        let saved = try await storage.write { tx in
-            try tx.save(note)
-            return try tx.count(Note.self)
-        }
-        #expect(saved == 1)
-        var suffix = "!"
-        suffix += "!"
-        let updated = try await storage.update(Note.self, id: "n") { $0.text += suffix }
-        #expect(updated.text == "final!!")
-        var other = Note(id: "m", text: "x")
-        other.text = "y"
-        try await storage.repository(Note.self).write { tx in try tx.save(other) }
-        #expect(try await storage.fetch(Note.self, id: "m")?.text == "y")
-    }
-
     @Test func aBodyThatThrowsAfterSeveralWritesLeavesNothing() async throws {
         let storage = try LocalStorage(configuration: .inMemory)
         try await storage.save(Note(id: "kept", text: "before"))

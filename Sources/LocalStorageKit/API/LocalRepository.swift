@@ -55,7 +55,7 @@ public struct LocalRepository<T: LocalStorable>: Sendable {
     /// Reads, mutates and writes a record in one transaction. - Throws: `notFound(id:)`.
     @discardableResult
     nonisolated(nonsending) public func update(
-        id: String, _ mutate: sending @escaping (inout T) throws -> Void
+        id: String, _ mutate: @escaping @Sendable (inout T) throws -> Void
     ) async throws -> T {
         try await storage.update(T.self, id: id, mutate)
     }

@@ -146,13 +146,12 @@ extension LocalStorage {
     @discardableResult
     nonisolated(nonsending) public func update<T: LocalStorable>(
         _ type: T.Type, id: String,
-        _ mutate: sending @escaping (inout T) throws -> Void
+        _ mutate: @escaping @Sendable (inout T) throws -> Void
     ) async throws -> T {
-        let mutate = SentMutation(mutate)
-        return try await operationPassingCallerErrors("update") {
+        try await operationPassingCallerErrors("update") {
             let schema = try await core.schema(for: T.self)
             let key = try RecordWriter.key(for: id)
-            return try await tiers.update(T.self, id: id, key: key, schema: schema) { try mutate.run(&$0) }
+            return try await tiers.update(T.self, id: id, key: key, schema: schema, mutate)
         }
     }
 }

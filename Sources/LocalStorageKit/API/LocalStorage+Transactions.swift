@@ -19,18 +19,17 @@ extension LocalStorage {
     /// a live query reruns once for the whole transaction.
     /// - Throws: Whatever `body` throws, unchanged; `storageFull` when its writes do not fit.
     nonisolated(nonsending) public func write<R: Sendable>(
-        _ body: sending @escaping (StorageWriteTransaction) throws -> R
+        _ body: @escaping @Sendable (StorageWriteTransaction) throws -> R
     ) async throws
         -> R
     {
-        let body = SentClosure(body)
-        return try await operationPassingCallerErrors("write") {
+        try await operationPassingCallerErrors("write") {
             try tiers.checkWriteTransaction()
             return try await core.writer.performOnce { context in
                 let transaction = StorageWriteTransaction(storage: self, context: context)
                 defer { transaction.close() }
                 do {
-                    return try body.run(transaction)
+                    return try body(transaction)
                 } catch {
                     throw CallerError(underlying: error)
                 }
@@ -97,7 +96,7 @@ extension LocalStorage {
 extension LocalRepository {
     /// Runs `body` in one write transaction (see ``LocalStorage/write(_:)``).
     nonisolated(nonsending) public func write<R: Sendable>(
-        _ body: sending @escaping (StorageWriteTransaction) throws -> R
+        _ body: @escaping @Sendable (StorageWriteTransaction) throws -> R
     ) async throws
         -> R
     {

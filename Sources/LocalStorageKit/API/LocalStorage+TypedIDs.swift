@@ -38,7 +38,7 @@ extension LocalStorage {
     @discardableResult
     nonisolated(nonsending) public func update<T: LocalStorable>(
         _ type: T.Type, id: T.ID,
-        _ mutate: sending @escaping (inout T) throws -> Void
+        _ mutate: @escaping @Sendable (inout T) throws -> Void
     ) async throws -> T {
         try await update(type, id: try StorageKey.string(for: id), mutate)
     }
@@ -73,7 +73,7 @@ extension LocalRepository {
     @_disfavoredOverload
     @discardableResult
     nonisolated(nonsending) public func update(
-        id: T.ID, _ mutate: sending @escaping (inout T) throws -> Void
+        id: T.ID, _ mutate: @escaping @Sendable (inout T) throws -> Void
     ) async throws -> T {
         try await update(id: try StorageKey.string(for: id), mutate)
     }
