@@ -69,29 +69,42 @@ final class LeaseBook: Sendable {
     /// lease (the load's result will not be stored) or its remembered nil; clearing a type removes all of
     /// the type's. Expiry, new expirations and evictions (the store making room: a load of the evicted id
     /// is newer than what was evicted) leave them alone. Costs nothing while no entry exists.
-    func void(_ changes: [ChangeLog.Pending], txn: Transaction) throws {
+    ///
+    /// An entry the same commit put after a change (`sparing`: its key → the number of changes logged before
+    /// it) is left alone by that change: a delete of an expired record, or a clear of its type, followed in
+    /// one group commit by a load's lease, came before the load and does not void it.
+    func void(_ changes: [ChangeLog.Pending], txn: Transaction, sparing: [[UInt8]: Int] = [:]) throws {
         guard !changes.isEmpty, try txn.entryCount(database) > 0 else { return }
-        for change in changes {
+        for (position, change) in changes.enumerated() {
             switch change.kind {
             case .deleted where change.keepsLease:
                 continue  // The store made room (the load of the id goes on), or a refresh remembers a nil.
             case .inserted, .updated, .deleted:
-                try txn.delete(database, key: LeaseBook.key(type: change.type, id: change.id))
+                let key = LeaseBook.key(type: change.type, id: change.id)
+                if let put = sparing[key], put > position { continue }
+                try txn.delete(database, key: key)
             case .cleared:
-                try removeAll(type: change.type, txn: txn)
+                try removeAll(type: change.type, txn: txn) { key in (sparing[key] ?? 0) > position }
             case .expired, .touched:
                 continue
             }
         }
     }
 
-    private func removeAll(type: UInt32, txn: Transaction) throws {
+    /// Puts `entry` on `key` in the commit of `context`, noting it so that the changes the commit logged
+    /// before it do not void it (see ``void(_:txn:sparing:)``).
+    func put(_ entry: LeaseEntry, key: [UInt8], context: CommitQueue.Context) throws {
+        try put(entry, key: key, txn: context.txn)
+        context.leasesPut[key] = context.logged.count
+    }
+
+    private func removeAll(type: UInt32, txn: Transaction, keeping kept: ([UInt8]) -> Bool) throws {
         let prefix = LeaseBook.key(type: type, id: [])
         var keys: [[UInt8]] = []
         try txn.withCursor(database) { cursor in
             var entry = try cursor.seek(atLeast: prefix)
             while let current = entry, current.key.starts(with: prefix) {
-                keys.append(Array(current.key))
+                if !kept(Array(current.key)) { keys.append(Array(current.key)) }
                 entry = try cursor.move(.next)
             }
         }

@@ -20,7 +20,7 @@ extension LoadThrough {
             if let entry = try leases.entry(leaseKey, txn: txn), entry.holds(at: now) { return false }
             let lease = LeaseEntry(
                 kind: .lease, owner: .current, token: token, deadline: now.advanced(saturatingBy: timeout))
-            try leases.put(lease, key: leaseKey, txn: txn)
+            try leases.put(lease, key: leaseKey, context: context)
             try leases.sweep(now: now, txn: txn)
             return true
         }
@@ -111,7 +111,7 @@ extension LoadThrough {
             let marker = LeaseEntry(
                 kind: .absent, owner: .current, token: token,
                 deadline: absentFor.map { now.advanced(saturatingBy: $0) } ?? now)
-            try leases.put(marker, key: leaseKey, txn: context.txn)
+            try leases.put(marker, key: leaseKey, context: context)
             try leases.sweep(now: now, txn: context.txn)
             // Wakes the callers other processes have waiting on this load (no record changed).
             context.log(schema, .touched, id: key)

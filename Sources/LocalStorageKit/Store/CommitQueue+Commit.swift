@@ -29,7 +29,8 @@ extension CommitQueue {
                         }
                     }
                     try evictor?.enforce(context)
-                    context.loggedSequences = try changeLog?.append(context.logged, txn: txn)
+                    context.loggedSequences = try changeLog?.append(
+                        context.logged, txn: txn, sparing: context.leasesPut)
                     return context
                 }
                 for hook in context.afterCommit { hook() }
@@ -82,7 +83,8 @@ extension CommitQueue {
                     context.leases = changeLog?.leases
                     let value = try body(context)
                     try evictor?.enforce(context)
-                    context.loggedSequences = try changeLog?.append(context.logged, txn: txn)
+                    context.loggedSequences = try changeLog?.append(
+                        context.logged, txn: txn, sparing: context.leasesPut)
                     return (value, context)
                 }
                 for hook in context.afterCommit { hook() }
@@ -170,7 +172,7 @@ extension CommitQueue {
                     results.append(.done)
                 }
                 try evictor?.enforce(context)
-                context.loggedSequences = try changeLog?.append(context.logged, txn: txn)
+                context.loggedSequences = try changeLog?.append(context.logged, txn: txn, sparing: context.leasesPut)
                 return (context, results)
             }
             for hook in context.afterCommit { hook() }

@@ -31,6 +31,9 @@ final class CommitQueue: @unchecked Sendable {
         var afterCommit: [() -> Void] = []
         /// What this transaction writes to the change log.
         var logged: [ChangeLog.Pending] = []
+        /// The lease entries this transaction put, each with the number of changes logged before it: only the
+        /// changes after it void it (``LeaseBook/void(_:txn:sparing:)``).
+        var leasesPut: [[UInt8]: Int] = [:]
         /// The change-log sequence numbers the commit wrote, once appended.
         var loggedSequences: ClosedRange<UInt64>?
         /// Set when a write of this request met `MDB_MAP_FULL`, even if the caller's closure caught it.
@@ -109,6 +112,7 @@ final class CommitQueue: @unchecked Sendable {
             changes += child.changes
             unpublished.formUnion(child.unpublished)
             afterCommit += child.afterCommit
+            for (key, position) in child.leasesPut { leasesPut[key] = logged.count + position }
             logged += child.logged
             resizedTypes.formUnion(child.resizedTypes)
         }

@@ -75,6 +75,36 @@ import Testing
         #expect(try await storage.fetch(Product.self, id: old.id) == old)
     }
 
+    /// A clear (or delete) that commits in the same group commit just before a load takes its lease came before
+    /// the load: it voided the new lease at the end of the commit, so the loaded value was not stored and the
+    /// caller got nil.
+    @Test(.timeLimit(.minutes(5))) func aClearJustBeforeTheLeaseInOneCommitDoesNotVoidIt() async throws {
+        let clock = VirtualClock()
+        let storage = try store(clock)
+        try await storage.save(Product.sample(1))
+        let gate = DispatchSemaphore(value: 0)
+        let held = Atomic(false)
+        let holding = Task {
+            try await storage.write { _ in
+                held.store(true, ordering: .sequentiallyConsistent)
+                gate.wait()
+            }
+        }
+        try await eventually("the write to hold the writer") { held.load(ordering: .sequentiallyConsistent) }
+        let clearing = Task { try await storage.deleteAll(Product.self) }
+        try await eventually("the clear to queue") { storage.core.writer.queuedCount >= 1 }
+        let loading = Task {
+            try await storage.fetch(Product.self, id: "sku_2", expiration: .hours(1)) { _ in Product.sample(2) }
+        }
+        try await eventually("the lease to queue") { storage.core.writer.queuedCount >= 2 }
+        gate.signal()
+        try await holding.value
+        try await clearing.value
+        #expect(try await loading.value == Product.sample(2))
+        #expect(try await storage.fetch(Product.self, id: "sku_2") == Product.sample(2))
+        #expect(storage.core.unstoredLoads.load(ordering: .relaxed) == 0)
+    }
+
     /// A background refresh whose load finds nothing deletes the record and, with `absentFor`, remembers the nil
     /// like any other load: the next call within the window returns nil without loading (it loaded again).
     @Test func aRefreshThatFindsNothingRemembersTheNil() async throws {
