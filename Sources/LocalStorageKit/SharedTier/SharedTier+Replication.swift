@@ -63,7 +63,10 @@ extension SharedTier {
             await catchUpUntilDone()
             return
         }
-        state.withLock { $0.receivedSeq = notice.sequence }
+        state.withLock { state in
+            state.receivedSeq = notice.sequence
+            state.lastEntry = (notice.sequence, notice.identity)
+        }
         let change = LocalChange(
             kind: notice.kind, type: notice.type, id: notice.id,
             record: notice.record.isEmpty ? nil : notice.record)
@@ -221,17 +224,22 @@ extension SharedTier {
     /// Brings the local store up to the server's sequence (see the rule in the type's documentation).
     private func catchUp() async throws {
         try await checkNamespaceKey()
-        let (previous, known) = update { state -> (Int64?, (value: [UInt8]?, sequence: Int64)?) in
+        let (previous, known, lastEntry) = update {
+            state -> (Int64?, (value: [UInt8]?, sequence: Int64)?, (sequence: Int64, identity: Int)?) in
             state.phase = .syncing
-            return (state.receivedSeq, state.epoch)
+            return (state.receivedSeq, state.epoch, state.lastEntry)
         }
         let (server, epoch) = try await sequenceAndEpoch()
+        // The change at this instance's position, when it knows which it took there: the log's must be that one.
+        let checked = lastEntry.flatMap { $0.sequence == previous ? $0 : nil }
         // From no history at all (sequence 0, no epoch), the history that began since is the one followed, unless
         // this instance took changes of it without learning its epoch (see `handle`): then it cannot tell.
         let historyStartedAnew =
             known.map { $0.value != epoch && !($0.value == nil && $0.sequence == 0 && (previous ?? 0) == 0) } ?? false
         var changes: [LocalChange] = []
         var drop = false
+        /// The change at `server`, for the next catch-up to check (nil: not read, or none).
+        var serverEntry: SharedTierNotice?
         if previous != nil, historyStartedAnew {
             // The count started anew while this instance was away (the server lost its data, or was flushed),
             // and may have passed this instance's position since.
@@ -240,14 +248,20 @@ extension SharedTier {
                 level: .warning,
                 message: "The shared tier's change history started anew (its data was lost?); dropping local records",
                 metadata: ["server": settings.redactedURL])
+        } else if let previous, server >= previous, let checked,
+            try await logEntries(from: previous, through: previous).first?.identity != checked.identity
+        {
+            // Another change holds this instance's position: the server lost changes (restarted from an older
+            // snapshot, or failed over to a replica that was behind) and counted past them again.
+            drop = true
+            logger?.log(
+                level: .warning,
+                message: "The shared tier lost changes this instance had taken (restarted from an older snapshot?); "
+                    + "dropping local records", metadata: ["server": settings.redactedURL, "position": "\(previous)"])
         } else if let previous, server == previous {
             // Nothing changed while away.
         } else if let previous, server > previous {
-            let reply = try await connection.call([
-                Array("ZRANGEBYSCORE".utf8), layout.log, Array("(\(previous)".utf8),
-                Array("\(server)".utf8),
-            ])
-            let entries = (reply.elements ?? []).compactMap { $0.bytes.flatMap(SharedTierNotice.init) }
+            let entries = try await logEntries(from: previous &+ 1, through: server)
             // A gap past Int64 (a server that answered nonsense once) is one the log cannot cover.
             let gap = server.subtractingReportingOverflow(previous)
             if entries.first?.sequence != previous &+ 1 || gap.overflow || Int64(entries.count) < gap.partialValue {
@@ -262,6 +276,7 @@ extension SharedTier {
                     ])
             } else {
                 changes = try await currentState(of: entries)
+                serverEntry = entries.last
             }
         } else {
             // A fresh start (no position), or a server that lost its data: nothing local can be trusted.
@@ -273,6 +288,10 @@ extension SharedTier {
                         + "dropping local records", metadata: ["server": settings.redactedURL])
             }
         }
+        if drop && server > 0 { serverEntry = try await logEntries(from: server, through: server).first }
+        let position: (sequence: Int64, identity: Int)? =
+            serverEntry.flatMap { $0.sequence == server ? (server, $0.identity) : nil }
+            ?? (!drop && server == previous ? checked : nil)
         let core = self.core
         let dropped = drop
         try await core.writer.perform { [self] context in
@@ -295,6 +314,7 @@ extension SharedTier {
                 state.appliedSeq = server
                 state.forgetLocalAhead(through: server)
                 state.receivedSeq = server
+                state.lastEntry = position
                 state.epoch = (epoch, server)
             }
             // Reads go ahead once the catch-up is committed.
@@ -309,6 +329,14 @@ extension SharedTier {
                 }
             }
         }
+    }
+
+    /// The change log's entries with sequences `first...last`, in order (those the log still holds).
+    private func logEntries(from first: Int64, through last: Int64) async throws -> [SharedTierNotice] {
+        let reply = try await connection.call([
+            Array("ZRANGEBYSCORE".utf8), layout.log, Array("\(first)".utf8), Array("\(last)".utf8),
+        ])
+        return (reply.elements ?? []).compactMap { $0.bytes.flatMap(SharedTierNotice.init) }
     }
 
     /// The changes that bring local copies to the server's present state: for each record the log names (at

@@ -50,6 +50,10 @@ final class SharedTier: Sendable {
         /// The server's `{ns}:epoch` at the last catch-up (nil: none, or the namespace predates epochs), and its
         /// sequence then: from sequence 0 (no history yet), the epoch that appears next is the one followed.
         var epoch: (value: [UInt8]?, sequence: Int64)?
+        /// The change at the received position as this instance took it (``SharedTierNotice/identity``): a
+        /// catch-up that finds another change at that sequence in the log knows the server lost changes and
+        /// counted past them again (a restart from an older snapshot, a failover to a replica behind).
+        var lastEntry: (sequence: Int64, identity: Int)?
         var lastError: LocalStorageError?
         /// When (the clock's uptime) the instance last heard from the server while in sync; nil: never.
         var lastHeard: Duration?

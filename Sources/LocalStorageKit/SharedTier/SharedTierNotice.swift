@@ -34,3 +34,18 @@ struct SharedTierNotice {
         record = Array(bytes[offset...])
     }
 }
+
+extension SharedTierNotice {
+    /// What tells this change from another given the same sequence (by a history the server lost and wrote
+    /// again): all but the record's bytes, which the log does not keep. Compared within one process only.
+    var identity: Int {
+        var hasher = Hasher()
+        hasher.combine(sequence)
+        hasher.combine(kind)
+        hasher.combine(database)
+        hasher.combine(sender)
+        hasher.combine(type)
+        hasher.combine(id)
+        return hasher.finalize()
+    }
+}
