@@ -83,9 +83,11 @@ final class RESPSession {
         }
     }
 
-    /// Reads `count` replies within `timeout` of the clock.
+    /// Reads `count` replies, waiting at most `timeout` of the clock for each part of them: a large reply (a
+    /// catch-up's records) may take longer than `timeout` as long as its bytes keep coming; a server that
+    /// sends nothing for that long has not replied.
     private func replies(count: Int, timeout: Duration) throws(LocalStorageError) -> [RESPValue] {
-        let deadline = clock.uptime() + timeout
+        var deadline = clock.uptime() + timeout
         var replies: [RESPValue] = []
         replies.reserveCapacity(count)
         while replies.count < count {
@@ -95,9 +97,12 @@ final class RESPSession {
             }
             let left = deadline - clock.uptime()
             guard left > .zero else {
-                throw .sharedTierUnavailable("\(endpoint.label) did not reply within \(timeout)")
+                throw .sharedTierUnavailable(
+                    "\(endpoint.label) did not reply within \(timeout) (nothing came for that long)")
             }
-            _ = try socket.read(into: &parser, milliseconds: min(left, Self.slice).pollMilliseconds)
+            if try socket.read(into: &parser, milliseconds: min(left, Self.slice).pollMilliseconds) {
+                deadline = clock.uptime() + timeout
+            }
         }
         return replies
     }

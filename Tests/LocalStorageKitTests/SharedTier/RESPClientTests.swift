@@ -326,3 +326,62 @@ struct RESPConnectionTests {
         server.waitForReader()
     }
 }
+
+/// A reply's deadline counts from the last bytes that came: a large reply (a catch-up's records after an outage)
+/// arriving more slowly than `readTimeout` in all was refused, and the catch-up retried the same request forever.
+@Suite struct RESPSlowReplyTests {
+    /// A loopback server that answers `SELECT` at once, then answers the next request with one bulk string of
+    /// `size` bytes sent 1 KiB at a time, every 25 ms.
+    final class SlowReplyServer: @unchecked Sendable {
+        let listener: Int32
+        let port: Int
+
+        init(size: Int) throws {
+            let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let bound = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) }
+            }
+            guard bound == 0, listen(listener, 1) == 0 else { throw POSIXError(.EADDRINUSE) }
+            _ = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
+            }
+            self.listener = listener
+            port = Int(UInt16(bigEndian: address.sin_port))
+            Thread.detachNewThread {
+                let connection = accept(listener, nil, nil)
+                guard connection >= 0 else { return }
+                defer { close(connection) }
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                func put(_ bytes: [UInt8]) { _ = bytes.withUnsafeBytes { write(connection, $0.baseAddress, $0.count) } }
+                guard recv(connection, &buffer, buffer.count, 0) > 0 else { return }  // SELECT
+                put(Array("+OK\r\n".utf8))
+                guard recv(connection, &buffer, buffer.count, 0) > 0 else { return }  // the request
+                var reply = Array("$\(size)\r\n".utf8) + [UInt8](repeating: 0x61, count: size) + Array("\r\n".utf8)
+                while !reply.isEmpty {
+                    put(Array(reply.prefix(1024)))
+                    reply.removeFirst(min(1024, reply.count))
+                    usleep(25_000)
+                }
+                _ = recv(connection, &buffer, buffer.count, 0)  // Until the client closes.
+            }
+        }
+
+        deinit { close(listener) }
+    }
+
+    @Test(.timeLimit(.minutes(2))) func aLargeReplyThatKeepsComingIsNotTimedOut() throws {
+        let size = 128 * 1024  // 128 parts 25 ms apart: over 3 s in all, against a 1 s timeout.
+        let server = try SlowReplyServer(size: size)
+        let endpoint = RESPEndpoint(
+            host: "127.0.0.1", port: server.port, username: nil, password: nil, database: 0,
+            connectTimeout: .seconds(5), readTimeout: .seconds(1))
+        let session = try RESPSession(endpoint: endpoint, clock: SystemClock())
+        defer { session.close() }
+        let replies = try session.roundTrip([.command("GET", "big")])
+        #expect(replies.first?.bytes?.count == size)
+    }
+}
