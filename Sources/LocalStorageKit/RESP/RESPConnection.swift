@@ -14,6 +14,9 @@ final class RESPConnection: @unchecked Sendable {
     // worker); `session`, `nextAttempt`, `delay` and `lastFailure` only on the worker's thread.
     private struct Request {
         let commands: [[[UInt8]]]
+        /// How much longer than `readTimeout` the server may take before it answers (a script writing many
+        /// records runs that long before its reply's first byte).
+        var extraTime: Duration = .zero
         let finish: @Sendable (Result<[RESPValue], LocalStorageError>) -> Void
     }
 
@@ -78,10 +81,11 @@ final class RESPConnection: @unchecked Sendable {
         worker.stop()
     }
 
-    /// Sends `commands` as one pipeline and returns one reply per command (error replies included).
+    /// Sends `commands` as one pipeline and returns one reply per command (error replies included); the server
+    /// may take `extraTime` longer than `readTimeout` to start answering.
     ///
     /// - Throws: `sharedTierUnavailable` when the server cannot be reached or does not reply in time.
-    func send(_ commands: [[[UInt8]]]) async throws(LocalStorageError) -> [RESPValue] {
+    func send(_ commands: [[[UInt8]]], extraTime: Duration = .zero) async throws(LocalStorageError) -> [RESPValue] {
         let result = await withCheckedContinuation {
             (
                 continuation: CheckedContinuation<
@@ -91,7 +95,8 @@ final class RESPConnection: @unchecked Sendable {
                     >, Never
                 >
             ) in
-            enqueue(Request(commands: commands, finish: { continuation.resume(returning: $0) }))
+            enqueue(
+                Request(commands: commands, extraTime: extraTime, finish: { continuation.resume(returning: $0) }))
         }
         return try result.get()
     }
@@ -150,7 +155,7 @@ final class RESPConnection: @unchecked Sendable {
             var wasSent = false
             defer { if wasSent { awaiting.withLock { $0 -= batch.count } } }
             let replies = try session.roundTrip(
-                commands,
+                commands, timeout: endpoint.readTimeout + batch.reduce(.zero) { $0 + $1.extraTime },
                 sent: {
                     wasSent = true
                     awaiting.withLock { $0 += batch.count }

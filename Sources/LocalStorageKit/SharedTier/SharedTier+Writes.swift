@@ -4,8 +4,11 @@ import Synchronization
 /// change notice on the server in one step, then the local commit of what the server holds.
 extension SharedTier {
     /// Runs one of ``SharedTierScripts`` with `EVALSHA` (loading it first, and again after the server lost it).
-    /// Returns the script's reply, an error reply included.
-    func run(_ name: String, _ source: String, _ arguments: [[UInt8]]) async throws(LocalStorageError) -> RESPValue {
+    /// Returns the script's reply, an error reply included. A script over many `records` may take that many
+    /// times ``scriptTimePerRecord`` longer than `readTimeout` to answer.
+    func run(
+        _ name: String, _ source: String, _ arguments: [[UInt8]], records: Int = 1
+    ) async throws(LocalStorageError) -> RESPValue {
         try await checkNamespaceKey()
         let head: [[UInt8]] = [
             layout.prefix, RecordWriter.timeKey(clock.wallNanoseconds()),
@@ -24,13 +27,18 @@ extension SharedTier {
                 hash = bytes
                 scriptHashes.withLock { $0[name] = bytes }
             }
-            let reply = try await connection.send([[Array("EVALSHA".utf8), hash, Array("0".utf8)] + head + arguments])[
-                0]
+            let reply = try await connection.send(
+                [[Array("EVALSHA".utf8), hash, Array("0".utf8)] + head + arguments],
+                extraTime: Self.scriptTimePerRecord * max(0, records - 1))[0]
             if case .error(let message) = reply, message.hasPrefix("NOSCRIPT") { continue }
             return reply
         }
         throw .sharedTierUnavailable("the \(name) script at \(endpoint.label) could not be loaded")
     }
+
+    /// How long a script may spend on each record it writes beyond `readTimeout`: the put script's ~14 commands
+    /// a record took 66–91 µs on the server (DESIGN.md), so 100,000 records run for seconds before the reply.
+    static let scriptTimePerRecord = Duration.microseconds(500)
 
     /// Fails with a message naming the script for an error reply.
     func expectSuccess(_ reply: RESPValue, script: String) throws(LocalStorageError) -> RESPValue {
@@ -136,9 +144,10 @@ extension SharedTier {
         let appliedBefore = appliedPosition
         let reply: RESPValue
         if let lease {
-            reply = try await run("leasedPut", SharedTierScripts.leasedPut, arguments + [lease.key, lease.value])
+            reply = try await run(
+                "leasedPut", SharedTierScripts.leasedPut, arguments + [lease.key, lease.value], records: puts.count)
         } else {
-            reply = try await run("put", SharedTierScripts.put, arguments)
+            reply = try await run("put", SharedTierScripts.put, arguments, records: puts.count)
         }
         if case .error(let message) = reply {
             if message.hasPrefix("LEASELOST") { throw SharedTierLeaseLost() }
@@ -216,7 +225,8 @@ extension SharedTier {
         var arguments: [[UInt8]] = []
         for id in ids { arguments += [type, Array(id.utf8), notice(UInt8(ascii: "D"), type: schema.name, id: id)] }
         let appliedBefore = appliedPosition
-        let reply = try expectSuccess(try await run("delete", SharedTierScripts.delete, arguments), script: "delete")
+        let reply = try expectSuccess(
+            try await run("delete", SharedTierScripts.delete, arguments, records: ids.count), script: "delete")
         guard let values = reply.elements?.compactMap(\.int), values.count == ids.count else {
             throw .sharedTierUnavailable("the delete script at \(endpoint.label) replied \(reply.summary)")
         }

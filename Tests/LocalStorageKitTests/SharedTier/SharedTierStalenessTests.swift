@@ -206,4 +206,20 @@ struct SharedTierStalenessTests {
         #expect(try await b.fetch(Product.self, matching: all, options: FetchOptions(scope: .local)).isEmpty)
         #expect(try await b.count(Product.self) == 0)  // count(_:) counts the near cache
     }
+
+    /// `save(contentsOf:)` writes its records in one script, which the server runs before its reply's first
+    /// byte: for thousands of records that took longer than `readTimeout`, so the save failed as "outcome
+    /// unknown" though it was written. A script has time in proportion to its records.
+    @Test(.timeLimit(.minutes(5))) func aLargeBatchIsNotTimedOutWhileTheServerWritesIt() async throws {
+        let server = try await RedisTestServer.started()
+        defer { server.stop() }
+        var tier = server.configuration(namespace: "batch")
+        // Long enough for every other command on a loaded machine; the script below runs for over a second.
+        tier.readTimeout = .milliseconds(300)
+        let a = try await sharedStore(tier)
+        let records = (0..<40_000).map { StressRecord.make(id: "r\($0)", sequence: $0) }
+        try await a.save(contentsOf: records)
+        #expect(try await a.count(StressRecord.self) == records.count)
+        #expect(try await a.fetch(StressRecord.self, id: "r39999")?.sequence == 39_999)
+    }
 }
