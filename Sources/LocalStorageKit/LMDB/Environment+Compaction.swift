@@ -16,6 +16,29 @@ extension Environment {
         var threshold: Double
         /// Told each stage of the copy and swap as it completes.
         var step: @Sendable (String) -> Void = { _ in }
+        /// An entry the environment must hold to be compacted: a named database and a key in it (the store's
+        /// layout marker in `meta`). Another program's LMDB environment is never rewritten, however free.
+        var requiredEntry: (database: String, key: [UInt8])?
+    }
+
+    /// Whether the named database `database` of the environment `raw` holds `key` (in its newest snapshot).
+    static func holdsEntry(_ raw: OpaquePointer, database: String, key: [UInt8]) throws -> Bool {
+        var txn: OpaquePointer?
+        try check(mdb_txn_begin(raw, nil, UInt32(MDB_RDONLY), &txn), "mdb_txn_begin")
+        defer { mdb_txn_abort(txn) }
+        var dbi = MDB_dbi()
+        let opened = database.withCString { mdb_dbi_open(txn, $0, 0, &dbi) }
+        if opened == MDB_NOTFOUND || opened == MDB_INCOMPATIBLE { return false }
+        try check(opened, "mdb_dbi_open")
+        var key = key
+        return try key.withUnsafeMutableBytes { bytes in
+            var name = MDB_val(mv_size: bytes.count, mv_data: bytes.baseAddress)
+            var value = MDB_val()
+            let code = mdb_get(txn, dbi, &name, &value)
+            if code == MDB_NOTFOUND { return false }
+            try check(code, "mdb_get")
+            return true
+        }
     }
 
     /// The store's space as the data file sees it.
@@ -105,6 +128,17 @@ extension Environment {
         if let pid = others.min() {
             let reason = "another process (pid \(pid)) has the store open (its reader table)"
             return (first.handle, first.recreated, .skipped(freeFraction: space.fraction, reason: reason), -1)
+        }
+        if let required = request.requiredEntry {
+            do {
+                guard try holdsEntry(first.handle, database: required.database, key: required.key) else {
+                    let reason = "not a LocalStorageKit store of this version (no layout marker)"
+                    return (first.handle, first.recreated, .skipped(freeFraction: space.fraction, reason: reason), -1)
+                }
+            } catch {
+                let reason = "cannot read its databases: \(error)"
+                return (first.handle, first.recreated, .failed(freeFraction: space.fraction, reason: reason), -1)
+            }
         }
         // The copy walks every tree inside LMDB: every page is checked first, and damage leaves the store as it
         // is, uncompacted.

@@ -11,10 +11,12 @@ extension StoreCore {
         guard !configuration.isInMemory, let threshold = configuration.compaction.freeFraction else { return nil }
         let logger = configuration.logger
         let path = directory.path
-        return Environment.CompactionRequest(threshold: threshold) { step in
+        var request = Environment.CompactionRequest(threshold: threshold) { step in
             logger?.log(
                 level: .debug, message: "Compacting the store: \(step)", metadata: ["path": path, "step": step])
         }
+        request.requiredEntry = (TypeRegistry.metaName, TypeRegistry.layoutKey)
+        return request
     }
 
     /// Logs what compaction at open did: a compaction and a failure always, a skip and no need at debug level.

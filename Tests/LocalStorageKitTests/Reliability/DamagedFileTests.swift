@@ -113,6 +113,51 @@ import Testing
         #expect(try Data(contentsOf: data) == before)
     }
 
+    /// Compaction at open ran before the checks that refuse another program's environment: one mostly free
+    /// was copied compacted and swapped in (its file replaced), and only then refused.
+    @Test func compactionAtOpenLeavesAForeignEnvironmentAlone() async throws {
+        let directory = temporaryDirectory()
+        let files = storeFilesDirectory(directory)
+        try FileManager.default.createDirectory(at: files, withIntermediateDirectories: true)
+        var env: OpaquePointer?
+        #expect(mdb_env_create(&env) == 0)
+        #expect(mdb_env_set_maxdbs(env, 4) == 0)
+        #expect(mdb_env_set_mapsize(env, 64 << 20) == 0)
+        #expect(mdb_env_open(env, files.path, 0, 0o644) == 0)
+        for deleting in [false, true] {
+            var txn: OpaquePointer?
+            #expect(mdb_txn_begin(env, nil, 0, &txn) == 0)
+            var dbi: MDB_dbi = 0
+            #expect(mdb_dbi_open(txn, "other", UInt32(MDB_CREATE), &dbi) == 0)
+            for n in 0..<2_000 where !deleting || n % 10 != 0 {
+                var key = Array(String(format: "k%05d", n).utf8)
+                var value = [UInt8](repeating: 7, count: 1_000)
+                let code = key.withUnsafeMutableBytes { k in
+                    value.withUnsafeMutableBytes { v in
+                        var keyValue = MDB_val(mv_size: k.count, mv_data: k.baseAddress)
+                        var dataValue = MDB_val(mv_size: v.count, mv_data: v.baseAddress)
+                        return deleting
+                            ? mdb_del(txn, dbi, &keyValue, nil) : mdb_put(txn, dbi, &keyValue, &dataValue, 0)
+                    }
+                }
+                #expect(code == 0)
+            }
+            #expect(mdb_txn_commit(txn) == 0)
+        }
+        mdb_env_close(env)
+        let data = files.appendingPathComponent("data.mdb")
+        let before = try Data(contentsOf: data)
+        var inode = stat()
+        #expect(stat(data.path, &inode) == 0)
+        var configuration = diskConfiguration(directory)
+        configuration.compaction = .onOpen(whenFreeFractionExceeds: 0.1)
+        #expect(throws: LocalStorageError.self) { _ = try LocalStorage(configuration: configuration) }
+        var after = stat()
+        #expect(stat(data.path, &after) == 0)
+        #expect(after.st_ino == inode.st_ino)
+        #expect(try Data(contentsOf: data) == before)
+    }
+
     @Test func anEmptyLMDBEnvironmentBecomesAStore() async throws {
         let directory = temporaryDirectory()
         try makeEnvironment(storeFilesDirectory(directory), holding: [])
