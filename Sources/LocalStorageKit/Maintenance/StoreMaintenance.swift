@@ -172,6 +172,11 @@ import Darwin
             configuration.keepsKeyCheck = !movesKeyCheck
             configuration.sealsPlainStore = sealingPlainStore
             let core = try EnvironmentRegistry.core(directory: directory, configuration: configuration)
+            // An app of this process has the store open: its keys are the ones in use. Maintenance given other
+            // keys (a rekey to a new key, a check with a wrong one) must not act as if its own applied.
+            if encryption != nil, let reason = core.sealingDisagreement(with: encryption) {
+                throw LocalStorageError.openFailed(path: directory.path, reason: reason + "; close it first")
+            }
             self.core = core
             environment = core.environment
             meta = core.meta

@@ -187,6 +187,19 @@ struct EnvironmentSettings: Sendable, Equatable {
         evictionPolicy = configuration.evictionPolicy
     }
 
+    /// Why an open cannot share a store open in this process with other keys. Keys are never named in a
+    /// message; which side has one is enough to act on.
+    static func encryptionDiffers(openWithKey: Bool, askedWithKey: Bool) -> String {
+        switch (openWithKey, askedWithKey) {
+        case (false, true):
+            "encryption differs: the store is open in this process without encryption, this open gives a key"
+        case (true, false):
+            "encryption differs: the store is open in this process with a key, this open gives none"
+        default:
+            "encryption differs: the store is open in this process with other keys"
+        }
+    }
+
     /// Why `other` cannot share an environment opened with these settings, or nil when it can.
     func disagreement(with other: EnvironmentSettings) -> String? {
         if durability != other.durability {
@@ -210,15 +223,7 @@ struct EnvironmentSettings: Sendable, Equatable {
                 + "this open asks for .\(other.evictionPolicy)"
         }
         if encryption != other.encryption {
-            // Keys are never named in a message; which side has one is enough to act on.
-            switch (encryption == nil, other.encryption == nil) {
-            case (true, false):
-                return "encryption differs: the store is open in this process without encryption, this open gives a key"
-            case (false, true):
-                return "encryption differs: the store is open in this process with a key, this open gives none"
-            default:
-                return "encryption differs: the store is open in this process with other keys"
-            }
+            return Self.encryptionDiffers(openWithKey: encryption != nil, askedWithKey: other.encryption != nil)
         }
         if compression != other.compression {
             return "compression differs: the store is open in this process with .\(compression), "

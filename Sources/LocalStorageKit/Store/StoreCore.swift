@@ -166,6 +166,11 @@ final class StoreCore: Sendable {
                 }
                 return
             }
+            // Maintenance opened the store first (with the keys and compression it was given, or none): the app's
+            // must be those, or its records would be written plain under a key the app never saw applied.
+            if let reason = sealingDisagreement(with: settings.encryption) {
+                throw LocalStorageError.openFailed(path: path, reason: reason)
+            }
             if settings.durability != environment.durability {
                 do {
                     try environment.setDurability(settings.durability)
@@ -175,6 +180,18 @@ final class StoreCore: Sendable {
             }
             pinned = settings
         }
+    }
+
+    /// Why an open asking for `encryption` cannot use the sealing this core was opened with (its current key
+    /// and previous keys), or nil.
+    func sealingDisagreement(with encryption: StorageEncryption?) -> String? {
+        let current = sealing.current?.bytes
+        let wanted = encryption.map { [UInt8]($0.key) }
+        let previous = Set(sealing.previous.map(\.bytes))
+        if current != wanted || Set((encryption?.previousKeys ?? []).map { [UInt8]($0) }) != previous {
+            return EnvironmentSettings.encryptionDiffers(openWithKey: current != nil, askedWithKey: wanted != nil)
+        }
+        return nil
     }
 
     private static func explain(_ error: any Error) -> String {

@@ -363,3 +363,37 @@ struct IndexedShelved: LocalStorageIndexed {
     static var storageName: String { "Shelved" }
     static var storageIndexes: [StorageIndex<IndexedShelved>] { [StorageIndex("category", \.category)] }
 }
+
+/// Maintenance and an app in one process share the store's environment (and its sealing) whichever opens first:
+/// the one opening second must ask for the keys the first opened it with.
+@Suite struct SharedSealingTests {
+    /// Maintenance first (no key): an app given a key got maintenance's sealing, wrote plaintext and no key
+    /// check value.
+    @Test func anAppWithAKeyIsRefusedAStoreMaintenanceOpenedWithout() async throws {
+        let directory = temporaryDirectory()
+        let configuration = EncryptionTests.configuration(directory)
+        let maintenance = try await StoreMaintenance(directory: configuration.storeDirectory, creatingIfMissing: true)
+        let failure = EncryptionTests.openFailure(configuration)
+        #expect(failure?.contains("encryption differs") == true, "\(failure ?? "it opened")")
+        _ = maintenance
+    }
+
+    /// An app first (key A): maintenance given key B got A's sealing without a word, and a rekey to B resealed
+    /// nothing and reported success. Maintenance without a key shares the app's sealing (it needs none).
+    @Test func maintenanceWithOtherKeysIsRefusedAStoreAnAppHasOpen() async throws {
+        let directory = temporaryDirectory()
+        let configuration = EncryptionTests.configuration(directory)
+        let storage = try LocalStorage(configuration: configuration)
+        try await storage.save(Note(id: "a", text: "sealed"))
+        await #expect(throws: LocalStorageError.self) {
+            _ = try await StoreMaintenance(
+                directory: configuration.storeDirectory,
+                encryption: StorageEncryption(key: EncryptionTests.otherKey, previousKeys: [EncryptionTests.key]))
+        }
+        let plain = try await StoreMaintenance(directory: configuration.storeDirectory)
+        #expect(try plain.statistics().types.first?.records == 1)
+        let same = try await StoreMaintenance(
+            directory: configuration.storeDirectory, encryption: configuration.encryption)
+        #expect(try same.verify().problems.isEmpty)
+    }
+}
