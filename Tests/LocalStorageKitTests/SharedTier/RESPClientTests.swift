@@ -276,23 +276,9 @@ struct RESPConnectionTests {
         private let done = DispatchSemaphore(value: 0)
 
         init() throws {
-            let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var small: Int32 = 4096
-            setsockopt(listener, SOL_SOCKET, SO_RCVBUF, &small, socklen_t(MemoryLayout<Int32>.size))
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            address.sin_port = 0
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            let bound = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) }
-            }
-            guard bound == 0, listen(listener, 1) == 0 else { throw POSIXError(.EADDRINUSE) }
-            _ = withUnsafeMutablePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
-            }
+            let (listener, port) = try loopbackListener(receiveBuffer: 4096)
             self.listener = listener
-            self.port = Int(UInt16(bigEndian: address.sin_port))
+            self.port = port
             let done = self.done
             Thread.detachNewThread {
                 let connection = accept(listener, nil, nil)
@@ -337,20 +323,9 @@ struct RESPConnectionTests {
         let port: Int
 
         init(size: Int) throws {
-            let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            let bound = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) }
-            }
-            guard bound == 0, listen(listener, 1) == 0 else { throw POSIXError(.EADDRINUSE) }
-            _ = withUnsafeMutablePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
-            }
+            let (listener, port) = try loopbackListener()
             self.listener = listener
-            port = Int(UInt16(bigEndian: address.sin_port))
+            self.port = port
             Thread.detachNewThread {
                 let connection = accept(listener, nil, nil)
                 guard connection >= 0 else { return }
@@ -384,4 +359,28 @@ struct RESPConnectionTests {
         let replies = try session.roundTrip([.command("GET", "big")])
         #expect(replies.first?.bytes?.count == size)
     }
+}
+
+/// A TCP socket listening on a free loopback port (with `receiveBuffer` bytes of receive buffer when given), and
+/// its port.
+func loopbackListener(receiveBuffer: Int32? = nil) throws -> (descriptor: Int32, port: Int) {
+    let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    if var size = receiveBuffer {
+        setsockopt(listener, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+    }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) }
+    }
+    guard bound == 0, listen(listener, 1) == 0 else {
+        close(listener)
+        throw POSIXError(.EADDRINUSE)
+    }
+    _ = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
+    }
+    return (listener, Int(UInt16(bigEndian: address.sin_port)))
 }
