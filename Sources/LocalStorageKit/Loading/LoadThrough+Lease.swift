@@ -34,6 +34,12 @@ extension LoadThrough {
     ///   `recordTooLarge`, `storageFull`, …). The lease is given back first either way.
     func runLoad<T: LocalStorable>(_ request: LeasedLoad<T>) async throws -> T? {
         let (name, key, schema) = (request.name, request.key, request.schema)
+        if Task.isCancelled {
+            // The flight was given up (its timeout passed while the lease's commit waited for the writer): its
+            // callers have their answer, and a result could not be stored; the source is not asked.
+            await request.giveBack()
+            throw CancellationError()
+        }
         let loaded: T?
         do {
             loaded = try await request.load(request.id)

@@ -167,6 +167,59 @@ import Testing
         #expect(try await storage.count(Product.self) == 0)
     }
 
+    /// A flight given up at its timeout while its lease's commit waited behind a long write has answered its
+    /// callers (`loadTimedOut`): its loader must not run afterwards (a trip to the source for nothing).
+    @Test(.timeLimit(.minutes(1))) func aFlightGivenUpBeforeItsLoadStartsDoesNotAskTheSource() async throws {
+        let clock = VirtualClock()
+        let storage = try store(clock: clock)
+        _ = try await storage.count(Product.self)  // Registered: the fetch below needs the writer only for its lease.
+        let gate = DispatchSemaphore(value: 0)
+        let held = Atomic(false)
+        let holding = Task {
+            try await storage.write { _ in
+                held.store(true, ordering: .sequentiallyConsistent)
+                gate.wait()
+            }
+        }
+        try await eventually("the write to hold the writer") { held.load(ordering: .sequentiallyConsistent) }
+        let first = Mutex(0)
+        let policy = LoadPolicy(loadTimeout: .seconds(1))
+        let given = Task {
+            try await storage.fetch(Product.self, id: "sku_1", policy: policy) { id in
+                first.withLock { $0 += 1 }
+                return Product.sample(1)
+            }
+        }
+        try await eventually("the lease to queue") { storage.core.writer.queuedCount >= 1 }
+        await clock.waitForSleepers(1)
+        clock.advance(by: .seconds(2))
+        await #expect(throws: LocalStorageError.loadTimedOut(id: "sku_1")) { try await given.value }
+        gate.signal()
+        try await holding.value
+        let second = Mutex(0)
+        let again = Task {
+            try await storage.fetch(Product.self, id: "sku_1", policy: policy) { id in
+                second.withLock { $0 += 1 }
+                return Product.sample(1)
+            }
+        }
+        // A caller waiting on a lease of this process looks again every 50 ms of the store's clock.
+        let done = Atomic(false)
+        let watching = Task {
+            _ = try? await again.value
+            done.store(true, ordering: .sequentiallyConsistent)
+        }
+        try await eventually("the second fetch") {
+            clock.advance(by: .milliseconds(50))
+            return done.load(ordering: .sequentiallyConsistent)
+        }
+        await watching.value
+        let loaded = try await again.value
+        #expect(loaded == Product.sample(1))
+        #expect(first.withLock { $0 } == 0)
+        #expect(second.withLock { $0 } == 1)
+    }
+
     /// A memory store over a disk store (each loading through the next) asks both for the same type and id:
     /// each store's first type has the same number, and the guard against a loader waiting on itself took the
     /// inner load for the outer one (`loadTimedOut` at once, every cold id).
