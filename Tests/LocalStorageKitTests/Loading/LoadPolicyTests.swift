@@ -82,23 +82,14 @@ import Testing
         let clock = VirtualClock()
         let storage = try store(clock)
         try await storage.save(Product.sample(1))
-        let gate = DispatchSemaphore(value: 0)
-        let held = Atomic(false)
-        let holding = Task {
-            try await storage.write { _ in
-                held.store(true, ordering: .sequentiallyConsistent)
-                gate.wait()
-            }
-        }
-        try await eventually("the write to hold the writer") { held.load(ordering: .sequentiallyConsistent) }
+        let hold = try await WriterHold(storage)
         let clearing = Task { try await storage.deleteAll(Product.self) }
         try await eventually("the clear to queue") { storage.core.writer.queuedCount >= 1 }
         let loading = Task {
             try await storage.fetch(Product.self, id: "sku_2", expiration: .hours(1)) { _ in Product.sample(2) }
         }
         try await eventually("the lease to queue") { storage.core.writer.queuedCount >= 2 }
-        gate.signal()
-        try await holding.value
+        try await hold.release()
         try await clearing.value
         #expect(try await loading.value == Product.sample(2))
         #expect(try await storage.fetch(Product.self, id: "sku_2") == Product.sample(2))

@@ -173,15 +173,7 @@ import Testing
         let clock = VirtualClock()
         let storage = try store(clock: clock)
         _ = try await storage.count(Product.self)  // Registered: the fetch below needs the writer only for its lease.
-        let gate = DispatchSemaphore(value: 0)
-        let held = Atomic(false)
-        let holding = Task {
-            try await storage.write { _ in
-                held.store(true, ordering: .sequentiallyConsistent)
-                gate.wait()
-            }
-        }
-        try await eventually("the write to hold the writer") { held.load(ordering: .sequentiallyConsistent) }
+        let hold = try await WriterHold(storage)
         let first = Mutex(0)
         let policy = LoadPolicy(loadTimeout: .seconds(1))
         let given = Task {
@@ -194,8 +186,7 @@ import Testing
         await clock.waitForSleepers(1)
         clock.advance(by: .seconds(2))
         await #expect(throws: LocalStorageError.loadTimedOut(id: "sku_1")) { try await given.value }
-        gate.signal()
-        try await holding.value
+        try await hold.release()
         let second = Mutex(0)
         let again = Task {
             try await storage.fetch(Product.self, id: "sku_1", policy: policy) { id in
