@@ -55,6 +55,28 @@ import Testing
         live.cancel()
     }
 
+    /// The quiet period counts writes: a write a whole window after the last one is delivered at once, even
+    /// when the rerun for that last one (held to the window's end) ran a moment before. It waited most of a
+    /// window more.
+    @Test func aWriteAWindowAfterTheLastOneArrivesAtOnceAfterACoalescedRerun() async throws {
+        let clock = VirtualClock()
+        let storage = try Self.store(clock, window: .seconds(3))
+        let live = Recorder(storage.updates(of: Note.self))
+        #expect(await live.eventually { $0 == [[]] })
+        await clock.waitForSleepers(1)  // the poller
+        try await storage.save(Note(id: "one", text: "x"))
+        #expect(await live.eventually { $0.last?.map(\.id) == ["one"] })
+        clock.advance(by: .milliseconds(1))
+        try await storage.save(Note(id: "two", text: "x"))
+        await clock.waitForSleepers(2)  // the poller and the query's window
+        clock.advance(by: .milliseconds(2_999))  // 3 s: the window of the first rerun ends
+        #expect(await live.eventually { $0.last?.count == 2 })
+        clock.advance(by: .milliseconds(10))  // 3.009 s after the last write: a quiet window
+        try await storage.save(Note(id: "three", text: "x"))
+        #expect(await live.eventually(within: .seconds(60)) { $0.last?.count == 3 }, "\(live.values)")
+        live.cancel()
+    }
+
     /// While writes keep coming, the query reruns at most once per window: a save every second for 12
     /// seconds of a 3 s window, however the query's task and the saves interleave, gives reruns at least a
     /// window apart, and the last one has every save.

@@ -130,22 +130,30 @@ final class LiveQuery<T: LocalStorable>: Sendable {
             output.yield(first.result)
             /// When the last rerun for a write started; nil until one did (the initial result does not count).
             var lastWriteRun: Duration?
+            /// When a write was last seen (a wake-up for one, or writes that came while a rerun waited).
+            var lastWriteSeen: Duration?
             for await _ in wakeUps {
-                // Leading edge: the first write after a window without reruns for writes reruns at once;
-                // while writes keep coming, at most one rerun per window.
+                // Leading edge: the first write after a quiet window (no write seen for a window) reruns at
+                // once; while writes keep coming, at most one rerun per window.
+                let wokenAt = clock.uptime()
+                let writes = generation.load(ordering: .acquiring)
+                let wroteNow = writes != seen.writes
                 if firstDesign {
                     try await clock.sleep(for: coalescing)
-                } else if generation.load(ordering: .acquiring) != seen.writes, let lastWriteRun,
-                    clock.uptime() < lastWriteRun + coalescing
+                } else if wroteNow, let lastWriteSeen, wokenAt - lastWriteSeen < coalescing, let lastWriteRun,
+                    wokenAt < lastWriteRun + coalescing
                 {
                     try await clock.sleep(until: lastWriteRun + coalescing)
                 }
+                if wroteNow { lastWriteSeen = wokenAt }
                 // Read the counters before the query starts: a commit after this point bumps them again
                 // and brings another (possibly silent) rerun, so none is ever missed.
                 let current = (
                     writes: generation.load(ordering: .acquiring), expiries: expiries.load(ordering: .acquiring)
                 )
                 guard current != seen else { continue }
+                // Writes that came while it waited keep the window going (they are this rerun's, not seen apart).
+                if current.writes != writes { lastWriteSeen = clock.uptime() }
                 if current.writes != seen.writes { lastWriteRun = clock.uptime() }
                 seen = current
                 let (result, fingerprint) = try await run()
