@@ -84,8 +84,15 @@ struct LocalStorageTool {
                 if command.name == ImportCommand.name, created == nil, encryption != nil {
                     movesKeyCheck = try await !open(movingKeyCheck: false).hasKeyCheck
                 }
-                let status = try await command.run(
-                    arguments, store: open(movingKeyCheck: movesKeyCheck), output: output)
+                let status: Int32
+                do {
+                    let store = try await open(movingKeyCheck: movesKeyCheck)
+                    // An app given a key for this store is refused; the tool reads it all the same, and says so.
+                    if encryption != nil, !isRekey, command.name != ImportCommand.name, !store.hasKeyCheck {
+                        output.message("localstorage: note: the store is not encrypted; the key file was not used")
+                    }
+                    status = try await command.run(arguments, store: store, output: output)
+                }
                 if status != 0 { try created?.remove() }
                 if status == 0, command.name == ImportCommand.name, !movesKeyCheck {
                     _ = try await open(movingKeyCheck: true)

@@ -177,6 +177,24 @@ import Testing
         }
     }
 
+    /// A key given to a command on a store that is not encrypted: the tool reads the store (an app is refused)
+    /// and says the key was not used, rather than let the user believe the store is encrypted.
+    @Test func aKeyForAPlainStoreIsNotedAsUnused() async throws {
+        let directory = temporaryDirectory()
+        try await withStore(diskConfiguration(directory)) { storage async throws in
+            try await storage.save(Note(id: "n1", text: "plain"))
+        }
+        let store = diskConfiguration(directory).storeDirectory.path
+        let key = try Self.keyFile(EncryptionTests.key)
+        let result = try await CLIResult.run(
+            ["get", "Note", "n1", "--store", store, "--key-file", key.path], environment: nil)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("plain"))
+        #expect(result.stderr.contains("not encrypted"), "\(result.stderr)")
+        let plain = try await CLIResult.run(["get", "Note", "n1", "--store", store], environment: nil)
+        #expect(!plain.stderr.contains("not encrypted"))
+    }
+
     @Test func rekeyKilledInTheMiddleFinishesWhenRunAgain() async throws {
         let directory = temporaryDirectory()
         let notes = (0..<6_000).map { Note(id: "n\($0)", text: "rotating \($0)") }
