@@ -50,17 +50,17 @@ extension SharedTier {
         return out
     }
 
-    /// The record `id` of a type as the server holds it (nil when absent), with the server's change sequence
-    /// at that moment (read in one `MULTI`/`EXEC`), so that a fill knows which changes it already reflects.
-    func recordWithSequence(
-        type: String, id: [UInt8]
-    ) async throws(LocalStorageError) -> (
-        bytes: [UInt8]?, sequence: Int64
-    ) {
-        let values = try await getTogether([
-            layout.record(type: SharedTierLayout.escape(type), id: id), layout.sequence,
-        ])
-        return (try Self.string(values[0], server: endpoint.label), try sequence(values[1]))
+    /// The records `ids` of `type` (nil for each the server does not hold) and the change sequence, read together
+    /// in one round trip (one moment of the server's).
+    func recordsWithSequence(
+        type: String, ids: [[UInt8]]
+    ) async throws(LocalStorageError) -> (records: [[UInt8]?], sequence: Int64) {
+        let escaped = SharedTierLayout.escape(type)
+        let values = try await getTogether(ids.map { layout.record(type: escaped, id: $0) } + [layout.sequence])
+        var records: [[UInt8]?] = []
+        records.reserveCapacity(ids.count)
+        for value in values.dropLast() { records.append(try Self.string(value, server: endpoint.label)) }
+        return (records, try sequence(values[values.count - 1]))
     }
 
     /// The server's change sequence (0 before the first change) and the epoch of its history (``SharedTierLayout/epoch``),

@@ -14,11 +14,13 @@ extension SharedTierRecordStore {
     ) async throws -> [T.ID: T] {
         try await tier.awaitSettled()
         var found = try await base.fetch(T.self, ids: ids, schema: schema)
-        // Local misses are read from the shared tier, one by one.
-        for id in ids where found[id] == nil {
-            let name = try StorageKey.string(for: id)
-            if let value = try await fetchFromServer(T.self, id: name, schema: schema) { found[id] = value }
-        }
+        // Local misses are read from the shared tier together: one round trip, one moment of the server's.
+        var missing: [String: T.ID] = [:]
+        for id in ids where found[id] == nil { missing[try StorageKey.string(for: id)] = id }
+        guard !missing.isEmpty else { return found }
+        let names = Array(missing.keys)
+        let read = try await fetchFromServer(T.self, ids: names, schema: schema)
+        for (name, value) in read { if let id = missing[name] { found[id] = value } }
         return found
     }
 
@@ -37,17 +39,39 @@ extension SharedTierRecordStore {
     ///
     /// - Throws: `sharedTierUnavailable` when the server cannot be reached: never a false nil.
     func fetchFromServer<T: LocalStorable>(_ type: T.Type, id: String, schema: TypeSchema) async throws -> T? {
-        let key = try RecordWriter.key(for: id)
-        let (found, sequence) = try await tier.recordWithSequence(type: schema.name, id: key)
-        guard let bytes = found else { return nil }
+        try await fetchFromServer(T.self, ids: [id], schema: schema)[id]
+    }
+
+    /// Local misses `ids` read from the shared tier in one round trip (see ``fetchFromServer(_:id:schema:)``),
+    /// by id; the ids the server does not hold live are left out.
+    func fetchFromServer<T: LocalStorable>(
+        _ type: T.Type, ids: [String], schema: TypeSchema
+    ) async throws -> [String: T] {
+        let keys = try ids.map { try RecordWriter.key(for: $0) }
+        let (records, sequence) = try await tier.recordsWithSequence(type: schema.name, ids: keys)
         let now = core.clock.wallNanoseconds()
         let session = local.makeDecodeSession(for: schema)
-        let decoded = try bytes.withUnsafeBytes { buffer -> T? in
-            let view = try RecordDecoding.view(of: buffer, T.self, id: id)
-            guard !view.isExpired(at: now) else { return nil }
-            return try RecordDecoding.decode(T.self, view: view, id: id, session: session)
+        var values: [String: T] = [:]
+        for (position, found) in records.enumerated() {
+            guard let bytes = found else { continue }
+            let id = ids[position]
+            let decoded = try bytes.withUnsafeBytes { buffer -> T? in
+                let view = try RecordDecoding.view(of: buffer, T.self, id: id)
+                guard !view.isExpired(at: now) else { return nil }
+                return try RecordDecoding.decode(T.self, view: view, id: id, session: session)
+            }
+            guard let value = decoded else { continue }
+            keep(bytes, key: keys[position], value: value, id: id, sequence: sequence, schema: schema)
+            values[id] = value
         }
-        guard let value = decoded else { return nil }
+        return values
+    }
+
+    /// Keeps a record read from the shared tier at `sequence` locally, unless it may be out of date by then
+    /// (see ``fetchFromServer(_:id:schema:)``).
+    private func keep<T: LocalStorable>(
+        _ bytes: [UInt8], key: [UInt8], value: T, id: String, sequence: Int64, schema: TypeSchema
+    ) {
         let (logger, tier) = (local.logger, self.tier)
         core.writer.queueForNextCommit(
             { context in
@@ -76,7 +100,6 @@ extension SharedTierRecordStore {
                     level: .warning, message: "Could not keep a record read from the shared tier",
                     metadata: ["type": schema.name, "error": "\(LocalStorageError.wrapping(error))"])
             })
-        return value
     }
 
     /// A local miss of `metadata`: the header as the shared tier holds it.

@@ -222,4 +222,33 @@ struct SharedTierStalenessTests {
         #expect(try await a.count(StressRecord.self) == records.count)
         #expect(try await a.fetch(StressRecord.self, id: "r39999")?.sequence == 39_999)
     }
+
+    /// `fetch(_:ids:)` read each local miss from the server in a round trip of its own (and each at another
+    /// moment); it reads them together now (API.md: one snapshot, one call for many ids).
+    @Test(.timeLimit(.minutes(5))) func theMissesOfAFetchOfManyIDsAreReadTogether() async throws {
+        let server = try await RedisTestServer.started()
+        defer { server.stop() }
+        let tier = server.configuration(namespace: "many")
+        let a = try await sharedStore(tier)
+        let products = (0..<50).map(Product.sample)
+        try await a.save(contentsOf: products)
+        let b = try await sharedStore(tier)  // Its near cache starts empty: every id is a local miss.
+        let tierB = try #require(b.sharedTier)
+        func transactions() async throws -> Int {
+            let info = try await tierB.connection.call(["INFO", "commandstats"].map { Array($0.utf8) })
+            let text = String(decoding: info.bytes ?? [], as: UTF8.self)
+            guard let line = text.split(whereSeparator: \.isNewline).first(where: { $0.hasPrefix("cmdstat_multi:") }),
+                let calls = line.split(separator: "=").dropFirst().first?.split(separator: ",").first
+            else { return 0 }
+            return Int(calls) ?? 0
+        }
+        let before = try await transactions()
+        let ids = products.map(\.id) + (0..<5).map { "missing-\($0)" }
+        let found = try await b.fetch(Product.self, ids: ids)
+        let after = try await transactions()
+        #expect(found.count == 50)
+        #expect(Set(found.values.map(\.id)) == Set(products.map(\.id)))
+        #expect(after - before <= 2, "\(after - before) MULTI transactions for 55 misses")
+        #expect(try await waitUntil { try await b.count(Product.self) == 50 })  // The misses were kept.
+    }
 }
