@@ -40,6 +40,36 @@ import Testing
         #expect(tier.misses == 1)
     }
 
+    /// A load through the cache of a record the tier holds is a hit like a plain fetch's: it read and decoded
+    /// the record from the store every time, and counted neither a hit nor a miss.
+    @Test func aLoadThroughTheCacheOfAHeldRecordIsAHit() async throws {
+        let storage = try tieredStore()
+        try await storage.save(Note(id: "n1", text: "one"))
+        let loads = CallCounter()
+        @Sendable func load(_ id: String) -> Note? {
+            loads.increment()
+            return Note(id: id, text: "loaded")
+        }
+        #expect(try await storage.fetch(Note.self, id: "n1", expiration: .hours(1), load: load)?.text == "one")
+        let decodes = storage.decodeCount
+        for _ in 0..<5 {
+            #expect(try await storage.fetch(Note.self, id: "n1", expiration: .hours(1), load: load)?.text == "one")
+        }
+        #expect(storage.decodeCount == decodes)
+        let tier = try tier(storage)
+        #expect(tier.hits == 5)
+        #expect(tier.misses == 1)
+        #expect(loads.value == 0)
+        // A cold id still loads, once, and is then a hit too.
+        #expect(try await storage.fetch(Note.self, id: "n2", expiration: .hours(1), load: load)?.text == "loaded")
+        #expect(try await storage.fetch(Note.self, id: "n2", expiration: .hours(1), load: load)?.text == "loaded")
+        #expect(loads.value == 1)
+        // A policy no load could use is refused as before, held record or not.
+        await #expect(throws: LocalStorageError.self) {
+            try await storage.fetch(Note.self, id: "n1", policy: LoadPolicy(loadTimeout: .zero), load: load)
+        }
+    }
+
     @Test func withoutATierEveryFetchDecodes() async throws {
         let storage = try LocalStorage(configuration: diskConfiguration())
         #expect(storage.memoryTier == nil)

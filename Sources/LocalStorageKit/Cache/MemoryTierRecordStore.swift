@@ -176,12 +176,20 @@ struct MemoryTierRecordStore: RecordStore {
         try await local.page(T.self, plan: plan, page: page, pageSize: pageSize, options: options, schema: schema)
     }
 
-    /// A load through the cache reads and writes the local store; its commit refreshes this tier.
+    /// A load through the cache: a live record is served as a plain fetch serves it (from this tier when it
+    /// holds it, counted as a hit or a miss); otherwise the local store loads it, and its commit refreshes this
+    /// tier. With `refreshAfter` the local store answers (it needs the record's update time).
     nonisolated(nonsending) func fetch<T: LocalStorable>(
         _ type: T.Type, id: T.ID, policy: LoadPolicy, schema: TypeSchema,
         load: @escaping @Sendable (T.ID) async throws -> T?
     ) async throws -> T? {
-        try await local.fetch(T.self, id: id, policy: policy, schema: schema, load: load)
+        if policy.refreshAfter == nil {
+            // The policy is refused as the load would refuse it, held record or not.
+            let checked = try policy.validated()
+            _ = try checked.expiration.expiresAt(now: local.core.clock.wallNanoseconds())
+            if let held = try await fetch(T.self, id: try StorageKey.string(for: id), schema: schema) { return held }
+        }
+        return try await local.fetch(T.self, id: id, policy: policy, schema: schema, load: load)
     }
 
     func checkWriteTransaction() throws { try local.checkWriteTransaction() }
