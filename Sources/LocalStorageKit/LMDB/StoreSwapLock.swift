@@ -46,9 +46,11 @@ final class StoreSwapLock {
     deinit { release() }
 
     /// After the new data file took the old one's name: makes the rename durable, sets the lock file up for
-    /// the new file (see the type's documentation), and lets go of the lock. When the lock file cannot be
-    /// set up, it is emptied instead: a process waiting to open then fails to open (and opens at its next
-    /// try, alone) rather than trusting the old file's numbers.
+    /// the new file (see the type's documentation), and lets go of the lock. The lock file is emptied first,
+    /// while the lock is held (a waiting process maps it only once it has the lock): the open here sets it up
+    /// afresh; when that open fails, a process waiting to open fails to open (and opens at its next try,
+    /// alone) rather than trusting the old file's numbers. (A failed open may close LMDB's descriptor of the
+    /// lock file, which drops this process's locks on it: nothing is done to the file after it.)
     func swapped(mode: Int) {
         guard descriptor >= 0 else { return }
         let folder = open(directory, O_RDONLY | O_CLOEXEC)
@@ -58,13 +60,17 @@ final class StoreSwapLock {
         }
         var size = stat()
         let dataSize = stat(directory + "/data.mdb", &size) == 0 ? Int(size.st_size) : 0
+        guard ftruncate(descriptor, 0) == 0 else {
+            release()  // The lock file keeps the old numbers; LMDB's next lone opener resets it.
+            return
+        }
         do {
             let handle = try Environment.openHandle(
                 directory: directory, mapSize: max(dataSize, 1 << 20), durability: .none, readOnly: true,
                 withoutLock: false, fileMode: mode)
             mdb_env_close(handle)
         } catch {
-            _ = ftruncate(descriptor, 0)
+            // The emptied lock file stays empty: see above.
         }
         release()
     }

@@ -137,7 +137,7 @@ extension SharedTier {
     private func apply(_ change: LocalChange, at sequence: Int64, context: CommitQueue.Context) throws {
         if change.kind != UInt8(ascii: "C"), change.kind != UInt8(ascii: "L"),
             let ahead = state.withLock({
-                $0.localAhead[SharedTierRecentChanges.record(type: change.type, id: change.id)]
+                $0.localAhead[ExactName(SharedTierRecentChanges.record(type: change.type, id: change.id))]
             }),
             ahead >= sequence
         {
@@ -149,6 +149,8 @@ extension SharedTier {
             if try context.txn.entryCount(schema.records) > 0 {
                 try RecordWriter.clear(schema: schema, context: context)
             }
+            // Copies written ahead of this clear went with it: the notices of their writes must bring them back.
+            state.withLock { $0.forgetLocalAhead(ofType: change.type) }
         case UInt8(ascii: "P"), UInt8(ascii: "D"):
             let key = Array(change.id.utf8)
             guard !key.isEmpty, key.count <= 511 else { return }

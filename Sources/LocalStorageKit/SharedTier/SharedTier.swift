@@ -72,7 +72,7 @@ final class SharedTier: Sendable {
         /// Records whose local copy is newer than the applied position (an own write, a fill), with the
         /// sequence it reflects: a change of the record at or before it, applied later, would take the copy
         /// back in time (a process's own `save(v1)`, `save(v2)`, then `v1`'s notice), so it is skipped.
-        var localAhead: [String: Int64] = [:]
+        var localAhead: [ExactName: Int64] = [:]
         var waiters: [Waiter] = []
     }
 
@@ -187,7 +187,7 @@ extension SharedTier.State {
     /// Notes that the local copy of `id` of `type` reflects the server's state at `sequence` (an own write, a
     /// fill) before the applier got there.
     mutating func noteLocalAhead(type: String, id: String, at sequence: Int64) {
-        let record = SharedTierRecentChanges.record(type: type, id: id)
+        let record = ExactName(SharedTierRecentChanges.record(type: type, id: id))
         localAhead[record] = max(localAhead[record] ?? Int64.min, sequence)
     }
 
@@ -195,9 +195,17 @@ extension SharedTier.State {
     /// did not move: the changes must apply to it).
     mutating func withdrawLocalAhead(type: String, ids: [String], at sequences: [Int64]) {
         for (id, sequence) in zip(ids, sequences) {
-            let record = SharedTierRecentChanges.record(type: type, id: id)
+            let record = ExactName(SharedTierRecentChanges.record(type: type, id: id))
             if localAhead[record] == sequence { localAhead[record] = nil }
         }
+    }
+
+    /// Forgets the copies of `type` noted ahead: a clear of the type applied removed them, so the notices of
+    /// the writes that made them must apply again (they bring the records back).
+    mutating func forgetLocalAhead(ofType type: String) {
+        guard !localAhead.isEmpty else { return }
+        let prefix = SharedTierRecentChanges.record(type: type, id: "")
+        localAhead = localAhead.filter { !$0.key.name.utf8.starts(with: prefix.utf8) }
     }
 
     /// Forgets the copies the applied position has reached: later changes apply to them as to any other.

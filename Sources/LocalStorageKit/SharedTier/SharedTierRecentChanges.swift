@@ -39,6 +39,10 @@ struct SharedTierRecentChanges {
         if sequence < floor { return true }
         let record = Self.record(type: type, id: id)
         let clear = Self.record(type: type, id: nil)
-        return entries.contains { $0.sequence > sequence && ($0.record == record || $0.record == clear) }
+        // Compared as bytes: ids that differ only in normalisation (NFC, NFD) are different records.
+        return entries.contains {
+            $0.sequence > sequence
+                && ($0.record.utf8.elementsEqual(record.utf8) || $0.record.utf8.elementsEqual(clear.utf8))
+        }
     }
 }

@@ -96,6 +96,8 @@ extension SharedTierRecordStore {
             },
             finish: { error in
                 guard let error else { return }
+                // Not kept: the changes of the record must apply to whatever this store holds of it.
+                tier.state.withLock { $0.withdrawLocalAhead(type: schema.name, ids: [id], at: [sequence]) }
                 logger?.log(
                     level: .warning, message: "Could not keep a record read from the shared tier",
                     metadata: ["type": schema.name, "error": "\(LocalStorageError.wrapping(error))"])

@@ -104,14 +104,21 @@ enum ExportCommand: Command {
                 }
             }
             if descriptor < 0 {
-                descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
+                descriptor = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, mode)
                 // An existing FILE written in place gets `mode` too: it kept its own (say 0o644), and an export
-                // of an encrypted store is its plaintext.
+                // of an encrypted store is its plaintext. It is emptied only then: a FILE whose mode cannot be
+                // set (another user's) is left as it was.
                 if descriptor >= 0 && !special && fchmod(descriptor, mode) != 0 {
                     let problem = String(cString: strerror(errno))
                     close(descriptor)
                     throw MaintenanceError.invalidArgument(
-                        "cannot give \(path) the mode \(String(mode, radix: 8)) before writing to it: \(problem)")
+                        "cannot give \(path) the mode \(String(mode, radix: 8)) before writing to it (it was left "
+                            + "as it was): \(problem)")
+                }
+                if descriptor >= 0 && ftruncate(descriptor, 0) != 0 && !special {
+                    let problem = String(cString: strerror(errno))
+                    close(descriptor)
+                    throw MaintenanceError.invalidArgument("cannot empty \(path) to write to it: \(problem)")
                 }
             }
             guard descriptor >= 0 else {

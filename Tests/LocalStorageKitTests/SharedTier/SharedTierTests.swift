@@ -270,6 +270,20 @@ struct SharedTierOwnWriteTests {
         gate.release(1)
         #expect(try await waitUntil { tierA.appliedPosition > before + 2 })
         #expect(try await a.fetch(Product.self, id: first.id)?.title == "v1")
+        // A clear, then a save, notices held: the clear's notice takes the saved copy away (it was written
+        // ahead of it), and the save's own notice must bring it back, not be skipped as already applied.
+        gate.release(1_000)
+        #expect(try await waitUntil { tierA.appliedPosition >= before + 4 })  // v1, v2, the delete, the save
+        let held = NoticeGate()
+        tierA.beforeNotice.withLock { $0 = { await held.pass() } }
+        defer { held.release(1_000) }
+        let mark = tierA.appliedPosition
+        try await a.deleteAll(Product.self)
+        try await a.save(second)
+        held.release(2)
+        #expect(try await waitUntil { tierA.appliedPosition >= mark + 2 })
+        #expect(try await waitUntil { try await a.statistics(for: Product.self).records == 1 })
+        #expect(try await a.fetch(Product.self, id: first.id)?.title == "v2")
     }
 
     /// A server that restarts from an older snapshot (or fails over to a replica that was behind) loses its
