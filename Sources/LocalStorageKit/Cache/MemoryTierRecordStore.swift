@@ -185,8 +185,7 @@ struct MemoryTierRecordStore: RecordStore {
     ) async throws -> T? {
         if policy.refreshAfter == nil {
             // The policy is refused as the load would refuse it, held record or not.
-            let checked = try policy.validated()
-            _ = try checked.expiration.expiresAt(now: local.core.clock.wallNanoseconds())
+            _ = try policy.validated(at: local.core.clock.wallNanoseconds())
             if let held = try await fetch(T.self, id: try StorageKey.string(for: id), schema: schema) { return held }
         }
         return try await local.fetch(T.self, id: id, policy: policy, schema: schema, load: load)

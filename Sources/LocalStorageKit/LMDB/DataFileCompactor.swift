@@ -67,12 +67,8 @@ enum DataFileCompactor {
                 outcome: .failed(freeFraction: freeFraction, reason: "cannot open lock.mdb: \(systemError())"),
                 lockFile: -1)
         }
-        var lock = LMDBLockFile.firstByte(F_WRLCK)
-        guard fcntl(lockFile, F_SETLK, &lock) == 0 else {
-            var holder = lock
-            let pid = fcntl(lockFile, F_GETLK, &holder) == 0 && holder.l_type != Int16(F_UNLCK) ? holder.l_pid : 0
+        if let who = LMDBLockFile.takeWriteLock(lockFile) {
             close(lockFile)
-            let who = pid > 0 ? "another process (pid \(pid))" : "another process"
             return Result(
                 outcome: .skipped(freeFraction: freeFraction, reason: "\(who) has the store open (LMDB's lock)"),
                 lockFile: -1)
@@ -145,12 +141,7 @@ enum DataFileCompactor {
             return .failure(Problem(reason: "cannot rename the copy over data.mdb: \(systemError())"))
         }
         step("renamed")
-        // The rename is done: a folder that cannot be synced only leaves its durability to the file system.
-        let folder = open(directory, O_RDONLY | O_CLOEXEC)
-        if folder >= 0 {
-            _ = fsync(folder)
-            close(folder)
-        }
+        LMDBLockFile.syncFolder(directory)
         step("folder synced")
         var after = stat()
         let afterBytes = stat(dataPath, &after) == 0 ? Int(after.st_size) : 0

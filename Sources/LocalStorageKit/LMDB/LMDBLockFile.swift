@@ -16,4 +16,23 @@ enum LMDBLockFile {
         lock.l_len = 1
         return lock
     }
+
+    /// Takes the write lock on the first byte of the lock file open as `descriptor` (no process has the store
+    /// open then); nil when taken, else who holds a lock there ("another process (pid N)").
+    static func takeWriteLock(_ descriptor: Int32) -> String? {
+        var lock = firstByte(F_WRLCK)
+        guard fcntl(descriptor, F_SETLK, &lock) != 0 else { return nil }
+        var holder = firstByte(F_WRLCK)
+        let pid = fcntl(descriptor, F_GETLK, &holder) == 0 && holder.l_type != Int16(F_UNLCK) ? holder.l_pid : 0
+        return pid > 0 ? "another process (pid \(pid))" : "another process"
+    }
+
+    /// `fsync`s the folder at `path` after a rename into it. Best effort: the rename is done, and a folder that
+    /// cannot be synced only leaves the new name's durability to the file system.
+    static func syncFolder(_ path: String) {
+        let folder = open(path, O_RDONLY | O_CLOEXEC)
+        guard folder >= 0 else { return }
+        _ = fsync(folder)
+        close(folder)
+    }
 }

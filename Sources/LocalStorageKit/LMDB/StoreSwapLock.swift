@@ -31,12 +31,8 @@ final class StoreSwapLock {
             throw LocalStorageError.storageError(
                 code: errno, message: "cannot open \(path) to lock the store: \(String(cString: strerror(errno)))")
         }
-        var lock = LMDBLockFile.firstByte(F_WRLCK)
-        guard fcntl(opened, F_SETLK, &lock) == 0 else {
-            var holder = LMDBLockFile.firstByte(F_WRLCK)
-            let pid = fcntl(opened, F_GETLK, &holder) == 0 && holder.l_type != Int16(F_UNLCK) ? holder.l_pid : 0
+        if let who = LMDBLockFile.takeWriteLock(opened) {
             close(opened)
-            let who = pid > 0 ? "another process (pid \(pid))" : "another process"
             throw LocalStorageError.storageError(
                 code: EBUSY, message: "cannot repair \(directory.path): \(who) has the store open")
         }
@@ -53,11 +49,7 @@ final class StoreSwapLock {
     /// lock file, which drops this process's locks on it: nothing is done to the file after it.)
     func swapped(mode: Int) {
         guard descriptor >= 0 else { return }
-        let folder = open(directory, O_RDONLY | O_CLOEXEC)
-        if folder >= 0 {
-            _ = fsync(folder)
-            close(folder)
-        }
+        LMDBLockFile.syncFolder(directory)
         var size = stat()
         let dataSize = stat(directory + "/data.mdb", &size) == 0 ? Int(size.st_size) : 0
         guard ftruncate(descriptor, 0) == 0 else {

@@ -56,6 +56,14 @@ public struct LoadPolicy: Sendable, Hashable {
         return policy
     }
 
+    /// ``validated()``, and an expiration a record saved at `now` can take: a policy a load could not use is
+    /// refused before anything is read or loaded for it.
+    func validated(at now: Int64) throws -> LoadPolicy {
+        let policy = try validated()
+        _ = try policy.expiration.expiresAt(now: now)
+        return policy
+    }
+
     /// A duration for an error message: `.minutes(.nan)` and `.hours(.nan)` come out as the most negative
     /// duration (see `Duration.seconds(clamping:)`), which says "not a number" rather than -9.2e18 seconds.
     private static func describe(_ duration: Duration) -> String {

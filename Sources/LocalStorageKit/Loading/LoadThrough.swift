@@ -15,9 +15,7 @@ struct LoadThrough: Sendable {
         _ type: T.Type, id: T.ID, policy: LoadPolicy, schema: TypeSchema,
         load: @escaping @Sendable (T.ID) async throws -> T?
     ) async throws -> T? {
-        let policy = try policy.validated()
-        // An expiration no record can take is refused before anything is loaded for it.
-        _ = try policy.expiration.expiresAt(now: core.clock.wallNanoseconds())
+        let policy = try policy.validated(at: core.clock.wallNanoseconds())
         let name = try StorageKey.string(for: id)
         let key = try RecordWriter.key(for: name)
         if let coordinator {

@@ -72,11 +72,7 @@ extension StoreMaintenance {
         }
         // The copy has its name now: a folder that cannot be synced only leaves that name's durability to the file
         // system (as the compaction at open does); the copy is reported either way.
-        let folder = open(output.path, O_RDONLY | O_CLOEXEC)
-        if folder >= 0 {
-            _ = fsync(folder)
-            close(folder)
-        }
+        LMDBLockFile.syncFolder(output.path)
         progress?(MaintenanceProgress(task: "compact", completed: 1, total: 1))
         let copy = try await StoreMaintenance(directory: output, encryption: encryption)
         return CompactReport(

@@ -8,6 +8,17 @@ import Testing
 /// (issue 21). Opening fails with `openFailed` and leaves the file as it was; the CLI says the same.
 @Suite struct DamagedFileTests {
     /// A plain LMDB environment in `directory` whose main database holds `pairs`, made with the C API.
+    /// Another program's LMDB environment in `files`, open for named databases (the caller closes it).
+    private func foreignEnvironment(_ files: URL, mapSize: Int? = nil) throws -> OpaquePointer? {
+        try FileManager.default.createDirectory(at: files, withIntermediateDirectories: true)
+        var env: OpaquePointer?
+        #expect(mdb_env_create(&env) == 0)
+        #expect(mdb_env_set_maxdbs(env, 4) == 0)
+        if let mapSize { #expect(mdb_env_set_mapsize(env, mapSize) == 0) }
+        #expect(mdb_env_open(env, files.path, 0, 0o644) == 0)
+        return env
+    }
+
     private func makeEnvironment(_ directory: URL, holding pairs: [(String, String)]) throws {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         var env: OpaquePointer?
@@ -79,11 +90,7 @@ import Testing
     @Test func aForeignEnvironmentWithAMetaDatabaseIsRefusedByCompactToo() async throws {
         let directory = temporaryDirectory()
         let files = storeFilesDirectory(directory)
-        try FileManager.default.createDirectory(at: files, withIntermediateDirectories: true)
-        var env: OpaquePointer?
-        #expect(mdb_env_create(&env) == 0)
-        #expect(mdb_env_set_maxdbs(env, 4) == 0)
-        #expect(mdb_env_open(env, files.path, 0, 0o644) == 0)
+        let env = try foreignEnvironment(files)
         var txn: OpaquePointer?
         #expect(mdb_txn_begin(env, nil, 0, &txn) == 0)
         for name in ["meta", "Item/records"] {
@@ -118,12 +125,7 @@ import Testing
     @Test func compactionAtOpenLeavesAForeignEnvironmentAlone() async throws {
         let directory = temporaryDirectory()
         let files = storeFilesDirectory(directory)
-        try FileManager.default.createDirectory(at: files, withIntermediateDirectories: true)
-        var env: OpaquePointer?
-        #expect(mdb_env_create(&env) == 0)
-        #expect(mdb_env_set_maxdbs(env, 4) == 0)
-        #expect(mdb_env_set_mapsize(env, 64 << 20) == 0)
-        #expect(mdb_env_open(env, files.path, 0, 0o644) == 0)
+        let env = try foreignEnvironment(files, mapSize: 64 << 20)
         for deleting in [false, true] {
             var txn: OpaquePointer?
             #expect(mdb_txn_begin(env, nil, 0, &txn) == 0)
