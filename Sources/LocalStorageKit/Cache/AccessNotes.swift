@@ -58,23 +58,34 @@ final class EvictionTally: Sendable {
 final class LimitBook: Sendable {
     let store: StorageLimits?
     let policy: StorageEvictionPolicy
-    private let types = Mutex<[UInt32: StorageLimits]>([:])
+    /// Each type number's limits, with the stored type's name that registered them.
+    private let types = Mutex<[UInt32: (name: ExactName, limits: StorageLimits)]>([:])
 
     init(store: StorageLimits?, policy: StorageEvictionPolicy) {
         self.store = store.flatMap { $0.isUnbounded ? nil : $0 }
         self.policy = policy
     }
 
-    func register(type: UInt32, limits: StorageLimits?) {
-        guard let limits, !limits.isUnbounded else { return }
-        types.withLock { $0[type] = limits }
+    /// Notes the limits of the stored type `name`, numbered `type`. A number registered inside a write
+    /// transaction that then failed is given to the next new type: its registration replaces what another
+    /// name left under the number (with no limits, it removes them), so one type never runs under another's.
+    /// Another declaration of the same stored type without limits keeps the ones noted.
+    func register(type: UInt32, name: String, limits: StorageLimits?) {
+        let name = ExactName(name)
+        types.withLock { types in
+            if let limits, !limits.isUnbounded {
+                types[type] = (name, limits)
+            } else if let held = types[type], held.name != name {
+                types[type] = nil
+            }
+        }
     }
 
-    func limits(ofType type: UInt32) -> StorageLimits? { types.withLock { $0[type] } }
+    func limits(ofType type: UInt32) -> StorageLimits? { types.withLock { $0[type]?.limits } }
 
     /// The largest `maxRecords` of the store's and the types' limits, if any (sizes the adaptive sketch).
     var largestRecordLimit: Int? {
-        let own = types.withLock { $0.values.compactMap(\.maxRecords).max() }
+        let own = types.withLock { $0.values.compactMap(\.limits.maxRecords).max() }
         return [store?.maxRecords, own].compactMap { $0 }.max()
     }
 

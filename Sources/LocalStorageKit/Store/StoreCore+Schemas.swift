@@ -174,7 +174,7 @@ extension StoreCore {
     private func limited<T: LocalStorable>(_ schema: TypeSchema, _ type: T.Type) -> TypeSchema {
         var schema = schema
         schema.limits = T.storageLimits
-        limits.register(type: schema.number, limits: T.storageLimits)
+        limits.register(type: schema.number, name: schema.name, limits: T.storageLimits)
         schema.tracksRecency = limits.tracksRecency(ofType: schema.number)
         schema.sealing = sealing
         return schema

@@ -1,0 +1,38 @@
+import Foundation
+import LocalStorageTestSupport
+import Testing
+
+@testable import LocalStorageKit
+
+/// Which limits a type runs under: its own, the store's, never another type's.
+@Suite struct LimitRegistrationTests {
+    struct Stock: LocalStorable {
+        let id: String
+        var count: Int
+        static var storageLimits: StorageLimits? { StorageLimits(maxRecords: 2) }
+    }
+
+    struct Post: LocalStorable {
+        let id: String
+    }
+
+    struct SoldOut: Error {}
+
+    /// A limited type first used in a write transaction that throws: its type number goes back to the store,
+    /// and the next new type (without limits) is given it. That type keeps every record it saves.
+    @Test func aTypeNeverRunsUnderTheLimitsOfATypeWhoseRegistrationRolledBack() async throws {
+        let storage = try LocalStorage(configuration: diskConfiguration(temporaryDirectory()))
+        await #expect(throws: SoldOut.self) {
+            try await storage.write { tx in
+                guard try tx.fetch(Stock.self, id: "s") != nil else { throw SoldOut() }
+            }
+        }
+        try await storage.save(contentsOf: (0..<10).map { Post(id: "p\($0)") })
+        #expect(try await storage.count(Post.self) == 10)
+        #expect(try await storage.statistics(for: Post.self).limits == nil)
+        // The limited type, used again, still keeps its own limit.
+        try await storage.save(contentsOf: (0..<5).map { Stock(id: "s\($0)", count: $0) })
+        #expect(try await storage.count(Stock.self) == 2)
+        #expect(try await storage.count(Post.self) == 10)
+    }
+}
