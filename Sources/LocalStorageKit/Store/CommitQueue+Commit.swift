@@ -178,18 +178,30 @@ extension CommitQueue {
             for hook in context.afterCommit { hook() }
             hub.publish(context.changesAfterCommit(), logged: context.loggedSequences)
             outcomes = results
+        } catch let error as LMDBError where error.isMapFull {
+            // The parent's own pages (the eviction, the change log, the free list its commit saves) met the
+            // end of the map: nothing of it was written. That is the batch's writes needing the map to grow,
+            // the one case where a closure runs again (its nested transaction is gone with the parent; an
+            // update reuses what its `mutate` made).
+            var reserve = reserve
+            do {
+                if try makeRoom(reserve: &reserve) {
+                    commitOnce(requests, reserve: reserve)
+                    return
+                }
+                logDoesNotFit()
+                requests.forEach { $0.1(LocalStorageError.storageFull) }
+            } catch {
+                requests.forEach { $0.1(LocalStorageError.wrapping(error)) }
+            }
+            return
         } catch {
-            // The parent itself failed (its commit met a full map or disk): nothing of it was written.
+            // The parent itself failed otherwise (its commit met a full disk): nothing of it was written.
             // Closures that ran must not run again; they fail with the store's error.
             let wrapped = LocalStorageError.wrapping(error)
             logger?.log(
                 level: .error, message: "A batch of transactions failed to commit",
                 metadata: ["error": "\(wrapped)"])
-            if case let error as LMDBError = error, error.isMapFull {
-                do { _ = try environment.growMap() } catch {
-                    logger?.log(level: .error, message: "Could not grow the map", metadata: ["error": "\(error)"])
-                }
-            }
             requests.forEach { $0.1(wrapped) }
             return
         }

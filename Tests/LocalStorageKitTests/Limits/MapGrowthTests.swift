@@ -1,0 +1,35 @@
+import Foundation
+import Testing
+
+@testable import LocalStorageKit
+
+/// A map that must grow for a batch of transactions grows; callers get `storageFull` only at `maxMapSize`.
+@Suite struct MapGrowthTests {
+    static func configuration(_ directory: URL) -> LocalStorageConfiguration {
+        var configuration = diskConfiguration(directory)
+        configuration.mapSize = 1 << 20
+        configuration.maxMapSize = 1 << 30
+        configuration.expirySweepInterval = nil
+        return configuration
+    }
+
+    /// Thousands of one-record write transactions, and updates, from a 1 MiB map: the map grows many times,
+    /// often in the group commit's own pages (its change log, the free list its commit saves) rather than
+    /// in a transaction's writes. None fails, before and after a reopen (which starts without headroom).
+    @Test func writeTransactionsGrowTheMapInsteadOfFailing() async throws {
+        let directory = temporaryDirectory()
+        let text = String(repeating: "x", count: 400)
+        for round in 0..<2 {
+            let storage = try LocalStorage(configuration: Self.configuration(directory))
+            for index in 0..<3_000 {
+                let id = "n\(round)-\(index)"
+                try await storage.write { tx in try tx.save(Note(id: id, text: text)) }
+                if index % 10 == 0 {
+                    let updated = try await storage.update(Note.self, id: id) { $0.text += "!" }
+                    #expect(updated.text.hasSuffix("!"))
+                }
+            }
+            #expect(try await storage.count(Note.self) == 3_000 * (round + 1))
+        }
+    }
+}
