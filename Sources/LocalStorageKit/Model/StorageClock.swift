@@ -47,7 +47,10 @@ struct SystemClock: StorageClock {
 
     func uptime() -> Duration { ContinuousClock.now - SystemClock.origin }
 
+    /// `Task.sleep` traps on an instant it cannot express (past 2⁶³ seconds), which a configured interval of
+    /// `.seconds(Int64.max)` reaches: a deadline further away than a century waits a century.
     func sleep(until deadline: Duration) async throws {
+        let deadline = min(deadline, uptime() + LoadPolicy.longest)
         try await Task.sleep(until: SystemClock.origin + deadline, clock: .continuous)
     }
 }
