@@ -8,10 +8,14 @@ import Darwin
 
 /// Environment-wide figures for the maintenance tool: pages, readers, the free list.
 extension Environment {
-    /// Page statistics of the environment's main database (`mdb_env_stat`): page size and tree shape.
+    /// Page statistics of the environment's main database (`mdb_env_stat`): page size and tree shape. It reads
+    /// the meta pages in the map, so it runs under the gate, as ``info()`` does: a resize of this process must
+    /// not unmap them meanwhile (a thread already inside a transaction holds the gate).
     func mainStatistics() throws -> DatabaseStatistics {
         var stat = MDB_stat()
-        try check(mdb_env_stat(handle, &stat), "mdb_env_stat")
+        let code = ResizeGate.isHeldByThisThread
+            ? mdb_env_stat(handle, &stat) : gate.withShared { mdb_env_stat(handle, &stat) }
+        try check(code, "mdb_env_stat")
         return DatabaseStatistics(stat)
     }
 
