@@ -146,6 +146,19 @@ final class StoreCore: Sendable {
     deinit {
         sweeper.stop()
         liveQueries.stop()
+        if !limits.isEmpty, !accessNotes.isEmpty {
+            // Reads noted for eviction since the last commit: one last commit folds them before the writer stops,
+            // so that a short-lived reader's uses count (a widget, an extension).
+            let logger = writer.logger
+            writer.queueForNextCommit(
+                { _ in },
+                finish: { error in
+                    guard let error else { return }
+                    logger?.log(
+                        level: .warning, message: "Could not fold the reads noted for eviction at close",
+                        metadata: ["error": "\(LocalStorageError.wrapping(error))"])
+                })
+        }
         // An in-memory store's files were unlinked once open (see `EnvironmentRegistry`): nothing to remove.
         let (environment, teardown) = (self.environment, self.teardown)
         writer.stop {

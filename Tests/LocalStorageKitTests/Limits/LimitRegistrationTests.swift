@@ -36,3 +36,29 @@ import Testing
         #expect(try await storage.count(Post.self) == 10)
     }
 }
+
+/// Uses noted for eviction reach the store when it closes, not only at this process's next commit.
+@Suite struct ReadNotesAtCloseTests {
+    @Test func readsJustBeforeACloseCountForEviction() async throws {
+        let directory = temporaryDirectory()
+        var configuration = diskConfiguration(directory)
+        configuration.limits = StorageLimits(maxRecords: 3)
+        configuration.evictionPolicy = .leastRecentlyUsed
+        configuration.expirySweepInterval = nil
+        do {
+            let storage = try LocalStorage(configuration: configuration)
+            for id in ["a", "b", "c"] { try await storage.save(Note(id: id, text: id)) }
+        }
+        // A short-lived reader uses "a" and closes without writing.
+        do {
+            let storage = try LocalStorage(configuration: configuration)
+            for _ in 0..<3 { #expect(try await storage.fetch(Note.self, id: "a") != nil) }
+        }
+        let storage = try LocalStorage(configuration: configuration)
+        try await storage.save(Note(id: "d", text: "d"))
+        // "a" was used last of the three: "b" (written, never read) goes first.
+        #expect(try await storage.count(Note.self) == 3)
+        #expect(try await storage.metadata(Note.self, id: "a") != nil)
+        #expect(try await storage.metadata(Note.self, id: "b") == nil)
+    }
+}
