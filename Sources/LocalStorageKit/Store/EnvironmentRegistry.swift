@@ -183,7 +183,7 @@ struct EnvironmentSettings: Sendable, Equatable {
         durability = configuration.durability
         mapSize = configuration.mapSize
         maxMapSize = configuration.maxMapSize
-        limits = configuration.limits
+        limits = configuration.limits.flatMap { $0.isUnbounded ? nil : $0 }  // StorageLimits() is no limit
         evictionPolicy = configuration.evictionPolicy
     }
 

@@ -37,6 +37,24 @@ import Testing
     }
 }
 
+/// `StorageLimits()` sets no bound: it is the same setting as `nil`, in one process as across processes.
+@Suite struct UnboundedLimitsTests {
+    @Test func storageLimitsWithoutBoundsOpenBesideNoLimits() async throws {
+        let directory = temporaryDirectory()
+        var configuration = diskConfiguration(directory)
+        configuration.limits = nil
+        let first = try LocalStorage(configuration: configuration)
+        configuration.limits = StorageLimits()
+        let second = try LocalStorage(configuration: configuration)
+        try await second.save(Note(id: "a", text: "a"))
+        #expect(try await first.fetch(Note.self, id: "a")?.text == "a")
+        #expect(try await second.statistics().limits == nil)
+        // A real bound still differs.
+        configuration.limits = StorageLimits(maxRecords: 10)
+        #expect(throws: LocalStorageError.self) { try LocalStorage(configuration: configuration) }
+    }
+}
+
 /// Uses noted for eviction reach the store when it closes, not only at this process's next commit.
 @Suite struct ReadNotesAtCloseTests {
     @Test func readsJustBeforeACloseCountForEviction() async throws {
