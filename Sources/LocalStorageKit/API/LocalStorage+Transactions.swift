@@ -24,7 +24,7 @@ extension LocalStorage {
         -> R
     {
         try await operationPassingCallerErrors("write") {
-            try tiers.checkWriteTransaction()
+            try tiers.checkTransaction(writes: true)
             return try await core.writer.performOnce { context in
                 let transaction = StorageWriteTransaction(storage: self, context: context)
                 defer { transaction.close() }
@@ -48,9 +48,11 @@ extension LocalStorage {
     /// The body runs on the caller's executor, synchronously. It may run again, on a new snapshot, when a
     /// type it reads must first be registered, migrated or re-indexed (the first use of a type in this
     /// process, or after its index declaration changed), so keep it free of side effects.
-    /// - Throws: Whatever `body` throws, unchanged.
+    /// - Throws: Whatever `body` throws, unchanged; `sharedTierUnavailable` on a store with a shared tier, whose
+    ///   records a snapshot of this instance's near cache does not all hold (use the store's own reads there).
     nonisolated(nonsending) public func read<R>(_ body: (StorageReadTransaction) throws -> R) async throws -> R {
         try await operationPassingCallerErrors("read") {
+            try tiers.checkTransaction(writes: false)
             var attempt = 0
             while true {
                 let now = core.clock.wallNanoseconds()
@@ -91,6 +93,9 @@ extension LocalStorage {
     /// Why `write { }` throws on a store with a shared tier: its body runs inside a local transaction, which
     /// cannot wait for the server.
     static let writeTransactionsNotShared = SharedTierRecordStore.writeTransactionsNotShared
+
+    /// Why `read { }` throws on a store with a shared tier: its snapshot is this instance's near cache.
+    static let readTransactionsNotShared = SharedTierRecordStore.readTransactionsNotShared
 }
 
 extension LocalRepository {

@@ -191,7 +191,7 @@ struct MemoryTierRecordStore: RecordStore {
         return try await local.fetch(T.self, id: id, policy: policy, schema: schema, load: load)
     }
 
-    func checkWriteTransaction() throws { try local.checkWriteTransaction() }
+    func checkTransaction(writes: Bool) throws { try local.checkTransaction(writes: writes) }
 
     /// The memory tier's own counts.
     var memoryCounts: (hits: Int, misses: Int) { (tier.hits, tier.misses) }

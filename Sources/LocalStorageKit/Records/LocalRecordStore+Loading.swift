@@ -8,7 +8,7 @@ extension LocalRecordStore {
             T.self, id: id, policy: policy, schema: schema, load: load)
     }
 
-    func checkWriteTransaction() throws {}
+    func checkTransaction(writes: Bool) throws {}
 
     var memoryCounts: (hits: Int, misses: Int) { (0, 0) }
 }

@@ -105,9 +105,10 @@ protocol RecordStore: Sendable {
 
     // MARK: What the tiers allow and count
 
-    /// Throws when a `write { }` transaction cannot run: behind a shared tier, `sharedTierUnavailable` (its
-    /// body runs inside a local transaction, which cannot wait for the server).
-    func checkWriteTransaction() throws
+    /// Throws when a `write { }` (`writes`) or `read { }` transaction cannot run: behind a shared tier,
+    /// `sharedTierUnavailable` (its body runs inside a local transaction, which cannot wait for the server, and
+    /// a local snapshot would answer nil for records only the server holds).
+    func checkTransaction(writes: Bool) throws
 
     /// Fetches by id the memory tier answered, and those it did not, since the store opened (0 without one).
     var memoryCounts: (hits: Int, misses: Int) { get }

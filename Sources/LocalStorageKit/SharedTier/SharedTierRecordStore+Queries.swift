@@ -44,8 +44,9 @@ extension SharedTierRecordStore {
         return StoragePage(items: items, page: page, pageSize: pageSize, totalCount: total)
     }
 
-    func checkWriteTransaction() throws {
-        throw LocalStorageError.sharedTierUnavailable(Self.writeTransactionsNotShared)
+    func checkTransaction(writes: Bool) throws {
+        throw LocalStorageError.sharedTierUnavailable(
+            writes ? Self.writeTransactionsNotShared : Self.readTransactionsNotShared)
     }
 
     var memoryCounts: (hits: Int, misses: Int) { base.memoryCounts }

@@ -15,6 +15,13 @@ struct SharedTierRecordStore: RecordStore {
         "write { } transactions do not reach the shared tier; use save, "
         + "save(contentsOf:), delete, deleteAll, setExpiration or update, which do"
 
+    /// Why `read { }` throws on a store with a shared tier: its snapshot is this instance's near cache, where a
+    /// record the server holds may be missing (a false nil) and a query would miss the server's rows.
+    static let readTransactionsNotShared =
+        "read { } transactions do not reach the shared tier (a snapshot of this instance's near cache would "
+        + "answer nil for records only the server holds); use fetch, fetch(_:ids:), queries, counts and pages, "
+        + "which do"
+
     var core: StoreCore { local.core }
 
     nonisolated(nonsending) func settle() async throws { try await tier.awaitSettled() }

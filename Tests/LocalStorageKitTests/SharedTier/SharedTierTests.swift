@@ -140,6 +140,15 @@ struct SharedTierTests {
             try await a.write { tx in try tx.save(Product.sample(1)) }
         }
         #expect(try await a.fetch(Product.self, id: "sku_1") == nil)
+        // A read transaction's snapshot would be the near cache alone: a record only the server holds would read
+        // as nil there. It is refused the same way.
+        let b = try await sharedStore(tier)
+        try await b.save(Product.sample(2))
+        let c = try await sharedStore(tier)
+        #expect(try await c.fetch(Product.self, id: "sku_2") != nil)
+        await #expect(throws: LocalStorageError.sharedTierUnavailable(LocalStorage.readTransactionsNotShared)) {
+            try await c.read { tx in try tx.fetch(Product.self, id: "sku_2") }
+        }
     }
 
     @Test func sharedScopeWithoutASharedTierIsAnInvalidQuery() async throws {
