@@ -352,6 +352,19 @@ import Testing
                         paged += page.items.map(\.id)
                     }
                     #expect(paged == all.map(\.id), "sort \(sort), \(filters.count) filters")
+                    // The transactions' page with options orders the same way.
+                    let inRead = try await storage.read { tx in
+                        try (1...3).flatMap { number in
+                            try tx.page(Product.self, matching: filters, page: number, pageSize: 2, options: options)
+                                .items.map(\.id)
+                        }
+                    }
+                    let inWrite = try await storage.write { tx in
+                        try tx.page(Product.self, matching: filters, page: 1, pageSize: 6, options: options).items
+                            .map(\.id)
+                    }
+                    #expect(inRead == paged, "read, sort \(sort), \(filters.count) filters")
+                    #expect(inWrite == paged, "write, sort \(sort), \(filters.count) filters")
                 }
             }
             let newest = try await storage.page(

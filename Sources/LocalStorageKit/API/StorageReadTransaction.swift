@@ -192,6 +192,14 @@ public class StorageReadTransaction {
         _ type: T.Type, matching filters: [StorageIndexFilter] = [], orderedBy sort: StorageIndexSort? = nil,
         page: Int, pageSize: Int
     ) throws -> StoragePage<T> {
+        try self.page(T.self, matching: filters, orderedBy: sort, page: page, pageSize: pageSize, order: .id)
+    }
+
+    /// The body of both `page` methods: `order` is the options' sort, for records no index sort orders.
+    private func page<T: LocalStorable>(
+        _ type: T.Type, matching filters: [StorageIndexFilter], orderedBy sort: StorageIndexSort?,
+        page: Int, pageSize: Int, order: FetchOptions.Sort
+    ) throws -> StoragePage<T> {
         try run {
             try QueryRunner.validate(page: page, pageSize: pageSize)
             let schema = try schema(T.self)
@@ -199,7 +207,7 @@ public class StorageReadTransaction {
             try prepareIndexedRead(T.self, schema: schema)
             let session = storage.makeDecodeSession(for: schema)
             let result = try QueryRunner.page(
-                T.self, plan: plan, page: page, pageSize: pageSize, schema: schema,
+                T.self, plan: plan, page: page, pageSize: pageSize, sort: order, schema: schema,
                 now: now, txn: txn, session: session)
             try finish(session, expired: [], purge: false, schema: schema)
             return result
@@ -216,13 +224,14 @@ public class StorageReadTransaction {
     }
 
     /// One page of the records of `T` matching every filter, as `LocalStorage`'s method with `options` takes
-    /// them. A transaction reads this store's snapshot, so `options.scope` does not apply, and the page's
-    /// `limit` and `offset` replace the options'.
+    /// them. A transaction reads this store's snapshot, so `options.scope` does not apply; the page's `limit`
+    /// and `offset` replace the options', and `options.sort` orders what no index sort does.
     public func page<T: LocalStorable>(
         _ type: T.Type, matching filters: [StorageIndexFilter] = [], orderedBy sort: StorageIndexSort? = nil,
         page: Int, pageSize: Int, options: FetchOptions
     ) throws -> StoragePage<T> {
-        try self.page(T.self, matching: filters, orderedBy: sort, page: page, pageSize: pageSize)
+        try self.page(
+            T.self, matching: filters, orderedBy: sort, page: page, pageSize: pageSize, order: options.sort)
     }
 
     /// What the store knows about a record, expired or not.
