@@ -13,8 +13,9 @@
 /// ```
 /// Reads see the transaction's own writes. Everything commits together when the closure returns, or
 /// nothing does when it throws. Records a read migrates or finds expired are written back or purged in
-/// the same transaction; an indexed query re-indexes records another declaration of the type wrote
-/// first, in the same transaction too (a query inside a write does not run pending migrations first).
+/// the same transaction; an indexed query first upgrades the type's old records when its version moved
+/// (as the store's own queries do) and re-indexes records another declaration of the type wrote, in the
+/// same transaction too.
 public final class StorageWriteTransaction: StorageReadTransaction {
     let context: CommitQueue.Context
 
@@ -30,6 +31,9 @@ public final class StorageWriteTransaction: StorageReadTransaction {
     }
 
     override func prepareIndexedRead<T: LocalStorable>(_ type: T.Type, schema: TypeSchema) throws {
+        try LocalRecordStore.migrateIfPending(
+            T.self, schema: schema, core: storage.core, format: storage.local.format, logger: storage.logger,
+            context: context)
         guard try Reindexer<T>.hasStaleRecords(schema: schema, txn: txn) else { return }
         let outcome = try Reindexer<T>(logger: storage.logger).reindexAll(schema: schema, context: context)
         // What the re-index left is missing from this declaration's indexes: say so, not fewer rows.

@@ -164,6 +164,9 @@ extension StoreCore {
             version: T.storageVersion, meta: meta,
             txn: context.txn)
         let schema = limited(registered, T.self)
+        // Known at once, so that an indexed read in this same transaction migrates first (should the
+        // transaction abort, a pass that finds nothing to do only ends it).
+        if migrationPending { _ = schemas.withLock { $0.migrationsPending.insert(schema.name) } }
         context.onCommit { [weak self] in
             _ = self?.schemas.withLock { state in state.install(schema, for: key, migrationPending: migrationPending) }
         }
@@ -206,6 +209,24 @@ extension StoreCore {
     /// since they were written) and have not all been migrated yet.
     func isMigrationPending(_ typeName: String) -> Bool {
         schemas.withLock { $0.migrationsPending.contains(typeName) }
+    }
+
+    /// Ends this process's pass over the type's old records without moving its stored version: some were left
+    /// behind (their chain failed), and the next launch tries them again.
+    func endMigrationPass(of schema: TypeSchema) {
+        _ = schemas.withLock { $0.migrationsPending.remove(schema.name) }
+    }
+
+    /// The end of a pass in `context`'s transaction: the stored version moves in it when no record was left
+    /// behind, and this process stops running the pass when it commits.
+    func markMigrated(schema: TypeSchema, leftBehind: Int, in context: CommitQueue.Context) throws {
+        if leftBehind == 0, var info = try TypeRegistry.info(named: schema.name, meta: meta, txn: context.txn),
+            info.version < schema.version
+        {
+            info.version = schema.version
+            try TypeRegistry.put(info, meta: meta, txn: context.txn)
+        }
+        context.onCommit { [weak self] in self?.endMigrationPass(of: schema) }
     }
 
     /// Records that every record of the type is at its current version.

@@ -1,0 +1,113 @@
+import Foundation
+import Testing
+
+@testable import LocalStorageKit
+
+/// A task as version 1 of an app wrote it: `status` indexed, "open" for a task not started.
+struct TaskV1: LocalStorageIndexed {
+    static var storageName: String { "Task" }
+    let id: String
+    var status: String
+    static var storageIndexes: [StorageIndex<TaskV1>] { [StorageIndex("status", \.status)] }
+}
+
+/// Version 2: the same index declaration, and "open" is called "active". The step throws for a record whose
+/// status is "broken" unless `tolerant` (an app whose fixed step kept the version).
+struct TaskV2: LocalStorageVersioned, LocalStorageIndexed {
+    static var storageName: String { "Task" }
+    let id: String
+    var status: String
+    static var currentVersion: Int { 2 }
+    static var migrations: [StorageMigration] { TaskSteps.steps(tolerant: false) }
+    static var storageIndexes: [StorageIndex<TaskV2>] { [StorageIndex("status", \.status)] }
+}
+
+/// Version 2 again, with the step fixed.
+struct TaskV2Fixed: LocalStorageVersioned, LocalStorageIndexed {
+    static var storageName: String { "Task" }
+    let id: String
+    var status: String
+    static var currentVersion: Int { 2 }
+    static var migrations: [StorageMigration] { TaskSteps.steps(tolerant: true) }
+    static var storageIndexes: [StorageIndex<TaskV2Fixed>] { [StorageIndex("status", \.status)] }
+}
+
+enum TaskSteps {
+    struct Broken: Error {}
+
+    static func steps(tolerant: Bool) -> [StorageMigration] {
+        [
+            StorageMigration(from: 1, to: 2) { data in
+                guard var json = try JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+                    throw CocoaError(.coderReadCorrupt)
+                }
+                switch json["status"] as? String {
+                case "open": json["status"] = "active"
+                case "broken" where !tolerant: throw Broken()
+                case "broken": json["status"] = "active"
+                default: break
+                }
+                return try JSONSerialization.data(withJSONObject: json)
+            }
+        ]
+    }
+}
+
+/// Indexed queries after a version moved with the index declaration unchanged: only the migration pass
+/// brings the old records' index entries up to date (no re-index finds them).
+@Suite struct MigrationIndexTests {
+    static func store(_ records: [TaskV1]) async throws -> LocalStorageConfiguration {
+        var configuration = diskConfiguration(temporaryDirectory())
+        configuration.codec = .json
+        let old = try LocalStorage(configuration: configuration)
+        try await old.save(contentsOf: records)
+        return configuration
+    }
+
+    @Test func theStoresIndexedQueriesSeeMigratedValues() async throws {
+        let configuration = try await Self.store([TaskV1(id: "t1", status: "open"), TaskV1(id: "t2", status: "done")])
+        let storage = try LocalStorage(configuration: configuration)
+        #expect(try await storage.count(TaskV2.self, matching: [.equals("status", "active")]) == 1)
+        #expect(try await storage.fetch(TaskV2.self, matching: [.equals("status", "open")]).isEmpty)
+        #expect(try await storage.metadata(TaskV2.self, id: "t1")?.version == 2)
+    }
+
+    @Test func aWriteTransactionsIndexedReadsSeeMigratedValues() async throws {
+        let configuration = try await Self.store([
+            TaskV1(id: "t1", status: "open"), TaskV1(id: "t2", status: "done"), TaskV1(id: "t3", status: "open"),
+        ])
+        let storage = try LocalStorage(configuration: configuration)
+        let (active, deleted) = try await storage.write { tx in
+            (
+                try tx.count(TaskV2.self, matching: [.equals("status", "active")]),
+                try tx.delete(TaskV2.self, matching: [.equals("status", "open")])
+            )
+        }
+        #expect(active == 2)
+        #expect(deleted == 0)
+        #expect(try await storage.count(TaskV2.self) == 3)
+        #expect(try await storage.metadata(TaskV2.self, id: "t3")?.version == 2)
+        // The pass ran in the transaction and marked the type: the store's version of it moved.
+        let versions = try storage.core.storedTypeInfos().filter { $0.name == "Task" }.map(\.version)
+        #expect(versions == [2])
+    }
+
+    /// A record whose step throws is left behind: the type's stored version stays where it was, so that an app
+    /// whose fixed step keeps the version upgrades it (and its index entries) at its first indexed query.
+    @Test func aPassThatLeftARecordBehindRunsAgainAtTheNextLaunch() async throws {
+        let configuration = try await Self.store([
+            TaskV1(id: "t1", status: "open"), TaskV1(id: "t2", status: "broken"),
+        ])
+        do {
+            let storage = try LocalStorage(configuration: configuration)
+            await #expect(throws: LocalStorageError.self) {
+                try await storage.fetch(TaskV2.self, matching: [.equals("status", "broken")])
+            }
+            #expect(try await storage.count(TaskV2.self, matching: [.equals("status", "active")]) == 1)
+        }
+        let storage = try LocalStorage(configuration: configuration)
+        #expect(try await storage.count(TaskV2Fixed.self, matching: [.equals("status", "active")]) == 2)
+        #expect(try await storage.fetch(TaskV2Fixed.self, matching: [.equals("status", "broken")]).isEmpty)
+        #expect(try await storage.metadata(TaskV2Fixed.self, id: "t2")?.version == 2)
+    }
+}
