@@ -1,4 +1,5 @@
 import Foundation
+import LocalStorageTestSupport
 import Testing
 
 @_spi(Testing) @testable import LocalStorageKit
@@ -39,6 +40,71 @@ import Testing
         try await storage.save(ComposedName(id: "c2", text: "composed"))
         try #require(await changes.next() == .inserted(ComposedName(id: "c", text: "composed")))
         #expect(await changes.next() == .inserted(ComposedName(id: "c2", text: "composed")))
+    }
+
+    /// Other processes' entries read in one poll give one change per record, at its last entry's place: a
+    /// consumer applying them ends at the same state as with every entry, and a record the poll's entries
+    /// inserted first comes as `.inserted` (its value is read at delivery, so the earlier entries would carry
+    /// the later value). Random sequences against a model of the records.
+    @Test func onePollsEntriesGiveEachRecordsLatestStateOnce() {
+        var random = SplitMix64(seed: 77)
+        for round in 0..<500 {
+            let ids = (0..<4).map { [UInt8(ascii: "a") + UInt8($0)] }
+            var existing = Set(ids.filter { _ in random.below(2) == 0 })
+            let before = existing
+            var entries: [ChangeLog.Entry] = []
+            for sequence in 1...UInt64(1 + random.below(12)) {
+                let id = ids[random.below(ids.count)]
+                let kind: ChangeLog.Kind
+                if random.below(8) == 0 {
+                    kind = .touched
+                } else if existing.contains(id) {
+                    kind = [.updated, .updated, .deleted, .expired][random.below(4)]
+                } else {
+                    kind = .inserted
+                }
+                switch kind {
+                case .inserted: existing.insert(id)
+                case .deleted, .expired: existing.remove(id)
+                default: break
+                }
+                entries.append(ChangeLog.Entry(sequence: sequence, writer: 9, type: 1, kind: kind, id: id))
+            }
+            let coalesced = LiveQueryCenter.latestPerRecord(entries)
+            var state = before
+            for entry in coalesced {
+                switch entry.kind {
+                case .inserted: state.insert(entry.id)
+                case .updated:
+                    #expect(
+                        state.contains(entry.id), "round \(round): an update of a record the consumer does not hold")
+                case .deleted, .expired: state.remove(entry.id)
+                default: break
+                }
+            }
+            #expect(state == existing, "round \(round)")
+            let valued = coalesced.filter { $0.kind != .touched }
+            #expect(Set(valued.map(\.id)).count == valued.count, "round \(round): a record twice")
+            #expect(coalesced.filter { $0.kind == .touched }.count == entries.filter { $0.kind == .touched }.count)
+            #expect(coalesced.map(\.sequence) == coalesced.map(\.sequence).sorted(), "round \(round)")
+        }
+    }
+
+    /// Another process's commit reaches a change stream as soon as it writes the data file, not at the next
+    /// timed poll: the store's clock never moves here, so no timed poll runs.
+    @Test(.timeLimit(.minutes(1))) func anotherProcessesCommitWakesTheStreamBeforeAnyPoll() async throws {
+        let clock = VirtualClock()
+        var configuration = diskConfiguration()
+        configuration.clock = clock
+        configuration.expirySweepInterval = nil
+        let storage = try LocalStorage(configuration: configuration)
+        try await storage.save(Note(id: "a", text: "1"))
+        var changes = storage.changes(of: Note.self).makeAsyncIterator()
+        await clock.waitForSleepers(1)  // the timed poll, which waits for ever
+        let result = try await CLIResult.run(
+            ["delete", "Note", "a", "--store", configuration.storeDirectory.path], environment: nil)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(await changes.next() == .deleted(id: "a"))
     }
 
     /// While a stream is active, the writer moves the poller's position past its own commits (the next commit

@@ -28,10 +28,11 @@ extension LocalStorage {
     /// instead, which always converges on the current result.
     ///
     /// Change streams describe writes by every process on the store: another process's writes (the CLI,
-    /// an app extension) arrive through the store's change log within about
+    /// an app extension) arrive through the store's change log as soon as they reach the data file (an
+    /// inotify watch on Linux), at the latest within about
     /// ``LocalStorageConfiguration/externalChangePollInterval``, with values read from the store when the
-    /// entries are read: a record written again before that carries its latest value, and the writes to one
-    /// deleted before that are left out (its `.deleted(id:)` comes).
+    /// entries are read: the entries one read finds give each record once, with its latest state (writes to
+    /// one deleted before that are left out and its `.deleted(id:)` comes).
     ///
     /// Leaving the `for await` loop, cancelling its task, or dropping the stream ends the stream and
     /// removes its observer. While the stream is active it keeps the store open.
@@ -63,8 +64,9 @@ extension LocalStorage {
     /// - **Slow consumers.** The stream keeps only the newest result: a consumer that falls behind
     ///   skips straight to the current one.
     /// - **Other processes.** While any live query or change stream is active, the store reads the
-    ///   change log every ``LocalStorageConfiguration/externalChangePollInterval`` for the changes other
-    ///   processes (the CLI, another app) committed, and reruns the live queries of those types.
+    ///   change log as soon as the data file is written (an inotify watch on Linux) and every
+    ///   ``LocalStorageConfiguration/externalChangePollInterval`` for the changes other processes (the CLI,
+    ///   another app) committed, and reruns the live queries of those types.
     /// - **Ending.** Leaving the `for try await` loop or cancelling its task ends the stream and frees
     ///   its observer. While the stream is active it keeps the store open.
     ///

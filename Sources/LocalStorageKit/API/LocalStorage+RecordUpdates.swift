@@ -11,8 +11,8 @@ extension LocalStorage {
     /// ```
     /// A value is emitted when the record's state differs from the last one emitted (another update time,
     /// or present where it was absent); changes committed together come as one value. Another process's
-    /// writes arrive through the store's change log within about
-    /// ``LocalStorageConfiguration/externalChangePollInterval``. An expiry is noticed when it is due, with
+    /// writes arrive through the store's change log as soon as they reach the data file (an inotify watch on
+    /// Linux), at the latest within about ``LocalStorageConfiguration/externalChangePollInterval``. An expiry is noticed when it is due, with
     /// no write needed. Leaving the loop or cancelling its task ends the stream. The stream keeps the
     /// newest 64 values when its consumer falls behind. With a shared tier, a record this instance does not
     /// hold is read from the server, as ``fetch(_:id:)-(_,String)`` does.

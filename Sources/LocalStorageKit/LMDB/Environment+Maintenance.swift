@@ -13,7 +13,8 @@ extension Environment {
     /// not unmap them meanwhile (a thread already inside a transaction holds the gate).
     func mainStatistics() throws -> DatabaseStatistics {
         var stat = MDB_stat()
-        let code = ResizeGate.isHeldByThisThread
+        let code =
+            ResizeGate.isHeldByThisThread
             ? mdb_env_stat(handle, &stat) : gate.withShared { mdb_env_stat(handle, &stat) }
         try check(code, "mdb_env_stat")
         return DatabaseStatistics(stat)

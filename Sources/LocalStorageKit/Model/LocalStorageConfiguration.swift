@@ -65,7 +65,8 @@ public struct LocalStorageConfiguration: Sendable {
     /// in-memory stores. Stores sharing a directory share one sweep, set by the first to open it.
     public var expirySweepInterval: Duration? = .seconds(60)
     /// How often live queries check for writes by other processes (set by the first store to open a
-    /// directory, for every store sharing it).
+    /// directory, for every store sharing it). On Linux a watch of the data file checks as soon as another
+    /// process commits; this interval is the fallback where the file system does not report writes.
     public var externalChangePollInterval: Duration = .milliseconds(250)
     /// How many events a change stream holds for a consumer that has not read them yet; past it the
     /// oldest are dropped, so a slow consumer never blocks the writer or grows memory without bound.

@@ -1,10 +1,17 @@
 import Synchronization
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Follows writes by other processes while live queries or change streams are active.
 ///
 /// Every commit, by any process, appends its changes to the store's change log (``ChangeLog``) in its own
 /// transaction. While at least one observer is active, a task checks LMDB's last transaction id every
-/// `pollInterval`; when it moved, it reads the log entries after its position that another process
+/// `pollInterval`, and a watch of the data file (``DataFileWatch``) checks it as soon as the file is written;
+/// when it moved, it reads the log entries after its position that another process
 /// wrote, in commit order, and publishes them through the ``ObserverHub`` like this process's own
 /// commits: change streams get the changes (reading the values from the store), live queries of those
 /// types rerun. Own commits reach observers from the writer, through ``publish(_:logged:)``, and are skipped
@@ -18,6 +25,8 @@ final class LiveQueryCenter: CommitListener {
     private struct State {
         var observers = 0
         var poller: Task<Void, Never>?
+        /// Wakes a poll as soon as the data file is written (another process's commit), between timed polls.
+        var watch: DataFileWatch?
         var isStopped = false
         /// The last change-log sequence read; nil until it could be read.
         var position: UInt64?
@@ -123,7 +132,15 @@ final class LiveQueryCenter: CommitListener {
                     guard let self, self.poll() else { return }
                 }
             }
+            state.watch = DataFileWatch.start(path: dataFilePath) { [weak self] in
+                self?.pollAfterWrite()
+            }
         }
+    }
+
+    /// The data file the watch follows.
+    private var dataFilePath: String {
+        environment.path.hasSuffix("/") ? environment.path + "data.mdb" : environment.path + "/data.mdb"
     }
 
     /// Unregisters a live query; the last one stops the poller.
@@ -133,6 +150,8 @@ final class LiveQueryCenter: CommitListener {
             if state.observers == 0 {
                 state.poller?.cancel()
                 state.poller = nil
+                state.watch?.stop()
+                state.watch = nil
             }
         }
     }
@@ -144,6 +163,8 @@ final class LiveQueryCenter: CommitListener {
             state.isStopped = true
             state.poller?.cancel()
             state.poller = nil
+            state.watch?.stop()
+            state.watch = nil
         }
     }
 
@@ -224,16 +245,40 @@ final class LiveQueryCenter: CommitListener {
     }
 
     /// Reads the other processes' changes since the last poll and delivers them; false when polling should end.
-    private func poll() -> Bool {
-        let (goesOn, drains) = state.withLock { state -> (Bool, Bool) in
+    /// `timed` is false for a poll the data file's watch woke: it does not count as one of the polls in a row
+    /// that stop at an own commit not queued yet (``pollsBeforeSkippingAnOwnCommit`` counts timed polls).
+    private func poll(timed: Bool = true) -> Bool { pollOnce(timed: timed).goesOn }
+
+    /// Polls after the data file's watch saw a write. A commit's writer writes its meta page (which the watch
+    /// sees, and ``Environment/lastTransactionID`` reads) just before it lets new read transactions see it, so
+    /// a poll in between reads an older snapshot: it polls again, briefly, until the snapshot holds the commit.
+    private func pollAfterWrite() {
+        for _ in 0..<Self.pollsAfterAWrite {
+            let (goesOn, behind) = pollOnce(timed: false)
+            guard goesOn, behind else { return }
+            usleep(200)
+        }
+    }
+
+    /// How many times ``pollAfterWrite()`` polls, 0.2 ms apart, for a commit its snapshot does not hold yet
+    /// (the timed poll reads it otherwise).
+    static let pollsAfterAWrite = 500
+
+    /// One poll: whether polling goes on, and whether LMDB's meta page showed a commit the poll's snapshot
+    /// did not hold yet.
+    private func pollOnce(timed: Bool) -> (goesOn: Bool, behind: Bool) {
+        let (goesOn, behind, drains) = state.withLock { state -> (Bool, Bool, Bool) in
             // Under the lock, so that `stop()` never returns while the environment is being read.
-            guard !state.isStopped, state.poller != nil else { return (false, false) }
+            guard !state.isStopped, state.poller != nil else { return (false, false, false) }
             let transaction = environment.lastTransactionID
-            guard transaction != state.lastTransaction else { return (true, false) }
+            guard transaction != state.lastTransaction else { return (true, false, false) }
+            var behind = false
             do {
-                let (changes, isWhole) = try readOutsideChanges(&state)
-                // A read that stopped at an own commit not queued yet reads on at the next poll.
-                if isWhole { state.lastTransaction = transaction }
+                let (changes, isWhole, snapshot) = try readOutsideChanges(&state, timed: timed)
+                // A read that stopped at an own commit not queued yet reads on at the next poll, and so does one
+                // whose snapshot is older than the meta page's commit (see `pollAfterWrite`).
+                behind = snapshot < transaction
+                if isWhole { state.lastTransaction = min(snapshot, transaction) }
                 if let changes {
                     externalChanges.add(1, ordering: .relaxed)
                     state.queue.append(changes.isEmpty ? .everyObservedType : .changes(changes))
@@ -245,10 +290,10 @@ final class LiveQueryCenter: CommitListener {
                 externalChanges.add(1, ordering: .relaxed)
                 state.queue.append(.everyObservedType)
             }
-            return (true, Self.claimDelivery(&state))
+            return (true, behind, Self.claimDelivery(&state))
         }
         if drains { deliverQueue() }
-        return goesOn
+        return (goesOn, behind)
     }
 
     /// How many polls in a row may stop at one own commit the writer has not queued before the poll reads
@@ -256,35 +301,75 @@ final class LiveQueryCenter: CommitListener {
     /// other processes' changes from reaching observers for good.
     static let pollsBeforeSkippingAnOwnCommit = 20
 
+    /// One entry per record of `entries` (other processes' commits read in one poll), at the place of its last
+    /// one, in commit order. An inserted or updated record's value is read from the store when the change is
+    /// delivered, so earlier entries of the same record would carry that later value (an `.updated` with the
+    /// value written after a delete that follows it): the record's latest state comes once instead, as the
+    /// resumable change feed reports it. It is `.inserted` when the record's first entry here inserted it (it
+    /// did not exist before), and a delete or expiry when that came last. `.cleared` and `.touched` entries
+    /// stay as they are.
+    static func latestPerRecord(_ entries: [ChangeLog.Entry]) -> [ChangeLog.Entry] {
+        struct Record: Hashable {
+            let type: UInt32
+            let id: [UInt8]
+        }
+        var last: [Record: (index: Int, insertedFirst: Bool)] = [:]
+        func coalesces(_ entry: ChangeLog.Entry) -> Bool {
+            switch entry.kind {
+            case .inserted, .updated, .deleted, .expired: true
+            case .cleared, .touched: false
+            }
+        }
+        for (index, entry) in entries.enumerated() where coalesces(entry) {
+            let record = Record(type: entry.type, id: entry.id)
+            let insertedFirst = last[record]?.insertedFirst ?? (entry.kind == .inserted)
+            last[record] = (index, insertedFirst)
+        }
+        guard last.count < entries.count(where: coalesces) else { return entries }
+        return entries.enumerated().compactMap { index, entry in
+            guard coalesces(entry), let latest = last[Record(type: entry.type, id: entry.id)] else { return entry }
+            guard latest.index == index else { return nil }
+            guard entry.kind == .updated, latest.insertedFirst else { return entry }
+            return ChangeLog.Entry(
+                sequence: entry.sequence, writer: entry.writer, type: entry.type, kind: .inserted, id: entry.id)
+        }
+    }
+
     /// The change-log entries after the position that other processes wrote, as published changes, and
     /// whether the read reached the end of the log. It stops at an entry of this process that the writer has
     /// not queued yet, at most ``pollsBeforeSkippingAnOwnCommit`` polls in a row.
-    private func readOutsideChanges(_ state: inout State) throws -> (changes: [PublishedChange]?, isWhole: Bool) {
+    private func readOutsideChanges(
+        _ state: inout State, timed: Bool
+    ) throws -> (changes: [PublishedChange]?, isWhole: Bool, snapshot: Int) {
         guard state.position != nil else {
             let changeLog = self.changeLog
-            state.position = try environment.read { txn in try changeLog.lastSequence(in: txn) }
-            return ([], true)
+            let (position, snapshot) = try environment.read { txn in (try changeLog.lastSequence(in: txn), txn.id) }
+            state.position = position
+            return ([], true, snapshot)
         }
         var stoppedAt: UInt64?
-        let changes = try readOutsideChanges(&state, before: nil) { stoppedAt = $0 }
+        var snapshot = 0
+        let changes = try readOutsideChanges(&state, before: nil, snapshot: &snapshot) { stoppedAt = $0 }
         guard let stoppedAt else {
             state.stall = nil
-            return (changes, true)
+            return (changes, true, snapshot)
         }
-        let polls = state.stall?.sequence == stoppedAt ? (state.stall?.polls ?? 0) + 1 : 1
+        let before = state.stall?.sequence == stoppedAt ? state.stall?.polls ?? 0 : 0
+        let polls = before + (timed ? 1 : 0)
         state.stall = (stoppedAt, polls)
         if polls >= Self.pollsBeforeSkippingAnOwnCommit {
             state.ownDelivered = max(state.ownDelivered, stoppedAt)
             state.skippedOwnCommits += 1
         }
-        return (changes, false)
+        return (changes, false, snapshot)
     }
 
     /// The entries other processes wrote after the position (and before `end`, when given), as published
     /// changes; nil when there are none. `stopped` gets the sequence of an own entry not queued yet, where the
     /// read stops. The position moves only when the entries became changes.
     private func readOutsideChanges(
-        _ state: inout State, before end: UInt64?, stopped: (UInt64) -> Void = { _ in }
+        _ state: inout State, before end: UInt64?, snapshot: UnsafeMutablePointer<Int>? = nil,
+        stopped: (UInt64) -> Void = { _ in }
     ) throws -> [PublishedChange]? {
         let changeLog = self.changeLog
         let own = changeLog.writer
@@ -292,6 +377,7 @@ final class LiveQueryCenter: CommitListener {
         guard var position = state.position else { return nil }
         let ownDelivered = state.ownDelivered
         try environment.read { txn in
+            snapshot?.pointee = txn.id
             try changeLog.forEachEntry(after: position, in: txn) { entry in
                 if let end, entry.sequence >= end { return false }
                 if entry.writer == own {
@@ -316,7 +402,7 @@ final class LiveQueryCenter: CommitListener {
             for info in infos { state.typeNames[info.number] = info.name }
         }
         state.position = position
-        return entries.compactMap { entry in
+        return Self.latestPerRecord(entries).compactMap { entry in
             guard let name = state.typeNames[entry.type] else { return nil }
             let id = String(decoding: entry.id, as: UTF8.self)
             let kind: PublishedChange.Kind =

@@ -1,0 +1,104 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Wakes the follower of other processes' commits (``LiveQueryCenter``) as soon as the store's data file is
+/// written, instead of at its next poll: LMDB writes every commit's pages and meta page with `pwrite`, which
+/// the kernel reports as `IN_MODIFY` to an inotify watch on `data.mdb`, whichever process wrote.
+///
+/// A thread of its own waits in `poll(2)` on the inotify descriptor and a pipe that ``stop()`` writes to; each
+/// wake drains the pending events (one read gives many) and calls `onChange` once. The timed poll goes on
+/// beside it, for file systems that do not report writes (NFS) and platforms without inotify, where
+/// ``start(path:onChange:)`` returns nil.
+final class DataFileWatch: Sendable {
+    #if canImport(Glibc)
+    private let inotify: Int32
+    private let stopPipe: (read: Int32, write: Int32)
+    #endif
+
+    #if canImport(Glibc)
+    private init(inotify: Int32, stopPipe: (read: Int32, write: Int32)) {
+        self.inotify = inotify
+        self.stopPipe = stopPipe
+    }
+    #endif
+
+    /// Watches the file at `path` and calls `onChange` (on the watch's thread) after each burst of writes to
+    /// it; nil when the platform or the file system cannot watch it (the timed poll still runs).
+    static func start(path: String, onChange: @escaping @Sendable () -> Void) -> DataFileWatch? {
+        #if canImport(Glibc)
+        let inotify = inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK))
+        guard inotify >= 0 else { return nil }
+        guard inotify_add_watch(inotify, path, UInt32(IN_MODIFY)) >= 0 else {
+            close(inotify)
+            return nil
+        }
+        var fds: [Int32] = [-1, -1]
+        guard pipe(&fds) == 0 else {
+            close(inotify)
+            return nil
+        }
+        for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        let watch = DataFileWatch(inotify: inotify, stopPipe: (fds[0], fds[1]))
+        let thread = Thread { watch.run(onChange: onChange) }
+        thread.name = "LocalStorageKit data file watch"
+        thread.stackSize = 256 << 10
+        thread.start()
+        return watch
+        #else
+        return nil
+        #endif
+    }
+
+    /// Ends the thread without waiting for it (it may be in `onChange`, which takes locks the caller holds);
+    /// the thread closes the descriptors as it ends.
+    func stop() {
+        #if canImport(Glibc)
+        var byte: UInt8 = 1
+        _ = write(stopPipe.write, &byte, 1)
+        #endif
+    }
+
+    #if canImport(Glibc)
+    private func run(onChange: @Sendable () -> Void) {
+        defer {
+            close(inotify)
+            close(stopPipe.read)
+            close(stopPipe.write)
+        }
+        var entries = [
+            pollfd(fd: inotify, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: stopPipe.read, events: Int16(POLLIN), revents: 0),
+        ]
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            entries[0].revents = 0
+            entries[1].revents = 0
+            let ready = poll(&entries, 2, -1)
+            if ready < 0 {
+                if errno == EINTR { continue }
+                return  // The watch ends; the timed poll goes on.
+            }
+            if entries[1].revents != 0 { return }
+            guard entries[0].revents & Int16(POLLIN) != 0 else {
+                if entries[0].revents != 0 { return }  // POLLERR / POLLHUP: nothing more will come.
+                continue
+            }
+            // Drain every event queued so far: one wake for a burst of writes.
+            var drained = false
+            while true {
+                let count = buffer.withUnsafeMutableBytes { read(inotify, $0.baseAddress, $0.count) }
+                if count > 0 {
+                    drained = true
+                    continue
+                }
+                if count < 0 && errno == EINTR { continue }
+                break
+            }
+            if drained { onChange() }
+        }
+    }
+    #endif
+}
