@@ -111,3 +111,60 @@ enum TaskSteps {
         #expect(try await storage.metadata(TaskV2Fixed.self, id: "t2")?.version == 2)
     }
 }
+
+/// A record holding NaN and ±Infinity, as the binary codec stores them, at version 1.
+struct ReadingV1: LocalStorable {
+    static var storageName: String { "Reading" }
+    let id: String
+    var value: Double
+    var low: Float
+    var samples: [Double]
+}
+
+/// Version 2 adds a unit; the step passes the numbers through as it got them.
+struct ReadingV2: LocalStorageVersioned, Equatable {
+    static var storageName: String { "Reading" }
+    let id: String
+    var value: Double
+    var low: Float
+    var samples: [Double]
+    var unit: String
+    static var currentVersion: Int { 2 }
+    static var migrations: [StorageMigration] {
+        [
+            StorageMigration(from: 1, to: 2) { data in
+                guard var json = try JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+                    throw CocoaError(.coderReadCorrupt)
+                }
+                json["unit"] = "kPa"
+                return try JSONSerialization.data(withJSONObject: json)
+            }
+        ]
+    }
+}
+
+@Suite struct NonFiniteMigrationTests {
+    /// JSON numbers cannot hold NaN or ±Infinity: the step gets them as the strings the CLI shows, and they
+    /// decode back into the same numbers (the record could not be migrated at all before).
+    @Test func recordsHoldingNonFiniteNumbersMigrate() async throws {
+        let directory = temporaryDirectory()
+        let configuration = diskConfiguration(directory)
+        do {
+            let old = try LocalStorage(configuration: configuration)
+            try await old.save(ReadingV1(id: "r", value: .nan, low: -.infinity, samples: [1.5, .infinity, -0.0]))
+            try await old.save(ReadingV1(id: "f", value: 2, low: 1, samples: []))
+        }
+        let storage = try LocalStorage(configuration: configuration)
+        let reading = try #require(try await storage.fetch(ReadingV2.self, id: "r"))
+        #expect(reading.value.isNaN)
+        #expect(reading.low == -.infinity)
+        #expect(reading.samples.count == 3 && reading.samples[1] == .infinity && reading.samples[2] == 0)
+        #expect(reading.unit == "kPa")
+        #expect(
+            try await storage.fetch(ReadingV2.self, id: "f")
+                == ReadingV2(id: "f", value: 2, low: 1, samples: [], unit: "kPa"))
+        #expect(try await storage.migrateAll(ReadingV2.self) >= 0)
+        #expect(try await storage.metadata(ReadingV2.self, id: "r")?.version == 2)
+        #expect(try await storage.fetch(ReadingV2.self, id: "r")?.low == -.infinity)
+    }
+}

@@ -38,12 +38,23 @@ enum PayloadCodec {
         }
     }
 
-    /// The payload as JSON bytes (as `JSONEncoder` would have written it), for migrations and the CLI.
-    static func json(from bytes: UnsafeRawBufferPointer, format: PayloadFormat) throws -> Data {
+    /// The payload as JSON for a migration step: as ``json(from:format:)``, except that a binary payload's NaN
+    /// and ±Infinity become the strings `"NaN"`, `"Infinity"` and `"-Infinity"` (JSON numbers cannot hold
+    /// them), which ``migrationDecoder()`` reads back into a `Double` or `Float`.
+    static func migrationJSON(from bytes: UnsafeRawBufferPointer, format: PayloadFormat) throws -> Data {
         switch format {
         case .json: return Data(bytes)
-        case .binary: return try BinaryJSON.jsonData(fromBinary: bytes)
+        case .binary: return try BinaryJSON.jsonData(fromBinaryKeepingNonFinite: bytes)
         }
+    }
+
+    /// The decoder of a migrated record's JSON: `JSONDecoder`'s defaults, and the strings a migration's JSON
+    /// holds for non-finite numbers (``migrationJSON(from:format:)``) read as those numbers.
+    static func migrationDecoder() -> JSONDecoder {
+        let decoder = JSONDecoder()
+        decoder.nonConformingFloatDecodingStrategy = .convertFromString(
+            positiveInfinity: "Infinity", negativeInfinity: "-Infinity", nan: "NaN")
+        return decoder
     }
 
     /// JSON bytes re-encoded in `format`.

@@ -11,7 +11,7 @@ extension RecordDecoding {
         var json: Data
         let opened = try payload(of: view, typeName: T.storageName, id: id, sealing: sealing).bytes
         do {
-            json = try opened.withUnsafeBytes { try PayloadCodec.json(from: $0, format: view.format) }
+            json = try opened.withUnsafeBytes { try PayloadCodec.migrationJSON(from: $0, format: view.format) }
         } catch {
             throw LocalStorageError.decodingFailed(reason: "\(T.self) \"\(id)\": \(error)")
         }
@@ -36,7 +36,7 @@ extension RecordDecoding {
         }
         let value: T
         do {
-            value = try JSONDecoder().decode(T.self, from: json)
+            value = try PayloadCodec.migrationDecoder().decode(T.self, from: json)
         } catch {
             throw LocalStorageError.migrationFailed(from: start, to: current, underlying: error)
         }

@@ -16,6 +16,14 @@ enum BinaryJSON {
         try convert(bytes, nonFinite: .reject).json
     }
 
+    /// The JSON for a binary payload as ``jsonData(fromBinary:)`` writes it, with NaN and ±Infinity as the
+    /// strings `"NaN"`, `"Infinity"` and `"-Infinity"` (``NonFiniteNumbers/strings``) instead of throwing: the
+    /// text a migration step gets, which `JSONDecoder` with ``PayloadCodec/migrationDecoder``'s strategy reads
+    /// back into the same numbers.
+    static func jsonData(fromBinaryKeepingNonFinite bytes: UnsafeRawBufferPointer) throws -> Data {
+        try convert(bytes, nonFinite: .strings).json
+    }
+
     /// How the JSON text of a payload shows NaN and ±Infinity, which JSON numbers cannot hold.
     enum NonFiniteNumbers {
         /// Throw: the text must decode to the very same values (migrations).
