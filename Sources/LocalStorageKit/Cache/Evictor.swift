@@ -157,6 +157,7 @@ final class Evictor {
         // Entries whose record is gone (a damaged file, an older version's leftover) are dropped as they are met;
         // past as many as the store has records, something else is wrong.
         var dangling = 0
+        var evicted: [ExactName: Int] = [:]
         while isOver() {
             guard
                 let (schema, key) = try victim(
@@ -186,9 +187,14 @@ final class Evictor {
                 context: context, keepsLease: true)
             try access.remove(type: schema.number, key: key, txn: txn)
             try adaptive?.forget(type: schema.number, key: key)
-            evictions.add(schema.name)
+            evicted[ExactName(schema.name), default: 0] += 1
             records -= 1
             bytes -= size
+        }
+        if !evicted.isEmpty {
+            // Counted when the commit lands: a transaction that fails (a full map, its replay) evicted nothing.
+            let tally = evictions
+            context.onCommit { for (name, count) in evicted { tally.add(name.name, count) } }
         }
         try adaptive?.settle(scope, total: records)
     }

@@ -18,7 +18,8 @@ extension StoreCore {
             try writer.transact { context -> [UInt32: TypeSchema] in
                 let infos = try TypeRegistry.all(meta: meta, txn: context.txn).infos
                 let schemas = try TypeSchema.openUndamaged(infos, in: context.txn, logger: logger)
-                return Dictionary(uniqueKeysWithValues: schemas.map { ($0.number, $0) })
+                // Two types of one number (a damaged `meta`): the first counts, rather than ending the process.
+                return Dictionary(schemas.map { ($0.number, $0) }, uniquingKeysWith: { first, _ in first })
             }
         }
         return statisticsSchemas.withLock { schemas in
