@@ -182,6 +182,27 @@ import Testing
         }
     }
 
+    /// Maintenance opens a store without limits; an app's store opening beside it takes its limits and eviction
+    /// policy over.
+    @Test func aStoreOpeningAfterMaintenanceKeepsTheLimitsItAsksFor() async throws {
+        var configuration = diskConfiguration()
+        configuration.limits = StorageLimits(maxRecords: 5)
+        configuration.evictionPolicy = .leastRecentlyUsed
+        do {
+            let storage = try LocalStorage(configuration: configuration)
+            try await storage.save(contentsOf: (0..<5).map { Note(id: "n\($0)", text: "") })
+        }
+        let maintenance = try await StoreMaintenance(directory: configuration.storeDirectory, creatingIfMissing: true)
+        _ = try maintenance.statistics()
+        let storage = try LocalStorage(configuration: configuration)
+        #expect(storage.core === maintenance.core)
+        #expect(try await storage.statistics().limits == StorageLimits(maxRecords: 5))
+        for index in 5..<50 { try await storage.save(Note(id: "n\(index)", text: "")) }
+        #expect(try await storage.count(Note.self) == 5)
+        #expect(try await storage.metadata(Note.self, id: "n49") != nil)
+        _ = maintenance
+    }
+
     @Test func loggerCodecAndAutoPurgeBelongToEachStore() async throws {
         let directory = temporaryDirectory()
         var jsonConfiguration = diskConfiguration(directory)

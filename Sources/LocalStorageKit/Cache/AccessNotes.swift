@@ -56,14 +56,23 @@ final class EvictionTally: Sendable {
 
 /// The limits this process knows: the store's, and each registered type's own.
 final class LimitBook: Sendable {
-    let store: StorageLimits?
-    let policy: StorageEvictionPolicy
+    /// The store's limits and eviction policy: the configuration's, or the app's that took over a store the
+    /// maintenance API opened first in this process (``adopt(store:policy:)``).
+    private let settings: Mutex<(store: StorageLimits?, policy: StorageEvictionPolicy)>
     /// Each type number's limits, with the stored type's name that registered them.
     private let types = Mutex<[UInt32: (name: ExactName, limits: StorageLimits)]>([:])
 
     init(store: StorageLimits?, policy: StorageEvictionPolicy) {
-        self.store = store.flatMap { $0.isUnbounded ? nil : $0 }
-        self.policy = policy
+        settings = Mutex((store.flatMap { $0.isUnbounded ? nil : $0 }, policy))
+    }
+
+    var store: StorageLimits? { settings.withLock { $0.store } }
+    var policy: StorageEvictionPolicy { settings.withLock { $0.policy } }
+
+    /// Takes the app's limits and policy over from the maintenance API, which opened the store first in this
+    /// process with none.
+    func adopt(store: StorageLimits?, policy: StorageEvictionPolicy) {
+        settings.withLock { $0 = (store.flatMap { $0.isUnbounded ? nil : $0 }, policy) }
     }
 
     /// Notes the limits of the stored type `name`, numbered `type`. A number registered inside a write

@@ -21,6 +21,15 @@ struct SchemaCache: Sendable {
         return schema
     }
 
+    /// Sets whether each ready type's reads are noted for eviction, after the store's limits changed.
+    mutating func noteRecency(_ tracks: (UInt32) -> Bool) {
+        for (key, schema) in ready {
+            var schema = schema
+            schema.tracksRecency = tracks(schema.number)
+            ready[key] = schema
+        }
+    }
+
     /// The ready schema of `key`, if it was ready when ``generation`` was `generation`.
     func schema(for key: ObjectIdentifier, readyBy generation: Int) -> TypeSchema? {
         guard let readyAt = readyAt[key], readyAt <= generation else { return nil }

@@ -191,6 +191,12 @@ final class StoreCore: Sendable {
                     throw LocalStorageError.openFailed(path: path, reason: StoreCore.explain(error))
                 }
             }
+            if settings.limits != limits.store || settings.evictionPolicy != limits.policy {
+                // The maintenance API opened the store without limits: the app's apply from its first commit,
+                // and the types maintenance made ready note their reads from now on.
+                limits.adopt(store: settings.limits, policy: settings.evictionPolicy)
+                schemas.withLock { $0.noteRecency { [limits] in limits.tracksRecency(ofType: $0) } }
+            }
             pinned = settings
         }
     }
