@@ -32,6 +32,7 @@ final class Evictor {
         let written = context.logged
         let wroteRecords =
             written.contains { $0.kind == .inserted || $0.kind == .updated } || !context.resizedTypes.isEmpty
+            || !context.filled.isEmpty
         let recency = book.policy == .leastRecentlyUsed || book.policy == .adaptive
         if !wroteRecords && (!recency || notes.isEmpty) && !written.contains(where: { $0.kind != .touched }) {
             return
@@ -54,6 +55,8 @@ final class Evictor {
         // Types whose payloads a migration write-back resized: their limits are kept too (nothing of theirs is
         // this commit's own save, so nothing is spared).
         for type in context.resizedTypes where excluded[type] == nil { excluded[type] = [] }
+        // Records a shared tier filled: kept like this commit's saves.
+        for (type, keys) in context.filled { excluded[type, default: []].formUnion(keys) }
         for type in excluded.keys.sorted() {
             guard let limits = book.limits(ofType: type), let schema = try schema(type, context: context) else {
                 continue

@@ -72,7 +72,7 @@ extension SharedTierRecordStore {
     private func keep<T: LocalStorable>(
         _ bytes: [UInt8], key: [UInt8], value: T, id: String, sequence: Int64, schema: TypeSchema
     ) {
-        let (logger, tier) = (local.logger, self.tier)
+        let (logger, tier, notes) = (local.logger, self.tier, core.accessNotes)
         core.writer.queueForNextCommit(
             { context in
                 let isCurrent = tier.state.withLock { state -> Bool in
@@ -92,6 +92,9 @@ extension SharedTierRecordStore {
                 }
                 try RecordWriter.putReplica(
                     bytes, key: key, value: value, schema: schema, context: context, announce: false)
+                context.filled[schema.number, default: []].insert(key)
+                // A use, as a local hit is: this commit's eviction folds it.
+                if schema.tracksRecency { key.withUnsafeBytes { notes.note(type: schema.number, key: $0) } }
                 tier.state.withLock { $0.noteLocalAhead(type: schema.name, id: id, at: sequence) }
             },
             finish: { error in

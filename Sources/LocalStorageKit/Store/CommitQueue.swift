@@ -43,6 +43,9 @@ final class CommitQueue: @unchecked Sendable {
         /// The numbers of the types whose payloads this commit resized without a save (migration write-backs):
         /// the evictor keeps their limits too.
         var resizedTypes: Set<UInt32> = []
+        /// Records this commit wrote without logging them (a shared tier's fill of a local miss), by type: the
+        /// limits are kept for their types as for a save, and they are evicted last.
+        var filled: [UInt32: Set<[UInt8]>] = [:]
         /// The store's `maxBytes` limit, which no one record may exceed (``Evictor/refuseOversized(_:size:schema:context:)``).
         var storeMaxBytes: Int?
 
@@ -115,6 +118,7 @@ final class CommitQueue: @unchecked Sendable {
             for (key, position) in child.leasesPut { leasesPut[key] = logged.count + position }
             logged += child.logged
             resizedTypes.formUnion(child.resizedTypes)
+            filled.merge(child.filled) { $0.union($1) }
         }
     }
 

@@ -22,6 +22,27 @@ struct SharedTierTests {
         #expect(local.createdAt == remote.createdAt)
     }
 
+    /// An instance that only reads keeps its near cache within its limits: the records it fills from the server
+    /// are evicted like saved ones (they were never evicted before, so the near cache grew without bound).
+    @Test func recordsFilledFromTheServerKeepTheLimits() async throws {
+        let a = try await sharedStore(tier)
+        var configuration = LocalStorageConfiguration.inMemory
+        configuration.sharedTier = tier
+        configuration.limits = StorageLimits(maxRecords: 5)
+        configuration.evictionPolicy = .leastRecentlyUsed
+        let b = try LocalStorage(configuration: configuration)
+        _ = try await waitUntil { b.sharedTier.map { $0.phase != .connecting && $0.phase != .syncing } ?? true }
+        let products = (1...30).map { Product.sample($0) }
+        try await a.save(contentsOf: products)
+        for product in products {
+            #expect(try await b.fetch(Product.self, id: product.id) == product)
+            // The fill commits with the next group commit: this one.
+            try await b.core.writer.perform { _ in }
+            #expect(try await b.statistics().records <= 5, "after \(product.id)")
+        }
+        #expect(try await b.count(Product.self) == 5)
+    }
+
     @Test func writesReachEveryOtherInstancesLocalStoreAndChangeStreams() async throws {
         let a = try await sharedStore(tier)
         let b = try await sharedStore(tier)
