@@ -62,8 +62,26 @@ final class LimitBook: Sendable {
     /// Each type number's limits, with the stored type's name that registered them.
     private let types = Mutex<[UInt32: (name: ExactName, limits: StorageLimits)]>([:])
 
+    /// Limits no commit of this process has kept yet: a type's registered since, and the store's since it opened
+    /// (a store reopened with lower limits, an app whose type's limit went down, comes within them at its next
+    /// commit, whatever that commit writes).
+    private let unchecked: Mutex<(types: Set<UInt32>, store: Bool)>
+
     init(store: StorageLimits?, policy: StorageEvictionPolicy) {
-        settings = Mutex((store.flatMap { $0.isUnbounded ? nil : $0 }, policy))
+        let store = store.flatMap { $0.isUnbounded ? nil : $0 }
+        settings = Mutex((store, policy))
+        unchecked = Mutex(([], store != nil))
+    }
+
+    /// The limits to keep at the next commit whatever it writes (see `unchecked`).
+    var uncheckedLimits: (types: Set<UInt32>, store: Bool) { unchecked.withLock { $0 } }
+
+    /// Notes that a commit kept these limits.
+    func checked(types: Set<UInt32>, store: Bool) {
+        unchecked.withLock { unchecked in
+            unchecked.types.subtract(types)
+            if store { unchecked.store = false }
+        }
     }
 
     var store: StorageLimits? { settings.withLock { $0.store } }
@@ -72,7 +90,9 @@ final class LimitBook: Sendable {
     /// Takes the app's limits and policy over from the maintenance API, which opened the store first in this
     /// process with none.
     func adopt(store: StorageLimits?, policy: StorageEvictionPolicy) {
-        settings.withLock { $0 = (store.flatMap { $0.isUnbounded ? nil : $0 }, policy) }
+        let store = store.flatMap { $0.isUnbounded ? nil : $0 }
+        settings.withLock { $0 = (store, policy) }
+        if store != nil { unchecked.withLock { $0.store = true } }
     }
 
     /// Notes the limits of the stored type `name`, numbered `type`. A number registered inside a write
@@ -83,6 +103,7 @@ final class LimitBook: Sendable {
         let name = ExactName(name)
         types.withLock { types in
             if let limits, !limits.isUnbounded {
+                if types[type]?.limits != limits { unchecked.withLock { _ = $0.types.insert(type) } }
                 types[type] = (name, limits)
             } else if let held = types[type], held.name != name {
                 types[type] = nil

@@ -30,9 +30,11 @@ final class Evictor {
     func enforce(_ context: CommitQueue.Context) throws {
         guard !book.isEmpty else { return }
         let written = context.logged
+        let unchecked = book.uncheckedLimits
+        let checksStore = unchecked.store && book.store != nil
         let wroteRecords =
             written.contains { $0.kind == .inserted || $0.kind == .updated } || !context.resizedTypes.isEmpty
-            || !context.filled.isEmpty
+            || !context.filled.isEmpty || !unchecked.types.isEmpty || checksStore
         let recency = book.policy == .leastRecentlyUsed || book.policy == .adaptive
         if !wroteRecords && (!recency || notes.isEmpty) && !written.contains(where: { $0.kind != .touched }) {
             return
@@ -40,13 +42,21 @@ final class Evictor {
         let access = try AccessIndex.open(context.txn)
         let adaptive = try adaptiveState(context)
         if recency { try fold(written, access: access, adaptive: adaptive, context: context) }
-        if wroteRecords { try keepLimits(written, access: access, adaptive: adaptive, context: context) }
+        if wroteRecords {
+            try keepLimits(written, unchecked: unchecked.types, access: access, adaptive: adaptive, context: context)
+            if !unchecked.types.isEmpty || unchecked.store {
+                let book = self.book
+                context.onCommit { book.checked(types: unchecked.types, store: unchecked.store) }
+            }
+        }
         try adaptive?.flush()
     }
 
-    /// Keeps each limit a scope this commit wrote to is under: its types' own, then the store's.
+    /// Keeps each limit a scope this commit wrote to is under (or one no commit of this process kept yet): its
+    /// types' own, then the store's.
     private func keepLimits(
-        _ written: [ChangeLog.Pending], access: AccessIndex, adaptive: AdaptiveEviction?, context: CommitQueue.Context
+        _ written: [ChangeLog.Pending], unchecked: Set<UInt32>, access: AccessIndex, adaptive: AdaptiveEviction?,
+        context: CommitQueue.Context
     ) throws {
         var excluded: [UInt32: Set<[UInt8]>] = [:]
         for change in written where change.kind == .inserted || change.kind == .updated {
@@ -54,7 +64,7 @@ final class Evictor {
         }
         // Types whose payloads a migration write-back resized: their limits are kept too (nothing of theirs is
         // this commit's own save, so nothing is spared).
-        for type in context.resizedTypes where excluded[type] == nil { excluded[type] = [] }
+        for type in context.resizedTypes.union(unchecked) where excluded[type] == nil { excluded[type] = [] }
         // Records a shared tier filled: kept like this commit's saves.
         for (type, keys) in context.filled { excluded[type, default: []].formUnion(keys) }
         for type in excluded.keys.sorted() {

@@ -80,3 +80,50 @@ import Testing
         #expect(try await storage.metadata(Note.self, id: "b") == nil)
     }
 }
+
+/// Lower limits apply at the next commit, whatever it writes: a type's own once the type is used, the store's
+/// once it opens.
+@Suite struct LoweredLimitsTests {
+    struct Thumb: LocalStorable {
+        static var storageName: String { "Thumb" }
+        let id: String
+        static var storageLimits: StorageLimits? { StorageLimits(maxRecords: 100) }
+    }
+
+    /// The next release of the app lowers the type's limit.
+    struct SmallerThumb: LocalStorable {
+        static var storageName: String { "Thumb" }
+        let id: String
+        static var storageLimits: StorageLimits? { StorageLimits(maxRecords: 10) }
+    }
+
+    @Test func aTypesLoweredLimitHoldsAfterACommitOfAnotherType() async throws {
+        let directory = temporaryDirectory()
+        var configuration = diskConfiguration(directory)
+        configuration.expirySweepInterval = nil
+        do {
+            let storage = try LocalStorage(configuration: configuration)
+            try await storage.save(contentsOf: (0..<100).map { Thumb(id: "t\($0)") })
+        }
+        let storage = try LocalStorage(configuration: configuration)
+        _ = try await storage.fetch(SmallerThumb.self, id: "t0")  // the type's first use in this process
+        try await storage.save(Note(id: "n", text: ""))
+        #expect(try await storage.count(SmallerThumb.self) == 10)
+        #expect(try await storage.count(Note.self) == 1)
+    }
+
+    @Test func aStoreReopenedWithALowerLimitComesWithinItAtADelete() async throws {
+        let directory = temporaryDirectory()
+        var configuration = diskConfiguration(directory)
+        configuration.expirySweepInterval = nil
+        do {
+            let storage = try LocalStorage(configuration: configuration)
+            try await storage.save(contentsOf: (0..<50).map { Note(id: "n\($0)", text: "") })
+        }
+        configuration.limits = StorageLimits(maxRecords: 20)
+        let storage = try LocalStorage(configuration: configuration)
+        try await storage.delete(Note.self, id: "n0")
+        #expect(try await storage.count(Note.self) == 20)
+        #expect(try await storage.statistics().evictions == 29)
+    }
+}
