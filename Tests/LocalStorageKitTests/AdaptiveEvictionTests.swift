@@ -106,6 +106,23 @@ import Testing
         #expect(after.thumbs > 0)
     }
 
+    /// A record limit far above what the byte limit lets the store hold: the ghost lists stay near the size of
+    /// what the store holds, instead of growing by two entries with every eviction up to a quarter of
+    /// `maxRecords` each.
+    @Test func ghostListsStayNearWhatTheStoreHolds() async throws {
+        let storage = try LocalStorage(
+            configuration: Self.configuration(StorageLimits(maxRecords: 10_000_000, maxBytes: 100_000)))
+        let blob = String(repeating: "x", count: 1_000)
+        for index in 0..<1_500 { try await storage.save(Tile(id: "t\(index)", weight: index, blob: blob)) }
+        let held = try await storage.count(Tile.self)
+        #expect(held < 110)
+        let ghosts = try storage.core.environment.read { txn in
+            try txn.openDatabase(AdaptiveGhosts.byRecordName, create: false).map { try txn.entryCount($0) } ?? 0
+        }
+        #expect(ghosts > 0)
+        #expect(ghosts <= 2 * max(AdaptiveGhosts.fewestKept, held / 4), "\(ghosts) ghosts beside \(held) records")
+    }
+
     /// Whether LMDB's main database names `name` (a database was made).
     static func hasDatabase(_ name: String, _ storage: LocalStorage) throws -> Bool {
         try storage.core.environment.read { txn in try txn.get(.main, key: Array(name.utf8)) != nil }

@@ -136,15 +136,16 @@ final class AdaptiveEviction {
             let victimUses = try sketch.frequency(type: victim.0.number, key: victim.1)
             if candidateUses > victimUses {
                 try queues.place(type: candidate.0.number, key: candidate.1, in: .probation)
-                try ghosts.add(type: victim.0.number, key: victim.1, to: .main)
+                try ghosts.add(type: victim.0.number, key: victim.1, to: .main, held: total)
                 return victim
             }
-            try ghosts.add(type: candidate.0.number, key: candidate.1, to: .window)
+            try ghosts.add(type: candidate.0.number, key: candidate.1, to: .window, held: total)
             return candidate
         }
         for queue in [AdaptiveQueues.Queue.probation, .protected, .window] {
             if let found = try oldest(queue) {
-                try ghosts.add(type: found.0.number, key: found.1, to: queue == .window ? .window : .main)
+                try ghosts.add(
+                    type: found.0.number, key: found.1, to: queue == .window ? .window : .main, held: total)
                 return found
             }
         }

@@ -23,6 +23,8 @@ final class AdaptiveGhosts {
     static let byRecordName = "adaptive.ghost.of"
     static let clockKey: [UInt8] = Array("adaptive.ghost.clock".utf8)
     static let countPrefix: [UInt8] = Array("adaptive.ghost.n".utf8)
+    /// The fewest records a list keeps, however few the evicting scope holds.
+    static let fewestKept = 64
 
     let txn: Transaction
     let byClock: Database
@@ -45,8 +47,11 @@ final class AdaptiveGhosts {
     }
 
     /// Puts an evicted record at the end of `list`, taking it out of any list it was in, and drops the
-    /// list's oldest records beyond the limit.
-    func add(type: UInt32, key: [UInt8], to list: List) throws {
+    /// list's oldest records beyond the limit, or beyond a quarter of the `held` records the evicting scope
+    /// holds (at least ``fewestKept``) when that is less: a `maxRecords` far above what `maxBytes` lets the
+    /// store hold would otherwise let the lists grow the file with every eviction.
+    func add(type: UInt32, key: [UInt8], to list: List, held: Int) throws {
+        let limit = min(self.limit, max(AdaptiveGhosts.fewestKept, held / 4))
         _ = try remove(type: type, key: key)
         let clock = try integers.tick(AdaptiveGhosts.clockKey)
         let record = TypedKey.make(type: type, id: key)
