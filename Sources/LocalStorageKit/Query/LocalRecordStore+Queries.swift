@@ -70,10 +70,12 @@ extension LocalRecordStore {
     /// The check is O(log n) and runs inside the same snapshot as `body`, so a record another process
     /// wrote with another declaration just before is re-indexed too. After a re-index that left records it
     /// could not re-index (logged: damaged, stored by a newer version, not decodable as `T`), the read throws
-    /// `decodingFailed` naming the first of them instead of answering without them.
-    nonisolated(nonsending) func readIndexed<T: LocalStorable, R>(
+    /// `decodingFailed` naming the first of them instead of answering without them. Should another declaration
+    /// write stale records again between each re-index and the read (two processes writing all the time),
+    /// the last round re-indexes and reads in one write transaction, where nothing comes between.
+    nonisolated(nonsending) func readIndexed<T: LocalStorable, R: Sendable>(
         _ type: T.Type, schema: TypeSchema,
-        _ body: (Transaction) throws -> R
+        _ body: @escaping (Transaction) throws -> R
     ) async throws -> R {
         var attempts = 0
         while true {
@@ -90,10 +92,25 @@ extension LocalRecordStore {
                 return result
             case .stale:
                 attempts += 1
+                guard attempts < Self.reindexRounds else {
+                    let reindexer = Reindexer<T>(logger: core.logger)
+                    return try await core.writer.performExclusive { writer in
+                        try writer.transact { context in
+                            let outcome = try reindexer.reindexAll(schema: schema, context: context)
+                            if let problem = outcome.firstProblem { throw problem }
+                            return try body(context.txn)
+                        }
+                    }
+                }
                 try await reindex(T.self, schema: schema)
+                if let hook = core.afterReindex.withLock({ $0 }) { try await hook() }
             }
         }
     }
+
+    /// How many times an indexed read re-indexes on the writer and reads again before it re-indexes and reads in
+    /// one write transaction.
+    static let reindexRounds = 3
 
     /// Re-indexes the stale records of `T` on the writer thread.
     func reindex<T: LocalStorable>(_ type: T.Type, schema: TypeSchema) async throws {

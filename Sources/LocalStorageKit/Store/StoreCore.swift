@@ -31,6 +31,9 @@ final class StoreCore: Sendable {
     private let pinnedSettings = Mutex<EnvironmentSettings?>(nil)
     /// Payloads decoded so far (tests check that queries decode only the rows they return).
     let decodes = DecodeCounter()
+    /// Tests only: awaited by an indexed read after each re-index on the writer, before it reads again (another
+    /// declaration's write lands there).
+    let afterReindex = Mutex<(@Sendable () async throws -> Void)?>(nil)
     let liveQueries: LiveQueryCenter
     let sweeper: ExpirySweeper
     /// The open databases of every stored type by number, for ``LocalStorage/statistics()`` (filled as
