@@ -119,7 +119,7 @@ import Testing
     @Test(arguments: [
         "mapSize", "maxMapSize", "tiny maxMapSize", "liveQueryCoalescing", "expirySweepInterval",
         "externalChangePollInterval",
-        "changeStreamBufferSize", "changeLogRetention",
+        "changeStreamBufferSize", "changeLogRetention", "memoryCache",
     ])
     func aSettingNoStoreCanUseIsRefusedNamingIt(setting: String) async throws {
         let directory = temporaryDirectory()
@@ -133,6 +133,7 @@ import Testing
         case "expirySweepInterval": configuration.expirySweepInterval = .zero
         case "externalChangePollInterval": configuration.externalChangePollInterval = .seconds(-1)
         case "changeStreamBufferSize": configuration.changeStreamBufferSize = 0
+        case "memoryCache": configuration.memoryCache = MemoryCacheConfiguration(maxRecords: 0)
         default: configuration.changeLogRetention = -5
         }
         let error = #expect(throws: LocalStorageError.self) { _ = try LocalStorage(configuration: configuration) }

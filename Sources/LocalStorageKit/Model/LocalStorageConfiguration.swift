@@ -164,6 +164,10 @@ extension LocalStorageConfiguration {
                 + "event would drop every change its consumer is not already waiting for"
         }
         if changeLogRetention < 1 { return "changeLogRetention must be at least 1 (\(changeLogRetention))" }
+        if let memoryCache, memoryCache.maxRecords < 1 || memoryCache.maxBytes < 1 {
+            return "memoryCache: maxRecords and maxBytes must be at least 1 (got \(memoryCache.maxRecords) and "
+                + "\(memoryCache.maxBytes))"
+        }
         return nil
     }
 }
