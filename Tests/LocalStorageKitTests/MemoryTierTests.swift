@@ -186,13 +186,16 @@ import Testing
         WritePath(
             description: "purgeExpired",
             write: { storage in
-                // Expires "a" behind the tier's back in the raw store, then purges.
+                // Expires "a" behind the tier's back in the raw store, logging nothing (the tier still holds it as
+                // never expiring), then purges: only the purge's `.expired` entry can drop the held value.
                 let schema = try await storage.core.schema(for: Note.self)
                 try await storage.core.writer.perform { context in
-                    try RecordWriter.setExpiration(
-                        Note.self, id: "a", key: Array("a".utf8),
-                        .date(Date(timeIntervalSince1970: 1)), schema: schema,
-                        context: context)
+                    let key = Array("a".utf8)
+                    guard let bytes = try context.txn.get(schema.records, key: key) else { return }
+                    let view = try RecordDecoding.view(of: bytes, Note.self, id: "a")
+                    var header = view.header()
+                    header.expiresAt = 1
+                    try RecordWriter.replaceHeader(of: view, with: header, key: key, schema: schema, txn: context.txn)
                 }
                 try await storage.purgeExpired()
             }, expected: nil),
