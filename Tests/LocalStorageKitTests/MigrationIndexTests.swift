@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 @testable import LocalStorageKit
@@ -99,10 +100,14 @@ enum TaskSteps {
             TaskV1(id: "t1", status: "open"), TaskV1(id: "t2", status: "broken"),
         ])
         do {
-            let storage = try LocalStorage(configuration: configuration)
+            let logger = MetadataLogger()
+            let storage = try LocalStorage(configuration: configuration, logger: logger)
             await #expect(throws: LocalStorageError.self) {
                 try await storage.fetch(TaskV2.self, matching: [.equals("status", "broken")])
             }
+            // `migrationFailed` names versions only: the log names the record that failed.
+            #expect(
+                logger.entries.contains { $0.message == "A record could not be migrated" && $0.metadata["id"] == "t2" })
             #expect(try await storage.count(TaskV2.self, matching: [.equals("status", "active")]) == 1)
         }
         let storage = try LocalStorage(configuration: configuration)
@@ -167,4 +172,17 @@ struct ReadingV2: LocalStorageVersioned, Equatable {
         #expect(try await storage.metadata(ReadingV2.self, id: "r")?.version == 2)
         #expect(try await storage.fetch(ReadingV2.self, id: "r")?.low == -.infinity)
     }
+}
+
+/// A logger that keeps every message with its metadata.
+final class MetadataLogger: StorageLogger {
+    private let recorded = Mutex<[(message: String, metadata: [String: String])]>([])
+
+    var entries: [(message: String, metadata: [String: String])] { recorded.withLock { $0 } }
+
+    func log(level: StorageLogLevel, message: String, metadata: [String: String]?) {
+        recorded.withLock { $0.append((message, metadata ?? [:])) }
+    }
+
+    func record(duration: TimeInterval, operation: String) {}
 }

@@ -19,8 +19,21 @@ enum RecordDecoding {
                     + "\(current): it was written by a newer version of the app and is left untouched")
         }
         if view.version < current, let versioned = T.self as? any LocalStorageVersioned.Type {
-            let value = try migrate(
-                T.self, view: view, id: id, to: current, steps: versioned.migrations, sealing: session?.sealing)
+            let value: T
+            do {
+                value = try migrate(
+                    T.self, view: view, id: id, to: current, steps: versioned.migrations, sealing: session?.sealing)
+            } catch {
+                // `migrationFailed` names versions, not the record: a query over many records says which one here,
+                // so that it can be found (and deleted, or the step fixed).
+                session?.logger?.log(
+                    level: .warning, message: "A record could not be migrated",
+                    metadata: [
+                        "type": session?.typeName ?? T.storageName, "id": id, "version": "\(view.version)",
+                        "error": "\(error)",
+                    ])
+                throw error
+            }
             session?.noteUpgrade(of: value, view: view, id: id)
             return value
         }
