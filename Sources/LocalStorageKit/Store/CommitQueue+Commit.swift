@@ -121,6 +121,8 @@ extension CommitQueue {
         }
         let now = nextTimestamp()
         let outcomes: [Outcome]
+        // What each request's nested transaction came to, kept should the parent fail after them.
+        var ran: [Outcome] = []
         do {
             let (context, results) = try countedWrite(reserve: reserve) { txn -> (Context, [Outcome]) in
                 let context = Context(txn: txn, now: now, environment: environment, hub: hub)
@@ -171,6 +173,7 @@ extension CommitQueue {
                     context.absorb(child)
                     results.append(.done)
                 }
+                ran = results
                 try evictor?.enforce(context)
                 context.loggedSequences = try changeLog?.append(context.logged, txn: txn, sparing: context.leasesPut)
                 return (context, results)
@@ -182,17 +185,27 @@ extension CommitQueue {
             // The parent's own pages (the eviction, the change log, the free list its commit saves) met the
             // end of the map: nothing of it was written. That is the batch's writes needing the map to grow,
             // the one case where a closure runs again (its nested transaction is gone with the parent; an
-            // update reuses what its `mutate` made).
+            // update reuses what its `mutate` made). A request whose own transaction already failed (its closure
+            // threw) fails with its error and does not run again.
+            var replay: [((Context) throws -> Void, (Error?) -> Void)] = []
+            for (position, request) in requests.enumerated() {
+                if position < ran.count, case .failed(let error) = ran[position] {
+                    request.1(CommitQueue.outgoing(error))
+                } else {
+                    replay.append(request)
+                }
+            }
+            guard !replay.isEmpty else { return }
             var reserve = reserve
             do {
                 if try makeRoom(reserve: &reserve) {
-                    commitOnce(requests, reserve: reserve)
+                    commitOnce(replay, reserve: reserve)
                     return
                 }
                 logDoesNotFit()
-                requests.forEach { $0.1(LocalStorageError.storageFull) }
+                replay.forEach { $0.1(LocalStorageError.storageFull) }
             } catch {
-                requests.forEach { $0.1(LocalStorageError.wrapping(error)) }
+                replay.forEach { $0.1(LocalStorageError.wrapping(error)) }
             }
             return
         } catch {

@@ -32,4 +32,41 @@ import Testing
             #expect(try await storage.count(Note.self) == 3_000 * (round + 1))
         }
     }
+
+    struct Refused: Error {}
+
+    /// Updates whose `mutate` throws, in the same group commits as writes that make the map grow: a batch
+    /// replayed after its own pages met the end of the map runs again only the requests that had not failed, so
+    /// every `mutate` runs exactly once.
+    @Test func aReplayedBatchNeverRunsAFailedMutateAgain() async throws {
+        let storage = try LocalStorage(configuration: Self.configuration(temporaryDirectory()))
+        try await storage.save(contentsOf: (0..<64).map { Note(id: "u\($0)", text: "") })
+        let calls = CallCounter()
+        let updates = CallCounter()
+        let text = String(repeating: "y", count: 600)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for worker in 0..<4 {
+                group.addTask {
+                    for index in 0..<500 {
+                        try await storage.write { tx in try tx.save(Note(id: "w\(worker)-\(index)", text: text)) }
+                    }
+                }
+                group.addTask {
+                    for index in 0..<500 {
+                        updates.increment()
+                        do {
+                            _ = try await storage.update(Note.self, id: "u\((worker * 500 + index) % 64)") { _ in
+                                calls.increment()
+                                throw Refused()
+                            }
+                            Issue.record("an update whose mutate throws succeeded")
+                        } catch is Refused {
+                        }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(calls.value == updates.value)
+    }
 }
