@@ -13,8 +13,9 @@ extension LocalStorage {
     /// The body is synchronous and runs on the store's writer thread, exactly once: a failing request
     /// committed in the same group commit never makes it run again. It sees its own writes. When it throws,
     /// nothing it did is written and its own error comes out unchanged. The one exception to "once": when
-    /// the body's own writes need the memory map to grow past its current size, the map grows and the body
-    /// runs again on a fresh transaction (nothing of the first run is kept). Keep bodies short: other
+    /// the body's writes (or the commit that holds them) need the memory map to grow past its current size, the
+    /// map grows and the body runs again on a fresh transaction (nothing of the first run is kept); a body that
+    /// threw never runs again. Keep bodies short: other
     /// writes wait for them. Change streams get the transaction's events after it commits, in order, and
     /// a live query reruns once for the whole transaction.
     /// - Throws: Whatever `body` throws, unchanged; `storageFull` when its writes do not fit.

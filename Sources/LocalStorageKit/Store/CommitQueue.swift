@@ -221,8 +221,8 @@ final class CommitQueue: @unchecked Sendable {
     /// Runs `body`, which calls a caller's closure, in a transaction nested in the next group commit of
     /// such requests, and returns its result once that commit is durable.
     ///
-    /// `body` runs once: a peer that throws is aborted alone. It runs again only when its own writes need
-    /// the map to grow (its nested transaction is aborted first, so nothing of the first run stays).
+    /// `body` runs once: a peer that throws is aborted alone. It runs again only when its writes, or the group
+    /// commit's own pages, need the map to grow (nothing of the first run stays); never after it threw.
     nonisolated(nonsending) func performOnce<R: Sendable>(_ body: @escaping (Context) throws -> R) async throws -> R {
         try await submit { box, finish in .once({ context in box.value = try body(context) }, finish: finish) }
     }
