@@ -186,3 +186,58 @@ final class MetadataLogger: StorageLogger {
 
     func record(duration: TimeInterval, operation: String) {}
 }
+
+/// A value that is a number when it reads as one, else text (as "any JSON value" types decode).
+enum Scalar: Codable, Equatable {
+    case number(Double)
+    case text(String)
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if let number = try? container.decode(Double.self) {
+            self = .number(number)
+        } else {
+            self = .text(try container.decode(String.self))
+        }
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .number(let number): try container.encode(number)
+        case .text(let text): try container.encode(text)
+        }
+    }
+}
+
+struct LabelV1: LocalStorable {
+    static var storageName: String { "Label" }
+    let id: String
+    var label: String
+}
+
+struct LabelV2: LocalStorageVersioned, Equatable {
+    static var storageName: String { "Label" }
+    let id: String
+    var label: Scalar
+    static var currentVersion: Int { 2 }
+    static var migrations: [StorageMigration] { [StorageMigration(from: 1, to: 2) { $0 }] }
+}
+
+@Suite struct NonFiniteStringsTests {
+    /// The strings that stand for non-finite numbers are read as numbers only in a record whose numbers became
+    /// them: a text "NaN" stays text.
+    @Test(arguments: [StorageCodec.binary, .json])
+    func aTextThatSpellsNaNStaysText(codec: StorageCodec) async throws {
+        var configuration = diskConfiguration(temporaryDirectory())
+        configuration.codec = codec
+        do {
+            let old = try LocalStorage(configuration: configuration)
+            try await old.save(LabelV1(id: "l", label: "NaN"))
+            try await old.save(LabelV1(id: "i", label: "Infinity"))
+        }
+        let storage = try LocalStorage(configuration: configuration)
+        #expect(try await storage.fetch(LabelV2.self, id: "l") == LabelV2(id: "l", label: .text("NaN")))
+        #expect(try await storage.fetch(LabelV2.self, id: "i") == LabelV2(id: "i", label: .text("Infinity")))
+    }
+}

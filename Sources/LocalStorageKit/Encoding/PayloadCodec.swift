@@ -38,22 +38,28 @@ enum PayloadCodec {
         }
     }
 
-    /// The payload as JSON for a migration step: as ``json(from:format:)``, except that a binary payload's NaN
-    /// and ±Infinity become the strings `"NaN"`, `"Infinity"` and `"-Infinity"` (JSON numbers cannot hold
-    /// them), which ``migrationDecoder()`` reads back into a `Double` or `Float`.
-    static func migrationJSON(from bytes: UnsafeRawBufferPointer, format: PayloadFormat) throws -> Data {
+    /// The payload as JSON for a migration step (as `JSONEncoder` would have written it), except that a binary
+    /// payload's NaN and ±Infinity become the strings `"NaN"`, `"Infinity"` and `"-Infinity"` (JSON numbers
+    /// cannot hold them); `replacedNonFinite` says whether any did, so that only such a record's migrated JSON
+    /// reads those strings back as numbers (``migrationDecoder(readingNonFinite:)``).
+    static func migrationJSON(
+        from bytes: UnsafeRawBufferPointer, format: PayloadFormat
+    ) throws -> (json: Data, replacedNonFinite: Bool) {
         switch format {
-        case .json: return Data(bytes)
+        case .json: return (Data(bytes), false)
         case .binary: return try BinaryJSON.jsonData(fromBinaryKeepingNonFinite: bytes)
         }
     }
 
-    /// The decoder of a migrated record's JSON: `JSONDecoder`'s defaults, and the strings a migration's JSON
-    /// holds for non-finite numbers (``migrationJSON(from:format:)``) read as those numbers.
-    static func migrationDecoder() -> JSONDecoder {
+    /// The decoder of a migrated record's JSON: `JSONDecoder`'s defaults and, for a record whose non-finite
+    /// numbers became strings (`readingNonFinite`), those strings read back into `Double` and `Float` fields.
+    /// Other records keep the defaults: a string `"NaN"` in them is text.
+    static func migrationDecoder(readingNonFinite: Bool) -> JSONDecoder {
         let decoder = JSONDecoder()
-        decoder.nonConformingFloatDecodingStrategy = .convertFromString(
-            positiveInfinity: "Infinity", negativeInfinity: "-Infinity", nan: "NaN")
+        if readingNonFinite {
+            decoder.nonConformingFloatDecodingStrategy = .convertFromString(
+                positiveInfinity: "Infinity", negativeInfinity: "-Infinity", nan: "NaN")
+        }
         return decoder
     }
 

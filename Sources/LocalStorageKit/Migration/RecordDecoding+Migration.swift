@@ -9,9 +9,12 @@ extension RecordDecoding {
     ) throws -> T {
         let start = view.version
         var json: Data
+        let readsNonFinite: Bool
         let opened = try payload(of: view, typeName: T.storageName, id: id, sealing: sealing).bytes
         do {
-            json = try opened.withUnsafeBytes { try PayloadCodec.migrationJSON(from: $0, format: view.format) }
+            (json, readsNonFinite) = try opened.withUnsafeBytes {
+                try PayloadCodec.migrationJSON(from: $0, format: view.format)
+            }
         } catch {
             throw LocalStorageError.decodingFailed(reason: "\(T.self) \"\(id)\": \(error)")
         }
@@ -36,7 +39,7 @@ extension RecordDecoding {
         }
         let value: T
         do {
-            value = try PayloadCodec.migrationDecoder().decode(T.self, from: json)
+            value = try PayloadCodec.migrationDecoder(readingNonFinite: readsNonFinite).decode(T.self, from: json)
         } catch {
             throw LocalStorageError.migrationFailed(from: start, to: current, underlying: error)
         }

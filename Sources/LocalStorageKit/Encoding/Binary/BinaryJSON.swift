@@ -20,8 +20,11 @@ enum BinaryJSON {
     /// strings `"NaN"`, `"Infinity"` and `"-Infinity"` (``NonFiniteNumbers/strings``) instead of throwing: the
     /// text a migration step gets, which `JSONDecoder` with ``PayloadCodec/migrationDecoder``'s strategy reads
     /// back into the same numbers.
-    static func jsonData(fromBinaryKeepingNonFinite bytes: UnsafeRawBufferPointer) throws -> Data {
-        try convert(bytes, nonFinite: .strings).json
+    /// - Returns: The JSON, and whether a non-finite number became a string in it.
+    static func jsonData(
+        fromBinaryKeepingNonFinite bytes: UnsafeRawBufferPointer
+    ) throws -> (json: Data, replacedNonFinite: Bool) {
+        try convert(bytes, nonFinite: .strings)
     }
 
     /// How the JSON text of a payload shows NaN and ±Infinity, which JSON numbers cannot hold.
