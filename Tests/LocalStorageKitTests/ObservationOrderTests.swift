@@ -45,7 +45,8 @@ import Testing
     /// Other processes' entries read in one poll give one change per record, at its last entry's place: a
     /// consumer applying them ends at the same state as with every entry, and a record the poll's entries
     /// inserted first comes as `.inserted` (its value is read at delivery, so the earlier entries would carry
-    /// the later value). Random sequences against a model of the records.
+    /// the later value). A clear comes between: a record's entries before it are left out. Random sequences
+    /// against a model of the records.
     @Test func onePollsEntriesGiveEachRecordsLatestStateOnce() {
         var random = SplitMix64(seed: 77)
         for round in 0..<500 {
@@ -58,6 +59,8 @@ import Testing
                 let kind: ChangeLog.Kind
                 if random.below(8) == 0 {
                     kind = .touched
+                } else if random.below(10) == 0 {
+                    kind = .cleared
                 } else if existing.contains(id) {
                     kind = [.updated, .updated, .deleted, .expired][random.below(4)]
                 } else {
@@ -66,9 +69,11 @@ import Testing
                 switch kind {
                 case .inserted: existing.insert(id)
                 case .deleted, .expired: existing.remove(id)
+                case .cleared: existing = []
                 default: break
                 }
-                entries.append(ChangeLog.Entry(sequence: sequence, writer: 9, type: 1, kind: kind, id: id))
+                entries.append(
+                    ChangeLog.Entry(sequence: sequence, writer: 9, type: 1, kind: kind, id: kind == .cleared ? [] : id))
             }
             let coalesced = LiveQueryCenter.latestPerRecord(entries)
             var state = before
@@ -79,13 +84,23 @@ import Testing
                     #expect(
                         state.contains(entry.id), "round \(round): an update of a record the consumer does not hold")
                 case .deleted, .expired: state.remove(entry.id)
+                case .cleared: state = []
                 default: break
                 }
             }
             #expect(state == existing, "round \(round)")
-            let valued = coalesced.filter { $0.kind != .touched }
-            #expect(Set(valued.map(\.id)).count == valued.count, "round \(round): a record twice")
-            #expect(coalesced.filter { $0.kind == .touched }.count == entries.filter { $0.kind == .touched }.count)
+            // Between two clears (and after the last), each record comes once.
+            var seen: Set<[UInt8]> = []
+            for entry in coalesced {
+                switch entry.kind {
+                case .cleared: seen = []
+                case .touched: break
+                default: #expect(seen.insert(entry.id).inserted, "round \(round): a record twice")
+                }
+            }
+            for kind in [ChangeLog.Kind.touched, .cleared] {
+                #expect(coalesced.filter { $0.kind == kind }.count == entries.filter { $0.kind == kind }.count)
+            }
             #expect(coalesced.map(\.sequence) == coalesced.map(\.sequence).sorted(), "round \(round)")
         }
     }
