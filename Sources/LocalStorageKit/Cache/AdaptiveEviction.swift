@@ -113,10 +113,13 @@ final class AdaptiveEviction {
 
     /// The next record to evict from `scope`, which holds `total` records and is over a limit, among
     /// the records not in `excluded` (when `skipping`) or among all of them; nil when the queues hold
-    /// none (records written by a process without limits are in no queue).
+    /// none (records written by a process without limits are in no queue). `ghostsHeld`, for an eviction from
+    /// the whole store, bounds the ghost lists by what it holds (``AdaptiveGhosts/add(type:key:to:held:)``).
     func victim(
-        in scope: [TypeSchema], excluded: [UInt32: Set<[UInt8]>], total: Int, skipping: Bool
+        in scope: [TypeSchema], excluded: [UInt32: Set<[UInt8]>], total: Int, skipping: Bool, ghostsHeld: Int?
     ) throws -> (TypeSchema, [UInt8])? {
+        // The ghost lists are the store's: only an eviction from the whole store bounds them by what it holds.
+        let held = ghostsHeld ?? .max
         func oldest(_ queue: AdaptiveQueues.Queue) throws -> (TypeSchema, [UInt8])? {
             var best: (schema: TypeSchema, key: [UInt8], clock: UInt64)?
             for schema in scope {
@@ -136,16 +139,16 @@ final class AdaptiveEviction {
             let victimUses = try sketch.frequency(type: victim.0.number, key: victim.1)
             if candidateUses > victimUses {
                 try queues.place(type: candidate.0.number, key: candidate.1, in: .probation)
-                try ghosts.add(type: victim.0.number, key: victim.1, to: .main, held: total)
+                try ghosts.add(type: victim.0.number, key: victim.1, to: .main, held: held)
                 return victim
             }
-            try ghosts.add(type: candidate.0.number, key: candidate.1, to: .window, held: total)
+            try ghosts.add(type: candidate.0.number, key: candidate.1, to: .window, held: held)
             return candidate
         }
         for queue in [AdaptiveQueues.Queue.probation, .protected, .window] {
             if let found = try oldest(queue) {
                 try ghosts.add(
-                    type: found.0.number, key: found.1, to: queue == .window ? .window : .main, held: total)
+                    type: found.0.number, key: found.1, to: queue == .window ? .window : .main, held: held)
                 return found
             }
         }

@@ -71,11 +71,15 @@ final class Evictor {
             guard let limits = book.limits(ofType: type), let schema = try schema(type, context: context) else {
                 continue
             }
-            try keep(limits, in: [schema], excluded: excluded, access: access, adaptive: adaptive, context: context)
+            try keep(
+                limits, in: [schema], storeWide: false, excluded: excluded, access: access, adaptive: adaptive,
+                context: context)
         }
         if let limits = book.store {
             let scope = try allSchemas(context).sorted { $0.key < $1.key }.map(\.value)
-            try keep(limits, in: scope, excluded: excluded, access: access, adaptive: adaptive, context: context)
+            try keep(
+                limits, in: scope, storeWide: true, excluded: excluded, access: access, adaptive: adaptive,
+                context: context)
         }
     }
 
@@ -152,7 +156,7 @@ final class Evictor {
     // MARK: - Keeping a limit
 
     private func keep(
-        _ limits: StorageLimits, in scope: [TypeSchema], excluded: [UInt32: Set<[UInt8]>],
+        _ limits: StorageLimits, in scope: [TypeSchema], storeWide: Bool, excluded: [UInt32: Set<[UInt8]>],
         access: AccessIndex, adaptive: AdaptiveEviction?, context: CommitQueue.Context
     ) throws {
         let txn = context.txn
@@ -175,7 +179,7 @@ final class Evictor {
             guard
                 let (schema, key) = try victim(
                     in: scope, excluded: excluded, access: access, adaptive: adaptive, total: records,
-                    now: context.now, txn: txn)
+                    storeWide: storeWide, now: context.now, txn: txn)
             else {
                 throw LocalStorageError.decodingFailed(
                     reason: "the store is over its limits (\(limits)) but holds no record to evict; "
@@ -216,7 +220,7 @@ final class Evictor {
     /// this commit did not write, else the policy's first of this commit's.
     private func victim(
         in scope: [TypeSchema], excluded: [UInt32: Set<[UInt8]>], access: AccessIndex,
-        adaptive: AdaptiveEviction?, total: Int, now: Int64, txn: Transaction
+        adaptive: AdaptiveEviction?, total: Int, storeWide: Bool, now: Int64, txn: Transaction
     ) throws -> (TypeSchema, [UInt8])? {
         var best: (schema: TypeSchema, key: [UInt8], rank: Rank)?
         func consider(_ schema: TypeSchema, _ found: (key: [UInt8], rank: Rank)?) {
@@ -228,7 +232,9 @@ final class Evictor {
         if let best { return (best.schema, best.key) }
         for skipping in [true, false] {
             if let adaptive,
-                let found = try adaptive.victim(in: scope, excluded: excluded, total: total, skipping: skipping)
+                let found = try adaptive.victim(
+                    in: scope, excluded: excluded, total: total, skipping: skipping,
+                    ghostsHeld: storeWide ? total : nil)
             {
                 return found
             }
