@@ -107,7 +107,8 @@ import Testing
 
     /// Another process's commit reaches a change stream as soon as it writes the data file, not at the next
     /// timed poll: the store's clock never moves here, so no timed poll runs.
-    @Test(.timeLimit(.minutes(1))) func anotherProcessesCommitWakesTheStreamBeforeAnyPoll() async throws {
+    @Test(.enabled(if: DataFileWatch.isAvailable), .timeLimit(.minutes(1)))
+    func anotherProcessesCommitWakesTheStreamBeforeAnyPoll() async throws {
         let clock = VirtualClock()
         var configuration = diskConfiguration()
         configuration.clock = clock
@@ -120,6 +121,25 @@ import Testing
             ["delete", "Note", "a", "--store", configuration.storeDirectory.path], environment: nil)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(await changes.next() == .deleted(id: "a"))
+    }
+
+    /// The watch's thread ends with the last observer and closes its descriptors: streams started and ended over
+    /// and over leave the process's descriptors as they were.
+    @Test(.enabled(if: DataFileWatch.isAvailable)) func theWatchEndsWithItsLastObserver() async throws {
+        let storage = try LocalStorage(configuration: diskConfiguration())
+        try await storage.save(Note(id: "a", text: "1"))
+        func descriptors() throws -> Int { try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count }
+        let before = try descriptors()
+        for round in 0..<20 {
+            let stream = storage.changes(of: Note.self)
+            let task = Task {
+                for await change in stream where change == .inserted(Note(id: "r\(round)", text: "")) { return }
+            }
+            try await storage.save(Note(id: "r\(round)", text: ""))
+            await task.value
+        }
+        // The threads close their descriptors as they end, just after the streams do.
+        #expect(await eventually { try descriptors() <= before })
     }
 
     /// While a stream is active, the writer moves the poller's position past its own commits (the next commit

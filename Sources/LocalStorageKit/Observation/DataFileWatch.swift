@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -16,6 +17,9 @@ final class DataFileWatch: Sendable {
     #if canImport(Glibc)
     private let inotify: Int32
     private let stopPipe: (read: Int32, write: Int32)
+    /// Whether the thread has ended and closed the descriptors: ``stop()`` writes to the pipe only before, under
+    /// this lock, so it never writes to a descriptor number that was closed (and maybe reused).
+    private let ended = Mutex(false)
     #endif
 
     #if canImport(Glibc)
@@ -24,6 +28,18 @@ final class DataFileWatch: Sendable {
         self.stopPipe = stopPipe
     }
     #endif
+
+    /// Whether this platform and process can watch files (inotify, below the per-user limit of instances).
+    static var isAvailable: Bool {
+        #if canImport(Glibc)
+        let inotify = inotify_init1(Int32(IN_CLOEXEC))
+        guard inotify >= 0 else { return false }
+        close(inotify)
+        return true
+        #else
+        return false
+        #endif
+    }
 
     /// Watches the file at `path` and calls `onChange` (on the watch's thread) after each burst of writes to
     /// it; nil when the platform or the file system cannot watch it (the timed poll still runs).
@@ -44,7 +60,9 @@ final class DataFileWatch: Sendable {
         let watch = DataFileWatch(inotify: inotify, stopPipe: (fds[0], fds[1]))
         let thread = Thread { watch.run(onChange: onChange) }
         thread.name = "LocalStorageKit data file watch"
-        thread.stackSize = 256 << 10
+        // Change streams' subscribers decode records (and run migrations) on this thread: the stack of a
+        // thread the system would make (8 MiB is virtual until used).
+        thread.stackSize = 8 << 20
         thread.start()
         return watch
         #else
@@ -56,17 +74,23 @@ final class DataFileWatch: Sendable {
     /// the thread closes the descriptors as it ends.
     func stop() {
         #if canImport(Glibc)
-        var byte: UInt8 = 1
-        _ = write(stopPipe.write, &byte, 1)
+        ended.withLock { ended in
+            guard !ended else { return }
+            var byte: UInt8 = 1
+            while write(stopPipe.write, &byte, 1) < 0 && errno == EINTR {}
+        }
         #endif
     }
 
     #if canImport(Glibc)
     private func run(onChange: @Sendable () -> Void) {
         defer {
-            close(inotify)
-            close(stopPipe.read)
-            close(stopPipe.write)
+            ended.withLock { ended in
+                ended = true
+                close(inotify)
+                close(stopPipe.read)
+                close(stopPipe.write)
+            }
         }
         var entries = [
             pollfd(fd: inotify, events: Int16(POLLIN), revents: 0),
