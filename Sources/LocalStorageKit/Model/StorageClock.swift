@@ -42,6 +42,8 @@ extension StorageClock {
 /// The system's clocks: `CLOCK_REALTIME` for timestamps, `ContinuousClock` for waiting.
 struct SystemClock: StorageClock {
     private static let origin = ContinuousClock.now
+    /// The longest wait: a century (as ``LoadPolicy``'s longest duration).
+    static let longestSleep = Duration.seconds(100 * 365 * 86_400)
 
     func wallNanoseconds() -> Int64 { EpochNanoseconds.now() }
 
@@ -50,7 +52,7 @@ struct SystemClock: StorageClock {
     /// `Task.sleep` traps on an instant it cannot express (past 2⁶³ seconds), which a configured interval of
     /// `.seconds(Int64.max)` reaches: a deadline further away than a century waits a century.
     func sleep(until deadline: Duration) async throws {
-        let deadline = min(deadline, uptime() + LoadPolicy.longest)
+        let deadline = min(deadline, uptime() + SystemClock.longestSleep)
         try await Task.sleep(until: SystemClock.origin + deadline, clock: .continuous)
     }
 }

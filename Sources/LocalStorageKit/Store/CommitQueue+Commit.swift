@@ -195,18 +195,7 @@ extension CommitQueue {
                     replay.append(request)
                 }
             }
-            guard !replay.isEmpty else { return }
-            var reserve = reserve
-            do {
-                if try makeRoom(reserve: &reserve) {
-                    commitOnce(replay, reserve: reserve)
-                    return
-                }
-                logDoesNotFit()
-                replay.forEach { $0.1(LocalStorageError.storageFull) }
-            } catch {
-                replay.forEach { $0.1(LocalStorageError.wrapping(error)) }
-            }
+            commitOnceInMoreRoom(replay, reserve: reserve)
             return
         } catch {
             // The parent itself failed otherwise (its commit met a full disk): nothing of it was written.
@@ -226,17 +215,23 @@ extension CommitQueue {
             case .needsRoom: retry.append(request)
             }
         }
-        guard !retry.isEmpty else { return }
+        commitOnceInMoreRoom(retry, reserve: reserve)
+    }
+
+    /// Grows the map (or takes its reserve) and commits `requests` again with ``commitOnce(_:reserve:)``; they
+    /// fail with `storageFull` when there is no more room.
+    private func commitOnceInMoreRoom(_ requests: [((Context) throws -> Void, (Error?) -> Void)], reserve: Bool) {
+        guard !requests.isEmpty else { return }
         var reserve = reserve
         do {
             if try makeRoom(reserve: &reserve) {
-                commitOnce(retry, reserve: reserve)
+                commitOnce(requests, reserve: reserve)
                 return
             }
             logDoesNotFit()
-            retry.forEach { $0.1(LocalStorageError.storageFull) }
+            requests.forEach { $0.1(LocalStorageError.storageFull) }
         } catch {
-            retry.forEach { $0.1(LocalStorageError.wrapping(error)) }
+            requests.forEach { $0.1(LocalStorageError.wrapping(error)) }
         }
     }
 

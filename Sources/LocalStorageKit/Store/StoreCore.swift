@@ -122,17 +122,7 @@ final class StoreCore: Sendable {
             evictor: evictor, clock: configuration.clock)
         self.writer = writer
         // Enough reads are pending: an empty commit folds them (the store counts a reading process's uses).
-        let foldLogger = configuration.logger
-        accessNotes.whenFull { [weak writer] in
-            writer?.queueForNextCommit(
-                { _ in },
-                finish: { error in
-                    guard let error else { return }
-                    foldLogger?.log(
-                        level: .warning, message: "Could not fold the reads noted for eviction",
-                        metadata: ["error": "\(LocalStorageError.wrapping(error))"])
-                })
-        }
+        accessNotes.whenFull { [weak writer] in writer?.foldNotedReads() }
         sweeper = ExpirySweeper(
             writer: writer, meta: meta, interval: configuration.expirySweepInterval,
             logger: configuration.logger, clock: configuration.clock)
@@ -149,19 +139,9 @@ final class StoreCore: Sendable {
     deinit {
         sweeper.stop()
         liveQueries.stop()
-        if !limits.isEmpty, !accessNotes.isEmpty {
-            // Reads noted for eviction since the last commit: one last commit folds them before the writer stops,
-            // so that a short-lived reader's uses count (a widget, an extension).
-            let logger = writer.logger
-            writer.queueForNextCommit(
-                { _ in },
-                finish: { error in
-                    guard let error else { return }
-                    logger?.log(
-                        level: .warning, message: "Could not fold the reads noted for eviction at close",
-                        metadata: ["error": "\(LocalStorageError.wrapping(error))"])
-                })
-        }
+        // Reads noted for eviction since the last commit: one last commit folds them before the writer stops, so
+        // that a short-lived reader's uses count (a widget, an extension).
+        if !limits.isEmpty, !accessNotes.isEmpty { writer.foldNotedReads() }
         // An in-memory store's files were unlinked once open (see `EnvironmentRegistry`): nothing to remove.
         let (environment, teardown) = (self.environment, self.teardown)
         writer.stop {
@@ -228,5 +208,20 @@ final class StoreCore: Sendable {
         // The failing call and LMDB's code, without the Swift function that made it (ours, not the user's).
         default: return "\(error.call) failed: \(error.message) (\(error.code))"
         }
+    }
+}
+
+extension CommitQueue {
+    /// Queues an empty commit, whose eviction step folds the reads noted for eviction into the store.
+    func foldNotedReads() {
+        let logger = self.logger
+        queueForNextCommit(
+            { _ in },
+            finish: { error in
+                guard let error else { return }
+                logger?.log(
+                    level: .warning, message: "Could not fold the reads noted for eviction",
+                    metadata: ["error": "\(LocalStorageError.wrapping(error))"])
+            })
     }
 }
