@@ -112,10 +112,18 @@ enum EnvironmentRegistry {
         }
     }
 
-    /// Whether a store of this process has the store directory `directory` open.
+    /// Whether a store of this process has the store directory `directory` open, or is closing it (waited for up
+    /// to ``teardownWait``).
     static func isOpen(_ directory: URL) -> Bool {
         guard let key = Key(path: directory.path) else { return false }
-        return entries.withLock { $0[key]?.core != nil }
+        let (open, closing) = entries.withLock { entries in
+            (entries[key]?.core != nil, entries[key].flatMap { $0.core == nil ? $0.teardown : nil })
+        }
+        if open { return true }
+        // A store closing in this process still uses the files while its writer drains its queue (and holds
+        // LMDB's lock, which this process's own check of `lock.mdb` cannot see): it is open until it let go.
+        if let closing, !closing.wait(upTo: teardownWait) { return true }
+        return false
     }
 
     /// A private store whose files are unlinked as soon as LMDB has them open: the environment keeps
