@@ -119,6 +119,7 @@ extension CommitQueue {
             case failed(any Error)
             case needsRoom
         }
+        if !reserve { keepHeadroomForClosures() }
         let now = nextTimestamp()
         let outcomes: [Outcome]
         // What each request's nested transaction came to, kept should the parent fail after them.
@@ -217,6 +218,29 @@ extension CommitQueue {
         }
         commitOnceInMoreRoom(retry, reserve: reserve)
     }
+
+    /// Grows the map before a batch of closure requests when less than ``closureHeadroom`` of it (at least
+    /// 1 MiB) lies past the data file's last page: a closure runs once, and a map that must grow under it makes
+    /// it run again. Only a batch whose writes need more than that room still does. A failure here is left to the
+    /// commit, which grows the map itself.
+    private func keepHeadroomForClosures() {
+        do {
+            let pageSize = try environment.mainStatistics().pageSize
+            for _ in 0..<4 {
+                let info = environment.info()
+                let headroom = info.mapSize - (info.lastPage + 1) * pageSize
+                guard headroom < max(1 << 20, info.mapSize / CommitQueue.closureHeadroom) else { return }
+                guard try environment.growMap() else { return }
+            }
+        } catch {
+            logger?.log(
+                level: .warning, message: "Could not grow the map ahead of a batch", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// The share of the map (one in this many) kept free past the data file's last page before a batch of
+    /// closure requests runs.
+    static let closureHeadroom = 8
 
     /// Grows the map (or takes its reserve) and commits `requests` again with ``commitOnce(_:reserve:)``; they
     /// fail with `storageFull` when there is no more room.
