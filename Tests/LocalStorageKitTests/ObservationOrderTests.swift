@@ -124,22 +124,25 @@ import Testing
     }
 
     /// The watch's thread ends with the last observer and closes its descriptors: streams started and ended over
-    /// and over leave the process's descriptors as they were.
+    /// and over each get a watch of their own, and every one of them ends (checked on the watches themselves, not on
+    /// the process's descriptors, which the tests running beside this one open and close).
     @Test(.enabled(if: DataFileWatch.isAvailable)) func theWatchEndsWithItsLastObserver() async throws {
         let storage = try LocalStorage(configuration: diskConfiguration())
         try await storage.save(Note(id: "a", text: "1"))
-        func descriptors() throws -> Int { try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count }
-        let before = try descriptors()
+        var watches: [DataFileWatch] = []
         for round in 0..<20 {
             let stream = storage.changes(of: Note.self)
+            watches.append(try #require(storage.core.liveQueries.watch))
             let task = Task {
                 for await change in stream where change == .inserted(Note(id: "r\(round)", text: "")) { return }
             }
             try await storage.save(Note(id: "r\(round)", text: ""))
             await task.value
         }
-        // The threads close their descriptors as they end, just after the streams do.
-        #expect(await eventually { try descriptors() <= before })
+        #expect(Set(watches.map(ObjectIdentifier.init)).count == 20)  // one per stream: each ended with it
+        #expect(storage.core.liveQueries.watch == nil)
+        // Each thread closes its descriptors as it ends, just after its stream did.
+        #expect(await eventually { watches.allSatisfy(\.hasEnded) })
     }
 
     /// While a stream is active, the writer moves the poller's position past its own commits (the next commit

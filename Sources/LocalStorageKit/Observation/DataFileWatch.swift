@@ -70,6 +70,15 @@ final class DataFileWatch: Sendable {
         #endif
     }
 
+    /// Whether the thread has ended and closed its descriptors (tests).
+    var hasEnded: Bool {
+        #if canImport(Glibc)
+        ended.withLock { $0 }
+        #else
+        true
+        #endif
+    }
+
     /// Ends the thread without waiting for it (it may be in `onChange`, which takes locks the caller holds);
     /// the thread closes the descriptors as it ends.
     func stop() {

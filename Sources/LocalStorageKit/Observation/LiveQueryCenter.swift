@@ -100,6 +100,9 @@ final class LiveQueryCenter: CommitListener {
     /// The change-log position the poller has read up to.
     var followedPosition: UInt64? { state.withLock { $0.position } }
 
+    /// The watch of the data file while an observer is active (tests).
+    var watch: DataFileWatch? { state.withLock { $0.watch } }
+
     /// Whether the poller runs (it runs exactly while a live query is active).
     var isPolling: Bool { state.withLock { $0.poller != nil } }
 
@@ -251,18 +254,21 @@ final class LiveQueryCenter: CommitListener {
 
     /// Polls after the data file's watch saw a write. A commit's writer writes its meta page (which the watch
     /// sees, and ``Environment/lastTransactionID`` reads) just before it lets new read transactions see it, so
-    /// a poll in between reads an older snapshot: it polls again, briefly, until the snapshot holds the commit.
+    /// a poll in between reads an older snapshot: it polls again until the snapshot holds the commit, 0.2 ms
+    /// later and then twice as long each time up to 50 ms, for at most ``pollsAfterAWrite`` polls (about 10 s: a
+    /// writer descheduled in between on a loaded machine; one killed there leaves it to the next commit).
     private func pollAfterWrite() {
+        var pause: UInt32 = 200
         for _ in 0..<Self.pollsAfterAWrite {
             let (goesOn, behind) = pollOnce(timed: false)
             guard goesOn, behind else { return }
-            usleep(200)
+            usleep(pause)
+            pause = min(pause * 2, 50_000)
         }
     }
 
-    /// How many times ``pollAfterWrite()`` polls, 0.2 ms apart, for a commit its snapshot does not hold yet
-    /// (the timed poll reads it otherwise).
-    static let pollsAfterAWrite = 500
+    /// How many times ``pollAfterWrite()`` polls for a commit its snapshot does not hold yet.
+    static let pollsAfterAWrite = 210
 
     /// One poll: whether polling goes on, and whether LMDB's meta page showed a commit the poll's snapshot
     /// did not hold yet.
