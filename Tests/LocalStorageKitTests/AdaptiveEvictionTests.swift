@@ -109,12 +109,26 @@ import Testing
     /// A record limit far above what the byte limit lets the store hold: the ghost lists stay near the size of
     /// what the store holds, instead of growing by two entries with every eviction up to a quarter of
     /// `maxRecords` each.
-    @Test func ghostListsStayNearWhatTheStoreHolds() async throws {
-        let storage = try LocalStorage(
-            configuration: Self.configuration(StorageLimits(maxRecords: 10_000_000, maxBytes: 100_000)))
+    /// A type's own limits of the same shape, with no store limits.
+    struct WideTile: LocalStorable {
+        let id: String
+        var weight: Int
+        var blob: String
+        static var storageLimits: StorageLimits? { StorageLimits(maxRecords: 10_000_000, maxBytes: 100_000) }
+    }
+
+    @Test(arguments: [true, false]) func ghostListsStayNearWhatTheStoreHolds(storeWide: Bool) async throws {
+        let limits = storeWide ? StorageLimits(maxRecords: 10_000_000, maxBytes: 100_000) : nil
+        let storage = try LocalStorage(configuration: Self.configuration(limits))
         let blob = String(repeating: "x", count: 1_000)
-        for index in 0..<1_500 { try await storage.save(Tile(id: "t\(index)", weight: index, blob: blob)) }
-        let held = try await storage.count(Tile.self)
+        for index in 0..<1_500 {
+            if storeWide {
+                try await storage.save(Tile(id: "t\(index)", weight: index, blob: blob))
+            } else {
+                try await storage.save(WideTile(id: "t\(index)", weight: index, blob: blob))
+            }
+        }
+        let held = storeWide ? try await storage.count(Tile.self) : try await storage.count(WideTile.self)
         #expect(held < 110)
         let ghosts = try storage.core.environment.read { txn in
             try txn.openDatabase(AdaptiveGhosts.byRecordName, create: false).map { try txn.entryCount($0) } ?? 0

@@ -113,12 +113,12 @@ final class AdaptiveEviction {
 
     /// The next record to evict from `scope`, which holds `total` records and is over a limit, among
     /// the records not in `excluded` (when `skipping`) or among all of them; nil when the queues hold
-    /// none (records written by a process without limits are in no queue). `ghostsHeld`, for an eviction from
-    /// the whole store, bounds the ghost lists by what it holds (``AdaptiveGhosts/add(type:key:to:held:)``).
+    /// none (records written by a process without limits are in no queue). `ghostsHeld`, the records the whole
+    /// store holds, bounds the ghost lists (``AdaptiveGhosts/add(type:key:to:held:)``).
     func victim(
         in scope: [TypeSchema], excluded: [UInt32: Set<[UInt8]>], total: Int, skipping: Bool, ghostsHeld: Int?
     ) throws -> (TypeSchema, [UInt8])? {
-        // The ghost lists are the store's: only an eviction from the whole store bounds them by what it holds.
+        // The ghost lists are the store's: they are bounded by what the whole store holds.
         let held = ghostsHeld ?? .max
         func oldest(_ queue: AdaptiveQueues.Queue) throws -> (TypeSchema, [UInt8])? {
             var best: (schema: TypeSchema, key: [UInt8], clock: UInt64)?

@@ -175,11 +175,17 @@ final class Evictor {
         // past as many as the store has records, something else is wrong.
         var dangling = 0
         var evicted: [ExactName: Int] = [:]
+        // The adaptive ghost lists are the store's: they are bounded by what the whole store holds, counted once
+        // for a type's own scope.
+        var storeHeld: Int?
         while isOver() {
+            if adaptive != nil, !storeWide, storeHeld == nil {
+                storeHeld = try allSchemas(context).values.reduce(0) { $0 + (try txn.entryCount($1.records)) }
+            }
             guard
                 let (schema, key) = try victim(
                     in: scope, excluded: excluded, access: access, adaptive: adaptive, total: records,
-                    storeWide: storeWide, now: context.now, txn: txn)
+                    ghostsHeld: storeWide ? records : storeHeld, now: context.now, txn: txn)
             else {
                 throw LocalStorageError.decodingFailed(
                     reason: "the store is over its limits (\(limits)) but holds no record to evict; "
@@ -220,7 +226,7 @@ final class Evictor {
     /// this commit did not write, else the policy's first of this commit's.
     private func victim(
         in scope: [TypeSchema], excluded: [UInt32: Set<[UInt8]>], access: AccessIndex,
-        adaptive: AdaptiveEviction?, total: Int, storeWide: Bool, now: Int64, txn: Transaction
+        adaptive: AdaptiveEviction?, total: Int, ghostsHeld: Int?, now: Int64, txn: Transaction
     ) throws -> (TypeSchema, [UInt8])? {
         var best: (schema: TypeSchema, key: [UInt8], rank: Rank)?
         func consider(_ schema: TypeSchema, _ found: (key: [UInt8], rank: Rank)?) {
@@ -234,7 +240,7 @@ final class Evictor {
             if let adaptive,
                 let found = try adaptive.victim(
                     in: scope, excluded: excluded, total: total, skipping: skipping,
-                    ghostsHeld: storeWide ? total : nil)
+                    ghostsHeld: ghostsHeld)
             {
                 return found
             }

@@ -75,9 +75,12 @@ final class RESPSession {
         var out: [UInt8] = []
         for command in commands { RESPCommand.encode(command, into: &out) }
         try socket.write(out, timeout: timeout)
+        // The wait counts from the moment the request went out, which is what `sent` tells (a test advancing a
+        // virtual clock once it sees the request out must find the deadline already set).
+        let deadline = clock.uptime() + timeout
         sent()
         do {
-            return try replies(count: commands.count, timeout: timeout)
+            return try replies(count: commands.count, timeout: timeout, deadline: deadline)
         } catch {
             throw .sharedTierUnavailable(RESPConnection.reason(of: error) + Self.unknownOutcome)
         }
@@ -86,8 +89,10 @@ final class RESPSession {
     /// Reads `count` replies, waiting at most `timeout` of the clock for each part of them: a large reply (a
     /// catch-up's records) may take longer than `timeout` as long as its bytes keep coming; a server that
     /// sends nothing for that long has not replied.
-    private func replies(count: Int, timeout: Duration) throws(LocalStorageError) -> [RESPValue] {
-        var deadline = clock.uptime() + timeout
+    private func replies(
+        count: Int, timeout: Duration, deadline: Duration? = nil
+    ) throws(LocalStorageError) -> [RESPValue] {
+        var deadline = deadline ?? clock.uptime() + timeout
         var replies: [RESPValue] = []
         replies.reserveCapacity(count)
         while replies.count < count {

@@ -119,7 +119,7 @@ extension CommitQueue {
             case failed(any Error)
             case needsRoom
         }
-        if !reserve { keepHeadroomForClosures() }
+        if !reserve, growsAheadOfClosures.load(ordering: .relaxed) { keepHeadroomForClosures() }
         let now = nextTimestamp()
         let outcomes: [Outcome]
         // What each request's nested transaction came to, kept should the parent fail after them.

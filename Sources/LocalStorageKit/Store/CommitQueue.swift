@@ -182,6 +182,10 @@ final class CommitQueue: @unchecked Sendable {
 
     static let maxBatchRequests = 4096
 
+    /// Whether the map grows ahead of a batch of closure requests (``keepHeadroomForClosures()``); tests turn
+    /// it off to reach the replay of a batch whose own pages meet the end of the map.
+    let growsAheadOfClosures = Atomic<Bool>(true)
+
     /// The store's clock, which every batch's timestamp comes from.
     let clock: any StorageClock
 

@@ -123,7 +123,8 @@ enum EnvironmentRegistry {
         // A store closing in this process still uses the files while its writer drains its queue (and holds
         // LMDB's lock, which this process's own check of `lock.mdb` cannot see): it is open until it let go.
         if let closing, !closing.wait(upTo: teardownWait) { return true }
-        return false
+        // An open that waited for the same teardown may have opened the store meanwhile.
+        return closing != nil && entries.withLock { $0[key]?.core != nil }
     }
 
     /// A private store whose files are unlinked as soon as LMDB has them open: the environment keeps
