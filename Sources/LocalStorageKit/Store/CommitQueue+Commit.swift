@@ -225,7 +225,12 @@ extension CommitQueue {
     /// commit, which grows the map itself.
     private func keepHeadroomForClosures() {
         do {
-            let pageSize = try environment.mainStatistics().pageSize
+            var pageSize = knownPageSize.load(ordering: .relaxed)
+            if pageSize == 0 {
+                // An environment's page size never changes: read once.
+                pageSize = try environment.mainStatistics().pageSize
+                knownPageSize.store(pageSize, ordering: .relaxed)
+            }
             for _ in 0..<4 {
                 let info = environment.info()
                 let headroom = info.mapSize - (info.lastPage + 1) * pageSize

@@ -186,6 +186,9 @@ final class CommitQueue: @unchecked Sendable {
     /// it off to reach the replay of a batch whose own pages meet the end of the map.
     let growsAheadOfClosures = Atomic<Bool>(true)
 
+    /// The environment's page size once ``keepHeadroomForClosures()`` read it (0 before).
+    let knownPageSize = Atomic<Int>(0)
+
     /// The store's clock, which every batch's timestamp comes from.
     let clock: any StorageClock
 
