@@ -107,7 +107,7 @@ import Testing
 
     /// Another process's commit reaches a change stream as soon as it writes the data file, not at the next
     /// timed poll: the store's clock never moves here, so no timed poll runs.
-    @Test(.enabled(if: DataFileWatch.isAvailable), .timeLimit(.minutes(1)))
+    @Test(.enabled(if: DataFileWatch.isAvailable), .timeLimit(.minutes(5)))
     func anotherProcessesCommitWakesTheStreamBeforeAnyPoll() async throws {
         let clock = VirtualClock()
         var configuration = diskConfiguration()
