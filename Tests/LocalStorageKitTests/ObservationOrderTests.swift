@@ -75,7 +75,7 @@ import Testing
                 entries.append(
                     ChangeLog.Entry(sequence: sequence, writer: 9, type: 1, kind: kind, id: kind == .cleared ? [] : id))
             }
-            let coalesced = LiveQueryCenter.latestPerRecord(entries)
+            let coalesced = ChangeLog.latestPerRecord(entries)
             var state = before
             for entry in coalesced {
                 switch entry.kind {

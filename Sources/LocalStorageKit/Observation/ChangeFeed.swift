@@ -12,49 +12,38 @@ enum ChangeFeed {
         else {
             throw LocalStorageError.changeTokenExpired
         }
-        var latest: [[UInt8]: (sequence: UInt64, kind: ChangeLog.Kind, inserted: Bool)] = [:]
-        var cleared: UInt64?
+        var entries: [ChangeLog.Entry] = []
         var read = token.sequence
         try changeLog.forEachEntry(after: token.sequence, in: txn) { entry in
             read = entry.sequence
-            guard entry.type == schema.number else { return true }
-            switch entry.kind {
-            case .cleared:
-                latest = [:]
-                cleared = entry.sequence
-            case .touched:
-                break
-            case .inserted, .updated, .deleted, .expired:
-                let inserted = entry.kind == .inserted || (entry.kind == .updated && latest[entry.id]?.inserted == true)
-                latest[entry.id] = (entry.sequence, entry.kind, inserted)
-            }
+            if entry.type == schema.number && entry.kind != .touched { entries.append(entry) }
             return true
         }
-        var ordered: [(sequence: UInt64, change: StorageChange<T>)] = []
-        if let cleared { ordered.append((cleared, .cleared)) }
-        for (key, change) in latest {
-            let id = String(decoding: key, as: UTF8.self)
-            switch change.kind {
-            case .deleted: ordered.append((change.sequence, .deleted(id: id)))
-            case .expired: ordered.append((change.sequence, .expired(id: id)))
+        // One change per record, its latest state; a clear hides what came before it, so only the last one is told.
+        let lastClear = entries.last { $0.kind == .cleared }?.sequence
+        var changes: [StorageChange<T>] = []
+        for entry in ChangeLog.latestPerRecord(entries) {
+            let id = String(decoding: entry.id, as: UTF8.self)
+            switch entry.kind {
+            case .cleared where entry.sequence == lastClear: changes.append(.cleared)
+            case .cleared, .touched: break
+            case .deleted: changes.append(.deleted(id: id))
+            case .expired: changes.append(.expired(id: id))
             case .inserted, .updated:
                 var expired = false
-                let found = try key.withUnsafeBytes { key in
+                let found = try entry.id.withUnsafeBytes { key in
                     try RecordReader.get(
                         T.self, key: key, id: id, schema: schema, now: now, txn: txn, session: session,
                         expired: &expired)
                 }
                 if let value = found {
-                    ordered.append((change.sequence, change.inserted ? .inserted(value) : .updated(value)))
+                    changes.append(entry.kind == .inserted ? .inserted(value) : .updated(value))
                 } else if expired {
-                    ordered.append((change.sequence, .expired(id: id)))
+                    changes.append(.expired(id: id))
                 }
-            case .cleared, .touched:
-                break
             }
         }
-        ordered.sort { $0.sequence < $1.sequence }
-        return (ordered.map(\.change), changeLog.token(read))
+        return (changes, changeLog.token(read))
     }
 }
 

@@ -374,7 +374,7 @@ final class LiveQueryCenter: CommitListener {
             for info in infos { state.typeNames[info.number] = info.name }
         }
         state.position = position
-        return Self.latestPerRecord(entries).compactMap { entry in
+        return ChangeLog.latestPerRecord(entries).compactMap { entry in
             guard let name = state.typeNames[entry.type] else { return nil }
             let id = String(decoding: entry.id, as: UTF8.self)
             let kind: PublishedChange.Kind =

@@ -1,10 +1,11 @@
-/// How one poll's change-log entries become the changes observers get (``LiveQueryCenter``).
-extension LiveQueryCenter {
-    /// One entry per record of `entries` (other processes' commits read in one poll), at the place of its last
-    /// one, in commit order. An inserted or updated record's value is read from the store when the change is
+/// The rule by which change-log entries read together become the changes a reader gets: one per record, with its
+/// latest state (the resumable change feed, ``ChangeFeed``, and one poll of other processes' commits,
+/// ``LiveQueryCenter``).
+extension ChangeLog {
+    /// One entry per record of `entries` (entries read together, in commit order), at the place of its last
+    /// one. An inserted or updated record's value is read from the store when the change is
     /// delivered, so earlier entries of the same record would carry that later value (an `.updated` with the
-    /// value written after a delete that follows it): the record's latest state comes once instead, as the
-    /// resumable change feed reports it. It is `.inserted` when the record's first entry here inserted it (it
+    /// value written after a delete that follows it): the record's latest state comes once instead. It is `.inserted` when the record's first entry here inserted it (it
     /// did not exist before), and a delete or expiry when that came last. A record's entries before a
     /// `.cleared` of its type are left out (the clear removed it: a consumer drops everything of the type there),
     /// so its first entry after the clear decides. `.cleared` and `.touched` entries stay as they are.
