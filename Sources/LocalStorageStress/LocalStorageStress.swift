@@ -1,6 +1,6 @@
 import CLMDB
 import Foundation
-import LocalStorageKit
+@_spi(Testing) import LocalStorageKit
 import LocalStorageTestSupport
 import Synchronization
 
@@ -130,6 +130,7 @@ struct LocalStorageStress {
         configuration.durability = durability
         configuration.mapSize = mapSize
         configuration.maxMapSize = 1 << 30
+        configuration.growsMapFromMapSize = true  // the map grows under these processes' work
         configuration.expirySweepInterval = nil
         return configuration
     }

@@ -392,6 +392,7 @@ import Testing
         var configuration = diskConfiguration()
         configuration.mapSize = 64 * 1024
         configuration.maxMapSize = 64 << 20
+        configuration.growsMapFromMapSize = true
         let storage = try LocalStorage(configuration: configuration)
         let text = String(repeating: "x", count: 2000)
         try await storage.save(contentsOf: (0..<3000).map { Note(id: "n\($0)", text: text) })

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import LocalStorageKit
+@_spi(Testing) @testable import LocalStorageKit
 
 @Suite struct UpdateTests {
     struct Refusal: Error, Equatable { let reason: String }
@@ -106,6 +106,7 @@ import Testing
         var configuration = diskConfiguration()
         configuration.mapSize = 256 << 10
         configuration.maxMapSize = 64 << 20
+        configuration.growsMapFromMapSize = true
         let storage = try LocalStorage(configuration: configuration)
         try await storage.save(Note(id: "n", text: "small"))
         let calls = CallCounter()

@@ -45,6 +45,29 @@ extension Environment {
         return pages.metaPages().max { $0.transactionID < $1.transactionID }?.mapSize
     }
 
+    /// The map a store opens with: all of `maxMapSize` where the process can map it (up to
+    /// ``largestMapAtOpen``), otherwise `mapSize`, from which the map doubles on demand. A map that grows has to
+    /// end every transaction of the process first, so a `write` body whose own writes fill the map would be
+    /// aborted and run again; mapped whole, it never is (short of `maxMapSize` itself, where it fails with
+    /// `storageFull`). Mapping costs address space only: LMDB writes pages into the file as it uses them, and
+    /// the file grows with the data. iOS, its extensions and their relatives get little address space
+    /// (another process on the store, an extension, adopts the map size the data file records), so there the
+    /// map always grows from `mapSize`.
+    static func openingMapSize(mapSize: Int, maxMapSize: Int, growsFromMapSize: Bool) -> Int {
+        #if os(iOS) || os(tvOS) || os(watchOS) || os(visionOS)
+        return mapSize
+        #else
+        let whole = rounded(max(mapSize, maxMapSize))
+        guard !growsFromMapSize, whole > rounded(mapSize), whole <= largestMapAtOpen, canMap(whole) else {
+            return mapSize
+        }
+        return whole
+        #endif
+    }
+
+    /// The largest map a store maps whole at open (``openingMapSize(mapSize:maxMapSize:growsFromMapSize:)``): 1 TiB.
+    static let largestMapAtOpen = 1 << 40
+
     /// The largest map asked of LMDB: 64 TiB, more than a 64-bit process can map (47 bits of address space).
     static let largestMapSize = 1 << 46
 

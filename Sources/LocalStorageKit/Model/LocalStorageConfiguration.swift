@@ -29,7 +29,10 @@ public struct LocalStorageConfiguration: Sendable {
     public var logger: (any StorageLogger)?
     /// How durable each commit is.
     public var durability: StorageDurability = .full
-    /// The initial size of the memory map in bytes; it grows on demand up to ``maxMapSize``.
+    /// The initial size of the memory map in bytes; it grows on demand up to ``maxMapSize``. Where the process has
+    /// the address space (64-bit Linux, macOS, Windows), the store maps all of ``maxMapSize`` when it opens, up
+    /// to 1 TiB, so that the map never has to grow under a running `write` body; this is only address space: the
+    /// file grows with the data, not with the map.
     public var mapSize: Int = 64 << 20
     /// The largest the memory map may grow to; saves past it throw ``LocalStorageError/storageFull``. At least
     /// 1 MiB: a smaller one makes the open throw ``LocalStorageError/openFailed(path:reason:)``.
@@ -55,6 +58,9 @@ public struct LocalStorageConfiguration: Sendable {
     /// `encryption`'s current key is not the one that sealed them: maintenance that only reads or checks
     /// the store must not move it to another key (only `rekey` and `import` do).
     var keepsKeyCheck = false
+    /// Whether the map starts at ``mapSize`` and doubles on demand even where the whole of ``maxMapSize`` could be
+    /// mapped at open (tests of the map's growth set it; iOS and its relatives always grow).
+    @_spi(Testing) public var growsMapFromMapSize = false
     /// Internal: a key may be given to a store whose records were written without one (`rekey` seals them,
     /// then writes the key check value); an app's open throws instead.
     var sealsPlainStore = false

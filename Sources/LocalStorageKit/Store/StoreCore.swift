@@ -63,7 +63,10 @@ final class StoreCore: Sendable {
         }
         do {
             environment = try Environment(
-                directory: directory.path, mapSize: configuration.mapSize,
+                directory: directory.path,
+                mapSize: Environment.openingMapSize(
+                    mapSize: configuration.mapSize, maxMapSize: configuration.maxMapSize,
+                    growsFromMapSize: configuration.growsMapFromMapSize),
                 maxMapSize: configuration.maxMapSize, durability: durability,
                 fileMode: configuration.filePermissions,
                 compaction: StoreCore.compactionRequest(configuration, directory), settingsRecord: settings?.record)

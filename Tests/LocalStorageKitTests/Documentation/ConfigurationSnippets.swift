@@ -11,8 +11,8 @@ enum ConfigurationSnippets {
         config.databaseDirectory = .applicationSupportDirectory  // on Linux: $XDG_DATA_HOME or ~/.local/share
         config.durability = .relaxed  // .full (default), .relaxed (MDB_NOMETASYNC), .none (MDB_NOSYNC)
         config.autoPurgeExpiredOnRead = true  // delete the expired records reads meet
-        config.mapSize = 64 << 20  // initial map; grows on demand…
-        config.maxMapSize = 8 << 30  // …up to this, then saves throw .storageFull
+        config.mapSize = 64 << 20  // the first map on iOS, which grows on demand…
+        config.maxMapSize = 8 << 30  // …up to this (mapped at open elsewhere), then .storageFull
         config.codec = .binary  // the default; .json stores Foundation JSON
         config.logger = ConsoleStorageLogger(minimumLevel: .info)
         let storage = try LocalStorage(configuration: config)

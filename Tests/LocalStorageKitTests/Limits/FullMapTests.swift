@@ -19,6 +19,7 @@ import Testing
         var configuration = diskConfiguration()
         configuration.mapSize = 1 << 20
         configuration.maxMapSize = 4 << 20
+        configuration.growsMapFromMapSize = true
         configuration.expirySweepInterval = nil
         if let clock { configuration.clock = clock }
         return configuration

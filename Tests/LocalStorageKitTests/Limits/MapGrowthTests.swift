@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import LocalStorageKit
+@_spi(Testing) @testable import LocalStorageKit
 
 /// A map that must grow for a batch of transactions grows; callers get `storageFull` only at `maxMapSize`.
 @Suite struct MapGrowthTests {
@@ -9,6 +9,7 @@ import Testing
         var configuration = diskConfiguration(directory)
         configuration.mapSize = 1 << 20
         configuration.maxMapSize = 1 << 30
+        configuration.growsMapFromMapSize = true
         configuration.expirySweepInterval = nil
         return configuration
     }
@@ -78,5 +79,28 @@ import Testing
             try await group.waitForAll()
         }
         #expect(calls.value == updates.value)
+    }
+
+    /// A `write` body whose own writes are many times `mapSize` runs exactly once, as API.md says: the store maps
+    /// the whole of `maxMapSize` when it opens, so nothing under the body has to end for the map to grow (the map
+    /// grew from `mapSize` before, and the body met its end and ran again: 3 times for 300,000 products). The file
+    /// grows with the data, not with the map.
+    @Test func aBodyWhoseWritesPassTheInitialMapManyTimesRunsOnce() async throws {
+        var configuration = diskConfiguration(temporaryDirectory())
+        configuration.mapSize = 1 << 20
+        let storage = try LocalStorage(configuration: configuration)
+        let runs = CallCounter()
+        let text = String(repeating: "z", count: 1_000)
+        try await storage.write { tx in
+            runs.increment()
+            for index in 0..<20_000 { try tx.save(Note(id: "n\(index)", text: text)) }
+        }
+        #expect(runs.value == 1)
+        #expect(try await storage.count(Note.self) == 20_000)
+        let statistics = try await storage.statistics()
+        #expect(statistics.mapUsedBytes > 16 << 20)
+        let file = try FileManager.default.attributesOfItem(
+            atPath: storage.core.directory.appendingPathComponent("data.mdb").path)
+        #expect((file[.size] as? Int ?? .max) < 2 * statistics.mapUsedBytes)
     }
 }

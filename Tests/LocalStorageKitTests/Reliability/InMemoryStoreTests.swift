@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import LocalStorageKit
+@_spi(Testing) @testable import LocalStorageKit
 
 /// An in-memory store leaves nothing behind in `/dev/shm` (or the temporary directory), however its
 /// process ends.
@@ -25,6 +25,7 @@ import Testing
     @Test func anInMemoryStoreWorksOnceItsFilesAreUnlinked() async throws {
         var configuration = LocalStorageConfiguration.inMemory
         configuration.mapSize = 256 << 10  // so that the map has to grow on its unlinked file
+        configuration.growsMapFromMapSize = true
         let storage = try LocalStorage(configuration: configuration)
         #expect(!FileManager.default.fileExists(atPath: storage.core.directory.path))
         let notes = (0..<2_000).map { Note(id: "n\($0)", text: String(repeating: "t", count: 500)) }

@@ -4,7 +4,7 @@ import LocalStorageTestSupport
 import Synchronization
 import Testing
 
-@testable import LocalStorageKit
+@_spi(Testing) @testable import LocalStorageKit
 
 #if canImport(Glibc)
 import Glibc
@@ -37,6 +37,7 @@ struct LoadTests {
         var configuration = diskConfiguration()
         configuration.mapSize = 64 << 10
         configuration.maxMapSize = 1 << 30
+        configuration.growsMapFromMapSize = true
         let storage = try LocalStorage(configuration: configuration)
         let core = storage.core
         let initialMapSize = core.environment.currentMapSize

@@ -3,7 +3,7 @@ import Foundation
 import LocalStorageTestSupport
 import Testing
 
-@testable import LocalStorageKit
+@_spi(Testing) @testable import LocalStorageKit
 
 /// Other processes on the same store: one writing while this one reads and writes, one growing the map
 /// (`MDB_MAP_RESIZED` here), one killed while holding reader slots (`mdb_reader_check`).
@@ -46,6 +46,7 @@ struct MultiProcessTests {
         let directory = temporaryDirectory()
         var configuration = diskConfiguration(directory)
         configuration.mapSize = 64 << 10
+        configuration.growsMapFromMapSize = true
         let storage = try LocalStorage(configuration: configuration)
         try await storage.save(StressRecord(id: "app", group: "app", sequence: 0, blob: "app"))
         let before = storage.core.environment.currentMapSize
