@@ -15,14 +15,21 @@ lib=Sources/LocalStorageKit
 work=.build/fuzz
 mkdir -p "$work"
 
+# The record header and what it reads with (its view, payload envelope, formats, index values, the error type).
+header_sources() {
+    local name
+    for name in RecordHeader RecordView PayloadEnvelope PayloadFormat StoredIndexValue IndexKind ByteArray+Integers; do
+        printf '%s ' "$lib/Encoding/$name.swift"
+    done
+    printf '%s' "$lib/Model/LocalStorageError.swift"
+}
+
 sources_for() {
     case "$1" in
         key-codec) echo "$lib/Encoding/OrderedKey.swift $lib/Encoding/NumericValue.swift Fuzz/KeyCodecFuzz.swift" ;;
-        record-header) echo "$lib/Encoding/RecordHeader.swift $lib/Records/LocalStorageError.swift" \
-            "Fuzz/FuzzShim.swift Fuzz/RecordHeaderFuzz.swift" ;;
+        record-header) echo "$(header_sources)" "Fuzz/FuzzShim.swift Fuzz/RecordHeaderFuzz.swift" ;;
         binary-codec) echo "$(ls $lib/Encoding/Binary/*.swift | tr '\n' ' ')" \
-            "$lib/Encoding/RecordHeader.swift $lib/Records/LocalStorageError.swift" \
-            "Fuzz/FuzzShim.swift Fuzz/BinaryCodecFuzz.swift" ;;
+            "$(header_sources)" "Fuzz/FuzzShim.swift Fuzz/BinaryCodecFuzz.swift" ;;
         *) echo "unknown target: $1" >&2; exit 2 ;;
     esac
 }
