@@ -42,7 +42,8 @@ extension SharedTier {
     }
 
     /// The rule: in sync and heard from within `maxStaleness` (or disconnected less than that ago): serve.
-    /// Connecting or catching up: wait for it. Stale: ask for a reconnection now and wait for its outcome,
+    /// Connecting or catching up: wait for it, once, or as long as the server answers (heard from within
+    /// `maxStaleness`: a catch-up a notice started right after the read's first wait ended). Stale: ask for a reconnection now and wait for its outcome,
     /// unless an attempt failed less than `reconnectDelay` ago (attempts never come faster than that). A live
     /// connection that is merely quiet (a heartbeat late on a loaded machine) gets a few outcomes to answer
     /// before the read gives up; a connection that is down gets one.
@@ -54,7 +55,8 @@ extension SharedTier {
         case .live, .down:
             if isFresh { return .serve }
         case .connecting, .syncing:
-            if !hasWaited { return .wait(kick: false) }
+            // A catch-up while the server answers (a notice that starts one, right after the first): wait for it.
+            if !hasWaited || isFresh { return .wait(kick: false) }
         }
         let reason = staleness(state, now: now)
         if hasWaited { return .refuse(reason) }

@@ -269,4 +269,54 @@ struct SharedTierStalenessTests {
         #expect(after - before <= 2, "\(after - before) MULTI transactions for 55 misses")
         #expect(try await waitUntil { try await b.count(Product.self) == 50 })  // The misses were kept.
     }
+
+    /// Two instances opened at once on a new namespace: one saves, the other reads at once (trial57 D2). The
+    /// reader waited through its connection, then met a catch-up that the save's notice had started (`.syncing`
+    /// again) and threw `sharedTierUnavailable` ("no word from the shared tier … for 4.1e-05 seconds
+    /// (maxStaleness …)") in about one round of twelve, with the server up all along.
+    @Test func aFreshInstanceReadsAnotherOnesWriteAtOnceWhileTheServerIsUp() async throws {
+        let server = try await RedisTestServer.started()
+        defer { server.stop() }
+        for round in 0..<40 {
+            var configuration = LocalStorageConfiguration.inMemory
+            var tier = server.configuration(namespace: "fresh-\(round)")
+            tier.maxStaleness = .seconds(30)  // a heartbeat late on a loaded machine is another matter
+            configuration.sharedTier = tier
+            let a = try LocalStorage(configuration: configuration)
+            let b = try LocalStorage(configuration: configuration)
+            try await a.save(StressRecord.make(id: "x", sequence: round))
+            #expect(try await b.fetch(StressRecord.self, id: "x")?.sequence == round, "round \(round)")
+        }
+    }
+
+    /// The rule behind it: a read that already waited once, and finds the instance catching up again while the
+    /// server answers (heard from within `maxStaleness`), waits for the catch-up instead of refusing; one that
+    /// waited and has not heard from the server within `maxStaleness`, or never, refuses.
+    @Test func aReadWaitsForACatchUpWhileTheServerAnswers() async throws {
+        let server = try await RedisTestServer.started()
+        defer { server.stop() }
+        let storage = try await sharedStore(server.configuration(namespace: "rule"))
+        let tier = try #require(storage.sharedTier)
+        let now = Duration.seconds(100)
+        var state = tier.state.withLock { $0 }
+        for phase in [SharedTier.Phase.syncing, .connecting] {
+            state.phase = phase
+            state.lastHeard = now - .microseconds(41)
+            guard case .wait = tier.admission(of: state, now: now, waits: 1) else {
+                Issue.record("a read refused while the instance catches up with a server that answers (\(phase))")
+                continue
+            }
+            state.lastHeard = now - tier.settings.maxStaleness - .milliseconds(1)
+            guard case .refuse = tier.admission(of: state, now: now, waits: 1) else {
+                Issue.record("a read waited on with a stale instance (\(phase))")
+                continue
+            }
+            state.lastHeard = nil
+            guard case .refuse = tier.admission(of: state, now: now, waits: 1) else {
+                Issue.record("a read waited on with an instance that never synced (\(phase))")
+                continue
+            }
+        }
+    }
 }
+
