@@ -319,4 +319,3 @@ struct SharedTierStalenessTests {
         }
     }
 }
-
