@@ -14,14 +14,25 @@ extension Environment {
     /// Adopts a map size another process set (`MDB_MAP_RESIZED`). A size this process cannot map (less address
     /// space than the process that grew it: an app extension) throws `ENOMEM` before the map is touched: LMDB
     /// unmaps the map before it maps the new one, and a failed mapping left the environment without a map.
+    ///
+    /// The size the data file records is the largest any process mapped (LMDB never lowers it), which is all of
+    /// `maxMapSize` once a process that maps it whole at open has committed (``openingMapSize(mapSize:maxMapSize:growsFromMapSize:)``).
+    /// A process that cannot map that much (iOS and its extensions, `ulimit -v`) maps what it needs instead:
+    /// twice its map, or the data, whichever is larger, as long as that is less than the recorded size.
     func adoptMapSize() throws {
         try gate.withExclusive { () throws in
-            if let size = Environment.newestMapSize(dataFile: path + "/data.mdb"), size > currentMapSize,
-                !Environment.canMap(size)
-            {
-                throw LMDBError(code: ENOMEM, call: "mdb_env_set_mapsize", caller: "adoptMapSize()")
+            let newest = Environment.newestMeta(dataFile: path + "/data.mdb")
+            if let newest, newest.mapSize > currentMapSize, !Environment.canMap(newest.mapSize) {
+                let (needed, overflow) = Int(clamping: newest.lastPage &+ 1).multipliedReportingOverflow(
+                    by: newest.pageSize)
+                let enough = Environment.rounded(max(2 * currentMapSize, needed))
+                guard !overflow, enough < newest.mapSize, Environment.canMap(enough) else {
+                    throw LMDBError(code: ENOMEM, call: "mdb_env_set_mapsize", caller: "adoptMapSize()")
+                }
+                try check(mdb_env_set_mapsize(handle, enough), "mdb_env_set_mapsize")
+            } else {
+                try check(mdb_env_set_mapsize(handle, 0), "mdb_env_set_mapsize")
             }
-            try check(mdb_env_set_mapsize(handle, 0), "mdb_env_set_mapsize")
             var info = MDB_envinfo()
             mdb_env_info(handle, &info)
             mapSize.withLock { $0 = info.me_mapsize }
@@ -35,18 +46,18 @@ extension Environment {
         return max(unit, (min(size, largestMapSize) + unit - 1) / unit * unit)
     }
 
-    /// The map size the newest of the data file's two meta pages records (what `mdb_env_set_mapsize(_, 0)`
-    /// adopts), or nil when the file cannot be read.
-    static func newestMapSize(dataFile: String) -> Int? {
+    /// The newest of the data file's two meta pages (the last commit's: its map size is what
+    /// `mdb_env_set_mapsize(_, 0)` adopts), or nil when the file cannot be read.
+    static func newestMeta(dataFile: String) -> MetaPage? {
         let descriptor = open(dataFile, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { return nil }
         defer { closeFile(descriptor) }
         var pages = DataFilePages(descriptor: descriptor)
-        return pages.metaPages().max { $0.transactionID < $1.transactionID }?.mapSize
+        return pages.metaPages().max { $0.transactionID < $1.transactionID }
     }
 
-    /// The map a store opens with: all of `maxMapSize` where the process can map it (up to
-    /// ``largestMapAtOpen``), otherwise `mapSize`, from which the map doubles on demand. A map that grows has to
+    /// The map a store opens with: all of `maxMapSize` (at most ``largestMapAtOpen``, beyond which it grows as
+    /// before) where the process can map it, otherwise `mapSize`, from which the map doubles on demand. A map that grows has to
     /// end every transaction of the process first, so a `write` body whose own writes fill the map would be
     /// aborted and run again; mapped whole, it never is (short of `maxMapSize` itself, where it fails with
     /// `storageFull`). Mapping costs address space only: LMDB writes pages into the file as it uses them, and
@@ -57,16 +68,16 @@ extension Environment {
         #if os(iOS) || os(tvOS) || os(watchOS) || os(visionOS)
         return mapSize
         #else
-        let whole = rounded(max(mapSize, maxMapSize))
-        guard !growsFromMapSize, whole > rounded(mapSize), whole <= largestMapAtOpen, canMap(whole) else {
-            return mapSize
-        }
+        let whole = rounded(min(max(mapSize, maxMapSize), largestMapAtOpen))
+        guard !growsFromMapSize, whole > rounded(mapSize), canMap(whole) else { return mapSize }
         return whole
         #endif
     }
 
-    /// The largest map a store maps whole at open (``openingMapSize(mapSize:maxMapSize:growsFromMapSize:)``): 1 TiB.
-    static let largestMapAtOpen = 1 << 40
+    /// The largest map a store maps at open (``openingMapSize(mapSize:maxMapSize:growsFromMapSize:)``): 64 GiB, the
+    /// default `maxMapSize`. Each open store takes that much address space (not memory): a 47-bit address space
+    /// holds some 2,000 of them.
+    static let largestMapAtOpen = 64 << 30
 
     /// The largest map asked of LMDB: 64 TiB, more than a 64-bit process can map (47 bits of address space).
     static let largestMapSize = 1 << 46

@@ -29,10 +29,10 @@ public struct LocalStorageConfiguration: Sendable {
     public var logger: (any StorageLogger)?
     /// How durable each commit is.
     public var durability: StorageDurability = .full
-    /// The initial size of the memory map in bytes; it grows on demand up to ``maxMapSize``. Where the process has
-    /// the address space (64-bit Linux, macOS, Windows), the store maps all of ``maxMapSize`` when it opens, up
-    /// to 1 TiB, so that the map never has to grow under a running `write` body; this is only address space: the
-    /// file grows with the data, not with the map.
+    /// The initial size of the memory map in bytes; it grows on demand up to ``maxMapSize``. On Linux and macOS,
+    /// where the process has the address space, the store maps all of ``maxMapSize`` when it opens (up to 64 GiB;
+    /// past that it grows from there), so that the map does not grow under a running `write` body; this is only
+    /// address space: the file grows with the data, not with the map.
     public var mapSize: Int = 64 << 20
     /// The largest the memory map may grow to; saves past it throw ``LocalStorageError/storageFull``. At least
     /// 1 MiB: a smaller one makes the open throw ``LocalStorageError/openFailed(path:reason:)``.

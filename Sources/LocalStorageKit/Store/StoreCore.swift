@@ -61,15 +61,22 @@ final class StoreCore: Sendable {
         if let problem = StoreFileModes.problem(with: configuration.filePermissions) {
             throw LocalStorageError.openFailed(path: directory.path, reason: problem)
         }
-        do {
-            environment = try Environment(
-                directory: directory.path,
-                mapSize: Environment.openingMapSize(
-                    mapSize: configuration.mapSize, maxMapSize: configuration.maxMapSize,
-                    growsFromMapSize: configuration.growsMapFromMapSize),
-                maxMapSize: configuration.maxMapSize, durability: durability,
-                fileMode: configuration.filePermissions,
+        let opening = Environment.openingMapSize(
+            mapSize: configuration.mapSize, maxMapSize: configuration.maxMapSize,
+            growsFromMapSize: configuration.growsMapFromMapSize)
+        let open = { (mapSize: Int) throws -> Environment in
+            try Environment(
+                directory: directory.path, mapSize: mapSize, maxMapSize: configuration.maxMapSize,
+                durability: durability, fileMode: configuration.filePermissions,
                 compaction: StoreCore.compactionRequest(configuration, directory), settingsRecord: settings?.record)
+        }
+        do {
+            do {
+                environment = try open(opening)
+            } catch let error as LMDBError where error.code == ENOMEM && opening != configuration.mapSize {
+                // The address space the probe found was taken before LMDB mapped it: the map grows from mapSize.
+                environment = try open(configuration.mapSize)
+            }
         } catch {
             throw LocalStorageError.openFailed(path: directory.path, reason: StoreCore.explain(error))
         }
