@@ -85,6 +85,13 @@ struct Sheet3Pages: LocalStorageVersioned, LocalStorageIndexed, Equatable {
         // The record's id is still in the data file (a salvage writes a fresh file without it).
         let data = try Data(contentsOf: storeFilesDirectory(directory).appendingPathComponent("data.mdb"))
         #expect(data.range(of: Data("sku_1".utf8)) != nil)
+        // The salvage itself, which a repair runs at once on a file with a damaged page, refuses too: it dropped
+        // the type and its 1 record, replaced the file and said "no problems" (review-cli-52, 2).
+        await #expect(throws: MaintenanceError.self) {
+            try await StoreMaintenance.salvage(directory: storeFilesDirectory(directory))
+        }
+        let after = try Data(contentsOf: storeFilesDirectory(directory).appendingPathComponent("data.mdb"))
+        #expect(after == data)
     }
 
     @Test func aRecordOfANewerVersionIsReportedAndNeverOverwritten() async throws {

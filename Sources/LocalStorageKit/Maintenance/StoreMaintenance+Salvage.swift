@@ -22,6 +22,9 @@ import Darwin
     public var lost: [VerifyProblem]
     /// The types the fresh store holds.
     public var types: [String]
+    /// A key was given for a store that was not encrypted (no key check value, no sealed record): the fresh
+    /// store is not encrypted either, and the key was not used.
+    public var keyUnused = false
 }
 
 extension StoreMaintenance {
@@ -59,7 +62,8 @@ extension StoreMaintenance {
         // The salvaged store keeps the files' mode and group (a group's store stays the group's).
         var original = stat()
         let kept = stat(dataFile.path, &original) == 0 ? original : nil
-        let (lines, damage, unreadable, counted) = try salvageLines(of: dataFile, encryption: encryption)
+        let (lines, damage, unreadable, counted, encrypted, newer) = try salvageLines(
+            of: dataFile, encryption: encryption)
         // A record no key given opens may be whole under another key: a salvage would lose it for good.
         let unopened = unreadable.filter { $0.kind == .sealNotOpened }
         if let first = unopened.first {
@@ -68,11 +72,21 @@ extension StoreMaintenance {
                     + "given; nothing was changed. Salvage with every key the store may hold (--key-file NEW "
                     + "--previous-key-file OLD)")
         }
+        // So would every record of a type whose description a newer version wrote (well-formed JSON this version
+        // cannot read): the fresh store would not hold the type at all.
+        if let name = newer.first {
+            throw MaintenanceError.invalidArgument(
+                "the description of \(String(reflecting: name)) in meta is well-formed but "
+                    + "cannot be read, most likely written by a newer version of LocalStorageKit: a salvage would "
+                    + "lose all its records; nothing was changed. Repair the store with that version")
+        }
         let fresh = directory.appendingPathComponent(".salvage-\(UUID().uuidString)", isDirectory: true)
         var report: SalvageReport
         var swapLock: StoreSwapLock?
         do {
-            report = try await importSalvaged(lines, into: fresh, encryption: encryption)
+            // A key given for a plain store is not used: sealed, the fresh store would lock out every app without one.
+            report = try await importSalvaged(lines, into: fresh, encryption: encrypted ? encryption : nil)
+            report.keyUnused = encryption != nil && !encrypted
             report.damage = damage
             report.lost = unreadable + report.lost
             report.counted = counted
@@ -156,11 +170,14 @@ extension StoreMaintenance {
     }
 
     /// Export lines (a type line, then its records) of every readable type and record of `dataFile`, the
-    /// damage found on the way, what was reached but could not be read, and the records the file counts.
-    /// Sealed and compressed payloads are opened with `encryption` and the dictionaries found.
+    /// damage found on the way, what was reached but could not be read, the records the file counts, and whether
+    /// the store was encrypted (a key check value in `meta`, or a sealed record). Sealed and compressed payloads
+    /// are opened with `encryption` and the dictionaries found.
     private static func salvageLines(
         of dataFile: URL, encryption: StorageEncryption?
-    ) throws -> (lines: [Data], damage: [VerifyProblem], lost: [VerifyProblem], counted: Int?) {
+    ) throws -> (
+        lines: [Data], damage: [VerifyProblem], lost: [VerifyProblem], counted: Int?, encrypted: Bool, newer: [String]
+    ) {
         let descriptor = open(dataFile.path, O_RDONLY)
         guard descriptor >= 0 else {
             throw LocalStorageError.openFailed(path: dataFile.path, reason: String(cString: strerror(errno)))
@@ -179,11 +196,12 @@ extension StoreMaintenance {
             found.drop(walk.ambiguous)
             let sealing = try PayloadSealing.forSalvage(
                 encryption: encryption, metaEntries: found.metaEntries, path: dataFile.path)
-            let (lines, lost, records) = found.exportLines(sealing: sealing)
+            let (lines, lost, records, newer) = found.exportLines(sealing: sealing)
             snapshots.append(
                 SalvagedSnapshot(
-                    meta: meta, problems: walk.problems, lines: lines, lost: lost, records: records,
-                    counted: Self.counted(walk, records: records, fileLength: pages.fileLength)))
+                    meta: meta, problems: walk.problems, lines: lines, lost: lost, records: records, newer: newer,
+                    counted: Self.counted(walk, records: records, fileLength: pages.fileLength),
+                    encrypted: found.metaEntries.contains { $0.key == PayloadSealing.checkKey } || found.holdsSealed))
         }
         guard let best = Self.choice(snapshots)
         else {
@@ -203,7 +221,7 @@ extension StoreMaintenance {
                         + "newest commit wrote is lost"),
                 at: 0)
         }
-        return (best.lines, damage, best.lost, best.counted)
+        return (best.lines, damage, best.lost, best.counted, best.encrypted, best.newer)
     }
 
     /// Which snapshot a salvage reads: the newest, unless it has damage the older one does not (its own pages
@@ -279,13 +297,23 @@ private struct SalvagedSnapshot {
     let lines: [Data]
     let lost: [VerifyProblem]
     let records: Int
+    /// Types whose description is well-formed JSON this version cannot read (a newer version's).
+    let newer: [String]
     let counted: Int?
+    let encrypted: Bool
 }
 
 /// The entries a salvage walk reached: the `meta` database and every records database.
 private final class SalvagedEntries {
     private(set) var metaEntries: [(key: [UInt8], value: [UInt8])] = []
     private var records: [String: [(key: [UInt8], value: [UInt8])]] = [:]
+
+    /// Whether any record collected is sealed (its header's format byte says so), whether or not it can be opened.
+    var holdsSealed: Bool {
+        records.values.contains { entries in
+            entries.contains { $0.value.count > 1 && $0.value[1] & PayloadEnvelope.sealed.rawValue != 0 }
+        }
+    }
 
     /// Forgets what was collected under `names` (names the main database holds twice).
     func drop(_ names: Set<String>) {
@@ -302,13 +330,15 @@ private final class SalvagedEntries {
     }
 
     /// Export lines of every readable type and its readable records; what could not be read; the number
-    /// of record lines. Payloads are opened with `sealing`.
-    func exportLines(sealing: PayloadSealing) -> (lines: [Data], lost: [VerifyProblem], records: Int) {
+    /// of record lines; the types whose description is well-formed JSON this version cannot read (a newer
+    /// version's). Payloads are opened with `sealing`.
+    func exportLines(sealing: PayloadSealing) -> (lines: [Data], lost: [VerifyProblem], records: Int, newer: [String]) {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         var lines: [Data] = []
         var lost: [VerifyProblem] = []
         var count = 0
+        var newer: [String] = []
         for entry in metaEntries where entry.key.starts(with: TypeInfo.keyPrefix) {
             let name = String(decoding: entry.key.dropFirst(TypeInfo.keyPrefix.count), as: UTF8.self)
             let info: TypeInfo
@@ -321,6 +351,7 @@ private final class SalvagedEntries {
                     "its description in meta cannot be read: \(TypeRegistry.undecodable(error)); none of its "
                     + "records could be salvaged"
                 lost.append(VerifyProblem(type: name, id: nil, kind: .unreadableType, detail: detail))
+                if SalvagedEntries.isWellFormed(entry.value) { newer.append(name) }
                 continue
             }
             for record in records["r.\(info.number)"] ?? [] {
@@ -340,6 +371,16 @@ private final class SalvagedEntries {
                 }
             }
         }
-        return (lines, lost, count)
+        return (lines, lost, count, newer)
+    }
+
+    /// Whether a type description that does not decode is well-formed JSON (an object): most likely a newer
+    /// version's (an index kind this one does not know) rather than damage.
+    static func isWellFormed(_ description: [UInt8]) -> Bool {
+        do {
+            return try JSONSerialization.jsonObject(with: Data(description)) is [String: Any]
+        } catch {
+            return false  // not JSON: damaged
+        }
     }
 }

@@ -129,10 +129,13 @@ enum VerifyCommand: Command {
             stage("the salvage of its records")
             let salvage = try await StoreMaintenance.salvage(directory: directory, encryption: encryption)
             salvaged.salvage = salvage
+            if salvage.keyUnused {
+                output.message("localstorage: note: the store is not encrypted; the key file was not used")
+            }
             if !output.isJSON { show(salvage, output: output) }
             stage("the check of the salvaged store")
             let report = try await StoreMaintenance(
-                directory: directory, encryption: encryption, movesKeyCheck: false
+                directory: directory, encryption: salvage.keyUnused ? nil : encryption, movesKeyCheck: false
             ).verify(
                 progress: progress.handler)
             progress.finish()

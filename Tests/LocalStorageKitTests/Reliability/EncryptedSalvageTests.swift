@@ -90,4 +90,40 @@ import Testing
             for note in all { #expect(model[note.id] == note) }
         }
     }
+
+    /// A key given to the repair of a store that was never encrypted is not used: the salvage sealed the fresh
+    /// store with it, and every app without a key was locked out (review-cli-52, 1). The CLI says so, as every
+    /// other command does for a plain store.
+    @Test func aKeyGivenForAPlainStoreIsNotUsedBySalvage() async throws {
+        let configuration = diskConfiguration(temporaryDirectory())
+        let notes = (0..<50).map { Note(id: "n\($0)", text: "plain text \($0)") }
+        try await withStore(configuration) { storage async throws in try await storage.save(contentsOf: notes) }
+        let report = try await StoreMaintenance.salvage(
+            directory: configuration.storeDirectory, encryption: StorageEncryption(key: EncryptionTests.key))
+        #expect(report.keyUnused)
+        #expect(report.salvaged == notes.count)
+        try await withStore(configuration) { storage async throws in
+            #expect(try await storage.count(Note.self) == notes.count)
+            #expect(try await storage.fetch(Note.self, id: "n7") == notes[7])
+        }
+        // The CLI on a damaged plain store with a key file: repaired, still plain, and a note.
+        let keyFile = temporaryDirectory().appendingPathComponent("key")
+        try FileManager.default.createDirectory(
+            at: keyFile.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try EncryptionTests.key.write(to: keyFile)
+        let url = configuration.storeDirectory.appendingPathComponent("data.mdb")
+        var bytes = [UInt8](try Data(contentsOf: url))
+        let lastPage = (bytes.count / 4_096 - 1) * 4_096
+        bytes[lastPage + 10] = 0xFF
+        bytes[lastPage + 11] = 0xFF
+        try Data(bytes).write(to: url)
+        let store = configuration.storeDirectory.path
+        let repair = try await CLIResult.run(
+            ["verify", "--repair", "--key-file", keyFile.path, "--store", store], environment: nil)
+        #expect(repair.status == 0, "\(repair.stdout)\(repair.stderr)")
+        #expect(repair.stderr.contains("the key file was not used"), "\(repair.stderr)")
+        try await withStore(configuration) { storage async throws in
+            #expect(try await storage.fetch(Note.self, id: "n7") == notes[7])
+        }
+    }
 }
