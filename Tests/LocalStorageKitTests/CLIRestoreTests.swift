@@ -37,8 +37,10 @@ import Testing
     }
 
     /// `import -` reads standard input from where it stands, also when it is a regular file: it reopened
-    /// `/dev/stdin` by path, which reads the file from its start (here a line the shell already consumed).
-    @Test func importFromStandardInputReadsFromWhereItStands() async throws {
+    /// `/dev/stdin` by path, which reads the file from its start (here a line the shell already consumed). So does
+    /// `import /dev/stdin`, which API.md names too (review-cli-52, 6: it read the file by name from its start).
+    @Test(arguments: ["-", "/dev/stdin"])
+    func importFromStandardInputReadsFromWhereItStands(input: String) async throws {
         let (_, store) = try await makeStore(notes: 12)
         let export = try await CLIResult.run(["export", "--store", store.path], environment: nil)
         #expect(export.status == 0, "\(export.stderr)")
@@ -48,8 +50,8 @@ import Testing
         var configuration = diskConfiguration()
         configuration.expirySweepInterval = nil
         let result = try await shell(
-            #"{ IFS= read -r skipped; "$1" import - --store "$3"; } < "$2""#,
-            [file.path, configuration.storeDirectory.path])
+            #"{ IFS= read -r skipped; "$1" import "$3" --store "$4"; } < "$2""#,
+            [file.path, input, configuration.storeDirectory.path])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(try await LocalStorage(configuration: configuration).count(Note.self) == 12)
     }

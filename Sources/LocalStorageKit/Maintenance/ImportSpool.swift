@@ -21,9 +21,11 @@ struct ImportSpool {
     /// Whether ``file`` is a temporary copy to remove afterwards.
     private let isTemporary: Bool
 
-    /// The input at `url`; `-` means standard input.
+    /// The input at `url`; `-` means standard input, and so does a path that names it (`/dev/stdin`, `/dev/fd/0`).
     init(_ url: URL) throws {
-        let isStandardInput = url.lastPathComponent == "-" && !FileManager.default.fileExists(atPath: url.path)
+        let isStandardInput =
+            (url.lastPathComponent == "-" && !FileManager.default.fileExists(atPath: url.path))
+            || ImportSpool.namesStandardInput(url.path)
         let source = isStandardInput ? URL(fileURLWithPath: "/dev/stdin") : url
         var info = stat()
         if !isStandardInput, stat(source.path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG {
@@ -58,6 +60,12 @@ struct ImportSpool {
         }
         file = copy
         isTemporary = true
+    }
+
+    /// Whether `path` names this process's standard input (`/dev/stdin`, `/dev/fd/0`, `/proc/self/fd/0`): read by
+    /// name, a regular file on standard input would be read from its start, not where the caller left it.
+    static func namesStandardInput(_ path: String) -> Bool {
+        ["/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"].contains(path)
     }
 
     /// Removes the temporary copy, if there is one.
