@@ -68,6 +68,25 @@ import Testing
         #expect(!result.stderr.contains("damaged"), "\(result.stderr)")
     }
 
+    /// `compact --output DIR --key-file K` of a store that is not encrypted: the key is not used on the copy either
+    /// (the copy's check opened it with the key, refused it, and left the copy behind with status 1; a retry was
+    /// refused with "already exists"; review-cli-52, 4).
+    @Test func aCompactOfAPlainStoreWithAKeyFileWritesAPlainCopy() async throws {
+        let (_, store) = try await makeStore(notes: 20)
+        let keyFile = temporaryDirectory().appendingPathComponent("key")
+        try FileManager.default.createDirectory(
+            at: keyFile.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try EncryptionTests.key.write(to: keyFile)
+        let output = temporaryDirectory()
+        let result = try await CLIResult.run(
+            ["compact", "--output", output.path, "--key-file", keyFile.path, "--store", store.path], environment: nil)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stderr.contains("the key file was not used"), "\(result.stderr)")
+        var configuration = diskConfiguration(output)
+        configuration.expirySweepInterval = nil
+        #expect(try await LocalStorage(configuration: configuration).fetch(Note.self, id: "n7")?.text == "note 7")
+    }
+
     /// A `compact --output DIR` that fails part way (files limited to 48 KiB here, as a full disk would) leaves
     /// no store in DIR, and a retry writes one: a truncated data.mdb was left, which refused the retry ("already
     /// exists") and opened as a damaged store.

@@ -74,7 +74,10 @@ extension StoreMaintenance {
         // system (as the compaction at open does); the copy is reported either way.
         LMDBLockFile.syncFolder(output.path)
         progress?(MaintenanceProgress(task: "compact", completed: 1, total: 1))
-        let copy = try await StoreMaintenance(directory: output, encryption: encryption)
+        // Checked as the source was opened: a key it did not use (a plain store) is not used on the copy either,
+        // and the check does not move the copy's key check value (a rotation is `rekey`'s work).
+        let copy = try await StoreMaintenance(
+            directory: output, encryption: hasKeyCheck ? encryption : nil, movesKeyCheck: false)
         return CompactReport(
             output: output.path,
             originalBytes: try Self.fileSize(directory.appendingPathComponent("data.mdb")),
