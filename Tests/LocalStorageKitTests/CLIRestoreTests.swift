@@ -87,6 +87,28 @@ import Testing
         #expect(try await LocalStorage(configuration: configuration).fetch(Note.self, id: "n7")?.text == "note 7")
     }
 
+    /// `export --output LINK`, a symbolic link to a regular file: the file it leads to gets the export and the
+    /// store's private mode, and the link stays (through the link, the plaintext kept the target's 0o644;
+    /// review-cli-52, 7).
+    @Test func anExportThroughALinkGivesTheFileTheStoresMode() async throws {
+        let (_, store) = try await makeStore(notes: 5)
+        let folder = temporaryDirectory()
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let target = folder.appendingPathComponent("target.jsonl")
+        let link = folder.appendingPathComponent("link.jsonl")
+        try Data("old\n".utf8).write(to: target)
+        #expect(chmod(target.path, 0o644) == 0)
+        try FileManager.default.createSymbolicLink(at: link, withDestinationURL: target)
+        let result = try await CLIResult.run(
+            ["export", "--output", link.path, "--store", store.path], environment: nil)
+        #expect(result.status == 0, "\(result.stderr)")
+        var info = stat()
+        #expect(stat(target.path, &info) == 0)
+        #expect(info.st_mode & 0o777 == 0o600)
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: link.path) == target.path)
+        #expect(try String(contentsOf: target, encoding: .utf8).contains("note 3"))
+    }
+
     /// A `compact --output DIR` that fails part way (files limited to 48 KiB here, as a full disk would) leaves
     /// no store in DIR, and a retry writes one: a truncated data.mdb was left, which refused the retry ("already
     /// exists") and opened as a damaged store.

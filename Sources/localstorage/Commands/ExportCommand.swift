@@ -76,18 +76,22 @@ enum ExportCommand: Command {
     }
 
     /// The file `--output` names, written beside it and moved over it only once the export is whole, so that
-    /// a failed export leaves an existing file as it was (and no empty one). A path that is not a regular file
-    /// (`/dev/stdout`, a pipe, a symbolic link), or one whose folder has no room for a file beside it, is
-    /// written directly.
+    /// a failed export leaves an existing file as it was (and no empty one); through a symbolic link, the file it
+    /// leads to. A path that is not a regular file (`/dev/stdout`, a pipe), or one whose folder has no room for a
+    /// file beside it, is written directly.
     struct OutputFile {
         let path: String
         let handle: FileHandle
         /// The file written, when it is not `path` itself.
         let partial: String?
 
-        init(_ path: String, mode: mode_t) throws {
+        init(_ named: String, mode: mode_t) throws {
+            // A symbolic link to a regular file stays: the file it names is written as FILE is (beside it, its
+            // mode exactly `mode`, moved over it once whole). Through the link, the plaintext export took the
+            // target's own mode (0o644) and emptied it before the export was whole.
+            let path = OutputFile.regularTarget(of: named) ?? named
             var info = stat()
-            // A symbolic link is written through, not replaced; so is anything that is not a regular file.
+            // Anything that is not a regular file (a device, a pipe, a link to one) is written through.
             let special = lstat(path, &info) == 0 && (info.st_mode & S_IFMT) != S_IFREG
             var partial = special ? nil : path + ".partial-\(UUID().uuidString)"
             var descriptor: Int32 = -1
@@ -127,6 +131,17 @@ enum ExportCommand: Command {
             self.path = path
             handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
             self.partial = partial
+        }
+
+        /// The regular file the symbolic link at `path` leads to, or nil when `path` is not a link or leads elsewhere.
+        static func regularTarget(of path: String) -> String? {
+            var info = stat()
+            guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFLNK, let resolved = realpath(path, nil)
+            else { return nil }
+            defer { free(resolved) }
+            let target = String(cString: resolved)
+            guard stat(target, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+            return target
         }
 
         /// Writes the file to disk, closes it and moves it over `path`.
