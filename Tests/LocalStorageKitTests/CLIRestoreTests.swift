@@ -73,10 +73,7 @@ import Testing
     /// refused with "already exists"; review-cli-52, 4).
     @Test func aCompactOfAPlainStoreWithAKeyFileWritesAPlainCopy() async throws {
         let (_, store) = try await makeStore(notes: 20)
-        let keyFile = temporaryDirectory().appendingPathComponent("key")
-        try FileManager.default.createDirectory(
-            at: keyFile.deletingLastPathComponent(), withIntermediateDirectories: true)
-        try EncryptionTests.key.write(to: keyFile)
+        let keyFile = try EncryptedSalvageTests.keyFile()
         let output = temporaryDirectory()
         let result = try await CLIResult.run(
             ["compact", "--output", output.path, "--key-file", keyFile.path, "--store", store.path], environment: nil)

@@ -28,6 +28,26 @@ import Testing
         return (configuration, model)
     }
 
+    /// A file holding ``EncryptionTests/key``, for the CLI's `--key-file`.
+    static func keyFile() throws -> URL {
+        let keyFile = temporaryDirectory().appendingPathComponent("key")
+        try FileManager.default.createDirectory(
+            at: keyFile.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try EncryptionTests.key.write(to: keyFile)
+        return keyFile
+    }
+
+    /// Damages one page that holds no record: the last page of the file is a branch or leaf of some database; its
+    /// header's flags made impossible send `verify --repair` to the salvage.
+    static func damageLastPage(of store: URL) throws {
+        let url = store.appendingPathComponent("data.mdb")
+        var bytes = [UInt8](try Data(contentsOf: url))
+        let lastPage = (bytes.count / 4_096 - 1) * 4_096
+        bytes[lastPage + 10] = 0xFF
+        bytes[lastPage + 11] = 0xFF
+        try Data(bytes).write(to: url)
+    }
+
     @Test func withItsKeyEveryRecordIsSalvagedAndSealedAgain() async throws {
         let (configuration, model) = try await makeStore()
         let report = try await StoreMaintenance.salvage(
@@ -63,21 +83,9 @@ import Testing
 
     @Test func theCLIRepairsADamagedEncryptedStoreWithItsKeyFile() async throws {
         let (configuration, model) = try await makeStore()
-        let keyFile = temporaryDirectory().appendingPathComponent("key")
-        try FileManager.default.createDirectory(
-            at: keyFile.deletingLastPathComponent(), withIntermediateDirectories: true)
-        try EncryptionTests.key.write(to: keyFile)
-        // Damage one page that holds no record: the last page of the file is a branch or leaf of some
-        // database; its header's flags byte made impossible sends `--repair` to the salvage.
-        let url = configuration.storeDirectory.appendingPathComponent("data.mdb")
-        var bytes = [UInt8](try Data(contentsOf: url))
-        let damage = try StoreMaintenance.pageDamage(directory: configuration.storeDirectory)
-        #expect(damage.isEmpty)
-        let pageSize = 4_096
-        let lastPage = (bytes.count / pageSize - 1) * pageSize
-        bytes[lastPage + 10] = 0xFF
-        bytes[lastPage + 11] = 0xFF
-        try Data(bytes).write(to: url)
+        let keyFile = try Self.keyFile()
+        #expect(try StoreMaintenance.pageDamage(directory: configuration.storeDirectory).isEmpty)
+        try Self.damageLastPage(of: configuration.storeDirectory)
         #expect(!(try StoreMaintenance.pageDamage(directory: configuration.storeDirectory)).isEmpty)
 
         let store = configuration.storeDirectory.path
@@ -107,16 +115,8 @@ import Testing
             #expect(try await storage.fetch(Note.self, id: "n7") == notes[7])
         }
         // The CLI on a damaged plain store with a key file: repaired, still plain, and a note.
-        let keyFile = temporaryDirectory().appendingPathComponent("key")
-        try FileManager.default.createDirectory(
-            at: keyFile.deletingLastPathComponent(), withIntermediateDirectories: true)
-        try EncryptionTests.key.write(to: keyFile)
-        let url = configuration.storeDirectory.appendingPathComponent("data.mdb")
-        var bytes = [UInt8](try Data(contentsOf: url))
-        let lastPage = (bytes.count / 4_096 - 1) * 4_096
-        bytes[lastPage + 10] = 0xFF
-        bytes[lastPage + 11] = 0xFF
-        try Data(bytes).write(to: url)
+        let keyFile = try Self.keyFile()
+        try Self.damageLastPage(of: configuration.storeDirectory)
         let store = configuration.storeDirectory.path
         let repair = try await CLIResult.run(
             ["verify", "--repair", "--key-file", keyFile.path, "--store", store], environment: nil)
