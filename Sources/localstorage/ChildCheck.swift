@@ -39,6 +39,14 @@ enum ChildCheck {
                 stage += " (\(error))"
             }
         }
+        // Only a fault (a bad read of the map, a trap on what it read) says the file is damaged; a signal sent
+        // from outside (`kill`, the out-of-memory killer, a stop) ended the check and says nothing about the file.
+        guard [SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP].contains(signal) else {
+            output.message(
+                "localstorage: error: the check was ended by signal \(signal) at \(stage), from outside; the store "
+                    + "was not found damaged. Run `localstorage verify` again.")
+            return 1
+        }
         output.message(
             "localstorage: error: the file is damaged at \(stage): the check ended with signal "
                 + "\(signal) inside LMDB. `localstorage verify --repair` salvages the records "

@@ -106,6 +106,30 @@ import Testing
         #expect(try String(contentsOf: target, encoding: .utf8).contains("note 3"))
     }
 
+    /// `-` is standard input for `import` and standard output for `export --output`, also beside a file named `-`
+    /// (the stale file was imported instead of the pipe, and `export --output -` wrote a file named `-`); with
+    /// `--output /dev/stdout` the summary goes to standard error, not into the export (review-cli-52).
+    @Test func aDashIsTheStandardStreamAndTheSummaryStaysOutOfTheExport() async throws {
+        let (_, store) = try await makeStore(notes: 9)
+        let folder = temporaryDirectory()
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        try Data("stale\n".utf8).write(to: folder.appendingPathComponent("-"))
+        var configuration = diskConfiguration()
+        configuration.expirySweepInterval = nil
+        let piped = try await shell(
+            #"cd "$2" && "$1" export --store "$3" --output - | "$1" import - --store "$4""#,
+            [folder.path, store.path, configuration.storeDirectory.path])
+        #expect(piped.status == 0, "\(piped.stderr)")
+        #expect(try String(contentsOf: folder.appendingPathComponent("-"), encoding: .utf8) == "stale\n")
+        #expect(try await LocalStorage(configuration: configuration).count(Note.self) == 9)
+        let streamed = try await CLIResult.run(
+            ["export", "--store", store.path, "--output", "/dev/stdout"], environment: nil)
+        #expect(streamed.status == 0, "\(streamed.stderr)")
+        #expect(streamed.stdout.split(separator: "\n").count == 10, "\(streamed.stdout)")
+        #expect(!streamed.stdout.contains("Exported"))
+        #expect(streamed.stderr.contains("Exported 9 records"), "\(streamed.stderr)")
+    }
+
     /// A `compact --output DIR` that fails part way (files limited to 48 KiB here, as a full disk would) leaves
     /// no store in DIR, and a retry writes one: a truncated data.mdb was left, which refused the retry ("already
     /// exists") and opened as a damaged store.

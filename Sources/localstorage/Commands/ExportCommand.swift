@@ -9,7 +9,8 @@ enum ExportCommand: Command {
     static let details = """
         Arguments:
           TYPE…          the types to export (default: all)
-          --output FILE  write to FILE instead of standard output
+          --output FILE  write to FILE instead of standard output (- is standard output); the summary
+                         then goes to standard output, unless FILE is a stream such as /dev/stdout
         Each type starts with a line describing it (type, version, signature, indexes), then one line
         per record: type, id, createdAt, updatedAt, expiresAt (ns since 1970), version, format,
         signature, indexes and payload (JSON). A payload holding NaN or ±Infinity shows them as the
@@ -24,7 +25,8 @@ enum ExportCommand: Command {
     static let spec = ArgumentSpec(options: ["output"], positionals: 0...Int.max)
 
     static func run(_ arguments: ParsedArguments, store: StoreMaintenance, output: Output) async throws -> Int32 {
-        let toFile = arguments.value("output")
+        // `-` is standard output, as it is standard input for `import` (a file of that name is `./-`).
+        let toFile = arguments.value("output").flatMap { $0 == "-" ? nil : $0 }
         if let toFile, toFile.isEmpty { throw UsageError("--output needs a file") }
         let file = try toFile.map { try OutputFile($0, mode: storeFileMode(store)) }
         let handle = file?.handle ?? FileHandle.standardOutput
@@ -48,9 +50,11 @@ enum ExportCommand: Command {
             file?.discard()
             throw error
         }
-        // The records may be on standard output: the report then goes to standard error.
+        // The records may be on standard output (or another stream, `--output /dev/stdout`): the report then goes to
+        // standard error.
+        let reportsToStandardError = file?.partial == nil
         if output.isJSON {
-            try output.json(report, toStandardError: toFile == nil)
+            try output.json(report, toStandardError: reportsToStandardError)
         } else {
             for problem in report.skipped {
                 output.message("localstorage: skipped " + InvisibleCharacters.escaped("\(problem)", keeping: []))
@@ -62,7 +66,7 @@ enum ExportCommand: Command {
             let summary =
                 "Exported \(report.records) records of \(report.types) types"
                 + (skipped.isEmpty ? "." : "; skipped \(skipped.joined(separator: " and ")).")
-            if toFile == nil { output.message(summary) } else { output.line(summary) }
+            if reportsToStandardError { output.message(summary) } else { output.line(summary) }
         }
         return report.skipped.isEmpty ? 0 : 1
     }
@@ -134,7 +138,10 @@ enum ExportCommand: Command {
         }
 
         /// The regular file the symbolic link at `path` leads to, or nil when `path` is not a link or leads elsewhere.
+        /// The links the system keeps for streams (`/dev/stdout`, `/dev/fd/N`, `/proc/self/fd/N`) stay streams: an
+        /// export to `/dev/stdout` redirected into a file is written through, as the shell opened it.
         static func regularTarget(of path: String) -> String? {
+            guard !path.hasPrefix("/dev/"), !path.hasPrefix("/proc/") else { return nil }
             var info = stat()
             guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFLNK, let resolved = realpath(path, nil)
             else { return nil }

@@ -7,7 +7,8 @@ enum ImportCommand: Command {
     static let synopsis = "import FILE|- [--no-payload-check]"
     static let summary = "Imports a JSON Lines file written by export into the store (created if missing)."
     static let details = """
-        FILE is a file, or - (or /dev/stdin, or any pipe) for standard input, which is read once.
+        FILE is a file, or - (or /dev/stdin, or any pipe) for standard input, which is read once (a file
+        named - is ./-).
         All or nothing: every line is checked before anything is written, then every record is written
         in one transaction, replacing records with the same type and id and keeping their timestamps,
         expiry, version and index values. When the import fails nothing of it remains (a store it
@@ -28,7 +29,9 @@ enum ImportCommand: Command {
 
     static func run(_ arguments: ParsedArguments, store: StoreMaintenance, output: Output) async throws -> Int32 {
         let progress = ProgressDisplay()
-        let file = URL(fileURLWithPath: arguments.positionals[0])
+        // `-` is standard input, even beside a file of that name (which is `./-`).
+        let argument = arguments.positionals[0]
+        let file = URL(fileURLWithPath: argument == "-" ? "/dev/stdin" : argument)
         let report = try await store.importRecords(
             from: file,
             checkingPayloadValues: !arguments.has("no-payload-check"),

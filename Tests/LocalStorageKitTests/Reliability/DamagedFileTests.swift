@@ -248,4 +248,21 @@ import Testing
             #expect(try await storage.fetch(Note.self, id: "a")?.text == "kept")
         }
     }
+
+    /// A check ended from outside (`kill -9`, the out-of-memory killer) says so, not that the file is damaged: every
+    /// signal but SIGPIPE was reported as damage "inside LMDB", which sent the user to `verify --repair`
+    /// (review-cli-52). (The child raises the signal itself; of the signals sent from outside, only SIGKILL ends a
+    /// thread that raises it here.)
+    @Test(arguments: [SIGKILL])
+    func aCheckEndedFromOutsideIsNotReportedAsDamage(signal: Int32) async throws {
+        let configuration = diskConfiguration(temporaryDirectory())
+        try await withStore(configuration) { try await $0.save(Note(id: "a", text: "kept")) }
+        let store = configuration.storeDirectory.path
+        let ended = try await CLIResult.run(
+            ["verify", "--store", store], environment: ["LOCALSTORAGE_VERIFY_TEST_RAISE": "\(signal)"])
+        #expect(ended.status == 1, "\(ended.stdout)\(ended.stderr)")
+        #expect(ended.stderr.contains("ended by signal \(signal)"), "\(ended.stderr)")
+        #expect(!ended.stderr.contains("damaged at"), "\(ended.stderr)")
+    }
 }
+
