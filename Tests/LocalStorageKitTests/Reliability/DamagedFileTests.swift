@@ -265,4 +265,3 @@ import Testing
         #expect(!ended.stderr.contains("damaged at"), "\(ended.stderr)")
     }
 }
-
