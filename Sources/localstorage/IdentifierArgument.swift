@@ -34,7 +34,9 @@ enum IdentifierArgument {
     /// character or an invisible format character (bidirectional overrides, a byte order mark …; see
     /// ``InvisibleCharacters``), so that it cannot disguise itself or the output around it.
     static func displayed(_ id: String) -> String {
-        guard InvisibleCharacters.occur(in: id) else { return id }
+        // An id that begins with a quote is quoted and escaped too: as it is, `"a\u0000"` would read like the
+        // escaped form of another id (`a` and `0x00`).
+        guard InvisibleCharacters.occur(in: id) || id.hasPrefix("\"") else { return id }
         var out = "\""
         for scalar in id.unicodeScalars {
             switch scalar {

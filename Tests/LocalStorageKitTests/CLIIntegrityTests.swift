@@ -249,11 +249,15 @@ import Glibc
         let store = try await IntegrityStore { storage in
             try await storage.save(contentsOf: [
                 Note(id: "a\u{0}b", text: "nul"), Note(id: "tab\tid", text: "tab"),
-                Note(id: "a", text: "plain"),
+                Note(id: "a", text: "plain"), Note(id: #""a\u0000b""#, text: "looks escaped"),
             ])
         }
         let list = try await store.run(["list", "Note"])
         #expect(list.stdout.contains("\"a\\u0000b\"  updated"), "\(list.stdout)")
+        // An id that reads like an escaped one is shown quoted and escaped itself (it was printed as it is, the
+        // same as the line above; review-cli-52).
+        #expect(list.stdout.contains(#""\"a\\u0000b\""  updated"#), "\(list.stdout)")
+        #expect(list.stdout.components(separatedBy: "\"a\\u0000b\"  updated").count == 2, "\(list.stdout)")
         #expect(list.stdout.contains("\"tab\\tid\"  updated"), "\(list.stdout)")
         let nul = try await store.run(["get", "Note", "a\\u0000b", "--escaped"])
         #expect(nul.status == 0, "\(nul.stderr)")
