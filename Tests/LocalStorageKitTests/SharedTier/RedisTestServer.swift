@@ -324,3 +324,8 @@ func withTimeout<R: Sendable>(
         return result
     }
 }
+
+extension FetchOptions {
+    /// A count of this instance's near cache alone (what `count(_:)` counted before it counted the shared tier).
+    static let nearCache = FetchOptions(scope: .local)
+}

@@ -193,7 +193,7 @@ struct SharedTierLoadThroughTests {
         #expect(try await b.fetch(Product.self, id: "sku_cleared") == nil)
         #expect(try await a.fetch(Product.self, options: FetchOptions(scope: .shared)).isEmpty)
         // The clear reaches A's store through the server's change channel.
-        #expect(try await waitUntil { try await a.count(Product.self) == 0 })
+        #expect(try await waitUntil { try await a.count(Product.self, matching: [], options: .nearCache) == 0 })
     }
 
     @Test func aDeleteAllEndsTheLeasesOfItsOwnNamespaceAndTypeOnly() async throws {
@@ -241,7 +241,7 @@ struct SharedTierLoadThroughTests {
         // Remembered on the server: a later call on B returns nil without loading.
         #expect(try await b.fetch(Product.self, id: "sku_none", policy: policy, load: load) == nil)
         #expect(gate.loads == 1)
-        #expect(try await b.count(Product.self) == 0)
+        #expect(try await b.count(Product.self, matching: [], options: .nearCache) == 0)
         // A save ends the remembered nil everywhere.
         try await a.save(Self.product("sku_none", "now there"))
         #expect(try await b.fetch(Product.self, id: "sku_none", policy: policy, load: load)?.title == "now there")

@@ -37,11 +37,11 @@ struct SharedTierOutageTests {
         #expect(try await waitUntil { failed.withLock { $0.count } >= 3 }, "writes during the outage throw")
 
         // During the outage: a write throws and changes nothing; local records still serve; a local miss throws.
-        let localCount = try await a.count(StressRecord.self)
+        let localCount = try await a.count(StressRecord.self, matching: [], options: .nearCache)
         await #expect(throws: LocalStorageError.self) {
             try await a.save(StressRecord.make(id: "during-outage", sequence: 0))
         }
-        #expect(try await a.count(StressRecord.self) == localCount)
+        #expect(try await a.count(StressRecord.self, matching: [], options: .nearCache) == localCount)
         await #expect(throws: LocalStorageError.self) { try await a.fetch(StressRecord.self, id: "during-outage") }
         #expect(try await b.fetch(StressRecord.self, id: "held-by-b")?.sequence == -1)
         await #expect(throws: LocalStorageError.self) { try await b.fetch(StressRecord.self, id: "never-saved") }
@@ -140,7 +140,7 @@ struct SharedTierOutageTests {
         let b = try await sharedStore(awayTier, clock: clock)
         try await a.save(StressRecord.make(id: "x", sequence: 1))
         #expect(try await b.fetch(StressRecord.self, id: "x")?.sequence == 1)
-        #expect(try await waitUntil { try await b.count(StressRecord.self) == 1 })  // B holds its own copy
+        #expect(try await waitUntil { try await b.count(StressRecord.self, matching: [], options: .nearCache) == 1 })  // B holds its own copy
 
         let killer = RESPConnection(
             endpoint: try awayTier.endpoint(), reconnectDelay: .milliseconds(10),

@@ -21,7 +21,7 @@ struct SharedTierStalenessTests {
         let a = try await sharedStore(tier)
         try await a.save(StressRecord.make(id: "x", sequence: 1))
         let b = try await sharedStore(tier)  // B's near cache starts empty
-        #expect(try await b.count(StressRecord.self) == 0)
+        #expect(try await b.count(StressRecord.self, matching: [], options: .nearCache) == 0)
 
         let gate = DispatchSemaphore(value: 0)
         let holding = Atomic<Bool>(false)
@@ -37,7 +37,7 @@ struct SharedTierStalenessTests {
         #expect(try await b.fetch(StressRecord.self, id: "x")?.sequence == 1)
         gate.signal()
         try await hold.value
-        #expect(try await waitUntil { try await b.count(StressRecord.self) == 2 }, "x was kept, y applied")
+        #expect(try await waitUntil { try await b.count(StressRecord.self, matching: [], options: .nearCache) == 2 }, "x was kept, y applied")
         #expect(try await b.fetch(StressRecord.self, id: "y")?.sequence == 2)
 
         await server.killOffThePool()
@@ -62,7 +62,7 @@ struct SharedTierStalenessTests {
         let bTier = try #require(b.sharedTier)
         try await a.save(StressRecord.make(id: "x", sequence: 1))
         #expect(try await b.fetch(StressRecord.self, id: "x")?.sequence == 1)
-        #expect(try await waitUntil { try await b.count(StressRecord.self) == 1 })
+        #expect(try await waitUntil { try await b.count(StressRecord.self, matching: [], options: .nearCache) == 1 })
 
         await server.killOffThePool()
         #expect(try await waitUntil { bTier.phase == .down })
@@ -191,7 +191,7 @@ struct SharedTierStalenessTests {
             var iterator = updates.makeAsyncIterator()
             let initial = try await iterator.next()?.map(\.id)
             #expect(try await b.fetch(Product.self, id: "sku_1") == Product.sample(1))
-            #expect(try await waitUntil { try await b.count(Product.self) == 1 })  // the fill is in
+            #expect(try await waitUntil { try await b.count(Product.self, matching: [], options: .nearCache) == 1 })  // the fill is in
             try await a.save(Product.sample(2))
             let next = try await iterator.next()?.map(\.id)
             return [initial, next]
@@ -222,7 +222,7 @@ struct SharedTierStalenessTests {
         #expect(try await b.fetch(Product.self, options: FetchOptions(limit: 2)).count == 2)
         #expect(try await b.page(Product.self, matching: all, page: 1, pageSize: 4).totalCount == 6)
         #expect(try await b.fetch(Product.self, matching: all, options: FetchOptions(scope: .local)).isEmpty)
-        #expect(try await b.count(Product.self) == 0)  // count(_:) counts the near cache
+        #expect(try await b.count(Product.self, matching: [], options: .nearCache) == 0)  // count(_:) counts the near cache
     }
 
     /// `save(contentsOf:)` writes its records in one script, which the server runs before its reply's first
@@ -237,7 +237,7 @@ struct SharedTierStalenessTests {
         let a = try await sharedStore(tier)
         let records = (0..<40_000).map { StressRecord.make(id: "r\($0)", sequence: $0) }
         try await a.save(contentsOf: records)
-        #expect(try await a.count(StressRecord.self) == records.count)
+        #expect(try await a.count(StressRecord.self, matching: [], options: .nearCache) == records.count)
         #expect(try await a.fetch(StressRecord.self, id: "r39999")?.sequence == 39_999)
     }
 
@@ -267,7 +267,7 @@ struct SharedTierStalenessTests {
         #expect(found.count == 50)
         #expect(Set(found.values.map(\.id)) == Set(products.map(\.id)))
         #expect(after - before <= 2, "\(after - before) MULTI transactions for 55 misses")
-        #expect(try await waitUntil { try await b.count(Product.self) == 50 })  // The misses were kept.
+        #expect(try await waitUntil { try await b.count(Product.self, matching: [], options: .nearCache) == 50 })  // The misses were kept.
     }
 
     /// Two instances opened at once on a new namespace: one saves, the other reads at once (trial57 D2). The
@@ -318,4 +318,19 @@ struct SharedTierStalenessTests {
             }
         }
     }
+
+    /// `count(_:)` counts what the instance serves, as `fetch(_:)` and `count(_:matching:)` do: with a shared tier it
+    /// counted the near cache alone, 0 of the 5 records another instance saved (trial58 D5).
+    @Test func aCountOfATypeCountsTheSharedTier() async throws {
+        let server = try await RedisTestServer.started()
+        defer { server.stop() }
+        let tier = server.configuration(namespace: "count")
+        let a = try await sharedStore(tier)
+        let b = try await sharedStore(tier)
+        try await a.save(contentsOf: (0..<5).map { StressRecord.make(id: "k\($0)", sequence: $0) })
+        #expect(try await b.fetch(StressRecord.self).count == 5)
+        #expect(try await b.count(StressRecord.self) == 5)
+        #expect(try await b.repository(StressRecord.self).count() == 5)
+    }
 }
+

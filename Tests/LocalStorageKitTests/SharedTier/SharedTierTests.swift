@@ -15,7 +15,7 @@ struct SharedTierTests {
         try await a.save(Product.sample(1), expiration: .hours(1))
         #expect(try await b.fetch(Product.self, id: "sku_1") == Product.sample(1))
         // The miss was filled with the server's bytes, remaining time to live included.
-        #expect(try await waitUntil { try await b.count(Product.self) == 1 })
+        #expect(try await waitUntil { try await b.count(Product.self, matching: [], options: .nearCache) == 1 })
         let local = try #require(try await b.metadata(Product.self, id: "sku_1"))
         let remote = try #require(try await a.metadata(Product.self, id: "sku_1"))
         #expect(local.expiresAt == remote.expiresAt)
@@ -40,13 +40,13 @@ struct SharedTierTests {
             try await b.core.writer.perform { _ in }
             #expect(try await b.statistics().records <= 5, "after \(product.id)")
         }
-        #expect(try await b.count(Product.self) == 5)
+        #expect(try await b.count(Product.self, matching: [], options: .nearCache) == 5)
     }
 
     @Test func writesReachEveryOtherInstancesLocalStoreAndChangeStreams() async throws {
         let a = try await sharedStore(tier)
         let b = try await sharedStore(tier)
-        _ = try await b.count(Product.self)  // B knows the type (its store has a schema for it)
+        _ = try await b.count(Product.self, matching: [], options: .nearCache)  // B knows the type (its store has a schema for it)
         let changes = Recorder(
             b.changes(of: Product.self).map { change -> String in
                 switch change {
@@ -150,7 +150,7 @@ struct SharedTierTests {
             try await a.update(Product.self, id: "nope") { $0.title = "x" }
         }
         try await a.deleteAll(Product.self)
-        #expect(try await waitUntil { try await b.count(Product.self) == 0 })
+        #expect(try await waitUntil { try await b.count(Product.self, matching: [], options: .nearCache) == 0 })
         #expect(try await b.fetch(Product.self, id: "sku_1") == nil)
         #expect(try await b.count(Product.self, matching: [], options: FetchOptions(scope: .shared)) == 0)
     }
@@ -192,7 +192,7 @@ struct SharedTierFailureTests {
         let error = await #expect(throws: LocalStorageError.self) { try await storage.save(Product.sample(1)) }
         #expect("\(String(describing: error))".contains("127.0.0.1:\(port)"))
         // An instance that never was in sync serves no local record; a local miss throws instead of answering nil.
-        await #expect(throws: LocalStorageError.self) { try await storage.count(Product.self) }
+        await #expect(throws: LocalStorageError.self) { try await storage.count(Product.self, matching: [], options: .nearCache) }
         await #expect(throws: LocalStorageError.self) { try await storage.fetch(Product.self, id: "sku_1") }
     }
 
@@ -324,7 +324,7 @@ struct SharedTierOwnWriteTests {
         let a = try await sharedStore(tier)
         let b = try await sharedStore(tier)
         let tierA = try #require(a.sharedTier)
-        _ = try await a.count(Product.self)  // A knows the type.
+        _ = try await a.count(Product.self, matching: [], options: .nearCache)  // A knows the type.
         // A first change: the count going back to 0 would start a new history (an epoch), which is caught.
         try await b.save(Product.sample(9))
         #expect(try await waitUntil { tierA.appliedPosition >= 1 })
@@ -332,7 +332,7 @@ struct SharedTierOwnWriteTests {
         try await b.save(Product.sample(1))
         try await b.save(Product.sample(2))
         #expect(try await waitUntil { tierA.appliedPosition >= start + 2 })
-        #expect(try await waitUntil { try await a.count(Product.self) == 3 })
+        #expect(try await waitUntil { try await a.count(Product.self, matching: [], options: .nearCache) == 3 })
         // The server loses both changes: its count, its log and the records go back to how they were.
         let type = SharedTierLayout.escape(Product.storageName)
         for command in [
