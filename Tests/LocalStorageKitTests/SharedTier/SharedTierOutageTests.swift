@@ -140,7 +140,8 @@ struct SharedTierOutageTests {
         let b = try await sharedStore(awayTier, clock: clock)
         try await a.save(StressRecord.make(id: "x", sequence: 1))
         #expect(try await b.fetch(StressRecord.self, id: "x")?.sequence == 1)
-        #expect(try await waitUntil { try await b.count(StressRecord.self, matching: [], options: .nearCache) == 1 })  // B holds its own copy
+        // B holds its own copy
+        #expect(try await waitUntil { try await b.count(StressRecord.self, matching: [], options: .nearCache) == 1 })
 
         let killer = RESPConnection(
             endpoint: try awayTier.endpoint(), reconnectDelay: .milliseconds(10),

@@ -37,7 +37,9 @@ struct SharedTierStalenessTests {
         #expect(try await b.fetch(StressRecord.self, id: "x")?.sequence == 1)
         gate.signal()
         try await hold.value
-        #expect(try await waitUntil { try await b.count(StressRecord.self, matching: [], options: .nearCache) == 2 }, "x was kept, y applied")
+        #expect(
+            try await waitUntil { try await b.count(StressRecord.self, matching: [], options: .nearCache) == 2 },
+            "x was kept, y applied")
         #expect(try await b.fetch(StressRecord.self, id: "y")?.sequence == 2)
 
         await server.killOffThePool()
@@ -191,7 +193,8 @@ struct SharedTierStalenessTests {
             var iterator = updates.makeAsyncIterator()
             let initial = try await iterator.next()?.map(\.id)
             #expect(try await b.fetch(Product.self, id: "sku_1") == Product.sample(1))
-            #expect(try await waitUntil { try await b.count(Product.self, matching: [], options: .nearCache) == 1 })  // the fill is in
+            // the fill is in
+            #expect(try await waitUntil { try await b.count(Product.self, matching: [], options: .nearCache) == 1 })
             try await a.save(Product.sample(2))
             let next = try await iterator.next()?.map(\.id)
             return [initial, next]
@@ -222,7 +225,8 @@ struct SharedTierStalenessTests {
         #expect(try await b.fetch(Product.self, options: FetchOptions(limit: 2)).count == 2)
         #expect(try await b.page(Product.self, matching: all, page: 1, pageSize: 4).totalCount == 6)
         #expect(try await b.fetch(Product.self, matching: all, options: FetchOptions(scope: .local)).isEmpty)
-        #expect(try await b.count(Product.self, matching: [], options: .nearCache) == 0)  // count(_:) counts the near cache
+        // count(_:) counts the near cache
+        #expect(try await b.count(Product.self, matching: [], options: .nearCache) == 0)
     }
 
     /// `save(contentsOf:)` writes its records in one script, which the server runs before its reply's first
@@ -267,7 +271,8 @@ struct SharedTierStalenessTests {
         #expect(found.count == 50)
         #expect(Set(found.values.map(\.id)) == Set(products.map(\.id)))
         #expect(after - before <= 2, "\(after - before) MULTI transactions for 55 misses")
-        #expect(try await waitUntil { try await b.count(Product.self, matching: [], options: .nearCache) == 50 })  // The misses were kept.
+        // The misses were kept.
+        #expect(try await waitUntil { try await b.count(Product.self, matching: [], options: .nearCache) == 50 })
     }
 
     /// Two instances opened at once on a new namespace: one saves, the other reads at once (trial57 D2). The
@@ -333,4 +338,3 @@ struct SharedTierStalenessTests {
         #expect(try await b.repository(StressRecord.self).count() == 5)
     }
 }
-

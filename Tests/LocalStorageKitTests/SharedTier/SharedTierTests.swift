@@ -46,7 +46,8 @@ struct SharedTierTests {
     @Test func writesReachEveryOtherInstancesLocalStoreAndChangeStreams() async throws {
         let a = try await sharedStore(tier)
         let b = try await sharedStore(tier)
-        _ = try await b.count(Product.self, matching: [], options: .nearCache)  // B knows the type (its store has a schema for it)
+        // B knows the type (its store has a schema for it)
+        _ = try await b.count(Product.self, matching: [], options: .nearCache)
         let changes = Recorder(
             b.changes(of: Product.self).map { change -> String in
                 switch change {
@@ -192,7 +193,9 @@ struct SharedTierFailureTests {
         let error = await #expect(throws: LocalStorageError.self) { try await storage.save(Product.sample(1)) }
         #expect("\(String(describing: error))".contains("127.0.0.1:\(port)"))
         // An instance that never was in sync serves no local record; a local miss throws instead of answering nil.
-        await #expect(throws: LocalStorageError.self) { try await storage.count(Product.self, matching: [], options: .nearCache) }
+        await #expect(throws: LocalStorageError.self) {
+            try await storage.count(Product.self, matching: [], options: .nearCache)
+        }
         await #expect(throws: LocalStorageError.self) { try await storage.fetch(Product.self, id: "sku_1") }
     }
 
