@@ -167,8 +167,11 @@ extension SharedTier {
                     return
                 }
                 try RecordWriter.putReplica(record, key: key, value: nil, schema: schema, context: context)
-            } else {
-                try RecordWriter.delete(id: change.id, key: key, schema: schema, context: context)
+            } else if try !RecordWriter.delete(id: change.id, key: key, schema: schema, context: context) {
+                // Not held here (evicted from the near cache, or never read): live queries, which run on the server,
+                // still show it until they rerun (trial58 D4). No change stream event: it left this store before.
+                context.log(schema, .touched, id: key)
+                context.publish(PublishedChange(typeName: schema.name, kind: .touched))
             }
         case UInt8(ascii: "L"):
             // A load's lease ended without a record (the load failed or found nothing): wakes the callers

@@ -337,4 +337,40 @@ struct SharedTierStalenessTests {
         #expect(try await b.count(StressRecord.self) == 5)
         #expect(try await b.repository(StressRecord.self).count() == 5)
     }
+
+    /// Another instance's delete of a record this instance's bounded near cache evicted reaches this instance's live
+    /// query, which runs on the server: nothing here changed, so the query never reran and kept the row
+    /// (trial58 D4).
+    @Test func aDeleteOfARecordTheNearCacheEvictedReachesLiveQueries() async throws {
+        let server = try await RedisTestServer.started()
+        defer { server.stop() }
+        let tier = server.configuration(namespace: "evicted")
+        let a = try await sharedStore(tier)
+        var bounded = LocalStorageConfiguration.inMemory
+        var boundedTier = tier
+        boundedTier.maxStaleness = .seconds(30)
+        bounded.sharedTier = boundedTier
+        bounded.limits = StorageLimits(maxRecords: 2)
+        bounded.evictionPolicy = .leastRecentlyUpdated
+        bounded.liveQueryCoalescing = .milliseconds(5)
+        let b = try LocalStorage(configuration: bounded)
+        let latest = Mutex<[String]?>(nil)
+        let watcher = Task {
+            for try await rows in b.updates(
+                of: StressRecord.self, matching: [.atLeast("sequence", 0)], orderedBy: .ascending("sequence"))
+            {
+                latest.withLock { $0 = rows.map(\.id) }
+            }
+        }
+        defer { watcher.cancel() }
+        for n in 0..<5 { try await a.save(StressRecord.make(id: "k\(n)", sequence: n)) }
+        // b applied every save and evicted all but two; its live query shows the server's five.
+        #expect(try await waitUntil { latest.withLock { $0 } == ["k0", "k1", "k2", "k3", "k4"] })
+        #expect(try await waitUntil { try await b.count(StressRecord.self, matching: [], options: .nearCache) == 2 })
+        // A last save, seen by the live query: no rerun for the earlier ones is pending after it.
+        try await a.save(StressRecord.make(id: "k5", sequence: 5))
+        #expect(try await waitUntil { latest.withLock { $0 } == ["k0", "k1", "k2", "k3", "k4", "k5"] })
+        try await a.delete(StressRecord.self, id: "k1")
+        #expect(try await waitUntil { latest.withLock { $0 } == ["k0", "k2", "k3", "k4", "k5"] })
+    }
 }
