@@ -1,5 +1,6 @@
 import Foundation
 import LocalStorageTestSupport
+import Synchronization
 import Testing
 
 @_spi(Testing) @testable import LocalStorageKit
@@ -177,5 +178,37 @@ import Testing
         await clock.waitForSleepers(1)
         try #require(center.skippedOwnCommitCount == 1)
         #expect(await changes.next() == .deleted(id: "a"))
+    }
+
+    /// A live query on an index a newer declaration adds sees a record the older declaration writes: the change's
+    /// index values come from the writer's declaration, which lacks the index, so the query took the record for one
+    /// without a value and did not rerun (trial58 D3).
+    @Test func aLiveQueryOnAnAddedIndexSeesAnOlderDeclarationsWrite() async throws {
+        struct Older: LocalStorageIndexed, Equatable {
+            let id: String
+            var name: String
+            static var storageName: String { "Declared" }
+            static var storageIndexes: [StorageIndex<Older>] { [.string("name") { $0.name }] }
+        }
+        struct Newer: LocalStorageIndexed, Equatable {
+            let id: String
+            var name: String
+            static var storageName: String { "Declared" }
+            static var storageIndexes: [StorageIndex<Newer>] {
+                [.string("name") { $0.name }, .number("length") { $0.name.count }]
+            }
+        }
+        let storage = try LocalStorage(configuration: .inMemory)
+        try await storage.save(Older(id: "a", name: "abc"))
+        let latest = Mutex<[String]?>(nil)
+        let watcher = Task {
+            for try await rows in storage.updates(of: Newer.self, matching: [.equals("length", 3)]) {
+                latest.withLock { $0 = rows.map(\.id) }
+            }
+        }
+        defer { watcher.cancel() }
+        #expect(try await waitUntil { latest.withLock { $0 } == ["a"] })
+        try await storage.save(Older(id: "b", name: "xyz"))
+        #expect(try await waitUntil { latest.withLock { $0 } == ["a", "b"] })
     }
 }

@@ -23,6 +23,9 @@ struct PublishedChange: Sendable {
     struct Region: Sendable {
         let old: [StoredIndexValue]?
         let new: [StoredIndexValue]?
+        /// The index declaration both were computed with: a query of another declaration (an index it adds) cannot
+        /// tell from them whether the record matches.
+        let signature: UInt64
     }
 
     init(typeName: String, kind: Kind, region: Region? = nil) {

@@ -15,6 +15,8 @@ struct QueryPlan: Sendable {
     let constraints: [Constraint]
     let sortIndex: TypeSchema.Index?
     let isDescending: Bool
+    /// The declaration the plan's indexes belong to (``TypeSchema/signature``).
+    let signature: UInt64
 
     /// Whether a record with these header index values meets every condition (false for no record).
     func matches(_ values: [StoredIndexValue]?) -> Bool {
@@ -32,9 +34,10 @@ struct QueryPlan: Sendable {
     }
 
     /// Whether `change` may alter the result of a query with this plan: always, unless the writer knew the
-    /// record's index values before and after and the conditions hold for neither.
+    /// record's index values before and after, under this plan's declaration, and the conditions hold for neither.
+    /// Under another declaration (an index this one adds) the values cannot tell.
     func mayBeAffected(by change: PublishedChange) -> Bool {
-        guard !constraints.isEmpty, let region = change.region else { return true }
+        guard !constraints.isEmpty, let region = change.region, region.signature == signature else { return true }
         return matches(region.old) || matches(region.new)
     }
 
@@ -63,6 +66,7 @@ struct QueryPlan: Sendable {
             sortIndex = nil
         }
         isDescending = sort?.isDescending ?? false
+        signature = schema.signature
     }
 
     private static func compile(

@@ -117,6 +117,8 @@ extension RecordWriter {
                     createdAt = view.createdAt
                     replacesLiveRecord = true
                     oldValues = old.indexValues
+                    // Indexed with another declaration: its values are not this one's.
+                    if old.signature != schema.signature { regionKnown = false }
                 }
                 replaced = old
             case .damaged:
@@ -148,7 +150,9 @@ extension RecordWriter {
         context.log(schema, replacesLiveRecord ? .updated : .inserted, id: record.key)
         if isObserved {
             let kind: PublishedChange.Kind = replacesLiveRecord ? .updated(record.value) : .inserted(record.value)
-            let region = regionKnown ? PublishedChange.Region(old: oldValues, new: record.indexValues) : nil
+            let region =
+                regionKnown
+                ? PublishedChange.Region(old: oldValues, new: record.indexValues, signature: schema.signature) : nil
             context.publish(PublishedChange(typeName: schema.name, kind: kind, region: region))
         }
         return (header, replaced)

@@ -38,6 +38,7 @@ extension RecordWriter {
                 if !view.isExpired(at: context.now) {
                     replacesLiveRecord = true
                     oldValues = old.indexValues
+                    if old.signature != header.signature { regionKnown = false }
                 }
                 replaced = old
             case .damaged:
@@ -62,7 +63,9 @@ extension RecordWriter {
                 let id = String(decoding: key, as: UTF8.self)
                 kind = replacesLiveRecord ? .externalUpdated(id) : .externalInserted(id)
             }
-            let region = regionKnown ? PublishedChange.Region(old: oldValues, new: header.indexValues) : nil
+            let region =
+                regionKnown
+                ? PublishedChange.Region(old: oldValues, new: header.indexValues, signature: header.signature) : nil
             context.publish(PublishedChange(typeName: schema.name, kind: kind, region: region))
         }
         return true

@@ -237,7 +237,8 @@ extension RecordWriter {
         if context.isObserved(schema.name) {
             // A damaged header says nothing of where the record was: no region, so every live query reruns.
             let region = removed.header.map {
-                PublishedChange.Region(old: removed.wasExpired ? nil : $0.indexValues, new: nil)
+                PublishedChange.Region(
+                    old: removed.wasExpired ? nil : $0.indexValues, new: nil, signature: $0.signature)
             }
             context.publish(PublishedChange(typeName: schema.name, kind: .deleted(id), region: region))
         }
