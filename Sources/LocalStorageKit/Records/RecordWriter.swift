@@ -267,8 +267,7 @@ extension RecordWriter {
         var header = view.header()
         header.expiresAt = try expiration.expiresAt(now: context.now)
         try replaceHeader(of: view, with: header, key: key, schema: schema, txn: context.txn)
-        context.log(schema, .touched, id: key)
-        context.publish(PublishedChange(typeName: schema.name, kind: .touched))
+        context.touch(schema, id: key)
     }
 
     /// Deletes the given records if they are (still) expired, publishing `.expired(id)`; a damaged one is

@@ -170,16 +170,14 @@ extension SharedTier {
             } else if try !RecordWriter.delete(id: change.id, key: key, schema: schema, context: context) {
                 // Not held here (evicted from the near cache, or never read): live queries, which run on the server,
                 // still show it until they rerun (trial58 D4). No change stream event: it left this store before.
-                context.log(schema, .touched, id: key)
-                context.publish(PublishedChange(typeName: schema.name, kind: .touched))
+                context.touch(schema, id: key)
             }
         case UInt8(ascii: "L"):
             // A load's lease ended without a record (the load failed or found nothing): wakes the callers
             // waiting on it here, and in the other processes on this store (through the change log).
             let key = Array(change.id.utf8)
             guard !key.isEmpty, key.count <= 511 else { return }
-            context.log(schema, .touched, id: key)
-            context.publish(PublishedChange(typeName: schema.name, kind: .touched))
+            context.touch(schema, id: key)
         default:
             return
         }

@@ -98,6 +98,13 @@ final class CommitQueue: @unchecked Sendable {
             logged.append(ChangeLog.Pending(type: schema.number, kind: kind, id: id, keepsLease: keepsLease))
         }
 
+        /// Records that records of `schema` changed in a way no change stream describes (a new expiry, a record that
+        /// left another tier): live queries here and in other processes rerun, change streams stay silent.
+        func touch(_ schema: TypeSchema, id: [UInt8]) {
+            log(schema, .touched, id: id)
+            publish(PublishedChange(typeName: schema.name, kind: .touched))
+        }
+
         /// Runs `body` after the transaction commits (never if it aborts).
         func onCommit(_ body: @escaping () -> Void) { afterCommit.append(body) }
 
