@@ -92,9 +92,22 @@ extension QueryExecutor {
 
     /// The number of index entries inside a condition's intervals: exact from the count tree in O(log n)
     /// per interval; without a tree (a read-only store of an older layout), walked up to a cap past which
-    /// the index is taken as unselective (all its entries).
+    /// the index is taken as unselective (all its entries). The points of an equality (or `oneOf`) are counted
+    /// with one seek each: a point's entries are its key's sorted duplicates, whose number LMDB keeps.
     func estimate(_ index: TypeSchema.Index, _ condition: CompiledCondition) throws -> Int {
         let intervals = condition.intervals
+        if case .points = condition.test {
+            return try txn.withCursor(index.dbi) { cursor in
+                var total = 0
+                for interval in intervals {
+                    guard let entry = try cursor.seek(atLeast: interval.lower),
+                        entry.key.elementsEqual(interval.lower)
+                    else { continue }
+                    total += try cursor.duplicateCount()
+                }
+                return total
+            }
+        }
         if let counts = schema.counts {
             var total = 0
             for interval in intervals {
