@@ -18,15 +18,19 @@ extension Environment {
     /// The size the data file records is the largest any process mapped (LMDB never lowers it), which is all of
     /// `maxMapSize` once a process that maps it whole at open has committed (``openingMapSize(mapSize:maxMapSize:growsFromMapSize:)``).
     /// A process that cannot map that much (iOS and its extensions, `ulimit -v`) maps what it needs instead:
-    /// twice its map, or the data, whichever is larger, as long as that is less than the recorded size.
+    /// twice its map, or the data, whichever is larger, as long as that is less than the recorded size; and when
+    /// that does not fit either, the data alone.
     func adoptMapSize() throws {
         try gate.withExclusive { () throws in
             let newest = Environment.newestMeta(dataFile: path + "/data.mdb")
             if let newest, newest.mapSize > currentMapSize, !Environment.canMap(newest.mapSize) {
                 let (needed, overflow) = Int(clamping: newest.lastPage &+ 1).multipliedReportingOverflow(
                     by: newest.pageSize)
-                let enough = Environment.rounded(max(2 * currentMapSize, needed))
-                guard !overflow, enough < newest.mapSize, Environment.canMap(enough) else {
+                // Twice the map when that fits, else the data alone (one doubling behind the other process, or
+                // room for the data but not for twice the map); the map grows from there as this process writes.
+                let sizes = [Environment.rounded(max(2 * currentMapSize, needed)), Environment.rounded(needed)]
+                guard !overflow, let enough = sizes.first(where: { $0 < newest.mapSize && Environment.canMap($0) })
+                else {
                     throw LMDBError(code: ENOMEM, call: "mdb_env_set_mapsize", caller: "adoptMapSize()")
                 }
                 try check(mdb_env_set_mapsize(handle, enough), "mdb_env_set_mapsize")

@@ -98,6 +98,13 @@ struct MultiProcessTests {
             let answer = try await reader.ask("read")
             #expect(answer == "read", "\(answer)")
         }
+        // Room for the data (~150 MiB) but not for twice its 128 MiB map beside the map it has: the data alone.
+        try await storage.save(
+            contentsOf: (0..<70).map { StressRecord(id: "mid-\($0)", group: "big", sequence: $0, blob: blob) })
+        for _ in 0..<2 {
+            let answer = try await reader.ask("read")
+            #expect(answer == "read", "\(answer)")
+        }
         // Past what its address space holds: an error, and the next read does not crash.
         for chunk in 0..<4 {
             try await storage.save(
