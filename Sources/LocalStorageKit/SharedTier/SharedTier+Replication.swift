@@ -169,8 +169,10 @@ extension SharedTier {
                 try RecordWriter.putReplica(record, key: key, value: nil, schema: schema, context: context)
             } else if try !RecordWriter.delete(id: change.id, key: key, schema: schema, context: context) {
                 // Not held here (evicted from the near cache, or never read): live queries, which run on the server,
-                // still show it until they rerun (trial58 D4). No change stream event: it left this store before.
-                context.touch(schema, id: key)
+                // still show it until they rerun (trial58 D4). Published here only: nothing in this store changed, so
+                // nothing is logged (every instance on the namespace hears the notice itself, and a log entry per
+                // remote delete would use up the change log's retention for every type).
+                context.publish(PublishedChange(typeName: schema.name, kind: .touched))
             }
         case UInt8(ascii: "L"):
             // A load's lease ended without a record (the load failed or found nothing): wakes the callers
