@@ -37,6 +37,12 @@ enum IdentifierArgument {
         // An id that begins with a quote is quoted and escaped too: as it is, `"a\u0000"` would read like the
         // escaped form of another id (`a` and `0x00`).
         guard InvisibleCharacters.occur(in: id) || id.hasPrefix("\"") else { return id }
+        return quoted(id)
+    }
+
+    /// `id` as a quoted JSON string, for text that always quotes an id: quotes, backslashes, control and invisible
+    /// characters escaped, so that the id `a\u0000b` (with a backslash) and `a`, NUL, `b` print differently.
+    static func quoted(_ id: String) -> String {
         var out = "\""
         for scalar in id.unicodeScalars {
             switch scalar {

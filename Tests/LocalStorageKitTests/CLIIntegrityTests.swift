@@ -250,6 +250,7 @@ import Glibc
             try await storage.save(contentsOf: [
                 Note(id: "a\u{0}b", text: "nul"), Note(id: "tab\tid", text: "tab"),
                 Note(id: "a", text: "plain"), Note(id: #""a\u0000b""#, text: "looks escaped"),
+                Note(id: #"a\u0000b"#, text: "backslash"),
             ])
         }
         let list = try await store.run(["list", "Note"])
@@ -263,11 +264,17 @@ import Glibc
         #expect(nul.status == 0, "\(nul.stderr)")
         #expect(nul.stdout.contains("\"text\": \"nul\""))
         #expect(try await store.run(["get", "Note", "tab\\tid", "--escaped"]).stdout.contains("\"text\": \"tab\""))
-        #expect(try await store.run(["get", "Note", "a\\u0000b"]).status == 1)  // Without --escaped: taken as given.
+        // Without --escaped: taken as given, the id with a backslash.
+        #expect(try await store.run(["get", "Note", "a\\u0000b"]).stdout.contains("\"text\": \"backslash\""))
         #expect(try await store.run(["get", "Note", "bad\\q", "--escaped"]).status == 2)
         let delete = try await store.run(["delete", "Note", "a\\u0000b", "--escaped"])
         #expect(delete.status == 0, "\(delete.stderr)")
         #expect(delete.stdout == "Deleted Note \"a\\u0000b\".\n")
+        // The id spelled with a backslash is told apart from the one with a NUL (both printed `"a\u0000b"`; delete
+        // quoted the id without escaping it; review-diff-53).
+        let backslash = try await store.run(["delete", "Note", #"a\u0000b"#])
+        #expect(backslash.status == 0, "\(backslash.stderr)")
+        #expect(backslash.stdout == #"Deleted Note "a\\u0000b"."# + "\n", "\(backslash.stdout)")
         #expect(try await store.storage.fetch(Note.self, id: "a\u{0}b") == nil)
         #expect(try await store.storage.fetch(Note.self, id: "a") != nil)
         #expect(try await store.run(["get", "--help"]).stdout.contains("--escaped"))

@@ -20,10 +20,9 @@ enum DeleteCommand: Command {
     static func run(_ arguments: ParsedArguments, store: StoreMaintenance, output: Output) async throws -> Int32 {
         let (type, id) = (TypeArgument.name(arguments.positionals[0], in: store), try IdentifierArgument.id(arguments))
         try await store.delete(type, id: id)
-        let shown = IdentifierArgument.displayed(id)
         try output.result(
             DeletionReport(type: type, id: id, deleted: 1),
-            text: "Deleted \(TypeArgument.displayed(type)) " + (shown == id ? "\"\(id)\"" : shown) + ".")
+            text: "Deleted \(TypeArgument.displayed(type)) \(IdentifierArgument.quoted(id)).")
         return 0
     }
 }
