@@ -87,6 +87,48 @@ import Darwin
         #expect(try String(contentsOf: real, encoding: .utf8).contains("sku_4"))
     }
 
+    /// A FILE whose folder takes no file beside it (here an immutable folder: the tests run as root, whom
+    /// permissions do not stop) is written in place, and the summary still goes to standard output, as for any
+    /// file (it went to standard error, as for `--output /dev/stdout`; review-diff-53).
+    @Test(.enabled(if: CLIOutputTests.immutableFoldersWork()))
+    func anExportWrittenInPlaceReportsOnStandardOutput() async throws {
+        let configuration = diskConfiguration()
+        try await withStore(configuration) { storage async throws in
+            try await storage.save(contentsOf: (0..<3).map(Product.sample))
+        }
+        let folder = temporaryDirectory()
+        let file = folder.appendingPathComponent("in-place.jsonl")
+        try Data("earlier\n".utf8).write(to: file)
+        #expect(Self.chattr("+i", folder) == 0)
+        defer { _ = Self.chattr("-i", folder) }
+        let result = try await CLIResult.run(
+            ["export", "--output", file.path, "--store", configuration.storeDirectory.path], environment: nil)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout == "Exported 3 records of 1 types.\n", "\(result.stdout)")
+        #expect(!result.stderr.contains("Exported"), "\(result.stderr)")
+        #expect(try String(contentsOf: file, encoding: .utf8).contains("sku_2"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["in-place.jsonl"])
+    }
+
+    /// Runs `chattr FLAG folder`; its status (-1 when it cannot run).
+    static func chattr(_ flag: String, _ folder: URL) -> Int32 {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/chattr")
+        process.arguments = [flag, folder.path]
+        process.standardError = FileHandle.nullDevice
+        do { try process.run() } catch { return -1 }
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    /// Whether this file system takes the immutable flag on a folder and then refuses a new file in it.
+    static func immutableFoldersWork() -> Bool {
+        let folder = temporaryDirectory()
+        guard chattr("+i", folder) == 0 else { return false }
+        defer { _ = chattr("-i", folder) }
+        return !FileManager.default.createFile(atPath: folder.appendingPathComponent("probe").path, contents: nil)
+    }
+
     /// A record line whose payload is not a JSON object (`null`, an array, a number) is refused: it would
     /// import and then decode as nothing.
     @Test(arguments: ["null", "[1,2]", "7"])

@@ -51,8 +51,8 @@ enum ExportCommand: Command {
             throw error
         }
         // The records may be on standard output (or another stream, `--output /dev/stdout`): the report then goes to
-        // standard error.
-        let reportsToStandardError = file?.partial == nil
+        // standard error. A regular FILE written in place (its folder takes no file beside it) is a file all the same.
+        let reportsToStandardError = file?.isStream ?? true
         if output.isJSON {
             try output.json(report, toStandardError: reportsToStandardError)
         } else {
@@ -88,6 +88,8 @@ enum ExportCommand: Command {
         let handle: FileHandle
         /// The file written, when it is not `path` itself.
         let partial: String?
+        /// Whether `path` is a stream or device (`/dev/stdout`, a pipe), not a regular file.
+        let isStream: Bool
 
         init(_ named: String, mode: mode_t) throws {
             // A symbolic link to a regular file stays: the file it names is written as FILE is (beside it, its
@@ -135,6 +137,7 @@ enum ExportCommand: Command {
             self.path = path
             handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
             self.partial = partial
+            isStream = special
         }
 
         /// The regular file the symbolic link at `path` leads to, or nil when `path` is not a link or leads elsewhere.
