@@ -77,7 +77,7 @@ struct BinaryMapDecoder {
             while offset < bodyEnd {
                 let keyLength = try state.reader.length(at: offset)
                 let valueStart = keyLength.end + keyLength.value
-                let valueEnd = try state.reader.skipValue(at: valueStart)
+                let valueEnd = try state.reader.valueEnd(at: valueStart)
                 guard valueEnd <= bodyEnd else {
                     throw BinaryCodecError.corrupt("entry runs past its map", at: offset)
                 }
@@ -98,7 +98,7 @@ struct BinaryMapDecoder {
             return nil
         }
         let valueStart = keyLength.end + keyLength.value
-        let valueEnd = try state.reader.skipValue(at: valueStart)
+        let valueEnd = try state.reader.valueEnd(at: valueStart)
         guard valueEnd <= bodyEnd else {
             throw BinaryCodecError.corrupt("entry runs past its map", at: offset)
         }

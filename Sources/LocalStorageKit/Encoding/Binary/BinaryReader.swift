@@ -145,6 +145,26 @@ struct BinaryReader {
 
     // MARK: - Values
 
+    /// ``skipValue(at:)`` with the values most map entries hold (small integers, short strings, doubles, Booleans)
+    /// read inline; the rest go through ``skipValue(at:)``.
+    @inline(__always)
+    func valueEnd(at offset: Int) throws -> Int {
+        if offset >= 0, offset < count, let base {
+            let tag = byte(offset, base)
+            if tag >= BinaryFormat.Tag.fixStringBase && tag <= BinaryFormat.Tag.fixStringMax {
+                let end = offset + 1 + Int(tag - BinaryFormat.Tag.fixStringBase)
+                if end <= count { return end }
+            } else if tag == BinaryFormat.Tag.float64 {
+                if offset + 9 <= count { return offset + 9 }
+            } else if tag <= BinaryFormat.Tag.positiveFixIntMax || tag >= BinaryFormat.Tag.negativeFixIntMin
+                || tag == BinaryFormat.Tag.boolTrue || tag == BinaryFormat.Tag.boolFalse
+            {
+                return offset + 1
+            }
+        }
+        return try skipValue(at: offset)
+    }
+
     /// Returns the offset just past the value at `offset`, without looking inside containers.
     ///
     /// Complexity: O(1); containers carry their byte length.
