@@ -7,6 +7,12 @@ enum IndexKeys {
     /// The smallest key a value can have.
     static let firstValue: [UInt8] = [0x00, 0x01]
 
+    /// Whether `key` is ``missing``, the key of records with no value.
+    @inline(__always)
+    static func isMissing(_ key: UnsafeRawBufferPointer) -> Bool {
+        key.count == 2 && key[0] == 0 && key[1] == 0
+    }
+
     /// Whether a string index key was cut at the budget (its full value lives in the record header).
     @inline(__always)
     static func isCut(_ key: UnsafeRawBufferPointer, kind: IndexKind) -> Bool {

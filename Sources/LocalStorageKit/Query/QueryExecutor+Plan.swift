@@ -199,6 +199,7 @@ struct PositionCollector {
     init(options: FetchOptions) {
         offset = options.offset
         end = options.end
+        if options.limit != nil { ids.reserveCapacity(min(max(end - offset, 0), 1_024)) }
     }
 
     /// Counts one match; returns whether the walk should go on.

@@ -102,17 +102,18 @@ final class QueryExecutor {
     }
 
     /// Checks an entry of the driving index: its own conditions on the key, the rest on the header.
-    /// Returns whether it matches, and the header when one was read.
+    /// Returns whether it matches, and the header when one was read. `key` comes from a walk of the intervals of
+    /// one of `driving`'s conditions (the only one when ``QueryPlan/Constraint/walkedKeysMatch``).
     func check(
         key: UnsafeRawBufferPointer, id: UnsafeRawBufferPointer,
         driving: QueryPlan.Constraint?
     ) throws -> (matches: Bool, view: RecordView?) {
         var needsHeader = plan.constraints.count > (driving == nil ? 0 : 1)
         if let driving {
-            if key.elementsEqual(IndexKeys.missing) { return (false, nil) }
+            if IndexKeys.isMissing(key) { return (false, nil) }
             if IndexKeys.isCut(key, kind: driving.index.kind) {
                 needsHeader = true
-            } else {
+            } else if !driving.walkedKeysMatch {
                 for condition in driving.conditions where !condition.matches(key: key) { return (false, nil) }
             }
         }
@@ -132,6 +133,8 @@ final class QueryExecutor {
         throws
     {
         let descending = plan.isDescending
+        // Only a string's key can be cut: other kinds walk in the index's own order.
+        guard index.kind == .string else { return try walk(index.dbi, intervals, descending: descending, body) }
         var run: (key: [UInt8], ids: [[UInt8]])?
         func flush() throws -> Bool {
             guard let current = run else { return true }

@@ -5,10 +5,21 @@ struct QueryPlan: Sendable {
     final class Constraint: Sendable {
         let index: TypeSchema.Index
         let conditions: [CompiledCondition]
+        /// Whether every key a walk of the conditions' intervals meets matches them: one range with inclusive (or
+        /// no) bounds on a number index (a string's bounds can be cut at the key budget), so that the walk's own
+        /// bounds are the test and ``QueryExecutor/check(key:id:driving:)`` skips it.
+        let walkedKeysMatch: Bool
 
         init(index: TypeSchema.Index, conditions: [CompiledCondition]) {
             self.index = index
             self.conditions = conditions
+            if index.kind != .string, conditions.count == 1,
+                case .range(let lower, let lowerInclusive, let upper, let upperInclusive) = conditions[0].test
+            {
+                walkedKeysMatch = (lower == nil || lowerInclusive) && (upper == nil || upperInclusive)
+            } else {
+                walkedKeysMatch = false
+            }
         }
     }
 
