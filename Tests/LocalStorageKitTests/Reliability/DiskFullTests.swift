@@ -173,5 +173,29 @@ import Darwin
             #expect(try await storage.fetch(Note.self, id: "n")?.text == "room again")
         }
     }
+
+    /// A store created on a disk without a single free block: LMDB sized its new lock file with `ftruncate` and
+    /// wrote its reader table through the map, and the process ended with SIGBUS (/work/trial59.md). The open is
+    /// `openFailed` saying the disk is full, twice (the first leaves a lock file behind), and the store opens once
+    /// there is room.
+    @Test(.enabled(if: DiskFullTests.canMountTmpfs))
+    func aStoreCreatedOnADiskWithNoFreeBlockIsAnErrorNotACrash() async throws {
+        try await withTmpfs(bytes: 1 << 20) { point in
+            let configuration = diskConfiguration(point, durability: .full)
+            let filler = try fill(point, leaving: 0)
+            for attempt in 0..<2 {
+                let error = #expect(throws: LocalStorageError.self) { _ = try LocalStorage(configuration: configuration) }
+                if case .openFailed(_, let reason) = error {
+                    #expect(reason.contains("disk is full"), "attempt \(attempt): \(reason)")
+                } else {
+                    Issue.record("attempt \(attempt): expected openFailed, got \(String(describing: error))")
+                }
+            }
+            try FileManager.default.removeItem(at: filler)
+            let storage = try LocalStorage(configuration: configuration)
+            try await storage.save(Note(id: "n", text: "room again"))
+            #expect(try await storage.fetch(Note.self, id: "n")?.text == "room again")
+        }
+    }
     #endif
 }
