@@ -153,7 +153,9 @@ final class Environment: @unchecked Sendable {
             if readOnly { flags |= UInt32(MDB_RDONLY) }
             if withoutLock { flags |= UInt32(MDB_NOLOCK) }
             try Environment.checkMetaPageSize(directory: directory)
-            if !withoutLock { try check(Environment.reserveLockFile(directory: directory, fileMode: fileMode), "mdb_env_open") }
+            if !withoutLock {
+                try check(Environment.reserveLockFile(directory: directory, fileMode: fileMode), "mdb_env_open")
+            }
             let code = directory.withCString { mdb_env_open(raw, $0, flags, mode_t(fileMode)) }
             try check(Environment.diskFullOr(code, path: directory), "mdb_env_open")
             if !readOnly {

@@ -184,7 +184,9 @@ import Darwin
             let configuration = diskConfiguration(point, durability: .full)
             let filler = try fill(point, leaving: 0)
             for attempt in 0..<2 {
-                let error = #expect(throws: LocalStorageError.self) { _ = try LocalStorage(configuration: configuration) }
+                let error = #expect(throws: LocalStorageError.self) {
+                    _ = try LocalStorage(configuration: configuration)
+                }
                 if case .openFailed(_, let reason) = error {
                     #expect(reason.contains("disk is full"), "attempt \(attempt): \(reason)")
                 } else {
