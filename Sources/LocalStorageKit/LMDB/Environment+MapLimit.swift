@@ -15,11 +15,20 @@ extension Environment {
     /// LMDB's copy-on-write means that a delete needs free pages too: only commits that leave the store no
     /// larger grow into the reserve (the writer checks it, see ``StoreTotals``).
     func growMap(intoReserve: Bool = false) throws -> Bool {
-        let limit = intoReserve ? hardMapLimit : maxMapSize
-        return try gate.withExclusive { () throws -> Bool in
+        try gate.withExclusive { () throws -> Bool in
             var info = MDB_envinfo()
             mdb_env_info(handle, &info)
             let current = info.me_mapsize
+            var limit = intoReserve ? hardMapLimit : maxMapSize
+            if intoReserve {
+                // A store whose data is already past `maxMapSize` (opened with a lower limit than it grew under)
+                // gets the reserve past its data: a delete there needs free pages as anywhere, and without them
+                // nothing, not even `deleteAll`, could bring the store back under its limit.
+                var stat = MDB_stat()
+                try check(mdb_env_stat(handle, &stat), "mdb_env_stat")
+                let used = (info.me_last_pgno + 1) * Int(stat.ms_psize)
+                limit = max(limit, Environment.rounded(used) + reserve)
+            }
             guard current < limit else { return false }
             let next = min(Environment.rounded(min(limit, max(current * 2, current + 1 << 20))), limit)
             // The process's address space is a limit too (iOS, `ulimit -v`): past it the map is full.

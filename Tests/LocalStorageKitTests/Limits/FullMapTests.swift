@@ -88,6 +88,37 @@ import Testing
         #expect(try await storage.count(Note.self) == 0)
     }
 
+    /// A store that grew under a larger `maxMapSize` and is opened with a smaller one (past which its data already
+    /// goes) reads, refuses saves that add data, and comes back under its limit by deletes: they, and
+    /// `deleteAll`, threw `storageFull` too, since the reserve ended at the limit, below the data
+    /// (/work/trial59.md).
+    @Test func aStoreOpenedWithALimitBelowItsDataEmptiesByDeletes() async throws {
+        var large = Self.configuration()
+        large.maxMapSize = 16 << 20
+        let ids: [String]
+        do {
+            let storage = try LocalStorage(configuration: large)
+            ids = (0..<6_000).map { "n\($0)" }
+            for start in stride(from: 0, to: ids.count, by: 500) {
+                try await storage.save(contentsOf: ids[start..<start + 500].map { Note(id: $0, text: Self.text) })
+            }
+        }
+        #expect(await eventually { !EnvironmentRegistry.isOpen(large.storeDirectory) })
+        var small = large
+        small.maxMapSize = 4 << 20  // below the data
+        let storage = try LocalStorage(configuration: small)
+        #expect(try await storage.fetch(Note.self, id: "n1")?.text == Self.text)
+        await #expect(throws: LocalStorageError.storageFull) {
+            try await storage.save(contentsOf: (0..<500).map { Note(id: "more\($0)", text: Self.text) })
+        }
+        for id in ids.prefix(200) { try await storage.delete(Note.self, id: id) }
+        #expect(try await storage.count(Note.self) == ids.count - 200)
+        try await storage.deleteAll(Note.self)
+        #expect(try await storage.count(Note.self) == 0)
+        try await storage.save(Note(id: "again", text: Self.text))
+        #expect(try await storage.fetch(Note.self, id: "again")?.text == Self.text)
+    }
+
     @Test func aFullMapCanBeEmptiedOneDeleteAtATime() async throws {
         let storage = try LocalStorage(configuration: Self.configuration())
         let saved = try await Self.fill(storage)
