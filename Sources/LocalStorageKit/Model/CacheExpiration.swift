@@ -34,12 +34,13 @@ public enum CacheExpiration: Sendable, Hashable {
     func expiresAt(now: Int64) throws(LocalStorageError) -> Int64 {
         let seconds: Double
         let unit: String
+        let given: Double
         switch self {
         case .never: return 0
-        case .seconds(let value): (seconds, unit) = (value, "\(value) seconds")
-        case .minutes(let value): (seconds, unit) = (value * 60, "\(value) minutes")
-        case .hours(let value): (seconds, unit) = (value * 3600, "\(value) hours")
-        case .days(let value): (seconds, unit) = (value * 86_400, "\(value) days")
+        case .seconds(let value): (seconds, unit, given) = (value, "\(value) seconds", value)
+        case .minutes(let value): (seconds, unit, given) = (value * 60, "\(value) minutes", value)
+        case .hours(let value): (seconds, unit, given) = (value * 3600, "\(value) hours", value)
+        case .days(let value): (seconds, unit, given) = (value * 86_400, "\(value) days", value)
         case .date(let date):
             let moment = date.timeIntervalSince1970 * 1e9
             guard moment.isFinite, moment > -9.2e18, moment < 9.2e18 else {
@@ -50,19 +51,25 @@ public enum CacheExpiration: Sendable, Hashable {
             return max(1, Int64(moment.rounded(.down)))
         }
         let offset = seconds * 1e9
-        guard offset.isFinite else {
+        guard given.isFinite else {
             throw .invalidExpiration("a lifetime of \(unit) is not a finite time; use .never for no expiry")
         }
+        guard offset.isFinite else { throw CacheExpiration.outOfRange(unit) }
         // Whole nanoseconds when the offset fits 64 bits; past that (centuries) a Double sum is exact enough.
         let exact = offset > -9.2e18 && offset < 9.2e18
         let sum = exact ? now.addingReportingOverflow(Int64(offset.rounded(.down))) : (partialValue: 0, overflow: true)
         let approximate = Double(now) + offset
         guard !sum.overflow || (approximate > -9.2e18 && approximate < 9.2e18) else {
-            throw .invalidExpiration(
-                "a lifetime of \(unit) ends outside the moments the store can keep (1677-09-21 to 2262-04-11); "
-                    + "use .never for a record that does not expire")
+            throw CacheExpiration.outOfRange(unit)
         }
         let moment = sum.overflow ? Int64(approximate.rounded(.down)) : sum.partialValue
         return max(1, moment)
+    }
+
+    /// The error for a finite lifetime that ends outside the moments the store can keep.
+    private static func outOfRange(_ unit: String) -> LocalStorageError {
+        .invalidExpiration(
+            "a lifetime of \(unit) ends outside the moments the store can keep (1677-09-21 to 2262-04-11); "
+                + "use .never for a record that does not expire")
     }
 }

@@ -25,6 +25,23 @@ import Testing
         }
     }
 
+    /// The message says why: a value that is not finite, or a finite one that ends outside the moments the store
+    /// can keep (`.days(1e300)` was called "not a finite time", its lifetime overflowing a Double).
+    @Test func theMessageTellsANonFiniteLifetimeFromOneOutOfRange() throws {
+        for (expiration, words) in [
+            (CacheExpiration.days(1e300), "ends outside"), (.seconds(1e300), "ends outside"),
+            (.days(.greatestFiniteMagnitude), "ends outside"), (.hours(-1e12), "ends outside"),
+            (.seconds(.infinity), "not a finite time"), (.minutes(.nan), "not a finite time"),
+        ] {
+            #expect {
+                _ = try expiration.expiresAt(now: 1_700_000_000_000_000_000)
+            } throws: { error in
+                guard case .invalidExpiration(let reason) = error as? LocalStorageError else { return false }
+                return reason.contains(words)
+            }
+        }
+    }
+
     @Test(arguments: impossible)
     func saveRefusesAnImpossibleExpiration(expiration: CacheExpiration) async throws {
         let storage = try LocalStorage(configuration: .inMemory)
