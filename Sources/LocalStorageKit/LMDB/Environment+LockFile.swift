@@ -7,28 +7,32 @@ import Darwin
 #endif
 
 extension Environment {
-    /// The bytes of LMDB's lock file before its reader slots (`MDB_txninfo` with one slot, on Linux with process-shared
-    /// mutexes), and the bytes of each further slot (`MDB_reader`, a cache line).
+    /// The bytes of LMDB's lock file before its reader slots (`MDB_txninfo` with one slot, on x86-64 Linux with
+    /// process-shared mutexes), and the bytes of each further slot (`MDB_reader`, a cache line). A header a few
+    /// cache lines longer elsewhere (aarch64) still lies in the last block reserved: blocks are whole pages.
     static let lockFileHeaderBytes = 192
     static let lockFileSlotBytes = 64
 
-    /// Gives the lock file real blocks before LMDB maps it, and returns `MDB_SUCCESS`, or `ENOSPC` when the disk has
-    /// none to give (Linux). LMDB sizes a new lock file with `ftruncate` (a sparse file) and writes its reader table
-    /// through the map: on a disk without a free block that write ended the process with SIGBUS instead of an error
-    /// (a failure-injection trial, /work/trial59.md). A lock file this process cannot open for writing (a read-only
-    /// folder) is left to LMDB, which reports it.
+    /// Creates the lock file of a store that has none yet with real blocks, before LMDB maps it, and returns
+    /// `MDB_SUCCESS`, or `ENOSPC` when the disk has none to give (Linux). LMDB sizes a new lock file with `ftruncate`
+    /// (a sparse file) and writes its reader table through the map: on a disk without a free block that write ended
+    /// the process with SIGBUS instead of an error (a failure-injection trial, /work/trial59.md).
+    ///
+    /// Only a file this call creates is touched: closing any descriptor of a file drops every `fcntl` lock the
+    /// process holds on it, and a repair's swap and a compaction hold LMDB's own lock on an existing lock file
+    /// across the open. A file it created but could not give blocks to is removed again, so that the next open
+    /// does not meet a sparse one. An existing lock file is left to LMDB, as before.
     static func reserveLockFile(directory: String, fileMode: Int) -> Int32 {
         #if os(Linux)
         let path = directory.hasSuffix("/") ? directory + "lock.mdb" : directory + "/lock.mdb"
-        let descriptor = Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC, mode_t(fileMode))
-        guard descriptor >= 0 else { return MDB_SUCCESS }
-        defer { Glibc.close(descriptor) }
-        var info = stat()
-        guard fstat(descriptor, &info) == 0 else { return MDB_SUCCESS }
+        let descriptor = Glibc.open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode_t(fileMode))
+        guard descriptor >= 0 else { return MDB_SUCCESS }  // There already, or not ours to create: LMDB's.
         let needed = lockFileHeaderBytes + (Int(maxReaders) - 1) * lockFileSlotBytes
-        // Blocks already there cost nothing to reserve again (a sparse file left by an earlier failed open has none).
-        let code = posix_fallocate(descriptor, 0, off_t(max(Int(info.st_size), needed)))
-        return code == ENOSPC || code == EDQUOT ? ENOSPC : MDB_SUCCESS
+        let code = posix_fallocate(descriptor, 0, off_t(needed))
+        Glibc.close(descriptor)
+        guard code == ENOSPC || code == EDQUOT else { return MDB_SUCCESS }
+        unlink(path)
+        return ENOSPC
         #else
         return MDB_SUCCESS
         #endif

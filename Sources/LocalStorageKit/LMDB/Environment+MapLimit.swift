@@ -6,8 +6,11 @@ extension Environment {
         rounded(max(1 << 20, maxMapSize / 32))
     }
 
-    /// The largest the map ever gets: ``maxMapSize`` plus ``reserve``.
-    var hardMapLimit: Int { Environment.rounded(maxMapSize) + reserve }
+    /// The largest the map ever gets: ``maxMapSize`` plus ``reserve``, or the data the store held when it opened plus
+    /// ``reserve`` when that was more (a store that grew under a larger limit: a delete there needs free pages as
+    /// anywhere, and without them nothing, not even `deleteAll`, could bring the store back under its limit).
+    /// Anchored at the open, so that commits in the reserve never move its end.
+    var hardMapLimit: Int { max(Environment.rounded(maxMapSize), Environment.rounded(usedBytesAtOpen)) + reserve }
 
     /// Doubles the map, up to ``maxMapSize``, or with `intoReserve` up to ``hardMapLimit``; false when it is
     /// already at that limit.
@@ -19,16 +22,7 @@ extension Environment {
             var info = MDB_envinfo()
             mdb_env_info(handle, &info)
             let current = info.me_mapsize
-            var limit = intoReserve ? hardMapLimit : maxMapSize
-            if intoReserve {
-                // A store whose data is already past `maxMapSize` (opened with a lower limit than it grew under)
-                // gets the reserve past its data: a delete there needs free pages as anywhere, and without them
-                // nothing, not even `deleteAll`, could bring the store back under its limit.
-                var stat = MDB_stat()
-                try check(mdb_env_stat(handle, &stat), "mdb_env_stat")
-                let used = (info.me_last_pgno + 1) * Int(stat.ms_psize)
-                limit = max(limit, Environment.rounded(used) + reserve)
-            }
+            let limit = intoReserve ? hardMapLimit : maxMapSize
             guard current < limit else { return false }
             let next = min(Environment.rounded(min(limit, max(current * 2, current + 1 << 20))), limit)
             // The process's address space is a limit too (iOS, `ulimit -v`): past it the map is full.

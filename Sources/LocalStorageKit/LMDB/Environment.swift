@@ -33,6 +33,9 @@ final class Environment: @unchecked Sendable {
     /// Room past ``maxMapSize`` that only commits which leave the store no larger may use (see
     /// ``growMap(intoReserve:)``), so that a full store can always be emptied.
     let reserve: Int
+    /// The bytes of the data file's used pages when the environment opened: past ``maxMapSize`` when the store
+    /// grew under a larger limit, and then where the reserve starts (``hardMapLimit``).
+    let usedBytesAtOpen: Int
     private let durabilityState: Mutex<StorageDurability>
     let gate = ResizeGate()
     /// Held by each write transaction and by ``readOpeningHandles(_:)`` (see ``HandleOpeningLock``).
@@ -128,6 +131,8 @@ final class Environment: @unchecked Sendable {
         var info = MDB_envinfo()
         mdb_env_info(raw, &info)
         self.mapSize = Mutex(info.me_mapsize)
+        var stat = MDB_stat()
+        usedBytesAtOpen = mdb_env_stat(raw, &stat) == MDB_SUCCESS ? (info.me_last_pgno + 1) * Int(stat.ms_psize) : 0
         // Released in `close()`, before the environment.
         mdb_env_set_userctx(raw, Unmanaged.passRetained(TypeRootChecks()).toOpaque())
     }
