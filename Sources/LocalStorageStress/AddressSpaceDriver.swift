@@ -11,15 +11,15 @@ import Darwin
 /// The modes that limit the helper's address space (`address-space`, `adopt-map`): a map that cannot grow, or
 /// that another process grew past this one's room, is an error, never a read on an unmapped map.
 extension LocalStorageStress {
-    /// Limits the process's address space to what it maps now and 384 MiB more (as iOS or `ulimit -v` do), then
-    /// saves 1 MiB records until the map cannot grow (`storageFull`), then reads the first record back: the map's
-    /// growth unmapped the map before a mapping that failed, and the read crashed.
-    static func addressSpace(directory: String) async throws {
+    /// Limits the process's address space to what it maps now and `headroomMiB` MiB more (as iOS or `ulimit -v` do),
+    /// then saves 1 MiB records until the map cannot grow (`storageFull`), then reads the first record back: the
+    /// map's growth unmapped the map before a mapping that failed, and the read crashed.
+    static func addressSpace(directory: String, headroomMiB: Int = 384) async throws {
         var configuration = configuration(directory, durability: .none, mapSize: 64 << 20)
         configuration.maxMapSize = 64 << 30
         let storage = try LocalStorage(configuration: configuration)
         try await storage.save(StressRecord.make(id: "first", sequence: 0))
-        try limitAddressSpace(headroom: 384 << 20)
+        try limitAddressSpace(headroom: headroomMiB << 20)
         var saved = 0
         do {
             while saved < 4096 {

@@ -64,8 +64,9 @@ struct LocalStorageStress {
                 try holdLock(file: arguments[1])
             case "adopt-map" where arguments.count == 2:
                 try await adoptMap(directory: arguments[1])
-            case "address-space" where arguments.count == 2:
-                try await addressSpace(directory: arguments[1])
+            case "address-space" where arguments.count == 2 || arguments.count == 3:
+                let headroom = arguments.count == 3 ? Int(arguments[2]) ?? 384 : 384
+                try await addressSpace(directory: arguments[1], headroomMiB: headroom)
             case "long-write" where arguments.count == 2:
                 try await longWrite(directory: arguments[1])
             case "overwrite" where arguments.count == 2 || arguments.count == 3:

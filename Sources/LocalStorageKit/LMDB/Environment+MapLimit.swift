@@ -24,9 +24,13 @@ extension Environment {
             let current = info.me_mapsize
             let limit = intoReserve ? hardMapLimit : maxMapSize
             guard current < limit else { return false }
-            let next = min(Environment.rounded(min(limit, max(current * 2, current + 1 << 20))), limit)
-            // The process's address space is a limit too (iOS, `ulimit -v`): past it the map is full.
-            guard Environment.canMap(next) else { return false }
+            let roomy = min(Environment.rounded(min(limit, max(current * 2, current + 1 << 20))), limit)
+            // The process's address space is a limit too (iOS, `ulimit -v`): a smaller step where doubling does not
+            // fit, and past the last that fits the map is full.
+            let sizes = Environment.sizesFromRoomy(upTo: roomy, downTo: min(current + 1 << 20, roomy))
+            guard let next = sizes.first(where: { $0 > current && $0 <= limit && Environment.canMap($0) }) else {
+                return false
+            }
             try check(mdb_env_set_mapsize(handle, next), "mdb_env_set_mapsize")
             mdb_env_info(handle, &info)
             mapSize.withLock { $0 = info.me_mapsize }

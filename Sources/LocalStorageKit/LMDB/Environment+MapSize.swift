@@ -26,9 +26,9 @@ extension Environment {
             if let newest, newest.mapSize > currentMapSize, !Environment.canMap(newest.mapSize) {
                 let (needed, overflow) = Int(clamping: newest.lastPage &+ 1).multipliedReportingOverflow(
                     by: newest.pageSize)
-                // Twice the map when that fits, else the data alone (one doubling behind the other process, or
-                // room for the data but not for twice the map); the map grows from there as this process writes.
-                let sizes = [Environment.rounded(max(2 * currentMapSize, needed)), Environment.rounded(needed)]
+                // Twice the map when that fits, else less room past the data, down to the data alone (one doubling
+                // behind the other process, or room for the data but not for twice the map).
+                let sizes = Environment.sizesFromRoomy(upTo: max(2 * currentMapSize, needed), downTo: needed)
                 guard !overflow, let enough = sizes.first(where: { $0 < newest.mapSize && Environment.canMap($0) })
                 else {
                     throw LMDBError(code: ENOMEM, call: "mdb_env_set_mapsize", caller: "adoptMapSize()")
@@ -41,6 +41,19 @@ extension Environment {
             mdb_env_info(handle, &info)
             mapSize.withLock { $0 = info.me_mapsize }
         }
+    }
+
+    /// Map sizes to try, largest first: `roomy`, then halving the room past `needed` while it is more than 1 MiB,
+    /// then `needed` itself, each rounded (``rounded(_:)``).
+    static func sizesFromRoomy(upTo roomy: Int, downTo needed: Int) -> [Int] {
+        var sizes: [Int] = []
+        var candidate = max(roomy, needed)
+        while candidate - needed > 1 << 20 {
+            sizes.append(rounded(candidate))
+            candidate = needed + (candidate - needed) / 2
+        }
+        sizes.append(rounded(candidate))
+        return sizes
     }
 
     /// Rounds a map size up to a multiple of 64 KiB (a multiple of every OS page size), at most

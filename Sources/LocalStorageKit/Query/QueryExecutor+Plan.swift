@@ -1,7 +1,7 @@
 /// Choosing how a query walks, by cost (docs/DESIGN.md, "Query plans by cost").
 ///
-/// Each constrained index's number of candidate entries is known exactly in O(log n) from the count tree
-/// (``CountTree``), so the choice never walks to find out. The plans:
+/// Each constrained index's number of candidate entries is known exactly in O(log n): a range's from the count tree
+/// (``CountTree``), an equality's from its key's number of duplicates, so the choice never walks to find out. The plans:
 /// - **Sorted walk**: walk the sort index (or the ids, or the update times) in the query's order, check
 ///   each entry, stop at offset + limit. Used only while the walked range is at most
 ///   ``walkFactor(_:)`` times the cheapest index's candidates (16 with a limit, where the walk usually

@@ -74,6 +74,17 @@ struct MultiProcessTests {
         #expect(helper.lines.last == "read", "\(helper.lines)")
     }
 
+    /// Where doubling the map does not fit the address space but a smaller step does, the map takes the step: with
+    /// 300 MiB to spare, the map (64 MiB, then 128) could not double to 256 beside the 128 it had, and the store was
+    /// full at 127 MiB of records; it grows to what fits and holds about 190 (review-diff-54 A7).
+    @Test func aMapGrowsInSmallerStepsWhereDoublingDoesNotFitTheAddressSpace() async throws {
+        let helper = try HelperProcess(["address-space", temporaryDirectory().path, "300"])
+        #expect(await helper.waitForExit() == 0, "\(helper.lines)")
+        let saved = helper.lines.first { $0.hasPrefix("full ") }.flatMap { Int($0.dropFirst("full ".count)) }
+        #expect((saved ?? 0) >= 160, "\(helper.lines)")
+        #expect(helper.lines.last == "read", "\(helper.lines)")
+    }
+
     /// A process with less address space than another that grew the map (an app extension) adopts a map it can
     /// hold, twice its own or the data, when the data file records a size it cannot map (another process maps all
     /// of `maxMapSize`, and the file keeps the largest size any process mapped): it went on failing every read with
