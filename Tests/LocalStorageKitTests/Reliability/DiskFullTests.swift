@@ -161,17 +161,33 @@ import Darwin
             try Data(count: lockLength).write(to: lockFile)
             let filler = try fill(point, leaving: 4096)
 
-            let error = #expect(throws: LocalStorageError.self) { _ = try LocalStorage(configuration: configuration) }
-            if case .openFailed(_, let reason) = error {
-                #expect(reason.contains("disk is full"), "\(reason)")
-            } else {
-                Issue.record("expected openFailed, got \(String(describing: error))")
-            }
+            expectOpenFailsForAFullDisk(configuration)
             try FileManager.default.removeItem(at: filler)
-            let storage = try LocalStorage(configuration: configuration)
-            try await storage.save(Note(id: "n", text: "room again"))
-            #expect(try await storage.fetch(Note.self, id: "n")?.text == "room again")
+            try await expectOpensAndWrites(configuration)
         }
+    }
+
+    /// Expects an open with `configuration` to throw `openFailed` saying the disk is full.
+    private func expectOpenFailsForAFullDisk(
+        _ configuration: LocalStorageConfiguration, _ comment: String = "",
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        let error = #expect(throws: LocalStorageError.self, sourceLocation: sourceLocation) {
+            _ = try LocalStorage(configuration: configuration)
+        }
+        if case .openFailed(_, let reason) = error {
+            #expect(reason.contains("disk is full"), "\(comment)\(reason)", sourceLocation: sourceLocation)
+        } else {
+            Issue.record(
+                "\(comment)expected openFailed, got \(String(describing: error))", sourceLocation: sourceLocation)
+        }
+    }
+
+    /// Expects the store of `configuration` to open and keep a record.
+    private func expectOpensAndWrites(_ configuration: LocalStorageConfiguration) async throws {
+        let storage = try LocalStorage(configuration: configuration)
+        try await storage.save(Note(id: "n", text: "room again"))
+        #expect(try await storage.fetch(Note.self, id: "n")?.text == "room again")
     }
 
     /// A store created on a disk without a single free block: LMDB sized its new lock file with `ftruncate` and
@@ -183,20 +199,9 @@ import Darwin
         try await withTmpfs(bytes: 1 << 20) { point in
             let configuration = diskConfiguration(point, durability: .full)
             let filler = try fill(point, leaving: 0)
-            for attempt in 0..<2 {
-                let error = #expect(throws: LocalStorageError.self) {
-                    _ = try LocalStorage(configuration: configuration)
-                }
-                if case .openFailed(_, let reason) = error {
-                    #expect(reason.contains("disk is full"), "attempt \(attempt): \(reason)")
-                } else {
-                    Issue.record("attempt \(attempt): expected openFailed, got \(String(describing: error))")
-                }
-            }
+            for attempt in 0..<2 { expectOpenFailsForAFullDisk(configuration, "attempt \(attempt): ") }
             try FileManager.default.removeItem(at: filler)
-            let storage = try LocalStorage(configuration: configuration)
-            try await storage.save(Note(id: "n", text: "room again"))
-            #expect(try await storage.fetch(Note.self, id: "n")?.text == "room again")
+            try await expectOpensAndWrites(configuration)
         }
     }
     #endif
