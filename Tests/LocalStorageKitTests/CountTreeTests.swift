@@ -2,7 +2,7 @@ import Foundation
 import LocalStorageTestSupport
 import Testing
 
-@_spi(Maintenance) @testable import LocalStorageKit
+@_spi(Maintenance) @_spi(Benchmarks) @testable import LocalStorageKit
 
 /// The count tree (Records/CountTree.swift) against a reference model: counts and pages of random
 /// queries after random saves, replacements, deletes, expiries and aborted transactions.
@@ -276,6 +276,51 @@ import Testing
             #expect(try await storage.count(Gauge.self, matching: [.atLeast("reading", 40.0)]) == expected)
             let prefixed = gauges.filter { $0.label.hasPrefix("l1") }.count
             #expect(try await storage.count(Gauge.self, matching: [.hasPrefix("label", "l1")]) == prefixed)
+        }
+    }
+}
+
+extension CountTreeTests {
+    /// The layout marker of the store `storage` has open.
+    static func layout(_ storage: LocalStorage) throws -> String? {
+        try storage.core.environment.read { txn in
+            try txn.get(storage.core.meta, key: TypeRegistry.layoutKey).map { String(decoding: $0, as: UTF8.self) }
+        }
+    }
+
+    /// A store of layout 2 that another process has open (an app extension still on 0.1.0, which writes without a
+    /// count tree) is not upgraded: the upgrade built the tree, the other process's writes then left it wrong, and
+    /// counts and pages came out wrong with no error (/work/trial60.md). It stays at layout 2, counting by walking,
+    /// until an open finds it alone.
+    @Test func anOlderLayoutThatAnotherProcessHasOpenIsNotUpgraded() async throws {
+        let directory = temporaryDirectory()
+        let gauges = (0..<300).map { Gauge(id: "g\($0)", reading: Double($0 % 97), label: "l\($0 % 13)") }
+        var withoutTree = diskConfiguration(directory)
+        withoutTree.withoutCountTree = true
+        try await withStore(withoutTree) { storage async throws in
+            try await storage.save(contentsOf: gauges)
+            let meta = storage.core.meta
+            try await storage.core.writer.perform { context in
+                try context.txn.put(meta, key: TypeRegistry.layoutKey, value: Array("2".utf8))
+            }
+        }
+        let holder = try HelperProcess([
+            "hold-lock", withoutTree.storeDirectory.appendingPathComponent("lock.mdb").path,
+        ])
+        try await holder.waitForLine("locked") { $0 == "locked" }
+        let expected = gauges.filter { ($0.reading ?? 0) >= 40 }.count
+        try await withStore(diskConfiguration(directory)) { storage async throws in
+            #expect(try Self.layout(storage) == "2")
+            #expect(try await storage.core.schema(for: Gauge.self).counts == nil)
+            #expect(try await storage.count(Gauge.self, matching: [.atLeast("reading", 40.0)]) == expected)
+            try await storage.save(Gauge(id: "new", reading: 50, label: "l1"))
+            #expect(try await storage.count(Gauge.self, matching: [.atLeast("reading", 40.0)]) == expected + 1)
+        }
+        await holder.kill()
+        try await withStore(diskConfiguration(directory)) { storage async throws in
+            #expect(try Self.layout(storage) == "\(TypeRegistry.layout)")
+            #expect(try await storage.core.schema(for: Gauge.self).counts != nil)
+            #expect(try await storage.count(Gauge.self, matching: [.atLeast("reading", 40.0)]) == expected + 1)
         }
     }
 }

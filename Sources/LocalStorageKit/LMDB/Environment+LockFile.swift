@@ -37,4 +37,30 @@ extension Environment {
         return MDB_SUCCESS
         #endif
     }
+
+    /// A read-only descriptor of the store's `lock.mdb` for ``othersHaveItOpen()``, or -1. Opened after LMDB has
+    /// the file open: opening takes nothing from LMDB's locks (closing would, which is why it lives as long as the
+    /// environment).
+    static func openLockProbe(directory: String) -> Int32 {
+        let path = directory.hasSuffix("/") ? directory + "lock.mdb" : directory + "/lock.mdb"
+        #if canImport(Glibc)
+        return Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        #else
+        return Darwin.open(path, O_RDONLY | O_CLOEXEC)
+        #endif
+    }
+
+    /// Whether another process has this environment open, whatever program or version it is: every process with an
+    /// LMDB environment open holds LMDB's shared lock on the first byte of `lock.mdb` (`F_GETLK` reports other
+    /// processes' locks only). True when it cannot tell.
+    func othersHaveItOpen() -> Bool {
+        guard heldLockFile >= 0 else { return true }
+        var probe = flock()
+        probe.l_type = Int16(F_WRLCK)
+        probe.l_whence = Int16(SEEK_SET)
+        probe.l_start = 0
+        probe.l_len = 1
+        guard fcntl(heldLockFile, F_GETLK, &probe) == 0 else { return true }
+        return probe.l_type != Int16(F_UNLCK)
+    }
 }

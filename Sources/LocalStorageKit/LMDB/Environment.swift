@@ -51,8 +51,11 @@ final class Environment: @unchecked Sendable {
     let compactionOutcome: CompactionOutcome?
     /// The store's own lock, held shared while the environment is open (see ``StoreOpenLock``).
     private let openLock: StoreOpenLock
-    /// A descriptor of `lock.mdb` a compaction kept, closed only after the environment (-1 for none).
-    private let heldLockFile: Int32
+    /// A descriptor of `lock.mdb`, closed only after the environment (-1 for none): the one a compaction kept, or
+    /// one opened to ask who else holds LMDB's lock (``othersHaveItOpen()``). Closing any descriptor of the file
+    /// drops every `fcntl` lock the process holds on it, LMDB's own included, so it lives as long as the
+    /// environment.
+    let heldLockFile: Int32
     /// What the process that opened the store first, of those that have it open, recorded of its settings
     /// (the `settingsRecord` of its open); nil when this open was the first, or nothing was recorded.
     let recordedByOthers: [UInt8]?
@@ -103,7 +106,8 @@ final class Environment: @unchecked Sendable {
             let opened = try Environment.openCompacting(
                 directory: directory, mapSize: mapSize, request: compaction, open: open)
             (raw, recreatedUnfinishedDataFile) = (opened.handle, opened.recreated)
-            (compactionOutcome, heldLockFile) = (opened.outcome, opened.lockFile)
+            compactionOutcome = opened.outcome
+            heldLockFile = opened.lockFile >= 0 ? opened.lockFile : Environment.openLockProbe(directory: directory)
             do {
                 try openLock.share()
             } catch {
@@ -120,7 +124,8 @@ final class Environment: @unchecked Sendable {
             (raw, recreatedUnfinishedDataFile) = try open()
             // Asked to compact, but another holder has the store's open lock: say so rather than nothing.
             let isBusy = compaction != nil && !readOnly && !withoutLock && openLock.isUsable
-            (compactionOutcome, heldLockFile) = (isBusy ? Environment.busyOutcome(raw, directory: directory) : nil, -1)
+            compactionOutcome = isBusy ? Environment.busyOutcome(raw, directory: directory) : nil
+            heldLockFile = withoutLock ? -1 : Environment.openLockProbe(directory: directory)
         }
         self.openLock = openLock
         handle = raw

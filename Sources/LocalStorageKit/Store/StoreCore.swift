@@ -93,7 +93,9 @@ final class StoreCore: Sendable {
                 else {
                     throw LMDBError.notFound("mdb_dbi_open")
                 }
-                try TypeRegistry.checkLayout(meta: dbi, txn: txn, countTree: !configuration.withoutCountTree)
+                try TypeRegistry.checkLayout(
+                    meta: dbi, txn: txn, countTree: !configuration.withoutCountTree,
+                    othersHaveItOpen: environment.othersHaveItOpen)
                 let store = try ChangeLog.identity(meta: dbi, txn: txn)
                 // The key is checked before any record is read.
                 let sealing = try PayloadSealing.open(

@@ -20,7 +20,14 @@ enum TypeRegistry {
     /// - Throws: `openFailed`'s reason as a `decodingFailed` when the store has another layout.
     ///
     /// A new store gets its count tree unless `countTree` is false (benchmarks measure a store without one).
-    static func checkLayout(meta: Database, txn: Transaction, countTree: Bool = true) throws {
+    ///
+    /// A store of layout 2 is upgraded only when `othersHaveItOpen` says no other process has it open (asked inside
+    /// this write transaction: a process that opens it meanwhile waits for the commit, then finds layout 3). An older
+    /// version that has it open goes on writing without the count tree, so an upgrade then would leave the tree's
+    /// counts wrong; the store stays at layout 2 (counted by walking) until an open finds it alone.
+    static func checkLayout(
+        meta: Database, txn: Transaction, countTree: Bool = true, othersHaveItOpen: () -> Bool = { false }
+    ) throws {
         if let stored = try txn.get(meta, key: layoutKey) {
             let text = String(decoding: stored, as: UTF8.self)
             guard let found = Int(text) else {
@@ -34,7 +41,7 @@ enum TypeRegistry {
             if found < oldestLayout {
                 throw LocalStorageError.decodingFailed(reason: "the store has the older layout \(found)")
             }
-            if found < layout && !txn.isReadOnly { try upgradeToCountTree(meta: meta, txn: txn) }
+            if found < layout && !txn.isReadOnly && !othersHaveItOpen() { try upgradeToCountTree(meta: meta, txn: txn) }
             return
         }
         // Without a layout marker: LMDB's main database may hold only our own databases. Anything else is
