@@ -112,6 +112,15 @@ extension RecordWriter {
                             + "this app's version \(record.version) (written by a newer version); it was not overwritten"
                     )
                 }
+                // Sealed with a cipher this version does not know: a newer version's record, kept as such.
+                if view.envelope.contains(.sealed), let seal = view.payload.first,
+                    PayloadSealing.algorithm(ofVersion: seal) == nil
+                {
+                    throw LocalStorageError.decodingFailed(
+                        reason:
+                            "\(schema.name) \"\(record.id)\" is sealed with seal version \(seal), which a newer version "
+                            + "of LocalStorageKit writes; it was not overwritten")
+                }
                 let old = view.header()
                 if !view.isExpired(at: context.now) {
                     createdAt = view.createdAt
