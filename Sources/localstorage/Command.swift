@@ -14,6 +14,9 @@ protocol Command: Sendable {
     static var spec: ArgumentSpec { get }
     /// Whether the command may create the store when there is none.
     static var createsStore: Bool { get }
+    /// Whether the command only reads the store: its open leaves an older layout as it is (an upgrade would lock
+    /// the older version that wrote the store out of it).
+    static var onlyReads: Bool { get }
 
     /// Checks arguments that need no store, before the store is opened.
     static func validate(_ arguments: ParsedArguments) throws(UsageError)
@@ -24,6 +27,7 @@ protocol Command: Sendable {
 
 extension Command {
     static var createsStore: Bool { false }
+    static var onlyReads: Bool { false }
 
     static func validate(_ arguments: ParsedArguments) throws(UsageError) {}
 

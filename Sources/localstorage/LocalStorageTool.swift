@@ -74,7 +74,7 @@ struct LocalStorageTool {
                 func open(movingKeyCheck: Bool) async throws -> StoreMaintenance {
                     try await StoreMaintenance(
                         directory: directory, creatingIfMissing: command.createsStore, encryption: encryption,
-                        movesKeyCheck: movingKeyCheck, sealingPlainStore: isRekey)
+                        movesKeyCheck: movingKeyCheck, sealingPlainStore: isRekey, upgradesLayout: !command.onlyReads)
                 }
                 // An import into a store that has a key check value moves it to the new key once the import has
                 // committed: moved at the open, a failed import left apps with the old key alone locked out. A

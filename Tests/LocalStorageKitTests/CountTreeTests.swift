@@ -325,6 +325,44 @@ extension CountTreeTests {
     }
 }
 
+extension CountTreeTests {
+    /// The layout marker of the store in `directory`, read without opening it for writing.
+    static func layout(ofStoreIn directory: URL) throws -> String? {
+        let environment = try Environment(
+            directory: directory.path, mapSize: 1 << 20, maxMapSize: 1 << 30, durability: .none, readOnly: true)
+        defer { environment.close() }
+        return try environment.read { txn in
+            guard let meta = try txn.openDatabase(TypeRegistry.metaName, create: false) else { return nil }
+            return try txn.get(meta, key: TypeRegistry.layoutKey).map { String(decoding: $0, as: UTF8.self) }
+        }
+    }
+
+    /// The maintenance tool's commands that only read (`types`, `get`, `list`, `stats`, `export`, `verify`) leave a
+    /// store of an older layout as it is: they upgraded it, which locked the version that wrote it (0.1.0) out for
+    /// good (/work/trial60.md). A command that writes upgrades it, as an app does.
+    @Test func theToolsReadingCommandsLeaveAnOlderLayoutAsItIs() async throws {
+        let directory = temporaryDirectory()
+        var withoutTree = diskConfiguration(directory)
+        withoutTree.withoutCountTree = true
+        try await withStore(withoutTree) { storage async throws in
+            try await storage.save(contentsOf: (0..<20).map { Gauge(id: "g\($0)", reading: Double($0), label: "l") })
+            let meta = storage.core.meta
+            try await storage.core.writer.perform { context in
+                try context.txn.put(meta, key: TypeRegistry.layoutKey, value: Array("2".utf8))
+            }
+        }
+        let store = withoutTree.storeDirectory
+        for command in [["types"], ["get", "Gauge", "g1"], ["list", "Gauge"], ["stats"], ["export"], ["verify"]] {
+            let result = try await CLIResult.run(command + ["--store", store.path], environment: nil)
+            #expect(result.status == 0, "\(command): \(result.stderr)")
+            #expect(try Self.layout(ofStoreIn: store) == "2", "\(command) upgraded the store")
+        }
+        let purged = try await CLIResult.run(["purge-expired", "--store", store.path], environment: nil)
+        #expect(purged.status == 0, "\(purged.stderr)")
+        #expect(try Self.layout(ofStoreIn: store) == "\(TypeRegistry.layout)")
+    }
+}
+
 extension String {
     fileprivate func leftPadded(to length: Int) -> String {
         String(repeating: "0", count: max(0, length - count)) + self

@@ -58,6 +58,9 @@ public struct LocalStorageConfiguration: Sendable {
     /// `encryption`'s current key is not the one that sealed them: maintenance that only reads or checks
     /// the store must not move it to another key (only `rekey` and `import` do).
     var keepsKeyCheck = false
+    /// Whether the open leaves an older layout as it is instead of upgrading it (the maintenance tool's commands that
+    /// only read: an upgrade locks out the older version that wrote the store).
+    var keepsLayout = false
     /// Whether the map starts at ``mapSize`` and doubles on demand even where the whole of ``maxMapSize`` could be
     /// mapped at open (tests of the map's growth set it; iOS and its relatives always grow).
     @_spi(Testing) public var growsMapFromMapSize = false

@@ -23,6 +23,7 @@ enum ExportCommand: Command {
         as safe as the key. An import into an encrypted store seals every record it writes.
         """
     static let spec = ArgumentSpec(options: ["output"], positionals: 0...Int.max)
+    static let onlyReads = true
 
     static func run(_ arguments: ParsedArguments, store: StoreMaintenance, output: Output) async throws -> Int32 {
         // `-` is standard output, as it is standard input for `import` (a file of that name is `./-`).

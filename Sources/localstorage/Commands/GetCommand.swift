@@ -17,6 +17,7 @@ enum GetCommand: Command {
         \(TypeArgument.help)
         """
     static let spec = ArgumentSpec(flags: ["escaped"], positionals: 2...2)
+    static let onlyReads = true
 
     static func validate(_ arguments: ParsedArguments) throws(UsageError) {
         _ = try IdentifierArgument.id(arguments)

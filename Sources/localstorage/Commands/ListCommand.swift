@@ -25,6 +25,7 @@ enum ListCommand: Command {
         with get/delete --escaped.
         """
     static let spec = ArgumentSpec(options: ["limit", "offset", "where", "order"], positionals: 1...1)
+    static let onlyReads = true
 
     static func validate(_ arguments: ParsedArguments) throws(UsageError) {
         _ = try query(arguments)

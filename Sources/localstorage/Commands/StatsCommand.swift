@@ -17,6 +17,7 @@ enum StatsCommand: Command {
         belong to the app's process (LocalStorage.statistics()), not to the file.
         """
     static let spec = ArgumentSpec()
+    static let onlyReads = true
 
     static func run(_ arguments: ParsedArguments, store: StoreMaintenance, output: Output) async throws -> Int32 {
         let stats = try store.statistics()

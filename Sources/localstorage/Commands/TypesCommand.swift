@@ -7,6 +7,7 @@ enum TypesCommand: Command {
     static let summary = "Stored types with their index declarations and schema versions."
     static let details = ""
     static let spec = ArgumentSpec()
+    static let onlyReads = true
 
     static func run(_ arguments: ParsedArguments, store: StoreMaintenance, output: Output) async throws -> Int32 {
         let types = store.types()

@@ -83,7 +83,8 @@ enum VerifyCommand: Command {
                 stage: stage)
         }
         stage("opening the store")
-        let store = try await StoreMaintenance(directory: directory, encryption: encryption, movesKeyCheck: false)
+        let store = try await StoreMaintenance(
+            directory: directory, encryption: encryption, movesKeyCheck: false, upgradesLayout: false)
         stage("the check of its pages, records and index entries")
         let report = try store.verify(progress: progress.handler)
         progress.finish()
