@@ -112,6 +112,26 @@ struct Sheet3Pages: LocalStorageVersioned, LocalStorageIndexed, Equatable {
         #expect(try await storage.metadata(Sheet3.self, id: "s1")?.version == 3)
     }
 
+    /// A query that checks a second condition on record headers and meets a newer version's record says so; it
+    /// called the record damaged and advised deleting it or running `verify --repair` (/work/trial60.md).
+    @Test func aQueryMeetingANewerRecordSaysSoRatherThanDamaged() async throws {
+        let storage = try LocalStorage(configuration: diskConfiguration())
+        try await storage.save(contentsOf: (0..<30).map(Product.sample))
+        let schema = try await storage.core.schema(for: Product.self)
+        let key = Array("sku_3".utf8)
+        var newer = try storage.core.environment.read { txn in try txn.get(schema.records, key: key).map(Array.init) }
+        newer?[0] = 0xA8
+        let bytes = try #require(newer)
+        try await storage.core.writer.perform { context in try context.txn.put(schema.records, key: key, value: bytes) }
+        let failure = await decodingFailure {
+            _ = try await storage.fetch(
+                Product.self, matching: [.equals("category", "books"), .atLeast("price", 0.0)],
+                orderedBy: .ascending("price"))
+        }
+        #expect(failure?.contains("newer version of LocalStorageKit") == true, "\(failure ?? "")")
+        #expect(failure?.contains("damaged") == false, "\(failure ?? "")")
+    }
+
     /// A record in a later header layout (magic 0xA8) or with a payload format this version does not know is a
     /// newer version's, not damage: reads say so, a save does not overwrite it, `verify` reports it as newer
     /// and `repair` leaves it (it was reported as damaged and removed).
@@ -132,6 +152,7 @@ struct Sheet3Pages: LocalStorageVersioned, LocalStorageIndexed, Equatable {
         #expect(read?.contains("newer version of LocalStorageKit") == true, "\(read ?? "")")
         let write = await decodingFailure { try await storage.save(Note(id: "n1", text: "older")) }
         #expect(write?.contains("not overwritten") == true, "\(write ?? "")")
+
         let maintenance = try await StoreMaintenance(directory: storage.core.directory)
         #expect(try maintenance.verify().problems.map(\.kind) == [.newerRecord])
         let figures = try #require(try maintenance.statistics().types.first { $0.name == "Note" })

@@ -80,9 +80,13 @@ final class QueryExecutor {
         do {
             return try RecordView(fixedPartOf: bytes)
         } catch {
+            let name = "\(schema.name) \"\(String(decoding: id, as: UTF8.self))\""
+            // A newer version's record is not damage: repairing it would not help, and deleting it loses its data.
+            if let newer = RecordView.newerLayout(of: bytes) {
+                throw LocalStorageError.decodingFailed(reason: "\(name): \(newer)")
+            }
             throw LocalStorageError.decodingFailed(
-                reason: "\(schema.name) \"\(String(decoding: id, as: UTF8.self))\" is damaged (\(error)); "
-                    + "delete it, or run localstorage verify --repair")
+                reason: "\(name) is damaged (\(error)); delete it, or run localstorage verify --repair")
         }
     }
 
