@@ -149,7 +149,7 @@ enum DataFileCompactor {
     }
 
     private static func path(_ directory: String, _ name: String) -> String {
-        directory.hasSuffix("/") ? directory + name : directory + "/" + name
+        Environment.file(name, in: directory)
     }
 
     private static func systemError() -> String { String(cString: strerror(errno)) }

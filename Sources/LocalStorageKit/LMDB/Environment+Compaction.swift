@@ -64,7 +64,7 @@ extension Environment {
         defer { mdb_txn_abort(txn) }
         let listed = try Transaction(handle: txn, isReadOnly: true).freePageCount()
         var file = stat()
-        let dataPath = directory.hasSuffix("/") ? directory + "data.mdb" : directory + "/data.mdb"
+        let dataPath = Environment.file("data.mdb", in: directory)
         let pageSize = max(1, Int(main.ms_psize))
         let written = info.me_last_pgno + 1
         let filePages = stat(dataPath, &file) == 0 ? max(written, Int(file.st_size) / pageSize) : written

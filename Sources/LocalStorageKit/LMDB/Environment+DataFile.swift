@@ -79,7 +79,7 @@ extension Environment {
     /// meta pages, and either too short to hold one meta page or holding a meta page with LMDB's magic
     /// number and transaction id 0 (nothing committed). Returns whether it did.
     static func emptyUnfinishedDataFile(directory: String) -> Bool {
-        let dataPath = directory.hasSuffix("/") ? directory + "data.mdb" : directory + "/data.mdb"
+        let dataPath = Environment.file("data.mdb", in: directory)
         let fd = openFile(dataPath, O_RDWR)
         guard fd >= 0 else { return false }
         defer { closeFile(fd) }
@@ -107,7 +107,7 @@ extension Environment {
 }
 
 /// `open(2)` and `close(2)`, out of reach of ``Environment``'s own `close()`.
-private func openFile(_ path: String, _ flags: Int32) -> Int32 {
+func openFile(_ path: String, _ flags: Int32) -> Int32 {
     #if canImport(Glibc)
     Glibc.open(path, flags)
     #else

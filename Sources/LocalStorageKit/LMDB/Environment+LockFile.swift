@@ -24,7 +24,7 @@ extension Environment {
     /// does not meet a sparse one. An existing lock file is left to LMDB, as before.
     static func reserveLockFile(directory: String, fileMode: Int) -> Int32 {
         #if os(Linux)
-        let path = directory.hasSuffix("/") ? directory + "lock.mdb" : directory + "/lock.mdb"
+        let path = file("lock.mdb", in: directory)
         let descriptor = Glibc.open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode_t(fileMode))
         guard descriptor >= 0 else { return MDB_SUCCESS }  // There already, or not ours to create: LMDB's.
         let needed = lockFileHeaderBytes + (Int(maxReaders) - 1) * lockFileSlotBytes
@@ -42,25 +42,18 @@ extension Environment {
     /// the file open: opening takes nothing from LMDB's locks (closing would, which is why it lives as long as the
     /// environment).
     static func openLockProbe(directory: String) -> Int32 {
-        let path = directory.hasSuffix("/") ? directory + "lock.mdb" : directory + "/lock.mdb"
-        #if canImport(Glibc)
-        return Glibc.open(path, O_RDONLY | O_CLOEXEC)
-        #else
-        return Darwin.open(path, O_RDONLY | O_CLOEXEC)
-        #endif
+        openFile(file("lock.mdb", in: directory), O_RDONLY | O_CLOEXEC)
     }
 
     /// Whether another process has this environment open, whatever program or version it is: every process with an
-    /// LMDB environment open holds LMDB's shared lock on the first byte of `lock.mdb` (`F_GETLK` reports other
-    /// processes' locks only). True when it cannot tell.
+    /// LMDB environment open holds LMDB's shared lock on the first byte of `lock.mdb` (``LMDBLockFile``). True when
+    /// it cannot tell.
     func othersHaveItOpen() -> Bool {
-        guard heldLockFile >= 0 else { return true }
-        var probe = flock()
-        probe.l_type = Int16(F_WRLCK)
-        probe.l_whence = Int16(SEEK_SET)
-        probe.l_start = 0
-        probe.l_len = 1
-        guard fcntl(heldLockFile, F_GETLK, &probe) == 0 else { return true }
-        return probe.l_type != Int16(F_UNLCK)
+        heldLockFile < 0 || LMDBLockFile.otherHolder(heldLockFile) != nil
+    }
+
+    /// The path of the file `name` in the store directory `directory`.
+    static func file(_ name: String, in directory: String) -> String {
+        directory.hasSuffix("/") ? directory + name : directory + "/" + name
     }
 }

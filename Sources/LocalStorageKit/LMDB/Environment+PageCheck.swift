@@ -55,7 +55,7 @@ extension Environment {
     ///
     /// - Throws: ``DamagedDataFile`` for a page size LMDB never writes.
     static func checkMetaPageSize(directory: String) throws {
-        let path = directory.hasSuffix("/") ? directory + "data.mdb" : directory + "/data.mdb"
+        let path = Environment.file("data.mdb", in: directory)
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { return }
         defer { closeDescriptor(descriptor) }

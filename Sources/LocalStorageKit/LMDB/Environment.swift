@@ -79,7 +79,7 @@ final class Environment: @unchecked Sendable {
         readOnly: Bool = false, withoutLock: Bool = false, fileMode: Int = 0o600,
         compaction: CompactionRequest? = nil, settingsRecord: [UInt8]? = nil
     ) throws {
-        let dataPath = directory.hasSuffix("/") ? directory + "data.mdb" : directory + "/data.mdb"
+        let dataPath = Environment.file("data.mdb", in: directory)
         let fileMode = StoreFileModes.mode(of: dataPath) ?? fileMode
         let open = { () throws -> (handle: OpaquePointer, recreated: Bool) in
             do {
@@ -173,7 +173,7 @@ final class Environment: @unchecked Sendable {
                 // another owner (a group's store) cannot be changed and needs no change: that is not an error.
                 for name in ["data.mdb", "lock.mdb"] {
                     StoreFileModes.setMode(
-                        directory.hasSuffix("/") ? directory + name : directory + "/" + name, fileMode)
+                        Environment.file(name, in: directory), fileMode)
                 }
             }
             // Slots of dead processes are freed first: the page check takes one, and a table full of them

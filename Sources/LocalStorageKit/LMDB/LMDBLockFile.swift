@@ -22,9 +22,16 @@ enum LMDBLockFile {
     static func takeWriteLock(_ descriptor: Int32) -> String? {
         var lock = firstByte(F_WRLCK)
         guard fcntl(descriptor, F_SETLK, &lock) != 0 else { return nil }
-        var holder = firstByte(F_WRLCK)
-        let pid = fcntl(descriptor, F_GETLK, &holder) == 0 && holder.l_type != Int16(F_UNLCK) ? holder.l_pid : 0
+        let pid = otherHolder(descriptor) ?? 0
         return pid > 0 ? "another process (pid \(pid))" : "another process"
+    }
+
+    /// The process id of another process that holds a lock on the first byte (`F_GETLK` reports other processes'
+    /// locks only, never this one's): 0 when it cannot be told, nil when none does.
+    static func otherHolder(_ descriptor: Int32) -> pid_t? {
+        var holder = firstByte(F_WRLCK)
+        guard fcntl(descriptor, F_GETLK, &holder) == 0 else { return 0 }
+        return holder.l_type != Int16(F_UNLCK) ? holder.l_pid : nil
     }
 
     /// `fsync`s the folder at `path` after a rename into it. Best effort: the rename is done, and a folder that

@@ -28,7 +28,7 @@ final class StoreOpenLock: Sendable {
     /// Opens (creating, unless `readOnly`, with `fileMode`) the lock file of the store in `directory`. No
     /// lock is taken yet.
     init(directory: String, fileMode: Int, readOnly: Bool) {
-        let path = directory.hasSuffix("/") ? directory + Self.fileName : directory + "/" + Self.fileName
+        let path = Environment.file(Self.fileName, in: directory)
         var descriptor: Int32 = -1
         if !readOnly {
             descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, mode_t(fileMode))

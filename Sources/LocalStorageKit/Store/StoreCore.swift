@@ -95,7 +95,7 @@ final class StoreCore: Sendable {
                 }
                 try TypeRegistry.checkLayout(
                     meta: dbi, txn: txn, countTree: !configuration.withoutCountTree,
-                    othersHaveItOpen: { configuration.keepsLayout || environment.othersHaveItOpen() })
+                    mayUpgrade: { !configuration.keepsLayout && !environment.othersHaveItOpen() })
                 let store = try ChangeLog.identity(meta: dbi, txn: txn)
                 // The key is checked before any record is read.
                 let sealing = try PayloadSealing.open(

@@ -21,12 +21,13 @@ enum TypeRegistry {
     ///
     /// A new store gets its count tree unless `countTree` is false (benchmarks measure a store without one).
     ///
-    /// A store of layout 2 is upgraded only when `othersHaveItOpen` says no other process has it open (asked inside
-    /// this write transaction: a process that opens it meanwhile waits for the commit, then finds layout 3). An older
-    /// version that has it open goes on writing without the count tree, so an upgrade then would leave the tree's
-    /// counts wrong; the store stays at layout 2 (counted by walking) until an open finds it alone.
+    /// A store of layout 2 is upgraded only when `mayUpgrade` allows it, asked inside this write transaction: the
+    /// opener allows it when no other process has the store open (a process that opens it meanwhile waits for the
+    /// commit, then finds layout 3). An older version that has it open goes on writing without the count tree, so
+    /// an upgrade then would leave the tree's counts wrong; the store stays at layout 2 (counted by walking) until
+    /// an open finds it alone.
     static func checkLayout(
-        meta: Database, txn: Transaction, countTree: Bool = true, othersHaveItOpen: () -> Bool = { false }
+        meta: Database, txn: Transaction, countTree: Bool = true, mayUpgrade: () -> Bool = { true }
     ) throws {
         if let stored = try txn.get(meta, key: layoutKey) {
             let text = String(decoding: stored, as: UTF8.self)
@@ -41,7 +42,7 @@ enum TypeRegistry {
             if found < oldestLayout {
                 throw LocalStorageError.decodingFailed(reason: "the store has the older layout \(found)")
             }
-            if found < layout && !txn.isReadOnly && !othersHaveItOpen() { try upgradeToCountTree(meta: meta, txn: txn) }
+            if found < layout && !txn.isReadOnly && mayUpgrade() { try upgradeToCountTree(meta: meta, txn: txn) }
             return
         }
         // Without a layout marker: LMDB's main database may hold only our own databases. Anything else is
