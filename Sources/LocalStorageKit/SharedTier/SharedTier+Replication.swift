@@ -133,22 +133,27 @@ extension SharedTier {
     }
 
     /// Applies one change, the server's state at `sequence`, inside the writer's transaction; a record whose
-    /// local copy already reflects that sequence or a later one (``State/localAhead``) is left as it is.
+    /// local copy already reflects that sequence or a later one (``State/localAhead``) is left as it is, and
+    /// the change only announced when a fill, which announces nothing, put the copy there.
     private func apply(_ change: LocalChange, at sequence: Int64, context: CommitQueue.Context) throws {
-        if change.kind != UInt8(ascii: "C"), change.kind != UInt8(ascii: "L"),
-            let ahead = state.withLock({
-                $0.localAhead[ExactName(SharedTierRecentChanges.record(type: change.type, id: change.id))]
-            }),
-            ahead >= sequence
-        {
-            return
+        if change.kind == UInt8(ascii: "P") || change.kind == UInt8(ascii: "D") {
+            let record = ExactName(SharedTierRecentChanges.record(type: change.type, id: change.id))
+            let ahead = state.withLock { $0.localAhead[record] }
+            if let ahead, ahead.sequence >= sequence {
+                guard let announcedLive = ahead.announcedLive,
+                    let schema = try localSchema(named: change.type, context: context)
+                else { return }
+                let live = announceSkipped(change, shownLive: announcedLive, schema: schema, context: context)
+                state.withLock { $0.localAhead[record]?.announcedLive = live }
+                return
+            }
         }
         guard let schema = try localSchema(named: change.type, context: context) else { return }
         switch change.kind {
         case UInt8(ascii: "C"):
-            if try context.txn.entryCount(schema.records) > 0 {
-                try RecordWriter.clear(schema: schema, context: context)
-            }
+            // Also with no local record: the clear ends this instance's remembered nils of the type, and live
+            // queries, which run on the server, rerun.
+            try RecordWriter.clear(schema: schema, context: context)
             // Copies written ahead of this clear went with it: the notices of their writes must bring them back.
             state.withLock { $0.forgetLocalAhead(ofType: change.type) }
         case UInt8(ascii: "P"), UInt8(ascii: "D"):
@@ -183,6 +188,31 @@ extension SharedTier {
         default:
             return
         }
+    }
+
+    /// Announces a put or delete whose record a fill already brought here (the fill told no observer): logs
+    /// and publishes what applying it would have, an insert where the changes announced so far do not show
+    /// the record live. Returns whether they show it live now.
+    private func announceSkipped(
+        _ change: LocalChange, shownLive: Bool, schema: TypeSchema, context: CommitQueue.Context
+    ) -> Bool {
+        let key = Array(change.id.utf8)
+        guard change.record != nil else {
+            if shownLive {
+                context.log(schema, .deleted, id: key)
+                context.publish(PublishedChange(typeName: schema.name, kind: .deleted(change.id)))
+            } else {
+                context.publish(PublishedChange(typeName: schema.name, kind: .touched))
+            }
+            return false
+        }
+        context.log(schema, shownLive ? .updated : .inserted, id: key)
+        if context.isObserved(schema.name) {
+            let kind: PublishedChange.Kind =
+                shownLive ? .externalUpdated(change.id) : .externalInserted(change.id)
+            context.publish(PublishedChange(typeName: schema.name, kind: kind))
+        }
+        return true
     }
 
     /// The open schema of a stored type named `name`: this process's own, or opened from `meta`; nil when the
@@ -303,9 +333,7 @@ extension SharedTier {
             if dropped {
                 for info in try StoreCore.typeInfos(meta: core.meta, in: context.txn) {
                     guard let schema = try localSchema(named: info.name, context: context) else { continue }
-                    if try context.txn.entryCount(schema.records) > 0 {
-                        try RecordWriter.clear(schema: schema, context: context)
-                    }
+                    try RecordWriter.clear(schema: schema, context: context)
                 }
             }
             if dropped { state.withLock { $0.localAhead = [:] } }  // Those copies are gone.

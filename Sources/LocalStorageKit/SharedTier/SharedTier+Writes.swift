@@ -29,16 +29,17 @@ extension SharedTier {
             }
             let reply = try await connection.send(
                 [[Array("EVALSHA".utf8), hash, Array("0".utf8)] + head + arguments],
-                extraTime: Self.scriptTimePerRecord * max(0, records - 1))[0]
+                extraTime: scriptTimePerRecord.withLock { $0 } * max(0, records - 1))[0]
             if case .error(let message) = reply, message.hasPrefix("NOSCRIPT") { continue }
             return reply
         }
         throw .sharedTierUnavailable("the \(name) script at \(endpoint.label) could not be loaded")
     }
 
-    /// How long a script may spend on each record it writes beyond `readTimeout`: the put script's ~14 commands
-    /// a record took 66–91 µs on the server (DESIGN.md), so 100,000 records run for seconds before the reply.
-    static let scriptTimePerRecord = Duration.microseconds(500)
+    /// How long a script may spend on each record it writes beyond `readTimeout` (``scriptTimePerRecord``
+    /// unless a test changes it): the put script's ~14 commands a record took 66–91 µs on the server
+    /// (DESIGN.md), so 100,000 records run for seconds before the reply.
+    static let defaultScriptTimePerRecord = Duration.microseconds(500)
 
     /// Fails with a message naming the script for an error reply.
     func expectSuccess(_ reply: RESPValue, script: String) throws(LocalStorageError) -> RESPValue {

@@ -69,10 +69,10 @@ final class SharedTier: Sendable {
         var schemasByName: [ExactName: TypeSchema] = [:]
         /// The records the last changes applied touched, for fills to check against.
         var recentChanges = SharedTierRecentChanges()
-        /// Records whose local copy is newer than the applied position (an own write, a fill), with the
-        /// sequence it reflects: a change of the record at or before it, applied later, would take the copy
-        /// back in time (a process's own `save(v1)`, `save(v2)`, then `v1`'s notice), so it is skipped.
-        var localAhead: [ExactName: Int64] = [:]
+        /// Records whose local copy is newer than the applied position (an own write, a fill): a change of the
+        /// record at or before the copy, applied later, would take the copy back in time (a process's own
+        /// `save(v1)`, `save(v2)`, then `v1`'s notice), so it is skipped (and, after a fill, only announced).
+        var localAhead: [ExactName: LocalCopyAhead] = [:]
         var waiters: [Waiter] = []
     }
 
@@ -86,6 +86,9 @@ final class SharedTier: Sendable {
     let logger: (any StorageLogger)?
     let state = Mutex(State())
     let scriptHashes = Mutex<[String: [UInt8]]>([:])
+    /// How long a script may spend on each record it writes beyond `readTimeout`; tests about that allowance
+    /// widen it, so that a loaded machine cannot outrun it.
+    let scriptTimePerRecord = Mutex(SharedTier.defaultScriptTimePerRecord)
     /// Tests only: awaited by the follow loop before it handles each change notice (holds the applier back).
     let beforeNotice = Mutex<(@Sendable () async -> Void)?>(nil)
     /// The follow loop's events: the subscriber's, and ``SubscriberEvent/catchUp`` from the tier itself.
@@ -178,6 +181,15 @@ final class SharedTier: Sendable {
     }
 }
 
+/// A local copy of a record newer than the shared tier's applied position (``SharedTier/State/localAhead``).
+struct LocalCopyAhead {
+    /// The server's position the copy reflects.
+    var sequence: Int64
+    /// For a copy a fill wrote: whether the notices announced since the fill show the record live (the first
+    /// skipped put is an insert for this instance's observers, a later one an update); nil for an own write.
+    var announcedLive: Bool?
+}
+
 /// An expected record changed on the shared tier between a read and the write based on it.
 struct SharedTierConflict: Error {
     let message: String
@@ -186,17 +198,23 @@ struct SharedTierConflict: Error {
 extension SharedTier.State {
     /// Notes that the local copy of `id` of `type` reflects the server's state at `sequence` (an own write, a
     /// fill) before the applier got there.
-    mutating func noteLocalAhead(type: String, id: String, at sequence: Int64) {
+    ///
+    /// An own write announced itself; a fill announced nothing (a record the server held all along is no
+    /// change), so the notices it got ahead of are still announced when the applier skips them.
+    mutating func noteLocalAhead(type: String, id: String, at sequence: Int64, byFill: Bool = false) {
         let record = ExactName(SharedTierRecentChanges.record(type: type, id: id))
-        localAhead[record] = max(localAhead[record] ?? Int64.min, sequence)
+        let earlier = localAhead[record]
+        localAhead[record] = LocalCopyAhead(
+            sequence: max(earlier?.sequence ?? Int64.min, sequence),
+            announcedLive: byFill ? (earlier?.announcedLive ?? false) : nil)
     }
 
-    /// Withdraws what ``noteLocalAhead(type:id:at:)`` noted for writes whose commit failed (the local copy
+    /// Withdraws what ``noteLocalAhead(type:id:at:byFill:)`` noted for writes whose commit failed (the local copy
     /// did not move: the changes must apply to it).
     mutating func withdrawLocalAhead(type: String, ids: [String], at sequences: [Int64]) {
         for (id, sequence) in zip(ids, sequences) {
             let record = ExactName(SharedTierRecentChanges.record(type: type, id: id))
-            if localAhead[record] == sequence { localAhead[record] = nil }
+            if localAhead[record]?.sequence == sequence { localAhead[record] = nil }
         }
     }
 
@@ -211,6 +229,6 @@ extension SharedTier.State {
     /// Forgets the copies the applied position has reached: later changes apply to them as to any other.
     mutating func forgetLocalAhead(through applied: Int64) {
         guard !localAhead.isEmpty else { return }
-        localAhead = localAhead.filter { $0.value > applied }
+        localAhead = localAhead.filter { $0.value.sequence > applied }
     }
 }

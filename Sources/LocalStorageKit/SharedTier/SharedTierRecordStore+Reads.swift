@@ -95,7 +95,7 @@ extension SharedTierRecordStore {
                 context.filled[schema.number, default: []].insert(key)
                 // A use, as a local hit is: this commit's eviction folds it.
                 if schema.tracksRecency { key.withUnsafeBytes { notes.note(type: schema.number, key: $0) } }
-                tier.state.withLock { $0.noteLocalAhead(type: schema.name, id: id, at: sequence) }
+                tier.state.withLock { $0.noteLocalAhead(type: schema.name, id: id, at: sequence, byFill: true) }
             },
             finish: { error in
                 guard let error else { return }

@@ -135,7 +135,7 @@ final class RedisTestServer: Sendable {
         var tier = SharedTierConfiguration(
             url: URL(string: "redis://127.0.0.1:\(port)/0") ?? URL(fileURLWithPath: "/"),
             namespace: namespace, password: password ?? self.password)
-        tier.connectTimeout = .seconds(2)
+        tier.connectTimeout = .seconds(30)
         // Generous: a loaded machine (two suites on 2 cores, the server syncing every write) can take seconds
         // to answer; a test about timeouts sets its own, on a virtual clock.
         tier.readTimeout = .seconds(30)
@@ -224,6 +224,7 @@ enum SharedTestServer {
             namespace: namespace)
         // Generous: a loaded machine (two suites on 2 cores, the server syncing every write) can take seconds
         // to answer; a test about timeouts sets its own, on a virtual clock.
+        tier.connectTimeout = .seconds(30)
         tier.readTimeout = .seconds(30)
         tier.reconnectDelay = .milliseconds(20)
         tier.maxReconnectDelay = .milliseconds(200)

@@ -239,6 +239,9 @@ struct SharedTierStalenessTests {
         // Long enough for every other command on a loaded machine; the script below runs for over a second.
         tier.readTimeout = .milliseconds(300)
         let a = try await sharedStore(tier)
+        // Ten times the default allowance a record: the script runs for seconds here, longer on a loaded machine,
+        // and without an allowance (the defect) it gets 300 ms whatever the allowance says.
+        a.sharedTier?.scriptTimePerRecord.withLock { $0 = .milliseconds(5) }
         let records = (0..<40_000).map { StressRecord.make(id: "r\($0)", sequence: $0) }
         try await a.save(contentsOf: records)
         #expect(try await a.count(StressRecord.self, matching: [], options: .nearCache) == records.count)

@@ -1,0 +1,132 @@
+import Foundation
+import Synchronization
+import Testing
+
+@testable import LocalStorageKit
+
+/// Change notices that reach an instance whose local store is already ahead of them, or holds nothing of the
+/// type they change: what the instance's observers hear (review-63 #1–#3).
+@Suite(.enabled(if: SharedTestServer.isAvailable, SharedTestServer.skipReason))
+struct SharedTierNoticeTests {
+    let tier = SharedTestServer.configuration()
+
+    private static func describe(_ change: StorageChange<Product>) -> String {
+        switch change {
+        case .inserted(let value): "inserted \(value.id) \(value.title)"
+        case .updated(let value): "updated \(value.id) \(value.title)"
+        case .deleted(let id): "deleted \(id)"
+        case .expired(let id): "expired \(id)"
+        case .cleared: "cleared"
+        }
+    }
+
+    /// A read on A that fills its near cache with B's new record before A's applier reaches the notice of B's
+    /// save used to hide the save from A: the fill announces nothing (the server held the record), and the
+    /// notice was skipped as already applied. A's change stream, live query and `updates(of:id:)` never heard
+    /// of it.
+    // Time limits: a test that holds the applier would hang instead of failing if something waited for it.
+    @Test(.timeLimit(.minutes(10))) func aRemoteSaveReadHereBeforeItsNoticeIsStillAnnounced() async throws {
+        let a = try await sharedStore(tier)
+        let b = try await sharedStore(tier)
+        let tierA = try #require(a.sharedTier)
+        try await a.save(Product.sample(1))
+        #expect(try await waitUntil { tierA.appliedPosition >= 1 && tierA.phase == .live })
+        let changes = Recorder(a.changes(of: Product.self).map(Self.describe))
+        defer { changes.cancel() }
+        let rows = Recorder(a.updates(of: Product.self).map { $0.map(\.id).sorted() })
+        defer { rows.cancel() }
+        let values = Recorder(a.updates(of: Product.self, id: "sku_2").map { $0?.title ?? "nil" })
+        defer { values.cancel() }
+        #expect(await rows.eventually { $0 == [["sku_1"]] }, "\(rows.values)")
+        #expect(await values.eventually { $0 == ["nil"] }, "\(values.values)")
+
+        let gate = SharedTierOwnWriteTests.NoticeGate()
+        tierA.beforeNotice.withLock { $0 = { await gate.pass() } }
+        defer {
+            tierA.beforeNotice.withLock { $0 = nil }
+            gate.release(1_000)
+        }
+        let mark = tierA.appliedPosition
+        var fromB = Product.sample(2)
+        fromB.title = "from B"
+        try await b.save(fromB, expiration: .minutes(5))
+        // A plain read on A goes to the server and keeps the record: ahead of the held notice.
+        #expect(try await a.fetch(Product.self, id: "sku_2")?.title == "from B")
+        #expect(try await waitUntil { try await a.count(Product.self, matching: [], options: .nearCache) == 2 })
+        gate.release(1_000)
+        #expect(try await waitUntil { tierA.appliedPosition > mark })
+        #expect(
+            await changes.eventually(within: .seconds(120)) { $0 == ["inserted sku_2 from B"] }, "\(changes.values)")
+        #expect(await rows.eventually(within: .seconds(120)) { $0.last == ["sku_1", "sku_2"] }, "\(rows.values)")
+        #expect(await values.eventually(within: .seconds(120)) { $0 == ["nil", "from B"] }, "\(values.values)")
+
+        // Later writes apply as usual: an update, then a delete.
+        fromB.title = "again"
+        try await b.save(fromB)
+        try await b.delete(Product.self, id: "sku_2")
+        let expected = ["inserted sku_2 from B", "updated sku_2 again", "deleted sku_2"]
+        #expect(await changes.eventually(within: .seconds(120)) { $0 == expected }, "\(changes.values)")
+        #expect(await values.eventually(within: .seconds(120)) { $0.last == "nil" }, "\(values.values)")
+    }
+
+    /// Notices that a fill got ahead of are announced in their order, as applying them would have: B's save, its
+    /// delete and its save again all come before A's read, and A's observers hear an insert, a delete and an
+    /// insert.
+    @Test(.timeLimit(.minutes(10))) func noticesAFillGotAheadOfAreAnnouncedInOrder() async throws {
+        let a = try await sharedStore(tier)
+        let b = try await sharedStore(tier)
+        let tierA = try #require(a.sharedTier)
+        try await a.save(Product.sample(1))
+        #expect(try await waitUntil { tierA.appliedPosition >= 1 && tierA.phase == .live })
+        let changes = Recorder(a.changes(of: Product.self).map(Self.describe))
+        defer { changes.cancel() }
+        let gate = SharedTierOwnWriteTests.NoticeGate()
+        tierA.beforeNotice.withLock { $0 = { await gate.pass() } }
+        defer {
+            tierA.beforeNotice.withLock { $0 = nil }
+            gate.release(1_000)
+        }
+        let mark = tierA.appliedPosition
+        var product = Product.sample(2)
+        product.title = "first"
+        try await b.save(product)
+        try await b.delete(Product.self, id: product.id)
+        product.title = "second"
+        try await b.save(product)
+        #expect(try await a.fetch(Product.self, id: product.id)?.title == "second")
+        #expect(try await waitUntil { try await a.count(Product.self, matching: [], options: .nearCache) == 2 })
+        gate.release(1_000)
+        #expect(try await waitUntil { tierA.appliedPosition >= mark + 3 })
+        // Each announcement reads the record as the store holds it now (the fill's copy).
+        let expected = ["inserted sku_2 second", "deleted sku_2", "inserted sku_2 second"]
+        #expect(await changes.eventually(within: .seconds(120)) { $0 == expected }, "\(changes.values)")
+        #expect(try await a.fetch(Product.self, id: product.id)?.title == "second")
+    }
+
+    /// B's `deleteAll` on an instance that holds none of the type's records was not applied at all: A's live
+    /// query (run on the server) kept the cleared rows, its change stream heard nothing, and its remembered nil
+    /// outlived the clear that ended B's and the server's.
+    @Test func aRemoteDeleteAllReachesAnInstanceHoldingNoneOfTheRecords() async throws {
+        let b = try await sharedStore(tier)
+        try await b.save(contentsOf: [Product.sample(1), Product.sample(2)])
+        let a = try await sharedStore(tier)
+        let policy = LoadPolicy(absentFor: .hours(1))
+        #expect(try await a.fetch(Product.self, id: "sku_9", policy: policy) { _ in nil } == nil)
+        #expect(try await a.count(Product.self, matching: [], options: .nearCache) == 0)
+        let changes = Recorder(a.changes(of: Product.self).map(Self.describe))
+        defer { changes.cancel() }
+        let rows = Recorder(a.updates(of: Product.self).map { $0.map(\.id).sorted() })
+        defer { rows.cancel() }
+        #expect(await rows.eventually { $0 == [["sku_1", "sku_2"]] }, "\(rows.values)")
+        try await b.deleteAll(Product.self)
+        #expect(await changes.eventually(within: .seconds(120)) { $0 == ["cleared"] }, "\(changes.values)")
+        #expect(await rows.eventually(within: .seconds(120)) { $0.last == [] }, "\(rows.values)")
+        let loads = Mutex(0)
+        let loaded = try await a.fetch(Product.self, id: "sku_9", policy: policy) { _ in
+            loads.withLock { $0 += 1 }
+            return Product.sample(9)
+        }
+        #expect(loaded == Product.sample(9))
+        #expect(loads.withLock { $0 } == 1)
+    }
+}
