@@ -5,8 +5,9 @@
 /// A commit folds the reads noted since the last one (of records still held), then the writes, then
 /// evicts until the cache fits (never one of the commit's own records while another is left), then moves
 /// the window's overflow to probation. The window's size moves by a quarter of a record each time a new
-/// record was lately evicted: up when it was a window candidate the sketch turned away, down when it was
-/// a record of probation or protected (two ghost lists, each of the latest quarter-capacity such records).
+/// record was lately evicted: up when it was a window candidate the sketch turned away and it comes back
+/// within `sketchCapacity` ticks of the queues' clock of its last placing, down when it was a record of
+/// probation or protected (two ghost lists, each of the latest quarter-capacity such records).
 public final class AdaptiveCacheModel {
     public enum Queue: Int, CaseIterable, Sendable { case window, probation, protected }
 
@@ -117,14 +118,14 @@ public final class AdaptiveCacheModel {
                 mainGhosts.add(victim, limit: ghostLimit)
                 return victim
             }
-            windowGhosts.add(candidate, limit: ghostLimit)
+            windowGhosts.add(candidate, limit: ghostLimit, lastUse: position[candidate]?.clock ?? 0)
             return candidate
         }
         for skipping in [excluded, []] {
             for queue in [Queue.probation, .protected, .window] {
                 if let found = oldest(queue, skipping: skipping) {
                     if queue == .window {
-                        windowGhosts.add(found, limit: ghostLimit)
+                        windowGhosts.add(found, limit: ghostLimit, lastUse: position[found]?.clock ?? 0)
                     } else {
                         mainGhosts.add(found, limit: ghostLimit)
                     }
@@ -140,10 +141,12 @@ public final class AdaptiveCacheModel {
     }
 
     /// A new record that was lately evicted moves the window: a quarter of a record larger when the sketch
-    /// had turned it away from the window, smaller when it had been evicted from probation or protected.
+    /// had turned it away from the window (unless it comes back too late for any window to have kept it),
+    /// smaller when it had been evicted from probation or protected.
     private func adjustWindow(returning key: String) {
-        if windowGhosts.remove(key) {
-            windowQuarters = min(largestWindow, windowQuarters + 1)
+        if let lastUse = windowGhosts.lastUse[key] {
+            _ = windowGhosts.remove(key)
+            if clock - lastUse <= UInt64(sketchCapacity) { windowQuarters = min(largestWindow, windowQuarters + 1) }
         } else if mainGhosts.remove(key) {
             windowQuarters = max(smallestWindow, windowQuarters - 1)
         }
@@ -219,25 +222,32 @@ public final class AdaptiveCacheModel {
 
 /// The latest evicted keys of one kind, oldest first, at most `limit`: adding a key it holds moves it to the end.
 struct GhostList {
+    /// The queues' clock at each key's last placing before it was evicted.
+    private(set) var lastUse: [String: UInt64] = [:]
     private var order: [UInt64: String] = [:]
     private var at: [String: UInt64] = [:]
     private var clock: UInt64 = 0
     private var head: UInt64 = 1
 
-    mutating func add(_ key: String, limit: Int) {
+    mutating func add(_ key: String, limit: Int, lastUse use: UInt64 = 0) {
         _ = remove(key)
+        lastUse[key] = use
         clock += 1
         order[clock] = key
         at[key] = clock
         while at.count > limit {
             while order[head] == nil { head += 1 }
-            if let oldest = order.removeValue(forKey: head) { at[oldest] = nil }
+            if let oldest = order.removeValue(forKey: head) {
+                at[oldest] = nil
+                lastUse[oldest] = nil
+            }
         }
     }
 
     /// Takes `key` out; returns whether it was there.
     mutating func remove(_ key: String) -> Bool {
         guard let clock = at.removeValue(forKey: key) else { return false }
+        lastUse[key] = nil
         order[clock] = nil
         return true
     }

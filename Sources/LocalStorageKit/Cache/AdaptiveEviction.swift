@@ -98,10 +98,17 @@ final class AdaptiveEviction {
 
     /// A new record that was lately evicted moves the window by a quarter of a record: up when the sketch
     /// had turned it away from the window, down when it had been evicted from probation or protected.
+    ///
+    /// A turned-away record counts only when it comes back within as many uses (ticks of the queues' clock) as
+    /// the records the window is reckoned on: one that comes back later, as each record of a loop a little
+    /// longer than the cache does, would not have been kept by any window, and growing the window for it made
+    /// the policy an LRU on loops (docs/DESIGN.md, "Loops and the window's ghosts").
     private func adjustWindow(returning type: UInt32, key: [UInt8]) throws {
         switch try ghosts.remove(type: type, key: key) {
-        case .window: windowQuarters = AdaptiveEviction.window(windowQuarters + 1, capacity: windowCapacity)
-        case .main: windowQuarters = AdaptiveEviction.window(windowQuarters - 1, capacity: windowCapacity)
+        case (.window, let lastUse)?:
+            if let lastUse, try queues.clock() &- lastUse > UInt64(windowCapacity) { return }
+            windowQuarters = AdaptiveEviction.window(windowQuarters + 1, capacity: windowCapacity)
+        case (.main, _)?: windowQuarters = AdaptiveEviction.window(windowQuarters - 1, capacity: windowCapacity)
         case nil: break
         }
     }
@@ -120,7 +127,7 @@ final class AdaptiveEviction {
     ) throws -> (TypeSchema, [UInt8])? {
         // The ghost lists are the store's: they are bounded by what the whole store holds.
         let held = ghostsHeld ?? .max
-        func oldest(_ queue: AdaptiveQueues.Queue) throws -> (TypeSchema, [UInt8])? {
+        func oldest(_ queue: AdaptiveQueues.Queue) throws -> (schema: TypeSchema, key: [UInt8], clock: UInt64)? {
             var best: (schema: TypeSchema, key: [UInt8], clock: UInt64)?
             for schema in scope {
                 let mine = skipping ? excluded[schema.number] ?? [] : []
@@ -131,25 +138,30 @@ final class AdaptiveEviction {
                 if let current = best, current.clock <= found.clock { continue }
                 best = (schema, found.key, found.clock)
             }
-            return best.map { ($0.schema, $0.key) }
+            return best
         }
         if skipping, try windowExcess(scope, total: total) > 0, let candidate = try oldest(.window) {
-            guard let victim = try oldest(.probation) ?? oldest(.protected) else { return candidate }
-            let candidateUses = try sketch.frequency(type: candidate.0.number, key: candidate.1)
-            let victimUses = try sketch.frequency(type: victim.0.number, key: victim.1)
-            if candidateUses > victimUses {
-                try queues.place(type: candidate.0.number, key: candidate.1, in: .probation)
-                try ghosts.add(type: victim.0.number, key: victim.1, to: .main, held: held)
-                return victim
+            guard let victim = try oldest(.probation) ?? oldest(.protected) else {
+                return (candidate.schema, candidate.key)
             }
-            try ghosts.add(type: candidate.0.number, key: candidate.1, to: .window, held: held)
-            return candidate
+            let candidateUses = try sketch.frequency(type: candidate.schema.number, key: candidate.key)
+            let victimUses = try sketch.frequency(type: victim.schema.number, key: victim.key)
+            if candidateUses > victimUses {
+                try queues.place(type: candidate.schema.number, key: candidate.key, in: .probation)
+                try ghosts.add(
+                    type: victim.schema.number, key: victim.key, to: .main, held: held, lastUse: victim.clock)
+                return (victim.schema, victim.key)
+            }
+            try ghosts.add(
+                type: candidate.schema.number, key: candidate.key, to: .window, held: held, lastUse: candidate.clock)
+            return (candidate.schema, candidate.key)
         }
         for queue in [AdaptiveQueues.Queue.probation, .protected, .window] {
             if let found = try oldest(queue) {
                 try ghosts.add(
-                    type: found.0.number, key: found.1, to: queue == .window ? .window : .main, held: held)
-                return found
+                    type: found.schema.number, key: found.key, to: queue == .window ? .window : .main, held: held,
+                    lastUse: found.clock)
+                return (found.schema, found.key)
             }
         }
         return nil

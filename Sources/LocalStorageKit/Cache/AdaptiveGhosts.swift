@@ -5,8 +5,9 @@
 ///
 /// Two lists, each of the latest quarter-capacity records of its kind, oldest first, in two store-wide
 /// databases: `adaptive.ghost` (`list ‖ clock` → `type# ‖ record key`) and `adaptive.ghost.of`
-/// (`type# ‖ record key` → `list ‖ clock`). A record is in one list at most. The clock and each list's
-/// length are kept in `meta` (`adaptive.ghost.clock`, `adaptive.ghost.n ‖ list`).
+/// (`type# ‖ record key` → `list ‖ clock ‖ last use`, the last use being the queues' clock when the record
+/// was last placed; stores of earlier versions hold `list ‖ clock`). A record is in one list at most. The
+/// clock and each list's length are kept in `meta` (`adaptive.ghost.clock`, `adaptive.ghost.n ‖ list`).
 ///
 /// One value per writer transaction; the clock and the lengths go through the transaction's ``MetaIntegers``.
 /// Keys of the form `type# ‖ record key` are ``TypedKey``s: an id too long for an LMDB key is named by a
@@ -50,14 +51,18 @@ final class AdaptiveGhosts {
     /// list's oldest records beyond the limit, or beyond a quarter of the `held` records the evicting scope
     /// holds (at least ``fewestKept``) when that is less: a `maxRecords` far above what `maxBytes` lets the
     /// store hold would otherwise let the lists grow the file with every eviction.
-    func add(type: UInt32, key: [UInt8], to list: List, held: Int) throws {
+    ///
+    /// `lastUse` is the queues' clock when the record was last placed in a queue (its last use, or a move).
+    func add(type: UInt32, key: [UInt8], to list: List, held: Int, lastUse: UInt64) throws {
         let limit = min(self.limit, max(AdaptiveGhosts.fewestKept, held / 4))
-        _ = try remove(type: type, key: key)
+        try remove(type: type, key: key)
         let clock = try integers.tick(AdaptiveGhosts.clockKey)
         let record = TypedKey.make(type: type, id: key)
         var position: [UInt8] = [list.rawValue]
         position.appendBigEndian(clock)
-        try txn.put(byRecord, key: record, value: position)
+        var value = position
+        value.appendBigEndian(lastUse)
+        try txn.put(byRecord, key: record, value: value)
         try txn.put(byClock, key: position, value: record)
         try adjust(list, by: 1)
         while try count(list) > limit {
@@ -77,16 +82,21 @@ final class AdaptiveGhosts {
         }
     }
 
-    /// Takes a record out of the lists; returns the list it was in, or nil.
-    func remove(type: UInt32, key: [UInt8]) throws -> List? {
+    /// Takes a record out of the lists; returns the list it was in and the queues' clock at its last use
+    /// (nil when an earlier version added it), or nil.
+    @discardableResult
+    func remove(type: UInt32, key: [UInt8]) throws -> (list: List, lastUse: UInt64?)? {
         let record = TypedKey.make(type: type, id: key)
-        guard let stored = try txn.get(byRecord, key: record), stored.count == 9, let list = List(rawValue: stored[0])
+        guard let stored = try txn.get(byRecord, key: record), stored.count == 9 || stored.count == 17,
+            let list = List(rawValue: stored[0])
         else { return nil }
-        let position = Array(stored)
+        let position = Array(stored.prefix(9))
+        let lastUse =
+            stored.count == 17 ? UInt64(bigEndian: stored.loadUnaligned(fromByteOffset: 9, as: UInt64.self)) : nil
         try txn.delete(byRecord, key: record)
         try txn.delete(byClock, key: position)
         try adjust(list, by: -1)
-        return list
+        return (list, lastUse)
     }
 
     /// Takes every record of a type out of the lists (the type was cleared: its ids coming back are new).
@@ -100,9 +110,9 @@ final class AdaptiveGhosts {
                 try cursor.deleteCurrent()
             }
         }
-        for position in positions {
-            guard position.count == 9, let list = List(rawValue: position[0]) else { continue }
-            try txn.delete(byClock, key: position)
+        for value in positions {
+            guard value.count == 9 || value.count == 17, let list = List(rawValue: value[0]) else { continue }
+            try txn.delete(byClock, key: Array(value.prefix(9)))
             try adjust(list, by: -1)
         }
     }

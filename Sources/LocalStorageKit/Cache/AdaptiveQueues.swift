@@ -47,6 +47,9 @@ final class AdaptiveQueues {
         try integers.count(AdaptiveQueues.countKey(type, queue))
     }
 
+    /// The queues' clock: how many times a record was placed in a queue, store-wide.
+    func clock() throws -> UInt64 { try integers.value(AdaptiveQueues.clockKey) }
+
     /// Puts a record at the most recent end of a queue, taking it out of the one it was in.
     func place(type: UInt32, key: [UInt8], in queue: Queue) throws {
         try remove(type: type, key: key)
