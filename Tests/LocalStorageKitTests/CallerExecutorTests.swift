@@ -87,10 +87,34 @@ struct ThreadNotingRecord: LocalStorageIndexed {
         #expect(returnedOn.allSatisfy { $0 == actorThread })
         #expect(try await storage.fetch(ThreadNotingRecord.self, id: "w1")?.rank == 3)
     }
+
+    /// `metadata` is a read like the others: it hopped to the pool and back on every call (it waits for the
+    /// writer work reads in this process left behind, which it did off the caller's executor; trial61 #3).
+    @Test func metadataFromAnActorStaysOnItsExecutor() async throws {
+        let storage = try LocalStorage(configuration: .inMemory)
+        try await storage.save(ThreadNotingRecord(id: "m1", rank: 1))
+        let reader = ThreadBoundSaver()
+        defer { reader.executor.stop() }
+        _ = try await reader.hopsReadingMetadata(of: "m1", in: storage, rounds: 1)  // The type is known.
+        #expect(try await reader.hopsReadingMetadata(of: "m1", in: storage, rounds: 10) == 0)
+    }
 }
 
 /// An actor whose executor is one thread of its own.
 actor ThreadBoundSaver {
+    /// Reads metadata `rounds` times (of a record and of a missing id, also through a repository) and returns
+    /// how many jobs its executor was given meanwhile: a read that hops off and back counts one each.
+    func hopsReadingMetadata(of id: String, in storage: LocalStorage, rounds: Int) async throws -> Int {
+        let before = executor.enqueuedCount
+        let repository = storage.repository(ThreadNotingRecord.self)
+        for _ in 0..<rounds {
+            _ = try await storage.metadata(ThreadNotingRecord.self, id: id)
+            _ = try await storage.metadata(ThreadNotingRecord.self, id: "missing")
+            _ = try await repository.metadata(id: id)
+        }
+        return executor.enqueuedCount - before
+    }
+
     let executor = ThreadExecutor(name: "saver", runsActor: true)
     nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 

@@ -17,7 +17,15 @@ final class ThreadExecutor: TaskExecutor, SerialExecutor, @unchecked Sendable {
     private let condition = NSCondition()
     private var jobs: [UnownedJob] = []
     private var isStopping = false
+    private var enqueued = 0
     private let runsActor: Bool
+
+    /// How many jobs were handed to this executor so far (a hop onto it is one).
+    var enqueuedCount: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return enqueued
+    }
 
     init(name: String, runsActor: Bool = false) {
         self.runsActor = runsActor
@@ -29,6 +37,7 @@ final class ThreadExecutor: TaskExecutor, SerialExecutor, @unchecked Sendable {
     func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         condition.lock()
+        enqueued += 1
         jobs.append(job)
         condition.signal()
         condition.unlock()

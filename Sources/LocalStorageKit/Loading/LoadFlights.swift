@@ -3,10 +3,11 @@ import Synchronization
 /// The loads through the cache under way in this process: one flight per (type, id), which every caller
 /// asking for that id joins (Go's `singleflight`). The flight's work runs once, in a task of its own;
 /// every caller waiting on it gets its outcome (the loaded value, or the loader's error), or
-/// ``LocalStorageError/loadTimedOut(id:)`` when the work outlasts that caller's own timeout or the flight's.
+/// ``LocalStorageError/loadTimedOut(id:)`` when the work outlasts that caller's own timeout.
 /// The work is given up (cancelled, and the id free for a new flight) at the deadline of the caller that
 /// started it, which is also its lease's in the store; a caller that joins with an earlier deadline stops
-/// waiting at its own, and the work goes on for the others. A caller inside a flight's own work (a loader that
+/// waiting at its own, and the work goes on for the others; one that joins with a later deadline starts a
+/// flight of its own when the work is given up, and waits for that one until its own deadline. A caller inside a flight's own work (a loader that
 /// loads its own id through the cache, directly or through other loads) would wait on itself: it gets
 /// `loadTimedOut` at once.
 final class LoadFlights: Sendable {
@@ -26,13 +27,20 @@ final class LoadFlights: Sendable {
     }
 
     typealias Outcome = Result<(any Sendable)?, any Error>
-    typealias Work = @Sendable () async throws -> (any Sendable)?
+    /// A flight's work, given the flight's deadline (on the clock's uptime), when it is given up.
+    typealias Work = @Sendable (_ givenUpAt: Duration) async throws -> (any Sendable)?
+
+    /// What a waiter whose own deadline is later than its flight's gets when the flight is given up: it
+    /// starts a flight of its own.
+    private struct GivenUpBeforeThisCaller: Error {}
 
     private struct Flight {
         let number: UInt64
         /// When the work is given up: the deadline of the caller that started it (its lease's).
         let deadline: Duration
         var waiters: [UInt64: CheckedContinuation<(any Sendable)?, any Error>] = [:]
+        /// Each waiter's own deadline.
+        var waiterDeadlines: [UInt64: Duration] = [:]
         /// Timers of callers whose deadline is earlier than the flight's, by waiter.
         var waiterTimers: [UInt64: Task<Void, Never>] = [:]
         var task: Task<Void, Never>?
@@ -63,20 +71,34 @@ final class LoadFlights: Sendable {
     /// outcome.
     ///
     /// - Throws: what `work` throws; `loadTimedOut(id:)` when it takes longer than `timeout` of `clock`'s
-    ///   time from this call (the caller's own timeout, whoever started the flight), and at once when the
-    ///   caller runs inside the work of `key`'s flight (it would wait on itself); `CancellationError` when
-    ///   the calling task is cancelled (the flight goes on for the others).
+    ///   time from this call (the caller's own timeout, whoever started the flight: a flight given up at an
+    ///   earlier deadline is followed by one this caller starts), and at once when the caller runs inside the
+    ///   work of `key`'s flight (it would wait on itself); `CancellationError` when the calling task is
+    ///   cancelled (the flight goes on for the others).
     func join(
         _ key: Key, id: String, timeout: Duration, clock: any StorageClock, work: @escaping Work
     ) async throws -> (any Sendable)? {
         if Self.enclosing.contains(Enclosing(flights: ObjectIdentifier(self), key: key)) {
             throw LocalStorageError.loadTimedOut(id: id)
         }
+        let deadline = clock.uptime() + timeout
+        while true {
+            do {
+                return try await wait(key, id: id, deadline: deadline, clock: clock, work: work)
+            } catch is GivenUpBeforeThisCaller {
+                continue
+            }
+        }
+    }
+
+    /// Joins or starts the flight of `key` once, as a caller whose deadline is `deadline`.
+    private func wait(
+        _ key: Key, id: String, deadline: Duration, clock: any StorageClock, work: @escaping Work
+    ) async throws -> (any Sendable)? {
         let waiter = state.withLock { state -> UInt64 in
             state.nextNumber += 1
             return state.nextNumber
         }
-        let deadline = clock.uptime() + timeout
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 let cancelled = state.withLock { state -> Bool in
@@ -94,6 +116,7 @@ final class LoadFlights: Sendable {
                             &state)
                     }
                     state.flights[key]?.waiters[waiter] = continuation
+                    state.flights[key]?.waiterDeadlines[waiter] = deadline
                     return false
                 }
                 if cancelled { continuation.resume(throwing: CancellationError()) }
@@ -101,6 +124,7 @@ final class LoadFlights: Sendable {
         } onCancel: {
             let continuation = state.withLock { state in
                 state.flights[key]?.waiterTimers.removeValue(forKey: waiter)?.cancel()
+                state.flights[key]?.waiterDeadlines[waiter] = nil
                 return state.flights[key]?.waiters.removeValue(forKey: waiter)
             }
             continuation?.resume(throwing: CancellationError())
@@ -126,6 +150,7 @@ final class LoadFlights: Sendable {
         let continuation = state.withLock { state -> CheckedContinuation<(any Sendable)?, any Error>? in
             guard state.flights[key]?.number == number else { return nil }
             state.flights[key]?.waiterTimers[waiter] = nil
+            state.flights[key]?.waiterDeadlines[waiter] = nil
             return state.flights[key]?.waiters.removeValue(forKey: waiter)
         }
         continuation?.resume(throwing: LocalStorageError.loadTimedOut(id: id))
@@ -155,7 +180,7 @@ final class LoadFlights: Sendable {
         let enclosing = Self.enclosing + [Enclosing(flights: ObjectIdentifier(self), key: key)]
         let held = HeldWork(work)
         state.flights[key]?.task = Task {
-            let outcome = await Self.$enclosing.withValue(enclosing) { await held.run() }
+            let outcome = await Self.$enclosing.withValue(enclosing) { await held.run(givenUpAt: deadline) }
             self.finish(key, number: number, with: outcome)
         }
         state.flights[key]?.timer = Task {
@@ -182,7 +207,13 @@ final class LoadFlights: Sendable {
             flight.timer?.cancel()
         }
         for timer in flight.waiterTimers.values { timer.cancel() }
-        for continuation in flight.waiters.values { continuation.resume(with: outcome) }
+        for (waiter, continuation) in flight.waiters {
+            if giveUp, let own = flight.waiterDeadlines[waiter], own > flight.deadline + Self.deadlineSlack {
+                continuation.resume(throwing: GivenUpBeforeThisCaller())
+            } else {
+                continuation.resume(with: outcome)
+            }
+        }
     }
 }
 
@@ -196,12 +227,12 @@ private final class HeldWork: Sendable {
     }
 
     /// Runs the work once and drops it; what it returned or threw.
-    func run() async -> LoadFlights.Outcome {
+    func run(givenUpAt: Duration) async -> LoadFlights.Outcome {
         guard let work = self.work.withLock({ $0.take() }) else {
             return .failure(LocalStorageError.storageError(code: -1, message: "a load ran twice"))
         }
         do {
-            return .success(try await work())
+            return .success(try await work(givenUpAt))
         } catch {
             return .failure(error)
         }

@@ -3,10 +3,11 @@
 /// the lease back after a failure.
 extension LoadThrough {
     /// Takes the lease on `leaseKey` under `token` unless the record is live (and not the one being
-    /// refreshed) or another live lease holds it; returns whether it did.
+    /// refreshed) or another live lease holds it; returns whether it did. The lease ends when the flight is
+    /// given up (`givenUpAt`, on the clock's uptime), however long its commit waited for the writer.
     func takeLease(
         _ leaseKey: [UInt8], token: UInt64, refreshing: Int64?, key: [UInt8], schema: TypeSchema,
-        timeout: Duration
+        givenUpAt: Duration
     ) async throws -> Bool {
         let leases = try store.leaseBook()
         let clock = core.clock
@@ -18,8 +19,9 @@ extension LoadThrough {
             }
             let now = clock.wallNanoseconds()
             if let entry = try leases.entry(leaseKey, txn: txn), entry.holds(at: now) { return false }
+            let left = max(.milliseconds(1), givenUpAt - clock.uptime())
             let lease = LeaseEntry(
-                kind: .lease, owner: .current, token: token, deadline: now.advanced(saturatingBy: timeout))
+                kind: .lease, owner: .current, token: token, deadline: now.advanced(saturatingBy: left))
             try leases.put(lease, key: leaseKey, context: context)
             try leases.sweep(now: now, txn: txn)
             return true

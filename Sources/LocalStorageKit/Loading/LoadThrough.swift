@@ -41,8 +41,10 @@ struct LoadThrough: Sendable {
         if look.entry?.remembersAbsence(at: now) == true { return nil }
         let flight = LoadFlights.Key(type: schema.number, id: key)
         let loaded = try await core.loads.join(flight, id: name, timeout: policy.loadTimeout, clock: core.clock) {
+            givenUpAt in
             try await self.loadOnce(
-                T.self, id: id, name: name, key: key, schema: schema, policy: policy, refreshing: nil, load: load)
+                T.self, id: id, name: name, key: key, schema: schema, policy: policy, refreshing: nil,
+                givenUpAt: givenUpAt, load: load)
         }
         guard let loaded else { return nil }
         if let value = loaded as? T { return value }
@@ -58,11 +60,11 @@ struct LoadThrough: Sendable {
     ) {
         let flight = LoadFlights.Key(type: schema.number, id: key)
         let logger = store.logger
-        core.loads.startIfIdle(flight, id: name, timeout: policy.loadTimeout, clock: core.clock) {
+        core.loads.startIfIdle(flight, id: name, timeout: policy.loadTimeout, clock: core.clock) { givenUpAt in
             do {
                 return try await self.loadOnce(
                     T.self, id: id, name: name, key: key, schema: schema, policy: policy, refreshing: updatedAt,
-                    load: load)
+                    givenUpAt: givenUpAt, load: load)
             } catch {
                 let reported = (error as? CallerError)?.underlying ?? error
                 logger?.log(
@@ -76,17 +78,16 @@ struct LoadThrough: Sendable {
     /// Loads the record once across the processes on the store: takes the lease (or waits for the
     /// process holding it, then looks again), runs `load` (through the coordinator, when there is one),
     /// and stores its result while the lease holds. With `refreshing`, the record stored at that update
-    /// time is reloaded even though it is live.
+    /// time is reloaded even though it is live. The flight running this is given up at `givenUpAt` (the
+    /// clock's uptime): a lease taken later (after waiting on another process's, or on the writer) ends then
+    /// too, not a whole `loadTimeout` after it was taken.
     private func loadOnce<T: LocalStorable>(
         _ type: T.Type, id: T.ID, name: String, key: [UInt8], schema: TypeSchema, policy: LoadPolicy,
-        refreshing: Int64?, load: @escaping @Sendable (T.ID) async throws -> T?
+        refreshing: Int64?, givenUpAt: Duration, load: @escaping @Sendable (T.ID) async throws -> T?
     ) async throws -> T? {
         let waiter = RecordWatch(core: core, typeName: schema.name, id: name)
         defer { waiter.end() }
         let leaseKey = LeaseBook.key(type: schema.number, id: key)
-        // The flight running this is given up `loadTimeout` after it began: a lease taken later (after waiting
-        // on another process's) ends then too, not a whole `loadTimeout` after it was taken.
-        let givenUpAt = core.clock.uptime() + policy.loadTimeout
         var awaited: UInt64?
         while true {
             try Task.checkCancellation()
@@ -108,12 +109,11 @@ struct LoadThrough: Sendable {
             let token = UInt64.random(in: 1...UInt64.max)
             guard
                 try await takeLease(
-                    leaseKey, token: token, refreshing: refreshing, key: key, schema: schema,
-                    timeout: max(.milliseconds(1), givenUpAt - core.clock.uptime()))
+                    leaseKey, token: token, refreshing: refreshing, key: key, schema: schema, givenUpAt: givenUpAt)
             else { continue }
             let request = LeasedLoad(
                 through: self, id: id, name: name, key: key, leaseKey: leaseKey, token: token, schema: schema,
-                policy: policy, refreshing: refreshing, load: load)
+                policy: policy, refreshing: refreshing, givenUpAt: givenUpAt, load: load)
             if let coordinator { return try await coordinator.load(request) }
             return try await runLoad(request)
         }

@@ -51,7 +51,7 @@ final class ReadLeftovers: Sendable {
 
     /// Returns once no work handed to the writer is pending on `record` (at once when none is, the common
     /// case), or when the calling task is cancelled.
-    func settled(_ record: Record) async {
+    nonisolated(nonsending) func settled(_ record: Record) async {
         guard state.withLock({ $0.pending[record] != nil }) else { return }
         let token = state.withLock { state -> UInt64 in
             state.nextWaiter += 1

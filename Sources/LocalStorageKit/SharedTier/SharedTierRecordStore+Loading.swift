@@ -33,7 +33,7 @@ extension SharedTierRecordStore: LoadCoordinator {
             do {
                 try Task.checkCancellation()
                 attempt = try await tier.acquireLease(
-                    type: schema.name, id: key, token: request.token, timeout: request.policy.loadTimeout,
+                    type: schema.name, id: key, token: request.token, timeout: request.timeLeft(on: core.clock),
                     condition: condition)
             } catch {
                 await request.giveBack()
