@@ -89,7 +89,9 @@ import Testing
             case "delete(matching:)":
                 _ = try await storage.delete(Product.self, matching: [.equals("category", "toys")])
             case "fetch(id:load:)":
-                _ = try await storage.fetch(Product.self, id: "sku_loaded", expiration: .never) { id in
+                // Not about timeouts: the suite's heaviest tests can hold both cores longer than the default 30 s.
+                let policy = LoadPolicy(loadTimeout: .seconds(3_600))
+                _ = try await storage.fetch(Product.self, id: "sku_loaded", policy: policy) { id in
                     Product(id: id, title: "loaded", category: "books", price: 1, rating: 1)
                 }
             case "update": _ = try await storage.update(Product.self, id: "sku_\(2 * round + 1)") { $0.price += 1 }

@@ -31,12 +31,9 @@ struct LeasedLoad<T: LocalStorable>: Sendable {
     let policy: LoadPolicy
     /// The update time of the record being reloaded behind a stale read (nil: a load of a missing record).
     let refreshing: Int64?
-    /// When the flight running the load is given up (the clock's uptime): the lease ends then.
+    /// When the flight running the load is given up (the clock's uptime): this store's lease ends then.
     let givenUpAt: Duration
     let load: @Sendable (T.ID) async throws -> T?
-
-    /// The time left until the flight is given up (at least a millisecond), for a lease taken now.
-    func timeLeft(on clock: any StorageClock) -> Duration { max(.milliseconds(1), givenUpAt - clock.uptime()) }
 
     /// Gives back this store's lease after a failed or overtaken load (``LoadThrough/giveBack(_:token:key:schema:)``).
     func giveBack() async { await through.giveBack(leaseKey, token: token, key: key, schema: schema) }

@@ -99,7 +99,8 @@ extension SharedTier {
     }
 
     /// After an own write that was not admitted (a catch-up was running), waits until the local store holds it
-    /// or something later, or the subscription is lost (then the next catch-up brings it).
+    /// or something later, or the subscription is lost (then the next catch-up brings it), or the calling task
+    /// is cancelled.
     ///
     /// When a write of this instance showed that the server started its count anew
     /// (``noteIssued(_:appliedBefore:)``), it catches up instead, which drops the local records, so that the
@@ -113,6 +114,11 @@ extension SharedTier {
             await catchUpUntilDone()
             return
         }
-        await wait { ($0.appliedSeq ?? Int64.min) >= sequence || $0.phase == .down }
+        // A cancelled caller stops waiting: its write is on the server, and the local store gets it in turn.
+        await wait(until: { ($0.appliedSeq ?? Int64.min) >= sequence || $0.phase == .down }, orCancellation: ())
     }
+
+    /// How many reads and own writes wait for the tier's state to change (tests hold the applier only while
+    /// none does).
+    var waiterCount: Int { state.withLock { $0.waiters.count } }
 }

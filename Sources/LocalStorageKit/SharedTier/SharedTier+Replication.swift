@@ -69,7 +69,7 @@ extension SharedTier {
         }
         let change = LocalChange(
             kind: notice.kind, type: notice.type, id: notice.id,
-            record: notice.record.isEmpty ? nil : notice.record)
+            record: notice.record.isEmpty ? nil : notice.record, byThisInstance: notice.sender == sender)
         commitLocally([change], through: notice.sequence)
         if notice.sequence == 1 { await learnEpoch() }
     }
@@ -96,6 +96,8 @@ extension SharedTier {
         let id: String
         /// The record's bytes for a put; nil for a delete (or a record that is gone).
         let record: [UInt8]?
+        /// Whether this instance made the change (its own clear was applied here when it was admitted).
+        var byThisInstance = false
     }
 
     /// Queues changes for the writer without waiting; `sequence` becomes the applied position once they are in.
@@ -151,9 +153,13 @@ extension SharedTier {
         guard let schema = try localSchema(named: change.type, context: context) else { return }
         switch change.kind {
         case UInt8(ascii: "C"):
-            // Also with no local record: the clear ends this instance's remembered nils of the type, and live
-            // queries, which run on the server, rerun.
-            try RecordWriter.clear(schema: schema, context: context)
+            // Another instance's clear also runs with no local record: it ends this instance's remembered nils of
+            // the type, and live queries, which run on the server, rerun. This instance's own clear ran when it
+            // was admitted (or, when it was not, with records here to clear): running it again would announce
+            // it twice.
+            if try !change.byThisInstance || context.txn.entryCount(schema.records) > 0 {
+                try RecordWriter.clear(schema: schema, context: context)
+            }
             // Copies written ahead of this clear went with it: the notices of their writes must bring them back.
             state.withLock { $0.forgetLocalAhead(ofType: change.type) }
         case UInt8(ascii: "P"), UInt8(ascii: "D"):
@@ -333,7 +339,9 @@ extension SharedTier {
             if dropped {
                 for info in try StoreCore.typeInfos(meta: core.meta, in: context.txn) {
                     guard let schema = try localSchema(named: info.name, context: context) else { continue }
-                    try RecordWriter.clear(schema: schema, context: context)
+                    if try context.txn.entryCount(schema.records) > 0 {
+                        try RecordWriter.clear(schema: schema, context: context)
+                    }
                 }
             }
             if dropped { state.withLock { $0.localAhead = [:] } }  // Those copies are gone.
@@ -396,7 +404,10 @@ extension SharedTier {
         var changes: [LocalChange] = []
         for (position, entry) in relevant.enumerated() {
             if entry.kind == UInt8(ascii: "C") {
-                changes.append(LocalChange(kind: entry.kind, type: entry.type, id: "", record: nil))
+                changes.append(
+                    LocalChange(
+                        kind: entry.kind, type: entry.type, id: "", record: nil, byThisInstance: entry.sender == sender)
+                )
             } else if entry.kind == UInt8(ascii: "L") {
                 changes.append(LocalChange(kind: entry.kind, type: entry.type, id: entry.id, record: nil))
             } else if let found = byPosition[position] {

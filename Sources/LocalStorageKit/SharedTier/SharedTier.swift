@@ -35,6 +35,8 @@ final class SharedTier: Sendable {
     struct Waiter {
         let until: @Sendable (State) -> Bool
         let continuation: CheckedContinuation<Void, Never>
+        /// Set for a wait that ends when its task is cancelled (``wait(until:orCancellation:)``).
+        var number: UInt64? = nil
     }
 
     struct State {
@@ -74,6 +76,7 @@ final class SharedTier: Sendable {
         /// `save(v1)`, `save(v2)`, then `v1`'s notice), so it is skipped (and, after a fill, only announced).
         var localAhead: [ExactName: LocalCopyAhead] = [:]
         var waiters: [Waiter] = []
+        var lastWaiterNumber: UInt64 = 0
     }
 
     let settings: SharedTierConfiguration
@@ -166,6 +169,30 @@ final class SharedTier: Sendable {
         }
         for continuation in ready { continuation.resume() }
         return result
+    }
+
+    /// ``wait(until:)`` that also ends when the calling task is cancelled.
+    func wait(until condition: @escaping @Sendable (State) -> Bool, orCancellation: Void) async {
+        let number = state.withLock { state -> UInt64 in
+            state.lastWaiterNumber += 1
+            return state.lastWaiterNumber
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let holds = state.withLock { state -> Bool in
+                    if state.isStopped || Task.isCancelled || condition(state) { return true }
+                    state.waiters.append(Waiter(until: condition, continuation: continuation, number: number))
+                    return false
+                }
+                if holds { continuation.resume() }
+            }
+        } onCancel: {
+            let continuation = state.withLock { state -> CheckedContinuation<Void, Never>? in
+                guard let index = state.waiters.firstIndex(where: { $0.number == number }) else { return nil }
+                return state.waiters.remove(at: index).continuation
+            }
+            continuation?.resume()
+        }
     }
 
     /// Suspends until `condition` holds for the state (or the tier stops); returns at once when it does.

@@ -33,7 +33,7 @@ extension SharedTierRecordStore: LoadCoordinator {
             do {
                 try Task.checkCancellation()
                 attempt = try await tier.acquireLease(
-                    type: schema.name, id: key, token: request.token, timeout: request.timeLeft(on: core.clock),
+                    type: schema.name, id: key, token: request.token, timeout: request.policy.loadTimeout,
                     condition: condition)
             } catch {
                 await request.giveBack()

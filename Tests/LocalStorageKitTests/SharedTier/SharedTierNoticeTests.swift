@@ -40,8 +40,8 @@ struct SharedTierNoticeTests {
         #expect(await rows.eventually { $0 == [["sku_1"]] }, "\(rows.values)")
         #expect(await values.eventually { $0 == ["nil"] }, "\(values.values)")
 
-        let gate = SharedTierOwnWriteTests.NoticeGate()
-        tierA.beforeNotice.withLock { $0 = { await gate.pass() } }
+        let gate = SharedTierOwnWriteTests.NoticeGate(bypass: { tierA.waiterCount > 0 })
+        tierA.beforeNotice.withLock { $0 = { await gate.passUnlessBypassed() } }
         defer {
             tierA.beforeNotice.withLock { $0 = nil }
             gate.release(1_000)
@@ -63,6 +63,11 @@ struct SharedTierNoticeTests {
         // Later writes apply as usual: an update, then a delete.
         fromB.title = "again"
         try await b.save(fromB)
+        // Heard before the delete: an update and a delete applied in one commit would be read as a delete only.
+        #expect(
+            await changes.eventually(within: .seconds(120)) { $0.count == 2 }
+                && changes.values.last == "updated sku_2 again",
+            "\(changes.values)")
         try await b.delete(Product.self, id: "sku_2")
         let expected = ["inserted sku_2 from B", "updated sku_2 again", "deleted sku_2"]
         #expect(await changes.eventually(within: .seconds(120)) { $0 == expected }, "\(changes.values)")
@@ -80,8 +85,8 @@ struct SharedTierNoticeTests {
         #expect(try await waitUntil { tierA.appliedPosition >= 1 && tierA.phase == .live })
         let changes = Recorder(a.changes(of: Product.self).map(Self.describe))
         defer { changes.cancel() }
-        let gate = SharedTierOwnWriteTests.NoticeGate()
-        tierA.beforeNotice.withLock { $0 = { await gate.pass() } }
+        let gate = SharedTierOwnWriteTests.NoticeGate(bypass: { tierA.waiterCount > 0 })
+        tierA.beforeNotice.withLock { $0 = { await gate.passUnlessBypassed() } }
         defer {
             tierA.beforeNotice.withLock { $0 = nil }
             gate.release(1_000)
