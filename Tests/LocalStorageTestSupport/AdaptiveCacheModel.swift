@@ -6,7 +6,7 @@
 /// evicts until the cache fits (never one of the commit's own records while another is left), then moves
 /// the window's overflow to probation. The window's size moves by a quarter of a record each time a new
 /// record was lately evicted: up when it was a window candidate the sketch turned away and it comes back
-/// within `sketchCapacity` ticks of the queues' clock of its last placing, down when it was a record of
+/// within 1.25 × `sketchCapacity` ticks of the queues' clock of its last placing, down when it was a record of
 /// probation or protected (two ghost lists, each of the latest quarter-capacity such records).
 public final class AdaptiveCacheModel {
     public enum Queue: Int, CaseIterable, Sendable { case window, probation, protected }
@@ -146,7 +146,9 @@ public final class AdaptiveCacheModel {
     private func adjustWindow(returning key: String) {
         if let lastUse = windowGhosts.lastUse[key] {
             _ = windowGhosts.remove(key)
-            if clock - lastUse <= UInt64(sketchCapacity) { windowQuarters = min(largestWindow, windowQuarters + 1) }
+            if clock - lastUse <= UInt64(sketchCapacity + sketchCapacity / 4) {
+                windowQuarters = min(largestWindow, windowQuarters + 1)
+            }
         } else if mainGhosts.remove(key) {
             windowQuarters = max(smallestWindow, windowQuarters - 1)
         }

@@ -99,14 +99,15 @@ final class AdaptiveEviction {
     /// A new record that was lately evicted moves the window by a quarter of a record: up when the sketch
     /// had turned it away from the window, down when it had been evicted from probation or protected.
     ///
-    /// A turned-away record counts only when it comes back within as many uses (ticks of the queues' clock) as
-    /// the records the window is reckoned on: one that comes back later, as each record of a loop a little
-    /// longer than the cache does, would not have been kept by any window, and growing the window for it made
-    /// the policy an LRU on loops (docs/DESIGN.md, "Loops and the window's ghosts").
+    /// A turned-away record counts only when it comes back within 1.25 times as many uses (ticks of the queues'
+    /// clock, which also moves when records change queues) as the records the window is reckoned on: one that
+    /// comes back later, as each record of a loop a little longer than the cache does, would not have been kept
+    /// by any window, and growing the window for it made the policy an LRU on loops (docs/DESIGN.md, "Loops and
+    /// the window's ghosts").
     private func adjustWindow(returning type: UInt32, key: [UInt8]) throws {
         switch try ghosts.remove(type: type, key: key) {
         case (.window, let lastUse)?:
-            if let lastUse, try queues.clock() &- lastUse > UInt64(windowCapacity) { return }
+            if let lastUse, try queues.clock() &- lastUse > UInt64(windowCapacity + windowCapacity / 4) { return }
             windowQuarters = AdaptiveEviction.window(windowQuarters + 1, capacity: windowCapacity)
         case (.main, _)?: windowQuarters = AdaptiveEviction.window(windowQuarters - 1, capacity: windowCapacity)
         case nil: break
