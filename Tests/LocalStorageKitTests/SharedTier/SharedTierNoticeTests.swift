@@ -40,8 +40,7 @@ struct SharedTierNoticeTests {
         #expect(await rows.eventually { $0 == [["sku_1"]] }, "\(rows.values)")
         #expect(await values.eventually { $0 == ["nil"] }, "\(values.values)")
 
-        let gate = SharedTierOwnWriteTests.NoticeGate(bypass: { tierA.waiterCount > 0 })
-        tierA.beforeNotice.withLock { $0 = { await gate.passUnlessBypassed() } }
+        let gate = SharedTierOwnWriteTests.NoticeGate.holding(tierA)
         defer {
             tierA.beforeNotice.withLock { $0 = nil }
             gate.release(1_000)
@@ -85,8 +84,7 @@ struct SharedTierNoticeTests {
         #expect(try await waitUntil { tierA.appliedPosition >= 1 && tierA.phase == .live })
         let changes = Recorder(a.changes(of: Product.self).map(Self.describe))
         defer { changes.cancel() }
-        let gate = SharedTierOwnWriteTests.NoticeGate(bypass: { tierA.waiterCount > 0 })
-        tierA.beforeNotice.withLock { $0 = { await gate.passUnlessBypassed() } }
+        let gate = SharedTierOwnWriteTests.NoticeGate.holding(tierA)
         defer {
             tierA.beforeNotice.withLock { $0 = nil }
             gate.release(1_000)

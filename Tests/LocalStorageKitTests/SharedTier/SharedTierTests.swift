@@ -256,6 +256,13 @@ struct SharedTierOwnWriteTests {
 
         init(bypass: (@Sendable () -> Bool)? = nil) { self.bypass = bypass }
 
+        /// A gate that holds `tier`'s notices from now on, but lets them through while anything waits on the tier.
+        static func holding(_ tier: SharedTier) -> NoticeGate {
+            let gate = NoticeGate(bypass: { tier.waiterCount > 0 })
+            tier.beforeNotice.withLock { $0 = { await gate.passUnlessBypassed() } }
+            return gate
+        }
+
         /// `pass()`, or, with a `bypass`, waits (polling) for a permit or the bypass.
         func passUnlessBypassed() async {
             guard let bypass else { return await pass() }
@@ -306,8 +313,7 @@ struct SharedTierOwnWriteTests {
         let tierA = try #require(a.sharedTier)
         // Own writes are written locally at once only while the tier is live (not catching up).
         #expect(try await waitUntil { tierA.phase == .live })
-        let gate = NoticeGate(bypass: { tierA.waiterCount > 0 })
-        tierA.beforeNotice.withLock { $0 = { await gate.passUnlessBypassed() } }
+        let gate = NoticeGate.holding(tierA)
         defer {
             tierA.beforeNotice.withLock { $0 = nil }
             gate.release(1_000)
@@ -337,8 +343,7 @@ struct SharedTierOwnWriteTests {
         // ahead of it), and the save's own notice must bring it back, not be skipped as already applied.
         gate.release(1_000)
         #expect(try await waitUntil { tierA.appliedPosition >= before + 4 })  // v1, v2, the delete, the save
-        let held = NoticeGate(bypass: { tierA.waiterCount > 0 })
-        tierA.beforeNotice.withLock { $0 = { await held.passUnlessBypassed() } }
+        let held = NoticeGate.holding(tierA)
         defer { held.release(1_000) }
         let mark = tierA.appliedPosition
         try await a.deleteAll(Product.self)
