@@ -115,7 +115,7 @@ extension SharedTier {
             return
         }
         // A cancelled caller stops waiting: its write is on the server, and the local store gets it in turn.
-        await wait(until: { ($0.appliedSeq ?? Int64.min) >= sequence || $0.phase == .down }, orCancellation: ())
+        await waitUnlessCancelled { ($0.appliedSeq ?? Int64.min) >= sequence || $0.phase == .down }
     }
 
     /// How many reads and own writes wait for the tier's state to change (tests hold the applier only while

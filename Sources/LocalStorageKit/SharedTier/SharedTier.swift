@@ -35,7 +35,7 @@ final class SharedTier: Sendable {
     struct Waiter {
         let until: @Sendable (State) -> Bool
         let continuation: CheckedContinuation<Void, Never>
-        /// Set for a wait that ends when its task is cancelled (``wait(until:orCancellation:)``).
+        /// Set for a wait that ends when its task is cancelled (``waitUnlessCancelled(until:)``).
         var number: UInt64? = nil
     }
 
@@ -172,7 +172,7 @@ final class SharedTier: Sendable {
     }
 
     /// ``wait(until:)`` that also ends when the calling task is cancelled.
-    func wait(until condition: @escaping @Sendable (State) -> Bool, orCancellation: Void) async {
+    func waitUnlessCancelled(until condition: @escaping @Sendable (State) -> Bool) async {
         let number = state.withLock { state -> UInt64 in
             state.lastWaiterNumber += 1
             return state.lastWaiterNumber
