@@ -103,6 +103,12 @@ extension SharedTier {
         let core = self.core
         let dropped = drop
         try await core.writer.perform { [self] context in
+            // Should the commit fail, the position stays where it was, and the next catch-up starts from there.
+            keepRollbackPoint(in: context)
+            let before = state.withLock { ($0.receivedSeq, $0.lastEntry, $0.epoch) }
+            context.onAbort { [self] in
+                state.withLock { state in (state.receivedSeq, state.lastEntry, state.epoch) = before }
+            }
             if dropped {
                 for info in try StoreCore.typeInfos(meta: core.meta, in: context.txn) {
                     guard let schema = try localSchema(named: info.name, context: context) else { continue }

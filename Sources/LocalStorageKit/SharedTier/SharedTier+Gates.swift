@@ -88,10 +88,12 @@ extension SharedTier {
         }
     }
 
-    /// ``admitsOwn(_:)`` for an own write (or delete) of one record, which, when admitted, is noted as ahead
-    /// of the applier (``State/localAhead``): its own and older notices, applied later, leave it alone.
-    func admitsOwn(_ sequence: Int64, type: String, id: String) -> Bool {
-        state.withLock { state in
+    /// ``admitsOwn(_:)`` for an own write (or delete) of one record in `context`'s transaction, which, when
+    /// admitted, is noted as ahead of the applier (``State/localAhead``): its own and older notices, applied
+    /// later, leave it alone. The note goes if the transaction does not commit.
+    func admitsOwn(_ sequence: Int64, type: String, id: String, context: CommitQueue.Context) -> Bool {
+        keepRollbackPoint(in: context)
+        return state.withLock { state in
             guard state.phase != .syncing && (state.appliedSeq ?? Int64.min) < sequence else { return false }
             state.noteLocalAhead(type: type, id: id, at: sequence)
             return true

@@ -105,6 +105,7 @@ extension SharedTier {
         let logger = self.logger
         core.writer.queueForNextCommit(
             { [self] context in
+                keepRollbackPoint(in: context)
                 for change in changes { try apply(change, at: sequence, context: context) }
                 // The writer's view moves now (later work in this transaction sees it); waiters wake once the
                 // transaction is committed, so what they read next holds the change.
@@ -118,8 +119,9 @@ extension SharedTier {
             finish: { [self] error in
                 guard let error else { return }
                 // The local copies those changes name are out of date, and nothing may serve them: reads wait
-                // while the tier catches up from its position before them, which brings the changes again (or,
-                // with no position, drops the local records).
+                // while the tier catches up from its position before them (the applied position the aborted
+                // transaction moved was rolled back), which brings the changes again (or, with no position,
+                // drops the local records).
                 let failure = LocalStorageError.wrapping(error)
                 update { state in
                     state.recentChanges.note(changes, at: sequence)
@@ -132,6 +134,24 @@ extension SharedTier {
                     level: .error, message: "Could not apply a change from the shared tier; catching up",
                     metadata: ["error": "\(failure)"])
             })
+    }
+
+    /// Keeps what the applier's view holds now (the applied position, the copies noted ahead of it) to restore
+    /// should `context`'s transaction not commit: changes made to it in a transaction that aborts, before its
+    /// requests run again or fail, would otherwise outlive it (a notice skipped and announced in an aborted
+    /// attempt went unannounced when it ran again; a position moved by a failed commit made the catch-up skip
+    /// the change). Called before the first change in each transaction; every change to these is made by
+    /// the writer.
+    func keepRollbackPoint(in context: CommitQueue.Context) {
+        context.onAbort(once: self) {
+            let (applied, ahead) = state.withLock { ($0.appliedSeq, $0.localAhead) }
+            return { [self] in
+                state.withLock { state in
+                    state.appliedSeq = applied
+                    state.localAhead = ahead
+                }
+            }
+        }
     }
 
     /// Applies one change, the server's state at `sequence`, inside the writer's transaction; a record whose

@@ -196,26 +196,20 @@ extension SharedTier {
         _ written: [(bytes: [UInt8], sequence: Int64)], records: [PreparedRecord],
         schema: TypeSchema
     ) async throws {
-        let pending: [Int64]
-        do {
-            pending = try await core.writer.perform { [self] context -> [Int64] in
-                var pending: [Int64] = []
-                for (position, item) in written.enumerated() {
-                    let id = String(decoding: records[position].key, as: UTF8.self)
-                    if admitsOwn(item.sequence, type: schema.name, id: id) {
-                        try RecordWriter.putReplica(
-                            item.bytes, key: records[position].key, value: records[position].value,
-                            schema: schema, context: context)
-                    } else {
-                        pending.append(item.sequence)
-                    }
+        // The notes of admitted writes go with a transaction that does not commit (``keepRollbackPoint(in:)``).
+        let pending = try await core.writer.perform { [self] context -> [Int64] in
+            var pending: [Int64] = []
+            for (position, item) in written.enumerated() {
+                let id = String(decoding: records[position].key, as: UTF8.self)
+                if admitsOwn(item.sequence, type: schema.name, id: id, context: context) {
+                    try RecordWriter.putReplica(
+                        item.bytes, key: records[position].key, value: records[position].value,
+                        schema: schema, context: context)
+                } else {
+                    pending.append(item.sequence)
                 }
-                return pending
             }
-        } catch {
-            let ids = records.map { String(decoding: $0.key, as: UTF8.self) }
-            state.withLock { $0.withdrawLocalAhead(type: schema.name, ids: ids, at: written.map(\.sequence)) }
-            throw error
+            return pending
         }
         if let last = pending.max() { await awaitApplied(last) }
     }

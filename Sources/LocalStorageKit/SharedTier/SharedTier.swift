@@ -236,15 +236,6 @@ extension SharedTier.State {
             announcedLive: byFill ? (earlier?.announcedLive ?? false) : nil)
     }
 
-    /// Withdraws what ``noteLocalAhead(type:id:at:byFill:)`` noted for writes whose commit failed (the local copy
-    /// did not move: the changes must apply to it).
-    mutating func withdrawLocalAhead(type: String, ids: [String], at sequences: [Int64]) {
-        for (id, sequence) in zip(ids, sequences) {
-            let record = ExactName(SharedTierRecentChanges.record(type: type, id: id))
-            if localAhead[record]?.sequence == sequence { localAhead[record] = nil }
-        }
-    }
-
     /// Forgets the copies of `type` noted ahead: a clear of the type applied removed them, so the notices of
     /// the writes that made them must apply again (they bring the records back).
     mutating func forgetLocalAhead(ofType type: String) {

@@ -95,12 +95,13 @@ extension SharedTierRecordStore {
                 context.filled[schema.number, default: []].insert(key)
                 // A use, as a local hit is: this commit's eviction folds it.
                 if schema.tracksRecency { key.withUnsafeBytes { notes.note(type: schema.number, key: $0) } }
+                tier.keepRollbackPoint(in: context)
                 tier.state.withLock { $0.noteLocalAhead(type: schema.name, id: id, at: sequence, byFill: true) }
             },
             finish: { error in
                 guard let error else { return }
-                // Not kept: the changes of the record must apply to whatever this store holds of it.
-                tier.state.withLock { $0.withdrawLocalAhead(type: schema.name, ids: [id], at: [sequence]) }
+                // Not kept (the note went with the transaction): the changes of the record apply to whatever this
+                // store holds of it.
                 logger?.log(
                     level: .warning, message: "Could not keep a record read from the shared tier",
                     metadata: ["type": schema.name, "error": "\(LocalStorageError.wrapping(error))"])

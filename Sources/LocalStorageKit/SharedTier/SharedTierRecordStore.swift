@@ -60,23 +60,19 @@ struct SharedTierRecordStore: RecordStore {
     nonisolated(nonsending) private func delete(ids: [String], keys: [[UInt8]], schema: TypeSchema) async throws {
         let sequences = try await tier.delete(ids: ids, schema: schema)
         let tier = self.tier
-        let waiting: [Int64]
-        do {
-            waiting = try await core.writer.perform { context -> [Int64] in
-                var waiting: [Int64] = []
-                for (position, sequence) in sequences.enumerated() {
-                    if tier.admitsOwn(sequence, type: schema.name, id: ids[position]) {
-                        try RecordWriter.delete(
-                            id: ids[position], key: keys[position], schema: schema, context: context)
-                    } else {
-                        waiting.append(sequence)
-                    }
+        // The notes of admitted deletes go with a transaction that does not commit
+        // (``SharedTier/keepRollbackPoint(in:)``).
+        let waiting = try await core.writer.perform { context -> [Int64] in
+            var waiting: [Int64] = []
+            for (position, sequence) in sequences.enumerated() {
+                if tier.admitsOwn(sequence, type: schema.name, id: ids[position], context: context) {
+                    try RecordWriter.delete(
+                        id: ids[position], key: keys[position], schema: schema, context: context)
+                } else {
+                    waiting.append(sequence)
                 }
-                return waiting
             }
-        } catch {
-            tier.state.withLock { $0.withdrawLocalAhead(type: schema.name, ids: ids, at: sequences) }
-            throw error
+            return waiting
         }
         if let last = waiting.max() { await tier.awaitApplied(last) }
     }
@@ -151,16 +147,10 @@ struct SharedTierRecordStore: RecordStore {
         guard let item = written.first else { return }
         let tier = self.tier
         let id = String(decoding: key, as: UTF8.self)
-        let admitted: Bool
-        do {
-            admitted = try await core.writer.perform { context -> Bool in
-                guard tier.admitsOwn(item.sequence, type: schema.name, id: id) else { return false }
-                try RecordWriter.putReplica(item.bytes, key: key, value: nil, schema: schema, context: context)
-                return true
-            }
-        } catch {
-            tier.state.withLock { $0.withdrawLocalAhead(type: schema.name, ids: [id], at: [item.sequence]) }
-            throw error
+        let admitted = try await core.writer.perform { context -> Bool in
+            guard tier.admitsOwn(item.sequence, type: schema.name, id: id, context: context) else { return false }
+            try RecordWriter.putReplica(item.bytes, key: key, value: nil, schema: schema, context: context)
+            return true
         }
         if !admitted { await tier.awaitApplied(item.sequence) }
     }

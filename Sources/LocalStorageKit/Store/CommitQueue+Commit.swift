@@ -9,10 +9,13 @@ extension CommitQueue {
         var pending = requests
         var reserve = false
         while !pending.isEmpty {
+            // The attempt's context, whose rollbacks run when it does not commit.
+            var attempt: Context?
             do {
                 let now = nextTimestamp()
                 let context = try countedWrite(reserve: reserve) { txn in
                     let context = Context(txn: txn, now: now, environment: environment, hub: hub)
+                    attempt = context
                     context.storeMaxBytes = evictor?.book.store?.maxBytes
                     context.leases = changeLog?.leases
                     for (position, (body, _)) in pending.enumerated() {
@@ -41,9 +44,11 @@ extension CommitQueue {
                 // The transaction is aborted, so the failed request left nothing behind; the others
                 // replay without it. Requests are closures over prepared values, or keep what their caller's
                 // closure made (``performOnce(_:)``), so replaying is safe.
+                attempt?.rollBack()
                 pending[failure.position].1(CommitQueue.outgoing(failure.error))
                 pending.remove(at: failure.position)
             } catch {
+                attempt?.rollBack()
                 let step: NextStep?
                 do {
                     step = try nextStep(after: error, reserve: &reserve)
@@ -75,10 +80,12 @@ extension CommitQueue {
     func transact<R>(_ body: (Context) throws -> R) throws -> R {
         var reserve = false
         while true {
+            var attempt: Context?
             do {
                 let now = nextTimestamp()
                 let (value, context) = try countedWrite(reserve: reserve) { txn in
                     let context = Context(txn: txn, now: now, environment: environment, hub: hub)
+                    attempt = context
                     context.storeMaxBytes = evictor?.book.store?.maxBytes
                     context.leases = changeLog?.leases
                     let value = try body(context)
@@ -91,6 +98,7 @@ extension CommitQueue {
                 hub.publish(context.changesAfterCommit(), logged: context.loggedSequences)
                 return value
             } catch {
+                attempt?.rollBack()
                 switch try nextStep(after: error, reserve: &reserve) {
                 case .replay:
                     continue
@@ -124,9 +132,11 @@ extension CommitQueue {
         let outcomes: [Outcome]
         // What each request's nested transaction came to, kept should the parent fail after them.
         var ran: [Outcome] = []
+        var attempt: Context?
         do {
             let (context, results) = try countedWrite(reserve: reserve) { txn -> (Context, [Outcome]) in
                 let context = Context(txn: txn, now: now, environment: environment, hub: hub)
+                attempt = context
                 context.storeMaxBytes = evictor?.book.store?.maxBytes
 
                 context.leases = changeLog?.leases
@@ -139,12 +149,14 @@ extension CommitQueue {
                         try body(child)
                         if let before, before.grew(to: try StoreTotals.of(child.txn, logger: logger)) {
                             child.txn.abortNested()
+                            child.rollBack()
                             results.append(.failed(LocalStorageError.storageFull))
                             continue
                         }
                         if child.metMapFull {
                             // The closure caught the full map and went on: its writes are incomplete.
                             child.txn.abortNested()
+                            child.rollBack()
                             results.append(.needsRoom)
                             continue
                         }
@@ -152,15 +164,18 @@ extension CommitQueue {
                             // The closure caught another error of the store and went on: LMDB may have marked the
                             // transaction failed, and committing it would fail the parent, every peer with it.
                             child.txn.abortNested()
+                            child.rollBack()
                             results.append(.failed(error))
                             continue
                         }
                     } catch let error as LMDBError where error.isMapFull {
                         child.txn.abortNested()
+                        child.rollBack()
                         results.append(.needsRoom)
                         continue
                     } catch {
                         child.txn.abortNested()
+                        child.rollBack()
                         results.append(child.metMapFull ? .needsRoom : .failed(error))
                         continue
                     }
@@ -168,6 +183,7 @@ extension CommitQueue {
                         try child.txn.commitNested()
                     } catch {
                         // A failed commit has ended the child (LMDB aborts it): it must not be aborted again.
+                        child.rollBack()
                         results.append(.failed(error))
                         continue
                     }
@@ -183,6 +199,7 @@ extension CommitQueue {
             hub.publish(context.changesAfterCommit(), logged: context.loggedSequences)
             outcomes = results
         } catch let error as LMDBError where error.isMapFull {
+            attempt?.rollBack()
             // The parent's own pages (the eviction, the change log, the free list its commit saves) met the
             // end of the map: nothing of it was written. That is the batch's writes needing the map to grow,
             // the one case where a closure runs again (its nested transaction is gone with the parent; an
@@ -199,6 +216,7 @@ extension CommitQueue {
             commitOnceInMoreRoom(replay, reserve: reserve)
             return
         } catch {
+            attempt?.rollBack()
             // The parent itself failed otherwise (its commit met a full disk): nothing of it was written.
             // Closures that ran must not run again; they fail with the store's error.
             let wrapped = LocalStorageError.wrapping(error)

@@ -29,6 +29,10 @@ final class CommitQueue: @unchecked Sendable {
         let environment: Environment
         var changes: [PublishedChange] = []
         var afterCommit: [() -> Void] = []
+        /// What undoes, in reverse order, the changes this transaction's requests made outside it (``onAbort(_:)``).
+        private var rollbacks: [() -> Void] = []
+        /// The owners that took their rollback point in this transaction (``onAbort(once:_:)``).
+        private var rollbackOwners: Set<ObjectIdentifier> = []
         /// What this transaction writes to the change log.
         var logged: [ChangeLog.Pending] = []
         /// The lease entries this transaction put, each with the number of changes logged before it: only the
@@ -108,6 +112,26 @@ final class CommitQueue: @unchecked Sendable {
         /// Runs `body` after the transaction commits (never if it aborts).
         func onCommit(_ body: @escaping () -> Void) { afterCommit.append(body) }
 
+        /// Runs `body` if the transaction does not commit: before its requests run again (a peer threw, the map
+        /// grew) or fail. For state a request changes outside the transaction while it runs (later work in the
+        /// same transaction reads it), which must not outlive an attempt that left nothing in the store.
+        func onAbort(_ body: @escaping () -> Void) { rollbacks.append(body) }
+
+        /// ``onAbort(_:)`` once per transaction for `owner`: `makeRollback` runs only at the owner's first call,
+        /// before it changes anything, and returns what restores what it saw then.
+        func onAbort(once owner: AnyObject, _ makeRollback: () -> () -> Void) {
+            guard rollbackOwners.insert(ObjectIdentifier(owner)).inserted else { return }
+            rollbacks.append(makeRollback())
+        }
+
+        /// Undoes what the requests of this aborted transaction changed outside it (``onAbort(_:)``), newest first.
+        func rollBack() {
+            let undo = rollbacks
+            rollbacks = []
+            rollbackOwners = []
+            for body in undo.reversed() { body() }
+        }
+
         /// A context for a transaction nested in this one, with the same clock and observers.
         func nested(_ child: Transaction) -> Context {
             let child = Context(txn: child, now: now, environment: environment, hub: hub)
@@ -122,6 +146,7 @@ final class CommitQueue: @unchecked Sendable {
             changes += child.changes
             unpublished.formUnion(child.unpublished)
             afterCommit += child.afterCommit
+            rollbacks += child.rollbacks
             for (key, position) in child.leasesPut { leasesPut[key] = logged.count + position }
             logged += child.logged
             resizedTypes.formUnion(child.resizedTypes)

@@ -73,6 +73,48 @@ struct SharedTierNoticeTests {
         #expect(await values.eventually(within: .seconds(120)) { $0.last == "nil" }, "\(values.values)")
     }
 
+    /// The same announcement when the applier's commit runs twice: a peer in its batch throws, the batch is
+    /// aborted and replayed without it. The first attempt skipped the notice, announced it and forgot the copy
+    /// ahead; that outlived the aborted attempt, so the replay found nothing to announce (the fill's bytes were
+    /// already there) and A's observers never heard of the save (review-64 #2).
+    @Test(.timeLimit(.minutes(10))) func aNoticeAnnouncedInAnAttemptThatAbortedIsAnnouncedWhenItRunsAgain()
+        async throws
+    {
+        let a = try await sharedStore(tier)
+        let b = try await sharedStore(tier)
+        let tierA = try #require(a.sharedTier)
+        try await a.save(Product.sample(1))
+        #expect(try await waitUntil { tierA.appliedPosition >= 1 && tierA.phase == .live })
+        let changes = Recorder(a.changes(of: Product.self).map(Self.describe))
+        defer { changes.cancel() }
+        let gate = SharedTierOwnWriteTests.NoticeGate.holding(tierA)
+        defer {
+            tierA.beforeNotice.withLock { $0 = nil }
+            gate.release(1_000)
+        }
+        let mark = tierA.appliedPosition
+        var fromB = Product.sample(2)
+        fromB.title = "from B"
+        try await b.save(fromB)
+        #expect(try await a.fetch(Product.self, id: "sku_2")?.title == "from B")
+        #expect(try await waitUntil { try await a.count(Product.self, matching: [], options: .nearCache) == 2 })
+
+        // The applier's commit and a request that throws, queued behind a held writer: one batch.
+        let hold = try await WriterHold(a)
+        let queued = a.core.writer.queuedCount
+        gate.release(1_000)
+        try await waitUntil("the notice's commit is queued") {
+            tierA.state.withLock { $0.receivedSeq ?? 0 } > mark && a.core.writer.queuedCount >= queued + 1
+        }
+        let peer = Task { try await a.core.writer.perform { _ in throw ShopError.soldOut(sku: "peer") } }
+        try await waitUntil("the peer is queued") { a.core.writer.queuedCount >= queued + 2 }
+        try await hold.release()
+        await #expect(throws: (any Error).self) { try await peer.value }
+        #expect(try await waitUntil { tierA.appliedPosition > mark })
+        #expect(
+            await changes.eventually(within: .seconds(120)) { $0 == ["inserted sku_2 from B"] }, "\(changes.values)")
+    }
+
     /// Notices that a fill got ahead of are announced in their order, as applying them would have: B's save, its
     /// delete and its save again all come before A's read, and A's observers hear an insert, a delete and an
     /// insert.
