@@ -141,6 +141,7 @@ final class Evictor {
                 clock += 1
                 try access.set(type: change.type, key: change.id, clock: clock, txn: txn)
             case .deleted, .expired:
+                if change.recordStays { continue }
                 try adaptive?.forget(type: change.type, key: change.id)
                 try access.remove(type: change.type, key: change.id, txn: txn)
             case .cleared:

@@ -34,6 +34,9 @@ final class ChangeLog: Sendable {
         /// under way is newer than the record it evicted), or the delete of a refresh that found nothing,
         /// whose lease becomes the remembered nil.
         var keepsLease = false
+        /// A delete announced for observers while the store still holds the record (a notice of the shared
+        /// tier that a fill got ahead of): the eviction order keeps the record.
+        var recordStays = false
     }
 
     static let name = "changes"

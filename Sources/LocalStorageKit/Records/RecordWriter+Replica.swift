@@ -6,13 +6,15 @@ extension RecordWriter {
     /// already holds exactly these bytes. The header's timestamps and expiry are kept as they are, so every
     /// instance's copy is the same record. Returns whether anything changed.
     ///
-    /// With `announce` false (a near-cache fill, which is not a change) nothing is logged or published.
+    /// With `announce` false (a near-cache fill, which is not a change) nothing is logged or published. With
+    /// `asNew` a live record it replaces is announced as an insert all the same (a fill's copy the observers
+    /// never heard of).
     ///
     /// - Throws: `decodingFailed` when `bytes` is not a record.
     @discardableResult
     static func putReplica(
         _ bytes: [UInt8], key: [UInt8], value: (any Sendable)?, schema: TypeSchema,
-        context: CommitQueue.Context, announce: Bool = true
+        context: CommitQueue.Context, announce: Bool = true, asNew: Bool = false
     ) throws -> Bool {
         let txn = context.txn
         let header = try bytes.withUnsafeBytes { buffer throws(LocalStorageError) in try RecordView(buffer).header() }
@@ -54,6 +56,7 @@ extension RecordWriter {
             try addEntries(of: header, key: key, schema: schema, txn: txn)
         }
         guard announce else { return true }
+        if asNew { replacesLiveRecord = false }
         context.log(schema, replacesLiveRecord ? .updated : .inserted, id: key)
         if context.isObserved(schema.name) {
             let kind: PublishedChange.Kind

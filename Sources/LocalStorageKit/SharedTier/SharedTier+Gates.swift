@@ -91,13 +91,27 @@ extension SharedTier {
     /// ``admitsOwn(_:)`` for an own write (or delete) of one record in `context`'s transaction, which, when
     /// admitted, is noted as ahead of the applier (``State/localAhead``): its own and older notices, applied
     /// later, leave it alone. The note goes if the transaction does not commit.
-    func admitsOwn(_ sequence: Int64, type: String, id: String, context: CommitQueue.Context) -> Bool {
+    ///
+    /// - Returns: nil when the write is not admitted; otherwise whether the local copy it replaces is one a
+    ///   fill wrote that this instance's observers have not heard of (an own save over it is announced as an
+    ///   insert: they hear of the record then, and the notices the fill got ahead of stay silent).
+    func admitsOwn(
+        _ sequence: Int64, type: String, id: String, context: CommitQueue.Context
+    ) -> OwnAdmission? {
         keepRollbackPoint(in: context)
         return state.withLock { state in
-            guard state.phase != .syncing && (state.appliedSeq ?? Int64.min) < sequence else { return false }
+            guard state.phase != .syncing && (state.appliedSeq ?? Int64.min) < sequence else { return nil }
+            let record = ExactName(SharedTierRecentChanges.record(type: type, id: id))
+            let overUnannouncedFill = state.localAhead[record]?.announcedLive == false
             state.noteLocalAhead(type: type, id: id, at: sequence)
-            return true
+            return OwnAdmission(overUnannouncedFill: overUnannouncedFill)
         }
+    }
+
+    /// An own write of one record that may be written locally (``admitsOwn(_:type:id:context:)``).
+    struct OwnAdmission {
+        /// Whether the local copy it replaces is one a fill wrote that this instance's observers have not heard of.
+        let overUnannouncedFill: Bool
     }
 
     /// After an own write that was not admitted (a catch-up was running), waits until the local store holds it

@@ -162,12 +162,16 @@ extension SharedTier {
             let record = ExactName(SharedTierRecentChanges.record(type: change.type, id: change.id))
             let ahead = state.withLock { $0.localAhead[record] }
             if let ahead, ahead.sequence >= sequence {
-                guard let announcedLive = ahead.announcedLive,
-                    let schema = try localSchema(named: change.type, context: context)
-                else { return }
-                let live = announceSkipped(change, shownLive: announcedLive, schema: schema, context: context)
-                state.withLock { $0.localAhead[record]?.announcedLive = live }
-                return
+                guard let announcedLive = ahead.announcedLive else { return }
+                guard let schema = try localSchema(named: change.type, context: context) else { return }
+                if try fillStillHeld(change, schema: schema, context: context) {
+                    let live = announceSkipped(change, shownLive: announcedLive, schema: schema, context: context)
+                    state.withLock { $0.localAhead[record]?.announcedLive = live }
+                    return
+                }
+                // The fill's copy left the store (evicted, expired and purged): nothing here is ahead of this
+                // change any more, which applies as to any record this instance does not hold.
+                state.withLock { $0.localAhead[record] = nil }
             }
         }
         guard let schema = try localSchema(named: change.type, context: context) else { return }
@@ -216,6 +220,13 @@ extension SharedTier {
         }
     }
 
+    /// Whether the copy of `change`'s record that a fill wrote ahead of it is still in the local store.
+    private func fillStillHeld(_ change: LocalChange, schema: TypeSchema, context: CommitQueue.Context) throws -> Bool {
+        let key = Array(change.id.utf8)
+        guard !key.isEmpty, key.count <= 511 else { return false }
+        return try context.txn.get(schema.records, key: key) != nil
+    }
+
     /// Announces a put or delete whose record a fill already brought here (the fill told no observer): logs
     /// and publishes what applying it would have, an insert where the changes announced so far do not show
     /// the record live. Returns whether they show it live now.
@@ -225,7 +236,9 @@ extension SharedTier {
         let key = Array(change.id.utf8)
         guard change.record != nil else {
             if shownLive {
-                context.log(schema, .deleted, id: key)
+                // The record is still here (the fill's copy, newer than this delete): it keeps its place in the
+                // eviction order.
+                context.log(schema, .deleted, id: key, recordStays: true)
                 context.publish(PublishedChange(typeName: schema.name, kind: .deleted(change.id)))
             } else {
                 context.publish(PublishedChange(typeName: schema.name, kind: .touched))

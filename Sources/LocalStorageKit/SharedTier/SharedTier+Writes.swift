@@ -201,10 +201,10 @@ extension SharedTier {
             var pending: [Int64] = []
             for (position, item) in written.enumerated() {
                 let id = String(decoding: records[position].key, as: UTF8.self)
-                if admitsOwn(item.sequence, type: schema.name, id: id, context: context) {
+                if let admission = admitsOwn(item.sequence, type: schema.name, id: id, context: context) {
                     try RecordWriter.putReplica(
                         item.bytes, key: records[position].key, value: records[position].value,
-                        schema: schema, context: context)
+                        schema: schema, context: context, asNew: admission.overUnannouncedFill)
                 } else {
                     pending.append(item.sequence)
                 }

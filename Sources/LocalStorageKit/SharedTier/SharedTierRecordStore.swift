@@ -65,7 +65,7 @@ struct SharedTierRecordStore: RecordStore {
         let waiting = try await core.writer.perform { context -> [Int64] in
             var waiting: [Int64] = []
             for (position, sequence) in sequences.enumerated() {
-                if tier.admitsOwn(sequence, type: schema.name, id: ids[position], context: context) {
+                if tier.admitsOwn(sequence, type: schema.name, id: ids[position], context: context) != nil {
                     try RecordWriter.delete(
                         id: ids[position], key: keys[position], schema: schema, context: context)
                 } else {
@@ -148,8 +148,12 @@ struct SharedTierRecordStore: RecordStore {
         let tier = self.tier
         let id = String(decoding: key, as: UTF8.self)
         let admitted = try await core.writer.perform { context -> Bool in
-            guard tier.admitsOwn(item.sequence, type: schema.name, id: id, context: context) else { return false }
-            try RecordWriter.putReplica(item.bytes, key: key, value: nil, schema: schema, context: context)
+            guard let admission = tier.admitsOwn(item.sequence, type: schema.name, id: id, context: context) else {
+                return false
+            }
+            try RecordWriter.putReplica(
+                item.bytes, key: key, value: nil, schema: schema, context: context,
+                asNew: admission.overUnannouncedFill)
             return true
         }
         if !admitted { await tier.awaitApplied(item.sequence) }

@@ -98,8 +98,13 @@ final class CommitQueue: @unchecked Sendable {
         }
 
         /// Records a change in the change log, in this transaction (whether anyone observes it or not).
-        func log(_ schema: TypeSchema, _ kind: ChangeLog.Kind, id: [UInt8], keepsLease: Bool = false) {
-            logged.append(ChangeLog.Pending(type: schema.number, kind: kind, id: id, keepsLease: keepsLease))
+        func log(
+            _ schema: TypeSchema, _ kind: ChangeLog.Kind, id: [UInt8], keepsLease: Bool = false,
+            recordStays: Bool = false
+        ) {
+            logged.append(
+                ChangeLog.Pending(
+                    type: schema.number, kind: kind, id: id, keepsLease: keepsLease, recordStays: recordStays))
         }
 
         /// Records that records of `schema` changed in a way no change stream describes (a new expiry, a record that

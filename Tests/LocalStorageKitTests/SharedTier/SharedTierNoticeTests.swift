@@ -115,6 +115,81 @@ struct SharedTierNoticeTests {
             await changes.eventually(within: .seconds(120)) { $0 == ["inserted sku_2 from B"] }, "\(changes.values)")
     }
 
+    /// A notice a fill got ahead of, reaching an instance whose near cache evicted the fill's copy meanwhile,
+    /// applies as to a record the instance never held: the record comes back and is announced with its value.
+    /// It was announced for a copy that was gone: change streams, which read the value, dropped the insert, and
+    /// the eviction order took a use of a record the store did not hold (review-64 #5).
+    @Test(.timeLimit(.minutes(10))) func aNoticeAFillGotAheadOfAppliesWhenTheFillsCopyWasEvicted() async throws {
+        let b = try await sharedStore(tier)
+        var configuration = LocalStorageConfiguration.inMemory
+        var tier = tier
+        tier.maxStaleness = .seconds(30)  // Not about staleness: a loaded machine may delay a heartbeat past 1 s.
+        configuration.sharedTier = tier
+        configuration.limits = StorageLimits(maxRecords: 2)
+        configuration.evictionPolicy = .leastRecentlyUsed
+        let a = try LocalStorage(configuration: configuration)
+        let tierA = try #require(a.sharedTier)
+        #expect(try await waitUntil { tierA.phase == .live })
+        _ = try await a.count(Product.self, matching: [], options: .nearCache)
+        let changes = Recorder(a.changes(of: Product.self).map(Self.describe))
+        defer { changes.cancel() }
+        let gate = SharedTierOwnWriteTests.NoticeGate.holding(tierA)
+        defer {
+            tierA.beforeNotice.withLock { $0 = nil }
+            gate.release(1_000)
+        }
+        let mark = tierA.appliedPosition
+        for number in 1...3 { try await b.save(Product.sample(number)) }
+        // A reads all three before their notices: the third fill evicts the first (at most two records).
+        for number in 1...3 {
+            #expect(try await a.fetch(Product.self, id: "sku_\(number)") == Product.sample(number))
+            try await a.core.writer.perform { _ in }
+        }
+        #expect(try await a.count(Product.self, matching: [], options: .nearCache) == 2)
+        gate.release(1_000)
+        #expect(try await waitUntil { tierA.appliedPosition >= mark + 3 })
+        #expect(
+            await changes.eventually(within: .seconds(120)) {
+                $0.contains("inserted sku_1 \(Product.sample(1).title)")
+            },
+            "\(changes.values)")
+        #expect(try await a.statistics().records <= 2)
+    }
+
+    /// An own save over a copy a fill wrote, before the notices the fill got ahead of: A's observers never heard
+    /// of the record, so the save is an insert for them (it was announced as an update), and the notices stay
+    /// silent (review-64 #4).
+    @Test(.timeLimit(.minutes(10))) func anOwnSaveOverAFillTheObserversNeverHeardOfIsAnInsert() async throws {
+        let a = try await sharedStore(tier)
+        let b = try await sharedStore(tier)
+        let tierA = try #require(a.sharedTier)
+        try await a.save(Product.sample(1))
+        #expect(try await waitUntil { tierA.appliedPosition >= 1 && tierA.phase == .live })
+        let changes = Recorder(a.changes(of: Product.self).map(Self.describe))
+        defer { changes.cancel() }
+        let gate = SharedTierOwnWriteTests.NoticeGate.holding(tierA)
+        defer {
+            tierA.beforeNotice.withLock { $0 = nil }
+            gate.release(1_000)
+        }
+        let mark = tierA.appliedPosition
+        var product = Product.sample(2)
+        product.title = "from B"
+        try await b.save(product)
+        #expect(try await a.fetch(Product.self, id: "sku_2")?.title == "from B")
+        #expect(try await waitUntil { try await a.count(Product.self, matching: [], options: .nearCache) == 2 })
+        product.title = "from A"
+        try await a.save(product)
+        gate.release(1_000)
+        #expect(try await waitUntil { tierA.appliedPosition >= mark + 2 })
+        #expect(await changes.eventually(within: .seconds(120)) { !$0.isEmpty }, "\(changes.values)")
+        // A last write of A's own, heard after everything before it.
+        try await a.delete(Product.self, id: "sku_1")
+        #expect(
+            await changes.eventually(within: .seconds(120)) { $0.last == "deleted sku_1" }, "\(changes.values)")
+        #expect(changes.values == ["inserted sku_2 from A", "deleted sku_1"])
+    }
+
     /// Notices that a fill got ahead of are announced in their order, as applying them would have: B's save, its
     /// delete and its save again all come before A's read, and A's observers hear an insert, a delete and an
     /// insert.
