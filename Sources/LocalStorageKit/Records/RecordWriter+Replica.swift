@@ -29,6 +29,8 @@ extension RecordWriter {
         var oldValues: [StoredIndexValue]?
         var regionKnown = true
         var replaced: RecordHeader?
+        /// Whether the record replaces a live one that differs from it in its expiry alone.
+        var onlyExpiryChanged = false
         var payloadBytes = bytes.withUnsafeBytes { payloadSize(of: $0) }
         if let existing = try txn.get(schema.records, key: key) {
             if existing.elementsEqual(bytes) { return false }
@@ -39,6 +41,7 @@ extension RecordWriter {
                 let old = view.header()
                 if !view.isExpired(at: context.now) {
                     replacesLiveRecord = true
+                    onlyExpiryChanged = RecordWriter.differInExpiryAlone(existing, bytes)
                     oldValues = old.indexValues
                     if old.signature != header.signature { regionKnown = false }
                 }
@@ -56,6 +59,12 @@ extension RecordWriter {
             try addEntries(of: header, key: key, schema: schema, txn: txn)
         }
         guard announce else { return true }
+        if onlyExpiryChanged && !asNew {
+            // A new time to live (`setExpiration` on any instance) is no update, as in a store without a shared
+            // tier: live queries rerun, change streams stay silent, a load under way keeps its lease.
+            context.touch(schema, id: key)
+            return true
+        }
         if asNew { replacesLiveRecord = false }
         context.log(schema, replacesLiveRecord ? .updated : .inserted, id: key)
         if context.isObserved(schema.name) {
@@ -72,5 +81,14 @@ extension RecordWriter {
             context.publish(PublishedChange(typeName: schema.name, kind: kind, region: region))
         }
         return true
+    }
+
+    /// Whether two whole records (both read as headers of this layout) differ in their expiry alone: the bytes
+    /// at 24..<32 of the header (``RecordHeader``).
+    static func differInExpiryAlone(_ a: UnsafeRawBufferPointer, _ b: [UInt8]) -> Bool {
+        guard a.count == b.count, a.count >= RecordHeader.fixedLength else { return false }
+        return b.withUnsafeBytes { b in
+            a[..<24].elementsEqual(b[..<24]) && a[32...].elementsEqual(b[32...])
+        }
     }
 }

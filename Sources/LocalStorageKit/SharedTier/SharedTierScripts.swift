@@ -97,7 +97,8 @@ enum SharedTierScripts {
     /// framed (set, member) pairs, the notice, the version written, and the expected old updatedAt ‖
     /// expiresAt (16 bytes; empty for none, `-` for "must exist"). A live old record keeps its createdAt.
     /// Returns per record the old createdAt (8 bytes, or empty) and the sequence, or an error
-    /// `NEWER …`/`CONFLICT …` before anything was written. A put ends the load lease of each id it writes.
+    /// `NEWER …`/`CONFLICT …` before anything was written. A put ends the load lease of each id it writes, unless
+    /// it changes the record's expiry alone.
     static let put =
         common + """
             local records = {}
@@ -151,7 +152,11 @@ enum SharedTierScripts {
               -- Only the (set, member) pairs that changed are removed and added (a save that keeps its
               -- index values rewrites one pair, its update time, not all of them).
               reindex(r.t, r.id, r.blob)
-              redis.call('DEL', ns .. 'lease:' .. r.t .. ':' .. r.id)
+              -- A new time to live alone (setExpiration: every byte but the expiry's the same) is no change of
+              -- the record: a load under way keeps its lease, as in a store without a shared tier.
+              local onlyExpiry = r.old and #r.old == #rec and string.sub(r.old, 1, 24) == string.sub(rec, 1, 24)
+                and string.sub(r.old, 33) == string.sub(rec, 33)
+              if not onlyExpiry then redis.call('DEL', ns .. 'lease:' .. r.t .. ':' .. r.id) end
               if r.ttl ~= '0' then redis.call('SET', r.key, rec, 'PX', r.ttl) else redis.call('SET', r.key, rec) end
               out[#out + 1] = created
               out[#out + 1] = notify(r.notice, rec)

@@ -190,6 +190,35 @@ struct SharedTierNoticeTests {
         #expect(changes.values == ["inserted sku_2 from A", "deleted sku_1"])
     }
 
+    /// `setExpiration` on a store with a shared tier is no update, as on a store without one: the change
+    /// streams of the instance that made it and of another stay silent (each heard `.updated`), the new expiry
+    /// reaches the other instance, and a load lease on the server for the id is kept (the put ended it)
+    /// (review-63 #4).
+    @Test func aNewTimeToLiveIsNoUpdateOnAnyInstanceAndKeepsTheLease() async throws {
+        let a = try await sharedStore(tier)
+        let b = try await sharedStore(tier)
+        let tierA = try #require(a.sharedTier)
+        try await a.save(Product.sample(1))
+        #expect(try await b.fetch(Product.self, id: "sku_1") == Product.sample(1))
+        let changesA = Recorder(a.changes(of: Product.self).map(Self.describe))
+        defer { changesA.cancel() }
+        let changesB = Recorder(b.changes(of: Product.self).map(Self.describe))
+        defer { changesB.cancel() }
+        let lease = tierA.layout.lease(type: SharedTierLayout.escape(Product.storageName), id: Array("sku_1".utf8))
+        _ = try await tierA.connection.call([Array("SET".utf8), lease, Array("someone".utf8)])
+
+        try await a.setExpiration(Product.self, id: "sku_1", .minutes(5))
+        #expect(try await b.metadata(Product.self, id: "sku_1")?.expiresAt != nil)
+        try await a.save(Product.sample(2))
+        let inserted = "inserted sku_2 \(Product.sample(2).title)"
+        #expect(await changesA.eventually { !$0.isEmpty }, "\(changesA.values)")
+        #expect(await changesB.eventually { !$0.isEmpty }, "\(changesB.values)")
+        #expect(changesA.values == [inserted])
+        #expect(changesB.values == [inserted])
+        let held = try await tierA.connection.call([Array("GET".utf8), lease])
+        #expect(held.bytes == Array("someone".utf8))
+    }
+
     /// Notices that a fill got ahead of are announced in their order, as applying them would have: B's save, its
     /// delete and its save again all come before A's read, and A's observers hear an insert, a delete and an
     /// insert.
