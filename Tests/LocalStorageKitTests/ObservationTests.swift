@@ -1,4 +1,5 @@
 import Foundation
+import LocalStorageTestSupport
 import Synchronization
 import Testing
 
@@ -321,20 +322,29 @@ import Testing
     ///
     /// Why a process: LMDB forbids opening one environment twice in the same process (its POSIX
     /// locks are per process, so a second handle would take over and reset the lock file the first
-    /// one uses), and ``EnvironmentRegistry`` rightly shares one per directory. Swift Testing's exit
-    /// test runs its body in a fresh child process (this test binary, relaunched), which opens the
-    /// store on its own and commits, exactly as the CLI or another app would.
+    /// one uses), and ``EnvironmentRegistry`` rightly shares one per directory. The helper opens the
+    /// store on its own and commits, exactly as the CLI or another app would. (Not an exit test: once one
+    /// has run, Swift Testing's thread that waits for its children spins on every other child process that
+    /// has exited and is not yet reaped, which cost the whole suite several percent of its CPU time.)
     @Test func writesFromAnotherProcessReachLiveQueries() async throws {
-        let watched = try await WatchedStore(holding: [Note(id: "local", text: "parent")])
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var configuration = diskConfiguration(directory)
+        configuration.externalChangePollInterval = .milliseconds(20)
+        let storage = try LocalStorage(configuration: configuration)
+        try await storage.save(StressRecord.make(id: "local", sequence: 1))
+        let live = Recorder(storage.updates(of: StressRecord.self))
+        defer { live.cancel() }
+        #expect(await live.eventually { $0.last?.map(\.id) == ["local"] })
 
-        await #expect(processExitsWith: .success) { [path = watched.directory.path as String] in
-            let other = try LocalStorage(configuration: diskConfiguration(URL(fileURLWithPath: path)))
-            try await other.save(Note(id: "remote", text: "child"))
-        }
+        let other = try HelperProcess(["overwrite", directory.path], withInput: true)
+        try await other.waitForLine("ready") { $0 == "ready" }
+        #expect(try await other.ask("save remote 2") == "ok")
+        other.closeInput()
+        #expect(await other.waitForExit() == 0)
 
-        #expect(await watched.live.eventually { $0.last?.map(\.id) == ["local", "remote"] })
-        #expect(watched.storage.core.liveQueries.externalChangeCount >= 1)
-        watched.close()
+        #expect(await live.eventually { $0.last?.map(\.id) == ["local", "remote"] })
+        #expect(storage.core.liveQueries.externalChangeCount >= 1)
     }
 
     @Test func theCLIDeletingARecordReachesLiveQueries() async throws {

@@ -71,14 +71,16 @@ struct LoadTests {
                                 _ = try RecordDecoding.decode(StressRecord.self, view: RecordView(bytes), id: "")
                             }
                             _ = try txn.entryCount(schema.records)
-                            // Hold the transaction a moment, like a long scan: hundreds overlap.
-                            usleep(UInt32.random(in: 1000...10_000, using: &generator))
+                            // Hold the transaction a moment, like a long scan: hundreds overlap. (Held longer and
+                            // paused longer than a millisecond: 500 threads waking thousands of times a second
+                            // slowed every other test of a parallel run, and this one's writers with them.)
+                            usleep(UInt32.random(in: 5_000...20_000, using: &generator))
                         }
                         tally.reads.add(1, ordering: .relaxed)
                     } catch {
                         tally.fail(error)
                     }
-                    usleep(UInt32.random(in: 0...1000, using: &generator))
+                    usleep(UInt32.random(in: 2_000...10_000, using: &generator))
                 }
             }
             thread.stackSize = 256 << 10
