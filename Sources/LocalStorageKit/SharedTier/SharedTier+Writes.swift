@@ -216,12 +216,38 @@ extension SharedTier {
 
     /// Deletes records on the server; returns the sequences.
     func delete(ids: [String], schema: TypeSchema) async throws(LocalStorageError) -> [Int64] {
+        try await delete(ids: ids, schema: schema, lease: nil)
+    }
+
+    /// Deletes a record on the server only while the load lease `lease` (its key and the value it must hold)
+    /// holds, in one script; returns the sequence.
+    ///
+    /// - Throws: `SharedTierLeaseLost` when the lease no longer holds (nothing was deleted), or
+    ///   `sharedTierUnavailable`.
+    func delete(id: String, schema: TypeSchema, lease: (key: [UInt8], value: [UInt8])) async throws -> Int64 {
+        let sequences = try await delete(ids: [id], schema: schema, lease: lease)
+        guard let sequence = sequences.first else { throw SharedTierLeaseLost() }
+        return sequence
+    }
+
+    /// Deletes records on the server, under `lease` when given (an empty result when it no longer holds).
+    private func delete(
+        ids: [String], schema: TypeSchema, lease: (key: [UInt8], value: [UInt8])?
+    ) async throws(LocalStorageError) -> [Int64] {
         let type = SharedTierLayout.escape(schema.name)
         var arguments: [[UInt8]] = []
         for id in ids { arguments += [type, Array(id.utf8), notice(UInt8(ascii: "D"), type: schema.name, id: id)] }
         let appliedBefore = appliedPosition
-        let reply = try expectSuccess(
-            try await run("delete", SharedTierScripts.delete, arguments, records: ids.count), script: "delete")
+        let reply: RESPValue
+        if let lease {
+            reply = try await run(
+                "leasedDelete", SharedTierScripts.leasedDelete, arguments + [lease.key, lease.value], records: ids.count
+            )
+            if case .error(let message) = reply, message.hasPrefix("LEASELOST") { return [] }
+        } else {
+            reply = try await run("delete", SharedTierScripts.delete, arguments, records: ids.count)
+        }
+        _ = try expectSuccess(reply, script: lease == nil ? "delete" : "leasedDelete")
         guard let values = reply.elements?.compactMap(\.int), values.count == ids.count else {
             throw .sharedTierUnavailable("the delete script at \(endpoint.label) replied \(reply.summary)")
         }

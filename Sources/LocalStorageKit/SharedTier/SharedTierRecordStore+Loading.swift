@@ -138,9 +138,14 @@ extension SharedTierRecordStore: LoadCoordinator {
     ) async throws -> T? {
         let (name, key, schema, policy) = (request.name, request.key, request.schema, request.policy)
         if request.refreshing != nil {
-            // The source has it no more: the stale record goes, unless a write overtook the refresh.
-            if try await tier.settleLease(type: schema.name, id: name, expected: lease, announce: false) {
-                try await delete(id: name, key: key, schema: schema)
+            // The source has it no more: the stale record goes, unless a write overtook the refresh (checked and
+            // deleted in one script: a write between a check and the delete would go with it).
+            do {
+                let sequence = try await tier.delete(
+                    id: name, schema: schema, lease: (tier.leaseKey(type: schema.name, id: key), lease.bytes))
+                try await commitOwnDeletes([sequence], ids: [name], keys: [key], schema: schema)
+            } catch is SharedTierLeaseLost {
+                // The write wins; this store has it (or will, from its notice).
             }
             await request.giveBack()
             return try await fetch(T.self, id: name, schema: schema)

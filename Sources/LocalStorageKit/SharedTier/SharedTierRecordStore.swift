@@ -59,6 +59,14 @@ struct SharedTierRecordStore: RecordStore {
     /// already holds its deletion or something later), then waits for those not admitted.
     nonisolated(nonsending) private func delete(ids: [String], keys: [[UInt8]], schema: TypeSchema) async throws {
         let sequences = try await tier.delete(ids: ids, schema: schema)
+        try await commitOwnDeletes(sequences, ids: ids, keys: keys, schema: schema)
+    }
+
+    /// Deletes locally, in one commit, records this instance deleted on the server at `sequences` (each unless
+    /// the applier already holds its deletion or something later), then waits for those not admitted.
+    nonisolated(nonsending) func commitOwnDeletes(
+        _ sequences: [Int64], ids: [String], keys: [[UInt8]], schema: TypeSchema
+    ) async throws {
         let tier = self.tier
         // The notes of admitted deletes go with a transaction that does not commit
         // (``SharedTier/keepRollbackPoint(in:)``).

@@ -48,4 +48,17 @@ extension SharedTierScripts {
         end
 
         """ + put
+
+    /// ``delete`` under a lease, as ``leasedPut``: the refresh of a record its source no longer has deletes it
+    /// only while its lease holds, in one step (a write of the id between a check and the delete would
+    /// otherwise be deleted with it).
+    static let leasedDelete =
+        """
+        local leaseValue = table.remove(ARGV)
+        local leaseKey = table.remove(ARGV)
+        if redis.call('GET', leaseKey) ~= leaseValue then
+          return redis.error_reply('LEASELOST the lease was voided by a write, or it expired')
+        end
+
+        """ + delete
 }

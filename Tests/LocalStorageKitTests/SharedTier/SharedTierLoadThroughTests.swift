@@ -36,6 +36,32 @@ struct SharedTierLoadThroughTests {
         }
     }
 
+    /// The refresh of a record its source no longer has deletes it on the server only while its lease holds, in
+    /// one script: with a lease check and a delete in two round trips, a save of the id between them was
+    /// deleted with the stale record (review-63 #7).
+    @Test func aLeasedDeleteDeletesOnlyWhileItsLeaseHolds() async throws {
+        let storage = try await instance()
+        let tier = try #require(storage.sharedTier)
+        try await storage.save(Product.sample(1))
+        let schema = try await storage.core.schema(for: Product.self)
+        let key = tier.leaseKey(type: schema.name, id: Array("sku_1".utf8))
+        let mine = SharedTierLease(kind: .lease, token: 7).bytes
+        // No lease (a write ended it), then another load's lease: nothing is deleted.
+        await #expect(throws: SharedTierLeaseLost.self) {
+            try await tier.delete(id: "sku_1", schema: schema, lease: (key, mine))
+        }
+        _ = try await tier.connection.call([Array("SET".utf8), key, SharedTierLease(kind: .lease, token: 8).bytes])
+        await #expect(throws: SharedTierLeaseLost.self) {
+            try await tier.delete(id: "sku_1", schema: schema, lease: (key, mine))
+        }
+        #expect(try await tier.record(type: schema.name, id: Array("sku_1".utf8)) != nil)
+        // Its own lease: the record goes, and the lease with it.
+        _ = try await tier.connection.call([Array("SET".utf8), key, mine])
+        _ = try await tier.delete(id: "sku_1", schema: schema, lease: (key, mine))
+        #expect(try await tier.record(type: schema.name, id: Array("sku_1".utf8)) == nil)
+        #expect(try await tier.connection.call([Array("GET".utf8), key]).bytes == nil)
+    }
+
     @Test func manyCallersOnTwoInstancesLoadOnceInAll() async throws {
         let a = try await instance()
         let b = try await instance()
@@ -271,6 +297,20 @@ struct SharedTierLoadThroughTests {
         #expect(try await waitUntil { b.core.loads.count == 0 && a.core.loads.count == 0 })
         #expect(gate.loads == 1)
         #expect(try await a.fetch(Product.self, id: "sku_old")?.title == "new")
+    }
+
+    /// A refresh whose source no longer has the record deletes it on every instance (under its lease, in one
+    /// script).
+    @Test func aRefreshThatFindsNothingDeletesTheRecordEverywhere() async throws {
+        let a = try await instance()
+        let b = try await instance()
+        try await a.save(Self.product("sku_gone", "old"))
+        #expect(try await b.fetch(Product.self, id: "sku_gone")?.title == "old")
+        let policy = LoadPolicy(refreshAfter: .zero, loadTimeout: .seconds(600))
+        #expect(try await a.fetch(Product.self, id: "sku_gone", policy: policy) { _ in nil }?.title == "old")
+        #expect(try await waitUntil { try await a.fetch(Product.self, id: "sku_gone") == nil })
+        #expect(try await waitUntil { try await b.fetch(Product.self, id: "sku_gone") == nil })
+        #expect(try await waitUntil { a.core.loads.count == 0 })
     }
 
     @Test func aFailedLoadLetsTheOtherInstanceLoadAtOnce() async throws {
