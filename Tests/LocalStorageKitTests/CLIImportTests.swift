@@ -35,9 +35,8 @@ import Glibc
         // More records than one old batch of 10,000, then a record of a type whose description in the
         // store cannot be read: the line checks pass, the write fails at the end.
         var file = typeLine + "\n"
-        for n in 0..<10_050 {
-            file += recordLine.replacingOccurrences(of: "\"n1\"", with: "\"bulk_\(n)\"") + "\n"
-        }
+        let around = recordLine.components(separatedBy: "\"n1\"")
+        for n in 0..<10_050 { file += around.joined(separator: "\"bulk_\(n)\"") + "\n" }
         file += #"{"indexes":[],"signature":0,"type":"Broken","version":1}"# + "\n"
         file += recordLine.replacingOccurrences(of: "\"type\":\"Note\"", with: "\"type\":\"Broken\"") + "\n"
         let url = store.directory.appendingPathComponent("big.jsonl")
