@@ -19,10 +19,11 @@ extension LocalStorageStress {
         configuration.maxMapSize = 64 << 30
         let storage = try LocalStorage(configuration: configuration)
         try await storage.save(StressRecord.make(id: "first", sequence: 0))
+        // Made once, before the limit (so that it takes none of the headroom): building a 1 MiB string a character
+        // at a time for each record was most of this driver's time.
+        let blob = String(repeating: "b", count: 1 << 20)
         try limitAddressSpace(headroom: headroomMiB << 20)
         var saved = 0
-        // Made once: building a 1 MiB string a character at a time for each record was most of this driver's time.
-        let blob = String(repeating: "b", count: 1 << 20)
         do {
             while saved < 4096 {
                 try await storage.save(StressRecord(id: "big-\(saved)", group: "big", sequence: saved, blob: blob))

@@ -81,7 +81,9 @@ struct MultiProcessTests {
         let helper = try HelperProcess(["address-space", temporaryDirectory().path, "300"])
         #expect(await helper.waitForExit() == 0, "\(helper.lines)")
         let saved = helper.lines.first { $0.hasPrefix("full ") }.flatMap { Int($0.dropFirst("full ".count)) }
-        #expect((saved ?? 0) >= 160, "\(helper.lines)")
+        // At least 140: the old behaviour stopped at 127; alone the helper saves 191, and in a loaded parallel run 159
+        // was seen (threads the runtime adds under load reserve stacks from the same address space).
+        #expect((saved ?? 0) >= 140, "\(helper.lines)")
         #expect(helper.lines.last == "read", "\(helper.lines)")
     }
 
