@@ -117,7 +117,12 @@ extension SharedTier {
                     }
                 }
             }
-            if dropped { state.withLock { $0.localAhead = [:] } }  // Those copies are gone.
+            if dropped {
+                state.withLock { state in  // Those copies are gone, and the clears ahead with them.
+                    state.localAhead = [:]
+                    state.clearedAhead = [:]
+                }
+            }
             for change in changes { try apply(change, at: server, context: context) }
             state.withLock { state in
                 if dropped {

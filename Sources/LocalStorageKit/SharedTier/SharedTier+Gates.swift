@@ -80,15 +80,33 @@ extension SharedTier {
             + "\(settings.maxStaleness)), so local records may be out of date" + cause
     }
 
-    /// Whether this instance's own change `sequence` may be written locally now: not while a catch-up runs
-    /// (it brings the change), and not when the local store already reflects it or a later change.
-    func admitsOwn(_ sequence: Int64) -> Bool {
-        state.withLock { state in
-            state.phase != .syncing && (state.appliedSeq ?? Int64.min) < sequence
+    /// ``State/admitsOwn(_:)`` for an own clear of `type` in `context`'s transaction, which, when admitted, is noted as
+    /// ahead of the applier (``State/clearedAhead``): the type's older notices, applied later, leave the cleared
+    /// store alone. The note goes if the transaction does not commit.
+    func admitsOwnClear(_ sequence: Int64, type: String, context: CommitQueue.Context) -> Bool {
+        keepRollbackPoint(in: context)
+        return state.withLock { state in
+            guard state.admitsOwn(sequence) else { return false }
+            state.clearedAhead[ExactName(type), default: .min] = max(
+                state.clearedAhead[ExactName(type)] ?? .min, sequence)
+            state.forgetLocalAhead(ofType: type)  // The clear removes those copies.
+            return true
         }
     }
 
-    /// ``admitsOwn(_:)`` for an own write (or delete) of one record in `context`'s transaction, which, when
+    /// The update time for this instance's next write on the server: the clock's, or one nanosecond past the
+    /// last one when the clock has not moved since (a frozen test clock, two readings in one nanosecond). A save
+    /// always changes the record's update time, so a record that differs from its copy in its expiry alone is a
+    /// new time to live (`setExpiration`, which keeps the update time), never a save.
+    func nextWriteTime() -> Int64 {
+        let now = clock.wallNanoseconds()
+        return state.withLock { state in
+            state.lastWriteTime = max(now, state.lastWriteTime &+ 1)
+            return state.lastWriteTime
+        }
+    }
+
+    /// ``State/admitsOwn(_:)`` for an own write (or delete) of one record in `context`'s transaction, which, when
     /// admitted, is noted as ahead of the applier (``State/localAhead``): its own and older notices, applied
     /// later, leave it alone. The note goes if the transaction does not commit.
     ///
@@ -100,7 +118,7 @@ extension SharedTier {
     ) -> OwnAdmission? {
         keepRollbackPoint(in: context)
         return state.withLock { state in
-            guard state.phase != .syncing && (state.appliedSeq ?? Int64.min) < sequence else { return nil }
+            guard state.admitsOwn(sequence) else { return nil }
             let record = ExactName(SharedTierRecentChanges.record(type: type, id: id))
             let overUnannouncedFill = state.localAhead[record]?.announcedLive == false
             state.noteLocalAhead(type: type, id: id, at: sequence)

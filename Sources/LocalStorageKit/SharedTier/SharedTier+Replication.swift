@@ -144,11 +144,12 @@ extension SharedTier {
     /// the writer.
     func keepRollbackPoint(in context: CommitQueue.Context) {
         context.onAbort(once: self) {
-            let (applied, ahead) = state.withLock { ($0.appliedSeq, $0.localAhead) }
+            let (applied, ahead, cleared) = state.withLock { ($0.appliedSeq, $0.localAhead, $0.clearedAhead) }
             return { [self] in
                 state.withLock { state in
                     state.appliedSeq = applied
                     state.localAhead = ahead
+                    state.clearedAhead = cleared
                 }
             }
         }
@@ -158,6 +159,12 @@ extension SharedTier {
     /// local copy already reflects that sequence or a later one (``State/localAhead``) is left as it is, and
     /// the change only announced when a fill, which announces nothing, put the copy there.
     func apply(_ change: LocalChange, at sequence: Int64, context: CommitQueue.Context) throws {
+        let clearedAt = state.withLock { $0.clearedAhead[ExactName(change.type)] }
+        if let clearedAt, sequence < clearedAt, change.kind == UInt8(ascii: "P") || change.kind == UInt8(ascii: "D") {
+            // Before this instance's own clear of the type, which already ran here: it would bring back a record
+            // the clear removed (served until the clear's notice came). The observers heard of the clear.
+            return
+        }
         if change.kind == UInt8(ascii: "P") || change.kind == UInt8(ascii: "D") {
             let record = ExactName(SharedTierRecentChanges.record(type: change.type, id: change.id))
             let ahead = state.withLock { $0.localAhead[record] }
@@ -181,7 +188,8 @@ extension SharedTier {
             // the type, and live queries, which run on the server, rerun. This instance's own clear ran when it
             // was admitted (or, when it was not, with records here to clear): running it again would announce
             // it twice.
-            if try !change.byThisInstance || context.txn.entryCount(schema.records) > 0 {
+            let ranWhenAdmitted = change.byThisInstance && clearedAt == sequence
+            if try !ranWhenAdmitted && (!change.byThisInstance || context.txn.entryCount(schema.records) > 0) {
                 try RecordWriter.clear(schema: schema, context: context)
             }
             // Copies written ahead of this clear went with it: the notices of their writes must bring them back.

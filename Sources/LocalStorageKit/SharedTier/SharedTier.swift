@@ -75,6 +75,12 @@ final class SharedTier: Sendable {
         /// record at or before the copy, applied later, would take the copy back in time (a process's own
         /// `save(v1)`, `save(v2)`, then `v1`'s notice), so it is skipped (and, after a fill, only announced).
         var localAhead: [ExactName: LocalCopyAhead] = [:]
+        /// Types this instance cleared (`deleteAll`, admitted locally) ahead of the applied position, with the
+        /// clear's sequence: the puts and deletes of the type before it, applied later, would bring back records
+        /// the clear removed, so they are skipped, and the clear's own notice does not run it again.
+        var clearedAhead: [ExactName: Int64] = [:]
+        /// The update time of this instance's last write on the server (``SharedTier/nextWriteTime()``).
+        var lastWriteTime: Int64 = .min
         var waiters: [Waiter] = []
         var lastWaiterNumber: UInt64 = 0
     }
@@ -223,6 +229,10 @@ struct SharedTierConflict: Error {
 }
 
 extension SharedTier.State {
+    /// Whether this instance's own change `sequence` may be written locally now: not while a catch-up runs
+    /// (it brings the change), and not when the local store already reflects it or a later change.
+    func admitsOwn(_ sequence: Int64) -> Bool { phase != .syncing && (appliedSeq ?? Int64.min) < sequence }
+
     /// Notes that the local copy of `id` of `type` reflects the server's state at `sequence` (an own write, a
     /// fill) before the applier got there.
     ///
@@ -246,6 +256,7 @@ extension SharedTier.State {
 
     /// Forgets the copies the applied position has reached: later changes apply to them as to any other.
     mutating func forgetLocalAhead(through applied: Int64) {
+        if !clearedAhead.isEmpty { clearedAhead = clearedAhead.filter { $0.value > applied } }
         guard !localAhead.isEmpty else { return }
         localAhead = localAhead.filter { $0.value.sequence > applied }
     }

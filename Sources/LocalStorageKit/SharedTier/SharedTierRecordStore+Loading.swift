@@ -108,7 +108,7 @@ extension SharedTierRecordStore: LoadCoordinator {
                 return try await rememberSharedAbsence(request, lease: lease)
             }
             let record = try request.through.prepare(value, for: request)
-            let now = core.clock.wallNanoseconds()
+            let now = tier.nextWriteTime()
             let put = try tier.put(
                 record, expiresAt: try request.policy.expiration.expiresAt(now: now), now: now, schema: schema)
             do {

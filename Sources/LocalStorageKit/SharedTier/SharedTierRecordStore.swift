@@ -43,7 +43,7 @@ struct SharedTierRecordStore: RecordStore {
     nonisolated(nonsending) func save(
         contentsOf records: [PreparedRecord], expiration: CacheExpiration, schema: TypeSchema
     ) async throws {
-        let now = core.clock.wallNanoseconds()
+        let now = tier.nextWriteTime()
         let expiresAt = try expiration.expiresAt(now: now)
         let puts = try records.map { try tier.put($0, expiresAt: expiresAt, now: now, schema: schema) }
         let written = try await tier.write(puts, schema: schema, now: now)
@@ -90,7 +90,7 @@ struct SharedTierRecordStore: RecordStore {
         let sequence = try await tier.clear(schema: schema)
         let tier = self.tier
         let admitted = try await core.writer.perform { context -> Bool in
-            guard tier.admitsOwn(sequence) else { return false }
+            guard tier.admitsOwnClear(sequence, type: schema.name, context: context) else { return false }
             try RecordWriter.clear(schema: schema, context: context)
             return true
         }
@@ -173,7 +173,7 @@ struct SharedTierRecordStore: RecordStore {
         _ type: T.Type, id: String, key: [UInt8], schema: TypeSchema,
         _ mutate: @escaping @Sendable (inout T) throws -> Void
     ) async throws -> T {
-        let now = core.clock.wallNanoseconds()
+        let now = tier.nextWriteTime()
         guard let (value, bytes, expiresAt) = try await sharedRecord(T.self, id: id, key: key, schema: schema, now: now)
         else {
             throw LocalStorageError.notFound(id: id)

@@ -57,10 +57,11 @@ struct LoadTests {
                     done.leave()
                 }
                 var generator = SplitMix64(seed: UInt64(reader))
-                // At most 200 transactions each (about five seconds): in a parallel run of the whole suite the
-                // writers take many times longer than alone, and the readers' CPU time grew with them.
+                // At most 200 transactions each at the default 1.5 s (about five seconds; more with a longer
+                // LOAD_SECONDS): in a parallel run of the whole suite the writers take many times longer than
+                // alone, and the readers' CPU time grew with them.
                 var transactions = 0
-                while !tally.stop.load(ordering: .relaxed) && transactions < 200 {
+                while !tally.stop.load(ordering: .relaxed) && transactions < max(200, Int(seconds * 133)) {
                     transactions += 1
                     do {
                         let n = Int.random(in: 0..<2000, using: &generator)

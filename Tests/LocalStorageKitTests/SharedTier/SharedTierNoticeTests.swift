@@ -1,8 +1,9 @@
 import Foundation
+import LocalStorageTestSupport
 import Synchronization
 import Testing
 
-@testable import LocalStorageKit
+@_spi(Testing) @testable import LocalStorageKit
 
 /// Change notices that reach an instance whose local store is already ahead of them, or holds nothing of the
 /// type they change: what the instance's observers hear (review-63 #1–#3).
@@ -146,13 +147,17 @@ struct SharedTierNoticeTests {
             try await a.core.writer.perform { _ in }
         }
         #expect(try await a.count(Product.self, matching: [], options: .nearCache) == 2)
-        gate.release(1_000)
-        #expect(try await waitUntil { tierA.appliedPosition >= mark + 3 })
+        // sku_1's notice alone: applied in the same commit as the others, its record can be the one that commit
+        // evicts (the least recently used of three), and an insert of a record gone by then is dropped.
+        gate.release(1)
+        #expect(try await waitUntil { tierA.appliedPosition >= mark + 1 })
         #expect(
             await changes.eventually(within: .seconds(120)) {
                 $0.contains("inserted sku_1 \(Product.sample(1).title)")
             },
             "\(changes.values)")
+        gate.release(1_000)
+        #expect(try await waitUntil { tierA.appliedPosition >= mark + 3 })
         #expect(try await a.statistics().records <= 2)
     }
 
@@ -198,7 +203,10 @@ struct SharedTierNoticeTests {
         let a = try await sharedStore(tier)
         let b = try await sharedStore(tier)
         let tierA = try #require(a.sharedTier)
+        let tierB = try #require(b.sharedTier)
         try await a.save(Product.sample(1))
+        // B has applied the save: its notice is not announced after the recorders start.
+        #expect(try await waitUntil { tierB.appliedPosition >= tierA.appliedPosition })
         #expect(try await b.fetch(Product.self, id: "sku_1") == Product.sample(1))
         let changesA = Recorder(a.changes(of: Product.self).map(Self.describe))
         defer { changesA.cancel() }
@@ -208,6 +216,7 @@ struct SharedTierNoticeTests {
         _ = try await tierA.connection.call([Array("SET".utf8), lease, Array("someone".utf8)])
 
         try await a.setExpiration(Product.self, id: "sku_1", .minutes(5))
+        #expect(try await waitUntil { tierB.appliedPosition >= tierA.appliedPosition })
         #expect(try await b.metadata(Product.self, id: "sku_1")?.expiresAt != nil)
         try await a.save(Product.sample(2))
         let inserted = "inserted sku_2 \(Product.sample(2).title)"
@@ -217,6 +226,53 @@ struct SharedTierNoticeTests {
         #expect(changesB.values == [inserted])
         let held = try await tierA.connection.call([Array("GET".utf8), lease])
         #expect(held.bytes == Array("someone".utf8))
+    }
+
+    /// A notice older than this instance's own `deleteAll`, applied after the clear ran here, is skipped: it
+    /// brought back a record the clear had removed, served until the clear's own notice cleared it again
+    /// (review-65 #3). The clear's notice does not clear again either.
+    @Test(.timeLimit(.minutes(10))) func aNoticeOlderThanAnOwnClearDoesNotBringARecordBack() async throws {
+        let a = try await sharedStore(tier)
+        let b = try await sharedStore(tier)
+        let tierA = try #require(a.sharedTier)
+        try await a.save(Product.sample(1))
+        #expect(try await waitUntil { tierA.appliedPosition >= 1 && tierA.phase == .live })
+        let changes = Recorder(a.changes(of: Product.self).map(Self.describe))
+        defer { changes.cancel() }
+        let gate = SharedTierOwnWriteTests.NoticeGate.holding(tierA)
+        defer {
+            tierA.beforeNotice.withLock { $0 = nil }
+            gate.release(1_000)
+        }
+        let mark = tierA.appliedPosition
+        try await b.save(Product.sample(2))
+        try await a.deleteAll(Product.self)
+        #expect(try await a.count(Product.self, matching: [], options: .nearCache) == 0)
+        // B's save (older than the clear), then the clear's own notice.
+        gate.release(1)
+        #expect(try await waitUntil { tierA.appliedPosition >= mark + 1 })
+        #expect(try await a.count(Product.self, matching: [], options: .nearCache) == 0)
+        gate.release(1_000)
+        #expect(try await waitUntil { tierA.appliedPosition >= mark + 2 })
+        #expect(try await a.count(Product.self, matching: [], options: .nearCache) == 0)
+        try await a.save(Product.sample(3))
+        let inserted = "inserted sku_3 \(Product.sample(3).title)"
+        #expect(await changes.eventually(within: .seconds(120)) { $0.last == inserted }, "\(changes.values)")
+        #expect(changes.values == ["cleared", inserted])
+    }
+
+    /// Two saves of one value with different expirations at one instant (a frozen test clock) are two saves: the
+    /// second is an update, not a new time to live, as on a store without a shared tier. A save stamps a later
+    /// update time than the instance's last write even when the clock has not moved (review-65 #4).
+    @Test func twoSavesAtOneInstantAreTwoSaves() async throws {
+        let a = try await sharedStore(tier, clock: VirtualClock())
+        let changes = Recorder(a.changes(of: Product.self).map(Self.describe))
+        defer { changes.cancel() }
+        try await a.save(Product.sample(1), expiration: .hours(1))
+        try await a.save(Product.sample(1), expiration: .hours(2))
+        let title = Product.sample(1).title
+        #expect(await changes.eventually(within: .seconds(120)) { $0.count == 2 }, "\(changes.values)")
+        #expect(changes.values == ["inserted sku_1 \(title)", "updated sku_1 \(title)"])
     }
 
     /// Notices that a fill got ahead of are announced in their order, as applying them would have: B's save, its
