@@ -172,8 +172,13 @@ extension SharedTier {
                 guard let announcedLive = ahead.announcedLive else { return }
                 guard let schema = try localSchema(named: change.type, context: context) else { return }
                 if try fillStillHeld(change, schema: schema, context: context) {
-                    let live = announceSkipped(change, shownLive: announcedLive, schema: schema, context: context)
-                    state.withLock { $0.localAhead[record]?.announcedLive = live }
+                    let live = announceSkipped(
+                        change, shownLive: announcedLive, previous: ahead.announcedRecord, schema: schema,
+                        context: context)
+                    state.withLock { state in
+                        state.localAhead[record]?.announcedLive = live
+                        state.localAhead[record]?.announcedRecord = change.record
+                    }
                     return
                 }
                 // The fill's copy left the store (evicted, expired and purged): nothing here is ahead of this
@@ -237,12 +242,13 @@ extension SharedTier {
 
     /// Announces a put or delete whose record a fill already brought here (the fill told no observer): logs
     /// and publishes what applying it would have, an insert where the changes announced so far do not show
-    /// the record live. Returns whether they show it live now.
+    /// the record live, and a touch for a new time to live (a put that differs from `previous`, the record as last
+    /// announced, in its expiry alone). Returns whether they show it live now.
     private func announceSkipped(
-        _ change: LocalChange, shownLive: Bool, schema: TypeSchema, context: CommitQueue.Context
+        _ change: LocalChange, shownLive: Bool, previous: [UInt8]?, schema: TypeSchema, context: CommitQueue.Context
     ) -> Bool {
         let key = Array(change.id.utf8)
-        guard change.record != nil else {
+        guard let record = change.record else {
             if shownLive {
                 // The record is still here (the fill's copy, newer than this delete): it keeps its place in the
                 // eviction order.
@@ -252,6 +258,12 @@ extension SharedTier {
                 context.publish(PublishedChange(typeName: schema.name, kind: .touched))
             }
             return false
+        }
+        if shownLive, let previous,
+            previous.withUnsafeBytes({ RecordWriter.differInExpiryAlone($0, record) })
+        {
+            context.touch(schema, id: key)
+            return true
         }
         context.log(schema, shownLive ? .updated : .inserted, id: key)
         if context.isObserved(schema.name) {

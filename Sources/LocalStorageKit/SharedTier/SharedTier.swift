@@ -221,6 +221,9 @@ struct LocalCopyAhead {
     /// For a copy a fill wrote: whether the notices announced since the fill show the record live (the first
     /// skipped put is an insert for this instance's observers, a later one an update); nil for an own write.
     var announcedLive: Bool?
+    /// The record as the last skipped put announced it (nil: none yet, or a delete since): a later put that
+    /// differs from it in its expiry alone is a new time to live, not an update.
+    var announcedRecord: [UInt8]? = nil
 }
 
 /// An expected record changed on the shared tier between a read and the write based on it.
@@ -243,7 +246,8 @@ extension SharedTier.State {
         let earlier = localAhead[record]
         localAhead[record] = LocalCopyAhead(
             sequence: max(earlier?.sequence ?? Int64.min, sequence),
-            announcedLive: byFill ? (earlier?.announcedLive ?? false) : nil)
+            announcedLive: byFill ? (earlier?.announcedLive ?? false) : nil,
+            announcedRecord: byFill ? earlier?.announcedRecord : nil)
     }
 
     /// Forgets the copies of `type` noted ahead: a clear of the type applied removed them, so the notices of

@@ -261,6 +261,35 @@ struct SharedTierNoticeTests {
         #expect(changes.values == ["cleared", inserted])
     }
 
+    /// A new time to live that a fill got ahead of is no update either: B saves, then sets a new expiry; A reads the
+    /// record before both notices, which are then announced from what A skipped: an insert, and a touch (it was an
+    /// update; review-65 #5).
+    @Test(.timeLimit(.minutes(10))) func aNewTimeToLiveAFillGotAheadOfIsNoUpdate() async throws {
+        let a = try await sharedStore(tier)
+        let b = try await sharedStore(tier)
+        let tierA = try #require(a.sharedTier)
+        try await a.save(Product.sample(1))
+        #expect(try await waitUntil { tierA.appliedPosition >= 1 && tierA.phase == .live })
+        let changes = Recorder(a.changes(of: Product.self).map(Self.describe))
+        defer { changes.cancel() }
+        let gate = SharedTierOwnWriteTests.NoticeGate.holding(tierA)
+        defer {
+            tierA.beforeNotice.withLock { $0 = nil }
+            gate.release(1_000)
+        }
+        let mark = tierA.appliedPosition
+        try await b.save(Product.sample(2))
+        try await b.setExpiration(Product.self, id: "sku_2", .minutes(30))
+        #expect(try await a.fetch(Product.self, id: "sku_2") == Product.sample(2))
+        #expect(try await waitUntil { try await a.count(Product.self, matching: [], options: .nearCache) == 2 })
+        gate.release(1_000)
+        #expect(try await waitUntil { tierA.appliedPosition >= mark + 2 })
+        try await a.save(Product.sample(3))
+        let last = "inserted sku_3 \(Product.sample(3).title)"
+        #expect(await changes.eventually(within: .seconds(120)) { $0.last == last }, "\(changes.values)")
+        #expect(changes.values == ["inserted sku_2 \(Product.sample(2).title)", last])
+    }
+
     /// Two saves of one value with different expirations at one instant (a frozen test clock) are two saves: the
     /// second is an update, not a new time to live, as on a store without a shared tier. A save stamps a later
     /// update time than the instance's last write even when the clock has not moved (review-65 #4).
