@@ -87,8 +87,7 @@ extension SharedTier {
         keepRollbackPoint(in: context)
         return state.withLock { state in
             guard state.admitsOwn(sequence) else { return false }
-            state.clearedAhead[ExactName(type), default: .min] = max(
-                state.clearedAhead[ExactName(type)] ?? .min, sequence)
+            state.clearedAhead[ExactName(type)] = max(state.clearedAhead[ExactName(type)] ?? .min, sequence)
             state.forgetLocalAhead(ofType: type)  // The clear removes those copies.
             return true
         }

@@ -39,26 +39,21 @@ extension SharedTierScripts {
     /// ``put`` under a lease: the last two arguments are the lease key and the value it must still hold
     /// (else the error `LEASELOST`, before anything is written). The put itself ends the lease, as every
     /// put and delete ends the lease of the ids it writes.
-    static let leasedPut =
-        """
-        local leaseValue = table.remove(ARGV)
-        local leaseKey = table.remove(ARGV)
-        if redis.call('GET', leaseKey) ~= leaseValue then
-          return redis.error_reply('LEASELOST the lease was voided by a write, or it expired')
-        end
-
-        """ + put
+    static let leasedPut = leaseHeld + put
 
     /// ``delete`` under a lease, as ``leasedPut``: the refresh of a record its source no longer has deletes it
     /// only while its lease holds, in one step (a write of the id between a check and the delete would
     /// otherwise be deleted with it).
-    static let leasedDelete =
-        """
+    static let leasedDelete = leaseHeld + delete
+
+    /// The start of a script that runs only under a load's lease: takes the last two arguments, the lease key and
+    /// the value it must still hold, and stops with `LEASELOST` (before anything is written) when it does not.
+    private static let leaseHeld = """
         local leaseValue = table.remove(ARGV)
         local leaseKey = table.remove(ARGV)
         if redis.call('GET', leaseKey) ~= leaseValue then
           return redis.error_reply('LEASELOST the lease was voided by a write, or it expired')
         end
 
-        """ + delete
+        """
 }

@@ -148,34 +148,29 @@ extension CommitQueue {
                         let before = reserve ? try StoreTotals.of(child.txn, logger: logger) : nil
                         try body(child)
                         if let before, before.grew(to: try StoreTotals.of(child.txn, logger: logger)) {
-                            child.txn.abortNested()
-                            child.rollBack()
+                            child.abortNested()
                             results.append(.failed(LocalStorageError.storageFull))
                             continue
                         }
                         if child.metMapFull {
                             // The closure caught the full map and went on: its writes are incomplete.
-                            child.txn.abortNested()
-                            child.rollBack()
+                            child.abortNested()
                             results.append(.needsRoom)
                             continue
                         }
                         if let error = child.storeError {
                             // The closure caught another error of the store and went on: LMDB may have marked the
                             // transaction failed, and committing it would fail the parent, every peer with it.
-                            child.txn.abortNested()
-                            child.rollBack()
+                            child.abortNested()
                             results.append(.failed(error))
                             continue
                         }
                     } catch let error as LMDBError where error.isMapFull {
-                        child.txn.abortNested()
-                        child.rollBack()
+                        child.abortNested()
                         results.append(.needsRoom)
                         continue
                     } catch {
-                        child.txn.abortNested()
-                        child.rollBack()
+                        child.abortNested()
                         results.append(child.metMapFull ? .needsRoom : .failed(error))
                         continue
                     }
