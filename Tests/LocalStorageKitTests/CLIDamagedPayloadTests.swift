@@ -16,7 +16,7 @@ import Testing
         let schema = try await storage.core.schema(for: Note.self)
         let damaged = try storage.core.environment.read { txn in
             guard let bytes = try txn.get(schema.records, key: Array("bad".utf8)) else { return [UInt8]() }
-            return try RecordView(bytes).header().serialized(payload: payload)
+            return try RecordView(bytes).header(in: schema, txn: txn).serialized(payload: payload)
         }
         try await storage.core.writer.perform { context in
             try context.txn.put(schema.records, key: Array("bad".utf8), value: damaged)

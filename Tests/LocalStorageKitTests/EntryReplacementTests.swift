@@ -71,7 +71,7 @@ import Testing
         let index = try #require(schema.index(named: "tag"))
         try await storage.core.writer.perform { context in
             let stored = try #require(try context.txn.get(schema.records, key: Array("a".utf8)))
-            let key = RecordWriter.indexKey(of: try RecordView(stored).header(), for: index)
+            let key = RecordWriter.indexKey(of: try RecordView(stored).header(in: schema, txn: context.txn), for: index)
             _ = try context.txn.delete(index.dbi, key: key, value: Array("a".utf8))
         }
         #expect(try await storage.fetch(Item.self, matching: [.equals("tag", "t1")]).isEmpty)

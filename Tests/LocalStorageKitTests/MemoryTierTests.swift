@@ -195,7 +195,7 @@ import Testing
                     let key = Array("a".utf8)
                     guard let bytes = try context.txn.get(schema.records, key: key) else { return }
                     let view = try RecordDecoding.view(of: bytes, Note.self, id: "a")
-                    var header = view.header()
+                    var header = try view.header(in: schema, txn: context.txn)
                     header.expiresAt = 1
                     try RecordWriter.replaceHeader(of: view, with: header, key: key, schema: schema, txn: context.txn)
                 }

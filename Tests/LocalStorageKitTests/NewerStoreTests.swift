@@ -120,7 +120,7 @@ struct Sheet3Pages: LocalStorageVersioned, LocalStorageIndexed, Equatable {
         let schema = try await storage.core.schema(for: Product.self)
         let key = Array("sku_3".utf8)
         var newer = try storage.core.environment.read { txn in try txn.get(schema.records, key: key).map(Array.init) }
-        newer?[0] = 0xA8
+        newer?[0] = 0xA9
         let bytes = try #require(newer)
         try await storage.core.writer.perform { context in try context.txn.put(schema.records, key: key, value: bytes) }
         let failure = await decodingFailure {
@@ -132,7 +132,7 @@ struct Sheet3Pages: LocalStorageVersioned, LocalStorageIndexed, Equatable {
         #expect(failure?.contains("damaged") == false, "\(failure ?? "")")
     }
 
-    /// A record in a later header layout (magic 0xA8) or with a payload format this version does not know is a
+    /// A record in a later header layout (magic 0xA9) or with a payload format this version does not know is a
     /// newer version's, not damage: reads say so, a save does not overwrite it, `verify` reports it as newer
     /// and `repair` leaves it (it was reported as damaged and removed).
     @Test(arguments: ["format", "layout"])
@@ -144,7 +144,7 @@ struct Sheet3Pages: LocalStorageVersioned, LocalStorageIndexed, Equatable {
         if change == "format" {
             newer[1] = (newer[1] & PayloadEnvelope.mask) | 0x0F
         } else {
-            newer[0] = 0xA8
+            newer[0] = 0xA9
         }
         try await EncryptionTests.storeNote(newer, as: "n1", in: storage)
 

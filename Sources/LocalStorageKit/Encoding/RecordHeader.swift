@@ -1,4 +1,5 @@
-/// The fixed layout in front of every stored payload (all integers little-endian).
+/// The header in front of every stored payload (all integers little-endian), in one of two layouts
+/// (``RecordLayout``). The named layout:
 ///
 /// ```
 /// 0  UInt8   magic 0xA7
@@ -14,6 +15,24 @@
 ///            UInt16 value length, value (a string's UTF-8, or a number's 11-byte ordered key)
 /// …  payload
 /// ```
+///
+/// The compact layout (store layout 4 and later; see docs/DESIGN.md, "The compact record header"):
+///
+/// ```
+/// 0  UInt8   magic 0xA8
+/// 1  UInt8   payload format and envelope flags, as above
+/// 2  UInt16  header length: where the payload starts
+/// 4  Int64   updatedAt, ns since 1970
+/// 12 varint  expiry: 0 = never, else zigzag(expiresAt − updatedAt) + 1
+/// …  varint  zigzag(updatedAt − createdAt)
+/// …  varint  schema version
+/// …  UInt64  signature of the index declaration
+/// …  to the header's end, each index value: varint (slot number << 1 | 1 for a number), then a string's
+///            varint length and UTF-8, or a number's 11-byte ordered key
+/// …  payload
+/// ```
+/// Varints are LEB128 (7 bits a byte, low first). The slot numbers are the store's own (``TypeInfo``), so
+/// a compact record is read with its type's description; the shared tier holds the named layout only.
 /// Index values travel with the record so that an update or delete can remove the old index entries,
 /// and a query can check a second condition, without decoding the payload.
 struct RecordHeader: Equatable {
@@ -29,6 +48,8 @@ struct RecordHeader: Equatable {
     var indexValues: [StoredIndexValue]
     /// What was done to the payload after the codec wrote it (compressed, sealed).
     var envelope: PayloadEnvelope = []
+    /// The layout ``bytes(reserving:)`` writes; a header read from a record keeps the record's.
+    var layout: RecordLayout = .named
 
     /// Whether the record has expired at `now` (ns since 1970).
     func isExpired(at now: Int64) -> Bool { expiresAt != 0 && expiresAt <= now }
@@ -43,6 +64,7 @@ struct RecordHeader: Equatable {
     /// The header's bytes alone (its length field says where the payload starts), with room reserved
     /// for `payloadCount` more.
     func bytes(reserving payloadCount: Int = 0) throws(LocalStorageError) -> [UInt8] {
+        if layout == .compact, let compact = compactBytes(reserving: payloadCount) { return compact }
         var out: [UInt8] = []
         out.reserveCapacity(RecordHeader.fixedLength + indexValues.count * 24 + payloadCount)
         out.append(RecordHeader.magic)

@@ -8,6 +8,15 @@ struct RecordView {
     let format: PayloadFormat
     /// What was done to the payload after the codec wrote it (compressed, sealed).
     let envelope: PayloadEnvelope
+    /// The header's layout: a compact one names its index values by slot number.
+    let layout: RecordLayout
+    let version: Int
+    let createdAt: Int64
+    let updatedAt: Int64
+    let expiresAt: Int64
+    let signature: UInt64
+    /// Where the index values start.
+    private let valuesStart: Int
 
     /// Validates the header of `bytes`, index values included; throws `decodingFailed` for anything that
     /// is not a record. Write paths use this one, so a header they copy is whole.
@@ -19,8 +28,10 @@ struct RecordView {
     /// Validates only the fixed part, for reads that decode the payload or look up one index value
     /// (``forEachIndexValue(_:)`` checks every length as it goes).
     init(fixedPartOf bytes: UnsafeRawBufferPointer) throws(LocalStorageError) {
-        // What a newer version wrote is told apart only when the bytes are not a record of this layout.
-        guard bytes.count >= RecordHeader.fixedLength, bytes[0] == RecordHeader.magic else {
+        // What a newer version wrote is told apart only when the bytes are not a record of a known layout.
+        let first = bytes.first
+        let minimum = first == RecordHeader.compactMagic ? RecordHeader.compactFixedLength : RecordHeader.fixedLength
+        guard bytes.count >= minimum, first == RecordHeader.magic || first == RecordHeader.compactMagic else {
             throw .decodingFailed(
                 reason: RecordView.newerLayout(of: bytes) ?? "the stored bytes are not a LocalStorageKit record")
         }
@@ -29,17 +40,57 @@ struct RecordView {
             throw .decodingFailed(reason: RecordView.newerLayout(of: bytes) ?? "unknown payload format \(bytes[1])")
         }
         let length = Int(bytes.loadUnaligned(fromByteOffset: 2, as: UInt16.self).littleEndian)
-        guard length >= RecordHeader.fixedLength, length <= bytes.count else {
+        guard length >= minimum, length <= bytes.count else {
             throw .decodingFailed(reason: "the record header length \(length) is out of bounds")
         }
         self.bytes = bytes
         self.headerLength = length
         self.format = format
         self.envelope = envelope
+        if first == RecordHeader.magic {
+            layout = .named
+            version = Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: 4, as: UInt32.self)))
+            createdAt = Int64(littleEndian: bytes.loadUnaligned(fromByteOffset: 8, as: Int64.self))
+            updatedAt = Int64(littleEndian: bytes.loadUnaligned(fromByteOffset: 16, as: Int64.self))
+            expiresAt = Int64(littleEndian: bytes.loadUnaligned(fromByteOffset: 24, as: Int64.self))
+            signature = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: 32, as: UInt64.self))
+            valuesStart = RecordHeader.fixedLength
+        } else {
+            layout = .compact
+            let updatedAt = Int64(littleEndian: bytes.loadUnaligned(fromByteOffset: 4, as: Int64.self))
+            var offset = 12
+            guard let expiryCode = RecordView.varint(bytes, &offset, end: length),
+                let createdCode = RecordView.varint(bytes, &offset, end: length),
+                let version = RecordView.varint(bytes, &offset, end: length), version <= UInt64(UInt32.max),
+                offset + 8 <= length
+            else { throw RecordView.damaged }
+            self.updatedAt = updatedAt
+            expiresAt = expiryCode == 0 ? 0 : updatedAt &+ RecordHeader.unzigzag(expiryCode - 1)
+            createdAt = updatedAt &- RecordHeader.unzigzag(createdCode)
+            self.version = Int(version)
+            signature = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+            valuesStart = offset + 8
+        }
+    }
+
+    /// The LEB128 varint at `offset` (moved past it), or nil when it runs past `end` or over 64 bits.
+    @inline(__always)
+    private static func varint(_ bytes: UnsafeRawBufferPointer, _ offset: inout Int, end: Int) -> UInt64? {
+        var value: UInt64 = 0
+        var shift: UInt64 = 0
+        while offset < end {
+            let byte = bytes[offset]
+            offset += 1
+            guard shift < 64, shift < 63 || byte <= 1 else { return nil }
+            value |= UInt64(byte & 0x7F) << shift
+            if byte < 0x80 { return value }
+            shift += 7
+        }
+        return nil
     }
 
     /// The header magics later layouts of the record header may take; this version reads none of them.
-    static let laterMagics: ClosedRange<UInt8> = 0xA8...0xAF
+    static let laterMagics: ClosedRange<UInt8> = 0xA9...0xAF
 
     /// Why `bytes` look like a record a newer version of LocalStorageKit wrote (a later header layout, or this
     /// layout with a payload format this version does not know), or nil. Such a record is never overwritten
@@ -50,10 +101,13 @@ struct RecordView {
             return "it was written by a newer version of LocalStorageKit (record header layout "
                 + "0x\(String(first, radix: 16, uppercase: true))), which this version cannot read; it is left untouched"
         }
-        guard first == RecordHeader.magic, bytes.count >= RecordHeader.fixedLength else { return nil }
+        let minimum = first == RecordHeader.compactMagic ? RecordHeader.compactFixedLength : RecordHeader.fixedLength
+        guard first == RecordHeader.magic || first == RecordHeader.compactMagic, bytes.count >= minimum else {
+            return nil
+        }
         let length = Int(bytes.loadUnaligned(fromByteOffset: 2, as: UInt16.self).littleEndian)
         let format = bytes[1] & ~PayloadEnvelope.mask
-        guard length >= RecordHeader.fixedLength, length <= bytes.count, format != 0,
+        guard length >= minimum, length <= bytes.count, format != 0,
             PayloadFormat(rawValue: format) == nil
         else { return nil }
         return "it was written by a newer version of LocalStorageKit (payload format \(format)), which this version "
@@ -64,13 +118,6 @@ struct RecordView {
     private func load<I: FixedWidthInteger>(_ offset: Int, as type: I.Type) -> I {
         I(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: I.self))
     }
-
-    var version: Int { Int(load(4, as: UInt32.self)) }
-    var createdAt: Int64 { load(8, as: Int64.self) }
-    var updatedAt: Int64 { load(16, as: Int64.self) }
-    var expiresAt: Int64 { load(24, as: Int64.self) }
-    var signature: UInt64 { load(32, as: UInt64.self) }
-    var indexValueCount: Int { Int(load(40, as: UInt16.self)) }
 
     /// Whether the record has expired at `now` (ns since 1970).
     @inline(__always)
@@ -85,72 +132,89 @@ struct RecordView {
     }
 
     private func validateIndexValues() throws(LocalStorageError) {
-        var offset = RecordHeader.fixedLength
-        for _ in 0..<indexValueCount {
-            guard offset + 1 <= headerLength else { throw RecordView.damaged }
-            let nameLength = Int(bytes[offset])
-            offset += 1 + nameLength
-            guard offset + 3 <= headerLength, IndexKind(rawValue: bytes[offset]) != nil else {
-                throw RecordView.damaged
+        var complete = false
+        var offset = valuesStart
+        switch layout {
+        case .named:
+            let count = Int(load(40, as: UInt16.self))
+            for _ in 0..<count {
+                guard offset + 1 <= headerLength else { throw RecordView.damaged }
+                let nameLength = Int(bytes[offset])
+                offset += 1 + nameLength
+                guard offset + 3 <= headerLength, IndexKind(rawValue: bytes[offset]) != nil else {
+                    throw RecordView.damaged
+                }
+                let valueLength = Int(load(offset + 1, as: UInt16.self))
+                offset += 3 + valueLength
+                guard offset <= headerLength else { throw RecordView.damaged }
             }
-            let valueLength = Int(load(offset + 1, as: UInt16.self))
-            offset += 3 + valueLength
-            guard offset <= headerLength else { throw RecordView.damaged }
+        case .compact:
+            forEachIndexValueWithEnd { _, _, _, end in
+                complete = end == headerLength
+                return true
+            }
+            guard complete || valuesStart == headerLength else { throw RecordView.damaged }
         }
     }
 
     private static var damaged: LocalStorageError { .decodingFailed(reason: "the record header is damaged") }
 
-    /// Calls `body` with each stored index value (name bytes, kind, value bytes) until it returns false.
-    /// Stops at the first entry that does not fit in the header (a damaged header never reads out of
-    /// bounds).
+    /// Calls `body` with each stored index value (its index's name or slot, its kind, its bytes) until it
+    /// returns false. Stops at the first entry that does not fit in the header (a damaged header never reads
+    /// out of bounds).
     func forEachIndexValue(
-        _ body: (UnsafeRawBufferPointer, IndexKind, UnsafeRawBufferPointer) throws -> Bool
+        _ body: (StoredIndexTag, IndexKind, UnsafeRawBufferPointer) throws -> Bool
     ) rethrows {
-        var offset = RecordHeader.fixedLength
-        for _ in 0..<indexValueCount {
-            guard offset < headerLength else { return }
-            let nameLength = Int(bytes[offset])
-            guard offset + 1 + nameLength + 3 <= headerLength,
-                let kind = IndexKind(rawValue: bytes[offset + 1 + nameLength])
-            else { return }
-            let name = UnsafeRawBufferPointer(rebasing: bytes[(offset + 1)..<(offset + 1 + nameLength)])
-            offset += 1 + nameLength
-            let valueLength = Int(load(offset + 1, as: UInt16.self))
-            offset += 3
-            guard offset + valueLength <= headerLength else { return }
-            let value = UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + valueLength)])
-            offset += valueLength
-            if try !body(name, kind, value) { return }
-        }
+        try forEachIndexValueWithEnd { tag, kind, value, _ in try body(tag, kind, value) }
     }
 
-    /// The stored value of the index named `name` (as UTF-8 bytes), or nil when the record has none.
-    func indexValue(named name: [UInt8]) -> (kind: IndexKind, value: UnsafeRawBufferPointer)? {
-        var found: (IndexKind, UnsafeRawBufferPointer)?
-        forEachIndexValue { candidate, kind, value in
-            if candidate.elementsEqual(name) {
-                found = (kind, value)
-                return false
+    /// ``forEachIndexValue(_:)`` with the offset where each value ends.
+    private func forEachIndexValueWithEnd(
+        _ body: (StoredIndexTag, IndexKind, UnsafeRawBufferPointer, Int) throws -> Bool
+    ) rethrows {
+        var offset = valuesStart
+        switch layout {
+        case .named:
+            for _ in 0..<Int(load(40, as: UInt16.self)) {
+                guard offset < headerLength else { return }
+                let nameLength = Int(bytes[offset])
+                guard offset + 1 + nameLength + 3 <= headerLength,
+                    let kind = IndexKind(rawValue: bytes[offset + 1 + nameLength])
+                else { return }
+                let name = UnsafeRawBufferPointer(rebasing: bytes[(offset + 1)..<(offset + 1 + nameLength)])
+                offset += 1 + nameLength
+                let valueLength = Int(load(offset + 1, as: UInt16.self))
+                offset += 3
+                guard offset + valueLength <= headerLength else { return }
+                let value = UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + valueLength)])
+                offset += valueLength
+                if try !body(.name(name), kind, value, offset) { return }
             }
-            return true
+        case .compact:
+            while offset < headerLength {
+                guard let code = RecordView.varint(bytes, &offset, end: headerLength), code >> 1 <= UInt64(UInt32.max)
+                else { return }
+                let kind: IndexKind = code & 1 == 1 ? .number : .string
+                let valueLength: Int
+                if kind == .number {
+                    valueLength = OrderedKey.numberLength
+                } else {
+                    guard let length = RecordView.varint(bytes, &offset, end: headerLength),
+                        length <= UInt64(headerLength)
+                    else { return }
+                    valueLength = Int(length)
+                }
+                guard offset + valueLength <= headerLength else { return }
+                let value = UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + valueLength)])
+                offset += valueLength
+                if try !body(.slot(UInt32(code >> 1)), kind, value, offset) { return }
+            }
         }
-        return found
     }
+}
 
-    /// Copies the header out of the map.
-    func header() -> RecordHeader {
-        var values: [StoredIndexValue] = []
-        values.reserveCapacity(indexValueCount)
-        forEachIndexValue { name, kind, value in
-            values.append(
-                StoredIndexValue(
-                    name: String(decoding: name, as: UTF8.self), kind: kind,
-                    bytes: Array(value)))
-            return true
-        }
-        return RecordHeader(
-            format: format, version: version, createdAt: createdAt, updatedAt: updatedAt,
-            expiresAt: expiresAt, signature: signature, indexValues: values, envelope: envelope)
-    }
+/// What a record header says of an index value's index: its name (named layout) or its slot number (compact).
+enum StoredIndexTag {
+    case name(UnsafeRawBufferPointer)
+    case slot(UInt32)
 }

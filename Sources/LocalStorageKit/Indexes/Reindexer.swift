@@ -143,7 +143,7 @@ struct Reindexer<T: LocalStorable>: Sendable {
                 let value = try RecordDecoding.decode(
                     T.self, view: view, id: id,
                     session: DecodeSession(counter: nil, format: view.format, sealing: schema.sealing))
-                var header = view.header()
+                var header = try view.header(in: schema, txn: txn)
                 header.indexValues = value.indexValuesForStorage
                 header.signature = schema.signature
                 try RecordWriter.replaceHeader(of: view, with: header, key: key, schema: schema, txn: txn)

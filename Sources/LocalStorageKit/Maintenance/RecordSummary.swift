@@ -27,8 +27,11 @@ import Foundation
     /// Whether the record had expired when it was read (listings only; exports leave it out).
     public var isExpired: Bool?
 
-    /// The summary of a record read from the store; `now` (ns) adds the listing-only fields.
-    init(type: String, id: String, view: RecordView, now: Int64?) {
+    /// The summary of a record read from the store; `now` (ns) adds the listing-only fields. `slots` (the type's,
+    /// from its description) name a compact header's index values.
+    ///
+    /// - Throws: `decodingFailed` when a compact header names a slot that `slots` lacks.
+    init(type: String, id: String, view: RecordView, now: Int64?, slots: [TypeInfo.Slot]) throws(LocalStorageError) {
         self.type = type
         self.id = id
         createdAt = view.createdAt
@@ -38,9 +41,24 @@ import Foundation
         format = view.format.name
         signature = view.signature
         var indexes: [String: MaintenanceIndexValue] = [:]
-        view.forEachIndexValue { name, kind, value in
-            indexes[String(decoding: name, as: UTF8.self)] = MaintenanceIndexValue(kind: kind, stored: value)
+        var unknownSlot: UInt32?
+        view.forEachIndexValue { tag, kind, value in
+            switch tag {
+            case .name(let name):
+                indexes[String(decoding: name, as: UTF8.self)] = MaintenanceIndexValue(kind: kind, stored: value)
+            case .slot(let number):
+                guard let slot = slots.first(where: { $0.number == number && $0.kind == kind }) else {
+                    unknownSlot = number
+                    return false
+                }
+                indexes[slot.name] = MaintenanceIndexValue(kind: kind, stored: value)
+            }
             return true
+        }
+        if let unknownSlot {
+            throw .decodingFailed(
+                reason: "\(type) \"\(id)\": the record header names index slot \(unknownSlot), which the type's "
+                    + "description lacks; it is damaged")
         }
         self.indexes = indexes
         if let now {

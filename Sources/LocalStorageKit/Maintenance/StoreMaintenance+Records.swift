@@ -56,7 +56,7 @@ extension StoreMaintenance {
                         return true  // Listed as damaged below.
                     }
                     return conditions.allSatisfy { index, stored in
-                        view.indexValue(named: index.nameBytes).map { $0.value.elementsEqual(stored) } ?? false
+                        view.indexValue(of: index).map { $0.elementsEqual(stored) } ?? false
                     }
                 }
                 if let order {
@@ -97,7 +97,8 @@ extension StoreMaintenance {
                 guard let bytes = try txn.get(schema.records, key: key) else { continue }
                 do {
                     let view = try RecordView(bytes)
-                    listing.records.append(RecordSummary(type: schema.name, id: id, view: view, now: now))
+                    listing.records.append(
+                        try RecordSummary(type: schema.name, id: id, view: view, now: now, slots: type.info.slots))
                 } catch {
                     listing.damaged.append(
                         VerifyProblem(
@@ -129,13 +130,14 @@ extension StoreMaintenance {
                 throw LocalStorageError.decodingFailed(reason: "\(schema.name) \"\(id)\": \(reason)")
             }
             return try StoreMaintenance.detail(
-                type: schema.name, id: id, bytes: bytes, now: now, sealing: schema.sealing)
+                type: schema.name, id: id, bytes: bytes, now: now, sealing: schema.sealing, slots: type.info.slots)
         }
     }
 
     /// A record's summary and JSON payload; `now` adds the listing-only fields.
     static func detail(
-        type: String, id: String, bytes: UnsafeRawBufferPointer, now: Int64?, sealing: PayloadSealing?
+        type: String, id: String, bytes: UnsafeRawBufferPointer, now: Int64?, sealing: PayloadSealing?,
+        slots: [TypeInfo.Slot]
     ) throws -> RecordDetail {
         let view = try RecordView(bytes)
         let payload: (json: Data, isExact: Bool)
@@ -147,7 +149,7 @@ extension StoreMaintenance {
                 reason: "the \(view.format.name) payload of \(type) \"\(id)\" cannot be read: \(error)")
         }
         return RecordDetail(
-            summary: RecordSummary(type: type, id: id, view: view, now: now), payload: payload.json,
+            summary: try RecordSummary(type: type, id: id, view: view, now: now, slots: slots), payload: payload.json,
             exactPayload: payload.isExact ? nil : Data(opened))
     }
 
@@ -235,11 +237,11 @@ extension StoreMaintenance {
         let ranked = try keys.map { key -> (value: [UInt8], full: [UInt8], key: [UInt8]) in
             // A damaged record sorts as one with no value; the listing reports it as damaged.
             guard let bytes = try txn.get(schema.records, key: key), case .readable(let view) = StoredRecord(bytes),
-                let value = view.indexValue(named: index.nameBytes), value.kind == index.kind
+                let value = view.indexValue(of: index)
             else {
                 return ([], [], key)
             }
-            return (IndexValue.keyBytes(kind: index.kind, stored: value.value), Array(value.value), key)
+            return (IndexValue.keyBytes(kind: index.kind, stored: value), Array(value), key)
         }
         let ascending = ranked.sorted {
             if $0.value != $1.value { return $0.value.lexicographicallyPrecedes($1.value) }

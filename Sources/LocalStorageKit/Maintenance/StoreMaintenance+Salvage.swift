@@ -358,7 +358,8 @@ private final class SalvagedEntries {
                 let id = String(decoding: record.key, as: UTF8.self)
                 do {
                     let detail = try record.value.withUnsafeBytes {
-                        try StoreMaintenance.detail(type: name, id: id, bytes: $0, now: nil, sealing: sealing)
+                        try StoreMaintenance.detail(
+                            type: name, id: id, bytes: $0, now: nil, sealing: sealing, slots: info.slots)
                     }
                     lines.append(try detail.jsonLine())
                     count += 1

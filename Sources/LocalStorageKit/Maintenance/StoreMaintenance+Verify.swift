@@ -190,6 +190,8 @@ private struct Checker {
                 let id = StoreMaintenance.id(of: current.key)
                 do {
                     let view = try RecordView(current.value)
+                    // A compact header's slot numbers must name indexes of the type.
+                    _ = try view.header(in: schema, txn: nil)
                     try checkPayload(of: view, schema: schema, id: id)
                     try checkEntriesExist(for: view, key: key, id: id, type: type)
                 } catch let error as LocalStorageError {
@@ -232,18 +234,18 @@ private struct Checker {
             report(schema, id, .missingEntry, "no signature entry for \(view.signature)")
         }
         for index in type.declaredIndexes(signature: view.signature) {
-            guard let stored = view.indexValue(named: index.nameBytes), stored.kind == index.kind else {
+            guard let stored = view.indexValue(of: index) else {
                 // No value: the record is in the index under the "no value" key, as RecordWriter puts it.
                 if try !hasEntry(IndexKeys.missing, key, in: index.dbi) {
                     report(schema, id, .missingEntry, "index \"\(index.name)\" has no \"no value\" entry for it")
                 }
                 continue
             }
-            guard let value = MaintenanceIndexValue(kind: index.kind, stored: stored.value) else {
+            guard let value = MaintenanceIndexValue(kind: index.kind, stored: stored) else {
                 report(schema, id, .damagedRecord, "its value of index \"\(index.name)\" is not a valid number key")
                 continue
             }
-            let indexKey = IndexValue.keyBytes(kind: index.kind, stored: stored.value)
+            let indexKey = IndexValue.keyBytes(kind: index.kind, stored: stored)
             if try !hasEntry(indexKey, key, in: index.dbi) {
                 report(schema, id, .missingEntry, "index \"\(index.name)\" has no entry for its value \(value)")
             }
@@ -271,8 +273,9 @@ private struct Checker {
                 let id = StoreMaintenance.id(of: current.value)
                 let name = Self.name(of: database.database)
                 if let bytes = try txn.get(schema.records, key: current.value) {
-                    // A damaged record is reported once, by checkRecords.
-                    if case .readable(let view) = StoredRecord(bytes) {
+                    // A damaged record (a compact header naming slots the type lacks included) is reported once, by
+                    // checkRecords.
+                    if case .readable(let view, _) = try StoredRecord(bytes).header(in: schema, txn: nil) {
                         switch Self.key(in: view, for: database.database, type: type) {
                         case nil:
                             report(schema, id, .mismatchedEntry, "\(name) entry, but the record has no value there")
@@ -305,10 +308,8 @@ private struct Checker {
             guard type.declaredIndexes(signature: view.signature).contains(where: { $0.slot == index.slot }) else {
                 return nil
             }
-            guard let stored = view.indexValue(named: index.nameBytes), stored.kind == index.kind else {
-                return IndexKeys.missing
-            }
-            return IndexValue.keyBytes(kind: index.kind, stored: stored.value)
+            guard let stored = view.indexValue(of: index) else { return IndexKeys.missing }
+            return IndexValue.keyBytes(kind: index.kind, stored: stored)
         }
     }
 

@@ -65,12 +65,8 @@ extension QueryExecutor {
         }
         for id in expired {
             let counted = try id.withUnsafeBytes { id -> Bool in
-                guard let view = try view(of: id),
-                    let stored = view.indexValue(named: index.nameBytes), stored.kind == index.kind
-                else {
-                    return false
-                }
-                return condition.matches(value: stored.value)
+                guard let view = try view(of: id), let stored = view.indexValue(of: index) else { return false }
+                return condition.matches(value: stored)
             }
             if counted { total -= 1 }
         }

@@ -97,10 +97,8 @@ final class QueryExecutor {
     /// Whether a record (by its header) satisfies every constraint except `skipping`.
     func matches(_ view: RecordView, skipping: String? = nil) -> Bool {
         for constraint in plan.constraints where constraint.index.name != skipping {
-            guard let stored = view.indexValue(named: constraint.index.nameBytes),
-                stored.kind == constraint.index.kind
-            else { return false }
-            for condition in constraint.conditions where !condition.matches(value: stored.value) { return false }
+            guard let stored = view.indexValue(of: constraint.index) else { return false }
+            for condition in constraint.conditions where !condition.matches(value: stored) { return false }
         }
         return true
     }
@@ -147,7 +145,7 @@ final class QueryExecutor {
             for id in current.ids {
                 let value =
                     try id.withUnsafeBytes { try view(of: $0) }
-                    .flatMap { $0.indexValue(named: index.nameBytes).map { Array($0.value) } } ?? []
+                    .flatMap { $0.indexValue(of: index).map { Array($0) } } ?? []
                 rows.append((value, id))
             }
             func precedes(_ a: (value: [UInt8], id: [UInt8]), _ b: (value: [UInt8], id: [UInt8])) -> Bool {
@@ -199,9 +197,7 @@ final class QueryExecutor {
             guard matches else { return true }
             if needsHeader {
                 guard let view = try header ?? view(of: id) else { return true }
-                let sortValue = sortIndex.flatMap { index in
-                    view.indexValue(named: index.nameBytes).flatMap { $0.kind == index.kind ? Array($0.value) : nil }
-                }
+                let sortValue = sortIndex.flatMap { index in view.indexValue(of: index).map { Array($0) } }
                 rows.append((sortValue, view.updatedAt, Array(id)))
             } else {
                 rows.append((nil, 0, Array(id)))

@@ -70,9 +70,9 @@ extension RecordWriter {
         try txn.withCursor(schema.records) { cursor in
             var entry = try cursor.move(.first)
             while let record = entry {
-                switch StoredRecord(record.value) {
-                case .readable(let view):
-                    try addEntries(of: view.header(), key: Array(record.key), schema: schema, txn: txn)
+                switch try StoredRecord(record.value).header(in: schema, txn: txn) {
+                case .readable(_, let header):
+                    try addEntries(of: header, key: Array(record.key), schema: schema, txn: txn)
                 case .damaged:
                     break  // Its header says nothing to index; reads of it throw and `verify` reports it.
                 }

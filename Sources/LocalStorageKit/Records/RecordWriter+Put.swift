@@ -104,8 +104,8 @@ extension RecordWriter {
         if !appending, let existing = try txn.get(schema.records, key: record.key) {
             payloadBytes -= payloadSize(of: existing)
             // A damaged record is replaced: saving its id again is one way to repair it.
-            switch StoredRecord(existing) {
-            case .readable(let view):
+            switch try StoredRecord(existing).header(in: schema, txn: txn) {
+            case .readable(let view, let old):
                 if view.version > record.version {
                     throw LocalStorageError.decodingFailed(
                         reason: "\(schema.name) \"\(record.id)\" is stored at version \(view.version), newer than "
@@ -121,7 +121,6 @@ extension RecordWriter {
                             "\(schema.name) \"\(record.id)\" is sealed with seal version \(seal), which a newer version "
                             + "of LocalStorageKit writes; it was not overwritten")
                 }
-                let old = view.header()
                 if !view.isExpired(at: context.now) {
                     createdAt = view.createdAt
                     replacesLiveRecord = true
@@ -145,7 +144,9 @@ extension RecordWriter {
         let header = RecordHeader(
             format: record.format, version: record.version, createdAt: createdAt,
             updatedAt: context.now, expiresAt: expiresAt, signature: schema.signature,
-            indexValues: record.indexValues, envelope: envelope)
+            indexValues: record.indexValues, envelope: envelope,
+            layout: schema.writesCompactHeaders ? .compact : .named
+        ).laidOut(for: schema)
         // Header and payload go straight into the map (`MDB_RESERVE`): no buffer holds them together.
         let headerBytes = try header.bytes()
         let length = headerBytes.count + payload.count

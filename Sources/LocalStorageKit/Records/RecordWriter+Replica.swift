@@ -17,7 +17,16 @@ extension RecordWriter {
         context: CommitQueue.Context, announce: Bool = true, asNew: Bool = false
     ) throws -> Bool {
         let txn = context.txn
-        let header = try bytes.withUnsafeBytes { buffer throws(LocalStorageError) in try RecordView(buffer).header() }
+        let header = try bytes.withUnsafeBytes { buffer in
+            let view = try RecordView(buffer)
+            // The shared tier's records name their index values (slot numbers are each store's own).
+            guard view.layout == .named else {
+                throw LocalStorageError.decodingFailed(
+                    reason: "\(schema.name) \"\(String(decoding: key, as: UTF8.self))\": the shared tier's copy has a "
+                        + "compact header, which no instance writes there; it was not stored")
+            }
+            return try view.header(in: schema, txn: txn)
+        }
         // The shared tier's payloads are never compressed (each store trains its own dictionaries): one that says
         // so came from elsewhere, and its frame could claim gigabytes for a read to allocate.
         guard !header.envelope.contains(.compressed) else {
@@ -36,9 +45,8 @@ extension RecordWriter {
             if existing.elementsEqual(bytes) { return false }
             payloadBytes -= payloadSize(of: existing)
             // A damaged local copy is replaced by the server's record.
-            switch StoredRecord(existing) {
-            case .readable(let view):
-                let old = view.header()
+            switch try StoredRecord(existing).header(in: schema, txn: txn) {
+            case .readable(let view, let old):
                 if !view.isExpired(at: context.now) {
                     replacesLiveRecord = true
                     onlyExpiryChanged = RecordWriter.differInExpiryAlone(existing, bytes)
@@ -83,10 +91,12 @@ extension RecordWriter {
         return true
     }
 
-    /// Whether two whole records (both read as headers of this layout) differ in their expiry alone: the bytes
-    /// at 24..<32 of the header (``RecordHeader``).
+    /// Whether two whole records (both read as headers of the named layout) differ in their expiry alone: the
+    /// bytes at 24..<32 of the header (``RecordHeader``).
     static func differInExpiryAlone(_ a: UnsafeRawBufferPointer, _ b: [UInt8]) -> Bool {
-        guard a.count == b.count, a.count >= RecordHeader.fixedLength else { return false }
+        guard a.count == b.count, a.count >= RecordHeader.fixedLength, a.first == RecordHeader.magic,
+            b.first == RecordHeader.magic
+        else { return false }
         return b.withUnsafeBytes { b in
             a[..<24].elementsEqual(b[..<24]) && a[32...].elementsEqual(b[32...])
         }

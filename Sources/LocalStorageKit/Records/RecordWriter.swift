@@ -22,8 +22,8 @@ enum RecordWriter {
         of view: RecordView, with header: RecordHeader, key: [UInt8], schema: TypeSchema,
         txn: Transaction
     ) throws {
-        let old = view.header()
-        let bytes = try header.serialized(payload: Array(view.payload))
+        let old = try view.header(in: schema, txn: txn)
+        let bytes = try header.laidOut(for: schema).serialized(payload: Array(view.payload))
         try removeEntries(of: old, key: key, schema: schema, txn: txn)
         try txn.put(schema.records, key: key, value: bytes)
         try addEntries(of: header, key: key, schema: schema, txn: txn)
@@ -49,9 +49,8 @@ enum RecordWriter {
             try CountTree.addPayloadBytes(-payloadSize(of: existing), schema: schema, txn: txn)
         }
         var removed: (header: RecordHeader?, wasExpired: Bool) = (nil, false)
-        switch StoredRecord(existing) {
-        case .readable(let view):
-            let header = view.header()
+        switch try StoredRecord(existing).header(in: schema, txn: txn) {
+        case .readable(let view, let header):
             removed = (header, view.isExpired(at: now))
             try removeEntries(of: header, key: key, schema: schema, txn: txn, deferred: deferred)
         case .damaged:
@@ -156,7 +155,8 @@ extension RecordWriter {
         else { return }
         let (envelope, payload) = try sealed(
             upgrade.payload, format: upgrade.format, key: upgrade.key, schema: schema, txn: txn)
-        var header = view.header()
+        let old = try view.header(in: schema, txn: txn)
+        var header = old.laidOut(for: schema)
         header.format = upgrade.format
         header.envelope = envelope
         header.version = upgrade.version
@@ -169,7 +169,8 @@ extension RecordWriter {
         }
         header.indexValues = indexValues
         header.signature = schema.signature
-        try removeEntries(of: view.header(), key: upgrade.key, schema: schema, txn: txn)
+        header = header.laidOut(for: schema)
+        try removeEntries(of: old, key: upgrade.key, schema: schema, txn: txn)
         try txn.put(schema.records, key: upgrade.key, value: try header.serialized(payload: payload))
         try addEntries(of: header, key: upgrade.key, schema: schema, txn: txn)
     }
@@ -264,7 +265,7 @@ extension RecordWriter {
         }
         let view = try RecordDecoding.view(of: bytes, T.self, id: id)
         guard !view.isExpired(at: context.now) else { throw LocalStorageError.notFound(id: id) }
-        var header = view.header()
+        var header = try view.header(in: schema, txn: context.txn)
         header.expiresAt = try expiration.expiresAt(now: context.now)
         try replaceHeader(of: view, with: header, key: key, schema: schema, txn: context.txn)
         context.touch(schema, id: key)

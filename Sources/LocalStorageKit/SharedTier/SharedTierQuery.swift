@@ -77,10 +77,8 @@ struct SharedTierQuery {
         return try bytes.withUnsafeBytes { buffer -> Row? in
             let view = try StoredRecord(buffer).readable(type: schema.name, id: String(decoding: id, as: UTF8.self))
             guard !view.isExpired(at: now) else { return nil }
-            guard plan.matches(view.header().indexValues) else { return nil }
-            let sortValue = plan.sortIndex.flatMap { index in
-                view.indexValue(named: index.nameBytes).flatMap { $0.kind == index.kind ? Array($0.value) : nil }
-            }
+            guard plan.matches(try view.header(in: schema, txn: nil).indexValues) else { return nil }
+            let sortValue = plan.sortIndex.flatMap { index in view.indexValue(of: index).map { Array($0) } }
             return Row(id: id, sortValue: sortValue, updatedAt: view.updatedAt, bytes: keepBytes ? bytes : nil)
         }
     }

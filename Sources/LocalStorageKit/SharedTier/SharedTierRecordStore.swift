@@ -127,7 +127,7 @@ struct SharedTierRecordStore: RecordStore {
             let (header, payload, expect) = try bytes.withUnsafeBytes { buffer in
                 let view = try RecordDecoding.view(of: buffer, T.self, id: id)
                 guard !view.isExpired(at: now) else { throw LocalStorageError.notFound(id: id) }
-                return (view.header(), Array(view.payload), Array(bytes[16..<32]))
+                return (try view.header(in: schema, txn: nil), Array(view.payload), Array(bytes[16..<32]))
             }
             let record = PreparedRecord(
                 id: id, key: key, payload: payload, format: header.format,

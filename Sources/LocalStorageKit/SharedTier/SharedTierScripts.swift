@@ -109,8 +109,8 @@ enum SharedTierScripts {
               r.key = ns .. 'r:' .. r.t .. ':' .. r.id
               r.old = redis.call('GET', r.key)
               if r.old and #r.old >= 1 then
-                -- A later header layout (magic 0xA8-0xAF), or a whole header of this layout with a payload
-                -- format above 2, is a newer version's (as RecordView.newerLayout has it).
+                -- A compact header (magic 0xA8: a store's own slot numbers, never written here), a later layout
+                -- (0xA9-0xAF), or a whole named header with a payload format above 2 is left as a newer version's.
                 local magic, format, low, high = string.byte(r.old, 1, 4)
                 local later = magic >= 168 and magic <= 175
                 if magic == 167 and #r.old >= 42 then

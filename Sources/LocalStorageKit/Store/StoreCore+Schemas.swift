@@ -189,6 +189,7 @@ extension StoreCore {
         limits.register(type: schema.number, name: schema.name, limits: T.storageLimits)
         schema.tracksRecency = limits.tracksRecency(ofType: schema.number)
         schema.sealing = sealing
+        schema.writesCompactHeaders = writesCompactHeaders
         return schema
     }
 

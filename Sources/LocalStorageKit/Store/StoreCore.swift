@@ -24,6 +24,8 @@ final class StoreCore: Sendable {
     let sealing: PayloadSealing
     /// The change log every commit appends to (see ``ChangeLog``).
     let changeLog: ChangeLog
+    /// Whether new records get the compact header (a store of layout 4 or later; see ``RecordLayout``).
+    let writesCompactHeaders: Bool
     let directory: URL
     let schemas = Mutex(SchemaCache())
     /// The environment settings the first ``LocalStorage`` on this core asked for (nil while only
@@ -87,13 +89,13 @@ final class StoreCore: Sendable {
         }
         do {
             let environment = self.environment
-            (meta, changeLog, sealing) = try environment.write { txn in
+            (meta, changeLog, sealing, writesCompactHeaders) = try environment.write { txn in
                 guard let dbi = try txn.openDatabase(TypeRegistry.metaName, create: true),
                     let changes = try ChangeLog.open(in: txn), let leases = try LeaseBook.open(in: txn)
                 else {
                     throw LMDBError.notFound("mdb_dbi_open")
                 }
-                try TypeRegistry.checkLayout(
+                let layout = try TypeRegistry.checkLayout(
                     meta: dbi, txn: txn, countTree: !configuration.withoutCountTree,
                     mayUpgrade: { !configuration.keepsLayout && !environment.othersHaveItOpen() })
                 let store = try ChangeLog.identity(meta: dbi, txn: txn)
@@ -108,7 +110,7 @@ final class StoreCore: Sendable {
                     dbi,
                     ChangeLog(
                         database: changes, retention: configuration.changeLogRetention, store: store, leases: leases),
-                    sealing
+                    sealing, layout >= TypeRegistry.compactHeadersLayout
                 )
             }
         } catch {

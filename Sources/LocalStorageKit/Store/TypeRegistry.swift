@@ -7,15 +7,20 @@ import Foundation
 enum TypeRegistry {
     /// The name of the database holding the type descriptions.
     static let metaName = "meta"
-    /// The on-disk layout this version writes: 3 added the count tree (``CountTree``). Layout 2 is read
-    /// (read-only stores count by walking) and upgraded when opened for writing.
-    static let layout = 3
+    /// The on-disk layout this version writes: 3 added the count tree (``CountTree``), 4 the compact record
+    /// header (``RecordLayout/compact``, which a version of layout 3 cannot read). Layout 2 is read (read-only
+    /// stores count by walking) and upgraded when opened for writing; so is layout 3, which changes only the
+    /// marker (its records keep their headers until rewritten).
+    static let layout = 4
+    /// The first layout whose stores may hold compact record headers.
+    static let compactHeadersLayout = 4
     /// The oldest layout this version opens.
     static let oldestLayout = 2
     static let layoutKey: [UInt8] = Array("layout".utf8)
     static let nextTypeKey: [UInt8] = Array("next.type".utf8)
 
-    /// Checks the store's layout marker; on a new store (empty `meta`) writes it when `txn` can write.
+    /// Checks the store's layout marker; on a new store (empty `meta`) writes it when `txn` can write. Returns
+    /// the layout the store has now (this version's for a new store, or one upgraded).
     ///
     /// - Throws: `openFailed`'s reason as a `decodingFailed` when the store has another layout.
     ///
@@ -26,9 +31,10 @@ enum TypeRegistry {
     /// commit, then finds layout 3). An older version that has it open goes on writing without the count tree, so
     /// an upgrade then would leave the tree's counts wrong; the store stays at layout 2 (counted by walking) until
     /// an open finds it alone.
+    @discardableResult
     static func checkLayout(
         meta: Database, txn: Transaction, countTree: Bool = true, mayUpgrade: () -> Bool = { true }
-    ) throws {
+    ) throws -> Int {
         if let stored = try txn.get(meta, key: layoutKey) {
             let text = String(decoding: stored, as: UTF8.self)
             guard let found = Int(text) else {
@@ -42,8 +48,10 @@ enum TypeRegistry {
             if found < oldestLayout {
                 throw LocalStorageError.decodingFailed(reason: "the store has the older layout \(found)")
             }
-            if found < layout && !txn.isReadOnly && mayUpgrade() { try upgradeToCountTree(meta: meta, txn: txn) }
-            return
+            guard found < layout && !txn.isReadOnly && mayUpgrade() else { return found }
+            if found < 3 { try upgradeToCountTree(meta: meta, txn: txn) }
+            try txn.put(meta, key: layoutKey, value: Array("\(layout)".utf8))
+            return layout
         }
         // Without a layout marker: LMDB's main database may hold only our own databases. Anything else is
         // another program's LMDB environment (one with a database named `meta` too), which must not be taken
@@ -62,9 +70,10 @@ enum TypeRegistry {
                     + " and no layout marker; its data file was left untouched (LMDB's lock file is every "
                     + "opener's to reset)")
         }
-        guard !txn.isReadOnly else { return }
+        guard !txn.isReadOnly else { return layout }
         if countTree { _ = try txn.openDatabase(CountTree.databaseName, create: true) }
         try txn.put(meta, key: layoutKey, value: Array("\(layout)".utf8))
+        return layout
     }
 
     /// The databases LocalStorageKit makes that belong to no type.
@@ -130,7 +139,6 @@ enum TypeRegistry {
             for index in schema.allIndexes { try CountTree.rebuild(index, counts: counts, txn: txn) }
             try CountTree.recountPayloadBytes(schema: schema, txn: txn)
         }
-        try txn.put(meta, key: layoutKey, value: Array("\(layout)".utf8))
     }
 
     /// The description of the type called `name`, or nil when `meta` has none.

@@ -93,6 +93,9 @@ struct TypeSchema: Sendable {
     /// How the store seals and compresses payloads; nil for a schema that never writes or decodes one
     /// (purges, evictions, statistics), where payloads are stored and read as they are.
     var sealing: PayloadSealing? = nil
+    /// Whether new records are written with the compact header (``RecordLayout/compact``): in a store of
+    /// layout 4, which no older version opens. Records it rewrites keep their layout either way.
+    var writesCompactHeaders = false
 
     var signature: UInt64 { opened.signature }
     /// ``signature``'s key in the signature database.

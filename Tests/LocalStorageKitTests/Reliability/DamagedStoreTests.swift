@@ -26,7 +26,7 @@ struct DamagedStoreTests {
         let schema = try await storage.core.schema(for: Product.self)
         return try storage.core.environment.read { txn in
             guard let bytes = try txn.get(schema.records, key: Array(id.utf8)) else { return [] }
-            return try RecordView(bytes).header().serialized(payload: payload)
+            return try RecordView(bytes).header(in: schema, txn: txn).serialized(payload: payload)
         }
     }
 

@@ -87,6 +87,13 @@ import Testing
         #expect([0, 1].contains(verify.status), "\(verify.stdout)\(verify.stderr)")
         #expect(!(verify.stdout + verify.stderr).isEmpty)
         let repair = try await CLIResult.run(["verify", "--repair", "--store", files.path], environment: nil)
+        if repair.stderr.contains("well-formed but cannot be read") {
+            // Damage that leaves a type's description well-formed JSON this version cannot read looks like a newer
+            // version's description: no repair drops that type's records, and the file is left as it was.
+            #expect(repair.status != 0, "seed \(seed)")
+            #expect(try Data(contentsOf: url) == Data(bytes), "seed \(seed): the refused repair changed the file")
+            return
+        }
         // Damage to a header's first two bytes can look like a newer version's record (a later layout or payload
         // format), which no repair removes: it is left for the user to delete, as here. Nothing else may remain.
         let left = try await CLIResult.run(["verify", "--json", "--store", files.path], environment: nil)

@@ -98,7 +98,9 @@ struct RESPConnectionTests {
     }
 
     @Test func anUnreachablePortSaysWhatFailed() async throws {
-        let port = try RedisTestServer.freePort()
+        let refusing = try RefusingPort()
+        defer { withExtendedLifetime(refusing) {} }
+        let port = refusing.port
         let clock = VirtualClock()
         let connection = RESPConnection(
             endpoint: endpoint(port: port), reconnectDelay: .seconds(1),

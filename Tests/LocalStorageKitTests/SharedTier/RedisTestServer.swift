@@ -149,6 +149,11 @@ final class RedisTestServer: Sendable {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw SharedTestError.noPort }
         defer { close(fd) }
+        return try boundPort(fd)
+    }
+
+    /// Binds `fd` to a free loopback port the kernel picks; returns the port.
+    fileprivate static func boundPort(_ fd: Int32) throws -> Int {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = 0
@@ -166,6 +171,26 @@ final class RedisTestServer: Sendable {
         guard named == 0 else { throw SharedTestError.noPort }
         return Int(UInt16(bigEndian: address.sin_port))
     }
+}
+
+/// A loopback port that refuses connections for as long as this object lives: bound, never listening, so that no
+/// server another test starts meanwhile can take it (a port that was merely free when asked for can be).
+final class RefusingPort {
+    let port: Int
+    private let fd: Int32
+
+    init() throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw SharedTestError.noPort }
+        do {
+            port = try RedisTestServer.boundPort(fd)
+        } catch {
+            close(fd)
+            throw error
+        }
+    }
+
+    deinit { close(fd) }
 }
 
 enum SharedTestError: Error, CustomStringConvertible {

@@ -44,7 +44,7 @@ struct SharedTierDamagedRecordTests {
         if change == "format" {
             stored[1] = (stored[1] & PayloadEnvelope.mask) | 0x0F
         } else {
-            stored[0] = 0xA8
+            stored[0] = 0xA9
         }
         _ = try await shared.connection.call([Array("SET".utf8), key, stored])
         let write = await decodingFailure { try await storage.save(Product.sample(1)) }

@@ -187,7 +187,9 @@ struct SharedTierTests {
 @Suite(.enabled(if: RedisTestServer.binary != nil || SharedTestServer.isAvailable, SharedTestServer.skipReason))
 struct SharedTierFailureTests {
     @Test func anUnreachablePortGivesAClearErrorAndWritesChangeNothing() async throws {
-        let port = try RedisTestServer.freePort()
+        let refusing = try RefusingPort()
+        defer { withExtendedLifetime(refusing) {} }
+        let port = refusing.port
         var tier = SharedTierConfiguration(
             url: try #require(URL(string: "redis://127.0.0.1:\(port)/0")), namespace: "x")
         tier.connectTimeout = .milliseconds(300)

@@ -1,0 +1,83 @@
+/// How a record header lays out its fields (see ``RecordHeader``).
+enum RecordLayout: Sendable, Equatable {
+    /// Magic 0xA7: fixed-width fields, each index value with its name. Self-describing: what the shared tier
+    /// holds, what imports and stores of layout 3 write, and what a record the compact layout cannot express
+    /// falls back to.
+    case named
+    /// Magic 0xA8: times as varints from the update time, index values by slot number (about half the bytes of
+    /// a named header for three indexes).
+    case compact
+}
+
+extension RecordHeader {
+    static let compactMagic: UInt8 = 0xA8
+    /// The shortest compact header: magic, format, length, update time, three one-byte varints, signature.
+    static let compactFixedLength = 23
+
+    /// The compact header's bytes, or nil when the header cannot take that layout (an index value without its
+    /// slot number, a number value that is not an 11-byte key, an expiry whose distance from the update time
+    /// the varint cannot hold): the caller writes the named layout then.
+    func compactBytes(reserving payloadCount: Int) -> [UInt8]? {
+        guard version >= 0, version <= Int(UInt32.max) else { return nil }
+        let expiryCode: UInt64
+        if expiresAt == 0 {
+            expiryCode = 0
+        } else {
+            let zigzag = RecordHeader.zigzag(expiresAt &- updatedAt)
+            guard zigzag != UInt64.max else { return nil }
+            expiryCode = zigzag + 1
+        }
+        var out: [UInt8] = []
+        out.reserveCapacity(RecordHeader.compactFixedLength + 4 + indexValues.count * 14 + payloadCount)
+        out.append(RecordHeader.compactMagic)
+        out.append(format.rawValue | envelope.rawValue)
+        out.appendLittleEndian(UInt16(0))
+        out.appendLittleEndian(updatedAt)
+        out.appendVarint(expiryCode)
+        out.appendVarint(RecordHeader.zigzag(updatedAt &- createdAt))
+        out.appendVarint(UInt64(version))
+        out.appendLittleEndian(signature)
+        for value in indexValues {
+            guard let slot = value.slot else { return nil }
+            switch value.kind {
+            case .number:
+                guard value.bytes.count == OrderedKey.numberLength else { return nil }
+                out.appendVarint(UInt64(slot) << 1 | 1)
+            case .string:
+                out.appendVarint(UInt64(slot) << 1)
+                out.appendVarint(UInt64(value.bytes.count))
+            }
+            out.append(contentsOf: value.bytes)
+        }
+        guard out.count <= Int(UInt16.max) else { return nil }
+        let length = UInt16(out.count)
+        out[2] = UInt8(truncatingIfNeeded: length)
+        out[3] = UInt8(truncatingIfNeeded: length >> 8)
+        return out
+    }
+
+    /// `value`'s zigzag code: small magnitudes of either sign take few varint bytes.
+    @inline(__always)
+    static func zigzag(_ value: Int64) -> UInt64 {
+        UInt64(bitPattern: (value << 1) ^ (value >> 63))
+    }
+
+    /// The value whose zigzag code is `code`.
+    @inline(__always)
+    static func unzigzag(_ code: UInt64) -> Int64 {
+        Int64(bitPattern: code >> 1) ^ -Int64(bitPattern: code & 1)
+    }
+}
+
+extension Array where Element == UInt8 {
+    /// Appends `value` as an LEB128 varint (7 bits a byte, low bits first).
+    @inline(__always)
+    mutating func appendVarint(_ value: UInt64) {
+        var rest = value
+        while rest >= 0x80 {
+            append(UInt8(truncatingIfNeeded: rest) | 0x80)
+            rest >>= 7
+        }
+        append(UInt8(rest))
+    }
+}

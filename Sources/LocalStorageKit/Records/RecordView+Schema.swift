@@ -1,0 +1,114 @@
+/// Reading and writing record headers with their type's schema: a compact header (``RecordLayout/compact``) names
+/// its index values by the slot numbers of the type's description, which the schema holds.
+extension RecordView {
+    /// The stored value of `index`, or nil when the record has none (or one of another kind).
+    func indexValue(of index: TypeSchema.Index) -> UnsafeRawBufferPointer? {
+        var found: UnsafeRawBufferPointer?
+        forEachIndexValue { tag, kind, value in
+            if kind == index.kind, tag.names(index) {
+                found = value
+                return false
+            }
+            return true
+        }
+        return found
+    }
+
+    /// Copies the header out of the map. A compact header's slot numbers are named from `schema`'s indexes, or
+    /// (a slot registered since the schema was opened) from the type's description in `txn`.
+    ///
+    /// - Throws: `decodingFailed` when a compact header names a slot the type's description lacks, or with
+    ///   another kind (a damaged header).
+    func header(in schema: TypeSchema, txn: Transaction?) throws -> RecordHeader {
+        var values: [StoredIndexValue] = []
+        var described: [TypeSchema.Index]?
+        try forEachIndexValue { tag, kind, value in
+            switch tag {
+            case .name(let name):
+                values.append(
+                    StoredIndexValue(name: String(decoding: name, as: UTF8.self), kind: kind, bytes: Array(value)))
+            case .slot(let slot):
+                var index = schema.allIndexes.first { $0.slot == slot }
+                if index == nil, let txn {
+                    if described == nil { described = try schema.current(in: txn)?.allIndexes ?? [] }
+                    index = described?.first { $0.slot == slot }
+                }
+                guard let index, index.kind == kind else {
+                    throw LocalStorageError.decodingFailed(
+                        reason: "the record header names index slot \(slot), which the description of type "
+                            + "\(schema.name) lacks (or has with another kind); it is damaged")
+                }
+                values.append(StoredIndexValue(name: index.name, kind: kind, bytes: Array(value), slot: slot))
+            }
+            return true
+        }
+        return RecordHeader(
+            format: format, version: version, createdAt: createdAt, updatedAt: updatedAt,
+            expiresAt: expiresAt, signature: signature, indexValues: values, envelope: envelope, layout: layout)
+    }
+}
+
+extension StoredIndexTag {
+    /// Whether the tag names `index` (its name's bytes, or its slot number).
+    @inline(__always)
+    func names(_ index: TypeSchema.Index) -> Bool {
+        switch self {
+        case .name(let name): name.elementsEqual(index.nameBytes)
+        case .slot(let slot): slot == index.slot
+        }
+    }
+}
+
+extension RecordHeader {
+    /// This header ready to be written for `schema`'s records: a compact one with each index value's slot
+    /// number, or named when `schema` knows no index of some value. A named header stays named.
+    func laidOut(for schema: TypeSchema) -> RecordHeader {
+        var header = self
+        guard layout == .compact else { return header }
+        let declared = schema.indexes
+        for position in header.indexValues.indices where header.indexValues[position].slot == nil {
+            let value = header.indexValues[position]
+            // Values computed from the model come in the declaration's order.
+            if position < declared.count, declared[position].kind == value.kind, declared[position].name == value.name {
+                header.indexValues[position].slot = declared[position].slot
+                continue
+            }
+            guard
+                let index = schema.allIndexes.first(where: {
+                    $0.kind == value.kind && $0.name.utf8.elementsEqual(value.name.utf8)
+                })
+            else {
+                header.layout = .named
+                return header
+            }
+            header.indexValues[position].slot = index.slot
+        }
+        return header
+    }
+}
+
+extension StoredRecord {
+    /// A readable record with its header copied out (a compact header's slots named), or a damaged one.
+    enum Headed {
+        case readable(RecordView, RecordHeader)
+        case damaged(LocalStorageError)
+    }
+
+    /// The record with its header (see ``RecordView/header(in:txn:)``): a header that names a slot its type's
+    /// description lacks is damaged too.
+    ///
+    /// - Throws: what reading the type's description in `txn` throws (LMDB's errors).
+    func header(in schema: TypeSchema, txn: Transaction?) throws -> Headed {
+        switch self {
+        case .damaged(let error):
+            return .damaged(error)
+        case .readable(let view):
+            do {
+                return .readable(view, try view.header(in: schema, txn: txn))
+            } catch let error as LocalStorageError {
+                guard case .decodingFailed = error else { throw error }
+                return .damaged(error)
+            }
+        }
+    }
+}

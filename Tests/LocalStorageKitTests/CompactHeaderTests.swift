@@ -1,0 +1,224 @@
+import Foundation
+import LocalStorageTestSupport
+import Testing
+
+@_spi(Maintenance) @testable import LocalStorageKit
+
+/// The compact record header (magic 0xA8, store layout 4): against the header it was made from on random values,
+/// in a new store, in a store upgraded from layout 3 whose records keep their named headers, and with slot numbers
+/// the type's description lacks.
+@Suite struct CompactHeaderTests {
+    /// A random header: times anywhere in Int64 (near each other or not), expiry or none, values of both kinds.
+    private static func randomHeader(_ random: inout SplitMix64) -> RecordHeader {
+        func time() -> Int64 {
+            switch random.next() % 4 {
+            case 0: Int64(bitPattern: random.next())
+            case 1: 1_700_000_000_000_000_000 + Int64(random.next() % 1_000_000_000_000)
+            case 2: [Int64.min, Int64.max, -1, 1][Int(random.next() % 4)]
+            default: 1_700_000_000_000_000_000
+            }
+        }
+        let updatedAt = time()
+        let createdAt = random.next() % 2 == 0 ? updatedAt : time()
+        let expiresAt: Int64 = random.next() % 3 == 0 ? 0 : (random.next() % 2 == 0 ? time() : updatedAt &+ 3_600)
+        var values: [StoredIndexValue] = []
+        for slot in 0..<Int(random.next() % 5) {
+            if random.next() % 2 == 0 {
+                let count = Int(random.next() % 300)
+                let bytes = (0..<count).map { _ in UInt8(truncatingIfNeeded: random.next()) }
+                values.append(StoredIndexValue(name: "s\(slot)", kind: .string, bytes: bytes, slot: UInt32(slot * 37)))
+            } else {
+                let number = Double(bitPattern: random.next())
+                let bytes = OrderedKey.encodeNumber(.double(number.isNaN ? 0 : number)) ?? []
+                values.append(StoredIndexValue(name: "n\(slot)", kind: .number, bytes: bytes, slot: UInt32(slot)))
+            }
+        }
+        let flags: [PayloadEnvelope] = [[], .compressed, .sealed, [.compressed, .sealed]]
+        return RecordHeader(
+            format: random.next() % 2 == 0 ? .binary : .json, version: Int(random.next() % 100_000),
+            createdAt: createdAt, updatedAt: updatedAt, expiresAt: expiresAt, signature: random.next(),
+            indexValues: values, envelope: flags[Int(random.next() % 4)], layout: .compact)
+    }
+
+    @Test func compactHeadersReadBackAsTheHeaderTheyWereMadeFrom() throws {
+        var random = SplitMix64(seed: 26)
+        var compact = 0
+        for _ in 0..<2_000 {
+            let header = Self.randomHeader(&random)
+            let payload = (0..<Int(random.next() % 40)).map { _ in UInt8(truncatingIfNeeded: random.next()) }
+            let bytes = try header.serialized(payload: payload)
+            // The one expiry the varint cannot hold (Int64.min from the update time) falls back to the named layout.
+            let expressible = header.expiresAt == 0 || RecordHeader.zigzag(header.expiresAt &- header.updatedAt) != .max
+            #expect(bytes[0] == (expressible ? RecordHeader.compactMagic : RecordHeader.magic))
+            if expressible { compact += 1 }
+            try bytes.withUnsafeBytes { buffer in
+                let view = try RecordView(buffer)
+                #expect(view.layout == (expressible ? .compact : .named))
+                #expect(view.format == header.format && view.envelope == header.envelope)
+                #expect(view.version == header.version && view.signature == header.signature)
+                #expect(view.createdAt == header.createdAt && view.updatedAt == header.updatedAt)
+                #expect(view.expiresAt == header.expiresAt)
+                #expect(Array(view.payload) == payload)
+                var read: [(UInt32?, IndexKind, [UInt8])] = []
+                view.forEachIndexValue { tag, kind, value in
+                    switch tag {
+                    case .slot(let slot): read.append((slot, kind, Array(value)))
+                    case .name(let name):
+                        let named = header.indexValues.first { $0.name.utf8.elementsEqual(name) }
+                        read.append((named?.slot, kind, Array(value)))
+                    }
+                    return true
+                }
+                #expect(read.map(\.0) == header.indexValues.map(\.slot))
+                #expect(read.map(\.1) == header.indexValues.map(\.kind))
+                #expect(read.map(\.2) == header.indexValues.map(\.bytes))
+            }
+            // A header cut short (its length field moved into the values) is damaged, never read past its end.
+            if bytes[0] == RecordHeader.compactMagic, let view = try? bytes.withUnsafeBytes({ try RecordView($0) }),
+                view.headerLength > RecordHeader.compactFixedLength + 1, !header.indexValues.isEmpty
+            {
+                var cut = bytes
+                let length = UInt16(view.headerLength - 1)
+                cut[2] = UInt8(truncatingIfNeeded: length)
+                cut[3] = UInt8(truncatingIfNeeded: length >> 8)
+                #expect(throws: LocalStorageError.self) { try cut.withUnsafeBytes { _ = try RecordView($0) } }
+            }
+        }
+        #expect(compact > 1_800)
+    }
+
+    @Test func aValueWithoutItsSlotOrANumberOfAnotherLengthIsWrittenNamed() throws {
+        let base = RecordHeader(
+            format: .binary, version: 1, createdAt: 5, updatedAt: 5, expiresAt: 0, signature: 9,
+            indexValues: [StoredIndexValue(name: "tag", kind: .string, bytes: Array("x".utf8), slot: 1)],
+            layout: .compact)
+        #expect(try base.bytes()[0] == RecordHeader.compactMagic)
+        var unslotted = base
+        unslotted.indexValues = [StoredIndexValue(name: "tag", kind: .string, bytes: Array("x".utf8))]
+        #expect(try unslotted.bytes()[0] == RecordHeader.magic)
+        var shortNumber = base
+        shortNumber.indexValues = [StoredIndexValue(name: "n", kind: .number, bytes: [0x12], slot: 2)]
+        #expect(try shortNumber.bytes()[0] == RecordHeader.magic)
+        // Either way the bytes read back as the same header.
+        for header in [unslotted, shortNumber] {
+            let bytes = try header.serialized(payload: [1, 2, 3])
+            try bytes.withUnsafeBytes { buffer in
+                let view = try RecordView(buffer)
+                #expect(view.updatedAt == 5 && view.signature == 9 && Array(view.payload) == [1, 2, 3])
+            }
+        }
+    }
+
+    /// A new store is at layout 4 and writes compact headers (about half the bytes of named ones for a product),
+    /// and everything that reads headers works on them: queries, counts, pages, re-saves, deletes, `verify`.
+    @Test func aNewStoreWritesCompactHeadersThatEveryReadUnderstands() async throws {
+        let directory = temporaryDirectory()
+        let storage = try LocalStorage(configuration: diskConfiguration(directory))
+        let products = (0..<200).map(Product.sample)
+        try await storage.save(contentsOf: products)
+        try await storage.save(Product(id: "sku_7", title: "changed", category: "books", price: 99, rating: 4))
+        try await storage.delete(Product.self, id: "sku_8")
+        var model = Dictionary(uniqueKeysWithValues: products.map { ($0.id, $0) })
+        model["sku_7"] = Product(id: "sku_7", title: "changed", category: "books", price: 99, rating: 4)
+        model["sku_8"] = nil
+        #expect(try CountTreeTests.layout(storage) == "4")
+        let schema = try await storage.core.schema(for: Product.self)
+        let stored = try storage.core.environment.read { txn in try txn.get(schema.records, key: Array("sku_3".utf8)) }
+        let bytes = try #require(stored.map(Array.init))
+        #expect(bytes[0] == RecordHeader.compactMagic)
+        let named = try bytes.withUnsafeBytes { buffer in
+            var header = try RecordView(buffer).header(in: schema, txn: nil)
+            header.layout = .named
+            return try header.bytes()
+        }
+        let compactLength = try bytes.withUnsafeBytes { try RecordView($0).headerLength }
+        #expect(compactLength * 2 <= named.count + 8, "compact \(compactLength) bytes, named \(named.count)")
+
+        let cheap = model.values.filter { $0.price >= 50 && $0.price <= 120 }
+        let found = try await storage.fetch(
+            Product.self, matching: [.between("price", 50.0...120.0)], options: FetchOptions(limit: 1_000))
+        #expect(Set(found.map(\.id)) == Set(cheap.map(\.id)))
+        let books = model.values.filter { $0.category == "books" && $0.rating >= 2 }
+        #expect(
+            try await storage.count(Product.self, matching: [.equals("category", "books"), .atLeast("rating", 2.0)])
+                == books.count)
+        #expect(try await storage.fetch(Product.self, id: "sku_7") == model["sku_7"])
+        #expect(try await StoreMaintenance(directory: storage.core.directory).verify().isClean)
+    }
+
+    /// A store of layout 3 opened alone becomes layout 4: its named records stay as they are and read as before,
+    /// records saved since are compact, and both kinds move in and out of the indexes alike.
+    @Test func aLayoutThreeStoreKeepsItsNamedRecordsAndWritesCompactOnes() async throws {
+        let directory = temporaryDirectory()
+        let products = (0..<120).map(Product.sample)
+        try await withStore(diskConfiguration(directory)) { storage async throws in
+            try await storage.save(contentsOf: products)
+            let schema = try await storage.core.schema(for: Product.self)
+            let meta = storage.core.meta
+            try await storage.core.writer.perform { context in
+                for product in products {
+                    let key = Array(product.id.utf8)
+                    guard let bytes = try context.txn.get(schema.records, key: key) else { continue }
+                    let view = try RecordView(bytes)
+                    var header = try view.header(in: schema, txn: context.txn)
+                    header.layout = .named
+                    try context.txn.put(
+                        schema.records, key: key, value: try header.serialized(payload: Array(view.payload)))
+                }
+                try context.txn.put(meta, key: TypeRegistry.layoutKey, value: Array("3".utf8))
+            }
+        }
+        try await withStore(diskConfiguration(directory)) { storage async throws in
+            #expect(try CountTreeTests.layout(storage) == "4")
+            var model = Dictionary(uniqueKeysWithValues: products.map { ($0.id, $0) })
+            for n in stride(from: 0, to: 120, by: 3) {
+                let changed = Product(id: "sku_\(n)", title: "t", category: "garden", price: Double(n % 17), rating: 1)
+                try await storage.save(changed)
+                model[changed.id] = changed
+            }
+            for n in stride(from: 1, to: 120, by: 7) {
+                try await storage.delete(Product.self, id: "sku_\(n)")
+                model["sku_\(n)"] = nil
+            }
+            let schema = try await storage.core.schema(for: Product.self)
+            let magics = try storage.core.environment.read { txn in
+                try (0..<120).compactMap { n in try txn.get(schema.records, key: Array("sku_\(n)".utf8))?.first }
+            }
+            #expect(magics.contains(RecordHeader.magic) && magics.contains(RecordHeader.compactMagic))
+            let garden = model.values.filter { $0.category == "garden" }
+            let found = try await storage.fetch(
+                Product.self, matching: [.equals("category", "garden")], options: FetchOptions(limit: 1_000))
+            #expect(Set(found.map(\.id)) == Set(garden.map(\.id)))
+            let low = model.values.filter { $0.price < 10 }
+            #expect(try await storage.count(Product.self, matching: [.lessThan("price", 10.0)]) == low.count)
+            for (id, product) in model { #expect(try await storage.fetch(Product.self, id: id) == product) }
+            #expect(try await storage.count(Product.self) == model.count)
+            #expect(try await StoreMaintenance(directory: storage.core.directory).verify().isClean)
+        }
+    }
+
+    /// A compact header names its index values by the store's slot numbers: one that names a slot the type's
+    /// description lacks is a damaged record (reported by `verify`, removed by a save of its id), not a crash.
+    @Test func aCompactHeaderNamingAnUnknownSlotIsADamagedRecord() async throws {
+        let directory = temporaryDirectory()
+        let storage = try LocalStorage(configuration: diskConfiguration(directory))
+        try await storage.save(contentsOf: (0..<5).map(Product.sample))
+        let schema = try await storage.core.schema(for: Product.self)
+        try await storage.core.writer.perform { context in
+            let key = Array("sku_2".utf8)
+            guard let bytes = try context.txn.get(schema.records, key: key) else { return }
+            let view = try RecordView(bytes)
+            var header = try view.header(in: schema, txn: context.txn)
+            header.indexValues = header.indexValues.map {
+                StoredIndexValue(name: $0.name, kind: $0.kind, bytes: $0.bytes, slot: ($0.slot ?? 0) + 1_000)
+            }
+            try context.txn.put(schema.records, key: key, value: try header.serialized(payload: Array(view.payload)))
+        }
+        let problems = try await StoreMaintenance(directory: storage.core.directory).verify().problems
+        #expect(problems.map(\.kind) == [.damagedRecord] && problems.first?.id == "sku_2", "\(problems)")
+        try await storage.save(Product.sample(2))
+        #expect(try await storage.fetch(Product.self, id: "sku_2") == Product.sample(2))
+        #expect(try await storage.count(Product.self, matching: [.atLeast("price", 0.0)]) == 5)
+        #expect(try await StoreMaintenance(directory: storage.core.directory).verify().isClean)
+    }
+}
