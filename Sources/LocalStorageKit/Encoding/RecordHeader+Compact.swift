@@ -11,14 +11,14 @@ enum RecordLayout: Sendable, Equatable {
 
 extension RecordHeader {
     static let compactMagic: UInt8 = 0xA8
-    /// The shortest compact header: magic, format, length, update time, three one-byte varints, signature.
-    static let compactFixedLength = 23
+    /// The shortest compact header: magic, format, length, update time, four one-byte varints.
+    static let compactFixedLength = 16
 
-    /// The compact header's bytes, or nil when the header cannot take that layout (an index value without its
-    /// slot number, a number value that is not an 11-byte key, an expiry whose distance from the update time
-    /// the varint cannot hold): the caller writes the named layout then.
+    /// The compact header's bytes, or nil when the header cannot take that layout (no declaration number, an index
+    /// value without its slot number, a number value that is not an 11-byte key, an expiry whose distance from the
+    /// update time the varint cannot hold): the caller writes the named layout then.
     func compactBytes(reserving payloadCount: Int) -> [UInt8]? {
-        guard version >= 0, version <= Int(UInt32.max) else { return nil }
+        guard version >= 0, version <= Int(UInt32.max), let declarationNumber else { return nil }
         let expiryCode: UInt64
         if expiresAt == 0 {
             expiryCode = 0
@@ -36,7 +36,7 @@ extension RecordHeader {
         out.appendVarint(expiryCode)
         out.appendVarint(RecordHeader.zigzag(updatedAt &- createdAt))
         out.appendVarint(UInt64(version))
-        out.appendLittleEndian(signature)
+        out.appendVarint(UInt64(declarationNumber))
         for value in indexValues {
             guard let slot = value.slot else { return nil }
             switch value.kind {

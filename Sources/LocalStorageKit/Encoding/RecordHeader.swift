@@ -26,7 +26,7 @@
 /// 12 varint  expiry: 0 = never, else zigzag(expiresAt − updatedAt) + 1
 /// …  varint  zigzag(updatedAt − createdAt)
 /// …  varint  schema version
-/// …  UInt64  signature of the index declaration
+/// …  varint  number of the index declaration in the type's description (``TypeInfo/declarations``)
 /// …  to the header's end, each index value: varint (slot number << 1 | 1 for a number), then a string's
 ///            varint length and UTF-8, or a number's 11-byte ordered key
 /// …  payload
@@ -50,6 +50,9 @@ struct RecordHeader: Equatable {
     var envelope: PayloadEnvelope = []
     /// The layout ``bytes(reserving:)`` writes; a header read from a record keeps the record's.
     var layout: RecordLayout = .named
+    /// The number of the declaration with ``signature`` in the type's description, which a compact header holds
+    /// instead of the signature.
+    var declarationNumber: UInt32? = nil
 
     /// Whether the record has expired at `now` (ns since 1970).
     func isExpired(at now: Int64) -> Bool { expiresAt != 0 && expiresAt <= now }

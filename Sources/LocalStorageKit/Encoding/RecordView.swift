@@ -14,7 +14,9 @@ struct RecordView {
     let createdAt: Int64
     let updatedAt: Int64
     let expiresAt: Int64
-    let signature: UInt64
+    /// The index declaration the record was indexed with: its signature (named layout) or its number in the
+    /// type's description (compact).
+    let declaration: StoredDeclaration
     /// Where the index values start.
     private let valuesStart: Int
 
@@ -53,7 +55,7 @@ struct RecordView {
             createdAt = Int64(littleEndian: bytes.loadUnaligned(fromByteOffset: 8, as: Int64.self))
             updatedAt = Int64(littleEndian: bytes.loadUnaligned(fromByteOffset: 16, as: Int64.self))
             expiresAt = Int64(littleEndian: bytes.loadUnaligned(fromByteOffset: 24, as: Int64.self))
-            signature = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: 32, as: UInt64.self))
+            declaration = .signature(UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: 32, as: UInt64.self)))
             valuesStart = RecordHeader.fixedLength
         } else {
             layout = .compact
@@ -62,14 +64,14 @@ struct RecordView {
             guard let expiryCode = RecordView.varint(bytes, &offset, end: length),
                 let createdCode = RecordView.varint(bytes, &offset, end: length),
                 let version = RecordView.varint(bytes, &offset, end: length), version <= UInt64(UInt32.max),
-                offset + 8 <= length
+                let number = RecordView.varint(bytes, &offset, end: length), number <= UInt64(UInt32.max)
             else { throw RecordView.damaged }
             self.updatedAt = updatedAt
             expiresAt = expiryCode == 0 ? 0 : updatedAt &+ RecordHeader.unzigzag(expiryCode - 1)
             createdAt = updatedAt &- RecordHeader.unzigzag(createdCode)
             self.version = Int(version)
-            signature = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
-            valuesStart = offset + 8
+            declaration = .number(UInt32(number))
+            valuesStart = offset
         }
     }
 
@@ -211,6 +213,13 @@ struct RecordView {
             }
         }
     }
+}
+
+/// What a record header says of the index declaration it was indexed with: its signature (named layout) or its
+/// number among the type's declarations (compact).
+enum StoredDeclaration: Equatable {
+    case signature(UInt64)
+    case number(UInt32)
 }
 
 /// What a record header says of an index value's index: its name (named layout) or its slot number (compact).

@@ -130,11 +130,12 @@ struct Reindexer<T: LocalStorable>: Sendable {
                     try RecordWriter.purge(keys: [key], schema: schema, context: context, logger: logger)
                     continue
                 }
-                if !RecordWriter.signatureKey(view.signature).elementsEqual(signature) {
+                let indexedWith = try view.signature(in: schema, txn: txn)
+                if !RecordWriter.signatureKey(indexedWith).elementsEqual(signature) {
                     // The entry disagrees with the header: the header wins.
                     try txn.delete(schema.signatures, key: signature, value: key)
-                    try txn.put(schema.signatures, key: RecordWriter.signatureKey(view.signature), value: key)
-                    if view.signature == schema.signature { continue }
+                    try txn.put(schema.signatures, key: RecordWriter.signatureKey(indexedWith), value: key)
+                    if indexedWith == schema.signature { continue }
                 }
                 guard view.version <= schema.version else {
                     throw LocalStorageError.decodingFailed(

@@ -27,11 +27,11 @@ import Foundation
     /// Whether the record had expired when it was read (listings only; exports leave it out).
     public var isExpired: Bool?
 
-    /// The summary of a record read from the store; `now` (ns) adds the listing-only fields. `slots` (the type's,
-    /// from its description) name a compact header's index values.
+    /// The summary of a record read from the store; `now` (ns) adds the listing-only fields. `info` (the type's
+    /// description) names a compact header's declaration and index values.
     ///
-    /// - Throws: `decodingFailed` when a compact header names a slot that `slots` lacks.
-    init(type: String, id: String, view: RecordView, now: Int64?, slots: [TypeInfo.Slot]) throws(LocalStorageError) {
+    /// - Throws: `decodingFailed` when a compact header names a declaration or slot that `info` lacks.
+    init(type: String, id: String, view: RecordView, now: Int64?, info: TypeInfo) throws(LocalStorageError) {
         self.type = type
         self.id = id
         createdAt = view.createdAt
@@ -39,7 +39,18 @@ import Foundation
         expiresAt = view.expiresAt == 0 ? nil : view.expiresAt
         version = view.version
         format = view.format.name
-        signature = view.signature
+        switch view.declaration {
+        case .signature(let stored):
+            signature = stored
+        case .number(let number):
+            guard Int(number) < info.declarations.count else {
+                throw .decodingFailed(
+                    reason: "\(type) \"\(id)\": the record header names index declaration \(number), which the "
+                        + "type's description lacks; it is damaged")
+            }
+            signature = info.declarations[Int(number)].signature
+        }
+        let slots = info.slots
         var indexes: [String: MaintenanceIndexValue] = [:]
         var unknownSlot: UInt32?
         view.forEachIndexValue { tag, kind, value in

@@ -82,7 +82,7 @@ extension StoreMaintenance {
                         do {
                             let detail = try StoreMaintenance.detail(
                                 type: type.info.name, id: id,
-                                bytes: current.value, now: nil, sealing: type.schema.sealing, slots: type.info.slots)
+                                bytes: current.value, now: nil, sealing: type.schema.sealing, info: type.info)
                             try emit(try detail.jsonLine())
                             report.records += 1
                         } catch let error as LocalStorageError {

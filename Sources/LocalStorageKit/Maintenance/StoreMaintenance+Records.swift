@@ -98,7 +98,7 @@ extension StoreMaintenance {
                 do {
                     let view = try RecordView(bytes)
                     listing.records.append(
-                        try RecordSummary(type: schema.name, id: id, view: view, now: now, slots: type.info.slots))
+                        try RecordSummary(type: schema.name, id: id, view: view, now: now, info: type.info))
                 } catch {
                     listing.damaged.append(
                         VerifyProblem(
@@ -130,14 +130,14 @@ extension StoreMaintenance {
                 throw LocalStorageError.decodingFailed(reason: "\(schema.name) \"\(id)\": \(reason)")
             }
             return try StoreMaintenance.detail(
-                type: schema.name, id: id, bytes: bytes, now: now, sealing: schema.sealing, slots: type.info.slots)
+                type: schema.name, id: id, bytes: bytes, now: now, sealing: schema.sealing, info: type.info)
         }
     }
 
     /// A record's summary and JSON payload; `now` adds the listing-only fields.
     static func detail(
         type: String, id: String, bytes: UnsafeRawBufferPointer, now: Int64?, sealing: PayloadSealing?,
-        slots: [TypeInfo.Slot]
+        info: TypeInfo
     ) throws -> RecordDetail {
         let view = try RecordView(bytes)
         let payload: (json: Data, isExact: Bool)
@@ -149,7 +149,7 @@ extension StoreMaintenance {
                 reason: "the \(view.format.name) payload of \(type) \"\(id)\" cannot be read: \(error)")
         }
         return RecordDetail(
-            summary: try RecordSummary(type: type, id: id, view: view, now: now, slots: slots), payload: payload.json,
+            summary: try RecordSummary(type: type, id: id, view: view, now: now, info: info), payload: payload.json,
             exactPayload: payload.isExact ? nil : Data(opened))
     }
 

@@ -359,7 +359,7 @@ private final class SalvagedEntries {
                 do {
                     let detail = try record.value.withUnsafeBytes {
                         try StoreMaintenance.detail(
-                            type: name, id: id, bytes: $0, now: nil, sealing: sealing, slots: info.slots)
+                            type: name, id: id, bytes: $0, now: nil, sealing: sealing, info: info)
                     }
                     lines.append(try detail.jsonLine())
                     count += 1

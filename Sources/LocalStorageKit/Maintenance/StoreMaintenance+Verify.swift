@@ -190,10 +190,10 @@ private struct Checker {
                 let id = StoreMaintenance.id(of: current.key)
                 do {
                     let view = try RecordView(current.value)
-                    // A compact header's slot numbers must name indexes of the type.
-                    _ = try view.header(in: schema, txn: nil)
+                    // A compact header's declaration and slot numbers must name those of the type.
+                    let header = try view.header(in: schema, txn: nil)
                     try checkPayload(of: view, schema: schema, id: id)
-                    try checkEntriesExist(for: view, key: key, id: id, type: type)
+                    try checkEntriesExist(for: view, signature: header.signature, key: key, id: id, type: type)
                 } catch let error as LocalStorageError {
                     let kind: VerifyProblem.Kind =
                         RecordView.newerLayout(of: current.value) == nil ? .damagedRecord : .newerRecord
@@ -220,7 +220,7 @@ private struct Checker {
     }
 
     private mutating func checkEntriesExist(
-        for view: RecordView, key: [UInt8], id: String,
+        for view: RecordView, signature: UInt64, key: [UInt8], id: String,
         type: StoreMaintenance.StoredType
     ) throws {
         let schema = type.schema
@@ -230,10 +230,10 @@ private struct Checker {
         if view.expiresAt != 0, try !hasEntry(RecordWriter.timeKey(view.expiresAt), key, in: schema.expiry) {
             report(schema, id, .missingEntry, "no expiry entry for \(view.expiresAt)")
         }
-        if try !hasEntry(RecordWriter.signatureKey(view.signature), key, in: schema.signatures) {
-            report(schema, id, .missingEntry, "no signature entry for \(view.signature)")
+        if try !hasEntry(RecordWriter.signatureKey(signature), key, in: schema.signatures) {
+            report(schema, id, .missingEntry, "no signature entry for \(signature)")
         }
-        for index in type.declaredIndexes(signature: view.signature) {
+        for index in type.declaredIndexes(signature: signature) {
             guard let stored = view.indexValue(of: index) else {
                 // No value: the record is in the index under the "no value" key, as RecordWriter puts it.
                 if try !hasEntry(IndexKeys.missing, key, in: index.dbi) {
@@ -275,8 +275,8 @@ private struct Checker {
                 if let bytes = try txn.get(schema.records, key: current.value) {
                     // A damaged record (a compact header naming slots the type lacks included) is reported once, by
                     // checkRecords.
-                    if case .readable(let view, _) = try StoredRecord(bytes).header(in: schema, txn: nil) {
-                        switch Self.key(in: view, for: database.database, type: type) {
+                    if case .readable(let view, let header) = try StoredRecord(bytes).header(in: schema, txn: nil) {
+                        switch Self.key(in: view, signature: header.signature, for: database.database, type: type) {
                         case nil:
                             report(schema, id, .mismatchedEntry, "\(name) entry, but the record has no value there")
                         case let held? where !held.elementsEqual(current.key):
@@ -295,17 +295,17 @@ private struct Checker {
 
     /// The key a record's entry in `database` must have; nil when it should have none.
     private static func key(
-        in view: RecordView, for database: StoreMaintenance.Role,
+        in view: RecordView, signature: UInt64, for database: StoreMaintenance.Role,
         type: StoreMaintenance.StoredType
     ) -> [UInt8]? {
         switch database {
         case .records: return nil
         case .updated: return RecordWriter.timeKey(view.updatedAt)
         case .expiry: return view.expiresAt == 0 ? nil : RecordWriter.timeKey(view.expiresAt)
-        case .signatures: return RecordWriter.signatureKey(view.signature)
+        case .signatures: return RecordWriter.signatureKey(signature)
         case .index(let index):
             // Only the indexes of the declaration the record was indexed with hold it.
-            guard type.declaredIndexes(signature: view.signature).contains(where: { $0.slot == index.slot }) else {
+            guard type.declaredIndexes(signature: signature).contains(where: { $0.slot == index.slot }) else {
                 return nil
             }
             guard let stored = view.indexValue(of: index) else { return IndexKeys.missing }

@@ -14,6 +14,27 @@ extension RecordView {
         return found
     }
 
+    /// The signature of the declaration the record was indexed with: a compact header's declaration number is
+    /// looked up in `schema`, or (a declaration registered since the schema was opened) in the type's description
+    /// in `txn`.
+    ///
+    /// - Throws: `decodingFailed` when a compact header names a declaration the type's description lacks.
+    func signature(in schema: TypeSchema, txn: Transaction?) throws -> UInt64 {
+        switch declaration {
+        case .signature(let signature):
+            return signature
+        case .number(let number):
+            let position = Int(number)
+            if position < schema.declarationSignatures.count { return schema.declarationSignatures[position] }
+            if let txn, let current = try schema.current(in: txn), position < current.declarationSignatures.count {
+                return current.declarationSignatures[position]
+            }
+            throw LocalStorageError.decodingFailed(
+                reason: "the record header names index declaration \(number), which the description of type "
+                    + "\(schema.name) lacks; it is damaged")
+        }
+    }
+
     /// Copies the header out of the map. A compact header's slot numbers are named from `schema`'s indexes, or
     /// (a slot registered since the schema was opened) from the type's description in `txn`.
     ///
@@ -42,9 +63,12 @@ extension RecordView {
             }
             return true
         }
-        return RecordHeader(
+        var header = RecordHeader(
             format: format, version: version, createdAt: createdAt, updatedAt: updatedAt,
-            expiresAt: expiresAt, signature: signature, indexValues: values, envelope: envelope, layout: layout)
+            expiresAt: expiresAt, signature: try signature(in: schema, txn: txn), indexValues: values,
+            envelope: envelope, layout: layout)
+        if case .number(let number) = declaration { header.declarationNumber = number }
+        return header
     }
 }
 
@@ -65,6 +89,12 @@ extension RecordHeader {
     func laidOut(for schema: TypeSchema) -> RecordHeader {
         var header = self
         guard layout == .compact else { return header }
+        // The declaration by number: the signature's position in the type's description.
+        guard let position = schema.declarationSignatures.firstIndex(of: signature) else {
+            header.layout = .named
+            return header
+        }
+        header.declarationNumber = UInt32(position)
         let declared = schema.indexes
         for position in header.indexValues.indices where header.indexValues[position].slot == nil {
             let value = header.indexValues[position]

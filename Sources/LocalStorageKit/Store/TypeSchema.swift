@@ -33,6 +33,9 @@ struct TypeSchema: Sendable {
         let indexes: [Index]
         let allIndexes: [Index]
         let knownSignatures: Set<UInt64>
+        /// The signatures of the type's declarations by number (their order in ``TypeInfo/declarations``): a
+        /// compact header names its declaration by number.
+        let declarationSignatures: [UInt64]
         let declaration: IndexDeclaration
         /// The declaration's signature and its key in the signature database, computed once: every query
         /// checks the database for records indexed with another declaration.
@@ -44,8 +47,10 @@ struct TypeSchema: Sendable {
         init(
             name: String, number: UInt32, records: Database, updated: Database, expiry: Database,
             signatures: Database, counts: Database?, indexes: [Index], allIndexes: [Index],
-            knownSignatures: Set<UInt64>, declaration: IndexDeclaration, version: Int, runtime: SchemaRuntime
+            knownSignatures: Set<UInt64>, declarationSignatures: [UInt64], declaration: IndexDeclaration,
+            version: Int, runtime: SchemaRuntime
         ) {
+            self.declarationSignatures = declarationSignatures
             self.name = name
             self.number = number
             self.records = records
@@ -82,6 +87,9 @@ struct TypeSchema: Sendable {
     /// indexed with any declaration in ``knownSignatures`` has entries only in these.
     var allIndexes: [Index] { opened.allIndexes }
     var knownSignatures: Set<UInt64> { opened.knownSignatures }
+    /// The signatures of the type's declarations by number, as the type's description had them when this schema
+    /// was opened.
+    var declarationSignatures: [UInt64] { opened.declarationSignatures }
     var declaration: IndexDeclaration { opened.declaration }
     var version: Int { opened.version }
     /// State shared by every copy of this schema (the re-index memo).
@@ -104,12 +112,14 @@ struct TypeSchema: Sendable {
     init(
         name: String, number: UInt32, records: Database, updated: Database, expiry: Database,
         signatures: Database, counts: Database?, indexes: [Index], allIndexes: [Index],
-        knownSignatures: Set<UInt64>, declaration: IndexDeclaration, version: Int, runtime: SchemaRuntime
+        knownSignatures: Set<UInt64>, declarationSignatures: [UInt64], declaration: IndexDeclaration,
+        version: Int, runtime: SchemaRuntime
     ) {
         opened = Opened(
             name: name, number: number, records: records, updated: updated, expiry: expiry,
             signatures: signatures, counts: counts, indexes: indexes, allIndexes: allIndexes,
-            knownSignatures: knownSignatures, declaration: declaration, version: version, runtime: runtime)
+            knownSignatures: knownSignatures, declarationSignatures: declarationSignatures, declaration: declaration,
+            version: version, runtime: runtime)
     }
 
     /// The index called `name`, or nil.
@@ -171,7 +181,8 @@ struct TypeSchema: Sendable {
             signatures: signatures,
             counts: try txn.openDatabase(CountTree.databaseName, sortedDuplicates: false, create: false),
             indexes: indexes, allIndexes: all,
-            knownSignatures: Set(info.declarations.map(\.signature)), declaration: declaration,
+            knownSignatures: Set(info.declarations.map(\.signature)),
+            declarationSignatures: info.declarations.map(\.signature), declaration: declaration,
             version: version, runtime: SchemaRuntime())
     }
 
