@@ -17,7 +17,8 @@ public func keyCodecFuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         }
     }
     if size >= OrderedKey.numberLength,
-       let number = OrderedKey.decodeNumber(UnsafeRawBufferPointer(rebasing: input.prefix(OrderedKey.numberLength))) {
+        let number = OrderedKey.decodeNumber(UnsafeRawBufferPointer(rebasing: input.prefix(OrderedKey.numberLength)))
+    {
         guard OrderedKey.encodeNumber(number) == Array(input.prefix(OrderedKey.numberLength)) else {
             fatalError("number \(number) does not re-encode to its bytes")
         }

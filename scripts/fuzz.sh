@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fuzzes the decoders that read bytes from disk, with libFuzzer and AddressSanitizer:
 #   key-codec      Encoding/OrderedKey.swift + NumericValue.swift (decode, round trip, order)
-#   record-header  Encoding/RecordHeader.swift (RecordView on any bytes, round trip)
+#   record-header  Encoding/RecordHeader*.swift (RecordView on any bytes, both layouts, round trip)
 #   binary-codec   Encoding/Binary/ (BinaryDecoder and BinaryJSON on any bytes)
 # Each target runs for FUZZ_SECONDS (default 60). Crashes land in .build/fuzz/<target>/; the script fails
 # on the first target that crashes, hangs (-timeout=10 s per input) or leaks.
@@ -18,7 +18,8 @@ mkdir -p "$work"
 # The record header and what it reads with (its view, payload envelope, formats, index values, the error type).
 header_sources() {
     local name
-    for name in RecordHeader RecordView PayloadEnvelope PayloadFormat StoredIndexValue IndexKind ByteArray+Integers; do
+    for name in RecordHeader RecordHeader+Compact RecordView PayloadEnvelope PayloadFormat StoredIndexValue IndexKind \
+        ByteArray+Integers OrderedKey NumericValue; do
         printf '%s ' "$lib/Encoding/$name.swift"
     done
     printf '%s' "$lib/Model/LocalStorageError.swift"
@@ -49,7 +50,11 @@ seed() {
             # magic, JSON, header length 49, version 1, three timestamps, signature, one string index "c" = "ab"
             printf '\xa7\x01\x31\x00\x01\x00\x00\x00' > "$corpus/record"
             printf '\x01\x00\x00\x00\x00\x00\x00\x00%.0s' 1 2 3 4 >> "$corpus/record"
-            printf '\x01\x00\x01c\x01\x02\x00ab{"id":"x"}' >> "$corpus/record" ;;
+            printf '\x01\x00\x01c\x01\x02\x00ab{"id":"x"}' >> "$corpus/record"
+            # compact: magic, JSON, header length 20, updatedAt 1, no expiry, created = updated, version 1,
+            # declaration 0, slot 1 string "ab"
+            printf '\xa8\x01\x14\x00\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01\x00\x02\x02ab{"id":"x"}' \
+                > "$corpus/compact" ;;
         binary-codec)
             printf '\x00' > "$corpus/zero"
             printf '{"id":"x"}' > "$corpus/json" ;;

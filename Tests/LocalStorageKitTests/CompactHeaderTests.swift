@@ -235,4 +235,61 @@ import Testing
         #expect(try await storage.count(Product.self, matching: [.atLeast("price", 0.0)]) == 5)
         #expect(try await StoreMaintenance(directory: storage.core.directory).verify().isClean)
     }
+
+    /// Two declarations of one stored type: the second adds an index, so it gets a new declaration number and slot.
+    struct Shelf: LocalStorageIndexed, Equatable {
+        let id: String
+        var weight: Double
+        var tag: String
+
+        static var storageName: String { "CompactShelf" }
+        static var storageIndexes: [StorageIndex<Shelf>] { [StorageIndex("weight", \.weight)] }
+    }
+
+    struct TaggedShelf: LocalStorageIndexed, Equatable {
+        let id: String
+        var weight: Double
+        var tag: String
+
+        static var storageName: String { "CompactShelf" }
+        static var storageIndexes: [StorageIndex<TaggedShelf>] {
+            [StorageIndex("weight", \.weight), StorageIndex("tag", \.tag)]
+        }
+    }
+
+    /// Maintenance reads the store's catalog when it opens; an app that registers a declaration afterwards writes
+    /// compact headers naming a declaration and a slot that catalog lacks. `verify`, `list`, `record` and `export`
+    /// name them from the type's description in their own snapshot: none of those records is damaged to them (a
+    /// repair would have deleted them, an export left them out).
+    @Test func maintenanceOpenedBeforeANewDeclarationReadsItsCompactRecords() async throws {
+        let storage = try LocalStorage(configuration: diskConfiguration())
+        try await storage.save(contentsOf: (0..<5).map { Shelf(id: "s\($0)", weight: Double($0), tag: "old") })
+        let maintenance = try await StoreMaintenance(directory: storage.core.directory)
+        try await storage.save(contentsOf: (0..<5).map { TaggedShelf(id: "t\($0)", weight: Double($0), tag: "new") })
+
+        let report = try maintenance.verify()
+        #expect(!report.problems.contains { $0.kind == .damagedRecord }, "\(report.problems)")
+        let listing = try maintenance.list("CompactShelf")
+        #expect(listing.damaged.isEmpty, "\(listing.damaged)")
+        #expect(listing.records.count == 10)
+        let tagged = try maintenance.record("CompactShelf", id: "t3")
+        #expect(tagged.summary.indexes["tag"] != nil && tagged.summary.indexes["weight"] != nil)
+        var exported = Data()
+        let export = try maintenance.export(to: { exported.append($0) })
+        #expect(export.records == 10, "\(export)")
+    }
+
+    /// A compact header never holds what the named layout cannot: a save whose index values would make a named
+    /// header longer than 65,535 bytes throws, as it did before there was a compact layout (an export, the shared
+    /// tier or a rewrite could not write it).
+    @Test func aHeaderTooLongForTheNamedLayoutIsRefusedInTheCompactOneToo() async throws {
+        let storage = try LocalStorage(configuration: diskConfiguration())
+        let long = String(repeating: "x", count: 65_500)
+        await #expect(throws: LocalStorageError.self) {
+            try await storage.save(TaggedShelf(id: "long", weight: 1, tag: long))
+        }
+        let fits = String(repeating: "y", count: 65_400)
+        try await storage.save(TaggedShelf(id: "fits", weight: 1, tag: fits))
+        #expect(try await storage.fetch(TaggedShelf.self, id: "fits")?.tag == fits)
+    }
 }

@@ -16,9 +16,14 @@ extension RecordHeader {
 
     /// The compact header's bytes, or nil when the header cannot take that layout (no declaration number, an index
     /// value without its slot number, a number value that is not an 11-byte key, an expiry whose distance from the
-    /// update time the varint cannot hold): the caller writes the named layout then.
+    /// update time the varint cannot hold) or holds more than the named layout can: the caller writes the named
+    /// layout then (which throws for a header too long for it).
     func compactBytes(reserving payloadCount: Int) -> [UInt8]? {
         guard version >= 0, version <= Int(UInt32.max), let declarationNumber else { return nil }
+        // Nothing the named layout could not hold: an export, the shared tier or a rewrite that falls back to it
+        // must be able to write the record too.
+        let namedLength = indexValues.reduce(RecordHeader.fixedLength) { $0 + 4 + $1.name.utf8.count + $1.bytes.count }
+        guard namedLength <= Int(UInt16.max) else { return nil }
         let expiryCode: UInt64
         if expiresAt == 0 {
             expiryCode = 0

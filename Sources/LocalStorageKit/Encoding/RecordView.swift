@@ -27,6 +27,21 @@ struct RecordView {
         try validateIndexValues()
     }
 
+    /// Validates a record read from the shared tier: whole, and in the named layout, the only one instances write
+    /// there (a compact header's slot and declaration numbers are each store's own, so it would be read with
+    /// another store's meaning).
+    ///
+    /// - Throws: `decodingFailed` for anything else, a compact header included.
+    init(sharedTierRecord bytes: UnsafeRawBufferPointer, fixedPartOnly: Bool = false) throws(LocalStorageError) {
+        try self.init(fixedPartOf: bytes)
+        guard layout == .named else {
+            throw .decodingFailed(
+                reason: "the shared tier's copy has a compact record header, which no instance writes there; it is "
+                    + "damaged")
+        }
+        if !fixedPartOnly { try validateIndexValues() }
+    }
+
     /// Validates only the fixed part, for reads that decode the payload or look up one index value
     /// (``forEachIndexValue(_:)`` checks every length as it goes).
     init(fixedPartOf bytes: UnsafeRawBufferPointer) throws(LocalStorageError) {

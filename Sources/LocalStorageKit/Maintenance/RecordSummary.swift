@@ -39,37 +39,19 @@ import Foundation
         expiresAt = view.expiresAt == 0 ? nil : view.expiresAt
         version = view.version
         format = view.format.name
-        switch view.declaration {
-        case .signature(let stored):
-            signature = stored
-        case .number(let number):
-            guard Int(number) < info.declarations.count else {
-                throw .decodingFailed(
-                    reason: "\(type) \"\(id)\": the record header names index declaration \(number), which the "
-                        + "type's description lacks; it is damaged")
-            }
-            signature = info.declarations[Int(number)].signature
+        let header: RecordHeader
+        do {
+            header = try view.header(describedBy: info)
+        } catch let error as LocalStorageError {
+            guard case .decodingFailed(let reason) = error else { throw error }
+            throw .decodingFailed(reason: "\(type) \"\(id)\": \(reason)")
+        } catch {
+            throw .decodingFailed(reason: "\(type) \"\(id)\": \(error)")
         }
-        let slots = info.slots
+        signature = header.signature
         var indexes: [String: MaintenanceIndexValue] = [:]
-        var unknownSlot: UInt32?
-        view.forEachIndexValue { tag, kind, value in
-            switch tag {
-            case .name(let name):
-                indexes[String(decoding: name, as: UTF8.self)] = MaintenanceIndexValue(kind: kind, stored: value)
-            case .slot(let number):
-                guard let slot = slots.first(where: { $0.number == number && $0.kind == kind }) else {
-                    unknownSlot = number
-                    return false
-                }
-                indexes[slot.name] = MaintenanceIndexValue(kind: kind, stored: value)
-            }
-            return true
-        }
-        if let unknownSlot {
-            throw .decodingFailed(
-                reason: "\(type) \"\(id)\": the record header names index slot \(unknownSlot), which the type's "
-                    + "description lacks; it is damaged")
+        for value in header.indexValues {
+            indexes[value.name] = value.bytes.withUnsafeBytes { MaintenanceIndexValue(kind: value.kind, stored: $0) }
         }
         self.indexes = indexes
         if let now {

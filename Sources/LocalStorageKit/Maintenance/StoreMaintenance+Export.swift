@@ -74,7 +74,8 @@ extension StoreMaintenance {
                 }
             }
             for type in types {
-                try emit(try encoder.encode(TypeDescription(type.info)))
+                let info = try described(type, in: txn)
+                try emit(try encoder.encode(TypeDescription(info)))
                 try txn.withCursor(type.schema.records) { cursor in
                     var entry = try cursor.move(.first)
                     while let current = entry {
@@ -82,7 +83,7 @@ extension StoreMaintenance {
                         do {
                             let detail = try StoreMaintenance.detail(
                                 type: type.info.name, id: id,
-                                bytes: current.value, now: nil, sealing: type.schema.sealing, info: type.info)
+                                bytes: current.value, now: nil, sealing: type.schema.sealing, info: info)
                             try emit(try detail.jsonLine())
                             report.records += 1
                         } catch let error as LocalStorageError {

@@ -92,13 +92,14 @@ extension StoreMaintenance {
                 }
             }
             var listing = RecordListing(records: [], damaged: [])
+            let info = try described(type, in: txn)
             for key in keys {
                 let id = String(decoding: key, as: UTF8.self)
                 guard let bytes = try txn.get(schema.records, key: key) else { continue }
                 do {
                     let view = try RecordView(bytes)
                     listing.records.append(
-                        try RecordSummary(type: schema.name, id: id, view: view, now: now, info: type.info))
+                        try RecordSummary(type: schema.name, id: id, view: view, now: now, info: info))
                 } catch {
                     listing.damaged.append(
                         VerifyProblem(
@@ -130,7 +131,8 @@ extension StoreMaintenance {
                 throw LocalStorageError.decodingFailed(reason: "\(schema.name) \"\(id)\": \(reason)")
             }
             return try StoreMaintenance.detail(
-                type: schema.name, id: id, bytes: bytes, now: now, sealing: schema.sealing, info: type.info)
+                type: schema.name, id: id, bytes: bytes, now: now, sealing: schema.sealing,
+                info: try described(type, in: txn))
         }
     }
 
@@ -323,4 +325,12 @@ extension StoreMaintenance {
 
     /// Records per write transaction for purges, repairs and imports.
     static var batchSize: Int { 10_000 }
+}
+
+extension StoreMaintenance {
+    /// `type`'s description as `txn`'s snapshot has it, or the catalog's when the snapshot has none: the compact
+    /// headers of a declaration an app registered after the catalog was read name numbers only the snapshot has.
+    func described(_ type: StoredType, in txn: Transaction) throws -> TypeInfo {
+        try TypeRegistry.info(named: type.info.name, meta: meta, txn: txn) ?? type.info
+    }
 }

@@ -35,7 +35,7 @@ extension StoreMaintenance {
             let total = try catalog.sortedTypes.reduce(0) { sum, type in
                 try Self.databases(of: type.schema).reduce(sum) { $0 + (try txn.entryCount($1.dbi)) }
             }
-            var checker = Checker(txn: txn, progress: progress, total: total)
+            var checker = Checker(txn: txn, meta: meta, progress: progress, total: total)
             for type in catalog.sortedTypes {
                 let before = checker.problems.count
                 try checker.checkRecords(of: type)
@@ -156,16 +156,24 @@ extension StoreMaintenance.StoredType {
 /// The checks of ``StoreMaintenance/verify(progress:)`` inside one read transaction.
 private struct Checker {
     let txn: Transaction
+    let meta: Database
     let progress: MaintenanceProgressHandler?
     let total: Int
     var records = 0
     var entries = 0
     var problems: [VerifyProblem] = []
 
-    init(txn: Transaction, progress: MaintenanceProgressHandler?, total: Int) {
+    init(txn: Transaction, meta: Database, progress: MaintenanceProgressHandler?, total: Int) {
         self.txn = txn
+        self.meta = meta
         self.progress = progress
         self.total = total
+    }
+
+    /// `type`'s description as this snapshot has it: compact headers of a declaration an app registered after the
+    /// catalog was read name numbers only this one has.
+    func described(_ type: StoreMaintenance.StoredType) throws -> TypeInfo {
+        try TypeRegistry.info(named: type.info.name, meta: meta, txn: txn) ?? type.info
     }
 
     private mutating func step() {
@@ -181,6 +189,7 @@ private struct Checker {
     /// Each record: header, payload, and the presence of each entry it should have.
     mutating func checkRecords(of type: StoreMaintenance.StoredType) throws {
         let schema = type.schema
+        let info = try described(type)
         try txn.withCursor(schema.records) { cursor in
             var entry = try cursor.move(.first)
             while let current = entry {
@@ -191,7 +200,7 @@ private struct Checker {
                 do {
                     let view = try RecordView(current.value)
                     // A compact header's declaration and slot numbers must name those of the type.
-                    let header = try view.header(in: schema, txn: nil)
+                    let header = try view.header(describedBy: info)
                     try checkPayload(of: view, schema: schema, id: id)
                     try checkEntriesExist(for: view, signature: header.signature, key: key, id: id, type: type)
                 } catch let error as LocalStorageError {
@@ -265,6 +274,7 @@ private struct Checker {
         in type: StoreMaintenance.StoredType
     ) throws {
         let schema = type.schema
+        let info = try described(type)
         try txn.withCursor(database.dbi) { cursor in
             var entry = try cursor.move(.first)
             while let current = entry {
@@ -275,7 +285,9 @@ private struct Checker {
                 if let bytes = try txn.get(schema.records, key: current.value) {
                     // A damaged record (a compact header naming slots the type lacks included) is reported once, by
                     // checkRecords.
-                    if case .readable(let view, let header) = try StoredRecord(bytes).header(in: schema, txn: nil) {
+                    if case .readable(let view, let header) = try StoredRecord(bytes).header({
+                        try $0.header(describedBy: info)
+                    }) {
                         switch Self.key(in: view, signature: header.signature, for: database.database, type: type) {
                         case nil:
                             report(schema, id, .mismatchedEntry, "\(name) entry, but the record has no value there")

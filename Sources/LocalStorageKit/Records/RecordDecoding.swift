@@ -81,17 +81,32 @@ enum RecordDecoding {
         .decodingFailed(reason: "\(typeName) \"\(id)\": its payload is sealed or compressed and this read has no key")
     }
 
-    /// Validates a stored record's header; a damaged one is a `decodingFailed` naming the type and id.
+    /// Validates a stored record's header; a damaged one is a `decodingFailed` naming the type and id. With
+    /// `sharedTier`, the bytes are the shared tier's, which must have a named header
+    /// (``RecordView/init(sharedTierRecord:fixedPartOnly:)``).
     static func view<T>(
-        of bytes: UnsafeRawBufferPointer, _ type: T.Type, id: String, fixedPartOnly: Bool = false
+        of bytes: UnsafeRawBufferPointer, _ type: T.Type, id: String, fixedPartOnly: Bool = false,
+        sharedTier: Bool = false
+    )
+        throws(LocalStorageError) -> RecordView
+    {
+        try view(of: bytes, typeName: "\(T.self)", id: id, fixedPartOnly: fixedPartOnly, sharedTier: sharedTier)
+    }
+
+    /// ``view(of:_:id:fixedPartOnly:sharedTier:)`` naming the type by `typeName`.
+    static func view(
+        of bytes: UnsafeRawBufferPointer, typeName: String, id: String, fixedPartOnly: Bool = false,
+        sharedTier: Bool = false
     )
         throws(LocalStorageError) -> RecordView
     {
         do {
+            if sharedTier { return try RecordView(sharedTierRecord: bytes, fixedPartOnly: fixedPartOnly) }
             return try fixedPartOnly ? RecordView(fixedPartOf: bytes) : RecordView(bytes)
         } catch {
             guard case .decodingFailed(let reason) = error else { throw error }
-            throw .decodingFailed(reason: "\(T.self) \"\(id)\": \(reason)")
+            throw .decodingFailed(reason: "\(typeName) \"\(id)\": \(reason)")
         }
     }
+
 }

@@ -41,32 +41,67 @@ extension RecordView {
     /// - Throws: `decodingFailed` when a compact header names a slot the type's description lacks, or with
     ///   another kind (a damaged header).
     func header(in schema: TypeSchema, txn: Transaction?) throws -> RecordHeader {
-        var values: [StoredIndexValue] = []
         var described: [TypeSchema.Index]?
+        return try header(type: schema.name) { slot in
+            var index = schema.allIndexes.first { $0.slot == slot }
+            if index == nil, let txn {
+                if described == nil { described = try schema.current(in: txn)?.allIndexes ?? [] }
+                index = described?.first { $0.slot == slot }
+            }
+            return index.map { ($0.name, $0.kind) }
+        } signature: { _ in
+            try signature(in: schema, txn: txn)
+        }
+    }
+
+    /// Copies the header out of the map, a compact header's numbers named from `info` (the type's description, as
+    /// the snapshot the record was read in has it: maintenance reads records with no schema of its own).
+    ///
+    /// - Throws: `decodingFailed` when a compact header names a slot or declaration `info` lacks.
+    func header(describedBy info: TypeInfo) throws -> RecordHeader {
+        try header(type: info.name) { slot in
+            info.slots.first { $0.number == slot }.map { ($0.name, $0.kind) }
+        } signature: { number in
+            Int(number) < info.declarations.count ? info.declarations[Int(number)].signature : nil
+        }
+    }
+
+    /// The header, with `slot` naming a compact header's slot numbers and `signature` its declaration number.
+    private func header(
+        type: String, slot: (UInt32) throws -> (name: String, kind: IndexKind)?,
+        signature: (UInt32) throws -> UInt64?
+    ) throws -> RecordHeader {
+        var values: [StoredIndexValue] = []
         try forEachIndexValue { tag, kind, value in
             switch tag {
             case .name(let name):
                 values.append(
                     StoredIndexValue(name: String(decoding: name, as: UTF8.self), kind: kind, bytes: Array(value)))
-            case .slot(let slot):
-                var index = schema.allIndexes.first { $0.slot == slot }
-                if index == nil, let txn {
-                    if described == nil { described = try schema.current(in: txn)?.allIndexes ?? [] }
-                    index = described?.first { $0.slot == slot }
-                }
-                guard let index, index.kind == kind else {
+            case .slot(let number):
+                guard let index = try slot(number), index.kind == kind else {
                     throw LocalStorageError.decodingFailed(
-                        reason: "the record header names index slot \(slot), which the description of type "
-                            + "\(schema.name) lacks (or has with another kind); it is damaged")
+                        reason: "the record header names index slot \(number), which the description of type "
+                            + "\(type) lacks (or has with another kind); it is damaged")
                 }
-                values.append(StoredIndexValue(name: index.name, kind: kind, bytes: Array(value), slot: slot))
+                values.append(StoredIndexValue(name: index.name, kind: kind, bytes: Array(value), slot: number))
             }
             return true
         }
+        let indexedWith: UInt64
+        switch declaration {
+        case .signature(let stored):
+            indexedWith = stored
+        case .number(let number):
+            guard let found = try signature(number) else {
+                throw LocalStorageError.decodingFailed(
+                    reason: "the record header names index declaration \(number), which the description of type "
+                        + "\(type) lacks; it is damaged")
+            }
+            indexedWith = found
+        }
         var header = RecordHeader(
             format: format, version: version, createdAt: createdAt, updatedAt: updatedAt,
-            expiresAt: expiresAt, signature: try signature(in: schema, txn: txn), indexValues: values,
-            envelope: envelope, layout: layout)
+            expiresAt: expiresAt, signature: indexedWith, indexValues: values, envelope: envelope, layout: layout)
         if case .number(let number) = declaration { header.declarationNumber = number }
         return header
     }
@@ -129,12 +164,17 @@ extension StoredRecord {
     ///
     /// - Throws: what reading the type's description in `txn` throws (LMDB's errors).
     func header(in schema: TypeSchema, txn: Transaction?) throws -> Headed {
+        try header { try $0.header(in: schema, txn: txn) }
+    }
+
+    /// The record with its header as `read` copies it; a `decodingFailed` from `read` makes it damaged.
+    func header(_ read: (RecordView) throws -> RecordHeader) throws -> Headed {
         switch self {
         case .damaged(let error):
             return .damaged(error)
         case .readable(let view):
             do {
-                return .readable(view, try view.header(in: schema, txn: txn))
+                return .readable(view, try read(view))
             } catch let error as LocalStorageError {
                 guard case .decodingFailed = error else { throw error }
                 return .damaged(error)

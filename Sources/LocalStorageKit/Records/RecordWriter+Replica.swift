@@ -17,15 +17,12 @@ extension RecordWriter {
         context: CommitQueue.Context, announce: Bool = true, asNew: Bool = false
     ) throws -> Bool {
         let txn = context.txn
+        // The shared tier's records name their index values (slot numbers are each store's own).
         let header = try bytes.withUnsafeBytes { buffer in
-            let view = try RecordView(buffer)
-            // The shared tier's records name their index values (slot numbers are each store's own).
-            guard view.layout == .named else {
-                throw LocalStorageError.decodingFailed(
-                    reason: "\(schema.name) \"\(String(decoding: key, as: UTF8.self))\": the shared tier's copy has a "
-                        + "compact header, which no instance writes there; it was not stored")
-            }
-            return try view.header(in: schema, txn: txn)
+            try RecordDecoding.view(
+                of: buffer, typeName: schema.name, id: String(decoding: key, as: UTF8.self), sharedTier: true
+            )
+            .header(in: schema, txn: txn)
         }
         // The shared tier's payloads are never compressed (each store trains its own dictionaries): one that says
         // so came from elsewhere, and its frame could claim gigabytes for a read to allocate.

@@ -204,7 +204,9 @@ extension SharedTier {
             guard !key.isEmpty, key.count <= 511 else { return }
             if let record = change.record {
                 do {
-                    _ = try record.withUnsafeBytes { buffer throws(LocalStorageError) in try RecordView(buffer) }
+                    _ = try record.withUnsafeBytes { buffer throws(LocalStorageError) in
+                        try RecordView(sharedTierRecord: buffer)
+                    }
                 } catch {
                     // Not a record (written by something else under our key): drop the local copy, so that a
                     // read goes to the server and reports it.

@@ -75,7 +75,8 @@ struct SharedTierQuery {
     private func row(id: [UInt8], bytes: [UInt8]?, now: Int64, keepBytes: Bool) throws -> Row? {
         guard let bytes else { return nil }
         return try bytes.withUnsafeBytes { buffer -> Row? in
-            let view = try StoredRecord(buffer).readable(type: schema.name, id: String(decoding: id, as: UTF8.self))
+            let view = try RecordDecoding.view(
+                of: buffer, typeName: schema.name, id: String(decoding: id, as: UTF8.self), sharedTier: true)
             guard !view.isExpired(at: now) else { return nil }
             guard plan.matches(try view.header(in: schema, txn: nil).indexValues) else { return nil }
             let sortValue = plan.sortIndex.flatMap { index in view.indexValue(of: index).map { Array($0) } }

@@ -56,7 +56,7 @@ extension SharedTierRecordStore {
             guard let bytes = found else { continue }
             let id = ids[position]
             let decoded = try bytes.withUnsafeBytes { buffer -> T? in
-                let view = try RecordDecoding.view(of: buffer, T.self, id: id)
+                let view = try RecordDecoding.view(of: buffer, T.self, id: id, sharedTier: true)
                 guard !view.isExpired(at: now) else { return nil }
                 return try RecordDecoding.decode(T.self, view: view, id: id, session: session)
             }
@@ -115,7 +115,7 @@ extension SharedTierRecordStore {
         guard let bytes = try await tier.record(type: schema.name, id: key) else { return nil }
         let now = core.clock.wallNanoseconds()
         return try bytes.withUnsafeBytes { buffer in
-            let view = try RecordDecoding.view(of: buffer, T.self, id: id, fixedPartOnly: true)
+            let view = try RecordDecoding.view(of: buffer, T.self, id: id, fixedPartOnly: true, sharedTier: true)
             return StorageMetadata(
                 createdAt: EpochNanoseconds.date(fromNanoseconds: view.createdAt),
                 updatedAt: EpochNanoseconds.date(fromNanoseconds: view.updatedAt),
@@ -131,7 +131,7 @@ extension SharedTierRecordStore {
         guard let bytes = try await tier.record(type: schema.name, id: key) else { return nil }
         let session = local.makeDecodeSession(for: schema)
         return try bytes.withUnsafeBytes { buffer -> (value: T, bytes: [UInt8], expiresAt: Int64)? in
-            let view = try RecordDecoding.view(of: buffer, T.self, id: id)
+            let view = try RecordDecoding.view(of: buffer, T.self, id: id, sharedTier: true)
             guard !view.isExpired(at: now) else { return nil }
             return (try RecordDecoding.decode(T.self, view: view, id: id, session: session), bytes, view.expiresAt)
         }

@@ -125,7 +125,7 @@ struct SharedTierRecordStore: RecordStore {
                 throw LocalStorageError.notFound(id: id)
             }
             let (header, payload, expect) = try bytes.withUnsafeBytes { buffer in
-                let view = try RecordDecoding.view(of: buffer, T.self, id: id)
+                let view = try RecordDecoding.view(of: buffer, T.self, id: id, sharedTier: true)
                 guard !view.isExpired(at: now) else { throw LocalStorageError.notFound(id: id) }
                 return (try view.header(in: schema, txn: nil), Array(view.payload), Array(bytes[16..<32]))
             }

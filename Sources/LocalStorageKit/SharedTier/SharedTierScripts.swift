@@ -109,10 +109,11 @@ enum SharedTierScripts {
               r.key = ns .. 'r:' .. r.t .. ':' .. r.id
               r.old = redis.call('GET', r.key)
               if r.old and #r.old >= 1 then
-                -- A compact header (magic 0xA8: a store's own slot numbers, never written here), a later layout
-                -- (0xA9-0xAF), or a whole named header with a payload format above 2 is left as a newer version's.
+                -- A later header layout (magic 0xA9-0xAF), or a whole named header with a payload format above 2,
+                -- is a newer version's and is left. A compact header (0xA8) holds a store's own slot numbers, which
+                -- no instance writes here: damage, overwritten below.
                 local magic, format, low, high = string.byte(r.old, 1, 4)
-                local later = magic >= 168 and magic <= 175
+                local later = magic >= 169 and magic <= 175
                 if magic == 167 and #r.old >= 42 then
                   local length = low + high * 256
                   later = format % 64 > 2 and length >= 42 and length <= #r.old

@@ -56,6 +56,50 @@ struct SharedTierDamagedRecordTests {
         #expect(read?.contains("newer version of LocalStorageKit") == true, "\(read ?? "")")
     }
 
+    /// A compact record header (0xA8) holds one store's own slot and declaration numbers, so no instance writes it to
+    /// the server: one found there (a whole one, or one of 16 bytes, shorter than any named header) is damage.
+    /// Reads, `setExpiration` and `update` say so instead of reading it with their own numbers or trapping on it,
+    /// and a save overwrites it (the put script takes it for damage, not for a newer version's record).
+    @Test(arguments: [false, true])
+    func aCompactHeaderOnTheServerIsDamage(minimal: Bool) async throws {
+        let storage = try await sharedStore(tier)
+        try await storage.save(Product.sample(1))
+        let schema = try await storage.core.schema(for: Product.self)
+        let shared = try #require(storage.sharedTier)
+        let key = shared.layout.record(type: Array("Product".utf8), id: Array("sku_1".utf8))
+        let stored = try #require(try await shared.connection.call([Array("GET".utf8), key]).bytes)
+        let compact = try stored.withUnsafeBytes { buffer in
+            let view = try RecordView(buffer)
+            var header = try view.header(in: schema, txn: nil)
+            header.layout = .compact
+            if minimal {
+                header.indexValues = []
+                header.declarationNumber = 0
+                return try header.serialized(payload: [])
+            }
+            return try header.laidOut(for: schema).serialized(payload: Array(view.payload))
+        }
+        #expect(compact[0] == RecordHeader.compactMagic && (!minimal || compact.count == 16))
+        _ = try await shared.connection.call([Array("SET".utf8), key, compact])
+
+        let other = try await sharedStore(tier)
+        let read = await decodingFailure { _ = try await other.fetch(Product.self, id: "sku_1") }
+        #expect(read?.contains("compact record header") == true, "\(read ?? "")")
+        let expiry = await decodingFailure {
+            try await other.setExpiration(Product.self, id: "sku_1", .seconds(60))
+        }
+        #expect(expiry?.contains("compact record header") == true, "\(expiry ?? "")")
+        let update = await decodingFailure { _ = try await other.update(Product.self, id: "sku_1") { $0.rating = 5 } }
+        #expect(update?.contains("compact record header") == true, "\(update ?? "")")
+
+        var changed = Product.sample(1)
+        changed.title = "saved over the compact header"
+        try await storage.save(changed)
+        #expect(try await other.fetch(Product.self, id: "sku_1")?.title == "saved over the compact header")
+        let now = try #require(try await shared.connection.call([Array("GET".utf8), key]).bytes)
+        #expect(now.first == RecordHeader.magic)
+    }
+
     /// Damage that is no newer version's record (an empty value, a short one, this layout's magic with an unknown
     /// format but a header length out of bounds) is overwritten by a save, as before.
     @Test(arguments: [[], [0xA7], Array(repeating: 0xA7, count: 50)] as [[UInt8]])
