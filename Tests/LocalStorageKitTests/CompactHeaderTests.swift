@@ -292,4 +292,40 @@ import Testing
         try await storage.save(TaggedShelf(id: "fits", weight: 1, tag: fits))
         #expect(try await storage.fetch(TaggedShelf.self, id: "fits")?.tag == fits)
     }
+
+    /// A store of layout 3 that another process has open (an app still on a version that reads named headers only)
+    /// stays at layout 3, and this version writes named headers there; the next open that finds it alone upgrades
+    /// it, and saves from then on are compact.
+    @Test func aLayoutThreeStoreThatAnotherProcessHasOpenKeepsNamedHeaders() async throws {
+        let directory = temporaryDirectory()
+        let configuration = diskConfiguration(directory)
+        try await withStore(configuration) { storage async throws in
+            try await storage.save(Product.sample(1))
+            let meta = storage.core.meta
+            try await storage.core.writer.perform { context in
+                try context.txn.put(meta, key: TypeRegistry.layoutKey, value: Array("3".utf8))
+            }
+        }
+        func firstByte(of id: String, in storage: LocalStorage) async throws -> UInt8? {
+            let schema = try await storage.core.schema(for: Product.self)
+            return try storage.core.environment.read { txn in try txn.get(schema.records, key: Array(id.utf8))?.first }
+        }
+        let holder = try HelperProcess([
+            "hold-lock", configuration.storeDirectory.appendingPathComponent("lock.mdb").path,
+        ])
+        try await holder.waitForLine("locked") { $0 == "locked" }
+        try await withStore(configuration) { storage async throws in
+            #expect(try CountTreeTests.layout(storage) == "3")
+            try await storage.save(Product.sample(2))
+            #expect(try await firstByte(of: "sku_2", in: storage) == RecordHeader.magic)
+            #expect(try await storage.fetch(Product.self, id: "sku_2") == Product.sample(2))
+        }
+        await holder.kill()
+        try await withStore(configuration) { storage async throws in
+            #expect(try CountTreeTests.layout(storage) == "4")
+            try await storage.save(Product.sample(3))
+            #expect(try await firstByte(of: "sku_3", in: storage) == RecordHeader.compactMagic)
+            #expect(try await storage.count(Product.self, matching: [.atLeast("price", 0.0)]) == 3)
+        }
+    }
 }
