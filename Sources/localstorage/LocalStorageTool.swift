@@ -71,10 +71,13 @@ struct LocalStorageTool {
             do {
                 let encryption = try KeyFile.encryption(arguments)
                 let isRekey = command.name == RekeyCommand.name
+                // `compact --output` only reads the store it copies.
+                let onlyReads =
+                    command.onlyReads || (command.name == CompactCommand.name && arguments.value("output") != nil)
                 func open(movingKeyCheck: Bool) async throws -> StoreMaintenance {
                     try await StoreMaintenance(
                         directory: directory, creatingIfMissing: command.createsStore, encryption: encryption,
-                        movesKeyCheck: movingKeyCheck, sealingPlainStore: isRekey, upgradesLayout: !command.onlyReads)
+                        movesKeyCheck: movingKeyCheck, sealingPlainStore: isRekey, upgradesLayout: !onlyReads)
                 }
                 // An import into a store that has a key check value moves it to the new key once the import has
                 // committed: moved at the open, a failed import left apps with the old key alone locked out. A

@@ -51,6 +51,7 @@ enum SpaceReport {
                     + "\(Report.mebibytes(plainPayload)) | \(ratio(Double(file) / base)) | "
                     + "\(ratio(Double(compacted) / base)) |")
         }
+        try await smallRecordsRow(count: records, directory: root.appendingPathComponent("small"))
         let sqlite = try sqliteSize(products, directory: root.appendingPathComponent("sqlite"))
         Report.emit(
             "| SQLite (WAL checkpointed, same products as JSON) | \(Report.mebibytes(sqlite)) | – | "
@@ -82,6 +83,44 @@ enum SpaceReport {
         if variant.encrypted { configuration.encryption = StorageEncryption(key: Data((0..<32).map { UInt8($0) })) }
         if variant.compressed { configuration.compression = .zstd() }
         return configuration
+    }
+
+    /// Issue 26's own example of small records: an 8-character id, an indexed 8-character owner (1,000 of them), an
+    /// integer and a Boolean.
+    struct SmallRecord: LocalStorageIndexed {
+        let id: String
+        var owner: String
+        var count: Int
+        var flag: Bool
+
+        static var storageIndexes: [StorageIndex<SmallRecord>] { [StorageIndex("owner", \.owner)] }
+    }
+
+    /// The plain store's row for `count` small records, saved in batches of 10,000 as the products are.
+    static func smallRecordsRow(count: Int, directory: URL) async throws {
+        let configuration = configuration(variants[0], directory: directory)
+        var generator = SplitMix64(seed: 40)
+        let payload: Int
+        do {
+            let storage = try LocalStorage(configuration: configuration)
+            for start in stride(from: 0, to: count, by: 10_000) {
+                let batch = (start..<min(count, start + 10_000)).map { n in
+                    SmallRecord(
+                        id: "s" + String(n + 10_000_000).suffix(7),
+                        owner: "o" + String(generator.below(1_000) + 10_000_000).suffix(7),
+                        count: n, flag: n % 2 == 0)
+                }
+                try await storage.save(contentsOf: batch)
+            }
+            payload = try await storage.statistics().payloadBytes
+        }
+        let file = try dataFileSize(configuration)
+        let compacted = try await compactedSize(configuration)
+        let base = Double(max(payload, 1))
+        Report.emit(
+            "| plain, \(Report.grouped(Double(count))) small records (issue 26's example) | \(Report.mebibytes(file)) | "
+                + "\(Report.mebibytes(compacted)) | \(Report.mebibytes(payload)) | \(ratio(Double(file) / base)) | "
+                + "\(ratio(Double(compacted) / base)) |")
     }
 
     /// Saves every product in batches; returns the store's payload bytes.

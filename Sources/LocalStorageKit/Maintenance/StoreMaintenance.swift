@@ -118,8 +118,10 @@ import Darwin
     ///   - sealingPlainStore: Whether `encryption` may be given to a store whose records were written without
     ///     encryption, for ``rekey(progress:)`` to seal them (it writes the key check value when it is done).
     ///     Otherwise such an open throws `openFailed`: an encrypted store holds sealed payloads only.
-    ///   - upgradesLayout: Whether the open upgrades a store of an older layout, as an app's open does. Commands that
-    ///     only read pass false: the upgrade would lock the older version that wrote the store out of it for good.
+    ///   - upgradesLayout: Whether the open upgrades a store of layout 2 to the count tree's layout 3, as an app's open
+    ///     does. Commands that only read pass false: the upgrade would lock the older version that wrote the store
+    ///     out of it for good. Maintenance never moves a store to layout 4 (compact headers), which it does not
+    ///     write: only an app's open does.
     /// - Throws: ``MaintenanceError/noStore(path:)``, or ``LocalStorageError/openFailed(path:reason:)``.
     public init(
         directory: URL, creatingIfMissing: Bool = false, encryption: StorageEncryption? = nil,
@@ -174,6 +176,7 @@ import Darwin
             configuration.keepsKeyCheck = !movesKeyCheck
             configuration.sealsPlainStore = sealingPlainStore
             configuration.keepsLayout = !upgradesLayout
+            configuration.upgradesLayoutAtMostTo = TypeRegistry.countTreeLayout
             let core = try EnvironmentRegistry.core(directory: directory, configuration: configuration)
             // An app of this process has the store open: its keys are the ones in use. Maintenance given other
             // keys (a rekey to a new key, a check with a wrong one) must not act as if its own applied.

@@ -61,6 +61,10 @@ public struct LocalStorageConfiguration: Sendable {
     /// Whether the open leaves an older layout as it is instead of upgrading it (the maintenance tool's commands that
     /// only read: an upgrade locks out the older version that wrote the store).
     var keepsLayout = false
+    /// The newest layout the open upgrades an older store to, nil for this version's (``TypeRegistry/layout``).
+    /// Maintenance writes no compact record header, so it upgrades a store to the count tree's layout at most:
+    /// moving it to layout 4 would lock out the version that wrote it for nothing.
+    var upgradesLayoutAtMostTo: Int? = nil
     /// Whether the map starts at ``mapSize`` and doubles on demand even where the whole of ``maxMapSize`` could be
     /// mapped at open (tests of the map's growth set it; iOS and its relatives always grow).
     @_spi(Testing) public var growsMapFromMapSize = false

@@ -97,6 +97,7 @@ final class StoreCore: Sendable {
                 }
                 let layout = try TypeRegistry.checkLayout(
                     meta: dbi, txn: txn, countTree: !configuration.withoutCountTree,
+                    upgradeTo: configuration.upgradesLayoutAtMostTo ?? TypeRegistry.layout,
                     mayUpgrade: { !configuration.keepsLayout && !environment.othersHaveItOpen() })
                 let store = try ChangeLog.identity(meta: dbi, txn: txn)
                 // The key is checked before any record is read.

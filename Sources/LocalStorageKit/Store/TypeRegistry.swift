@@ -14,6 +14,8 @@ enum TypeRegistry {
     static let layout = 4
     /// The first layout whose stores may hold compact record headers.
     static let compactHeadersLayout = 4
+    /// The first layout with the count tree.
+    static let countTreeLayout = 3
     /// The oldest layout this version opens.
     static let oldestLayout = 2
     static let layoutKey: [UInt8] = Array("layout".utf8)
@@ -24,6 +26,9 @@ enum TypeRegistry {
     ///
     /// - Throws: `openFailed`'s reason as a `decodingFailed` when the store has another layout.
     ///
+    /// An older store is upgraded to `target` at most (maintenance, which writes no compact header, stops at the
+    /// count tree's layout).
+    ///
     /// A new store gets its count tree unless `countTree` is false (benchmarks measure a store without one).
     ///
     /// A store of layout 2 is upgraded only when `mayUpgrade` allows it, asked inside this write transaction: the
@@ -33,7 +38,8 @@ enum TypeRegistry {
     /// an open finds it alone.
     @discardableResult
     static func checkLayout(
-        meta: Database, txn: Transaction, countTree: Bool = true, mayUpgrade: () -> Bool = { true }
+        meta: Database, txn: Transaction, countTree: Bool = true, upgradeTo target: Int = layout,
+        mayUpgrade: () -> Bool = { true }
     ) throws -> Int {
         if let stored = try txn.get(meta, key: layoutKey) {
             let text = String(decoding: stored, as: UTF8.self)
@@ -48,10 +54,11 @@ enum TypeRegistry {
             if found < oldestLayout {
                 throw LocalStorageError.decodingFailed(reason: "the store has the older layout \(found)")
             }
-            guard found < layout && !txn.isReadOnly && mayUpgrade() else { return found }
-            if found < 3 { try upgradeToCountTree(meta: meta, txn: txn) }
-            try txn.put(meta, key: layoutKey, value: Array("\(layout)".utf8))
-            return layout
+            let target = min(max(target, countTreeLayout), layout)
+            guard found < target && !txn.isReadOnly && mayUpgrade() else { return found }
+            if found < countTreeLayout { try upgradeToCountTree(meta: meta, txn: txn) }
+            try txn.put(meta, key: layoutKey, value: Array("\(target)".utf8))
+            return target
         }
         // Without a layout marker: LMDB's main database may hold only our own databases. Anything else is
         // another program's LMDB environment (one with a database named `meta` too), which must not be taken
