@@ -43,13 +43,7 @@ enum SpaceReport {
         for (variant, configuration) in zip(variants, configurations) {
             let payload = try await fill(configuration, with: products)
             if !variant.encrypted && !variant.compressed { plainPayload = payload }
-            let file = try dataFileSize(configuration)
-            let compacted = try await compactedSize(configuration)
-            let base = Double(max(plainPayload, 1))
-            Report.emit(
-                "| \(variant.name) | \(Report.mebibytes(file)) | \(Report.mebibytes(compacted)) | "
-                    + "\(Report.mebibytes(plainPayload)) | \(ratio(Double(file) / base)) | "
-                    + "\(ratio(Double(compacted) / base)) |")
+            try await emitSizes(of: configuration, named: variant.name, payload: plainPayload)
         }
         try await smallRecordsRow(count: records, directory: root.appendingPathComponent("small"))
         let sqlite = try sqliteSize(products, directory: root.appendingPathComponent("sqlite"))
@@ -114,13 +108,19 @@ enum SpaceReport {
             }
             payload = try await storage.statistics().payloadBytes
         }
+        try await emitSizes(
+            of: configuration, named: "plain, \(Report.grouped(Double(count))) small records (issue 26's example)",
+            payload: payload)
+    }
+
+    /// A row of the sizes table: the store's data file and its compacted size, against `payload` bytes.
+    static func emitSizes(of configuration: LocalStorageConfiguration, named name: String, payload: Int) async throws {
         let file = try dataFileSize(configuration)
         let compacted = try await compactedSize(configuration)
         let base = Double(max(payload, 1))
         Report.emit(
-            "| plain, \(Report.grouped(Double(count))) small records (issue 26's example) | \(Report.mebibytes(file)) | "
-                + "\(Report.mebibytes(compacted)) | \(Report.mebibytes(payload)) | \(ratio(Double(file) / base)) | "
-                + "\(ratio(Double(compacted) / base)) |")
+            "| \(name) | \(Report.mebibytes(file)) | \(Report.mebibytes(compacted)) | \(Report.mebibytes(payload)) | "
+                + "\(ratio(Double(file) / base)) | \(ratio(Double(compacted) / base)) |")
     }
 
     /// Saves every product in batches; returns the store's payload bytes.
