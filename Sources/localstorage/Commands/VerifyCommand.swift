@@ -177,7 +177,7 @@ enum VerifyCommand: Command {
         for problem in report.removedRecords {
             output.line(
                 "Removed \(TypeArgument.displayed(problem.type)) \(problem.id.map(IdentifierArgument.displayed) ?? "?"): "
-                    + "its bytes cannot be read."
+                    + "it could not be read (\(InvisibleCharacters.escaped(problem.detail, keeping: [])))."
             )
         }
         for name in report.repairedTypes {
