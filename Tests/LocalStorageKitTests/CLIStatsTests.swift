@@ -50,6 +50,25 @@ import Testing
         // The copy leaves the free pages out.
         #expect(report.compactedBytes <= report.originalBytes - figures.reclaimableBytes)
     }
+
+    struct Rocket: LocalStorageIndexed {
+        let id: String
+        var label: String
+        static var storageName: String { "rocket 🚀🚀🚀🚀🚀🚀 launches" }
+        static var storageIndexes: [StorageIndex<Rocket>] { [StorageIndex("label 🚀🚀🚀🚀🚀", \.label)] }
+    }
+
+    /// The list of databases pads names to one column by characters: padding by UTF-16 units (Foundation's
+    /// `padding(toLength:)`) cut the longest names with emoji short, their closing quote with them (trial66).
+    @Test func statsShowWholeDatabaseNamesWithEmoji() async throws {
+        let storage = try LocalStorage(configuration: diskConfiguration())
+        try await storage.save(Rocket(id: "r1", label: "first"))
+        let plain = try await CLIResult.run(
+            ["stats", "--store", storage.configuration.storeDirectory.path], environment: nil)
+        #expect(plain.status == 0, "\(plain.stderr)")
+        #expect(plain.stdout.contains("rocket 🚀🚀🚀🚀🚀🚀 launches/index label 🚀🚀🚀🚀🚀  1 pages"), "\(plain.stdout)")
+        #expect(plain.stdout.contains("rocket 🚀🚀🚀🚀🚀🚀 launches/records            1 pages"), "\(plain.stdout)")
+    }
 }
 
 /// `mdb_stat` counts the pages of a database with sorted duplicates without its duplicates' sub-trees: an

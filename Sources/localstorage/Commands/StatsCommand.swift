@@ -52,7 +52,8 @@ enum StatsCommand: Command {
         let width = names.map(\.count).max() ?? 0
         for (database, name) in zip(stats.databases, names) {
             output.line(
-                "  \(name.padding(toLength: width, withPad: " ", startingAt: 0))  \(database.pages) pages"
+                // Padded by characters: `padding(toLength:)` counts UTF-16 units and cut names with emoji short.
+                "  \(name + String(repeating: " ", count: max(0, width - name.count)))  \(database.pages) pages"
                     + " (\(database.branchPages) branch, \(database.leafPages) leaf, \(database.overflowPages) overflow),"
                     + " depth \(database.depth), \(database.entries) entries")
         }
