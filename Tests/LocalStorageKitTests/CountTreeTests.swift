@@ -363,6 +363,9 @@ extension CountTreeTests {
             #expect(result.status == 0, "\(command): \(result.stderr)")
             #expect(try Self.layout(ofStoreIn: store) == "2", "\(command) upgraded the store")
         }
+        // The copy keeps the layout too: the app that owns the store may be the version that wrote it.
+        let copied = URL(fileURLWithPath: copy).appendingPathComponent("LocalStorage")
+        #expect(try Self.layout(ofStoreIn: copied) == "2")
         let purged = try await CLIResult.run(["purge-expired", "--store", store.path], environment: nil)
         #expect(purged.status == 0, "\(purged.stderr)")
         #expect(try Self.layout(ofStoreIn: store) == "\(TypeRegistry.countTreeLayout)")

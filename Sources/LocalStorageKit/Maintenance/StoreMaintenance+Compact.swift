@@ -76,8 +76,9 @@ extension StoreMaintenance {
         progress?(MaintenanceProgress(task: "compact", completed: 1, total: 1))
         // Checked as the source was opened: a key it did not use (a plain store) is not used on the copy either,
         // and the check does not move the copy's key check value (a rotation is `rekey`'s work).
+        // Nor does it upgrade the copy's layout: the app that owns the store may be of the layout it has.
         let copy = try await StoreMaintenance(
-            directory: output, encryption: hasKeyCheck ? encryption : nil, movesKeyCheck: false)
+            directory: output, encryption: hasKeyCheck ? encryption : nil, movesKeyCheck: false, upgradesLayout: false)
         return CompactReport(
             output: output.path,
             originalBytes: try Self.fileSize(directory.appendingPathComponent("data.mdb")),

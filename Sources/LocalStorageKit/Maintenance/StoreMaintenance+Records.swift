@@ -331,6 +331,17 @@ extension StoreMaintenance {
     /// `type`'s description as `txn`'s snapshot has it, or the catalog's when the snapshot has none: the compact
     /// headers of a declaration an app registered after the catalog was read name numbers only the snapshot has.
     func described(_ type: StoredType, in txn: Transaction) throws -> TypeInfo {
-        try TypeRegistry.info(named: type.info.name, meta: meta, txn: txn) ?? type.info
+        try Self.described(type, meta: meta, txn: txn)
+    }
+
+    /// ``described(_:in:)`` with `meta`'s handle. A description the snapshot cannot read (written since by a newer
+    /// version) leaves the catalog's: the type was readable when the catalog was read, and the records it numbers
+    /// are reported as they are met.
+    static func described(_ type: StoredType, meta: Database, txn: Transaction) throws -> TypeInfo {
+        do {
+            return try TypeRegistry.info(named: type.info.name, meta: meta, txn: txn) ?? type.info
+        } catch LocalStorageError.decodingFailed {
+            return type.info
+        }
     }
 }

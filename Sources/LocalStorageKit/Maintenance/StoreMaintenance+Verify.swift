@@ -173,7 +173,7 @@ private struct Checker {
     /// `type`'s description as this snapshot has it: compact headers of a declaration an app registered after the
     /// catalog was read name numbers only this one has.
     func described(_ type: StoreMaintenance.StoredType) throws -> TypeInfo {
-        try TypeRegistry.info(named: type.info.name, meta: meta, txn: txn) ?? type.info
+        try StoreMaintenance.described(type, meta: meta, txn: txn)
     }
 
     private mutating func step() {
