@@ -58,8 +58,9 @@ struct SharedTierDamagedRecordTests {
 
     /// A compact record header (0xA8) holds one store's own slot and declaration numbers, so no instance writes it to
     /// the server: one found there (a whole one, or one of 16 bytes, shorter than any named header) is damage.
-    /// Reads, `setExpiration` and `update` say so instead of reading it with their own numbers or trapping on it,
-    /// and a save overwrites it (the put script takes it for damage, not for a newer version's record).
+    /// Reads, `setExpiration` and `update` say so instead of reading it with their own numbers or trapping on it, a
+    /// notice of it drops the local copy, and a save overwrites it (the put script takes it for damage, not for a
+    /// newer version's record).
     @Test(arguments: [false, true])
     func aCompactHeaderOnTheServerIsDamage(minimal: Bool) async throws {
         let storage = try await sharedStore(tier)
@@ -91,6 +92,17 @@ struct SharedTierDamagedRecordTests {
         #expect(expiry?.contains("compact record header") == true, "\(expiry ?? "")")
         let update = await decodingFailure { _ = try await other.update(Product.self, id: "sku_1") { $0.rating = 5 } }
         #expect(update?.contains("compact record header") == true, "\(update ?? "")")
+
+        // A notice carrying the compact bytes drops the local copy (which reads then take to the server) instead of
+        // failing the writer's transaction, which the catch-up would replay for ever.
+        #expect(try await storage.fetch(Product.self, id: "sku_1") == Product.sample(1))  // The local copy.
+        try await storage.core.writer.perform { context in
+            try shared.apply(
+                SharedTier.LocalChange(kind: UInt8(ascii: "P"), type: "Product", id: "sku_1", record: compact),
+                at: Int64.max / 2, context: context)
+        }
+        let local = try storage.core.environment.read { txn in try txn.get(schema.records, key: Array("sku_1".utf8)) }
+        #expect(local == nil)
 
         var changed = Product.sample(1)
         changed.title = "saved over the compact header"
