@@ -47,7 +47,7 @@ struct RecordView {
     init(fixedPartOf bytes: UnsafeRawBufferPointer) throws(LocalStorageError) {
         // What a newer version wrote is told apart only when the bytes are not a record of a known layout.
         let first = bytes.first
-        let minimum = first == RecordHeader.compactMagic ? RecordHeader.compactFixedLength : RecordHeader.fixedLength
+        let minimum = RecordView.minimumLength(magic: first)
         guard bytes.count >= minimum, first == RecordHeader.magic || first == RecordHeader.compactMagic else {
             throw .decodingFailed(
                 reason: RecordView.newerLayout(of: bytes) ?? "the stored bytes are not a LocalStorageKit record")
@@ -90,6 +90,12 @@ struct RecordView {
         }
     }
 
+    /// The shortest header of the layout `magic` names (the named layout's for any other byte).
+    @inline(__always)
+    private static func minimumLength(magic: UInt8?) -> Int {
+        magic == RecordHeader.compactMagic ? RecordHeader.compactFixedLength : RecordHeader.fixedLength
+    }
+
     /// The LEB128 varint at `offset` (moved past it), or nil when it runs past `end` or over 64 bits.
     @inline(__always)
     private static func varint(_ bytes: UnsafeRawBufferPointer, _ offset: inout Int, end: Int) -> UInt64? {
@@ -118,7 +124,7 @@ struct RecordView {
             return "it was written by a newer version of LocalStorageKit (record header layout "
                 + "0x\(String(first, radix: 16, uppercase: true))), which this version cannot read; it is left untouched"
         }
-        let minimum = first == RecordHeader.compactMagic ? RecordHeader.compactFixedLength : RecordHeader.fixedLength
+        let minimum = RecordView.minimumLength(magic: first)
         guard first == RecordHeader.magic || first == RecordHeader.compactMagic, bytes.count >= minimum else {
             return nil
         }
@@ -148,30 +154,16 @@ struct RecordView {
         UnsafeRawBufferPointer(rebasing: bytes[headerLength...])
     }
 
+    /// Checks that every index value fits: the walk, which stops at the first one that does not, reaches the named
+    /// header's count of values, or the compact header's end.
     private func validateIndexValues() throws(LocalStorageError) {
-        var complete = false
-        var offset = valuesStart
-        switch layout {
-        case .named:
-            let count = Int(load(40, as: UInt16.self))
-            for _ in 0..<count {
-                guard offset + 1 <= headerLength else { throw RecordView.damaged }
-                let nameLength = Int(bytes[offset])
-                offset += 1 + nameLength
-                guard offset + 3 <= headerLength, IndexKind(rawValue: bytes[offset]) != nil else {
-                    throw RecordView.damaged
-                }
-                let valueLength = Int(load(offset + 1, as: UInt16.self))
-                offset += 3 + valueLength
-                guard offset <= headerLength else { throw RecordView.damaged }
-            }
-        case .compact:
-            forEachIndexValueWithEnd { _, _, _, end in
-                complete = end == headerLength
-                return true
-            }
-            guard complete || valuesStart == headerLength else { throw RecordView.damaged }
+        var (walked, end) = (0, valuesStart)
+        forEachIndexValueWithEnd { _, _, _, valueEnd in
+            (walked, end) = (walked + 1, valueEnd)
+            return true
         }
+        let whole = layout == .named ? walked == Int(load(40, as: UInt16.self)) : end == headerLength
+        guard whole else { throw RecordView.damaged }
     }
 
     private static var damaged: LocalStorageError { .decodingFailed(reason: "the record header is damaged") }

@@ -108,5 +108,4 @@ enum RecordDecoding {
             throw .decodingFailed(reason: "\(typeName) \"\(id)\": \(reason)")
         }
     }
-
 }

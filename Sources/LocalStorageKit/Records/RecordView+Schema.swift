@@ -20,19 +20,8 @@ extension RecordView {
     ///
     /// - Throws: `decodingFailed` when a compact header names a declaration the type's description lacks.
     func signature(in schema: TypeSchema, txn: Transaction?) throws -> UInt64 {
-        switch declaration {
-        case .signature(let signature):
-            return signature
-        case .number(let number):
-            let position = Int(number)
-            if position < schema.declarationSignatures.count { return schema.declarationSignatures[position] }
-            if let txn, let current = try schema.current(in: txn), position < current.declarationSignatures.count {
-                return current.declarationSignatures[position]
-            }
-            throw LocalStorageError.decodingFailed(
-                reason: "the record header names index declaration \(number), which the description of type "
-                    + "\(schema.name) lacks; it is damaged")
-        }
+        var described = Described(schema: schema, txn: txn)
+        return try signature(type: schema.name) { try described.signature(numbered: $0) }
     }
 
     /// Copies the header out of the map. A compact header's slot numbers are named from `schema`'s indexes, or
@@ -41,16 +30,45 @@ extension RecordView {
     /// - Throws: `decodingFailed` when a compact header names a slot the type's description lacks, or with
     ///   another kind (a damaged header).
     func header(in schema: TypeSchema, txn: Transaction?) throws -> RecordHeader {
-        var described: [TypeSchema.Index]?
-        return try header(type: schema.name) { slot in
-            var index = schema.allIndexes.first { $0.slot == slot }
-            if index == nil, let txn {
-                if described == nil { described = try schema.current(in: txn)?.allIndexes ?? [] }
-                index = described?.first { $0.slot == slot }
-            }
+        var described = Described(schema: schema, txn: txn)
+        return try header(type: schema.name) {
+            try described.index(numbered: $0)
+        } signature: {
+            try described.signature(numbered: $0)
+        }
+    }
+
+    /// A schema's numbers, and the type's description in a transaction for numbers registered since the schema
+    /// was opened (opened once, when first needed).
+    private struct Described {
+        let schema: TypeSchema
+        let txn: Transaction?
+        private var current: TypeSchema??
+
+        init(schema: TypeSchema, txn: Transaction?) {
+            self.schema = schema
+            self.txn = txn
+        }
+
+        private mutating func currentSchema() throws -> TypeSchema? {
+            if let current { return current }
+            let opened = try txn.flatMap { try schema.current(in: $0) }
+            current = .some(opened)
+            return opened
+        }
+
+        mutating func index(numbered slot: UInt32) throws -> (name: String, kind: IndexKind)? {
+            let index =
+                try schema.allIndexes.first { $0.slot == slot }
+                ?? currentSchema()?.allIndexes.first { $0.slot == slot }
             return index.map { ($0.name, $0.kind) }
-        } signature: { _ in
-            try signature(in: schema, txn: txn)
+        }
+
+        mutating func signature(numbered number: UInt32) throws -> UInt64? {
+            let position = Int(number)
+            if position < schema.declarationSignatures.count { return schema.declarationSignatures[position] }
+            guard let current = try currentSchema(), position < current.declarationSignatures.count else { return nil }
+            return current.declarationSignatures[position]
         }
     }
 
@@ -87,23 +105,27 @@ extension RecordView {
             }
             return true
         }
-        let indexedWith: UInt64
+        var header = RecordHeader(
+            format: format, version: version, createdAt: createdAt, updatedAt: updatedAt,
+            expiresAt: expiresAt, signature: try self.signature(type: type, numbered: signature), indexValues: values,
+            envelope: envelope, layout: layout)
+        if case .number(let number) = declaration { header.declarationNumber = number }
+        return header
+    }
+
+    /// The declaration's signature: a named header's own, or a compact header's number looked up by `numbered`.
+    private func signature(type: String, numbered: (UInt32) throws -> UInt64?) throws -> UInt64 {
         switch declaration {
         case .signature(let stored):
-            indexedWith = stored
+            return stored
         case .number(let number):
-            guard let found = try signature(number) else {
+            guard let found = try numbered(number) else {
                 throw LocalStorageError.decodingFailed(
                     reason: "the record header names index declaration \(number), which the description of type "
                         + "\(type) lacks; it is damaged")
             }
-            indexedWith = found
+            return found
         }
-        var header = RecordHeader(
-            format: format, version: version, createdAt: createdAt, updatedAt: updatedAt,
-            expiresAt: expiresAt, signature: indexedWith, indexValues: values, envelope: envelope, layout: layout)
-        if case .number(let number) = declaration { header.declarationNumber = number }
-        return header
     }
 }
 

@@ -47,8 +47,7 @@ struct TypeSchema: Sendable {
         init(
             name: String, number: UInt32, records: Database, updated: Database, expiry: Database,
             signatures: Database, counts: Database?, indexes: [Index], allIndexes: [Index],
-            knownSignatures: Set<UInt64>, declarationSignatures: [UInt64], declaration: IndexDeclaration,
-            version: Int, runtime: SchemaRuntime
+            declarationSignatures: [UInt64], declaration: IndexDeclaration, version: Int, runtime: SchemaRuntime
         ) {
             self.declarationSignatures = declarationSignatures
             self.name = name
@@ -60,7 +59,7 @@ struct TypeSchema: Sendable {
             self.counts = counts
             self.indexes = indexes
             self.allIndexes = allIndexes
-            self.knownSignatures = knownSignatures
+            knownSignatures = Set(declarationSignatures)
             self.declaration = declaration
             signature = declaration.signature
             signatureKey = RecordWriter.signatureKey(signature)
@@ -112,14 +111,13 @@ struct TypeSchema: Sendable {
     init(
         name: String, number: UInt32, records: Database, updated: Database, expiry: Database,
         signatures: Database, counts: Database?, indexes: [Index], allIndexes: [Index],
-        knownSignatures: Set<UInt64>, declarationSignatures: [UInt64], declaration: IndexDeclaration,
-        version: Int, runtime: SchemaRuntime
+        declarationSignatures: [UInt64], declaration: IndexDeclaration, version: Int, runtime: SchemaRuntime
     ) {
         opened = Opened(
             name: name, number: number, records: records, updated: updated, expiry: expiry,
             signatures: signatures, counts: counts, indexes: indexes, allIndexes: allIndexes,
-            knownSignatures: knownSignatures, declarationSignatures: declarationSignatures, declaration: declaration,
-            version: version, runtime: runtime)
+            declarationSignatures: declarationSignatures, declaration: declaration, version: version,
+            runtime: runtime)
     }
 
     /// The index called `name`, or nil.
@@ -181,7 +179,6 @@ struct TypeSchema: Sendable {
             signatures: signatures,
             counts: try txn.openDatabase(CountTree.databaseName, sortedDuplicates: false, create: false),
             indexes: indexes, allIndexes: all,
-            knownSignatures: Set(info.declarations.map(\.signature)),
             declarationSignatures: info.declarations.map(\.signature), declaration: declaration,
             version: version, runtime: SchemaRuntime())
     }
