@@ -128,7 +128,7 @@ import Testing
         var model = Dictionary(uniqueKeysWithValues: products.map { ($0.id, $0) })
         model["sku_7"] = Product(id: "sku_7", title: "changed", category: "books", price: 99, rating: 4)
         model["sku_8"] = nil
-        #expect(try CountTreeTests.layout(storage) == "4")
+        #expect(try CountTreeTests.layout(storage) == "5")
         let schema = try await storage.core.schema(for: Product.self)
         let stored = try storage.core.environment.read { txn in try txn.get(schema.records, key: Array("sku_3".utf8)) }
         let bytes = try #require(stored.map(Array.init))
@@ -154,30 +154,17 @@ import Testing
         #expect(try await StoreMaintenance(directory: storage.core.directory).verify().isClean)
     }
 
-    /// A store of layout 3 opened alone becomes layout 4: its named records stay as they are and read as before,
+    /// A store of layout 3 opened alone becomes layout 5: its named records stay as they are and read as before,
     /// records saved since are compact, and both kinds move in and out of the indexes alike.
     @Test func aLayoutThreeStoreKeepsItsNamedRecordsAndWritesCompactOnes() async throws {
         let directory = temporaryDirectory()
         let products = (0..<120).map(Product.sample)
         try await withStore(diskConfiguration(directory)) { storage async throws in
             try await storage.save(contentsOf: products)
-            let schema = try await storage.core.schema(for: Product.self)
-            let meta = storage.core.meta
-            try await storage.core.writer.perform { context in
-                for product in products {
-                    let key = Array(product.id.utf8)
-                    guard let bytes = try context.txn.get(schema.records, key: key) else { continue }
-                    let view = try RecordView(bytes)
-                    var header = try view.header(in: schema, txn: context.txn)
-                    header.layout = .named
-                    try context.txn.put(
-                        schema.records, key: key, value: try header.serialized(payload: Array(view.payload)))
-                }
-                try context.txn.put(meta, key: TypeRegistry.layoutKey, value: Array("3".utf8))
-            }
+            try await OlderLayouts.make(storage, layout: 3)
         }
         try await withStore(diskConfiguration(directory)) { storage async throws in
-            #expect(try CountTreeTests.layout(storage) == "4")
+            #expect(try CountTreeTests.layout(storage) == "5")
             var model = Dictionary(uniqueKeysWithValues: products.map { ($0.id, $0) })
             for n in stride(from: 0, to: 120, by: 3) {
                 let changed = Product(id: "sku_\(n)", title: "t", category: "garden", price: Double(n % 17), rating: 1)
@@ -301,10 +288,7 @@ import Testing
         let configuration = diskConfiguration(directory)
         try await withStore(configuration) { storage async throws in
             try await storage.save(Product.sample(1))
-            let meta = storage.core.meta
-            try await storage.core.writer.perform { context in
-                try context.txn.put(meta, key: TypeRegistry.layoutKey, value: Array("3".utf8))
-            }
+            try await OlderLayouts.make(storage, layout: 3)
         }
         func firstByte(of id: String, in storage: LocalStorage) async throws -> UInt8? {
             let schema = try await storage.core.schema(for: Product.self)
@@ -322,7 +306,7 @@ import Testing
         }
         await holder.kill()
         try await withStore(configuration) { storage async throws in
-            #expect(try CountTreeTests.layout(storage) == "4")
+            #expect(try CountTreeTests.layout(storage) == "5")
             try await storage.save(Product.sample(3))
             #expect(try await firstByte(of: "sku_3", in: storage) == RecordHeader.compactMagic)
             #expect(try await storage.count(Product.self, matching: [.atLeast("price", 0.0)]) == 3)

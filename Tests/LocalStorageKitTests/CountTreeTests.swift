@@ -263,19 +263,15 @@ import Testing
         let gauges = (0..<300).map { Gauge(id: "g\($0)", reading: Double($0 % 97), label: "l\($0 % 13)") }
         try await withStore(diskConfiguration(directory)) { storage async throws in
             try await storage.save(contentsOf: gauges)
-            let schema = try await storage.core.schema(for: Gauge.self)
-            let counts = try #require(schema.counts)
-            let meta = storage.core.meta
-            try await storage.core.writer.perform { context in
-                try context.txn.empty(counts)
-                try context.txn.put(meta, key: TypeRegistry.layoutKey, value: Array("2".utf8))
-            }
+            try await OlderLayouts.make(storage, layout: 2)
         }
         try await withStore(diskConfiguration(directory)) { storage async throws in
+            #expect(try Self.layout(storage) == "\(TypeRegistry.layout)")
             let expected = gauges.filter { ($0.reading ?? 0) >= 40 }.count
             #expect(try await storage.count(Gauge.self, matching: [.atLeast("reading", 40.0)]) == expected)
             let prefixed = gauges.filter { $0.label.hasPrefix("l1") }.count
             #expect(try await storage.count(Gauge.self, matching: [.hasPrefix("label", "l1")]) == prefixed)
+            #expect(try await StoreMaintenance(directory: storage.core.directory).verify().isClean)
         }
     }
 }

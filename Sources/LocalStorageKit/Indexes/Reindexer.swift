@@ -16,8 +16,11 @@ struct ReindexOutcome {
 /// Brings the records of a type that were indexed with another declaration in line with this one, in
 /// bounded write batches.
 ///
-/// The signature database (`s.<type#>`) lists every record under the signature of the declaration it
-/// was indexed with, so the stale records are found without reading the others. Each is decoded once,
+/// In a store of layout 4 or older, the signature database (`s.<type#>`) lists every record under the signature
+/// of the declaration it was indexed with, so the stale records are found without reading the others. From
+/// layout 5 on, the count tree counts the records of each declaration instead (18 bytes and a B-tree insert
+/// fewer per record): the counters say whether any record is stale and how many, and a re-index finds them by
+/// walking the records' headers in id order, stopping once it has met them all. Each is decoded once,
 /// its index values recomputed, its header rewritten and its entries moved: out of every index it may
 /// be in (see ``RecordWriter/removeEntries(of:key:schema:txn:)``), into this declaration's. Nothing is
 /// dropped: indexes this declaration no longer has simply empty as their records move, and keep their
@@ -28,8 +31,10 @@ struct Reindexer<T: LocalStorable>: Sendable {
     static var batchSize: Int { 1000 }
 
     /// Whether `txn`'s snapshot holds records of the type indexed with another declaration than
-    /// `schema`'s. O(log n): the first and last keys of the signature database.
+    /// `schema`'s. O(log n): the first and last keys of the signature database, or the type's declaration
+    /// counters.
     static func hasStaleRecords(schema: TypeSchema, txn: Transaction) throws -> Bool {
+        if schema.countsDeclarations { return try CountTree.recordsOfOtherDeclarations(schema: schema, txn: txn) > 0 }
         let mine = schema.signatureKey
         return try txn.withCursor(schema.signatures) { cursor in
             guard let first = try cursor.move(.first) else { return false }
@@ -57,7 +62,7 @@ struct Reindexer<T: LocalStorable>: Sendable {
             rewritten += batch.changed
             outcome.add(failed: batch.failed, firstProblem: batch.firstProblem)
             after = batch.last
-            if batch.seen < Reindexer.batchSize { break }
+            if batch.finished { break }
         }
         logger?.log(
             level: .info, message: "Re-indexed \(rewritten) of \(visited) records of \(schema.name)",
@@ -74,7 +79,7 @@ struct Reindexer<T: LocalStorable>: Sendable {
             let batch = try reindexBatch(schema: schema, after: after, context: context)
             outcome.add(failed: batch.failed, firstProblem: batch.firstProblem)
             after = batch.last
-            if batch.seen < Reindexer.batchSize { return outcome }
+            if batch.finished { return outcome }
         }
     }
 
@@ -84,12 +89,17 @@ struct Reindexer<T: LocalStorable>: Sendable {
         var failed = 0
         var firstProblem: LocalStorageError?
         var last: (signature: [UInt8], key: [UInt8])?
+        /// Whether the walk reached the end: no stale record is left after `last`.
+        var finished = false
     }
 
     private func reindexBatch(
         schema: TypeSchema, after: (signature: [UInt8], key: [UInt8])?,
         context: CommitQueue.Context
     ) throws -> Batch {
+        if schema.countsDeclarations {
+            return try reindexBatchByWalking(schema: schema, after: after?.key, context: context)
+        }
         let txn = context.txn
         let mine = schema.signatureKey
         var stale: [(signature: [UInt8], key: [UInt8])] = []
@@ -114,54 +124,120 @@ struct Reindexer<T: LocalStorable>: Sendable {
                 entry = try cursor.move(.next)
             }
         }
-        var batch = Batch(seen: stale.count, last: stale.last)
+        var batch = Batch(seen: stale.count, last: stale.last, finished: stale.count < Reindexer.batchSize)
         for (signature, key) in stale {
-            let id = String(decoding: key, as: UTF8.self)
             guard let bytes = try txn.get(schema.records, key: key) else {
                 // An entry without its record: remove it.
                 try txn.delete(schema.signatures, key: signature, value: key)
                 continue
             }
-            do {
+            try attempt(key: key, schema: schema, batch: &batch) {
                 let view = try RecordView(bytes)
-                if view.isExpired(at: context.now) {
-                    // Invisible to every read: purged, not decoded (one the declaration cannot decode made every
-                    // indexed read of the type throw until the sweep came).
-                    try RecordWriter.purge(keys: [key], schema: schema, context: context, logger: logger)
-                    continue
+                if !view.isExpired(at: context.now) {
+                    let indexedWith = try view.signature(in: schema, txn: txn)
+                    if !RecordWriter.signatureKey(indexedWith).elementsEqual(signature) {
+                        // The entry disagrees with the header: the header wins.
+                        try txn.delete(schema.signatures, key: signature, value: key)
+                        try txn.put(schema.signatures, key: RecordWriter.signatureKey(indexedWith), value: key)
+                        if indexedWith == schema.signature { return false }
+                    }
                 }
-                let indexedWith = try view.signature(in: schema, txn: txn)
-                if !RecordWriter.signatureKey(indexedWith).elementsEqual(signature) {
-                    // The entry disagrees with the header: the header wins.
-                    try txn.delete(schema.signatures, key: signature, value: key)
-                    try txn.put(schema.signatures, key: RecordWriter.signatureKey(indexedWith), value: key)
-                    if indexedWith == schema.signature { continue }
-                }
-                guard view.version <= schema.version else {
-                    throw LocalStorageError.decodingFailed(
-                        reason: "stored at version \(view.version), newer than \(schema.version)")
-                }
-                let value = try RecordDecoding.decode(
-                    T.self, view: view, id: id,
-                    session: DecodeSession(counter: nil, format: view.format, sealing: schema.sealing))
-                var header = try view.header(in: schema, txn: txn)
-                header.indexValues = value.indexValuesForStorage
-                header.signature = schema.signature
-                try RecordWriter.replaceHeader(of: view, with: header, key: key, schema: schema, txn: txn)
-                batch.changed += 1
-            } catch let error as LMDBError {
-                throw error
-            } catch {
-                batch.failed += 1
-                if batch.firstProblem == nil {
-                    batch.firstProblem = Reindexer.problem(type: schema.name, id: id, error: error)
-                }
-                logger?.log(
-                    level: .warning, message: "Could not re-index a record; it is left as it was",
-                    metadata: ["type": schema.name, "id": id, "error": "\(error)"])
+                return try reindex(view, key: key, schema: schema, context: context)
             }
         }
         return batch
+    }
+
+    /// A batch of a store that counts declarations (layout 5): walks the records after `after` in id order and
+    /// re-indexes up to ``batchSize`` whose headers name another declaration. A walk from the first record stops
+    /// once it has met as many as the counters count; one that went through every record and met another number
+    /// sets the counters to what the headers say (a record removed as damaged left its declaration's counter
+    /// too high, see ``CountTree``).
+    private func reindexBatchByWalking(
+        schema: TypeSchema, after: [UInt8]?, context: CommitQueue.Context
+    ) throws -> Batch {
+        let txn = context.txn
+        let counted = try CountTree.recordsOfOtherDeclarations(schema: schema, txn: txn)
+        var stale: [[UInt8]] = []
+        var reachedEnd = false
+        try txn.withCursor(schema.records) { cursor in
+            var entry: Cursor.Entry?
+            if let after {
+                entry = try cursor.seek(atLeast: after)
+                if let current = entry, current.key.elementsEqual(after) { entry = try cursor.move(.next) }
+            } else {
+                entry = try cursor.move(.first)
+            }
+            while let current = entry {
+                if stale.count == Reindexer.batchSize || (after == nil && stale.count == counted) { return }
+                if case .readable(_, let header) = try StoredRecord(current.value).header(in: schema, txn: txn),
+                    header.signature != schema.signature
+                {
+                    stale.append(Array(current.key))
+                }
+                entry = try cursor.move(.next)
+            }
+            reachedEnd = true
+        }
+        let last = stale.last.map { (signature: [UInt8](), key: $0) }
+        var batch = Batch(seen: stale.count, last: last, finished: stale.count < Reindexer.batchSize)
+        for key in stale {
+            // Read again: a rewrite before it may have moved the page the walk saw it on.
+            guard let bytes = try txn.get(schema.records, key: key) else { continue }
+            try attempt(key: key, schema: schema, batch: &batch) {
+                try reindex(try RecordView(bytes), key: key, schema: schema, context: context)
+            }
+        }
+        if after == nil, reachedEnd, stale.count != counted {
+            try CountTree.setDeclarationCounts(
+                try CountTree.walkedDeclarationCounts(schema: schema, txn: txn), schema: schema, txn: txn)
+        }
+        return batch
+    }
+
+    /// Runs `body`, the re-index of the record under `key`, counting a record it changed (`body` returns true)
+    /// or could not re-index (it throws anything but LMDB's errors, which end the batch).
+    private func attempt(key: [UInt8], schema: TypeSchema, batch: inout Batch, _ body: () throws -> Bool) throws {
+        do {
+            if try body() { batch.changed += 1 }
+        } catch let error as LMDBError {
+            throw error
+        } catch {
+            let id = String(decoding: key, as: UTF8.self)
+            batch.failed += 1
+            if batch.firstProblem == nil {
+                batch.firstProblem = Reindexer.problem(type: schema.name, id: id, error: error)
+            }
+            logger?.log(
+                level: .warning, message: "Could not re-index a record; it is left as it was",
+                metadata: ["type": schema.name, "id": id, "error": "\(error)"])
+        }
+    }
+
+    /// Re-indexes the stale record `view` under `key` for `schema`'s declaration; purges it instead when it has
+    /// expired. Returns whether it rewrote the record.
+    private func reindex(
+        _ view: RecordView, key: [UInt8], schema: TypeSchema, context: CommitQueue.Context
+    ) throws -> Bool {
+        let txn = context.txn
+        if view.isExpired(at: context.now) {
+            // Invisible to every read: purged, not decoded (one the declaration cannot decode made every
+            // indexed read of the type throw until the sweep came).
+            try RecordWriter.purge(keys: [key], schema: schema, context: context, logger: logger)
+            return false
+        }
+        guard view.version <= schema.version else {
+            throw LocalStorageError.decodingFailed(
+                reason: "stored at version \(view.version), newer than \(schema.version)")
+        }
+        let value = try RecordDecoding.decode(
+            T.self, view: view, id: String(decoding: key, as: UTF8.self),
+            session: DecodeSession(counter: nil, format: view.format, sealing: schema.sealing))
+        var header = try view.header(in: schema, txn: txn)
+        header.indexValues = value.indexValuesForStorage
+        header.signature = schema.signature
+        try RecordWriter.replaceHeader(of: view, with: header, key: key, schema: schema, txn: txn)
+        return true
     }
 
     /// Why an indexed query of `type` cannot answer while the record `id` stays unindexed for its declaration: a

@@ -190,6 +190,16 @@ extension StoreMaintenance {
         guard !indexes.isEmpty else { return nil }
         let mine = type.schema.signatureKey
         var missing: (index: String, count: Int)?
+        if type.schema.countsDeclarations {
+            for (signature, count) in try CountTree.declarationCounts(schema: type.schema, txn: txn)
+            where signature != type.schema.signature {
+                let declaration = type.info.declarations.first { $0.signature == signature }
+                if let index = indexes.first(where: { declaration?.slots.contains($0.slot) != true }) {
+                    missing = (missing?.index ?? index.name, (missing?.count ?? 0) + count)
+                }
+            }
+            return missing
+        }
         try txn.withCursor(type.schema.signatures) { cursor in
             var entry = try cursor.move(.first)
             while let current = entry {
@@ -209,6 +219,7 @@ extension StoreMaintenance {
 
     /// How many records of `schema` were indexed under another declaration than its current one.
     func notReindexed(_ schema: TypeSchema, txn: Transaction) throws -> Int {
+        if schema.countsDeclarations { return try CountTree.recordsOfOtherDeclarations(schema: schema, txn: txn) }
         let current = try txn.withCursor(schema.signatures) { cursor in
             try cursor.seek(atLeast: schema.signatureKey).map { entry in
                 entry.key.elementsEqual(schema.signatureKey) ? try cursor.duplicateCount() : 0

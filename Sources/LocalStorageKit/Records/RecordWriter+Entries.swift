@@ -1,13 +1,14 @@
-/// A record's entries: update time, expiry, signature and index entries, with the count tree kept in step.
+/// A record's entries: update time, expiry, declaration (a signature entry, or a count from layout 5 on) and index
+/// entries, with the count tree kept in step.
 extension RecordWriter {
-    /// Adds the update-time, expiry, signature and index entries of a record: index entries in the indexes
+    /// Adds the update-time, expiry, declaration and index entries of a record: index entries in the indexes
     /// of the declaration its header names (this schema's, but for imported records).
     static func addEntries(of header: RecordHeader, key: [UInt8], schema: TypeSchema, txn: Transaction) throws {
         try txn.put(schema.updated, key: timeKey(header.updatedAt), value: key)
         if header.expiresAt != 0 {
             try txn.put(schema.expiry, key: timeKey(header.expiresAt), value: key)
         }
-        try txn.put(schema.signatures, key: signatureKey(header.signature), value: key)
+        try noteDeclaration(of: header, adding: true, key: key, schema: schema, txn: txn)
         let indexes =
             header.signature == schema.signature
             ? schema.indexes : try schema.declaredIndexes(signature: header.signature, txn: txn) ?? schema.indexes
@@ -16,7 +17,21 @@ extension RecordWriter {
         }
     }
 
-    /// Removes the update-time, expiry, signature and index entries of a record, from every index the
+    /// Counts a record under the declaration its header names, or uncounts it (`adding` false): its signature
+    /// entry in a store of layout 4 or older, its declaration's counter from layout 5 on.
+    private static func noteDeclaration(
+        of header: RecordHeader, adding: Bool, key: [UInt8], schema: TypeSchema, txn: Transaction
+    ) throws {
+        if schema.countsDeclarations {
+            try CountTree.addRecords(adding ? 1 : -1, indexedWith: header.signature, schema: schema, txn: txn)
+        } else if adding {
+            try txn.put(schema.signatures, key: signatureKey(header.signature), value: key)
+        } else {
+            try txn.delete(schema.signatures, key: signatureKey(header.signature), value: key)
+        }
+    }
+
+    /// Removes the update-time, expiry, declaration and index entries of a record, from every index the
     /// record may be in whatever declaration it was indexed with (removing an absent pair does nothing). With
     /// `deferred`, the removed index entries are noted there instead of uncounted one by one.
     static func removeEntries(
@@ -27,7 +42,7 @@ extension RecordWriter {
         if header.expiresAt != 0 {
             try txn.delete(schema.expiry, key: timeKey(header.expiresAt), value: key)
         }
-        try txn.delete(schema.signatures, key: signatureKey(header.signature), value: key)
+        try noteDeclaration(of: header, adding: false, key: key, schema: schema, txn: txn)
         for index in try schema.indexesHolding(signature: header.signature, txn: txn) {
             let entryKey = indexKey(of: header, for: index)
             if let deferred {
@@ -57,8 +72,10 @@ extension RecordWriter {
         } else if new.expiresAt != 0 {
             try replacePair(in: schema.expiry, timeKey(old.expiresAt), with: timeKey(new.expiresAt), id: key, txn: txn)
         }
-        let signature = schema.signatureKey
-        try replacePair(in: schema.signatures, signature, with: signature, id: key, txn: txn)
+        if !schema.countsDeclarations {
+            let signature = schema.signatureKey
+            try replacePair(in: schema.signatures, signature, with: signature, id: key, txn: txn)
+        }
         for index in schema.indexes {
             let oldKey = indexKey(of: old, for: index)
             let newKey = indexKey(of: new, for: index)
@@ -114,7 +131,8 @@ extension RecordWriter {
     }
 
     /// Removes every entry pointing at `key` from every secondary database of the type, by walking them:
-    /// for a record whose header is damaged, so it cannot say where its entries are. O(entries), rare.
+    /// for a record whose header is damaged, so it cannot say where its entries are. O(entries), rare. (Its
+    /// declaration's counter stays as it was: see ``CountTree`` on declaration counts.)
     static func removeEntriesOfDamagedRecord(key: [UInt8], schema: TypeSchema, txn: Transaction) throws {
         let indexes = try schema.current(in: txn)?.allIndexes ?? schema.allIndexes
         let pointsAtKey = { (id: UnsafeRawBufferPointer) in id.elementsEqual(key) }

@@ -67,6 +67,7 @@ extension RecordWriter {
             }
         }
         try CountTree.recountPayloadBytes(schema: current, txn: txn)
+        try CountTree.clearDeclarationCounts(schema: current, txn: txn)
         try txn.withCursor(schema.records) { cursor in
             var entry = try cursor.move(.first)
             while let record = entry {

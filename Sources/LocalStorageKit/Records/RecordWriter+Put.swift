@@ -8,15 +8,17 @@ extension RecordWriter {
         context: CommitQueue.Context
     ) throws {
         var payloadBytes = 0
+        var replacedDamaged = false
         let (header, replaced) = try putRecord(
             record, expiresAt: expiresAt, schema: schema, context: context, payloadBytes: &payloadBytes,
-            isObserved: context.isObserved(schema.name))
+            replacedDamaged: &replacedDamaged, isObserved: context.isObserved(schema.name))
         try CountTree.addPayloadBytes(payloadBytes, schema: schema, txn: context.txn)
         if let replaced {
             try replaceEntries(of: replaced, with: header, key: record.key, schema: schema, txn: context.txn)
         } else {
             try addEntries(of: header, key: record.key, schema: schema, txn: context.txn)
         }
+        if replacedDamaged { try CountTree.recountDeclarations(schema: schema, txn: context.txn) }
     }
 
     /// Inserts or replaces many records (sorted by key, each id once), then adds their entries database
@@ -34,12 +36,13 @@ extension RecordWriter {
         }
         // The type's payload-bytes counter changes once for the batch, not once for each record.
         var payloadBytes = 0
+        var replacedDamaged = false
         // Asked once for the batch (by name: a hash and a comparison of the type's name).
         let isObserved = context.isObserved(schema.name)
         for record in records {
             let (header, replaced) = try putRecord(
                 record, expiresAt: expiresAt, schema: schema, context: context, payloadBytes: &payloadBytes,
-                isObserved: isObserved, appending: appending == true)
+                replacedDamaged: &replacedDamaged, isObserved: isObserved, appending: appending == true)
             if let replaced { try removeEntries(of: replaced, key: record.key, schema: schema, txn: context.txn) }
             for (position, index) in schema.indexes.enumerated() {
                 indexEntries[position].append(key: indexKey(of: header, for: index), id: record.key)
@@ -49,7 +52,9 @@ extension RecordWriter {
         // Every record of the batch has the same update time (and expiry, and signature): one key, ids
         // already sorted.
         // Each run is in (key, id) order: it goes in at the end of its database when it sorts after it.
-        var runs = [(schema.updated, timeKey(context.now)), (schema.signatures, schema.signatureKey)]
+        // (From layout 5 on, the declaration is counted once for the batch, at the end.)
+        var runs = [(schema.updated, timeKey(context.now))]
+        if !schema.countsDeclarations { runs.append((schema.signatures, schema.signatureKey)) }
         if expiresAt != 0 { runs.append((schema.expiry, timeKey(expiresAt))) }
         for (database, key) in runs {
             var run = SortedAppend(database)
@@ -76,8 +81,11 @@ extension RecordWriter {
             counterRuns.append(counters)
         }
         if let counts = schema.counts { try CountTree.write(counterRuns, counts: counts, txn: txn) }
-        // After the index counters: the payload-bytes counter sorts after them.
+        // After the index counters: the payload-bytes counter sorts after them, and the declaration's after it.
         try CountTree.addPayloadBytes(payloadBytes, schema: schema, txn: txn)
+        try CountTree.addRecords(records.count, indexedWith: schema.signature, schema: schema, txn: txn)
+        // A damaged record it replaced could not say which declaration it was counted under.
+        if replacedDamaged { try CountTree.recountDeclarations(schema: schema, txn: txn) }
     }
 
     /// Writes the record itself and publishes the change; returns its header, whose entries the caller adds,
@@ -86,10 +94,12 @@ extension RecordWriter {
     /// header cannot say where they are. `appending`: the key sorts after every stored one. The change in the
     /// type's payload bytes is added to `payloadBytes`, for the caller to count once (an update that keeps the
     /// payload's size writes no counter, and a batch writes it once). `isObserved`: whether anyone observes the type
-    /// (``CommitQueue/Context/isObserved(_:)``, asked once per batch).
+    /// (``CommitQueue/Context/isObserved(_:)``, asked once per batch). `replacedDamaged` is set when it replaced a
+    /// damaged record, whose declaration counter the caller sets right at the end (``CountTree``).
     private static func putRecord(
         _ record: PreparedRecord, expiresAt: Int64, schema: TypeSchema,
-        context: CommitQueue.Context, payloadBytes: inout Int, isObserved: Bool, appending: Bool = false
+        context: CommitQueue.Context, payloadBytes: inout Int, replacedDamaged: inout Bool, isObserved: Bool,
+        appending: Bool = false
     ) throws -> (header: RecordHeader, replaced: RecordHeader?) {
         let txn = context.txn
         // Sealed first, so that the size the limits count is checked before anything is written.
@@ -138,6 +148,7 @@ extension RecordWriter {
                 // A damaged header cannot say where the record's entries are: find them all.
                 try removeEntriesOfDamagedRecord(key: record.key, schema: schema, txn: txn)
                 regionKnown = false
+                replacedDamaged = true
             }
         }
         try noteSample(record.payload, schema: schema, context: context)

@@ -35,6 +35,7 @@ extension RecordWriter {
         var oldValues: [StoredIndexValue]?
         var regionKnown = true
         var replaced: RecordHeader?
+        var existingWasDamaged = false
         /// Whether the record replaces a live one that differs from it in its expiry alone.
         var onlyExpiryChanged = false
         var payloadBytes = bytes.withUnsafeBytes { payloadSize(of: $0) }
@@ -54,6 +55,7 @@ extension RecordWriter {
             case .damaged:
                 try removeEntriesOfDamagedRecord(key: key, schema: schema, txn: txn)
                 regionKnown = false
+                existingWasDamaged = true
             }
         }
         try txn.put(schema.records, key: key, value: bytes)
@@ -63,6 +65,8 @@ extension RecordWriter {
         } else {
             try addEntries(of: header, key: key, schema: schema, txn: txn)
         }
+        // Its damaged predecessor could not say which declaration it was counted under.
+        if existingWasDamaged { try CountTree.recountDeclarations(schema: schema, txn: txn) }
         guard announce else { return true }
         if onlyExpiryChanged && !asNew {
             // A new time to live (`setExpiration` on any instance) is no update, as in a store without a shared

@@ -55,6 +55,9 @@ enum RecordWriter {
             try removeEntries(of: header, key: key, schema: schema, txn: txn, deferred: deferred)
         case .damaged:
             try removeEntriesOfDamagedRecord(key: key, schema: schema, txn: txn)
+            try txn.delete(schema.records, key: key)
+            try CountTree.recountDeclarations(schema: schema, txn: txn)
+            return removed
         }
         try txn.delete(schema.records, key: key)
         return removed
@@ -67,6 +70,7 @@ enum RecordWriter {
         try txn.empty(schema.updated)
         try txn.empty(schema.expiry)
         try txn.empty(schema.signatures)
+        try CountTree.clearDeclarationCounts(schema: schema, txn: txn)
         for index in try schema.current(in: txn)?.allIndexes ?? schema.allIndexes {
             try txn.empty(index.dbi)
             if let counts = schema.counts { try CountTree.clear(index, counts: counts, txn: txn) }

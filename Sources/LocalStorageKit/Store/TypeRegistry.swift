@@ -8,12 +8,16 @@ enum TypeRegistry {
     /// The name of the database holding the type descriptions.
     static let metaName = "meta"
     /// The on-disk layout this version writes: 3 added the count tree (``CountTree``), 4 the compact record
-    /// header (``RecordLayout/compact``, which a version of layout 3 cannot read). Layout 2 is read (read-only
-    /// stores count by walking) and upgraded when opened for writing; so is layout 3, which changes only the
-    /// marker (its records keep their headers until rewritten).
-    static let layout = 4
+    /// header (``RecordLayout/compact``, which a version of layout 3 cannot read), 5 the declaration counters
+    /// in place of a signature entry per record. Layout 2 is read (read-only stores count by walking) and
+    /// upgraded when opened for writing; so are layouts 3 and 4 (the marker, and the signature entries turned
+    /// into counters; records keep their headers until rewritten).
+    static let layout = 5
     /// The first layout whose stores may hold compact record headers.
     static let compactHeadersLayout = 4
+    /// The first layout that counts the records of each declaration (``CountTree/addRecords(_:indexedWith:schema:txn:)``)
+    /// and keeps no signature entries.
+    static let declarationCountsLayout = 5
     /// The first layout with the count tree.
     static let countTreeLayout = 3
     /// The oldest layout this version opens.
@@ -57,6 +61,7 @@ enum TypeRegistry {
             let target = min(max(target, countTreeLayout), layout)
             guard found < target && !txn.isReadOnly && mayUpgrade() else { return found }
             if found < countTreeLayout { try upgradeToCountTree(meta: meta, txn: txn) }
+            if target >= declarationCountsLayout { try upgradeToDeclarationCounts(meta: meta, txn: txn) }
             try txn.put(meta, key: layoutKey, value: Array("\(target)".utf8))
             return target
         }
@@ -146,6 +151,42 @@ enum TypeRegistry {
             for index in schema.allIndexes { try CountTree.rebuild(index, counts: counts, txn: txn) }
             try CountTree.recountPayloadBytes(schema: schema, txn: txn)
         }
+    }
+
+    /// Layout 3 or 4 → 5: counts each type's records by declaration from its signature entries (a duplicate
+    /// count per declaration), then empties the signature database. O(declarations + the entries' pages), once.
+    private static func upgradeToDeclarationCounts(meta: Database, txn: Transaction) throws {
+        let (infos, unreadable) = try all(meta: meta, txn: txn)
+        if let first = unreadable.first {
+            throw LocalStorageError.decodingFailed(
+                reason: "the store needs an upgrade to layout \(layout), but the description of type "
+                    + "\"\(first.name)\" cannot be read (\(first.reason)); it was left untouched")
+        }
+        for info in infos {
+            var schema = try TypeSchema.open(info, in: txn)
+            schema.countsDeclarations = true
+            guard let counts = schema.counts else { continue }
+            try CountTree.clearDeclarationCounts(schema: schema, txn: txn)
+            try txn.withCursor(schema.signatures) { cursor in
+                var entry = try cursor.move(.first)
+                while let current = entry {
+                    if current.key.count == 8 {
+                        let signature = current.key.reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+                        try CountTree.add(
+                            try cursor.duplicateCount(),
+                            toCounter: CountTree.declarationCountKey(type: info.number, signature: signature),
+                            counts: counts, txn: txn)
+                    }
+                    entry = try cursor.move(.nextKey)
+                }
+            }
+            try txn.empty(schema.signatures)
+        }
+    }
+
+    /// The layout marker of the store `meta` belongs to, or nil when it has none yet.
+    static func storedLayout(meta: Database, txn: Transaction) throws -> Int? {
+        try txn.get(meta, key: layoutKey).flatMap { Int(String(decoding: $0, as: UTF8.self)) }
     }
 
     /// The description of the type called `name`, or nil when `meta` has none.

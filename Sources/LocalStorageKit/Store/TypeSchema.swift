@@ -103,6 +103,9 @@ struct TypeSchema: Sendable {
     /// Whether new records are written with the compact header (``RecordLayout/compact``): in a store of
     /// layout 4, which no older version opens. Records it rewrites keep their layout either way.
     var writesCompactHeaders = false
+    /// Whether the store counts the type's records by declaration in the count tree (layout 5,
+    /// ``CountTree/addRecords(_:indexedWith:schema:txn:)``) instead of keeping a signature entry per record.
+    var countsDeclarations = false
 
     var signature: UInt64 { opened.signature }
     /// ``signature``'s key in the signature database.
@@ -173,14 +176,19 @@ struct TypeSchema: Sendable {
         } catch let damage as DamagedDataFile {
             throw LocalStorageError.decodingFailed(reason: "the databases of type \(info.name) are damaged: \(damage)")
         }
-        return TypeSchema(
+        let counts = try txn.openDatabase(CountTree.databaseName, sortedDuplicates: false, create: false)
+        var schema = TypeSchema(
             name: info.name, number: n, records: records,
             updated: updated, expiry: expiry,
-            signatures: signatures,
-            counts: try txn.openDatabase(CountTree.databaseName, sortedDuplicates: false, create: false),
+            signatures: signatures, counts: counts,
             indexes: indexes, allIndexes: all,
             declarationSignatures: info.declarations.map(\.signature), declaration: declaration,
             version: version, runtime: SchemaRuntime())
+        if counts != nil, let meta = try txn.openDatabase(TypeRegistry.metaName, create: false) {
+            schema.countsDeclarations =
+                (try TypeRegistry.storedLayout(meta: meta, txn: txn) ?? 0) >= TypeRegistry.declarationCountsLayout
+        }
+        return schema
     }
 
     /// Opens the databases of a type known only from `meta` (purges, maintenance), with the declaration

@@ -149,17 +149,19 @@ import Testing
         for number in 0..<20 {
             try await storage.save(Bounded(id: "b\(number)", text: Self.text))
         }
-        _ = try await Self.fill(storage)
+        let filled = try await Self.fill(storage)
         for number in 20..<60 {
             // Each save evicts one record of the same size: the store does not grow.
             try await storage.save(Bounded(id: "b\(number)", text: Self.text))
             #expect(try await storage.fetch(Bounded.self, id: "b\(number)") != nil)
         }
         #expect(try await storage.count(Bounded.self) == 20)
-        // A save that only adds still does not fit.
-        await #expect(throws: LocalStorageError.storageFull) {
-            try await storage.save(Note(id: "more", text: Self.text))
-        }
+        // Saves that only add still do not fit, but for the pages the evicting saves' commits left free (LMDB reuses
+        // a commit's freed pages two commits later): a sliver of what the first fill took.
+        let more = try await Self.fill(storage, prefix: "more")
+        #expect(
+            more.count * 10 < filled.count,
+            "\(more.count) notes fitted after the evicting saves, \(filled.count) before")
     }
 
     @Test func purgeExpiredWorksAtAFullMap() async throws {

@@ -1,0 +1,102 @@
+/// How many records of a type were indexed with each of its declarations, kept in the count tree's database
+/// from layout 5 on (``TypeRegistry/declarationCountsLayout``) in place of the signature database's entry per
+/// record (`s.<type#>`, about 18 bytes and a B-tree insert for each record).
+///
+/// The counter of a declaration is `type# ‖ FFFFFFFF ‖ 01 ‖ signature` (8 bytes, big-endian), beside the type's
+/// payload bytes (`… ‖ 00`); it counts the records whose header is readable and names that declaration. It
+/// changes in the same transaction as the records, so it is exact in every snapshot. A record damaged on disk
+/// cannot say which declaration it was counted under: whatever removes or replaces one counts the type's
+/// records again at the end (``recountDeclarations(schema:txn:)``, O(records), as rare as damage), and a
+/// re-index whose walk of every record meets another number than the counters sets them right too.
+extension CountTree {
+    /// The bytes every declaration counter of type `type` starts with.
+    static func declarationCountPrefix(type: UInt32) -> [UInt8] {
+        counterPrefix(type: type, slot: UInt32.max) + [1]
+    }
+
+    /// The counter of the records of type `type` indexed with the declaration `signature`.
+    static func declarationCountKey(type: UInt32, signature: UInt64) -> [UInt8] {
+        var key = declarationCountPrefix(type: type)
+        key.appendBigEndian(signature)
+        return key
+    }
+
+    /// Adds `delta` to the records counted under the declaration `signature`: nothing in a store that keeps
+    /// signature entries instead (``TypeSchema/countsDeclarations``).
+    static func addRecords(_ delta: Int, indexedWith signature: UInt64, schema: TypeSchema, txn: Transaction) throws {
+        guard delta != 0, schema.countsDeclarations, let counts = schema.counts else { return }
+        try add(
+            delta, toCounter: declarationCountKey(type: schema.number, signature: signature), counts: counts, txn: txn)
+    }
+
+    /// The records of the type counted under each declaration (only those with some), in signature order.
+    ///
+    /// Complexity: O(declarations the type's records were indexed with).
+    static func declarationCounts(schema: TypeSchema, txn: Transaction) throws -> [(signature: UInt64, count: Int)] {
+        guard let counts = schema.counts else { return [] }
+        let prefix = declarationCountPrefix(type: schema.number)
+        var found: [(signature: UInt64, count: Int)] = []
+        try txn.withCursor(counts) { cursor in
+            var entry = try cursor.seek(atLeast: prefix)
+            while let current = entry, current.key.count == prefix.count + 8, current.key.starts(with: prefix) {
+                let signature = current.key[prefix.count...].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+                found.append((signature, counterValue(current.value)))
+                entry = try cursor.move(.next)
+            }
+        }
+        return found
+    }
+
+    /// How many records the counters count under other declarations than `schema`'s: those a re-index would
+    /// bring in line with it.
+    static func recordsOfOtherDeclarations(schema: TypeSchema, txn: Transaction) throws -> Int {
+        try declarationCounts(schema: schema, txn: txn).reduce(0) {
+            $1.signature == schema.signature ? $0 : $0 + $1.count
+        }
+    }
+
+    /// Removes every declaration counter of the type (its records are being removed or counted again).
+    static func clearDeclarationCounts(schema: TypeSchema, txn: Transaction) throws {
+        guard let counts = schema.counts else { return }
+        let prefix = declarationCountPrefix(type: schema.number)
+        try txn.withCursor(counts) { cursor in
+            while let current = try cursor.seek(atLeast: prefix), current.key.starts(with: prefix) {
+                try cursor.deleteCurrent()
+            }
+        }
+    }
+
+    /// What the declaration counters should hold: the type's readable records by the declaration their headers
+    /// name. O(records): for `verify`, and for setting the counters right after a walk of every record.
+    static func walkedDeclarationCounts(schema: TypeSchema, txn: Transaction) throws -> [UInt64: Int] {
+        var tally: [UInt64: Int] = [:]
+        try txn.withCursor(schema.records) { cursor in
+            var entry = try cursor.move(.first)
+            while let record = entry {
+                if case .readable(_, let header) = try StoredRecord(record.value).header(in: schema, txn: txn) {
+                    tally[header.signature, default: 0] += 1
+                }
+                entry = try cursor.move(.next)
+            }
+        }
+        return tally
+    }
+
+    /// Sets the type's declaration counters from its records' headers: after removing or replacing a damaged record.
+    /// O(records); nothing in a store of layout 4 or older.
+    static func recountDeclarations(schema: TypeSchema, txn: Transaction) throws {
+        guard schema.countsDeclarations else { return }
+        try setDeclarationCounts(try walkedDeclarationCounts(schema: schema, txn: txn), schema: schema, txn: txn)
+    }
+
+    /// Sets the type's declaration counters to `tally` (signature → records).
+    static func setDeclarationCounts(_ tally: [UInt64: Int], schema: TypeSchema, txn: Transaction) throws {
+        guard schema.countsDeclarations, let counts = schema.counts else { return }
+        try clearDeclarationCounts(schema: schema, txn: txn)
+        for (signature, count) in tally where count > 0 {
+            try add(
+                count, toCounter: declarationCountKey(type: schema.number, signature: signature), counts: counts,
+                txn: txn)
+        }
+    }
+}

@@ -1,0 +1,169 @@
+import Foundation
+import LocalStorageTestSupport
+import Testing
+
+@_spi(Maintenance) @testable import LocalStorageKit
+
+/// From layout 5 on, a store counts the records of each index declaration in the count tree instead of keeping a
+/// signature entry per record (issue 26: 18 bytes and a B-tree insert fewer per record). The counters must say
+/// exactly what the record headers say after every kind of write, so that a re-index finds every stale record.
+@Suite struct DeclarationCountTests {
+    /// The counters and what the headers say, read in one snapshot.
+    static func countersAndHeaders(
+        _ storage: LocalStorage
+    ) async throws -> (stored: [UInt64: Int], walked: [UInt64: Int]) {
+        let schema = try await storage.core.schema(for: DocFull.self)
+        #expect(schema.countsDeclarations)
+        return try storage.core.environment.read { txn in
+            let stored = try CountTree.declarationCounts(schema: schema, txn: txn)
+            return (
+                Dictionary(uniqueKeysWithValues: stored.map { ($0.signature, $0.count) }),
+                try CountTree.walkedDeclarationCounts(schema: schema, txn: txn)
+            )
+        }
+    }
+
+    /// Random saves, batch saves, deletes, deletes by query, transactions and clears by two declarations of one
+    /// type (an app and its extension), with indexed queries of each between them (which re-index the other's
+    /// records): after every step the counters equal the headers' tally, the signature database stays empty, and
+    /// every query answers as a model of the records does.
+    @Test(arguments: [UInt64(3), 17, 99])
+    func theCountersFollowEveryWriteOfTwoDeclarations(seed: UInt64) async throws {
+        let storage = try LocalStorage(configuration: diskConfiguration(temporaryDirectory()))
+        var random = SplitMix64(seed: seed)
+        var model: [String: (a: Int, c: Int)] = [:]
+        for step in 0..<160 {
+            let id = "d\(random.below(60))"
+            let (a, c) = (random.below(5), random.below(4))
+            let full = random.below(2) == 0
+            switch random.below(10) {
+            case 0, 1, 2:
+                if full {
+                    try await storage.save(DocFull(id: id, a: a, c: c))
+                } else {
+                    try await storage.save(DocLite(id: id, a: a, c: c))
+                }
+                model[id] = (a, c)
+            case 3, 4:
+                let ids = Set((0..<(1 + random.below(12))).map { _ in "d\(random.below(60))" })
+                if full {
+                    try await storage.save(contentsOf: ids.map { DocFull(id: $0, a: a, c: c) })
+                } else {
+                    try await storage.save(contentsOf: ids.map { DocLite(id: $0, a: a, c: c) })
+                }
+                for id in ids { model[id] = (a, c) }
+            case 5:
+                if full {
+                    try await storage.delete(DocFull.self, id: id)
+                } else {
+                    try await storage.delete(DocLite.self, id: id)
+                }
+                model[id] = nil
+            case 6:
+                // A delete by query answers from the declaration's own index, re-indexing first.
+                try await storage.delete(DocLite.self, matching: [.equals("a", a)])
+                model = model.filter { $0.value.a != a }
+            case 7:
+                try await storage.write { transaction in
+                    try transaction.save(DocFull(id: id, a: a, c: c))
+                    try transaction.delete(DocLite.self, id: "d\((Int(id.dropFirst()) ?? 0) + 1)")
+                }
+                model[id] = (a, c)
+                model["d\((Int(id.dropFirst()) ?? 0) + 1)"] = nil
+            case 8:
+                let found = try await storage.fetch(
+                    DocFull.self, matching: [.equals("c", c)], options: FetchOptions(limit: 1_000))
+                #expect(Set(found.map(\.id)) == Set(model.filter { $0.value.c == c }.keys), "step \(step)")
+            default:
+                if random.below(8) == 0 {
+                    try await storage.deleteAll(DocLite.self)
+                    model = [:]
+                } else {
+                    let count = try await storage.count(DocLite.self, matching: [.equals("a", a)])
+                    #expect(count == model.filter { $0.value.a == a }.count, "step \(step)")
+                }
+            }
+            let (stored, walked) = try await Self.countersAndHeaders(storage)
+            #expect(stored == walked, "step \(step)")
+            #expect(walked.values.reduce(0, +) == model.count, "step \(step)")
+        }
+        let schema = try await storage.core.schema(for: DocFull.self)
+        #expect(try storage.core.environment.read { txn in try txn.entryCount(schema.signatures) } == 0)
+        #expect(try await verifyProblems(storage) == [])
+    }
+
+    /// A store of layout 4 (a signature entry per record, records of two declarations) opened alone becomes
+    /// layout 5: the counters hold what the entries said, the signature database is emptied, and a query of either
+    /// declaration re-indexes the other's records and answers with all of them.
+    @Test func aLayoutFourStoreGetsItsCountersFromItsSignatureEntries() async throws {
+        let directory = temporaryDirectory()
+        try await withStore(diskConfiguration(directory)) { storage async throws in
+            try await storage.save(contentsOf: (0..<40).map { DocFull(id: "d\($0)", a: $0 % 5, c: $0 % 3) })
+            try await storage.save(contentsOf: (40..<55).map { DocLite(id: "d\($0)", a: $0 % 5, c: $0 % 3) })
+            try await OlderLayouts.make(storage, layout: 4)
+            let schema = try await storage.core.schema(for: DocFull.self)
+            let entries = try storage.core.environment.read { txn in try txn.entryCount(schema.signatures) }
+            #expect(entries == 55)
+        }
+        try await withStore(diskConfiguration(directory)) { storage async throws in
+            #expect(try CountTreeTests.layout(storage) == "5")
+            let full = try await storage.core.schema(for: DocFull.self)
+            let lite = try await storage.core.schema(for: DocLite.self)
+            let (stored, walked) = try await Self.countersAndHeaders(storage)
+            #expect(stored == [full.signature: 40, lite.signature: 15])
+            #expect(stored == walked)
+            #expect(try storage.core.environment.read { txn in try txn.entryCount(full.signatures) } == 0)
+            #expect(try await verifyProblems(storage) == [])
+            let ones = try await storage.fetch(
+                DocFull.self, matching: [.equals("c", 1)], options: FetchOptions(limit: 100))
+            #expect(Set(ones.map(\.id)) == Set((0..<55).filter { $0 % 3 == 1 }.map { "d\($0)" }))
+            #expect(try await Self.countersAndHeaders(storage).stored == [full.signature: 55])
+        }
+    }
+
+    /// A record damaged on disk cannot say which declaration it was counted under: deleting it, saving over it or
+    /// `verify --repair` counts the type again, so no counter stays too high (which would make every indexed query
+    /// of the other declaration walk the records for stale ones that are not there).
+    @Test(arguments: ["delete", "save", "repair"])
+    func aDamagedRecordLeavesNoCounterTooHigh(_ action: String) async throws {
+        let storage = try LocalStorage(configuration: diskConfiguration(temporaryDirectory()))
+        try await storage.save(contentsOf: (0..<10).map { DocFull(id: "d\($0)", a: $0, c: 0) })
+        try await storage.save(DocLite(id: "bad", a: 1, c: 0))
+        let schema = try await storage.core.schema(for: DocFull.self)
+        try await storage.core.writer.perform { context in
+            try context.txn.put(schema.records, key: Array("bad".utf8), value: [0xA8, 0x02, 0xFF])
+        }
+        switch action {
+        case "delete": try await storage.delete(DocFull.self, id: "bad")
+        case "save": try await storage.save(DocFull(id: "bad", a: 1, c: 0))
+        default:
+            let report = try await StoreMaintenance(directory: storage.core.directory).repair()
+            #expect(report.isClean, "\(report.problems)")
+        }
+        let (stored, walked) = try await Self.countersAndHeaders(storage)
+        #expect(stored == walked)
+        let stale = try storage.core.environment.read { txn in
+            try Reindexer<DocFull>.hasStaleRecords(schema: schema, txn: txn)
+        }
+        #expect(!stale)
+        #expect(try await verifyProblems(storage) == [])
+    }
+
+    /// A counter too high by other means (a store written by a faulty tool) makes a query of the declaration
+    /// re-index: a walk of every record that finds fewer stale records than counted sets the counters from the
+    /// headers, and `verify` reports the difference until then.
+    @Test func aWalkThatFindsFewerStaleRecordsThanCountedSetsTheCountersRight() async throws {
+        let storage = try LocalStorage(configuration: diskConfiguration(temporaryDirectory()))
+        try await storage.save(contentsOf: (0..<30).map { DocFull(id: "d\($0)", a: $0 % 4, c: $0 % 2) })
+        let full = try await storage.core.schema(for: DocFull.self)
+        let lite = try await storage.core.schema(for: DocLite.self)
+        try await storage.core.writer.perform { context in
+            try CountTree.addRecords(7, indexedWith: lite.signature, schema: full, txn: context.txn)
+        }
+        let problems = try await verifyProblems(storage)
+        #expect(problems.count == 1 && problems.first?.contains("counted by declaration") == true, "\(problems)")
+        #expect(try await storage.count(DocFull.self, matching: [.equals("c", 1)]) == 15)
+        #expect(try await Self.countersAndHeaders(storage).stored == [full.signature: 30])
+        #expect(try await verifyProblems(storage) == [])
+    }
+}

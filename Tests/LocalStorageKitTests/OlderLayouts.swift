@@ -1,0 +1,47 @@
+import Foundation
+
+@testable import LocalStorageKit
+
+/// Stores as older versions of the library wrote them, made from a store of this version.
+enum OlderLayouts {
+    /// Turns the store `storage` has open into one of `layout` (2, 3 or 4) as a version of that layout writes it:
+    /// a signature entry for every readable record and no declaration counters (before 5), named headers only
+    /// (before 4), no count tree (2). The store should be closed and opened again afterwards.
+    static func make(_ storage: LocalStorage, layout: Int) async throws {
+        precondition((2...4).contains(layout))
+        let meta = storage.core.meta
+        try await storage.core.writer.perform { context in
+            let txn = context.txn
+            for info in try TypeRegistry.all(meta: meta, txn: txn).infos {
+                let schema = try TypeSchema.open(info, in: txn)
+                var rewritten: [(key: [UInt8], bytes: [UInt8])] = []
+                try txn.withCursor(schema.records) { cursor in
+                    var entry = try cursor.move(.first)
+                    while let record = entry {
+                        if case .readable(let view, var header) = try StoredRecord(record.value).header(
+                            in: schema, txn: txn)
+                        {
+                            try txn.put(
+                                schema.signatures, key: RecordWriter.signatureKey(header.signature),
+                                value: Array(record.key))
+                            if layout < TypeRegistry.compactHeadersLayout, header.layout == .compact {
+                                header.layout = .named
+                                rewritten.append(
+                                    (Array(record.key), try header.serialized(payload: Array(view.payload))))
+                            }
+                        }
+                        entry = try cursor.move(.next)
+                    }
+                }
+                for (key, bytes) in rewritten { try txn.put(schema.records, key: key, value: bytes) }
+                try CountTree.clearDeclarationCounts(schema: schema, txn: txn)
+            }
+            if layout < TypeRegistry.countTreeLayout,
+                let counts = try txn.openDatabase(CountTree.databaseName, create: false)
+            {
+                try txn.empty(counts)
+            }
+            try txn.put(meta, key: TypeRegistry.layoutKey, value: Array("\(layout)".utf8))
+        }
+    }
+}
