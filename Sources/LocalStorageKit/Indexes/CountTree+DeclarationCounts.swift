@@ -25,8 +25,10 @@ extension CountTree {
     /// signature entries instead (``TypeSchema/countsDeclarations``).
     static func addRecords(_ delta: Int, indexedWith signature: UInt64, schema: TypeSchema, txn: Transaction) throws {
         guard delta != 0, schema.countsDeclarations, let counts = schema.counts else { return }
-        try add(
-            delta, toCounter: declarationCountKey(type: schema.number, signature: signature), counts: counts, txn: txn)
+        let key =
+            signature == schema.signature
+            ? schema.declarationCountKey : declarationCountKey(type: schema.number, signature: signature)
+        try add(delta, toCounter: key, counts: counts, txn: txn)
     }
 
     /// The records of the type counted under each declaration (only those with some), in signature order.
@@ -34,7 +36,7 @@ extension CountTree {
     /// Complexity: O(declarations the type's records were indexed with).
     static func declarationCounts(schema: TypeSchema, txn: Transaction) throws -> [(signature: UInt64, count: Int)] {
         guard let counts = schema.counts else { return [] }
-        let prefix = declarationCountPrefix(type: schema.number)
+        let prefix = schema.declarationCountPrefix
         var found: [(signature: UInt64, count: Int)] = []
         try txn.withCursor(counts) { cursor in
             var entry = try cursor.seek(atLeast: prefix)
@@ -55,10 +57,24 @@ extension CountTree {
         }
     }
 
+    /// Whether any record of the type is counted under another declaration than `schema`'s: a seek and at most
+    /// two keys, on every indexed read (``Reindexer/hasStaleRecords(schema:txn:)``).
+    static func hasRecordsOfOtherDeclarations(schema: TypeSchema, txn: Transaction) throws -> Bool {
+        guard let counts = schema.counts else { return false }
+        let prefix = schema.declarationCountPrefix
+        let mine = schema.declarationCountKey
+        return try txn.withCursor(counts) { cursor in
+            guard let first = try cursor.seek(atLeast: prefix), first.key.starts(with: prefix) else { return false }
+            guard first.key.elementsEqual(mine) else { return true }
+            guard let next = try cursor.move(.next) else { return false }
+            return next.key.starts(with: prefix)
+        }
+    }
+
     /// Removes every declaration counter of the type (its records are being removed or counted again).
     static func clearDeclarationCounts(schema: TypeSchema, txn: Transaction) throws {
         guard let counts = schema.counts else { return }
-        let prefix = declarationCountPrefix(type: schema.number)
+        let prefix = schema.declarationCountPrefix
         try txn.withCursor(counts) { cursor in
             while let current = try cursor.seek(atLeast: prefix), current.key.starts(with: prefix) {
                 try cursor.deleteCurrent()

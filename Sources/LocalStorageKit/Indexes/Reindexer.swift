@@ -34,7 +34,7 @@ struct Reindexer<T: LocalStorable>: Sendable {
     /// `schema`'s. O(log n): the first and last keys of the signature database, or the type's declaration
     /// counters.
     static func hasStaleRecords(schema: TypeSchema, txn: Transaction) throws -> Bool {
-        if schema.countsDeclarations { return try CountTree.recordsOfOtherDeclarations(schema: schema, txn: txn) > 0 }
+        if schema.countsDeclarations { return try CountTree.hasRecordsOfOtherDeclarations(schema: schema, txn: txn) }
         let mine = schema.signatureKey
         return try txn.withCursor(schema.signatures) { cursor in
             guard let first = try cursor.move(.first) else { return false }

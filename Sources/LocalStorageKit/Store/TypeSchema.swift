@@ -41,6 +41,9 @@ struct TypeSchema: Sendable {
         /// checks the database for records indexed with another declaration.
         let signature: UInt64
         let signatureKey: [UInt8]
+        /// The bytes the type's declaration counters start with, and this declaration's counter (layout 5).
+        let declarationCountPrefix: [UInt8]
+        let declarationCountKey: [UInt8]
         let version: Int
         let runtime: SchemaRuntime
 
@@ -63,6 +66,8 @@ struct TypeSchema: Sendable {
             self.declaration = declaration
             signature = declaration.signature
             signatureKey = RecordWriter.signatureKey(signature)
+            declarationCountPrefix = CountTree.declarationCountPrefix(type: number)
+            declarationCountKey = CountTree.declarationCountKey(type: number, signature: signature)
             self.version = version
             self.runtime = runtime
         }
@@ -110,6 +115,10 @@ struct TypeSchema: Sendable {
     var signature: UInt64 { opened.signature }
     /// ``signature``'s key in the signature database.
     var signatureKey: [UInt8] { opened.signatureKey }
+    /// The bytes the type's declaration counters start with (``CountTree/declarationCountPrefix(type:)``).
+    var declarationCountPrefix: [UInt8] { opened.declarationCountPrefix }
+    /// The counter of the records indexed with this declaration.
+    var declarationCountKey: [UInt8] { opened.declarationCountKey }
 
     init(
         name: String, number: UInt32, records: Database, updated: Database, expiry: Database,
