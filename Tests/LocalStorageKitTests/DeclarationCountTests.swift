@@ -167,3 +167,64 @@ import Testing
         #expect(try await verifyProblems(storage) == [])
     }
 }
+
+extension DeclarationCountTests {
+    /// Counters too low (a store written by a faulty tool, an upgrade from signature entries that missed records)
+    /// must not stop a re-index before a stale record: counters that do not add up to the type's records are not
+    /// trusted to stop the walk early, and the walk sets them from the headers.
+    @Test func countersTooLowDoNotHideStaleRecords() async throws {
+        let storage = try LocalStorage(configuration: diskConfiguration(temporaryDirectory()))
+        try await storage.save(contentsOf: (0..<40).map { DocFull(id: "d\($0)", a: $0 % 4, c: $0 % 2) })
+        try await storage.save(contentsOf: (40..<50).map { DocLite(id: "d\($0)", a: $0 % 4, c: $0 % 2) })
+        let full = try await storage.core.schema(for: DocFull.self)
+        let lite = try await storage.core.schema(for: DocLite.self)
+        try await storage.core.writer.perform { context in
+            try CountTree.addRecords(-9, indexedWith: lite.signature, schema: full, txn: context.txn)
+        }
+        #expect(try await storage.count(DocFull.self, matching: [.equals("c", 1)]) == 25)
+        let ones = try await storage.fetch(DocFull.self, matching: [.equals("c", 1)], options: FetchOptions(limit: 100))
+        #expect(ones.count == 25)
+        #expect(try await Self.countersAndHeaders(storage).stored == [full.signature: 50])
+        #expect(try await verifyProblems(storage) == [])
+    }
+
+    /// More stale records than one re-index batch holds (1,000): the batches after the first resume after the last
+    /// id, and every record ends up indexed with the querying declaration.
+    @Test func aReindexOfMoreThanOneBatchMeetsEveryStaleRecord() async throws {
+        let storage = try LocalStorage(configuration: diskConfiguration(temporaryDirectory()))
+        try await storage.save(contentsOf: (0..<500).map { DocFull(id: "d\($0)", a: $0 % 4, c: $0 % 3) })
+        try await storage.save(contentsOf: (500..<3_100).map { DocLite(id: "d\($0)", a: $0 % 4, c: $0 % 3) })
+        try await storage.save(contentsOf: (3_100..<3_200).map { DocFull(id: "d\($0)", a: $0 % 4, c: $0 % 3) })
+        let expected = (0..<3_200).filter { $0 % 3 == 2 }.count
+        #expect(try await storage.count(DocFull.self, matching: [.equals("c", 2)]) == expected)
+        let full = try await storage.core.schema(for: DocFull.self)
+        #expect(try await Self.countersAndHeaders(storage).stored == [full.signature: 3_200])
+        #expect(try await verifyProblems(storage) == [])
+    }
+
+    /// A store of layout 4 whose upgrade cannot read one type's description stays at layout 4 (signature entries
+    /// and all) instead of failing every open: the app's other types work as before.
+    @Test func anUpgradeThatCannotReadATypeLeavesTheStoreAtItsLayout() async throws {
+        let directory = temporaryDirectory()
+        try await withStore(diskConfiguration(directory)) { storage async throws in
+            try await storage.save(contentsOf: (0..<10).map { DocFull(id: "d\($0)", a: $0, c: $0 % 2) })
+            try await storage.save(CountTreeTests.Gauge(id: "g", reading: 1, label: "l"))
+            try await OlderLayouts.make(storage, layout: 4)
+            let meta = storage.core.meta
+            try await storage.core.writer.perform { context in
+                try context.txn.put(
+                    meta, key: TypeInfo.key(CountTreeTests.Gauge.storageName), value: Array("{\"damaged\":".utf8))
+            }
+        }
+        try await withStore(diskConfiguration(directory)) { storage async throws in
+            #expect(try CountTreeTests.layout(storage) == "4")
+            try await storage.save(DocLite(id: "d3", a: 3, c: 1))
+            let ones = try await storage.fetch(
+                DocFull.self, matching: [.equals("c", 1)], options: FetchOptions(limit: 100))
+            #expect(Set(ones.map(\.id)) == ["d1", "d3", "d5", "d7", "d9"])
+            let schema = try await storage.core.schema(for: DocFull.self)
+            #expect(!schema.countsDeclarations)
+            #expect(try storage.core.environment.read { txn in try txn.entryCount(schema.signatures) } == 10)
+        }
+    }
+}

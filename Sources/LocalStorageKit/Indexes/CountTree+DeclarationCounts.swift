@@ -82,20 +82,45 @@ extension CountTree {
         }
     }
 
-    /// What the declaration counters should hold: the type's readable records by the declaration their headers
-    /// name. O(records): for `verify`, and for setting the counters right after a walk of every record.
+    /// What the declaration counters should hold: the type's records by the declaration their headers name (a
+    /// record whose header does not name one it can read is not counted). O(records): for `verify`, and for
+    /// setting the counters right after a walk of every record.
     static func walkedDeclarationCounts(schema: TypeSchema, txn: Transaction) throws -> [UInt64: Int] {
         var tally: [UInt64: Int] = [:]
         try txn.withCursor(schema.records) { cursor in
             var entry = try cursor.move(.first)
             while let record = entry {
-                if case .readable(_, let header) = try StoredRecord(record.value).header(in: schema, txn: txn) {
-                    tally[header.signature, default: 0] += 1
+                if let signature = try countedSignature(of: record.value, schema: schema, txn: txn) {
+                    tally[signature, default: 0] += 1
                 }
                 entry = try cursor.move(.next)
             }
         }
         return tally
+    }
+
+    /// The declaration a stored record is counted under: the signature its header names, or nil when the header is
+    /// damaged or names a declaration number the type's description lacks.
+    static func countedSignature(
+        of bytes: UnsafeRawBufferPointer, schema: TypeSchema, txn: Transaction
+    ) throws -> UInt64? {
+        guard let view = StoredRecord(bytes).view else { return nil }
+        do {
+            return try view.signature(in: schema, txn: txn)
+        } catch LocalStorageError.decodingFailed {
+            return nil
+        }
+    }
+
+    /// Uncounts a damaged record that is about to be removed or replaced, under the declaration its header still
+    /// names when that much of it reads (a value of an index the type lacks, a damaged payload). Returns true when
+    /// it cannot say (its bytes were damaged after it was counted): the caller then counts the type again at the end
+    /// of its work (``recountDeclarations(schema:txn:)``).
+    static func uncountDamaged(_ bytes: UnsafeRawBufferPointer, schema: TypeSchema, txn: Transaction) throws -> Bool {
+        guard schema.countsDeclarations else { return false }
+        guard let signature = try countedSignature(of: bytes, schema: schema, txn: txn) else { return true }
+        try addRecords(-1, indexedWith: signature, schema: schema, txn: txn)
+        return false
     }
 
     /// Sets the type's declaration counters from its records' headers: after removing or replacing a damaged record.

@@ -150,15 +150,22 @@ struct Reindexer<T: LocalStorable>: Sendable {
 
     /// A batch of a store that counts declarations (layout 5): walks the records after `after` in id order and
     /// re-indexes up to ``batchSize`` whose headers name another declaration. A walk from the first record stops
-    /// once it has met as many as the counters count; one that went through every record and met another number
-    /// sets the counters to what the headers say (a record removed as damaged left its declaration's counter
-    /// too high, see ``CountTree``).
+    /// once it has met as many as the counters count, when they add up to the type's records; one that went
+    /// through every record and met another number, or whose counters did not add up, sets the counters to what
+    /// the headers say.
     private func reindexBatchByWalking(
         schema: TypeSchema, after: [UInt8]?, context: CommitQueue.Context
     ) throws -> Batch {
         let txn = context.txn
-        let counted = try CountTree.recordsOfOtherDeclarations(schema: schema, txn: txn)
-        var stale: [[UInt8]] = []
+        let counters = try CountTree.declarationCounts(schema: schema, txn: txn)
+        let counted = counters.reduce(0) { $1.signature == schema.signature ? $0 : $0 + $1.count }
+        // The counters are trusted to stop the walk early only when they add up to the type's records: one too
+        // low would stop it before a stale record, which queries would then miss.
+        let addsUp = counters.reduce(0) { $0 + $1.count } == (try txn.entryCount(schema.records))
+        let stopsEarly = after == nil && counted > 0 && addsUp
+        var stale: [(key: [UInt8], signature: UInt64)] = []
+        // What the headers say, for a walk that goes through every record: the counters are set from it.
+        var tally: [UInt64: Int] = [:]
         var reachedEnd = false
         try txn.withCursor(schema.records) { cursor in
             var entry: Cursor.Entry?
@@ -169,37 +176,48 @@ struct Reindexer<T: LocalStorable>: Sendable {
                 entry = try cursor.move(.first)
             }
             while let current = entry {
-                if stale.count == Reindexer.batchSize || (after == nil && stale.count == counted) { return }
-                if case .readable(_, let header) = try StoredRecord(current.value).header(in: schema, txn: txn),
-                    header.signature != schema.signature
-                {
-                    stale.append(Array(current.key))
+                if stale.count == Reindexer.batchSize || (stopsEarly && stale.count == counted) { return }
+                if let signature = try CountTree.countedSignature(of: current.value, schema: schema, txn: txn) {
+                    tally[signature, default: 0] += 1
+                    if signature != schema.signature { stale.append((Array(current.key), signature)) }
                 }
                 entry = try cursor.move(.next)
             }
             reachedEnd = true
         }
-        let last = stale.last.map { (signature: [UInt8](), key: $0) }
+        let last = stale.last.map { (signature: [UInt8](), key: $0.key) }
         var batch = Batch(seen: stale.count, last: last, finished: stale.count < Reindexer.batchSize)
-        for key in stale {
+        for (key, signature) in stale {
             // Read again: a rewrite before it may have moved the page the walk saw it on.
             guard let bytes = try txn.get(schema.records, key: key) else { continue }
-            try attempt(key: key, schema: schema, batch: &batch) {
+            let rewritten = try attempt(key: key, schema: schema, batch: &batch) {
                 try reindex(try RecordView(bytes), key: key, schema: schema, context: context)
             }
+            // Re-indexed, it counts under this declaration; purged (expired), under none; left, where it was.
+            if let rewritten {
+                tally[signature, default: 0] -= 1
+                if rewritten { tally[schema.signature, default: 0] += 1 }
+            }
         }
-        if after == nil, reachedEnd, stale.count != counted {
-            try CountTree.setDeclarationCounts(
-                try CountTree.walkedDeclarationCounts(schema: schema, txn: txn), schema: schema, txn: txn)
+        // A walk of every record sets the counters from what the headers say (a counter too high, or counters
+        // that did not add up, are put right; a walk that stopped early leaves them, as they agreed).
+        if after == nil, reachedEnd {
+            try CountTree.setDeclarationCounts(tally, schema: schema, txn: txn)
         }
         return batch
     }
 
     /// Runs `body`, the re-index of the record under `key`, counting a record it changed (`body` returns true)
-    /// or could not re-index (it throws anything but LMDB's errors, which end the batch).
-    private func attempt(key: [UInt8], schema: TypeSchema, batch: inout Batch, _ body: () throws -> Bool) throws {
+    /// or could not re-index (it throws anything but LMDB's errors, which end the batch). Returns what `body`
+    /// returned, or nil when it could not re-index the record.
+    @discardableResult
+    private func attempt(
+        key: [UInt8], schema: TypeSchema, batch: inout Batch, _ body: () throws -> Bool
+    ) throws -> Bool? {
         do {
-            if try body() { batch.changed += 1 }
+            let changed = try body()
+            if changed { batch.changed += 1 }
+            return changed
         } catch let error as LMDBError {
             throw error
         } catch {
@@ -211,6 +229,7 @@ struct Reindexer<T: LocalStorable>: Sendable {
             logger?.log(
                 level: .warning, message: "Could not re-index a record; it is left as it was",
                 metadata: ["type": schema.name, "id": id, "error": "\(error)"])
+            return nil
         }
     }
 

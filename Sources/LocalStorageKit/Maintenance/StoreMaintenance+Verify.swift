@@ -74,12 +74,15 @@ extension StoreMaintenance {
         if schema.countsDeclarations {
             let expected = try CountTree.walkedDeclarationCounts(schema: schema, txn: txn)
             let stored = try CountTree.declarationCounts(schema: schema, txn: txn)
-            if Dictionary(uniqueKeysWithValues: stored.map { ($0.signature, $0.count) }) != expected {
+            let counted = Dictionary(uniqueKeysWithValues: stored.map { ($0.signature, $0.count) })
+            if counted != expected {
+                let wrong = Set(counted.keys).union(expected.keys).filter { counted[$0] != expected[$0] }.sorted()
+                let detail = wrong.map { "\($0): \(counted[$0] ?? 0) counted, \(expected[$0] ?? 0) in headers" }
                 problems.append(
                     VerifyProblem(
                         type: schema.name, id: nil, kind: .wrongCount,
-                        detail: "the records counted by declaration (\(stored.map(\.count).reduce(0, +))) differ from "
-                            + "what their headers say (\(expected.values.reduce(0, +)))"))
+                        detail: "the records counted by declaration differ from what their headers say ("
+                            + detail.joined(separator: "; ") + ")"))
             }
         }
         return problems

@@ -95,7 +95,7 @@ extension RecordWriter {
     /// type's payload bytes is added to `payloadBytes`, for the caller to count once (an update that keeps the
     /// payload's size writes no counter, and a batch writes it once). `isObserved`: whether anyone observes the type
     /// (``CommitQueue/Context/isObserved(_:)``, asked once per batch). `replacedDamaged` is set when it replaced a
-    /// damaged record, whose declaration counter the caller sets right at the end (``CountTree``).
+    /// damaged record whose declaration counter it could not find: the caller counts the type again at the end.
     private static func putRecord(
         _ record: PreparedRecord, expiresAt: Int64, schema: TypeSchema,
         context: CommitQueue.Context, payloadBytes: inout Int, replacedDamaged: inout Bool, isObserved: Bool,
@@ -146,9 +146,9 @@ extension RecordWriter {
                         reason: "\(schema.name) \"\(record.id)\": \(reason); it was not overwritten")
                 }
                 // A damaged header cannot say where the record's entries are: find them all.
+                if try CountTree.uncountDamaged(existing, schema: schema, txn: txn) { replacedDamaged = true }
                 try removeEntriesOfDamagedRecord(key: record.key, schema: schema, txn: txn)
                 regionKnown = false
-                replacedDamaged = true
             }
         }
         try noteSample(record.payload, schema: schema, context: context)

@@ -53,9 +53,9 @@ extension RecordWriter {
                 }
                 replaced = old
             case .damaged:
+                existingWasDamaged = try CountTree.uncountDamaged(existing, schema: schema, txn: txn)
                 try removeEntriesOfDamagedRecord(key: key, schema: schema, txn: txn)
                 regionKnown = false
-                existingWasDamaged = true
             }
         }
         try txn.put(schema.records, key: key, value: bytes)

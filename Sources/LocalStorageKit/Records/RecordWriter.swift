@@ -54,9 +54,10 @@ enum RecordWriter {
             removed = (header, view.isExpired(at: now))
             try removeEntries(of: header, key: key, schema: schema, txn: txn, deferred: deferred)
         case .damaged:
+            let recounts = try CountTree.uncountDamaged(existing, schema: schema, txn: txn)
             try removeEntriesOfDamagedRecord(key: key, schema: schema, txn: txn)
             try txn.delete(schema.records, key: key)
-            try CountTree.recountDeclarations(schema: schema, txn: txn)
+            if recounts { try CountTree.recountDeclarations(schema: schema, txn: txn) }
             return removed
         }
         try txn.delete(schema.records, key: key)

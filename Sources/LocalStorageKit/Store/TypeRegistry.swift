@@ -58,10 +58,14 @@ enum TypeRegistry {
             if found < oldestLayout {
                 throw LocalStorageError.decodingFailed(reason: "the store has the older layout \(found)")
             }
-            let target = min(max(target, countTreeLayout), layout)
+            var target = min(max(target, countTreeLayout), layout)
             guard found < target && !txn.isReadOnly && mayUpgrade() else { return found }
             if found < countTreeLayout { try upgradeToCountTree(meta: meta, txn: txn) }
-            if target >= declarationCountsLayout { try upgradeToDeclarationCounts(meta: meta, txn: txn) }
+            if target >= declarationCountsLayout, try !upgradeToDeclarationCounts(meta: meta, txn: txn) {
+                // A type it cannot convert keeps the store at the layout before (its reads fail as they did).
+                target = declarationCountsLayout - 1
+                guard found < target else { return found }
+            }
             try txn.put(meta, key: layoutKey, value: Array("\(target)".utf8))
             return target
         }
@@ -154,34 +158,49 @@ enum TypeRegistry {
     }
 
     /// Layout 3 or 4 → 5: counts each type's records by declaration from its signature entries (a duplicate
-    /// count per declaration), then empties the signature database. O(declarations + the entries' pages), once.
-    private static func upgradeToDeclarationCounts(meta: Database, txn: Transaction) throws {
+    /// count per declaration), then empties the signature database: O(declarations + the entries' pages), once.
+    /// Entries that do not add up to the type's records (damage, or a record whose header is unreadable) are not
+    /// trusted: the type's records are counted from their headers instead (O(records)). Returns false, changing
+    /// nothing, when a type's description or databases cannot be read: the store then stays at its layout, as a
+    /// damaged type must not keep the others' app from opening it.
+    private static func upgradeToDeclarationCounts(meta: Database, txn: Transaction) throws -> Bool {
         let (infos, unreadable) = try all(meta: meta, txn: txn)
-        if let first = unreadable.first {
-            throw LocalStorageError.decodingFailed(
-                reason: "the store needs an upgrade to layout \(layout), but the description of type "
-                    + "\"\(first.name)\" cannot be read (\(first.reason)); it was left untouched")
-        }
+        guard unreadable.isEmpty else { return false }
+        var schemas: [TypeSchema] = []
         for info in infos {
-            var schema = try TypeSchema.open(info, in: txn)
-            schema.countsDeclarations = true
+            do {
+                var schema = try TypeSchema.open(info, in: txn)
+                schema.countsDeclarations = true
+                schemas.append(schema)
+            } catch let error as LocalStorageError {
+                guard case .decodingFailed = error else { throw error }
+                return false
+            }
+        }
+        for schema in schemas {
             guard let counts = schema.counts else { continue }
             try CountTree.clearDeclarationCounts(schema: schema, txn: txn)
+            var total = 0
             try txn.withCursor(schema.signatures) { cursor in
                 var entry = try cursor.move(.first)
                 while let current = entry {
                     if current.key.count == 8 {
                         let signature = current.key.reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+                        let count = try cursor.duplicateCount()
+                        total += count
                         try CountTree.add(
-                            try cursor.duplicateCount(),
-                            toCounter: CountTree.declarationCountKey(type: info.number, signature: signature),
+                            count, toCounter: CountTree.declarationCountKey(type: schema.number, signature: signature),
                             counts: counts, txn: txn)
                     }
                     entry = try cursor.move(.nextKey)
                 }
             }
+            if total != (try txn.entryCount(schema.records)) {
+                try CountTree.recountDeclarations(schema: schema, txn: txn)
+            }
             try txn.empty(schema.signatures)
         }
+        return true
     }
 
     /// The layout marker of the store `meta` belongs to, or nil when it has none yet.
