@@ -266,6 +266,33 @@ import Testing
         #expect(export.records == 10, "\(export)")
     }
 
+    /// The same type as a third declaration has it: the tag alone, no weight.
+    struct TagOnlyShelf: LocalStorageIndexed, Equatable {
+        let id: String
+        var weight: Double
+        var tag: String
+
+        static var storageName: String { "CompactShelf" }
+        static var storageIndexes: [StorageIndex<TagOnlyShelf>] { [StorageIndex("tag", \.tag)] }
+    }
+
+    /// Which indexes a record belongs in is its declaration's as the snapshot being checked describes it, not as the
+    /// catalog read at open did (review-67 #1, #2): records an app saved under a declaration registered since, without
+    /// an index the catalog's newest declaration has, are not missing entries there for `verify`, and `list --where`
+    /// on an index both declarations have does not call them not re-indexed.
+    @Test func maintenanceOpenedBeforeADeclarationWithAnIndexFewerChecksItsRecordsByIt() async throws {
+        let storage = try LocalStorage(configuration: diskConfiguration())
+        try await storage.save(contentsOf: (0..<5).map { TaggedShelf(id: "t\($0)", weight: Double($0), tag: "a") })
+        let maintenance = try await StoreMaintenance(directory: storage.core.directory)
+        try await storage.save(contentsOf: (0..<5).map { TagOnlyShelf(id: "o\($0)", weight: Double($0), tag: "a") })
+
+        let report = try maintenance.verify()
+        #expect(report.isClean, "\(report.problems)")
+        let listing = try maintenance.list(
+            "CompactShelf", query: ListQuery(conditions: [ListQuery.Condition(index: "tag", value: "a")]))
+        #expect(listing.records.count == 10)
+    }
+
     /// A compact header never holds what the named layout cannot: a save whose index values would make a named
     /// header longer than 65,535 bytes throws, as it did before there was a compact layout (an export, the shared
     /// tier or a rewrite could not write it).

@@ -189,11 +189,14 @@ extension StoreMaintenance {
     ) throws -> (index: String, count: Int)? {
         guard !indexes.isEmpty else { return nil }
         let mine = type.schema.signatureKey
+        // The declarations as this snapshot describes them: one an app registered since the catalog was read
+        // has the indexes it has, not none.
+        let declarations = try described(type, in: txn).declarations
         var missing: (index: String, count: Int)?
         if type.schema.countsDeclarations {
             for (signature, count) in try CountTree.declarationCounts(schema: type.schema, txn: txn)
             where signature != type.schema.signature {
-                let declaration = type.info.declarations.first { $0.signature == signature }
+                let declaration = declarations.first { $0.signature == signature }
                 if let index = indexes.first(where: { declaration?.slots.contains($0.slot) != true }) {
                     missing = (missing?.index ?? index.name, (missing?.count ?? 0) + count)
                 }
@@ -204,7 +207,7 @@ extension StoreMaintenance {
             var entry = try cursor.move(.first)
             while let current = entry {
                 if !current.key.elementsEqual(mine) {
-                    let declaration = type.info.declarations.first {
+                    let declaration = declarations.first {
                         RecordWriter.signatureKey($0.signature).elementsEqual(current.key)
                     }
                     if let index = indexes.first(where: { declaration?.slots.contains($0.slot) != true }) {

@@ -159,9 +159,10 @@ extension StoreMaintenance {
 }
 
 extension StoreMaintenance.StoredType {
-    /// The indexes a record indexed with `signature` has entries in: its declaration's, or, for a
-    /// declaration `meta` does not record, the one registered last (as ``RecordWriter`` adds them).
-    func declaredIndexes(signature: UInt64) -> [TypeSchema.Index] {
+    /// The indexes a record indexed with `signature` has entries in: its declaration's as `info` (the type's
+    /// description in the snapshot being checked) has it, or, for a declaration it does not record, the one
+    /// registered last (as ``RecordWriter`` adds them).
+    func declaredIndexes(signature: UInt64, in info: TypeInfo) -> [TypeSchema.Index] {
         guard let slots = info.slots(ofSignature: signature) else { return schema.indexes }
         return slots.compactMap { slot in schema.allIndexes.first { $0.slot == slot.number } }
     }
@@ -216,7 +217,8 @@ private struct Checker {
                     // A compact header's declaration and slot numbers must name those of the type.
                     let header = try view.header(describedBy: info)
                     try checkPayload(of: view, schema: schema, id: id)
-                    try checkEntriesExist(for: view, signature: header.signature, key: key, id: id, type: type)
+                    try checkEntriesExist(
+                        for: view, signature: header.signature, key: key, id: id, type: type, info: info)
                 } catch let error as LocalStorageError {
                     let kind: VerifyProblem.Kind =
                         RecordView.newerLayout(of: current.value) == nil ? .damagedRecord : .newerRecord
@@ -244,7 +246,7 @@ private struct Checker {
 
     private mutating func checkEntriesExist(
         for view: RecordView, signature: UInt64, key: [UInt8], id: String,
-        type: StoreMaintenance.StoredType
+        type: StoreMaintenance.StoredType, info: TypeInfo
     ) throws {
         let schema = type.schema
         if try !hasEntry(RecordWriter.timeKey(view.updatedAt), key, in: schema.updated) {
@@ -256,7 +258,7 @@ private struct Checker {
         if !schema.countsDeclarations, try !hasEntry(RecordWriter.signatureKey(signature), key, in: schema.signatures) {
             report(schema, id, .missingEntry, "no signature entry for \(signature)")
         }
-        for index in type.declaredIndexes(signature: signature) {
+        for index in type.declaredIndexes(signature: signature, in: info) {
             guard let stored = view.indexValue(of: index) else {
                 // No value: the record is in the index under the "no value" key, as RecordWriter puts it.
                 if try !hasEntry(IndexKeys.missing, key, in: index.dbi) {
@@ -302,7 +304,9 @@ private struct Checker {
                     if case .readable(let view, let header) = try StoredRecord(bytes).header({
                         try $0.header(describedBy: info)
                     }) {
-                        switch Self.key(in: view, signature: header.signature, for: database.database, type: type) {
+                        switch Self.key(
+                            in: view, signature: header.signature, for: database.database, type: type, info: info)
+                        {
                         case nil:
                             report(schema, id, .mismatchedEntry, "\(name) entry, but the record has no value there")
                         case let held? where !held.elementsEqual(current.key):
@@ -322,7 +326,7 @@ private struct Checker {
     /// The key a record's entry in `database` must have; nil when it should have none.
     private static func key(
         in view: RecordView, signature: UInt64, for database: StoreMaintenance.Role,
-        type: StoreMaintenance.StoredType
+        type: StoreMaintenance.StoredType, info: TypeInfo
     ) -> [UInt8]? {
         switch database {
         case .records: return nil
@@ -331,7 +335,7 @@ private struct Checker {
         case .signatures: return RecordWriter.signatureKey(signature)
         case .index(let index):
             // Only the indexes of the declaration the record was indexed with hold it.
-            guard type.declaredIndexes(signature: signature).contains(where: { $0.slot == index.slot }) else {
+            guard type.declaredIndexes(signature: signature, in: info).contains(where: { $0.slot == index.slot }) else {
                 return nil
             }
             guard let stored = view.indexValue(of: index) else { return IndexKeys.missing }
