@@ -228,3 +228,55 @@ extension DeclarationCountTests {
         }
     }
 }
+
+extension DeclarationCountTests {
+    /// `verify --repair`'s salvage replaces the store with a fresh copy: the copy keeps the store's layout (an app of
+    /// layout 4 must still open it; review-68 #2), with the bookkeeping of that layout, and an app's open upgrades it
+    /// afterwards as it would have the original.
+    @Test(arguments: [4, 5])
+    func aSalvageKeepsTheStoresLayout(layout: Int) async throws {
+        let directory = temporaryDirectory()
+        let configuration = diskConfiguration(directory)
+        try await withStore(configuration) { storage async throws in
+            try await storage.save(contentsOf: (0..<20).map { DocFull(id: "d\($0)", a: $0 % 4, c: $0 % 2) })
+            try await storage.save(contentsOf: (20..<25).map { DocLite(id: "d\($0)", a: $0 % 4, c: $0 % 2) })
+            if layout < TypeRegistry.layout { try await OlderLayouts.make(storage, layout: layout) }
+        }
+        let report = try await StoreMaintenance.salvage(directory: configuration.storeDirectory)
+        #expect(report.salvaged == 25)
+        #expect(try CountTreeTests.layout(ofStoreIn: configuration.storeDirectory) == "\(layout)")
+        let verified = try await verifyWithTheCLI(directory)
+        #expect(verified.status == 0, "\(verified.output)")
+        try await withStore(configuration) { storage async throws in
+            #expect(try CountTreeTests.layout(storage) == "\(TypeRegistry.layout)")
+            let ones = try await storage.fetch(
+                DocFull.self, matching: [.equals("c", 1)], options: FetchOptions(limit: 100))
+            #expect(ones.count == 12, "\(ones.map(\.id).sorted())")
+            #expect(try await verifyProblems(storage) == [])
+        }
+    }
+}
+
+extension DeclarationCountTests {
+    /// An export names each type's newest declaration only. Records indexed with an older one are imported as indexed
+    /// with the newest (their entries are that declaration's), so an app of the older declaration re-indexes them:
+    /// they kept their old signature, and its queries left them out of the index the newest declaration lacks.
+    @Test func importedRecordsOfAnUndescribedDeclarationAreReindexedByItsApp() async throws {
+        let source = try LocalStorage(configuration: diskConfiguration(temporaryDirectory()))
+        try await source.save(contentsOf: (0..<20).map { DocFull(id: "d\($0)", a: $0 % 4, c: $0 % 2) })
+        try await source.save(contentsOf: (20..<25).map { DocLite(id: "d\($0)", a: $0 % 4, c: $0 % 2) })
+        let file = temporaryDirectory().appendingPathComponent("export.jsonl")
+        var exported = Data()
+        _ = try await StoreMaintenance(directory: source.core.directory).export(to: { exported.append($0) })
+        try exported.write(to: file)
+        let directory = temporaryDirectory()
+        try await withStore(diskConfiguration(directory)) { storage async throws in
+            let maintenance = try await StoreMaintenance(directory: storage.core.directory)
+            #expect(try await maintenance.importRecords(from: file).records == 25)
+            let ones = try await storage.fetch(
+                DocFull.self, matching: [.equals("c", 1)], options: FetchOptions(limit: 100))
+            #expect(Set(ones.map(\.id)) == Set((0..<25).filter { $0 % 2 == 1 }.map { "d\($0)" }))
+            #expect(try await verifyProblems(storage) == [])
+        }
+    }
+}

@@ -62,7 +62,7 @@ extension StoreMaintenance {
         // The salvaged store keeps the files' mode and group (a group's store stays the group's).
         var original = stat()
         let kept = stat(dataFile.path, &original) == 0 ? original : nil
-        let (lines, damage, unreadable, counted, encrypted, newer) = try salvageLines(
+        let (lines, damage, unreadable, counted, encrypted, newer, layout) = try salvageLines(
             of: dataFile, encryption: encryption)
         // A record no key given opens may be whole under another key: a salvage would lose it for good.
         let unopened = unreadable.filter { $0.kind == .sealNotOpened }
@@ -85,7 +85,8 @@ extension StoreMaintenance {
         var swapLock: StoreSwapLock?
         do {
             // A key given for a plain store is not used: sealed, the fresh store would lock out every app without one.
-            report = try await importSalvaged(lines, into: fresh, encryption: encrypted ? encryption : nil)
+            report = try await importSalvaged(
+                lines, into: fresh, encryption: encrypted ? encryption : nil, layout: layout)
             report.keyUnused = encryption != nil && !encrypted
             report.damage = damage
             report.lost = unreadable + report.lost
@@ -176,7 +177,8 @@ extension StoreMaintenance {
     private static func salvageLines(
         of dataFile: URL, encryption: StorageEncryption?
     ) throws -> (
-        lines: [Data], damage: [VerifyProblem], lost: [VerifyProblem], counted: Int?, encrypted: Bool, newer: [String]
+        lines: [Data], damage: [VerifyProblem], lost: [VerifyProblem], counted: Int?, encrypted: Bool, newer: [String],
+        layout: Int?
     ) {
         let descriptor = open(dataFile.path, O_RDONLY)
         guard descriptor >= 0 else {
@@ -201,7 +203,10 @@ extension StoreMaintenance {
                 SalvagedSnapshot(
                     meta: meta, problems: walk.problems, lines: lines, lost: lost, records: records, newer: newer,
                     counted: Self.counted(walk, records: records, fileLength: pages.fileLength),
-                    encrypted: found.metaEntries.contains { $0.key == PayloadSealing.checkKey } || found.holdsSealed))
+                    encrypted: found.metaEntries.contains { $0.key == PayloadSealing.checkKey } || found.holdsSealed,
+                    layout: found.metaEntries.first { $0.key == TypeRegistry.layoutKey }.flatMap {
+                        Int(String(decoding: $0.value, as: UTF8.self))
+                    }))
         }
         guard let best = Self.choice(snapshots)
         else {
@@ -221,7 +226,7 @@ extension StoreMaintenance {
                         + "newest commit wrote is lost"),
                 at: 0)
         }
-        return (best.lines, damage, best.lost, best.counted, best.encrypted, best.newer)
+        return (best.lines, damage, best.lost, best.counted, best.encrypted, best.newer, best.layout)
     }
 
     /// Which snapshot a salvage reads: the newest, unless it has damage the older one does not (its own pages
@@ -260,11 +265,21 @@ extension StoreMaintenance {
     }
 
     /// Imports salvaged export lines into a new store at `directory`, skipping (and listing) each line
-    /// that cannot be imported; with `encryption`, the records are sealed with its key.
+    /// that cannot be imported; with `encryption`, the records are sealed with its key. The new store gets the
+    /// damaged one's `layout` when it is an older one this version writes: the salvage replaces the store of an
+    /// app that may be the version that wrote it, which a newer layout would lock out.
     private static func importSalvaged(
-        _ lines: [Data], into directory: URL, encryption: StorageEncryption?
+        _ lines: [Data], into directory: URL, encryption: StorageEncryption?, layout: Int?
     ) async throws -> SalvageReport {
         let store = try await StoreMaintenance(directory: directory, creatingIfMissing: true, encryption: encryption)
+        if let layout, (TypeRegistry.oldestLayout..<TypeRegistry.layout).contains(layout) {
+            let meta = store.meta
+            try await store.write { writer in
+                try writer.transact { context in
+                    try context.txn.put(meta, key: TypeRegistry.layoutKey, value: Array("\(layout)".utf8))
+                }
+            }
+        }
         var parser = ImportParser(known: [:], check: ImportRecordCheck(checkingPayloadValues: false))
         var items: [ImportParser.Item] = []
         var lost: [VerifyProblem] = []
@@ -301,6 +316,8 @@ private struct SalvagedSnapshot {
     let newer: [String]
     let counted: Int?
     let encrypted: Bool
+    /// The store's layout marker, when its `meta` held a readable one.
+    let layout: Int?
 }
 
 /// The entries a salvage walk reached: the `meta` database and every records database.

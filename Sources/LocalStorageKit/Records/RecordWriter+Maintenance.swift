@@ -39,6 +39,14 @@ extension RecordWriter {
         try delete(key: key, schema: schema, txn: txn)
         // An import seals what it writes into an encrypted store.
         var header = header
+        // A declaration the store does not describe (an export names only each type's newest) gets no entries of its
+        // own: the record is indexed with the newest one, and says so, so that an app of any other declaration
+        // re-indexes it (keeping the old signature left it out of indexes that declaration has and this one lacks).
+        if header.signature != schema.signature,
+            try schema.declaredIndexes(signature: header.signature, txn: txn) == nil
+        {
+            header.signature = schema.signature
+        }
         let stored: [UInt8]
         (header.envelope, stored) = try sealed(payload, format: header.format, key: key, schema: schema, txn: txn)
         try txn.put(schema.records, key: key, value: try header.serialized(payload: stored))
