@@ -280,3 +280,26 @@ extension DeclarationCountTests {
         }
     }
 }
+
+extension DeclarationCountTests {
+    /// Two declarations writing at once (an app and its extension): a query after the other saved a few records
+    /// finds them from the newest update times back, reading a few headers, not all of the type's (review-68 #3); and
+    /// answers with every record. Counts headers read, not time.
+    @Test func aQueryAfterTheOtherDeclarationSavedAFewRecordsReadsAFewHeaders() async throws {
+        let storage = try LocalStorage(configuration: diskConfiguration(temporaryDirectory()))
+        try await storage.save(contentsOf: (0..<5_000).map { DocFull(id: "d\($0)", a: $0 % 4, c: $0 % 2) })
+        let schema = try await storage.core.schema(for: DocFull.self)
+        var c = (0..<5_000).map { $0 % 2 }
+        for round in 0..<3 {
+            let numbers = [17, 2_222, 4_321].map { $0 + round }
+            try await storage.save(contentsOf: numbers.map { DocLite(id: "d\($0)", a: 1, c: 1) })
+            for number in numbers { c[number] = 1 }
+            let before = schema.runtime.reindexHeadersRead.load(ordering: .relaxed)
+            let ones = try await storage.count(DocFull.self, matching: [.equals("c", 1)])
+            let read = schema.runtime.reindexHeadersRead.load(ordering: .relaxed) - before
+            #expect(ones == c.filter { $0 == 1 }.count, "round \(round)")
+            #expect(read > 0 && read < 50, "round \(round): \(read) headers read")
+        }
+        #expect(try await verifyProblems(storage) == [])
+    }
+}

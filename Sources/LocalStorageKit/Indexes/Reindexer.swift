@@ -167,23 +167,33 @@ struct Reindexer<T: LocalStorable>: Sendable {
         // What the headers say, for a walk that goes through every record: the counters are set from it.
         var tally: [UInt64: Int] = [:]
         var reachedEnd = false
-        try txn.withCursor(schema.records) { cursor in
-            var entry: Cursor.Entry?
-            if let after {
-                entry = try cursor.seek(atLeast: after)
-                if let current = entry, current.key.elementsEqual(after) { entry = try cursor.move(.next) }
-            } else {
-                entry = try cursor.move(.first)
-            }
-            while let current = entry {
-                if stale.count == Reindexer.batchSize || (stopsEarly && stale.count == counted) { return }
-                if let signature = try CountTree.countedSignature(of: current.value, schema: schema, txn: txn) {
-                    tally[signature, default: 0] += 1
-                    if signature != schema.signature { stale.append((Array(current.key), signature)) }
+        // Records another declaration wrote since this one last re-indexed are the newest: when the counters can be
+        // trusted and one batch holds them all, they are looked for from the newest update time back (a query after
+        // another process saved a few records reads a few headers, not the type's).
+        if stopsEarly, counted <= Reindexer.batchSize,
+            let recent = try staleByRecency(schema: schema, counted: counted, txn: txn)
+        {
+            stale = recent
+        } else {
+            try txn.withCursor(schema.records) { cursor in
+                var entry: Cursor.Entry?
+                if let after {
+                    entry = try cursor.seek(atLeast: after)
+                    if let current = entry, current.key.elementsEqual(after) { entry = try cursor.move(.next) }
+                } else {
+                    entry = try cursor.move(.first)
                 }
-                entry = try cursor.move(.next)
+                while let current = entry {
+                    if stale.count == Reindexer.batchSize || (stopsEarly && stale.count == counted) { return }
+                    schema.runtime.reindexHeadersRead.add(1, ordering: .relaxed)
+                    if let signature = try CountTree.countedSignature(of: current.value, schema: schema, txn: txn) {
+                        tally[signature, default: 0] += 1
+                        if signature != schema.signature { stale.append((Array(current.key), signature)) }
+                    }
+                    entry = try cursor.move(.next)
+                }
+                reachedEnd = true
             }
-            reachedEnd = true
         }
         let last = stale.last.map { (signature: [UInt8](), key: $0.key) }
         var batch = Batch(seen: stale.count, last: last, finished: stale.count < Reindexer.batchSize)
@@ -205,6 +215,34 @@ struct Reindexer<T: LocalStorable>: Sendable {
             try CountTree.setDeclarationCounts(tally, schema: schema, txn: txn)
         }
         return batch
+    }
+
+    /// The `counted` records indexed with another declaration, found by walking the update-time entries from the
+    /// newest back and reading each record's header; nil when the walk ends before it met them all (an entry
+    /// missing: the caller walks the records instead).
+    private func staleByRecency(
+        schema: TypeSchema, counted: Int, txn: Transaction
+    ) throws -> [(key: [UInt8], signature: UInt64)]? {
+        var stale: [(key: [UInt8], signature: UInt64)] = []
+        var met: Set<[UInt8]> = []
+        let found = try txn.withCursor(schema.updated) { cursor in
+            var entry = try cursor.move(.last)
+            while let current = entry {
+                let key = Array(current.value)
+                schema.runtime.reindexHeadersRead.add(1, ordering: .relaxed)
+                if let bytes = try txn.get(schema.records, key: key),
+                    let signature = try CountTree.countedSignature(of: bytes, schema: schema, txn: txn),
+                    signature != schema.signature, met.insert(key).inserted
+                {
+                    stale.append((key, signature))
+                    if stale.count == counted { return true }
+                }
+                entry = try cursor.move(.previous)
+            }
+            return false
+        }
+        // Re-indexed in id order, as a walk of the records would.
+        return found ? stale.sorted { $0.key.lexicographicallyPrecedes($1.key) } : nil
     }
 
     /// Runs `body`, the re-index of the record under `key`, counting a record it changed (`body` returns true)

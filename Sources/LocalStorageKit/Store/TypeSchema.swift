@@ -294,6 +294,9 @@ final class SchemaRuntime: Sendable {
     let entriesVisited = Atomic<Int>(0)
     /// Walks down the count tree the type's queries made (a rank or a locate each; a range count is two).
     let treeWalks = Atomic<Int>(0)
+    /// Record headers re-indexes read looking for records of other declarations (layout 5), so tests can tell the
+    /// walk's cost.
+    let reindexHeadersRead = Atomic<Int>(0)
 
     /// Notes what a re-index that ended at snapshot `snapshot` left (``reindexFirst(at:mayRetry:)``).
     func noteReindex(_ outcome: ReindexOutcome, at snapshot: Int) {
