@@ -303,3 +303,21 @@ extension DeclarationCountTests {
         #expect(try await verifyProblems(storage) == [])
     }
 }
+
+extension DeclarationCountTests {
+    /// A signature entry in a store that counts declarations is stale bookkeeping (review-68 #8): `verify` reports it
+    /// and `--repair` empties the database.
+    @Test func aSignatureEntryLeftInALayoutFiveStoreIsReportedAndRepaired() async throws {
+        let storage = try LocalStorage(configuration: diskConfiguration(temporaryDirectory()))
+        try await storage.save(contentsOf: (0..<5).map { DocFull(id: "d\($0)", a: $0, c: 0) })
+        let schema = try await storage.core.schema(for: DocFull.self)
+        try await storage.core.writer.perform { context in
+            try context.txn.put(schema.signatures, key: schema.signatureKey, value: Array("d1".utf8))
+        }
+        let problems = try await verifyProblems(storage)
+        #expect(problems.count == 1 && problems.first?.contains("signature entry") == true, "\(problems)")
+        let report = try await StoreMaintenance(directory: storage.core.directory).repair()
+        #expect(report.isClean, "\(report.problems)")
+        #expect(try storage.core.environment.read { txn in try txn.entryCount(schema.signatures) } == 0)
+    }
+}

@@ -72,6 +72,16 @@ extension StoreMaintenance {
             }
         }
         if schema.countsDeclarations {
+            // From layout 5 on, the declarations are counted, not listed: entries left there are stale.
+            let leftover = try txn.entryCount(schema.signatures)
+            if leftover > 0 {
+                problems.append(
+                    VerifyProblem(
+                        type: schema.name, id: nil, kind: .wrongCount,
+                        detail:
+                            "\(leftover) signature entr\(leftover == 1 ? "y" : "ies") in a store that counts declarations"
+                    ))
+            }
             let expected = try CountTree.walkedDeclarationCounts(schema: schema, txn: txn)
             let stored = try CountTree.declarationCounts(schema: schema, txn: txn)
             let counted = Dictionary(uniqueKeysWithValues: stored.map { ($0.signature, $0.count) })
