@@ -12,6 +12,12 @@ struct IndexDeclaration: Sendable, Equatable, Codable {
 
     static let none = IndexDeclaration(entries: [])
 
+    /// The signature a record carries when the declaration it was indexed with is not known: an import of a record
+    /// whose declaration the store does not describe (an export names each type's newest only). Its entries are
+    /// those of the type's newest declaration, and it is stale to every declaration, whose app re-indexes it.
+    /// (FNV-1a of a declaration is 0 with odds of one in 2⁶⁴.)
+    static let unknownSignature: UInt64 = 0
+
     /// FNV-1a over names and kinds in order: changes when an index is added, removed, renamed,
     /// reordered or changes kind.
     var signature: UInt64 {

@@ -39,13 +39,15 @@ extension RecordWriter {
         try delete(key: key, schema: schema, txn: txn)
         // An import seals what it writes into an encrypted store.
         var header = header
-        // A declaration the store does not describe (an export names only each type's newest) gets no entries of its
-        // own: the record is indexed with the newest one, and says so, so that an app of any other declaration
-        // re-indexes it (keeping the old signature left it out of indexes that declaration has and this one lacks).
+        // A declaration the store does not describe (an export names only each type's newest) cannot say which
+        // indexes the record belongs in: it gets the newest declaration's entries and the unknown signature, which
+        // every declaration's app re-indexes. (Keeping its signature left it out of the indexes its own declaration
+        // has and the newest lacks, once that app registered it; taking the newest's left it without the values of
+        // the newest's indexes its own declaration lacks, for good: /work/trial68.md.)
         if header.signature != schema.signature,
             try schema.declaredIndexes(signature: header.signature, txn: txn) == nil
         {
-            header.signature = schema.signature
+            header.signature = IndexDeclaration.unknownSignature
         }
         let stored: [UInt8]
         (header.envelope, stored) = try sealed(payload, format: header.format, key: key, schema: schema, txn: txn)
