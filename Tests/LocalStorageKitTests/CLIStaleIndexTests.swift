@@ -20,7 +20,7 @@ struct GadgetV2: LocalStorageIndexed, Equatable {
     static var storageIndexes: [StorageIndex<Self>] { [.string("kind") { $0.kind }, .number("score") { $0.score }] }
 }
 
-/// The maintenance listing by an index that records indexed under an earlier declaration are not in yet: it
+/// The maintenance listing by an index that records indexed under another declaration are not in yet: it
 /// refuses to answer (it answered without them, exit 0) until the app re-indexes them; by an index both
 /// declarations have, it answers.
 @Suite struct CLIStaleIndexTests {
@@ -49,7 +49,7 @@ struct GadgetV2: LocalStorageIndexed, Equatable {
             ], environment: nil)
         #expect(cli.status == 1)
         #expect(try maintenance.statistics().types.first { $0.name == "Gadget" }?.notReindexed == 10)
-        #expect(cli.stderr.contains("10 records of Gadget were indexed under an earlier declaration"), "\(cli.stderr)")
+        #expect(cli.stderr.contains("10 records of Gadget were indexed under another declaration"), "\(cli.stderr)")
 
         // The app's first indexed query re-indexes them; then the listing answers with every record.
         #expect(try await storage.count(GadgetV2.self, matching: [.equals("score", 3)]) == 3)

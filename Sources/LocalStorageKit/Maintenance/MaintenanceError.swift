@@ -18,7 +18,7 @@
     case readOnly(path: String)
     /// An import would have written fewer records than its input holds (nothing of it was written).
     case incompleteImport(read: Int, written: Int)
-    /// `count` records of `type` were indexed under an earlier declaration without `index`: they have no entry
+    /// `count` records of `type` were indexed under another declaration without `index`: they have no entry
     /// there until the app re-indexes them (its first indexed query of the type does), so a listing by that
     /// index would leave them out.
     case notReindexed(type: String, index: String, count: Int)
@@ -49,7 +49,7 @@
         case .incompleteImport(let read, let written):
             "the import read \(read) records but would have written \(written); nothing was imported"
         case .notReindexed(let type, let index, let count):
-            "\(count) record\(count == 1 ? "" : "s") of \(type) \(count == 1 ? "was" : "were") indexed under an earlier "
+            "\(count) record\(count == 1 ? "" : "s") of \(type) \(count == 1 ? "was" : "were") indexed under another "
                 + "declaration without index \"\(index)\" and \(count == 1 ? "is" : "are") not in it yet (the app "
                 + "re-indexes them at its first indexed query of \(type)); list without --where and --order to see "
                 + "every record"

@@ -64,7 +64,7 @@
         public var newer: Int = 0
         /// Records that have expired but are not purged yet.
         public var expired: Int
-        /// Records indexed under an earlier declaration of the type's indexes: the app re-indexes them at its
+        /// Records indexed under another declaration of the type's indexes: the app re-indexes them at its
         /// first indexed query of the type; until then, an index they did not have holds no entry for them.
         public var notReindexed: Int = 0
         /// Pages of the type's databases (records and indexes).

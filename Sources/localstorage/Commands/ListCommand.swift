@@ -19,7 +19,7 @@ enum ListCommand: Command {
         An INDEX holding control characters is named as types shows it, a quoted JSON string:
         --where '"x\\u0000"=5', --order '-"x\\u0000"'.
         Records are listed by id otherwise. Expired records are listed too, marked expired.
-        A listing by an index that records indexed under an earlier declaration are not in yet
+        A listing by an index that records indexed under another declaration are not in yet
         fails (exit 1) until the app re-indexes them (its first indexed query of the type does).
         Ids holding control characters (such as 0x00) are shown as quoted JSON strings; name them
         with get/delete --escaped.

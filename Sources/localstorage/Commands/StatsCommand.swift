@@ -73,8 +73,9 @@ enum StatsCommand: Command {
             }
             if type.notReindexed > 0 {
                 output.line(
-                    "  \(type.notReindexed) record(s) indexed under an earlier declaration: the app re-indexes them at "
-                        + "its first indexed query of the type; until then indexes they did not have leave them out")
+                    "  \(type.notReindexed) record(s) indexed under another declaration of the type's indexes (another app "
+                        + "version or extension, or an import): the app re-indexes them at its first indexed query of "
+                        + "the type; until then indexes that declaration lacks leave them out")
             }
             output.line("  update-time entries \(type.updateEntries), expiry entries \(type.expiryEntries)")
             for index in type.indexes {
