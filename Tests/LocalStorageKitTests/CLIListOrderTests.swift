@@ -47,3 +47,23 @@ struct LongLabel: LocalStorageIndexed, Equatable {
         }
     }
 }
+
+extension CLIListOrderTests {
+    /// `--where` compares for equality only; `--where 'group>=b'` split as the index `group>` said the type has no
+    /// such index, as if the name were mistyped (/work/trial68.md #3). It says what it takes instead.
+    @Test func aComparisonInWhereSaysOnlyEqualityIsTaken() async throws {
+        let storage = try LocalStorage(configuration: diskConfiguration(temporaryDirectory()))
+        try await storage.save(LongLabel(id: "a", label: "x", group: "even"))
+        for condition in ["group>=even", "group<=even", "group!=even"] {
+            let cli = try await CLIResult.run(
+                ["list", "LongLabel", "--where", condition, "--store", storage.configuration.storeDirectory.path],
+                environment: nil)
+            #expect(cli.status != 0)
+            #expect(cli.stderr.contains("compares for equality only"), "\(condition): \(cli.stderr)")
+        }
+        let equal = try await CLIResult.run(
+            ["list", "LongLabel", "--where", "group=even", "--store", storage.configuration.storeDirectory.path],
+            environment: nil)
+        #expect(equal.status == 0, "\(equal.stderr)")
+    }
+}

@@ -67,7 +67,16 @@ enum ListCommand: Command {
         let indexes = Set(store.types().first { $0.name == type }?.indexes.map(\.name) ?? [])
         var query = try query(arguments)
         for position in query.conditions.indices {
-            query.conditions[position].index = TypeArgument.name(query.conditions[position].index, among: indexes)
+            let given = query.conditions[position].index
+            // `--where 'price>=5'` splits as the index `price>` and the value `5`: say what is wrong with it.
+            if !indexes.contains(given), let last = given.last, "<>!".contains(last),
+                indexes.contains(String(given.dropLast()))
+            {
+                throw UsageError(
+                    "--where compares for equality only (INDEX=VALUE): \"\(given)=\(query.conditions[position].value)\" "
+                        + "names the index \"\(given)\", which \(type) does not have")
+            }
+            query.conditions[position].index = TypeArgument.name(given, among: indexes)
         }
         if let order = query.order { query.order?.index = TypeArgument.name(order.index, among: indexes) }
         let listing = try store.list(type, query: query)
