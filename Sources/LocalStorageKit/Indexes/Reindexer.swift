@@ -148,11 +148,11 @@ struct Reindexer<T: LocalStorable>: Sendable {
         return batch
     }
 
-    /// A batch of a store that counts declarations (layout 5): walks the records after `after` in id order and
-    /// re-indexes up to ``batchSize`` whose headers name another declaration. A walk from the first record stops
-    /// once it has met as many as the counters count, when they add up to the type's records; one that went
-    /// through every record and met another number, or whose counters did not add up, sets the counters to what
-    /// the headers say.
+    /// A batch of a store that counts declarations (layout 5): re-indexes up to ``batchSize`` records whose headers
+    /// name another declaration. When the counters add up to the type's records and one batch holds the stale ones,
+    /// they are looked for from the newest update time back (``staleByRecency(schema:counted:txn:)``); otherwise the
+    /// records after `after` are walked in id order, a walk from the first record stopping once it has met as many
+    /// as trusted counters count. A walk that went through every record sets the counters from what it tallied.
     private func reindexBatchByWalking(
         schema: TypeSchema, after: [UInt8]?, context: CommitQueue.Context
     ) throws -> Batch {
