@@ -233,7 +233,7 @@ extension DeclarationCountTests {
     /// `verify --repair`'s salvage replaces the store with a fresh copy: the copy keeps the store's layout (an app of
     /// layout 4 must still open it; review-68 #2), with the bookkeeping of that layout, and an app's open upgrades it
     /// afterwards as it would have the original.
-    @Test(arguments: [4, 5])
+    @Test(arguments: [2, 3, 4, 5])
     func aSalvageKeepsTheStoresLayout(layout: Int) async throws {
         let directory = temporaryDirectory()
         let configuration = diskConfiguration(directory)
@@ -244,7 +244,9 @@ extension DeclarationCountTests {
         }
         let report = try await StoreMaintenance.salvage(directory: configuration.storeDirectory)
         #expect(report.salvaged == 25)
-        #expect(try CountTreeTests.layout(ofStoreIn: configuration.storeDirectory) == "\(layout)")
+        // Layout 2 becomes 3: the fresh store has a count tree, which a version of layout 2 would not keep.
+        let kept = max(layout, TypeRegistry.countTreeLayout)
+        #expect(try CountTreeTests.layout(ofStoreIn: configuration.storeDirectory) == "\(kept)")
         let verified = try await verifyWithTheCLI(directory)
         #expect(verified.status == 0, "\(verified.output)")
         try await withStore(configuration) { storage async throws in
@@ -337,5 +339,33 @@ extension DeclarationCountTests {
         let report = try await StoreMaintenance(directory: storage.core.directory).repair()
         #expect(report.isClean, "\(report.problems)")
         #expect(try storage.core.environment.read { txn in try txn.entryCount(schema.signatures) } == 0)
+    }
+}
+
+extension DeclarationCountTests {
+    /// Signature entries that add up to the records but file one under the wrong declaration (damage) must not become
+    /// counters: the counters would add up, the re-index would trust them to stop early, and the record would stay out
+    /// of the current declaration's indexes (review-69 #2). The upgrade counts the headers instead.
+    @Test func anUpgradeCountsTheHeadersNotTheSignatureEntries() async throws {
+        let directory = temporaryDirectory()
+        try await withStore(diskConfiguration(directory)) { storage async throws in
+            try await storage.save(contentsOf: (0..<20).map { DocFull(id: "d\($0)", a: $0 % 4, c: $0 % 2) })
+            try await storage.save(DocLite(id: "d21", a: 1, c: 1))
+            try await OlderLayouts.make(storage, layout: 4)
+            let full = try await storage.core.schema(for: DocFull.self)
+            let lite = try await storage.core.schema(for: DocLite.self)
+            try await storage.core.writer.perform { context in
+                let key = Array("d21".utf8)
+                try context.txn.delete(full.signatures, key: lite.signatureKey, value: key)
+                try context.txn.put(full.signatures, key: full.signatureKey, value: key)
+            }
+        }
+        try await withStore(diskConfiguration(directory)) { storage async throws in
+            #expect(try CountTreeTests.layout(storage) == "5")
+            let ones = try await storage.fetch(
+                DocFull.self, matching: [.equals("c", 1)], options: FetchOptions(limit: 100))
+            #expect(Set(ones.map(\.id)) == Set((0..<20).filter { $0 % 2 == 1 }.map { "d\($0)" } + ["d21"]))
+            #expect(try await verifyProblems(storage) == [])
+        }
     }
 }

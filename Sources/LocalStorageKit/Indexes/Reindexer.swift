@@ -196,7 +196,9 @@ struct Reindexer<T: LocalStorable>: Sendable {
             }
         }
         let last = stale.last.map { (signature: [UInt8](), key: $0.key) }
-        var batch = Batch(seen: stale.count, last: last, finished: stale.count < Reindexer.batchSize)
+        // Done when the batch has room left, or when it met every record the trusted counters count.
+        let finished = stale.count < Reindexer.batchSize || (stopsEarly && stale.count == counted)
+        var batch = Batch(seen: stale.count, last: last, finished: finished)
         for (key, signature) in stale {
             // Read again: a rewrite before it may have moved the page the walk saw it on.
             guard let bytes = try txn.get(schema.records, key: key) else { continue }
@@ -219,15 +221,18 @@ struct Reindexer<T: LocalStorable>: Sendable {
 
     /// The `counted` records indexed with another declaration, found by walking the update-time entries from the
     /// newest back and reading each record's header; nil when the walk ends before it met them all (an entry
-    /// missing: the caller walks the records instead).
+    /// missing, or stale records older than `4 × counted + batchSize` others): the caller walks the records instead.
     private func staleByRecency(
         schema: TypeSchema, counted: Int, txn: Transaction
     ) throws -> [(key: [UInt8], signature: UInt64)]? {
         var stale: [(key: [UInt8], signature: UInt64)] = []
         var met: Set<[UInt8]> = []
+        // Stale records older than most are better found by walking the records: the walk gives up after a bound.
+        var budget = 4 * counted + Reindexer.batchSize
         let found = try txn.withCursor(schema.updated) { cursor in
             var entry = try cursor.move(.last)
-            while let current = entry {
+            while let current = entry, budget > 0 {
+                budget -= 1
                 let key = Array(current.value)
                 schema.runtime.reindexHeadersRead.add(1, ordering: .relaxed)
                 if let bytes = try txn.get(schema.records, key: key),

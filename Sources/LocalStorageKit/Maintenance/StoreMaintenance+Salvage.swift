@@ -272,11 +272,14 @@ extension StoreMaintenance {
         _ lines: [Data], into directory: URL, encryption: StorageEncryption?, layout: Int?
     ) async throws -> SalvageReport {
         let store = try await StoreMaintenance(directory: directory, creatingIfMissing: true, encryption: encryption)
+        // Layout 2 at the least becomes 3: the fresh store has a count tree, which a version of layout 2 would not
+        // keep (the tool's own open of a layout-2 store takes it to 3 as well).
         if let layout, (TypeRegistry.oldestLayout..<TypeRegistry.layout).contains(layout) {
+            let kept = max(layout, TypeRegistry.countTreeLayout)
             let meta = store.meta
             try await store.write { writer in
                 try writer.transact { context in
-                    try context.txn.put(meta, key: TypeRegistry.layoutKey, value: Array("\(layout)".utf8))
+                    try context.txn.put(meta, key: TypeRegistry.layoutKey, value: Array("\(kept)".utf8))
                 }
             }
         }

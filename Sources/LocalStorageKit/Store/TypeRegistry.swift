@@ -157,12 +157,11 @@ enum TypeRegistry {
         }
     }
 
-    /// Layout 3 or 4 → 5: counts each type's records by declaration from its signature entries (a duplicate
-    /// count per declaration), then empties the signature database: O(declarations + the entries' pages), once.
-    /// Entries that do not add up to the type's records (damage, or a record whose header is unreadable) are not
-    /// trusted: the type's records are counted from their headers instead (O(records)). Returns false, changing
-    /// nothing, when a type's description or databases cannot be read: the store then stays at its layout, as a
-    /// damaged type must not keep the others' app from opening it.
+    /// Layout 3 or 4 → 5: counts each type's records by declaration from their headers (O(records), once: the
+    /// signature entries could say how many, but not trustworthily which, and a counter too low under one
+    /// declaration would hide a stale record from the re-index), then empties the signature database (O(its pages)).
+    /// Returns false, changing nothing, when a type's description or databases cannot be read: the store then stays
+    /// at its layout, as a damaged type must not keep the others' app from opening it.
     private static func upgradeToDeclarationCounts(meta: Database, txn: Transaction) throws -> Bool {
         let (infos, unreadable) = try all(meta: meta, txn: txn)
         guard unreadable.isEmpty else { return false }
@@ -177,27 +176,8 @@ enum TypeRegistry {
                 return false
             }
         }
-        for schema in schemas {
-            guard let counts = schema.counts else { continue }
-            try CountTree.clearDeclarationCounts(schema: schema, txn: txn)
-            var total = 0
-            try txn.withCursor(schema.signatures) { cursor in
-                var entry = try cursor.move(.first)
-                while let current = entry {
-                    if current.key.count == 8 {
-                        let signature = current.key.reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-                        let count = try cursor.duplicateCount()
-                        total += count
-                        try CountTree.add(
-                            count, toCounter: CountTree.declarationCountKey(type: schema.number, signature: signature),
-                            counts: counts, txn: txn)
-                    }
-                    entry = try cursor.move(.nextKey)
-                }
-            }
-            if total != (try txn.entryCount(schema.records)) {
-                try CountTree.recountDeclarations(schema: schema, txn: txn)
-            }
+        for schema in schemas where schema.counts != nil {
+            try CountTree.recountDeclarations(schema: schema, txn: txn)
             try txn.empty(schema.signatures)
         }
         return true
