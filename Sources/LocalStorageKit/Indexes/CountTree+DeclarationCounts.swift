@@ -71,7 +71,22 @@ extension CountTree {
         }
     }
 
-    /// Removes every declaration counter of the type (its records are being removed or counted again).
+    /// The counter of the type's records no declaration counter counts (``countedSignature(of:schema:txn:)`` is nil:
+    /// damaged, or naming a declaration number the type lacks), as the last walk of every record found them: with it
+    /// the counters add up to the records, which lets a re-index trust them.
+    static func uncountedKey(type: UInt32) -> [UInt8] {
+        counterPrefix(type: type, slot: UInt32.max) + [2]
+    }
+
+    /// The type's records the last walk of all of them could not count under a declaration.
+    static func uncountedRecords(schema: TypeSchema, txn: Transaction) throws -> Int {
+        guard let counts = schema.counts, let stored = try txn.get(counts, key: uncountedKey(type: schema.number))
+        else { return 0 }
+        return counterValue(stored)
+    }
+
+    /// Removes every declaration counter of the type, and its uncounted records' (its records are being removed or
+    /// counted again).
     static func clearDeclarationCounts(schema: TypeSchema, txn: Transaction) throws {
         guard let counts = schema.counts else { return }
         let prefix = schema.declarationCountPrefix
@@ -80,6 +95,7 @@ extension CountTree {
                 try cursor.deleteCurrent()
             }
         }
+        try txn.delete(counts, key: uncountedKey(type: schema.number))
     }
 
     /// What the declaration counters should hold: the type's records by the declaration their headers name (a
@@ -130,7 +146,8 @@ extension CountTree {
         try setDeclarationCounts(try walkedDeclarationCounts(schema: schema, txn: txn), schema: schema, txn: txn)
     }
 
-    /// Sets the type's declaration counters to `tally` (signature → records).
+    /// Sets the type's declaration counters to `tally` (signature → records), a walk's of every record, and its
+    /// uncounted records to the rest of the type's records.
     static func setDeclarationCounts(_ tally: [UInt64: Int], schema: TypeSchema, txn: Transaction) throws {
         guard schema.countsDeclarations, let counts = schema.counts else { return }
         try clearDeclarationCounts(schema: schema, txn: txn)
@@ -139,5 +156,7 @@ extension CountTree {
                 count, toCounter: declarationCountKey(type: schema.number, signature: signature), counts: counts,
                 txn: txn)
         }
+        let uncounted = try txn.entryCount(schema.records) - tally.values.reduce(0) { $0 + max($1, 0) }
+        try add(uncounted, toCounter: uncountedKey(type: schema.number), counts: counts, txn: txn)
     }
 }

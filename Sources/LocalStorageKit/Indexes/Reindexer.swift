@@ -159,9 +159,11 @@ struct Reindexer<T: LocalStorable>: Sendable {
         let txn = context.txn
         let counters = try CountTree.declarationCounts(schema: schema, txn: txn)
         let counted = counters.reduce(0) { $1.signature == schema.signature ? $0 : $0 + $1.count }
-        // The counters are trusted to stop the walk early only when they add up to the type's records: one too
-        // low would stop it before a stale record, which queries would then miss.
-        let addsUp = counters.reduce(0) { $0 + $1.count } == (try txn.entryCount(schema.records))
+        // The counters are trusted to stop the walk early only when they add up to the type's records (with those
+        // the last full walk could not count): one too low would stop it before a stale record, which queries would
+        // then miss.
+        let uncounted = try CountTree.uncountedRecords(schema: schema, txn: txn)
+        let addsUp = counters.reduce(0) { $0 + $1.count } + uncounted == (try txn.entryCount(schema.records))
         let stopsEarly = after == nil && counted > 0 && addsUp
         var stale: [(key: [UInt8], signature: UInt64)] = []
         // What the headers say, for a walk that goes through every record: the counters are set from it.
