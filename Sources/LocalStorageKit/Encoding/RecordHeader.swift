@@ -45,6 +45,8 @@ struct RecordHeader: Equatable {
     var updatedAt: Int64
     var expiresAt: Int64
     var signature: UInt64
+    /// Where the named layout keeps ``signature`` (8 bytes, little-endian).
+    static let namedSignatureOffset = 32
     var indexValues: [StoredIndexValue]
     /// What was done to the payload after the codec wrote it (compressed, sealed).
     var envelope: PayloadEnvelope = []

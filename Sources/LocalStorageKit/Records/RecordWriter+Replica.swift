@@ -17,8 +17,9 @@ extension RecordWriter {
         context: CommitQueue.Context, announce: Bool = true, asNew: Bool = false
     ) throws -> Bool {
         let txn = context.txn
+        var bytes = bytes
         // The shared tier's records name their index values (slot numbers are each store's own).
-        let header = try bytes.withUnsafeBytes { buffer in
+        var header = try bytes.withUnsafeBytes { buffer in
             try RecordDecoding.view(
                 of: buffer, typeName: schema.name, id: String(decoding: key, as: UTF8.self), sharedTier: true
             )
@@ -30,6 +31,18 @@ extension RecordWriter {
             throw LocalStorageError.decodingFailed(
                 reason: "\(schema.name) \"\(String(decoding: key, as: UTF8.self))\": the shared tier's copy is marked "
                     + "compressed, which no instance writes; it was not stored")
+        }
+        // Written with a declaration this store does not describe (another app version's, on another host): its
+        // entries here are the newest declaration's, so it carries the unknown signature, stale to every declaration,
+        // as an import does. With the writer's signature it read as current once this host registered that
+        // declaration, without entries in the indexes it adds (review-69 #1).
+        if header.signature != schema.signature, header.signature != IndexDeclaration.unknownSignature,
+            try schema.declaredIndexes(signature: header.signature, txn: txn) == nil
+        {
+            header.signature = IndexDeclaration.unknownSignature
+            bytes.replaceSubrange(
+                RecordHeader.namedSignatureOffset..<RecordHeader.namedSignatureOffset + 8,
+                with: repeatElement(0, count: 8))
         }
         var replacesLiveRecord = false
         var oldValues: [StoredIndexValue]?

@@ -95,3 +95,27 @@ struct SharedTierReindexTests {
         #expect(updated.sorted { $0.lexicographicallyPrecedes($1) } == model.keys.sorted().map { Array($0.utf8) })
     }
 }
+
+/// A replica of a record written with a declaration the near cache does not describe (another app version, on
+/// another host) gets this store's newest declaration's entries. It carried the writer's signature, so once this
+/// host registered that declaration the copy read as current, without entries in the indexes it adds: a near-cache
+/// query by one of them missed it (review-69 #1). It carries the unknown signature now, and is re-indexed.
+@Suite(.enabled(if: SharedTestServer.isAvailable, SharedTestServer.skipReason))
+struct SharedTierUndescribedReplicaTests {
+    @Test func aReplicaOfAnUndescribedDeclarationIsReindexedWhenThatDeclarationComes() async throws {
+        let tier = SharedTestServer.configuration()
+        let reader = try await sharedStore(tier)
+        // SheetA's declaration is the near cache's (registered by a read).
+        #expect(try await reader.count(SheetA.self, matching: [], options: .nearCache) == 0)
+        let writer = try await sharedStore(tier)
+        try await writer.save(contentsOf: (1..<6).map { SheetB(id: "s\($0)", b: $0 % 2, c: "k") })
+        let schema = try await reader.core.schema(for: SheetA.self)
+        // The replicas arrive without an indexed read of the type here (which would re-index them as SheetA's).
+        #expect(
+            try await waitUntil {
+                try reader.core.environment.read { txn in try txn.entryCount(schema.records) } == 5
+            })
+        let found = try await reader.fetch(SheetB.self, matching: [.equals("c", "k")], options: .nearCache)
+        #expect(Set(found.map(\.id)) == Set((1..<6).map { "s\($0)" }))
+    }
+}
