@@ -70,7 +70,10 @@ struct RecordView {
             createdAt = Int64(littleEndian: bytes.loadUnaligned(fromByteOffset: 8, as: Int64.self))
             updatedAt = Int64(littleEndian: bytes.loadUnaligned(fromByteOffset: 16, as: Int64.self))
             expiresAt = Int64(littleEndian: bytes.loadUnaligned(fromByteOffset: 24, as: Int64.self))
-            declaration = .signature(UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: 32, as: UInt64.self)))
+            declaration = .signature(
+                UInt64(
+                    littleEndian: bytes.loadUnaligned(
+                        fromByteOffset: RecordHeader.namedSignatureOffset, as: UInt64.self)))
             valuesStart = RecordHeader.fixedLength
         } else {
             layout = .compact

@@ -44,11 +44,7 @@ extension RecordWriter {
         // every declaration's app re-indexes. (Keeping its signature left it out of the indexes its own declaration
         // has and the newest lacks, once that app registered it; taking the newest's left it without the values of
         // the newest's indexes its own declaration lacks, for good: /work/trial68.md.)
-        if header.signature != schema.signature,
-            try schema.declaredIndexes(signature: header.signature, txn: txn) == nil
-        {
-            header.signature = IndexDeclaration.unknownSignature
-        }
+        header.signature = try schema.storedSignature(for: header.signature, txn: txn)
         let stored: [UInt8]
         (header.envelope, stored) = try sealed(payload, format: header.format, key: key, schema: schema, txn: txn)
         try txn.put(schema.records, key: key, value: try header.serialized(payload: stored))

@@ -36,13 +36,12 @@ extension RecordWriter {
         // entries here are the newest declaration's, so it carries the unknown signature, stale to every declaration,
         // as an import does. With the writer's signature it read as current once this host registered that
         // declaration, without entries in the indexes it adds (review-69 #1).
-        if header.signature != schema.signature, header.signature != IndexDeclaration.unknownSignature,
-            try schema.declaredIndexes(signature: header.signature, txn: txn) == nil
-        {
-            header.signature = IndexDeclaration.unknownSignature
+        let stored = try schema.storedSignature(for: header.signature, txn: txn)
+        if stored != header.signature {
+            header.signature = stored
             bytes.replaceSubrange(
                 RecordHeader.namedSignatureOffset..<RecordHeader.namedSignatureOffset + 8,
-                with: repeatElement(0, count: 8))
+                with: withUnsafeBytes(of: stored.littleEndian) { Array($0) })
         }
         var replacesLiveRecord = false
         var oldValues: [StoredIndexValue]?

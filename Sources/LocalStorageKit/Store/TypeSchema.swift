@@ -261,6 +261,20 @@ struct TypeSchema: Sendable {
         return slots.compactMap { slot in schema.allIndexes.first { $0.slot == slot.number } }
     }
 
+    /// The signature a record indexed with `signature` is stored with here: its own when `meta` describes that
+    /// declaration in `txn`, else ``IndexDeclaration/unknownSignature`` (its entries are then the newest
+    /// declaration's, and every declaration's app re-indexes it). For records this store did not index itself:
+    /// imports and the shared tier's replicas.
+    func storedSignature(for signature: UInt64, txn: Transaction) throws -> UInt64 {
+        if signature == self.signature || signature == IndexDeclaration.unknownSignature
+            || knownSignatures.contains(signature)
+        {
+            return signature
+        }
+        let described = try currentInfo(in: txn)?.slots(ofSignature: signature) != nil
+        return described ? signature : IndexDeclaration.unknownSignature
+    }
+
     /// This type as `meta` describes it now, opened in `txn` (creating nothing), or nil when `meta` has
     /// no description.
     func current(in txn: Transaction) throws -> TypeSchema? {
