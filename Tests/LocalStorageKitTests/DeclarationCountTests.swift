@@ -392,3 +392,26 @@ extension DeclarationCountTests {
         #expect(read > 0 && read < 50, "\(read) headers read")
     }
 }
+
+extension DeclarationCountTests {
+    /// Each removal of a record damaged after it was counted counted the type's records again, so removing many
+    /// (a repair, a purge after a disk's damage) was quadratic (review-68 #5). The first removal's walk counts the
+    /// others as uncounted, and each later one takes one off that counter: one walk in all, and the counters still
+    /// say what the headers say.
+    @Test func removingManyDamagedRecordsCountsTheTypeOnce() async throws {
+        let storage = try LocalStorage(configuration: diskConfiguration(temporaryDirectory()))
+        try await storage.save(contentsOf: (0..<300).map { DocFull(id: "d\($0)", a: $0 % 4, c: $0 % 2) })
+        let full = try await storage.core.schema(for: DocFull.self)
+        let damaged = (0..<300).filter { $0 % 5 == 0 }.map { "d\($0)" }
+        try await storage.core.writer.perform { context in
+            for id in damaged { try context.txn.put(full.records, key: Array(id.utf8), value: [0xA8, 0x02, 0xFF]) }
+        }
+        let before = full.runtime.declarationRecounts.load(ordering: .relaxed)
+        for id in damaged { try await storage.delete(DocFull.self, id: id) }
+        #expect(full.runtime.declarationRecounts.load(ordering: .relaxed) - before == 1)
+        let (stored, walked) = try await Self.countersAndHeaders(storage)
+        #expect(stored == walked && walked == [full.signature: 240])
+        #expect(try await verifyProblems(storage) == [])
+        #expect(try await storage.count(DocFull.self, matching: [.equals("c", 1)]) == 120)
+    }
+}

@@ -129,13 +129,20 @@ extension CountTree {
     }
 
     /// Uncounts a damaged record that is about to be removed or replaced, under the declaration its header still
-    /// names when that much of it reads (a value of an index the type lacks, a damaged payload). Returns true when
-    /// it cannot say (its bytes were damaged after it was counted): the caller then counts the type again at the end
-    /// of its work (``recountDeclarations(schema:txn:)``).
+    /// names when that much of it reads (a value of an index the type lacks, a damaged payload). A record that cannot
+    /// say is taken off the uncounted records while the last walk left some (it was most likely one of them; if not,
+    /// the declaration it was counted under stays one too high, which costs a re-index a longer walk and never hides a
+    /// stale record). Returns true when none are left (its bytes were damaged after it was counted): the caller then
+    /// counts the type again at the end of its work (``recountDeclarations(schema:txn:)``), which counts every other
+    /// damaged record as uncounted, so that removing many of them costs one walk, not one each (review-68 #5).
     static func uncountDamaged(_ bytes: UnsafeRawBufferPointer, schema: TypeSchema, txn: Transaction) throws -> Bool {
         guard schema.countsDeclarations else { return false }
-        guard let signature = try countedSignature(of: bytes, schema: schema, txn: txn) else { return true }
-        try addRecords(-1, indexedWith: signature, schema: schema, txn: txn)
+        if let signature = try countedSignature(of: bytes, schema: schema, txn: txn) {
+            try addRecords(-1, indexedWith: signature, schema: schema, txn: txn)
+            return false
+        }
+        guard let counts = schema.counts, try uncountedRecords(schema: schema, txn: txn) > 0 else { return true }
+        try add(-1, toCounter: uncountedKey(type: schema.number), counts: counts, txn: txn)
         return false
     }
 
@@ -143,6 +150,7 @@ extension CountTree {
     /// O(records); nothing in a store of layout 4 or older.
     static func recountDeclarations(schema: TypeSchema, txn: Transaction) throws {
         guard schema.countsDeclarations else { return }
+        schema.runtime.declarationRecounts.add(1, ordering: .relaxed)
         try setDeclarationCounts(try walkedDeclarationCounts(schema: schema, txn: txn), schema: schema, txn: txn)
     }
 

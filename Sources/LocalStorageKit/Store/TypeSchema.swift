@@ -311,6 +311,8 @@ final class SchemaRuntime: Sendable {
     /// Record headers re-indexes read looking for records of other declarations (layout 5), so tests can tell the
     /// walk's cost.
     let reindexHeadersRead = Atomic<Int>(0)
+    /// Walks of every record that set the declaration counters after a damaged record was removed or replaced.
+    let declarationRecounts = Atomic<Int>(0)
 
     /// Notes what a re-index that ended at snapshot `snapshot` left (``reindexFirst(at:mayRetry:)``).
     func noteReindex(_ outcome: ReindexOutcome, at snapshot: Int) {
