@@ -57,4 +57,41 @@ struct GadgetV2: LocalStorageIndexed, Equatable {
         #expect(try after.statistics().types.first { $0.name == "Gadget" }?.notReindexed == 0)
         #expect(try after.list("Gadget", query: byScore).records.map(\.id) == ["g3", "g7", "new"])
     }
+
+    /// The maintenance tool takes a type's indexes from the declaration registered last, which flips with whichever
+    /// app (or extension) opened the type last: `list --where` by an index only the other declaration has said the
+    /// type had no such index, `stats` left its entries out and `types` showed one declaration (trial68 #3). They
+    /// now take every declaration's indexes, and a listing by one refuses only while records lack it.
+    @Test func theToolSeesTheIndexesOfEveryDeclaration() async throws {
+        let directory = temporaryDirectory()
+        let storage = try LocalStorage(configuration: diskConfiguration(directory))
+        try await storage.save(
+            contentsOf: (0..<10).map { GadgetV2(id: "g\($0)", kind: $0 % 2 == 0 ? "a" : "b", score: $0 % 4) })
+        // The older declaration registers last (an older extension reads the type).
+        #expect(try await storage.fetch(GadgetV1.self, id: "g3")?.score == 3)
+        let maintenance = try await StoreMaintenance(directory: storage.core.directory)
+        let gadget = try #require(maintenance.types().first { $0.name == "Gadget" })
+        #expect(gadget.indexes.map(\.name) == ["kind"])
+        #expect(gadget.otherDeclarations.map { $0.indexes.map(\.name) } == [["kind", "score"]])
+        let byScore = ListQuery(conditions: [.init(index: "score", value: "3")])
+        #expect(try maintenance.list("Gadget", query: byScore).records.map(\.id) == ["g3", "g7"])
+        let ordered = try maintenance.list("Gadget", query: ListQuery(order: .init(index: "score", isDescending: true)))
+        #expect(Set(ordered.records.prefix(2).map(\.id)) == ["g3", "g7"] && ordered.records.count == 10)
+        let indexes = try #require(maintenance.statistics().types.first { $0.name == "Gadget" }?.indexes)
+        #expect(indexes.map { "\($0.name) \($0.entries) \($0.isDeclared)" } == ["kind 10 true", "score 10 false"])
+        #expect(throws: MaintenanceError.unknownIndex("price", type: "Gadget", known: ["kind", "score"])) {
+            try maintenance.list("Gadget", query: ListQuery(conditions: [.init(index: "price", value: "3")]))
+        }
+
+        // A record the older declaration saves is not in `score`: the listing by it refuses again.
+        try await storage.save(GadgetV1(id: "old", kind: "a", score: 3))
+        let after = try await StoreMaintenance(directory: storage.core.directory)
+        #expect(throws: MaintenanceError.notReindexed(type: "Gadget", index: "score", count: 1)) {
+            try after.list("Gadget", query: byScore)
+        }
+        let cli = try await CLIResult.run(
+            ["types", "--store", storage.configuration.storeDirectory.path], environment: nil)
+        #expect(cli.stdout.contains("another declaration, signature"), "\(cli.stdout)")
+        #expect(cli.stdout.contains("kind string, score number"), "\(cli.stdout)")
+    }
 }

@@ -172,9 +172,15 @@ extension StoreMaintenance {
     }
 
     /// The index `name` of `schema`.
+    /// The index called `name`: the current declaration's, else the last one another declaration of the type
+    /// declared (an app and its extension may index the type differently; ``recordsMissing(from:of:txn:)`` then
+    /// tells whether every record is in it).
     private func index(_ name: String, of schema: TypeSchema) throws -> TypeSchema.Index {
-        guard let index = schema.index(named: name) else {
-            throw MaintenanceError.unknownIndex(name, type: schema.name, known: schema.indexes.map(\.name))
+        if let index = schema.index(named: name) { return index }
+        guard let index = schema.allIndexes.last(where: { $0.name == name }) else {
+            var known = schema.indexes.map(\.name)
+            for index in schema.allIndexes where !known.contains(index.name) { known.append(index.name) }
+            throw MaintenanceError.unknownIndex(name, type: schema.name, known: known)
         }
         return index
     }
@@ -188,14 +194,13 @@ extension StoreMaintenance {
         from indexes: [TypeSchema.Index], of type: StoredType, txn: Transaction
     ) throws -> (index: String, count: Int)? {
         guard !indexes.isEmpty else { return nil }
-        let mine = type.schema.signatureKey
         // The declarations as this snapshot describes them: one an app registered since the catalog was read
         // has the indexes it has, not none.
         let declarations = try described(type, in: txn).declarations
         var missing: (index: String, count: Int)?
         if type.schema.countsDeclarations {
-            for (signature, count) in try CountTree.declarationCounts(schema: type.schema, txn: txn)
-            where signature != type.schema.signature {
+            // The current declaration too: an index of another declaration is not one of its.
+            for (signature, count) in try CountTree.declarationCounts(schema: type.schema, txn: txn) {
                 let declaration = declarations.first { $0.signature == signature }
                 if let index = indexes.first(where: { declaration?.slots.contains($0.slot) != true }) {
                     missing = (missing?.index ?? index.name, (missing?.count ?? 0) + count)
@@ -206,13 +211,11 @@ extension StoreMaintenance {
         try txn.withCursor(type.schema.signatures) { cursor in
             var entry = try cursor.move(.first)
             while let current = entry {
-                if !current.key.elementsEqual(mine) {
-                    let declaration = declarations.first {
-                        RecordWriter.signatureKey($0.signature).elementsEqual(current.key)
-                    }
-                    if let index = indexes.first(where: { declaration?.slots.contains($0.slot) != true }) {
-                        missing = (missing?.index ?? index.name, (missing?.count ?? 0) + (try cursor.duplicateCount()))
-                    }
+                let declaration = declarations.first {
+                    RecordWriter.signatureKey($0.signature).elementsEqual(current.key)
+                }
+                if let index = indexes.first(where: { declaration?.slots.contains($0.slot) != true }) {
+                    missing = (missing?.index ?? index.name, (missing?.count ?? 0) + (try cursor.duplicateCount()))
                 }
                 entry = try cursor.move(MDB_NEXT_NODUP)
             }

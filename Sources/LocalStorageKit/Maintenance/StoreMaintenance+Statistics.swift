@@ -110,11 +110,7 @@ extension StoreMaintenance {
                         notReindexed: try notReindexed(schema, txn: txn),
                         pages: typePages, updateEntries: try txn.entryCount(schema.updated),
                         expiryEntries: try txn.entryCount(schema.expiry),
-                        indexes: try schema.indexes.map { index in
-                            StoreStatistics.Index(
-                                name: index.name, kind: index.kind.name,
-                                entries: try txn.entryCount(index.dbi))
-                        }))
+                        indexes: try Self.indexStatistics(of: schema, txn: txn)))
             }
             var statistics = StoreStatistics(
                 path: directory.path, mapSize: info.mapSize,
@@ -125,6 +121,22 @@ extension StoreMaintenance {
             statistics.databases = databases.sorted { ($0.pages, $1.name) > ($1.pages, $0.name) }
             return statistics
         }
+    }
+
+    /// The type's indexes with their entries: the current declaration's, then those only another declaration has
+    /// that hold entries (what `stats` shows whichever app registered the type last).
+    static func indexStatistics(of schema: TypeSchema, txn: Transaction) throws -> [StoreStatistics.Index] {
+        var indexes = try schema.indexes.map { index in
+            StoreStatistics.Index(name: index.name, kind: index.kind.name, entries: try txn.entryCount(index.dbi))
+        }
+        let declared = Set(schema.indexes.map(\.slot))
+        for index in schema.allIndexes where !declared.contains(index.slot) {
+            let entries = try txn.entryCount(index.dbi)
+            guard entries > 0 else { continue }
+            indexes.append(
+                StoreStatistics.Index(name: index.name, kind: index.kind.name, entries: entries, isDeclared: false))
+        }
+        return indexes
     }
 }
 
@@ -177,4 +189,5 @@ extension StoreMaintenance.Role {
         case .index(let index): "index \(index.name)"
         }
     }
+
 }

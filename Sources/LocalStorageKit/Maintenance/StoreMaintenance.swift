@@ -218,7 +218,7 @@ import Darwin
 
     /// Every type the store's `meta` database describes, in name order.
     public func types() -> [TypeDescription] {
-        catalog.withLock { $0.sortedTypes.map { TypeDescription($0.info) } }
+        catalog.withLock { $0.sortedTypes.map { TypeDescription($0.info, withOtherDeclarations: true) } }
     }
 
     /// Names of `meta` entries that could not be read as type descriptions.

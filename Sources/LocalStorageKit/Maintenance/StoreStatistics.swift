@@ -24,6 +24,9 @@
         public var kind: String
         /// Entries in the index (one per indexed record).
         public var entries: Int
+        /// Whether the declaration the type was last registered with has the index; false for an index only
+        /// another declaration has (an app's and its extension's may differ), listed while it holds entries.
+        public var isDeclared = true
     }
 
     /// One database of the store: its pages, tree depth and entries (`mdb_stat`).

@@ -16,17 +16,56 @@
     public var signature: UInt64
     /// The declared indexes, in declaration order.
     public var indexes: [Index]
+    /// The type's other index declarations records may be indexed with (an app and its extension, or two
+    /// versions of an app, may declare different indexes): what ``signature`` and ``indexes`` say is the
+    /// declaration registered last. Empty in an export's header, which names the newest declaration alone.
+    public var otherDeclarations: [Declaration] = []
+
+    /// An index declaration other than the type's last registered one.
+    public struct Declaration: Codable, Sendable, Equatable {
+        /// Its signature.
+        public var signature: UInt64
+        /// Its indexes, in declaration order.
+        public var indexes: [Index]
+    }
 
     private enum CodingKeys: String, CodingKey {
         case name = "type"
-        case version, signature, indexes
+        case version, signature, indexes, otherDeclarations
     }
 
-    init(_ info: TypeInfo) {
+    init(_ info: TypeInfo, withOtherDeclarations: Bool = false) {
         name = info.name
         version = info.version
         signature = info.signature
         indexes = info.indexes.map { Index(name: $0.name, kind: $0.kind.name) }
+        guard withOtherDeclarations else { return }
+        for declaration in info.declarations where declaration.signature != info.signature {
+            guard let slots = info.slots(ofSignature: declaration.signature) else { continue }
+            otherDeclarations.append(
+                Declaration(
+                    signature: declaration.signature,
+                    indexes: slots.map { Index(name: $0.name, kind: $0.kind.name) }))
+        }
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        name = try container.decode(String.self, forKey: .name)
+        version = try container.decode(Int.self, forKey: .version)
+        signature = try container.decode(UInt64.self, forKey: .signature)
+        indexes = try container.decode([Index].self, forKey: .indexes)
+        otherDeclarations = try container.decodeIfPresent([Declaration].self, forKey: .otherDeclarations) ?? []
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(name, forKey: .name)
+        try container.encode(version, forKey: .version)
+        try container.encode(signature, forKey: .signature)
+        try container.encode(indexes, forKey: .indexes)
+        // An export's header keeps the form older versions read.
+        if !otherDeclarations.isEmpty { try container.encode(otherDeclarations, forKey: .otherDeclarations) }
     }
 
     /// The `meta` form, or nil when an index kind is neither `"string"` nor `"number"`.

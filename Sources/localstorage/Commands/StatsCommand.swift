@@ -79,7 +79,10 @@ enum StatsCommand: Command {
             }
             output.line("  update-time entries \(type.updateEntries), expiry entries \(type.expiryEntries)")
             for index in type.indexes {
-                output.line("  index \(TypeArgument.displayed(index.name)) (\(index.kind)): \(index.entries) entries")
+                output.line(
+                    "  index \(TypeArgument.displayed(index.name)) (\(index.kind)): \(index.entries) entries"
+                        + (index.isDeclared
+                            ? "" : " (declared by another declaration of the type, not the last registered)"))
             }
         }
         return 0

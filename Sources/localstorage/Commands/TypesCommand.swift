@@ -27,6 +27,12 @@ enum TypesCommand: Command {
             for index in type.indexes {
                 output.line("  \(TypeArgument.displayed(index.name))  \(index.kind)")
             }
+            for declaration in type.otherDeclarations {
+                let indexes = declaration.indexes.map { "\(TypeArgument.displayed($0.name)) \($0.kind)" }
+                output.line(
+                    "  another declaration, signature \(String(declaration.signature, radix: 16)): "
+                        + (indexes.isEmpty ? "no indexes" : indexes.joined(separator: ", ")))
+            }
         }
         return 0
     }
