@@ -39,7 +39,8 @@ enum OlderLayouts {
             if layout < TypeRegistry.countTreeLayout,
                 let counts = try txn.openDatabase(CountTree.databaseName, create: false)
             {
-                try txn.empty(counts)
+                // Layout 2 has no count tree's database: its presence makes queries trust it.
+                try txn.drop(counts)
             }
             try txn.put(meta, key: TypeRegistry.layoutKey, value: Array("\(layout)".utf8))
         }

@@ -170,10 +170,11 @@ extension StoreMaintenance {
 
 extension StoreMaintenance.StoredType {
     /// The indexes a record indexed with `signature` has entries in: its declaration's as `info` (the type's
-    /// description in the snapshot being checked) has it, or, for a declaration it does not record, the one
-    /// registered last (as ``RecordWriter`` adds them).
-    func declaredIndexes(signature: UInt64, in info: TypeInfo) -> [TypeSchema.Index] {
-        guard let slots = info.slots(ofSignature: signature) else { return schema.indexes }
+    /// description in the snapshot being checked) has it, or nil for a declaration it does not record (an import's
+    /// or a replica's record of the unknown signature: it was given the entries of the declaration newest when it
+    /// was written, which may since have changed, so only the entries it has can be checked; review-69 #6).
+    func declaredIndexes(signature: UInt64, in info: TypeInfo) -> [TypeSchema.Index]? {
+        guard let slots = info.slots(ofSignature: signature) else { return nil }
         return slots.compactMap { slot in schema.allIndexes.first { $0.slot == slot.number } }
     }
 }
@@ -268,7 +269,7 @@ private struct Checker {
         if !schema.countsDeclarations, try !hasEntry(RecordWriter.signatureKey(signature), key, in: schema.signatures) {
             report(schema, id, .missingEntry, "no signature entry for \(signature)")
         }
-        for index in type.declaredIndexes(signature: signature, in: info) {
+        for index in type.declaredIndexes(signature: signature, in: info) ?? [] {
             guard let stored = view.indexValue(of: index) else {
                 // No value: the record is in the index under the "no value" key, as RecordWriter puts it.
                 if try !hasEntry(IndexKeys.missing, key, in: index.dbi) {
@@ -344,8 +345,11 @@ private struct Checker {
         case .expiry: return view.expiresAt == 0 ? nil : RecordWriter.timeKey(view.expiresAt)
         case .signatures: return RecordWriter.signatureKey(signature)
         case .index(let index):
-            // Only the indexes of the declaration the record was indexed with hold it.
-            guard type.declaredIndexes(signature: signature, in: info).contains(where: { $0.slot == index.slot }) else {
+            // Only the indexes of the declaration the record was indexed with hold it; an entry of a record of an
+            // undescribed declaration must hold its value.
+            if let declared = type.declaredIndexes(signature: signature, in: info),
+                !declared.contains(where: { $0.slot == index.slot })
+            {
                 return nil
             }
             guard let stored = view.indexValue(of: index) else { return IndexKeys.missing }

@@ -60,7 +60,8 @@ enum TypeRegistry {
             }
             var target = min(max(target, countTreeLayout), layout)
             guard found < target && !txn.isReadOnly && mayUpgrade() else { return found }
-            if found < countTreeLayout { try upgradeToCountTree(meta: meta, txn: txn) }
+            // A type it cannot read keeps the store at layout 2 (counts by walking), as review-68 #1 keeps 3 and 4.
+            if found < countTreeLayout, try !upgradeToCountTree(meta: meta, txn: txn) { return found }
             if target >= declarationCountsLayout, try !upgradeToDeclarationCounts(meta: meta, txn: txn) {
                 // A type it cannot convert keeps the store at the layout before (its reads fail as they did).
                 target = declarationCountsLayout - 1
@@ -140,21 +141,29 @@ enum TypeRegistry {
     }
 
     /// Layout 2 → 3: builds the count tree of every index of every type from its entries, in the
-    /// transaction that opens the store. O(entries), once.
-    private static func upgradeToCountTree(meta: Database, txn: Transaction) throws {
-        _ = try txn.openDatabase(CountTree.databaseName, create: true)
+    /// transaction that opens the store. O(entries), once. Returns false, before making the count tree's database
+    /// (whose presence makes queries trust it), when a type's description or databases cannot be read: the store
+    /// then stays at layout 2, as a damaged type must not keep the others' app from opening it (it failed every
+    /// open; review-69 #6).
+    private static func upgradeToCountTree(meta: Database, txn: Transaction) throws -> Bool {
         let (infos, unreadable) = try all(meta: meta, txn: txn)
-        if let first = unreadable.first {
-            throw LocalStorageError.decodingFailed(
-                reason: "the store needs an upgrade to layout \(layout), but the description of type "
-                    + "\"\(first.name)\" cannot be read (\(first.reason)); it was left untouched")
+        guard unreadable.isEmpty else { return false }
+        for info in infos {
+            do {
+                _ = try TypeSchema.open(info, in: txn)
+            } catch let error as LocalStorageError {
+                guard case .decodingFailed = error else { throw error }
+                return false
+            }
         }
+        _ = try txn.openDatabase(CountTree.databaseName, create: true)
         for info in infos {
             let schema = try TypeSchema.open(info, in: txn)
             guard let counts = schema.counts else { continue }
             for index in schema.allIndexes { try CountTree.rebuild(index, counts: counts, txn: txn) }
             try CountTree.recountPayloadBytes(schema: schema, txn: txn)
         }
+        return true
     }
 
     /// Layout 3 or 4 → 5: counts each type's records by declaration from their headers (O(records), once: the
