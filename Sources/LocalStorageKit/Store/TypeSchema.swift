@@ -287,8 +287,15 @@ struct TypeSchema: Sendable {
 
     private func currentInfo(in txn: Transaction) throws -> TypeInfo? {
         // `meta` is the store's first database; opening it again returns the handle this process has.
-        guard let meta = try txn.openDatabase(TypeRegistry.metaName, create: false) else { return nil }
-        return try TypeRegistry.info(named: name, meta: meta, txn: txn)
+        guard let meta = try txn.openDatabase(TypeRegistry.metaName, create: false),
+            let bytes = try txn.get(meta, key: TypeInfo.key(name))
+        else { return nil }
+        // A re-index of records of an undescribed declaration asks once per record (review-69 #6): the description
+        // is decoded again only when its bytes changed.
+        if let known = runtime.describedAs(bytes) { return known }
+        let info = try TypeRegistry.decode(bytes, name: name)
+        runtime.noteDescription(bytes, as: info)
+        return info
     }
 }
 
@@ -313,6 +320,24 @@ final class SchemaRuntime: Sendable {
     let reindexHeadersRead = Atomic<Int>(0)
     /// Walks of every record that set the declaration counters after a damaged record was removed or replaced.
     let declarationRecounts = Atomic<Int>(0)
+    /// The type's description as last read from `meta` by ``TypeSchema/current(in:)``, with its bytes.
+    private let lastDescription = Mutex<(bytes: [UInt8], info: TypeInfo)?>(nil)
+    /// Descriptions ``TypeSchema/current(in:)`` decoded, so tests can tell the memo works.
+    let descriptionsDecoded = Atomic<Int>(0)
+
+    /// The description whose bytes are `bytes`, when it is the one last decoded.
+    func describedAs(_ bytes: UnsafeRawBufferPointer) -> TypeInfo? {
+        lastDescription.withLock { last in
+            guard let last, last.bytes.withUnsafeBytes({ ByteOrder.compare($0, bytes) == 0 }) else { return nil }
+            return last.info
+        }
+    }
+
+    /// Keeps the description just decoded from `bytes`.
+    func noteDescription(_ bytes: UnsafeRawBufferPointer, as info: TypeInfo) {
+        descriptionsDecoded.add(1, ordering: .relaxed)
+        lastDescription.withLock { $0 = (Array(bytes), info) }
+    }
 
     /// Notes what a re-index that ended at snapshot `snapshot` left (``reindexFirst(at:mayRetry:)``).
     func noteReindex(_ outcome: ReindexOutcome, at snapshot: Int) {
