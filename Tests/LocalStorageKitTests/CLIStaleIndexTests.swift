@@ -49,7 +49,7 @@ struct GadgetV2: LocalStorageIndexed, Equatable {
             ], environment: nil)
         #expect(cli.status == 1)
         #expect(try maintenance.statistics().types.first { $0.name == "Gadget" }?.notReindexed == 10)
-        #expect(cli.stderr.contains("10 records of Gadget were indexed under another declaration"), "\(cli.stderr)")
+        #expect(cli.stderr.contains("10 records of Gadget were indexed under a declaration without"), "\(cli.stderr)")
 
         // The app's first indexed query re-indexes them; then the listing answers with every record.
         #expect(try await storage.count(GadgetV2.self, matching: [.equals("score", 3)]) == 3)
@@ -82,6 +82,12 @@ struct GadgetV2: LocalStorageIndexed, Equatable {
         #expect(throws: MaintenanceError.unknownIndex("price", type: "Gadget", known: ["kind", "score"])) {
             try maintenance.list("Gadget", query: ListQuery(conditions: [.init(index: "price", value: "3")]))
         }
+
+        // The tool's own reading of the arguments knows the other declaration's index too.
+        let hint = try await CLIResult.run(
+            ["list", "Gadget", "--where", "score>=3", "--store", storage.configuration.storeDirectory.path],
+            environment: nil)
+        #expect(hint.status != 0 && hint.stderr.contains("compares for equality only"), "\(hint.stderr)")
 
         // A record the older declaration saves is not in `score`: the listing by it refuses again.
         try await storage.save(GadgetV1(id: "old", kind: "a", score: 3))

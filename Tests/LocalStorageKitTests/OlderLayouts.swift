@@ -6,7 +6,8 @@ import Foundation
 enum OlderLayouts {
     /// Turns the store `storage` has open into one of `layout` (2, 3 or 4) as a version of that layout writes it:
     /// a signature entry for every readable record and no declaration counters (before 5), named headers only
-    /// (before 4), no count tree (2). The store should be closed and opened again afterwards.
+    /// (before 4), no count tree (2). The store must be closed and opened again afterwards, and not written to
+    /// before: at 2 the count tree's database is dropped, which closes the handle its cached schemas hold.
     static func make(_ storage: LocalStorage, layout: Int) async throws {
         precondition((2...4).contains(layout))
         let meta = storage.core.meta

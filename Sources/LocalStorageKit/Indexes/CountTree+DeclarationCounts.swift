@@ -5,9 +5,11 @@
 /// The counter of a declaration is `type# ‖ FFFFFFFF ‖ 01 ‖ signature` (8 bytes, big-endian), beside the type's
 /// payload bytes (`… ‖ 00`); it counts the records whose header is readable and names that declaration. It
 /// changes in the same transaction as the records, so it is exact in every snapshot. A record damaged on disk
-/// cannot say which declaration it was counted under: whatever removes or replaces one counts the type's
-/// records again at the end (``recountDeclarations(schema:txn:)``, O(records), as rare as damage), and a
-/// re-index whose walk of every record meets another number than the counters sets them right too.
+/// cannot always say which declaration it was counted under: whatever removes or replaces one takes it off the
+/// records the last walk could not count (`… ‖ 02`) while there are some, and otherwise counts the type's records
+/// again at the end (``recountDeclarations(schema:txn:)``, O(records), as rare as damage); see
+/// ``uncountDamaged(_:schema:txn:)``. A re-index whose walk of every record meets another number than the counters
+/// sets them right too.
 extension CountTree {
     /// The bytes every declaration counter of type `type` starts with.
     static func declarationCountPrefix(type: UInt32) -> [UInt8] {

@@ -49,10 +49,10 @@
         case .incompleteImport(let read, let written):
             "the import read \(read) records but would have written \(written); nothing was imported"
         case .notReindexed(let type, let index, let count):
-            "\(count) record\(count == 1 ? "" : "s") of \(type) \(count == 1 ? "was" : "were") indexed under another "
-                + "declaration without index \"\(index)\" and \(count == 1 ? "is" : "are") not in it yet (the app "
-                + "re-indexes them at its first indexed query of \(type)); list without --where and --order to see "
-                + "every record"
+            "\(count) record\(count == 1 ? "" : "s") of \(type) \(count == 1 ? "was" : "were") indexed under a "
+                + "declaration without index \"\(index)\" and \(count == 1 ? "is" : "are") not in it (an app whose "
+                + "declaration has that index re-indexes them at its first indexed query of \(type)); list without "
+                + "--where and --order to see every record"
         }
     }
 }

@@ -171,7 +171,6 @@ extension StoreMaintenance {
         }
     }
 
-    /// The index `name` of `schema`.
     /// The index called `name`: the current declaration's, else the last one another declaration of the type
     /// declared (an app and its extension may index the type differently; ``recordsMissing(from:of:txn:)`` then
     /// tells whether every record is in it).

@@ -27,6 +27,22 @@
         /// Whether the declaration the type was last registered with has the index; false for an index only
         /// another declaration has (an app's and its extension's may differ), listed while it holds entries.
         public var isDeclared = true
+
+        init(name: String, kind: String, entries: Int, isDeclared: Bool = true) {
+            self.name = name
+            self.kind = kind
+            self.entries = entries
+            self.isDeclared = isDeclared
+        }
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            name = try container.decode(String.self, forKey: .name)
+            kind = try container.decode(String.self, forKey: .kind)
+            entries = try container.decode(Int.self, forKey: .entries)
+            // Absent in the output of versions before it.
+            isDeclared = try container.decodeIfPresent(Bool.self, forKey: .isDeclared) ?? true
+        }
     }
 
     /// One database of the store: its pages, tree depth and entries (`mdb_stat`).

@@ -132,7 +132,7 @@ extension RecordWriter {
 
     /// Removes every entry pointing at `key` from every secondary database of the type, by walking them:
     /// for a record whose header is damaged, so it cannot say where its entries are. O(entries), rare. (Its
-    /// declaration's counter stays as it was: see ``CountTree`` on declaration counts.)
+    /// declaration counter is the caller's: ``CountTree/uncountDamaged(_:schema:txn:)``.)
     static func removeEntriesOfDamagedRecord(key: [UInt8], schema: TypeSchema, txn: Transaction) throws {
         let indexes = try schema.current(in: txn)?.allIndexes ?? schema.allIndexes
         let pointsAtKey = { (id: UnsafeRawBufferPointer) in id.elementsEqual(key) }

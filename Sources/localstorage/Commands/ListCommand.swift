@@ -64,7 +64,10 @@ enum ListCommand: Command {
     static func run(_ arguments: ParsedArguments, store: StoreMaintenance, output: Output) async throws -> Int32 {
         let type = TypeArgument.name(arguments.positionals[0], in: store)
         // Index names as given, or as quoted JSON strings spelling them (a name holding 0x00 needs that).
-        let indexes = Set(store.types().first { $0.name == type }?.indexes.map(\.name) ?? [])
+        // Every declaration's: an app and its extension may index the type differently.
+        let described = store.types().first { $0.name == type }
+        let indexes = Set(
+            ((described?.indexes ?? []) + (described?.otherDeclarations.flatMap(\.indexes) ?? [])).map(\.name))
         var query = try query(arguments)
         for position in query.conditions.indices {
             let given = query.conditions[position].index
