@@ -618,7 +618,8 @@ extension DeclarationCountTests {
             case 7:
                 let found = try await storage.fetch(
                     DocFull.self, matching: [.equals("c", c)], options: FetchOptions(limit: 1_000))
-                #expect(Set(found.map(\.id)) == Set(model.keys.filter { isLive($0) && model[$0]?.c == c }), "step \(step)")
+                #expect(
+                    Set(found.map(\.id)) == Set(model.keys.filter { isLive($0) && model[$0]?.c == c }), "step \(step)")
             default:
                 let count = try await storage.count(DocLite.self, matching: [.equals("a", a)])
                 #expect(count == model.keys.filter { isLive($0) && model[$0]?.a == a }.count, "step \(step)")
