@@ -422,14 +422,12 @@ extension DeclarationCountTests {
 }
 
 extension DeclarationCountTests {
-    /// Imported records of a declaration the export did not name carry the unknown signature and the entries of the
-    /// declaration newest at the import. `verify` checked them against the declaration registered last, so once the
-    /// other app registered its own (before any indexed query re-indexed them) it reported every such record as
-    /// missing from that declaration's extra index (review-69 #6). It checks only the entries they have.
-    @Test func verifyChecksRecordsOfTheUnknownSignatureByTheEntriesTheyHave() async throws {
+    /// An export file of `count` DocFull records and one DocLite record saved last: its header names DocLite's
+    /// declaration alone, so an import gives the DocFull records the unknown signature.
+    static func exportOfRecordsOfAnUnnamedDeclaration(_ count: Int) async throws -> URL {
         let source = diskConfiguration(temporaryDirectory())
         try await withStore(source) { storage async throws in
-            try await storage.save(contentsOf: (0..<10).map { DocFull(id: "d\($0)", a: $0 % 4, c: $0 % 2) })
+            try await storage.save(contentsOf: (0..<count).map { DocFull(id: "d\($0)", a: $0 % 4, c: $0 % 2) })
             try await storage.save(DocLite(id: "lite", a: 1, c: 1))
         }
         var exported = Data()
@@ -438,6 +436,15 @@ extension DeclarationCountTests {
         }
         let file = temporaryDirectory().appendingPathComponent("export.jsonl")
         try exported.write(to: file)
+        return file
+    }
+
+    /// Imported records of a declaration the export did not name carry the unknown signature and the entries of the
+    /// declaration newest at the import. `verify` checked them against the declaration registered last, so once the
+    /// other app registered its own (before any indexed query re-indexed them) it reported every such record as
+    /// missing from that declaration's extra index (review-69 #6). It checks only the entries they have.
+    @Test func verifyChecksRecordsOfTheUnknownSignatureByTheEntriesTheyHave() async throws {
+        let file = try await Self.exportOfRecordsOfAnUnnamedDeclaration(10)
         try await withStore(diskConfiguration(temporaryDirectory())) { storage async throws in
             let maintenance = try await StoreMaintenance(directory: storage.core.directory)
             #expect(try await maintenance.importRecords(from: file).records == 11)
@@ -469,17 +476,7 @@ extension DeclarationCountTests {
     /// its entries, and decoded it from `meta` for every record (review-69 #6: 27,000 decodes for one import, inside
     /// the write lock). It is decoded again only when its bytes change.
     @Test func reindexingImportedRecordsDecodesTheDescriptionOnce() async throws {
-        let source = diskConfiguration(temporaryDirectory())
-        try await withStore(source) { storage async throws in
-            try await storage.save(contentsOf: (0..<2_000).map { DocFull(id: "d\($0)", a: $0 % 4, c: $0 % 2) })
-            try await storage.save(DocLite(id: "lite", a: 1, c: 1))
-        }
-        var exported = Data()
-        try await withStore(source) { storage async throws in
-            _ = try await StoreMaintenance(directory: storage.core.directory).export(to: { exported.append($0) })
-        }
-        let file = temporaryDirectory().appendingPathComponent("export.jsonl")
-        try exported.write(to: file)
+        let file = try await Self.exportOfRecordsOfAnUnnamedDeclaration(2_000)
         try await withStore(diskConfiguration(temporaryDirectory())) { storage async throws in
             let maintenance = try await StoreMaintenance(directory: storage.core.directory)
             #expect(try await maintenance.importRecords(from: file).records == 2_001)
