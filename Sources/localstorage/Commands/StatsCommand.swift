@@ -13,7 +13,9 @@ enum StatsCommand: Command {
         An LMDB data file never shrinks by itself: pages freed by deletes are reused by later writes. "Free \
         pages" is how much of the file a `compact` would give back, "Free" the same as a fraction of the file \
         (what compaction at open compares with its threshold); "Databases" lists the pages, B-tree depth and \
-        entries of each database (mdb_stat). Evictions, memory-tier hits and limits \
+        entries of each database (mdb_stat). In a database of sorted duplicates (update times, expiry times, \
+        indexes), a key's many duplicates are a tree of their own: its pages count with the database's, while \
+        the depth is that of the keys' tree, so branch pages show at depth 1. Evictions, memory-tier hits and limits \
         belong to the app's process (LocalStorage.statistics()), not to the file.
         """
     static let spec = ArgumentSpec()
