@@ -65,6 +65,42 @@ import Testing
         }
     }
 
+    /// The batch writes an index value's key straight into its arena (a bulk save makes no key array per entry):
+    /// the same bytes as the key made from the value, for numbers, a missing value and strings with zeros, past
+    /// the key's budget and outside ASCII; and a radix-sorted batch of thousands comes out in memcmp order.
+    @Test func keysWrittenIntoTheArenaAreTheValuesKeys() {
+        var random = SplitMix64(seed: 0xB17C)
+        var batch = EntryBatch(capacity: 4_000)
+        var expected: [(key: [UInt8], id: [UInt8])] = []
+        let pieces = ["a", "\u{0}", "é", "🦊", "zz", "\u{0}\u{0}", String(repeating: "x", count: 97)]
+        for number in 0..<4_000 {
+            let id = Array(String(format: "id%05d", number).utf8)
+            var value: IndexValue?
+            switch random.below(3) {
+            case 0: value = nil
+            case 1: value = .number(.double(Double(random.below(2_000)) - 1_000.5))
+            default: value = .string((0..<random.below(12)).map { _ in pieces[random.below(pieces.count)] }.joined())
+            }
+            let kind: IndexKind = if case .number = value { .number } else { .string }
+            let stored = value?.storedBytes
+            let key = stored.map { bytes in bytes.withUnsafeBytes { IndexValue.keyBytes(kind: kind, stored: $0) } }
+            if let stored {
+                stored.withUnsafeBytes { batch.append(kind: kind, stored: $0, id: id) }
+            } else {
+                batch.append(kind: kind, stored: nil, id: id)
+            }
+            expected.append((key ?? IndexKeys.missing, id))
+        }
+        expected.sort { a, b in
+            a.key != b.key ? a.key.lexicographicallyPrecedes(b.key) : a.id.lexicographicallyPrecedes(b.id)
+        }
+        batch.sort(idsAscending: true)
+        var sorted: [(key: [UInt8], id: [UInt8])] = []
+        batch.forEach { key, id in sorted.append((Array(key), Array(id))) }
+        #expect(sorted.map(\.key) == expected.map(\.key))
+        #expect(sorted.map(\.id) == expected.map(\.id))
+    }
+
     @Test func randomBatchesAtOneUpdateTimeMatchAModel() async throws {
         var configuration = diskConfiguration()
         configuration.clock = VirtualClock()  // never advanced: every batch has the same update-time key

@@ -208,6 +208,14 @@ internal enum OrderedKey {
         return isTruncated
     }
 
+    /// Appends the encoding of the string whose UTF-8 is `utf8` (valid UTF-8, as a record header stores a
+    /// value): what ``appendString(_:to:)`` appends for it, without making the string.
+    static func appendString(utf8: UnsafeRawBufferPointer, to bytes: inout [UInt8]) {
+        let isTruncated = appendEscaped(utf8.assumingMemoryBound(to: UInt8.self), to: &bytes)
+        bytes.append(0x00)
+        bytes.append(isTruncated ? 0x02 : 0x01)
+    }
+
     /// The encoding of a string, and whether it was cut to ``stringBudget``.
     static func encodeString(_ string: String) -> (bytes: [UInt8], isTruncated: Bool) {
         var bytes: [UInt8] = []

@@ -39,13 +39,28 @@ extension RecordWriter {
         var replacedDamaged = false
         // Asked once for the batch (by name: a hash and a comparison of the type's name).
         let isObserved = context.isObserved(schema.name)
-        for record in records {
-            let (header, replaced) = try putRecord(
-                record, expiresAt: expiresAt, schema: schema, context: context, payloadBytes: &payloadBytes,
-                replacedDamaged: &replacedDamaged, isObserved: isObserved, appending: appending == true)
-            if let replaced { try removeEntries(of: replaced, key: record.key, schema: schema, txn: context.txn) }
-            for (position, index) in schema.indexes.enumerated() {
-                indexEntries[position].append(key: indexKey(of: header, for: index), id: record.key)
+        // Each index's name and kind, taken out once: the loop copies no index (two array retains each) and makes
+        // no key array (``EntryBatch/append(kind:stored:id:)`` writes the key into the batch's arena).
+        let indexes = schema.indexes.map { (name: $0.name, kind: $0.kind) }
+        try records.withUnsafeBufferPointer { records in
+            for position in records.indices {
+                let (header, replaced) = try putRecord(
+                    records[position], expiresAt: expiresAt, schema: schema, context: context,
+                    payloadBytes: &payloadBytes, replacedDamaged: &replacedDamaged, isObserved: isObserved,
+                    appending: appending == true)
+                let key = records[position].key
+                if let replaced { try removeEntries(of: replaced, key: key, schema: schema, txn: context.txn) }
+                for slot in indexes.indices {
+                    let (name, kind) = indexes[slot]
+                    // As ``indexKey(of:for:)`` finds the value.
+                    if let found = header.indexValues.firstIndex(where: { $0.name == name && $0.kind == kind }) {
+                        header.indexValues[found].bytes.withUnsafeBytes {
+                            indexEntries[slot].append(kind: kind, stored: $0, id: key)
+                        }
+                    } else {
+                        indexEntries[slot].append(kind: kind, stored: nil, id: key)
+                    }
+                }
             }
         }
         let txn = context.txn
@@ -97,7 +112,7 @@ extension RecordWriter {
     /// (``CommitQueue/Context/isObserved(_:)``, asked once per batch). `replacedDamaged` is set when it replaced a
     /// damaged record whose declaration counter it could not find: the caller counts the type again at the end.
     private static func putRecord(
-        _ record: PreparedRecord, expiresAt: Int64, schema: TypeSchema,
+        _ record: borrowing PreparedRecord, expiresAt: Int64, schema: TypeSchema,
         context: CommitQueue.Context, payloadBytes: inout Int, replacedDamaged: inout Bool, isObserved: Bool,
         appending: Bool = false
     ) throws -> (header: RecordHeader, replaced: RecordHeader?) {

@@ -5,7 +5,9 @@ struct EntryBatch {
     /// Each entry's first 16 key bytes as two big-endian numbers (zeros past the key's end): two entries whose
     /// numbers differ sort by them as memcmp would, and two keys of at most 16 bytes with equal numbers differ
     /// by their length alone (a number's key is 11 bytes; most strings' are short), without reading the arena.
-    private var entries: [(prefix: UInt64, next: UInt64, offset: Int, keyCount: Int, idCount: Int)] = []
+    private var entries: [Entry] = []
+
+    private typealias Entry = (prefix: UInt64, next: UInt64, offset: Int, keyCount: Int, idCount: Int)
 
     init(capacity: Int) {
         entries.reserveCapacity(capacity)
@@ -13,20 +15,114 @@ struct EntryBatch {
     }
 
     mutating func append(key: [UInt8], id: [UInt8]) {
+        let offset = arena.count
+        arena.append(contentsOf: key)
+        noteEntry(at: offset, id: id)
+    }
+
+    /// Appends the entry a record with the stored index value `stored` (nil: none) has in an index of `kind`: the
+    /// key ``IndexValue/keyBytes(kind:stored:)`` makes, written straight into the arena.
+    mutating func append(kind: IndexKind, stored: UnsafeRawBufferPointer?, id: [UInt8]) {
+        let offset = arena.count
+        switch (kind, stored) {
+        case (_, nil): arena.append(contentsOf: IndexKeys.missing)
+        case (.number, let stored?): arena.append(contentsOf: stored)
+        case (.string, let stored?): OrderedKey.appendString(utf8: stored, to: &arena)
+        }
+        noteEntry(at: offset, id: id)
+    }
+
+    /// Notes the entry whose key the arena holds from `offset` on, and appends its id.
+    private mutating func noteEntry(at offset: Int, id: [UInt8]) {
+        let keyCount = arena.count - offset
         var prefix: UInt64 = 0
         var next: UInt64 = 0
-        for position in 0..<8 { prefix = prefix << 8 | UInt64(position < key.count ? key[position] : 0) }
-        for position in 8..<16 { next = next << 8 | UInt64(position < key.count ? key[position] : 0) }
-        entries.append((prefix, next, arena.count, key.count, id.count))
-        arena.append(contentsOf: key)
+        arena.withUnsafeBufferPointer { arena in
+            for position in 0..<8 {
+                prefix = prefix << 8 | UInt64(position < keyCount ? arena[offset + position] : 0)
+            }
+            for position in 8..<16 { next = next << 8 | UInt64(position < keyCount ? arena[offset + position] : 0) }
+        }
+        entries.append((prefix, next, offset, keyCount, id.count))
         arena.append(contentsOf: id)
     }
 
     /// Sorts by key, then id (memcmp order: the order LMDB keeps them in). `idsAscending`: the entries were
     /// appended in id order, each id once, so entries with one key keep the order they came in.
+    ///
+    /// Complexity: O(n) for a batch appended in id order (a stable radix sort of the 16-byte prefixes and the key
+    /// lengths, then a comparison sort of each run of longer keys that share their first 16 bytes); O(n log n)
+    /// comparisons otherwise. The comparison sort was a fifth of a 100,000-record bulk save's writer time.
     mutating func sort(idsAscending: Bool) {
+        guard idsAscending, entries.count >= 64 else {
+            sortComparing(idsAscending: idsAscending, in: entries.indices)
+            return
+        }
+        sortByPrefix()
+        // Keys longer than 16 bytes with equal prefixes are ordered by their full bytes.
+        var start = 0
+        while start < entries.count {
+            var end = start + 1
+            var hasLong = entries[start].keyCount > 16
+            while end < entries.count, entries[end].prefix == entries[start].prefix,
+                entries[end].next == entries[start].next
+            {
+                hasLong = hasLong || entries[end].keyCount > 16
+                end += 1
+            }
+            if hasLong && end - start > 1 { sortComparing(idsAscending: true, in: start..<end) }
+            start = end
+        }
+    }
+
+    /// A stable least-significant-digit radix sort by (prefix, next, key length up to 17): the memcmp order of the
+    /// keys when they are at most 16 bytes long, and the append order between equal ones. Passes whose byte is the
+    /// same in every entry are skipped.
+    private mutating func sortByPrefix() {
+        let count = entries.count
+        var scratch = entries
+        var counts = [Int](repeating: 0, count: 256)
+        // Least significant first: the length (keys past 16 bytes as one group, ordered afterwards), then `next`'s
+        // bytes, then `prefix`'s.
+        var sourceIsEntries = true
+        for pass in 0..<17 {
+            // Pass 0: the length; 1–8: `next`'s bytes from the last; 9–16: `prefix`'s.
+            let shift = UInt64(((pass - 1) & 7) * 8)
+            func digit(_ entry: Entry) -> Int {
+                if pass == 0 { return min(entry.keyCount, 17) }
+                return Int(truncatingIfNeeded: (pass <= 8 ? entry.next : entry.prefix) >> shift) & 0xFF
+            }
+            let moved: Bool = counts.withUnsafeMutableBufferPointer { counts in
+                entries.withUnsafeMutableBufferPointer { entries in
+                    scratch.withUnsafeMutableBufferPointer { scratch in
+                        let (from, to) = sourceIsEntries ? (entries, scratch) : (scratch, entries)
+                        counts.update(repeating: 0)
+                        for position in 0..<count { counts[digit(from[position])] += 1 }
+                        if counts.contains(count) { return false }
+                        var total = 0
+                        for bucket in 0..<256 {
+                            let size = counts[bucket]
+                            counts[bucket] = total
+                            total += size
+                        }
+                        for position in 0..<count {
+                            let bucket = digit(from[position])
+                            to[counts[bucket]] = from[position]
+                            counts[bucket] += 1
+                        }
+                        return true
+                    }
+                }
+            }
+            if moved { sourceIsEntries.toggle() }
+        }
+        if !sourceIsEntries { entries = scratch }
+    }
+
+    /// Sorts `range` of the entries by comparing keys (memcmp order), then ids, or append order with `idsAscending`.
+    private mutating func sortComparing(idsAscending: Bool, in range: Range<Int>) {
         arena.withUnsafeBytes { raw in
-            entries.sort { a, b in
+            entries[range].sort { a, b in
                 if a.prefix != b.prefix { return a.prefix < b.prefix }
                 if a.next != b.next { return a.next < b.next }
                 let endA = a.offset + a.keyCount
