@@ -101,6 +101,29 @@ import Testing
         #expect(sorted.map(\.id) == expected.map(\.id))
     }
 
+    /// Batches in random order that repeat ids, saved directly and inside a transaction (both sort them by id in
+    /// place and keep each id's last value): the store holds what a model of "the last value wins" holds.
+    @Test func batchesWithRepeatedIdsKeepEachIdsLastValue() async throws {
+        let storage = try LocalStorage(configuration: .inMemory)
+        var random = SplitMix64(seed: 0xD0B1)
+        var model: [String: Item] = [:]
+        for round in 0..<30 {
+            let batch = (0..<(1 + random.below(300))).map { _ in
+                Item(id: "i\(random.below(150))", rank: random.below(9), label: "l\(random.below(4))")
+            }
+            if round % 2 == 0 {
+                try await storage.save(contentsOf: batch)
+            } else {
+                try await storage.write { transaction in try transaction.save(contentsOf: batch) }
+            }
+            for item in batch { model[item.id] = item }
+            let all = try await storage.fetch(Item.self, options: FetchOptions(limit: 1_000))
+            #expect(all == model.values.sorted { Array($0.id.utf8).lexicographicallyPrecedes(Array($1.id.utf8)) })
+            let ones = try await storage.count(Item.self, matching: [.equals("label", "l1")])
+            #expect(ones == model.values.filter { $0.label == "l1" }.count, "round \(round)")
+        }
+    }
+
     @Test func randomBatchesAtOneUpdateTimeMatchAModel() async throws {
         var configuration = diskConfiguration()
         configuration.clock = VirtualClock()  // never advanced: every batch has the same update-time key

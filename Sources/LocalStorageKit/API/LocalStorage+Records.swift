@@ -25,12 +25,12 @@ extension LocalStorage {
     ) async throws where S.Element == T {
         try await operation("save(contentsOf:)") {
             let schema = try await core.schema(for: T.self)
-            let records = try await prepareAll(Array(values), schema: schema)
+            var records = try await prepareAll(Array(values), schema: schema)
             guard !records.isEmpty else { return }
             // Applying puts in key order fills pages better and is several times faster; a repeated id
             // keeps its last value.
-            let ordered = RecordWriter.sortedByKey(records)
-            try await tiers.save(contentsOf: ordered, expiration: expiration, schema: schema)
+            RecordWriter.sortByKey(&records)
+            try await tiers.save(contentsOf: records, expiration: expiration, schema: schema)
         }
     }
 

@@ -96,11 +96,12 @@ public final class StorageWriteTransaction: StorageReadTransaction {
         try run {
             let schema = try schema(T.self)
             let indexValues = T.indexValueComputer()
-            let records = try values.map { try storage.prepare($0, schema: schema, indexValues: indexValues) }
+            var records = try values.map { try storage.prepare($0, schema: schema, indexValues: indexValues) }
             guard !records.isEmpty else { return }
-            let (sorted, expiresAt) = (RecordWriter.sortedByKey(records), try expiration.expiresAt(now: now))
+            RecordWriter.sortByKey(&records)
+            let expiresAt = try expiration.expiresAt(now: now)
             try atomically { context in
-                try RecordWriter.putAll(sorted, expiresAt: expiresAt, schema: schema, context: context)
+                try RecordWriter.putAll(records, expiresAt: expiresAt, schema: schema, context: context)
             }
         }
     }

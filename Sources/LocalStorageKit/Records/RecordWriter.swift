@@ -202,25 +202,23 @@ extension RecordWriter {
 }
 
 extension RecordWriter {
-    /// Records in key order, each id once with its last value (a stable sort by memcmp, then the
-    /// last of each run of equal ids).
-    static func sortedByKey(_ records: [PreparedRecord]) -> [PreparedRecord] {
-        let order = records.indices.sorted { a, b in
-            let comparison = records[a].key.withUnsafeBytes { left in
-                records[b].key.withUnsafeBytes { right in ByteOrder.compare(left, right) }
-            }
-            return comparison != 0 ? comparison < 0 : a < b
+    /// Puts `records` in key order, each id once with its last value (a stable sort by memcmp, then the last of
+    /// each run of equal ids), in place: the records move, and none is copied (a copy retains its five buffers, a
+    /// cache miss each in a batch of thousands; building a sorted copy was a tenth of a bulk save's writer time).
+    static func sortByKey(_ records: inout [PreparedRecord]) {
+        records.sort { a, b in
+            a.key.withUnsafeBytes { left in b.key.withUnsafeBytes { right in ByteOrder.compare(left, right) < 0 } }
         }
-        var unique: [PreparedRecord] = []
-        unique.reserveCapacity(order.count)
-        for position in order {
-            if let last = unique.last, last.key == records[position].key {
-                unique[unique.count - 1] = records[position]
-            } else {
-                unique.append(records[position])
+        let kept = records.withUnsafeMutableBufferPointer { records in
+            var kept = 0
+            for position in records.indices {
+                if position + 1 < records.count, records[position + 1].key == records[position].key { continue }
+                if kept != position { records.swapAt(kept, position) }
+                kept += 1
             }
+            return kept
         }
-        return unique
+        records.removeLast(records.count - kept)
     }
 }
 
