@@ -79,8 +79,10 @@ extension RecordWriter {
             }
             // `sortByKey` hands the records over in id order, each id once; checked, as the index entries' sort
             // relies on it to leave entries of one key in the order they came in.
-            return records.indices.dropFirst().allSatisfy {
-                records[$0 - 1].key.lexicographicallyPrecedes(records[$0].key)
+            return records.indices.dropFirst().allSatisfy { position in
+                records[position - 1].key.withUnsafeBytes { previous in
+                    records[position].key.withUnsafeBytes { ByteOrder.compare(previous, $0) < 0 }
+                }
             }
         }
         var counterRuns: [CountTree.LevelRuns] = []

@@ -7,7 +7,7 @@ struct EntryBatch {
     /// by their length alone (a number's key is 11 bytes; most strings' are short), without reading the arena.
     private var entries: [Entry] = []
 
-    private typealias Entry = (prefix: UInt64, next: UInt64, offset: Int, keyCount: Int, idCount: Int)
+    private typealias Entry = (prefix: UInt64, next: UInt64, offset: Int, keyCount: Int32, idCount: Int32)
 
     init(capacity: Int) {
         entries.reserveCapacity(capacity)
@@ -43,7 +43,7 @@ struct EntryBatch {
             }
             for position in 8..<16 { next = next << 8 | UInt64(position < keyCount ? arena[offset + position] : 0) }
         }
-        entries.append((prefix, next, offset, keyCount, id.count))
+        entries.append((prefix, next, offset, Int32(keyCount), Int32(id.count)))
         arena.append(contentsOf: id)
     }
 
@@ -76,45 +76,45 @@ struct EntryBatch {
     }
 
     /// A stable least-significant-digit radix sort by (prefix, next, key length up to 17): the memcmp order of the
-    /// keys when they are at most 16 bytes long, and the append order between equal ones. Passes whose byte is the
-    /// same in every entry are skipped.
+    /// keys when they are at most 16 bytes long, and the append order between equal ones. Every digit's counts come
+    /// from one read of the entries; a digit that is the same in every entry moves nothing.
     private mutating func sortByPrefix() {
         let count = entries.count
-        var scratch = entries
-        var counts = [Int](repeating: 0, count: 256)
-        // Least significant first: the length (keys past 16 bytes as one group, ordered afterwards), then `next`'s
-        // bytes, then `prefix`'s.
-        var sourceIsEntries = true
-        for pass in 0..<17 {
-            // Pass 0: the length; 1–8: `next`'s bytes from the last; 9–16: `prefix`'s.
+        // Digit 0: the length (keys past 16 bytes as one group, ordered afterwards); 1–8: `next`'s bytes from the
+        // last; 9–16: `prefix`'s. Least significant first.
+        @inline(__always) func digit(_ entry: Entry, _ pass: Int) -> Int {
+            if pass == 0 { return min(Int(entry.keyCount), 17) }
             let shift = UInt64(((pass - 1) & 7) * 8)
-            func digit(_ entry: Entry) -> Int {
-                if pass == 0 { return min(entry.keyCount, 17) }
-                return Int(truncatingIfNeeded: (pass <= 8 ? entry.next : entry.prefix) >> shift) & 0xFF
-            }
-            let moved: Bool = counts.withUnsafeMutableBufferPointer { counts in
-                entries.withUnsafeMutableBufferPointer { entries in
-                    scratch.withUnsafeMutableBufferPointer { scratch in
-                        let (from, to) = sourceIsEntries ? (entries, scratch) : (scratch, entries)
-                        counts.update(repeating: 0)
-                        for position in 0..<count { counts[digit(from[position])] += 1 }
-                        if counts.contains(count) { return false }
+            return Int(truncatingIfNeeded: (pass <= 8 ? entry.next : entry.prefix) >> shift) & 0xFF
+        }
+        var counts = [Int](repeating: 0, count: 17 * 256)
+        var scratch = entries
+        var sourceIsEntries = true
+        counts.withUnsafeMutableBufferPointer { counts in
+            entries.withUnsafeMutableBufferPointer { entries in
+                scratch.withUnsafeMutableBufferPointer { scratch in
+                    for entry in entries {
+                        for pass in 0..<17 { counts[pass * 256 + digit(entry, pass)] += 1 }
+                    }
+                    for pass in 0..<17 {
+                        let base = pass * 256
+                        if counts[base + digit(entries[0], pass)] == count { continue }
                         var total = 0
-                        for bucket in 0..<256 {
+                        for bucket in base..<(base + 256) {
                             let size = counts[bucket]
                             counts[bucket] = total
                             total += size
                         }
+                        let (from, to) = sourceIsEntries ? (entries, scratch) : (scratch, entries)
                         for position in 0..<count {
-                            let bucket = digit(from[position])
+                            let bucket = base + digit(from[position], pass)
                             to[counts[bucket]] = from[position]
                             counts[bucket] += 1
                         }
-                        return true
+                        sourceIsEntries.toggle()
                     }
                 }
             }
-            if moved { sourceIsEntries.toggle() }
         }
         if !sourceIsEntries { entries = scratch }
     }
@@ -125,8 +125,8 @@ struct EntryBatch {
             entries[range].sort { a, b in
                 if a.prefix != b.prefix { return a.prefix < b.prefix }
                 if a.next != b.next { return a.next < b.next }
-                let endA = a.offset + a.keyCount
-                let endB = b.offset + b.keyCount
+                let endA = a.offset + Int(a.keyCount)
+                let endB = b.offset + Int(b.keyCount)
                 let order =
                     a.keyCount <= 16 && b.keyCount <= 16
                     ? (a.keyCount == b.keyCount ? 0 : (a.keyCount < b.keyCount ? -1 : 1))
@@ -136,8 +136,8 @@ struct EntryBatch {
                 if order != 0 { return order < 0 }
                 if idsAscending { return a.offset < b.offset }
                 return ByteOrder.compare(
-                    UnsafeRawBufferPointer(rebasing: raw[endA..<(endA + a.idCount)]),
-                    UnsafeRawBufferPointer(rebasing: raw[endB..<(endB + b.idCount)])) < 0
+                    UnsafeRawBufferPointer(rebasing: raw[endA..<(endA + Int(a.idCount))]),
+                    UnsafeRawBufferPointer(rebasing: raw[endB..<(endB + Int(b.idCount))])) < 0
             }
         }
     }
@@ -146,10 +146,10 @@ struct EntryBatch {
     func forEach(_ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Void) rethrows {
         try arena.withUnsafeBytes { raw in
             for entry in entries {
-                let keyEnd = entry.offset + entry.keyCount
+                let keyEnd = entry.offset + Int(entry.keyCount)
                 try body(
                     UnsafeRawBufferPointer(rebasing: raw[entry.offset..<keyEnd]),
-                    UnsafeRawBufferPointer(rebasing: raw[keyEnd..<(keyEnd + entry.idCount)]))
+                    UnsafeRawBufferPointer(rebasing: raw[keyEnd..<(keyEnd + Int(entry.idCount))]))
             }
         }
     }
