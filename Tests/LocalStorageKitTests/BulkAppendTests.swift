@@ -108,8 +108,12 @@ import Testing
         var random = SplitMix64(seed: 0xD0B1)
         var model: [String: Item] = [:]
         for round in 0..<30 {
+            // Labels longer than 16 bytes sharing their first 16 take the entry sort's comparison step (the store
+            // takes entries in any order, so the tests of the sort above check its order; this one, the results).
             let batch = (0..<(1 + random.below(300))).map { _ in
-                Item(id: "i\(random.below(150))", rank: random.below(9), label: "l\(random.below(4))")
+                Item(
+                    id: "i\(random.below(150))", rank: random.below(9),
+                    label: "a-label-longer-than-16-bytes-\(random.below(4))")
             }
             if round % 2 == 0 {
                 try await storage.save(contentsOf: batch)
@@ -119,8 +123,17 @@ import Testing
             for item in batch { model[item.id] = item }
             let all = try await storage.fetch(Item.self, options: FetchOptions(limit: 1_000))
             #expect(all == model.values.sorted { Array($0.id.utf8).lexicographicallyPrecedes(Array($1.id.utf8)) })
-            let ones = try await storage.count(Item.self, matching: [.equals("label", "l1")])
-            #expect(ones == model.values.filter { $0.label == "l1" }.count, "round \(round)")
+            let label = "a-label-longer-than-16-bytes-1"
+            let ones = try await storage.count(Item.self, matching: [.equals("label", label)])
+            #expect(ones == model.values.filter { $0.label == label }.count, "round \(round)")
+            // The index's order: by label, then id.
+            let byLabel = try await storage.fetch(
+                Item.self, matching: [], orderedBy: .descending("label"), options: FetchOptions(limit: 1_000))
+            let expected = model.values.sorted {
+                $0.label != $1.label
+                    ? $0.label > $1.label : Array($0.id.utf8).lexicographicallyPrecedes(Array($1.id.utf8)) == false
+            }
+            #expect(byLabel.map(\.id) == expected.map(\.id), "round \(round)")
         }
     }
 

@@ -208,8 +208,9 @@ internal enum OrderedKey {
         return isTruncated
     }
 
-    /// Appends the encoding of the string whose UTF-8 is `utf8` (valid UTF-8, as a record header stores a
-    /// value): what ``appendString(_:to:)`` appends for it, without making the string.
+    /// Appends the encoding of the string whose UTF-8 is `utf8`: what ``appendString(_:to:)`` appends for it, without
+    /// making the string. `utf8` must be valid UTF-8, as the values a save computes are (a `String`'s); bytes read
+    /// from disk go through `String(decoding:as:)` first, which repairs invalid ones as the stored keys were made.
     static func appendString(utf8: UnsafeRawBufferPointer, to bytes: inout [UInt8]) {
         let isTruncated = appendEscaped(utf8.assumingMemoryBound(to: UInt8.self), to: &bytes)
         bytes.append(0x00)
