@@ -37,6 +37,20 @@ import Testing
         }
     }
 
+    /// Sorts `batch` and expects its entries in the memcmp order of (key, id) of `entries`.
+    static func expectSortedAsMemcmp(
+        _ batch: inout EntryBatch, _ entries: [(key: [UInt8], id: [UInt8])], idsAscending: Bool
+    ) {
+        let expected = entries.sorted { a, b in
+            a.key != b.key ? a.key.lexicographicallyPrecedes(b.key) : a.id.lexicographicallyPrecedes(b.id)
+        }
+        batch.sort(idsAscending: idsAscending)
+        var sorted: [(key: [UInt8], id: [UInt8])] = []
+        batch.forEach { key, id in sorted.append((Array(key), Array(id))) }
+        #expect(sorted.map(\.key) == expected.map(\.key))
+        #expect(sorted.map(\.id) == expected.map(\.id))
+    }
+
     /// The batch's entry sort against memcmp order of (key, id) on random keys of 0–24 bytes drawn from few
     /// byte values (zeros, so that a key and the same key with zeros after it tie on their padded prefix), with
     /// ids in and out of order.
@@ -54,14 +68,7 @@ import Testing
                 batch.append(key: key, id: id)
                 expected.append((key, id))
             }
-            expected.sort { a, b in
-                a.key != b.key ? a.key.lexicographicallyPrecedes(b.key) : a.id.lexicographicallyPrecedes(b.id)
-            }
-            batch.sort(idsAscending: idsAscending)
-            var sorted: [(key: [UInt8], id: [UInt8])] = []
-            batch.forEach { key, id in sorted.append((Array(key), Array(id))) }
-            #expect(sorted.map(\.key) == expected.map(\.key))
-            #expect(sorted.map(\.id) == expected.map(\.id))
+            Self.expectSortedAsMemcmp(&batch, expected, idsAscending: idsAscending)
         }
     }
 
@@ -91,14 +98,7 @@ import Testing
             }
             expected.append((key ?? IndexKeys.missing, id))
         }
-        expected.sort { a, b in
-            a.key != b.key ? a.key.lexicographicallyPrecedes(b.key) : a.id.lexicographicallyPrecedes(b.id)
-        }
-        batch.sort(idsAscending: true)
-        var sorted: [(key: [UInt8], id: [UInt8])] = []
-        batch.forEach { key, id in sorted.append((Array(key), Array(id))) }
-        #expect(sorted.map(\.key) == expected.map(\.key))
-        #expect(sorted.map(\.id) == expected.map(\.id))
+        Self.expectSortedAsMemcmp(&batch, expected, idsAscending: true)
     }
 
     /// Batches in random order that repeat ids, saved directly and inside a transaction (both sort them by id in
