@@ -52,8 +52,7 @@ extension RecordWriter {
                 if let replaced { try removeEntries(of: replaced, key: key, schema: schema, txn: context.txn) }
                 for slot in indexes.indices {
                     let (name, kind) = indexes[slot]
-                    // As ``indexKey(of:for:)`` finds the value.
-                    if let found = header.indexValues.firstIndex(where: { $0.name == name && $0.kind == kind }) {
+                    if let found = indexValuePosition(in: header, name: name, kind: kind) {
                         header.indexValues[found].bytes.withUnsafeBytes {
                             indexEntries[slot].append(kind: kind, stored: $0, id: key)
                         }

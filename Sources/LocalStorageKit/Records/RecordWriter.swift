@@ -80,10 +80,16 @@ enum RecordWriter {
 
     /// The key a record has in `index`: its value's ordered encoding, or ``IndexKeys/missing``.
     static func indexKey(of header: RecordHeader, for index: TypeSchema.Index) -> [UInt8] {
-        guard let value = header.indexValues.first(where: { $0.name == index.name && $0.kind == index.kind }) else {
+        guard let position = indexValuePosition(in: header, name: index.name, kind: index.kind) else {
             return IndexKeys.missing
         }
-        return value.bytes.withUnsafeBytes { IndexValue.keyBytes(kind: value.kind, stored: $0) }
+        return header.indexValues[position].bytes.withUnsafeBytes { IndexValue.keyBytes(kind: index.kind, stored: $0) }
+    }
+
+    /// Where `header` holds its value of the index (`name`, `kind`), or nil when it has none.
+    @inline(__always)
+    static func indexValuePosition(in header: RecordHeader, name: String, kind: IndexKind) -> Int? {
+        header.indexValues.firstIndex { $0.name == name && $0.kind == kind }
     }
 
     /// The payload bytes of a stored record (what ``StorageMetadata/sizeInBytes`` reports). A damaged one
