@@ -20,6 +20,15 @@ struct GadgetV2: LocalStorageIndexed, Equatable {
     static var storageIndexes: [StorageIndex<Self>] { [.string("kind") { $0.kind }, .number("score") { $0.score }] }
 }
 
+/// `Gadget` as another app declares it: `score` as text.
+struct GadgetTextScore: LocalStorageIndexed, Equatable {
+    static var storageName: String { "Gadget" }
+    let id: String
+    var kind: String
+    var score: Int
+    static var storageIndexes: [StorageIndex<Self>] { [.string("kind") { $0.kind }, .string("score") { "\($0.score)" }] }
+}
+
 /// The maintenance listing by an index that records indexed under another declaration are not in yet: it
 /// refuses to answer (it answered without them, exit 0) until the app re-indexes them; by an index both
 /// declarations have, it answers.
@@ -99,5 +108,34 @@ struct GadgetV2: LocalStorageIndexed, Equatable {
             ["types", "--store", storage.configuration.storeDirectory.path], environment: nil)
         #expect(cli.stdout.contains("another declaration, signature"), "\(cli.stdout)")
         #expect(cli.stdout.contains("kind string, score number"), "\(cli.stdout)")
+    }
+
+    /// Two declarations with an index of one name and two kinds, neither the last registered: the listing took the
+    /// newest of them whatever the records were in, and refused for good while both apps kept their declarations
+    /// (review-70 #6). It takes the one whose kind holds the value and that the fewest records are missing from.
+    @Test func aListingChoosesAmongIndexesOfOneNameByKindAndRecords() async throws {
+        let directory = temporaryDirectory()
+        let storage = try LocalStorage(configuration: diskConfiguration(directory))
+        try await storage.save(
+            contentsOf: (0..<8).map { GadgetV2(id: "g\($0)", kind: "a", score: $0 % 4) })
+        #expect(try await storage.fetch(GadgetTextScore.self, id: "g1")?.score == 1)  // registers text `score`
+        #expect(try await storage.fetch(GadgetV1.self, id: "g2")?.score == 2)  // the last, without `score`
+        let maintenance = try await StoreMaintenance(directory: storage.core.directory)
+        let byScore = ListQuery(conditions: [.init(index: "score", value: "3")])
+        #expect(try maintenance.list("Gadget", query: byScore).records.map(\.id) == ["g3", "g7"])
+        let ordered = try maintenance.list("Gadget", query: ListQuery(order: .init(index: "score", isDescending: true)))
+        #expect(ordered.records.map(\.id) == ["g7", "g3", "g6", "g2", "g5", "g1", "g4", "g0"])
+        // Text only the text index can hold: its records are missing from it.
+        #expect(throws: MaintenanceError.notReindexed(type: "Gadget", index: "score", count: 8)) {
+            try maintenance.list("Gadget", query: ListQuery(conditions: [.init(index: "score", value: "three")]))
+        }
+
+        // Once the text declaration saved every record, its index is the one that has them all.
+        try await storage.save(contentsOf: (0..<8).map { GadgetTextScore(id: "g\($0)", kind: "a", score: $0 % 4) })
+        #expect(try await storage.fetch(GadgetV1.self, id: "g2")?.score == 2)
+        let after = try await StoreMaintenance(directory: storage.core.directory)
+        let text = try after.list("Gadget", query: ListQuery(order: .init(index: "score", isDescending: false)))
+        #expect(text.records.map(\.id) == ["g0", "g4", "g1", "g5", "g2", "g6", "g3", "g7"])
+        #expect(text.records.first?.indexes["score"] == .string("0"))
     }
 }

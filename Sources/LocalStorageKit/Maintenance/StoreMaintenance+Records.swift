@@ -18,19 +18,8 @@ extension StoreMaintenance {
     public func list(_ typeName: String, query: ListQuery = ListQuery()) throws -> RecordListing {
         let type = try storedType(typeName)
         let schema = type.schema
-        let conditions = try query.conditions.map { condition -> (TypeSchema.Index, [UInt8]) in
-            let index = try self.index(condition.index, of: schema)
-            let value =
-                index.kind == .string
-                ? MaintenanceIndexValue.string(condition.value)
-                : MaintenanceIndexValue.number(parsing: condition.value)
-            guard let stored = value?.storedBytes(kind: index.kind) else {
-                throw MaintenanceError.invalidArgument(
-                    "\"\(condition.value)\" is not a number; index \"\(index.name)\" holds numbers")
-            }
-            return (index, stored)
-        }
-        let order = try query.order.map { (try index($0.index, of: schema), $0.isDescending) }
+        let conditionIndexes = try query.conditions.map { try indexes($0.index, of: schema) }
+        let orderIndexes = try query.order.map { try indexes($0.index, of: schema) }
         guard query.offset >= 0 else {
             throw MaintenanceError.invalidArgument("the offset \(query.offset) is negative")
         }
@@ -42,6 +31,22 @@ extension StoreMaintenance {
         let now = clock.wallNanoseconds()
         return try read { txn in
             try checkPages(of: [type], in: txn)
+            let conditions = try zip(query.conditions, conditionIndexes).map { condition, candidates in
+                let index = try self.index(among: candidates, accepting: condition.value, of: type, txn: txn)
+                let value =
+                    index.kind == .string
+                    ? MaintenanceIndexValue.string(condition.value)
+                    : MaintenanceIndexValue.number(parsing: condition.value)
+                guard let stored = value?.storedBytes(kind: index.kind) else {
+                    throw MaintenanceError.invalidArgument(
+                        "\"\(condition.value)\" is not a number; index \"\(index.name)\" holds numbers")
+                }
+                return (index, stored)
+            }
+            var order: (TypeSchema.Index, Bool)?
+            if let requested = query.order, let candidates = orderIndexes {
+                order = (try index(among: candidates, accepting: nil, of: type, txn: txn), requested.isDescending)
+            }
             let queried = conditions.map(\.0) + (order.map { [$0.0] } ?? [])
             if let missing = try recordsMissing(from: queried, of: type, txn: txn) {
                 throw MaintenanceError.notReindexed(type: type.info.name, index: missing.index, count: missing.count)
@@ -171,17 +176,37 @@ extension StoreMaintenance {
         }
     }
 
-    /// The index called `name`: the current declaration's, else the last one another declaration of the type
-    /// declared (an app and its extension may index the type differently; ``recordsMissing(from:of:txn:)`` then
-    /// tells whether every record is in it).
-    private func index(_ name: String, of schema: TypeSchema) throws -> TypeSchema.Index {
-        if let index = schema.index(named: name) { return index }
-        guard let index = schema.allIndexes.last(where: { $0.name == name }) else {
+    /// The indexes called `name`: the current declaration's, else every one another declaration of the type
+    /// declared under that name (an app and its extension may index the type differently, even under one name with
+    /// two kinds), newest last.
+    private func indexes(_ name: String, of schema: TypeSchema) throws -> [TypeSchema.Index] {
+        if let index = schema.index(named: name) { return [index] }
+        let indexes = schema.allIndexes.filter { $0.name == name }
+        guard !indexes.isEmpty else {
             var known = schema.indexes.map(\.name)
             for index in schema.allIndexes where !known.contains(index.name) { known.append(index.name) }
             throw MaintenanceError.unknownIndex(name, type: schema.name, known: known)
         }
-        return index
+        return indexes
+    }
+
+    /// Of `candidates`, indexes of one name, the one to list by: of those whose kind can hold `value` (a number
+    /// index cannot hold text), the one the fewest records are missing from, the newest of equals.
+    /// ``recordsMissing(from:of:txn:)`` then tells whether every record is in it.
+    private func index(
+        among candidates: [TypeSchema.Index], accepting value: String?, of type: StoredType, txn: Transaction
+    ) throws -> TypeSchema.Index {
+        guard let newest = candidates.last else { throw MaintenanceError.invalidArgument("no index to list by") }
+        guard candidates.count > 1 else { return newest }
+        let fitting = candidates.filter { index in
+            index.kind == .string || value.map { MaintenanceIndexValue.number(parsing: $0) != nil } ?? true
+        }
+        var best: (index: TypeSchema.Index, missing: Int)?
+        for index in fitting {
+            let missing = try recordsMissing(from: [index], of: type, txn: txn)?.count ?? 0
+            if best.map({ missing <= $0.missing }) ?? true { best = (index, missing) }
+        }
+        return best?.index ?? newest
     }
 
     /// How many records of `type` were indexed under a declaration that lacks one of `indexes` (or that `meta`
