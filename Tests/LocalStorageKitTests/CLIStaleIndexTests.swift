@@ -26,7 +26,9 @@ struct GadgetTextScore: LocalStorageIndexed, Equatable {
     let id: String
     var kind: String
     var score: Int
-    static var storageIndexes: [StorageIndex<Self>] { [.string("kind") { $0.kind }, .string("score") { "\($0.score)" }] }
+    static var storageIndexes: [StorageIndex<Self>] {
+        [.string("kind") { $0.kind }, .string("score") { "\($0.score)" }]
+    }
 }
 
 /// The maintenance listing by an index that records indexed under another declaration are not in yet: it
