@@ -64,7 +64,8 @@ struct LocalStorageTool {
             }
             // compact in place needs the store closed: before anything here opens it.
             if command.name == CompactCommand.name, arguments.value("output") == nil {
-                return try CompactCommand.runInPlace(directory: directory, output: output)
+                return try CompactCommand.runInPlace(
+                    directory: directory, encryption: try KeyFile.encryption(arguments), output: output)
             }
             // What a command that creates the store must remove again when it fails.
             let created = command.createsStore ? NewStore(directory) : nil

@@ -149,6 +149,21 @@ extension PayloadSealing {
         return keys
     }
 
+    /// Whether an open with `encryption` would take a store whose key check value is `stored` (nil: none) without
+    /// reading anything else: its key (or a previous one) opens the check value, or neither has one. A key
+    /// given to a store without a check value counts as not taken (the open takes it only when the store holds
+    /// no record, which this does not look at). Compaction at open asks this first, so that an open the key
+    /// check refuses leaves the file as it was.
+    static func wouldTake(storedCheck stored: [UInt8]?, encryption: StorageEncryption?) -> Bool {
+        guard let stored else { return encryption == nil }
+        do {
+            _ = try keys(encryption, storedCheck: stored, path: "")
+            return true
+        } catch {
+            return false  // The open throws it.
+        }
+    }
+
     /// The dictionary entries with each dictionary opened (`keys` first among them the current one), and
     /// the keys of those that are not sealed with the current key. A dictionary no key opens is left out:
     /// the records compressed with it fail to read with `decodingFailed`, and `verify` names them.

@@ -19,25 +19,35 @@ extension Environment {
         /// An entry the environment must hold to be compacted: a named database and a key in it (the store's
         /// layout marker in `meta`). Another program's LMDB environment is never rewritten, however free.
         var requiredEntry: (database: String, key: [UInt8])?
+        /// An entry whose value (nil when absent) must satisfy `admits` for the environment to be compacted: the
+        /// store's key check value, which the open's key must open, so that an open refused for its key leaves
+        /// the file untouched.
+        var admittingEntry: (database: String, key: [UInt8], admits: @Sendable ([UInt8]?) -> Bool)?
     }
 
     /// Whether the named database `database` of the environment `raw` holds `key` (in its newest snapshot).
     static func holdsEntry(_ raw: OpaquePointer, database: String, key: [UInt8]) throws -> Bool {
+        try storedValue(raw, database: database, key: key) != nil
+    }
+
+    /// The value of `key` in the named database `database` of the environment `raw` (in its newest snapshot), nil
+    /// when the database or the key is not there.
+    static func storedValue(_ raw: OpaquePointer, database: String, key: [UInt8]) throws -> [UInt8]? {
         var txn: OpaquePointer?
         try check(mdb_txn_begin(raw, nil, UInt32(MDB_RDONLY), &txn), "mdb_txn_begin")
         defer { mdb_txn_abort(txn) }
         var dbi = MDB_dbi()
         let opened = database.withCString { mdb_dbi_open(txn, $0, 0, &dbi) }
-        if opened == MDB_NOTFOUND || opened == MDB_INCOMPATIBLE { return false }
+        if opened == MDB_NOTFOUND || opened == MDB_INCOMPATIBLE { return nil }
         try check(opened, "mdb_dbi_open")
         var key = key
         return try key.withUnsafeMutableBytes { bytes in
             var name = MDB_val(mv_size: bytes.count, mv_data: bytes.baseAddress)
             var value = MDB_val()
             let code = mdb_get(txn, dbi, &name, &value)
-            if code == MDB_NOTFOUND { return false }
+            if code == MDB_NOTFOUND { return nil }
             try check(code, "mdb_get")
-            return true
+            return Array(UnsafeRawBufferPointer(start: value.mv_data, count: value.mv_size))
         }
     }
 
@@ -133,6 +143,18 @@ extension Environment {
             do {
                 guard try holdsEntry(first.handle, database: required.database, key: required.key) else {
                     let reason = "not a LocalStorageKit store of this version (no layout marker)"
+                    return (first.handle, first.recreated, .skipped(freeFraction: space.fraction, reason: reason), -1)
+                }
+            } catch {
+                let reason = "cannot read its databases: \(error)"
+                return (first.handle, first.recreated, .failed(freeFraction: space.fraction, reason: reason), -1)
+            }
+        }
+        if let admitting = request.admittingEntry {
+            do {
+                let stored = try storedValue(first.handle, database: admitting.database, key: admitting.key)
+                guard admitting.admits(stored) else {
+                    let reason = "the open's encryption key is not the store's (the open fails)"
                     return (first.handle, first.recreated, .skipped(freeFraction: space.fraction, reason: reason), -1)
                 }
             } catch {

@@ -124,12 +124,15 @@ extension StoreMaintenance {
     /// when a store opens: a compacted copy beside the data file, made durable, swapped in atomically.
     ///
     /// Only while no process (this one included) has the store open; a kill at any moment leaves a store
-    /// that opens with every committed record.
+    /// that opens with every committed record. An encrypted store is compacted only with its key (`encryption`),
+    /// as every other command opens it; nothing is decrypted.
     /// - Throws: ``MaintenanceError/noStore(path:)``, ``MaintenanceError/readOnly(path:)``,
     ///   ``LocalStorageError/storageError(code:message:)`` with `EBUSY` while a process has the store open,
-    ///   `openFailed` for a file that is not one of our stores, or the failure of the copy (the store is then
-    ///   unchanged).
-    public static func compactInPlace(directory: URL) throws -> CompactInPlaceReport {
+    ///   `openFailed` for a file that is not one of our stores, for an encrypted store without its key or a
+    ///   key that is not its own, or the failure of the copy (the store is then unchanged).
+    public static func compactInPlace(
+        directory: URL, encryption: StorageEncryption? = nil
+    ) throws -> CompactInPlaceReport {
         let directory = storeDirectory(named: directory)
         guard FileManager.default.fileExists(atPath: directory.appendingPathComponent("data.mdb").path),
             !holdsEmptyDataFile(directory)
@@ -159,6 +162,15 @@ extension StoreMaintenance {
                     try TypeRegistry.checkLayout(meta: meta, txn: txn)
                 } catch LocalStorageError.decodingFailed(let reason) {
                     return reason
+                }
+                // The key check of an open, which reads nothing else (a store without encryption takes any
+                // key: the key is checked when an app or a command that seals opens it).
+                if let check = try txn.get(meta, key: PayloadSealing.checkKey).map(Array.init),
+                    !PayloadSealing.wouldTake(storedCheck: check, encryption: encryption)
+                {
+                    return encryption == nil
+                        ? "the store is encrypted: compact it with its key (--key-file)"
+                        : "the encryption key is not this store's key"
                 }
                 return nil
             }

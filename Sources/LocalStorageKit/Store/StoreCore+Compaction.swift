@@ -16,6 +16,11 @@ extension StoreCore {
                 level: .debug, message: "Compacting the store: \(step)", metadata: ["path": path, "step": step])
         }
         request.requiredEntry = (TypeRegistry.metaName, TypeRegistry.layoutKey)
+        let encryption = configuration.encryption
+        request.admittingEntry = (
+            TypeRegistry.metaName, PayloadSealing.checkKey,
+            { PayloadSealing.wouldTake(storedCheck: $0, encryption: encryption) }
+        )
         return request
     }
 

@@ -13,7 +13,8 @@ enum CompactCommand: Command {
         Without --output the data file is rewritten without its free pages and swapped in atomically (the \
         store keeps its file mode); only while no process has the store open (exit 1 otherwise). A kill at \
         any moment leaves a store that opens with every committed record. Apps can have this done at open: \
-        compaction: .onOpen(whenFreeFractionExceeds:); `stats` shows the free fraction.
+        compaction: .onOpen(whenFreeFractionExceeds:); `stats` shows the free fraction. An encrypted store \
+        is compacted only with its --key-file, as every command opens it (nothing is decrypted).
           --output DIR   write a compacted copy instead (created; must not hold a store yet), then verify
                          it; works while apps have the store open: the copy is the store of an app whose
                          databaseDirectory is DIR, in DIR/LocalStorage, and --store DIR names it
@@ -25,8 +26,8 @@ enum CompactCommand: Command {
     }
 
     /// Compacts the store in `directory` in place (no `--output`), before anything opens it.
-    static func runInPlace(directory: URL, output: Output) throws -> Int32 {
-        let report = try StoreMaintenance.compactInPlace(directory: directory)
+    static func runInPlace(directory: URL, encryption: StorageEncryption?, output: Output) throws -> Int32 {
+        let report = try StoreMaintenance.compactInPlace(directory: directory, encryption: encryption)
         if output.isJSON {
             try output.json(report)
         } else {

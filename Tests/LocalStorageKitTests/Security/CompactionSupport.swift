@@ -15,6 +15,8 @@ struct ShrinkingStore {
     /// What the store holds, by id.
     var model: [String: StressRecord] = [:]
     var generator: SplitMix64
+    /// The store's key, if it is encrypted.
+    var encryption: StorageEncryption?
 
     init(seed: UInt64) { generator = SplitMix64(seed: seed) }
 
@@ -27,6 +29,7 @@ struct ShrinkingStore {
         var configuration = diskConfiguration(directory)
         configuration.compaction = compaction
         configuration.logger = logger
+        configuration.encryption = encryption
         return configuration
     }
 

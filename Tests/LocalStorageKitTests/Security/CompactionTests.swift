@@ -42,6 +42,49 @@ import Darwin
         #expect(store.dataFileIdentity == grown)
     }
 
+    /// An open that the key check refuses (no key, or another key, for an encrypted store) compacted the data file
+    /// first and threw after (trial73 #1); `localstorage compact` in place compacted an encrypted store without its
+    /// key or with another (trial73 #2). Both leave the file as it was now; with the store's key both compact.
+    @Test func anOpenOrACompactRefusedForItsKeyLeavesTheFileAsItWas() async throws {
+        var store = ShrinkingStore(seed: 0xC0_4AC8)
+        store.encryption = StorageEncryption(key: EncryptionTests.key)
+        try await store.grow(2000, prefix: "a", thenDelete: 0.9)
+        let before = store.dataFileIdentity
+        for encryption in [nil, StorageEncryption(key: EncryptionTests.otherKey)] {
+            var configuration = store.configuration(compaction: .onOpen(whenFreeFractionExceeds: 0.2))
+            configuration.encryption = encryption
+            #expect {
+                _ = try LocalStorage(configuration: configuration)
+            } throws: { error in
+                guard case LocalStorageError.openFailed(_, let reason) = error else { return false }
+                return reason.contains("key")
+            }
+            #expect(store.dataFileIdentity == before)
+        }
+        let wrongKey = try EncryptionCLITests.keyFile(EncryptionTests.otherKey).path
+        for keyArguments in [[], ["--key-file", wrongKey]] {
+            let refused = try await CLIResult.run(
+                ["compact", "--store", store.directory.path] + keyArguments, environment: nil)
+            #expect(refused.status == 1 && refused.stderr.contains("key"), "\(refused.stderr)")
+            #expect(store.dataFileIdentity == before)
+        }
+
+        let compacted = try await CLIResult.run(
+            [
+                "compact", "--store", store.directory.path, "--key-file",
+                try EncryptionCLITests.keyFile(EncryptionTests.key).path,
+            ], environment: nil)
+        #expect(compacted.status == 0, "\(compacted.stderr)")
+        #expect(store.dataFileIdentity.size * 3 < before.size)
+        try await store.grow(1000, prefix: "b", thenDelete: 0.9)
+        let grown = store.dataFileIdentity
+        try await withStore(store.configuration(compaction: .onOpen(whenFreeFractionExceeds: 0.2))) {
+            storage async throws in
+            #expect(try await store.differences(storage).isEmpty)
+        }
+        #expect(store.dataFileIdentity.size * 2 < grown.size)
+    }
+
     /// The open leaves a type's root pages to the type's first use, but a compaction copies every tree inside
     /// LMDB: it checks every root first, and a damaged one leaves the store as it was, open and uncompacted.
     @Test func aDamagedRootPageOfATypeLeavesTheStoreUncompacted() async throws {
