@@ -48,18 +48,20 @@ extension CountTree {
     /// Writes the counter changes of `runs` (one per index of a batch, any order), each counter once.
     static func write(_ runs: [LevelRuns], counts: Database, txn: Transaction) throws {
         var appending: Bool?
-        for run in runs.sorted(by: { $0.index.slot < $1.index.slot }) {
-            try run.forEach { key, delta in
-                if appending == nil {
-                    appending = try SortedAppend.sortsAfterLast(Array(key), in: counts, txn: txn)
-                }
-                guard appending == true, delta > 0 else {
-                    try add(delta, toCounter: Array(key), counts: counts, txn: txn)
-                    return
-                }
-                var encoded = UInt64(delta).littleEndian
-                try withUnsafeBytes(of: &encoded) { value in
-                    try txn.put(counts, key: key, value: value, flags: UInt32(MDB_APPEND))
+        try txn.withCursor(counts) { cursor in
+            for run in runs.sorted(by: { $0.index.slot < $1.index.slot }) {
+                try run.forEach { key, delta in
+                    if appending == nil {
+                        appending = try SortedAppend.sortsAfterLast(Array(key), in: counts, txn: txn)
+                    }
+                    guard appending == true, delta > 0 else {
+                        try add(delta, toCounter: key, cursor: &cursor)
+                        return
+                    }
+                    var encoded = UInt64(delta).littleEndian
+                    try withUnsafeBytes(of: &encoded) { value in
+                        try txn.put(counts, key: key, value: value, flags: UInt32(MDB_APPEND))
+                    }
                 }
             }
         }

@@ -1,3 +1,4 @@
+import CLMDB
 import Synchronization
 
 /// Exact entry counts of every index by key prefix, so that a range count costs the same for 100 or
@@ -43,11 +44,13 @@ enum CountTree {
     ) throws {
         var counterKey = index.counterPrefix
         counterKey.reserveCapacity(17)
-        for level in levels(of: index.kind) {
-            counterKey.removeSubrange(8...)
-            counterKey.append(UInt8(level))
-            counterKey.append(contentsOf: UnsafeRawBufferPointer(rebasing: key[0..<min(level, key.count)]))
-            try add(delta, toCounter: counterKey, counts: counts, txn: txn)
+        try txn.withCursor(counts) { cursor in
+            for level in levels(of: index.kind) {
+                counterKey.removeSubrange(8...)
+                counterKey.append(UInt8(level))
+                counterKey.append(contentsOf: UnsafeRawBufferPointer(rebasing: key[0..<min(level, key.count)]))
+                try counterKey.withUnsafeBytes { try add(delta, toCounter: $0, cursor: &cursor) }
+            }
         }
     }
 
@@ -60,16 +63,23 @@ enum CountTree {
 
     /// Adds `delta` to one counter, deleting it when it reaches zero.
     static func add(_ delta: Int, toCounter counterKey: [UInt8], counts: Database, txn: Transaction) throws {
-        try counterKey.withUnsafeBytes { key in
-            var value = 0
-            if let stored = try txn.get(counts, key: key) { value = counterValue(stored) }
-            value = max(0, value + delta)
-            if value == 0 {
-                try txn.delete(counts, key: key)
-            } else {
-                var encoded = UInt64(value).littleEndian
-                try withUnsafeBytes(of: &encoded) { try txn.put(counts, key: key, value: $0) }
-            }
+        try txn.withCursor(counts) { cursor in
+            try counterKey.withUnsafeBytes { try add(delta, toCounter: $0, cursor: &cursor) }
+        }
+    }
+
+    /// Adds `delta` to one counter through a cursor on the count tree's database: the counter is found once
+    /// and changed where it is (a get and a put would search for it twice).
+    static func add(_ delta: Int, toCounter key: UnsafeRawBufferPointer, cursor: inout Cursor) throws {
+        let stored = try cursor.find(key)
+        let value = max(0, (stored.map(counterValue) ?? 0) + delta)
+        var encoded = UInt64(value).littleEndian
+        if value == 0 {
+            if stored != nil { try cursor.deleteCurrent() }
+        } else if stored?.count == 8 {
+            try withUnsafeBytes(of: &encoded) { try cursor.put(key, $0, flags: UInt32(MDB_CURRENT)) }
+        } else {
+            try withUnsafeBytes(of: &encoded) { try cursor.put(key, $0) }
         }
     }
 

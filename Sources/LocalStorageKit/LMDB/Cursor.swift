@@ -78,6 +78,24 @@ struct Cursor {
         return count
     }
 
+    /// Positions at `key` itself (`MDB_SET_KEY`) and returns its value, or nil when there is no such key.
+    mutating func find(_ key: UnsafeRawBufferPointer) throws -> UnsafeRawBufferPointer? {
+        var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
+        var v = MDB_val()
+        let code = mdb_cursor_get(handle, &k, &v, MDB_SET_KEY)
+        if code == MDB_NOTFOUND { return nil }
+        try check(code, "mdb_cursor_get")
+        return UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)
+    }
+
+    /// Puts `value` under `key`; with `MDB_CURRENT`, `key` must be the cursor's and the value replaces its own
+    /// in place, without the search a put makes.
+    mutating func put(_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer, flags: UInt32 = 0) throws {
+        var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
+        var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
+        try check(mdb_cursor_put(handle, &k, &v, flags), "mdb_cursor_put")
+    }
+
     /// Deletes the pair under the cursor.
     mutating func deleteCurrent() throws {
         try check(mdb_cursor_del(handle, 0), "mdb_cursor_del")
