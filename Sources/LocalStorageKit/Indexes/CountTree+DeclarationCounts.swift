@@ -4,9 +4,10 @@
 ///
 /// The counter of a declaration is `type# ‖ FFFFFFFF ‖ 01 ‖ signature` (8 bytes, big-endian), beside the type's
 /// payload bytes (`… ‖ 00`); it counts the records whose header is readable and names that declaration. It
-/// changes in the same transaction as the records, so it is exact in every snapshot. A record damaged on disk
-/// cannot always say which declaration it was counted under: whatever removes or replaces one takes it off the
-/// records the last walk could not count (`… ‖ 02`) while there are some, and otherwise counts the type's records
+/// changes in the same transaction as the records, so it is exact in every snapshot but after damage. A record
+/// damaged on disk cannot always say which declaration it was counted under: whatever removes or replaces one takes
+/// it off the records the last walk could not count (`… ‖ 02`) while there are some (a counter may then stay one too
+/// high, never too low, but for a flipped bit that names another declaration), and otherwise counts the type's records
 /// again at the end (``recountDeclarations(schema:txn:)``, O(records), as rare as damage); see
 /// ``uncountDamaged(_:schema:txn:)``. A re-index whose walk of every record meets another number than the counters
 /// sets them right too.
@@ -148,7 +149,8 @@ extension CountTree {
         return false
     }
 
-    /// Sets the type's declaration counters from its records' headers: after removing or replacing a damaged record.
+    /// Sets the type's declaration counters from its records' headers: after removing or replacing a damaged record
+    /// that cannot say where it was counted while no uncounted record is left to take it off.
     /// O(records); nothing in a store of layout 4 or older.
     static func recountDeclarations(schema: TypeSchema, txn: Transaction) throws {
         guard schema.countsDeclarations else { return }

@@ -50,7 +50,8 @@
             "the import read \(read) records but would have written \(written); nothing was imported"
         case .notReindexed(let type, let index, let count):
             "\(count) record\(count == 1 ? "" : "s") of \(type) \(count == 1 ? "was" : "were") indexed under a "
-                + "declaration without index \"\(index)\" and \(count == 1 ? "is" : "are") not in it (an app whose "
+                + "declaration without index \"\(index)\", or imported or copied from a shared tier and not "
+                + "re-indexed yet, so \(count == 1 ? "it is" : "they are") not known to be in it (an app whose "
                 + "declaration has that index re-indexes them at its first indexed query of \(type)); list without "
                 + "--where and --order to see every record"
         }
