@@ -103,6 +103,19 @@ final class PayloadCompressor: Sendable {
     }
 
     /// The payload in `compressed`, or nil when it is damaged or names a dictionary not in `dictionaries`.
+    /// Why `compressed` did not decompress: a dictionary the store does not have (missing, or stored damaged or
+    /// sealed with a key this process was not given, so that it did not open), or a damaged frame.
+    static func whyNotDecompressed(_ compressed: [UInt8], dictionaries: PayloadDictionaries?) -> String {
+        if compressed.count > 4 {
+            let id = compressed.withUnsafeBytes { UInt32(littleEndian: $0.loadUnaligned(as: UInt32.self)) }
+            if id != 0, dictionaries?.digested(id) == nil {
+                return "its compressed payload needs dictionary \(id), which the store does not hold or which did "
+                    + "not open (damaged, or sealed with a key not given)"
+            }
+        }
+        return "its compressed payload does not decompress"
+    }
+
     static func decompress(_ compressed: [UInt8], dictionaries: PayloadDictionaries?) -> [UInt8]? {
         guard compressed.count > 4 else { return nil }
         return compressed.withUnsafeBytes { bytes -> [UInt8]? in

@@ -260,7 +260,9 @@ final class PayloadSealing: Sendable {
             if plain == nil, try learnDictionary(of: bytes) {
                 plain = PayloadCompressor.decompress(bytes, dictionaries: dictionaries)
             }
-            guard let plain else { throw failure(typeName, id, "its compressed payload does not decompress") }
+            guard let plain else {
+                throw failure(typeName, id, PayloadCompressor.whyNotDecompressed(bytes, dictionaries: dictionaries))
+            }
             bytes = plain
         }
         return try bytes.withUnsafeBytes { try body($0, resealable) }

@@ -19,7 +19,8 @@ enum StoreFileModes {
     /// Why `fileMode` cannot be a store's file mode, or nil when it can: only permission bits, and the
     /// owner must read and write.
     static func problem(with fileMode: Int) -> String? {
-        guard fileMode >= 0, fileMode <= 0o777 else {
+        guard fileMode >= 0 else { return "filePermissions \(fileMode) is negative; give permission bits (0o600)" }
+        guard fileMode <= 0o777 else {
             return "filePermissions \(String(fileMode, radix: 8)) (octal) holds more than permission bits"
         }
         guard fileMode & 0o600 == 0o600 else {

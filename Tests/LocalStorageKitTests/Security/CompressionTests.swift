@@ -86,6 +86,46 @@ import Testing
         #expect(report.isClean, "\(report.problems)")
     }
 
+    /// A record compressed with a dictionary that did not open (its sealed bytes altered in `meta`) said only that
+    /// its payload "does not decompress" (trial73); it names the dictionary now, and the other records read.
+    @Test func aRecordWhoseDictionaryDidNotOpenNamesIt() async throws {
+        let directory = temporaryDirectory()
+        var configuration = EncryptionTests.configuration(directory)
+        configuration.compression = .zstd()
+        var random = SplitMix64(seed: 22)
+        let notes = (0..<1_200).map { Self.note($0, length: 300 + Int(random.next() % 500), random: &random) }
+        try await withStore(configuration) { storage async throws in
+            try await storage.save(contentsOf: notes)
+            // Half of them again, compressed with the dictionary the first batch trained.
+            try await storage.save(contentsOf: Array(notes.prefix(600)))
+            let meta = storage.core.meta
+            try await storage.core.writer.perform { context in
+                let (key, value) = try context.txn.withCursor(meta) { cursor in
+                    let entry = try #require(try cursor.seek(atLeast: PayloadDictionaries.keyPrefix))
+                    #expect(entry.key.starts(with: PayloadDictionaries.keyPrefix))
+                    return (Array(entry.key), Array(entry.value))
+                }
+                var damaged = value
+                damaged[damaged.count / 2] ^= 0x40
+                try context.txn.put(meta, key: key, value: damaged)
+            }
+        }
+        try await withStore(configuration) { storage async throws in
+            var unreadable: [String] = []
+            for note in notes {
+                do {
+                    #expect(try await storage.fetch(Note.self, id: note.id) == note)
+                } catch LocalStorageError.decodingFailed(let reason) {
+                    unreadable.append(reason)
+                }
+            }
+            #expect(!unreadable.isEmpty && unreadable.count < notes.count)
+            #expect(
+                unreadable.allSatisfy { $0.contains("needs dictionary") && $0.contains("did not open") },
+                "\(unreadable.first ?? "")")
+        }
+    }
+
     /// `rekey` changes only the seal: compressed payloads stay compressed (it wrote them back decompressed,
     /// several times larger, as the CLI has no compression setting), and every record reads back under the
     /// new key alone.

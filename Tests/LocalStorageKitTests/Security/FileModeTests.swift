@@ -49,6 +49,14 @@ import Darwin
         #expect(throws: LocalStorageError.self) { try LocalStorage(configuration: configuration) }
         configuration.filePermissions = 0o4600
         #expect(throws: LocalStorageError.self) { try LocalStorage(configuration: configuration) }
+        // A negative mode is named as given, not as the octal digits of a negative number (trial73).
+        configuration.filePermissions = -1
+        #expect {
+            try LocalStorage(configuration: configuration)
+        } throws: { error in
+            guard case LocalStorageError.openFailed(_, let reason) = error else { return false }
+            return reason == "filePermissions -1 is negative; give permission bits (0o600)"
+        }
     }
 
     @Test func compactAndImportKeepTheStoreMode() async throws {
