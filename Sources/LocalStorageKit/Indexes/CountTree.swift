@@ -71,7 +71,15 @@ enum CountTree {
     /// Adds `delta` to one counter through a cursor on the count tree's database: the counter is found once
     /// and changed where it is (a get and a put would search for it twice).
     static func add(_ delta: Int, toCounter key: UnsafeRawBufferPointer, cursor: inout Cursor) throws {
-        let stored = try cursor.find(key)
+        let stored: UnsafeRawBufferPointer?
+        if delta > 0 {
+            // A new counter (most at the deepest level of a number index) goes in with the search that finds none.
+            var encoded = UInt64(delta).littleEndian
+            guard let existing = try withUnsafeBytes(of: &encoded, { try cursor.insert(key, $0) }) else { return }
+            stored = existing
+        } else {
+            stored = try cursor.find(key)
+        }
         let value = max(0, (stored.map(counterValue) ?? 0) + delta)
         var encoded = UInt64(value).littleEndian
         if value == 0 {

@@ -96,6 +96,19 @@ struct Cursor {
         try check(mdb_cursor_put(handle, &k, &v, flags), "mdb_cursor_put")
     }
 
+    /// Puts `value` under `key` when the database has no such key (`MDB_NOOVERWRITE`) and returns nil; otherwise
+    /// leaves it, positions the cursor there and returns its value. One search either way.
+    mutating func insert(
+        _ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer
+    ) throws -> UnsafeRawBufferPointer? {
+        var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
+        var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
+        let code = mdb_cursor_put(handle, &k, &v, UInt32(MDB_NOOVERWRITE))
+        if code == MDB_KEYEXIST { return UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size) }
+        try check(code, "mdb_cursor_put")
+        return nil
+    }
+
     /// Deletes the pair under the cursor.
     mutating func deleteCurrent() throws {
         try check(mdb_cursor_del(handle, 0), "mdb_cursor_del")
