@@ -37,22 +37,48 @@ public struct StorageIndex<T>: Sendable {
 
     /// A string index on a property.
     public init(_ name: String, _ keyPath: KeyPath<T, String> & Sendable) {
-        self.init(name: name, kind: .string) { .string($0[keyPath: keyPath]) }
+        if let offset = MemoryLayout<T>.offset(of: keyPath) {
+            self.init(name: name, kind: .string) { .string(Self.load(String.self, at: offset, in: $0)) }
+        } else {
+            self.init(name: name, kind: .string) { .string($0[keyPath: keyPath]) }
+        }
     }
 
     /// A string index on an optional property.
     public init(_ name: String, _ keyPath: KeyPath<T, String?> & Sendable) {
-        self.init(name: name, kind: .string) { $0[keyPath: keyPath].map(IndexValue.string) }
+        if let offset = MemoryLayout<T>.offset(of: keyPath) {
+            self.init(name: name, kind: .string) { Self.load(String?.self, at: offset, in: $0).map(IndexValue.string) }
+        } else {
+            self.init(name: name, kind: .string) { $0[keyPath: keyPath].map(IndexValue.string) }
+        }
     }
 
     /// A number index on a property.
     public init<N: StorageIndexNumber>(_ name: String, _ keyPath: KeyPath<T, N> & Sendable) {
-        self.init(name: name, kind: .number) { .number($0[keyPath: keyPath].storageNumber.value) }
+        if let offset = MemoryLayout<T>.offset(of: keyPath) {
+            self.init(name: name, kind: .number) { .number(Self.load(N.self, at: offset, in: $0).storageNumber.value) }
+        } else {
+            self.init(name: name, kind: .number) { .number($0[keyPath: keyPath].storageNumber.value) }
+        }
     }
 
     /// A number index on an optional property.
     public init<N: StorageIndexNumber>(_ name: String, _ keyPath: KeyPath<T, N?> & Sendable) {
-        self.init(name: name, kind: .number) { $0[keyPath: keyPath].map { .number($0.storageNumber.value) } }
+        if let offset = MemoryLayout<T>.offset(of: keyPath) {
+            self.init(name: name, kind: .number) {
+                Self.load(N?.self, at: offset, in: $0).map { .number($0.storageNumber.value) }
+            }
+        } else {
+            self.init(name: name, kind: .number) { $0[keyPath: keyPath].map { .number($0.storageNumber.value) } }
+        }
+    }
+
+    /// The stored property of `value` at `offset` (``MemoryLayout/offset(of:)`` of its key path, which is nil for
+    /// anything but a property stored inline): read in place, where projecting a key path walks its components
+    /// through the runtime for every value.
+    @inline(__always)
+    private static func load<V>(_ type: V.Type, at offset: Int, in value: T) -> V {
+        withUnsafePointer(to: value) { UnsafeRawPointer($0).load(fromByteOffset: offset, as: V.self) }
     }
 }
 
