@@ -86,14 +86,20 @@ import Testing
         #expect(report.isClean, "\(report.problems)")
     }
 
+    /// An encrypted, compressed store's configuration in a new folder, and 1,200 notes of 300–800 characters, enough
+    /// to train a dictionary.
+    static func encryptedAndCompressed(seed: UInt64) -> (LocalStorageConfiguration, [Note]) {
+        var configuration = EncryptionTests.configuration(temporaryDirectory())
+        configuration.compression = .zstd()
+        var random = SplitMix64(seed: seed)
+        let notes = (0..<1_200).map { Self.note($0, length: 300 + Int(random.next() % 500), random: &random) }
+        return (configuration, notes)
+    }
+
     /// A record compressed with a dictionary that did not open (its sealed bytes altered in `meta`) said only that
     /// its payload "does not decompress" (trial73); it names the dictionary now, and the other records read.
     @Test func aRecordWhoseDictionaryDidNotOpenNamesIt() async throws {
-        let directory = temporaryDirectory()
-        var configuration = EncryptionTests.configuration(directory)
-        configuration.compression = .zstd()
-        var random = SplitMix64(seed: 22)
-        let notes = (0..<1_200).map { Self.note($0, length: 300 + Int(random.next() % 500), random: &random) }
+        let (configuration, notes) = Self.encryptedAndCompressed(seed: 22)
         try await withStore(configuration) { storage async throws in
             try await storage.save(contentsOf: notes)
             // Half of them again, compressed with the dictionary the first batch trained.
@@ -130,11 +136,8 @@ import Testing
     /// several times larger, as the CLI has no compression setting), and every record reads back under the
     /// new key alone.
     @Test func rekeyKeepsPayloadsCompressed() async throws {
-        let directory = temporaryDirectory()
-        var configuration = EncryptionTests.configuration(directory)
-        configuration.compression = .zstd()
-        var random = SplitMix64(seed: 21)
-        let notes = (0..<1_200).map { Self.note($0, length: 300 + Int(random.next() % 500), random: &random) }
+        let (configuration, notes) = Self.encryptedAndCompressed(seed: 21)
+        let directory = configuration.databaseDirectory
         try await withStore(configuration) { try await $0.save(contentsOf: notes) }
         let before = try await StoreMaintenance(
             directory: configuration.storeDirectory, encryption: StorageEncryption(key: EncryptionTests.key)
