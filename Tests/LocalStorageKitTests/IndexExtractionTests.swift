@@ -1,5 +1,6 @@
 import Foundation
 import LocalStorageTestSupport
+import Synchronization
 import Testing
 
 @testable import LocalStorageKit
@@ -68,5 +69,37 @@ import Testing
         #expect(boxed[0].extract(box)?.storedBytes == IndexValue.string("boxed").storedBytes)
         #expect(boxed[1].extract(box)?.storedBytes == IndexValue.number(7.storageNumber.value).storedBytes)
         #expect(boxed[1].extract(Box(name: "", size: nil)) == nil)
+    }
+}
+
+/// Whether ``FlaggedIndexes`` declares its second index: an app reading a feature flag in `storageIndexes`.
+let flaggedIndexesAreWide = Atomic<Bool>(false)
+
+struct FlaggedIndexes: LocalStorageIndexed, Equatable {
+    let id: String
+    var a: Int
+    var b: String
+    static var storageIndexes: [StorageIndex<FlaggedIndexes>] {
+        flaggedIndexesAreWide.load(ordering: .relaxed)
+            ? [StorageIndex("a", \.a), StorageIndex("b", \.b)] : [StorageIndex("a", \.a)]
+    }
+}
+
+extension IndexExtractionTests {
+    /// A single save computes index values with the declaration the store's schema was made from, read once per
+    /// open store: kept for the whole process (review-73 #1), a declaration read differently at a later open left
+    /// that open's saves without the new index's values while their headers named the new declaration.
+    @Test func aDeclarationReadDifferentlyAtALaterOpenIndexesSingleSaves() async throws {
+        let directory = temporaryDirectory()
+        try await withStore(diskConfiguration(directory)) { storage async throws in
+            try await storage.save(FlaggedIndexes(id: "x", a: 1, b: "one"))
+        }
+        flaggedIndexesAreWide.store(true, ordering: .relaxed)
+        defer { flaggedIndexesAreWide.store(false, ordering: .relaxed) }
+        try await withStore(diskConfiguration(directory)) { storage async throws in
+            try await storage.save(FlaggedIndexes(id: "y", a: 2, b: "two"))
+            #expect(try await storage.fetch(FlaggedIndexes.self, matching: [.equals("b", "two")]).map(\.id) == ["y"])
+            #expect(try await storage.fetch(FlaggedIndexes.self, matching: [.equals("b", "one")]).map(\.id) == ["x"])
+        }
     }
 }

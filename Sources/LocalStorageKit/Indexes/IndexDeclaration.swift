@@ -1,5 +1,3 @@
-import Synchronization
-
 /// The names and kinds of a type's indexes, in declaration order, and their signature.
 ///
 /// Stored in the `meta` database per type (the CLI reads it) and, as ``signature``, in every record
@@ -98,9 +96,18 @@ extension LocalStorageIndexed {
 }
 
 extension LocalStorable {
-    /// This value's index values (none unless the type is ``LocalStorageIndexed``), computed as the type's
-    /// ``IndexValueComputers`` entry says.
-    var indexValuesForStorage: [StoredIndexValue] { IndexValueComputers.shared.computer(for: Self.self)(self) }
+    /// This value's index values (none unless the type is ``LocalStorageIndexed``), from the type's declaration as
+    /// it reads now.
+    var indexValuesForStorage: [StoredIndexValue] {
+        guard let indexed = self as? any LocalStorageIndexed else { return [] }
+        return indexed.storedIndexValues
+    }
+
+    /// This value's index values as `schema` computes them: with the declaration the schema was made from, read
+    /// once (``SchemaRuntime/indexValueComputer(for:)``).
+    func indexValues(in schema: TypeSchema) -> [StoredIndexValue] {
+        schema.runtime.indexValueComputer(for: Self.self)(self)
+    }
 
     /// A function computing index values with the declaration read once: for batches, where asking
     /// `storageIndexes` (and casting to find it) per value costs more than the values themselves.
@@ -109,29 +116,6 @@ extension LocalStorable {
         return indexed.erasedIndexValueComputer() as? (Self) -> [StoredIndexValue] ?? { value in
             (value as? any LocalStorageIndexed)?.storedIndexValues ?? []
         }
-    }
-}
-
-/// Each type's ``LocalStorable/indexValueComputer()``, made at its first use: a save of one value asked the
-/// type for its declaration (building every ``StorageIndex``) and cast the value to find it, which cost more
-/// than the values themselves. A type's declaration is read once per process, as its schema is.
-final class IndexValueComputers: Sendable {
-    static let shared = IndexValueComputers()
-    private let computers = Mutex<[ObjectIdentifier: Computer]>([:])
-
-    /// A computer, shared between threads: it holds only the declaration's names, kinds and `@Sendable`
-    /// extractions, and keeps no state between calls.
-    private struct Computer: @unchecked Sendable {
-        let compute: Any
-    }
-
-    func computer<T: LocalStorable>(for type: T.Type) -> (T) -> [StoredIndexValue] {
-        let key = ObjectIdentifier(type)
-        if let known = computers.withLock({ $0[key] })?.compute as? (T) -> [StoredIndexValue] { return known }
-        let made = T.indexValueComputer()
-        let computer = Computer(compute: made)
-        computers.withLock { $0[key] = computer }
-        return made
     }
 }
 

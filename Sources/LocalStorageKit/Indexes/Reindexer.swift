@@ -298,7 +298,7 @@ struct Reindexer<T: LocalStorable>: Sendable {
             T.self, view: view, id: String(decoding: key, as: UTF8.self),
             session: DecodeSession(counter: nil, format: view.format, sealing: schema.sealing))
         var header = try view.header(in: schema, txn: txn)
-        header.indexValues = value.indexValuesForStorage
+        header.indexValues = value.indexValues(in: schema)
         header.signature = schema.signature
         try RecordWriter.replaceHeader(of: view, with: header, key: key, schema: schema, txn: txn)
         return true

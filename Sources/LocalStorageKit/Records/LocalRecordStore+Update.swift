@@ -43,7 +43,7 @@ extension LocalRecordStore {
                 record = PreparedRecord(
                     id: id, key: key, payload: try PayloadCodec.encode(mutated, as: format),
                     format: format, version: T.storageVersion,
-                    indexValues: mutated.indexValuesForStorage, value: mutated)
+                    indexValues: mutated.indexValues(in: schema), value: mutated)
                 value = mutated
                 memo.result = (Array(view.payload), view.version, record, mutated)
             }

@@ -10,6 +10,6 @@ extension PreparedRecord {
         self.init(
             id: id, key: try RecordWriter.key(for: id), payload: try PayloadCodec.encode(value, as: format),
             format: format, version: schema.version,
-            indexValues: indexValues?(value) ?? value.indexValuesForStorage, value: value)
+            indexValues: indexValues?(value) ?? value.indexValues(in: schema), value: value)
     }
 }

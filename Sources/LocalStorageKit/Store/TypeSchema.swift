@@ -324,6 +324,29 @@ final class SchemaRuntime: Sendable {
     private let lastDescription = Mutex<(bytes: [UInt8], info: TypeInfo)?>(nil)
     /// Descriptions ``TypeSchema/current(in:)`` decoded, so tests can tell the memo works.
     let descriptionsDecoded = Atomic<Int>(0)
+    /// Each Swift type's ``LocalStorable/indexValueComputer()``, made at its first single save: asking the type for
+    /// its declaration (building every ``StorageIndex``) and casting the value to find it cost more than the values.
+    /// Kept with the schema, which was made from the same declaration, so that a declaration read differently at a
+    /// later open (a flag) is read again with it.
+    private let indexValueComputers = Mutex<[ObjectIdentifier: IndexValueComputer]>([:])
+
+    /// A computer shared between threads: it holds only a declaration's names, kinds and `@Sendable` extractions,
+    /// and keeps no state between calls.
+    private struct IndexValueComputer: @unchecked Sendable {
+        let compute: Any
+    }
+
+    /// The function computing a `T`'s index values for this schema.
+    func indexValueComputer<T: LocalStorable>(for type: T.Type) -> (T) -> [StoredIndexValue] {
+        let key = ObjectIdentifier(type)
+        if let known = indexValueComputers.withLock({ $0[key] })?.compute as? (T) -> [StoredIndexValue] {
+            return known
+        }
+        let made = T.indexValueComputer()
+        let computer = IndexValueComputer(compute: made)
+        indexValueComputers.withLock { $0[key] = computer }
+        return made
+    }
 
     /// The description whose bytes are `bytes`, when it is the one last decoded.
     func describedAs(_ bytes: UnsafeRawBufferPointer) -> TypeInfo? {
