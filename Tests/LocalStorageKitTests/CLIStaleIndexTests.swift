@@ -140,4 +140,16 @@ struct GadgetTextScore: LocalStorageIndexed, Equatable {
         #expect(text.records.map(\.id) == ["g0", "g4", "g1", "g5", "g2", "g6", "g3", "g7"])
         #expect(text.records.first?.indexes["score"] == .string("0"))
     }
+
+    /// The same when the declaration registered last is the one with the other kind: the listing took the current
+    /// declaration's index whenever it had the name, which no record was in (review-73 #3).
+    @Test func aListingTakesAnotherDeclarationsIndexOfTheNameWhenTheRecordsAreInIt() async throws {
+        let directory = temporaryDirectory()
+        let storage = try LocalStorage(configuration: diskConfiguration(directory))
+        try await storage.save(contentsOf: (0..<8).map { GadgetV2(id: "g\($0)", kind: "a", score: $0 % 4) })
+        #expect(try await storage.fetch(GadgetTextScore.self, id: "g1")?.score == 1)  // the last, text `score`
+        let maintenance = try await StoreMaintenance(directory: storage.core.directory)
+        let byScore = ListQuery(conditions: [.init(index: "score", value: "3")])
+        #expect(try maintenance.list("Gadget", query: byScore).records.map(\.id) == ["g3", "g7"])
+    }
 }

@@ -102,7 +102,6 @@ final class PayloadCompressor: Sendable {
         size < UInt64.max - 1 && size <= UInt64(Int32.max) && size <= UInt64(max(0, frameBytes)) * 32_768
     }
 
-    /// The payload in `compressed`, or nil when it is damaged or names a dictionary not in `dictionaries`.
     /// Why `compressed` did not decompress: a dictionary the store does not have (missing, or stored damaged or
     /// sealed with a key this process was not given, so that it did not open), or a damaged frame.
     static func whyNotDecompressed(_ compressed: [UInt8], dictionaries: PayloadDictionaries?) -> String {
@@ -116,6 +115,7 @@ final class PayloadCompressor: Sendable {
         return "its compressed payload does not decompress"
     }
 
+    /// The payload in `compressed`, or nil when it is damaged or names a dictionary not in `dictionaries`.
     static func decompress(_ compressed: [UInt8], dictionaries: PayloadDictionaries?) -> [UInt8]? {
         guard compressed.count > 4 else { return nil }
         return compressed.withUnsafeBytes { bytes -> [UInt8]? in

@@ -19,10 +19,10 @@ extension Environment {
         /// An entry the environment must hold to be compacted: a named database and a key in it (the store's
         /// layout marker in `meta`). Another program's LMDB environment is never rewritten, however free.
         var requiredEntry: (database: String, key: [UInt8])?
-        /// An entry whose value (nil when absent) must satisfy `admits` for the environment to be compacted: the
-        /// store's key check value, which the open's key must open, so that an open refused for its key leaves
-        /// the file untouched.
-        var admittingEntry: (database: String, key: [UInt8], admits: @Sendable ([UInt8]?) -> Bool)?
+        /// An entry whose value (nil when absent) `refusal` must find nothing against (it returns why not) for the
+        /// environment to be compacted: the store's key check value, which the open's key must open, so that an
+        /// open refused for its key leaves the file untouched.
+        var admittingEntry: (database: String, key: [UInt8], refusal: @Sendable ([UInt8]?) -> String?)?
     }
 
     /// Whether the named database `database` of the environment `raw` holds `key` (in its newest snapshot).
@@ -153,8 +153,7 @@ extension Environment {
         if let admitting = request.admittingEntry {
             do {
                 let stored = try storedValue(first.handle, database: admitting.database, key: admitting.key)
-                guard admitting.admits(stored) else {
-                    let reason = "the open's encryption key is not the store's (the open fails)"
+                if let reason = admitting.refusal(stored) {
                     return (first.handle, first.recreated, .skipped(freeFraction: space.fraction, reason: reason), -1)
                 }
             } catch {

@@ -165,6 +165,7 @@ extension StoreMaintenance {
                 }
                 // The key check of an open, which reads nothing else (a store without encryption takes any
                 // key: the key is checked when an app or a command that seals opens it).
+                if let problem = encryption?.problem { return problem }
                 if let check = try txn.get(meta, key: PayloadSealing.checkKey).map(Array.init),
                     !PayloadSealing.wouldTake(storedCheck: check, encryption: encryption)
                 {

@@ -176,12 +176,14 @@ extension StoreMaintenance {
         }
     }
 
-    /// The indexes called `name`: the current declaration's, else every one another declaration of the type
-    /// declared under that name (an app and its extension may index the type differently, even under one name with
-    /// two kinds), newest last.
+    /// The indexes called `name`: every one a declaration of the type declared under that name (an app and its
+    /// extension may index the type differently, even under one name with two kinds), the current declaration's
+    /// last.
     private func indexes(_ name: String, of schema: TypeSchema) throws -> [TypeSchema.Index] {
-        if let index = schema.index(named: name) { return [index] }
-        let indexes = schema.allIndexes.filter { $0.name == name }
+        // The current declaration's last, so that it is the one taken among equals.
+        let current = schema.index(named: name)
+        let others = schema.allIndexes.filter { $0.name == name && $0.slot != current?.slot }
+        let indexes = others + (current.map { [$0] } ?? [])
         guard !indexes.isEmpty else {
             var known = schema.indexes.map(\.name)
             for index in schema.allIndexes where !known.contains(index.name) { known.append(index.name) }

@@ -19,7 +19,12 @@ extension StoreCore {
         let encryption = configuration.encryption
         request.admittingEntry = (
             TypeRegistry.metaName, PayloadSealing.checkKey,
-            { PayloadSealing.wouldTake(storedCheck: $0, encryption: encryption) }
+            { stored in
+                if PayloadSealing.wouldTake(storedCheck: stored, encryption: encryption) { return nil }
+                return stored == nil
+                    ? "a key given to a store without one yet (a later open compacts it)"
+                    : "the open's encryption key is not the store's (the open fails)"
+            }
         )
         return request
     }
