@@ -137,6 +137,27 @@ import Testing
         }
     }
 
+    /// A batch large enough to be encoded by several child tasks (`prepareAll`: twice `preparationChunk` values and
+    /// up, on two or more processors) keeps each id's last value too: the chunks come back in their order
+    /// (review-72 #3).
+    @Test func aBatchEncodedInChunksKeepsEachIdsLastValue() async throws {
+        let storage = try LocalStorage(configuration: .inMemory)
+        var random = SplitMix64(seed: 0xD0B2)
+        let batch = (0..<6_000).map { n in Item(id: "i\(random.below(2_000))", rank: n, label: "l\(random.below(7))") }
+        #expect(batch.count >= 4 * LocalStorage.preparationChunk)
+        try await storage.save(contentsOf: batch)
+        var model: [String: Item] = [:]
+        for item in batch { model[item.id] = item }
+        let all = try await storage.fetch(Item.self, options: FetchOptions(limit: 10_000))
+        #expect(all.count == model.count)
+        let wrong = all.filter { model[$0.id] != $0 }.map(\.id)
+        #expect(wrong.isEmpty, "\(wrong.count) ids hold another value than their last, e.g. \(wrong.prefix(3))")
+        for label in (0..<7).map({ "l\($0)" }) {
+            let counted = try await storage.count(Item.self, matching: [.equals("label", label)])
+            #expect(counted == model.values.filter { $0.label == label }.count, "\(label)")
+        }
+    }
+
     @Test func randomBatchesAtOneUpdateTimeMatchAModel() async throws {
         var configuration = diskConfiguration()
         configuration.clock = VirtualClock()  // never advanced: every batch has the same update-time key

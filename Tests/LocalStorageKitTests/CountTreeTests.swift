@@ -381,3 +381,30 @@ extension String {
         String(repeating: "0", count: max(0, length - count)) + self
     }
 }
+
+extension CountTreeTests {
+    /// `CountTree.add` through one cursor (review-73 #6): a new counter goes in, an existing one changes in place, one
+    /// that reaches zero is deleted, a change below zero of a missing one writes nothing, and a damaged one (not eight
+    /// bytes) counts as zero: a positive change replaces it, a negative one deletes it.
+    @Test func aCounterChangesInPlaceAndADamagedOneCountsAsZero() async throws {
+        let storage = try LocalStorage(configuration: diskConfiguration())
+        try await storage.save(Gauge(id: "g", reading: 1, label: "l"))
+        let counts = try #require(try await storage.core.schema(for: Gauge.self).counts)
+        // A counter no record of the store has (type 999).
+        let key = CountTree.counterPrefix(type: 999, slot: 1) + [3, 1, 2, 3]
+        let steps: [(change: Int, damagedBefore: Bool, expected: UInt64?)] = [
+            (2, false, 2), (3, false, 5), (-4, false, 1), (-1, false, nil), (-1, false, nil),
+            (4, true, 4), (-1, true, nil), (0, false, nil),
+        ]
+        let observed = try await storage.core.writer.perform { context in
+            try steps.map { step -> UInt64? in
+                if step.damagedBefore { try context.txn.put(counts, key: key, value: [1, 2, 3]) }
+                try CountTree.add(step.change, toCounter: key, counts: counts, txn: context.txn)
+                return try context.txn.get(counts, key: key).map { stored -> UInt64 in
+                    stored.count == 8 ? UInt64(littleEndian: stored.loadUnaligned(as: UInt64.self)) : UInt64.max
+                }
+            }
+        }
+        #expect(observed == steps.map(\.expected))
+    }
+}
