@@ -57,6 +57,8 @@ import Testing
             { .number($0.count.storageNumber.value) }, { .number($0.big.storageNumber.value) },
             { $0.score.map { .number($0.storageNumber.value) } }, { .string($0.computed) },
         ]
+        // Every stored property of the struct is read at its offset; the computed one and the class's project.
+        #expect(indexes.map { $0.propertyOffset != nil } == [true, true, true, true, true, true, true, true, false])
         var random = SplitMix64(seed: 91)
         for _ in 0..<500 {
             let shape = Self.random(&random)
@@ -65,6 +67,7 @@ import Testing
             }
         }
         let boxed: [StorageIndex<Box>] = [StorageIndex("name", \.name), StorageIndex("size", \.size)]
+        #expect(boxed.allSatisfy { $0.propertyOffset == nil })
         let box = Box(name: "boxed", size: 7)
         #expect(boxed[0].extract(box)?.storedBytes == IndexValue.string("boxed").storedBytes)
         #expect(boxed[1].extract(box)?.storedBytes == IndexValue.number(7.storageNumber.value).storedBytes)

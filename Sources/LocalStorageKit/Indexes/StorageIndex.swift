@@ -16,10 +16,16 @@ public struct StorageIndex<T>: Sendable {
     public let name: String
     let kind: IndexKind
     let extract: @Sendable (T) -> IndexValue?
+    /// The offset of the stored property a key-path index reads in place, nil when it projects its key path or
+    /// calls a closure (tests tell the paths apart by it).
+    let propertyOffset: Int?
 
-    init(name: String, kind: IndexKind, extract: @escaping @Sendable (T) -> IndexValue?) {
+    init(
+        name: String, kind: IndexKind, propertyOffset: Int? = nil, extract: @escaping @Sendable (T) -> IndexValue?
+    ) {
         self.name = name
         self.kind = kind
+        self.propertyOffset = propertyOffset
         self.extract = extract
     }
 
@@ -38,7 +44,9 @@ public struct StorageIndex<T>: Sendable {
     /// A string index on a property.
     public init(_ name: String, _ keyPath: KeyPath<T, String> & Sendable) {
         if let offset = MemoryLayout<T>.offset(of: keyPath) {
-            self.init(name: name, kind: .string) { .string(Self.load(String.self, at: offset, in: $0)) }
+            self.init(name: name, kind: .string, propertyOffset: offset) {
+                .string(Self.load(String.self, at: offset, in: $0))
+            }
         } else {
             self.init(name: name, kind: .string) { .string($0[keyPath: keyPath]) }
         }
@@ -47,7 +55,9 @@ public struct StorageIndex<T>: Sendable {
     /// A string index on an optional property.
     public init(_ name: String, _ keyPath: KeyPath<T, String?> & Sendable) {
         if let offset = MemoryLayout<T>.offset(of: keyPath) {
-            self.init(name: name, kind: .string) { Self.load(String?.self, at: offset, in: $0).map(IndexValue.string) }
+            self.init(name: name, kind: .string, propertyOffset: offset) {
+                Self.load(String?.self, at: offset, in: $0).map(IndexValue.string)
+            }
         } else {
             self.init(name: name, kind: .string) { $0[keyPath: keyPath].map(IndexValue.string) }
         }
@@ -56,7 +66,9 @@ public struct StorageIndex<T>: Sendable {
     /// A number index on a property.
     public init<N: StorageIndexNumber>(_ name: String, _ keyPath: KeyPath<T, N> & Sendable) {
         if let offset = MemoryLayout<T>.offset(of: keyPath) {
-            self.init(name: name, kind: .number) { .number(Self.load(N.self, at: offset, in: $0).storageNumber.value) }
+            self.init(name: name, kind: .number, propertyOffset: offset) {
+                .number(Self.load(N.self, at: offset, in: $0).storageNumber.value)
+            }
         } else {
             self.init(name: name, kind: .number) { .number($0[keyPath: keyPath].storageNumber.value) }
         }
@@ -65,7 +77,7 @@ public struct StorageIndex<T>: Sendable {
     /// A number index on an optional property.
     public init<N: StorageIndexNumber>(_ name: String, _ keyPath: KeyPath<T, N?> & Sendable) {
         if let offset = MemoryLayout<T>.offset(of: keyPath) {
-            self.init(name: name, kind: .number) {
+            self.init(name: name, kind: .number, propertyOffset: offset) {
                 Self.load(N?.self, at: offset, in: $0).map { .number($0.storageNumber.value) }
             }
         } else {
