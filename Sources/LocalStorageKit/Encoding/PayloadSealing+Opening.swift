@@ -149,18 +149,22 @@ extension PayloadSealing {
         return keys
     }
 
-    /// Whether an open with `encryption` would take a store whose key check value is `stored` (nil: none) without
-    /// reading anything else: its key (or a previous one) opens the check value, or neither has one. A key
-    /// given to a store without a check value counts as not taken (the open takes it only when the store holds
-    /// no record, which this does not look at). Compaction at open asks this first, so that an open the key
-    /// check refuses leaves the file as it was.
-    static func wouldTake(storedCheck stored: [UInt8]?, encryption: StorageEncryption?) -> Bool {
-        guard let stored else { return encryption == nil }
+    /// Why an open with `encryption` would not take a store whose key check value is `stored` (nil: none), read
+    /// without anything else, or nil when it would: its key (or a previous one) opens the check value, or neither
+    /// has one. A key given to a store without a check value counts as not taken (the open takes it only when the
+    /// store holds no record, which this does not look at). Compaction asks this first, so that an open or a
+    /// command the key check refuses leaves the file as it was.
+    static func refusal(storedCheck stored: [UInt8]?, encryption: StorageEncryption?) -> String? {
+        guard let stored else {
+            return encryption == nil ? nil : "a key given to a store without one yet (a later open compacts it)"
+        }
         do {
             _ = try keys(encryption, storedCheck: stored, path: "")
-            return true
+            return nil
+        } catch LocalStorageError.openFailed(_, let reason) {
+            return reason
         } catch {
-            return false  // The open throws it.
+            return "\(error)"
         }
     }
 

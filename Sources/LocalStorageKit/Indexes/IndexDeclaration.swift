@@ -113,9 +113,7 @@ extension LocalStorable {
     /// `storageIndexes` (and casting to find it) per value costs more than the values themselves.
     static func indexValueComputer() -> (Self) -> [StoredIndexValue] {
         guard let indexed = Self.self as? any LocalStorageIndexed.Type else { return { _ in [] } }
-        return indexed.erasedIndexValueComputer() as? (Self) -> [StoredIndexValue] ?? { value in
-            (value as? any LocalStorageIndexed)?.storedIndexValues ?? []
-        }
+        return indexed.erasedIndexValueComputer() as? (Self) -> [StoredIndexValue] ?? { $0.indexValuesForStorage }
     }
 }
 

@@ -43,54 +43,41 @@ public struct StorageIndex<T>: Sendable {
 
     /// A string index on a property.
     public init(_ name: String, _ keyPath: KeyPath<T, String> & Sendable) {
-        if let offset = MemoryLayout<T>.offset(of: keyPath) {
-            self.init(name: name, kind: .string, propertyOffset: offset) {
-                .string(Self.load(String.self, at: offset, in: $0))
-            }
-        } else {
-            self.init(name: name, kind: .string) { .string($0[keyPath: keyPath]) }
-        }
+        let (offset, read) = Self.reader(keyPath)
+        self.init(name: name, kind: .string, propertyOffset: offset) { .string(read($0)) }
     }
 
     /// A string index on an optional property.
     public init(_ name: String, _ keyPath: KeyPath<T, String?> & Sendable) {
-        if let offset = MemoryLayout<T>.offset(of: keyPath) {
-            self.init(name: name, kind: .string, propertyOffset: offset) {
-                Self.load(String?.self, at: offset, in: $0).map(IndexValue.string)
-            }
-        } else {
-            self.init(name: name, kind: .string) { $0[keyPath: keyPath].map(IndexValue.string) }
-        }
+        let (offset, read) = Self.reader(keyPath)
+        self.init(name: name, kind: .string, propertyOffset: offset) { read($0).map(IndexValue.string) }
     }
 
     /// A number index on a property.
     public init<N: StorageIndexNumber>(_ name: String, _ keyPath: KeyPath<T, N> & Sendable) {
-        if let offset = MemoryLayout<T>.offset(of: keyPath) {
-            self.init(name: name, kind: .number, propertyOffset: offset) {
-                .number(Self.load(N.self, at: offset, in: $0).storageNumber.value)
-            }
-        } else {
-            self.init(name: name, kind: .number) { .number($0[keyPath: keyPath].storageNumber.value) }
-        }
+        let (offset, read) = Self.reader(keyPath)
+        self.init(name: name, kind: .number, propertyOffset: offset) { .number(read($0).storageNumber.value) }
     }
 
     /// A number index on an optional property.
     public init<N: StorageIndexNumber>(_ name: String, _ keyPath: KeyPath<T, N?> & Sendable) {
-        if let offset = MemoryLayout<T>.offset(of: keyPath) {
-            self.init(name: name, kind: .number, propertyOffset: offset) {
-                Self.load(N?.self, at: offset, in: $0).map { .number($0.storageNumber.value) }
-            }
-        } else {
-            self.init(name: name, kind: .number) { $0[keyPath: keyPath].map { .number($0.storageNumber.value) } }
+        let (offset, read) = Self.reader(keyPath)
+        self.init(name: name, kind: .number, propertyOffset: offset) {
+            read($0).map { .number($0.storageNumber.value) }
         }
     }
 
-    /// The stored property of `value` at `offset` (``MemoryLayout/offset(of:)`` of its key path, which is nil for
-    /// anything but a property stored inline): read in place, where projecting a key path walks its components
-    /// through the runtime for every value.
-    @inline(__always)
-    private static func load<V>(_ type: V.Type, at offset: Int, in value: T) -> V {
-        withUnsafePointer(to: value) { UnsafeRawPointer($0).load(fromByteOffset: offset, as: V.self) }
+    /// How to read the property `keyPath` names: in place at its offset when it is stored inline
+    /// (``MemoryLayout/offset(of:)`` is nil for computed properties and anything behind a class reference), where
+    /// projecting a key path walks its components through the runtime for every value; else through the key path.
+    private static func reader<V>(
+        _ keyPath: KeyPath<T, V> & Sendable
+    ) -> (offset: Int?, read: @Sendable (T) -> V) {
+        guard let offset = MemoryLayout<T>.offset(of: keyPath) else { return (nil, { $0[keyPath: keyPath] }) }
+        return (
+            offset,
+            { value in withUnsafePointer(to: value) { UnsafeRawPointer($0).load(fromByteOffset: offset, as: V.self) } }
+        )
     }
 }
 

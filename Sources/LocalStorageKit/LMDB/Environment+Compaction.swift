@@ -16,18 +16,18 @@ extension Environment {
         var threshold: Double
         /// Told each stage of the copy and swap as it completes.
         var step: @Sendable (String) -> Void = { _ in }
-        /// An entry the environment must hold to be compacted: a named database and a key in it (the store's
-        /// layout marker in `meta`). Another program's LMDB environment is never rewritten, however free.
-        var requiredEntry: (database: String, key: [UInt8])?
-        /// An entry whose value (nil when absent) `refusal` must find nothing against (it returns why not) for the
-        /// environment to be compacted: the store's key check value, which the open's key must open, so that an
-        /// open refused for its key leaves the file untouched.
-        var admittingEntry: (database: String, key: [UInt8], refusal: @Sendable ([UInt8]?) -> String?)?
+        /// Entries the environment is checked by before it is compacted: a named database, a key in it, and why
+        /// its value (nil when absent) forbids the compaction, or nil. The store's layout marker in `meta` must be
+        /// there (another program's LMDB environment is never rewritten, however free), and its key check value
+        /// must take the open's key (an open refused for its key leaves the file untouched).
+        var entryChecks: [EntryCheck] = []
     }
 
-    /// Whether the named database `database` of the environment `raw` holds `key` (in its newest snapshot).
-    static func holdsEntry(_ raw: OpaquePointer, database: String, key: [UInt8]) throws -> Bool {
-        try storedValue(raw, database: database, key: key) != nil
+    /// One of ``CompactionRequest/entryChecks``.
+    struct EntryCheck: Sendable {
+        var database: String
+        var key: [UInt8]
+        var refusal: @Sendable ([UInt8]?) -> String?
     }
 
     /// The value of `key` in the named database `database` of the environment `raw` (in its newest snapshot), nil
@@ -139,21 +139,10 @@ extension Environment {
             let reason = "another process (pid \(pid)) has the store open (its reader table)"
             return (first.handle, first.recreated, .skipped(freeFraction: space.fraction, reason: reason), -1)
         }
-        if let required = request.requiredEntry {
+        for entryCheck in request.entryChecks {
             do {
-                guard try holdsEntry(first.handle, database: required.database, key: required.key) else {
-                    let reason = "not a LocalStorageKit store of this version (no layout marker)"
-                    return (first.handle, first.recreated, .skipped(freeFraction: space.fraction, reason: reason), -1)
-                }
-            } catch {
-                let reason = "cannot read its databases: \(error)"
-                return (first.handle, first.recreated, .failed(freeFraction: space.fraction, reason: reason), -1)
-            }
-        }
-        if let admitting = request.admittingEntry {
-            do {
-                let stored = try storedValue(first.handle, database: admitting.database, key: admitting.key)
-                if let reason = admitting.refusal(stored) {
+                let stored = try storedValue(first.handle, database: entryCheck.database, key: entryCheck.key)
+                if let reason = entryCheck.refusal(stored) {
                     return (first.handle, first.recreated, .skipped(freeFraction: space.fraction, reason: reason), -1)
                 }
             } catch {

@@ -167,11 +167,9 @@ extension StoreMaintenance {
                 // key: the key is checked when an app or a command that seals opens it).
                 if let problem = encryption?.problem { return problem }
                 if let check = try txn.get(meta, key: PayloadSealing.checkKey).map(Array.init),
-                    !PayloadSealing.wouldTake(storedCheck: check, encryption: encryption)
+                    let refusal = PayloadSealing.refusal(storedCheck: check, encryption: encryption)
                 {
-                    return encryption == nil
-                        ? "the store is encrypted: compact it with its key (--key-file)"
-                        : "the encryption key is not this store's key"
+                    return refusal
                 }
                 return nil
             }

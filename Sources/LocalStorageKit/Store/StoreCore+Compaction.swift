@@ -15,17 +15,15 @@ extension StoreCore {
             logger?.log(
                 level: .debug, message: "Compacting the store: \(step)", metadata: ["path": path, "step": step])
         }
-        request.requiredEntry = (TypeRegistry.metaName, TypeRegistry.layoutKey)
         let encryption = configuration.encryption
-        request.admittingEntry = (
-            TypeRegistry.metaName, PayloadSealing.checkKey,
-            { stored in
-                if PayloadSealing.wouldTake(storedCheck: stored, encryption: encryption) { return nil }
-                return stored == nil
-                    ? "a key given to a store without one yet (a later open compacts it)"
-                    : "the open's encryption key is not the store's (the open fails)"
-            }
-        )
+        request.entryChecks = [
+            Environment.EntryCheck(database: TypeRegistry.metaName, key: TypeRegistry.layoutKey) {
+                $0 == nil ? "not a LocalStorageKit store of this version (no layout marker)" : nil
+            },
+            Environment.EntryCheck(database: TypeRegistry.metaName, key: PayloadSealing.checkKey) {
+                PayloadSealing.refusal(storedCheck: $0, encryption: encryption)
+            },
+        ]
         return request
     }
 
