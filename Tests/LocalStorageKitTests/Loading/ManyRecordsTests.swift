@@ -75,6 +75,34 @@ import Testing
         await #expect(throws: LocalStorageError.self) { _ = try await storage.fetch(Product.self, ids: ["sku_1", ""]) }
     }
 
+    /// Many records are decoded on every processor: each migrated record is written back, and when records do not
+    /// decode, the error names the first of them in the order asked for, whichever thread met it.
+    @Test func fetchByIDsOfManyRecordsMigratesThemAllAndNamesTheFirstFailure() async throws {
+        let storage = try LocalStorage(configuration: diskConfiguration())
+        var random = SplitMix64(seed: 31)
+        try await storage.save(contentsOf: (0..<200).map { CounterV1(id: "c\($0)", n: $0) })
+        let ids = (0..<200).map { "c\($0)" }.shuffled(using: &random)
+        let expected = (0..<200).map { Counter(id: "c\($0)", count: $0, label: "c\($0)") }
+        #expect(
+            try await storage.fetch(Counter.self, ids: ids)
+                == Dictionary(uniqueKeysWithValues: expected.map { ($0.id, $0) }))
+        for id in ids { #expect(try await storage.metadata(Counter.self, id: id)?.version == 3, "\(id)") }
+
+        // Records a newer version wrote (version 3) cannot be read as a `CounterV1`.
+        let older = try LocalStorage(configuration: diskConfiguration())
+        try await older.save(contentsOf: (0..<200).map { CounterV1(id: "c\($0)", n: $0) })
+        for newer in [30, 160, 190] { try await older.save(Counter(id: "c\(newer)", count: newer, label: "")) }
+        let inOrder = (0..<200).map { "c\($0)" }
+        for (asked, first) in [(inOrder, "c30"), (Array(inOrder[100...]), "c160"), (inOrder.reversed(), "c190")] {
+            do {
+                _ = try await older.fetch(CounterV1.self, ids: asked)
+                Issue.record("read \(first) written by a newer version")
+            } catch LocalStorageError.decodingFailed(let reason) {
+                #expect(reason.contains("\"\(first)\""), "\(reason)")
+            }
+        }
+    }
+
     @Test func fetchByIDsInAWriteSeesItsOwnWrites() async throws {
         let storage = try LocalStorage(configuration: .inMemory)
         let found = try await storage.write { tx in
