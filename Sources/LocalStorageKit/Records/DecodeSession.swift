@@ -29,17 +29,6 @@ final class DecodeSession {
         self.currentVersion = currentVersion
     }
 
-    /// A session for decoding part of this one's records on another thread: the same type, format and keys, its
-    /// own list of upgrades (``absorb(_:)`` takes them back) and no use noted.
-    func sibling() -> DecodeSession {
-        DecodeSession(
-            counter: counter, format: format, logger: logger, currentVersion: currentVersion, sealing: sealing,
-            typeName: typeName)
-    }
-
-    /// Takes the records `sibling` noted for writing back, after this session's.
-    func absorb(_ sibling: DecodeSession) { upgrades += sibling.upgrades }
-
     /// Decodes one row of a listing or query.
     ///
     /// Returns a `T`, not a `T?`: each `T?` made in a caller's loop would look up `Optional<T>`'s metadata in
