@@ -254,6 +254,34 @@ struct Sheet3Pages: LocalStorageVersioned, LocalStorageIndexed, Equatable {
         }
     }
 
+    /// Compaction at open asks what the open asks of the layout marker: a store the open refuses (a newer layout,
+    /// a damaged marker, a layout older than this version reads) was compacted and swapped first (review-74 #1).
+    @Test(arguments: ["\(TypeRegistry.layout + 1)", "5x", "1"])
+    func compactionAtOpenLeavesAStoreOfAnotherLayoutAlone(marker: String) async throws {
+        let directory = temporaryDirectory()
+        do {
+            let storage = try LocalStorage(configuration: diskConfiguration(directory))
+            let text = String(repeating: "x", count: 1_000)
+            try await storage.save(contentsOf: (0..<2_000).map { Note(id: "n\($0)", text: text) })
+            try await storage.deleteAll(Note.self)
+            let metaDBI = storage.core.meta
+            try await storage.core.writer.perform { context in
+                try context.txn.put(metaDBI, key: TypeRegistry.layoutKey, value: Array(marker.utf8))
+            }
+        }
+        let data = storeFilesDirectory(directory).appendingPathComponent("data.mdb")
+        let before = try Data(contentsOf: data)
+        var inode = stat()
+        #expect(stat(data.path, &inode) == 0)
+        var configuration = diskConfiguration(directory)
+        configuration.compaction = .onOpen(whenFreeFractionExceeds: 0.1)
+        #expect(throws: LocalStorageError.self) { _ = try LocalStorage(configuration: configuration) }
+        var after = stat()
+        #expect(stat(data.path, &after) == 0)
+        #expect(after.st_ino == inode.st_ino)
+        #expect(try Data(contentsOf: data) == before)
+    }
+
     @Test(arguments: ["save", "delete", "purge"])
     func aDamagedRecordThatIsReplacedOrDeletedLeavesNoEntryBehind(action: String) async throws {
         let directory = temporaryDirectory()

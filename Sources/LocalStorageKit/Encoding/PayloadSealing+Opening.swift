@@ -155,6 +155,7 @@ extension PayloadSealing {
     /// store holds no record, which this does not look at). Compaction asks this first, so that an open or a
     /// command the key check refuses leaves the file as it was.
     static func refusal(storedCheck stored: [UInt8]?, encryption: StorageEncryption?) -> String? {
+        if let problem = encryption?.problem { return problem }
         guard let stored else {
             return encryption == nil ? nil : "a key given to a store without one yet (a later open compacts it)"
         }

@@ -12,6 +12,9 @@ enum CompactionOutcome: Sendable, Equatable {
     case notNeeded(freeFraction: Double)
     /// Another process has the store open (the reason says how that was seen).
     case skipped(freeFraction: Double, reason: String)
+    /// The store's own entries forbid it (``Environment/CompactionRequest/entryChecks``: a layout this version
+    /// does not read, a key check the open's keys fail); the store is as it was.
+    case refused(freeFraction: Double, reason: String)
     /// The copy or the swap failed; the store is as it was.
     case failed(freeFraction: Double, reason: String)
     /// The data file was replaced by its compacted copy.

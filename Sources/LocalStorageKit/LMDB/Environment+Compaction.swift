@@ -143,7 +143,7 @@ extension Environment {
             do {
                 let stored = try storedValue(first.handle, database: entryCheck.database, key: entryCheck.key)
                 if let reason = entryCheck.refusal(stored) {
-                    return (first.handle, first.recreated, .skipped(freeFraction: space.fraction, reason: reason), -1)
+                    return (first.handle, first.recreated, .refused(freeFraction: space.fraction, reason: reason), -1)
                 }
             } catch {
                 let reason = "cannot read its databases: \(error)"

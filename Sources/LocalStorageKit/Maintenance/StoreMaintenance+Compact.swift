@@ -150,8 +150,8 @@ extension StoreMaintenance {
                     durability: .full, compaction: compaction)
             }
         }
-        // Never rewrite another program's LMDB environment, nor a store this version does not read: the checks
-        // of an open, read only.
+        // Never rewrite another program's LMDB environment, nor a store this version does not read: the layout
+        // checks of an open, read only, which say what the environment is.
         let plain = try open(nil)
         let problem = try mappingErrors {
             try plain.readCommitted { txn -> String? in
@@ -163,20 +163,16 @@ extension StoreMaintenance {
                 } catch LocalStorageError.decodingFailed(let reason) {
                     return reason
                 }
-                // The key check of an open, which reads nothing else (a store without encryption takes any
-                // key: the key is checked when an app or a command that seals opens it).
-                if let problem = encryption?.problem { return problem }
-                if let check = try txn.get(meta, key: PayloadSealing.checkKey).map(Array.init),
-                    let refusal = PayloadSealing.refusal(storedCheck: check, encryption: encryption)
-                {
-                    return refusal
-                }
                 return nil
             }
         }
         plain.close()
         if let problem { throw LocalStorageError.openFailed(path: directory.path, reason: problem) }
-        let environment = try open(Environment.CompactionRequest(threshold: -1))
+        // The layout again and the key check of an open, which reads nothing else, under the compaction's lock (a
+        // store without encryption takes any key: the key is checked when an app or a command that seals opens it).
+        var request = Environment.CompactionRequest(threshold: -1)
+        request.entryChecks = StoreCore.compactionEntryChecks(encryption: encryption, takingAKeyWithoutACheck: true)
+        let environment = try open(request)
         defer { environment.close() }
         switch environment.compactionOutcome {
         case .compacted(let fraction, let before, let after):
@@ -189,6 +185,8 @@ extension StoreMaintenance {
         case .skipped(_, let reason):
             throw LocalStorageError.storageError(
                 code: EBUSY, message: "cannot compact \(directory.path) in place: \(reason); \(busy)")
+        case .refused(_, let reason):
+            throw LocalStorageError.openFailed(path: directory.path, reason: reason)
         case .failed(_, let reason):
             throw LocalStorageError.storageError(
                 code: EIO, message: "cannot compact \(directory.path), it is unchanged: \(reason)")

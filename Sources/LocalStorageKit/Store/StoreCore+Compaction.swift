@@ -15,16 +15,26 @@ extension StoreCore {
             logger?.log(
                 level: .debug, message: "Compacting the store: \(step)", metadata: ["path": path, "step": step])
         }
-        let encryption = configuration.encryption
-        request.entryChecks = [
+        request.entryChecks = compactionEntryChecks(encryption: configuration.encryption)
+        return request
+    }
+
+    /// What a compaction checks in the store, under the lock it compacts with, before it copies: the layout
+    /// marker as an open reads it, and the key check value against `encryption` (a store an open would refuse
+    /// is never rewritten). A key for a store without a check value is refused unless `takingAKeyWithoutACheck`
+    /// (the maintenance tool compacts a plain store given a key; an app's open may seal with it).
+    static func compactionEntryChecks(
+        encryption: StorageEncryption?, takingAKeyWithoutACheck: Bool = false
+    ) -> [Environment.EntryCheck] {
+        [
             Environment.EntryCheck(database: TypeRegistry.metaName, key: TypeRegistry.layoutKey) {
-                $0 == nil ? "not a LocalStorageKit store of this version (no layout marker)" : nil
+                TypeRegistry.compactionRefusal(marker: $0)
             },
-            Environment.EntryCheck(database: TypeRegistry.metaName, key: PayloadSealing.checkKey) {
-                PayloadSealing.refusal(storedCheck: $0, encryption: encryption)
+            Environment.EntryCheck(database: TypeRegistry.metaName, key: PayloadSealing.checkKey) { stored in
+                if stored == nil && takingAKeyWithoutACheck && encryption?.problem == nil { return nil }
+                return PayloadSealing.refusal(storedCheck: stored, encryption: encryption)
             },
         ]
-        return request
     }
 
     /// Logs what compaction at open did: a compaction and a failure always, a skip and no need at debug level.
@@ -36,7 +46,7 @@ extension StoreCore {
             logger.log(
                 level: .debug, message: "Compaction not needed",
                 metadata: ["path": path, "freeFraction": fraction.formatted3])
-        case .skipped(let fraction, let reason):
+        case .skipped(let fraction, let reason), .refused(let fraction, let reason):
             logger.log(
                 level: .info, message: "Compaction skipped: \(reason)",
                 metadata: ["path": path, "freeFraction": fraction.formatted3])

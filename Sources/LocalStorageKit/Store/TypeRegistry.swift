@@ -46,18 +46,7 @@ enum TypeRegistry {
         mayUpgrade: () -> Bool = { true }
     ) throws -> Int {
         if let stored = try txn.get(meta, key: layoutKey) {
-            let text = String(decoding: stored, as: UTF8.self)
-            guard let found = Int(text) else {
-                throw LocalStorageError.decodingFailed(reason: "the store's layout marker \"\(text)\" is damaged")
-            }
-            if found > layout {
-                throw LocalStorageError.decodingFailed(
-                    reason: "the store has layout \(found), written by a newer version of LocalStorageKit "
-                        + "(this version reads layout \(layout)); it was left untouched")
-            }
-            if found < oldestLayout {
-                throw LocalStorageError.decodingFailed(reason: "the store has the older layout \(found)")
-            }
+            let found = try markedLayout(Array(stored)).get()
             var target = min(max(target, countTreeLayout), layout)
             guard found < target && !txn.isReadOnly && mayUpgrade() else { return found }
             // A type it cannot read keeps the store at layout 2 (counts by walking), as review-68 #1 keeps 3 and 4.
@@ -91,6 +80,34 @@ enum TypeRegistry {
         if countTree { _ = try txn.openDatabase(CountTree.databaseName, create: true) }
         try txn.put(meta, key: layoutKey, value: Array("\(layout)".utf8))
         return layout
+    }
+
+    /// The layout a stored marker names, or why this version refuses the store: a damaged marker, a newer
+    /// layout, one older than it reads. The open and compaction at open ask the same (a store the open refuses is
+    /// never compacted first).
+    static func markedLayout(_ marker: [UInt8]) -> Result<Int, LocalStorageError> {
+        let text = String(decoding: marker, as: UTF8.self)
+        guard let found = Int(text) else {
+            return .failure(.decodingFailed(reason: "the store's layout marker \"\(text)\" is damaged"))
+        }
+        if found > layout {
+            return .failure(
+                .decodingFailed(
+                    reason: "the store has layout \(found), written by a newer version of LocalStorageKit "
+                        + "(this version reads layout \(layout)); it was left untouched"))
+        }
+        if found < oldestLayout {
+            return .failure(.decodingFailed(reason: "the store has the older layout \(found)"))
+        }
+        return .success(found)
+    }
+
+    /// Why compaction must not rewrite a store whose layout marker is `marker`: none (another program's LMDB
+    /// environment, or a store made before markers), or one ``markedLayout(_:)`` refuses.
+    static func compactionRefusal(marker: [UInt8]?) -> String? {
+        guard let marker else { return "not a LocalStorageKit store of this version (no layout marker)" }
+        guard case .failure(.decodingFailed(let reason)) = markedLayout(marker) else { return nil }
+        return reason
     }
 
     /// The databases LocalStorageKit makes that belong to no type.
