@@ -71,6 +71,8 @@ enum CountTree {
     /// Adds `delta` to one counter through a cursor on the count tree's database: the counter is found once
     /// and changed where it is (a get and a put would search for it twice).
     static func add(_ delta: Int, toCounter key: UnsafeRawBufferPointer, cursor: inout Cursor) throws {
+        // No change writes nothing (a put of the same value would still dirty the counter's page).
+        guard delta != 0 else { return }
         let stored: UnsafeRawBufferPointer?
         if delta > 0 {
             // A new counter (most at the deepest level of a number index) goes in with the search that finds none.

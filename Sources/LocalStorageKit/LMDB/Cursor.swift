@@ -104,9 +104,16 @@ struct Cursor {
         var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
         var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
         let code = mdb_cursor_put(handle, &k, &v, UInt32(MDB_NOOVERWRITE))
-        if code == MDB_KEYEXIST { return UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size) }
-        try check(code, "mdb_cursor_put")
-        return nil
+        guard code == MDB_KEYEXIST else {
+            try check(code, "mdb_cursor_put")
+            return nil
+        }
+        // LMDB documents the existing value in `data` for `mdb_put` and does the same for a cursor (which it leaves
+        // on the pair); should a build not, the pair under the cursor is read instead of taking ours for it.
+        if v.mv_data == UnsafeMutableRawPointer(mutating: value.baseAddress) {
+            try check(mdb_cursor_get(handle, &k, &v, MDB_GET_CURRENT), "mdb_cursor_get")
+        }
+        return UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)
     }
 
     /// Deletes the pair under the cursor.
