@@ -104,5 +104,17 @@ extension IndexExtractionTests {
             #expect(try await storage.fetch(FlaggedIndexes.self, matching: [.equals("b", "two")]).map(\.id) == ["y"])
             #expect(try await storage.fetch(FlaggedIndexes.self, matching: [.equals("b", "one")]).map(\.id) == ["x"])
         }
+        // The flag turns between the read that registers the type and the first saves of this open: a save, a
+        // batch and a transaction's batch still index with the declaration the schema was registered with, whose
+        // signature their records carry (review-74 #2: they were left out of "b" for the rest of the open).
+        try await withStore(diskConfiguration(directory)) { storage async throws in
+            #expect(try await storage.fetch(FlaggedIndexes.self, id: "x")?.b == "one")
+            flaggedIndexesAreWide.store(false, ordering: .relaxed)
+            try await storage.save(FlaggedIndexes(id: "z", a: 3, b: "three"))
+            try await storage.save(contentsOf: [FlaggedIndexes(id: "w", a: 4, b: "three")])
+            try await storage.write { tx in try tx.save(contentsOf: [FlaggedIndexes(id: "v", a: 5, b: "three")]) }
+            let found = try await storage.fetch(FlaggedIndexes.self, matching: [.equals("b", "three")])
+            #expect(found.map(\.id).sorted() == ["v", "w", "z"])
+        }
     }
 }

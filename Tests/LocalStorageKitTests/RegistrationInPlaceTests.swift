@@ -139,9 +139,7 @@ struct NarrowCellA: LocalStorageIndexed, Equatable {
                     let registered = DispatchSemaphore(value: 0)
                     let core = storage.core
                     let thread = Thread {
-                        _ = core.registeredInPlace(
-                            Cell<CellB>.self, name: Cell<CellB>.storageName,
-                            declaration: IndexDeclaration.of(Cell<CellB>.self))
+                        _ = core.registeredInPlace(Cell<CellB>.self, name: Cell<CellB>.storageName)
                         registered.signal()
                     }
                     thread.start()

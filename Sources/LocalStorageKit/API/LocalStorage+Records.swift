@@ -177,7 +177,7 @@ extension LocalStorage {
     func prepareAll<T: LocalStorable>(_ values: [T], schema: TypeSchema) async throws -> [PreparedRecord] {
         let tasks = min(ProcessInfo.processInfo.activeProcessorCount, values.count / Self.preparationChunk)
         guard tasks > 1 else {
-            let indexValues = T.indexValueComputer()
+            let indexValues = schema.runtime.indexValueComputer(for: T.self)
             return try values.map { try prepare($0, schema: schema, indexValues: indexValues) }
         }
         let chunk = (values.count + tasks - 1) / tasks
@@ -185,7 +185,7 @@ extension LocalStorage {
             for start in stride(from: 0, to: values.count, by: chunk) {
                 let slice = values[start..<min(values.count, start + chunk)]
                 group.addTask {
-                    let indexValues = T.indexValueComputer()
+                    let indexValues = schema.runtime.indexValueComputer(for: T.self)
                     return (
                         start,
                         Result { try slice.map { try self.prepare($0, schema: schema, indexValues: indexValues) } }

@@ -95,7 +95,7 @@ public final class StorageWriteTransaction: StorageReadTransaction {
     where S.Element == T {
         try run {
             let schema = try schema(T.self)
-            let indexValues = T.indexValueComputer()
+            let indexValues = schema.runtime.indexValueComputer(for: T.self)
             var records = try values.map { try storage.prepare($0, schema: schema, indexValues: indexValues) }
             guard !records.isEmpty else { return }
             RecordWriter.sortByKey(&records)

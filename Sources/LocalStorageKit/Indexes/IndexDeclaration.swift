@@ -79,11 +79,25 @@ struct IndexDeclaration: Sendable, Equatable, Codable {
         guard let indexed = type as? any LocalStorageIndexed.Type else { return .none }
         return indexed.indexDeclaration
     }
+
+    /// `T`'s declaration and the function computing a value's index values with it, from one reading of
+    /// `storageIndexes`: a declaration that reads a flag can differ from one reading to the next, and a schema
+    /// must index its records with the declaration it was registered with (review-74 #2).
+    static func read<T: LocalStorable>(
+        _ type: T.Type
+    ) -> (declaration: IndexDeclaration, computer: (T) -> [StoredIndexValue]) {
+        guard let indexed = type as? any LocalStorageIndexed.Type else { return (.none, { _ in [] }) }
+        let (declaration, computer) = indexed.declarationAndComputer()
+        return (declaration, computer as? (T) -> [StoredIndexValue] ?? { $0.indexValuesForStorage })
+    }
 }
 
 extension LocalStorageIndexed {
-    static var indexDeclaration: IndexDeclaration {
-        IndexDeclaration(entries: storageIndexes.map { IndexDeclaration.Entry(name: $0.name, kind: $0.kind) })
+    static var indexDeclaration: IndexDeclaration { declaration(of: storageIndexes) }
+
+    /// The names and kinds of `indexes`.
+    static func declaration(of indexes: [StorageIndex<Self>]) -> IndexDeclaration {
+        IndexDeclaration(entries: indexes.map { IndexDeclaration.Entry(name: $0.name, kind: $0.kind) })
     }
 
     /// This value's index values in declaration order; nil and NaN values are left out.
@@ -112,19 +126,23 @@ extension LocalStorable {
     /// A function computing index values with the declaration read once: for batches, where asking
     /// `storageIndexes` (and casting to find it) per value costs more than the values themselves.
     static func indexValueComputer() -> (Self) -> [StoredIndexValue] {
-        guard let indexed = Self.self as? any LocalStorageIndexed.Type else { return { _ in [] } }
-        return indexed.erasedIndexValueComputer() as? (Self) -> [StoredIndexValue] ?? { $0.indexValuesForStorage }
+        IndexDeclaration.read(Self.self).computer
     }
 }
 
 extension LocalStorageIndexed {
-    /// ``LocalStorable/indexValueComputer()`` for this type, type-erased so it can leave the existential.
+    /// The declaration of ``storageIndexes`` and ``erasedIndexValueComputer(_:)`` of the same reading.
+    static func declarationAndComputer() -> (IndexDeclaration, Any) {
+        let indexes = storageIndexes
+        return (declaration(of: indexes), erasedIndexValueComputer(indexes))
+    }
+
+    /// ``LocalStorable/indexValueComputer()`` for `indexes`, type-erased so it can leave the existential.
     ///
     /// Each index's name, kind and extraction are taken out of the declaration once, the extraction behind a
     /// raw pointer to the value: the loop run per value then touches no type made from `Self` (such as
     /// `StorageIndex<Self>`), whose metadata unspecialized code would look up in the runtime for every value.
-    static func erasedIndexValueComputer() -> Any {
-        let indexes = storageIndexes
+    static func erasedIndexValueComputer(_ indexes: [StorageIndex<Self>]) -> Any {
         let names = indexes.map(\.name)
         let kinds = indexes.map(\.kind)
         let extracts: [(UnsafeRawPointer) -> IndexValue?] = indexes.map { index in

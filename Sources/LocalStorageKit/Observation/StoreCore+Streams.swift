@@ -67,7 +67,7 @@ extension StoreCore {
         // already describes this declaration.
         guard
             let schema = cachedSchema(for: T.self)
-                ?? registeredInPlace(T.self, name: T.storageName, declaration: IndexDeclaration.of(T.self))
+                ?? registeredInPlace(T.self, name: T.storageName)
         else {
             logger?.log(
                 level: .warning, message: "A change stream missed a change: its type is not registered yet",

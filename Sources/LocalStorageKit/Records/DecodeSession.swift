@@ -13,6 +13,9 @@ final class DecodeSession {
     /// The storage name of the decoded type, when the caller knows it: a sealed payload is bound to it, and
     /// `T.storageName`'s default (`String(describing:)`) costs more than opening a small payload.
     let typeName: String?
+    /// The schema's state that computes index values with the declaration it was registered with, for the
+    /// records written back; nil: the declaration as it reads now.
+    var indexing: SchemaRuntime?
     private(set) var upgrades: [RecordUpgrade] = []
     /// Notes each row decoded as a use of its record (a query read counts for eviction), when set.
     var noteUse: ((UnsafeRawBufferPointer) -> Void)?
@@ -69,7 +72,7 @@ final class DecodeSession {
             RecordUpgrade(
                 key: key, fromVersion: view.version, updatedAt: view.updatedAt,
                 payload: payload, format: format, version: T.storageVersion,
-                indexValues: value.indexValuesForStorage))
+                indexValues: indexing?.indexValueComputer(for: T.self)(value) ?? value.indexValuesForStorage))
     }
 
     /// Notes a record a read opened with a previous key, to write back sealed with the current one (the

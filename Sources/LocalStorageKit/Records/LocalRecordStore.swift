@@ -125,6 +125,7 @@ struct LocalRecordStore: RecordStore {
         let session = DecodeSession(
             counter: core.decodes, format: format, logger: logger,
             currentVersion: schema.version, sealing: schema.sealing, typeName: schema.name)
+        session.indexing = schema.runtime
         if schema.tracksRecency {
             let (notes, type) = (core.accessNotes, schema.number)
             session.noteUse = { notes.note(type: type, key: $0) }

@@ -56,12 +56,12 @@ extension StoreCore {
     private nonisolated(nonsending) func register<T: LocalStorable>(_ type: T.Type) async throws -> TypeSchema {
         let key = ObjectIdentifier(type)
         let name = T.storageName
-        let declaration = IndexDeclaration.of(T.self)
+        let (declaration, indexValues) = IndexDeclaration.read(T.self)
         try declaration.validate(storageName: name, type: "\(T.self)")
         if let problem = T.storageLimits?.problem {
             throw LocalStorageError.invalidDeclaration("the storageLimits of \(T.self): \(problem)")
         }
-        if let schema = registeredInPlace(T.self, name: name, declaration: declaration) { return schema }
+        if let schema = registeredInPlace(T.self, name: name, reading: (declaration, indexValues)) { return schema }
         let registration = schemas.withLock { state -> Registration in
             if let schema = state.ready[key] { return .ready(schema) }
             if let task = state.pending[key] { return .pending(task) }
@@ -87,7 +87,7 @@ extension StoreCore {
         case .pending(let task):
             do {
                 let (registered, migrationPending) = try await task.value
-                let schema = limited(registered, T.self)
+                let schema = limited(registered, T.self, indexValues: indexValues)
                 return schemas.withLock { state in
                     state.pending[key] = nil
                     // A registration in place meanwhile (``registeredInPlace``) keeps its schema.
@@ -106,9 +106,13 @@ extension StoreCore {
     /// new type, index or declaration), when a write transaction or another registration in place is under way
     /// (either may be opening handles), or when anything in this path fails: the writer then registers the
     /// type as before, and reports any error.
+    /// `reading` is the declaration and its index values' function from one reading (``IndexDeclaration/read(_:)``,
+    /// the default).
     func registeredInPlace<T: LocalStorable>(
-        _ type: T.Type, name: String, declaration: IndexDeclaration
+        _ type: T.Type, name: String,
+        reading: (declaration: IndexDeclaration, computer: (T) -> [StoredIndexValue])? = nil
     ) -> TypeSchema? {
+        let (declaration, indexValues) = reading ?? IndexDeclaration.read(T.self)
         let version = T.storageVersion
         let meta = self.meta
         let opened: (TypeSchema, Bool)?
@@ -125,7 +129,7 @@ extension StoreCore {
             return nil
         }
         guard let (registered, migrationPending) = opened else { return nil }
-        let schema = limited(registered, T.self)
+        let schema = limited(registered, T.self, indexValues: indexValues)
         let key = ObjectIdentifier(type)
         return schemas.withLock { state in
             if state.ready[key] == nil { logMigrationProblems(T.self, name: name) }
@@ -163,7 +167,7 @@ extension StoreCore {
         let key = ObjectIdentifier(type)
         if let schema = cachedSchema(for: type) { return schema }
         let name = T.storageName
-        let declaration = IndexDeclaration.of(T.self)
+        let (declaration, indexValues) = IndexDeclaration.read(T.self)
         try declaration.validate(storageName: name, type: "\(T.self)")
         if let problem = T.storageLimits?.problem {
             throw LocalStorageError.invalidDeclaration("the storageLimits of \(T.self): \(problem)")
@@ -172,7 +176,7 @@ extension StoreCore {
             name, declaration: declaration,
             version: T.storageVersion, meta: meta,
             txn: context.txn)
-        let schema = limited(registered, T.self)
+        let schema = limited(registered, T.self, indexValues: indexValues)
         // Known at once, so that an indexed read in this same transaction migrates first (should the
         // transaction abort, a pass that finds nothing to do only ends it).
         if migrationPending { _ = schemas.withLock { $0.migrationsPending.insert(schema.name) } }
@@ -182,8 +186,12 @@ extension StoreCore {
         return schema
     }
 
-    /// `schema` with `T`'s own limits, which the writer learns here.
-    private func limited<T: LocalStorable>(_ schema: TypeSchema, _ type: T.Type) -> TypeSchema {
+    /// `schema` with `T`'s own limits, which the writer learns here, computing index values with `indexValues`
+    /// (made from the reading of the declaration `schema` was registered with).
+    private func limited<T: LocalStorable>(
+        _ schema: TypeSchema, _ type: T.Type, indexValues: @escaping (T) -> [StoredIndexValue]
+    ) -> TypeSchema {
+        schema.runtime.use(indexValues, for: T.self)
         var schema = schema
         schema.limits = T.storageLimits
         limits.register(type: schema.number, name: schema.name, limits: T.storageLimits)

@@ -324,10 +324,10 @@ final class SchemaRuntime: Sendable {
     private let lastDescription = Mutex<(bytes: [UInt8], info: TypeInfo)?>(nil)
     /// Descriptions ``TypeSchema/current(in:)`` decoded, so tests can tell the memo works.
     let descriptionsDecoded = Atomic<Int>(0)
-    /// Each Swift type's ``LocalStorable/indexValueComputer()``, made at its first single save: asking the type for
-    /// its declaration (building every ``StorageIndex``) and casting the value to find it cost more than the values.
-    /// Kept with the schema, which was made from the same declaration, so that a declaration read differently at a
-    /// later open (a flag) is read again with it.
+    /// Each Swift type's function computing its index values, made from the reading of `storageIndexes` the
+    /// schema's declaration came from (``IndexDeclaration/read(_:)``, given at registration): asking the type for
+    /// its declaration at each save (building every ``StorageIndex``) and casting the value to find it cost more
+    /// than the values, and a declaration read again later (a flag) could differ from the schema's.
     private let indexValueComputers = Mutex<[ObjectIdentifier: IndexValueComputer]>([:])
 
     /// A computer shared between threads: it holds only a declaration's names, kinds and `@Sendable` extractions,
@@ -336,16 +336,22 @@ final class SchemaRuntime: Sendable {
         let compute: Any
     }
 
-    /// The function computing a `T`'s index values for this schema.
+    /// The function computing a `T`'s index values for this schema: the one its registration gave, or (for a
+    /// schema made without one) one made from the declaration as it reads now.
     func indexValueComputer<T: LocalStorable>(for type: T.Type) -> (T) -> [StoredIndexValue] {
         let key = ObjectIdentifier(type)
         if let known = indexValueComputers.withLock({ $0[key] })?.compute as? (T) -> [StoredIndexValue] {
             return known
         }
         let made = T.indexValueComputer()
-        let computer = IndexValueComputer(compute: made)
-        indexValueComputers.withLock { $0[key] = computer }
+        use(made, for: T.self)
         return made
+    }
+
+    /// Makes `computer` the function computing a `T`'s index values for this schema.
+    func use<T: LocalStorable>(_ computer: @escaping (T) -> [StoredIndexValue], for type: T.Type) {
+        let computer = IndexValueComputer(compute: computer)
+        indexValueComputers.withLock { $0[ObjectIdentifier(type)] = computer }
     }
 
     /// The description whose bytes are `bytes`, when it is the one last decoded.
