@@ -28,7 +28,7 @@ final class LeaseBook: Sendable {
     /// finished would otherwise stay for good, outside every limit. Each call that adds an entry makes one.
     func sweep(now: Int64, txn: Transaction) throws {
         let start = sweepPosition.withLock { $0 }
-        let cutoff = now < Int64.min + LeaseBook.sweepGrace ? Int64.min : now - LeaseBook.sweepGrace
+        let cutoff = LeaseBook.sweepCutoff(now: now)
         var ended: [[UInt8]] = []
         var next: [UInt8]?
         try txn.withCursor(database) { cursor in
@@ -43,6 +43,24 @@ final class LeaseBook: Sendable {
         }
         for key in ended { try txn.delete(database, key: key) }
         sweepPosition.withLock { $0 = next }
+    }
+
+    /// The deadline before which an entry has ended for good at `now` (``sweepGrace`` ago).
+    private static func sweepCutoff(now: Int64) -> Int64 {
+        now < Int64.min + sweepGrace ? Int64.min : now - sweepGrace
+    }
+
+    /// Removes every entry (of the type numbered `type`, or of every type) whose deadline passed more than
+    /// ``sweepGrace`` ago, as ``sweep(now:txn:)`` does a few at a time: what `purgeExpired` does for the leases
+    /// and remembered nils a store that stopped loading would otherwise keep. Returns how many; nothing when the
+    /// store has no `leases` database.
+    @discardableResult
+    static func removeEnded(now: Int64, type: UInt32? = nil, txn: Transaction) throws -> Int {
+        guard let database = try txn.openDatabase(name, create: false) else { return 0 }
+        let cutoff = sweepCutoff(now: now)
+        return try LeaseBook(database: database).remove(type: type, txn: txn) { _, value in
+            LeaseEntry(value).map { $0.deadline < cutoff } ?? false
+        }
     }
 
     /// Opens (creating) the database in a write transaction, or opens it if it exists in a read one.
@@ -84,7 +102,7 @@ final class LeaseBook: Sendable {
                 if let put = sparing[key], put > position { continue }
                 try txn.delete(database, key: key)
             case .cleared:
-                try removeAll(type: change.type, txn: txn) { key in (sparing[key] ?? 0) > position }
+                try remove(type: change.type, txn: txn) { key, _ in (sparing[key] ?? 0) <= position }
             case .expired, .touched:
                 continue
             }
@@ -98,16 +116,23 @@ final class LeaseBook: Sendable {
         context.leasesPut[key] = context.logged.count
     }
 
-    private func removeAll(type: UInt32, txn: Transaction, keeping kept: ([UInt8]) -> Bool) throws {
-        let prefix = LeaseBook.key(type: type, id: [])
+    /// Removes the entries of the type numbered `type` (nil: of every type) that `removing` picks by key and
+    /// value; returns how many.
+    @discardableResult
+    private func remove(
+        type: UInt32?, txn: Transaction, where removing: ([UInt8], UnsafeRawBufferPointer) -> Bool
+    ) throws -> Int {
+        let prefix = type.map { LeaseBook.key(type: $0, id: []) } ?? []
         var keys: [[UInt8]] = []
         try txn.withCursor(database) { cursor in
             var entry = try cursor.seek(atLeast: prefix)
             while let current = entry, current.key.starts(with: prefix) {
-                if !kept(Array(current.key)) { keys.append(Array(current.key)) }
+                let key = Array(current.key)
+                if removing(key, current.value) { keys.append(key) }
                 entry = try cursor.move(.next)
             }
         }
         for key in keys { try txn.delete(database, key: key) }
+        return keys.count
     }
 }

@@ -348,9 +348,16 @@ extension StoreMaintenance {
             var done = 0
             for schema in schemas {
                 var count = 0
+                var first = true
                 while true {
+                    let removingEndedLeases = first
+                    first = false
                     let batch = try writer.transact { context in
-                        try RecordWriter.purgeExpired(
+                        // The leases and remembered nils of the type's loads that ended go too.
+                        if removingEndedLeases {
+                            try LeaseBook.removeEnded(now: context.now, type: schema.number, txn: context.txn)
+                        }
+                        return try RecordWriter.purgeExpired(
                             schema: schema, now: context.now,
                             limit: StoreMaintenance.batchSize, context: context)
                     }

@@ -46,12 +46,17 @@ final class ExpirySweeper: Sendable {
     /// Ends the sweep; a batch already queued still completes.
     func stop() { task?.cancel() }
 
-    /// Purges every expired record now, in batches of `batchSize`; returns how many it purged.
+    /// Purges every expired record now, in batches of `batchSize`, and the entries of loads that ended; returns
+    /// how many records it purged.
     static func sweep(writer: CommitQueue, meta: Database, batchSize: Int) async throws -> Int {
         var total = 0
+        var first = true
         while !Task.isCancelled {
+            let removingEndedLeases = first
+            first = false
             let batch = try await writer.performExclusive { writer in
-                try RecordWriter.purgeExpiredBatch(meta: meta, writer: writer, limit: batchSize)
+                try RecordWriter.purgeExpiredBatch(
+                    meta: meta, writer: writer, limit: batchSize, removingEndedLeases: removingEndedLeases)
             }
             total += batch.purged
             if batch.examined < batchSize { break }

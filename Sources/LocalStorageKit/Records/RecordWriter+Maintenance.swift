@@ -1,20 +1,25 @@
 extension RecordWriter {
-    /// Purges every type's expired records in batches of 10,000 per transaction.
+    /// Purges every type's expired records in batches of 10,000 per transaction, and the leases and remembered
+    /// nils of loads that ended (``LeaseBook/removeEnded(now:type:txn:)``).
     static func purgeAllExpired(meta: Database, writer: CommitQueue) throws -> Int {
         var total = 0
+        var first = true
         while true {
-            let batch = try purgeExpiredBatch(meta: meta, writer: writer, limit: 10_000)
+            let batch = try purgeExpiredBatch(meta: meta, writer: writer, limit: 10_000, removingEndedLeases: first)
+            first = false
             total += batch.purged
             if batch.examined < 10_000 { return total }
         }
     }
 
     /// Purges up to `limit` expired records, across every type, in one transaction; returns how many, and how
-    /// many expiry entries it went through (when that reaches `limit`, there may be more).
+    /// many expiry entries it went through (when that reaches `limit`, there may be more). With
+    /// `removingEndedLeases`, the transaction also removes the entries of loads that ended (not counted).
     static func purgeExpiredBatch(
-        meta: Database, writer: CommitQueue, limit: Int
+        meta: Database, writer: CommitQueue, limit: Int, removingEndedLeases: Bool = false
     ) throws -> (purged: Int, examined: Int) {
         try writer.transact { context in
+            if removingEndedLeases { try LeaseBook.removeEnded(now: context.now, txn: context.txn) }
             var (purged, examined) = (0, 0)
             let infos = try TypeRegistry.all(meta: meta, txn: context.txn).infos
             for schema in try TypeSchema.openUndamaged(infos, in: context.txn, logger: writer.logger)

@@ -236,6 +236,50 @@ import Testing
         #expect(gate.loads == 0)
     }
 
+    /// A store that stopped loading kept its ended entries for good (/work/trial74.md, note 5): `purgeExpired()`,
+    /// the expiry sweep and the tool's `purge-expired` now remove those that ended more than a minute ago, and
+    /// leave a remembered nil still in force.
+    @Test(arguments: ["purgeExpired", "sweep", "tool"])
+    func purgingRemovesEndedLeaseEntries(by purger: String) async throws {
+        // Ten minutes behind: the tool purges on the system's clock, two minutes after this one's entries ended.
+        let clock = VirtualClock(start: Date().addingTimeInterval(-600))
+        let directory = temporaryDirectory()
+        let storage = try store(clock, directory: directory)
+        for n in 0..<50 { #expect(try await storage.fetch(Product.self, id: "missing-\(n)") { _ in nil } == nil) }
+        let remembered = LoadPolicy(absentFor: .seconds(3_600))
+        #expect(try await storage.fetch(Product.self, id: "held", policy: remembered) { _ in nil } == nil)
+        // Another type's ended entry: the tool's purge of one type leaves it.
+        #expect(try await storage.fetch(Note.self, id: "other") { _ in nil } == nil)
+        let leases = try storage.local.leaseBook()
+        func entries() throws -> Int { try storage.core.environment.read { try $0.entryCount(leases.database) } }
+        #expect(try entries() == 52)
+        // Within the grace, nothing has ended for good.
+        #expect(try await storage.purgeExpired() == 0)
+        #expect(try entries() == 52)
+        clock.advance(by: .seconds(120))
+        switch purger {
+        case "purgeExpired":
+            #expect(try await storage.purgeExpired() == 0)
+            #expect(try entries() == 1)
+        case "sweep":
+            #expect(
+                try await ExpirySweeper.sweep(writer: storage.core.writer, meta: storage.core.meta, batchSize: 100) == 0
+            )
+            #expect(try entries() == 1)
+        default:
+            let maintenance = try await StoreMaintenance(directory: storage.core.directory)
+            #expect(try await maintenance.purgeExpired(Product.storageName) == [Product.storageName: 0])
+            #expect(try entries() == 2)
+        }
+        let gate = LoadGate(open: true)
+        #expect(
+            try await storage.fetch(Product.self, id: "held", policy: remembered) { _ in
+                await gate.pass()
+                return nil
+            } == nil)
+        #expect(gate.loads == 0)
+    }
+
     /// A load that first waited on another process's lease takes its own for what is left of its
     /// `loadTimeout`, not for a whole `loadTimeout` more: its flight is given up at the end of the first one,
     /// and a lease outliving it kept every other caller (and process) waiting for a load no one ran.
