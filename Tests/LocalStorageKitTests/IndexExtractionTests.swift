@@ -78,6 +78,30 @@ import Testing
 /// Whether ``FlaggedIndexes`` declares its second index: an app reading a feature flag in `storageIndexes`.
 let flaggedIndexesAreWide = Atomic<Bool>(false)
 
+/// ``FlaggedRecordV2``'s flag, its own so that its test runs beside the other.
+let flaggedRecordIsWide = Atomic<Bool>(false)
+
+struct FlaggedRecordV1: LocalStorable {
+    static var storageName: String { "FlaggedRecord" }
+    let id: String
+    var a: Int
+    var b: String
+}
+
+/// Version 2 of ``FlaggedRecordV1`` (the same payload), whose declaration reads a flag.
+struct FlaggedRecordV2: LocalStorageVersioned, LocalStorageIndexed {
+    static var storageName: String { "FlaggedRecord" }
+    static var currentVersion: Int { 2 }
+    static var migrations: [StorageMigration] { [StorageMigration(from: 1, to: 2) { $0 }] }
+    let id: String
+    var a: Int
+    var b: String
+    static var storageIndexes: [StorageIndex<FlaggedRecordV2>] {
+        flaggedRecordIsWide.load(ordering: .relaxed)
+            ? [StorageIndex("a", \.a), StorageIndex("b", \.b)] : [StorageIndex("a", \.a)]
+    }
+}
+
 struct FlaggedIndexes: LocalStorageIndexed, Equatable {
     let id: String
     var a: Int
@@ -115,6 +139,24 @@ extension IndexExtractionTests {
             try await storage.write { tx in try tx.save(contentsOf: [FlaggedIndexes(id: "v", a: 5, b: "three")]) }
             let found = try await storage.fetch(FlaggedIndexes.self, matching: [.equals("b", "three")])
             #expect(found.map(\.id).sorted() == ["v", "w", "z"])
+        }
+    }
+
+    /// The migration pass (the first indexed query after a type's version grew) wrote its records back with the
+    /// declaration as it read then, under the registered one's signature (review-75 #1).
+    @Test func migratedRecordsAreIndexedWithTheRegisteredDeclaration() async throws {
+        let directory = temporaryDirectory()
+        try await withStore(diskConfiguration(directory)) { storage async throws in
+            try await storage.save(contentsOf: (0..<20).map { FlaggedRecordV1(id: "r\($0)", a: $0, b: "b\($0 % 2)") })
+        }
+        flaggedRecordIsWide.store(true, ordering: .relaxed)
+        defer { flaggedRecordIsWide.store(false, ordering: .relaxed) }
+        try await withStore(diskConfiguration(directory)) { storage async throws in
+            #expect(try await storage.fetch(FlaggedRecordV2.self, id: "none") == nil)  // registers [a, b]
+            flaggedRecordIsWide.store(false, ordering: .relaxed)
+            let found = try await storage.fetch(FlaggedRecordV2.self, matching: [.equals("b", "b1")])
+            #expect(found.map(\.id).sorted() == (0..<20).filter { $0 % 2 == 1 }.map { "r\($0)" }.sorted())
+            #expect(try await storage.metadata(FlaggedRecordV2.self, id: "r1")?.version == 2)
         }
     }
 }

@@ -296,7 +296,8 @@ struct Reindexer<T: LocalStorable>: Sendable {
         }
         let value = try RecordDecoding.decode(
             T.self, view: view, id: String(decoding: key, as: UTF8.self),
-            session: DecodeSession(counter: nil, format: view.format, sealing: schema.sealing))
+            session: DecodeSession(
+                counter: nil, format: view.format, sealing: schema.sealing, indexing: schema.runtime))
         var header = try view.header(in: schema, txn: txn)
         header.indexValues = value.indexValues(in: schema)
         header.signature = schema.signature

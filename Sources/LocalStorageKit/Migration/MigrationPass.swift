@@ -110,7 +110,8 @@ extension LocalRecordStore {
                 // with `stopOnFailure`) and left for `verify --repair`.
                 let view = try StoredRecord(bytes).readable(type: schema.name, id: id)
                 guard view.version < T.storageVersion else { continue }
-                let session = DecodeSession(counter: nil, format: format, sealing: schema.sealing)
+                let session = DecodeSession(
+                    counter: nil, format: format, sealing: schema.sealing, indexing: schema.runtime)
                 _ = try RecordDecoding.decode(T.self, view: view, id: id, session: session)
                 for upgrade in session.upgrades { try RecordWriter.apply(upgrade, schema: schema, context: context) }
                 migrated += session.upgrades.count

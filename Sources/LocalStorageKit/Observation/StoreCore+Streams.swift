@@ -76,7 +76,7 @@ extension StoreCore {
         }
         let session = DecodeSession(
             counter: decodes, format: .binary, logger: logger,
-            currentVersion: schema.version, sealing: schema.sealing)
+            currentVersion: schema.version, sealing: schema.sealing, indexing: schema.runtime)
         let key = Array(id.utf8)
         let found: T?
         do {

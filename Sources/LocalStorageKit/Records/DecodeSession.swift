@@ -14,16 +14,19 @@ final class DecodeSession {
     /// `T.storageName`'s default (`String(describing:)`) costs more than opening a small payload.
     let typeName: String?
     /// The schema's state that computes index values with the declaration it was registered with, for the
-    /// records written back; nil: the declaration as it reads now.
-    var indexing: SchemaRuntime?
+    /// records written back (every session that can write back has one: review-75 #1); nil: the declaration
+    /// as it reads now.
+    let indexing: SchemaRuntime?
     private(set) var upgrades: [RecordUpgrade] = []
     /// Notes each row decoded as a use of its record (a query read counts for eviction), when set.
     var noteUse: ((UnsafeRawBufferPointer) -> Void)?
 
     init(
         counter: DecodeCounter?, format: PayloadFormat, logger: (any StorageLogger)? = nil,
-        currentVersion: Int? = nil, sealing: PayloadSealing? = nil, typeName: String? = nil
+        currentVersion: Int? = nil, sealing: PayloadSealing? = nil, typeName: String? = nil,
+        indexing: SchemaRuntime?
     ) {
+        self.indexing = indexing
         self.sealing = sealing
         self.typeName = typeName
         self.counter = counter

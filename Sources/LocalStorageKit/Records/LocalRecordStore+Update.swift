@@ -30,7 +30,8 @@ extension LocalRecordStore {
             } else {
                 var mutated = try RecordDecoding.decode(
                     T.self, view: view, id: id,
-                    session: DecodeSession(counter: counter, format: format, sealing: schema.sealing))
+                    session: DecodeSession(
+                        counter: counter, format: format, sealing: schema.sealing, indexing: schema.runtime))
                 do {
                     try mutate(&mutated)
                 } catch {

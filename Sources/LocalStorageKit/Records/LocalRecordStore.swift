@@ -124,8 +124,7 @@ struct LocalRecordStore: RecordStore {
     func makeDecodeSession(for schema: TypeSchema) -> DecodeSession {
         let session = DecodeSession(
             counter: core.decodes, format: format, logger: logger,
-            currentVersion: schema.version, sealing: schema.sealing, typeName: schema.name)
-        session.indexing = schema.runtime
+            currentVersion: schema.version, sealing: schema.sealing, typeName: schema.name, indexing: schema.runtime)
         if schema.tracksRecency {
             let (notes, type) = (core.accessNotes, schema.number)
             session.noteUse = { notes.note(type: type, key: $0) }

@@ -69,14 +69,19 @@ extension StoreCore {
             let meta = self.meta
             logMigrationProblems(T.self, name: name)
             let writer = self.writer
+            // The schema computes index values with this caller's reading, whose declaration it registers; the
+            // callers waiting on the registration read the declaration at other moments (review-75 #2).
+            let reading = UncheckedIndexValues(compute: indexValues)
             let task = Task {
-                try await writer.performExclusive { writer in
+                let registered = try await writer.performExclusive { writer in
                     try writer.transact { context in
                         try StoreCore.register(
                             name, declaration: declaration, version: version, meta: meta,
                             txn: context.txn)
                     }
                 }
+                registered.0.runtime.use(reading.compute, for: T.self)
+                return registered
             }
             state.pending[key] = task
             return .pending(task)
@@ -87,7 +92,7 @@ extension StoreCore {
         case .pending(let task):
             do {
                 let (registered, migrationPending) = try await task.value
-                let schema = limited(registered, T.self, indexValues: indexValues)
+                let schema = limited(registered, T.self)
                 return schemas.withLock { state in
                     state.pending[key] = nil
                     // A registration in place meanwhile (``registeredInPlace``) keeps its schema.
@@ -187,11 +192,11 @@ extension StoreCore {
     }
 
     /// `schema` with `T`'s own limits, which the writer learns here, computing index values with `indexValues`
-    /// (made from the reading of the declaration `schema` was registered with).
+    /// when given (made from the reading of the declaration `schema` was registered with).
     private func limited<T: LocalStorable>(
-        _ schema: TypeSchema, _ type: T.Type, indexValues: @escaping (T) -> [StoredIndexValue]
+        _ schema: TypeSchema, _ type: T.Type, indexValues: ((T) -> [StoredIndexValue])? = nil
     ) -> TypeSchema {
-        schema.runtime.use(indexValues, for: T.self)
+        if let indexValues { schema.runtime.use(indexValues, for: T.self) }
         var schema = schema
         schema.limits = T.storageLimits
         limits.register(type: schema.number, name: schema.name, limits: T.storageLimits)
@@ -199,6 +204,12 @@ extension StoreCore {
         schema.sealing = sealing
         schema.writesCompactHeaders = writesCompactHeaders
         return schema
+    }
+
+    /// A reading's index-value function carried into the registration's task: it holds only a declaration's
+    /// names, kinds and `@Sendable` extractions, and keeps no state between calls.
+    private struct UncheckedIndexValues<T>: @unchecked Sendable {
+        let compute: (T) -> [StoredIndexValue]
     }
 
     private enum Registration {

@@ -106,8 +106,11 @@ enum TypeRegistry {
     /// environment, or a store made before markers), or one ``markedLayout(_:)`` refuses.
     static func compactionRefusal(marker: [UInt8]?) -> String? {
         guard let marker else { return "not a LocalStorageKit store of this version (no layout marker)" }
-        guard case .failure(.decodingFailed(let reason)) = markedLayout(marker) else { return nil }
-        return reason
+        switch markedLayout(marker) {
+        case .success: return nil
+        case .failure(.decodingFailed(let reason)): return reason
+        case .failure(let error): return "\(error)"
+        }
     }
 
     /// The databases LocalStorageKit makes that belong to no type.

@@ -241,8 +241,7 @@ import Testing
     /// leave a remembered nil still in force.
     @Test(arguments: ["purgeExpired", "sweep", "tool"])
     func purgingRemovesEndedLeaseEntries(by purger: String) async throws {
-        // Ten minutes behind: the tool purges on the system's clock, two minutes after this one's entries ended.
-        let clock = VirtualClock(start: Date().addingTimeInterval(-600))
+        let clock = VirtualClock()
         let directory = temporaryDirectory()
         let storage = try store(clock, directory: directory)
         for n in 0..<50 { #expect(try await storage.fetch(Product.self, id: "missing-\(n)") { _ in nil } == nil) }

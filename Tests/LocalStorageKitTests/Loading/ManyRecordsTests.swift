@@ -75,8 +75,8 @@ import Testing
         await #expect(throws: LocalStorageError.self) { _ = try await storage.fetch(Product.self, ids: ["sku_1", ""]) }
     }
 
-    /// Many records are decoded on every processor: each migrated record is written back, and when records do not
-    /// decode, the error names the first of them in the order asked for, whichever thread met it.
+    /// Many records in one call: each migrated record is written back, and when records do not decode, the error
+    /// names the first of them in the order asked for (it guarded a decode on every processor, since dropped).
     @Test func fetchByIDsOfManyRecordsMigratesThemAllAndNamesTheFirstFailure() async throws {
         let storage = try LocalStorage(configuration: diskConfiguration())
         var random = SplitMix64(seed: 31)
