@@ -51,7 +51,8 @@ public struct TypeStatistics: Sendable, Equatable, Codable {
     public var expiredRecords: Int
     /// Records of the type evicted to keep a limit since the store was opened in this process.
     public var evictions: Int
-    /// The type's own limits (``LocalStorable/storageLimits``), when this process knows the type.
+    /// The type's own limits (``LocalStorable/storageLimits``), when this process knows the type: limits are declared
+    /// by the Swift type, not stored, so a process that has not used the type since it opened the store has nil here.
     public var limits: StorageLimits?
 
     /// Figures of one type.
