@@ -256,7 +256,8 @@ struct Sheet3Pages: LocalStorageVersioned, LocalStorageIndexed, Equatable {
 
     /// Compaction at open asks what the open asks of the layout marker: a store the open refuses (a newer layout,
     /// a damaged marker, a layout older than this version reads) was compacted and swapped first (review-74 #1).
-    @Test(arguments: ["\(TypeRegistry.layout + 1)", "5x", "1"])
+    /// A damaged store identity, which the open refuses too, was compacted first as well (review-75 #4).
+    @Test(arguments: ["\(TypeRegistry.layout + 1)", "5x", "1", "identity"])
     func compactionAtOpenLeavesAStoreOfAnotherLayoutAlone(marker: String) async throws {
         let directory = temporaryDirectory()
         do {
@@ -266,7 +267,11 @@ struct Sheet3Pages: LocalStorageVersioned, LocalStorageIndexed, Equatable {
             try await storage.deleteAll(Note.self)
             let metaDBI = storage.core.meta
             try await storage.core.writer.perform { context in
-                try context.txn.put(metaDBI, key: TypeRegistry.layoutKey, value: Array(marker.utf8))
+                if marker == "identity" {
+                    try context.txn.put(metaDBI, key: ChangeLog.identityKey, value: [1, 2, 3])
+                } else {
+                    try context.txn.put(metaDBI, key: TypeRegistry.layoutKey, value: Array(marker.utf8))
+                }
             }
         }
         let data = storeFilesDirectory(directory).appendingPathComponent("data.mdb")

@@ -63,15 +63,18 @@ final class ChangeLog: Sendable {
         writer = UInt64.random(in: 1...UInt64.max)
     }
 
+    /// Why an open refuses a store whose identity in `meta` is `stored` (nil: none yet), or nil.
+    static func identityRefusal(_ stored: [UInt8]?) -> String? {
+        guard let stored, stored.count != 8 else { return nil }
+        return "the store's identity in meta is damaged (\(stored.count) bytes, expected 8)"
+    }
+
     /// The store's identity from `meta`, created there when it has none (in a write transaction).
     ///
     /// - Throws: `decodingFailed` when the stored identity is damaged (not 8 bytes).
     static func identity(meta: Database, txn: Transaction) throws -> UInt64 {
         if let stored = try txn.get(meta, key: identityKey) {
-            guard stored.count == 8 else {
-                throw LocalStorageError.decodingFailed(
-                    reason: "the store's identity in meta is damaged (\(stored.count) bytes, expected 8)")
-            }
+            if let refusal = identityRefusal(Array(stored)) { throw LocalStorageError.decodingFailed(reason: refusal) }
             return UInt64(littleEndian: stored.loadUnaligned(as: UInt64.self))
         }
         let identity = UInt64.random(in: 1...UInt64.max)

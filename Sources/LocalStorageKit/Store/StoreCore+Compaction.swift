@@ -20,7 +20,7 @@ extension StoreCore {
     }
 
     /// What a compaction checks in the store, under the lock it compacts with, before it copies: the layout
-    /// marker as an open reads it, and the key check value against `encryption` (a store an open would refuse
+    /// marker and the store's identity as an open reads them, and the key check value against `encryption` (a store an open would refuse
     /// is never rewritten). A key for a store without a check value is refused unless `takingAKeyWithoutACheck`
     /// (the maintenance tool compacts a plain store given a key; an app's open may seal with it).
     static func compactionEntryChecks(
@@ -29,6 +29,9 @@ extension StoreCore {
         [
             Environment.EntryCheck(database: TypeRegistry.metaName, key: TypeRegistry.layoutKey) {
                 TypeRegistry.compactionRefusal(marker: $0)
+            },
+            Environment.EntryCheck(database: TypeRegistry.metaName, key: ChangeLog.identityKey) {
+                ChangeLog.identityRefusal($0)
             },
             Environment.EntryCheck(database: TypeRegistry.metaName, key: PayloadSealing.checkKey) { stored in
                 if stored == nil && takingAKeyWithoutACheck && encryption?.problem == nil { return nil }
