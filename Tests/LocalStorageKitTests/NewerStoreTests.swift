@@ -274,17 +274,7 @@ struct Sheet3Pages: LocalStorageVersioned, LocalStorageIndexed, Equatable {
                 }
             }
         }
-        let data = storeFilesDirectory(directory).appendingPathComponent("data.mdb")
-        let before = try Data(contentsOf: data)
-        var inode = stat()
-        #expect(stat(data.path, &inode) == 0)
-        var configuration = diskConfiguration(directory)
-        configuration.compaction = .onOpen(whenFreeFractionExceeds: 0.1)
-        #expect(throws: LocalStorageError.self) { _ = try LocalStorage(configuration: configuration) }
-        var after = stat()
-        #expect(stat(data.path, &after) == 0)
-        #expect(after.st_ino == inode.st_ino)
-        #expect(try Data(contentsOf: data) == before)
+        try expectRefusedWithoutCompaction(directory)
     }
 
     @Test(arguments: ["save", "delete", "purge"])

@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 
 @testable import LocalStorageKit
 
@@ -110,4 +111,20 @@ func decodingFailure(_ body: () async throws -> Void) async -> String? {
         return nil
     }
     return nil
+}
+
+/// An open of the store in `directory` with compaction at open (a threshold of 0.1) is refused, and leaves its data
+/// file as it was: the same inode (not a compacted copy swapped in) and the same bytes.
+func expectRefusedWithoutCompaction(_ directory: URL) throws {
+    let data = storeFilesDirectory(directory).appendingPathComponent("data.mdb")
+    let before = try Data(contentsOf: data)
+    var inode = stat()
+    #expect(stat(data.path, &inode) == 0)
+    var configuration = diskConfiguration(directory)
+    configuration.compaction = .onOpen(whenFreeFractionExceeds: 0.1)
+    #expect(throws: LocalStorageError.self) { _ = try LocalStorage(configuration: configuration) }
+    var after = stat()
+    #expect(stat(data.path, &after) == 0)
+    #expect(after.st_ino == inode.st_ino)
+    #expect(try Data(contentsOf: data) == before)
 }
