@@ -85,6 +85,30 @@ import Darwin
         #expect(store.dataFileIdentity.size * 2 < grown.size)
     }
 
+    /// `localstorage compact` in place takes a plain store given a key, as every other command reads one (the key
+    /// is checked when something seals with it), and compacts it; a key file that is no key is refused first.
+    @Test func compactInPlaceOfAPlainStoreGivenAKeyCompactsIt() async throws {
+        var store = ShrinkingStore(seed: 0x9_1A14)
+        try await store.grow(2000, prefix: "a", thenDelete: 0.9)
+        let before = store.dataFileIdentity
+        let notAKey = temporaryDirectory().appendingPathComponent("short.key")
+        try Data(repeating: 7, count: 5).write(to: notAKey)
+        let refused = try await CLIResult.run(
+            ["compact", "--store", store.directory.path, "--key-file", notAKey.path], environment: nil)
+        #expect(refused.status != 0)
+        #expect(store.dataFileIdentity == before)
+        let compacted = try await CLIResult.run(
+            [
+                "compact", "--store", store.directory.path, "--key-file",
+                try EncryptionCLITests.keyFile(EncryptionTests.key).path,
+            ], environment: nil)
+        #expect(compacted.status == 0, "\(compacted.stderr)")
+        #expect(store.dataFileIdentity.size * 3 < before.size)
+        try await withStore(store.configuration()) { storage async throws in
+            #expect(try await store.differences(storage).isEmpty)
+        }
+    }
+
     /// The open leaves a type's root pages to the type's first use, but a compaction copies every tree inside
     /// LMDB: it checks every root first, and a damaged one leaves the store as it was, open and uncompacted.
     @Test func aDamagedRootPageOfATypeLeavesTheStoreUncompacted() async throws {
