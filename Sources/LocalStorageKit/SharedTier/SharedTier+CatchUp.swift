@@ -141,6 +141,8 @@ extension SharedTier {
                 let now = clock.uptime()
                 update { state in
                     state.phase = .live
+                    state.committedSeq = server
+                    state.heardPending = nil
                     state.lastHeard = now
                     state.outcomes += 1
                     state.catchUps += 1

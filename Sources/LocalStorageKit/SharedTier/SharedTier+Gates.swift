@@ -9,6 +9,8 @@ extension SharedTier {
         case wait(kick: Bool)
         /// Throw `sharedTierUnavailable` with this reason.
         case refuse(String)
+        /// The server answers, but changes it sent wait in the writer's queue: wait for their local commit.
+        case awaitLocalCommit
     }
 
     /// Returns when local records may be served; waits while the instance connects or catches up, and while
@@ -30,6 +32,8 @@ extension SharedTier {
                 return
             case .refuse(let reason):
                 throw .sharedTierUnavailable(reason)
+            case .awaitLocalCommit:
+                await wait { $0.isStopped || $0.isCommittedLocally || $0.phase != .live }
             case .wait(let kick):
                 if kick {
                     connection.retrySoon()
@@ -54,6 +58,13 @@ extension SharedTier {
         switch state.phase {
         case .live, .down:
             if isFresh { return .serve }
+            // Heard from lately, with changes not committed here yet (a busy writer, or a read right after a
+            // pause that found them waiting): their commit makes the local records current.
+            if state.phase == .live, !state.isCommittedLocally,
+                let pending = state.heardPending, now - pending <= settings.maxStaleness
+            {
+                return .awaitLocalCommit
+            }
         case .connecting, .syncing:
             // A catch-up while the server answers (a notice that starts one, right after the first): wait for it.
             if !hasWaited || isFresh { return .wait(kick: false) }

@@ -10,14 +10,13 @@ extension SharedTier {
             case .message(let bytes):
                 if let hold = beforeNotice.withLock({ $0 }) { await hold() }
                 let now = clock.uptime()
-                update { state in
-                    if state.phase == .live { state.lastHeard = now }
-                }
+                // Heard once the change it brings is received (and counted once it is committed).
                 await handle(bytes)
+                update { state in state.heard(at: now) }
             case .heard:
                 let now = clock.uptime()
                 update { state in
-                    if state.phase == .live { state.lastHeard = now }
+                    state.heard(at: now)
                     state.outcomes += 1
                 }
             case .disconnected(let error):
@@ -109,12 +108,13 @@ extension SharedTier {
                 for change in changes { try apply(change, at: sequence, context: context) }
                 // The writer's view moves now (later work in this transaction sees it); waiters wake once the
                 // transaction is committed, so what they read next holds the change.
-                state.withLock { state in
+                let applied = state.withLock { state in
                     state.recentChanges.note(changes, at: sequence)
                     state.appliedSeq = max(state.appliedSeq ?? Int64.min, sequence)
                     state.forgetLocalAhead(through: state.appliedSeq ?? sequence)
+                    return state.appliedSeq
                 }
-                context.onCommit { [self] in update { _ in } }
+                context.onCommit { [self] in update { state in state.noteLocalCommit(through: applied) } }
             },
             finish: { [self] error in
                 guard let error else { return }

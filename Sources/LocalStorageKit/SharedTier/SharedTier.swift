@@ -40,6 +40,29 @@ final class SharedTier: Sendable {
     }
 
     struct State {
+        /// Whether every change received from the server is committed to the local store.
+        var isCommittedLocally: Bool { (receivedSeq ?? .min) <= (committedSeq ?? .min) }
+
+        /// Notes that the server was heard from at `now`: `lastHeard` when everything received is committed,
+        /// else once it is (``noteLocalCommit(through:)``).
+        mutating func heard(at now: Duration) {
+            guard phase == .live else { return }
+            if isCommittedLocally {
+                lastHeard = max(lastHeard ?? now, now)
+            } else {
+                heardPending = max(heardPending ?? now, now)
+            }
+        }
+
+        /// Notes the local commit of the changes through `sequence`; a hearing waiting on it counts now.
+        mutating func noteLocalCommit(through sequence: Int64?) {
+            committedSeq = sequence
+            guard isCommittedLocally, let pending = heardPending else { return }
+            heardPending = nil
+            if phase == .live { lastHeard = max(lastHeard ?? pending, pending) }
+            outcomes += 1
+        }
+
         var phase: Phase = .connecting
         /// The last sequence the local store reflects (set inside the writer, in commit order).
         var appliedSeq: Int64?
@@ -57,8 +80,15 @@ final class SharedTier: Sendable {
         /// counted past them again (a restart from an older snapshot, a failover to a replica behind).
         var lastEntry: (sequence: Int64, identity: Int)?
         var lastError: LocalStorageError?
-        /// When (the clock's uptime) the instance last heard from the server while in sync; nil: never.
+        /// When (the clock's uptime) the instance last heard from the server while in sync, with every change it
+        /// had received by then committed to the local store; nil: never. (A read after a pause found a notice
+        /// waiting with the heartbeat, counted itself in sync, and served the copy the notice was about to
+        /// replace: /work/trial76.md #2.)
         var lastHeard: Duration?
+        /// A hearing not counted in `lastHeard` yet: changes received before it wait in the writer's queue.
+        var heardPending: Duration?
+        /// The applied position as of the last local commit that moved it: what a read's snapshot holds.
+        var committedSeq: Int64?
         /// How many attempts to reach the server ended (either way): a waiting read waits for the next one.
         var outcomes = 0
         /// When the last failed attempt ended.

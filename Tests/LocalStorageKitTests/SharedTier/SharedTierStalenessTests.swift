@@ -48,6 +48,57 @@ struct SharedTierStalenessTests {
         await #expect(throws: LocalStorageError.self) { try await b.fetch(StressRecord.self, id: "never-saved") }
     }
 
+    /// After a pause longer than `maxStaleness` (SIGSTOP, a VM stall: here B's clock moves on while its writer
+    /// holds A's change), the first read found the change's notice waiting with the heartbeat, counted itself in
+    /// sync at once and served the copy the notice was about to replace (/work/trial76.md #2). A hearing counts
+    /// once what came before it is committed locally; the read waits for that commit.
+    @Test(.timeLimit(.minutes(5))) func aReadAfterAPauseWaitsForTheChangesHeardMeanwhile() async throws {
+        let server = try await RedisTestServer.started()
+        defer { server.stop() }
+        let a = try await sharedStore(server.configuration(namespace: "pause"))
+        var tier = server.configuration(namespace: "pause")
+        tier.maxStaleness = .seconds(1)
+        let clock = VirtualClock()
+        let b = try await sharedStore(tier, clock: clock)
+        let bTier = try #require(b.sharedTier)
+        try await a.save(StressRecord.make(id: "x", sequence: 1))
+        #expect(try await waitUntil { try await b.fetch(StressRecord.self, id: "x")?.sequence == 1 })
+        #expect(try await waitUntil { try await b.count(StressRecord.self, matching: [], options: .nearCache) == 1 })
+
+        let gate = DispatchSemaphore(value: 0)
+        let holding = Atomic<Bool>(false)
+        let hold = Task {
+            try await b.core.writer.performExclusive { _ in
+                holding.store(true, ordering: .sequentiallyConsistent)
+                gate.wait()
+            }
+        }
+        #expect(try await waitUntil { holding.load(ordering: .sequentiallyConsistent) })
+        let received = bTier.state.withLock { $0.receivedSeq ?? 0 }
+        try await a.save(StressRecord.make(id: "x", sequence: 2))
+        // B took the notice; its commit waits in B's writer.
+        #expect(try await waitUntil { (bTier.state.withLock { $0.receivedSeq } ?? 0) > received })
+        // The pause, then the heartbeat it finds due: the server answers.
+        let mark = bTier.state.withLock { $0.outcomes }
+        clock.advance(by: .seconds(3))
+        #expect(try await waitUntil { bTier.state.withLock { $0.outcomes } > mark })
+        let read = Task { try await b.fetch(StressRecord.self, id: "x")?.sequence }
+        let finished = Atomic<Bool>(false)
+        let watch = Task {
+            _ = await read.result
+            finished.store(true, ordering: .sequentiallyConsistent)
+        }
+        // The read has served (the old way) or waits (for the change's commit).
+        #expect(
+            try await waitUntil {
+                finished.load(ordering: .sequentiallyConsistent) || bTier.state.withLock { !$0.waiters.isEmpty }
+            })
+        gate.signal()
+        try await hold.value
+        #expect(try await read.value == 2)
+        await watch.value
+    }
+
     /// Issue 21: after a restart an instance waiting out a long reconnect delay kept serving its old copy.
     /// Now it serves local records for at most `maxStaleness` after it last heard from the server, then
     /// throws, and a read asks for a reconnection at once instead of waiting out the backoff.
