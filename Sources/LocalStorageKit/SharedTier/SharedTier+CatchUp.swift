@@ -96,7 +96,19 @@ extension SharedTier {
                         + "dropping local records", metadata: ["server": settings.redactedURL])
             }
         }
-        if drop && server > 0 { serverEntry = try await logEntries(from: server, through: server).first }
+        // A history that started anew and whose log still holds all of it (a flush, then a few writes): its changes
+        // are applied after the drop, so that the records written since are held again and observers hear of them
+        // after the `.cleared` (the first write after a FLUSHALL was announced nowhere: /work/trial76.md #1).
+        if drop, server > 0, server <= Int64(settings.changeLogRetention) {
+            let entries = try await logEntries(from: 1, through: server)
+            if Int64(entries.count) == server, entries.first?.sequence == 1 {
+                changes = try await currentState(of: entries)
+                serverEntry = entries.last
+            }
+        }
+        if drop && server > 0 && serverEntry == nil {
+            serverEntry = try await logEntries(from: server, through: server).first
+        }
         let position: (sequence: Int64, identity: Int)? =
             serverEntry.flatMap { $0.sequence == server ? (server, $0.identity) : nil }
             ?? (!drop && server == previous ? checked : nil)
@@ -125,11 +137,8 @@ extension SharedTier {
             }
             for change in changes { try apply(change, at: server, context: context) }
             state.withLock { state in
-                if dropped {
-                    state.recentChanges.forgetAll(before: server)
-                } else {
-                    state.recentChanges.note(changes, at: server)
-                }
+                if dropped { state.recentChanges.forgetAll(before: server) }
+                state.recentChanges.note(changes, at: server)
                 state.appliedSeq = server
                 state.forgetLocalAhead(through: server)
                 state.receivedSeq = server

@@ -95,6 +95,47 @@ struct SharedTierOutageTests {
         #expect(try await waitUntil { try await a.fetch(StressRecord.self, id: "later")?.sequence == 3 })
     }
 
+    /// The history that starts after a `FLUSHALL` is applied where its log still holds all of it: the writes made
+    /// since are held in every near cache again and announced after the `.cleared` of the drop. The first write
+    /// after a flush used to be dropped with the old records, and no change stream ever heard of it
+    /// (/work/trial76.md #1).
+    @Test func theWritesAfterAFlushAreHeldAndAnnouncedEverywhere() async throws {
+        let server = try await RedisTestServer.started()
+        defer { server.stop() }
+        let tier = server.configuration(namespace: "reflushed")
+        let a = try await sharedStore(tier)
+        let b = try await sharedStore(tier)
+        for n in 0..<3 { try await a.save(StressRecord.make(id: "f\(n)", sequence: 1)) }
+        #expect(try await waitUntil { try await b.fetch(StressRecord.self, id: "f2")?.sequence == 1 })
+        let heard = Recorder(
+            b.changes(of: StressRecord.self).map { change -> String in
+                switch change {
+                case .inserted(let record): "inserted \(record.id) \(record.sequence)"
+                case .updated(let record): "updated \(record.id) \(record.sequence)"
+                case .deleted(let id): "deleted \(id)"
+                case .expired(let id): "expired \(id)"
+                case .cleared: "cleared"
+                }
+            })
+        defer { heard.cancel() }
+
+        try server.flushAll()
+        try await a.save(StressRecord.make(id: "n1", sequence: 7))
+        for storage in [a, b] {
+            #expect(
+                try await waitUntil {
+                    try await storage.count(StressRecord.self, matching: [], options: .nearCache) == 1
+                })
+            #expect(try await storage.fetch(StressRecord.self, id: "n1")?.sequence == 7)
+            #expect(try await storage.fetch(StressRecord.self, id: "f1") == nil)
+        }
+        #expect(
+            await heard.eventually { values in
+                guard let cleared = values.lastIndex(of: "cleared") else { return false }
+                return values[cleared...].contains("inserted n1 7")
+            }, "\(heard.values)")
+    }
+
     /// A command connection the server closed while it was idle (its `timeout`, a proxy) is replaced before the
     /// next request: the save went out on it and failed with an unknown outcome, though the server never saw it.
     @Test func aConnectionTheServerClosedWhileIdleIsReplacedBeforeTheNextWrite() async throws {
