@@ -69,13 +69,7 @@ import Darwin
             #expect(store.dataFileIdentity == before)
         }
 
-        let compacted = try await CLIResult.run(
-            [
-                "compact", "--store", store.directory.path, "--key-file",
-                try EncryptionCLITests.keyFile(EncryptionTests.key).path,
-            ], environment: nil)
-        #expect(compacted.status == 0, "\(compacted.stderr)")
-        #expect(store.dataFileIdentity.size * 3 < before.size)
+        try await compactInPlaceWithTheKey(store, from: before)
         try await store.grow(1000, prefix: "b", thenDelete: 0.9)
         let grown = store.dataFileIdentity
         try await withStore(store.configuration(compaction: .onOpen(whenFreeFractionExceeds: 0.2))) {
@@ -97,6 +91,19 @@ import Darwin
             ["compact", "--store", store.directory.path, "--key-file", notAKey.path], environment: nil)
         #expect(refused.status != 0)
         #expect(store.dataFileIdentity == before)
+        try await compactInPlaceWithTheKey(store, from: before)
+        try await withStore(store.configuration()) { storage async throws in
+            #expect(try await store.differences(storage).isEmpty)
+        }
+    }
+
+    /// `localstorage compact` of `store` in place with `EncryptionTests.key` succeeds and gives back most of a file
+    /// that was `before`.
+    private func compactInPlaceWithTheKey(
+        _ store: ShrinkingStore, from before: (size: Int, inode: UInt64)
+    )
+        async throws
+    {
         let compacted = try await CLIResult.run(
             [
                 "compact", "--store", store.directory.path, "--key-file",
@@ -104,9 +111,6 @@ import Darwin
             ], environment: nil)
         #expect(compacted.status == 0, "\(compacted.stderr)")
         #expect(store.dataFileIdentity.size * 3 < before.size)
-        try await withStore(store.configuration()) { storage async throws in
-            #expect(try await store.differences(storage).isEmpty)
-        }
     }
 
     /// The open leaves a type's root pages to the type's first use, but a compaction copies every tree inside

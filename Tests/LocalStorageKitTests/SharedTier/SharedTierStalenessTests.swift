@@ -65,15 +65,7 @@ struct SharedTierStalenessTests {
         #expect(try await waitUntil { try await b.fetch(StressRecord.self, id: "x")?.sequence == 1 })
         #expect(try await waitUntil { try await b.count(StressRecord.self, matching: [], options: .nearCache) == 1 })
 
-        let gate = DispatchSemaphore(value: 0)
-        let holding = Atomic<Bool>(false)
-        let hold = Task {
-            try await b.core.writer.performExclusive { _ in
-                holding.store(true, ordering: .sequentiallyConsistent)
-                gate.wait()
-            }
-        }
-        #expect(try await waitUntil { holding.load(ordering: .sequentiallyConsistent) })
+        let hold = try await WriterHold(b)
         let received = bTier.state.withLock { $0.receivedSeq ?? 0 }
         try await a.save(StressRecord.make(id: "x", sequence: 2))
         // B took the notice; its commit waits in B's writer.
@@ -93,8 +85,7 @@ struct SharedTierStalenessTests {
             try await waitUntil {
                 finished.load(ordering: .sequentiallyConsistent) || bTier.state.withLock { !$0.waiters.isEmpty }
             })
-        gate.signal()
-        try await hold.value
+        try await hold.release()
         #expect(try await read.value == 2)
         await watch.value
     }
