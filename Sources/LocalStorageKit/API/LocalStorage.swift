@@ -37,6 +37,9 @@ public final class LocalStorage: Sendable {
 
     /// Where this store reports what it does.
     var logger: (any StorageLogger)? { configuration.logger }
+    /// Whether operations are timed for the logger: a flag, so that an operation without a logger copies no
+    /// existential out of the configuration (two copies and two destroys were ~7% of a memory-tier hit).
+    private let timesOperations: Bool
 
     /// Opens the store described by `configuration` (by default, on disk in the default directory).
     ///
@@ -59,6 +62,7 @@ public final class LocalStorage: Sendable {
         let core = try EnvironmentRegistry.core(for: configuration)
         self.core = core
         self.configuration = configuration
+        timesOperations = logger != nil
         let stack = try TierStack(configuration: configuration, core: core)
         (tiers, local, memoryTier, sharedTier) = (stack.top, stack.local, stack.memoryTier, stack.sharedTier)
     }
@@ -87,8 +91,8 @@ public final class LocalStorage: Sendable {
     )
         async throws(LocalStorageError) -> R
     {
-        let start = logger == nil ? nil : ContinuousClock.now
-        defer { report(name, since: start) }
+        let start = timesOperations ? ContinuousClock.now : nil
+        defer { if let start { report(name, since: start) } }
         do {
             return try await body()
         } catch {
@@ -104,8 +108,8 @@ public final class LocalStorage: Sendable {
     )
         async throws -> R
     {
-        let start = logger == nil ? nil : ContinuousClock.now
-        defer { report(name, since: start) }
+        let start = timesOperations ? ContinuousClock.now : nil
+        defer { if let start { report(name, since: start) } }
         do {
             return try await body()
         } catch let error as CallerError {
@@ -118,9 +122,9 @@ public final class LocalStorage: Sendable {
         }
     }
 
-    /// Reports the duration of `name` to the logger; `start` is nil when there was none to time for.
-    private func report(_ name: String, since start: ContinuousClock.Instant?) {
-        guard let logger, let start else { return }
+    /// Reports the duration of `name`, which began at `start`, to the logger.
+    private func report(_ name: String, since start: ContinuousClock.Instant) {
+        guard let logger else { return }
         let elapsed = ContinuousClock.now - start
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
         logger.record(duration: seconds, operation: name)

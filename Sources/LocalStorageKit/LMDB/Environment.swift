@@ -286,7 +286,7 @@ final class Environment: @unchecked Sendable {
         if ResizeGate.isHeldByThisThread {
             mdb_env_info(handle, &info)
         } else {
-            gate.withShared { _ = mdb_env_info(handle, &info) }
+            gate.withSharedLeaf { _ = mdb_env_info(handle, &info) }
         }
         return info
     }

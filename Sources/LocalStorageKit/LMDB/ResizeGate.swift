@@ -39,6 +39,15 @@ final class ResizeGate: @unchecked Sendable {
         return try body()
     }
 
+    /// Runs `body`, which begins no transaction, while holding the gate shared: unlike ``withShared(_:)`` it
+    /// keeps no count of the thread's holds (a read of the meta pages on every memory-tier hit).
+    @inline(__always)
+    func withSharedLeaf<R>(_ body: () throws -> R) rethrows -> R {
+        pthread_rwlock_rdlock(lock)
+        defer { pthread_rwlock_unlock(lock) }
+        return try body()
+    }
+
     /// Takes the gate shared; pair with ``unlockShared()``.
     @inline(__always)
     func lockShared() {
