@@ -46,12 +46,16 @@ extension SharedTier {
             known.map { $0.value != epoch && !($0.value == nil && $0.sequence == 0 && (previous ?? 0) == 0) } ?? false
         var changes: [LocalChange] = []
         var drop = false
+        /// Whether the drop is for a history that started anew since this instance's position (a flush, a server
+        /// that lost its data): not a fresh start, whose records are fills (no change), nor a log that lost changes.
+        var newHistory = false
         /// The change at `server`, for the next catch-up to check (nil: not read, or none).
         var serverEntry: SharedTierNotice?
         if previous != nil, historyStartedAnew {
             // The count started anew while this instance was away (the server lost its data, or was flushed),
             // and may have passed this instance's position since.
             drop = true
+            newHistory = true
             logger?.log(
                 level: .warning,
                 message: "The shared tier's change history started anew (its data was lost?); dropping local records",
@@ -89,6 +93,7 @@ extension SharedTier {
         } else {
             // A fresh start (no position), or a server that lost its data: nothing local can be trusted.
             drop = true
+            newHistory = previous != nil
             if previous != nil {
                 logger?.log(
                     level: .warning,
@@ -99,7 +104,9 @@ extension SharedTier {
         // A history that started anew and whose log still holds all of it (a flush, then a few writes): its changes
         // are applied after the drop, so that the records written since are held again and observers hear of them
         // after the `.cleared` (the first write after a FLUSHALL was announced nowhere: /work/trial76.md #1).
-        if drop, server > 0, server <= Int64(settings.changeLogRetention) {
+        // Only for a new history: at a fresh start the records the log names are no changes to this instance
+        // (filling the near cache is not a change: /work/review-76.md #2).
+        if newHistory, server > 0, server <= Int64(settings.changeLogRetention) {
             let entries = try await logEntries(from: 1, through: server)
             if Int64(entries.count) == server, entries.first?.sequence == 1 {
                 changes = try await currentState(of: entries)
@@ -118,6 +125,25 @@ extension SharedTier {
             // Should the commit fail, the position stays where it was, and the next catch-up starts from there.
             keepRollbackPoint(in: context)
             let before = state.withLock { ($0.receivedSeq, $0.lastEntry, $0.epoch) }
+            // Another catch-up (the follow loop's and an own write's after a flush run at once) or the applier
+            // moved the position since this one read it, to `server` or past it in the same history: this one
+            // has nothing to add, and would take the position back or drop what the other applied
+            // (/work/review-76.md #3).
+            if let received = before.0, received >= server, before.2?.value == epoch,
+                received != previous || before.2?.value != known?.value || before.2?.sequence != known?.sequence
+            {
+                // In sync as the other left it (this catch-up marked the tier syncing when it began).
+                context.onCommit { [self] in
+                    let now = clock.uptime()
+                    update { state in
+                        state.phase = .live
+                        state.lastHeard = max(state.lastHeard ?? now, now)
+                        state.outcomes += 1
+                        state.catchUps += 1
+                    }
+                }
+                return
+            }
             context.onAbort { [self] in
                 state.withLock { state in (state.receivedSeq, state.lastEntry, state.epoch) = before }
             }
@@ -151,7 +177,7 @@ extension SharedTier {
                 update { state in
                     state.phase = .live
                     state.committedSeq = server
-                    state.heardPending = nil
+                    state.pendingHearings = []
                     state.lastHeard = now
                     state.outcomes += 1
                     state.catchUps += 1

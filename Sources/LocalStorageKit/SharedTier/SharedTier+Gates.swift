@@ -33,7 +33,9 @@ extension SharedTier {
             case .refuse(let reason):
                 throw .sharedTierUnavailable(reason)
             case .awaitLocalCommit:
-                await wait { $0.isStopped || $0.isCommittedLocally || $0.phase != .live }
+                // Until a hearing counts (each local commit of the changes one waits on) or the tier's state
+                // changes; then the rule is asked again.
+                await wait { $0.outcomes > mark || $0.phase != .live }
             case .wait(let kick):
                 if kick {
                     connection.retrySoon()
@@ -60,9 +62,7 @@ extension SharedTier {
             if isFresh { return .serve }
             // Heard from lately, with changes not committed here yet (a busy writer, or a read right after a
             // pause that found them waiting): their commit makes the local records current.
-            if state.phase == .live, !state.isCommittedLocally,
-                let pending = state.heardPending, now - pending <= settings.maxStaleness
-            {
+            if state.phase == .live, let pending = state.latestPendingHearing, now - pending <= settings.maxStaleness {
                 return .awaitLocalCommit
             }
         case .connecting, .syncing:

@@ -44,22 +44,46 @@ final class SharedTier: Sendable {
         var isCommittedLocally: Bool { (receivedSeq ?? .min) <= (committedSeq ?? .min) }
 
         /// Notes that the server was heard from at `now`: `lastHeard` when everything received is committed,
-        /// else once it is (``noteLocalCommit(through:)``).
+        /// else once the changes received by now are (``noteLocalCommit(through:)``). Changes received after
+        /// the hearing do not hold it back: under a steady stream of notices something received always waits for
+        /// the writer (/work/review-76.md #1).
         mutating func heard(at now: Duration) {
             guard phase == .live else { return }
-            if isCommittedLocally {
+            guard let received = receivedSeq, !isCommittedLocally else {
                 lastHeard = max(lastHeard ?? now, now)
-            } else {
-                heardPending = max(heardPending ?? now, now)
+                return
             }
+            if let last = pendingHearings.last, last.through == received {
+                // A later hearing vouching for the same changes replaces the earlier one.
+                pendingHearings[pendingHearings.count - 1].at = max(last.at, now)
+                return
+            }
+            if pendingHearings.count == Self.pendingHearingsLimit {
+                // The two oldest merge conservatively: the earlier time, counted once the later changes are in.
+                let first = pendingHearings.removeFirst()
+                pendingHearings[0].at = min(first.at, pendingHearings[0].at)
+            }
+            pendingHearings.append((at: now, through: received))
         }
 
-        /// Notes the local commit of the changes through `sequence`; a hearing waiting on it counts now.
+        /// How many hearings wait for a local commit at most (the oldest merge beyond).
+        static let pendingHearingsLimit = 16
+
+        /// When the latest hearing that waits for a local commit came (nil: none waits).
+        var latestPendingHearing: Duration? { pendingHearings.last?.at }
+
+        /// Notes the local commit of the changes through `sequence`; the hearings waiting on those changes count
+        /// now.
         mutating func noteLocalCommit(through sequence: Int64?) {
             committedSeq = sequence
-            guard isCommittedLocally, let pending = heardPending else { return }
-            heardPending = nil
-            if phase == .live { lastHeard = max(lastHeard ?? pending, pending) }
+            guard let committed = sequence else { return }
+            var counted: Duration?
+            while let first = pendingHearings.first, first.through <= committed {
+                pendingHearings.removeFirst()
+                counted = max(counted ?? first.at, first.at)
+            }
+            guard let counted else { return }
+            if phase == .live { lastHeard = max(lastHeard ?? counted, counted) }
             outcomes += 1
         }
 
@@ -85,8 +109,9 @@ final class SharedTier: Sendable {
         /// waiting with the heartbeat, counted itself in sync, and served the copy the notice was about to
         /// replace: /work/trial76.md #2.)
         var lastHeard: Duration?
-        /// A hearing not counted in `lastHeard` yet: changes received before it wait in the writer's queue.
-        var heardPending: Duration?
+        /// Hearings not counted in `lastHeard` yet, oldest first, each with the last change received before it:
+        /// those changes wait in the writer's queue.
+        var pendingHearings: [(at: Duration, through: Int64)] = []
         /// The applied position as of the last local commit that moved it: what a read's snapshot holds.
         var committedSeq: Int64?
         /// How many attempts to reach the server ended (either way): a waiting read waits for the next one.

@@ -107,17 +107,12 @@ struct SharedTierOutageTests {
         let b = try await sharedStore(tier)
         for n in 0..<3 { try await a.save(StressRecord.make(id: "f\(n)", sequence: 1)) }
         #expect(try await waitUntil { try await b.fetch(StressRecord.self, id: "f2")?.sequence == 1 })
-        let heard = Recorder(
-            b.changes(of: StressRecord.self).map { change -> String in
-                switch change {
-                case .inserted(let record): "inserted \(record.id) \(record.sequence)"
-                case .updated(let record): "updated \(record.id) \(record.sequence)"
-                case .deleted(let id): "deleted \(id)"
-                case .expired(let id): "expired \(id)"
-                case .cleared: "cleared"
-                }
-            })
+        let heard = Recorder(b.changes(of: StressRecord.self).map(describe))
         defer { heard.cancel() }
+        // The writer runs two catch-ups at once (its write's and its own notice's): one of them applies the new
+        // history, and its observers hear it once (/work/review-76.md #3).
+        let heardByWriter = Recorder(a.changes(of: StressRecord.self).map(describe))
+        defer { heardByWriter.cancel() }
 
         try server.flushAll()
         try await a.save(StressRecord.make(id: "n1", sequence: 7))
@@ -134,6 +129,40 @@ struct SharedTierOutageTests {
                 guard let cleared = values.lastIndex(of: "cleared") else { return false }
                 return values[cleared...].contains("inserted n1 7")
             }, "\(heard.values)")
+        // A later write, heard after anything the catch-ups announce: the first write was heard once.
+        try await a.save(StressRecord.make(id: "n2", sequence: 8))
+        for recorder in [heard, heardByWriter] {
+            #expect(await recorder.eventually { $0.contains("inserted n2 8") }, "\(recorder.values)")
+            #expect(recorder.values.filter { $0 == "inserted n1 7" }.count == 1, "\(recorder.values)")
+            #expect(recorder.values.filter { $0 == "cleared" }.count == 1, "\(recorder.values)")
+        }
+    }
+
+    /// A fresh start of an instance whose store already knows the type (an on-disk store opened again) drops its
+    /// records and fills nothing as a change: the records the server's log names are not announced to its
+    /// observers (a fill is no change), whatever the log holds (/work/review-76.md #2).
+    @Test func aFreshStartAnnouncesNoRecordOfTheServersHistory() async throws {
+        let server = try await RedisTestServer.started()
+        defer { server.stop() }
+        var tier = server.configuration(namespace: "fresh")
+        tier.maxStaleness = .seconds(30)
+        let a = try await sharedStore(tier)
+        for n in 0..<3 { try await a.save(StressRecord.make(id: "f\(n)", sequence: 1)) }
+
+        var configuration = LocalStorageConfiguration()
+        configuration.databaseDirectory = temporaryDirectory()
+        let mark: StorageChangeToken
+        do {
+            let plain = try LocalStorage(configuration: configuration)
+            try await plain.save(StressRecord.make(id: "mine", sequence: 0))
+            mark = try await plain.changeToken()
+        }
+        configuration.sharedTier = tier
+        let b = try LocalStorage(configuration: configuration)
+        #expect(try await waitUntil { b.sharedTier.map { $0.phase == .live } ?? false })
+        #expect(try await b.fetch(StressRecord.self, id: "f1")?.sequence == 1)  // From the server.
+        let (changes, _) = try await b.changes(of: StressRecord.self, since: mark)
+        #expect(changes.map(describe) == ["cleared"])
     }
 
     /// A command connection the server closed while it was idle (its `timeout`, a proxy) is replaced before the
@@ -207,5 +236,16 @@ struct SharedTierOutageTests {
         // The fresh start drops once; a log of 2 entries cannot cover 6 changes, and a new history is not the
         // one B followed, so B dropped again.
         #expect(drops == (logRetention == 2 || serverLosesData ? 2 : 1))
+    }
+}
+
+/// A change as the outage tests compare it.
+private func describe(_ change: StorageChange<StressRecord>) -> String {
+    switch change {
+    case .inserted(let record): "inserted \(record.id) \(record.sequence)"
+    case .updated(let record): "updated \(record.id) \(record.sequence)"
+    case .deleted(let id): "deleted \(id)"
+    case .expired(let id): "expired \(id)"
+    case .cleared: "cleared"
     }
 }
