@@ -50,16 +50,17 @@ final class LeaseBook: Sendable {
         now < Int64.min + sweepGrace ? Int64.min : now - sweepGrace
     }
 
-    /// Removes every entry (of the type numbered `type`, or of every type) whose deadline passed more than
-    /// ``sweepGrace`` ago, as ``sweep(now:txn:)`` does a few at a time: what `purgeExpired` does for the leases
-    /// and remembered nils a store that stopped loading would otherwise keep. Returns how many; nothing when the
-    /// store has no `leases` database.
+    /// Removes up to `limit` entries (of the type numbered `type`, or of every type) whose deadline passed more
+    /// than ``sweepGrace`` ago, and the leases whose holder is known to be gone (a process on this host that
+    /// ended mid-load, whatever its `loadTimeout`), as ``sweep(now:txn:)`` does a few at a time: what
+    /// `purgeExpired` does, batch by batch, for the leases and remembered nils a store that stopped loading would
+    /// otherwise keep. Returns how many; nothing when the store has no `leases` database.
     @discardableResult
-    static func removeEnded(now: Int64, type: UInt32? = nil, txn: Transaction) throws -> Int {
+    static func removeEnded(now: Int64, type: UInt32? = nil, limit: Int, txn: Transaction) throws -> Int {
         guard let database = try txn.openDatabase(name, create: false) else { return 0 }
         let cutoff = sweepCutoff(now: now)
-        return try LeaseBook(database: database).remove(type: type, txn: txn) { _, value in
-            LeaseEntry(value).map { $0.deadline < cutoff } ?? false
+        return try LeaseBook(database: database).remove(type: type, limit: limit, txn: txn) { _, value in
+            LeaseEntry(value).map { $0.deadline < cutoff || ($0.kind == .lease && $0.owner.isGone) } ?? false
         }
     }
 
@@ -117,16 +118,17 @@ final class LeaseBook: Sendable {
     }
 
     /// Removes the entries of the type numbered `type` (nil: of every type) that `removing` picks by key and
-    /// value; returns how many.
+    /// value, at most `limit` of them (the first in key order); returns how many.
     @discardableResult
     private func remove(
-        type: UInt32?, txn: Transaction, where removing: ([UInt8], UnsafeRawBufferPointer) -> Bool
+        type: UInt32?, limit: Int = .max, txn: Transaction,
+        where removing: ([UInt8], UnsafeRawBufferPointer) -> Bool
     ) throws -> Int {
         let prefix = type.map { LeaseBook.key(type: $0, id: []) } ?? []
         var keys: [[UInt8]] = []
         try txn.withCursor(database) { cursor in
             var entry = try cursor.seek(atLeast: prefix)
-            while let current = entry, current.key.starts(with: prefix) {
+            while let current = entry, current.key.starts(with: prefix), keys.count < limit {
                 let key = Array(current.key)
                 if removing(key, current.value) { keys.append(key) }
                 entry = try cursor.move(.next)

@@ -348,23 +348,26 @@ extension StoreMaintenance {
             var done = 0
             for schema in schemas {
                 var count = 0
-                var first = true
+                var removingEndedLeases = true
                 while true {
-                    let removingEndedLeases = first
-                    first = false
-                    let batch = try writer.transact { context in
-                        // The leases and remembered nils of the type's loads that ended go too.
-                        if removingEndedLeases {
-                            try LeaseBook.removeEnded(now: context.now, type: schema.number, txn: context.txn)
-                        }
-                        return try RecordWriter.purgeExpired(
+                    let removing = removingEndedLeases
+                    let (batch, endedLeases) = try writer.transact { context in
+                        // The leases and remembered nils of the type's loads that ended go too, as many at a time.
+                        let endedLeases =
+                            removing
+                            ? try LeaseBook.removeEnded(
+                                now: context.now, type: schema.number, limit: StoreMaintenance.batchSize,
+                                txn: context.txn) : 0
+                        let batch = try RecordWriter.purgeExpired(
                             schema: schema, now: context.now,
                             limit: StoreMaintenance.batchSize, context: context)
+                        return (batch, endedLeases)
                     }
+                    removingEndedLeases = endedLeases == StoreMaintenance.batchSize
                     count += batch.purged
                     done += batch.purged
                     progress?(MaintenanceProgress(task: "purge", completed: done, total: total))
-                    if batch.examined < StoreMaintenance.batchSize { break }
+                    if batch.examined < StoreMaintenance.batchSize && !removingEndedLeases { break }
                 }
                 // Two types whose names differ only in Unicode normalization share one key: it adds both.
                 purged[schema.name, default: 0] += count

@@ -50,16 +50,16 @@ final class ExpirySweeper: Sendable {
     /// how many records it purged.
     static func sweep(writer: CommitQueue, meta: Database, batchSize: Int) async throws -> Int {
         var total = 0
-        var first = true
+        var removingEndedLeases = true
         while !Task.isCancelled {
-            let removingEndedLeases = first
-            first = false
+            let removing = removingEndedLeases
             let batch = try await writer.performExclusive { writer in
                 try RecordWriter.purgeExpiredBatch(
-                    meta: meta, writer: writer, limit: batchSize, removingEndedLeases: removingEndedLeases)
+                    meta: meta, writer: writer, limit: batchSize, removingEndedLeases: removing)
             }
+            removingEndedLeases = batch.moreEndedLeases
             total += batch.purged
-            if batch.examined < batchSize { break }
+            if batch.examined < batchSize && !batch.moreEndedLeases { break }
         }
         return total
     }

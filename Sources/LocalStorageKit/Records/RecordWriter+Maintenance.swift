@@ -1,25 +1,28 @@
 extension RecordWriter {
     /// Purges every type's expired records in batches of 10,000 per transaction, and the leases and remembered
-    /// nils of loads that ended (``LeaseBook/removeEnded(now:type:txn:)``).
+    /// nils of loads that ended (``LeaseBook/removeEnded(now:type:limit:txn:)``), as many per transaction.
     static func purgeAllExpired(meta: Database, writer: CommitQueue) throws -> Int {
         var total = 0
-        var first = true
+        var removingEndedLeases = true
         while true {
-            let batch = try purgeExpiredBatch(meta: meta, writer: writer, limit: 10_000, removingEndedLeases: first)
-            first = false
+            let batch = try purgeExpiredBatch(
+                meta: meta, writer: writer, limit: 10_000, removingEndedLeases: removingEndedLeases)
+            removingEndedLeases = batch.moreEndedLeases
             total += batch.purged
-            if batch.examined < 10_000 { return total }
+            if batch.examined < 10_000 && !batch.moreEndedLeases { return total }
         }
     }
 
     /// Purges up to `limit` expired records, across every type, in one transaction; returns how many, and how
     /// many expiry entries it went through (when that reaches `limit`, there may be more). With
-    /// `removingEndedLeases`, the transaction also removes the entries of loads that ended (not counted).
+    /// `removingEndedLeases`, the transaction also removes up to `limit` entries of loads that ended (not
+    /// counted); `moreEndedLeases` says that it removed `limit` of them, so there may be more.
     static func purgeExpiredBatch(
         meta: Database, writer: CommitQueue, limit: Int, removingEndedLeases: Bool = false
-    ) throws -> (purged: Int, examined: Int) {
+    ) throws -> (purged: Int, examined: Int, moreEndedLeases: Bool) {
         try writer.transact { context in
-            if removingEndedLeases { try LeaseBook.removeEnded(now: context.now, txn: context.txn) }
+            let endedLeases =
+                removingEndedLeases ? try LeaseBook.removeEnded(now: context.now, limit: limit, txn: context.txn) : 0
             var (purged, examined) = (0, 0)
             let infos = try TypeRegistry.all(meta: meta, txn: context.txn).infos
             for schema in try TypeSchema.openUndamaged(infos, in: context.txn, logger: writer.logger)
@@ -29,7 +32,7 @@ extension RecordWriter {
                 purged += batch.purged
                 examined += batch.examined
             }
-            return (purged, examined)
+            return (purged, examined, endedLeases == limit)
         }
     }
 }

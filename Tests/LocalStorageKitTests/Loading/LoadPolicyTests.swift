@@ -255,20 +255,42 @@ import Testing
         // Within the grace, nothing has ended for good.
         #expect(try await storage.purgeExpired() == 0)
         #expect(try entries() == 52)
+        // Two leases an hour from their deadline: one of a process of this host that is gone (its pid now names
+        // a process started at another time), which goes, and one of another host's, which stays.
+        let schema = try await storage.core.schema(for: Product.self)
+        let now = clock.wallNanoseconds()
+        let current = ProcessIdentity.current
+        let gone = ProcessIdentity(host: current.host, pid: current.pid, started: current.started &+ 1)
+        let elsewhere = ProcessIdentity(host: current.host &+ 1, pid: 1, started: 1)
+        try await storage.core.writer.perform { context in
+            for (id, owner) in [("gone", gone), ("elsewhere", elsewhere)] {
+                try leases.put(
+                    LeaseEntry(kind: .lease, owner: owner, token: 1, deadline: now + 3_600_000_000_000),
+                    key: LeaseBook.key(type: schema.number, id: Array(id.utf8)), txn: context.txn)
+            }
+        }
+        #expect(try entries() == 54)
         clock.advance(by: .seconds(120))
         switch purger {
         case "purgeExpired":
             #expect(try await storage.purgeExpired() == 0)
-            #expect(try entries() == 1)
+            #expect(try entries() == 2)
         case "sweep":
+            // A transaction removes no more entries than its batch of records (review-77 L1).
+            let batch = try await storage.core.writer.performExclusive { writer in
+                try RecordWriter.purgeExpiredBatch(
+                    meta: storage.core.meta, writer: writer, limit: 10, removingEndedLeases: true)
+            }
+            #expect(batch.moreEndedLeases)
+            #expect(try entries() == 44)
             #expect(
-                try await ExpirySweeper.sweep(writer: storage.core.writer, meta: storage.core.meta, batchSize: 100) == 0
+                try await ExpirySweeper.sweep(writer: storage.core.writer, meta: storage.core.meta, batchSize: 10) == 0
             )
-            #expect(try entries() == 1)
+            #expect(try entries() == 2)
         default:
             let maintenance = try await StoreMaintenance(directory: storage.core.directory)
             #expect(try await maintenance.purgeExpired(Product.storageName) == [Product.storageName: 0])
-            #expect(try entries() == 2)
+            #expect(try entries() == 3)
         }
         let gate = LoadGate(open: true)
         #expect(
