@@ -6,8 +6,9 @@ enum SubscriberEvent: Sendable {
     case subscribed
     /// A message on the channel.
     case message([UInt8])
-    /// The server answered a heartbeat `PING`: the subscription is still live.
-    case heard
+    /// The server answered a heartbeat `PING` sent at `sentAt` (the clock's uptime): the subscription is live,
+    /// and every message the server published before it answered has arrived (it comes ahead of the reply).
+    case heard(sentAt: Duration)
     /// The connection was lost (or could not be opened); messages published meanwhile are missed.
     case disconnected(LocalStorageError)
     /// Not from the subscriber: the shared tier asks the loop that follows it to catch up from the server's
@@ -18,7 +19,8 @@ enum SubscriberEvent: Sendable {
 /// The subscriber connection: `SUBSCRIBE`s to one channel and reports its messages, reconnecting by itself
 /// with backoff (doubling from the first delay up to the maximum, on `clock`) whenever the connection fails.
 ///
-/// While subscribed it sends a `PING` every `heartbeat` of silence and drops a connection whose `PING` got no
+/// While subscribed it sends a `PING` every `heartbeat` (whatever the messages in between: a reply vouches for the
+/// server's state when the `PING` went out, a message for nothing past itself) and drops a connection whose `PING` got no
 /// answer within the read timeout, so a server that stopped answering (stopped, or cut off) is noticed even
 /// when its socket stays open. ``kick()`` asks for news at once: the next attempt starts now (a pause ends),
 /// or, while subscribed, a `PING` goes out now.
@@ -129,7 +131,8 @@ final class RESPSubscriber: @unchecked Sendable {
         try session.write([[Array("SUBSCRIBE".utf8), channel]])
         var confirmed = false
         let subscribeDeadline = clock.uptime() + endpoint.readTimeout
-        var lastHeard = clock.uptime()
+        /// When the last `PING` was answered (or the subscription began).
+        var lastAnswered = clock.uptime()
         var pingSent: Duration?
         while !stopping {
             let now = clock.uptime()
@@ -141,7 +144,7 @@ final class RESPSubscriber: @unchecked Sendable {
                     "\(endpoint.label) did not answer PING within \(endpoint.readTimeout)")
             }
             if confirmed, pingSent == nil,
-                takeKick() || heartbeat.map({ now - lastHeard >= $0 }) == true
+                takeKick() || heartbeat.map({ now - lastAnswered >= $0 }) == true
             {
                 try session.write([[Array("PING".utf8)]])
                 pingSent = now
@@ -156,16 +159,15 @@ final class RESPSubscriber: @unchecked Sendable {
             switch kind.lowercased() {
             case "subscribe" where parts.count >= 3:
                 confirmed = true
-                lastHeard = clock.uptime()
+                lastAnswered = clock.uptime()
                 subscribed()
                 report(.subscribed)
             case "message" where parts.count >= 3:
-                lastHeard = clock.uptime()
                 if let payload = parts[2].bytes { report(.message(payload)) }
             case "pong":
-                lastHeard = clock.uptime()
+                lastAnswered = clock.uptime()
+                if let sent = pingSent { report(.heard(sentAt: sent)) }
                 pingSent = nil
-                report(.heard)
             default:
                 continue
             }

@@ -9,14 +9,13 @@ extension SharedTier {
                 await catchUpUntilDone()
             case .message(let bytes):
                 if let hold = beforeNotice.withLock({ $0 }) { await hold() }
-                let now = clock.uptime()
-                // Heard once the change it brings is received (and counted once it is committed).
+                // No hearing: taken after a pause, a notice sent long ago says nothing of the changes behind it
+                // (/work/review-76.md #4). The heartbeat's replies, which come behind them, do.
                 await handle(bytes)
-                update { state in state.heard(at: now) }
-            case .heard:
-                let now = clock.uptime()
+            case .heard(let sentAt):
+                // The server's state when the PING went out: every change published before is received.
                 update { state in
-                    state.heard(at: now)
+                    state.heard(at: sentAt)
                     state.outcomes += 1
                 }
             case .disconnected(let error):

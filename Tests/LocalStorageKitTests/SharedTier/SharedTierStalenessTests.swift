@@ -90,6 +90,58 @@ struct SharedTierStalenessTests {
         await watch.value
     }
 
+    /// After a pause, two notices wait behind each other: the first one's commit made the instance count itself
+    /// heard at once (a notice was stamped when it was taken, after the pause), and a read served the record the
+    /// second one changes (/work/review-76.md #4). Only the heartbeat's reply counts, stamped when its PING went out,
+    /// and it comes behind every notice the server sent before.
+    @Test(.timeLimit(.minutes(5))) func aReadAfterAPauseWaitsForEveryNoticeSentBeforeTheServerAnswers() async throws {
+        let server = try await RedisTestServer.started()
+        defer { server.stop() }
+        let a = try await sharedStore(server.configuration(namespace: "pause2"))
+        var tier = server.configuration(namespace: "pause2")
+        tier.maxStaleness = .seconds(1)
+        let clock = VirtualClock()
+        let b = try await sharedStore(tier, clock: clock)
+        let bTier = try #require(b.sharedTier)
+        for id in ["x", "y"] {
+            try await a.save(StressRecord.make(id: id, sequence: 1))
+            #expect(try await waitUntil { try await b.fetch(StressRecord.self, id: id)?.sequence == 1 })
+        }
+        #expect(try await waitUntil { try await b.count(StressRecord.self, matching: [], options: .nearCache) == 2 })
+
+        let allowed = Atomic<Int>(0)
+        bTier.beforeNotice.withLock { hook in
+            hook = {
+                while allowed.load(ordering: .sequentiallyConsistent) <= 0 {
+                    try? await Task.sleep(for: .milliseconds(5))
+                }
+                allowed.subtract(1, ordering: .sequentiallyConsistent)
+            }
+        }
+        defer { bTier.beforeNotice.withLock { $0 = nil } }
+        let applied = bTier.state.withLock { $0.appliedSeq ?? 0 }
+        try await a.save(StressRecord.make(id: "x", sequence: 2))
+        try await a.save(StressRecord.make(id: "y", sequence: 2))
+        // The pause; then B takes the first notice only, and commits it.
+        clock.advance(by: .seconds(3))
+        allowed.add(1, ordering: .sequentiallyConsistent)
+        #expect(try await waitUntil { (bTier.state.withLock { $0.committedSeq } ?? 0) > applied })
+        let read = Task { try await b.fetch(StressRecord.self, id: "y")?.sequence }
+        let finished = Atomic<Bool>(false)
+        let watch = Task {
+            _ = await read.result
+            finished.store(true, ordering: .sequentiallyConsistent)
+        }
+        // The read has served (the old way) or waits (for the server's answer, behind the second notice).
+        #expect(
+            try await waitUntil {
+                finished.load(ordering: .sequentiallyConsistent) || bTier.state.withLock { !$0.waiters.isEmpty }
+            })
+        allowed.add(1, ordering: .sequentiallyConsistent)
+        #expect(try await read.value == 2)
+        await watch.value
+    }
+
     /// Issue 21: after a restart an instance waiting out a long reconnect delay kept serving its old copy.
     /// Now it serves local records for at most `maxStaleness` after it last heard from the server, then
     /// throws, and a read asks for a reconnection at once instead of waiting out the backoff.
