@@ -74,20 +74,8 @@ struct SharedTierStalenessTests {
         let mark = bTier.state.withLock { $0.outcomes }
         clock.advance(by: .seconds(3))
         #expect(try await waitUntil { bTier.state.withLock { $0.outcomes } > mark })
-        let read = Task { try await b.fetch(StressRecord.self, id: "x")?.sequence }
-        let finished = Atomic<Bool>(false)
-        let watch = Task {
-            _ = await read.result
-            finished.store(true, ordering: .sequentiallyConsistent)
-        }
-        // The read has served (the old way) or waits (for the change's commit).
-        #expect(
-            try await waitUntil {
-                finished.load(ordering: .sequentiallyConsistent) || bTier.state.withLock { !$0.waiters.isEmpty }
-            })
-        try await hold.release()
-        #expect(try await read.value == 2)
-        await watch.value
+        // The read waits for the change's commit (it served the old copy at once).
+        #expect(try await sequenceRead("x", on: b, tier: bTier, thenRelease: { try await hold.release() }) == 2)
     }
 
     /// After a pause, two notices wait behind each other: the first one's commit made the instance count itself
@@ -126,20 +114,9 @@ struct SharedTierStalenessTests {
         clock.advance(by: .seconds(3))
         allowed.add(1, ordering: .sequentiallyConsistent)
         #expect(try await waitUntil { (bTier.state.withLock { $0.committedSeq } ?? 0) > applied })
-        let read = Task { try await b.fetch(StressRecord.self, id: "y")?.sequence }
-        let finished = Atomic<Bool>(false)
-        let watch = Task {
-            _ = await read.result
-            finished.store(true, ordering: .sequentiallyConsistent)
-        }
-        // The read has served (the old way) or waits (for the server's answer, behind the second notice).
-        #expect(
-            try await waitUntil {
-                finished.load(ordering: .sequentiallyConsistent) || bTier.state.withLock { !$0.waiters.isEmpty }
-            })
-        allowed.add(1, ordering: .sequentiallyConsistent)
-        #expect(try await read.value == 2)
-        await watch.value
+        // The read waits for the server's answer, behind the second notice (it served the old copy at once).
+        let release = { _ = allowed.add(1, ordering: .sequentiallyConsistent) }
+        #expect(try await sequenceRead("y", on: b, tier: bTier, thenRelease: release) == 2)
     }
 
     /// Issue 21: after a restart an instance waiting out a long reconnect delay kept serving its old copy.
@@ -474,4 +451,25 @@ struct SharedTierStalenessTests {
         // b never held used up the retention of every type's change tokens).
         #expect(try b.core.environment.read { try b.core.changeLog.lastSequence(in: $0) } == logged)
     }
+}
+
+/// Reads `id`'s sequence on `storage` in a task; once that read has served or waits on `tier`, runs `release` (what
+/// lets the tier go on), and returns what the read returned.
+private func sequenceRead(
+    _ id: String, on storage: LocalStorage, tier: SharedTier, thenRelease release: () async throws -> Void
+) async throws -> Int? {
+    let read = Task { try await storage.fetch(StressRecord.self, id: id)?.sequence }
+    let finished = Atomic<Bool>(false)
+    let watch = Task {
+        _ = await read.result
+        finished.store(true, ordering: .sequentiallyConsistent)
+    }
+    #expect(
+        try await waitUntil {
+            finished.load(ordering: .sequentiallyConsistent) || tier.state.withLock { !$0.waiters.isEmpty }
+        })
+    try await release()
+    let value = try await read.value
+    await watch.value
+    return value
 }
