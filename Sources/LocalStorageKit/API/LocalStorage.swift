@@ -118,6 +118,8 @@ public final class LocalStorage: Sendable {
             // The caller's task was cancelled while it waited on a load or ran its own: Swift's own error.
             throw error
         } catch {
+            // So is a read of the shared tier that the cancellation cut short.
+            if Task.isCancelled { throw CancellationError() }
             throw LocalStorageError.wrapping(error)
         }
     }

@@ -101,9 +101,39 @@ final class RESPConnection: @unchecked Sendable {
         return try result.get()
     }
 
+    /// ``send(_:extraTime:)`` for requests whose caller may stop waiting: reads, which change nothing on the server,
+    /// and a lease's acquisition (a lease left taken ends at its timeout, as a dead holder's does). A caller whose
+    /// task is cancelled stops waiting at once (the reply, when it comes, is dropped), where a write waits for its
+    /// outcome.
+    ///
+    /// - Throws: `sharedTierUnavailable` as ``send(_:extraTime:)`` does, and saying so for a cancelled caller.
+    func sendUnlessCancelled(_ commands: [[[UInt8]]]) async throws(LocalStorageError) -> [RESPValue] {
+        let slot = ReplySlot()
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation {
+                (continuation: CheckedContinuation<Result<[RESPValue], LocalStorageError>, Never>) in
+                if slot.install(continuation) {
+                    enqueue(Request(commands: commands, finish: { slot.finish($0) }))
+                }
+            }
+        } onCancel: {
+            slot.finish(.failure(.sharedTierUnavailable("the request was cancelled before \(endpoint.label) answered")))
+        }
+        return try result.get()
+    }
+
     /// One command; an error reply throws `sharedTierUnavailable` naming the command.
     func call(_ command: [[UInt8]]) async throws(LocalStorageError) -> RESPValue {
-        let reply = try await send([command])[0]
+        try checked(try await send([command])[0], of: command)
+    }
+
+    /// One command as ``sendUnlessCancelled(_:)`` sends it; an error reply throws `sharedTierUnavailable` naming
+    /// the command.
+    func callUnlessCancelled(_ command: [[UInt8]]) async throws(LocalStorageError) -> RESPValue {
+        try checked(try await sendUnlessCancelled([command])[0], of: command)
+    }
+
+    private func checked(_ reply: RESPValue, of command: [[UInt8]]) throws(LocalStorageError) -> RESPValue {
         if case .error(let message) = reply {
             let name = command.first.map { String(decoding: $0, as: UTF8.self) } ?? "?"
             throw .sharedTierUnavailable("\(name) at \(endpoint.label) failed: \(message)")
@@ -205,5 +235,36 @@ final class RESPConnection: @unchecked Sendable {
     static func reason(of error: LocalStorageError) -> String {
         if case .sharedTierUnavailable(let reason) = error { return reason }
         return "\(error)"
+    }
+}
+
+/// Where one cancellable request's outcome goes (``RESPConnection/sendUnlessCancelled(_:)``): the first of its reply and its
+/// caller's cancellation resumes the caller; the other finds it done.
+private final class ReplySlot: Sendable {
+    typealias Outcome = Result<[RESPValue], LocalStorageError>
+    private let state = Mutex<(continuation: CheckedContinuation<Outcome, Never>?, outcome: Outcome?)>((nil, nil))
+
+    /// Takes the caller's continuation; false (and the continuation resumed) when the outcome is already known:
+    /// the caller was cancelled before its request went out, so it goes nowhere.
+    func install(_ continuation: CheckedContinuation<Outcome, Never>) -> Bool {
+        let known = state.withLock { state -> Outcome? in
+            if let outcome = state.outcome { return outcome }
+            state.continuation = continuation
+            return nil
+        }
+        guard let known else { return true }
+        continuation.resume(returning: known)
+        return false
+    }
+
+    /// Resumes the caller with `outcome`, unless it was resumed already.
+    func finish(_ outcome: Result<[RESPValue], LocalStorageError>) {
+        let continuation = state.withLock { state -> CheckedContinuation<Outcome, Never>? in
+            guard state.outcome == nil else { return nil }
+            state.outcome = outcome
+            defer { state.continuation = nil }
+            return state.continuation
+        }
+        continuation?.resume(returning: outcome)
     }
 }

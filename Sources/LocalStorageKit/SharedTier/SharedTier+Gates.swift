@@ -35,14 +35,18 @@ extension SharedTier {
             case .awaitLocalCommit:
                 // Until a hearing counts (each local commit of the changes one waits on) or the tier's state
                 // changes; then the rule is asked again.
-                await wait { $0.outcomes > mark || $0.phase != .live }
+                await waitUnlessCancelled { $0.outcomes > mark || $0.phase != .live }
             case .wait(let kick):
                 if kick {
                     connection.retrySoon()
                     subscriber.kick()
                 }
                 waits += 1
-                await wait { $0.outcomes > mark }
+                await waitUnlessCancelled { $0.outcomes > mark }
+            }
+            // A caller whose task is cancelled stops waiting (a stalled server would hold it for `readTimeout`).
+            if Task.isCancelled {
+                throw .sharedTierUnavailable("the read was cancelled while it waited for \(endpoint.label)")
             }
         }
     }

@@ -46,7 +46,7 @@ extension SharedTier {
                     layout.lease(type: type, id: id), layout.record(type: type, id: id),
                     SharedTierLease(kind: .lease, token: token).bytes,
                     Array(String(SharedTier.milliseconds(timeout)).utf8), expected,
-                ]), script: "acquireLease")
+                ], unlessCancelled: true), script: "acquireLease")
         guard let values = reply.elements, let outcome = values.first?.int else {
             throw .sharedTierUnavailable("the acquireLease script at \(endpoint.label) replied \(reply.summary)")
         }

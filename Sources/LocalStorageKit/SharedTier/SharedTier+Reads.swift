@@ -3,7 +3,7 @@
 extension SharedTier {
     /// The record `id` of a type as the server holds it (nil when absent).
     func record(type: String, id: [UInt8]) async throws(LocalStorageError) -> [UInt8]? {
-        let reply = try await connection.call([
+        let reply = try await connection.callUnlessCancelled([
             Array("GET".utf8), layout.record(type: SharedTierLayout.escape(type), id: id),
         ])
         if case .null = reply { return nil }
@@ -24,7 +24,7 @@ extension SharedTier {
         }
         guard !commands.isEmpty else { return [] }
         return try Self.values(
-            ofMGETReplies: try await connection.send(commands), keyCounts: commands.map { $0.count - 1 },
+            ofMGETReplies: try await connection.sendUnlessCancelled(commands), keyCounts: commands.map { $0.count - 1 },
             server: endpoint.label)
     }
 
@@ -72,7 +72,7 @@ extension SharedTier {
 
     /// The replies of a `GET` of each of `keys`, read in one `MULTI`/`EXEC` (one moment of the server's).
     private func getTogether(_ keys: [[UInt8]]) async throws(LocalStorageError) -> [RESPValue] {
-        let replies = try await connection.send(
+        let replies = try await connection.sendUnlessCancelled(
             [[Array("MULTI".utf8)]] + keys.map { [Array("GET".utf8), $0] } + [[Array("EXEC".utf8)]])
         guard replies.count == keys.count + 2, let values = replies.last?.elements, values.count == keys.count else {
             throw .sharedTierUnavailable(

@@ -7,7 +7,7 @@ extension SharedTier {
     /// Returns the script's reply, an error reply included. A script over many `records` may take that many
     /// times ``scriptTimePerRecord`` longer than `readTimeout` to answer.
     func run(
-        _ name: String, _ source: String, _ arguments: [[UInt8]], records: Int = 1
+        _ name: String, _ source: String, _ arguments: [[UInt8]], records: Int = 1, unlessCancelled: Bool = false
     ) async throws(LocalStorageError) -> RESPValue {
         try await checkNamespaceKey()
         let head: [[UInt8]] = [
@@ -27,9 +27,12 @@ extension SharedTier {
                 hash = bytes
                 scriptHashes.withLock { $0[name] = bytes }
             }
-            let reply = try await connection.send(
-                [[Array("EVALSHA".utf8), hash, Array("0".utf8)] + head + arguments],
-                extraTime: scriptTimePerRecord.withLock { $0 } * max(0, records - 1))[0]
+            let command = [Array("EVALSHA".utf8), hash, Array("0".utf8)] + head + arguments
+            let reply =
+                unlessCancelled
+                ? try await connection.sendUnlessCancelled([command])[0]
+                : try await connection.send(
+                    [command], extraTime: scriptTimePerRecord.withLock { $0 } * max(0, records - 1))[0]
             if case .error(let message) = reply, message.hasPrefix("NOSCRIPT") { continue }
             return reply
         }

@@ -20,7 +20,9 @@ struct SharedTierQuery {
     func count() async throws -> Int {
         try await sweep()
         if plan.constraints.isEmpty {
-            let reply = try await tier.connection.call([Array("ZCARD".utf8), tier.layout.ids(type: type)])
+            let reply = try await tier.connection.callUnlessCancelled([
+                Array("ZCARD".utf8), tier.layout.ids(type: type),
+            ])
             guard let count = reply.int else { throw unexpected("ZCARD", reply) }
             return Int(count)
         }
@@ -206,7 +208,7 @@ struct SharedTierQuery {
             reverse
             ? [Array("ZREVRANGEBYLEX".utf8), key, max, min]
             : [Array("ZRANGEBYLEX".utf8), key, min, max]
-        let reply = try await tier.connection.call(
+        let reply = try await tier.connection.callUnlessCancelled(
             command + [
                 Array("LIMIT".utf8), Array("0".utf8),
                 Array(String(Self.chunk).utf8),
@@ -217,7 +219,8 @@ struct SharedTierQuery {
 
     /// How many members of the sorted set `key` lie in `ranges`, in one pipelined round trip.
     private func lexCount(_ key: [UInt8], _ ranges: [(min: [UInt8], max: [UInt8])]) async throws -> Int {
-        let replies = try await tier.connection.send(ranges.map { [Array("ZLEXCOUNT".utf8), key, $0.min, $0.max] })
+        let replies = try await tier.connection.sendUnlessCancelled(
+            ranges.map { [Array("ZLEXCOUNT".utf8), key, $0.min, $0.max] })
         var total = 0
         for reply in replies {
             guard let count = reply.int, count >= 0, case (let sum, false) = total.addingReportingOverflow(Int(count))

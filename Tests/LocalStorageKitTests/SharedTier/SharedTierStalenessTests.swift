@@ -179,6 +179,54 @@ struct SharedTierStalenessTests {
         #expect(bTier.phase == .live)
     }
 
+    /// A read of the server that its caller cancelled waited out `readTimeout` while the server did not answer
+    /// (/work/trial77.md 5a): a request handler cancelled at its deadline still blocked. A plain read stops at once
+    /// and says it was cancelled; a load through the cache throws `CancellationError`, as its article says. The
+    /// read timeout here is far longer than the test waits for either.
+    @Test(.timeLimit(.minutes(5))) func aCancelledReadOfAStalledServerStopsWaiting() async throws {
+        let server = try await RedisTestServer.started()
+        defer {
+            server.resume()
+            server.stop()
+        }
+        var tier = server.configuration(namespace: "cancelled")
+        tier.readTimeout = .seconds(3_600)
+        tier.maxStaleness = .seconds(3_600)
+        let storage = try await sharedStore(tier)
+        let storageTier = try #require(storage.sharedTier)
+        try await storage.save(StressRecord.make(id: "warm", sequence: 0))
+        // Another instance for the load: the first one's connection stays held by the read the server never answers.
+        let loader = try await sharedStore(tier)
+        let loaderTier = try #require(loader.sharedTier)
+        try await loader.save(StressRecord.make(id: "warm", sequence: 0))
+
+        server.pause()
+        let read = Task { try await storage.fetch(StressRecord.self, id: "absent") }
+        #expect(try await waitUntil { storageTier.connection.requestsAwaitingReply > 0 })
+        read.cancel()
+        switch await read.result {
+        case .failure(LocalStorageError.sharedTierUnavailable(let reason)):
+            #expect(reason.contains("cancelled"), "\(reason)")
+        case let other:
+            Issue.record("expected sharedTierUnavailable saying the read was cancelled, got \(other)")
+        }
+
+        let load = Task {
+            try await loader.fetch(StressRecord.self, id: "loaded", expiration: .never) { id in
+                StressRecord.make(id: id, sequence: 1)
+            }
+        }
+        #expect(try await waitUntil { loaderTier.connection.requestsAwaitingReply > 0 })
+        load.cancel()
+        switch await load.result {
+        case .failure(is CancellationError): break
+        case let other: Issue.record("expected CancellationError, got \(other)")
+        }
+        // The stores close after the server answers again (a close waits for the requests in flight).
+        server.resume()
+        withExtendedLifetime((storage, loader)) {}
+    }
+
     /// Issue 21: a save to a server stopped (SIGSTOP) for longer than the read timeout threw, yet was applied.
     /// Its error now says the outcome is unknown (when it was sent), and the instance's copy ends equal to the
     /// server's.
