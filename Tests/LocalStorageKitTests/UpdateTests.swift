@@ -6,6 +6,20 @@ import Testing
 @Suite struct UpdateTests {
     struct Refusal: Error, Equatable { let reason: String }
 
+    /// A cancelled caller still gets the operation's own error: only a wait its cancellation cut short becomes
+    /// `CancellationError` (/work/review-78.md #2: every error of a cancelled task did).
+    @Test func anUpdateOfAMissingIdInACancelledTaskThrowsNotFound() async throws {
+        let storage = try LocalStorage(configuration: .inMemory)
+        let task = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await storage.update(Product.self, id: "missing") { $0.price += 1 }
+        }
+        switch await task.result {
+        case .failure(LocalStorageError.notFound(let id)): #expect(id == "missing")
+        case let other: Issue.record("expected notFound, got \(other)")
+        }
+    }
+
     @Test func mutateErrorComesOutUnchangedAndWritesNothing() async throws {
         let storage = try LocalStorage(configuration: .inMemory)
         try await storage.save(Note(id: "n", text: "before"))

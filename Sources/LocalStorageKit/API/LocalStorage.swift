@@ -118,8 +118,9 @@ public final class LocalStorage: Sendable {
             // The caller's task was cancelled while it waited on a load or ran its own: Swift's own error.
             throw error
         } catch {
-            // So is a read of the shared tier that the cancellation cut short.
-            if Task.isCancelled { throw CancellationError() }
+            // So is a read of the shared tier that the cancellation cut short (and only that: an error of its
+            // own, a record not found or a write's unknown outcome, comes out as it is).
+            if RESPConnection.isCancelledByCaller(error) { throw CancellationError() }
             throw LocalStorageError.wrapping(error)
         }
     }

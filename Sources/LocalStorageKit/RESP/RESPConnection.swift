@@ -117,9 +117,19 @@ final class RESPConnection: @unchecked Sendable {
                 }
             }
         } onCancel: {
-            slot.finish(.failure(.sharedTierUnavailable("the request was cancelled before \(endpoint.label) answered")))
+            slot.finish(.failure(.sharedTierUnavailable(Self.cancelledByCaller + "before \(endpoint.label) answered")))
         }
         return try result.get()
+    }
+
+    /// How the reason of a `sharedTierUnavailable` begins when the caller's cancellation, not the server, ended the
+    /// request (``isCancelledByCaller(_:)``).
+    static let cancelledByCaller = "cancelled by its caller "
+
+    /// Whether `error` is a request or a wait that its caller's cancellation ended.
+    static func isCancelledByCaller(_ error: any Error) -> Bool {
+        guard case .sharedTierUnavailable(let reason)? = error as? LocalStorageError else { return false }
+        return reason.hasPrefix(cancelledByCaller)
     }
 
     /// One command; an error reply throws `sharedTierUnavailable` naming the command.

@@ -46,7 +46,7 @@ extension SharedTier {
             }
             // A caller whose task is cancelled stops waiting (a stalled server would hold it for `readTimeout`).
             if Task.isCancelled {
-                throw .sharedTierUnavailable("the read was cancelled while it waited for \(endpoint.label)")
+                throw .sharedTierUnavailable(RESPConnection.cancelledByCaller + "while it waited for \(endpoint.label)")
             }
         }
     }
@@ -159,7 +159,9 @@ extension SharedTier {
             return state.countStartedAnew
         }
         if startedAnew {
-            await catchUpUntilDone()
+            // In a task of its own: the writer's cancellation must not cut the catch-up short (its reads of the
+            // server stop for a cancelled caller, and the tier would be left down: /work/review-78.md #1).
+            await Task { await self.catchUpUntilDone() }.value
             return
         }
         // A cancelled caller stops waiting: its write is on the server, and the local store gets it in turn.

@@ -206,7 +206,7 @@ struct SharedTierStalenessTests {
         read.cancel()
         switch await read.result {
         case .failure(LocalStorageError.sharedTierUnavailable(let reason)):
-            #expect(reason.contains("cancelled"), "\(reason)")
+            #expect(reason.contains("cancelled by its caller"), "\(reason)")
         case let other:
             Issue.record("expected sharedTierUnavailable saying the read was cancelled, got \(other)")
         }
