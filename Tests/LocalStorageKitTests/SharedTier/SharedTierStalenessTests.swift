@@ -97,26 +97,21 @@ struct SharedTierStalenessTests {
         }
         #expect(try await waitUntil { try await b.count(StressRecord.self, matching: [], options: .nearCache) == 2 })
 
-        let allowed = Atomic<Int>(0)
-        bTier.beforeNotice.withLock { hook in
-            hook = {
-                while allowed.load(ordering: .sequentiallyConsistent) <= 0 {
-                    try? await Task.sleep(for: .milliseconds(5))
-                }
-                allowed.subtract(1, ordering: .sequentiallyConsistent)
-            }
+        let gate = SharedTierOwnWriteTests.NoticeGate()
+        bTier.beforeNotice.withLock { $0 = { await gate.pass() } }
+        defer {
+            bTier.beforeNotice.withLock { $0 = nil }
+            gate.release(1_000)
         }
-        defer { bTier.beforeNotice.withLock { $0 = nil } }
         let applied = bTier.state.withLock { $0.appliedSeq ?? 0 }
         try await a.save(StressRecord.make(id: "x", sequence: 2))
         try await a.save(StressRecord.make(id: "y", sequence: 2))
         // The pause; then B takes the first notice only, and commits it.
         clock.advance(by: .seconds(3))
-        allowed.add(1, ordering: .sequentiallyConsistent)
+        gate.release(1)
         #expect(try await waitUntil { (bTier.state.withLock { $0.committedSeq } ?? 0) > applied })
         // The read waits for the server's answer, behind the second notice (it served the old copy at once).
-        let release = { _ = allowed.add(1, ordering: .sequentiallyConsistent) }
-        #expect(try await sequenceRead("y", on: b, tier: bTier, thenRelease: release) == 2)
+        #expect(try await sequenceRead("y", on: b, tier: bTier, thenRelease: { gate.release(1) }) == 2)
     }
 
     /// Issue 21: after a restart an instance waiting out a long reconnect delay kept serving its old copy.
