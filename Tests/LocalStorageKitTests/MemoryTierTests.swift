@@ -259,8 +259,13 @@ import Testing
         let tier = try tier(storage)
         let key = MemoryTier.Key(type: try await storage.core.schema(for: Note.self).number, id: "e")
         let expiry = EpochNanoseconds.nanoseconds(from: expiresAt)
-        #expect(tier.value(Note.self, for: key, now: expiry - 1) == Note(id: "e", text: "soon"))
-        #expect(tier.value(Note.self, for: key, now: expiry) == nil)
+        let held = { (now: Int64) in
+            tier.held(Note.self, for: key, now: now, countingMiss: true).flatMap {
+                MemoryTier.unwrap($0, as: Note.self)
+            }
+        }
+        #expect(held(expiry - 1) == Note(id: "e", text: "soon"))
+        #expect(held(expiry) == nil)
         // Dropped once found expired.
         #expect(tier.count == 0)
     }

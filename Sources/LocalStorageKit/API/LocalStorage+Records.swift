@@ -40,7 +40,13 @@ extension LocalStorage {
     ///
     /// - Throws: `decodingFailed` when the stored payload does not decode as `T`; `migrationFailed`.
     nonisolated(nonsending) public func fetch<T: LocalStorable>(_ type: T.Type, id: String) async throws -> T? {
-        try await operation("fetch") {
+        // A hit of the memory tier is answered here, with no asynchronous call.
+        if answersFromMemory, let schema = core.cachedSchema(for: T.self),
+            let held = tiers.heldValue(T.self, id: id, schema: schema)
+        {
+            return MemoryTier.unwrap(held, as: T.self)
+        }
+        return try await operation("fetch") {
             let schema = try await core.schema(for: T.self)
             return try await tiers.fetch(T.self, id: id, schema: schema)
         }

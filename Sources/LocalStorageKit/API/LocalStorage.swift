@@ -40,6 +40,9 @@ public final class LocalStorage: Sendable {
     /// Whether operations are timed for the logger: a flag, so that an operation without a logger copies no
     /// existential out of the configuration (two copies and two destroys were ~7% of a memory-tier hit).
     private let timesOperations: Bool
+    /// Whether `fetch(_:id:)` first asks the tiers for a value held in memory, synchronously
+    /// (``RecordStore/heldValue(_:id:schema:)``): with a memory tier and no logger to time the operation.
+    let answersFromMemory: Bool
 
     /// Opens the store described by `configuration` (by default, on disk in the default directory).
     ///
@@ -65,6 +68,7 @@ public final class LocalStorage: Sendable {
         timesOperations = logger != nil
         let stack = try TierStack(configuration: configuration, core: core)
         (tiers, local, memoryTier, sharedTier) = (stack.top, stack.local, stack.memoryTier, stack.sharedTier)
+        answersFromMemory = logger == nil && stack.memoryTier != nil && stack.sharedTier == nil
     }
 
     deinit {

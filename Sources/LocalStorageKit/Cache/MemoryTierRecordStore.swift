@@ -22,6 +22,23 @@ struct MemoryTierRecordStore: RecordStore {
             environment: core.environment, changeLog: core.changeLog, logger: configuration.logger)
     }
 
+    func heldValue<T: LocalStorable>(_ type: T.Type, id: String, schema: TypeSchema) -> (any Sendable)? {
+        let key = MemoryTier.Key(type: schema.number, id: id)
+        return held(T.self, for: key, now: local.core.clock.wallNanoseconds(), schema: schema, countingMiss: false)
+    }
+
+    /// The tier's value for `key`, its access noted for eviction, or nil.
+    private func held<T: LocalStorable>(
+        _ type: T.Type, for key: MemoryTier.Key, now: Int64, schema: TypeSchema, countingMiss: Bool
+    ) -> (any Sendable)? {
+        guard let held = tier.held(T.self, for: key, now: now, countingMiss: countingMiss) else { return nil }
+        if schema.tracksRecency {
+            var utf8 = key.id
+            utf8.withUTF8 { local.core.accessNotes.note(type: schema.number, key: UnsafeRawBufferPointer($0)) }
+        }
+        return held
+    }
+
     nonisolated(nonsending) func fetch<T: LocalStorable>(
         _ type: T.Type, id: String, schema: TypeSchema
     ) async throws -> T? {
@@ -29,11 +46,8 @@ struct MemoryTierRecordStore: RecordStore {
         let now = core.clock.wallNanoseconds()
         let tierKey = MemoryTier.Key(type: schema.number, id: id)
         var utf8 = id
-        if let held = tier.value(T.self, for: tierKey, now: now) {
-            if schema.tracksRecency {
-                utf8.withUTF8 { core.accessNotes.note(type: schema.number, key: UnsafeRawBufferPointer($0)) }
-            }
-            return held
+        if let held = held(T.self, for: tierKey, now: now, schema: schema, countingMiss: true) {
+            return MemoryTier.unwrap(held, as: T.self)
         }
         let session = local.makeDecodeSession(for: schema)
         var expired = false

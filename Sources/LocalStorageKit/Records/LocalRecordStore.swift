@@ -23,6 +23,9 @@ struct LocalRecordStore: RecordStore {
 
     nonisolated(nonsending) func settle() async throws {}
 
+    /// Nothing: this store keeps no values in memory.
+    func heldValue<T: LocalStorable>(_ type: T.Type, id: String, schema: TypeSchema) -> (any Sendable)? { nil }
+
     nonisolated(nonsending) func fetch<T: LocalStorable>(
         _ type: T.Type, id: String, schema: TypeSchema
     ) async throws -> T? {

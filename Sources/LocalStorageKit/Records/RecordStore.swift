@@ -20,6 +20,12 @@ protocol RecordStore: Sendable {
         _ type: T.Type, id: String, schema: TypeSchema
     ) async throws -> T?
 
+    /// The live record `id` of `T` when the store can answer from memory at once, as it is held there (open
+    /// it with ``MemoryTier/unwrap(_:as:)``); nil, counting nothing, when ``fetch(_:id:schema:)`` must answer.
+    ///
+    /// Synchronous, so that a hit of the memory tier costs no asynchronous frames (about a tenth of it).
+    func heldValue<T: LocalStorable>(_ type: T.Type, id: String, schema: TypeSchema) -> (any Sendable)?
+
     /// What the store knows about the record `id` (also when it is expired), or nil when it is absent.
     nonisolated(nonsending) func metadata<T: LocalStorable>(
         _ type: T.Type, id: String, key: [UInt8], schema: TypeSchema

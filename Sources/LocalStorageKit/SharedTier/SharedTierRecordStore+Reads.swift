@@ -1,6 +1,9 @@
 /// Reads through the shared tier: local records first (once they may be served), and a local miss read
 /// from the server.
 extension SharedTierRecordStore {
+    /// Nothing: a read behind the shared tier waits until the tier is settled first.
+    func heldValue<T: LocalStorable>(_ type: T.Type, id: String, schema: TypeSchema) -> (any Sendable)? { nil }
+
     nonisolated(nonsending) func fetch<T: LocalStorable>(
         _ type: T.Type, id: String, schema: TypeSchema
     ) async throws -> T? {

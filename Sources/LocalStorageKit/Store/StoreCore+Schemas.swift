@@ -2,7 +2,13 @@ import Foundation
 
 /// The open schemas of this process's types, and the registrations under way.
 struct SchemaCache: Sendable {
-    var ready: [ObjectIdentifier: TypeSchema] = [:]
+    private(set) var ready: [ObjectIdentifier: TypeSchema] = [:]
+    /// The first ready schemas, in the order they became ready, for ``readySchema(for:)``: comparing a few
+    /// identifiers is cheaper than hashing one (callgrind: the dictionary's lookup was ~300 instructions of a
+    /// ~3,000-instruction memory-tier hit, and every operation looks its type up).
+    private var first: [(key: ObjectIdentifier, schema: TypeSchema)] = []
+    /// How many schemas ``first`` holds at most.
+    private static let firstCapacity = 8
     var pending: [ObjectIdentifier: Task<(TypeSchema, Bool), Error>] = [:]
     var migrationsPending: Set<String> = []
     /// Counts the schemas made ready; `readyAt` holds the count at which each was.
@@ -13,9 +19,10 @@ struct SchemaCache: Sendable {
     /// ready one, which every caller keeps.
     @discardableResult
     mutating func install(_ schema: TypeSchema, for key: ObjectIdentifier, migrationPending: Bool) -> TypeSchema {
-        if let ready = ready[key] { return ready }
+        if let ready = readySchema(for: key) { return ready }
         generation += 1
         ready[key] = schema
+        if first.count < Self.firstCapacity { first.append((key, schema)) }
         readyAt[key] = generation
         if migrationPending { migrationsPending.insert(schema.name) }
         return schema
@@ -28,12 +35,20 @@ struct SchemaCache: Sendable {
             schema.tracksRecency = tracks(schema.number)
             ready[key] = schema
         }
+        for index in first.indices { first[index].schema.tracksRecency = tracks(first[index].schema.number) }
+    }
+
+    /// The ready schema of `key`, if any.
+    func readySchema(for key: ObjectIdentifier) -> TypeSchema? {
+        // By index: iterating the elements copied each one, a retain and a release per schema passed.
+        for index in first.indices where first[index].key == key { return first[index].schema }
+        return first.count < Self.firstCapacity ? nil : ready[key]
     }
 
     /// The ready schema of `key`, if it was ready when ``generation`` was `generation`.
     func schema(for key: ObjectIdentifier, readyBy generation: Int) -> TypeSchema? {
         guard let readyAt = readyAt[key], readyAt <= generation else { return nil }
-        return ready[key]
+        return readySchema(for: key)
     }
 }
 
@@ -63,7 +78,7 @@ extension StoreCore {
         }
         if let schema = registeredInPlace(T.self, name: name, reading: (declaration, indexValues)) { return schema }
         let registration = schemas.withLock { state -> Registration in
-            if let schema = state.ready[key] { return .ready(schema) }
+            if let schema = state.readySchema(for: key) { return .ready(schema) }
             if let task = state.pending[key] { return .pending(task) }
             let version = T.storageVersion
             let meta = self.meta
@@ -137,7 +152,7 @@ extension StoreCore {
         let schema = limited(registered, T.self, indexValues: indexValues)
         let key = ObjectIdentifier(type)
         return schemas.withLock { state in
-            if state.ready[key] == nil { logMigrationProblems(T.self, name: name) }
+            if state.readySchema(for: key) == nil { logMigrationProblems(T.self, name: name) }
             return state.install(schema, for: key, migrationPending: migrationPending)
         }
     }
@@ -152,7 +167,7 @@ extension StoreCore {
 
     /// `T`'s open databases if this process has registered it, else nil.
     func cachedSchema<T: LocalStorable>(for type: T.Type) -> TypeSchema? {
-        schemas.withLock { $0.ready[ObjectIdentifier(type)] }
+        schemas.withLock { $0.readySchema(for: ObjectIdentifier(type)) }
     }
 
     /// How many schemas this process has made ready so far: a transaction that notes it before it begins
