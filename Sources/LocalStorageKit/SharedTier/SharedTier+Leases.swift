@@ -39,6 +39,7 @@ extension SharedTier {
         case .refreshing(let updatedAt): expected.appendLittleEndian(updatedAt)
         case .any: expected = Array("-".utf8)
         }
+        beforeLeaseRequest.withLock { $0 }?()
         let reply = try expectSuccess(
             try await run(
                 "acquireLease", SharedTierScripts.acquireLease,

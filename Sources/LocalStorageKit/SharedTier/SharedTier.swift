@@ -155,6 +155,8 @@ final class SharedTier: Sendable {
     let scriptTimePerRecord = Mutex(SharedTier.defaultScriptTimePerRecord)
     /// Tests only: awaited by the follow loop before it handles each change notice (holds the applier back).
     let beforeNotice = Mutex<(@Sendable () async -> Void)?>(nil)
+    /// Tests only: called just before a load's lease request is sent (a test stops the server there).
+    let beforeLeaseRequest = Mutex<(@Sendable () -> Void)?>(nil)
     /// The follow loop's events: the subscriber's, and ``SubscriberEvent/catchUp`` from the tier itself.
     let events: AsyncStream<SubscriberEvent>.Continuation
     /// How many events wait for the follow loop at most (the oldest go first).

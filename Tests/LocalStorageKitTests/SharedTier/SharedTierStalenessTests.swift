@@ -222,6 +222,64 @@ struct SharedTierStalenessTests {
         withExtendedLifetime((storage, loader)) {}
     }
 
+    /// review-78 #3: a load given up at its `loadTimeout` while its lease request waited on a stalled server left
+    /// the lease the server granted afterwards to nobody, and every caller of the id on every instance waited
+    /// another `loadTimeout` for it. The abandoned lease is given back once the server answers.
+    @Test(.timeLimit(.minutes(5))) func aLeaseGrantedAfterItsLoadWasGivenUpIsGivenBack() async throws {
+        let server = try await RedisTestServer.started()
+        defer {
+            server.resume()
+            server.stop()
+        }
+        var tier = server.configuration(namespace: "abandoned")
+        tier.readTimeout = .seconds(3_600)
+        tier.maxStaleness = .seconds(36_000)
+        let clock = VirtualClock()
+        let loader = try await sharedStore(tier, clock: clock)
+        let loaderTier = try #require(loader.sharedTier)
+        try await loader.save(StressRecord.make(id: "warm", sequence: 0))
+        let policy = LoadPolicy(expiration: .never, loadTimeout: .seconds(3_600))
+        // One load first, so that the server knows the lease script (an unknown script's request takes no lease).
+        _ = try await loader.fetch(StressRecord.self, id: "first", policy: policy) { id in
+            StressRecord.make(id: id, sequence: 0)
+        }
+        // The server stops just before the lease request goes out: the request waits in its socket.
+        let paused = Mutex(false)
+        loaderTier.beforeLeaseRequest.withLock {
+            $0 = {
+                server.pause()
+                paused.withLock { $0 = true }
+            }
+        }
+        let load = Task {
+            try await loader.fetch(StressRecord.self, id: "loaded", policy: policy) { id in
+                StressRecord.make(id: id, sequence: 1)
+            }
+        }
+        #expect(try await waitUntil { paused.withLock { $0 } && loaderTier.connection.requestsAwaitingReply > 0 })
+        // The load's deadline passes: the flight is given up, its lease request abandoned.
+        clock.advance(by: .seconds(3_601))
+        switch await load.result {
+        case .failure(LocalStorageError.loadTimedOut(let id)): #expect(id == "loaded")
+        case let other: Issue.record("expected loadTimedOut, got \(other)")
+        }
+        loaderTier.beforeLeaseRequest.withLock { $0 = nil }
+        server.resume()
+        // The script takes the lease (for an hour) when the server reads the request; the give-back follows it.
+        let schema = try await loader.core.schema(for: StressRecord.self)
+        let lease = loaderTier.leaseKey(type: schema.name, id: Array("loaded".utf8))
+        let given = try await waitUntil(timeout: .seconds(120)) {
+            try await loaderTier.connection.call([Array("EXISTS".utf8), lease]).int == 0
+        }
+        #expect(given, "the lease of the abandoned load is still held on the server")
+        guard given else { return }
+        // So the next caller loads at once rather than after another `loadTimeout`.
+        let loaded = try await loader.fetch(StressRecord.self, id: "loaded", policy: policy) { id in
+            StressRecord.make(id: id, sequence: 2)
+        }
+        #expect(loaded?.sequence == 2)
+    }
+
     /// Issue 21: a save to a server stopped (SIGSTOP) for longer than the read timeout threw, yet was applied.
     /// Its error now says the outcome is unknown (when it was sent), and the instance's copy ends equal to the
     /// server's.
