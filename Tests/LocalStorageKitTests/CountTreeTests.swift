@@ -151,6 +151,63 @@ import Testing
         #expect(page.items.map(\.id) == expected, "step \(step): page \(pageNumber) × \(pageSize) of \(range)")
     }
 
+    /// A range count from the level where its two bounds' groups part equals a walk of the index's entries, for
+    /// random bounds: equal, in one deepest group, parting at each level, far apart (the two ranks then), and
+    /// keys that end within the levels.
+    @Test func aCountFromWhereTheBoundsPartEqualsAWalkOfTheEntries() async throws {
+        let storage = try LocalStorage(configuration: diskConfiguration())
+        var random = SplitMix64(seed: 0xD1_7E5)
+        try await storage.save(
+            contentsOf: (0..<800).map {
+                Gauge(id: "g\($0)", reading: Self.reading(&random), label: Self.label(&random))
+            })
+        let schema = try await storage.core.schema(for: Gauge.self)
+        let counts = try #require(schema.counts)
+        try storage.core.environment.read { txn in
+            for index in schema.indexes {
+                var keys: [(key: [UInt8], entries: Int)] = []
+                try txn.withCursor(index.dbi) { cursor in
+                    var entry = try cursor.move(.first)
+                    while let current = entry {
+                        keys.append((Array(current.key), try cursor.duplicateCount()))
+                        entry = try cursor.move(.nextKey)
+                    }
+                }
+                func bound(near position: Int) -> [UInt8] {
+                    var key = keys[min(keys.count - 1, max(0, position))].key
+                    switch random.below(5) {
+                    case 0: return key
+                    case 1: return key + [0]
+                    case 2:
+                        // Another byte at any depth: the bounds then part at that level.
+                        let at = random.below(key.count)
+                        key[at] = key[at] &+ (random.below(2) == 0 ? 1 : 255)
+                        return key
+                    case 3: return Array(key.prefix(1 + random.below(key.count)))
+                    default: return key + [UInt8(random.below(256))]
+                    }
+                }
+                var sameDeepest = 0
+                for _ in 0..<600 {
+                    let first = random.below(keys.count)
+                    let lower = bound(near: first)
+                    let upper = bound(near: random.below(3) == 0 ? random.below(keys.count) : first + random.below(4))
+                    let expected = keys.filter {
+                        !$0.key.lexicographicallyPrecedes(lower) && $0.key.lexicographicallyPrecedes(upper)
+                    }.reduce(0) { $0 + $1.entries }
+                    let counted = try CountTree.count(from: lower, below: upper, index: index, counts: counts, txn: txn)
+                    #expect(counted == expected, "\(index.name): [\(lower), \(upper))")
+                    if let deepest = CountTree.levels(of: index.kind).last, lower.count > deepest,
+                        upper.count > deepest, lower.prefix(deepest) == upper.prefix(deepest)
+                    {
+                        sameDeepest += 1
+                    }
+                }
+                #expect(sameDeepest > 0, "\(index.name): no pair of bounds in one deepest group")
+            }
+        }
+    }
+
     /// Single range and prefix counts and number-range page totals come from the tree; combined filters
     /// walk, and still count exactly.
     @Test func thePlanSaysWhichCountsUseTheTree() async throws {

@@ -76,12 +76,19 @@ extension QueryExecutor {
     // MARK: - The count tree
 
     /// The number of entries of `index` with keys between `lower` and `upper` (nil: no upper bound), from
-    /// two ranks in the count tree.
+    /// the count tree: from where the two bounds' groups part (``CountTree/count(from:below:index:counts:txn:)``,
+    /// noted as the two walks it replaces), or from one rank without an upper bound.
     func treeCount(
         index: TypeSchema.Index, counts: Database, lower: [UInt8], lowerInclusive: Bool, upper: [UInt8]?,
         upperInclusive: Bool
     ) throws -> Int {
-        try treeRange(
+        if let upper {
+            schema.runtime.treeWalks.add(2, ordering: .relaxed)
+            return try CountTree.count(
+                from: lowerInclusive ? lower : lower + [0], below: upperInclusive ? upper + [0] : upper,
+                index: index, counts: counts, txn: txn)
+        }
+        return try treeRange(
             index: index, counts: counts, lower: lower, lowerInclusive: lowerInclusive, upper: upper,
             upperInclusive: upperInclusive
         ).total
