@@ -102,7 +102,7 @@ final class RESPConnection: @unchecked Sendable {
     }
 
     /// ``send(_:extraTime:)`` for requests whose caller may stop waiting: reads, which change nothing on the server,
-    /// and a lease's acquisition (a lease left taken ends at its timeout, as a dead holder's does). A caller whose
+    /// and a lease's acquisition (whose caller gives back a lease the request may have taken). A caller whose
     /// task is cancelled stops waiting at once (the reply, when it comes, is dropped), where a write waits for its
     /// outcome.
     ///
@@ -130,6 +130,13 @@ final class RESPConnection: @unchecked Sendable {
     static func isCancelledByCaller(_ error: any Error) -> Bool {
         guard case .sharedTierUnavailable(let reason)? = error as? LocalStorageError else { return false }
         return reason.hasPrefix(cancelledByCaller)
+    }
+
+    /// Whether the request that threw `error` may have been applied by the server although its caller learnt
+    /// nothing: its caller stopped waiting (``isCancelledByCaller(_:)``), or it was sent and no reply came.
+    static func mayHaveBeenApplied(_ error: any Error) -> Bool {
+        guard case .sharedTierUnavailable(let reason)? = error as? LocalStorageError else { return false }
+        return reason.hasPrefix(cancelledByCaller) || reason.hasSuffix(RESPSession.unknownOutcome)
     }
 
     /// One command; an error reply throws `sharedTierUnavailable` naming the command.

@@ -36,7 +36,7 @@ extension SharedTierRecordStore: LoadCoordinator {
                     type: schema.name, id: key, token: request.token, timeout: request.policy.loadTimeout,
                     condition: condition)
             } catch {
-                if RESPConnection.isCancelledByCaller(error) { giveBackAbandonedLease(request) }
+                if RESPConnection.mayHaveBeenApplied(error) { giveBackAbandonedLease(request) }
                 await request.giveBack()
                 throw error
             }
@@ -168,10 +168,11 @@ extension SharedTierRecordStore: LoadCoordinator {
 
     /// Gives back both leases after a failed load: the server's (waking the other instances' callers) and
     /// this store's. A failure to end the server's is logged; it then ends at its `PX`.
-    /// Gives back, in a task of its own, the server's lease a cancelled caller may have been granted after it
-    /// stopped waiting: the request was sent, so the script runs all the same, and every other caller of the id
-    /// would wait for `loadTimeout` (review-78 #3). The settle follows the request on the same connection, so
-    /// it finds the lease taken or not taken, never about to be; a lease under another token stays.
+    /// Gives back, in a task of its own, the server's lease a request may have taken although its caller learnt
+    /// nothing: the caller stopped waiting (the load was given up at its `loadTimeout`: review-78 #3) or the reply
+    /// did not come within `readTimeout`. The script runs all the same, and every other caller of the id would
+    /// wait for `loadTimeout`. The settle follows the request on the same connection, so it finds the lease taken
+    /// or not taken, never about to be; a lease under another token stays.
     private func giveBackAbandonedLease<T: LocalStorable>(_ request: LeasedLoad<T>) {
         let (tier, logger) = (tier, local.logger)
         let (type, id, lease) = (request.schema.name, request.name, SharedTierLease(kind: .lease, token: request.token))
