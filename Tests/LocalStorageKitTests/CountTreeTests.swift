@@ -188,6 +188,8 @@ import Testing
                     }
                 }
                 var sameDeepest = 0
+                let levels = CountTree.levels(of: index.kind)
+                var partingAt = Array(repeating: 0, count: levels.count)
                 for _ in 0..<600 {
                     let first = random.below(keys.count)
                     let lower = bound(near: first)
@@ -197,13 +199,18 @@ import Testing
                     }.reduce(0) { $0 + $1.entries }
                     let counted = try CountTree.count(from: lower, below: upper, index: index, counts: counts, txn: txn)
                     #expect(counted == expected, "\(index.name): [\(lower), \(upper))")
-                    if let deepest = CountTree.levels(of: index.kind).last, lower.count > deepest,
-                        upper.count > deepest, lower.prefix(deepest) == upper.prefix(deepest)
-                    {
-                        sameDeepest += 1
+                    if let deepest = levels.last, lower.count > deepest, upper.count > deepest {
+                        if let parting = levels.firstIndex(where: { lower.prefix($0) != upper.prefix($0) }) {
+                            partingAt[parting] += 1
+                        } else {
+                            sameDeepest += 1
+                        }
                     }
                 }
                 #expect(sameDeepest > 0, "\(index.name): no pair of bounds in one deepest group")
+                if index.kind == .number {
+                    #expect(!partingAt.contains(0), "\(index.name): bounds parting at each level \(partingAt)")
+                }
             }
         }
     }

@@ -166,29 +166,35 @@ extension SharedTierRecordStore: LoadCoordinator {
         return nil
     }
 
-    /// Gives back both leases after a failed load: the server's (waking the other instances' callers) and
-    /// this store's. A failure to end the server's is logged; it then ends at its `PX`.
     /// Gives back, in a task of its own, the server's lease a request may have taken although its caller learnt
     /// nothing: the caller stopped waiting (the load was given up at its `loadTimeout`: review-78 #3) or the reply
     /// did not come within `readTimeout`. The script runs all the same, and every other caller of the id would
-    /// wait for `loadTimeout`. The settle follows the request on the same connection, so it finds the lease taken
-    /// or not taken, never about to be; a lease under another token stays.
+    /// wait for `loadTimeout`. A lease under another token stays. After a cancellation the settle follows the
+    /// request on the same connection, so it finds the lease taken or never taken; after a read timeout the
+    /// connection was dropped and the settle goes on a new one, which the server reads after the old one's
+    /// request unless the network delivers that request later still (then the lease ends at its `PX`, as before).
     private func giveBackAbandonedLease<T: LocalStorable>(_ request: LeasedLoad<T>) {
         let (tier, logger) = (tier, local.logger)
         let (type, id, lease) = (request.schema.name, request.name, SharedTierLease(kind: .lease, token: request.token))
         Task {
             do {
-                try await tier.settleLease(type: type, id: id, expected: lease, announce: true)
+                guard try await tier.settleLease(type: type, id: id, expected: lease, announce: true) else { return }
+                logger?.log(
+                    level: .info, message: "Gave back the lease an abandoned load request took on the shared tier",
+                    metadata: ["type": type])
             } catch {
                 logger?.log(
                     level: .warning,
                     message:
-                        "Could not give back the lease of a cancelled load on the shared tier; it ends at its timeout",
+                        "Could not give back the lease an abandoned load request may hold on the shared tier; "
+                        + "it ends at its timeout",
                     metadata: ["type": type, "error": "\(LocalStorageError.wrapping(error))"])
             }
         }
     }
 
+    /// Gives back both leases after a failed load: the server's (waking the other instances' callers) and
+    /// this store's. A failure to end the server's is logged; it then ends at its `PX`.
     private func endSharedLease<T: LocalStorable>(_ lease: SharedTierLease, request: LeasedLoad<T>) async {
         do {
             try await tier.settleLease(type: request.schema.name, id: request.name, expected: lease, announce: true)

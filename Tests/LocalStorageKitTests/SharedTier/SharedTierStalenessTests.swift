@@ -238,7 +238,8 @@ struct SharedTierStalenessTests {
         tier.readTimeout = givenUp ? .seconds(7_200) : .seconds(60)
         tier.maxStaleness = .seconds(36_000)
         let clock = VirtualClock()
-        let loader = try await sharedStore(tier, clock: clock)
+        let logger = CapturingLogger()
+        let loader = try await sharedStore(tier, logger: logger, clock: clock)
         let loaderTier = try #require(loader.sharedTier)
         try await loader.save(StressRecord.make(id: "warm", sequence: 0))
         let policy = LoadPolicy(expiration: .never, loadTimeout: .seconds(3_600))
@@ -277,6 +278,8 @@ struct SharedTierStalenessTests {
         }
         #expect(given, "the lease of the abandoned request is still held on the server")
         guard given else { return }
+        // It was taken, then given back (not never taken).
+        #expect(try await waitUntil { logger.all.contains { $0.contains("Gave back the lease an abandoned") } })
         // So the next caller loads at once rather than after another `loadTimeout`.
         let loaded = try await loader.fetch(StressRecord.self, id: "loaded", policy: policy) { id in
             StressRecord.make(id: id, sequence: 2)
