@@ -40,7 +40,9 @@ extension LocalStorage {
     ///
     /// - Throws: `decodingFailed` when the stored payload does not decode as `T`; `migrationFailed`.
     nonisolated(nonsending) public func fetch<T: LocalStorable>(_ type: T.Type, id: String) async throws -> T? {
-        // A hit of the memory tier is answered here, with no asynchronous call.
+        // A hit of the memory tier is answered here, with no asynchronous call. The tier hands out only a value
+        // kept as a `T` (it compares the types), so the opening cannot fail; it goes straight into the result (a
+        // `T?` bound here first would cost a runtime metadata lookup a hit).
         if answersFromMemory, let schema = core.cachedSchema(for: T.self),
             let held = tiers.heldValue(T.self, id: id, schema: schema)
         {

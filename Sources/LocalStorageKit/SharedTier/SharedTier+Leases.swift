@@ -47,6 +47,7 @@ extension SharedTier {
                     layout.lease(type: type, id: id), layout.record(type: type, id: id),
                     SharedTierLease(kind: .lease, token: token).bytes,
                     Array(String(SharedTier.milliseconds(timeout)).utf8), expected,
+                    layout.abandonedLease(type: type, id: id, token: token),
                 ], unlessCancelled: true), script: "acquireLease")
         guard let values = reply.elements, let outcome = values.first?.int else {
             throw .sharedTierUnavailable("the acquireLease script at \(endpoint.label) replied \(reply.summary)")
@@ -85,6 +86,30 @@ extension SharedTier {
                 ]), script: "settleLease")
         guard let held = reply.int else {
             throw .sharedTierUnavailable("the settleLease script at \(endpoint.label) replied \(reply.summary)")
+        }
+        return held == 1
+    }
+
+    /// Gives back the lease of `id` that the request under `token` may have taken although its caller stopped
+    /// waiting for it, waking the callers of other instances; when the server does not hold it (the request
+    /// took none, or has not arrived yet: it went on a connection since dropped), marks the request abandoned
+    /// for `keepFor`, so that it takes no lease if it arrives later. Returns whether the server held the lease.
+    @discardableResult
+    func abandonLease(
+        type: String, id: String, token: UInt64, keepFor: Duration
+    ) async throws(LocalStorageError) -> Bool {
+        let key = Array(id.utf8)
+        let reply = try expectSuccess(
+            try await run(
+                "abandonLease", SharedTierScripts.abandonLease,
+                [
+                    leaseKey(type: type, id: key), SharedTierLease(kind: .lease, token: token).bytes,
+                    layout.abandonedLease(type: SharedTierLayout.escape(type), id: key, token: token),
+                    Array(String(max(1, SharedTier.milliseconds(keepFor))).utf8),
+                    notice(UInt8(ascii: "L"), type: type, id: id),
+                ]), script: "abandonLease")
+        guard let held = reply.int else {
+            throw .sharedTierUnavailable("the abandonLease script at \(endpoint.label) replied \(reply.summary)")
         }
         return held == 1
     }

@@ -48,6 +48,11 @@ struct SharedTierLayout: Sendable {
     func updated(type: [UInt8]) -> [UInt8] { key("u", type) }
     func members(type: [UInt8]) -> [UInt8] { key("m", type) }
     func lease(type: [UInt8], id: [UInt8]) -> [UInt8] { key("lease", type, id) }
+    /// The mark that the load request under `token` was abandoned (``SharedTier/abandonLease(type:id:token:keepFor:)``):
+    /// the token in hex before the id, so that no id can name another's mark.
+    func abandonedLease(type: [UInt8], id: [UInt8], token: UInt64) -> [UInt8] {
+        key("abandoned", type, Array(String(token, radix: 16).utf8), id)
+    }
     var expiry: [UInt8] { key("e") }
     var sequence: [UInt8] { key("seq") }
     /// The history the sequence belongs to: set by the change that gets sequence 1, so a count that started

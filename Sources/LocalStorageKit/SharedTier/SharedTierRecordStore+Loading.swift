@@ -169,16 +169,17 @@ extension SharedTierRecordStore: LoadCoordinator {
     /// Gives back, in a task of its own, the server's lease a request may have taken although its caller learnt
     /// nothing: the caller stopped waiting (the load was given up at its `loadTimeout`: review-78 #3) or the reply
     /// did not come within `readTimeout`. The script runs all the same, and every other caller of the id would
-    /// wait for `loadTimeout`. A lease under another token stays. After a cancellation the settle follows the
+    /// wait for `loadTimeout`. A lease under another token stays. After a cancellation the give-back follows the
     /// request on the same connection, so it finds the lease taken or never taken; after a read timeout the
-    /// connection was dropped and the settle goes on a new one, which the server reads after the old one's
-    /// request unless the network delivers that request later still (then the lease ends at its `PX`, as before).
+    /// connection was dropped and the give-back goes on a new one, which the network may deliver first: then it
+    /// marks the request abandoned, and the request takes no lease when it arrives (review-79).
     private func giveBackAbandonedLease<T: LocalStorable>(_ request: LeasedLoad<T>) {
         let (tier, logger) = (tier, local.logger)
-        let (type, id, lease) = (request.schema.name, request.name, SharedTierLease(kind: .lease, token: request.token))
+        let (type, id, token) = (request.schema.name, request.name, request.token)
+        let keepFor = request.policy.loadTimeout + tier.endpoint.readTimeout
         Task {
             do {
-                guard try await tier.settleLease(type: type, id: id, expected: lease, announce: true) else { return }
+                guard try await tier.abandonLease(type: type, id: id, token: token, keepFor: keepFor) else { return }
                 logger?.log(
                     level: .info, message: "Gave back the lease an abandoned load request took on the shared tier",
                     metadata: ["type": type])

@@ -4,10 +4,13 @@ extension SharedTierScripts {
     /// Takes a load's lease: `ARGV[4]` the lease key, `ARGV[5]` the record key, `ARGV[6]` the lease value,
     /// `ARGV[7]` its time to live in ms, `ARGV[8]` the update time (8 bytes little-endian, as in the record
     /// header) of a record being refreshed, empty for a load of a missing record, `-` to take the lease
-    /// whatever the server holds. Returns `{1}` when taken (`SET … NX PX`), `{2}` when the server holds a
-    /// record that makes the load needless, or `{0, value, pttl}` of the lease or marker in the way.
+    /// whatever the server holds; `ARGV[9]` the mark that this request was abandoned (``abandonLease``).
+    /// Returns `{1}` when taken (`SET … NX PX`), `{2}` when the server holds a record that makes the load
+    /// needless, or `{0, value, pttl}` of the lease or marker in the way (`{0, '', 0}` for an abandoned request,
+    /// whose caller no longer waits).
     static let acquireLease = """
         local lease, record, value, px, refreshing = ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8]
+        if ARGV[9] and ARGV[9] ~= '' and redis.call('EXISTS', ARGV[9]) == 1 then return {0, '', 0} end
         if refreshing ~= '-' then
           local rec = redis.call('GET', record)
           if rec and (refreshing == '' or string.sub(rec, 17, 24) ~= refreshing) then return {2} end
@@ -34,6 +37,26 @@ extension SharedTierScripts {
               trim()
             end
             return 1
+            """
+
+    /// Gives back the lease of a request whose caller stopped waiting: `ARGV[4]` the lease key, `ARGV[5]` the
+    /// value the request asked for, `ARGV[6]` the request's abandoned mark (``acquireLease``'s `ARGV[9]`),
+    /// `ARGV[7]` the mark's time to live in ms, `ARGV[8]` a change notice to publish when the lease is removed.
+    /// Returns 1 when the server held the lease (now deleted), else 0 after setting the mark, so that the
+    /// request takes no lease if it arrives later (from a connection the caller dropped).
+    static let abandonLease =
+        common + """
+            local lease, expected, mark, px, notice = ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8]
+            if redis.call('GET', lease) == expected then
+              redis.call('DEL', lease)
+              if notice ~= '' then
+                notify(notice, '')
+                trim()
+              end
+              return 1
+            end
+            redis.call('SET', mark, '1', 'PX', px)
+            return 0
             """
 
     /// ``put`` under a lease: the last two arguments are the lease key and the value it must still hold

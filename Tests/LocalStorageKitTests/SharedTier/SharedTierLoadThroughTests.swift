@@ -36,6 +36,27 @@ struct SharedTierLoadThroughTests {
         }
     }
 
+    /// review-79: a give-back that reaches the server before the abandoned request (sent on a connection since
+    /// dropped, which the network may deliver later) marks that request, so it takes no lease when it arrives;
+    /// another load's request still does, and a held lease is given back.
+    @Test func aLeaseRequestMarkedAbandonedTakesNoLease() async throws {
+        let storage = try await instance()
+        let tier = try #require(storage.sharedTier)
+        let schema = try await storage.core.schema(for: Product.self)
+        let (id, key) = ("sku_9", Array("sku_9".utf8))
+        let leaseKey = tier.leaseKey(type: schema.name, id: key)
+        #expect(try await tier.abandonLease(type: schema.name, id: id, token: 7, keepFor: .seconds(600)) == false)
+        let late = try await tier.acquireLease(
+            type: schema.name, id: key, token: 7, timeout: .seconds(600), condition: .noRecord)
+        #expect(late != .acquired, "the abandoned request took the lease")
+        #expect(try await tier.connection.call([Array("GET".utf8), leaseKey]).bytes == nil)
+        let other = try await tier.acquireLease(
+            type: schema.name, id: key, token: 8, timeout: .seconds(600), condition: .noRecord)
+        #expect(other == .acquired)
+        #expect(try await tier.abandonLease(type: schema.name, id: id, token: 8, keepFor: .seconds(600)))
+        #expect(try await tier.connection.call([Array("GET".utf8), leaseKey]).bytes == nil)
+    }
+
     /// The refresh of a record its source no longer has deletes it on the server only while its lease holds, in
     /// one script: with a lease check and a delete in two round trips, a save of the id between them was
     /// deleted with the stale record (review-63 #7).
