@@ -98,6 +98,11 @@ extension SharedTier {
     func abandonLease(
         type: String, id: String, token: UInt64, keepFor: Duration
     ) async throws(LocalStorageError) -> Bool {
+        let failing = failingGiveBacks.withLock { count in
+            defer { count = max(0, count - 1) }
+            return count > 0
+        }
+        if failing { throw .sharedTierUnavailable("\(endpoint.label) cannot be reached (a test's failure)") }
         let key = Array(id.utf8)
         let reply = try expectSuccess(
             try await run(

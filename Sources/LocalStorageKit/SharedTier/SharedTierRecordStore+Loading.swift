@@ -173,26 +173,49 @@ extension SharedTierRecordStore: LoadCoordinator {
     /// request on the same connection, so it finds the lease taken or never taken; after a read timeout the
     /// connection was dropped and the give-back goes on a new one, which the network may deliver first: then it
     /// marks the request abandoned, and the request takes no lease when it arrives (review-79).
+    ///
+    /// A give-back that fails (the server still stalled or unreachable) is tried again, 0.1 s later and then twice
+    /// as late each time up to 5 s, about 75 s in all (trial79: one attempt left the lease to a stall longer than
+    /// `readTimeout`), until the store closes.
     private func giveBackAbandonedLease<T: LocalStorable>(_ request: LeasedLoad<T>) {
         let (tier, logger) = (tier, local.logger)
         let (type, id, token) = (request.schema.name, request.name, request.token)
         let keepFor = request.policy.loadTimeout + tier.endpoint.readTimeout
         Task {
-            do {
-                guard try await tier.abandonLease(type: type, id: id, token: token, keepFor: keepFor) else { return }
-                logger?.log(
-                    level: .info, message: "Gave back the lease an abandoned load request took on the shared tier",
-                    metadata: ["type": type])
-            } catch {
-                logger?.log(
-                    level: .warning,
-                    message:
-                        "Could not give back the lease an abandoned load request may hold on the shared tier; "
-                        + "it ends at its timeout",
-                    metadata: ["type": type, "error": "\(LocalStorageError.wrapping(error))"])
+            var delay = Duration.milliseconds(100)
+            for attempt in 1...Self.abandonedLeaseAttempts {
+                do {
+                    if try await tier.abandonLease(type: type, id: id, token: token, keepFor: keepFor) {
+                        logger?.log(
+                            level: .info,
+                            message: "Gave back the lease an abandoned load request took on the shared tier",
+                            metadata: ["type": type])
+                    }
+                    return
+                } catch {
+                    let stopped = tier.state.withLock { $0.isStopped }
+                    guard attempt < Self.abandonedLeaseAttempts, !stopped else {
+                        logger?.log(
+                            level: .warning,
+                            message:
+                                "Could not give back the lease an abandoned load request may hold on the shared tier; "
+                                + "it ends at its timeout",
+                            metadata: ["type": type, "error": "\(LocalStorageError.wrapping(error))"])
+                        return
+                    }
+                }
+                do {
+                    try await tier.clock.sleep(for: delay)
+                } catch {
+                    return  // Cancelled: nothing cancels this task but the process's end.
+                }
+                delay = min(delay * 2, .seconds(5))
             }
         }
     }
+
+    /// How many times ``giveBackAbandonedLease(_:)`` tries.
+    private static var abandonedLeaseAttempts: Int { 20 }
 
     /// Gives back both leases after a failed load: the server's (waking the other instances' callers) and
     /// this store's. A failure to end the server's is logged; it then ends at its `PX`.
