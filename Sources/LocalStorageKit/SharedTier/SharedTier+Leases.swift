@@ -76,6 +76,7 @@ extension SharedTier {
         type: String, id: String, expected: SharedTierLease, replacement: SharedTierLease? = nil,
         keepFor: Duration = .zero, announce: Bool
     ) async throws(LocalStorageError) -> Bool {
+        try failIfATestSaysSo()
         let reply = try expectSuccess(
             try await run(
                 "settleLease", SharedTierScripts.settleLease,
@@ -98,11 +99,7 @@ extension SharedTier {
     func abandonLease(
         type: String, id: String, token: UInt64, keepFor: Duration
     ) async throws(LocalStorageError) -> Bool {
-        let failing = failingGiveBacks.withLock { count in
-            defer { count = max(0, count - 1) }
-            return count > 0
-        }
-        if failing { throw .sharedTierUnavailable("\(endpoint.label) cannot be reached (a test's failure)") }
+        try failIfATestSaysSo()
         let key = Array(id.utf8)
         let reply = try expectSuccess(
             try await run(
@@ -117,6 +114,15 @@ extension SharedTier {
             throw .sharedTierUnavailable("the abandonLease script at \(endpoint.label) replied \(reply.summary)")
         }
         return held == 1
+    }
+
+    /// Tests only: fails as a server that cannot be reached would, while ``failingGiveBacks`` says to.
+    private func failIfATestSaysSo() throws(LocalStorageError) {
+        let failing = failingGiveBacks.withLock { count in
+            defer { count = max(0, count - 1) }
+            return count > 0
+        }
+        if failing { throw .sharedTierUnavailable("\(endpoint.label) cannot be reached (a test's failure)") }
     }
 
     /// A duration in whole milliseconds, rounded up (a lease never ends before its time).

@@ -157,7 +157,7 @@ final class SharedTier: Sendable {
     let beforeNotice = Mutex<(@Sendable () async -> Void)?>(nil)
     /// Tests only: called just before a load's lease request is sent (a test stops the server there).
     let beforeLeaseRequest = Mutex<(@Sendable () -> Void)?>(nil)
-    /// Tests only: how many of the next give-backs of abandoned lease requests fail before they are sent, as to a
+    /// Tests only: how many of the next give-backs and settles of load leases fail before they are sent, as to a
     /// server that cannot be reached.
     let failingGiveBacks = Mutex(0)
     /// The follow loop's events: the subscriber's, and ``SubscriberEvent/catchUp`` from the tier itself.

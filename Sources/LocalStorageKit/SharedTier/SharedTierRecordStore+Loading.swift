@@ -173,60 +173,70 @@ extension SharedTierRecordStore: LoadCoordinator {
     /// request on the same connection, so it finds the lease taken or never taken; after a read timeout the
     /// connection was dropped and the give-back goes on a new one, which the network may deliver first: then it
     /// marks the request abandoned, and the request takes no lease when it arrives (review-79).
-    ///
-    /// A give-back that fails (the server still stalled or unreachable) is tried again, 0.1 s later and then twice
-    /// as late each time up to 5 s, about 75 s in all (trial79: one attempt left the lease to a stall longer than
-    /// `readTimeout`), until the store closes.
     private func giveBackAbandonedLease<T: LocalStorable>(_ request: LeasedLoad<T>) {
         let (tier, logger) = (tier, local.logger)
         let (type, id, token) = (request.schema.name, request.name, request.token)
         let keepFor = request.policy.loadTimeout + tier.endpoint.readTimeout
-        Task {
-            var delay = Duration.milliseconds(100)
-            for attempt in 1...Self.abandonedLeaseAttempts {
-                do {
-                    if try await tier.abandonLease(type: type, id: id, token: token, keepFor: keepFor) {
-                        logger?.log(
-                            level: .info,
-                            message: "Gave back the lease an abandoned load request took on the shared tier",
-                            metadata: ["type": type])
-                    }
-                    return
-                } catch {
-                    let stopped = tier.state.withLock { $0.isStopped }
-                    guard attempt < Self.abandonedLeaseAttempts, !stopped else {
-                        logger?.log(
-                            level: .warning,
-                            message:
-                                "Could not give back the lease an abandoned load request may hold on the shared tier; "
-                                + "it ends at its timeout",
-                            metadata: ["type": type, "error": "\(LocalStorageError.wrapping(error))"])
-                        return
-                    }
-                }
-                do {
-                    try await tier.clock.sleep(for: delay)
-                } catch {
-                    return  // Cancelled: nothing cancels this task but the process's end.
-                }
-                delay = min(delay * 2, .seconds(5))
+        keepGivingBack("the lease an abandoned load request may hold", type: type) {
+            if try await tier.abandonLease(type: type, id: id, token: token, keepFor: keepFor) {
+                logger?.log(
+                    level: .info, message: "Gave back the lease an abandoned load request took on the shared tier",
+                    metadata: ["type": type])
             }
         }
     }
 
-    /// How many times ``giveBackAbandonedLease(_:)`` tries.
-    private static var abandonedLeaseAttempts: Int { 20 }
+    /// Runs `giveBack` in a task of its own until it does not throw: at once (unless `tried`: the caller did),
+    /// then 0.1 s later and twice as late each time up to 5 s, twenty tries in all (about 75 s), until the store
+    /// closes; logs the last failure, after which the lease ends at its `PX`. A server that stalled or could not
+    /// be reached for longer than one try waited for otherwise kept the lease for `loadTimeout` (trial79).
+    private func keepGivingBack(
+        _ what: String, type: String, tried: Bool = false, _ giveBack: @escaping @Sendable () async throws -> Void
+    ) {
+        let (tier, logger) = (tier, local.logger)
+        Task {
+            var delay = Duration.milliseconds(100)
+            for attempt in 1...Self.giveBackAttempts {
+                if attempt > 1 || tried {
+                    do {
+                        try await tier.clock.sleep(for: delay)
+                    } catch {
+                        return  // Cancelled: nothing cancels this task but the process's end.
+                    }
+                    delay = min(delay * 2, .seconds(5))
+                }
+                do {
+                    try await giveBack()
+                    return
+                } catch {
+                    guard attempt < Self.giveBackAttempts, !tier.state.withLock({ $0.isStopped }) else {
+                        logger?.log(
+                            level: .warning,
+                            message: "Could not give back \(what) on the shared tier; it ends at its timeout",
+                            metadata: ["type": type, "error": "\(LocalStorageError.wrapping(error))"])
+                        return
+                    }
+                }
+            }
+        }
+    }
+
+    /// How many times ``keepGivingBack(_:type:tried:_:)`` tries.
+    private static var giveBackAttempts: Int { 20 }
 
     /// Gives back both leases after a failed load: the server's (waking the other instances' callers) and
-    /// this store's. A failure to end the server's is logged; it then ends at its `PX`.
+    /// this store's. A failure to end the server's is tried again behind the caller
+    /// (``keepGivingBack(_:type:tried:_:)``).
     private func endSharedLease<T: LocalStorable>(_ lease: SharedTierLease, request: LeasedLoad<T>) async {
+        let (tier, type, id) = (tier, request.schema.name, request.name)
+        let settle: @Sendable () async throws -> Void = {
+            try await tier.settleLease(type: type, id: id, expected: lease, announce: true)
+        }
         do {
-            try await tier.settleLease(type: request.schema.name, id: request.name, expected: lease, announce: true)
+            try await settle()
         } catch {
-            local.logger?.log(
-                level: .warning,
-                message: "Could not give back a load's lease on the shared tier; it ends at its timeout",
-                metadata: ["type": request.schema.name, "error": "\(LocalStorageError.wrapping(error))"])
+            // Tried again behind the caller, who learns of the load's failure now.
+            keepGivingBack("a load's lease", type: type, tried: true, settle)
         }
         await request.giveBack()
     }

@@ -290,6 +290,33 @@ struct SharedTierStalenessTests {
         #expect(loaded?.sequence == 2)
     }
 
+    /// trial79: a load that failed while the server could not be reached kept its lease there for `loadTimeout`
+    /// (one try to give it back). The give-back is tried again behind the caller until it gets through.
+    @Test(.timeLimit(.minutes(5))) func aFailedLoadsLeaseIsGivenBackAfterFailedTries() async throws {
+        struct Unavailable: Error {}
+        let server = try await RedisTestServer.started()
+        defer { server.stop() }
+        var tier = server.configuration(namespace: "failedload")
+        tier.maxStaleness = .seconds(36_000)
+        let clock = VirtualClock()
+        let loader = try await sharedStore(tier, clock: clock)
+        let loaderTier = try #require(loader.sharedTier)
+        let policy = LoadPolicy(expiration: .never, loadTimeout: .seconds(3_600))
+        // The caller's try and the first two behind it fail.
+        loaderTier.failingGiveBacks.withLock { $0 = 3 }
+        await #expect(throws: Unavailable.self) {
+            try await loader.fetch(StressRecord.self, id: "failing", policy: policy) { _ in throw Unavailable() }
+        }
+        let schema = try await loader.core.schema(for: StressRecord.self)
+        let lease = loaderTier.leaseKey(type: schema.name, id: Array("failing".utf8))
+        let given = try await waitUntil(timeout: .seconds(120)) {
+            clock.advance(by: .seconds(1))
+            return try await loaderTier.connection.call([Array("EXISTS".utf8), lease]).int == 0
+        }
+        #expect(given, "the failed load's lease is still held on the server")
+        #expect(loaderTier.failingGiveBacks.withLock { $0 } == 0)
+    }
+
     /// Issue 21: a save to a server stopped (SIGSTOP) for longer than the read timeout threw, yet was applied.
     /// Its error now says the outcome is unknown (when it was sent), and the instance's copy ends equal to the
     /// server's.
