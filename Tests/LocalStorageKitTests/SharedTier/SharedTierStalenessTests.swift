@@ -48,6 +48,19 @@ struct SharedTierStalenessTests {
         await #expect(throws: LocalStorageError.self) { try await b.fetch(StressRecord.self, id: "never-saved") }
     }
 
+    /// A writer `a` on the real clock and an instance `b` whose `maxStaleness` is 1 s on a virtual clock (its tier and
+    /// clock too), both on `namespace` of `server`: the pause tests move `b`'s time on while `a` writes.
+    private func pausePair(
+        _ server: RedisTestServer, namespace: String
+    ) async throws -> (a: LocalStorage, b: LocalStorage, bTier: SharedTier, clock: VirtualClock) {
+        let a = try await sharedStore(server.configuration(namespace: namespace))
+        var tier = server.configuration(namespace: namespace)
+        tier.maxStaleness = .seconds(1)
+        let clock = VirtualClock()
+        let b = try await sharedStore(tier, clock: clock)
+        return (a, b, try #require(b.sharedTier), clock)
+    }
+
     /// After a pause longer than `maxStaleness` (SIGSTOP, a VM stall: here B's clock moves on while its writer
     /// holds A's change), the first read found the change's notice waiting with the heartbeat, counted itself in
     /// sync at once and served the copy the notice was about to replace (/work/trial76.md #2). A hearing counts
@@ -55,12 +68,7 @@ struct SharedTierStalenessTests {
     @Test(.timeLimit(.minutes(5))) func aReadAfterAPauseWaitsForTheChangesHeardMeanwhile() async throws {
         let server = try await RedisTestServer.started()
         defer { server.stop() }
-        let a = try await sharedStore(server.configuration(namespace: "pause"))
-        var tier = server.configuration(namespace: "pause")
-        tier.maxStaleness = .seconds(1)
-        let clock = VirtualClock()
-        let b = try await sharedStore(tier, clock: clock)
-        let bTier = try #require(b.sharedTier)
+        let (a, b, bTier, clock) = try await pausePair(server, namespace: "pause")
         try await a.save(StressRecord.make(id: "x", sequence: 1))
         #expect(try await waitUntil { try await b.fetch(StressRecord.self, id: "x")?.sequence == 1 })
         #expect(try await waitUntil { try await b.count(StressRecord.self, matching: [], options: .nearCache) == 1 })
@@ -85,12 +93,7 @@ struct SharedTierStalenessTests {
     @Test(.timeLimit(.minutes(5))) func aReadAfterAPauseWaitsForEveryNoticeSentBeforeTheServerAnswers() async throws {
         let server = try await RedisTestServer.started()
         defer { server.stop() }
-        let a = try await sharedStore(server.configuration(namespace: "pause2"))
-        var tier = server.configuration(namespace: "pause2")
-        tier.maxStaleness = .seconds(1)
-        let clock = VirtualClock()
-        let b = try await sharedStore(tier, clock: clock)
-        let bTier = try #require(b.sharedTier)
+        let (a, b, bTier, clock) = try await pausePair(server, namespace: "pause2")
         for id in ["x", "y"] {
             try await a.save(StressRecord.make(id: id, sequence: 1))
             #expect(try await waitUntil { try await b.fetch(StressRecord.self, id: id)?.sequence == 1 })
