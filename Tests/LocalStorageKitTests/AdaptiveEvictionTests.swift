@@ -49,7 +49,7 @@ import Testing
         size.appendBigEndian(UInt64(64))
         let meta = storage.core.meta
         try await storage.core.writer.perform { context in
-            try context.txn.put(meta, key: FrequencySketch.blockLayoutSizeKey, value: size)
+            try context.txn.put(meta, key: FrequencySketch.blockLayoutSizeKey.bytes, value: size)
         }
         let model = AdaptiveCacheModel(capacity: 40, type: 1, sketch: (blocks: 64, halvingPeriod: 320))
         try await Self.replay(seed: 4, through: storage, and: model)

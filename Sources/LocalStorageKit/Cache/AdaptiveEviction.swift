@@ -25,11 +25,11 @@ final class AdaptiveEviction {
     enum Use { case read, insert, update }
 
     /// Where the window's size is kept, in quarters of a record for a full store (`meta`).
-    static let windowKey: [UInt8] = Array("adaptive.window.quarters".utf8)
+    static let windowKey = MetaIntegers.Key("adaptive.window.quarters")
     /// Where the records the window and the ghost lists are reckoned on are kept (`meta`): the largest
     /// record limit of the process that first ran the policy, so that every process reads the window's
     /// size alike whatever limits it has registered.
-    static let capacityKey: [UInt8] = Array("adaptive.capacity".utf8)
+    static let capacityKey = MetaIntegers.Key("adaptive.capacity")
     /// The most records the policy reckons on: a larger limit is taken as this one, so that the window's and
     /// the sketch's arithmetic cannot overflow.
     static let largestCapacity = 1 << 40

@@ -22,7 +22,7 @@ final class AdaptiveGhosts {
 
     static let byClockName = "adaptive.ghost"
     static let byRecordName = "adaptive.ghost.of"
-    static let clockKey: [UInt8] = Array("adaptive.ghost.clock".utf8)
+    static let clockKey = MetaIntegers.Key("adaptive.ghost.clock")
     static let countPrefix: [UInt8] = Array("adaptive.ghost.n".utf8)
     /// The fewest records a list keeps, however few the evicting scope holds.
     static let fewestKept = 64
@@ -125,5 +125,7 @@ final class AdaptiveGhosts {
         try integers.adjust(AdaptiveGhosts.countKey(list), by: delta)
     }
 
-    private static func countKey(_ list: List) -> [UInt8] { countPrefix + [list.rawValue] }
+    private static let countKeys = List.allCases.map { MetaIntegers.Key(countPrefix + [$0.rawValue]) }
+
+    private static func countKey(_ list: List) -> MetaIntegers.Key { countKeys[Int(list.rawValue)] }
 }

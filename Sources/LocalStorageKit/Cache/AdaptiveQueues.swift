@@ -17,13 +17,14 @@ final class AdaptiveQueues {
 
     static let byClockName = "adaptive.queue"
     static let byRecordName = "adaptive.of"
-    static let clockKey: [UInt8] = Array("adaptive.clock".utf8)
+    static let clockKey = MetaIntegers.Key("adaptive.clock")
     static let countPrefix: [UInt8] = Array("adaptive.n".utf8)
 
     let txn: Transaction
     let byClock: Database
     let byRecord: Database
     let integers: MetaIntegers
+    private var countKeys: [(type: UInt32, keys: [MetaIntegers.Key])] = []
 
     init(txn: Transaction, integers: MetaIntegers) throws {
         guard let byClock = try txn.openDatabase(AdaptiveQueues.byClockName, sortedDuplicates: true, create: true),
@@ -44,7 +45,7 @@ final class AdaptiveQueues {
 
     /// How many records of a type are in a queue.
     func count(type: UInt32, _ queue: Queue) throws -> Int {
-        try integers.count(AdaptiveQueues.countKey(type, queue))
+        try integers.count(countKey(type, queue))
     }
 
     /// The queues' clock: how many times a record was placed in a queue, store-wide.
@@ -58,7 +59,7 @@ final class AdaptiveQueues {
         value.appendBigEndian(clock)
         try txn.put(byRecord, key: TypedKey.make(type: type, id: key), value: value)
         try txn.put(byClock, key: AdaptiveQueues.queueKey(type, queue, clock), value: key)
-        try integers.adjust(AdaptiveQueues.countKey(type, queue), by: 1)
+        try integers.adjust(countKey(type, queue), by: 1)
     }
 
     /// Takes a record out of its queue.
@@ -66,7 +67,7 @@ final class AdaptiveQueues {
         guard let old = try position(type: type, key: key) else { return }
         try txn.delete(byRecord, key: TypedKey.make(type: type, id: key))
         try txn.delete(byClock, key: AdaptiveQueues.queueKey(type, old.queue, old.clock), value: key)
-        try integers.adjust(AdaptiveQueues.countKey(type, old.queue), by: -1)
+        try integers.adjust(countKey(type, old.queue), by: -1)
     }
 
     /// Takes every record of a type out of the queues.
@@ -81,7 +82,7 @@ final class AdaptiveQueues {
             }
         }
         for queue in Queue.allCases {
-            let key = AdaptiveQueues.countKey(type, queue)
+            let key = countKey(type, queue)
             try integers.adjust(key, by: -(try integers.count(key)))
         }
     }
@@ -107,11 +108,17 @@ final class AdaptiveQueues {
         return (queue, UInt64(bigEndian: UnsafeRawBufferPointer(rebasing: stored[1...]).loadUnaligned(as: UInt64.self)))
     }
 
-    private static func countKey(_ type: UInt32, _ queue: Queue) -> [UInt8] {
-        var bytes = countPrefix
-        bytes.appendBigEndian(type)
-        bytes.append(queue.rawValue)
-        return bytes
+    /// The `meta` keys of a type's queue lengths, made once per type in the transaction.
+    private func countKey(_ type: UInt32, _ queue: Queue) -> MetaIntegers.Key {
+        if let known = countKeys.first(where: { $0.type == type }) { return known.keys[Int(queue.rawValue)] }
+        let keys = Queue.allCases.map { queue in
+            var bytes = AdaptiveQueues.countPrefix
+            bytes.appendBigEndian(type)
+            bytes.append(queue.rawValue)
+            return MetaIntegers.Key(bytes)
+        }
+        countKeys.append((type, keys))
+        return keys[Int(queue.rawValue)]
     }
 
     private static func queueKey(_ type: UInt32, _ queue: Queue, _ clock: UInt64) -> [UInt8] {

@@ -16,20 +16,20 @@ final class FrequencySketch {
     /// Where a sketch is kept, and how.
     struct Layout {
         let databaseName: String
-        let samplesKey: [UInt8]
+        let samplesKey: MetaIntegers.Key
         let blocksPerRow: UInt64
 
         static let rows = Layout(
-            databaseName: "adaptive.sketch.rows", samplesKey: Array("adaptive.sketch.rows.samples".utf8),
+            databaseName: "adaptive.sketch.rows", samplesKey: MetaIntegers.Key("adaptive.sketch.rows.samples"),
             blocksPerRow: 8)
         /// The layout of sketches made before rows: one block an entry.
         static let blocks = Layout(
-            databaseName: "adaptive.sketch", samplesKey: Array("adaptive.sketch.samples".utf8), blocksPerRow: 1)
+            databaseName: "adaptive.sketch", samplesKey: MetaIntegers.Key("adaptive.sketch.samples"), blocksPerRow: 1)
     }
 
     static let shapeKey: [UInt8] = Array("adaptive.sketch.shape".utf8)
     /// The size of a sketch made before rows, in blocks.
-    static let blockLayoutSizeKey: [UInt8] = Array("adaptive.sketch.size".utf8)
+    static let blockLayoutSizeKey = MetaIntegers.Key("adaptive.sketch.size")
 
     let txn: Transaction
     let database: Database

@@ -1,11 +1,39 @@
 /// The integers the adaptive policy keeps in `meta` (each a big-endian `UInt64`: clocks, queue and list
 /// lengths, the sketch's sample count, the window's size) within one writer transaction: each is read once,
 /// changed in memory, and written by ``flush()`` when its value changed.
+///
+/// A transaction touches about ten of them, dozens of times each (every placement ticks a clock and moves
+/// two lengths), so they are kept in a short list searched by each key's fingerprint rather than in a
+/// dictionary that hashes the key's bytes at every step.
 final class MetaIntegers {
+    /// A key of `meta` holding one of the integers, with a fingerprint of its bytes made once.
+    struct Key: Equatable {
+        let bytes: [UInt8]
+        let fingerprint: UInt64
+
+        init(_ bytes: [UInt8]) {
+            self.bytes = bytes
+            // FNV-1a: the fingerprint only narrows the search; equal keys are still compared byte for byte.
+            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+            for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+            fingerprint = hash
+        }
+
+        init(_ name: String) { self.init(Array(name.utf8)) }
+
+        static func == (a: Key, b: Key) -> Bool { a.fingerprint == b.fingerprint && a.bytes == b.bytes }
+    }
+
+    private struct Slot {
+        let key: Key
+        /// nil while `meta` holds no integer there (or a value that is not eight bytes) and none was set.
+        var value: UInt64?
+        var changed: Bool
+    }
+
     let txn: Transaction
     let meta: Database
-    private var values: [[UInt8]: UInt64] = [:]
-    private var changed: Set<[UInt8]> = []
+    private var slots: [Slot] = []
 
     init(txn: Transaction, meta: Database) {
         self.txn = txn
@@ -13,47 +41,63 @@ final class MetaIntegers {
     }
 
     /// The integer at `key`, or nil when `meta` holds none (or a value that is not eight bytes).
-    func stored(_ key: [UInt8]) throws -> UInt64? {
-        if let cached = values[key] { return cached }
-        guard let bytes = try txn.get(meta, key: key), bytes.count == 8 else { return nil }
-        let value = UInt64(bigEndian: bytes.loadUnaligned(as: UInt64.self))
-        values[key] = value
-        return value
-    }
+    func stored(_ key: Key) throws -> UInt64? { slots[try slot(key)].value }
 
     /// The integer at `key`, 0 when there is none.
-    func value(_ key: [UInt8]) throws -> UInt64 { try stored(key) ?? 0 }
+    func value(_ key: Key) throws -> UInt64 { try stored(key) ?? 0 }
 
     /// A count at `key`; a damaged one past any real count is capped, so that adjusting it cannot overflow.
-    func count(_ key: [UInt8]) throws -> Int { Int(min(try value(key), 1 << 48)) }
+    func count(_ key: Key) throws -> Int { Int(min(try value(key), 1 << 48)) }
 
     /// Sets the integer at `key`; it is written at the next flush if it differs from what was there.
-    func set(_ key: [UInt8], to value: UInt64) {
-        guard values[key] != value else { return }
-        values[key] = value
-        changed.insert(key)
+    func set(_ key: Key, to value: UInt64) {
+        guard let index = slots.firstIndex(where: { $0.key == key }) else {
+            slots.append(Slot(key: key, value: value, changed: true))
+            return
+        }
+        guard slots[index].value != value else { return }
+        slots[index].value = value
+        slots[index].changed = true
     }
 
     /// Adds `delta` to the count at `key`, never going below 0.
-    func adjust(_ key: [UInt8], by delta: Int) throws {
+    func adjust(_ key: Key, by delta: Int) throws {
         guard delta != 0 else { return }
-        set(key, to: UInt64(max(0, try count(key) + delta)))
+        let index = try slot(key)
+        let count = Int(min(slots[index].value ?? 0, 1 << 48))
+        let adjusted = UInt64(max(0, count + delta))
+        guard slots[index].value != adjusted else { return }
+        slots[index].value = adjusted
+        slots[index].changed = true
     }
 
     /// Advances the logical clock at `key` by one and returns its new value.
-    func tick(_ key: [UInt8]) throws -> UInt64 {
-        let next = try value(key) &+ 1
-        set(key, to: next)
+    func tick(_ key: Key) throws -> UInt64 {
+        let index = try slot(key)
+        let next = (slots[index].value ?? 0) &+ 1
+        slots[index].value = next
+        slots[index].changed = true
         return next
     }
 
     /// Writes the integers that changed.
     func flush() throws {
-        for key in changed {
+        for index in slots.indices where slots[index].changed {
             var bytes: [UInt8] = []
-            bytes.appendBigEndian(values[key] ?? 0)
-            try txn.put(meta, key: key, value: bytes)
+            bytes.appendBigEndian(slots[index].value ?? 0)
+            try txn.put(meta, key: slots[index].key.bytes, value: bytes)
+            slots[index].changed = false
         }
-        changed.removeAll()
+    }
+
+    /// The position of `key`'s slot, read from `meta` the first time the transaction asks for it.
+    private func slot(_ key: Key) throws -> Int {
+        if let index = slots.firstIndex(where: { $0.key == key }) { return index }
+        var value: UInt64?
+        if let bytes = try txn.get(meta, key: key.bytes), bytes.count == 8 {
+            value = UInt64(bigEndian: bytes.loadUnaligned(as: UInt64.self))
+        }
+        slots.append(Slot(key: key, value: value, changed: false))
+        return slots.count - 1
     }
 }
