@@ -83,14 +83,15 @@ final class AdaptiveEviction {
     func use(type: UInt32, key: [UInt8], as use: Use) throws {
         if use == .insert { try adjustWindow(returning: type, key: key) }
         try sketch.increment(type: type, key: key)
-        switch try queues.queue(type: type, key: key) {
+        let position = try queues.position(type: type, key: key)
+        switch position?.queue {
         case nil, .window:
-            try queues.place(type: type, key: key, in: .window)
+            try queues.place(type: type, key: key, in: .window, from: position)
         case .probation:
-            try queues.place(type: type, key: key, in: .protected)
+            try queues.place(type: type, key: key, in: .protected, from: position)
             try demoteProtectedOverflow(type: type)
         case .protected:
-            try queues.place(type: type, key: key, in: .protected)
+            try queues.place(type: type, key: key, in: .protected, from: position)
         }
     }
 

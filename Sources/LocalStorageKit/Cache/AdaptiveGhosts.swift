@@ -66,18 +66,19 @@ final class AdaptiveGhosts {
         try txn.put(byClock, key: position, value: record)
         try adjust(list, by: 1)
         while try count(list) > limit {
-            let oldest: (position: [UInt8], record: [UInt8])? = try txn.withCursor(byClock) { cursor in
+            let oldest: [UInt8]? = try txn.withCursor(byClock) { cursor in
                 guard let first = try cursor.seek(atLeast: [list.rawValue]), first.key.first == list.rawValue
                 else { return nil }
-                return (Array(first.key), Array(first.value))
+                let record = Array(first.value)
+                try cursor.deleteCurrent()
+                return record
             }
             guard let oldest else {
                 // The length in `meta` overstates the list: take the list as it is.
                 try adjust(list, by: -(try count(list)))
                 return
             }
-            try txn.delete(byClock, key: oldest.position)
-            try txn.delete(byRecord, key: oldest.record)
+            try txn.delete(byRecord, key: oldest)
             try adjust(list, by: -1)
         }
     }

@@ -53,7 +53,17 @@ final class AdaptiveQueues {
 
     /// Puts a record at the most recent end of a queue, taking it out of the one it was in.
     func place(type: UInt32, key: [UInt8], in queue: Queue) throws {
-        try remove(type: type, key: key)
+        try place(type: type, key: key, in: queue, from: position(type: type, key: key))
+    }
+
+    /// Puts a record at the most recent end of a queue, taking it out of `old`, its ``position(type:key:)``
+    /// looked up in this transaction (nil: in no queue).
+    func place(type: UInt32, key: [UInt8], in queue: Queue, from old: Position?) throws {
+        // Its `adaptive.of` entry is overwritten below: only the queue's entry and length change.
+        if let old {
+            try txn.delete(byClock, key: AdaptiveQueues.queueKey(type, old.queue, old.clock), value: key)
+            try integers.adjust(countKey(type, old.queue), by: -1)
+        }
         let clock = try integers.tick(AdaptiveQueues.clockKey)
         var value: [UInt8] = [queue.rawValue]
         value.appendBigEndian(clock)
@@ -101,7 +111,11 @@ final class AdaptiveQueues {
         return found
     }
 
-    private func position(type: UInt32, key: [UInt8]) throws -> (queue: Queue, clock: UInt64)? {
+    /// Where a record stands: its queue and the clock of its placing there.
+    typealias Position = (queue: Queue, clock: UInt64)
+
+    /// The record's position, or nil when it is in no queue.
+    func position(type: UInt32, key: [UInt8]) throws -> Position? {
         guard let stored = try txn.get(byRecord, key: TypedKey.make(type: type, id: key)), stored.count == 9,
             let queue = Queue(rawValue: stored[0])
         else { return nil }

@@ -69,7 +69,7 @@ final class FrequencySketch {
     /// The estimated uses of a record (0...15).
     func frequency(type: UInt32, key: [UInt8]) throws -> Int {
         let hash = SketchMath.hash(type: type, key: key)
-        return SketchMath.frequency(try block(SketchMath.block(hash, blocks: blocks)), hash)
+        return SketchMath.frequency(try peek(SketchMath.block(hash, blocks: blocks)), hash)
     }
 
     /// Counts one use of a record, halving every counter when the period is full.
@@ -100,10 +100,21 @@ final class FrequencySketch {
     private func block(_ index: UInt64) throws -> UInt64 {
         let row = index / layout.blocksPerRow
         if let cached = cache[row] { return cached[Int(index % layout.blocksPerRow)] }
-        let words = try txn.get(database, key: FrequencySketch.rowKey(row)).flatMap(rowWords)
+        let words = try withUnsafeBytes(of: row.bigEndian) { try txn.get(database, key: $0) }.flatMap(rowWords)
         let loaded = words ?? Array(repeating: 0, count: Int(layout.blocksPerRow))
         cache[row] = loaded
         return loaded[Int(index % layout.blocksPerRow)]
+    }
+
+    /// The block at `index` as the transaction has it, read in place when its row is not cached (a frequency
+    /// read changes nothing, so it keeps no copy of the row).
+    private func peek(_ index: UInt64) throws -> UInt64 {
+        let row = index / layout.blocksPerRow
+        let slot = Int(index % layout.blocksPerRow)
+        if let cached = cache[row] { return cached[slot] }
+        let stored = try withUnsafeBytes(of: row.bigEndian) { try txn.get(database, key: $0) }
+        guard let stored, stored.count == Int(layout.blocksPerRow) * 8 else { return 0 }
+        return UInt64(bigEndian: stored.loadUnaligned(fromByteOffset: slot * 8, as: UInt64.self))
     }
 
     /// A stored row's blocks, or nil when its size is not the layout's (counted as zeros).

@@ -28,6 +28,9 @@ final class MetaIntegers {
         let key: Key
         /// nil while `meta` holds no integer there (or a value that is not eight bytes) and none was set.
         var value: UInt64?
+        /// What `meta` holds, as read or last written; nil when unknown (set before it was read) or absent.
+        var written: UInt64?
+        /// Whether `value` was set since; a flush writes it when it differs from `written`.
         var changed: Bool
     }
 
@@ -52,7 +55,7 @@ final class MetaIntegers {
     /// Sets the integer at `key`; it is written at the next flush if it differs from what was there.
     func set(_ key: Key, to value: UInt64) {
         guard let index = slots.firstIndex(where: { $0.key == key }) else {
-            slots.append(Slot(key: key, value: value, changed: true))
+            slots.append(Slot(key: key, value: value, written: nil, changed: true))
             return
         }
         guard slots[index].value != value else { return }
@@ -80,13 +83,17 @@ final class MetaIntegers {
         return next
     }
 
-    /// Writes the integers that changed.
+    /// Writes the integers that changed: a count that went up and back down within the transaction (a record
+    /// moved in and out of a queue) is not written again.
     func flush() throws {
         for index in slots.indices where slots[index].changed {
-            var bytes: [UInt8] = []
-            bytes.appendBigEndian(slots[index].value ?? 0)
-            try txn.put(meta, key: slots[index].key.bytes, value: bytes)
             slots[index].changed = false
+            let value = slots[index].value ?? 0
+            if slots[index].written == value { continue }
+            var bytes: [UInt8] = []
+            bytes.appendBigEndian(value)
+            try txn.put(meta, key: slots[index].key.bytes, value: bytes)
+            slots[index].written = value
         }
     }
 
@@ -97,7 +104,7 @@ final class MetaIntegers {
         if let bytes = try txn.get(meta, key: key.bytes), bytes.count == 8 {
             value = UInt64(bigEndian: bytes.loadUnaligned(as: UInt64.self))
         }
-        slots.append(Slot(key: key, value: value, changed: false))
+        slots.append(Slot(key: key, value: value, written: value, changed: false))
         return slots.count - 1
     }
 }
