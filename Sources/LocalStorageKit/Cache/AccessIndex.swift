@@ -62,7 +62,8 @@ struct AccessIndex {
 
     /// Forgets a record's use.
     func remove(type: UInt32, key: [UInt8], txn: Transaction) throws {
-        guard let old = try clock(type: type, key: key, txn: txn) else { return }
+        // Under another policy the index is empty unless a process with recency tracking wrote it.
+        guard try txn.entryCount(byRecord) > 0, let old = try clock(type: type, key: key, txn: txn) else { return }
         try txn.delete(byRecord, key: TypedKey.make(type: type, id: key))
         try txn.delete(byClock, key: AccessIndex.clockKey(type, old), value: key)
     }

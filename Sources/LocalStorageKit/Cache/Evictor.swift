@@ -116,7 +116,8 @@ final class Evictor {
         _ written: [ChangeLog.Pending], access: AccessIndex, adaptive: AdaptiveEviction?, context: CommitQueue.Context
     ) throws {
         let txn = context.txn
-        var clock = try access.clock(txn)
+        // The adaptive policy keeps its own clock (AdaptiveQueues); the access index's is LRU's.
+        var clock = adaptive == nil ? try access.clock(txn) : 0
         let start = clock
         for (type, key) in notes.take() where book.tracksRecency(ofType: type) {
             guard let schema = try schema(type, context: context), try txn.get(schema.records, key: key) != nil else {

@@ -7,7 +7,7 @@
 /// dictionary that hashes the key's bytes at every step.
 final class MetaIntegers {
     /// A key of `meta` holding one of the integers, with a fingerprint of its bytes made once.
-    struct Key: Equatable {
+    struct Key {
         let bytes: [UInt8]
         let fingerprint: UInt64
 
@@ -20,8 +20,6 @@ final class MetaIntegers {
         }
 
         init(_ name: String) { self.init(Array(name.utf8)) }
-
-        static func == (a: Key, b: Key) -> Bool { a.fingerprint == b.fingerprint && a.bytes == b.bytes }
     }
 
     private struct Slot {
@@ -41,6 +39,8 @@ final class MetaIntegers {
     init(txn: Transaction, meta: Database) {
         self.txn = txn
         self.meta = meta
+        // About ten integers a transaction: room for them at once rather than growing four times.
+        slots.reserveCapacity(16)
     }
 
     /// The integer at `key`, or nil when `meta` holds none (or a value that is not eight bytes).
@@ -54,7 +54,7 @@ final class MetaIntegers {
 
     /// Sets the integer at `key`; it is written at the next flush if it differs from what was there.
     func set(_ key: Key, to value: UInt64) {
-        guard let index = slots.firstIndex(where: { $0.key == key }) else {
+        guard let index = find(key) else {
             slots.append(Slot(key: key, value: value, written: nil, changed: true))
             return
         }
@@ -99,12 +99,16 @@ final class MetaIntegers {
 
     /// The position of `key`'s slot, read from `meta` the first time the transaction asks for it.
     private func slot(_ key: Key) throws -> Int {
-        if let index = slots.firstIndex(where: { $0.key == key }) { return index }
+        if let index = find(key) { return index }
         var value: UInt64?
         if let bytes = try txn.get(meta, key: key.bytes), bytes.count == 8 {
             value = UInt64(bigEndian: bytes.loadUnaligned(as: UInt64.self))
         }
         slots.append(Slot(key: key, value: value, written: value, changed: false))
         return slots.count - 1
+    }
+
+    private func find(_ key: Key) -> Int? {
+        slots.firstIndex { $0.key.fingerprint == key.fingerprint && $0.key.bytes == key.bytes }
     }
 }
