@@ -17,9 +17,16 @@ struct SchemaCache: Sendable {
 
     /// Makes `schema` the ready one of the type `key`, unless another registration made one first; returns the
     /// ready one, which every caller keeps.
+    ///
+    /// `tracksRecency` is asked here, under the lock ``noteRecency(_:)`` holds, so that limits adopted while the
+    /// type registered cannot leave it with the flag read before (review-79).
     @discardableResult
-    mutating func install(_ schema: TypeSchema, for key: ObjectIdentifier, migrationPending: Bool) -> TypeSchema {
+    mutating func install(
+        _ schema: TypeSchema, for key: ObjectIdentifier, migrationPending: Bool, tracksRecency: (UInt32) -> Bool
+    ) -> TypeSchema {
         if let ready = readySchema(for: key) { return ready }
+        var schema = schema
+        schema.tracksRecency = tracksRecency(schema.number)
         generation += 1
         ready[key] = schema
         if first.count < Self.firstCapacity { first.append((key, schema)) }
@@ -111,7 +118,8 @@ extension StoreCore {
                 return schemas.withLock { state in
                     state.pending[key] = nil
                     // A registration in place meanwhile (``registeredInPlace``) keeps its schema.
-                    return state.install(schema, for: key, migrationPending: migrationPending)
+                    return state.install(
+                        schema, for: key, migrationPending: migrationPending, tracksRecency: limits.tracksRecency)
                 }
             } catch {
                 schemas.withLock { $0.pending[key] = nil }
@@ -153,7 +161,8 @@ extension StoreCore {
         let key = ObjectIdentifier(type)
         return schemas.withLock { state in
             if state.readySchema(for: key) == nil { logMigrationProblems(T.self, name: name) }
-            return state.install(schema, for: key, migrationPending: migrationPending)
+            return state.install(
+                schema, for: key, migrationPending: migrationPending, tracksRecency: limits.tracksRecency)
         }
     }
 
@@ -201,7 +210,12 @@ extension StoreCore {
         // transaction abort, a pass that finds nothing to do only ends it).
         if migrationPending { _ = schemas.withLock { $0.migrationsPending.insert(schema.name) } }
         context.onCommit { [weak self] in
-            _ = self?.schemas.withLock { state in state.install(schema, for: key, migrationPending: migrationPending) }
+            guard let self else { return }
+            let limits = self.limits
+            _ = self.schemas.withLock { state in
+                state.install(
+                    schema, for: key, migrationPending: migrationPending, tracksRecency: limits.tracksRecency)
+            }
         }
         return schema
     }
