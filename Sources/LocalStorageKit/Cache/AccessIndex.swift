@@ -62,7 +62,7 @@ struct AccessIndex {
 
     /// Forgets a record's use.
     func remove(type: UInt32, key: [UInt8], txn: Transaction) throws {
-        // Under another policy the index is empty unless a process with recency tracking wrote it.
+        // An empty index (the adaptive policy's stores, unless an LRU process wrote it) has nothing to look up.
         guard try txn.entryCount(byRecord) > 0, let old = try clock(type: type, key: key, txn: txn) else { return }
         try txn.delete(byRecord, key: TypedKey.make(type: type, id: key))
         try txn.delete(byClock, key: AccessIndex.clockKey(type, old), value: key)

@@ -24,7 +24,10 @@ final class AdaptiveQueues {
     let byClock: Database
     let byRecord: Database
     let integers: MetaIntegers
-    private var countKeys: [(type: UInt32, keys: [MetaIntegers.Key])] = []
+    /// Each type's three queue-length keys, made at the type's first use in the transaction.
+    private var countKeys: [UInt32: [MetaIntegers.Key]] = [:]
+    /// The last type asked about and its keys: a transaction mostly evicts from one type.
+    private var lastCountKeys: (type: UInt32, keys: [MetaIntegers.Key])?
 
     init(txn: Transaction, integers: MetaIntegers) throws {
         guard let byClock = try txn.openDatabase(AdaptiveQueues.byClockName, sortedDuplicates: true, create: true),
@@ -57,7 +60,8 @@ final class AdaptiveQueues {
     }
 
     /// Puts a record at the most recent end of a queue, taking it out of `old`, its ``position(type:key:)``
-    /// looked up in this transaction (nil: in no queue).
+    /// looked up in this transaction with nothing placing or removing the record since (nil: in no queue). A
+    /// position older than that would leave the record's former queue entry behind and miscount the queues.
     func place(type: UInt32, key: [UInt8], in queue: Queue, from old: Position?) throws {
         // Its `adaptive.of` entry is overwritten below: only the queue's entry and length change.
         if let old {
@@ -124,14 +128,20 @@ final class AdaptiveQueues {
 
     /// The `meta` keys of a type's queue lengths, made once per type in the transaction.
     private func countKey(_ type: UInt32, _ queue: Queue) -> MetaIntegers.Key {
-        if let known = countKeys.first(where: { $0.type == type }) { return known.keys[Int(queue.rawValue)] }
-        let keys = Queue.allCases.map { queue in
-            var bytes = AdaptiveQueues.countPrefix
-            bytes.appendBigEndian(type)
-            bytes.append(queue.rawValue)
-            return MetaIntegers.Key(bytes)
+        if let last = lastCountKeys, last.type == type { return last.keys[Int(queue.rawValue)] }
+        let keys: [MetaIntegers.Key]
+        if let known = countKeys[type] {
+            keys = known
+        } else {
+            keys = Queue.allCases.map { queue in
+                var bytes = AdaptiveQueues.countPrefix
+                bytes.appendBigEndian(type)
+                bytes.append(queue.rawValue)
+                return MetaIntegers.Key(bytes)
+            }
+            countKeys[type] = keys
         }
-        countKeys.append((type, keys))
+        lastCountKeys = (type, keys)
         return keys[Int(queue.rawValue)]
     }
 

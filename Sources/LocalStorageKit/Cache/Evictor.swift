@@ -116,9 +116,13 @@ final class Evictor {
         _ written: [ChangeLog.Pending], access: AccessIndex, adaptive: AdaptiveEviction?, context: CommitQueue.Context
     ) throws {
         let txn = context.txn
-        // The adaptive policy keeps its own clock (AdaptiveQueues); the access index's is LRU's.
-        var clock = adaptive == nil ? try access.clock(txn) : 0
-        let start = clock
+        // LRU's clock, read at its first tick (the adaptive policy keeps its own, in AdaptiveQueues).
+        var clock: UInt64?
+        func tick() throws -> UInt64 {
+            let next = try (clock ?? access.clock(txn)) &+ 1
+            clock = next
+            return next
+        }
         for (type, key) in notes.take() where book.tracksRecency(ofType: type) {
             guard let schema = try schema(type, context: context), try txn.get(schema.records, key: key) != nil else {
                 continue
@@ -127,8 +131,7 @@ final class Evictor {
                 try adaptive.use(type: type, key: key, as: .read)
                 continue
             }
-            clock += 1
-            try access.set(type: type, key: key, clock: clock, txn: txn)
+            try access.set(type: type, key: key, clock: try tick(), txn: txn)
         }
         for change in written {
             switch change.kind {
@@ -139,8 +142,7 @@ final class Evictor {
                         type: change.type, key: change.id, as: change.kind == .inserted ? .insert : .update)
                     continue
                 }
-                clock += 1
-                try access.set(type: change.type, key: change.id, clock: clock, txn: txn)
+                try access.set(type: change.type, key: change.id, clock: try tick(), txn: txn)
             case .deleted, .expired:
                 if change.recordStays { continue }
                 try adaptive?.forget(type: change.type, key: change.id)
@@ -152,7 +154,7 @@ final class Evictor {
                 continue
             }
         }
-        if clock != start { try access.setClock(clock, txn) }
+        if let clock { try access.setClock(clock, txn) }
     }
 
     // MARK: - Keeping a limit

@@ -10,8 +10,9 @@
 /// was made before (`adaptive.sketch.size` in `meta`) keeps it: `adaptive.sketch`, a row per block, a block
 /// per record, halved every five times its blocks.
 ///
-/// One value per writer transaction: rows read are cached and the changed ones written by ``flush()``; the
-/// sample count goes through the transaction's ``MetaIntegers``.
+/// One value per writer transaction: rows an increment reads are cached and the changed ones written by
+/// ``flush()`` (a frequency read looks at the stored row in place); the sample count goes through the
+/// transaction's ``MetaIntegers``.
 final class FrequencySketch {
     /// Where a sketch is kept, and how.
     struct Layout {
@@ -96,11 +97,11 @@ final class FrequencySketch {
         integers.set(layout.samplesKey, to: samples)
     }
 
-    /// The block at `index`, reading its row when this transaction has not yet.
+    /// The block at `index`, caching its row for a change when this transaction has not yet.
     private func block(_ index: UInt64) throws -> UInt64 {
         let row = index / layout.blocksPerRow
         if let cached = cache[row] { return cached[Int(index % layout.blocksPerRow)] }
-        let words = try withUnsafeBytes(of: row.bigEndian) { try txn.get(database, key: $0) }.flatMap(rowWords)
+        let words = try storedRow(row).flatMap(rowWords)
         let loaded = words ?? Array(repeating: 0, count: Int(layout.blocksPerRow))
         cache[row] = loaded
         return loaded[Int(index % layout.blocksPerRow)]
@@ -112,8 +113,7 @@ final class FrequencySketch {
         let row = index / layout.blocksPerRow
         let slot = Int(index % layout.blocksPerRow)
         if let cached = cache[row] { return cached[slot] }
-        let stored = try withUnsafeBytes(of: row.bigEndian) { try txn.get(database, key: $0) }
-        guard let stored, stored.count == Int(layout.blocksPerRow) * 8 else { return 0 }
+        guard let stored = try storedRow(row), stored.count == Int(layout.blocksPerRow) * 8 else { return 0 }
         return UInt64(bigEndian: stored.loadUnaligned(fromByteOffset: slot * 8, as: UInt64.self))
     }
 
@@ -149,6 +149,11 @@ final class FrequencySketch {
             }
         }
         samples /= 2
+    }
+
+    /// The stored bytes of `row`, pointing into the map; its key is ``rowKey(_:)``'s bytes, made on the stack.
+    private func storedRow(_ row: UInt64) throws -> UnsafeRawBufferPointer? {
+        try withUnsafeBytes(of: row.bigEndian) { try txn.get(database, key: $0) }
     }
 
     private static func rowKey(_ row: UInt64) -> [UInt8] {

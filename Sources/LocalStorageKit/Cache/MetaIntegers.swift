@@ -2,9 +2,10 @@
 /// lengths, the sketch's sample count, the window's size) within one writer transaction: each is read once,
 /// changed in memory, and written by ``flush()`` when its value changed.
 ///
-/// A transaction touches about ten of them, dozens of times each (every placement ticks a clock and moves
-/// two lengths), so they are kept in a short list searched by each key's fingerprint rather than in a
-/// dictionary that hashes the key's bytes at every step.
+/// A transaction touches a few of them (the clocks, the window's size, the sketch's samples) and three lengths
+/// for each type it evicts from, dozens of times each (every placement ticks a clock and moves two lengths), so
+/// they are found by each key's fingerprint, made once, rather than by hashing the key's bytes at every step: in a
+/// short list, and beyond ``listed`` of them (a store-wide limit over many types) through an index of fingerprints.
 final class MetaIntegers {
     /// A key of `meta` holding one of the integers, with a fingerprint of its bytes made once.
     struct Key {
@@ -32,15 +33,22 @@ final class MetaIntegers {
         var changed: Bool
     }
 
+    /// The most slots searched one by one; more are found through `byFingerprint`.
+    static let listed = 16
+    /// The cap on a count: a damaged one past any real count is taken as this, so adjusting it cannot overflow.
+    private static let largestCount: UInt64 = 1 << 48
+
     let txn: Transaction
     let meta: Database
     private var slots: [Slot] = []
+    /// The slot of each fingerprint, kept once there are more than ``listed`` slots.
+    private var byFingerprint: [UInt64: Int] = [:]
 
     init(txn: Transaction, meta: Database) {
         self.txn = txn
         self.meta = meta
-        // About ten integers a transaction: room for them at once rather than growing four times.
-        slots.reserveCapacity(16)
+        // Room for a transaction that evicts from one type at once, rather than growing four times.
+        slots.reserveCapacity(MetaIntegers.listed)
     }
 
     /// The integer at `key`, or nil when `meta` holds none (or a value that is not eight bytes).
@@ -50,12 +58,12 @@ final class MetaIntegers {
     func value(_ key: Key) throws -> UInt64 { try stored(key) ?? 0 }
 
     /// A count at `key`; a damaged one past any real count is capped, so that adjusting it cannot overflow.
-    func count(_ key: Key) throws -> Int { Int(min(try value(key), 1 << 48)) }
+    func count(_ key: Key) throws -> Int { Int(min(try value(key), MetaIntegers.largestCount)) }
 
     /// Sets the integer at `key`; it is written at the next flush if it differs from what was there.
     func set(_ key: Key, to value: UInt64) {
         guard let index = find(key) else {
-            slots.append(Slot(key: key, value: value, written: nil, changed: true))
+            append(Slot(key: key, value: value, written: nil, changed: true))
             return
         }
         guard slots[index].value != value else { return }
@@ -67,7 +75,7 @@ final class MetaIntegers {
     func adjust(_ key: Key, by delta: Int) throws {
         guard delta != 0 else { return }
         let index = try slot(key)
-        let count = Int(min(slots[index].value ?? 0, 1 << 48))
+        let count = Int(min(slots[index].value ?? 0, MetaIntegers.largestCount))
         let adjusted = UInt64(max(0, count + delta))
         guard slots[index].value != adjusted else { return }
         slots[index].value = adjusted
@@ -104,11 +112,28 @@ final class MetaIntegers {
         if let bytes = try txn.get(meta, key: key.bytes), bytes.count == 8 {
             value = UInt64(bigEndian: bytes.loadUnaligned(as: UInt64.self))
         }
-        slots.append(Slot(key: key, value: value, written: value, changed: false))
+        append(Slot(key: key, value: value, written: value, changed: false))
         return slots.count - 1
     }
 
     private func find(_ key: Key) -> Int? {
-        slots.firstIndex { $0.key.fingerprint == key.fingerprint && $0.key.bytes == key.bytes }
+        if slots.count > MetaIntegers.listed {
+            // Every slot's fingerprint is indexed: none there, no slot of this key.
+            guard let index = byFingerprint[key.fingerprint] else { return nil }
+            if slots[index].key.bytes == key.bytes { return index }
+            // Two keys of one fingerprint: the index names the first; look at them all.
+        }
+        return slots.firstIndex { $0.key.fingerprint == key.fingerprint && $0.key.bytes == key.bytes }
+    }
+
+    private func append(_ slot: Slot) {
+        slots.append(slot)
+        if slots.count == MetaIntegers.listed + 1 {
+            for index in slots.indices where byFingerprint[slots[index].key.fingerprint] == nil {
+                byFingerprint[slots[index].key.fingerprint] = index
+            }
+        } else if slots.count > MetaIntegers.listed, byFingerprint[slot.key.fingerprint] == nil {
+            byFingerprint[slot.key.fingerprint] = slots.count - 1
+        }
     }
 }
