@@ -64,7 +64,9 @@ import Testing
         try await storage.save(Tile(id: "a", weight: 1))
         let meta = storage.core.meta
         let quarters = try await storage.core.writer.perform { context in
-            try AdaptiveEviction(txn: context.txn, meta: meta, capacity: 100_000, records: { _ in nil }).windowQuarters
+            try AdaptiveEviction(
+                txn: context.txn, meta: meta, capacity: 100_000, carried: nil, records: { _ in nil }
+            ).windowQuarters
         }
         // 1% of 400 records in quarters is 16; of 100,000 it would be 4,000.
         #expect(quarters == 16)

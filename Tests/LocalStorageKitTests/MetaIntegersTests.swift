@@ -92,6 +92,32 @@ import Testing
         #expect(stored[1] == nine)
     }
 
+    /// The integers a committed transaction carries are the next transaction's without reading `meta` (bytes
+    /// put there behind their back are not seen), and are dropped when another transaction committed between.
+    @Test func carriedIntegersServeOnlyTheNextTransaction() async throws {
+        let storage = try LocalStorage(configuration: Self.configuration())
+        let meta = storage.core.meta
+        let key = MetaIntegers.Key("test.carried")
+        var eight: [UInt8] = []
+        eight.appendBigEndian(UInt64(8))
+        let carried = try await storage.core.writer.perform { context in
+            let integers = MetaIntegers(txn: context.txn, meta: meta)
+            try integers.adjust(key, by: 5)
+            try integers.flush()
+            return integers.carry()
+        }
+        let next = try await storage.core.writer.perform { context in
+            try context.txn.put(meta, key: key.bytes, value: eight)
+            return try MetaIntegers(txn: context.txn, meta: meta, carried: carried).stored(key)
+        }
+        #expect(next == 5)
+        // That transaction committed the 8: `carried` is now two transactions old.
+        let later = try await storage.core.writer.perform { context in
+            try MetaIntegers(txn: context.txn, meta: meta, carried: carried).stored(key)
+        }
+        #expect(later == 8)
+    }
+
     static func configuration() -> LocalStorageConfiguration {
         var configuration = LocalStorageConfiguration()
         configuration.databaseDirectory = temporaryDirectory()

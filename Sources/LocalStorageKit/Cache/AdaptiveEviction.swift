@@ -50,9 +50,13 @@ final class AdaptiveEviction {
     /// - Parameters:
     ///   - capacity: the records the sketch is sized for when it is first created.
     ///   - records: the records database of a type number, nil for an unknown type.
-    init(txn: Transaction, meta: Database, capacity: Int, records: @escaping (UInt32) throws -> Database?) throws {
+    ///   - carried: the policy's integers as the writer's last commit left them (``carry()``).
+    init(
+        txn: Transaction, meta: Database, capacity: Int, carried: MetaIntegers.Carried?,
+        records: @escaping (UInt32) throws -> Database?
+    ) throws {
         let capacity = min(max(1, capacity), AdaptiveEviction.largestCapacity)
-        let integers = MetaIntegers(txn: txn, meta: meta)
+        let integers = MetaIntegers(txn: txn, meta: meta, carried: carried)
         queues = try AdaptiveQueues(txn: txn, integers: integers)
         sketch = try FrequencySketch(txn: txn, integers: integers, capacity: capacity)
         if let stored = try integers.stored(AdaptiveEviction.capacityKey).map(Int.init(clamping:)),
@@ -193,6 +197,9 @@ final class AdaptiveEviction {
         integers.set(AdaptiveEviction.windowKey, to: UInt64(windowQuarters))
         try integers.flush()
     }
+
+    /// The policy's integers as ``flush()`` left them, for the writer's next transaction.
+    func carry() -> MetaIntegers.Carried { integers.carry() }
 
     /// How many records the scope's window holds beyond its share.
     private func windowExcess(_ scope: [TypeSchema], total: Int) throws -> Int {

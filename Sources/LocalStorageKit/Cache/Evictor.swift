@@ -18,6 +18,8 @@ final class Evictor {
     private var schemasMarker: [UInt8]?
     /// The schemas of the transaction under way.
     private var contextSchemas: (context: CommitQueue.Context, schemas: [UInt32: TypeSchema])?
+    /// The adaptive policy's integers as the last commit that kept them left them.
+    private var carriedIntegers: MetaIntegers.Carried?
 
     init(book: LimitBook, notes: AccessNotes, evictions: EvictionTally, logger: (any StorageLogger)?) {
         self.book = book
@@ -49,7 +51,11 @@ final class Evictor {
                 context.onCommit { book.checked(types: unchecked.types, store: unchecked.store) }
             }
         }
-        try adaptive?.flush()
+        if let adaptive {
+            try adaptive.flush()
+            let carried = adaptive.carry()
+            context.onCommit { [weak self] in self?.carriedIntegers = carried }
+        }
     }
 
     /// Keeps each limit a scope this commit wrote to is under (or one no commit of this process kept yet): its
@@ -104,7 +110,7 @@ final class Evictor {
             throw LMDBError.notFound("mdb_dbi_open")
         }
         return try AdaptiveEviction(
-            txn: context.txn, meta: meta, capacity: book.largestRecordLimit ?? 16_384,
+            txn: context.txn, meta: meta, capacity: book.largestRecordLimit ?? 16_384, carried: carriedIntegers,
             records: { [unowned self] type in try self.schema(type, context: context)?.records })
     }
 

@@ -23,7 +23,15 @@ final class MetaIntegers {
         init(_ name: String) { self.init(Array(name.utf8)) }
     }
 
-    private struct Slot {
+    /// The integers as a transaction of this process's writer left them when it committed: the next one starts
+    /// from them, without reading `meta`, when no other transaction committed in between (its id is the next).
+    struct Carried {
+        fileprivate let slots: [Slot]
+        /// The id of the transaction that left them.
+        let transaction: Int
+    }
+
+    fileprivate struct Slot {
         let key: Key
         /// nil while `meta` holds no integer there (or a value that is not eight bytes) and none was set.
         var value: UInt64?
@@ -44,12 +52,25 @@ final class MetaIntegers {
     /// The slot of each fingerprint, kept once there are more than ``listed`` slots.
     private var byFingerprint: [UInt64: Int] = [:]
 
-    init(txn: Transaction, meta: Database) {
+    /// - Parameter carried: what the writer's last commit left; taken when `txn` is the transaction right after it
+    ///   (LMDB numbers write transactions one after another, so any other commit in between shows).
+    init(txn: Transaction, meta: Database, carried: Carried? = nil) {
         self.txn = txn
         self.meta = meta
-        // Room for a transaction that evicts from one type at once, rather than growing four times.
-        slots.reserveCapacity(MetaIntegers.listed)
+        if let carried, carried.transaction &+ 1 == txn.id {
+            slots = carried.slots
+            if slots.count > MetaIntegers.listed {
+                for index in slots.indices.reversed() { byFingerprint[slots[index].key.fingerprint] = index }
+            }
+        } else {
+            // Room for a transaction that evicts from one type at once, rather than growing four times.
+            slots.reserveCapacity(MetaIntegers.listed)
+        }
     }
+
+    /// The integers as `meta` holds them after ``flush()``, for the writer's next transaction should this one
+    /// commit. (After a flush no slot is changed and each holds what `meta` does.)
+    func carry() -> Carried { Carried(slots: slots, transaction: txn.id) }
 
     /// The integer at `key`, or nil when `meta` holds none (or a value that is not eight bytes).
     func stored(_ key: Key) throws -> UInt64? { slots[try slot(key)].value }
