@@ -59,9 +59,7 @@ final class MetaIntegers {
         self.meta = meta
         if let carried, carried.transaction &+ 1 == txn.id {
             slots = carried.slots
-            if slots.count > MetaIntegers.listed {
-                for index in slots.indices.reversed() { byFingerprint[slots[index].key.fingerprint] = index }
-            }
+            if slots.count > MetaIntegers.listed { indexFingerprints(from: 0) }
         } else {
             // Room for a transaction that evicts from one type at once, rather than growing four times.
             slots.reserveCapacity(MetaIntegers.listed)
@@ -87,9 +85,7 @@ final class MetaIntegers {
             append(Slot(key: key, value: value, written: nil, changed: true))
             return
         }
-        guard slots[index].value != value else { return }
-        slots[index].value = value
-        slots[index].changed = true
+        assign(value, at: index)
     }
 
     /// Adds `delta` to the count at `key`, never going below 0.
@@ -97,18 +93,14 @@ final class MetaIntegers {
         guard delta != 0 else { return }
         let index = try slot(key)
         let count = Int(min(slots[index].value ?? 0, MetaIntegers.largestCount))
-        let adjusted = UInt64(max(0, count + delta))
-        guard slots[index].value != adjusted else { return }
-        slots[index].value = adjusted
-        slots[index].changed = true
+        assign(UInt64(max(0, count + delta)), at: index)
     }
 
     /// Advances the logical clock at `key` by one and returns its new value.
     func tick(_ key: Key) throws -> UInt64 {
         let index = try slot(key)
         let next = (slots[index].value ?? 0) &+ 1
-        slots[index].value = next
-        slots[index].changed = true
+        assign(next, at: index)
         return next
     }
 
@@ -147,14 +139,25 @@ final class MetaIntegers {
         return slots.firstIndex { $0.key.fingerprint == key.fingerprint && $0.key.bytes == key.bytes }
     }
 
+    /// Sets a slot's value, marking it for the flush when it changes.
+    private func assign(_ value: UInt64, at index: Int) {
+        guard slots[index].value != value else { return }
+        slots[index].value = value
+        slots[index].changed = true
+    }
+
     private func append(_ slot: Slot) {
         slots.append(slot)
-        if slots.count == MetaIntegers.listed + 1 {
-            for index in slots.indices where byFingerprint[slots[index].key.fingerprint] == nil {
-                byFingerprint[slots[index].key.fingerprint] = index
-            }
-        } else if slots.count > MetaIntegers.listed, byFingerprint[slot.key.fingerprint] == nil {
-            byFingerprint[slot.key.fingerprint] = slots.count - 1
+        // Past the list's length every slot is indexed: all of them the first time, then each new one.
+        if slots.count > MetaIntegers.listed {
+            indexFingerprints(from: slots.count == MetaIntegers.listed + 1 ? 0 : slots.count - 1)
+        }
+    }
+
+    /// Indexes the slots from `start` on by fingerprint, the first slot of a fingerprint keeping it.
+    private func indexFingerprints(from start: Int) {
+        for index in start..<slots.count where byFingerprint[slots[index].key.fingerprint] == nil {
+            byFingerprint[slots[index].key.fingerprint] = index
         }
     }
 }
