@@ -95,12 +95,17 @@ final class Evictor {
     ///
     /// - Throws: ``LocalStorageError/recordTooLarge(id:size:limit:)`` with the smaller limit it exceeds.
     static func refuseOversized(
-        _ record: PreparedRecord, size: Int, schema: TypeSchema, context: CommitQueue.Context
-    ) throws {
-        let limits = [schema.limits?.maxBytes, context.storeMaxBytes].compactMap { $0 }
-        if let limit = limits.min(), size > limit {
-            throw LocalStorageError.recordTooLarge(id: record.id, size: size, limit: limit)
+        _ id: String, size: Int, schema: TypeSchema, storeMaxBytes: Int?
+    ) throws(LocalStorageError) {
+        if let limit = byteLimit(of: schema, storeMaxBytes: storeMaxBytes), size > limit {
+            throw LocalStorageError.recordTooLarge(id: id, size: size, limit: limit)
         }
+    }
+
+    /// The most payload bytes one record of `schema` may have: the smaller of its type's and the store's
+    /// `maxBytes`, nil when neither is set.
+    static func byteLimit(of schema: TypeSchema, storeMaxBytes: Int?) -> Int? {
+        [schema.limits?.maxBytes, storeMaxBytes].compactMap { $0 }.min()
     }
 
     /// The adaptive policy's state for this transaction, or nil under another policy.

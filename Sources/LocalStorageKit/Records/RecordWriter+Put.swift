@@ -126,7 +126,8 @@ extension RecordWriter {
         // Sealed first, so that the size the limits count is checked before anything is written.
         let (envelope, payload) = try sealed(
             record.payload, format: record.format, key: record.key, schema: schema, txn: txn)
-        try Evictor.refuseOversized(record, size: payload.count, schema: schema, context: context)
+        try Evictor.refuseOversized(
+            record.id, size: payload.count, schema: schema, storeMaxBytes: context.storeMaxBytes)
         var createdAt = context.now
         var replacesLiveRecord = false
         var oldValues: [StoredIndexValue]?

@@ -1,5 +1,12 @@
 /// Writing records exactly as the shared tier holds them (docs/DESIGN.md, "Sharing a cache between hosts").
 extension RecordWriter {
+    /// Whether a record with `payloadBytes` (as the shared tier holds it) exceeds this store's `maxBytes` (its
+    /// type's or the store's): another instance may write it under wider limits, and this one cannot keep it.
+    static func isTooLargeToKeep(_ payloadBytes: Int, schema: TypeSchema, context: CommitQueue.Context) -> Bool {
+        guard let limit = Evictor.byteLimit(of: schema, storeMaxBytes: context.storeMaxBytes) else { return false }
+        return payloadBytes > limit
+    }
+
     /// Stores `bytes` (a whole record: header and payload, as the shared tier holds it) under `key`, keeping
     /// the record's entries in step and publishing `.inserted` or `.updated` with `value` (or, without one, the
     /// id for observers to read), unless the store
@@ -9,6 +16,9 @@ extension RecordWriter {
     /// With `announce` false (a near-cache fill, which is not a change) nothing is logged or published. With
     /// `asNew` a live record it replaces is announced as an insert all the same (a fill's copy the observers
     /// never heard of).
+    ///
+    /// A record larger than this store's `maxBytes` is not kept (``isTooLargeToKeep(_:schema:context:)``): a copy
+    /// of the id it held is deleted instead (announced), and a fill keeps nothing.
     ///
     /// - Throws: `decodingFailed` when `bytes` is not a record.
     @discardableResult
@@ -51,6 +61,12 @@ extension RecordWriter {
         /// Whether the record replaces a live one that differs from it in its expiry alone.
         var onlyExpiryChanged = false
         var payloadBytes = bytes.withUnsafeBytes { payloadSize(of: $0) }
+        if isTooLargeToKeep(payloadBytes, schema: schema, context: context) {
+            // Written by an instance with wider limits: no eviction could make room, so none is made; the copy this
+            // store held of the id is stale, and goes as an eviction would take it.
+            guard announce else { return false }
+            return try delete(id: String(decoding: key, as: UTF8.self), key: key, schema: schema, context: context)
+        }
         if let existing = try txn.get(schema.records, key: key) {
             if existing.elementsEqual(bytes) { return false }
             payloadBytes -= payloadSize(of: existing)

@@ -99,6 +99,9 @@ extension SharedTier {
     /// Builds the put of `record` at `now` with `expiresAt`. The payload is sealed when the store is encrypted
     /// (so the server, and every instance's copy, hold it sealed), with the cipher every host can open, unless `storedEnvelope` says it is already
     /// in its stored form (a record read from the server and written back).
+    ///
+    /// - Throws: ``LocalStorageError/recordTooLarge(id:size:limit:)`` when the payload alone exceeds this
+    ///   instance's `maxBytes` (its type's or the store's): nothing is sent.
     func put(
         _ record: PreparedRecord, expiresAt: Int64, now: Int64, schema: TypeSchema,
         createdAt: Int64? = nil, expect: [UInt8] = [], storedEnvelope: PayloadEnvelope? = nil
@@ -112,6 +115,13 @@ extension SharedTier {
             } else {
                 (PayloadEnvelope(), record.payload)
             }
+        // Checked before the server holds it, as a local save checks before it writes (each instance's copy is
+        // the server's bytes, so this payload is what the local limits count). A rewrite of a stored record (a new
+        // expiry) keeps its payload: it is not a new record to refuse.
+        if storedEnvelope == nil {
+            try Evictor.refuseOversized(
+                record.id, size: payload.count, schema: schema, storeMaxBytes: core.limits.store?.maxBytes)
+        }
         let header = RecordHeader(
             format: record.format, version: record.version, createdAt: createdAt ?? now,
             updatedAt: now, expiresAt: expiresAt, signature: schema.signature,

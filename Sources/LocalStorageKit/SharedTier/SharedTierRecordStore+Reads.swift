@@ -84,6 +84,10 @@ extension SharedTierRecordStore {
                         || !state.recentChanges.mayHaveChanged(type: schema.name, id: id, after: sequence)
                 }
                 guard isCurrent else { return }
+                // Larger than this instance's byte limit (written under wider limits elsewhere): served, not kept,
+                // so that keeping it evicts nothing.
+                let size = bytes.withUnsafeBytes { RecordWriter.payloadSize(of: $0) }
+                guard !RecordWriter.isTooLargeToKeep(size, schema: schema, context: context) else { return }
                 if let existing = try context.txn.get(schema.records, key: key) {
                     let isLive: Bool
                     do {

@@ -1,0 +1,91 @@
+import Foundation
+import Testing
+
+@testable import LocalStorageKit
+
+/// A byte limit with a shared tier. A record that no eviction could fit is refused before the server holds it, as
+/// a local save refuses it; one that another instance wrote under wider limits is served without being kept.
+/// Before (review-81 F1), the save went to the server and returned, and the local commit evicted every other
+/// record of the near cache and then the new one; every later fill of it did the same.
+@Suite(.enabled(if: SharedTestServer.isAvailable, SharedTestServer.skipReason))
+struct SharedTierByteLimitTests {
+    let tier = SharedTestServer.configuration()
+
+    struct Blob: LocalStorable, Equatable {
+        let id: String
+        var text: String
+    }
+
+    private let limit = 20_000
+    private let small = (0..<37).map { Blob(id: "b\($0)", text: String(repeating: "x", count: 400)) }
+
+    private func store(maxBytes: Int?) async throws -> LocalStorage {
+        var configuration = LocalStorageConfiguration.inMemory
+        var tier = tier
+        tier.maxStaleness = .seconds(30)  // Not about staleness: a loaded machine may delay a heartbeat past 1 s.
+        configuration.sharedTier = tier
+        configuration.limits = maxBytes.map { StorageLimits(maxBytes: $0) }
+        let storage = try LocalStorage(configuration: configuration)
+        _ = try await waitUntil { storage.sharedTier.map { $0.phase != .connecting && $0.phase != .syncing } ?? true }
+        return storage
+    }
+
+    private func expectTooLarge(
+        _ id: String, limit: Int, _ body: () async throws -> Void, sourceLocation: SourceLocation = #_sourceLocation
+    ) async {
+        do {
+            try await body()
+            Issue.record("no error thrown", sourceLocation: sourceLocation)
+        } catch LocalStorageError.recordTooLarge(let thrownID, let size, let thrownLimit) {
+            #expect(thrownID == id && size > limit && thrownLimit == limit, sourceLocation: sourceLocation)
+        } catch {
+            Issue.record("threw \(error)", sourceLocation: sourceLocation)
+        }
+    }
+
+    @Test func aRecordLargerThanTheLimitIsRefusedBeforeTheServerHoldsIt() async throws {
+        let storage = try await store(maxBytes: limit)
+        let other = try await store(maxBytes: nil)
+        try await storage.save(contentsOf: small)
+        let big = Blob(id: "big", text: String(repeating: "y", count: 30_000))
+        await expectTooLarge("big", limit: limit) { try await storage.save(big) }
+        await expectTooLarge("big", limit: limit) { try await storage.save(contentsOf: [small[0], big]) }
+        await expectTooLarge("b1", limit: limit) {
+            _ = try await storage.update(Blob.self, id: "b1") { $0.text = String(repeating: "z", count: 25_000) }
+        }
+        await expectTooLarge("loaded", limit: limit) {
+            _ = try await storage.fetch(Blob.self, id: "loaded") { id in Blob(id: id, text: big.text) }
+        }
+        // Nothing reached the server, and nothing was evicted here.
+        #expect(try await other.fetch(Blob.self, id: "big") == nil)
+        #expect(try await other.fetch(Blob.self, id: "loaded") == nil)
+        #expect(try await other.fetch(Blob.self, id: "b1") == small[1])
+        #expect(try await storage.count(Blob.self, matching: [], options: .nearCache) == small.count)
+        #expect(try await storage.statistics().evictions == 0)
+    }
+
+    @Test func aLargerRecordWrittenUnderWiderLimitsIsServedWithoutBeingKept() async throws {
+        let narrow = try await store(maxBytes: limit)
+        let wide = try await store(maxBytes: nil)
+        try await narrow.save(contentsOf: small)
+        let big = Blob(id: "big", text: String(repeating: "y", count: 30_000))
+        try await wide.save(big)
+        // Notices apply in order: once the marker is here, the big record's notice has been applied.
+        try await wide.save(Blob(id: "marker", text: "m"))
+        #expect(
+            try await waitUntil { try await narrow.count(Blob.self, matching: [], options: .nearCache) == 38 })
+        #expect(try await narrow.fetch(Blob.self, id: "big") == big)
+        try await narrow.core.writer.perform { _ in }  // the fill, were it kept, commits with this one
+        #expect(try await narrow.count(Blob.self, matching: [], options: .nearCache) == 38)
+
+        // A held record that another instance makes too large: the stale copy goes, the rest stays.
+        var grown = small[1]
+        grown.text = String(repeating: "z", count: 25_000)
+        try await wide.save(grown)
+        #expect(
+            try await waitUntil { try await narrow.count(Blob.self, matching: [], options: .nearCache) == 37 })
+        #expect(try await narrow.fetch(Blob.self, id: "b1") == grown)
+        #expect(try await narrow.fetch(Blob.self, id: "b2") == small[2])
+        #expect(try await narrow.statistics().evictions == 0)
+    }
+}
