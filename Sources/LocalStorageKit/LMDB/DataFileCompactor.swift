@@ -21,7 +21,7 @@ enum CompactionOutcome: Sendable, Equatable {
     case compacted(freeFraction: Double, bytesBefore: Int, bytesAfter: Int)
 }
 
-/// Replaces a store's data file by a copy without its free pages, safely against other processes and
+/// Replaces a store's data file by a copy without its free pages and with its trees packed full, safely against other processes and
 /// against a kill at any moment.
 ///
 /// The caller holds the store's ``StoreOpenLock`` exclusively and has no environment open on the folder.
@@ -29,8 +29,9 @@ enum CompactionOutcome: Sendable, Equatable {
 /// 1. takes LMDB's own lock exclusively (`fcntl` write lock on byte 0 of `lock.mdb`, without waiting: every
 ///    process with the environment open holds it shared, so this fails when any has) and keeps it until the
 ///    caller has reopened the store, so no LMDB process can open the store in between;
-/// 2. opens the data file read-only and without the lock file, and copies it with `mdb_env_copyfd2(…,
-///    MDB_CP_COMPACT)` into `data.mdb.compacting` beside it, created with the data file's mode and owner;
+/// 2. opens the data file read-only and without the lock file, and copies it into `data.mdb.compacting` beside
+///    it, created with the data file's mode and owner, every tree packed full (``RepackingCopy``: LMDB's own
+///    compacting copy leaves out free pages but keeps the nearly empty ones that deletes leave);
 /// 3. `fsync`s the copy, `rename`s it over `data.mdb` (atomic: the name holds the old file or the complete
 ///    new one, each holding every committed record) and `fsync`s the folder.
 ///
@@ -129,9 +130,11 @@ enum DataFileCompactor {
             return .failure(Problem(reason: "cannot give the copy the store's owner: \(systemError())"))
         }
         step("created")
-        let code = mdb_env_copyfd2(environment, copy, UInt32(MDB_CP_COMPACT))
-        guard code == MDB_SUCCESS else {
-            return .failure(Problem(reason: "mdb_env_copyfd2: \(String(cString: mdb_strerror(code)))"))
+        do {
+            try RepackingCopy.copy(
+                from: environment, toFile: temporary, mapSize: max(mapSize, 2 * Int(original.st_size)), fileMode: mode)
+        } catch {
+            return .failure(Problem(reason: "cannot copy the store: \(error)"))
         }
         step("copied")
         guard fsync(copy) == 0 else { return .failure(Problem(reason: "cannot fsync the copy: \(systemError())")) }

@@ -110,10 +110,15 @@ extension Environment {
 
     // MARK: - Copy
 
-    /// Writes a compacted copy of the environment into `directory` (`mdb_env_copy2`).
+    /// Writes a compacted copy of the environment, its trees packed full, into `data.mdb` in `directory`, from
+    /// one snapshot (``RepackingCopy``).
     func copyCompacted(to directory: String) throws {
-        // The copy walks every tree inside LMDB: every page is checked first.
+        // The copy walks every tree: every page is checked first.
         try Environment.checkPages(handle, everyPage: true)
-        try check(directory.withCString { mdb_env_copy2(handle, $0, UInt32(MDB_CP_COMPACT)) }, "mdb_env_copy2")
+        var info = MDB_envinfo()
+        try check(mdb_env_info(handle, &info), "mdb_env_info")
+        try RepackingCopy.copy(
+            from: handle, toFile: Environment.file("data.mdb", in: directory), mapSize: info.me_mapsize,
+            fileMode: 0o600)
     }
 }
