@@ -57,8 +57,10 @@ enum RepackingCopy {
             }
         }
         for database in databases {
-            let keptFlags = database.flags & UInt32(
-                MDB_REVERSEKEY | MDB_DUPSORT | MDB_INTEGERKEY | MDB_DUPFIXED | MDB_INTEGERDUP | MDB_REVERSEDUP)
+            let keptFlags =
+                database.flags
+                & UInt32(
+                    MDB_REVERSEKEY | MDB_DUPSORT | MDB_INTEGERKEY | MDB_DUPFIXED | MDB_INTEGERDUP | MDB_REVERSEDUP)
             let target = try writer.createDatabase(named: database.name, flags: keptFlags)
             let sorted = database.flags & UInt32(MDB_DUPSORT) != 0
             var previous: [UInt8]?
