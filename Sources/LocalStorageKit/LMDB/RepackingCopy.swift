@@ -53,7 +53,7 @@ enum RepackingCopy {
                 databases.append((name, handle, databaseFlags))
             } else {
                 // The main database's own entry (not a database's name): copied as it is.
-                try writer.put(key, value, database: 0, flags: 0)
+                try writer.put(key, value, database: try writer.mainDatabase(), flags: 0)
             }
         }
         for database in databases {
@@ -137,6 +137,13 @@ enum RepackingCopy {
                 }
             }
             try check(code, "mdb_dbi_open")
+            return handle
+        }
+
+        /// The copy's main database (the unnamed one, which names the others).
+        mutating func mainDatabase() throws -> MDB_dbi {
+            var handle: MDB_dbi = 0
+            try check(mdb_dbi_open(try current(), nil, 0, &handle), "mdb_dbi_open")
             return handle
         }
 
