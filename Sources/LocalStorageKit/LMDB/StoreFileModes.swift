@@ -11,6 +11,10 @@ import Darwin
 /// gives `0o700`, `0o660` gives `0o770`). Files that already exist keep their mode, so every opener of a
 /// store, the CLI included, keeps the mode the store was made with.
 enum StoreFileModes {
+    /// The mode of the store's files for `filePermissions`: its read and write bits (a data file is not a program,
+    /// so `0o777` gives files `0o666` and the folder `0o777`).
+    static func fileMode(for filePermissions: Int) -> Int { filePermissions & 0o666 }
+
     /// The folder mode that goes with a file mode.
     static func folderMode(for fileMode: Int) -> Int {
         fileMode | ((fileMode & 0o444) >> 2)

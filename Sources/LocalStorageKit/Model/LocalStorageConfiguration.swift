@@ -97,7 +97,7 @@ public struct LocalStorageConfiguration: Sendable {
     /// writable by their owner alone. The store's folder gets the same bits plus execute wherever read is
     /// granted (`0o700` by default). Set `0o660` to share a store with a group of cooperating processes.
     /// The process's umask changes neither; a store that exists keeps the mode it was made with. The owner
-    /// must keep read and write permission.
+    /// must keep read and write permission. Execute bits apply to the folder only (`0o777` gives files `0o666`).
     public var filePermissions: Int = 0o600
     /// Seals every payload with a key the app supplies (nil, the default: payloads are stored as they are).
     /// Opening a sealed store without its key, or with another, throws ``LocalStorageError/openFailed(path:reason:)``.

@@ -69,7 +69,7 @@ final class StoreCore: Sendable {
         let open = { (mapSize: Int) throws -> Environment in
             try Environment(
                 directory: directory.path, mapSize: mapSize, maxMapSize: configuration.maxMapSize,
-                durability: durability, fileMode: configuration.filePermissions,
+                durability: durability, fileMode: StoreFileModes.fileMode(for: configuration.filePermissions),
                 compaction: StoreCore.compactionRequest(configuration, directory), settingsRecord: settings?.record)
         }
         do {

@@ -43,6 +43,17 @@ import Darwin
         #expect(Self.modes(of: configuration.storeDirectory) == [0o770, 0o660, 0o660])
     }
 
+    /// Execute bits are the folder's: `0o777` made the data and lock files executable (trial81 F5).
+    @Test func executeBitsGoToTheFolderOnly() async throws {
+        var configuration = diskConfiguration()
+        configuration.filePermissions = 0o777
+        let previous = umask(0)
+        defer { umask(previous) }
+        let storage = try LocalStorage(configuration: configuration)
+        try await storage.save(Note(id: "n", text: "everyone's"))
+        #expect(Self.modes(of: configuration.storeDirectory) == [0o777, 0o666, 0o666])
+    }
+
     @Test func filePermissionsThatLockTheOwnerOutAreRefused() throws {
         var configuration = diskConfiguration()
         configuration.filePermissions = 0o440
