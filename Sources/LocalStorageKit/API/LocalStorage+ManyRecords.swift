@@ -32,7 +32,8 @@ extension LocalStorage {
     /// The way cache tags invalidate: every record with an indexed value goes at once. No filters (`[]`)
     /// match every record of the type, as in ``fetch(_:matching:orderedBy:options:)``. Change streams get
     /// a `.deleted(id:)` for each record; loads of those ids under way lose to the delete. With a shared
-    /// tier, the matching records are deleted one by one through it.
+    /// tier, the query runs on the server, then the records it found are deleted there in one script and here
+    /// in one commit: a matching record another instance saves between the two is not deleted.
     /// Complexity: the query's walk, plus one delete per record matched.
     /// - Throws: `unknownIndex` or `invalidQuery` for a filter the type's indexes cannot answer.
     @discardableResult
