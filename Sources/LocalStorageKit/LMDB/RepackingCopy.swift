@@ -16,15 +16,20 @@ import Darwin
 /// same records (a new-user trial, /work/trial81.md F1). The copy holds the same keys and values in every
 /// database, the main database's own entries included, with each database's flags.
 enum RepackingCopy {
-    /// How many entries one transaction of the copy writes: each commits its dirty pages, which a single
-    /// transaction could hold too many of (LMDB's dirty list has room for 128 Ki pages).
+    /// How many entries, and about how many bytes, one transaction of the copy writes at most: each commits its
+    /// dirty pages, which a single transaction could hold too many of (LMDB's dirty list has room for 128 Ki
+    /// pages, 512 MiB; a large record takes as many overflow pages as its size needs).
     static let entriesPerTransaction = 50_000
+    static let bytesPerTransaction = 64 << 20
 
     /// Copies the environment `source` into a new environment in the file at `path` (empty or absent; created
     /// with `fileMode`), of a map of `mapSize` bytes, and syncs it. The file is left closed.
     ///
     /// - Throws: ``LMDBError`` of the call that failed; the file at `path` is then incomplete.
-    static func copy(from source: OpaquePointer, toFile path: String, mapSize: Int, fileMode: Int) throws {
+    static func copy(
+        from source: OpaquePointer, toFile path: String, mapSize: Int, fileMode: Int,
+        entriesPerTransaction: Int = entriesPerTransaction, bytesPerTransaction: Int = bytesPerTransaction
+    ) throws {
         var created: OpaquePointer?
         try check(mdb_env_create(&created), "mdb_env_create")
         guard let target = created else { throw LMDBError(code: ENOMEM, call: "mdb_env_create", caller: #function) }
@@ -40,7 +45,8 @@ enum RepackingCopy {
         guard let snapshot = reading else { throw LMDBError(code: ENOMEM, call: "mdb_txn_begin", caller: #function) }
         // Handles opened in a read transaction close when it ends: after the copy.
         defer { mdb_txn_abort(snapshot) }
-        var writer = Appender(environment: target)
+        var writer = Appender(
+            environment: target, entriesPerTransaction: entriesPerTransaction, bytesPerTransaction: bytesPerTransaction)
         defer { writer.abort() }
         var main: MDB_dbi = 0
         try check(mdb_dbi_open(snapshot, nil, 0, &main), "mdb_dbi_open")
@@ -107,14 +113,23 @@ enum RepackingCopy {
         if code != MDB_NOTFOUND { try check(code, "mdb_cursor_get") }
     }
 
-    /// The copy's write transactions: one is begun when something is written, and committed after every
-    /// ``entriesPerTransaction`` entries and at the end; one left open is aborted by ``abort()``.
+    /// The copy's write transactions: one is begun when something is written, and committed after
+    /// ``entriesPerTransaction`` entries or ``bytesPerTransaction`` bytes and at the end; one left open is aborted
+    /// by ``abort()``.
     private struct Appender {
         let environment: OpaquePointer
         private var txn: OpaquePointer?
         private var written = 0
+        private var writtenBytes = 0
 
-        init(environment: OpaquePointer) { self.environment = environment }
+        let entriesPerTransaction: Int
+        let bytesPerTransaction: Int
+
+        init(environment: OpaquePointer, entriesPerTransaction: Int, bytesPerTransaction: Int) {
+            self.environment = environment
+            self.entriesPerTransaction = entriesPerTransaction
+            self.bytesPerTransaction = bytesPerTransaction
+        }
 
         private mutating func current() throws -> OpaquePointer {
             if let txn { return txn }
@@ -152,7 +167,10 @@ enum RepackingCopy {
             var value = value
             try check(mdb_put(try current(), database, &key, &value, flags), "mdb_put")
             written += 1
-            if written >= RepackingCopy.entriesPerTransaction { try commit() }
+            writtenBytes += key.mv_size + value.mv_size
+            if written >= entriesPerTransaction || writtenBytes >= bytesPerTransaction {
+                try commit()
+            }
         }
 
         /// Commits what is written (a commit that fails has ended its transaction all the same).
@@ -160,6 +178,7 @@ enum RepackingCopy {
             guard let ending = txn else { return }
             txn = nil
             written = 0
+            writtenBytes = 0
             try check(mdb_txn_commit(ending), "mdb_txn_commit")
         }
 

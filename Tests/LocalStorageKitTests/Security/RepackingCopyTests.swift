@@ -17,7 +17,13 @@ import Darwin
 @Suite struct RepackingCopyTests {
     typealias Entries = [[UInt8]: [[UInt8]]]
 
-    @Test(arguments: [1 as UInt64, 2, 3]) func theCopyHoldsEveryEntryOfEveryDatabase(seed: UInt64) throws {
+    /// Seeds, and how many entries and bytes a transaction of the copy takes (small ones: many commits, and a
+    /// database's entries spread over several).
+    @Test(arguments: [
+        (1 as UInt64, RepackingCopy.entriesPerTransaction, RepackingCopy.bytesPerTransaction), (2, 700, 1 << 30),
+        (3, 1 << 30, 40_000),
+    ])
+    func theCopyHoldsEveryEntryOfEveryDatabase(seed: UInt64, entryLimit: Int, byteLimit: Int) throws {
         var random = SplitMix64(seed: seed)
         func bytes(_ count: Int) -> [UInt8] { (0..<count).map { _ in UInt8(truncatingIfNeeded: random.next()) } }
         let directory = temporaryDirectory()
@@ -36,7 +42,9 @@ import Darwin
             try put(txn, try database(nil, txn), mainKey, mainValue, flags: 0)
             for _ in 0..<6_000 {
                 let key = bytes(4 + Int(random.next() % 20))
-                let value = bytes(Int(random.next() % 300))
+                // One in a hundred large enough for overflow pages.
+                let value = bytes(
+                    random.next() % 100 == 0 ? 5_000 + Int(random.next() % 9_000) : Int(random.next() % 300))
                 try put(txn, plainHandle, key, value, flags: 0)
                 plain[key] = [value]
             }
@@ -64,7 +72,9 @@ import Darwin
             }
         }
         let copyPath = directory.appendingPathComponent("copy.mdb").path
-        try RepackingCopy.copy(from: source, toFile: copyPath, mapSize: 1 << 30, fileMode: 0o600)
+        try RepackingCopy.copy(
+            from: source, toFile: copyPath, mapSize: 1 << 30, fileMode: 0o600, entriesPerTransaction: entryLimit,
+            bytesPerTransaction: byteLimit)
         let copy = try open(copyPath, flags: UInt32(MDB_NOSUBDIR | MDB_RDONLY))
         defer { mdb_env_close(copy) }
         for environment in [source, copy] {
