@@ -192,7 +192,10 @@ enum SpaceReport {
         let deadline = ContinuousClock.now + .seconds(30)
         while true {
             do {
-                return try StoreMaintenance.compactInPlace(directory: configuration.databaseDirectory).compactedBytes
+                return try StoreMaintenance.compactInPlace(
+                    directory: configuration.databaseDirectory, encryption: configuration.encryption
+                )
+                .compactedBytes
             } catch LocalStorageError.storageError(let code, _) where code == EBUSY && ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(20))
             }
