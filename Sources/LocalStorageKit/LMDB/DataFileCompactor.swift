@@ -131,8 +131,10 @@ enum DataFileCompactor {
         }
         step("created")
         do {
+            // The copy is never larger than the pages in use, plus a few a commit leaves free.
             try RepackingCopy.copy(
-                from: environment, toFile: temporary, mapSize: max(mapSize, 2 * Int(original.st_size)), fileMode: mode)
+                from: environment, toFile: temporary, mapSize: Int(original.st_size) + RepackingCopy.slack,
+                fileMode: mode)
         } catch {
             return .failure(Problem(reason: "cannot copy the store: \(error)"))
         }

@@ -112,13 +112,24 @@ extension Environment {
 
     /// Writes a compacted copy of the environment, its trees packed full, into `data.mdb` in `directory`, from
     /// one snapshot (``RepackingCopy``).
+    ///
+    /// The copy opens a handle for each database in its read transaction, which LMDB allows only while no other
+    /// transaction of the process may open one: it holds ``HandleOpeningLock`` throughout, so a store of this
+    /// process on the same environment waits to write or to open a type's databases until the copy is done.
     func copyCompacted(to directory: String) throws {
         // The copy walks every tree: every page is checked first.
         try Environment.checkPages(handle, everyPage: true)
-        var info = MDB_envinfo()
-        try check(mdb_env_info(handle, &info), "mdb_env_info")
-        try RepackingCopy.copy(
-            from: handle, toFile: Environment.file("data.mdb", in: directory), mapSize: info.me_mapsize,
-            fileMode: 0o600)
+        try handleOpening.withLock {
+            // The copy is never larger than the pages its snapshot uses, plus a few a commit leaves free; twice the
+            // pages used now leaves room for what another process writes before the snapshot is taken.
+            var info = MDB_envinfo()
+            try check(mdb_env_info(handle, &info), "mdb_env_info")
+            var stat = MDB_stat()
+            try check(mdb_env_stat(handle, &stat), "mdb_env_stat")
+            let used = (info.me_last_pgno + 1) * Int(stat.ms_psize)
+            try RepackingCopy.copy(
+                from: handle, toFile: Environment.file("data.mdb", in: directory),
+                mapSize: 2 * used + RepackingCopy.slack, fileMode: 0o600)
+        }
     }
 }

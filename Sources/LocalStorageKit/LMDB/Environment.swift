@@ -51,6 +51,10 @@ final class Environment: @unchecked Sendable {
     let compactionOutcome: CompactionOutcome?
     /// The store's own lock, held shared while the environment is open (see ``StoreOpenLock``).
     private let openLock: StoreOpenLock
+
+    /// Removes the store's open-lock file when this environment's open created it (see
+    /// ``StoreOpenLock/removeFileIfCreated()``): for a folder refused as another program's environment.
+    func removeCreatedOpenLockFile() { openLock.removeFileIfCreated() }
     /// A descriptor of `lock.mdb`, closed only after the environment (-1 for none): the one a compaction kept, or
     /// one opened to ask who else holds LMDB's lock (``othersHaveItOpen()``). Closing any descriptor of the file
     /// drops every `fcntl` lock the process holds on it, LMDB's own included, so it lives as long as the

@@ -17,10 +17,14 @@ import Darwin
 /// database, the main database's own entries included, with each database's flags.
 enum RepackingCopy {
     /// How many entries, and about how many bytes, one transaction of the copy writes at most: each commits its
-    /// dirty pages, which a single transaction could hold too many of (LMDB's dirty list has room for 128 Ki
-    /// pages, 512 MiB; a large record takes as many overflow pages as its size needs).
-    static let entriesPerTransaction = 50_000
-    static let bytesPerTransaction = 64 << 20
+    /// dirty pages, which LMDB keeps in memory until then (its dirty list has room for 128 Ki pages, 512 MiB; a
+    /// large record takes as many overflow pages as its size needs). A few MiB keep a compaction at open light on
+    /// a phone; each commit leaves a few pages free in the copy.
+    static let entriesPerTransaction = 20_000
+    static let bytesPerTransaction = 8 << 20
+    /// What a copy's map needs beyond the pages the source uses: the pages its commits leave free and the two
+    /// meta pages, with room to spare.
+    static let slack = 64 << 20
 
     /// Copies the environment `source` into a new environment in the file at `path` (empty or absent; created
     /// with `fileMode`), of a map of `mapSize` bytes, and syncs it. The file is left closed.
@@ -70,12 +74,21 @@ enum RepackingCopy {
             let target = try writer.createDatabase(named: database.name, flags: keptFlags)
             let sorted = database.flags & UInt32(MDB_DUPSORT) != 0
             var previous: [UInt8]?
+            var copied = 0
             try forEach(in: snapshot, database: database.handle) { key, value in
+                copied += 1
                 let keyBytes = UnsafeRawBufferPointer(start: key.mv_data, count: key.mv_size)
                 // A further duplicate of the key just written goes after it; any other key after every key.
                 let sameKey = sorted && previous.map { $0.elementsEqual(keyBytes) } == true
                 try writer.put(key, value, database: target, flags: UInt32(sameKey ? MDB_APPENDDUP : MDB_APPEND))
                 if sorted && !sameKey { previous = Array(keyBytes) }
+            }
+            // Every entry LMDB counts in the snapshot was copied (a walk cut short would leave a store missing
+            // records, and the swap would make it the store).
+            var stat = MDB_stat()
+            try check(mdb_stat(snapshot, database.handle, &stat), "mdb_stat")
+            guard stat.ms_entries == copied else {
+                throw LMDBError(code: MDB_CORRUPTED, call: "mdb_stat", caller: #function)
             }
         }
         try writer.commit()

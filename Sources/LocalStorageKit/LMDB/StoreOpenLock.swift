@@ -24,19 +24,35 @@ final class StoreOpenLock: Sendable {
 
     /// The lock file's descriptor, -1 when there is none or it was released.
     private let file: Mutex<Int32>
+    /// The lock file's path, and whether this lock created the file (``removeFileIfCreated()``).
+    private let path: String
+    private let createdFile: Bool
 
     /// Opens (creating, unless `readOnly`, with `fileMode`) the lock file of the store in `directory`. No
     /// lock is taken yet.
     init(directory: String, fileMode: Int, readOnly: Bool) {
         let path = Environment.file(Self.fileName, in: directory)
         var descriptor: Int32 = -1
+        var created = false
         if !readOnly {
-            descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, mode_t(fileMode))
+            descriptor = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode_t(fileMode))
+            created = descriptor >= 0
+            if descriptor < 0 && errno == EEXIST { descriptor = open(path, O_RDWR | O_CLOEXEC) }
             // Created through the umask: give it the store's mode (an existing file of another owner keeps its own).
-            if descriptor >= 0 { StoreFileModes.setMode(path, fileMode) }
+            if created { StoreFileModes.setMode(path, fileMode) }
         }
         if descriptor < 0 { descriptor = open(path, O_RDONLY | O_CLOEXEC) }
         file = Mutex(descriptor)
+        self.path = path
+        createdFile = created
+    }
+
+    /// Removes the lock file when this lock created it: the folder turned out to be another program's LMDB
+    /// environment, which the library leaves as it found it (no process of the library has it open).
+    func removeFileIfCreated() {
+        guard createdFile else { return }
+        // Nothing else of the library uses the file of a folder it refuses; one left behind is only a stray file.
+        _ = unlink(path)
     }
 
     deinit { release() }

@@ -13,7 +13,7 @@ import Foundation
 }
 
 extension StoreMaintenance {
-    /// Writes a compacted copy of the store (free pages left out, pages renumbered) as the store of a
+    /// Writes a compacted copy of the store (free pages left out, every tree packed full) as the store of a
     /// configuration whose `databaseDirectory` is `databaseDirectory` (that is, into
     /// `databaseDirectory/LocalStorage/`), then verifies the copy.
     ///
@@ -154,20 +154,24 @@ extension StoreMaintenance {
         // checks of an open, read only, which say what the environment is.
         let plain = try open(nil)
         let problem = try mappingErrors {
-            try plain.readCommitted { txn -> String? in
+            try plain.readCommitted { txn -> (reason: String, foreign: Bool)? in
                 guard let meta = try txn.openDatabase(TypeRegistry.metaName, create: false) else {
-                    return "not a LocalStorageKit store (it has no meta database)"
+                    return ("not a LocalStorageKit store (it has no meta database)", true)
                 }
                 do {
                     try TypeRegistry.checkLayout(meta: meta, txn: txn)
                 } catch LocalStorageError.decodingFailed(let reason) {
-                    return reason
+                    return (
+                        reason, TypeRegistry.isForeignStoreRefusal(LocalStorageError.decodingFailed(reason: reason))
+                    )
                 }
                 return nil
             }
         }
+        // Another program's environment is left as it was found: without the lock file this open made.
+        if problem?.foreign == true { plain.removeCreatedOpenLockFile() }
         plain.close()
-        if let problem { throw LocalStorageError.openFailed(path: directory.path, reason: problem) }
+        if let problem { throw LocalStorageError.openFailed(path: directory.path, reason: problem.reason) }
         // The layout again and the key check of an open, which reads nothing else, under the compaction's lock (a
         // store without encryption takes any key: the key is checked when an app or a command that seals opens it).
         var request = Environment.CompactionRequest(threshold: -1)

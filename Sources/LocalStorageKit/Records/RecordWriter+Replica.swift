@@ -63,9 +63,15 @@ extension RecordWriter {
         var payloadBytes = bytes.withUnsafeBytes { payloadSize(of: $0) }
         if isTooLargeToKeep(payloadBytes, schema: schema, context: context) {
             // Written by an instance with wider limits: no eviction could make room, so none is made; the copy this
-            // store held of the id is stale, and goes as an eviction would take it.
+            // store held of the id is stale, and goes as an eviction would take it (a `.deleted` to change streams).
             guard announce else { return false }
-            return try delete(id: String(decoding: key, as: UTF8.self), key: key, schema: schema, context: context)
+            if try delete(id: String(decoding: key, as: UTF8.self), key: key, schema: schema, context: context) {
+                return true
+            }
+            // Not held: nothing here changed, but a load of the id waiting here and live queries (which run on the
+            // server) must hear of the write, as of a remote delete of a record not held.
+            context.publish(PublishedChange(typeName: schema.name, kind: .touched))
+            return false
         }
         if let existing = try txn.get(schema.records, key: key) {
             if existing.elementsEqual(bytes) { return false }

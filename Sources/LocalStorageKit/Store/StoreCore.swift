@@ -115,6 +115,8 @@ final class StoreCore: Sendable {
                 )
             }
         } catch {
+            // Another program's environment is left as it was found: without the lock file this open made.
+            if TypeRegistry.isForeignStoreRefusal(error) { environment.removeCreatedOpenLockFile() }
             if let error = error as? LocalStorageError, case .openFailed = error { throw error }
             throw LocalStorageError.openFailed(path: directory.path, reason: StoreCore.explain(error))
         }

@@ -23,6 +23,16 @@ enum TypeRegistry {
     /// The oldest layout this version opens.
     static let oldestLayout = 2
     static let layoutKey: [UInt8] = Array("layout".utf8)
+    /// How ``checkLayout(meta:txn:countTree:upgradeTo:mayUpgrade:)``'s refusal of another program's LMDB environment
+    /// begins (``isForeignStoreRefusal(_:)``).
+    static let foreignStoreReason = "not a LocalStorageKit store: "
+
+    /// Whether `error` is the refusal of another program's LMDB environment: the opener then leaves nothing of
+    /// its own in that folder.
+    static func isForeignStoreRefusal(_ error: any Error) -> Bool {
+        guard case LocalStorageError.decodingFailed(let reason) = error else { return false }
+        return reason.hasPrefix(foreignStoreReason)
+    }
     static let nextTypeKey: [UInt8] = Array("next.type".utf8)
 
     /// Checks the store's layout marker; on a new store (empty `meta`) writes it when `txn` can write. Returns
@@ -71,7 +81,7 @@ enum TypeRegistry {
         }
         if !foreign.isEmpty {
             throw LocalStorageError.decodingFailed(
-                reason: "not a LocalStorageKit store: an LMDB environment whose main database holds "
+                reason: foreignStoreReason + "an LMDB environment whose main database holds "
                     + foreign.map { "\"\($0)\"" }.joined(separator: ", ")
                     + " and no layout marker; its data file was left untouched (LMDB's lock file is every "
                     + "opener's to reset)")

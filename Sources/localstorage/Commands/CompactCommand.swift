@@ -10,8 +10,9 @@ enum CompactCommand: Command {
         "Gives the store's free pages back to the disk: in place, or as a compacted copy in DIR; "
         + "reports the sizes before and after."
     static let details = """
-        Without --output the data file is rewritten without its free pages and swapped in atomically (the \
-        store keeps its file mode); only while no process has the store open (exit 1 otherwise). A kill at \
+        Without --output the data file is rewritten without its free pages, every tree packed full (the \
+        room deletes left in pages still in use goes too), and swapped in atomically (the store keeps its \
+        file mode); only while no process has the store open (exit 1 otherwise). A kill at \
         any moment leaves a store that opens with every committed record. Apps can have this done at open: \
         compaction: .onOpen(whenFreeFractionExceeds:); `stats` shows the free fraction. An encrypted store \
         is compacted only with its --key-file, as every command opens it (nothing is decrypted).

@@ -83,6 +83,8 @@ import Testing
             #expect(result.stderr.contains("not a LocalStorageKit store"), "\(result.stderr)")
         }
         #expect(try Data(contentsOf: data) == before)
+        // Nothing of the library's is left in the folder (trial81 F2: each open left `compaction.lock`).
+        #expect(!FileManager.default.fileExists(atPath: files.appendingPathComponent(StoreOpenLock.fileName).path))
     }
 
     /// Another program's environment that happens to have a database named `meta`: the library called it a
@@ -118,6 +120,7 @@ import Testing
             #expect(result.stderr.contains("not a LocalStorageKit store"), "\(command): \(result.stderr)")
         }
         #expect(try Data(contentsOf: data) == before)
+        #expect(!FileManager.default.fileExists(atPath: files.appendingPathComponent(StoreOpenLock.fileName).path))
     }
 
     /// Compaction at open ran before the checks that refuse another program's environment: one mostly free

@@ -88,4 +88,26 @@ struct SharedTierByteLimitTests {
         #expect(try await narrow.fetch(Blob.self, id: "b2") == small[2])
         #expect(try await narrow.statistics().evictions == 0)
     }
+
+    /// A record this instance cannot keep is still a write it hears of: its live queries (which run on the server)
+    /// rerun, as for any other write; before, nothing was published for it and they stayed as they were.
+    @Test func aLiveQueryHearsOfARecordTooLargeToKeep() async throws {
+        let narrow = try await store(maxBytes: limit)
+        let wide = try await store(maxBytes: nil)
+        var big = Product.sample(3)
+        big.title = String(repeating: "t", count: 30_000)
+        let books = narrow.updates(of: Product.self, matching: [.equals("category", "books")])
+        let ids = try await withTimeout { [big] in
+            var iterator = books.makeAsyncIterator()
+            var ids = try await iterator.next()?.map(\.id)
+            try await wide.save(big)
+            while let result = try await iterator.next() {
+                ids = result.map(\.id)
+                if ids == [big.id] { break }
+            }
+            return ids
+        }
+        #expect(ids == [big.id])
+        #expect(try await narrow.count(Product.self, matching: [], options: .nearCache) == 0)
+    }
 }
