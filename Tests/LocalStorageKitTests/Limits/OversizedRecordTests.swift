@@ -16,19 +16,6 @@ import Testing
         static var storageLimits: StorageLimits? { StorageLimits(maxBytes: 5_000) }
     }
 
-    private func expectTooLarge(
-        _ id: String, limit: Int, _ body: () async throws -> Void, sourceLocation: SourceLocation = #_sourceLocation
-    ) async {
-        do {
-            try await body()
-            Issue.record("no error thrown", sourceLocation: sourceLocation)
-        } catch LocalStorageError.recordTooLarge(let thrownID, let size, let thrownLimit) {
-            #expect(thrownID == id && size > limit && thrownLimit == limit, sourceLocation: sourceLocation)
-        } catch {
-            Issue.record("threw \(error)", sourceLocation: sourceLocation)
-        }
-    }
-
     @Test func aRecordLargerThanTheStoreLimitIsRefusedAndTheCacheStays() async throws {
         var configuration = diskConfiguration()
         configuration.limits = StorageLimits(maxBytes: 20_000)
@@ -38,10 +25,10 @@ import Testing
         let before = Set(try await storage.fetch(Blob.self).map(\.id))
         #expect(before.count == 37)
         let big = Blob(id: "big", text: String(repeating: "y", count: 30_000))
-        await expectTooLarge("big", limit: 20_000) { try await storage.save(big) }
-        await expectTooLarge("big", limit: 20_000) { try await storage.save(contentsOf: [small[0], big]) }
-        await expectTooLarge("big", limit: 20_000) { try await storage.write { tx in try tx.save(big) } }
-        await expectTooLarge("b1", limit: 20_000) {
+        await expectRecordTooLarge("big", limit: 20_000) { try await storage.save(big) }
+        await expectRecordTooLarge("big", limit: 20_000) { try await storage.save(contentsOf: [small[0], big]) }
+        await expectRecordTooLarge("big", limit: 20_000) { try await storage.write { tx in try tx.save(big) } }
+        await expectRecordTooLarge("b1", limit: 20_000) {
             _ = try await storage.update(Blob.self, id: "b1") { $0.text = String(repeating: "z", count: 25_000) }
         }
         #expect(Set(try await storage.fetch(Blob.self).map(\.id)) == before)
@@ -54,8 +41,10 @@ import Testing
         try await storage.save(
             contentsOf: (0..<5).map { SmallBlob(id: "s\($0)", text: String(repeating: "x", count: 500)) })
         let big = SmallBlob(id: "big", text: String(repeating: "y", count: 6_000))
-        await expectTooLarge("big", limit: 5_000) { try await storage.save(big) }
-        await expectTooLarge("big", limit: 5_000) { try await storage.write { tx in try tx.save(contentsOf: [big]) } }
+        await expectRecordTooLarge("big", limit: 5_000) { try await storage.save(big) }
+        await expectRecordTooLarge("big", limit: 5_000) {
+            try await storage.write { tx in try tx.save(contentsOf: [big]) }
+        }
         #expect(try await storage.count(SmallBlob.self) == 5)
     }
 
@@ -78,7 +67,7 @@ import Testing
                 length -= 1
             }
             let big = SmallBlob(id: "big", text: String(repeating: "y", count: length))
-            await expectTooLarge("big", limit: limit) { try await storage.save(big) }
+            await expectRecordTooLarge("big", limit: limit) { try await storage.save(big) }
             #expect(try await storage.count(SmallBlob.self) == 5)
             #expect(try await storage.statistics().evictions == 0)
         }
@@ -90,5 +79,19 @@ import Testing
             #expect(try await storage.fetch(SmallBlob.self, id: "zeros") == repetitive)
             #expect(try await storage.statistics(for: SmallBlob.self).payloadBytes <= limit)
         }
+    }
+}
+
+/// Expects `body` to throw `recordTooLarge` for `id` with `limit` (and a size above it).
+func expectRecordTooLarge(
+    _ id: String, limit: Int, _ body: () async throws -> Void, sourceLocation: SourceLocation = #_sourceLocation
+) async {
+    do {
+        try await body()
+        Issue.record("no error thrown", sourceLocation: sourceLocation)
+    } catch LocalStorageError.recordTooLarge(let thrownID, let size, let thrownLimit) {
+        #expect(thrownID == id && size > limit && thrownLimit == limit, sourceLocation: sourceLocation)
+    } catch {
+        Issue.record("threw \(error)", sourceLocation: sourceLocation)
     }
 }

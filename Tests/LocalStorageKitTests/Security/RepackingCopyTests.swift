@@ -143,26 +143,16 @@ import Darwin
         try #require(code == MDB_SUCCESS)
     }
 
-    /// Deletes the pair `key`, `value` of a database of sorted duplicates.
-    private func delete(_ txn: OpaquePointer, _ dbi: MDB_dbi, _ key: [UInt8], _ value: [UInt8]) throws {
+    /// Deletes `key` of a plain database, or with `value` the pair of a database of sorted duplicates.
+    private func delete(_ txn: OpaquePointer, _ dbi: MDB_dbi, _ key: [UInt8], _ value: [UInt8]? = nil) throws {
         var key = key
-        var value = value
+        var data = value ?? []
         let code = key.withUnsafeMutableBytes { k in
-            value.withUnsafeMutableBytes { v in
+            data.withUnsafeMutableBytes { v in
                 var keyVal = MDB_val(mv_size: k.count, mv_data: k.baseAddress)
                 var valueVal = MDB_val(mv_size: v.count, mv_data: v.baseAddress)
-                return mdb_del(txn, dbi, &keyVal, &valueVal)
+                return withUnsafeMutablePointer(to: &valueVal) { mdb_del(txn, dbi, &keyVal, value == nil ? nil : $0) }
             }
-        }
-        try #require(code == MDB_SUCCESS)
-    }
-
-    /// Deletes `key` of a plain database.
-    private func delete(_ txn: OpaquePointer, _ dbi: MDB_dbi, _ key: [UInt8]) throws {
-        var key = key
-        let code = key.withUnsafeMutableBytes { k in
-            var keyVal = MDB_val(mv_size: k.count, mv_data: k.baseAddress)
-            return mdb_del(txn, dbi, &keyVal, nil)
         }
         try #require(code == MDB_SUCCESS)
     }

@@ -30,30 +30,17 @@ struct SharedTierByteLimitTests {
         return storage
     }
 
-    private func expectTooLarge(
-        _ id: String, limit: Int, _ body: () async throws -> Void, sourceLocation: SourceLocation = #_sourceLocation
-    ) async {
-        do {
-            try await body()
-            Issue.record("no error thrown", sourceLocation: sourceLocation)
-        } catch LocalStorageError.recordTooLarge(let thrownID, let size, let thrownLimit) {
-            #expect(thrownID == id && size > limit && thrownLimit == limit, sourceLocation: sourceLocation)
-        } catch {
-            Issue.record("threw \(error)", sourceLocation: sourceLocation)
-        }
-    }
-
     @Test func aRecordLargerThanTheLimitIsRefusedBeforeTheServerHoldsIt() async throws {
         let storage = try await store(maxBytes: limit)
         let other = try await store(maxBytes: nil)
         try await storage.save(contentsOf: small)
         let big = Blob(id: "big", text: String(repeating: "y", count: 30_000))
-        await expectTooLarge("big", limit: limit) { try await storage.save(big) }
-        await expectTooLarge("big", limit: limit) { try await storage.save(contentsOf: [small[0], big]) }
-        await expectTooLarge("b1", limit: limit) {
+        await expectRecordTooLarge("big", limit: limit) { try await storage.save(big) }
+        await expectRecordTooLarge("big", limit: limit) { try await storage.save(contentsOf: [small[0], big]) }
+        await expectRecordTooLarge("b1", limit: limit) {
             _ = try await storage.update(Blob.self, id: "b1") { $0.text = String(repeating: "z", count: 25_000) }
         }
-        await expectTooLarge("loaded", limit: limit) {
+        await expectRecordTooLarge("loaded", limit: limit) {
             _ = try await storage.fetch(Blob.self, id: "loaded") { id in Blob(id: id, text: big.text) }
         }
         // Nothing reached the server, and nothing was evicted here.
