@@ -72,6 +72,9 @@ struct EnvironmentInfo {
 extension LMDBError {
     /// No such key or database (`MDB_NOTFOUND`).
     var isNotFound: Bool { code == MDB_NOTFOUND }
+    /// A database was opened with flags its stored form contradicts, or a name that is a plain entry of the main
+    /// database (`MDB_INCOMPATIBLE`).
+    var isIncompatible: Bool { code == MDB_INCOMPATIBLE }
     /// The environment has opened as many databases as `maxdbs` allows (`MDB_DBS_FULL`).
     var isDatabasesFull: Bool { code == MDB_DBS_FULL }
     /// The file is not an LMDB store (`MDB_INVALID`).

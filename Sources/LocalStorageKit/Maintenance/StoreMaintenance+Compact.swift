@@ -155,10 +155,11 @@ extension StoreMaintenance {
         let plain = try open(nil)
         let problem = try mappingErrors {
             try plain.readCommitted { txn -> (reason: String, foreign: Bool)? in
-                guard let meta = try txn.openDatabase(TypeRegistry.metaName, create: false) else {
-                    return ("not a LocalStorageKit store (it has no meta database)", true)
-                }
                 do {
+                    try TypeRegistry.refuseForeignEnvironment(txn: txn)
+                    guard let meta = try txn.openDatabase(TypeRegistry.metaName, create: false) else {
+                        return ("not a LocalStorageKit store (it has no meta database)", true)
+                    }
                     try TypeRegistry.checkLayout(meta: meta, txn: txn)
                 } catch LocalStorageError.decodingFailed(let reason) {
                     return (

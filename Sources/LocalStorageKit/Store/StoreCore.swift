@@ -90,6 +90,7 @@ final class StoreCore: Sendable {
         do {
             let environment = self.environment
             (meta, changeLog, sealing, writesCompactHeaders) = try environment.write { txn in
+                try TypeRegistry.refuseForeignEnvironment(txn: txn)
                 guard let dbi = try txn.openDatabase(TypeRegistry.metaName, create: true),
                     let changes = try ChangeLog.open(in: txn), let leases = try LeaseBook.open(in: txn)
                 else {

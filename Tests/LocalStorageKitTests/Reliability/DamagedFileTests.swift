@@ -87,6 +87,50 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: files.appendingPathComponent(StoreOpenLock.fileName).path))
     }
 
+    /// Another program's environment whose only database has one of this library's names (`changes`, `counts`),
+    /// or whose main database holds `meta` as a plain entry beside one: the first was taken over (`meta` and a
+    /// layout marker written into it, by `stats` too), the second refused with LMDB's raw `MDB_INCOMPATIBLE`
+    /// (trial82 #1, #2). Both are refused as another program's now, by the library and the CLI, and left as found.
+    @Test(arguments: [false, true]) func aForeignEnvironmentWithOurNamesIsRefused(plainMeta: Bool) async throws {
+        let directory = temporaryDirectory()
+        let files = storeFilesDirectory(directory)
+        let env = try foreignEnvironment(files)
+        var txn: OpaquePointer?
+        #expect(mdb_txn_begin(env, nil, 0, &txn) == 0)
+        func put(_ dbi: MDB_dbi, _ key: String, _ value: String) {
+            var keyBytes = Array(key.utf8)
+            var valueBytes = Array(value.utf8)
+            let code = keyBytes.withUnsafeMutableBytes { k in
+                valueBytes.withUnsafeMutableBytes { v in
+                    var keyValue = MDB_val(mv_size: k.count, mv_data: k.baseAddress)
+                    var dataValue = MDB_val(mv_size: v.count, mv_data: v.baseAddress)
+                    return mdb_put(txn, dbi, &keyValue, &dataValue, 0)
+                }
+            }
+            #expect(code == 0)
+        }
+        var changes: MDB_dbi = 0
+        #expect(mdb_dbi_open(txn, "changes", UInt32(MDB_CREATE), &changes) == 0)
+        put(changes, "k", "v")
+        if plainMeta {
+            var main: MDB_dbi = 0
+            #expect(mdb_dbi_open(txn, nil, 0, &main) == 0)
+            put(main, "meta", "a plain value")
+        }
+        #expect(mdb_txn_commit(txn) == 0)
+        mdb_env_close(env)
+        let data = files.appendingPathComponent("data.mdb")
+        let before = try Data(contentsOf: data)
+        expectOpenFailed(directory, mentioning: ["not a LocalStorageKit store"])
+        for command in [["stats"], ["verify"], ["compact"]] {
+            let result = try await CLIResult.run(command + ["--store", files.path], environment: nil)
+            #expect(result.status == 1, "\(command): \(result.stdout)")
+            #expect(result.stderr.contains("not a LocalStorageKit store"), "\(command): \(result.stderr)")
+        }
+        #expect(try Data(contentsOf: data) == before)
+        #expect(!FileManager.default.fileExists(atPath: files.appendingPathComponent(StoreOpenLock.fileName).path))
+    }
+
     /// Another program's environment that happens to have a database named `meta`: the library called it a
     /// store of a development version, and `compact` (which looked for `meta` alone) rewrote it.
     @Test func aForeignEnvironmentWithAMetaDatabaseIsRefusedByCompactToo() async throws {
