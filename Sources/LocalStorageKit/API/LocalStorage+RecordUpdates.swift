@@ -24,7 +24,16 @@ extension LocalStorage {
         // a false nil). The closures hold this `LocalStorage`, whose release stops the tier, while the stream runs.
         return local.updates(
             of: T.self, id: id, settle: { try await self.tiers.settle() },
-            missing: { name, schema in try await self.tiers.fetch(T.self, id: name, schema: schema) })
+            missing: { name, schema in
+                // The times first: a change between the two reads then shows as a newer time at the next look.
+                let key = try RecordWriter.key(for: name)
+                guard let metadata = try await self.tiers.metadata(T.self, id: name, key: key, schema: schema),
+                    !metadata.isExpired, let value = try await self.tiers.fetch(T.self, id: name, schema: schema)
+                else { return nil }
+                return ServedRecord(
+                    value: value, updatedAt: EpochNanoseconds.nanoseconds(from: metadata.updatedAt),
+                    expiresAt: metadata.expiresAt.map(EpochNanoseconds.nanoseconds(from:)) ?? 0)
+            })
     }
 }
 

@@ -8,7 +8,7 @@ extension LocalRecordStore {
     /// each look at this store.
     func updates<T: LocalStorable>(
         of type: T.Type, id: T.ID, settle: (@Sendable () async throws -> Void)? = nil,
-        missing: (@Sendable (_ id: String, _ schema: TypeSchema) async throws -> T?)? = nil
+        missing: (@Sendable (_ id: String, _ schema: TypeSchema) async throws -> ServedRecord<T>?)? = nil
     ) -> AsyncThrowingStream<T?, any Error> {
         let (stream, continuation) = AsyncThrowingStream.makeStream(
             of: T?.self, throwing: (any Error).self, bufferingPolicy: .bufferingNewest(64))
@@ -26,10 +26,17 @@ extension LocalRecordStore {
                     var current = try await look(T.self, id: name, key: key, schema: schema)
                     var value = current.value
                     if value == nil, let missing, let found = try await missing(name, schema) {
-                        // The tier's read keeps the record here too: its state is read back from this store.
-                        value = found
+                        // The tier's read keeps the record here too: its state is read back from this store. One
+                        // this store cannot keep (over its byte limit) goes by the server's times: without them each
+                        // later version looked like the first one served, and the stream missed it (trial82 #3).
+                        value = found.value
                         let kept = try await look(T.self, id: name, key: key, schema: schema)
-                        if kept.value != nil { current = kept }
+                        if kept.value != nil {
+                            current = kept
+                        } else {
+                            current.updatedAt = found.updatedAt
+                            current.expiresAt = found.expiresAt
+                        }
                     }
                     let state = (isPresent: value != nil, updatedAt: value == nil ? 0 : current.updatedAt)
                     if last.map({ $0 != state }) ?? true {
@@ -50,4 +57,12 @@ extension LocalRecordStore {
         continuation.onTermination = { _ in task.cancel() }
         return stream
     }
+}
+
+/// A record read through a tier above this store (``LocalRecordStore/updates(of:id:settle:missing:)``): its value
+/// and its update and expiry times (nanoseconds since 1970; 0 for no expiry).
+struct ServedRecord<T: LocalStorable>: Sendable {
+    let value: T
+    let updatedAt: Int64
+    let expiresAt: Int64
 }

@@ -30,19 +30,25 @@ import Testing
         #expect(mdb_txn_begin(env, nil, 0, &txn) == 0)
         var dbi: MDB_dbi = 0
         #expect(mdb_dbi_open(txn, nil, 0, &dbi) == 0)
-        for (key, value) in pairs {
-            var keyBytes = Array(key.utf8)
-            var valueBytes = Array(value.utf8)
-            let code = keyBytes.withUnsafeMutableBytes { k in
-                valueBytes.withUnsafeMutableBytes { v in
-                    var keyValue = MDB_val(mv_size: k.count, mv_data: k.baseAddress)
-                    var dataValue = MDB_val(mv_size: v.count, mv_data: v.baseAddress)
-                    return mdb_put(txn, dbi, &keyValue, &dataValue, 0)
-                }
-            }
-            #expect(code == 0)
-        }
+        for (key, value) in pairs { put(txn, dbi, key, value) }
         #expect(mdb_txn_commit(txn) == 0)
+    }
+
+    /// Puts `key` and `value` (UTF-8) into `dbi` in `txn`.
+    private func put(
+        _ txn: OpaquePointer?, _ dbi: MDB_dbi, _ key: String, _ value: String,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        var keyBytes = Array(key.utf8)
+        var valueBytes = Array(value.utf8)
+        let code = keyBytes.withUnsafeMutableBytes { k in
+            valueBytes.withUnsafeMutableBytes { v in
+                var keyValue = MDB_val(mv_size: k.count, mv_data: k.baseAddress)
+                var dataValue = MDB_val(mv_size: v.count, mv_data: v.baseAddress)
+                return mdb_put(txn, dbi, &keyValue, &dataValue, 0)
+            }
+        }
+        #expect(code == 0, sourceLocation: sourceLocation)
     }
 
     /// A store directory (or the folder holding it) that is a file is `openFailed` in the user's words; its reason
@@ -97,25 +103,13 @@ import Testing
         let env = try foreignEnvironment(files)
         var txn: OpaquePointer?
         #expect(mdb_txn_begin(env, nil, 0, &txn) == 0)
-        func put(_ dbi: MDB_dbi, _ key: String, _ value: String) {
-            var keyBytes = Array(key.utf8)
-            var valueBytes = Array(value.utf8)
-            let code = keyBytes.withUnsafeMutableBytes { k in
-                valueBytes.withUnsafeMutableBytes { v in
-                    var keyValue = MDB_val(mv_size: k.count, mv_data: k.baseAddress)
-                    var dataValue = MDB_val(mv_size: v.count, mv_data: v.baseAddress)
-                    return mdb_put(txn, dbi, &keyValue, &dataValue, 0)
-                }
-            }
-            #expect(code == 0)
-        }
         var changes: MDB_dbi = 0
         #expect(mdb_dbi_open(txn, "changes", UInt32(MDB_CREATE), &changes) == 0)
-        put(changes, "k", "v")
+        put(txn, changes, "k", "v")
         if plainMeta {
             var main: MDB_dbi = 0
             #expect(mdb_dbi_open(txn, nil, 0, &main) == 0)
-            put(main, "meta", "a plain value")
+            put(txn, main, "meta", "a plain value")
         }
         #expect(mdb_txn_commit(txn) == 0)
         mdb_env_close(env)
@@ -142,16 +136,7 @@ import Testing
         for name in ["meta", "Item/records"] {
             var dbi: MDB_dbi = 0
             #expect(mdb_dbi_open(txn, name, UInt32(MDB_CREATE), &dbi) == 0)
-            var key = Array("k".utf8)
-            var value = Array("v".utf8)
-            let code = key.withUnsafeMutableBytes { k in
-                value.withUnsafeMutableBytes { v in
-                    var keyValue = MDB_val(mv_size: k.count, mv_data: k.baseAddress)
-                    var dataValue = MDB_val(mv_size: v.count, mv_data: v.baseAddress)
-                    return mdb_put(txn, dbi, &keyValue, &dataValue, 0)
-                }
-            }
-            #expect(code == 0)
+            put(txn, dbi, "k", "v")
         }
         #expect(mdb_txn_commit(txn) == 0)
         mdb_env_close(env)

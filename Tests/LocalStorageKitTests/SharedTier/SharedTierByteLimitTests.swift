@@ -76,6 +76,31 @@ struct SharedTierByteLimitTests {
         #expect(try await narrow.statistics().evictions == 0)
     }
 
+    /// `updates(of:id:)` of a record this instance cannot keep follows its versions by the server's times: each
+    /// version looked like the first one served, so the stream stayed at it (trial82 #3).
+    @Test func updatesOfARecordTooLargeToKeepFollowEachVersion() async throws {
+        let narrow = try await store(maxBytes: limit)
+        let wide = try await store(maxBytes: nil)
+        _ = try await narrow.count(Blob.self, matching: [], options: .nearCache)  // narrow knows the type
+        let first = Blob(id: "big", text: String(repeating: "a", count: 30_000))
+        let second = Blob(id: "big", text: String(repeating: "b", count: 31_000))
+        try await wide.save(first)
+        let values = narrow.updates(of: Blob.self, id: "big")
+        let seen = try await withTimeout {
+            var iterator = values.makeAsyncIterator()
+            var seen: [Int] = []
+            while let value = try await iterator.next() {
+                let length = value?.text.count ?? 0
+                if seen.last != length { seen.append(length) }
+                if length == first.text.count && seen.count == 1 { try await wide.save(second) }
+                if length == second.text.count { break }
+            }
+            return seen
+        }
+        #expect(seen == [first.text.count, second.text.count])
+        #expect(try await narrow.count(Blob.self, matching: [], options: .nearCache) == 0)
+    }
+
     /// A record this instance cannot keep is still a write it hears of: its live queries (which run on the server)
     /// rerun, as for any other write; before, nothing was published for it and they stayed as they were.
     @Test func aLiveQueryHearsOfARecordTooLargeToKeep() async throws {
