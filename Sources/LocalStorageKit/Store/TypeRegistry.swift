@@ -23,57 +23,6 @@ enum TypeRegistry {
     /// The oldest layout this version opens.
     static let oldestLayout = 2
     static let layoutKey: [UInt8] = Array("layout".utf8)
-    /// How ``checkLayout(meta:txn:countTree:upgradeTo:mayUpgrade:)``'s refusal of another program's LMDB environment
-    /// begins (``isForeignStoreRefusal(_:)``).
-    static let foreignStoreReason = "not a LocalStorageKit store: "
-
-    /// The refusal of another program's LMDB environment whose main database holds `names`.
-    static func foreignRefusal(_ names: [String]) -> LocalStorageError {
-        .decodingFailed(
-            reason: foreignStoreReason + "an LMDB environment whose main database holds "
-                + names.map { "\"\($0)\"" }.joined(separator: ", ")
-                + " and no layout marker; its data file was left untouched (LMDB's lock file is every "
-                + "opener's to reset)")
-    }
-
-    /// Refuses another program's LMDB environment before an open creates anything in it. A store of this library
-    /// has `meta` from its first commit on (made in one transaction with the change log and the leases), so a
-    /// main database that names anything while `meta` is missing, or that holds `meta` as a plain entry, is
-    /// another program's, even when its names are ones this library uses (`changes`, `counts`: such a folder was
-    /// taken over, `meta` and the layout marker written into it, found by a new-user trial, /work/trial82.md).
-    ///
-    /// - Throws: ``foreignRefusal(_:)``'s error.
-    static func refuseForeignEnvironment(txn: Transaction) throws {
-        let hasMeta: Bool
-        do {
-            hasMeta = try txn.openDatabase(metaName, create: false) != nil
-        } catch let error as LMDBError where error.isIncompatible {
-            throw foreignRefusal(try mainNames(txn: txn))
-        }
-        guard !hasMeta else { return }
-        let names = try mainNames(txn: txn)
-        if !names.isEmpty { throw foreignRefusal(names) }
-    }
-
-    /// The first three names of the main database.
-    private static func mainNames(txn: Transaction) throws -> [String] {
-        try txn.withCursor(.main) { cursor in
-            var names: [String] = []
-            var entry = try cursor.move(.first)
-            while let current = entry, names.count < 3 {
-                names.append(String(decoding: current.key, as: UTF8.self))
-                entry = try cursor.move(.next)
-            }
-            return names
-        }
-    }
-
-    /// Whether `error` is the refusal of another program's LMDB environment: the opener then leaves nothing of
-    /// its own in that folder.
-    static func isForeignStoreRefusal(_ error: any Error) -> Bool {
-        guard case LocalStorageError.decodingFailed(let reason) = error else { return false }
-        return reason.hasPrefix(foreignStoreReason)
-    }
     static let nextTypeKey: [UInt8] = Array("next.type".utf8)
 
     /// Checks the store's layout marker; on a new store (empty `meta`) writes it when `txn` can write. Returns
@@ -165,27 +114,6 @@ enum TypeRegistry {
         AdaptiveQueues.byClockName, AdaptiveQueues.byRecordName, AdaptiveGhosts.byClockName,
         AdaptiveGhosts.byRecordName,
     ]
-
-    /// Up to three keys of LMDB's main database that are not the name of a database LocalStorageKit makes.
-    static func foreignNames(txn: Transaction) throws -> [String] {
-        let own = Set(storeWideNames)
-        func isOwn(_ name: String) -> Bool {
-            if own.contains(name) { return true }
-            let parts = name.split(separator: ".", omittingEmptySubsequences: false)
-            guard let first = parts.first, parts.dropFirst().allSatisfy({ UInt32($0) != nil }) else { return false }
-            return (["r", "u", "e", "s"].contains(first) && parts.count == 2) || (first == "i" && parts.count == 3)
-        }
-        return try txn.withCursor(.main) { cursor in
-            var names: [String] = []
-            var entry = try cursor.move(.first)
-            while let current = entry, names.count < 3 {
-                let name = String(decoding: current.key, as: UTF8.self)
-                if !isOwn(name) { names.append(name) }
-                entry = try cursor.move(.next)
-            }
-            return names
-        }
-    }
 
     /// Whether any type's records database holds a record: a walk of the main database's names (`r.` ‖ n),
     /// for the first open of a store with a key.
