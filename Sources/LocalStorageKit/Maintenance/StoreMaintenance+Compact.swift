@@ -162,9 +162,7 @@ extension StoreMaintenance {
                     }
                     try TypeRegistry.checkLayout(meta: meta, txn: txn)
                 } catch LocalStorageError.decodingFailed(let reason) {
-                    return (
-                        reason, TypeRegistry.isForeignStoreRefusal(LocalStorageError.decodingFailed(reason: reason))
-                    )
+                    return (reason, reason.hasPrefix(TypeRegistry.foreignStoreReason))
                 }
                 return nil
             }
