@@ -100,12 +100,19 @@ enum RepackingCopy {
     private static func openDatabase(named name: [UInt8], in txn: OpaquePointer) throws -> MDB_dbi? {
         guard !name.contains(0) else { return nil }
         var handle: MDB_dbi = 0
-        let code = (name + [0]).withUnsafeBufferPointer { bytes in
-            bytes.withMemoryRebound(to: CChar.self) { mdb_dbi_open(txn, $0.baseAddress, 0, &handle) }
-        }
+        let code = open(named: name, flags: 0, in: txn, handle: &handle)
         if code == MDB_INCOMPATIBLE { return nil }
         try check(code, "mdb_dbi_open")
         return handle
+    }
+
+    /// `mdb_dbi_open` of the database `name` (bytes without a NUL) with `flags`; returns LMDB's code.
+    fileprivate static func open(
+        named name: [UInt8], flags: UInt32, in txn: OpaquePointer, handle: inout MDB_dbi
+    ) -> Int32 {
+        (name + [0]).withUnsafeBufferPointer { bytes in
+            bytes.withMemoryRebound(to: CChar.self) { mdb_dbi_open(txn, $0.baseAddress, flags, &handle) }
+        }
     }
 
     /// Calls `body` with every entry of `database` in `txn`, in order (each duplicate of a sorted key).
@@ -159,12 +166,9 @@ enum RepackingCopy {
         mutating func createDatabase(named name: [UInt8], flags: UInt32) throws -> MDB_dbi {
             let txn = try current()
             var handle: MDB_dbi = 0
-            let code = (name + [0]).withUnsafeBufferPointer { bytes in
-                bytes.withMemoryRebound(to: CChar.self) {
-                    mdb_dbi_open(txn, $0.baseAddress, flags | UInt32(MDB_CREATE), &handle)
-                }
-            }
-            try check(code, "mdb_dbi_open")
+            try check(
+                RepackingCopy.open(named: name, flags: flags | UInt32(MDB_CREATE), in: txn, handle: &handle),
+                "mdb_dbi_open")
             return handle
         }
 

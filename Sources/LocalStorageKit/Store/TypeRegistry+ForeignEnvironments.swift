@@ -33,13 +33,14 @@ extension TypeRegistry {
         if !names.isEmpty { throw foreignRefusal(names) }
     }
 
-    /// The first three names of the main database.
-    private static func mainNames(txn: Transaction) throws -> [String] {
+    /// The first three names of the main database that `keep` keeps (all of them without one).
+    private static func mainNames(txn: Transaction, keeping keep: (String) -> Bool = { _ in true }) throws -> [String] {
         try txn.withCursor(.main) { cursor in
             var names: [String] = []
             var entry = try cursor.move(.first)
             while let current = entry, names.count < 3 {
-                names.append(String(decoding: current.key, as: UTF8.self))
+                let name = String(decoding: current.key, as: UTF8.self)
+                if keep(name) { names.append(name) }
                 entry = try cursor.move(.next)
             }
             return names
@@ -62,15 +63,6 @@ extension TypeRegistry {
             guard let first = parts.first, parts.dropFirst().allSatisfy({ UInt32($0) != nil }) else { return false }
             return (["r", "u", "e", "s"].contains(first) && parts.count == 2) || (first == "i" && parts.count == 3)
         }
-        return try txn.withCursor(.main) { cursor in
-            var names: [String] = []
-            var entry = try cursor.move(.first)
-            while let current = entry, names.count < 3 {
-                let name = String(decoding: current.key, as: UTF8.self)
-                if !isOwn(name) { names.append(name) }
-                entry = try cursor.move(.next)
-            }
-            return names
-        }
+        return try mainNames(txn: txn) { !isOwn($0) }
     }
 }
