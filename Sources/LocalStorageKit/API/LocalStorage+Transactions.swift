@@ -12,10 +12,13 @@ extension LocalStorage {
     /// ```
     /// The body is synchronous and runs on the store's writer thread, exactly once: a failing request
     /// committed in the same group commit never makes it run again. It sees its own writes. When it throws,
-    /// nothing it did is written and its own error comes out unchanged. The one exception to "once": when
-    /// the body's writes (or the commit that holds them) need the memory map to grow past its current size, the
-    /// map grows and the body runs again on a fresh transaction (nothing of the first run is kept); a body that
-    /// threw never runs again. Keep bodies short: other
+    /// nothing it did is written and its own error comes out unchanged. When its writes do not fit in
+    /// `maxMapSize`, it fails with `storageFull` (or the error it threw on meeting the full map) and is not run
+    /// again in the map's reserve, which only deletes outside a transaction, purges and evictions may use. The
+    /// one exception to "once" is a store that maps less than `maxMapSize`
+    /// (``LocalStorageConfiguration/growsMapFromMapSize``, or a process without the address space): when the
+    /// body's writes (or the commit that holds them) need that map to grow, it grows and a body that did not
+    /// throw runs again on a fresh transaction (nothing of the first run is kept). Keep bodies short: other
     /// writes wait for them. Change streams get the transaction's events after it commits, in order, and
     /// a live query reruns once for the whole transaction.
     /// - Throws: Whatever `body` throws, unchanged; `storageFull` when its writes do not fit.
@@ -26,12 +29,15 @@ extension LocalStorage {
     {
         try await operationPassingCallerErrors("write") {
             try tiers.checkTransaction(writes: true)
+            let run = WriteBodyRun()
             return try await core.writer.performOnce { context in
+                try run.begin(in: context)
                 let transaction = StorageWriteTransaction(storage: self, context: context)
                 defer { transaction.close() }
                 do {
                     return try body(transaction)
                 } catch {
+                    run.threw(CallerError(underlying: error))
                     throw CallerError(underlying: error)
                 }
             }
@@ -112,5 +118,32 @@ extension LocalRepository {
     /// Runs `body` on one consistent snapshot (see ``LocalStorage/read(_:)``).
     nonisolated(nonsending) public func read<R>(_ body: (StorageReadTransaction) throws -> R) async throws -> R {
         try await storage.read(body)
+    }
+}
+
+/// What the first run of a `write { }` body came to, for the writer's replay of its request after it needed
+/// room: the body runs again only on a fresh transaction in a map that grew (a store that maps less than
+/// `maxMapSize`). In the map's reserve at `maxMapSize`, in a map that did not grow, or after it threw, it does
+/// not run again: the request fails with the body's own error, or `storageFull`. Touched on the writer thread
+/// only.
+final class WriteBodyRun: @unchecked Sendable {
+    /// The map's size when the body last ran, nil before it ran.
+    private var mapSize: Int?
+    private var thrown: (any Error)?
+
+    /// Notes a run of the body in `context`; throws instead when that would run it a second time where it may
+    /// not.
+    func begin(in context: CommitQueue.Context) throws {
+        let current = context.environment.currentMapSize
+        if let mapSize {
+            if let thrown { throw thrown }
+            guard !context.usesReserve, current > mapSize else { throw LocalStorageError.storageFull }
+        }
+        mapSize = current
+    }
+
+    /// Notes the error the body threw.
+    func threw(_ error: any Error) {
+        thrown = error
     }
 }

@@ -138,6 +138,7 @@ extension CommitQueue {
                 let context = Context(txn: txn, now: now, environment: environment, hub: hub)
                 attempt = context
                 context.storeMaxBytes = evictor?.book.store?.maxBytes
+                context.usesReserve = reserve
 
                 context.leases = changeLog?.leases
                 var results: [Outcome] = []
@@ -234,7 +235,8 @@ extension CommitQueue {
 
     /// Grows the map before a batch of closure requests when less than ``closureHeadroom`` of it (at least
     /// 1 MiB) lies past the data file's last page: a closure runs once, and a map that must grow under it makes
-    /// it run again. Only a batch whose writes need more than that room still does. A failure here is left to the
+    /// it run again. Only a batch whose writes need more than that room still does. At `maxMapSize` it makes the
+    /// pages the last commit freed reusable instead (``reclaimFreedPages()``). A failure here is left to the
     /// commit, which grows the map itself.
     private func keepHeadroomForClosures() {
         do {
@@ -248,7 +250,12 @@ extension CommitQueue {
                 let info = environment.info()
                 let headroom = info.mapSize - (info.lastPage + 1) * pageSize
                 guard headroom < max(1 << 20, info.mapSize / CommitQueue.closureHeadroom) else { return }
-                guard try environment.growMap() else { return }
+                guard try environment.growMap() else {
+                    // At `maxMapSize`: pages the last commit freed (a store just emptied) are made reusable
+                    // first, so that a `write` body, which is not run again there, finds them.
+                    _ = try reclaimFreedPages()
+                    return
+                }
             }
         } catch {
             logger?.log(

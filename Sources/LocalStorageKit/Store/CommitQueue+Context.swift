@@ -21,6 +21,9 @@ extension CommitQueue {
         var loggedSequences: ClosedRange<UInt64>?
         /// Set when a write of this request met `MDB_MAP_FULL`, even if the caller's closure caught it.
         var metMapFull = false
+        /// Whether this transaction runs in the map's reserve at `maxMapSize` (a replay after the map was full),
+        /// where a `write { }` body does not run again (``WriteBodyRun``).
+        var usesReserve = false
         /// Another error of LMDB a closure met (and may have caught): the transaction is aborted, not committed.
         var storeError: LMDBError?
         /// The numbers of the types whose payloads this commit resized without a save (migration write-backs):
@@ -126,7 +129,7 @@ extension CommitQueue {
         func nested(_ child: Transaction) -> Context {
             let child = Context(txn: child, now: now, environment: environment, hub: hub)
             child.storeMaxBytes = storeMaxBytes
-
+            child.usesReserve = usesReserve
             child.leases = leases
             return child
         }

@@ -179,4 +179,59 @@ import Testing
         #expect(purged == saved.count)
         #expect(try await storage.count(Note.self) == 0)
     }
+
+    struct Refused: Error {}
+
+    /// A `write` body whose writes meet the end of the map at `maxMapSize` runs exactly once, as API.md says, and
+    /// its error comes out unchanged: it was run again in the map's reserve (review-83 #1), where it failed with
+    /// `storageFull` after a second run, a body that caught the full map and threw its own error included.
+    @Test func aWriteBodyThatMeetsAFullMapRunsOnce() async throws {
+        let storage = try LocalStorage(configuration: Self.configuration())
+        let saved = try await Self.fill(storage)
+        try #require(saved.count > 100)
+        let runs = CallCounter()
+        await #expect(throws: LocalStorageError.storageFull) {
+            try await storage.write { tx in
+                runs.increment()
+                for index in 0..<20 { try tx.save(Note(id: "extra\(index)", text: Self.text)) }
+            }
+        }
+        #expect(runs.value == 1)
+        await #expect(throws: Refused.self) {
+            try await storage.write { tx in
+                runs.increment()
+                do {
+                    for index in 0..<20 { try tx.save(Note(id: "extra\(index)", text: Self.text)) }
+                } catch LocalStorageError.storageFull {
+                    throw Refused()
+                }
+            }
+        }
+        #expect(runs.value == 2)
+        // A body that catches the full map and goes on is not committed (its writes are incomplete), nor run again.
+        await #expect(throws: LocalStorageError.storageFull) {
+            try await storage.write { tx in
+                runs.increment()
+                _ = try? tx.save(Note(id: "extra", text: String(repeating: "y", count: 200_000)))
+            }
+        }
+        #expect(runs.value == 3)
+        #expect(try await storage.fetch(Note.self, id: "extra") == nil)
+        #expect(try await storage.count(Note.self) == saved.count)
+    }
+
+    /// Right after a full store was emptied, a `write` body fits in its one run: the pages the emptying commit
+    /// freed are made reusable before it runs (it met the end of the map and ran a second time).
+    @Test func aWriteBodyRightAfterAFullStoreWasEmptiedRunsOnce() async throws {
+        let storage = try LocalStorage(configuration: Self.configuration())
+        let saved = try await Self.fill(storage)
+        try await storage.deleteAll(Note.self)
+        let runs = CallCounter()
+        try await storage.write { tx in
+            runs.increment()
+            try tx.save(contentsOf: (0..<(saved.count / 2)).map { Note(id: "again\($0)", text: Self.text) })
+        }
+        #expect(runs.value == 1)
+        #expect(try await storage.count(Note.self) == saved.count / 2)
+    }
 }
