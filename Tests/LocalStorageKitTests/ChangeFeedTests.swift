@@ -197,6 +197,37 @@ import Testing
             deletes.cancel()
         }
     }
+
+    /// A record this app cannot read (here its migration step throws) is left out of the feed and logged, and
+    /// the feed goes on past it: it threw `migrationFailed` at every call, with no token past the record
+    /// (review-83 #2).
+    @Test func aRecordTheAppCannotReadIsLeftOutAndTheFeedGoesOn() async throws {
+        var configuration = diskConfiguration(temporaryDirectory())
+        configuration.codec = .json
+        let old = try LocalStorage(configuration: configuration)
+        let mark = try await old.changeToken()
+        try await old.save(contentsOf: [
+            TaskV1(id: "a", status: "open"), TaskV1(id: "b", status: "broken"), TaskV1(id: "c", status: "done"),
+        ])
+        let logger = RecordingLogger()
+        configuration.logger = logger
+        let storage = try LocalStorage(configuration: configuration)
+        let (changes, next) = try await storage.changes(of: TaskV2.self, since: mark)
+        let described = changes.map { change -> String in
+            switch change {
+            case .inserted(let task): "inserted \(task.id) \(task.status)"
+            case .updated(let task): "updated \(task.id) \(task.status)"
+            case .deleted(let id): "deleted \(id)"
+            case .expired(let id): "expired \(id)"
+            case .cleared: "cleared"
+            }
+        }
+        #expect(described == ["inserted a active", "inserted c done"])
+        #expect(next > mark)
+        #expect(logger.messages(at: .warning).contains { $0.contains("change feed left out") })
+        try await storage.save(TaskV2(id: "d", status: "active"))
+        #expect(try await storage.changes(of: TaskV2.self, since: next).changes.count == 1)
+    }
 }
 
 /// A change token belongs to the store it was taken from.

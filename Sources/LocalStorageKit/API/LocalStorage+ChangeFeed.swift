@@ -20,7 +20,9 @@ extension LocalStorage {
     /// A record changed several times since `token` is reported once, with its latest state: an insert
     /// and updates come as one `.inserted` of the current value, anything followed by a delete as the
     /// `.deleted` alone, and a `.cleared` drops what came before it. A consumer that applies the changes in
-    /// order therefore ends at the store's true state. Values are read from the store now.
+    /// order therefore ends at the store's true state. Values are read from the store now. A record this app
+    /// cannot read (written by a newer version, a migration that throws, damaged bytes) is left out and logged
+    /// as a warning, as the live ``changes(of:)`` stream leaves it out, so the feed goes on past it.
     ///
     /// Complexity: O(changes since `token`, of every type) plus one read per changed record.
     /// - Throws: ``LocalStorageError/changeTokenExpired`` when the log no longer holds every change after

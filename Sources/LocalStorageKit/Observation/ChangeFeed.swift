@@ -2,7 +2,7 @@
 enum ChangeFeed {
     static func read<T: LocalStorable>(
         _ type: T.Type, since token: StorageChangeToken, schema: TypeSchema, changeLog: ChangeLog, now: Int64,
-        txn: Transaction, session: DecodeSession
+        txn: Transaction, session: DecodeSession, logger: (any StorageLogger)?
     ) throws -> (changes: [StorageChange<T>], next: StorageChangeToken) {
         let last = try changeLog.lastSequence(in: txn)
         // A token more than `retention` changes old has expired, whether or not the log has trimmed them yet
@@ -31,10 +31,21 @@ enum ChangeFeed {
             case .expired: changes.append(.expired(id: id))
             case .inserted, .updated:
                 var expired = false
-                let found = try entry.id.withUnsafeBytes { key in
-                    try RecordReader.get(
-                        T.self, key: key, id: id, schema: schema, now: now, txn: txn, session: session,
-                        expired: &expired)
+                let found: T?
+                do {
+                    found = try entry.id.withUnsafeBytes { key in
+                        try RecordReader.get(
+                            T.self, key: key, id: id, schema: schema, now: now, txn: txn, session: session,
+                            expired: &expired)
+                    }
+                } catch let error as LocalStorageError where error.isAboutOneRecord {
+                    // A record this app cannot read (a newer version, a failing migration, damage) is left out, as
+                    // the live change stream leaves it out: throwing would stop the feed at it for good, since the
+                    // caller has no token past it.
+                    logger?.log(
+                        level: .warning, message: "The change feed left out a record it could not read",
+                        metadata: ["type": schema.name, "id": id, "error": "\(error)"])
+                    continue
                 }
                 if let value = found {
                     changes.append(entry.kind == .inserted ? .inserted(value) : .updated(value))
@@ -61,9 +72,21 @@ extension LocalRecordStore {
         let changeLog = core.changeLog
         let result = try core.environment.read { txn in
             try ChangeFeed.read(
-                T.self, since: token, schema: schema, changeLog: changeLog, now: now, txn: txn, session: session)
+                T.self, since: token, schema: schema, changeLog: changeLog, now: now, txn: txn, session: session,
+                logger: logger)
         }
         afterRead(session: session, expired: [], purge: false, schema: schema)
         return result
+    }
+}
+
+extension LocalStorageError {
+    /// Whether this error is about one record's bytes (`decodingFailed`, `migrationFailed`), which a read of many
+    /// records may leave out, rather than about the store.
+    var isAboutOneRecord: Bool {
+        switch self {
+        case .decodingFailed, .migrationFailed: true
+        default: false
+        }
     }
 }
