@@ -327,3 +327,46 @@ final class Totals: Sendable {
     func append(_ total: Int) { state.withLock { $0.append(total) } }
     var values: [Int] { state.withLock { $0 } }
 }
+
+extension TransactionTests {
+    /// Whether `body` throws `invalidQuery`.
+    private func throwsInvalidQuery(_ body: () throws -> Void) -> Bool {
+        do {
+            try body()
+            return false
+        } catch LocalStorageError.invalidQuery {
+            return true
+        } catch {
+            return false
+        }
+    }
+
+    /// A transaction's reads take `scope: .shared` as the store's own reads do on a store without a shared tier:
+    /// they throw `invalidQuery` (they gave this store's rows: review-83 #5), and `.local` reads as before.
+    @Test func aTransactionsReadsRefuseTheSharedScopeAsTheStoreDoes() async throws {
+        let storage = try LocalStorage(configuration: .inMemory)
+        try await storage.save(contentsOf: (1...4).map { Product.sample($0) })
+        let shared = FetchOptions(scope: .shared)
+        let matching: [StorageIndexFilter] = [.atLeast("price", 0)]
+        await #expect(throws: LocalStorageError.self) { try await storage.fetch(Product.self, options: shared) }
+        let refusals = try await storage.read { tx in
+            [
+                throwsInvalidQuery { _ = try tx.fetch(Product.self, options: shared) },
+                throwsInvalidQuery { _ = try tx.fetch(Product.self, matching: matching, options: shared) },
+                throwsInvalidQuery { _ = try tx.count(Product.self, matching: matching, options: shared) },
+                throwsInvalidQuery { _ = try tx.page(Product.self, matching: matching, page: 1, pageSize: 2, options: shared) },
+            ]
+        }
+        #expect(refusals == [true, true, true, true])
+        let local = FetchOptions(scope: .local)
+        let counts = try await storage.write { tx in
+            [
+                try tx.fetch(Product.self, options: local).count,
+                try tx.fetch(Product.self, matching: matching, options: local).count,
+                try tx.count(Product.self, matching: matching, options: local),
+                try tx.page(Product.self, matching: matching, page: 1, pageSize: 10, options: local).items.count,
+            ]
+        }
+        #expect(counts == [4, 4, 4, 4])
+    }
+}

@@ -142,7 +142,7 @@ public class StorageReadTransaction {
     /// Live records of `T` in `options.sort` order, paged by limit and offset.
     public func fetch<T: LocalStorable>(_ type: T.Type, options: FetchOptions = FetchOptions()) throws -> [T] {
         try run {
-            let options = try options.validated()
+            let options = try Self.checked(options)
             let schema = try schema(T.self)
             let session = storage.makeDecodeSession(for: schema)
             let (items, expired) = try RecordReader.list(
@@ -159,7 +159,7 @@ public class StorageReadTransaction {
         options: FetchOptions = FetchOptions()
     ) throws -> [T] {
         try run {
-            let options = try options.validated()
+            let options = try Self.checked(options)
             let schema = try schema(T.self)
             let plan = try QueryPlan(filters: filters, sort: sort, schema: schema)
             if QueryRunner.usesIndexes(plan) { try prepareIndexedRead(T.self, schema: schema) }
@@ -215,23 +215,32 @@ public class StorageReadTransaction {
     }
 
     /// The number of live records of `T` matching every filter, as `LocalStorage`'s method with `options`
-    /// takes them. A transaction reads this store's snapshot, so `options.scope` does not apply (as in
-    /// ``fetch(_:matching:orderedBy:options:)``), and, as there, nothing else of `options` matters.
+    /// takes them: nothing of `options` matters but `scope`, and a transaction reads this store's snapshot, so
+    /// `.shared` throws `invalidQuery` as it does on a store without a shared tier.
     public func count<T: LocalStorable>(
         _ type: T.Type, matching filters: [StorageIndexFilter], options: FetchOptions
     ) throws -> Int {
-        try count(T.self, matching: filters)
+        _ = try Self.checked(options)
+        return try count(T.self, matching: filters)
     }
 
     /// One page of the records of `T` matching every filter, as `LocalStorage`'s method with `options` takes
-    /// them. A transaction reads this store's snapshot, so `options.scope` does not apply; the page's `limit`
-    /// and `offset` replace the options', and `options.sort` orders what no index sort does.
+    /// them: the page's `limit` and `offset` replace the options', `options.sort` orders what no index sort does,
+    /// and `.shared` throws `invalidQuery` (a transaction reads this store's snapshot).
     public func page<T: LocalStorable>(
         _ type: T.Type, matching filters: [StorageIndexFilter] = [], orderedBy sort: StorageIndexSort? = nil,
         page: Int, pageSize: Int, options: FetchOptions
     ) throws -> StoragePage<T> {
-        try self.page(
+        _ = try Self.checked(options)
+        return try self.page(
             T.self, matching: filters, orderedBy: sort, page: page, pageSize: pageSize, order: options.sort)
+    }
+
+    /// `options` validated, refusing `.shared`: a transaction reads this store's snapshot, and a store with a shared
+    /// tier refuses transactions, so the scope is refused as `LocalStorage`'s reads refuse it without one.
+    private static func checked(_ options: FetchOptions) throws -> FetchOptions {
+        guard options.scope == .local else { throw LocalRecordStore.noSharedTier }
+        return try options.validated()
     }
 
     /// What the store knows about a record, expired or not.
