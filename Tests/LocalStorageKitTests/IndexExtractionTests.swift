@@ -160,3 +160,41 @@ extension IndexExtractionTests {
         }
     }
 }
+
+/// Two declarations whose names and kinds run together into the same bytes: a string index "a" and a number index
+/// "b", against one number index named "a", 0, 1, "b" (API.md allows any character in an index name).
+struct RunTogetherV1: LocalStorageIndexed {
+    static var storageName: String { "RunTogether" }
+    let id: String
+    var a: String
+    var b: Int
+    static var storageIndexes: [StorageIndex<RunTogetherV1>] { [StorageIndex("a", \.a), StorageIndex("b", \.b)] }
+}
+
+struct RunTogetherV2: LocalStorageIndexed {
+    static var storageName: String { "RunTogether" }
+    let id: String
+    var a: String
+    var b: Int
+    static var storageIndexes: [StorageIndex<RunTogetherV2>] { [StorageIndex("a\u{0}\u{1}b", \.b)] }
+}
+
+extension IndexExtractionTests {
+    /// Declarations that differ have different signatures, even when one's index name holds a 0 followed by a
+    /// kind's byte: the two above hashed the same bytes, so the second app took the first's records as indexed
+    /// its way and its query found none of them (review-83 #6). Names without a 0 keep their signatures.
+    @Test func declarationsWhoseNamesRunTogetherAreTold() async throws {
+        #expect(RunTogetherV1.indexDeclaration.signature != RunTogetherV2.indexDeclaration.signature)
+        let plain = IndexDeclaration(entries: [.init(name: "ab", kind: .string), .init(name: "c", kind: .number)])
+        #expect(plain.signature == 0x8BED_F05C_ADD9_6234)
+        let directory = temporaryDirectory()
+        try await withStore(diskConfiguration(directory)) { storage async throws in
+            try await storage.save(contentsOf: (0..<3).map { RunTogetherV1(id: "r\($0)", a: "x", b: $0) })
+        }
+        try await withStore(diskConfiguration(directory)) { storage async throws in
+            #expect(try await storage.count(RunTogetherV2.self, matching: [.atLeast("a\u{0}\u{1}b", 0)]) == 3)
+            let found = try await storage.fetch(RunTogetherV2.self, matching: [.equals("a\u{0}\u{1}b", 2)])
+            #expect(found.map(\.id) == ["r2"])
+        }
+    }
+}

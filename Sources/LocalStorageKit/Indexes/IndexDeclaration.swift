@@ -20,6 +20,10 @@ struct IndexDeclaration: Sendable, Equatable, Codable {
 
     /// FNV-1a over names and kinds in order: changes when an index is added, removed, renamed,
     /// reordered or changes kind.
+    ///
+    /// Each entry is its name, a 0 and its kind (1 or 2). A 0 inside a name goes in as 0, 0xFF, which no kind
+    /// is, so two declarations never hash the same bytes (`"a"` then `"b"` against one name `"a\0\u{1}b"`
+    /// did: review-83 #6); names without a 0, every declaration before, keep their signatures.
     var signature: UInt64 {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         func mix(_ byte: UInt8) {
@@ -27,7 +31,10 @@ struct IndexDeclaration: Sendable, Equatable, Codable {
             hash = hash &* 0x0000_0100_0000_01b3
         }
         for entry in entries {
-            for byte in entry.name.utf8 { mix(byte) }
+            for byte in entry.name.utf8 {
+                mix(byte)
+                if byte == 0 { mix(0xFF) }
+            }
             mix(0)
             mix(entry.kind.rawValue)
         }
