@@ -11,6 +11,9 @@
 /// ```
 /// A closure or key path that returns nil means the record is not indexed on that index: it never
 /// matches a condition on it, and sorts first ascending, last descending.
+///
+/// Stored records are re-indexed when an index is added, removed, reordered or changes kind, not when the key
+/// path or closure behind a name changes: give an index whose value is computed differently a new name.
 public struct StorageIndex<T>: Sendable {
     /// The index name used in filters and sorts.
     public let name: String
