@@ -354,7 +354,9 @@ extension TransactionTests {
                 throwsInvalidQuery { _ = try tx.fetch(Product.self, options: shared) },
                 throwsInvalidQuery { _ = try tx.fetch(Product.self, matching: matching, options: shared) },
                 throwsInvalidQuery { _ = try tx.count(Product.self, matching: matching, options: shared) },
-                throwsInvalidQuery { _ = try tx.page(Product.self, matching: matching, page: 1, pageSize: 2, options: shared) },
+                throwsInvalidQuery {
+                    _ = try tx.page(Product.self, matching: matching, page: 1, pageSize: 2, options: shared)
+                },
             ]
         }
         #expect(refusals == [true, true, true, true])
