@@ -121,7 +121,7 @@ import Testing
     @Test(arguments: [
         "mapSize", "maxMapSize", "tiny maxMapSize", "liveQueryCoalescing", "expirySweepInterval",
         "externalChangePollInterval",
-        "changeStreamBufferSize", "changeLogRetention", "memoryCache",
+        "changeStreamBufferSize", "changeLogRetention", "memoryCache", "databaseDirectory",
     ])
     func aSettingNoStoreCanUseIsRefusedNamingIt(setting: String) async throws {
         let directory = temporaryDirectory()
@@ -136,6 +136,8 @@ import Testing
         case "externalChangePollInterval": configuration.externalChangePollInterval = .seconds(-1)
         case "changeStreamBufferSize": configuration.changeStreamBufferSize = 0
         case "memoryCache": configuration.memoryCache = MemoryCacheConfiguration(maxRecords: 0)
+        // A remote URL: its path ("/x") was used as a folder at the root (trial83 F3).
+        case "databaseDirectory": configuration.databaseDirectory = URL(string: "https://example.com/x") ?? directory
         default: configuration.changeLogRetention = -5
         }
         let error = #expect(throws: LocalStorageError.self) { _ = try LocalStorage(configuration: configuration) }
@@ -148,6 +150,20 @@ import Testing
         var usable = diskConfiguration(directory)
         usable.expirySweepInterval = nil
         _ = try LocalStorage(configuration: usable)
+    }
+
+    /// A setting an in-memory store cannot use names no folder: it named the default on-disk one, which such a
+    /// store never touches (trial83 F6).
+    @Test func anInMemoryStoresRefusedSettingNamesNoFolder() async throws {
+        var configuration = LocalStorageConfiguration.inMemory
+        configuration.mapSize = -5
+        let error = #expect(throws: LocalStorageError.self) { _ = try LocalStorage(configuration: configuration) }
+        guard case .openFailed(let path, let reason) = error else {
+            Issue.record("expected openFailed, got \(String(describing: error))")
+            return
+        }
+        #expect(path == "(in memory)")
+        #expect(reason.contains("mapSize"))
     }
 
     /// `Int.max` as a size ("no limit") trapped on an overflow while it was rounded: the growth limit works as

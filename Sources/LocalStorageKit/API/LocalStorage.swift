@@ -60,7 +60,9 @@ public final class LocalStorage: Sendable {
         var configuration = configuration
         configuration.logger = logger
         if let problem = configuration.settingsProblem {
-            throw LocalStorageError.openFailed(path: configuration.storeDirectory.path, reason: problem)
+            // An in-memory store has no folder yet: naming the default one would send the reader there.
+            let path = configuration.isInMemory ? "(in memory)" : configuration.storeDirectory.path
+            throw LocalStorageError.openFailed(path: path, reason: problem)
         }
         let core = try EnvironmentRegistry.core(for: configuration)
         self.core = core

@@ -35,7 +35,8 @@ public struct LocalStorageConfiguration: Sendable {
     /// address space: the file grows with the data, not with the map.
     public var mapSize: Int = 64 << 20
     /// The largest the memory map may grow to; saves past it throw ``LocalStorageError/storageFull``. At least
-    /// 1 MiB: a smaller one makes the open throw ``LocalStorageError/openFailed(path:reason:)``.
+    /// 1 MiB: a smaller one makes the open throw ``LocalStorageError/openFailed(path:reason:)``. Below
+    /// ``mapSize`` it is still the limit: the map starts at `maxMapSize` then.
     public var maxMapSize: Int = 64 << 30
     /// Bounds on the whole store (nil, the default: none). Every commit leaves them satisfied by evicting
     /// expired records, then ``evictionPolicy``'s victims. Belongs to the environment: every store on one
@@ -161,6 +162,9 @@ extension LocalStorageConfiguration {
 
     var settingsProblem: String? {
         if mapSize <= 0 { return "mapSize must be a positive number of bytes, not \(mapSize)" }
+        if !isInMemory, !databaseDirectory.isFileURL {
+            return "databaseDirectory must be a file URL (URL(fileURLWithPath:)), not \(databaseDirectory.absoluteString)"
+        }
         if maxMapSize < Self.minimumMaxMapSize {
             return "maxMapSize must be at least \(Self.minimumMaxMapSize) bytes (1 MiB), not \(maxMapSize): a smaller "
                 + "map cannot hold the store's own databases with room to reuse the pages a delete frees"

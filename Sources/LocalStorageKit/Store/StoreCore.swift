@@ -63,8 +63,10 @@ final class StoreCore: Sendable {
         if let problem = StoreFileModes.problem(with: configuration.filePermissions) {
             throw LocalStorageError.openFailed(path: directory.path, reason: problem)
         }
+        // `maxMapSize` is the limit even below `mapSize` (which defaults to 64 MiB): the map starts at the smaller.
+        let initialMapSize = min(configuration.mapSize, configuration.maxMapSize)
         let opening = Environment.openingMapSize(
-            mapSize: configuration.mapSize, maxMapSize: configuration.maxMapSize,
+            mapSize: initialMapSize, maxMapSize: configuration.maxMapSize,
             growsFromMapSize: configuration.growsMapFromMapSize)
         let open = { (mapSize: Int) throws -> Environment in
             try Environment(
@@ -75,9 +77,9 @@ final class StoreCore: Sendable {
         do {
             do {
                 environment = try open(opening)
-            } catch let error as LMDBError where error.code == ENOMEM && opening != configuration.mapSize {
+            } catch let error as LMDBError where error.code == ENOMEM && opening != initialMapSize {
                 // The address space the probe found was taken before LMDB mapped it: the map grows from mapSize.
-                environment = try open(configuration.mapSize)
+                environment = try open(initialMapSize)
             }
         } catch {
             throw LocalStorageError.openFailed(path: directory.path, reason: StoreCore.explain(error))

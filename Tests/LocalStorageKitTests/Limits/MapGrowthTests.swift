@@ -103,4 +103,29 @@ import Testing
             atPath: storage.core.directory.appendingPathComponent("data.mdb").path)
         #expect((file[.size] as? Int ?? .max) < 2 * statistics.mapUsedBytes)
     }
+
+    /// `maxMapSize` below `mapSize` (64 MiB by default) is still the limit: the map started at `mapSize` and never
+    /// had to grow, so sixty 100 KB records went into a store limited to 2 MiB (trial83 F2).
+    @Test(arguments: [false, true])
+    func aGrowthLimitBelowTheInitialMapHolds(growsFromMapSize: Bool) async throws {
+        var configuration = diskConfiguration(temporaryDirectory())
+        configuration.mapSize = 10 << 20
+        configuration.maxMapSize = 2 << 20
+        configuration.growsMapFromMapSize = growsFromMapSize
+        configuration.expirySweepInterval = nil
+        let storage = try LocalStorage(configuration: configuration)
+        let text = String(repeating: "b", count: 100_000)
+        var saved = 0
+        do {
+            for index in 0..<60 {
+                try await storage.save(Note(id: "b\(index)", text: text))
+                saved += 1
+            }
+        } catch LocalStorageError.storageFull {
+        }
+        #expect(saved > 5 && saved < 20, "\(saved) records of 100 KB fitted in 2 MiB")
+        #expect(try await storage.statistics().mapUsedBytes <= 2 << 20)
+        try await storage.delete(Note.self, id: "b0")
+        #expect(try await storage.count(Note.self) == saved - 1)
+    }
 }
