@@ -157,8 +157,19 @@ struct LocalStorageTool {
     /// Reports `error` in one line (a name or id in it with a line break or another invisible character
     /// escaped, as every command prints them); returns its exit status.
     private static func fail(_ error: any Error, output: Output) -> Int32 {
-        output.message("localstorage: error: " + InvisibleCharacters.escaped("\(error)", keeping: []))
+        output.message("localstorage: error: " + message(for: error))
         return error is UsageError ? 2 : 1
+    }
+
+    /// `error`'s line: a list of the store's types spells each name as `types` prints it and TYPE takes it back
+    /// (a name with a control character as a quoted JSON string), where the error's own text escaped the
+    /// characters without the quotes (trial83 F7).
+    static func message(for error: any Error) -> String {
+        if case .unknownType(let name, let known)? = error as? MaintenanceError {
+            return InvisibleCharacters.escaped("the store has no type \"\(name)\"", keeping: [])
+                + (known.isEmpty ? "" : " (it has: \(known.map(TypeArgument.displayed).joined(separator: ", ")))")
+        }
+        return InvisibleCharacters.escaped("\(error)", keeping: [])
     }
 
     /// `--store`, else `$LOCALSTORAGE_STORE`, else the library's default directory.

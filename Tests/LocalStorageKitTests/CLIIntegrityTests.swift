@@ -310,6 +310,10 @@ import Glibc
         let unknown = try await store.run(["list", #""no\tsuch""#])
         #expect(unknown.status == 1)
         #expect(!unknown.stderr.contains("\t"), "\(unknown.stderr)")
+        // The error names the store's types as `types` prints them and TYPE takes them back (trial83 F7: without
+        // the quotes, copying a name from it failed again).
+        #expect(unknown.stderr.contains("(it has: "), "\(unknown.stderr)")
+        #expect(unknown.stderr.contains(quoted + ")") || unknown.stderr.contains(quoted + ","), "\(unknown.stderr)")
     }
 
     // MARK: - Order
