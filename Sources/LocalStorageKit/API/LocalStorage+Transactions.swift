@@ -17,9 +17,9 @@ extension LocalStorage {
     /// again in the map's reserve, which only deletes outside a transaction, purges and evictions may use. The
     /// one exception to "once" is a store that maps less than `maxMapSize`
     /// (``LocalStorageConfiguration/growsMapFromMapSize``, or a process without the address space): when the
-    /// body's writes (or the commit that holds them) need that map to grow, it grows and a body that did not
-    /// throw runs again on a fresh transaction (nothing of the first run is kept). Keep bodies short: other
-    /// writes wait for them. Change streams get the transaction's events after it commits, in order, and
+    /// body's writes (or the commit that holds them) need that map to grow, it grows and the body runs again on
+    /// a fresh transaction (nothing of the first run is kept), whatever it did with the `storageFull` it met.
+    /// Keep bodies short: other writes wait for them. Change streams get the transaction's events after it commits, in order, and
     /// a live query reruns once for the whole transaction.
     /// - Throws: Whatever `body` throws, unchanged; `storageFull` when its writes do not fit.
     nonisolated(nonsending) public func write<R: Sendable>(
@@ -122,10 +122,10 @@ extension LocalRepository {
 }
 
 /// What the first run of a `write { }` body came to, for the writer's replay of its request after it needed
-/// room: the body runs again only on a fresh transaction in a map that grew (a store that maps less than
-/// `maxMapSize`). In the map's reserve at `maxMapSize`, in a map that did not grow, or after it threw, it does
-/// not run again: the request fails with the body's own error, or `storageFull`. Touched on the writer thread
-/// only.
+/// room (the writer replays only a body that met the end of the map, or whose commit did): the body runs again
+/// only on a fresh transaction in a map that grew (a store that maps less than `maxMapSize`). In the map's
+/// reserve at `maxMapSize`, or in a map that did not grow, it does not run again: the request fails with the
+/// error the body threw, or `storageFull`. Touched on the writer thread only.
 final class WriteBodyRun: @unchecked Sendable {
     /// The map's size when the body last ran, nil before it ran.
     private var mapSize: Int?
@@ -136,10 +136,12 @@ final class WriteBodyRun: @unchecked Sendable {
     func begin(in context: CommitQueue.Context) throws {
         let current = context.environment.currentMapSize
         if let mapSize {
-            if let thrown { throw thrown }
-            guard !context.usesReserve, current > mapSize else { throw LocalStorageError.storageFull }
+            // A store that maps less than `maxMapSize` grew its map for the body, whose writes met its end (what
+            // the body saw as `storageFull`, caught or not, was that): the documented second run.
+            guard !context.usesReserve, current > mapSize else { throw thrown ?? LocalStorageError.storageFull }
         }
         mapSize = current
+        thrown = nil
     }
 
     /// Notes the error the body threw.

@@ -104,6 +104,33 @@ import Testing
         #expect((file[.size] as? Int ?? .max) < 2 * statistics.mapUsedBytes)
     }
 
+    /// In a store whose map grows from `mapSize`, a `write` body whose writes meet the end of the map runs again
+    /// once the map grew, whether it let the `storageFull` it met through or turned it into its own error (which
+    /// it threw only because the map had to grow), and commits; a first version of the once-only rule at
+    /// `maxMapSize` failed both with their first error.
+    @Test func aBodyThatMetTheEndOfAGrowingMapRunsAgainAndCommits() async throws {
+        let storage = try LocalStorage(configuration: Self.configuration(temporaryDirectory()))
+        storage.core.writer.growsAheadOfClosures.store(false, ordering: .relaxed)
+        let text = String(repeating: "g", count: 1_000)
+        let propagating = CallCounter()
+        try await storage.write { tx in
+            propagating.increment()
+            for index in 0..<1_500 { try tx.save(Note(id: "p\(index)", text: text)) }
+        }
+        #expect(propagating.value >= 2)
+        let converting = CallCounter()
+        try await storage.write { tx in
+            converting.increment()
+            do {
+                for index in 0..<3_000 { try tx.save(Note(id: "c\(index)", text: text)) }
+            } catch LocalStorageError.storageFull {
+                throw Refused()
+            }
+        }
+        #expect(converting.value >= 2)
+        #expect(try await storage.count(Note.self) == 4_500)
+    }
+
     /// `maxMapSize` below `mapSize` (64 MiB by default) is still the limit: the map started at `mapSize` and never
     /// had to grow, so sixty 100 KB records went into a store limited to 2 MiB (trial83 F2).
     @Test(arguments: [false, true])
