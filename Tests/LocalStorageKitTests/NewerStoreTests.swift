@@ -101,6 +101,9 @@ struct Sheet3Pages: LocalStorageVersioned, LocalStorageIndexed, Equatable {
         #expect(read?.contains("version 3, newer than its current version 2") == true, "\(read ?? "")")
         let write = await decodingFailure { try await storage.save(Sheet2(id: "s1", title: "older")) }
         #expect(write?.contains("not overwritten") == true, "\(write ?? "")")
+        // Both name the storage name the write's error has (the read named the Swift type only: trial83 F5).
+        #expect(read?.hasPrefix("Sheet2 (storageName \"Sheet\") \"s1\"") == true, "\(read ?? "")")
+        #expect(write?.contains("Sheet \"s1\"") == true, "\(write ?? "")")
         let update = await decodingFailure { try await storage.update(Sheet2.self, id: "s1") { $0.title = "older" } }
         #expect(update != nil)
         // A query of the older type that meets it throws, naming it (re-indexing included).

@@ -15,7 +15,7 @@ enum RecordDecoding {
         let current = session?.currentVersion ?? T.storageVersion
         if view.version > current {
             throw LocalStorageError.decodingFailed(
-                reason: "\(T.self) \"\(id)\" is stored at version \(view.version), newer than its current version "
+                reason: "\(T.namedForErrors) \"\(id)\" is stored at version \(view.version), newer than its current version "
                     + "\(current): it was written by a newer version of the app and is left untouched")
         }
         if view.version < current, let versioned = T.self as? any LocalStorageVersioned.Type {
@@ -107,5 +107,14 @@ enum RecordDecoding {
             guard case .decodingFailed(let reason) = error else { throw error }
             throw .decodingFailed(reason: "\(typeName) \"\(id)\": \(reason)")
         }
+    }
+}
+
+extension LocalStorable {
+    /// The type as an error names it: its Swift name, and the storage name the store and the CLI know it by when
+    /// that differs (a write's error, which has the storage name only, names the same type).
+    static var namedForErrors: String {
+        let swiftName = "\(Self.self)"
+        return swiftName == storageName ? swiftName : "\(swiftName) (storageName \"\(storageName)\")"
     }
 }
