@@ -48,6 +48,11 @@ struct SharedTierLoadMultiProcessTests {
         let loading = try await helper.waitForLine("loading") { $0.hasPrefix("loading") }
         #expect(loading == "loading")
         await helper.kill()
+        // The helper loaded at least once before it died: more than once when this machine held it past its
+        // lease's five seconds, and another of its callers took over (a full run under load did: the count
+        // must not be timed). Whatever it wrote by now is all it ever writes.
+        let loadedByTheHelper = loads(in: loadFile).count
+        #expect(loadedByTheHelper >= 1)
         let gate = LoadGate(open: true)
         // A long timeout here: only the end of the dead holder's lease on the server lets these callers load.
         let policy = LoadPolicy(loadTimeout: .seconds(600))
@@ -61,6 +66,6 @@ struct SharedTierLoadMultiProcessTests {
         }
         for caller in callers { #expect(try await caller.value?.sequence == 7) }
         #expect(gate.loads == 1)
-        #expect(loads(in: loadFile).count == 1)
+        #expect(loads(in: loadFile).count == loadedByTheHelper)
     }
 }
