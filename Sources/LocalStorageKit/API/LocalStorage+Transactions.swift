@@ -15,8 +15,8 @@ extension LocalStorage {
     /// nothing it did is written and its own error comes out unchanged. When its writes do not fit in
     /// `maxMapSize`, it fails with `storageFull` (or the error it threw on meeting the full map) and is not run
     /// again in the map's reserve, which only deletes outside a transaction, purges and evictions may use. The
-    /// one exception to "once" is a store that maps less than `maxMapSize`
-    /// (``LocalStorageConfiguration/growsMapFromMapSize``, or a process without the address space): when the
+    /// one exception to "once" is a store that maps less than `maxMapSize` (iOS and its relatives, a
+    /// `maxMapSize` above 64 GiB, or a process without the address space): when the
     /// body's writes (or the commit that holds them) need that map to grow, it grows and the body runs again on
     /// a fresh transaction (nothing of the first run is kept), whatever it did with the `storageFull` it met.
     /// Keep bodies short: other writes wait for them. Change streams get the transaction's events after it commits, in order, and
@@ -127,20 +127,22 @@ extension LocalRepository {
 /// reserve at `maxMapSize`, or in a map that did not grow, it does not run again: the request fails with the
 /// error the body threw, or `storageFull`. Touched on the writer thread only.
 final class WriteBodyRun: @unchecked Sendable {
-    /// The map's size when the body last ran, nil before it ran.
-    private var mapSize: Int?
+    private var ran = false
     private var thrown: (any Error)?
 
     /// Notes a run of the body in `context`; throws instead when that would run it a second time where it may
     /// not.
     func begin(in context: CommitQueue.Context) throws {
-        let current = context.environment.currentMapSize
-        if let mapSize {
+        if ran {
             // A store that maps less than `maxMapSize` grew its map for the body, whose writes met its end (what
-            // the body saw as `storageFull`, caught or not, was that): the documented second run.
-            guard !context.usesReserve, current > mapSize else { throw thrown ?? LocalStorageError.storageFull }
+            // the body saw as `storageFull`, caught or not, was that): the documented second run. The writer
+            // says so (`mapGrewForReplay`); a map larger than at the first run does not: a commit that reclaims
+            // freed pages at `maxMapSize` may take a page past the old end (review-84 #1).
+            guard context.mapGrewForReplay, !context.usesReserve else {
+                throw thrown ?? LocalStorageError.storageFull
+            }
         }
-        mapSize = current
+        ran = true
         thrown = nil
     }
 

@@ -121,13 +121,21 @@ extension CommitQueue {
     /// map grows and that request runs again (or fails with `storageFull` at the size limit). At
     /// `maxMapSize` it runs with the map's reserve (`reserve`), where a request that leaves the store larger
     /// fails with `storageFull`.
-    func commitOnce(_ requests: [((Context) throws -> Void, (Error?) -> Void)], reserve: Bool = false) {
+    func commitOnce(
+        _ requests: [((Context) throws -> Void, (Error?) -> Void)], reserve: Bool = false, mapGrew: Bool = false
+    ) {
         enum Outcome {
             case done
             case failed(any Error)
             case needsRoom
         }
-        if !reserve, growsAheadOfClosures.load(ordering: .relaxed) { keepHeadroomForClosures() }
+        if !reserve, growsAheadOfClosures.load(ordering: .relaxed), keepHeadroomForClosures(), requests.count > 1 {
+            // At `maxMapSize` with little room left, each request commits alone, after the pages the one before
+            // freed were made reusable: in one group, a body meeting the end of the map beside a peer that frees
+            // room (a delete) would fail, since it does not run again there (review-84 #1, #3).
+            for request in requests { commitOnce([request]) }
+            return
+        }
         let now = nextTimestamp()
         let outcomes: [Outcome]
         // What each request's nested transaction came to, kept should the parent fail after them.
@@ -139,6 +147,7 @@ extension CommitQueue {
                 attempt = context
                 context.storeMaxBytes = evictor?.book.store?.maxBytes
                 context.usesReserve = reserve
+                context.mapGrewForReplay = mapGrew
 
                 context.leases = changeLog?.leases
                 var results: [Outcome] = []
@@ -214,12 +223,19 @@ extension CommitQueue {
         } catch {
             attempt?.rollBack()
             // The parent itself failed otherwise (its commit met a full disk): nothing of it was written.
-            // Closures that ran must not run again; they fail with the store's error.
+            // Closures that ran must not run again; they fail with the store's error, but for one that threw
+            // already, whose own error comes out unchanged (review-84 #10).
             let wrapped = LocalStorageError.wrapping(error)
             logger?.log(
                 level: .error, message: "A batch of transactions failed to commit",
                 metadata: ["error": "\(wrapped)"])
-            requests.forEach { $0.1(wrapped) }
+            for (position, request) in requests.enumerated() {
+                if position < ran.count, case .failed(let own) = ran[position] {
+                    request.1(CommitQueue.outgoing(own))
+                } else {
+                    request.1(wrapped)
+                }
+            }
             return
         }
         var retry: [((Context) throws -> Void, (Error?) -> Void)] = []
@@ -236,9 +252,9 @@ extension CommitQueue {
     /// Grows the map before a batch of closure requests when less than ``closureHeadroom`` of it (at least
     /// 1 MiB) lies past the data file's last page: a closure runs once, and a map that must grow under it makes
     /// it run again. Only a batch whose writes need more than that room still does. At `maxMapSize` it makes the
-    /// pages the last commit freed reusable instead (``reclaimFreedPages()``). A failure here is left to the
-    /// commit, which grows the map itself.
-    private func keepHeadroomForClosures() {
+    /// pages the last commit freed reusable instead (``reclaimFreedPages()``) and returns true: the map is at its
+    /// limit with little room left. A failure here is left to the commit, which grows the map itself.
+    private func keepHeadroomForClosures() -> Bool {
         do {
             var pageSize = knownPageSize.load(ordering: .relaxed)
             if pageSize == 0 {
@@ -248,19 +264,22 @@ extension CommitQueue {
             }
             for _ in 0..<4 {
                 let info = environment.info()
-                let headroom = info.mapSize - (info.lastPage + 1) * pageSize
-                guard headroom < max(1 << 20, info.mapSize / CommitQueue.closureHeadroom) else { return }
+                // The map a closure runs in: a commit in the reserve left it larger, and the next shrinks it back.
+                let mapSize = min(info.mapSize, Environment.rounded(environment.maxMapSize))
+                let headroom = mapSize - (info.lastPage + 1) * pageSize
+                guard headroom < max(1 << 20, mapSize / CommitQueue.closureHeadroom) else { return false }
                 guard try environment.growMap() else {
                     // At `maxMapSize`: pages the last commit freed (a store just emptied) are made reusable
                     // first, so that a `write` body, which is not run again there, finds them.
                     _ = try reclaimFreedPages()
-                    return
+                    return true
                 }
             }
         } catch {
             logger?.log(
                 level: .warning, message: "Could not grow the map ahead of a batch", metadata: ["error": "\(error)"])
         }
+        return false
     }
 
     /// The share of the map (one in this many) kept free past the data file's last page before a batch of
@@ -272,9 +291,10 @@ extension CommitQueue {
     private func commitOnceInMoreRoom(_ requests: [((Context) throws -> Void, (Error?) -> Void)], reserve: Bool) {
         guard !requests.isEmpty else { return }
         var reserve = reserve
+        var grew = false
         do {
-            if try makeRoom(reserve: &reserve) {
-                commitOnce(requests, reserve: reserve)
+            if try makeRoom(reserve: &reserve, grew: &grew) {
+                commitOnce(requests, reserve: reserve, mapGrew: grew)
                 return
             }
             logDoesNotFit()

@@ -24,6 +24,9 @@ extension CommitQueue {
         /// Whether this transaction runs in the map's reserve at `maxMapSize` (a replay after the map was full),
         /// where a `write { }` body does not run again (``WriteBodyRun``).
         var usesReserve = false
+        /// Whether this transaction replays requests after the map grew for them below `maxMapSize`, the one
+        /// replay in which a `write { }` body runs again (``WriteBodyRun``).
+        var mapGrewForReplay = false
         /// Another error of LMDB a closure met (and may have caught): the transaction is aborted, not committed.
         var storeError: LMDBError?
         /// The numbers of the types whose payloads this commit resized without a save (migration write-backs):
@@ -130,6 +133,7 @@ extension CommitQueue {
             let child = Context(txn: child, now: now, environment: environment, hub: hub)
             child.storeMaxBytes = storeMaxBytes
             child.usesReserve = usesReserve
+            child.mapGrewForReplay = mapGrewForReplay
             child.leases = leases
             return child
         }

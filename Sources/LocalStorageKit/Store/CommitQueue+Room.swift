@@ -41,7 +41,16 @@ extension CommitQueue {
     ///
     /// - Throws: What `mdb_env_set_mapsize` throws.
     func makeRoom(reserve: inout Bool) throws -> Bool {
+        var grew = false
+        return try makeRoom(reserve: &reserve, grew: &grew)
+    }
+
+    /// ``makeRoom(reserve:)``, telling in `grew` whether the map grew below `maxMapSize` (not into the reserve,
+    /// not by reclaiming freed pages): the one case where a `write { }` body runs again (``WriteBodyRun``).
+    func makeRoom(reserve: inout Bool, grew: inout Bool) throws -> Bool {
+        grew = false
         if try environment.growMap(intoReserve: reserve) {
+            grew = !reserve
             logger?.log(
                 level: .info, message: "Grew the memory map", metadata: ["bytes": "\(environment.currentMapSize)"])
             return true

@@ -221,7 +221,9 @@ import Testing
     }
 
     /// Right after a full store was emptied, a `write` body fits in its one run: the pages the emptying commit
-    /// freed are made reusable before it runs (it met the end of the map and ran a second time).
+    /// freed are made reusable before it runs (it met the end of the map and ran a second time). The writer does
+    /// that when the map is at its limit with less than an eighth of it past the data's last page, which a store
+    /// filled to its end is (the emptying leaves that last page where it was).
     @Test func aWriteBodyRightAfterAFullStoreWasEmptiedRunsOnce() async throws {
         let storage = try LocalStorage(configuration: Self.configuration())
         let saved = try await Self.fill(storage)
@@ -231,6 +233,32 @@ import Testing
             runs.increment()
             try tx.save(contentsOf: (0..<(saved.count / 2)).map { Note(id: "again\($0)", text: Self.text) })
         }
+        #expect(runs.value == 1)
+        #expect(try await storage.count(Note.self) == saved.count / 2)
+    }
+
+    /// At a full map, a `write` body queued behind one that empties the store (dropping a type's trees takes few
+    /// pages) runs once and commits: the two commit one after the other, the second after the pages the first
+    /// freed were made reusable. In one group commit the second met the end of the map beside its peer's deletes,
+    /// and ran a second time after a reclaim (review-84 #1), or failed.
+    @Test func aWriteBodyQueuedBehindAnEmptyingBodyAtAFullMapRunsOnceAndCommits() async throws {
+        let storage = try LocalStorage(configuration: Self.configuration())
+        let saved = try await Self.fill(storage)
+        try #require(saved.count > 100)
+        let runs = CallCounter()
+        let hold = try await WriterHold(storage)
+        let emptying = Task { try await storage.write { tx in try tx.deleteAll(Note.self) } }
+        try await waitUntil("the emptying body is queued") { storage.core.writer.queuedCount == 1 }
+        let refilling = Task {
+            try await storage.write { tx in
+                runs.increment()
+                try tx.save(contentsOf: (0..<(saved.count / 2)).map { Note(id: "again\($0)", text: Self.text) })
+            }
+        }
+        try await waitUntil("the refilling body is queued") { storage.core.writer.queuedCount == 2 }
+        try await hold.release()
+        try await emptying.value
+        try await refilling.value
         #expect(runs.value == 1)
         #expect(try await storage.count(Note.self) == saved.count / 2)
     }

@@ -143,6 +143,35 @@ import Darwin
         }
     }
 
+    /// A `write` body that threw, in a group commit that then fails on a full disk, gets its own error out
+    /// unchanged, as API.md says; it got the store's `storageFull` (review-84 #10).
+    @Test(.enabled(if: DiskFullTests.canMountTmpfs))
+    func aBodysOwnErrorOutlivesAGroupCommitThatMetAFullDisk() async throws {
+        try await withTmpfs(bytes: 2 << 20) { point in
+            var configuration = diskConfiguration(point, durability: .full)
+            configuration.mapSize = 16 << 20
+            let storage = try LocalStorage(configuration: configuration)
+            try await storage.save(Note(id: "first", text: "kept"))
+            let filler = try fill(point, leaving: 128 << 10)
+            let hold = try await WriterHold(storage)
+            let failing = Task { try await storage.write { _ in throw ShopError.soldOut(sku: "own") } }
+            try await waitUntil("the failing body is queued") { storage.core.writer.queuedCount == 1 }
+            let chunk = String(repeating: "z", count: 64 << 10)
+            let large = Task {
+                try await storage.write { tx in
+                    for index in 0..<8 { try tx.save(Note(id: "big\(index)", text: chunk)) }
+                }
+            }
+            try await waitUntil("the large body is queued") { storage.core.writer.queuedCount == 2 }
+            try await hold.release()
+            await #expect(throws: ShopError.soldOut(sku: "own")) { try await failing.value }
+            await #expect(throws: LocalStorageError.storageFull) { try await large.value }
+            try FileManager.default.removeItem(at: filler)
+            #expect(try await storage.fetch(Note.self, id: "big0") == nil)
+            #expect(try await storage.fetch(Note.self, id: "first")?.text == "kept")
+        }
+    }
+
     @Test(.enabled(if: DiskFullTests.canMountTmpfs))
     func aStoreCreatedOnANearlyFullDiskOpensOnceThereIsRoom() async throws {
         try await withTmpfs(bytes: 1 << 20) { point in
