@@ -25,6 +25,17 @@ struct Sheet2: LocalStorageVersioned, LocalStorageIndexed, Equatable {
 }
 
 /// `Sheet` as a newer app version declares it: another index than this version's `title`.
+/// Version 2 with a field its records lack: a model changed without a migration.
+struct Sheet2Pages: LocalStorageVersioned, LocalStorageIndexed, Equatable {
+    let id: String
+    var title: String
+    var pages: Int
+    static var storageName: String { "Sheet" }
+    static var currentVersion: Int { 2 }
+    static var migrations: [StorageMigration] { [] }
+    static var storageIndexes: [StorageIndex<Self>] { [.string("title") { $0.title }] }
+}
+
 struct Sheet3Pages: LocalStorageVersioned, LocalStorageIndexed, Equatable {
     let id: String
     var title: String

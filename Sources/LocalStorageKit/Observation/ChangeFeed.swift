@@ -38,10 +38,16 @@ enum ChangeFeed {
                             T.self, key: key, id: id, schema: schema, now: now, txn: txn, session: session,
                             expired: &expired)
                     }
-                } catch let error as LocalStorageError where error.isAboutOneRecord {
-                    // A record this app cannot read (a newer version, a failing migration, damage) is left out, as
-                    // the live change stream leaves it out: throwing would stop the feed at it for good, since the
-                    // caller has no token past it.
+                } catch let error as LocalStorageError {
+                    guard
+                        try isNewerOrUnmigrated(
+                            error, key: entry.id, typeName: "\(T.self)", id: id, schema: schema, txn: txn,
+                            session: session, currentVersion: T.storageVersion)
+                    else { throw error }
+                    // A record written by a newer version of the app (an extension updated first) or whose migration
+                    // step throws is left out, as the live change stream leaves it out: throwing would stop the feed
+                    // at it for good, since the caller has no token past it. Any other failure to read a record of
+                    // this version (a model changed without a migration, a missing key) still throws (review-84 #4).
                     logger?.log(
                         level: .warning, message: "The change feed left out a record it could not read",
                         metadata: ["type": schema.name, "id": id, "error": "\(error)"])
@@ -80,13 +86,20 @@ extension LocalRecordStore {
     }
 }
 
-extension LocalStorageError {
-    /// Whether this error is about one record's bytes (`decodingFailed`, `migrationFailed`), which a read of many
-    /// records may leave out, rather than about the store.
-    var isAboutOneRecord: Bool {
-        switch self {
-        case .decodingFailed, .migrationFailed: true
-        default: false
+extension ChangeFeed {
+    /// Whether `error`, from reading the record at `key`, says the record is of a version this app does not read: a
+    /// `migrationFailed`, or a `decodingFailed` of a record stored above the app's current version.
+    static func isNewerOrUnmigrated(
+        _ error: LocalStorageError, key: [UInt8], typeName: String, id: String, schema: TypeSchema,
+        txn: Transaction, session: DecodeSession, currentVersion: Int
+    ) throws -> Bool {
+        switch error {
+        case .migrationFailed: return true
+        case .decodingFailed:
+            guard let bytes = try txn.get(schema.records, key: key) else { return false }
+            let version = try RecordDecoding.view(of: bytes, typeName: typeName, id: id, fixedPartOnly: true).version
+            return version > (session.currentVersion ?? currentVersion)
+        default: return false
         }
     }
 }
