@@ -164,6 +164,34 @@ import Testing
         }
         #expect(path == "(in memory)")
         #expect(reason.contains("mapSize"))
+        // Limits and file modes are checked where the store opens: the same (review-84 #8).
+        var limited = LocalStorageConfiguration.inMemory
+        limited.limits = StorageLimits(maxRecords: -1)
+        let limitError = #expect(throws: LocalStorageError.self) { _ = try LocalStorage(configuration: limited) }
+        guard case .openFailed(let limitPath, _) = limitError else {
+            Issue.record("expected openFailed, got \(String(describing: limitError))")
+            return
+        }
+        #expect(limitPath == "(in memory)")
+    }
+
+    /// A `databaseDirectory` made from a path without a scheme (`URL(string: "/…")`) is a folder, as before; only
+    /// a URL with another scheme than `file` is refused, naming that URL (review-84 #6).
+    @Test func aDirectoryURLWithoutASchemeOpensAndARemoteOneIsNamed() async throws {
+        let directory = temporaryDirectory()
+        var configuration = diskConfiguration(directory)
+        configuration.databaseDirectory = try #require(URL(string: directory.path))
+        try await withStore(configuration) { storage async throws in
+            try await storage.save(Note(id: "n", text: "kept"))
+            #expect(try await storage.fetch(Note.self, id: "n")?.text == "kept")
+        }
+        configuration.databaseDirectory = try #require(URL(string: "https://example.com/x"))
+        let error = #expect(throws: LocalStorageError.self) { _ = try LocalStorage(configuration: configuration) }
+        guard case .openFailed(let path, _) = error else {
+            Issue.record("expected openFailed, got \(String(describing: error))")
+            return
+        }
+        #expect(path == "https://example.com/x")
     }
 
     /// `Int.max` as a size ("no limit") trapped on an overflow while it was rounded: the growth limit works as

@@ -60,9 +60,7 @@ public final class LocalStorage: Sendable {
         var configuration = configuration
         configuration.logger = logger
         if let problem = configuration.settingsProblem {
-            // An in-memory store has no folder yet: naming the default one would send the reader there.
-            let path = configuration.isInMemory ? "(in memory)" : configuration.storeDirectory.path
-            throw LocalStorageError.openFailed(path: path, reason: problem)
+            throw LocalStorageError.openFailed(path: configuration.shownPath, reason: problem)
         }
         let core = try EnvironmentRegistry.core(for: configuration)
         self.core = core

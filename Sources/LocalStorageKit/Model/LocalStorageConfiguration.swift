@@ -160,10 +160,23 @@ extension LocalStorageConfiguration {
     /// databases, and then a delete cannot make room (LMDB reuses a freed page only two commits later).
     static let minimumMaxMapSize = 1 << 20
 
+    /// What an `openFailed` about these settings names: "(in memory)" for an in-memory store (naming the default
+    /// folder would send the reader there), the URL itself when it is not a file URL (its path is no folder of
+    /// the user's), else the store's folder.
+    var shownPath: String {
+        if isInMemory { return Self.inMemoryPath }
+        if databaseDirectory.scheme != nil, !databaseDirectory.isFileURL { return databaseDirectory.absoluteString }
+        return storeDirectory.path
+    }
+
+    /// How an `openFailed` names an in-memory store.
+    static let inMemoryPath = "(in memory)"
+
     var settingsProblem: String? {
         if mapSize <= 0 { return "mapSize must be a positive number of bytes, not \(mapSize)" }
-        if !isInMemory, !databaseDirectory.isFileURL {
-            return "databaseDirectory must be a file URL (URL(fileURLWithPath:)), not \(databaseDirectory.absoluteString)"
+        if !isInMemory, databaseDirectory.scheme != nil, !databaseDirectory.isFileURL {
+            return
+                "databaseDirectory must be a file URL (URL(fileURLWithPath:)), not \(databaseDirectory.absoluteString)"
         }
         if maxMapSize < Self.minimumMaxMapSize {
             return "maxMapSize must be at least \(Self.minimumMaxMapSize) bytes (1 MiB), not \(maxMapSize): a smaller "

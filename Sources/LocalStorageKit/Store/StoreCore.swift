@@ -57,11 +57,13 @@ final class StoreCore: Sendable {
     /// - Throws: `openFailed`, also naming a setting that differs from another process's.
     init(directory: URL, configuration: LocalStorageConfiguration, settings: EnvironmentSettings? = nil) throws {
         let durability = configuration.isInMemory ? StorageDurability.none : configuration.durability
+        // An in-memory store's folder is the library's own, made for it and removed again: it names none.
+        let shownPath = configuration.isInMemory ? LocalStorageConfiguration.inMemoryPath : directory.path
         if let problem = configuration.limits?.problem {
-            throw LocalStorageError.openFailed(path: directory.path, reason: "limits: \(problem)")
+            throw LocalStorageError.openFailed(path: shownPath, reason: "limits: \(problem)")
         }
         if let problem = StoreFileModes.problem(with: configuration.filePermissions) {
-            throw LocalStorageError.openFailed(path: directory.path, reason: problem)
+            throw LocalStorageError.openFailed(path: shownPath, reason: problem)
         }
         // `maxMapSize` is the limit even below `mapSize` (which defaults to 64 MiB): the map starts at the smaller.
         let initialMapSize = min(configuration.mapSize, configuration.maxMapSize)
