@@ -15,7 +15,8 @@ enum RecordDecoding {
         let current = session?.currentVersion ?? T.storageVersion
         if view.version > current {
             throw LocalStorageError.decodingFailed(
-                reason: "\(T.namedForErrors) \"\(id)\" is stored at version \(view.version), newer than its current version "
+                reason:
+                    "\(T.namedForErrors) \"\(id)\" is stored at version \(view.version), newer than its current version "
                     + "\(current): it was written by a newer version of the app and is left untouched")
         }
         if view.version < current, let versioned = T.self as? any LocalStorageVersioned.Type {
