@@ -140,11 +140,7 @@ import Testing
         case "databaseDirectory": configuration.databaseDirectory = URL(string: "https://example.com/x") ?? directory
         default: configuration.changeLogRetention = -5
         }
-        let error = #expect(throws: LocalStorageError.self) { _ = try LocalStorage(configuration: configuration) }
-        guard case .openFailed(_, let reason) = error else {
-            Issue.record("expected openFailed, got \(String(describing: error))")
-            return
-        }
+        guard let (_, reason) = openFailure(configuration) else { return }
         #expect(reason.contains(setting.replacingOccurrences(of: "tiny ", with: "")), "\(reason)")
         #expect(!FileManager.default.fileExists(atPath: configuration.storeDirectory.path))
         var usable = diskConfiguration(directory)
@@ -157,22 +153,13 @@ import Testing
     @Test func anInMemoryStoresRefusedSettingNamesNoFolder() async throws {
         var configuration = LocalStorageConfiguration.inMemory
         configuration.mapSize = -5
-        let error = #expect(throws: LocalStorageError.self) { _ = try LocalStorage(configuration: configuration) }
-        guard case .openFailed(let path, let reason) = error else {
-            Issue.record("expected openFailed, got \(String(describing: error))")
-            return
-        }
+        guard let (path, reason) = openFailure(configuration) else { return }
         #expect(path == "(in memory)")
         #expect(reason.contains("mapSize"))
         // Limits and file modes are checked where the store opens: the same (review-84 #8).
         var limited = LocalStorageConfiguration.inMemory
         limited.limits = StorageLimits(maxRecords: -1)
-        let limitError = #expect(throws: LocalStorageError.self) { _ = try LocalStorage(configuration: limited) }
-        guard case .openFailed(let limitPath, _) = limitError else {
-            Issue.record("expected openFailed, got \(String(describing: limitError))")
-            return
-        }
-        #expect(limitPath == "(in memory)")
+        #expect(openFailure(limited)?.path == "(in memory)")
     }
 
     /// A `databaseDirectory` made from a path without a scheme (`URL(string: "/…")`) is a folder, as before; only
@@ -186,12 +173,17 @@ import Testing
             #expect(try await storage.fetch(Note.self, id: "n")?.text == "kept")
         }
         configuration.databaseDirectory = try #require(URL(string: "https://example.com/x"))
+        #expect(openFailure(configuration)?.path == "https://example.com/x")
+    }
+
+    /// The path and reason of the `openFailed` that opening `configuration` throws; an issue for anything else.
+    private func openFailure(_ configuration: LocalStorageConfiguration) -> (path: String, reason: String)? {
         let error = #expect(throws: LocalStorageError.self) { _ = try LocalStorage(configuration: configuration) }
-        guard case .openFailed(let path, _) = error else {
+        guard case .openFailed(let path, let reason) = error else {
             Issue.record("expected openFailed, got \(String(describing: error))")
-            return
+            return nil
         }
-        #expect(path == "https://example.com/x")
+        return (path, reason)
     }
 
     /// `Int.max` as a size ("no limit") trapped on an overflow while it was rounded: the growth limit works as
