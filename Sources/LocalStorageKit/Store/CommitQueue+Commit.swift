@@ -133,7 +133,7 @@ extension CommitQueue {
             // At `maxMapSize` with little room left, each request commits alone, after the pages the one before
             // freed were made reusable: in one group, a body meeting the end of the map beside a peer that frees
             // room (a delete) would fail, since it does not run again there (review-84 #1, #3).
-            for request in requests { commitOnce([request]) }
+            for request in requests { commitOnce([request], mapGrew: mapGrew) }
             return
         }
         let now = nextTimestamp()
