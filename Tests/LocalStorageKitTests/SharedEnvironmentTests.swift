@@ -160,6 +160,9 @@ import Testing
         var limited = LocalStorageConfiguration.inMemory
         limited.limits = StorageLimits(maxRecords: -1)
         #expect(openFailure(limited)?.path == "(in memory)")
+        var keyed = LocalStorageConfiguration.inMemory
+        keyed.encryption = StorageEncryption(key: Data(count: 31))
+        #expect(openFailure(keyed)?.path == "(in memory)")
     }
 
     /// A `databaseDirectory` made from a path without a scheme (`URL(string: "/…")`) is a folder, as before; only

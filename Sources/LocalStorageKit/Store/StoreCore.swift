@@ -65,6 +65,9 @@ final class StoreCore: Sendable {
         if let problem = StoreFileModes.problem(with: configuration.filePermissions) {
             throw LocalStorageError.openFailed(path: shownPath, reason: problem)
         }
+        if let problem = configuration.encryption?.problem {
+            throw LocalStorageError.openFailed(path: shownPath, reason: problem)
+        }
         // `maxMapSize` is the limit even below `mapSize` (which defaults to 64 MiB): the map starts at the smaller.
         let initialMapSize = min(configuration.mapSize, configuration.maxMapSize)
         let opening = Environment.openingMapSize(
