@@ -24,7 +24,6 @@ struct Sheet2: LocalStorageVersioned, LocalStorageIndexed, Equatable {
     static var storageIndexes: [StorageIndex<Self>] { [.string("title") { $0.title }] }
 }
 
-/// `Sheet` as a newer app version declares it: another index than this version's `title`.
 /// Version 2 with a field its records lack: a model changed without a migration.
 struct Sheet2Pages: LocalStorageVersioned, LocalStorageIndexed, Equatable {
     let id: String
@@ -36,6 +35,7 @@ struct Sheet2Pages: LocalStorageVersioned, LocalStorageIndexed, Equatable {
     static var storageIndexes: [StorageIndex<Self>] { [.string("title") { $0.title }] }
 }
 
+/// `Sheet` as a newer app version declares it: another index than this version's `title`.
 struct Sheet3Pages: LocalStorageVersioned, LocalStorageIndexed, Equatable {
     let id: String
     var title: String

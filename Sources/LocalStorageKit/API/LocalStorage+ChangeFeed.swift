@@ -20,11 +20,12 @@ extension LocalStorage {
     /// A record changed several times since `token` is reported once, with its latest state: an insert
     /// and updates come as one `.inserted` of the current value, anything followed by a delete as the
     /// `.deleted` alone, and a `.cleared` drops what came before it. A consumer that applies the changes in
-    /// order therefore ends at the store's true state. Values are read from the store now. A record written by
-    /// a newer version of the app, or whose migration step throws, is left out and logged as a warning, as the
+    /// order therefore ends at the store's true state. Values are read from the store now. A record stored at a
+    /// version of its type above this app's `currentVersion`, or whose migration fails
+    /// (``LocalStorageError/migrationFailed(from:to:underlying:)``), is left out and logged as a warning, as the
     /// live ``changes(of:)`` stream leaves it out, so the feed goes on past it (after an app update that reads
     /// such records, reload in full: the feed does not bring them again). Any other record that does not decode
-    /// throws, as a fetch of it does.
+    /// (a model changed without a migration, a record a newer library wrote, damage) throws, as a fetch of it does.
     ///
     /// Complexity: O(changes since `token`, of every type) plus one read per changed record.
     /// - Throws: ``LocalStorageError/changeTokenExpired`` when the log no longer holds every change after

@@ -47,15 +47,13 @@ struct SharedTierLoadMultiProcessTests {
         let helper = try HelperProcess(loader("r-killed", callers: 5, file: loadFile, delay: "hang", timeout: 5000))
         let loading = try await helper.waitForLine("loading") { $0.hasPrefix("loading") }
         #expect(loading == "loading")
-        let seen = ContinuousClock.now
         await helper.kill()
-        // The helper loaded at least once before it died: more than once only when this machine held it past
-        // its lease's five seconds, and another of its callers took over (a full run under load did). So the
-        // count is exact only when the kill came well inside the lease; it never fails for a slow machine.
+        // The helper loaded at least once before it died: more than once when this machine held it past its
+        // lease's five seconds, and another of its callers took over (a full run under load did), which no
+        // clock here can rule out. One load per id in a process is `twoProcessesOnTwoStoresLoadOnceInAll`'s.
         // Whatever the helper wrote by now is all it ever writes.
         let loadedByTheHelper = loads(in: loadFile).count
         #expect(loadedByTheHelper >= 1)
-        if ContinuousClock.now - seen < .seconds(2) { #expect(loadedByTheHelper == 1) }
         let gate = LoadGate(open: true)
         // A long timeout here: only the end of the dead holder's lease on the server lets these callers load.
         let policy = LoadPolicy(loadTimeout: .seconds(600))
