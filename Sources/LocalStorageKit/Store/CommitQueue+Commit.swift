@@ -286,7 +286,7 @@ extension CommitQueue {
     /// closure requests runs.
     static let closureHeadroom = 8
 
-    /// Grows the map (or takes its reserve) and commits `requests` again with ``commitOnce(_:reserve:)``; they
+    /// Grows the map (or takes its reserve) and commits `requests` again with ``commitOnce(_:reserve:mapGrew:)``; they
     /// fail with `storageFull` when there is no more room.
     private func commitOnceInMoreRoom(_ requests: [((Context) throws -> Void, (Error?) -> Void)], reserve: Bool) {
         guard !requests.isEmpty else { return }

@@ -11,7 +11,7 @@ extension CommitQueue {
 
     /// The one answer to a write that met a full map or a full disk, shared by the batch commit
     /// (``commit(_:)``), an exclusive request's transactions (``transact(_:)``) and the retry of closures
-    /// whose writes met a full map (``commitOnce(_:reserve:)``).
+    /// whose writes met a full map (``commitOnce(_:reserve:mapGrew:)``).
     ///
     /// `MDB_MAP_FULL` makes room (``makeRoom(reserve:)``) and replays, or does not fit once the reserve is in
     /// use; ``ReserveRefused`` (a write that would leave the store larger while using the reserve) does not
