@@ -138,7 +138,7 @@ final class WriteBodyRun: @unchecked Sendable {
             // the body saw as `storageFull`, caught or not, was that): the documented second run. The writer
             // says so (`mapGrewForReplay`); a map larger than at the first run does not: a commit that reclaims
             // freed pages at `maxMapSize` may take a page past the old end (review-84 #1).
-            guard context.mapGrewForReplay, !context.usesReserve else {
+            guard context.mapGrewForReplay else {
                 throw thrown ?? LocalStorageError.storageFull
             }
         }

@@ -59,7 +59,7 @@ public final class LocalStorage: Sendable {
     public init(configuration: LocalStorageConfiguration, logger: (any StorageLogger)?) throws {
         var configuration = configuration
         configuration.logger = logger
-        if let problem = configuration.settingsProblem {
+        if let problem = configuration.settingsProblem ?? StoreCore.openProblem(configuration) {
             throw LocalStorageError.openFailed(path: configuration.shownPath, reason: problem)
         }
         let core = try EnvironmentRegistry.core(for: configuration)

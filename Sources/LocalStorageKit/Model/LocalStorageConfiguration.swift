@@ -164,13 +164,10 @@ extension LocalStorageConfiguration {
     /// folder would send the reader there), the URL itself when it is not a file URL (its path is no folder of
     /// the user's), else the store's folder.
     var shownPath: String {
-        if isInMemory { return Self.inMemoryPath }
+        if isInMemory { return "(in memory)" }
         if databaseDirectory.scheme != nil, !databaseDirectory.isFileURL { return databaseDirectory.absoluteString }
         return storeDirectory.path
     }
-
-    /// How an `openFailed` names an in-memory store.
-    static let inMemoryPath = "(in memory)"
 
     var settingsProblem: String? {
         if mapSize <= 0 { return "mapSize must be a positive number of bytes, not \(mapSize)" }

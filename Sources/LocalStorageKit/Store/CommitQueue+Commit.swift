@@ -146,7 +146,6 @@ extension CommitQueue {
                 let context = Context(txn: txn, now: now, environment: environment, hub: hub)
                 attempt = context
                 context.storeMaxBytes = evictor?.book.store?.maxBytes
-                context.usesReserve = reserve
                 context.mapGrewForReplay = mapGrew
 
                 context.leases = changeLog?.leases

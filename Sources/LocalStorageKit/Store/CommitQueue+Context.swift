@@ -21,11 +21,8 @@ extension CommitQueue {
         var loggedSequences: ClosedRange<UInt64>?
         /// Set when a write of this request met `MDB_MAP_FULL`, even if the caller's closure caught it.
         var metMapFull = false
-        /// Whether this transaction runs in the map's reserve at `maxMapSize` (a replay after the map was full),
-        /// where a `write { }` body does not run again (``WriteBodyRun``).
-        var usesReserve = false
-        /// Whether this transaction replays requests after the map grew for them below `maxMapSize`, the one
-        /// replay in which a `write { }` body runs again (``WriteBodyRun``).
+        /// Whether this transaction replays requests after the map grew for them below `maxMapSize` (never in the
+        /// map's reserve), the one replay in which a `write { }` body runs again (``WriteBodyRun``).
         var mapGrewForReplay = false
         /// Another error of LMDB a closure met (and may have caught): the transaction is aborted, not committed.
         var storeError: LMDBError?
@@ -132,7 +129,6 @@ extension CommitQueue {
         func nested(_ child: Transaction) -> Context {
             let child = Context(txn: child, now: now, environment: environment, hub: hub)
             child.storeMaxBytes = storeMaxBytes
-            child.usesReserve = usesReserve
             child.mapGrewForReplay = mapGrewForReplay
             child.leases = leases
             return child

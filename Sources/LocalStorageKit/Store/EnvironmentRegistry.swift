@@ -67,14 +67,9 @@ enum EnvironmentRegistry {
         directory: URL, configuration: LocalStorageConfiguration,
         settings: EnvironmentSettings? = nil
     ) throws -> StoreCore {
-        // An in-memory store's folder is the library's own, removed again: its refusals name none.
-        let shownPath = configuration.isInMemory ? LocalStorageConfiguration.inMemoryPath : directory.path
-        if let problem = StoreFileModes.problem(with: configuration.filePermissions) {
-            throw LocalStorageError.openFailed(path: shownPath, reason: problem)
-        }
         // Checked before the folder and files exist: a key of the wrong length leaves no new store behind.
-        if let problem = configuration.encryption?.problem {
-            throw LocalStorageError.openFailed(path: shownPath, reason: problem)
+        if let problem = StoreCore.openProblem(configuration) {
+            throw LocalStorageError.openFailed(path: directory.path, reason: problem)
         }
         let folderMode = StoreFileModes.folderMode(for: configuration.filePermissions)
         if let problem = StoreFileModes.makeFolder(directory.path, mode: folderMode) {

@@ -50,6 +50,15 @@ final class StoreCore: Sendable {
     /// before opening the directory again).
     let teardown = TeardownSignal()
 
+    /// What is wrong with `configuration`'s limits, file modes or key, which no store can use (nil when nothing
+    /// is): checked before anything is created, by ``LocalStorage``'s open (which names an in-memory store
+    /// "(in memory)" rather than the folder the library makes for it), the maintenance open and here.
+    static func openProblem(_ configuration: LocalStorageConfiguration) -> String? {
+        if let problem = configuration.limits?.problem { return "limits: \(problem)" }
+        if let problem = StoreFileModes.problem(with: configuration.filePermissions) { return problem }
+        return configuration.encryption?.problem
+    }
+
     /// Opens the store in `directory`. `settings` (a ``LocalStorage``'s, nil for maintenance) are recorded for
     /// the processes that open the store after this one, or checked against those of the process that opened
     /// it first and has it open still.
@@ -57,16 +66,8 @@ final class StoreCore: Sendable {
     /// - Throws: `openFailed`, also naming a setting that differs from another process's.
     init(directory: URL, configuration: LocalStorageConfiguration, settings: EnvironmentSettings? = nil) throws {
         let durability = configuration.isInMemory ? StorageDurability.none : configuration.durability
-        // An in-memory store's folder is the library's own, made for it and removed again: it names none.
-        let shownPath = configuration.isInMemory ? LocalStorageConfiguration.inMemoryPath : directory.path
-        if let problem = configuration.limits?.problem {
-            throw LocalStorageError.openFailed(path: shownPath, reason: "limits: \(problem)")
-        }
-        if let problem = StoreFileModes.problem(with: configuration.filePermissions) {
-            throw LocalStorageError.openFailed(path: shownPath, reason: problem)
-        }
-        if let problem = configuration.encryption?.problem {
-            throw LocalStorageError.openFailed(path: shownPath, reason: problem)
+        if let problem = StoreCore.openProblem(configuration) {
+            throw LocalStorageError.openFailed(path: directory.path, reason: problem)
         }
         // `maxMapSize` is the limit even below `mapSize` (which defaults to 64 MiB): the map starts at the smaller.
         let initialMapSize = min(configuration.mapSize, configuration.maxMapSize)
