@@ -28,11 +28,6 @@ struct ImportParser {
         self.check = check
     }
 
-    /// Just enough of a line to tell a type line from a record line.
-    private struct Probe: Decodable {
-        let id: String?
-    }
-
     /// Parses the next line; nil for an empty line.
     ///
     /// - Throws: ``MaintenanceError/invalidImportLine(_:reason:)``.
@@ -42,7 +37,8 @@ struct ImportParser {
         let bytes = Array(line)
         do {
             let data = Data(bytes)
-            if try decoder.decode(Probe.self, from: data).id == nil {
+            // A record line has an id; a type line none (a line that is neither fails to decode as a type).
+            if !Self.hasID(bytes) {
                 let description = try decoder.decode(TypeDescription.self, from: data)
                 guard let info = description.typeInfo else { throw reason("an index kind is not string or number") }
                 try IndexDeclaration(entries: info.indexes).validate(storageName: info.name, type: "type")
@@ -53,12 +49,21 @@ struct ImportParser {
                 if typeNamesSeen.insert(name).inserted { typeNames.append(info.name) }
                 return .type(info)
             }
-            let summary = try decoder.decode(RecordSummary.self, from: data)
+            // One pass of ``JSONValue/parse(_:)`` reads a well-formed line; anything else is read by
+            // `JSONDecoder`, which either reads it too or says what is wrong with it (the error of this line).
+            let members: [String: JSONValue]? =
+                switch Result(catching: { try JSONValue.parse(data) }) {
+                case .success(.object(let members)): members
+                default: nil
+                }
+            let summary =
+                try members.flatMap(RecordSummary.init(importing:))
+                ?? decoder.decode(RecordSummary.self, from: data)
             let (type, id) = (ExactName(summary.type), ExactName(summary.id))
             if let first = recordLines[type]?[id] {
                 throw reason("\(summary.type) \"\(summary.id)\" is already on line \(first)")
             }
-            let item = try record(summary, line: bytes)
+            let item = try record(summary, line: bytes, payload: members?["payload"])
             recordLines[type, default: [:]][id] = lineNumber
             return item
         } catch let error as MaintenanceError {
@@ -70,7 +75,14 @@ struct ImportParser {
         }
     }
 
-    private func record(_ summary: RecordSummary, line: [UInt8]) throws -> Item {
+    /// Whether `line`, a JSON object, has a top-level "id" member that is not null.
+    private static func hasID(_ line: [UInt8]) -> Bool {
+        guard let range = JSONText.rangeOfMember("id", in: line) else { return false }
+        return !line[range].elementsEqual("null".utf8)
+    }
+
+    /// The record line `summary` was read from; `document` its payload, when the line was parsed whole.
+    private func record(_ summary: RecordSummary, line: [UInt8], payload document: JSONValue?) throws -> Item {
         guard let info = declarations[ExactName(summary.type)] else {
             throw reason("type \"\(summary.type)\" is neither described earlier in the file nor in the store")
         }
@@ -84,7 +96,13 @@ struct ImportParser {
         let payload =
             try exactPayload(in: line, json: json, format: format)
             ?? PayloadCodec.payload(fromJSON: json, as: format)
-        if let problem = check.problem(with: summary, payload: json, info: info) {
+        let problem =
+            if let document {
+                check.problem(with: summary, document: document, info: info)
+            } else {
+                check.problem(with: summary, payload: json, info: info)
+            }
+        if let problem {
             throw reason("\(summary.type) \"\(summary.id)\": \(problem)")
         }
         // A declaration holds at most 64 indexes: no record was ever indexed with more.
@@ -141,8 +159,7 @@ struct ImportParser {
     /// Whether two JSON texts hold the same value.
     private static func sameJSON(_ first: Data, _ second: Data) -> Bool {
         do {
-            return try JSONDecoder().decode(JSONValue.self, from: first)
-                == JSONDecoder().decode(JSONValue.self, from: second)
+            return try JSONValue.parse(first) == JSONValue.parse(second)
         } catch {
             return false
         }
@@ -213,5 +230,50 @@ struct ImportParser {
             }
         }
         return records
+    }
+}
+
+extension RecordSummary {
+    /// The summary a record line's members hold, read as `JSONDecoder` reads them into the synthesized
+    /// `Decodable`; nil when a member is missing or of another kind (`JSONDecoder` then says which).
+    init?(importing members: [String: JSONValue]) {
+        guard case .string(let type)? = members["type"], case .string(let id)? = members["id"],
+            case .string(let format)? = members["format"], case .integer(let createdAt)? = members["createdAt"],
+            case .integer(let updatedAt)? = members["updatedAt"], case .integer(let version)? = members["version"],
+            let signature = members["signature"]?.unsignedValue, case .object(let values)? = members["indexes"]
+        else { return nil }
+        var indexes: [String: MaintenanceIndexValue] = [:]
+        for (name, value) in values {
+            switch value {
+            case .integer(let number): indexes[name] = .integer(number)
+            case .unsignedInteger(let number): indexes[name] = .unsignedInteger(number)
+            case .double(let number): indexes[name] = .double(number)
+            case .string(let text): indexes[name] = .string(text)
+            default: return nil
+            }
+        }
+        self.type = type
+        self.id = id
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+        self.version = Int(version)
+        self.format = format
+        self.signature = signature
+        self.indexes = indexes
+        switch members["expiresAt"] {
+        case nil, .null?: expiresAt = nil
+        case .integer(let time)?: expiresAt = time
+        default: return nil
+        }
+        switch members["sizeInBytes"] {
+        case nil, .null?: sizeInBytes = nil
+        case .integer(let size)?: sizeInBytes = Int(size)
+        default: return nil
+        }
+        switch members["isExpired"] {
+        case nil, .null?: isExpired = nil
+        case .bool(let expired)?: isExpired = expired
+        default: return nil
+        }
     }
 }

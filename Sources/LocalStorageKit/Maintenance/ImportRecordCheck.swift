@@ -26,6 +26,23 @@ struct ImportRecordCheck {
     /// The problem with `summary`, whose payload's JSON view is `payload`, as a record of `info`; nil when
     /// there is none.
     func problem(with summary: RecordSummary, payload: Data, info: TypeInfo) -> String? {
+        let document: JSONValue
+        do {
+            document = try JSONValue.parse(payload)
+        } catch {
+            return metadataProblem(with: summary, info: info) ?? "the payload is not valid JSON (\(error))"
+        }
+        return problem(with: summary, document: document, info: info)
+    }
+
+    /// ``problem(with:payload:info:)`` with the payload already read.
+    func problem(with summary: RecordSummary, document: JSONValue, info: TypeInfo) -> String? {
+        if let problem = metadataProblem(with: summary, info: info) { return problem }
+        return payloadProblem(with: summary, document: document, info: info)
+    }
+
+    /// What is wrong with the record's version, times or index names, before its payload is looked at.
+    private func metadataProblem(with summary: RecordSummary, info: TypeInfo) -> String? {
         guard summary.version >= 1 else { return "version \(summary.version) is below 1" }
         // Times before 1970 sort after every other in the time-keyed databases (their keys are the times' bits):
         // such a record would be expired to reads yet never purged, and counted by queries.
@@ -35,7 +52,7 @@ struct ImportRecordCheck {
         if let expiresAt = summary.expiresAt, expiresAt < 1 {
             return "expiresAt \(expiresAt) is not a time after 1970 (leave it out for a record that never expires)"
         }
-        let declared = Dictionary(info.indexes.map { ($0.name, $0.kind) }, uniquingKeysWith: { first, _ in first })
+        let declared = Self.declaredKinds(info)
         if summary.signature == info.signature {
             for name in summary.indexes.keys.sorted() where declared[name] == nil {
                 let known = info.indexes.map(\.name)
@@ -43,12 +60,17 @@ struct ImportRecordCheck {
                     + (known.isEmpty ? " (it has none)" : " (it has: \(known.joined(separator: ", ")))")
             }
         }
-        let document: JSONValue
-        do {
-            document = try JSONDecoder().decode(JSONValue.self, from: payload)
-        } catch {
-            return "the payload is not valid JSON (\(error))"
-        }
+        return nil
+    }
+
+    /// The kinds of `info`'s indexes by name.
+    private static func declaredKinds(_ info: TypeInfo) -> [String: IndexKind] {
+        Dictionary(info.indexes.map { ($0.name, $0.kind) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    /// What is wrong with the record's payload, `document`, as a record of `info`.
+    private func payloadProblem(with summary: RecordSummary, document: JSONValue, info: TypeInfo) -> String? {
+        let declared = Self.declaredKinds(info)
         // A model's payload is an object (its keyed container), unless its own `encode(to:)` writes a single
         // value or a list: `null`, an array or a scalar is refused unless the payload checks are off.
         guard case .object(let members) = document else {
@@ -124,87 +146,6 @@ struct ImportRecordCheck {
                 return nil
             }
             return member.text
-        }
-    }
-}
-
-/// A JSON document, read exactly enough to compare ids and index values with it.
-enum JSONValue: Decodable, Equatable {
-    case null
-    case bool(Bool)
-    case integer(Int64)
-    case unsignedInteger(UInt64)
-    case double(Double)
-    case string(String)
-    case array([JSONValue])
-    case object([String: JSONValue])
-
-    init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        // Probing kinds in turn: each failed decode only means "not this kind"; the last one throws.
-        if container.decodeNil() {
-            self = .null
-        } else if let value = try? container.decode(Bool.self) {
-            self = .bool(value)
-        } else if let value = try? container.decode(Int64.self) {
-            self = .integer(value)
-        } else if let value = try? container.decode(UInt64.self) {
-            self = .unsignedInteger(value)
-        } else if let value = try? container.decode(Double.self) {
-            self = .double(value)
-        } else if let value = try? container.decode(String.self) {
-            self = .string(value)
-        } else if let value = try? container.decode([JSONValue].self) {
-            self = .array(value)
-        } else {
-            self = .object(try container.decode([String: JSONValue].self))
-        }
-    }
-
-    /// The member named `name`, else the member the dotted path `name` leads to through nested objects.
-    func member(at name: String) -> JSONValue? {
-        guard case .object(let members) = self else { return nil }
-        if let member = members[name] { return member }
-        var current = self
-        for component in name.split(separator: ".", omittingEmptySubsequences: false) {
-            guard case .object(let nested) = current, let next = nested[String(component)] else { return nil }
-            current = next
-        }
-        return current
-    }
-
-    /// A number (a Bool as 1 or 0), or nil.
-    var number: NumericValue? {
-        switch self {
-        case .bool(let value): .int(value ? 1 : 0)
-        case .integer(let value): .int(value)
-        case .unsignedInteger(let value): .uint(value)
-        case .double(let value): .double(value)
-        default: nil
-        }
-    }
-
-    /// The text an id stored as this value has: a string as it is, an integer in decimal; nil otherwise.
-    var identifierText: String? {
-        switch self {
-        case .string(let value): value
-        case .integer(let value): String(value)
-        case .unsignedInteger(let value): String(value)
-        default: nil
-        }
-    }
-
-    /// The value as the message shows it.
-    var text: String {
-        switch self {
-        case .null: "null"
-        case .bool(let value): String(value)
-        case .integer(let value): String(value)
-        case .unsignedInteger(let value): String(value)
-        case .double(let value): String(value)
-        case .string(let value): "\"\(value)\""
-        case .array: "an array"
-        case .object: "an object"
         }
     }
 }

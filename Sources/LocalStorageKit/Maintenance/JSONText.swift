@@ -162,7 +162,12 @@ import Foundation
             return bytes.count
         default:
             var index = index
-            while index < bytes.count, !",}] \n\r\t".utf8.contains(bytes[index]) { index += 1 }
+            scalar: while index < bytes.count {
+                switch bytes[index] {
+                case UInt8(ascii: ","), UInt8(ascii: "}"), UInt8(ascii: "]"), 0x20, 0x0A, 0x0D, 0x09: break scalar
+                default: index += 1
+                }
+            }
             return index
         }
     }

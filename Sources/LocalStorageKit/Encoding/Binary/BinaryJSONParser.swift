@@ -185,60 +185,11 @@ struct BinaryJSONParser {
 
     /// Parses the escape sequence after a backslash into `scratch`.
     private mutating func parseEscape() throws {
-        guard let byte = peek() else {
-            throw Self.error("unterminated escape", at: position)
+        do {
+            position = try JSONEscape.read(input, at: position, into: &scratch)
+        } catch {
+            throw Self.error(error.reason, at: error.offset)
         }
-        position += 1
-        switch byte {
-        case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): scratch.append(byte)
-        case UInt8(ascii: "b"): scratch.append(0x08)
-        case UInt8(ascii: "f"): scratch.append(0x0C)
-        case UInt8(ascii: "n"): scratch.append(0x0A)
-        case UInt8(ascii: "r"): scratch.append(0x0D)
-        case UInt8(ascii: "t"): scratch.append(0x09)
-        case UInt8(ascii: "u"):
-            var scalar = UInt32(try parseHex4())
-            if (0xD800..<0xDC00).contains(scalar) {
-                guard peek() == UInt8(ascii: "\\") else {
-                    throw Self.error("high surrogate without a low surrogate", at: position)
-                }
-                position += 1
-                try expect(UInt8(ascii: "u"))
-                let low = UInt32(try parseHex4())
-                guard (0xDC00..<0xE000).contains(low) else {
-                    throw Self.error("high surrogate without a low surrogate", at: position)
-                }
-                scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
-            } else if (0xDC00..<0xE000).contains(scalar) {
-                throw Self.error("low surrogate without a high surrogate", at: position)
-            }
-            guard let unicode = Unicode.Scalar(scalar) else {
-                throw Self.error("invalid Unicode escape", at: position)
-            }
-            scratch.append(contentsOf: UTF8.encode(unicode) ?? UTF8.EncodedScalar())
-        default:
-            throw Self.error("invalid escape", at: position)
-        }
-    }
-
-    /// Parses four hexadecimal digits.
-    private mutating func parseHex4() throws -> UInt16 {
-        var value: UInt16 = 0
-        for _ in 0..<4 {
-            guard let byte = peek() else {
-                throw Self.error("unterminated Unicode escape", at: position)
-            }
-            position += 1
-            let digit: UInt8
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
-            default: throw Self.error("invalid hexadecimal digit", at: position)
-            }
-            value = value << 4 | UInt16(digit)
-        }
-        return value
     }
 
     // MARK: - Numbers
