@@ -84,30 +84,72 @@ final class LeaseBook: Sendable {
         try txn.delete(database, key: key)
     }
 
-    /// Voids the entries of the ids a commit writes: an insert, update or delete of an id removes its
-    /// lease (the load's result will not be stored) or its remembered nil; clearing a type removes all of
-    /// the type's. Expiry, new expirations and evictions (the store making room: a load of the evicted id
-    /// is newer than what was evicted) leave them alone. Costs nothing while no entry exists.
+    /// Voids the entries of the ids a commit writes: an insert, update or delete of an id voids its lease (the
+    /// load's result will not be stored) or its remembered nil; clearing a type voids all of the type's.
+    /// Expiry, new expirations and evictions (the store making room: a load of the evicted id is newer than
+    /// what was evicted) leave them alone. Costs nothing while no entry exists.
+    ///
+    /// A voided entry goes, except a lease that a delete or clear voids: it becomes a remembered nil that has
+    /// ended when it is written (before `now`), under the lease's token, which answers only the callers of other processes
+    /// waiting on that load: they get nil, what the store holds after the write, where without it they would
+    /// find no record and no lease and load again (trial86 #1). A lease an insert or update voids needs no
+    /// marker: its waiters find the record.
     ///
     /// An entry the same commit put after a change (`sparing`: its key → the number of changes logged before
     /// it) is left alone by that change: a delete of an expired record, or a clear of its type, followed in
     /// one group commit by a load's lease, came before the load and does not void it.
-    func void(_ changes: [ChangeLog.Pending], txn: Transaction, sparing: [[UInt8]: Int] = [:]) throws {
+    func void(_ changes: [ChangeLog.Pending], now: Int64, txn: Transaction, sparing: [[UInt8]: Int] = [:]) throws {
         guard !changes.isEmpty, try txn.entryCount(database) > 0 else { return }
         for (position, change) in changes.enumerated() {
             switch change.kind {
             case .deleted where change.keepsLease:
                 continue  // The store made room (the load of the id goes on), or a refresh remembers a nil.
-            case .inserted, .updated, .deleted:
+            case .inserted, .updated:
                 let key = LeaseBook.key(type: change.type, id: change.id)
                 if let put = sparing[key], put > position { continue }
                 try txn.delete(database, key: key)
+            case .deleted:
+                let key = LeaseBook.key(type: change.type, id: change.id)
+                if let put = sparing[key], put > position { continue }
+                _ = try void(key, now: now, txn: txn)
             case .cleared:
-                try remove(type: change.type, txn: txn) { key, _ in (sparing[key] ?? 0) <= position }
+                var voided: [([UInt8], LeaseEntry?)] = []
+                try forEach(type: change.type, txn: txn) { key, value in
+                    if (sparing[key] ?? 0) <= position { voided.append((key, LeaseEntry(value))) }
+                    return true
+                }
+                for (key, entry) in voided {
+                    if let entry {
+                        try void(entry, key: key, now: now, txn: txn)
+                    } else {
+                        try txn.delete(database, key: key)
+                    }
+                }
             case .expired, .touched:
                 continue
             }
         }
+    }
+
+    /// Voids the entry on `key`, if any, for a write that left no record, as ``void(_:now:txn:sparing:)`` does;
+    /// returns whether there was a lease to void (whose waiters in other processes must be woken).
+    func void(_ key: [UInt8], now: Int64, txn: Transaction) throws -> Bool {
+        guard let entry = try entry(key, txn: txn) else { return false }
+        try void(entry, key: key, now: now, txn: txn)
+        return entry.kind == .lease
+    }
+
+    /// Voids `entry` on `key` for a write that left no record (see ``void(_:now:txn:sparing:)``).
+    private func void(_ entry: LeaseEntry, key: [UInt8], now: Int64, txn: Transaction) throws {
+        guard entry.kind == .lease else {
+            try txn.delete(database, key: key)
+            return
+        }
+        // Ended a second before the write: a commit's time can run ahead of the clock (each commit is at least a
+        // nanosecond after the last), and a marker not yet ended would answer every caller with nil.
+        let ended = now > Int64.min + 1_000_000_000 ? now - 1_000_000_000 : Int64.min
+        let marker = LeaseEntry(kind: .absent, owner: entry.owner, token: entry.token, deadline: ended)
+        try put(marker, key: key, txn: txn)
     }
 
     /// Puts `entry` on `key` in the commit of `context`, noting it so that the changes the commit logged
@@ -124,17 +166,26 @@ final class LeaseBook: Sendable {
         type: UInt32?, limit: Int = .max, txn: Transaction,
         where removing: ([UInt8], UnsafeRawBufferPointer) -> Bool
     ) throws -> Int {
-        let prefix = type.map { LeaseBook.key(type: $0, id: []) } ?? []
         var keys: [[UInt8]] = []
-        try txn.withCursor(database) { cursor in
-            var entry = try cursor.seek(atLeast: prefix)
-            while let current = entry, current.key.starts(with: prefix), keys.count < limit {
-                let key = Array(current.key)
-                if removing(key, current.value) { keys.append(key) }
-                entry = try cursor.move(.next)
-            }
+        try forEach(type: type, txn: txn) { key, value in
+            if removing(key, value) { keys.append(key) }
+            return keys.count < limit
         }
         for key in keys { try txn.delete(database, key: key) }
         return keys.count
+    }
+
+    /// Calls `body` with the key and value of each entry of the type numbered `type` (nil: of every type), in
+    /// key order, until it returns false.
+    private func forEach(
+        type: UInt32?, txn: Transaction, _ body: ([UInt8], UnsafeRawBufferPointer) -> Bool
+    ) throws {
+        let prefix = type.map { LeaseBook.key(type: $0, id: []) } ?? []
+        try txn.withCursor(database) { cursor in
+            var entry = try cursor.seek(atLeast: prefix)
+            while let current = entry, current.key.starts(with: prefix), body(Array(current.key), current.value) {
+                entry = try cursor.move(.next)
+            }
+        }
     }
 }

@@ -30,7 +30,8 @@ extension LoadThrough {
 
     /// Runs the request's `load` under its lease and stores what it returns while the lease still holds.
     /// Returns the loaded value, or, when a write of the id voided the lease meanwhile, what the store
-    /// holds after that write.
+    /// holds after that write: at once, whatever the loader does afterwards (it is cancelled; what it returns or
+    /// throws then is dropped), as the callers other processes have waiting on the load get it (trial86 #5).
     ///
     /// - Throws: the loader's own error as a ``CallerError``; what storing its result threw (`invalidId`,
     ///   `recordTooLarge`, `storageFull`, …). The lease is given back first either way.
@@ -43,11 +44,14 @@ extension LoadThrough {
             throw CancellationError()
         }
         let loaded: T?
-        do {
-            loaded = try await request.load(request.id)
-        } catch {
+        switch await loadUnlessVoided(request) {
+        case .voided:
+            return try await store.look(T.self, id: name, key: key, schema: schema).value
+        case .loaded(.failure(let error)):
             await request.giveBack()
             throw CallerError(underlying: error)
+        case .loaded(.success(let value)):
+            loaded = value
         }
         do {
             guard let value = loaded else {
@@ -62,6 +66,61 @@ extension LoadThrough {
             throw error
         }
         return try await store.look(T.self, id: name, key: key, schema: schema).value
+    }
+
+    /// What ended the wait for a load: its outcome, or a write that voided its lease first.
+    private enum LoadEnd<T: Sendable>: Sendable {
+        case loaded(Result<T?, any Error>)
+        case voided
+    }
+
+    /// Runs the request's `load` in a task of its own (which inherits this one's task-local values), and watches
+    /// its lease meanwhile: returns the load's outcome, or `.voided` as soon as a write of the id has voided the
+    /// lease (the load is then cancelled, and its outcome dropped whenever it comes). When this task is cancelled
+    /// (the flight given up), so is the load, whose outcome is still awaited (one that ignores the cancellation
+    /// and returns a value finds its lease ended, and stores nothing).
+    private func loadUnlessVoided<T: LocalStorable>(_ request: LeasedLoad<T>) async -> LoadEnd<T> {
+        let end = FirstOutcome<LoadEnd<T>>()
+        let loader = Task {
+            do {
+                end.offer(.loaded(.success(try await request.load(request.id))))
+            } catch {
+                end.offer(.loaded(.failure(error)))
+            }
+        }
+        let watcher = Task {
+            if await self.leaseVoided(request) { end.offer(.voided) }
+        }
+        let outcome = await withTaskCancellationHandler {
+            await end.value()
+        } onCancel: {
+            loader.cancel()
+        }
+        loader.cancel()
+        watcher.cancel()
+        return outcome
+    }
+
+    /// Waits until a write of the request's id voids its lease, and returns true then; false when the task is
+    /// cancelled first (the load ended), or when the lease cannot be read (logged; the load's outcome decides).
+    private func leaseVoided<T: LocalStorable>(_ request: LeasedLoad<T>) async -> Bool {
+        let watch = RecordWatch(core: core, typeName: request.schema.name, id: request.name)
+        defer { watch.end() }
+        while !Task.isCancelled {
+            await watch.waitForChange()
+            if Task.isCancelled { return false }
+            do {
+                let leases = try store.leaseBook()
+                let entry = try core.environment.read { txn in try leases.entry(request.leaseKey, txn: txn) }
+                if entry?.kind != .lease || entry?.token != request.token { return true }
+            } catch {
+                store.logger?.log(
+                    level: .warning, message: "Could not watch a load's lease; the load's outcome decides",
+                    metadata: ["type": request.schema.name, "error": "\(LocalStorageError.wrapping(error))"])
+                return false
+            }
+        }
+        return false
     }
 
     /// Stores what the request's `load` returned while its lease holds; returns whether it did (a write of the

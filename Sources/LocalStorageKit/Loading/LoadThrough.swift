@@ -96,6 +96,7 @@ struct LoadThrough: Sendable {
             let now = core.clock.wallNanoseconds()
             if let entry = look.entry {
                 if entry.holds(at: now) {
+                    if awaited != entry.token { core.leaseWaits.add(1, ordering: .relaxed) }
                     awaited = entry.token
                     // The holder's own host can tell sooner that it died: look again every 50 ms.
                     let left = Duration.nanoseconds(entry.deadline &- now)

@@ -55,6 +55,12 @@ final class RecordWatch: Sendable {
             self?.wake()
         }
         defer { timer.cancel() }
+        await waitForChange()
+    }
+
+    /// Suspends until a change that may concern the id arrives (or arrived since the last wait), or the task is
+    /// cancelled; no timer (a test's virtual clock sees no sleeper).
+    func waitForChange() async {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let ready = state.withLock { state -> Bool in

@@ -95,14 +95,15 @@ final class ChangeLog: Sendable {
 
     // MARK: - Writing (the writer's transaction)
 
-    /// Appends one commit's changes and trims past the retention; the leases they write over are voided, but
-    /// for those the commit put after them (`sparing`: lease key → changes logged before it).
+    /// Appends one commit's changes, made at `now` (ns since 1970), and trims past the retention; the leases they
+    /// write over are voided, but for those the commit put after them (`sparing`: lease key → changes logged
+    /// before it).
     @discardableResult
     func append(
-        _ changes: [Pending], txn: Transaction, sparing: [[UInt8]: Int] = [:]
+        _ changes: [Pending], now: Int64, txn: Transaction, sparing: [[UInt8]: Int] = [:]
     ) throws -> ClosedRange<UInt64>? {
         guard !changes.isEmpty else { return nil }
-        try leases?.void(changes, txn: txn, sparing: sparing)
+        try leases?.void(changes, now: now, txn: txn, sparing: sparing)
         var sequence = try lastSequence(in: txn)
         // 2⁶⁴ commits are never reached: a last key that close to it is a damaged change log.
         guard sequence <= UInt64.max - UInt64(changes.count) else {

@@ -239,8 +239,13 @@ extension RecordWriter {
     ) throws -> Bool {
         guard let removed = try remove(key: key, schema: schema, txn: context.txn, now: context.now, deferred: deferred)
         else {
-            // Nothing to log, but a load of the id under way must still lose to this delete.
-            try context.leases?.remove(LeaseBook.key(type: schema.number, id: key), txn: context.txn)
+            // No record, but a load of the id under way must still lose to this delete; its callers, here and
+            // in other processes, wake to the void (no record changed).
+            if try context.leases?.void(LeaseBook.key(type: schema.number, id: key), now: context.now, txn: context.txn)
+                == true
+            {
+                context.touch(schema, id: key)
+            }
             return false
         }
         context.log(schema, .deleted, id: key, keepsLease: keepsLease)

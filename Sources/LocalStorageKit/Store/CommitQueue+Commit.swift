@@ -33,7 +33,7 @@ extension CommitQueue {
                     }
                     try evictor?.enforce(context)
                     context.loggedSequences = try changeLog?.append(
-                        context.logged, txn: txn, sparing: context.leasesPut)
+                        context.logged, now: context.now, txn: txn, sparing: context.leasesPut)
                     return context
                 }
                 for hook in context.afterCommit { hook() }
@@ -91,7 +91,7 @@ extension CommitQueue {
                     let value = try body(context)
                     try evictor?.enforce(context)
                     context.loggedSequences = try changeLog?.append(
-                        context.logged, txn: txn, sparing: context.leasesPut)
+                        context.logged, now: context.now, txn: txn, sparing: context.leasesPut)
                     return (value, context)
                 }
                 for hook in context.afterCommit { hook() }
@@ -196,7 +196,8 @@ extension CommitQueue {
                 }
                 ran = results
                 try evictor?.enforce(context)
-                context.loggedSequences = try changeLog?.append(context.logged, txn: txn, sparing: context.leasesPut)
+                context.loggedSequences = try changeLog?.append(
+                    context.logged, now: context.now, txn: txn, sparing: context.leasesPut)
                 return (context, results)
             }
             for hook in context.afterCommit { hook() }

@@ -85,6 +85,34 @@ import Darwin
         #expect(loads(in: loadFile).count == 1)
     }
 
+    /// A delete that voids another process's load answers the callers here waiting on it with nil, as it does
+    /// the holder's: they do not load again and store what they loaded over the delete (trial86 #1).
+    @Test func aDeleteThatVoidsAnotherProcesssLoadAnswersItsWaitersHereWithNil() async throws {
+        let directory = temporaryDirectory()
+        let loadFile = directory.appendingPathComponent("loads.txt")
+        let storage = try LocalStorage(configuration: configuration(directory))
+        let helper = try HelperProcess(["load", directory.path, "r-4", "1", loadFile.path, "hang"])
+        try await helper.waitForLine("loading") { $0 == "loading" }
+        let gate = LoadGate(open: true)
+        let policy = LoadPolicy(loadTimeout: .seconds(600))
+        let callers = (0..<5).map { _ in
+            Task {
+                try await storage.fetch(StressRecord.self, id: "r-4", policy: policy) { id in
+                    await gate.pass()
+                    return StressRecord.make(id: id, sequence: 7)
+                }
+            }
+        }
+        try await eventually("the callers waiting on the helper's lease") {
+            storage.core.loads.waiterCount == 5 && storage.core.leaseWaits.load(ordering: .relaxed) == 1
+        }
+        try await storage.delete(StressRecord.self, id: "r-4")
+        for caller in callers { #expect(try await caller.value == nil) }
+        #expect(gate.loads == 0)
+        await helper.kill()
+        #expect(try await storage.count(StressRecord.self) == 0)
+    }
+
     @Test func aWriteByAnotherProcessVoidsTheLease() async throws {
         let directory = temporaryDirectory()
         let storage = try LocalStorage(configuration: configuration(directory))

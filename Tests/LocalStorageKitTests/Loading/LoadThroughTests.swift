@@ -373,6 +373,39 @@ import Testing
         #expect(try await storage.fetch(Product.self, id: "sku_6") == nil)
     }
 
+    /// A write that voids the lease answers the load's callers in this process with what it left, whatever the
+    /// loader does afterwards: they do not wait for it, nor get its error (trial86 #5).
+    @Test(arguments: [false, true])
+    func theLoadsCallersGetWhatAWriteDuringTheLoadLeftNotTheLoadersError(deletes: Bool) async throws {
+        struct SourceDown: Error {}
+        let storage = try store(diskConfiguration())
+        let gate = LoadGate()
+        let answered = DecodeCounter()  // a Sendable counter
+        let callers = (0..<3).map { _ in
+            Task {
+                defer { answered.increment() }
+                return try await storage.fetch(Product.self, id: "sku_7") { _ -> Product? in
+                    await gate.pass()
+                    throw SourceDown()
+                }
+            }
+        }
+        try await gate.waitForLoad()
+        let saved = Product(id: "sku_7", title: "written meanwhile", category: "toys", price: 9, rating: 5)
+        if deletes {
+            try await storage.delete(Product.self, id: "sku_7")
+        } else {
+            try await storage.save(saved)
+        }
+        // Answered while the loader still waits at its gate.
+        try await eventually("the callers answered") { answered.value == 3 }
+        for caller in callers { #expect(try await caller.value == (deletes ? nil : saved)) }
+        #expect(gate.loads == 1)
+        // The loader, let go of, throws; nothing of it reaches the store.
+        gate.open()
+        #expect(try await storage.fetch(Product.self, id: "sku_7") == (deletes ? nil : saved))
+    }
+
     @Test func aLoadedRecordWithAnotherIDIsRefused() async throws {
         let storage = try store()
         await #expect(throws: LocalStorageError.self) {
