@@ -37,7 +37,8 @@ extension LocalStorage {
     /// lease is taken on the server too, so `load` runs once among all the instances on it.
     ///
     /// A `save`, `delete` or `update` of the id committed while the load runs wins: the load's result is
-    /// not stored, and the callers get what the store holds after that write.
+    /// not stored, and the callers get what the store holds after that write as soon as it commits (the
+    /// loader is cancelled; what it returns or throws afterwards is dropped).
     ///
     /// With ``LoadPolicy/refreshAfter``, a record last updated longer ago is returned at once and reloaded
     /// in the background (one reload per id; a failed reload is logged and keeps the record). With
@@ -46,7 +47,10 @@ extension LocalStorage {
     /// - Throws: what `load` throws, unchanged; ``LocalStorageError/loadTimedOut(id:)`` to the callers
     ///   waiting on a load that takes longer than the policy's timeout; `invalidId` when `load` returns a
     ///   record with another id; `CancellationError` when the calling task is cancelled while it waits (the
-    ///   load goes on for the others); the errors of ``fetch(_:id:)-(_,String)`` and ``save(_:expiration:)``.
+    ///   load goes on for the others); `invalidQuery` for a policy whose `loadTimeout` is not positive or whose
+    ///   `refreshAfter` or `absentFor` is negative, and `invalidExpiration` for one whose expiration no record
+    ///   can take, before anything is read or loaded; the errors of ``fetch(_:id:)-(_,String)`` and
+    ///   ``save(_:expiration:)``.
     nonisolated(nonsending) public func fetch<T: LocalStorable>(
         _ type: T.Type, id: T.ID, policy: LoadPolicy, load: @escaping @Sendable (T.ID) async throws -> T?
     ) async throws -> T? {

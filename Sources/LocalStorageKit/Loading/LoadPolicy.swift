@@ -8,7 +8,9 @@
 /// ```
 /// `LoadPolicy()` keeps loaded records forever, never refreshes them, does not remember a nil from the
 /// loader, and gives a load 30 seconds. A duration longer than 100 years counts as 100 years
-/// (`loadTimeout: .seconds(Int64.max)` is a load that is never given up in practice).
+/// (`loadTimeout: .seconds(Int64.max)` is a load that is never given up in practice). A fetch with a policy
+/// whose `loadTimeout` is not positive, or whose `refreshAfter` or `absentFor` is negative (or not a number),
+/// throws ``LocalStorageError/invalidQuery(_:)`` before anything is read or loaded.
 public struct LoadPolicy: Sendable, Hashable {
     /// How long a loaded record lives (the expiration it is saved with).
     public var expiration: CacheExpiration
