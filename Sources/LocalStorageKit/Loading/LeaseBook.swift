@@ -153,7 +153,7 @@ final class LeaseBook: Sendable {
     }
 
     /// Puts `entry` on `key` in the commit of `context`, noting it so that the changes the commit logged
-    /// before it do not void it (see ``void(_:txn:sparing:)``).
+    /// before it do not void it (see ``void(_:now:txn:sparing:)``).
     func put(_ entry: LeaseEntry, key: [UInt8], context: CommitQueue.Context) throws {
         try put(entry, key: key, txn: context.txn)
         context.leasesPut[key] = context.logged.count

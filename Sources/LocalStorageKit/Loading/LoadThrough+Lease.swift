@@ -103,12 +103,11 @@ extension LoadThrough {
 
     /// Waits until a write of the request's id voids its lease, and returns true then; false when the task is
     /// cancelled first (the load ended), or when the lease cannot be read (logged; the load's outcome decides).
+    /// The lease is read once the watch listens, so that a write between the lease's commit and the watch counts.
     private func leaseVoided<T: LocalStorable>(_ request: LeasedLoad<T>) async -> Bool {
         let watch = RecordWatch(core: core, typeName: request.schema.name, id: request.name)
         defer { watch.end() }
         while !Task.isCancelled {
-            await watch.waitForChange()
-            if Task.isCancelled { return false }
             do {
                 let leases = try store.leaseBook()
                 let entry = try core.environment.read { txn in try leases.entry(request.leaseKey, txn: txn) }
@@ -119,6 +118,7 @@ extension LoadThrough {
                     metadata: ["type": request.schema.name, "error": "\(LocalStorageError.wrapping(error))"])
                 return false
             }
+            await watch.waitForChange()
         }
         return false
     }

@@ -241,9 +241,8 @@ extension RecordWriter {
         else {
             // No record, but a load of the id under way must still lose to this delete; its callers, here and
             // in other processes, wake to the void (no record changed).
-            if try context.leases?.void(LeaseBook.key(type: schema.number, id: key), now: context.now, txn: context.txn)
-                == true
-            {
+            let leaseKey = LeaseBook.key(type: schema.number, id: key)
+            if !keepsLease, try context.leases?.void(leaseKey, now: context.now, txn: context.txn) == true {
                 context.touch(schema, id: key)
             }
             return false
