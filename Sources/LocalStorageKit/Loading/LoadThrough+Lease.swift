@@ -69,17 +69,18 @@ extension LoadThrough {
     }
 
     /// What ended the wait for a load: its outcome, or a write that voided its lease first.
-    private enum LoadEnd<T: Sendable>: Sendable {
+    enum LoadEnd<T: Sendable>: Sendable {
         case loaded(Result<T?, any Error>)
         case voided
     }
 
     /// Runs the request's `load` in a task of its own (which inherits this one's task-local values), and watches
-    /// its lease meanwhile: returns the load's outcome, or `.voided` as soon as a write of the id has voided the
+    /// its lease in this store meanwhile (with a shared tier too: another instance's write of the id reaches this
+    /// store, and voids the lease, before its notice is answered): returns the load's outcome, or `.voided` as soon as a write of the id has voided the
     /// lease (the load is then cancelled, and its outcome dropped whenever it comes). When this task is cancelled
     /// (the flight given up), so is the load, whose outcome is still awaited (one that ignores the cancellation
     /// and returns a value finds its lease ended, and stores nothing).
-    private func loadUnlessVoided<T: LocalStorable>(_ request: LeasedLoad<T>) async -> LoadEnd<T> {
+    func loadUnlessVoided<T: LocalStorable>(_ request: LeasedLoad<T>) async -> LoadEnd<T> {
         let end = FirstOutcome<LoadEnd<T>>()
         let loader = Task {
             do {

@@ -98,11 +98,16 @@ extension SharedTierRecordStore: LoadCoordinator {
         let (name, key, schema) = (request.name, request.key, request.schema)
         let lease = SharedTierLease(kind: .lease, token: request.token)
         let loaded: T?
-        do {
-            loaded = try await request.load(request.id)
-        } catch {
+        switch await request.through.loadUnlessVoided(request) {
+        case .voided:
+            // A write of the id reached this store while the load ran: it wins, and the callers get it at once.
+            await endSharedLease(lease, request: request)
+            return try await fetch(T.self, id: name, schema: schema)
+        case .loaded(.failure(let error)):
             await endSharedLease(lease, request: request)
             throw CallerError(underlying: error)
+        case .loaded(.success(let value)):
+            loaded = value
         }
         do {
             guard let value = loaded else {

@@ -222,6 +222,35 @@ struct SharedTierLoadThroughTests {
         #expect(onServer.map(\.title) == ["saved on B"])
     }
 
+    /// The save answers A's callers as soon as it reaches A's store, whatever the loader does afterwards (here it
+    /// throws): they do not wait for it, nor get its error (trial86 #5, with a shared tier).
+    @Test func aSaveOnAnotherInstanceAnswersTheLoadsCallersAtOnce() async throws {
+        struct SourceDown: Error {}
+        let a = try await instance()
+        let b = try await instance()
+        let gate = LoadGate()
+        let answered = DecodeCounter()  // a Sendable counter
+        let onA = (0..<5).map { _ in
+            Task {
+                defer { answered.increment() }
+                return try await a.fetch(Product.self, id: "sku_thrown", policy: LoadPolicy(loadTimeout: .seconds(600)))
+                {
+                    _ -> Product? in
+                    await gate.pass()
+                    throw SourceDown()
+                }
+            }
+        }
+        try await gate.waitForLoad()
+        try await b.save(Self.product("sku_thrown", "saved on B"))
+        try await eventually("A's callers answered") { answered.value == 5 }
+        for caller in onA { #expect(try await caller.value?.title == "saved on B") }
+        gate.open()
+        #expect(gate.loads == 1)
+        #expect(try await Self.serverLease(a, id: "sku_thrown") == nil)
+        #expect(try await a.fetch(Product.self, id: "sku_thrown")?.title == "saved on B")
+    }
+
     @Test func aDeleteAllOnAnotherInstanceWinsOverALoad() async throws {
         let a = try await instance()
         let b = try await instance()
