@@ -110,6 +110,27 @@ import Glibc
         #expect(try await store.run(["export"]).stdout == before)
     }
 
+    /// A member spelled `"p\u0061yload"` before the real one is not the payload the check reads: the check reads
+    /// the bytes that are stored (review-86 #2: it read the first member named "payload" once unescaped).
+    @Test func theCheckReadsThePayloadThatIsStored() async throws {
+        let store = try await IntegrityStore { storage in try await storage.save(Product.sample(4)) }
+        let exported = try await store.run(["export"]).stdout
+        // The index value only (the first of the two places the text appears: "indexes" comes before "payload").
+        let index = try #require(exported.range(of: "\"price\":4.5,\"rating\""))
+        let disagreeing = exported.replacingCharacters(in: index, with: "\"price\":99,\"rating\"")
+        let edited = disagreeing.replacingOccurrences(
+            of: "\"payload\":{", with: "\"p\\u0061yload\":{},\"payload\":{")
+        #expect(edited != disagreeing && disagreeing != exported)
+        let file = store.directory.appendingPathComponent("edited.jsonl")
+        try Data(edited.utf8).write(to: file)
+        let result = try await store.run([
+            "import", file.path, "--store", store.directory.appendingPathComponent("t").path,
+        ])
+        #expect(result.status == 1)
+        #expect(
+            result.stderr.contains("index \"price\" holds 99 but the payload's \"price\" is 4.5"), "\(result.stderr)")
+    }
+
     @Test func noPayloadCheckAcceptsIndexesComputedDifferently() async throws {
         let store = try await IntegrityStore { storage in try await storage.save(Product.sample(4)) }
         let exported = try await store.run(["export"]).stdout

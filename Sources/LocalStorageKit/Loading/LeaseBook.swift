@@ -90,7 +90,7 @@ final class LeaseBook: Sendable {
     /// what was evicted) leave them alone. Costs nothing while no entry exists.
     ///
     /// A voided entry goes, except a lease that a delete or clear voids: it becomes a remembered nil that has
-    /// ended when it is written (before `now`), under the lease's token, which answers only the callers of other processes
+    /// already ended when it is written, under the lease's token, which answers only the callers of other processes
     /// waiting on that load: they get nil, what the store holds after the write, where without it they would
     /// find no record and no lease and load again (trial86 #1). A lease an insert or update voids needs no
     /// marker: its waiters find the record.
@@ -139,17 +139,23 @@ final class LeaseBook: Sendable {
         return entry.kind == .lease
     }
 
-    /// Voids `entry` on `key` for a write that left no record (see ``void(_:now:txn:sparing:)``).
+    /// Voids `entry` on `key` for a write that left no record (see ``void(_:now:txn:sparing:)``): a lease becomes
+    /// the ended marker, a remembered nil still in force goes; an ended one stays for its waiters (a marker an
+    /// earlier request of the same commit wrote, whose waiters would otherwise load again: review-86 #1).
     private func void(_ entry: LeaseEntry, key: [UInt8], now: Int64, txn: Transaction) throws {
         guard entry.kind == .lease else {
-            try txn.delete(database, key: key)
+            if entry.remembersAbsence(at: now) { try txn.delete(database, key: key) }
             return
         }
-        // Ended a second before the write: a commit's time can run ahead of the clock (each commit is at least a
-        // nanosecond after the last), and a marker not yet ended would answer every caller with nil.
-        let ended = now > Int64.min + 1_000_000_000 ? now - 1_000_000_000 : Int64.min
-        let marker = LeaseEntry(kind: .absent, owner: entry.owner, token: entry.token, deadline: ended)
+        let marker = LeaseEntry(kind: .absent, owner: entry.owner, token: entry.token, deadline: Self.ended(now))
         try put(marker, key: key, txn: txn)
+    }
+
+    /// The deadline of a marker that has ended at `now`: half the sweep's grace earlier, so that it stays ended
+    /// however far a commit's time runs ahead of the clock (each commit is at least a nanosecond after the last,
+    /// and the clock may step back), and is swept about half a minute after it was written (review-86 #5).
+    private static func ended(_ now: Int64) -> Int64 {
+        now > Int64.min + sweepGrace / 2 ? now - sweepGrace / 2 : Int64.min
     }
 
     /// Puts `entry` on `key` in the commit of `context`, noting it so that the changes the commit logged

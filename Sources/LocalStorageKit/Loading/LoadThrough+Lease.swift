@@ -48,6 +48,11 @@ extension LoadThrough {
         case .voided:
             return try await store.look(T.self, id: name, key: key, schema: schema).value
         case .loaded(.failure(let error)):
+            // A write that committed before the failure, which the watch had not heard of yet, wins all the same
+            // (review-86 #3).
+            if leaseStanding(request) == .voided {
+                return try await store.look(T.self, id: name, key: key, schema: schema).value
+            }
             await request.giveBack()
             throw CallerError(underlying: error)
         case .loaded(.success(let value)):
@@ -103,25 +108,45 @@ extension LoadThrough {
     }
 
     /// Waits until a write of the request's id voids its lease, and returns true then; false when the task is
-    /// cancelled first (the load ended), or when the lease cannot be read (logged; the load's outcome decides).
-    /// The lease is read once the watch listens, so that a write between the lease's commit and the watch counts.
+    /// cancelled first (the load ended), or when the lease stands otherwise (see ``leaseStanding(_:)``: the
+    /// load's outcome decides). The lease is read once the watch listens, so that a write between the lease's
+    /// commit and the watch counts.
     private func leaseVoided<T: LocalStorable>(_ request: LeasedLoad<T>) async -> Bool {
         let watch = RecordWatch(core: core, typeName: request.schema.name, id: request.name)
         defer { watch.end() }
         while !Task.isCancelled {
-            do {
-                let leases = try store.leaseBook()
-                let entry = try core.environment.read { txn in try leases.entry(request.leaseKey, txn: txn) }
-                if entry?.kind != .lease || entry?.token != request.token { return true }
-            } catch {
-                store.logger?.log(
-                    level: .warning, message: "Could not watch a load's lease; the load's outcome decides",
-                    metadata: ["type": request.schema.name, "error": "\(LocalStorageError.wrapping(error))"])
-                return false
+            switch leaseStanding(request) {
+            case .held: await watch.waitForChange()
+            case .voided: return true
+            case .unknown: return false
             }
-            await watch.waitForChange()
         }
         return false
+    }
+
+    /// How a load's lease in this store stands.
+    enum LeaseStanding {
+        /// Still the load's own.
+        case held
+        /// A write of the id voided it: no entry, or a remembered nil, where the lease was.
+        case voided
+        /// Another load took it (its deadline passed: review-86 #4), or it could not be read (logged).
+        case unknown
+    }
+
+    /// How the request's lease in this store stands now.
+    func leaseStanding<T: LocalStorable>(_ request: LeasedLoad<T>) -> LeaseStanding {
+        do {
+            let leases = try store.leaseBook()
+            let entry = try core.environment.read { txn in try leases.entry(request.leaseKey, txn: txn) }
+            guard let entry, entry.kind == .lease else { return .voided }
+            return entry.token == request.token ? .held : .unknown
+        } catch {
+            store.logger?.log(
+                level: .warning, message: "Could not read a load's lease; the load's outcome decides",
+                metadata: ["type": request.schema.name, "error": "\(LocalStorageError.wrapping(error))"])
+            return .unknown
+        }
     }
 
     /// Stores what the request's `load` returned while its lease holds; returns whether it did (a write of the

@@ -63,7 +63,7 @@ struct ImportParser {
             if let first = recordLines[type]?[id] {
                 throw reason("\(summary.type) \"\(summary.id)\" is already on line \(first)")
             }
-            let item = try record(summary, line: bytes, payload: members?["payload"])
+            let item = try record(summary, line: bytes)
             recordLines[type, default: [:]][id] = lineNumber
             return item
         } catch let error as MaintenanceError {
@@ -81,8 +81,10 @@ struct ImportParser {
         return !line[range].elementsEqual("null".utf8)
     }
 
-    /// The record line `summary` was read from; `document` its payload, when the line was parsed whole.
-    private func record(_ summary: RecordSummary, line: [UInt8], payload document: JSONValue?) throws -> Item {
+    /// The record of the line `summary` was read from. Its payload is checked as it is stored, read again from
+    /// the bytes the store takes (the line's value, read whole, names members by their unescaped names:
+    /// review-86 #2).
+    private func record(_ summary: RecordSummary, line: [UInt8]) throws -> Item {
         guard let info = declarations[ExactName(summary.type)] else {
             throw reason("type \"\(summary.type)\" is neither described earlier in the file nor in the store")
         }
@@ -96,13 +98,7 @@ struct ImportParser {
         let payload =
             try exactPayload(in: line, json: json, format: format)
             ?? PayloadCodec.payload(fromJSON: json, as: format)
-        let problem =
-            if let document {
-                check.problem(with: summary, document: document, info: info)
-            } else {
-                check.problem(with: summary, payload: json, info: info)
-            }
-        if let problem {
+        if let problem = check.problem(with: summary, payload: json, info: info) {
             throw reason("\(summary.type) \"\(summary.id)\": \(problem)")
         }
         // A declaration holds at most 64 indexes: no record was ever indexed with more.
@@ -256,7 +252,8 @@ extension RecordSummary {
         self.id = id
         self.createdAt = createdAt
         self.updatedAt = updatedAt
-        self.version = Int(version)
+        guard let version = Int(exactly: version) else { return nil }
+        self.version = version
         self.format = format
         self.signature = signature
         self.indexes = indexes
@@ -267,7 +264,9 @@ extension RecordSummary {
         }
         switch members["sizeInBytes"] {
         case nil, .null?: sizeInBytes = nil
-        case .integer(let size)?: sizeInBytes = Int(size)
+        case .integer(let size)?:
+            guard let size = Int(exactly: size) else { return nil }
+            sizeInBytes = size
         default: return nil
         }
         switch members["isExpired"] {

@@ -305,8 +305,8 @@ private struct JSONValueParser {
             if exponentNegative { exponent = -exponent }
         }
         let text = UnsafeRawBufferPointer(rebasing: bytes[start..<position])
-        // The fraction's zeros after the last significant digit do not make the value less whole.
-        while let last = digits.last, last == UInt8(ascii: "0"), pointShift < 0 {
+        // Zeros after the last significant digit move into the scale: `1.50`, `100e-2` and `10` are read by value.
+        while let last = digits.last, last == UInt8(ascii: "0") {
             digits.removeLast()
             pointShift += 1
         }

@@ -87,7 +87,11 @@ import Darwin
 
     /// A delete that voids another process's load answers the callers here waiting on it with nil, as it does
     /// the holder's: they do not load again and store what they loaded over the delete (trial86 #1).
-    @Test func aDeleteThatVoidsAnotherProcesssLoadAnswersItsWaitersHereWithNil() async throws {
+    ///
+    /// Also when a clear and the delete (which finds no record) come in one commit: the clear, voiding at the
+    /// commit's end, kept the marker the delete wrote before it (review-86 #1).
+    @Test(arguments: [false, true])
+    func aDeleteThatVoidsAnotherProcesssLoadAnswersItsWaitersHereWithNil(withAClear: Bool) async throws {
         let directory = temporaryDirectory()
         let loadFile = directory.appendingPathComponent("loads.txt")
         let storage = try LocalStorage(configuration: configuration(directory))
@@ -106,7 +110,14 @@ import Darwin
         try await eventually("the callers waiting on the helper's lease") {
             storage.core.loads.waiterCount == 5 && storage.core.leaseWaits.load(ordering: .relaxed) == 1
         }
-        try await storage.delete(StressRecord.self, id: "r-4")
+        if withAClear {
+            try await storage.write { tx in
+                try tx.deleteAll(StressRecord.self)
+                try tx.delete(StressRecord.self, id: "r-4")
+            }
+        } else {
+            try await storage.delete(StressRecord.self, id: "r-4")
+        }
         for caller in callers { #expect(try await caller.value == nil) }
         #expect(gate.loads == 0)
         await helper.kill()
