@@ -101,6 +101,12 @@ import Testing
         for text in agreed {
             #expect(Self.parsed(text) == Reference.read(text), "\(text)")
         }
+        // Whether the top-level names are written as they read (the import then takes "payload" from the value).
+        for (text, literal) in [
+            ("{\"a\":1,\"b\":{\"\\u0063\":\"\\n\"}}", true), ("{\"a\":1,\"p\\u0061yload\":{}}", false), ("[1]", true),
+        ] {
+            #expect((try? JSONValue.parseNotingNames(Data(text.utf8)))?.namesAreLiteral == literal, "\(text)")
+        }
         // Deeper than `JSONDecoder`'s limit: refused, not a stack overflow.
         #expect(Self.parsed(String(repeating: "[", count: 100_000)) == nil)
         #expect(Self.parsed(String(repeating: "[", count: 300) + String(repeating: "]", count: 300)) != nil)

@@ -51,10 +51,10 @@ struct ImportParser {
             }
             // One pass of ``JSONValue/parse(_:)`` reads a well-formed line; anything else is read by
             // `JSONDecoder`, which either reads it too or says what is wrong with it (the error of this line).
-            let members: [String: JSONValue]? =
-                switch Result(catching: { try JSONValue.parse(data) }) {
-                case .success(.object(let members)): members
-                default: nil
+            let (members, namesAreLiteral): ([String: JSONValue]?, Bool) =
+                switch Result(catching: { try JSONValue.parseNotingNames(data) }) {
+                case .success((.object(let members), let literal)): (members, literal)
+                default: (nil, false)
                 }
             let summary =
                 try members.flatMap(RecordSummary.init(importing:))
@@ -63,7 +63,9 @@ struct ImportParser {
             if let first = recordLines[type]?[id] {
                 throw reason("\(summary.type) \"\(summary.id)\" is already on line \(first)")
             }
-            let item = try record(summary, line: bytes)
+            // The payload read with the line is the one stored only when no member name hides behind an escape
+            // (`"p\u0061yload"`); otherwise the check reads the stored bytes again (review-86 #2).
+            let item = try record(summary, line: bytes, payload: namesAreLiteral ? members?["payload"] : nil)
             recordLines[type, default: [:]][id] = lineNumber
             return item
         } catch let error as MaintenanceError {
@@ -81,10 +83,9 @@ struct ImportParser {
         return !line[range].elementsEqual("null".utf8)
     }
 
-    /// The record of the line `summary` was read from. Its payload is checked as it is stored, read again from
-    /// the bytes the store takes (the line's value, read whole, names members by their unescaped names:
-    /// review-86 #2).
-    private func record(_ summary: RecordSummary, line: [UInt8]) throws -> Item {
+    /// The record of the line `summary` was read from; `document`, the value of the payload it stores, when the
+    /// line was read whole (else the check reads the payload's bytes).
+    private func record(_ summary: RecordSummary, line: [UInt8], payload document: JSONValue?) throws -> Item {
         guard let info = declarations[ExactName(summary.type)] else {
             throw reason("type \"\(summary.type)\" is neither described earlier in the file nor in the store")
         }
@@ -98,7 +99,13 @@ struct ImportParser {
         let payload =
             try exactPayload(in: line, json: json, format: format)
             ?? PayloadCodec.payload(fromJSON: json, as: format)
-        if let problem = check.problem(with: summary, payload: json, info: info) {
+        let problem =
+            if let document {
+                check.problem(with: summary, document: document, info: info)
+            } else {
+                check.problem(with: summary, payload: json, info: info)
+            }
+        if let problem {
             throw reason("\(summary.type) \"\(summary.id)\": \(problem)")
         }
         // A declaration holds at most 64 indexes: no record was ever indexed with more.

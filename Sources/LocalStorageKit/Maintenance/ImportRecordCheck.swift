@@ -32,8 +32,12 @@ struct ImportRecordCheck {
         } catch {
             return metadataProblem(with: summary, info: info) ?? "the payload is not valid JSON (\(error))"
         }
-        return metadataProblem(with: summary, info: info)
-            ?? payloadProblem(with: summary, document: document, info: info)
+        return problem(with: summary, document: document, info: info)
+    }
+
+    /// ``problem(with:payload:info:)`` with the payload already read.
+    func problem(with summary: RecordSummary, document: JSONValue, info: TypeInfo) -> String? {
+        metadataProblem(with: summary, info: info) ?? payloadProblem(with: summary, document: document, info: info)
     }
 
     /// What is wrong with the record's version, times or index names, before its payload is looked at.

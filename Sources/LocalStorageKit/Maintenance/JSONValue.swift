@@ -96,9 +96,16 @@ extension JSONValue {
     ///
     /// - Throws: ``SyntaxError`` for anything else.
     static func parse(_ text: Data) throws -> JSONValue {
+        try parseNotingNames(text).value
+    }
+
+    /// ``parse(_:)``, and whether every member name of the top-level object is written without an escape: then a
+    /// member found by its name here is the one found by its bytes in the text (``JSONText/rangeOfMember(_:in:)``).
+    static func parseNotingNames(_ text: Data) throws -> (value: JSONValue, namesAreLiteral: Bool) {
         try text.withUnsafeBytes { bytes in
             var parser = JSONValueParser(bytes: bytes)
-            return try parser.parseDocument()
+            let value = try parser.parseDocument()
+            return (value, !parser.escapedTopLevelName)
         }
     }
 }
@@ -107,6 +114,8 @@ extension JSONValue {
 private struct JSONValueParser {
     let bytes: UnsafeRawBufferPointer
     var position = 0
+    /// Whether a member name of the top-level object was written with an escape.
+    var escapedTopLevelName = false
 
     init(bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
 
@@ -171,7 +180,11 @@ private struct JSONValueParser {
                 return .object(members)
             }
             guard bytes[position] == UInt8(ascii: "\"") else { throw error("expected a member name") }
+            let nameStart = position
             let name = try parseString()
+            if depth == 1, !escapedTopLevelName, bytes[nameStart..<position].contains(UInt8(ascii: "\\")) {
+                escapedTopLevelName = true
+            }
             skipSpace()
             guard position < bytes.count, bytes[position] == UInt8(ascii: ":") else { throw error("expected ':'") }
             position += 1
