@@ -89,11 +89,11 @@ final class LeaseBook: Sendable {
     /// Expiry, new expirations and evictions (the store making room: a load of the evicted id is newer than
     /// what was evicted) leave them alone. Costs nothing while no entry exists.
     ///
-    /// A voided entry goes, except a lease that a delete or clear voids: it becomes a remembered nil that has
-    /// already ended when it is written, under the lease's token, which answers only the callers of other processes
-    /// waiting on that load: they get nil, what the store holds after the write, where without it they would
-    /// find no record and no lease and load again (trial86 #1). A lease an insert or update voids needs no
-    /// marker: its waiters find the record.
+    /// A voided lease becomes a remembered nil that has already ended when it is written, under the lease's token,
+    /// which answers only the callers of other processes waiting on that load: after a delete or clear they get
+    /// nil, what the store holds after the write, where without it they would find no record and no lease and
+    /// load again (trial86 #1); after an insert or update they find the record first, and the marker is there for
+    /// a delete later in the same commit (review-86 #10). A remembered nil still in force goes.
     ///
     /// An entry the same commit put after a change (`sparing`: its key → the number of changes logged before
     /// it) is left alone by that change: a delete of an expired record, or a clear of its type, followed in
@@ -104,11 +104,7 @@ final class LeaseBook: Sendable {
             switch change.kind {
             case .deleted where change.keepsLease:
                 continue  // The store made room (the load of the id goes on), or a refresh remembers a nil.
-            case .inserted, .updated:
-                let key = LeaseBook.key(type: change.type, id: change.id)
-                if let put = sparing[key], put > position { continue }
-                try txn.delete(database, key: key)
-            case .deleted:
+            case .inserted, .updated, .deleted:
                 let key = LeaseBook.key(type: change.type, id: change.id)
                 if let put = sparing[key], put > position { continue }
                 _ = try void(key, now: now, txn: txn)

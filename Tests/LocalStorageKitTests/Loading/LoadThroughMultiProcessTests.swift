@@ -89,9 +89,10 @@ import Darwin
     /// the holder's: they do not load again and store what they loaded over the delete (trial86 #1).
     ///
     /// Also when a clear and the delete (which finds no record) come in one commit: the clear, voiding at the
-    /// commit's end, kept the marker the delete wrote before it (review-86 #1).
-    @Test(arguments: [false, true])
-    func aDeleteThatVoidsAnotherProcesssLoadAnswersItsWaitersHereWithNil(withAClear: Bool) async throws {
+    /// commit's end, kept the marker the delete wrote before it (review-86 #1); and when a save and a delete of the
+    /// id come in one commit (review-86 #10: the save's void removed the lease, the delete found none).
+    @Test(arguments: ["delete", "clear and delete", "save and delete"])
+    func aDeleteThatVoidsAnotherProcesssLoadAnswersItsWaitersHereWithNil(writes: String) async throws {
         let directory = temporaryDirectory()
         let loadFile = directory.appendingPathComponent("loads.txt")
         let storage = try LocalStorage(configuration: configuration(directory))
@@ -110,12 +111,18 @@ import Darwin
         try await eventually("the callers waiting on the helper's lease") {
             storage.core.loads.waiterCount == 5 && storage.core.leaseWaits.load(ordering: .relaxed) == 1
         }
-        if withAClear {
+        switch writes {
+        case "clear and delete":
             try await storage.write { tx in
                 try tx.deleteAll(StressRecord.self)
                 try tx.delete(StressRecord.self, id: "r-4")
             }
-        } else {
+        case "save and delete":
+            try await storage.write { tx in
+                try tx.save(StressRecord.make(id: "r-4", sequence: 3))
+                try tx.delete(StressRecord.self, id: "r-4")
+            }
+        default:
             try await storage.delete(StressRecord.self, id: "r-4")
         }
         for caller in callers { #expect(try await caller.value == nil) }
