@@ -127,17 +127,17 @@ final class LeaseBook: Sendable {
         }
     }
 
-    /// Voids the entry on `key`, if any, for a write that left no record, as ``void(_:now:txn:sparing:)`` does;
-    /// returns whether there was a lease to void (whose waiters in other processes must be woken).
+    /// Voids the entry on `key`, if any, for a write of its id, as ``void(_:now:txn:sparing:)`` does; returns
+    /// whether there was a lease to void (whose waiters must be woken when no record changed).
     func void(_ key: [UInt8], now: Int64, txn: Transaction) throws -> Bool {
         guard let entry = try entry(key, txn: txn) else { return false }
         try void(entry, key: key, now: now, txn: txn)
         return entry.kind == .lease
     }
 
-    /// Voids `entry` on `key` for a write that left no record (see ``void(_:now:txn:sparing:)``): a lease becomes
-    /// the ended marker, a remembered nil still in force goes; an ended one stays for its waiters (a marker an
-    /// earlier request of the same commit wrote, whose waiters would otherwise load again: review-86 #1).
+    /// Voids `entry` on `key` for a write of its id (see ``void(_:now:txn:sparing:)``): a lease becomes the ended
+    /// marker, a remembered nil still in force goes; an ended one stays for its waiters (a marker an earlier
+    /// request of the same commit wrote, whose waiters would otherwise load again: review-86 #1).
     private func void(_ entry: LeaseEntry, key: [UInt8], now: Int64, txn: Transaction) throws {
         guard entry.kind == .lease else {
             if entry.remembersAbsence(at: now) { try txn.delete(database, key: key) }
