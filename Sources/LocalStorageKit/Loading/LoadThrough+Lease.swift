@@ -48,11 +48,6 @@ extension LoadThrough {
         case .voided:
             return try await store.look(T.self, id: name, key: key, schema: schema).value
         case .loaded(.failure(let error)):
-            // A write that committed before the failure, which the watch had not heard of yet, wins all the same
-            // (review-86 #3).
-            if leaseStanding(request) == .voided {
-                return try await store.look(T.self, id: name, key: key, schema: schema).value
-            }
             await request.giveBack()
             throw CallerError(underlying: error)
         case .loaded(.success(let value)):
@@ -82,9 +77,9 @@ extension LoadThrough {
     /// Runs the request's `load` in a task of its own (which inherits this one's task-local values), and watches
     /// its lease in this store meanwhile (with a shared tier too: another instance's write of the id reaches this
     /// store, and voids the lease, before its notice is answered): returns the load's outcome, or `.voided` as soon as a write of the id has voided the
-    /// lease (the load is then cancelled, and its outcome dropped whenever it comes). When this task is cancelled
-    /// (the flight given up), so is the load, whose outcome is still awaited (one that ignores the cancellation
-    /// and returns a value finds its lease ended, and stores nothing).
+    /// lease (the load is then cancelled, and its outcome dropped whenever it comes), or before the load failed.
+    /// When this task is cancelled (the flight given up), so is the load, whose outcome is still awaited (one
+    /// that ignores the cancellation and returns a value finds its lease ended, and stores nothing).
     func loadUnlessVoided<T: LocalStorable>(_ request: LeasedLoad<T>) async -> LoadEnd<T> {
         let end = FirstOutcome<LoadEnd<T>>()
         let loader = Task {
@@ -104,6 +99,9 @@ extension LoadThrough {
         }
         loader.cancel()
         watcher.cancel()
+        // A write that committed before a failure, which the watch had not heard of yet, wins all the same
+        // (review-86 #3).
+        if case .loaded(.failure) = outcome, leaseStanding(request) == .voided { return .voided }
         return outcome
     }
 
@@ -125,7 +123,7 @@ extension LoadThrough {
     }
 
     /// How a load's lease in this store stands.
-    enum LeaseStanding {
+    private enum LeaseStanding {
         /// Still the load's own.
         case held
         /// A write of the id voided it: no entry, or a remembered nil, where the lease was.
@@ -135,7 +133,7 @@ extension LoadThrough {
     }
 
     /// How the request's lease in this store stands now.
-    func leaseStanding<T: LocalStorable>(_ request: LeasedLoad<T>) -> LeaseStanding {
+    private func leaseStanding<T: LocalStorable>(_ request: LeasedLoad<T>) -> LeaseStanding {
         do {
             let leases = try store.leaseBook()
             let entry = try core.environment.read { txn in try leases.entry(request.leaseKey, txn: txn) }

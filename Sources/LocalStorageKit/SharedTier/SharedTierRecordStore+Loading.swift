@@ -104,11 +104,6 @@ extension SharedTierRecordStore: LoadCoordinator {
             await endSharedLease(lease, request: request)
             return try await fetch(T.self, id: name, schema: schema)
         case .loaded(.failure(let error)):
-            if request.through.leaseStanding(request) == .voided {
-                // A write of the id reached this store before the failure: it wins all the same.
-                await endSharedLease(lease, request: request)
-                return try await fetch(T.self, id: name, schema: schema)
-            }
             await endSharedLease(lease, request: request)
             throw CallerError(underlying: error)
         case .loaded(.success(let value)):
