@@ -266,7 +266,9 @@ extension RecordWriter {
         context.publish(PublishedChange(typeName: schema.name, kind: .cleared))
     }
 
-    /// Gives a live record a new expiry without rewriting its payload.
+    /// Gives a live record a new expiry without rewriting its payload. Like any write of the id it voids a load
+    /// of it under way (a background refresh), so the load's value, with the policy's expiry, is not stored over
+    /// the expiry set here (trial86 #3).
     ///
     /// - Throws: `notFound(id:)` when the record is absent or expired.
     static func setExpiration<T>(
@@ -281,6 +283,7 @@ extension RecordWriter {
         var header = try view.header(in: schema, txn: context.txn)
         header.expiresAt = try expiration.expiresAt(now: context.now)
         try replaceHeader(of: view, with: header, key: key, schema: schema, txn: context.txn)
+        _ = try context.leases?.void(LeaseBook.key(type: schema.number, id: key), now: context.now, txn: context.txn)
         context.touch(schema, id: key)
     }
 

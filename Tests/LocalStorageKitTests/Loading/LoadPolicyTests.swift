@@ -75,6 +75,31 @@ import Testing
         #expect(try await storage.fetch(Product.self, id: old.id) == old)
     }
 
+    /// A `setExpiration` committed while a background refresh runs is a write of the id, so it wins over the
+    /// reload as a save would: the reload's value is not stored over it (trial86 #3: the reload's expiry replaced
+    /// the one the app had just set, an hour for two seconds).
+    @Test func aNewExpiryDuringARefreshWinsOverTheReload() async throws {
+        let clock = VirtualClock()
+        let storage = try store(clock)
+        let old = Product.sample(5)
+        try await storage.save(old)
+        clock.advance(by: .seconds(61))
+        let gate = LoadGate()
+        let policy = LoadPolicy(expiration: .hours(1), refreshAfter: .seconds(60))
+        #expect(
+            try await storage.fetch(Product.self, id: old.id, policy: policy) { id in
+                await gate.pass()
+                return Product(id: id, title: "reloaded", category: "books", price: 2, rating: 2)
+            } == old)
+        try await gate.waitForLoad()
+        try await storage.setExpiration(Product.self, id: old.id, .seconds(30))
+        let expiresAt = try #require(try await storage.metadata(Product.self, id: old.id)?.expiresAt)
+        gate.open()
+        try await eventually("the refresh to end") { storage.core.loads.count == 0 }
+        #expect(try await storage.fetch(Product.self, id: old.id) == old)
+        #expect(try await storage.metadata(Product.self, id: old.id)?.expiresAt == expiresAt)
+    }
+
     /// A clear (or delete) that commits in the same group commit just before a load takes its lease came before
     /// the load: it voided the new lease at the end of the commit, so the loaded value was not stored and the
     /// caller got nil.
