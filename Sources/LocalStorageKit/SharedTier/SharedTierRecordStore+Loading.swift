@@ -79,6 +79,7 @@ extension SharedTierRecordStore: LoadCoordinator {
                     }
                     continue
                 }
+                if awaited != holder.token { core.leaseWaits.add(1, ordering: .relaxed) }
                 awaited = holder.token
                 await watch.wait(for: remaining ?? request.policy.loadTimeout)
             case .held(nil, let remaining):

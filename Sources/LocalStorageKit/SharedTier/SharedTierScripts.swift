@@ -76,6 +76,30 @@ enum SharedTierScripts {
         local function trim()
           redis.call('ZREMRANGEBYRANK', ns .. 'log', '0', trimStop)
         end
+        -- A write of an id voids a load's lease on it (a `SharedTierLease`): the lease becomes a remembered nil
+        -- that has already ended, under the lease's token, which answers only the callers of other instances
+        -- waiting on that load (after a delete they find no record and get nil, where they would otherwise load
+        -- again); it stays at least 30 s, long enough for them to hear of the write. A remembered nil still in
+        -- force goes, an ended one stays for its waiters, a value this version cannot read goes.
+        local endedTime = string.char(128, 0, 0, 0, 0, 0, 0, 0)
+        local function signedTime(bytes)
+          local n = 0
+          for i = 1, 8 do n = n * 256 + string.byte(bytes, i) end
+          if string.byte(bytes, 1) >= 128 then n = n - 18446744073709551616 end
+          return n
+        end
+        local function voidLease(key)
+          local value = redis.call('GET', key)
+          if not value then return end
+          local kind = #value == 17 and string.sub(value, 1, 1) or ''
+          if kind == 'L' then
+            local left = redis.call('PTTL', key)
+            if left < 30000 then left = 30000 end
+            redis.call('SET', key, 'A' .. string.sub(value, 2, 9) .. endedTime, 'PX', tostring(left))
+          elseif kind ~= 'A' or signedTime(string.sub(value, 10, 17)) > signedTime(now) then
+            redis.call('DEL', key)
+          end
+        end
         local function sweep(limit)
           local due = redis.call('ZRANGEBYLEX', ns .. 'e', '-', '(' .. now, 'LIMIT', '0', limit)
           for _, m in ipairs(due) do
@@ -97,8 +121,8 @@ enum SharedTierScripts {
     /// framed (set, member) pairs, the notice, the version written, and the expected old updatedAt ‖
     /// expiresAt (16 bytes; empty for none, `-` for "must exist"). A live old record keeps its createdAt.
     /// Returns per record the old createdAt (8 bytes, or empty) and the sequence, or an error
-    /// `NEWER …`/`CONFLICT …` before anything was written. A put ends the load lease of each id it writes, unless
-    /// it changes the record's expiry alone.
+    /// `NEWER …`/`CONFLICT …` before anything was written. A put voids the load lease of each id it writes
+    /// (`voidLease`), a change of the record's expiry alone included.
     static let put =
         common + """
             local records = {}
@@ -153,11 +177,8 @@ enum SharedTierScripts {
               -- Only the (set, member) pairs that changed are removed and added (a save that keeps its
               -- index values rewrites one pair, its update time, not all of them).
               reindex(r.t, r.id, r.blob)
-              -- A new time to live alone (setExpiration: every byte but the expiry's the same) is no change of
-              -- the record: a load under way keeps its lease, as in a store without a shared tier.
-              local onlyExpiry = r.old and #r.old == #rec and string.sub(r.old, 1, 24) == string.sub(rec, 1, 24)
-                and string.sub(r.old, 33) == string.sub(rec, 33)
-              if not onlyExpiry then redis.call('DEL', ns .. 'lease:' .. r.t .. ':' .. r.id) end
+              -- Every write of the id, a new time to live alone (setExpiration) included, wins over a load under way.
+              voidLease(ns .. 'lease:' .. r.t .. ':' .. r.id)
               if r.ttl ~= '0' then redis.call('SET', r.key, rec, 'PX', r.ttl) else redis.call('SET', r.key, rec) end
               out[#out + 1] = created
               out[#out + 1] = notify(r.notice, rec)
@@ -167,7 +188,7 @@ enum SharedTierScripts {
             return out
             """
 
-    /// Deletes records (and ends their load leases): `ARGV[4…]` in groups of type, id and the notice. Returns
+    /// Deletes records (and voids their load leases): `ARGV[4…]` in groups of type, id and the notice. Returns
     /// the sequences.
     static let delete =
         common + """
@@ -175,7 +196,8 @@ enum SharedTierScripts {
             for i = 4, #ARGV, 3 do
               local t, id = ARGV[i], ARGV[i + 1]
               unindex(t, id)
-              redis.call('DEL', ns .. 'r:' .. t .. ':' .. id, ns .. 'lease:' .. t .. ':' .. id)
+              redis.call('DEL', ns .. 'r:' .. t .. ':' .. id)
+              voidLease(ns .. 'lease:' .. t .. ':' .. id)
               out[#out + 1] = notify(ARGV[i + 2], '')
             end
             trim()
@@ -183,8 +205,8 @@ enum SharedTierScripts {
             return out
             """
 
-    /// Deletes every record of a type and ends its load leases (and remembered nils), as a save or delete
-    /// ends those of its id: `ARGV[4]` type, `ARGV[5]` notice, `ARGV[6…]` the type's index sets. The leases
+    /// Deletes every record of a type and voids its load leases (and remembered nils), as a save or delete
+    /// voids those of its id: `ARGV[4]` type, `ARGV[5]` notice, `ARGV[6…]` the type's index sets. The leases
     /// are found with `SCAN … MATCH {ns}:lease:{type}:*` (the namespace and type are escaped so that neither
     /// holds a colon; glob characters in them are escaped for the match).
     static let clear =
@@ -202,7 +224,7 @@ enum SharedTierScripts {
             repeat
               local page = redis.call('SCAN', cursor, 'MATCH', pattern, 'COUNT', 1000)
               cursor = page[1]
-              for _, key in ipairs(page[2]) do redis.call('DEL', key) end
+              for _, key in ipairs(page[2]) do voidLease(key) end
             until cursor == '0'
             local seq = notify(ARGV[5], '')
             trim()
