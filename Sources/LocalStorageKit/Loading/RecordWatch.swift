@@ -21,9 +21,12 @@ final class RecordWatch: Sendable {
         self.core = core
         self.typeName = typeName
         core.liveQueries.beginObserving()
+        let key = Array(id.utf8)
         let token = core.hub.subscribe(typeName) { [weak self] changes in
             guard let self else { return }
-            if changes.isEmpty || changes.contains(where: { RecordWatch.mayConcern($0, id: id) }) { self.wake() }
+            if changes.isEmpty || changes.contains(where: { RecordWatch.mayConcern($0, id: id, key: key) }) {
+                self.wake()
+            }
         }
         subscription.withLock { $0 = token }
     }
@@ -89,13 +92,19 @@ final class RecordWatch: Sendable {
         continuation?.resume()
     }
 
-    /// Whether a change may concern the record with `id`: one that names another id does not.
-    private static func mayConcern(_ change: PublishedChange, id: String) -> Bool {
+    /// Whether a change may concern the record with `id` (whose key is `key`): one that names another id, or
+    /// another record's key, does not (a load's watch read its lease at every commit to the type: review-86 #14).
+    private static func mayConcern(_ change: PublishedChange, id: String, key: [UInt8]) -> Bool {
         switch change.kind {
         case .deleted(let other), .expired(let other), .externalInserted(let other), .externalUpdated(let other):
             other == id
-        case .inserted, .updated, .cleared, .touched:
+        case .inserted, .updated, .touched:
+            change.recordKey.map { $0 == key } ?? true
+        case .cleared:
             true
         }
     }
+
+    /// Whether a change that may concern the id arrived that no wait has taken yet (for tests).
+    var hasPendingChange: Bool { state.withLock { $0.isPending } }
 }

@@ -386,7 +386,8 @@ final class LiveQueryCenter: CommitListener {
                 case .cleared: .cleared
                 case .touched: .touched
                 }
-            return PublishedChange(typeName: name, kind: kind)
+            return PublishedChange(
+                typeName: name, kind: kind, recordKey: entry.kind == .touched && !entry.id.isEmpty ? entry.id : nil)
         }
     }
 }

@@ -28,9 +28,14 @@ struct PublishedChange: Sendable {
         let signature: UInt64
     }
 
-    init(typeName: String, kind: Kind, region: Region? = nil) {
+    /// The key (the id's UTF-8) of the one record an `.inserted`, `.updated` or `.touched` change is about, when
+    /// the writer knows it: a watch of another record need not wake (nil: it may concern any record).
+    let recordKey: [UInt8]?
+
+    init(typeName: String, kind: Kind, region: Region? = nil, recordKey: [UInt8]? = nil) {
         self.typeName = typeName
         self.kind = kind
         self.region = region
+        self.recordKey = recordKey
     }
 }

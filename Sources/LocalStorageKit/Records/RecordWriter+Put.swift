@@ -196,7 +196,7 @@ extension RecordWriter {
             let region =
                 regionKnown
                 ? PublishedChange.Region(old: oldValues, new: record.indexValues, signature: schema.signature) : nil
-            context.publish(PublishedChange(typeName: schema.name, kind: kind, region: region))
+            context.publish(PublishedChange(typeName: schema.name, kind: kind, region: region, recordKey: record.key))
         }
         return (header, replaced)
     }

@@ -104,7 +104,10 @@ extension RecordWriter {
         guard announce else { return true }
         if onlyExpiryChanged && !asNew {
             // A new time to live (`setExpiration` on any instance) is no update, as in a store without a shared
-            // tier: live queries rerun, change streams stay silent, a load under way keeps its lease.
+            // tier: live queries rerun, change streams stay silent. Like any write of the id it voids a load of it
+            // under way (a refresh), as the server's put voided the server's lease.
+            _ = try context.leases?.void(
+                LeaseBook.key(type: schema.number, id: key), now: context.now, txn: context.txn)
             context.touch(schema, id: key)
             return true
         }
@@ -121,7 +124,7 @@ extension RecordWriter {
             let region =
                 regionKnown
                 ? PublishedChange.Region(old: oldValues, new: header.indexValues, signature: header.signature) : nil
-            context.publish(PublishedChange(typeName: schema.name, kind: kind, region: region))
+            context.publish(PublishedChange(typeName: schema.name, kind: kind, region: region, recordKey: key))
         }
         return true
     }

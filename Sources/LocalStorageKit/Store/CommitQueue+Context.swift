@@ -93,7 +93,7 @@ extension CommitQueue {
         /// left another tier): live queries here and in other processes rerun, change streams stay silent.
         func touch(_ schema: TypeSchema, id: [UInt8]) {
             log(schema, .touched, id: id)
-            publish(PublishedChange(typeName: schema.name, kind: .touched))
+            publish(PublishedChange(typeName: schema.name, kind: .touched, recordKey: id))
         }
 
         /// Runs `body` after the transaction commits (never if it aborts).

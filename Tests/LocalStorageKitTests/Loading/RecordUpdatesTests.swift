@@ -27,6 +27,31 @@ import Testing
         await writer.waitForExit()
     }
 
+    /// A watch of one record (a load's, `updates(of:id:)`'s) wakes for the writes of that record and of its whole
+    /// type, not for another record's save or new expiry: a load in flight read its lease at every commit to its
+    /// type (review-86 #14).
+    @Test func aWatchOfOneRecordSleepsThroughAnotherRecordsWrites() async throws {
+        let storage = try LocalStorage(configuration: .inMemory)
+        try await storage.save(Product.sample(2))
+        let schema = try await storage.core.schema(for: Product.self)
+        let watch = RecordWatch(core: storage.core, typeName: schema.name, id: "sku_1")
+        defer { watch.end() }
+        for number in 2...6 { try await storage.save(Product.sample(number)) }
+        try await storage.save(contentsOf: (7...9).map(Product.sample))
+        try await storage.setExpiration(Product.self, id: "sku_2", .hours(1))
+        try await storage.delete(Product.self, id: "sku_3")
+        try await storage.delete(Product.self, id: "sku_none")
+        #expect(!watch.hasPendingChange)
+        try await storage.save(Product.sample(1))
+        #expect(watch.hasPendingChange)
+        await watch.waitForChange()
+        try await storage.setExpiration(Product.self, id: "sku_1", .hours(2))
+        #expect(watch.hasPendingChange)
+        await watch.waitForChange()
+        try await storage.deleteAll(Product.self)
+        #expect(watch.hasPendingChange)
+    }
+
     @Test func updatesStartWithNilAndEndWithNilWhenTheRecordExpires() async throws {
         let clock = VirtualClock()
         var configuration = LocalStorageConfiguration.inMemory
