@@ -114,6 +114,53 @@ import Testing
         }
     }
 
+    /// A batch of more changes than the retention logs only the last `retention` of them, and removes the log's
+    /// older entries, as writing all of them and trimming did: the same entries, the same tokens served and
+    /// expired, without writing and deleting the rest in the commit (whose pages the file kept as free pages:
+    /// 35 MiB for a batch of 1,000,000).
+    @Test(arguments: [0, 40, 150])
+    func aBatchLargerThanTheRetentionWritesOnlyTheEntriesItKeeps(logged earlier: Int) async throws {
+        var configuration = diskConfiguration(temporaryDirectory())
+        configuration.changeLogRetention = 100
+        let storage = try LocalStorage(configuration: configuration)
+        for n in 0..<earlier { try await storage.save(Note(id: "early\(n)", text: "x")) }
+        let before = try await storage.changeToken()
+        let freeBefore = try storage.core.environment.read { try $0.freePageCount() }
+        let notes = (0..<20_000).map { Note(id: String(format: "n%05d", $0), text: "batch") }
+        try await storage.save(contentsOf: notes)
+        let changeLog = storage.core.changeLog
+        let (entries, trimmed, freeAfter) = try storage.core.environment.read { txn in
+            var entries: [ChangeLog.Entry] = []
+            try changeLog.forEachEntry(after: 0, in: txn) {
+                entries.append($0)
+                return true
+            }
+            return (entries, try changeLog.trimmedThrough(in: txn), try txn.freePageCount())
+        }
+        let last = before.sequence + 20_000
+        #expect(entries.map(\.sequence) == Array((last - 99)...last))
+        #expect(entries.map { String(decoding: $0.id, as: UTF8.self) } == notes.suffix(100).map(\.id))
+        #expect(entries.allSatisfy { $0.kind == .inserted })
+        #expect(trimmed == last - 100)
+        let kept = StorageChangeToken(sequence: last - 100, store: before.store)
+        #expect(
+            try await storage.changes(of: Note.self, since: kept).changes == notes.suffix(100).map { .inserted($0) })
+        await #expect(throws: LocalStorageError.changeTokenExpired) {
+            _ = try await storage.changes(
+                of: Note.self, since: StorageChangeToken(sequence: last - 101, store: before.store))
+        }
+        await #expect(throws: LocalStorageError.changeTokenExpired) {
+            _ = try await storage.changes(of: Note.self, since: before)
+        }
+        // Writing the 20,000 entries and deleting 19,900 of them freed about 170 pages.
+        #expect(freeAfter - freeBefore < 50, "\(freeBefore) → \(freeAfter) free pages")
+        // The log goes on from there.
+        try await storage.save(Note(id: "after", text: "y"))
+        let next = try await storage.changes(
+            of: Note.self, since: StorageChangeToken(sequence: last, store: before.store))
+        #expect(next.changes == [.inserted(Note(id: "after", text: "y"))])
+    }
+
     /// A token is served while at most `changeLogRetention` changes follow it and expires with the next one,
     /// however far the log's trimming (which runs in steps past the retention) has got.
     @Test(arguments: [1, 5, 10])

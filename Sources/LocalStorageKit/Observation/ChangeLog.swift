@@ -110,18 +110,50 @@ final class ChangeLog: Sendable {
             throw LocalStorageError.decodingFailed(
                 reason: "the change log's last sequence number \(sequence) is damaged")
         }
+        let logged = (sequence + 1)...(sequence + UInt64(changes.count))
+        if changes.count > retention {
+            // The trim at the end of this commit would delete every entry but the last `retention`: the log's older
+            // ones and the first of this commit's own. Those are not written (a batch of 1,000,000 saves wrote
+            // 1,000,000 entries and deleted 900,000, which left 35 MiB of free pages in the file), and the older
+            // ones all go, as the trim would have them go.
+            let keepFrom = logged.upperBound - UInt64(retention) + 1
+            try removeEntries(before: keepFrom, txn: txn)
+            sequence = keepFrom - 1
+            for change in changes.suffix(retention) {
+                sequence += 1
+                try put(change, at: sequence, txn: txn)
+            }
+            return logged
+        }
         for change in changes {
             sequence += 1
-            var value: [UInt8] = []
-            value.reserveCapacity(13 + change.id.count)
-            value.appendLittleEndian(writer)
-            value.appendLittleEndian(change.type)
-            value.append(change.kind.rawValue)
-            value.append(contentsOf: change.id)
-            try txn.put(database, key: ChangeLog.key(sequence), value: value)
+            try put(change, at: sequence, txn: txn)
         }
         try trim(last: sequence, budget: changes.count + 10_000, txn: txn)
-        return (sequence - UInt64(changes.count) + 1)...sequence
+        return logged
+    }
+
+    private func put(_ change: Pending, at sequence: UInt64, txn: Transaction) throws {
+        var value: [UInt8] = []
+        value.reserveCapacity(13 + change.id.count)
+        value.appendLittleEndian(writer)
+        value.appendLittleEndian(change.type)
+        value.append(change.kind.rawValue)
+        value.append(contentsOf: change.id)
+        try txn.put(database, key: ChangeLog.key(sequence), value: value)
+    }
+
+    /// Deletes every entry before `sequence` and marks the log trimmed through the one before it.
+    private func removeEntries(before sequence: UInt64, txn: Transaction) throws {
+        let first = ChangeLog.key(1)
+        try txn.withCursor(database) { cursor in
+            while let current = try cursor.seek(atLeast: first), current.key.count == 8,
+                UInt64(bigEndian: current.key.loadUnaligned(as: UInt64.self)) < sequence
+            {
+                try cursor.deleteCurrent()
+            }
+        }
+        try markTrimmed(through: sequence - 1, txn: txn)
     }
 
     private func trim(last: UInt64, budget: Int, txn: Transaction) throws {
@@ -136,8 +168,12 @@ final class ChangeLog: Sendable {
             sequence += 1
             deleted += 1
         }
+        try markTrimmed(through: sequence - 1, txn: txn)
+    }
+
+    private func markTrimmed(through sequence: UInt64, txn: Transaction) throws {
         var mark: [UInt8] = []
-        mark.appendLittleEndian(sequence - 1)
+        mark.appendLittleEndian(sequence)
         try txn.put(database, key: ChangeLog.watermarkKey, value: mark)
     }
 
