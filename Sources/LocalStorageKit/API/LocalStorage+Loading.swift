@@ -36,8 +36,8 @@ extension LocalStorage {
     /// within ``LoadPolicy/loadTimeout`` (at once when the holder ran on this host). With a shared tier the
     /// lease is taken on the server too, so `load` runs once among all the instances on it.
     ///
-    /// A `save`, `delete` or `update` of the id committed while the load runs wins: the load's result is
-    /// not stored, and the callers get what the store holds after that write as soon as it commits (the
+    /// A `save`, `delete`, `update` or `setExpiration` of the id committed while the load runs wins: the
+    /// load's result is not stored, and the callers get what the store holds after that write as soon as it commits (the
     /// loader is cancelled; what it returns or throws afterwards is dropped).
     ///
     /// With ``LoadPolicy/refreshAfter``, a record last updated longer ago is returned at once and reloaded

@@ -1,7 +1,8 @@
 /// The load leases on the server (docs/DESIGN.md, "Loading through the cache across instances"): one load
 /// per id among every instance on the namespace. A lease is `SET {ns}:lease:{type}:{id} value NX PX timeout`;
 /// its holder writes the loaded record under it (``SharedTierScripts/leasedPut``) or settles it (compare and
-/// delete); any put or delete of the id ends it, so a load that a write overtook writes nothing.
+/// delete); any put of the id ends it and any delete voids it (an ended remembered nil of its token, for the
+/// callers waiting on it), so a load that a write overtook writes nothing.
 extension SharedTier {
     /// What taking a lease found.
     enum LeaseAttempt: Sendable, Equatable {

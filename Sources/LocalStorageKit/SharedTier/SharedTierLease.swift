@@ -1,5 +1,5 @@
 /// What a lease key on the shared tier (`{ns}:lease:{type}:{id}`, see ``SharedTierLayout``) holds: a load
-/// under way on some instance, or the remembered nil of a finished one.
+/// under way on some instance, or the remembered nil of a finished one (or of one a delete voided).
 ///
 /// Value layout (17 bytes): kind (`L` or `A`), token (8 bytes big-endian), and for `A` the time (ns since
 /// 1970, 8 bytes big-endian) until which the nil is remembered (0 for a lease). The key's own `PX` time to
@@ -8,8 +8,9 @@ struct SharedTierLease: Sendable, Equatable {
     enum Kind: UInt8, Sendable {
         /// A load under way, under `token`.
         case lease = 0x4C  // "L"
-        /// The load under `token` found nothing: remembered until `rememberUntil` (at or before the time it
-        /// was written: only the callers that waited on that load get the nil).
+        /// The load under `token` found nothing, or a delete voided it: remembered until `rememberUntil` (at or
+        /// before the time it was written, `Int64.min` for a delete's: only the callers that waited on that load
+        /// get the nil).
         case absent = 0x41  // "A"
     }
 

@@ -59,8 +59,10 @@ extension SharedTierRecordStore: LoadCoordinator {
                     await request.giveBack()
                     return found
                 }
-                // The server's record is not live for this store's clock: load whatever the server holds.
+                // The server's record is not live for this store's clock: load whatever the server holds (a marker
+                // of the load this caller waited on answers no more: it decided to load).
                 condition = .any
+                awaited = nil
             case .held(_, .zero?):
                 continue  // It ended between the two reads.
             case .held(let holder?, let remaining):

@@ -60,8 +60,8 @@ extension SharedTierScripts {
             """
 
     /// ``put`` under a lease: the last two arguments are the lease key and the value it must still hold
-    /// (else the error `LEASELOST`, before anything is written). The put itself voids the lease, as every
-    /// put and delete voids the lease of the ids it writes (`voidLease`).
+    /// (else the error `LEASELOST`, before anything is written). The put itself ends the lease, as every
+    /// put ends the lease of the ids it writes (and every delete voids it: `voidLease`).
     static let leasedPut = leaseHeld + put
 
     /// ``delete`` under a lease, as ``leasedPut``: the refresh of a record its source no longer has deletes it

@@ -76,12 +76,16 @@ enum SharedTierScripts {
         local function trim()
           redis.call('ZREMRANGEBYRANK', ns .. 'log', '0', trimStop)
         end
-        -- A write of an id voids a load's lease on it (a `SharedTierLease`): the lease becomes a remembered nil
+        -- A delete of an id voids a load's lease on it (a `SharedTierLease`): the lease becomes a remembered nil
         -- that has already ended, under the lease's token, which answers only the callers of other instances
-        -- waiting on that load (after a delete they find no record and get nil, where they would otherwise load
-        -- again); it stays at least 30 s, long enough for them to hear of the write. A remembered nil still in
-        -- force goes, an ended one stays for its waiters, a value this version cannot read goes.
+        -- waiting on that load (they find no record and get nil, where they would otherwise load again); it
+        -- stays 60 s, long enough for them to hear of the delete, and no longer (a load's timeout may be a
+        -- century). A remembered nil still in force goes, an ended one stays for its waiters, anything else goes
+        -- (`pcall`: a key of another kind is removed, not an error halfway through the script). A put deletes
+        -- the lease key instead: the callers waiting on the load find the record.
         local endedTime = string.char(128, 0, 0, 0, 0, 0, 0, 0)
+        -- A time as 8 bytes big-endian, signed, read as a Lua number (exact to about 256 ns in this century, which
+        -- is all a comparison with the writer's clock needs).
         local function signedTime(bytes)
           local n = 0
           for i = 1, 8 do n = n * 256 + string.byte(bytes, i) end
@@ -89,13 +93,11 @@ enum SharedTierScripts {
           return n
         end
         local function voidLease(key)
-          local value = redis.call('GET', key)
+          local value = redis.pcall('GET', key)
           if not value then return end
-          local kind = #value == 17 and string.sub(value, 1, 1) or ''
+          local kind = type(value) == 'string' and #value == 17 and string.sub(value, 1, 1) or ''
           if kind == 'L' then
-            local left = redis.call('PTTL', key)
-            if left < 30000 then left = 30000 end
-            redis.call('SET', key, 'A' .. string.sub(value, 2, 9) .. endedTime, 'PX', tostring(left))
+            redis.call('SET', key, 'A' .. string.sub(value, 2, 9) .. endedTime, 'PX', '60000')
           elseif kind ~= 'A' or signedTime(string.sub(value, 10, 17)) > signedTime(now) then
             redis.call('DEL', key)
           end
@@ -121,8 +123,8 @@ enum SharedTierScripts {
     /// framed (set, member) pairs, the notice, the version written, and the expected old updatedAt ‖
     /// expiresAt (16 bytes; empty for none, `-` for "must exist"). A live old record keeps its createdAt.
     /// Returns per record the old createdAt (8 bytes, or empty) and the sequence, or an error
-    /// `NEWER …`/`CONFLICT …` before anything was written. A put voids the load lease of each id it writes
-    /// (`voidLease`), a change of the record's expiry alone included.
+    /// `NEWER …`/`CONFLICT …` before anything was written. A put ends the load lease of each id it writes, a
+    /// change of the record's expiry alone included (the load's callers find the record).
     static let put =
         common + """
             local records = {}
@@ -178,7 +180,7 @@ enum SharedTierScripts {
               -- index values rewrites one pair, its update time, not all of them).
               reindex(r.t, r.id, r.blob)
               -- Every write of the id, a new time to live alone (setExpiration) included, wins over a load under way.
-              voidLease(ns .. 'lease:' .. r.t .. ':' .. r.id)
+              redis.call('DEL', ns .. 'lease:' .. r.t .. ':' .. r.id)
               if r.ttl ~= '0' then redis.call('SET', r.key, rec, 'PX', r.ttl) else redis.call('SET', r.key, rec) end
               out[#out + 1] = created
               out[#out + 1] = notify(r.notice, rec)

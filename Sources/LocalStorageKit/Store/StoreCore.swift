@@ -46,8 +46,8 @@ final class StoreCore: Sendable {
     /// Loads whose result was not stored because their lease no longer held (a write won, or the load was given
     /// up after its timeout); tests and diagnostics.
     let unstoredLoads = Atomic<Int>(0)
-    /// How many times a load through the cache found another process's lease and waited on it (tests wait for
-    /// it before they void that lease).
+    /// How many times a load through the cache found another process's lease, or another instance's on the
+    /// shared tier, and waited on it (tests wait for it before they void that lease).
     let leaseWaits = Atomic<Int>(0)
     /// Signalled once this core has let go of the store's files (``EnvironmentRegistry`` waits for it
     /// before opening the directory again).

@@ -43,13 +43,13 @@ import Testing
         try await storage.delete(Product.self, id: "sku_none")
         #expect(!watch.hasPendingChange)
         try await storage.save(Product.sample(1))
-        #expect(watch.hasPendingChange)
+        try await eventually("the record's save heard") { watch.hasPendingChange }
         await watch.waitForChange()
         try await storage.setExpiration(Product.self, id: "sku_1", .hours(2))
-        #expect(watch.hasPendingChange)
+        try await eventually("the record's new expiry heard") { watch.hasPendingChange }
         await watch.waitForChange()
         try await storage.deleteAll(Product.self)
-        #expect(watch.hasPendingChange)
+        try await eventually("the clear heard") { watch.hasPendingChange }
     }
 
     @Test func updatesStartWithNilAndEndWithNilWhenTheRecordExpires() async throws {
