@@ -35,8 +35,10 @@ import Darwin
 ///                                      prints `ready`, and at each line on standard input reads a record and
 ///                                      prints `read`, `missing` or `error: …` (another process grows the map)
 /// LocalStorageStress long-write DIR    saves one record, then 2,000 in one write transaction that never ends
-/// LocalStorageStress overwrite DIR     runs `save ID SEQUENCE`, `delete ID`, `clear` from standard input on
+/// LocalStorageStress overwrite DIR     runs `save ID SEQUENCE`, `batch PREFIX COUNT SEQUENCE` (records
+///                                      PREFIX0… in one save), `delete ID`, `clear` from standard input on
 ///                                      StressRecord, replying `ok` once each write returned
+/// LocalStorageStress overwrite-retention DIR N   the same, with a change log that keeps N changes
 /// LocalStorageStress load DIR ID CALLERS LOADFILE MILLIS|hang [PORT NAMESPACE TIMEOUT_MS]   CALLERS tasks
 ///                                      fetch ID through the cache at once; the loader appends a line to
 ///                                      LOADFILE (see LoadDriver); with a shared tier on PORT when given
@@ -71,6 +73,8 @@ struct LocalStorageStress {
                 try await longWrite(directory: arguments[1])
             case "overwrite" where arguments.count == 2 || arguments.count == 3:
                 try await overwrite(directory: arguments[1], keyHex: arguments.count == 3 ? arguments[2] : nil)
+            case "overwrite-retention" where arguments.count == 3:
+                try await overwrite(directory: arguments[1], keyHex: nil, retention: Int(arguments[2]))
             case "evolve" where arguments.count == 2:
                 try await evolve(directory: arguments[1])
             case "in-memory" where arguments.count == 2 && ["hold", "exit"].contains(arguments[1]):
@@ -199,8 +203,9 @@ struct LocalStorageStress {
     /// Writes `StressRecord`s as told on standard input (`save ID SEQUENCE`, `delete ID`, `clear`), one
     /// line a command, replying `ok` once the write returned (it is committed then), or `error: …`. With
     /// `keyHex` (64 hex digits) the store is opened with that encryption key.
-    static func overwrite(directory: String, keyHex: String?) async throws {
+    static func overwrite(directory: String, keyHex: String?, retention: Int? = nil) async throws {
         var configuration = configuration(directory, durability: .none, mapSize: 1 << 20)
+        if let retention { configuration.changeLogRetention = retention }
         if let keyHex {
             var key: [UInt8] = []
             var digits = keyHex[...]
@@ -220,6 +225,12 @@ struct LocalStorageStress {
                 case "save" where words.count == 3:
                     guard let sequence = Int(words[2]) else { throw StressError(description: "bad sequence") }
                     try await storage.save(StressRecord.make(id: words[1], sequence: sequence))
+                case "batch" where words.count == 4:
+                    guard let count = Int(words[2]), let sequence = Int(words[3]) else {
+                        throw StressError(description: "bad count or sequence")
+                    }
+                    try await storage.save(
+                        contentsOf: (0..<count).map { StressRecord.make(id: "\(words[1])\($0)", sequence: sequence) })
                 case "delete" where words.count == 2:
                     try await storage.delete(StressRecord.self, id: words[1])
                 case "clear" where words.count == 1:

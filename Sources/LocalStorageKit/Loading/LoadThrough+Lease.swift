@@ -171,9 +171,16 @@ extension LoadThrough {
     ///
     /// - Throws: `invalidId` when the value's id is not the one asked for.
     func prepare<T: LocalStorable>(_ value: T, for request: LeasedLoad<T>) throws -> PreparedRecord {
-        guard try value.storageID() == request.name else {
+        // By bytes, as the store keys records: a canonically equivalent id in another normalization is another
+        // record, which this load's lease does not cover (trial87 #4: it was stored there, and the id asked for
+        // kept its lease until the timeout and loaded again at every call).
+        let returned = try value.storageID()
+        guard returned.utf8.elementsEqual(request.name.utf8) else {
+            let same =
+                returned == request.name
+                ? " (the same text in another Unicode normalization; ids compare by bytes)" : ""
             throw LocalStorageError.invalidId(
-                "load returned \(T.self) \"\(try value.storageID())\" for the id \"\(request.name)\"")
+                "load returned \(T.self) \"\(returned)\" for the id \"\(request.name)\"\(same)")
         }
         return try PreparedRecord(encoding: value, schema: request.schema, format: store.format, indexValues: nil)
     }

@@ -46,6 +46,8 @@ final class LiveQueryCenter: CommitListener {
         var typeNames: [UInt32: String] = [:]
         /// Polls whose read of the log failed (tests and diagnostics).
         var readFailures = 0
+        /// Reads of the log that found entries trimmed after the position (tests and diagnostics).
+        var lostReads = 0
     }
 
     private let environment: Environment
@@ -96,6 +98,9 @@ final class LiveQueryCenter: CommitListener {
 
     /// How many polls could not read the change log.
     var readFailureCount: Int { state.withLock { $0.readFailures } }
+
+    /// How many reads of the change log found that entries after the position had been trimmed.
+    var lostReadCount: Int { state.withLock { $0.lostReads } }
 
     /// The change-log position the poller has read up to.
     var followedPosition: UInt64? { state.withLock { $0.position } }
@@ -348,8 +353,12 @@ final class LiveQueryCenter: CommitListener {
         var entries: [ChangeLog.Entry] = []
         guard var position = state.position else { return nil }
         let ownDelivered = state.ownDelivered
+        var lost = false
         try environment.read { txn in
             snapshot?.pointee = txn.id
+            // More changes than the log keeps came since the position (another process's large batch, or many
+            // commits between two reads): the entries of some are gone, so no change names those records.
+            lost = try changeLog.trimmedThrough(in: txn) > position
             try changeLog.forEachEntry(after: position, in: txn) { entry in
                 if let end, entry.sequence >= end { return false }
                 if entry.writer == own {
@@ -363,6 +372,12 @@ final class LiveQueryCenter: CommitListener {
                 position = entry.sequence
                 return true
             }
+        }
+        if lost {
+            // Every observed type reruns, and every watch of a record reads it again (trial87 #3: `updates(of:id:)`
+            // of a record whose entry was trimmed never heard of it). Change streams cannot say what changed.
+            state.lostReads += 1
+            state.queue.append(.everyObservedType)
         }
         guard !entries.isEmpty else {
             state.position = position

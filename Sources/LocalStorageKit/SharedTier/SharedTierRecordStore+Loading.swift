@@ -112,6 +112,13 @@ extension SharedTierRecordStore: LoadCoordinator {
         case .loaded(.success(let value)):
             loaded = value
         }
+        if Task.isCancelled {
+            // The flight was given up at its timeout (its callers got `loadTimedOut`) and the loader returned as it
+            // was cancelled, while the server's lease, taken a little later, still held: a late result is not
+            // stored (trial87 #2: it was, on every instance; this store's lease had already ended).
+            await endSharedLease(lease, request: request)
+            throw CancellationError()
+        }
         do {
             guard let value = loaded else {
                 return try await rememberSharedAbsence(request, lease: lease)

@@ -82,7 +82,8 @@ enum SharedTierScripts {
         -- stays 60 s, long enough for them to hear of the delete, and no longer (a load's timeout may be a
         -- century). A remembered nil still in force goes, an ended one stays for its waiters, anything else goes
         -- (`pcall`: a key of another kind is removed, not an error halfway through the script). A put deletes
-        -- the lease key instead: the callers waiting on the load find the record.
+        -- the lease key instead (the callers waiting on the load find the record), but for a new expiry alone,
+        -- which a refresh waiting on the lease could not tell from the record it set out to reload.
         local endedTime = string.char(128, 0, 0, 0, 0, 0, 0, 0)
         -- A time as 8 bytes big-endian, signed, read as a Lua number (exact to about 256 ns in this century, which
         -- is all a comparison with the writer's clock needs).
@@ -123,8 +124,8 @@ enum SharedTierScripts {
     /// framed (set, member) pairs, the notice, the version written, and the expected old updatedAt ‖
     /// expiresAt (16 bytes; empty for none, `-` for "must exist"). A live old record keeps its createdAt.
     /// Returns per record the old createdAt (8 bytes, or empty) and the sequence, or an error
-    /// `NEWER …`/`CONFLICT …` before anything was written. A put ends the load lease of each id it writes, a
-    /// change of the record's expiry alone included (the load's callers find the record).
+    /// `NEWER …`/`CONFLICT …` before anything was written. A put ends the load lease of each id it writes (the load's
+    /// callers find the record); a change of the record's expiry alone voids it (`voidLease`).
     static let put =
         common + """
             local records = {}
@@ -180,7 +181,15 @@ enum SharedTierScripts {
               -- index values rewrites one pair, its update time, not all of them).
               reindex(r.t, r.id, r.blob)
               -- Every write of the id, a new time to live alone (setExpiration) included, wins over a load under way.
-              redis.call('DEL', ns .. 'lease:' .. r.t .. ':' .. r.id)
+              -- A new time to live leaves the update time a refresh compares, so the refresh waiting on the lease
+              -- is answered by the voided lease's marker instead (trial87 #1: it took the lease and reloaded).
+              local lease = ns .. 'lease:' .. r.t .. ':' .. r.id
+              if r.old and #r.old == #rec and string.sub(r.old, 1, 24) == string.sub(rec, 1, 24)
+                and string.sub(r.old, 33) == string.sub(rec, 33) then
+                voidLease(lease)
+              else
+                redis.call('DEL', lease)
+              end
               if r.ttl ~= '0' then redis.call('SET', r.key, rec, 'PX', r.ttl) else redis.call('SET', r.key, rec) end
               out[#out + 1] = created
               out[#out + 1] = notify(r.notice, rec)

@@ -43,6 +43,30 @@ import Testing
 
     /// A caller cancelled while it waits on another caller's load gets `CancellationError`, Swift's own, as
     /// does one cancelled before it starts (it was `storageError(code: -1, …)`); the load goes on for the others.
+    /// A loader that returns the id asked for in another Unicode normalization returns another record (ids compare by
+    /// their bytes): refused with `invalidId`, nothing stored, and the lease goes back, so the next call loads at
+    /// once (trial87 #4: the value was stored under the other id, and the id asked for kept its lease until the
+    /// timeout and loaded again at every call).
+    @Test(.timeLimit(.minutes(1))) func aLoadedValueWithTheIDInAnotherNormalizationIsRefused() async throws {
+        let storage = try store()
+        let (composed, decomposed) = ("x\u{E9}", "xe\u{301}")
+        let policy = LoadPolicy(loadTimeout: .seconds(600))
+        do {
+            let loaded = try await storage.fetch(Product.self, id: composed, policy: policy) { _ in
+                Product(id: decomposed, title: "other bytes", category: "books", price: 1, rating: 1)
+            }
+            Issue.record("the load returned \(String(describing: loaded))")
+        } catch LocalStorageError.invalidId(let message) {
+            #expect(message.contains("normalization"), "\(message)")
+        }
+        #expect(try await storage.fetch(Product.self, id: decomposed) == nil)
+        let loaded = try await storage.fetch(Product.self, id: composed, policy: policy) { id in
+            Product(id: id, title: "same bytes", category: "books", price: 1, rating: 1)
+        }
+        #expect(loaded?.title == "same bytes")
+        #expect(try await storage.fetch(Product.self, id: composed)?.title == "same bytes")
+    }
+
     @Test func aCancelledCallerGetsCancellationError() async throws {
         let storage = try store()
         let gate = LoadGate()

@@ -1,5 +1,6 @@
 import Foundation
 import LocalStorageTestSupport
+import Synchronization
 import Testing
 
 @_spi(Testing) @testable import LocalStorageKit
@@ -23,6 +24,33 @@ import Testing
         #expect(afterDelete == .some(nil))
         #expect(try await writer.ask("save watched 3") == "ok")
         #expect(try await values.next()??.sequence == 3)
+        writer.closeInput()
+        await writer.waitForExit()
+    }
+
+    /// Another process's batch of more changes than its change log keeps: most entries are trimmed in the commit
+    /// that wrote them, so no change this process reads names those records. `updates(of:id:)` of one of them
+    /// reads it again all the same (trial87 #3: it stayed at nil while the record existed).
+    @Test func updatesSeeARecordOfAnotherProcesssBatchWhoseEntryWasTrimmed() async throws {
+        let directory = temporaryDirectory()
+        var configuration = diskConfiguration(directory)
+        configuration.externalChangePollInterval = .milliseconds(20)
+        let storage = try LocalStorage(configuration: configuration)
+        try await storage.save(StressRecord.make(id: "first", sequence: 1))
+        let seen = Mutex<[Int?]>([])
+        let watcher = Task {
+            for try await value in storage.updates(of: StressRecord.self, id: "b50") {
+                seen.withLock { $0.append(value?.sequence) }
+            }
+        }
+        defer { watcher.cancel() }
+        try await eventually("the first value") { seen.withLock { $0 } == [nil] }
+        let writer = try HelperProcess(["overwrite-retention", directory.path, "10"], withInput: true)
+        try await writer.waitForLine("ready") { $0 == "ready" }
+        #expect(try await writer.ask("batch b 200 7") == "ok")
+        let heard = await eventually(within: .seconds(120)) { seen.withLock { $0.last == 7 } }
+        #expect(heard, "seen \(seen.withLock { $0 }), lost reads \(storage.core.liveQueries.lostReadCount)")
+        #expect(storage.core.liveQueries.lostReadCount >= 1)
         writer.closeInput()
         await writer.waitForExit()
     }

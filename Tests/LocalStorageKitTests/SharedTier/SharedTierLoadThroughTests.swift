@@ -365,6 +365,68 @@ struct SharedTierLoadThroughTests {
         #expect(gate.loads == 2)
     }
 
+    /// A load given up at its timeout whose loader returns as it is cancelled (the common `try? await Task.sleep`)
+    /// stores nothing, on the server or any instance (trial87 #2: the server's lease, taken after this store's,
+    /// still held, and the late value reached every instance). The store's clock is a virtual one, so the flight
+    /// is given up at once when it moves past the timeout while the server's lease has most of a minute left.
+    @Test func aLoadGivenUpAtItsTimeoutStoresNothingWhenItsLoaderReturnsOnCancellation() async throws {
+        let clock = VirtualClock()
+        let a = try await diskSharedStore(tier, clock: clock)
+        let b = try await instance()
+        let gate = LoadGate(open: true)  // counts the loads
+        let caller = Task {
+            try await a.fetch(Product.self, id: "sku_late", policy: LoadPolicy(loadTimeout: .seconds(60))) { id in
+                await gate.pass()
+                try? await Task.sleep(for: .seconds(600))  // returns at once when cancelled
+                return Self.product(id, "late")
+            }
+        }
+        try await withTimeout(.seconds(60)) { try await gate.waitForLoad() }
+        #expect(try await Self.serverLease(a, id: "sku_late")?.kind == .lease)
+        clock.advance(by: .seconds(61))
+        await #expect(throws: LocalStorageError.loadTimedOut(id: "sku_late")) { try await caller.value }
+        // The lease on the server ends once the late result has been dealt with (stored, before).
+        #expect(try await waitUntil { try await Self.serverLease(a, id: "sku_late") == nil })
+        #expect(try await b.fetch(Product.self, options: FetchOptions(scope: .shared)).isEmpty)
+        #expect(try await b.fetch(Product.self, id: "sku_late") == nil)
+        #expect(try await a.fetch(Product.self, id: "sku_late") == nil)
+    }
+
+    /// A new expiry set on one instance while another's refresh runs and a third's waits on that refresh's lease:
+    /// the waiting refresh does not load, and every instance keeps the record and the new expiry (trial87 #1: a
+    /// new expiry removed the lease without changing the update time the waiting refresh compares, so it took the
+    /// lease, loaded, and stored its value with the policy's expiry).
+    @Test func aNewExpiryWinsOverARefreshWaitingOnAnotherInstancesLease() async throws {
+        let (a, b, c) = try await (instance(), instance(), instance())
+        try await a.save(Self.product("sku_ttl", "old"), expiration: .hours(1))
+        for instance in [b, c] { #expect(try await instance.fetch(Product.self, id: "sku_ttl")?.title == "old") }
+        let gate = LoadGate()
+        let policy = LoadPolicy(expiration: .minutes(5), refreshAfter: .zero, loadTimeout: .seconds(600))
+        let load: @Sendable (String) async throws -> Product? = { id in
+            await gate.pass()
+            return Self.product(id, "reloaded")
+        }
+        #expect(try await b.fetch(Product.self, id: "sku_ttl", policy: policy, load: load)?.title == "old")
+        try await withTimeout(.seconds(60)) { try await gate.waitForLoad() }
+        #expect(try await c.fetch(Product.self, id: "sku_ttl", policy: policy, load: load)?.title == "old")
+        try await eventually("C's refresh waiting on B's lease") { c.core.leaseWaits.load(ordering: .relaxed) == 1 }
+        try await a.setExpiration(Product.self, id: "sku_ttl", .hours(7))
+        let expiresAt = try #require(try await a.metadata(Product.self, id: "sku_ttl")?.expiresAt)
+        try await eventually("C's refresh ended, or a second load") { c.core.loads.count == 0 || gate.loads > 1 }
+        #expect(gate.loads == 1)
+        gate.open()
+        try await eventually("B's refresh ended") { b.core.loads.count == 0 }
+        #expect(gate.loads == 1)
+        for instance in [a, b, c] {
+            let settled = try await waitUntil {
+                let title = try await instance.fetch(Product.self, id: "sku_ttl")?.title
+                return try await instance.metadata(Product.self, id: "sku_ttl")?.expiresAt == expiresAt
+                    && title == "old"
+            }
+            #expect(settled)
+        }
+    }
+
     @Test func aDeleteAllEndsTheLeasesOfItsOwnNamespaceAndTypeOnly() async throws {
         // Glob characters in the namespace are matched literally: clearing "g*[?]\\" must not end the lease
         // of namespace "gX[?]\\", which the unescaped pattern would match.
@@ -496,8 +558,9 @@ struct SharedTierLoadThroughTests {
 }
 
 /// A store on disk in a fresh directory whose shared tier is `tier`, once it is in sync.
-func diskSharedStore(_ tier: SharedTierConfiguration) async throws -> LocalStorage {
+func diskSharedStore(_ tier: SharedTierConfiguration, clock: VirtualClock? = nil) async throws -> LocalStorage {
     var configuration = diskConfiguration()
+    if let clock { configuration.clock = clock }
     var tier = tier
     tier.maxStaleness = .seconds(30)  // a loaded machine must not make it stale (not what these tests check)
     configuration.sharedTier = tier
