@@ -32,12 +32,9 @@ extension SharedTierRecordStore: LoadCoordinator {
             let attempt: SharedTier.LeaseAttempt
             do {
                 try Task.checkCancellation()
-                // The server's lease ends when the flight is given up, as this store's does: taken after a wait on
-                // another instance's, a whole `loadTimeout` would outlast the flight by that wait.
-                let left = request.givenUpAt - core.clock.uptime()
                 attempt = try await tier.acquireLease(
-                    type: schema.name, id: key, token: request.token,
-                    timeout: max(.milliseconds(1), min(request.policy.loadTimeout, left)), condition: condition)
+                    type: schema.name, id: key, token: request.token, timeout: request.policy.loadTimeout,
+                    condition: condition)
             } catch {
                 if RESPConnection.mayHaveBeenApplied(error) { giveBackAbandonedLease(request) }
                 await request.giveBack()

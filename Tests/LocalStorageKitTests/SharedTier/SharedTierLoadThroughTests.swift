@@ -392,45 +392,6 @@ struct SharedTierLoadThroughTests {
         #expect(try await a.fetch(Product.self, id: "sku_late") == nil)
     }
 
-    /// The server's lease of a load that first waited on another instance's ends when the load's flight is given up,
-    /// as this store's lease does, not a whole `loadTimeout` after it was taken.
-    @Test func aLeaseTakenAfterAWaitEndsWithTheFlight() async throws {
-        let clock = VirtualClock()
-        let a = try await diskSharedStore(tier, clock: clock)
-        let b = try await instance()
-        struct SourceDown: Error {}
-        let failing = LoadGate()
-        let onB = Task {
-            try await b.fetch(Product.self, id: "sku_wait", policy: LoadPolicy(loadTimeout: .seconds(600))) { _ in
-                await failing.pass()
-                throw SourceDown()
-            }
-        }
-        try await withTimeout(.seconds(60)) { try await failing.waitForLoad() }
-        let loading = LoadGate()
-        let onA = Task {
-            try await a.fetch(Product.self, id: "sku_wait", policy: LoadPolicy(loadTimeout: .seconds(60))) { id in
-                await loading.pass()
-                return Self.product(id, "loaded on A")
-            }
-        }
-        try await eventually("A waiting on B's lease") { a.core.leaseWaits.load(ordering: .relaxed) == 1 }
-        clock.advance(by: .seconds(50))  // ten seconds of A's flight left
-        failing.open()
-        await #expect(throws: SourceDown.self) { try await onB.value }
-        try await withTimeout(.seconds(60)) { try await loading.waitForLoad() }
-        let lease = try #require(try await Self.serverLease(a, id: "sku_wait"))
-        #expect(lease.kind == .lease)
-        let tierA = try #require(a.sharedTier)
-        let schema = try await a.core.schema(for: Product.self)
-        let left = try await tierA.connection.call([
-            Array("PTTL".utf8), tierA.leaseKey(type: schema.name, id: Array("sku_wait".utf8)),
-        ]).int
-        #expect(left.map { $0 > 0 && $0 <= 10_000 } == true, "\(String(describing: left)) ms")
-        loading.open()
-        #expect(try await onA.value?.title == "loaded on A")
-    }
-
     /// A new expiry set on one instance while another's refresh runs and a third's waits on that refresh's lease:
     /// the waiting refresh does not load, and every instance keeps the record and the new expiry (trial87 #1: a
     /// new expiry removed the lease without changing the update time the waiting refresh compares, so it took the
