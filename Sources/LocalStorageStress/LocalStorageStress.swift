@@ -74,7 +74,8 @@ struct LocalStorageStress {
             case "overwrite" where arguments.count == 2 || arguments.count == 3:
                 try await overwrite(directory: arguments[1], keyHex: arguments.count == 3 ? arguments[2] : nil)
             case "overwrite-retention" where arguments.count == 3:
-                try await overwrite(directory: arguments[1], keyHex: nil, retention: Int(arguments[2]))
+                guard let retention = Int(arguments[2]) else { throw StressError(description: "bad retention") }
+                try await overwrite(directory: arguments[1], keyHex: nil, retention: retention)
             case "evolve" where arguments.count == 2:
                 try await evolve(directory: arguments[1])
             case "in-memory" where arguments.count == 2 && ["hold", "exit"].contains(arguments[1]):

@@ -358,11 +358,17 @@ final class LiveQueryCenter: CommitListener {
             snapshot?.pointee = txn.id
             // More changes than the log keeps came since the position (another process's large batch, or many
             // commits between two reads): the entries of some are gone, so no change names those records.
-            lost = try changeLog.trimmedThrough(in: txn) > position
+            let trimmed = try changeLog.trimmedThrough(in: txn)
+            lost = trimmed > position
+            let start = position
             try changeLog.forEachEntry(after: position, in: txn) { entry in
                 if let end, entry.sequence >= end { return false }
                 if entry.writer == own {
                     guard entry.sequence <= ownDelivered else {
+                        // A commit of this process the writer has not published yet, first after the trim mark
+                        // and the position: its own large batch, whose publication tells whether entries of
+                        // others went with it (``queueEarlierOutsideChanges(_:before:)``), not this read.
+                        if position == start, entry.sequence == trimmed + 1 { lost = false }
                         stopped(entry.sequence)
                         return false
                     }

@@ -100,6 +100,11 @@ extension SharedTierRecordStore: LoadCoordinator {
     private func loadUnderSharedLease<T: LocalStorable>(_ request: LeasedLoad<T>) async throws -> T? {
         let (name, key, schema) = (request.name, request.key, request.schema)
         let lease = SharedTierLease(kind: .lease, token: request.token)
+        if Task.isCancelled {
+            // The flight was given up while the lease was being taken: the source is not asked.
+            await endSharedLease(lease, request: request)
+            throw CancellationError()
+        }
         let loaded: T?
         switch await request.through.loadUnlessVoided(request) {
         case .voided:

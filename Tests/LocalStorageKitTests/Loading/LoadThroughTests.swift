@@ -41,8 +41,6 @@ import Testing
         #expect(storage.core.loads.count == 0)
     }
 
-    /// A caller cancelled while it waits on another caller's load gets `CancellationError`, Swift's own, as
-    /// does one cancelled before it starts (it was `storageError(code: -1, …)`); the load goes on for the others.
     /// A loader that returns the id asked for in another Unicode normalization returns another record (ids compare by
     /// their bytes): refused with `invalidId`, nothing stored, and the lease goes back, so the next call loads at
     /// once (trial87 #4: the value was stored under the other id, and the id asked for kept its lease until the
@@ -67,6 +65,8 @@ import Testing
         #expect(try await storage.fetch(Product.self, id: composed)?.title == "same bytes")
     }
 
+    /// A caller cancelled while it waits on another caller's load gets `CancellationError`, Swift's own, as
+    /// does one cancelled before it starts (it was `storageError(code: -1, …)`); the load goes on for the others.
     @Test func aCancelledCallerGetsCancellationError() async throws {
         let storage = try store()
         let gate = LoadGate()

@@ -55,6 +55,31 @@ import Testing
         await writer.waitForExit()
     }
 
+    /// This process's own batch of more changes than the log keeps is no lost read: its commit names every record
+    /// to this process's observers, so nothing reruns for a gap (review-88 #2: a poll between the commit and its
+    /// publication took the trim mark past its position for lost entries, and reran every observed type).
+    @Test func anOwnBatchLargerThanTheLogKeepsIsNoLostRead() async throws {
+        var configuration = diskConfiguration(temporaryDirectory())
+        configuration.changeLogRetention = 10
+        // The data file's watch polls at each commit; timed polls count towards skipping an own commit the writer
+        // has not published (20 of them), which a writer descheduled that long on a loaded machine would see.
+        configuration.externalChangePollInterval = .milliseconds(50)
+        let storage = try LocalStorage(configuration: configuration)
+        let seen = Mutex<[Int?]>([])
+        let watcher = Task {
+            for try await value in storage.updates(of: StressRecord.self, id: "b50") {
+                seen.withLock { $0.append(value?.sequence) }
+            }
+        }
+        defer { watcher.cancel() }
+        try await eventually("the first value") { seen.withLock { $0 } == [nil] }
+        for round in 1...20 {
+            try await storage.save(contentsOf: (0..<200).map { StressRecord.make(id: "b\($0)", sequence: round) })
+            try await eventually("round \(round) heard") { seen.withLock { $0.last == round } }
+        }
+        #expect(storage.core.liveQueries.lostReadCount == 0)
+    }
+
     /// A watch of one record (a load's, `updates(of:id:)`'s) wakes for the writes of that record and of its whole
     /// type, not for another record's save or new expiry: a load in flight read its lease at every commit to its
     /// type (review-86 #14).
