@@ -37,19 +37,13 @@ import Testing
         configuration.externalChangePollInterval = .milliseconds(20)
         let storage = try LocalStorage(configuration: configuration)
         try await storage.save(StressRecord.make(id: "first", sequence: 1))
-        let seen = Mutex<[Int?]>([])
-        let watcher = Task {
-            for try await value in storage.updates(of: StressRecord.self, id: "b50") {
-                seen.withLock { $0.append(value?.sequence) }
-            }
-        }
+        let (seen, watcher) = try await SequenceWatch.start(storage, id: "b50")
         defer { watcher.cancel() }
-        try await eventually("the first value") { seen.withLock { $0 } == [nil] }
         let writer = try HelperProcess(["overwrite-retention", directory.path, "10"], withInput: true)
         try await writer.waitForLine("ready") { $0 == "ready" }
         #expect(try await writer.ask("batch b 200 7") == "ok")
-        let heard = await eventually(within: .seconds(120)) { seen.withLock { $0.last == 7 } }
-        #expect(heard, "seen \(seen.withLock { $0 }), lost reads \(storage.core.liveQueries.lostReadCount)")
+        let heard = await eventually(within: .seconds(120)) { seen.last == 7 }
+        #expect(heard, "seen \(seen.values), lost reads \(storage.core.liveQueries.lostReadCount)")
         #expect(storage.core.liveQueries.lostReadCount >= 1)
         writer.closeInput()
         await writer.waitForExit()
@@ -65,17 +59,11 @@ import Testing
         // has not published (20 of them), which a writer descheduled that long on a loaded machine would see.
         configuration.externalChangePollInterval = .milliseconds(50)
         let storage = try LocalStorage(configuration: configuration)
-        let seen = Mutex<[Int?]>([])
-        let watcher = Task {
-            for try await value in storage.updates(of: StressRecord.self, id: "b50") {
-                seen.withLock { $0.append(value?.sequence) }
-            }
-        }
+        let (seen, watcher) = try await SequenceWatch.start(storage, id: "b50")
         defer { watcher.cancel() }
-        try await eventually("the first value") { seen.withLock { $0 } == [nil] }
         for round in 1...20 {
             try await storage.save(contentsOf: (0..<200).map { StressRecord.make(id: "b\($0)", sequence: round) })
-            try await eventually("round \(round) heard") { seen.withLock { $0.last == round } }
+            try await eventually("round \(round) heard") { seen.last == round }
         }
         #expect(storage.core.liveQueries.lostReadCount == 0)
     }
@@ -126,4 +114,24 @@ import Testing
         var values = storage.updates(of: Product.self, id: "").makeAsyncIterator()
         await #expect(throws: LocalStorageError.self) { _ = try await values.next() }
     }
+}
+
+/// The sequences of the values `updates(of:id:)` of one `StressRecord` gives, noted as they come, from the first
+/// (nil: no record yet) on.
+private final class SequenceWatch: Sendable {
+    private let seen = Mutex<[Int?]>([])
+
+    /// Starts watching `id` in `storage`, once the first value came; cancel the task to stop.
+    static func start(_ storage: LocalStorage, id: String) async throws -> (SequenceWatch, Task<Void, any Error>) {
+        let watch = SequenceWatch()
+        let task = Task {
+            for try await value in storage.updates(of: StressRecord.self, id: id) { watch.note(value?.sequence) }
+        }
+        try await eventually("the first value") { watch.values == [nil] }
+        return (watch, task)
+    }
+
+    private func note(_ sequence: Int?) { seen.withLock { $0.append(sequence) } }
+    var values: [Int?] { seen.withLock { $0 } }
+    var last: Int? { seen.withLock { $0.last ?? nil } }
 }
