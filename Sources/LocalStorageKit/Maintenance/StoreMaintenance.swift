@@ -176,6 +176,7 @@ import Darwin
             configuration.keepsKeyCheck = !movesKeyCheck
             configuration.sealsPlainStore = sealingPlainStore
             configuration.keepsLayout = !upgradesLayout
+            configuration.requiresExistingStore = !creatingIfMissing
             configuration.upgradesLayoutAtMostTo = TypeRegistry.countTreeLayout
             let core = try EnvironmentRegistry.core(directory: directory, configuration: configuration)
             // An app of this process has the store open: its keys are the ones in use. Maintenance given other

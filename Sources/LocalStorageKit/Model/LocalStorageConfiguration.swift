@@ -59,6 +59,10 @@ public struct LocalStorageConfiguration: Sendable {
     /// `encryption`'s current key is not the one that sealed them: maintenance that only reads or checks
     /// the store must not move it to another key (only `rekey` and `import` do).
     var keepsKeyCheck = false
+    /// Whether the open refuses an LMDB environment with no store in it (no `meta` database) instead of making
+    /// one there, as an app's open does: the maintenance tool's commands other than `import` (trial88 #4: `stats`
+    /// turned an empty environment of another program into a store).
+    var requiresExistingStore = false
     /// Whether the open leaves an older layout as it is instead of upgrading it (the maintenance tool's commands that
     /// only read: an upgrade locks out the older version that wrote the store).
     var keepsLayout = false

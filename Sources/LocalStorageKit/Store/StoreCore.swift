@@ -102,6 +102,11 @@ final class StoreCore: Sendable {
             let environment = self.environment
             (meta, changeLog, sealing, writesCompactHeaders) = try environment.write { txn in
                 try TypeRegistry.refuseForeignEnvironment(txn: txn)
+                if configuration.requiresExistingStore,
+                    try txn.openDatabase(TypeRegistry.metaName, create: false) == nil
+                {
+                    throw TypeRegistry.emptyEnvironmentRefusal
+                }
                 guard let dbi = try txn.openDatabase(TypeRegistry.metaName, create: true),
                     let changes = try ChangeLog.open(in: txn), let leases = try LeaseBook.open(in: txn)
                 else {

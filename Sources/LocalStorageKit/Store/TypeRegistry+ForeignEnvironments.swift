@@ -5,6 +5,12 @@ extension TypeRegistry {
     /// begins (``isForeignStoreRefusal(_:)``).
     static let foreignStoreReason = "not a LocalStorageKit store: "
 
+    /// The refusal of an LMDB environment with nothing in it, by an open that must not make a store there
+    /// (``LocalStorageConfiguration/requiresExistingStore``).
+    static let emptyEnvironmentRefusal = LocalStorageError.decodingFailed(
+        reason: foreignStoreReason
+            + "an empty LMDB environment, with no meta database; its data file was left untouched")
+
     /// The refusal of another program's LMDB environment whose main database holds `names`.
     static func foreignRefusal(_ names: [String]) -> LocalStorageError {
         .decodingFailed(

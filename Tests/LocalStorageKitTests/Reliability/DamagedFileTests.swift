@@ -182,6 +182,22 @@ import Testing
         try expectRefusedWithoutCompaction(directory)
     }
 
+    /// The maintenance tool's commands other than `import` leave an empty LMDB environment as they find it, and say
+    /// it is no store (trial88 #4: `stats` made it one, writing `meta` and the layout marker into it).
+    @Test func theToolLeavesAnEmptyLMDBEnvironmentAsItIs() async throws {
+        let files = storeFilesDirectory(temporaryDirectory())
+        try makeEnvironment(files, holding: [])
+        let data = files.appendingPathComponent("data.mdb")
+        let before = try Data(contentsOf: data)
+        for command in [["stats"], ["verify"], ["list", "Note"], ["export"]] {
+            let result = try await CLIResult.run(command + ["--store", files.path], environment: nil)
+            #expect(result.status == 1, "\(command)")
+            #expect(result.stderr.contains("not a LocalStorageKit store"), "\(command): \(result.stderr)")
+            #expect(try Data(contentsOf: data) == before, "\(command)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: files.appendingPathComponent(StoreOpenLock.fileName).path))
+    }
+
     @Test func anEmptyLMDBEnvironmentBecomesAStore() async throws {
         let directory = temporaryDirectory()
         try makeEnvironment(storeFilesDirectory(directory), holding: [])
