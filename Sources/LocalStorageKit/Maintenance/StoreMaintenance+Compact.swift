@@ -141,7 +141,7 @@ extension StoreMaintenance {
         }
         if readOnlyLock(directory) != nil { throw MaintenanceError.readOnly(path: directory.path) }
         let busy = "`compact --output DIR` writes a compacted copy while the store is in use"
-        try StoreInUse.check(directory, doing: "compact in place (\(busy))")
+        try StoreInUse.check(directory, doing: "compact in place the store at", hint: busy)
         let defaults = LocalStorageConfiguration()
         func open(_ compaction: Environment.CompactionRequest?) throws -> Environment {
             try mappingErrors {

@@ -42,6 +42,11 @@ import Testing
         let busy = try await CLIResult.run(["compact", "--store", store.directory.path], environment: nil)
         #expect(busy.status == 1)
         #expect(busy.stderr.contains("another process"), "\(busy.stderr)")
+        // One sentence: the path where it goes, the reason, then what to do (trial88 #6).
+        #expect(
+            busy.stderr.contains("cannot compact in place the store at \(store.directory.path)"),
+            "\(busy.stderr)")
+        #expect(busy.stderr.contains("has the store open; `compact --output DIR`"), "\(busy.stderr)")
         #expect(store.dataFileIdentity == before)
         await app.kill()
 
