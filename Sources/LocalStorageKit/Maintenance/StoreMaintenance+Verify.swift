@@ -15,10 +15,20 @@ extension StoreMaintenance {
         let environment = self.environment
         let damage = try read { txn in try environment.pageProblems(in: txn) }
         if !damage.isEmpty {
+            // A type's databases are named by numbers in the file (`r.5`): the report names them as `stats` does too
+            // (trial88 #5: only OnDiskFormat says what `r.5` is).
+            var shown: [String: String] = [:]
+            for type in currentCatalog.sortedTypes {
+                for (role, _) in Self.databases(of: type.schema) {
+                    shown[role.databaseName(typeNumber: type.schema.number)] = "\(type.info.name)/\(role.name)"
+                }
+            }
             return VerifyReport(
                 types: currentCatalog.types.count, records: 0, entries: 0,
-                problems: damage.map {
-                    VerifyProblem(type: "data.mdb", id: nil, kind: .damagedFile, detail: "\($0)")
+                problems: damage.map { problem in
+                    var problem = problem
+                    if let name = shown[problem.database] { problem.database += " (\(name))" }
+                    return VerifyProblem(type: "data.mdb", id: nil, kind: .damagedFile, detail: "\(problem)")
                 }, repairedTypes: [], removedRecords: [])
         }
         let catalog = currentCatalog

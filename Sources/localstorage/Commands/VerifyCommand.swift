@@ -188,11 +188,18 @@ enum VerifyCommand: Command {
             output.line(InvisibleCharacters.escaped("\(problem)", keeping: []))
         }
         let found = report.problems.count
-        output.line(
-            "Checked \(report.types) types, \(report.records) records, \(report.entries) entries: "
-                + (found == 0 ? "no problems." : "\(found) problem\(found == 1 ? "" : "s")."))
-        if report.problems.contains(where: { $0.kind == .damagedFile }) {
+        let damagedFile = report.problems.contains(where: { $0.kind == .damagedFile })
+        if damagedFile {
+            // No record was read: LMDB cannot be trusted with a damaged file (trial88 #5: "0 records" read as if
+            // the store held none).
+            output.line(
+                "Checked the pages of \(report.types) types' databases: \(found) problem\(found == 1 ? "" : "s"); "
+                    + "no record was read.")
             output.line("The file is damaged: `localstorage verify --repair` salvages what can be read.")
+        } else {
+            output.line(
+                "Checked \(report.types) types, \(report.records) records, \(report.entries) entries: "
+                    + (found == 0 ? "no problems." : "\(found) problem\(found == 1 ? "" : "s")."))
         }
     }
 }
