@@ -36,7 +36,7 @@ import Darwin
 ///                                      prints `read`, `missing` or `error: …` (another process grows the map)
 /// LocalStorageStress long-write DIR    saves one record, then 2,000 in one write transaction that never ends
 /// LocalStorageStress overwrite DIR     runs `save ID SEQUENCE`, `batch PREFIX COUNT SEQUENCE` (records
-///                                      PREFIX0… in one save), `delete ID`, `clear` from standard input on
+///                                      PREFIX0… in one save), `expire ID SECONDS`, `delete ID`, `clear` from standard input on
 ///                                      StressRecord, replying `ok` once each write returned
 /// LocalStorageStress overwrite-retention DIR N   the same, with a change log that keeps N changes
 /// LocalStorageStress load DIR ID CALLERS LOADFILE MILLIS|hang [PORT NAMESPACE TIMEOUT_MS]   CALLERS tasks
@@ -232,6 +232,9 @@ struct LocalStorageStress {
                     }
                     try await storage.save(
                         contentsOf: (0..<count).map { StressRecord.make(id: "\(words[1])\($0)", sequence: sequence) })
+                case "expire" where words.count == 3:
+                    guard let seconds = Double(words[2]) else { throw StressError(description: "bad seconds") }
+                    try await storage.setExpiration(StressRecord.self, id: words[1], .seconds(seconds))
                 case "delete" where words.count == 2:
                     try await storage.delete(StressRecord.self, id: words[1])
                 case "clear" where words.count == 1:

@@ -68,6 +68,30 @@ import Testing
         #expect(storage.core.liveQueries.lostReadCount == 0)
     }
 
+    /// Another process's new expiry of one record wakes the watches of that record only: the change log's
+    /// `touched` entry names it (review-87: untested).
+    @Test func anotherProcesssNewExpiryWakesTheWatchOfItsRecordOnly() async throws {
+        let directory = temporaryDirectory()
+        var configuration = diskConfiguration(directory)
+        configuration.externalChangePollInterval = .milliseconds(20)
+        let storage = try LocalStorage(configuration: configuration)
+        for id in ["watched", "other"] { try await storage.save(StressRecord.make(id: id, sequence: 1)) }
+        let schema = try await storage.core.schema(for: StressRecord.self)
+        let watch = RecordWatch(core: storage.core, typeName: schema.name, id: "watched")
+        defer { watch.end() }
+        let other = RecordWatch(core: storage.core, typeName: schema.name, id: "other")
+        defer { other.end() }
+        let writer = try HelperProcess(["overwrite", directory.path], withInput: true)
+        try await writer.waitForLine("ready") { $0 == "ready" }
+        #expect(try await writer.ask("expire other 3600") == "ok")
+        try await eventually("the other record's new expiry heard") { other.hasPendingChange }
+        #expect(!watch.hasPendingChange)
+        #expect(try await writer.ask("expire watched 3600") == "ok")
+        try await eventually("the watched record's new expiry heard") { watch.hasPendingChange }
+        writer.closeInput()
+        await writer.waitForExit()
+    }
+
     /// A watch of one record (a load's, `updates(of:id:)`'s) wakes for the writes of that record and of its whole
     /// type, not for another record's save or new expiry: a load in flight read its lease at every commit to its
     /// type (review-86 #14).
