@@ -356,8 +356,7 @@ final class LiveQueryCenter: CommitListener {
         var lost = false
         try environment.read { txn in
             snapshot?.pointee = txn.id
-            // More changes than the log keeps came since the position (another process's large batch, or many
-            // commits between two reads): the entries of some are gone, so no change names those records.
+            // Entries trimmed past the position (another process's large batch): no change names those records.
             let trimmed = try changeLog.trimmedThrough(in: txn)
             lost = trimmed > position
             let start = position
@@ -365,9 +364,8 @@ final class LiveQueryCenter: CommitListener {
                 if let end, entry.sequence >= end { return false }
                 if entry.writer == own {
                     guard entry.sequence <= ownDelivered else {
-                        // A commit of this process the writer has not published yet, first after the trim mark
-                        // and the position: its own large batch, whose publication tells whether entries of
-                        // others went with it (``queueEarlierOutsideChanges(_:before:)``), not this read.
+                        // This process's own large batch, right after the trim mark: its publication tells whether
+                        // others' entries went with it (``queueEarlierOutsideChanges(_:before:)``), not this read.
                         if position == start, entry.sequence == trimmed + 1 { lost = false }
                         stopped(entry.sequence)
                         return false
@@ -380,8 +378,7 @@ final class LiveQueryCenter: CommitListener {
             }
         }
         if lost {
-            // Every observed type reruns, and every watch of a record reads it again (trial87 #3: `updates(of:id:)`
-            // of a record whose entry was trimmed never heard of it). Change streams cannot say what changed.
+            // Every observed type reruns and every record's watch reads again (trial87 #3); streams cannot tell.
             state.lostReads += 1
             state.queue.append(.everyObservedType)
         }
@@ -395,20 +392,9 @@ final class LiveQueryCenter: CommitListener {
             for info in infos { state.typeNames[info.number] = info.name }
         }
         state.position = position
+        let typeNames = state.typeNames
         return ChangeLog.latestPerRecord(entries).compactMap { entry in
-            guard let name = state.typeNames[entry.type] else { return nil }
-            let id = String(decoding: entry.id, as: UTF8.self)
-            let kind: PublishedChange.Kind =
-                switch entry.kind {
-                case .inserted: .externalInserted(id)
-                case .updated: .externalUpdated(id)
-                case .deleted: .deleted(id)
-                case .expired: .expired(id)
-                case .cleared: .cleared
-                case .touched: .touched
-                }
-            return PublishedChange(
-                typeName: name, kind: kind, recordKey: entry.kind == .touched && !entry.id.isEmpty ? entry.id : nil)
+            typeNames[entry.type].map { PublishedChange(otherProcesss: entry, typeName: $0) }
         }
     }
 }
