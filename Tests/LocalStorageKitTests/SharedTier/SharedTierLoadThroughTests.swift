@@ -365,8 +365,8 @@ struct SharedTierLoadThroughTests {
         #expect(gate.loads == 2)
     }
 
-    /// A load given up at its timeout whose loader returns afterwards (as `try? await Task.sleep` does when it is
-    /// cancelled) stores nothing, on the server or any instance (trial87 #2: the server's lease, taken after this
+    /// A load given up at its timeout whose loader returns afterwards (as one that ignores or swallows its
+    /// cancellation does) stores nothing, on the server or any instance (trial87 #2: the server's lease, taken after this
     /// store's, still held, and the late value reached every instance). The store's clock is a virtual one, so the
     /// flight is given up at once when it moves past the timeout while the server's lease has most of a minute left.
     @Test func aLoadGivenUpAtItsTimeoutStoresNothingWhenItsLoaderReturnsOnCancellation() async throws {
