@@ -220,23 +220,30 @@ struct LocalStorageStress {
         configuration.limits = StorageLimits(maxRecords: maxRecords)
         configuration.evictionPolicy = .adaptive
         let storage = try LocalStorage(configuration: configuration)
+        await serveCommands { words in
+            switch words.first {
+            case "fetch" where words.count == 3:
+                var found = false
+                for _ in 0..<max(0, Int(words[2]) ?? 1) {
+                    found = try await storage.fetch(StressRecord.self, id: words[1]) != nil
+                }
+                return found ? "hit" : "miss"
+            case "save" where words.count == 2:
+                try await storage.save(StressRecord.make(id: words[1], sequence: 0))
+                return "ok \(try await storage.count(StressRecord.self))"
+            default:
+                throw StressError(description: "unknown command \(words.joined(separator: " "))")
+            }
+        }
+    }
+
+    /// Says `ready`, then answers each line of standard input with what `answer` makes of its words (split at
+    /// spaces), or `error: …` when it throws, until the input ends.
+    static func serveCommands(_ answer: ([String]) async throws -> String) async {
         say("ready")
         while let line = readLine() {
-            let words = line.split(separator: " ").map(String.init)
             do {
-                switch words.first {
-                case "fetch" where words.count == 3:
-                    var found = false
-                    for _ in 0..<max(0, Int(words[2]) ?? 1) {
-                        found = try await storage.fetch(StressRecord.self, id: words[1]) != nil
-                    }
-                    say(found ? "hit" : "miss")
-                case "save" where words.count == 2:
-                    try await storage.save(StressRecord.make(id: words[1], sequence: 0))
-                    say("ok \(try await storage.count(StressRecord.self))")
-                default:
-                    throw StressError(description: "unknown command \(line)")
-                }
+                say(try await answer(line.split(separator: " ").map(String.init)))
             } catch {
                 say("error: \(error)")
             }

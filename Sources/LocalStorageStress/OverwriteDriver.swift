@@ -22,34 +22,28 @@ extension LocalStorageStress {
             configuration.encryption = StorageEncryption(key: Data(key))
         }
         let storage = try LocalStorage(configuration: configuration)
-        say("ready")
-        while let line = readLine() {
-            let words = line.split(separator: " ").map(String.init)
-            do {
-                switch words.first {
-                case "save" where words.count == 3:
-                    guard let sequence = Int(words[2]) else { throw StressError(description: "bad sequence") }
-                    try await storage.save(StressRecord.make(id: words[1], sequence: sequence))
-                case "batch" where words.count == 4:
-                    guard let count = Int(words[2]), let sequence = Int(words[3]) else {
-                        throw StressError(description: "bad count or sequence")
-                    }
-                    try await storage.save(
-                        contentsOf: (0..<count).map { StressRecord.make(id: "\(words[1])\($0)", sequence: sequence) })
-                case "expire" where words.count == 3:
-                    guard let seconds = Double(words[2]) else { throw StressError(description: "bad seconds") }
-                    try await storage.setExpiration(StressRecord.self, id: words[1], .seconds(seconds))
-                case "delete" where words.count == 2:
-                    try await storage.delete(StressRecord.self, id: words[1])
-                case "clear" where words.count == 1:
-                    try await storage.deleteAll(StressRecord.self)
-                default:
-                    throw StressError(description: "unknown command \(line)")
+        await serveCommands { words in
+            switch words.first {
+            case "save" where words.count == 3:
+                guard let sequence = Int(words[2]) else { throw StressError(description: "bad sequence") }
+                try await storage.save(StressRecord.make(id: words[1], sequence: sequence))
+            case "batch" where words.count == 4:
+                guard let count = Int(words[2]), let sequence = Int(words[3]) else {
+                    throw StressError(description: "bad count or sequence")
                 }
-                say("ok")
-            } catch {
-                say("error: \(error)")
+                try await storage.save(
+                    contentsOf: (0..<count).map { StressRecord.make(id: "\(words[1])\($0)", sequence: sequence) })
+            case "expire" where words.count == 3:
+                guard let seconds = Double(words[2]) else { throw StressError(description: "bad seconds") }
+                try await storage.setExpiration(StressRecord.self, id: words[1], .seconds(seconds))
+            case "delete" where words.count == 2:
+                try await storage.delete(StressRecord.self, id: words[1])
+            case "clear" where words.count == 1:
+                try await storage.deleteAll(StressRecord.self)
+            default:
+                throw StressError(description: "unknown command \(words.joined(separator: " "))")
             }
+            return "ok"
         }
     }
 }

@@ -241,10 +241,7 @@ extension RecordWriter {
         else {
             // No record, but a load of the id under way must still lose to this delete; its callers, here and
             // in other processes, wake to the void (no record changed).
-            let leaseKey = LeaseBook.key(type: schema.number, id: key)
-            if !keepsLease, try context.leases?.void(leaseKey, now: context.now, txn: context.txn) == true {
-                context.touch(schema, id: key)
-            }
+            if !keepsLease, try context.voidLease(schema, id: key) { context.touch(schema, id: key) }
             return false
         }
         context.log(schema, .deleted, id: key, keepsLease: keepsLease)
@@ -283,7 +280,7 @@ extension RecordWriter {
         var header = try view.header(in: schema, txn: context.txn)
         header.expiresAt = try expiration.expiresAt(now: context.now)
         try replaceHeader(of: view, with: header, key: key, schema: schema, txn: context.txn)
-        _ = try context.leases?.void(LeaseBook.key(type: schema.number, id: key), now: context.now, txn: context.txn)
+        _ = try context.voidLease(schema, id: key)
         context.touch(schema, id: key)
     }
 

@@ -89,6 +89,12 @@ extension CommitQueue {
                     type: schema.number, kind: kind, id: id, keepsLease: keepsLease, recordStays: recordStays))
         }
 
+        /// Voids a load of the record `id` of `schema` under way, for a write of that id no logged change names
+        /// (``LeaseBook/void(_:now:txn:)``); returns whether there was a lease to void.
+        func voidLease(_ schema: TypeSchema, id: [UInt8]) throws -> Bool {
+            try leases?.void(LeaseBook.key(type: schema.number, id: id), now: now, txn: txn) == true
+        }
+
         /// Records that records of `schema` changed in a way no change stream describes (a new expiry, a record that
         /// left another tier): live queries here and in other processes rerun, change streams stay silent.
         func touch(_ schema: TypeSchema, id: [UInt8]) {
