@@ -77,27 +77,57 @@ import Testing
             let storage = try LocalStorage(configuration: configuration)
             try await storage.save(Product.sample(2 * round))
             try await storage.save(Product.sample(2 * round + 1))  // Evicts the other (and the last round's).
-            switch last {
-            // Evictions since this store opened: a store that stayed open would count the last round's too.
-            case "statistics": #expect(try await storage.statistics().evictions == (round == 0 ? 1 : 2))
-            case "statistics(for:)": _ = try await storage.statistics(for: Product.self)
-            case "save": try await storage.save(Product.sample(99))
-            case "write": try await storage.write { tx in try tx.save(Product.sample(99)) }
-            case "read": _ = try await storage.read { tx in try tx.count(Product.self) }
-            case "count": _ = try await storage.count(Product.self, matching: [.equals("category", "books")])
-            case "fetch(ids:)": _ = try await storage.fetch(Product.self, ids: ["sku_1"])
-            case "delete(matching:)":
-                _ = try await storage.delete(Product.self, matching: [.equals("category", "toys")])
-            case "fetch(id:load:)":
-                // Not about timeouts: the suite's heaviest tests can hold both cores longer than the default 30 s.
-                let policy = LoadPolicy(loadTimeout: .seconds(3_600))
-                _ = try await storage.fetch(Product.self, id: "sku_loaded", policy: policy) { id in
-                    Product(id: id, title: "loaded", category: "books", price: 1, rating: 1)
-                }
-            case "update": _ = try await storage.update(Product.self, id: "sku_\(2 * round + 1)") { $0.price += 1 }
-            case "deleteAll": try await storage.deleteAll(Product.self)
-            default: _ = try await storage.changeToken()
+            try await Self.call(last, on: storage, round: round)
+        }
+    }
+
+    /// Nothing a call started still holds the store once the call has returned: the last reference the caller
+    /// drops closes it there and then. A load's watch of its lease ran on in a task of its own for a moment after
+    /// the load returned, holding the store, so that an open right after it sometimes found the store still open
+    /// (`aStoreReopensAtOnceWhateverItsLastCall` failed about one run in three for `fetch(id:load:)`).
+    @Test(arguments: [
+        "statistics", "statistics(for:)", "save", "write", "read", "count", "fetch(ids:)", "delete(matching:)",
+        "changeToken", "fetch(id:load:)", "update", "deleteAll",
+    ])
+    func nothingHoldsTheStoreOnceItsLastCallReturned(last: String) async throws {
+        let directory = temporaryDirectory()
+        for round in 0..<12 {
+            weak var core: StoreCore?
+            do {
+                var configuration = diskConfiguration(directory, durability: .none)
+                configuration.limits = StorageLimits(maxRecords: 1)
+                let storage = try LocalStorage(configuration: configuration)
+                core = storage.core
+                try await storage.save(Product.sample(2 * round))
+                try await storage.save(Product.sample(2 * round + 1))
+                try await Self.call(last, on: storage, round: round)
             }
+            #expect(core == nil, "round \(round): the store outlived its last reference")
+        }
+    }
+
+    /// Makes the call named `last` on `storage`, whose last two saves were of products `2 * round` and `2 * round + 1`.
+    private static func call(_ last: String, on storage: LocalStorage, round: Int) async throws {
+        switch last {
+        // Evictions since this store opened: a store that stayed open would count the last round's too.
+        case "statistics": #expect(try await storage.statistics().evictions == (round == 0 ? 1 : 2))
+        case "statistics(for:)": _ = try await storage.statistics(for: Product.self)
+        case "save": try await storage.save(Product.sample(99))
+        case "write": try await storage.write { tx in try tx.save(Product.sample(99)) }
+        case "read": _ = try await storage.read { tx in try tx.count(Product.self) }
+        case "count": _ = try await storage.count(Product.self, matching: [.equals("category", "books")])
+        case "fetch(ids:)": _ = try await storage.fetch(Product.self, ids: ["sku_1"])
+        case "delete(matching:)":
+            _ = try await storage.delete(Product.self, matching: [.equals("category", "toys")])
+        case "fetch(id:load:)":
+            // Not about timeouts: the suite's heaviest tests can hold both cores longer than the default 30 s.
+            let policy = LoadPolicy(loadTimeout: .seconds(3_600))
+            _ = try await storage.fetch(Product.self, id: "sku_loaded", policy: policy) { id in
+                Product(id: id, title: "loaded", category: "books", price: 1, rating: 1)
+            }
+        case "update": _ = try await storage.update(Product.self, id: "sku_\(2 * round + 1)") { $0.price += 1 }
+        case "deleteAll": try await storage.deleteAll(Product.self)
+        default: _ = try await storage.changeToken()
         }
     }
 

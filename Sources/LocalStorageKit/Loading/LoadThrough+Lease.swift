@@ -82,9 +82,12 @@ extension LoadThrough {
     /// that ignores the cancellation and returns a value finds its lease ended, and stores nothing).
     func loadUnlessVoided<T: LocalStorable>(_ request: LeasedLoad<T>) async -> LoadEnd<T> {
         let end = FirstOutcome<LoadEnd<T>>()
+        // The loader's task holds the caller's closure and nothing of the store: after a write voided the lease it
+        // runs on for as long as the closure does, and must not keep the store open meanwhile.
+        let (load, id) = (request.load, request.id)
         let loader = Task {
             do {
-                end.offer(.loaded(.success(try await request.load(request.id))))
+                end.offer(.loaded(.success(try await load(id))))
             } catch {
                 end.offer(.loaded(.failure(error)))
             }
@@ -99,6 +102,10 @@ extension LoadThrough {
         }
         loader.cancel()
         watcher.cancel()
+        // The watch holds the store: it ends (at once, cancelled) before the load returns, so that a store whose last
+        // reference the caller drops next closes there and then. An open right after found it still open now and
+        // then (`aStoreReopensAtOnceWhateverItsLastCall`, under a full pool).
+        await watcher.value
         // A write that committed before a failure, which the watch had not heard of yet, wins all the same
         // (review-86 #3).
         if case .loaded(.failure) = outcome, leaseStanding(request) == .voided { return .voided }
