@@ -204,7 +204,7 @@ final class AdaptiveEviction {
     /// How many records the scope's window holds beyond its share.
     private func windowExcess(_ scope: [TypeSchema], total: Int) throws -> Int {
         var window = 0
-        for schema in scope { window += try queues.count(type: schema.number, .window) }
+        for schema in scope { window = window.adding(saturating: try queues.count(type: schema.number, .window)) }
         // total × quarters ÷ (4 × capacity), without overflow: the quotient is at most `total`.
         let product = max(0, total).multipliedFullWidth(by: windowQuarters)
         let share = (4 * windowCapacity).dividingFullWidth((product.high, product.low)).quotient

@@ -56,7 +56,7 @@ extension CountTree {
     /// bring in line with it.
     static func recordsOfOtherDeclarations(schema: TypeSchema, txn: Transaction) throws -> Int {
         try declarationCounts(schema: schema, txn: txn).reduce(0) {
-            $1.signature == schema.signature ? $0 : $0 + $1.count
+            $1.signature == schema.signature ? $0 : $0.adding(saturating: $1.count)
         }
     }
 

@@ -55,7 +55,7 @@ enum CountTree {
     }
 
     /// A stored counter's value: 0 for one that is not eight bytes, and a damaged one past any real count
-    /// capped at 2⁴⁸, so that adding to it or summing counters cannot overflow.
+    /// capped at 2⁴⁸, so that adding a delta to it cannot overflow (sums of many saturate: review-89 R2).
     static func counterValue(_ stored: UnsafeRawBufferPointer) -> Int {
         guard stored.count == 8 else { return 0 }
         return Int(min(UInt64(littleEndian: stored.loadUnaligned(as: UInt64.self)), 1 << 48))
@@ -256,7 +256,7 @@ enum CountTree {
                     let order = ByteOrder.compare(current.key, edge)
                     if order == 0 { return (before, counterValue(current.value)) }
                     if order > 0 { break }
-                    before += counterValue(current.value)
+                    before = before.adding(saturating: counterValue(current.value))
                     entry = try cursor.move(.next)
                 }
                 return (before, 0)
@@ -324,7 +324,7 @@ extension CountTree {
         while let current = entry, current.key.count >= start.count, current.key.starts(with: start) {
             let count = counterValue(current.value)
             if rank - before < count { return (Array(current.key[9...]), before, count) }
-            before += count
+            before = before.adding(saturating: count)
             entry = try cursor.move(.next)
         }
         return nil
@@ -340,7 +340,7 @@ extension CountTree {
         var fromHere = 0
         while let current = entry, current.key.count >= start.count, current.key.starts(with: start) {
             let count = counterValue(current.value)
-            fromHere += count
+            fromHere = fromHere.adding(saturating: count)
             let before = parentCount - fromHere
             if rank >= before {
                 // Counters that disagree with the parent's (a damaged store) end the walk like a rank past the end.

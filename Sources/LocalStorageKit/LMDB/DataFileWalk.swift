@@ -69,10 +69,11 @@ struct DataFileWalk {
         var leaf: UInt64 = 0
         var overflow: UInt64 = 0
 
+        /// Adds counts, saturating: a damaged file's claims make a total wrong (and reported), never a trap.
         mutating func add(branch: UInt64, leaf: UInt64, overflow: UInt64) {
-            self.branch += branch
-            self.leaf += leaf
-            self.overflow += overflow
+            self.branch = self.branch.adding(saturating: branch)
+            self.leaf = self.leaf.adding(saturating: leaf)
+            self.overflow = self.overflow.adding(saturating: overflow)
         }
     }
 
@@ -166,8 +167,9 @@ struct DataFileWalk {
         if tally.entries != record.entries {
             report(name, nil, "it claims \(record.entries) entries, its pages hold \(tally.entries)")
         }
-        // The page counts of a database with sorted duplicates leave out its duplicates' sub-trees.
-        if !options.dupSort, !isSubTree,
+        // The page counts of a database with sorted duplicates leave out its duplicates' sub-trees; a sub-tree's
+        // record counts its own pages (one it claims wrongly passed `verify` and made `stats` add what it claimed).
+        if !options.dupSort,
             (tally.branch, tally.leaf, tally.overflow) != (record.branchPages, record.leafPages, record.overflowPages)
         {
             report(
@@ -358,13 +360,28 @@ struct DataFileWalk {
                     return report(name, pageNumber, "a sub-database record has \(value.count) bytes")
                 }
                 let sub = DatabaseRecord(value, at: 0)
+                // What a sub-database's record claims is read from the file: claims no file could hold are
+                // damage, reported and not added (the sums of what is added cannot overflow).
+                let filePages = UInt64(used.count)
+                let subPages = [sub.branchPages, sub.leafPages, sub.overflowPages]
                 if countsSubTreesFromRecords {
+                    guard subPages.allSatisfy({ $0 <= filePages }) else {
+                        return report(
+                            name, pageNumber,
+                            "a sub-database record claims \(sub.branchPages)/\(sub.leafPages)/\(sub.overflowPages) "
+                                + "branch/leaf/overflow pages, the file has \(filePages)")
+                    }
                     pageTotals[name, default: PageTotals()].add(
                         branch: sub.branchPages, leaf: sub.leafPages, overflow: sub.overflowPages)
                 } else {
                     walk(name, sub, isSubTree: true)
                 }
-                tally.entries += sub.entries
+                guard sub.entries <= UInt64(pages.fileLength) else {
+                    return report(
+                        name, pageNumber,
+                        "a sub-database record claims \(sub.entries) entries, more than the file has bytes")
+                }
+                tally.entries = tally.entries.adding(saturating: sub.entries)
             } else {
                 tally.entries += duplicates(inSubpage: value, in: name, page: pageNumber, dupFixed: options.dupFixed)
             }

@@ -47,10 +47,17 @@ struct DatabaseStatistics {
     init(_ stat: MDB_stat) {
         pageSize = Int(stat.ms_psize)
         depth = Int(stat.ms_depth)
-        branchPages = stat.ms_branch_pages
-        leafPages = stat.ms_leaf_pages
-        overflowPages = stat.ms_overflow_pages
-        entries = stat.ms_entries
+        branchPages = Self.plausible(stat.ms_branch_pages)
+        leafPages = Self.plausible(stat.ms_leaf_pages)
+        overflowPages = Self.plausible(stat.ms_overflow_pages)
+        entries = Self.plausible(stat.ms_entries)
+    }
+
+    /// A count LMDB keeps in the file (entries, pages), which it never checks: kept within 0...2^48, so that
+    /// the sums of such counts (a store's records, its pages, a limit's total) never overflow. Damaged, a count
+    /// is wrong (`verify` reports it), never a trap (review-89 R1).
+    static func plausible(_ count: Int) -> Int {
+        min(max(count, 0), 1 << 48)
     }
 }
 

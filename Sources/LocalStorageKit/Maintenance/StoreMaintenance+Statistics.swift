@@ -61,8 +61,9 @@ extension StoreMaintenance {
                 let totals = walked?[name] ?? DataFileWalk.PageTotals()
                 databases.append(
                     StoreStatistics.Database(
-                        name: name, depth: Int(record.depth), branchPages: Int(totals.branch),
-                        leafPages: Int(totals.leaf), overflowPages: Int(totals.overflow), entries: Int(record.entries)))
+                        name: name, depth: Int(record.depth), branchPages: Int(clamping: totals.branch),
+                        leafPages: Int(clamping: totals.leaf), overflowPages: Int(clamping: totals.overflow),
+                        entries: DatabaseStatistics.plausible(Int(clamping: record.entries))))
             }
             // The store-wide databases' pages count in the totals too (the main database's already do).
             for database in databases.dropFirst() {
@@ -76,9 +77,9 @@ extension StoreMaintenance {
                 for (role, dbi) in StoreMaintenance.databases(of: schema) {
                     var stat = try txn.statistics(dbi)
                     if let totals = walked?[role.databaseName(typeNumber: schema.number)] {
-                        stat.branchPages = Int(totals.branch)
-                        stat.leafPages = Int(totals.leaf)
-                        stat.overflowPages = Int(totals.overflow)
+                        stat.branchPages = DatabaseStatistics.plausible(Int(clamping: totals.branch))
+                        stat.leafPages = DatabaseStatistics.plausible(Int(clamping: totals.leaf))
+                        stat.overflowPages = DatabaseStatistics.plausible(Int(clamping: totals.overflow))
                     }
                     databases.append(.init(name: "\(schema.name)/\(role.name)", stat))
                     pages.branch += stat.branchPages
