@@ -56,7 +56,7 @@ final class ProgressDisplay: Sendable {
 
     private func bar(_ progress: MaintenanceProgress) -> String {
         guard let total = progress.total, total > 0 else { return "\(progress.task) \(progress.completed)…" }
-        let fraction = min(1, Double(progress.completed) / Double(total))
+        let fraction = max(0, min(1, Double(progress.completed) / Double(total)))
         let width = 30
         let filled = Int(fraction * Double(width))
         let percent = Int(fraction * 100)

@@ -23,7 +23,7 @@ struct SharedTierQuery {
             let reply = try await tier.connection.callUnlessCancelled([
                 Array("ZCARD".utf8), tier.layout.ids(type: type),
             ])
-            guard let count = reply.int else { throw unexpected("ZCARD", reply) }
+            guard let count = reply.int, count >= 0 else { throw unexpected("ZCARD", reply) }
             return Int(count)
         }
         if plan.constraints.count == 1, let only = plan.constraints.first, only.conditions.count == 1,

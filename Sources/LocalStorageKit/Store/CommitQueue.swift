@@ -207,7 +207,7 @@ final class CommitQueue: @unchecked Sendable {
     }
 
     func nextTimestamp() -> Int64 {
-        let now = max(clock.wallNanoseconds(), lastTimestamp + 1)
+        let now = max(clock.wallNanoseconds(), lastTimestamp.adding(saturating: 1))
         lastTimestamp = now
         return now
     }
