@@ -122,6 +122,9 @@ final class HelperProcess: Sendable {
     /// The complete lines printed so far (a line cut by the kill is not one).
     var lines: [String] { output.withLock { $0.lines } }
 
+    /// Whether the process closed its standard output: it ended (or is ending).
+    var hasClosedOutput: Bool { output.withLock { $0.isClosed } }
+
     /// Waits until a line satisfies `predicate` and returns it. The output is looked at once more after the
     /// deadline, so a poll that slept past it on a loaded machine does not miss a line that came in time.
     @discardableResult
