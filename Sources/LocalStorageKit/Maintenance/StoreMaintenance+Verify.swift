@@ -13,35 +13,38 @@ extension StoreMaintenance {
     public func verify(progress: MaintenanceProgressHandler? = nil) throws -> VerifyReport {
         // First the pages, read without LMDB: its trees are read only when every page reference is sound.
         let environment = self.environment
+        let catalog = currentCatalog
+        let unreadable = catalog.unreadable.map { name in
+            VerifyProblem(
+                type: name, id: nil, kind: .unreadableType,
+                detail: catalog.newer.contains(name)
+                    ? "its description in meta cannot be read: it is well-formed, most likely written by a newer "
+                        + "version of LocalStorageKit; it and its records are left untouched"
+                    : "its description in meta cannot be read")
+        }
         let damage = try read { txn in try environment.pageProblems(in: txn) }
         if !damage.isEmpty {
             // A type's databases are named by numbers in the file (`r.5`): the report names them as `stats` does too
             // (trial88 #5: only OnDiskFormat says what `r.5` is).
             var shown: [String: String] = [:]
-            for type in currentCatalog.sortedTypes {
+            for type in catalog.sortedTypes {
                 for (role, _) in Self.databases(of: type.schema) {
                     shown[role.databaseName(typeNumber: type.schema.number)] = "\(type.info.name)/\(role.name)"
                 }
             }
+            // The types whose descriptions cannot be read are named too: a repair refuses to lose one that looks
+            // newer, and the report said nothing of them (trial89 #2).
             return VerifyReport(
-                types: currentCatalog.types.count, records: 0, entries: 0,
+                types: catalog.types.count, records: 0, entries: 0,
                 problems: damage.map { problem in
                     var problem = problem
                     if let name = shown[problem.database] { problem.database += " (\(name))" }
                     return VerifyProblem(type: "data.mdb", id: nil, kind: .damagedFile, detail: "\(problem)")
-                }, repairedTypes: [], removedRecords: [])
+                } + unreadable, repairedTypes: [], removedRecords: [])
         }
-        let catalog = currentCatalog
         var report = VerifyReport(
-            types: catalog.types.count, records: 0, entries: 0,
-            problems: catalog.unreadable.map { name in
-                VerifyProblem(
-                    type: name, id: nil, kind: .unreadableType,
-                    detail: catalog.newer.contains(name)
-                        ? "its description in meta cannot be read: it is well-formed, most likely written by a newer "
-                            + "version of LocalStorageKit; it and its records are left untouched"
-                        : "its description in meta cannot be read")
-            }, repairedTypes: [], removedRecords: [])
+            types: catalog.types.count, records: 0, entries: 0, problems: unreadable, repairedTypes: [],
+            removedRecords: [])
         try read { txn in
             let total = try catalog.sortedTypes.reduce(0) { sum, type in
                 try Self.databases(of: type.schema).reduce(sum) { $0 + (try txn.entryCount($1.dbi)) }

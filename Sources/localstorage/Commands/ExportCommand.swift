@@ -62,8 +62,10 @@ enum ExportCommand: Command {
             }
             let records = report.skipped.filter { $0.id != nil }.count
             let types = report.skipped.count - records
-            let skipped = [(records, "unreadable record"), (types, "type whose description cannot be read")]
-                .filter { $0.0 > 0 }.map { "\($0.0) \($0.1)\($0.0 == 1 ? "" : "s")" }
+            let skipped = [
+                (records, "unreadable record", "unreadable records"),
+                (types, "type whose description cannot be read", "types whose descriptions cannot be read"),
+            ].filter { $0.0 > 0 }.map { "\($0.0) \($0.0 == 1 ? $0.1 : $0.2)" }
             let summary =
                 "Exported \(report.records) records of \(report.types) types"
                 + (skipped.isEmpty ? "." : "; skipped \(skipped.joined(separator: " and ")).")

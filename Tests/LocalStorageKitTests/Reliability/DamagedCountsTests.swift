@@ -9,12 +9,21 @@ import Testing
 @Suite struct DamagedCountsTests {
     /// A closed store of 2,000 products (three categories: each one's ids a sub-database of the category index),
     /// its data file, and the offsets in the file of the sub-database records of the category index's leaf.
-    private func storeWithSubDatabases() async throws -> (
+    /// With `unreadableNote`, the description of a second type, `Note`, is made unreadable in both meta pages' snapshots.
+    private func storeWithSubDatabases(unreadableNote: Bool = false) async throws -> (
         configuration: LocalStorageConfiguration, dataFile: URL, records: [Int]
     ) {
         let configuration = diskConfiguration(temporaryDirectory())
         let number = try await withStore(configuration) { storage in
             try await storage.save(contentsOf: (0..<2_000).map(Product.sample))
+            try await storage.save(Note(id: "n1", text: "one"))
+            if unreadableNote {
+                for damage in ["{damaged", "{damaged again"] {
+                    try storage.core.environment.write { txn in
+                        try txn.put(storage.core.meta, key: TypeInfo.key("Note"), value: Array(damage.utf8))
+                    }
+                }
+            }
             return try await storage.core.schema(for: Product.self).number
         }
         let dataFile = configuration.storeDirectory.appendingPathComponent("data.mdb")
@@ -66,5 +75,15 @@ import Testing
         #expect(walk.problems.contains { $0.detail.contains("entries") }, "\(walk.problems)")
         let maintenance = try await StoreMaintenance(directory: configuration.storeDirectory)
         #expect(throws: (any Error).self) { _ = try maintenance.statistics() }
+    }
+
+    /// `verify` on a damaged file names the types whose descriptions cannot be read too: it reported the damaged pages
+    /// alone, and a repair then refused for a description that looked written by a newer version (trial89 #2).
+    @Test func verifyOfADamagedFileNamesTheUnreadableDescriptionsToo() async throws {
+        let (configuration, dataFile, records) = try await storeWithSubDatabases(unreadableNote: true)
+        try write(1 << 40, at: records[0] + 16, in: dataFile)
+        let report = try await StoreMaintenance(directory: configuration.storeDirectory).verify()
+        #expect(report.problems.contains { $0.kind == .damagedFile }, "\(report.problems)")
+        #expect(report.problems.contains { $0.kind == .unreadableType && $0.type == "Note" }, "\(report.problems)")
     }
 }
