@@ -10,7 +10,9 @@ import Testing
     /// A closed store of 2,000 products (three categories: each one's ids a sub-database of the category index),
     /// its data file, and the offsets in the file of the sub-database records of the category index's leaf.
     /// With `unreadableNote`, the description of a second type, `Note`, is made unreadable in both meta pages' snapshots.
-    private func storeWithSubDatabases(unreadableNote: Bool = false) async throws -> (
+    private func storeWithSubDatabases(
+        unreadableNote: Bool = false
+    ) async throws -> (
         configuration: LocalStorageConfiguration, dataFile: URL, records: [Int]
     ) {
         let configuration = diskConfiguration(temporaryDirectory())
