@@ -19,7 +19,9 @@ import Foundation
 /// let session = try await storage.fetch(Session.self, id: sessionID)
 /// ```
 public protocol LocalStorable: Codable, Sendable, Identifiable where ID: Sendable {
-    /// The name records of this type are stored under; defaults to the type's name.
+    /// The name records of this type are stored under; defaults to the type's bare name (`"Product"`, without
+    /// its module or enclosing types), so two types of the same name in different modules or enclosing types
+    /// share storage unless one of them names its own.
     ///
     /// Changing it makes earlier records of the type invisible (they stay under the old name).
     static var storageName: String { get }
