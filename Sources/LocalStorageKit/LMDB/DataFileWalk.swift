@@ -167,11 +167,11 @@ struct DataFileWalk {
         if tally.entries != record.entries {
             report(name, nil, "it claims \(record.entries) entries, its pages hold \(tally.entries)")
         }
-        // The page counts of a database with sorted duplicates leave out its duplicates' sub-trees; a sub-tree's
-        // record counts its own pages (one it claims wrongly passed `verify` and made `stats` add what it claimed).
-        if !options.dupSort,
-            (tally.branch, tally.leaf, tally.overflow) != (record.branchPages, record.leafPages, record.overflowPages)
-        {
+        // Each tree's record counts its own pages: a database with sorted duplicates leaves out its duplicates'
+        // sub-trees, as this tally does (they are walked with a tally of their own, against their own records). A
+        // sub-tree claiming wrongly passed `verify` and made `stats` add what it claimed (review-89 D1), and so did
+        // a database with sorted duplicates (review-90 R2).
+        if (tally.branch, tally.leaf, tally.overflow) != (record.branchPages, record.leafPages, record.overflowPages) {
             report(
                 name, nil,
                 "it claims \(record.branchPages)/\(record.leafPages)/\(record.overflowPages) branch/leaf/overflow "

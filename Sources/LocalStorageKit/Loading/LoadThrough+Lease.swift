@@ -117,6 +117,8 @@ extension LoadThrough {
     /// load's outcome decides). The lease is read once the watch listens, so that a write between the lease's
     /// commit and the watch counts.
     private func leaseVoided<T: LocalStorable>(_ request: LeasedLoad<T>) async -> Bool {
+        // The load may have ended before this task started: no watch to set up and take down (review-90 R3).
+        guard !Task.isCancelled else { return false }
         let watch = RecordWatch(core: core, typeName: request.schema.name, id: request.name)
         defer { watch.end() }
         while !Task.isCancelled {

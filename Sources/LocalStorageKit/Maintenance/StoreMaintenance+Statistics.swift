@@ -61,8 +61,10 @@ extension StoreMaintenance {
                 let totals = walked?[name] ?? DataFileWalk.PageTotals()
                 databases.append(
                     StoreStatistics.Database(
-                        name: name, depth: Int(record.depth), branchPages: Int(clamping: totals.branch),
-                        leafPages: Int(clamping: totals.leaf), overflowPages: Int(clamping: totals.overflow),
+                        name: name, depth: Int(record.depth),
+                        branchPages: DatabaseStatistics.plausible(Int(clamping: totals.branch)),
+                        leafPages: DatabaseStatistics.plausible(Int(clamping: totals.leaf)),
+                        overflowPages: DatabaseStatistics.plausible(Int(clamping: totals.overflow)),
                         entries: DatabaseStatistics.plausible(Int(clamping: record.entries))))
             }
             // The store-wide databases' pages count in the totals too (the main database's already do).

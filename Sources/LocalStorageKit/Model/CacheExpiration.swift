@@ -43,7 +43,9 @@ public enum CacheExpiration: Sendable, Hashable {
         case .days(let value): (seconds, unit, given) = (value * 86_400, "\(value) days", value)
         case .date(let date):
             let moment = date.timeIntervalSince1970 * 1e9
-            guard moment.isFinite, moment > -9.2e18, moment < 9.2e18 else {
+            // Every moment 64 bits of nanoseconds hold (−2⁶³ ..< 2⁶³ as a Double), as the message says (review-90 N1:
+            // a margin of 9.2e18 refused dates from 2261-07-15 on).
+            guard moment.isFinite, moment >= -0x1p63, moment < 0x1p63 else {
                 throw .invalidExpiration(
                     "the date \(date.timeIntervalSince1970) s since 1970 is not a moment the store can keep "
                         + "(1677-09-21 to 2262-04-11); use .never for a record that does not expire")
@@ -56,10 +58,10 @@ public enum CacheExpiration: Sendable, Hashable {
         }
         guard offset.isFinite else { throw CacheExpiration.outOfRange(unit) }
         // Whole nanoseconds when the offset fits 64 bits; past that (centuries) a Double sum is exact enough.
-        let exact = offset > -9.2e18 && offset < 9.2e18
+        let exact = offset >= -0x1p63 && offset < 0x1p63
         let sum = exact ? now.addingReportingOverflow(Int64(offset.rounded(.down))) : (partialValue: 0, overflow: true)
         let approximate = Double(now) + offset
-        guard !sum.overflow || (approximate > -9.2e18 && approximate < 9.2e18) else {
+        guard !sum.overflow || (approximate >= -0x1p63 && approximate < 0x1p63) else {
             throw CacheExpiration.outOfRange(unit)
         }
         let moment = sum.overflow ? Int64(approximate.rounded(.down)) : sum.partialValue

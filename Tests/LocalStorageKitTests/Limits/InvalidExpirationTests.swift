@@ -42,6 +42,28 @@ import Testing
         }
     }
 
+    /// The whole range the message names is kept, to its last whole second: a margin of 9.2e18 ns refused dates and
+    /// lifetimes ending after 2261-07-15 (review-90 N1), and the first second past the range is refused.
+    @Test func theRangeTheMessageNamesIsKeptToItsEdges() async throws {
+        let storage = try LocalStorage(configuration: .inMemory)
+        let last = Date(timeIntervalSince1970: 9_223_372_036)  // 2262-04-11T23:47:16Z, the last whole second
+        let first = Date(timeIntervalSince1970: -9_223_372_036)  // 1677-09-21T00:12:44Z
+        for (id, date) in [("last", last), ("late", Date(timeIntervalSince1970: 9_210_000_000))] {
+            try await storage.save(Note(id: id, text: "x"), expiration: .date(date))
+            let kept = try #require(try await storage.metadata(Note.self, id: id)?.expiresAt)
+            #expect(abs(kept.timeIntervalSince(date)) < 0.001, "\(id): \(kept)")
+        }
+        // A moment in the past is kept as "expired" (the earliest one the header holds).
+        try await storage.save(Note(id: "first", text: "x"), expiration: .date(first))
+        #expect(try await storage.metadata(Note.self, id: "first")?.isExpired == true)
+        let now = Int64(1_700_000_000) * 1_000_000_000
+        let left = Double(Int64.max - now) / 1e9
+        #expect(try CacheExpiration.seconds(left - 1).expiresAt(now: now) > Int64.max - 2_000_000_000)
+        for beyond in [CacheExpiration.date(last.addingTimeInterval(1)), .seconds(left + 1)] {
+            #expect(throws: LocalStorageError.self) { _ = try beyond.expiresAt(now: now) }
+        }
+    }
+
     @Test(arguments: impossible)
     func saveRefusesAnImpossibleExpiration(expiration: CacheExpiration) async throws {
         let storage = try LocalStorage(configuration: .inMemory)

@@ -64,6 +64,15 @@ import Testing
         try write(1 << 63 | 1, at: records[0] + 8, in: dataFile)
         let (walk, _) = try walkDataFile(dataFile.path)
         #expect(walk.problems.contains { $0.detail.contains("branch/leaf/overflow pages") }, "\(walk.problems)")
+        // The walk `stats` makes counts sub-trees from their records instead of walking them: it refuses the claim too.
+        let descriptor = open(dataFile.path, O_RDONLY)
+        try #require(descriptor >= 0)
+        defer { close(descriptor) }
+        var pages = DataFilePages(descriptor: descriptor)
+        var counting = DataFileWalk(pages: pages, meta: try #require(DataFileWalk.newestMeta(&pages).0))
+        counting.countsSubTreesFromRecords = true
+        counting.run()
+        #expect(counting.problems.contains { $0.detail.contains("the file has") }, "\(counting.problems)")
         // `stats` reports the damage instead of trapping on the sum.
         let maintenance = try await StoreMaintenance(directory: configuration.storeDirectory)
         let error = #expect(throws: (any Error).self) { _ = try maintenance.statistics() }
@@ -87,5 +96,33 @@ import Testing
         let report = try await StoreMaintenance(directory: configuration.storeDirectory).verify()
         #expect(report.problems.contains { $0.kind == .damagedFile }, "\(report.problems)")
         #expect(report.problems.contains { $0.kind == .unreadableType && $0.type == "Note" }, "\(report.problems)")
+    }
+
+    /// A database with sorted duplicates claiming a page more than its own tree has: its own pages were compared only
+    /// for databases without duplicates, so this passed `verify` (review-90 R2).
+    @Test func anIndexClaimingAPageTooManyIsReported() async throws {
+        let (_, dataFile, _) = try await storeWithSubDatabases()
+        let (walk, meta) = try walkDataFile(dataFile.path)
+        let name = try #require(walk.databases.keys.first { $0.hasPrefix("i.") && walk.databases[$0]?.depth == 1 })
+        // The database's record in the main database's one leaf.
+        try #require(meta.main.depth == 1)
+        let bytes = [UInt8](try Data(contentsOf: dataFile))
+        let start = Int(meta.main.root) * meta.pageSize
+        let count = (Int(bytes[start + 12]) | Int(bytes[start + 13]) << 8 - DataFilePages.headerSize) / 2
+        var record: Int?
+        for position in 0..<count {
+            let at = start + DataFilePages.headerSize + 2 * position
+            let node = start + (Int(bytes[at]) | Int(bytes[at + 1]) << 8)
+            let keySize = Int(bytes[node + 6]) | Int(bytes[node + 7]) << 8
+            let key = bytes[(node + DataFilePages.nodeSize)..<(node + DataFilePages.nodeSize + keySize)]
+            if String(decoding: key, as: UTF8.self) == name { record = node + DataFilePages.nodeSize + keySize }
+        }
+        let offset = try #require(record) + 16  // md_leaf_pages
+        let leaves = try #require(walk.databases[name]).leafPages
+        try write(leaves + 1, at: offset, in: dataFile)
+        let (damaged, _) = try walkDataFile(dataFile.path)
+        #expect(
+            damaged.problems.contains { $0.database == name && $0.detail.contains("branch/leaf/overflow pages") },
+            "\(damaged.problems)")
     }
 }
