@@ -2,20 +2,27 @@
 /// the loaded record while the lease holds (compare-and-set on the lease's token), remember a nil, give
 /// the lease back after a failure.
 extension LoadThrough {
-    /// Takes the lease on `leaseKey` under `token` unless the record is live (and not the one being
-    /// refreshed) or another live lease holds it; returns whether it did. The lease ends when the flight is
-    /// given up (`givenUpAt`, on the clock's uptime), however long its commit waited for the writer.
+    /// Takes the lease on `leaseKey` under `token` unless the record is live (for a refresh: unless it is no longer
+    /// the live record served stale, with that update time and expiry) or another live lease holds it; returns
+    /// whether it did. The lease ends when the flight is given up (`givenUpAt`, on the clock's uptime), however long
+    /// its commit waited for the writer.
     func takeLease(
-        _ leaseKey: [UInt8], token: UInt64, refreshing: Int64?, key: [UInt8], schema: TypeSchema,
-        givenUpAt: Duration
+        _ leaseKey: [UInt8], token: UInt64, refreshing: (updatedAt: Int64, expiresAt: Int64)?, key: [UInt8],
+        schema: TypeSchema, givenUpAt: Duration
     ) async throws -> Bool {
         let leases = try store.leaseBook()
         let clock = core.clock
         return try await core.writer.perform { context in
             let txn = context.txn
-            if let bytes = try txn.get(schema.records, key: key) {
-                let view = try RecordView(fixedPartOf: bytes)
-                if !view.isExpired(at: context.now), refreshing == nil || view.updatedAt != refreshing { return false }
+            let view = try txn.get(schema.records, key: key).map { try RecordView(fixedPartOf: $0) }
+            let live = view.flatMap { $0.isExpired(at: context.now) ? nil : $0 }
+            if let refreshing {
+                // A write that committed since the record was served (a delete, a save, a new expiry) came first.
+                guard let live, live.updatedAt == refreshing.updatedAt, live.expiresAt == refreshing.expiresAt else {
+                    return false
+                }
+            } else if live != nil {
+                return false
             }
             let now = clock.wallNanoseconds()
             if let entry = try leases.entry(leaseKey, txn: txn), entry.holds(at: now) { return false }

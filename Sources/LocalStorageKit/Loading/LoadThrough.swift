@@ -34,17 +34,26 @@ struct LoadThrough: Sendable {
             if let refreshAfter = policy.refreshAfter, now &- look.updatedAt >= refreshAfter.nanoseconds {
                 refreshInBackground(
                     T.self, id: id, name: name, key: key, schema: schema, policy: policy,
-                    updatedAt: look.updatedAt, load: load)
+                    served: (look.updatedAt, look.expiresAt), load: load)
             }
             return value
         }
         if look.entry?.remembersAbsence(at: now) == true { return nil }
         let flight = LoadFlights.Key(type: schema.number, id: key)
-        let loaded = try await core.loads.join(flight, id: name, timeout: policy.loadTimeout, clock: core.clock) {
-            givenUpAt in
-            try await self.loadOnce(
-                T.self, id: id, name: name, key: key, schema: schema, policy: policy, refreshing: nil,
-                givenUpAt: givenUpAt, load: load)
+        var loaded: (any Sendable)?
+        while true {
+            do {
+                loaded = try await core.loads.join(flight, id: name, timeout: policy.loadTimeout, clock: core.clock) {
+                    givenUpAt in
+                    try await self.loadOnce(
+                        T.self, id: id, name: name, key: key, schema: schema, policy: policy, refreshing: nil,
+                        givenUpAt: givenUpAt, load: load)
+                }
+                break
+            } catch is RefreshOvertaken {
+                // The flight joined was a background refresh a write made pointless: this caller loads for itself.
+                continue
+            }
         }
         guard let loaded else { return nil }
         if let value = loaded as? T { return value }
@@ -56,15 +65,17 @@ struct LoadThrough: Sendable {
     /// logged and keeps the record.
     private func refreshInBackground<T: LocalStorable>(
         _ type: T.Type, id: T.ID, name: String, key: [UInt8], schema: TypeSchema, policy: LoadPolicy,
-        updatedAt: Int64, load: @escaping @Sendable (T.ID) async throws -> T?
+        served: (updatedAt: Int64, expiresAt: Int64), load: @escaping @Sendable (T.ID) async throws -> T?
     ) {
         let flight = LoadFlights.Key(type: schema.number, id: key)
         let logger = store.logger
         core.loads.startIfIdle(flight, id: name, timeout: policy.loadTimeout, clock: core.clock) { givenUpAt in
             do {
                 return try await self.loadOnce(
-                    T.self, id: id, name: name, key: key, schema: schema, policy: policy, refreshing: updatedAt,
-                    givenUpAt: givenUpAt, load: load)
+                    T.self, id: id, name: name, key: key, schema: schema, policy: policy, refreshing: served.updatedAt,
+                    servedExpiry: served.expiresAt, givenUpAt: givenUpAt, load: load)
+            } catch let error as RefreshOvertaken {
+                throw error  // Not a failure: a write of the id came first.
             } catch {
                 let reported = (error as? CallerError)?.underlying ?? error
                 logger?.log(
@@ -83,7 +94,8 @@ struct LoadThrough: Sendable {
     /// too, not a whole `loadTimeout` after it was taken.
     private func loadOnce<T: LocalStorable>(
         _ type: T.Type, id: T.ID, name: String, key: [UInt8], schema: TypeSchema, policy: LoadPolicy,
-        refreshing: Int64?, givenUpAt: Duration, load: @escaping @Sendable (T.ID) async throws -> T?
+        refreshing: Int64?, servedExpiry: Int64 = 0, givenUpAt: Duration,
+        load: @escaping @Sendable (T.ID) async throws -> T?
     ) async throws -> T? {
         let waiter = RecordWatch(core: core, typeName: schema.name, id: name)
         defer { waiter.end() }
@@ -92,7 +104,15 @@ struct LoadThrough: Sendable {
         while true {
             try Task.checkCancellation()
             let look = try await store.look(T.self, id: name, key: key, schema: schema)
-            if let value = look.value, refreshing == nil || look.updatedAt != refreshing { return value }
+            if let refreshing {
+                // A write of the id since the record was served stale overtakes the refresh, as one while it loads
+                // does (trial90 #1: a delete, `deleteAll` or `setExpiration` right after the fetch was undone): a
+                // delete (or an expiry) leaves nothing to refresh, a save or a new expiry a record to keep.
+                guard let value = look.value else { throw RefreshOvertaken() }
+                if look.updatedAt != refreshing || look.expiresAt != servedExpiry { return value }
+            } else if let value = look.value {
+                return value
+            }
             let now = core.clock.wallNanoseconds()
             if let entry = look.entry {
                 if entry.holds(at: now) {
@@ -110,7 +130,8 @@ struct LoadThrough: Sendable {
             let token = UInt64.random(in: 1...UInt64.max)
             guard
                 try await takeLease(
-                    leaseKey, token: token, refreshing: refreshing, key: key, schema: schema, givenUpAt: givenUpAt)
+                    leaseKey, token: token, refreshing: refreshing.map { ($0, servedExpiry) }, key: key,
+                    schema: schema, givenUpAt: givenUpAt)
             else { continue }
             let request = LeasedLoad(
                 through: self, id: id, name: name, key: key, leaseKey: leaseKey, token: token, schema: schema,
@@ -120,3 +141,7 @@ struct LoadThrough: Sendable {
         }
     }
 }
+
+/// A background refresh that a write of its id overtook before it took its lease (a delete, a new expiry): it loads
+/// nothing, and a caller that joined its flight loads for itself.
+struct RefreshOvertaken: Error {}

@@ -100,6 +100,53 @@ import Testing
         #expect(try await storage.metadata(Product.self, id: old.id)?.expiresAt == expiresAt)
     }
 
+    /// A write of the id that commits after a fetch served the record stale and before the background refresh takes
+    /// its lease wins over the refresh, as one committed while it loads does (trial90 #1: a delete or `deleteAll` was
+    /// undone by the refresh, which took its lease on the record's absence, and a new expiry was replaced, the update
+    /// time being unchanged). A caller that joins the refresh's flight then loads for itself.
+    @Test(arguments: ["delete", "deleteAll", "setExpiration"])
+    func aWriteBeforeARefreshTakesItsLeaseWins(write: String) async throws {
+        let clock = VirtualClock()
+        let storage = try store(clock)
+        let old = Product.sample(5)
+        try await storage.save(old, expiration: .hours(1))
+        clock.advance(by: .seconds(61))
+        let loads = Atomic(0)
+        let policy = LoadPolicy(expiration: .hours(2), refreshAfter: .seconds(60))
+        let hold = try await WriterHold(storage)
+        let writing = Task {
+            switch write {
+            case "delete": try await storage.delete(Product.self, id: old.id)
+            case "deleteAll": try await storage.deleteAll(Product.self)
+            default: try await storage.setExpiration(Product.self, id: old.id, .seconds(30))
+            }
+        }
+        try await eventually("the write to queue") { storage.core.writer.queuedCount >= 1 }
+        let served = try await storage.fetch(Product.self, id: old.id, policy: policy) { id in
+            loads.add(1, ordering: .relaxed)
+            return Product(id: id, title: "reloaded", category: "books", price: 2, rating: 2)
+        }
+        #expect(served == old)
+        try await eventually("the refresh's lease to queue") { storage.core.writer.queuedCount >= 2 }
+        try await hold.release()
+        try await writing.value
+        try await eventually("the refresh to end") { storage.core.loads.count == 0 }
+        #expect(loads.load(ordering: .relaxed) == 0)
+        if write == "setExpiration" {
+            #expect(try await storage.fetch(Product.self, id: old.id) == old)
+            let now = Date(timeIntervalSince1970: Double(clock.wallNanoseconds()) / 1e9)
+            let expiresAt = try #require(try await storage.metadata(Product.self, id: old.id)?.expiresAt)
+            #expect(abs(expiresAt.timeIntervalSince(now) - 30) < 1, "\(expiresAt) against \(now)")
+        } else {
+            #expect(try await storage.fetch(Product.self, id: old.id) == nil)
+            // A caller after the write loads.
+            let loaded = try await storage.fetch(Product.self, id: old.id, policy: policy) { id in
+                Product(id: id, title: "loaded", category: "books", price: 3, rating: 3)
+            }
+            #expect(loaded?.title == "loaded")
+        }
+    }
+
     /// A clear (or delete) that commits in the same group commit just before a load takes its lease came before
     /// the load: it voided the new lease at the end of the commit, so the loaded value was not stored and the
     /// caller got nil.
