@@ -65,10 +65,13 @@ import Testing
     /// The store closes when its last reference goes, whatever its last call was: `statistics()`'s job on the
     /// writer held the store's core a moment longer, so an open right after saw it still open (a different
     /// durability was refused, the same one shared the old store and its eviction count).
-    @Test(arguments: [
+    /// The calls ``call(_:on:round:)`` makes, one kind of last call each.
+    static let lastCalls = [
         "statistics", "statistics(for:)", "save", "write", "read", "count", "fetch(ids:)", "delete(matching:)",
         "changeToken", "fetch(id:load:)", "update", "deleteAll",
-    ])
+    ]
+
+    @Test(arguments: lastCalls)
     func aStoreReopensAtOnceWhateverItsLastCall(last: String) async throws {
         let directory = temporaryDirectory()
         for round in 0..<12 {
@@ -85,10 +88,7 @@ import Testing
     /// drops closes it there and then. A load's watch of its lease ran on in a task of its own for a moment after
     /// the load returned, holding the store, so that an open right after it sometimes found the store still open
     /// (`aStoreReopensAtOnceWhateverItsLastCall` failed about one run in three for `fetch(id:load:)`).
-    @Test(arguments: [
-        "statistics", "statistics(for:)", "save", "write", "read", "count", "fetch(ids:)", "delete(matching:)",
-        "changeToken", "fetch(id:load:)", "update", "deleteAll",
-    ])
+    @Test(arguments: lastCalls)
     func nothingHoldsTheStoreOnceItsLastCallReturned(last: String) async throws {
         let directory = temporaryDirectory()
         for round in 0..<12 {

@@ -7,23 +7,6 @@
 /// database's entry and page counts agree with its tree; the free-page lists name pages inside the file
 /// that no tree uses. Entries of the databases ``collects`` chooses are handed to ``visit``.
 struct DataFileWalk {
-    /// One thing found wrong, where it was found.
-    struct Problem: Equatable, CustomStringConvertible {
-        /// The database (`free pages`, `main`, or a named database such as `r.3`).
-        var database: String
-        /// The page, when there is one.
-        var page: UInt64?
-        var detail: String
-
-        /// Whether it is a database's entry or page counts disagreeing with its tree (which differ between two
-        /// commits that share a damaged page).
-        var isCountClaim: Bool { page == nil && detail.hasPrefix("it claims ") }
-
-        var description: String {
-            "the file is damaged at " + (page.map { "page \($0) of " } ?? "") + "database \(database): \(detail)"
-        }
-    }
-
     private(set) var pages: DataFilePages
     let meta: MetaPage
     /// Whether the leaf entries of a named database go to ``visit``.
@@ -62,20 +45,6 @@ struct DataFileWalk {
     /// The pages of each database the walk went through, by name, its sorted duplicates' sub-trees included
     /// (LMDB's own counts leave those out): the main and free-page databases and those it ``walks``.
     private(set) var pageTotals: [String: PageTotals] = [:]
-
-    /// The pages of one database by kind.
-    struct PageTotals: Equatable {
-        var branch: UInt64 = 0
-        var leaf: UInt64 = 0
-        var overflow: UInt64 = 0
-
-        /// Adds counts, saturating: a damaged file's claims make a total wrong (and reported), never a trap.
-        mutating func add(branch: UInt64, leaf: UInt64, overflow: UInt64) {
-            self.branch = self.branch.adding(saturating: branch)
-            self.leaf = self.leaf.adding(saturating: leaf)
-            self.overflow = self.overflow.adding(saturating: overflow)
-        }
-    }
 
     /// A walk of the snapshot `meta` describes.
     init(pages: DataFilePages, meta: MetaPage) {

@@ -223,15 +223,10 @@ import Testing
             // the new key's check value before its first batch (review-90 N2).
             let before = try Self.newestTransaction(dataFile)
             let process = try HelperProcess(arguments, executable: "localstorage")
-            let deadline = ContinuousClock.now + .seconds(120)
-            while try Self.newestTransaction(dataFile) < before + 2, !process.hasClosedOutput,
-                ContinuousClock.now < deadline
-            {
-                try await Task.sleep(for: .milliseconds(2))
+            let committed = await eventually(within: .seconds(120)) {
+                try Self.newestTransaction(dataFile) >= before + 2 || process.hasClosedOutput
             }
-            try #require(
-                try Self.newestTransaction(dataFile) >= before + 2 || process.hasClosedOutput,
-                "the rekey neither committed twice nor ended in 120 s")
+            try #require(committed, "the rekey neither committed twice nor ended in 120 s")
             try await Task.sleep(for: .milliseconds(Int(random.next() % 30)))
             await process.kill()
         }
