@@ -2,14 +2,23 @@
 /// the loaded record while the lease holds (compare-and-set on the lease's token), remember a nil, give
 /// the lease back after a failure.
 extension LoadThrough {
-    /// Takes the lease on `leaseKey` under `token` unless the record is live (for a refresh: unless it is no longer
-    /// the live record served stale, with that update time and expiry) or another live lease holds it; returns
-    /// whether it did. The lease ends when the flight is given up (`givenUpAt`, on the clock's uptime), however long
-    /// its commit waited for the writer.
+    /// What taking a load's lease came to.
+    enum LeaseTake {
+        case taken
+        /// The record is live (a load of a missing record needs none), or another live lease holds it.
+        case refused
+        /// For a refresh: the record it served stale is gone or changed (see ``RefreshOvertaken``).
+        case overtaken
+    }
+
+    /// Takes the lease on `leaseKey` under `token` unless the record is live or another live lease holds it; for a
+    /// refresh (`refreshing`: the update time and expiry of the record it served), unless the live record is no
+    /// longer that one. The lease ends when the flight is given up (`givenUpAt`, on the clock's uptime), however
+    /// long its commit waited for the writer.
     func takeLease(
         _ leaseKey: [UInt8], token: UInt64, refreshing: (updatedAt: Int64, expiresAt: Int64)?, key: [UInt8],
         schema: TypeSchema, givenUpAt: Duration
-    ) async throws -> Bool {
+    ) async throws -> LeaseTake {
         let leases = try store.leaseBook()
         let clock = core.clock
         return try await core.writer.perform { context in
@@ -19,19 +28,19 @@ extension LoadThrough {
             if let refreshing {
                 // A write that committed since the record was served (a delete, a save, a new expiry) came first.
                 guard let live, live.updatedAt == refreshing.updatedAt, live.expiresAt == refreshing.expiresAt else {
-                    return false
+                    return .overtaken
                 }
             } else if live != nil {
-                return false
+                return .refused
             }
             let now = clock.wallNanoseconds()
-            if let entry = try leases.entry(leaseKey, txn: txn), entry.holds(at: now) { return false }
+            if let entry = try leases.entry(leaseKey, txn: txn), entry.holds(at: now) { return .refused }
             let left = max(.milliseconds(1), givenUpAt - clock.uptime())
             let lease = LeaseEntry(
                 kind: .lease, owner: .current, token: token, deadline: now.advanced(saturatingBy: left))
             try leases.put(lease, key: leaseKey, context: context)
             try leases.sweep(now: now, txn: txn)
-            return true
+            return .taken
         }
     }
 

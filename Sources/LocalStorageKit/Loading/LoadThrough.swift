@@ -72,8 +72,8 @@ struct LoadThrough: Sendable {
         core.loads.startIfIdle(flight, id: name, timeout: policy.loadTimeout, clock: core.clock) { givenUpAt in
             do {
                 return try await self.loadOnce(
-                    T.self, id: id, name: name, key: key, schema: schema, policy: policy, refreshing: served.updatedAt,
-                    servedExpiry: served.expiresAt, givenUpAt: givenUpAt, load: load)
+                    T.self, id: id, name: name, key: key, schema: schema, policy: policy, refreshing: served,
+                    givenUpAt: givenUpAt, load: load)
             } catch let error as RefreshOvertaken {
                 throw error  // Not a failure: a write of the id came first.
             } catch {
@@ -88,13 +88,14 @@ struct LoadThrough: Sendable {
 
     /// Loads the record once across the processes on the store: takes the lease (or waits for the
     /// process holding it, then looks again), runs `load` (through the coordinator, when there is one),
-    /// and stores its result while the lease holds. With `refreshing`, the record stored at that update
-    /// time is reloaded even though it is live. The flight running this is given up at `givenUpAt` (the
+    /// and stores its result while the lease holds. With `refreshing`, the live record served stale with that
+    /// update time and expiry is reloaded, unless a write of the id (or its expiry) came first: then it throws
+    /// ``RefreshOvertaken`` without loading. The flight running this is given up at `givenUpAt` (the
     /// clock's uptime): a lease taken later (after waiting on another process's, or on the writer) ends then
     /// too, not a whole `loadTimeout` after it was taken.
     private func loadOnce<T: LocalStorable>(
         _ type: T.Type, id: T.ID, name: String, key: [UInt8], schema: TypeSchema, policy: LoadPolicy,
-        refreshing: Int64?, servedExpiry: Int64 = 0, givenUpAt: Duration,
+        refreshing: (updatedAt: Int64, expiresAt: Int64)?, givenUpAt: Duration,
         load: @escaping @Sendable (T.ID) async throws -> T?
     ) async throws -> T? {
         let waiter = RecordWatch(core: core, typeName: schema.name, id: name)
@@ -109,7 +110,7 @@ struct LoadThrough: Sendable {
                 // does (trial90 #1: a delete, `deleteAll` or `setExpiration` right after the fetch was undone): a
                 // delete (or an expiry) leaves nothing to refresh, a save or a new expiry a record to keep.
                 guard let value = look.value else { throw RefreshOvertaken() }
-                if look.updatedAt != refreshing || look.expiresAt != servedExpiry { return value }
+                if look.updatedAt != refreshing.updatedAt || look.expiresAt != refreshing.expiresAt { return value }
             } else if let value = look.value {
                 return value
             }
@@ -128,20 +129,25 @@ struct LoadThrough: Sendable {
                 if entry.kind == .absent, entry.token == awaited { return nil }
             }
             let token = UInt64.random(in: 1...UInt64.max)
-            guard
-                try await takeLease(
-                    leaseKey, token: token, refreshing: refreshing.map { ($0, servedExpiry) }, key: key,
-                    schema: schema, givenUpAt: givenUpAt)
-            else { continue }
+            switch try await takeLease(
+                leaseKey, token: token, refreshing: refreshing, key: key, schema: schema, givenUpAt: givenUpAt)
+            {
+            case .taken: break
+            case .refused: continue
+            // Told by the lease's commit, whose clock may be ahead of the look's (the look could see the record live
+            // again, and the refresh would go round without end: review-91 D1).
+            case .overtaken: throw RefreshOvertaken()
+            }
             let request = LeasedLoad(
                 through: self, id: id, name: name, key: key, leaseKey: leaseKey, token: token, schema: schema,
-                policy: policy, refreshing: refreshing, givenUpAt: givenUpAt, load: load)
+                policy: policy, refreshing: refreshing?.updatedAt, givenUpAt: givenUpAt, load: load)
             if let coordinator { return try await coordinator.load(request) }
             return try await runLoad(request)
         }
     }
 }
 
-/// A background refresh that a write of its id overtook before it took its lease (a delete, a new expiry): it loads
-/// nothing, and a caller that joined its flight loads for itself.
+/// A background refresh that found the record it served stale gone (deleted, expired or evicted) or changed (a save,
+/// a new expiry) before it took its lease: it loads nothing and is not logged as a failure; a caller that joined its
+/// flight loads for itself.
 struct RefreshOvertaken: Error {}
