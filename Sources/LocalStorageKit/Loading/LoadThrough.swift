@@ -75,7 +75,7 @@ struct LoadThrough: Sendable {
                     T.self, id: id, name: name, key: key, schema: schema, policy: policy, refreshing: served,
                     givenUpAt: givenUpAt, load: load)
             } catch let error as RefreshOvertaken {
-                throw error  // Not a failure: a write of the id came first.
+                throw error  // Not a failure: the record it served is gone or changed.
             } catch {
                 let reported = (error as? CallerError)?.underlying ?? error
                 logger?.log(
