@@ -14,7 +14,7 @@ enum ChildCheck {
         let stageFile =
             FileManager.default.createFile(atPath: candidate.path, contents: Data("starting".utf8)) ? candidate : nil
         defer { if let stageFile { remove(stageFile, output: output) } }
-        let executable = Bundle.main.executableURL ?? URL(fileURLWithPath: CommandLine.arguments[0])
+        let executable = URL(fileURLWithPath: executablePath())
         var environment = ProcessInfo.processInfo.environment
         environment[stageVariable] = stageFile?.path ?? ""
         // The report below replaces the runtime's backtrace of the child, which would only be noise here.
@@ -52,6 +52,22 @@ enum ChildCheck {
                 + "\(signal) inside LMDB. `localstorage verify --repair` salvages the records "
                 + "that can be read; or remove the store (it is a cache) and let it fill again.")
         return 1
+    }
+
+    /// This executable's path: on Linux the link `/proc/self/exe` names (Foundation's `Bundle.main` trapped in its
+    /// one-time setup in a CI run of `verify` as another user, on a read-only store), elsewhere `Bundle.main`'s; the
+    /// first argument when neither says.
+    static func executablePath() -> String {
+        #if os(Linux)
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let count = readlink("/proc/self/exe", &buffer, buffer.count)
+        if count > 0, count < buffer.count {
+            return String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        }
+        return CommandLine.arguments[0]
+        #else
+        return Bundle.main.executablePath ?? CommandLine.arguments[0]
+        #endif
     }
 
     /// Notes the child's current stage in `file` (nothing when there is no file).
