@@ -71,7 +71,7 @@ extension LoadThrough {
         }
         do {
             guard let value = loaded else {
-                try await rememberAbsence(request, refreshing: request.refreshing)
+                try await rememberAbsence(request, refreshing: request.refreshing != nil)
                 return try await store.look(T.self, id: name, key: key, schema: schema).value
             }
             if try await storeLoaded(value, for: request) { return value }
@@ -212,7 +212,7 @@ extension LoadThrough {
 
     /// Records that the request's load found nothing: a nil remembered for `policy.absentFor` (or only for
     /// the callers that waited on this load), or, for a refresh (`refreshing`), the stale record deleted.
-    func rememberAbsence<T: LocalStorable>(_ request: LeasedLoad<T>, refreshing: Int64?) async throws {
+    func rememberAbsence<T: LocalStorable>(_ request: LeasedLoad<T>, refreshing: Bool) async throws {
         let leases = try store.leaseBook()
         let clock = core.clock
         let (leaseKey, token, key, name, schema) = (
@@ -223,7 +223,7 @@ extension LoadThrough {
             guard try leases.holds(leaseKey, token: token, key: key, type: schema.number, context: context) else {
                 return
             }
-            if refreshing != nil {
+            if refreshing {
                 // The source has it no more: the record goes; without `absentFor` its delete voids the lease,
                 // with it the lease becomes the remembered nil below.
                 let deleted = try RecordWriter.delete(

@@ -140,7 +140,7 @@ struct LoadThrough: Sendable {
             }
             let request = LeasedLoad(
                 through: self, id: id, name: name, key: key, leaseKey: leaseKey, token: token, schema: schema,
-                policy: policy, refreshing: refreshing?.updatedAt, givenUpAt: givenUpAt, load: load)
+                policy: policy, refreshing: refreshing, givenUpAt: givenUpAt, load: load)
             if let coordinator { return try await coordinator.load(request) }
             return try await runLoad(request)
         }

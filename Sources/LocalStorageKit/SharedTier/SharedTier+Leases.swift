@@ -19,8 +19,9 @@ extension SharedTier {
     enum LeaseCondition: Sendable {
         /// No record on the server (a load of a missing record).
         case noRecord
-        /// No record, or the one last updated at this time (a refresh).
-        case refreshing(Int64)
+        /// The record a refresh served: the one last updated at this time, with this expiry (review-91 R1: with
+        /// no record, or another expiry, a write by another instance came first).
+        case refreshing(updatedAt: Int64, expiresAt: Int64)
         /// Whatever the server holds (the server's record is not live for this instance's clock).
         case any
     }
@@ -37,7 +38,9 @@ extension SharedTier {
         var expected: [UInt8] = []
         switch condition {
         case .noRecord: break
-        case .refreshing(let updatedAt): expected.appendLittleEndian(updatedAt)
+        case .refreshing(let updatedAt, let expiresAt):
+            expected.appendLittleEndian(updatedAt)
+            expected.appendLittleEndian(expiresAt)
         case .any: expected = Array("-".utf8)
         }
         beforeLeaseRequest.withLock { $0 }?()

@@ -27,7 +27,8 @@ extension SharedTierRecordStore: LoadCoordinator {
         let watch = RecordWatch(core: core, typeName: schema.name, id: name)
         defer { watch.end() }
         var awaited: UInt64?
-        var condition: SharedTier.LeaseCondition = request.refreshing.map { .refreshing($0) } ?? .noRecord
+        var condition: SharedTier.LeaseCondition =
+            request.refreshing.map { .refreshing(updatedAt: $0.updatedAt, expiresAt: $0.expiresAt) } ?? .noRecord
         while true {
             let attempt: SharedTier.LeaseAttempt
             do {
@@ -58,6 +59,11 @@ extension SharedTierRecordStore: LoadCoordinator {
                 if let found {
                     await request.giveBack()
                     return found
+                }
+                if request.refreshing != nil {
+                    // The record the refresh served is gone here too (deleted, or expired): nothing to refresh.
+                    await request.giveBack()
+                    throw RefreshOvertaken()
                 }
                 // The server's record is not live for this store's clock: load whatever the server holds (a marker
                 // of the load this caller waited on answers no more: it decided to load).
@@ -182,7 +188,7 @@ extension SharedTierRecordStore: LoadCoordinator {
             await request.giveBack()
             return try await fetch(T.self, id: name, schema: schema)
         }
-        try await request.through.rememberAbsence(request, refreshing: nil)
+        try await request.through.rememberAbsence(request, refreshing: false)
         return nil
     }
 

@@ -2,18 +2,22 @@
 /// namespace prefix, the writer's clock and the change log's trim rank as `ARGV[1…3]`.
 extension SharedTierScripts {
     /// Takes a load's lease: `ARGV[4]` the lease key, `ARGV[5]` the record key, `ARGV[6]` the lease value,
-    /// `ARGV[7]` its time to live in ms, `ARGV[8]` the update time (8 bytes little-endian, as in the record
-    /// header) of a record being refreshed, empty for a load of a missing record, `-` to take the lease
-    /// whatever the server holds; `ARGV[9]` the mark that this request was abandoned (``abandonLease``).
+    /// `ARGV[7]` its time to live in ms, `ARGV[8]` the update time and expiry (16 bytes little-endian, as in the
+    /// record header) of a record being refreshed, which must still be the server's, empty for a load of a missing
+    /// record, `-` to take the lease whatever the server holds; `ARGV[9]` the mark that this request was abandoned (``abandonLease``).
     /// Returns `{1}` when taken (`SET … NX PX`), `{2}` when the server holds a record that makes the load
-    /// needless, or `{0, value, pttl}` of the lease or marker in the way (`{0, '', 0}` for an abandoned request,
+    /// needless (for a refresh: when it no longer holds the record the refresh served), or `{0, value, pttl}` of the lease or marker in the way (`{0, '', 0}` for an abandoned request,
     /// whose caller no longer waits).
     static let acquireLease = """
         local lease, record, value, px, refreshing = ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8]
         if ARGV[9] and ARGV[9] ~= '' and redis.call('EXISTS', ARGV[9]) == 1 then return {0, '', 0} end
         if refreshing ~= '-' then
           local rec = redis.call('GET', record)
-          if rec and (refreshing == '' or string.sub(rec, 17, 24) ~= refreshing) then return {2} end
+          if refreshing == '' then
+            if rec then return {2} end
+          elseif not rec or string.sub(rec, 17, 32) ~= refreshing then
+            return {2}
+          end
         end
         if redis.call('SET', lease, value, 'NX', 'PX', px) then return {1} end
         return {0, redis.call('GET', lease) or '', redis.call('PTTL', lease)}
