@@ -59,6 +59,11 @@ struct DatabaseStatistics {
     static func plausible(_ count: Int) -> Int {
         min(max(count, 0), 1 << 48)
     }
+
+    /// ``plausible(_:)`` of a count read from the file as unsigned (a database record's, a walk's sum).
+    static func plausible(_ count: UInt64) -> Int {
+        Int(min(count, 1 << 48))
+    }
 }
 
 /// Figures of an environment (`MDB_envinfo`).

@@ -30,7 +30,7 @@ struct LeasedLoad<T: LocalStorable>: Sendable {
     let schema: TypeSchema
     let policy: LoadPolicy
     /// The update time of the record being reloaded behind a stale read (nil: a load of a missing record).
-    let refreshing: (updatedAt: Int64, expiresAt: Int64)?
+    let refreshing: RefreshedRecordStamp?
     /// When the flight running the load is given up (the clock's uptime): this store's lease ends then.
     let givenUpAt: Duration
     let load: @Sendable (T.ID) async throws -> T?

@@ -16,7 +16,7 @@ extension LoadThrough {
     /// longer that one. The lease ends when the flight is given up (`givenUpAt`, on the clock's uptime), however
     /// long its commit waited for the writer.
     func takeLease(
-        _ leaseKey: [UInt8], token: UInt64, refreshing: (updatedAt: Int64, expiresAt: Int64)?, key: [UInt8],
+        _ leaseKey: [UInt8], token: UInt64, refreshing: RefreshedRecordStamp?, key: [UInt8],
         schema: TypeSchema, givenUpAt: Duration
     ) async throws -> LeaseTake {
         let leases = try store.leaseBook()

@@ -65,7 +65,7 @@ struct LoadThrough: Sendable {
     /// logged and keeps the record.
     private func refreshInBackground<T: LocalStorable>(
         _ type: T.Type, id: T.ID, name: String, key: [UInt8], schema: TypeSchema, policy: LoadPolicy,
-        served: (updatedAt: Int64, expiresAt: Int64), load: @escaping @Sendable (T.ID) async throws -> T?
+        served: RefreshedRecordStamp, load: @escaping @Sendable (T.ID) async throws -> T?
     ) {
         let flight = LoadFlights.Key(type: schema.number, id: key)
         let logger = store.logger
@@ -95,7 +95,7 @@ struct LoadThrough: Sendable {
     /// too, not a whole `loadTimeout` after it was taken.
     private func loadOnce<T: LocalStorable>(
         _ type: T.Type, id: T.ID, name: String, key: [UInt8], schema: TypeSchema, policy: LoadPolicy,
-        refreshing: (updatedAt: Int64, expiresAt: Int64)?, givenUpAt: Duration,
+        refreshing: RefreshedRecordStamp?, givenUpAt: Duration,
         load: @escaping @Sendable (T.ID) async throws -> T?
     ) async throws -> T? {
         let waiter = RecordWatch(core: core, typeName: schema.name, id: name)
@@ -146,6 +146,9 @@ struct LoadThrough: Sendable {
         }
     }
 }
+
+/// The update time and expiry of the record a background refresh served stale: what must still be there for it to load.
+typealias RefreshedRecordStamp = (updatedAt: Int64, expiresAt: Int64)
 
 /// A background refresh that found the record it served stale gone (deleted, expired or evicted) or changed (a save,
 /// a new expiry) before it took its lease: it loads nothing and is not logged as a failure; a caller that joined its

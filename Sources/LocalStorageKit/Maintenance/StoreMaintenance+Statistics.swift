@@ -62,10 +62,10 @@ extension StoreMaintenance {
                 databases.append(
                     StoreStatistics.Database(
                         name: name, depth: Int(record.depth),
-                        branchPages: DatabaseStatistics.plausible(Int(clamping: totals.branch)),
-                        leafPages: DatabaseStatistics.plausible(Int(clamping: totals.leaf)),
-                        overflowPages: DatabaseStatistics.plausible(Int(clamping: totals.overflow)),
-                        entries: DatabaseStatistics.plausible(Int(clamping: record.entries))))
+                        branchPages: DatabaseStatistics.plausible(totals.branch),
+                        leafPages: DatabaseStatistics.plausible(totals.leaf),
+                        overflowPages: DatabaseStatistics.plausible(totals.overflow),
+                        entries: DatabaseStatistics.plausible(record.entries)))
             }
             // The store-wide databases' pages count in the totals too (the main database's already do).
             for database in databases.dropFirst() {
@@ -79,9 +79,9 @@ extension StoreMaintenance {
                 for (role, dbi) in StoreMaintenance.databases(of: schema) {
                     var stat = try txn.statistics(dbi)
                     if let totals = walked?[role.databaseName(typeNumber: schema.number)] {
-                        stat.branchPages = DatabaseStatistics.plausible(Int(clamping: totals.branch))
-                        stat.leafPages = DatabaseStatistics.plausible(Int(clamping: totals.leaf))
-                        stat.overflowPages = DatabaseStatistics.plausible(Int(clamping: totals.overflow))
+                        stat.branchPages = DatabaseStatistics.plausible(totals.branch)
+                        stat.leafPages = DatabaseStatistics.plausible(totals.leaf)
+                        stat.overflowPages = DatabaseStatistics.plausible(totals.overflow)
                     }
                     databases.append(.init(name: "\(schema.name)/\(role.name)", stat))
                     pages.branch += stat.branchPages

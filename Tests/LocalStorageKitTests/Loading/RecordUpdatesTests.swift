@@ -6,11 +6,16 @@ import Testing
 @_spi(Testing) @testable import LocalStorageKit
 
 @Suite struct RecordUpdatesTests {
-    @Test func updatesSeeAnotherProcessesWriteAndDelete() async throws {
+    /// A store on a new directory that looks for other processes' commits every 20 ms.
+    private static func pollingStore() throws -> (directory: URL, storage: LocalStorage) {
         let directory = temporaryDirectory()
         var configuration = diskConfiguration(directory)
         configuration.externalChangePollInterval = .milliseconds(20)
-        let storage = try LocalStorage(configuration: configuration)
+        return (directory, try LocalStorage(configuration: configuration))
+    }
+
+    @Test func updatesSeeAnotherProcessesWriteAndDelete() async throws {
+        let (directory, storage) = try Self.pollingStore()
         try await storage.save(StressRecord.make(id: "watched", sequence: 1))
         var values = storage.updates(of: StressRecord.self, id: "watched").makeAsyncIterator()
         #expect(try await values.next()??.sequence == 1)
@@ -32,10 +37,7 @@ import Testing
     /// that wrote them, so no change this process reads names those records. `updates(of:id:)` of one of them
     /// reads it again all the same (trial87 #3: it stayed at nil while the record existed).
     @Test func updatesSeeARecordOfAnotherProcesssBatchWhoseEntryWasTrimmed() async throws {
-        let directory = temporaryDirectory()
-        var configuration = diskConfiguration(directory)
-        configuration.externalChangePollInterval = .milliseconds(20)
-        let storage = try LocalStorage(configuration: configuration)
+        let (directory, storage) = try Self.pollingStore()
         try await storage.save(StressRecord.make(id: "first", sequence: 1))
         let (seen, watcher) = try await SequenceWatch.start(storage, id: "b50")
         defer { watcher.cancel() }
@@ -71,10 +73,7 @@ import Testing
     /// Another process's new expiry of one record wakes the watches of that record only: the change log's
     /// `touched` entry names it (review-87: untested).
     @Test func anotherProcesssNewExpiryWakesTheWatchOfItsRecordOnly() async throws {
-        let directory = temporaryDirectory()
-        var configuration = diskConfiguration(directory)
-        configuration.externalChangePollInterval = .milliseconds(20)
-        let storage = try LocalStorage(configuration: configuration)
+        let (directory, storage) = try Self.pollingStore()
         for id in ["watched", "other"] { try await storage.save(StressRecord.make(id: id, sequence: 1)) }
         let schema = try await storage.core.schema(for: StressRecord.self)
         let watch = RecordWatch(core: storage.core, typeName: schema.name, id: "watched")
