@@ -70,19 +70,20 @@ final class LoadFlights: Sendable {
     /// Joins the flight of `key`, starting one that runs `work` when none is under way, and returns its
     /// outcome.
     ///
-    /// - Throws: what `work` throws; `loadTimedOut(id:)` when it takes longer than `timeout` of `clock`'s
-    ///   time from this call (the caller's own timeout, whoever started the flight: a flight given up at an
-    ///   earlier deadline is followed by one this caller starts), and at once when the caller runs inside the
-    ///   work of `key`'s flight (it would wait on itself); `CancellationError` when the calling task is
-    ///   cancelled (the flight goes on for the others).
+    /// - Parameter deadline: the caller's own, on `clock`'s uptime: its call's start plus its `loadTimeout`, the
+    ///   same however many flights it joins in turn.
+    /// - Throws: what `work` throws; `loadTimedOut(id:)` when `deadline` passes first (the caller's own,
+    ///   whoever started the flight: a flight given up at an earlier deadline is followed by one this caller
+    ///   starts), and at once when the caller runs inside the work of `key`'s flight (it would wait on itself);
+    ///   `CancellationError` when the calling task is cancelled (the flight goes on for the others).
     func join(
-        _ key: Key, id: String, timeout: Duration, clock: any StorageClock, work: @escaping Work
+        _ key: Key, id: String, until deadline: Duration, clock: any StorageClock, work: @escaping Work
     ) async throws -> (any Sendable)? {
         if Self.enclosing.contains(Enclosing(flights: ObjectIdentifier(self), key: key)) {
             throw LocalStorageError.loadTimedOut(id: id)
         }
-        let deadline = clock.uptime() + timeout
         while true {
+            guard clock.uptime() < deadline else { throw LocalStorageError.loadTimedOut(id: id) }
             do {
                 return try await wait(key, id: id, deadline: deadline, clock: clock, work: work)
             } catch is GivenUpBeforeThisCaller {

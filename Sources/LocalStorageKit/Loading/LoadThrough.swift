@@ -40,10 +40,13 @@ struct LoadThrough: Sendable {
         }
         if look.entry?.remembersAbsence(at: now) == true { return nil }
         let flight = LoadFlights.Key(type: schema.number, id: key)
+        // One deadline for the whole call, however many flights it joins (review-91 R2: a caller that joined a
+        // refresh a write then overtook waited a whole new `loadTimeout` in the flight it started next).
+        let deadline = core.clock.uptime() + policy.loadTimeout
         var loaded: (any Sendable)?
         while true {
             do {
-                loaded = try await core.loads.join(flight, id: name, timeout: policy.loadTimeout, clock: core.clock) {
+                loaded = try await core.loads.join(flight, id: name, until: deadline, clock: core.clock) {
                     givenUpAt in
                     try await self.loadOnce(
                         T.self, id: id, name: name, key: key, schema: schema, policy: policy, refreshing: nil,
@@ -109,7 +112,12 @@ struct LoadThrough: Sendable {
                 // A write of the id since the record was served stale overtakes the refresh, as one while it loads
                 // does (trial90 #1: a delete, `deleteAll` or `setExpiration` right after the fetch was undone): a
                 // delete (or an expiry) leaves nothing to refresh, a save or a new expiry a record to keep.
-                guard let value = look.value else { throw RefreshOvertaken() }
+                guard let value = look.value else {
+                    // Unless the load it waited on (another process's refresh) found nothing: its callers get that
+                    // nil, as after any load they waited on (review-91 R3: they loaded once more).
+                    if let entry = look.entry, entry.kind == .absent, entry.token == awaited { return nil }
+                    throw RefreshOvertaken()
+                }
                 if look.updatedAt != refreshing.updatedAt || look.expiresAt != refreshing.expiresAt { return value }
             } else if let value = look.value {
                 return value

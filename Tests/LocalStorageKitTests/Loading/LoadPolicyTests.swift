@@ -147,6 +147,91 @@ import Testing
         }
     }
 
+    /// A caller that joined a background refresh which then found the record gone waits no longer than its own
+    /// `loadTimeout` in all: the flight it starts next ends at the deadline its call began with (review-91 R2: it
+    /// had a whole new `loadTimeout` from the moment the refresh ended).
+    @Test(.timeLimit(.minutes(5))) func aCallerAfterAnOvertakenRefreshKeepsItsDeadline() async throws {
+        let clock = VirtualClock()
+        let storage = try store(clock)
+        let old = Product.sample(6)
+        try await storage.save(old, expiration: .seconds(70))
+        clock.advance(by: .seconds(61))
+        // Another host's load of the id holds a lease for 30 s more: the refresh waits for it, and nothing but
+        // the clock ends that wait (an expiry wakes nothing).
+        let schema = try await storage.core.schema(for: Product.self)
+        let leases = try storage.local.leaseBook()
+        let elsewhere = ProcessIdentity(host: ProcessIdentity.current.host &+ 1, pid: 1, started: 0)
+        let foreign = LeaseEntry(
+            kind: .lease, owner: elsewhere, token: 7, deadline: clock.wallNanoseconds() + 30_000_000_000)
+        try storage.core.environment.write { txn in
+            try leases.put(foreign, key: LeaseBook.key(type: schema.number, id: Array(old.id.utf8)), txn: txn)
+        }
+        let gate = LoadGate()
+        @Sendable func load(_ id: String) async -> Product? {
+            await gate.pass()
+            return Product(id: id, title: "loaded", category: "books", price: 2, rating: 2)
+        }
+        let policy = LoadPolicy(refreshAfter: .seconds(60), loadTimeout: .seconds(40))
+        #expect(try await storage.fetch(Product.self, id: old.id, policy: policy, load: load) == old)
+        try await eventually("the refresh to wait on the lease") {
+            storage.core.leaseWaits.load(ordering: .relaxed) == 1
+        }
+        clock.advance(by: .seconds(14))  // 75 s: the record has expired; the caller's deadline is at 115 s.
+        let finished = Atomic(false)
+        let caller = Task {
+            defer { finished.store(true, ordering: .sequentiallyConsistent) }
+            return try await storage.fetch(Product.self, id: old.id, policy: policy, load: load)
+        }
+        try await eventually("the caller to join the refresh") { storage.core.loads.waiterCount == 1 }
+        clock.advance(by: .seconds(16))  // 91 s: the lease ends, the refresh finds nothing to refresh.
+        try await gate.waitForLoad()  // The caller's own flight loads.
+        clock.advance(by: .seconds(25))  // 116 s: past the caller's deadline, 25 s into its second flight.
+        try await eventually("the caller to time out", timeout: .seconds(60)) {
+            finished.load(ordering: .sequentiallyConsistent)
+        }
+        await #expect(throws: LocalStorageError.loadTimedOut(id: old.id)) { try await caller.value }
+        #expect(gate.loads == 1)  // The refresh did not load.
+        gate.open()
+        try await eventually("the loads to end") { storage.core.loads.count == 0 }
+    }
+
+    /// A refresh that waited on another process's load of the id, which found nothing, gives its callers that nil:
+    /// a caller that joined it (the record having expired meanwhile) does not load once more (review-91 R3).
+    @Test(.timeLimit(.minutes(5))) func aRefreshThatWaitedOnALoadThatFoundNothingAnswersNil() async throws {
+        let clock = VirtualClock()
+        let storage = try store(clock)
+        let old = Product.sample(7)
+        try await storage.save(old, expiration: .seconds(70))
+        clock.advance(by: .seconds(61))
+        let schema = try await storage.core.schema(for: Product.self)
+        let leases = try storage.local.leaseBook()
+        let leaseKey = LeaseBook.key(type: schema.number, id: Array(old.id.utf8))
+        let elsewhere = ProcessIdentity(host: ProcessIdentity.current.host &+ 1, pid: 1, started: 0)
+        var entry = LeaseEntry(
+            kind: .lease, owner: elsewhere, token: 7, deadline: clock.wallNanoseconds() + 30_000_000_000)
+        try storage.core.environment.write { try leases.put(entry, key: leaseKey, txn: $0) }
+        let loads = Atomic(0)
+        @Sendable func load(_ id: String) -> Product? {
+            loads.add(1, ordering: .relaxed)
+            return Product(id: id, title: "loaded", category: "books", price: 2, rating: 2)
+        }
+        let policy = LoadPolicy(refreshAfter: .seconds(60), loadTimeout: .seconds(40))
+        #expect(try await storage.fetch(Product.self, id: old.id, policy: policy, load: load) == old)
+        try await eventually("the refresh to wait on the lease") {
+            storage.core.leaseWaits.load(ordering: .relaxed) == 1
+        }
+        clock.advance(by: .seconds(14))  // The record has expired.
+        let caller = Task { try await storage.fetch(Product.self, id: old.id, policy: policy, load: load) }
+        try await eventually("the caller to join the refresh") { storage.core.loads.waiterCount == 1 }
+        // The other process's load found nothing: its lease becomes an ended marker of the nil.
+        entry.kind = .absent
+        entry.deadline = clock.wallNanoseconds()
+        try storage.core.environment.write { try leases.put(entry, key: leaseKey, txn: $0) }
+        clock.advance(by: .seconds(16))  // The refresh's wait for the lease ends.
+        #expect(try await caller.value == nil)
+        #expect(loads.load(ordering: .relaxed) == 0)
+    }
+
     /// A clear (or delete) that commits in the same group commit just before a load takes its lease came before
     /// the load: it voided the new lease at the end of the commit, so the loaded value was not stored and the
     /// caller got nil.
