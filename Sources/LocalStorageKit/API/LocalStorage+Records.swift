@@ -171,7 +171,7 @@ extension LocalStorage {
 extension LocalStorage {
     /// Encodes a value and its index values for the writer, in this store's codec.
     func prepare<T: LocalStorable>(
-        _ value: T, schema: TypeSchema, indexValues: ((T) -> [StoredIndexValue])? = nil
+        _ value: T, schema: TypeSchema, indexValues: IndexValueFunction<T>? = nil
     ) throws -> PreparedRecord {
         try PreparedRecord(encoding: value, schema: schema, format: local.format, indexValues: indexValues)
     }

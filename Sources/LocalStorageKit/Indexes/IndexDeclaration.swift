@@ -92,10 +92,10 @@ struct IndexDeclaration: Sendable, Equatable, Codable {
     /// must index its records with the declaration it was registered with (review-74 #2).
     static func read<T: LocalStorable>(
         _ type: T.Type
-    ) -> (declaration: IndexDeclaration, computer: (T) -> [StoredIndexValue]) {
+    ) -> (declaration: IndexDeclaration, computer: IndexValueFunction<T>) {
         guard let indexed = type as? any LocalStorageIndexed.Type else { return (.none, { _ in [] }) }
         let (declaration, computer) = indexed.declarationAndComputer()
-        return (declaration, computer as? (T) -> [StoredIndexValue] ?? { $0.indexValuesForStorage })
+        return (declaration, computer as? IndexValueFunction<T> ?? { $0.indexValuesForStorage })
     }
 }
 
@@ -132,14 +132,14 @@ extension LocalStorable {
 
     /// A function computing index values with the declaration read once: for batches, where asking
     /// `storageIndexes` (and casting to find it) per value costs more than the values themselves.
-    static func indexValueComputer() -> (Self) -> [StoredIndexValue] {
+    static func indexValueComputer() -> IndexValueFunction<Self> {
         IndexDeclaration.read(Self.self).computer
     }
 }
 
 extension LocalStorageIndexed {
     /// The declaration of ``storageIndexes`` and ``erasedIndexValueComputer(_:)`` of the same reading.
-    static func declarationAndComputer() -> (IndexDeclaration, Any) {
+    static func declarationAndComputer() -> (IndexDeclaration, any Sendable) {
         let indexes = storageIndexes
         return (declaration(of: indexes), erasedIndexValueComputer(indexes))
     }
@@ -149,14 +149,14 @@ extension LocalStorageIndexed {
     /// Each index's name, kind and extraction are taken out of the declaration once, the extraction behind a
     /// raw pointer to the value: the loop run per value then touches no type made from `Self` (such as
     /// `StorageIndex<Self>`), whose metadata unspecialized code would look up in the runtime for every value.
-    static func erasedIndexValueComputer(_ indexes: [StorageIndex<Self>]) -> Any {
+    static func erasedIndexValueComputer(_ indexes: [StorageIndex<Self>]) -> any Sendable {
         let names = indexes.map(\.name)
         let kinds = indexes.map(\.kind)
-        let extracts: [(UnsafeRawPointer) -> IndexValue?] = indexes.map { index in
+        let extracts: [@Sendable (UnsafeRawPointer) -> IndexValue?] = indexes.map { index in
             let extract = index.extract
             return { pointer in extract(pointer.assumingMemoryBound(to: Self.self).pointee) }
         }
-        let compute: (Self) -> [StoredIndexValue] = { value in
+        let compute: IndexValueFunction<Self> = { value in
             withUnsafePointer(to: value) { pointer in
                 var stored: [StoredIndexValue] = []
                 stored.reserveCapacity(extracts.count)
@@ -172,3 +172,8 @@ extension LocalStorageIndexed {
         return compute
     }
 }
+
+/// A function computing a value's index values with one reading of its declaration: it holds only the
+/// declaration's names, kinds and `@Sendable` extractions, keeps no state between calls, and is shared between
+/// threads.
+typealias IndexValueFunction<T> = @Sendable (T) -> [StoredIndexValue]

@@ -4,7 +4,7 @@ extension PreparedRecord {
     /// - Throws: `invalidId` for an id that cannot key a record; `encodingFailed`.
     init<T: LocalStorable>(
         encoding value: T, schema: TypeSchema, format: PayloadFormat,
-        indexValues: ((T) -> [StoredIndexValue])? = nil
+        indexValues: IndexValueFunction<T>? = nil
     ) throws {
         let id = try value.storageID()
         self.init(

@@ -93,7 +93,6 @@ extension StoreCore {
             let writer = self.writer
             // The schema computes index values with this caller's reading, whose declaration it registers; the
             // callers waiting on the registration read the declaration at other moments (review-75 #2).
-            let reading = UncheckedIndexValues(compute: indexValues)
             let task = Task {
                 let registered = try await writer.performExclusive { writer in
                     try writer.transact { context in
@@ -102,7 +101,7 @@ extension StoreCore {
                             txn: context.txn)
                     }
                 }
-                registered.0.runtime.use(reading.compute, for: T.self)
+                registered.0.runtime.use(indexValues, for: T.self)
                 return registered
             }
             state.pending[key] = task
@@ -138,7 +137,7 @@ extension StoreCore {
     /// the default).
     func registeredInPlace<T: LocalStorable>(
         _ type: T.Type, name: String,
-        reading: (declaration: IndexDeclaration, computer: (T) -> [StoredIndexValue])? = nil
+        reading: (declaration: IndexDeclaration, computer: IndexValueFunction<T>)? = nil
     ) -> TypeSchema? {
         let (declaration, indexValues) = reading ?? IndexDeclaration.read(T.self)
         let version = T.storageVersion
@@ -223,7 +222,7 @@ extension StoreCore {
     /// `schema` with `T`'s own limits, which the writer learns here, computing index values with `indexValues`
     /// when given (made from the reading of the declaration `schema` was registered with).
     private func limited<T: LocalStorable>(
-        _ schema: TypeSchema, _ type: T.Type, indexValues: ((T) -> [StoredIndexValue])? = nil
+        _ schema: TypeSchema, _ type: T.Type, indexValues: IndexValueFunction<T>? = nil
     ) -> TypeSchema {
         if let indexValues { schema.runtime.use(indexValues, for: T.self) }
         var schema = schema
@@ -233,12 +232,6 @@ extension StoreCore {
         schema.sealing = sealing
         schema.writesCompactHeaders = writesCompactHeaders
         return schema
-    }
-
-    /// A reading's index-value function carried into the registration's task: it holds only a declaration's
-    /// names, kinds and `@Sendable` extractions, and keeps no state between calls.
-    private struct UncheckedIndexValues<T>: @unchecked Sendable {
-        let compute: (T) -> [StoredIndexValue]
     }
 
     private enum Registration {

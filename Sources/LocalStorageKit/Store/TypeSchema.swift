@@ -328,19 +328,13 @@ final class SchemaRuntime: Sendable {
     /// schema's declaration came from (``IndexDeclaration/read(_:)``, given at registration): asking the type for
     /// its declaration at each save (building every ``StorageIndex``) and casting the value to find it cost more
     /// than the values, and a declaration read again later (a flag) could differ from the schema's.
-    private let indexValueComputers = Mutex<[ObjectIdentifier: IndexValueComputer]>([:])
-
-    /// A computer shared between threads: it holds only a declaration's names, kinds and `@Sendable` extractions,
-    /// and keeps no state between calls.
-    private struct IndexValueComputer: @unchecked Sendable {
-        let compute: Any
-    }
+    private let indexValueComputers = Mutex<[ObjectIdentifier: any Sendable]>([:])
 
     /// The function computing a `T`'s index values for this schema: the one its registration gave, or (for a
     /// schema made without one) one made from the declaration as it reads now.
-    func indexValueComputer<T: LocalStorable>(for type: T.Type) -> (T) -> [StoredIndexValue] {
+    func indexValueComputer<T: LocalStorable>(for type: T.Type) -> IndexValueFunction<T> {
         let key = ObjectIdentifier(type)
-        if let known = indexValueComputers.withLock({ $0[key] })?.compute as? (T) -> [StoredIndexValue] {
+        if let known = indexValueComputers.withLock({ $0[key] }) as? IndexValueFunction<T> {
             return known
         }
         let made = T.indexValueComputer()
@@ -349,8 +343,7 @@ final class SchemaRuntime: Sendable {
     }
 
     /// Makes `computer` the function computing a `T`'s index values for this schema.
-    func use<T: LocalStorable>(_ computer: @escaping (T) -> [StoredIndexValue], for type: T.Type) {
-        let computer = IndexValueComputer(compute: computer)
+    func use<T: LocalStorable>(_ computer: @escaping IndexValueFunction<T>, for type: T.Type) {
         indexValueComputers.withLock { $0[ObjectIdentifier(type)] = computer }
     }
 
