@@ -30,20 +30,41 @@ final class RedisTestServer: Sendable {
     }()
 
     /// Starts a server on a free loopback port (or `port`) in a fresh directory (or `directory`).
+    ///
+    /// A port that was free when asked for can be taken by another test's server before this one binds it: this
+    /// server then exits, and the other one answers on the port. So a server counts as started only when the
+    /// process answering is its own (Redis's `process_id`), and a port found taken is given up for another.
     init(password: String? = nil, port: Int? = nil, directory: URL? = nil) throws {
         guard RedisTestServer.binary != nil else { throw SharedTestError.noServer }
-        self.port = try port ?? RedisTestServer.freePort()
         self.directory = directory ?? temporaryDirectory()
         self.password = password
-        try start()
+        var attempts = 0
+        while true {
+            let chosen = try port ?? RedisTestServer.freePort()
+            attempts += 1
+            do {
+                let server = try RedisTestServer.launch(port: chosen, directory: self.directory, password: password)
+                self.port = chosen
+                process.withLock { $0 = server }
+                return
+            } catch SharedTestError.portTaken(let taken) where port == nil && attempts < 5 {
+                _ = taken  // Another test's server took it first: try another.
+            }
+        }
     }
 
     deinit {
         process.withLock { process in _ = process?.kill() }
     }
 
-    /// Starts (or restarts) the server process and waits until it answers.
+    /// Restarts the server process (on its port, in its directory) and waits until it answers.
     func start() throws {
+        let server = try RedisTestServer.launch(port: port, directory: directory, password: password)
+        process.withLock { $0 = server }
+    }
+
+    /// Starts a server process and waits until it answers on `port`: its own answer, not another test's server's.
+    private static func launch(port: Int, directory: URL, password: String?) throws -> ChildProcess {
         guard let binary = RedisTestServer.binary else { throw SharedTestError.noServer }
         var arguments = [
             "--port", "\(port)", "--bind", "127.0.0.1", "--dir", directory.path,
@@ -53,14 +74,32 @@ final class RedisTestServer: Sendable {
         if let password { arguments += ["--requirepass", password] }
         let server = try ChildProcess(
             executable: binary, arguments: arguments, standardOutput: .nullDevice, standardError: .nullDevice)
-        process.withLock { $0 = server }
         let deadline = ContinuousClock.now + .seconds(60)
         while ContinuousClock.now < deadline {
-            if (try? ping()) == true { return }
-            guard server.isRunning else { break }
+            let answering = try? processAnswering(port: port, password: password)
+            if answering == server.processIdentifier { return server }
+            guard server.isRunning else {
+                if answering != nil { throw SharedTestError.portTaken(port) }
+                break
+            }
             Thread.sleep(forTimeInterval: 0.01)
         }
+        _ = server.kill()
         throw SharedTestError.serverDidNotStart(port: port, log: directory.appendingPathComponent("redis.log").path)
+    }
+
+    /// The process id of the server answering on `port` (`INFO server`'s `process_id`).
+    private static func processAnswering(port: Int, password: String?) throws -> Int32? {
+        let endpoint = RESPEndpoint(
+            host: "127.0.0.1", port: port, username: nil, password: password, database: 0,
+            connectTimeout: .milliseconds(200), readTimeout: .milliseconds(500))
+        let session = try RESPSession(endpoint: endpoint, clock: SystemClock())
+        defer { session.close() }
+        let info = try session.roundTrip([.command("INFO", "server")]).first?.text ?? ""
+        guard let line = info.split(whereSeparator: \.isNewline).first(where: { $0.hasPrefix("process_id:") }) else {
+            return nil
+        }
+        return Int32(line.dropFirst("process_id:".count))
     }
 
     /// Starts a server like ``init(password:port:directory:)``, on a thread of its own: starting waits for
@@ -77,16 +116,6 @@ final class RedisTestServer: Sendable {
     /// ``killHard()`` on a thread of its own.
     func killOffThePool() async {
         _ = try? await offThePool { self.killHard() }
-    }
-
-    /// Whether the server answers PING.
-    func ping() throws -> Bool {
-        let endpoint = RESPEndpoint(
-            host: "127.0.0.1", port: port, username: nil, password: password, database: 0,
-            connectTimeout: .milliseconds(200), readTimeout: .milliseconds(500))
-        let session = try RESPSession(endpoint: endpoint, clock: SystemClock())
-        defer { session.close() }
-        return try session.roundTrip([.command("PING")]).first == .simple("PONG")
     }
 
     /// Empties the server (`FLUSHALL`) while clients stay connected.
@@ -197,6 +226,7 @@ enum SharedTestError: Error, CustomStringConvertible {
     case noServer
     case noPort
     case serverDidNotStart(port: Int, log: String)
+    case portTaken(Int)
     case timedOut(String)
 
     var description: String {
@@ -204,6 +234,7 @@ enum SharedTestError: Error, CustomStringConvertible {
         case .noServer: "redis-server is not installed (scripts/ensure-dependencies.sh redis)"
         case .noPort: "no free loopback port"
         case .serverDidNotStart(let port, let log): "redis-server did not start on port \(port); see \(log)"
+        case .portTaken(let port): "another server took port \(port) first"
         case .timedOut(let what): "timed out waiting for \(what)"
         }
     }
