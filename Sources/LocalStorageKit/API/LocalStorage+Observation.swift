@@ -74,7 +74,9 @@ extension LocalStorage {
     /// with no write needed.
     ///
     /// - Throws: through the stream, and ending it: whatever the query throws, such as
-    ///   `unknownIndex`, `invalidQuery` or `decodingFailed`.
+    ///   `unknownIndex`, `invalidQuery` or `decodingFailed`. With a shared tier, a rerun that finds it unavailable
+    ///   keeps the last result and reruns once the instance has reconnected and caught up; only the first result
+    ///   throws `sharedTierUnavailable`.
     public func updates<T: LocalStorable>(
         of type: T.Type, matching filters: [StorageIndexFilter] = [], orderedBy sort: StorageIndexSort? = nil,
         options: FetchOptions = FetchOptions()
@@ -96,9 +98,13 @@ extension LocalStorage {
         buffering: AsyncThrowingStream<[T], Error>.Continuation.BufferingPolicy = .bufferingNewest(1),
         _ query: @escaping @Sendable (LocalStorage) async throws -> [T]
     ) -> AsyncThrowingStream<[T], Error> {
-        core.liveQuery(
+        var recovering: (@Sendable () async -> Bool)?
+        if let tier = sharedTier {
+            recovering = { await tier.awaitServable() }
+        }
+        return core.liveQuery(
             of: T.self, matching: filters, coalescing: configuration.liveQueryCoalescing,
-            firstDesign: configuration.liveQueriesUseTheFirstDesign, buffering: buffering
+            firstDesign: configuration.liveQueriesUseTheFirstDesign, buffering: buffering, recovering: recovering
         ) { [self] in
             try await query(self)
         }

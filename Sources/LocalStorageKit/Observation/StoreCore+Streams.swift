@@ -126,10 +126,12 @@ extension StoreCore {
 
     /// Runs `query` now and again after each burst of commits to `T` (coalesced by `coalescing`), emitting
     /// changed results; with `filters`, a change whose record meets them neither before nor after does not
-    /// rerun it. After each run a timer is armed for the soonest expiry among the type's records.
+    /// rerun it. After each run a timer is armed for the soonest expiry among the type's records. A rerun that finds
+    /// the shared tier unavailable awaits `recovering` and runs again (see ``LiveQuery/run(emittingTo:query:nextExpiry:recovering:onRerun:)``).
     func liveQuery<T: LocalStorable>(
         of type: T.Type, matching filters: [StorageIndexFilter], coalescing: Duration, firstDesign: Bool,
         buffering: AsyncThrowingStream<[T], Error>.Continuation.BufferingPolicy,
+        recovering: (@Sendable () async -> Bool)? = nil,
         _ query: @escaping @Sendable () async throws -> [T]
     ) -> AsyncThrowingStream<[T], Error> {
         let (stream, continuation) = AsyncThrowingStream.makeStream(
@@ -154,6 +156,12 @@ extension StoreCore {
             await live.run(
                 emittingTo: continuation, query: query,
                 nextExpiry: { core.nextExpiry(of: T.self, after: $0) },
+                recovering: recovering.map { recovering in
+                    {
+                        core.liveQueries.noteSuspension()
+                        return await recovering()
+                    }
+                },
                 onRerun: { core.liveQueries.noteRerun() })
         }
         continuation.onTermination = { [core] _ in

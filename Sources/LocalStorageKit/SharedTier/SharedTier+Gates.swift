@@ -51,6 +51,23 @@ extension SharedTier {
         }
     }
 
+    /// Returns true once local records may be served again (the instance has reconnected and caught up), trying after
+    /// each attempt to reach the server ends; false when the tier stops (the store closes) or the task is cancelled.
+    nonisolated(nonsending) func awaitServable() async -> Bool {
+        while true {
+            do {
+                try await awaitSettled()
+                return true
+            } catch {
+                // Not heard from for longer than `maxStaleness`, and the server cannot be reached now: wait for the
+                // next attempt's outcome.
+            }
+            let mark = state.withLock { $0.outcomes }
+            await waitUnlessCancelled { $0.outcomes > mark }
+            if Task.isCancelled || state.withLock({ $0.isStopped }) { return false }
+        }
+    }
+
     /// The rule: in sync and heard from within `maxStaleness` (or disconnected less than that ago): serve.
     /// Connecting or catching up: wait for it, once, or as long as the server answers (heard from within
     /// `maxStaleness`: a catch-up a notice started right after the read's first wait ended). Stale: ask for a reconnection now and wait for its outcome,
