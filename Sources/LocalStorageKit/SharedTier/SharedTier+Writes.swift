@@ -164,7 +164,7 @@ extension SharedTier {
             reply = try await run("put", SharedTierScripts.put, arguments, records: puts.count)
         }
         if case .error(let message) = reply {
-            if message.hasPrefix("LEASELOST") { throw SharedTierLeaseLost() }
+            if message.hasPrefix("LEASELOST") { throw SharedTierLeaseLost(gone: message.hasPrefix("LEASELOST gone")) }
             if message.hasPrefix("NEWER ") {
                 throw LocalStorageError.decodingFailed(
                     reason: "\(schema.name) \(message.dropFirst(6)) on the shared "

@@ -144,10 +144,14 @@ extension SharedTierRecordStore: LoadCoordinator {
                     lease: (tier.leaseKey(type: schema.name, id: key), lease.bytes))
                 // The record's local commit voids this store's lease too.
                 try await tier.commitOwn(written, records: [record], schema: schema)
-            } catch is SharedTierLeaseLost {
+            } catch let lost as SharedTierLeaseLost {
                 // A write of the id by some instance came first: it wins.
                 await request.giveBack()
-                return try await fetch(T.self, id: name, schema: schema)
+                let current = try await fetch(T.self, id: name, schema: schema)
+                // Unless the server lost the lease with its data and holds no record either: the source's value is
+                // the answer, not stored (trial91 #2: the callers got nil).
+                if current == nil, lost.gone { return value }
+                return current
             }
             await request.giveBack()
             return value

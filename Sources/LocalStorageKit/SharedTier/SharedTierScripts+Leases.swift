@@ -74,12 +74,18 @@ extension SharedTierScripts {
     static let leasedDelete = leaseHeld + delete
 
     /// The start of a script that runs only under a load's lease: takes the last two arguments, the lease key and
-    /// the value it must still hold, and stops with `LEASELOST` (before anything is written) when it does not.
+    /// the value it must still hold, and stops with `LEASELOST` (before anything is written) when it does not:
+    /// `LEASELOST gone` when the key holds nothing (a put of the id ended the lease, it expired, or the server lost
+    /// its data), `LEASELOST voided` when it holds another value (a delete's marker, another load's lease).
     private static let leaseHeld = """
         local leaseValue = table.remove(ARGV)
         local leaseKey = table.remove(ARGV)
-        if redis.call('GET', leaseKey) ~= leaseValue then
-          return redis.error_reply('LEASELOST the lease was voided by a write, or it expired')
+        local held = redis.call('GET', leaseKey)
+        if held ~= leaseValue then
+          if not held then
+            return redis.error_reply('LEASELOST gone: a put ended the lease, or it expired, or the server lost it')
+          end
+          return redis.error_reply('LEASELOST voided: a write of the id voided the lease')
         end
 
         """

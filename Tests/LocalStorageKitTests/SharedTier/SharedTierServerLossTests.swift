@@ -1,0 +1,86 @@
+import Foundation
+import LocalStorageTestSupport
+import Synchronization
+import Testing
+
+@_spi(Testing) @testable import LocalStorageKit
+
+/// What an instance does when its server goes away or loses its data, each test on a server of its own.
+@Suite(
+    .enabled(if: RedisTestServer.binary != nil, "redis-server is not installed (scripts/ensure-dependencies.sh redis)"))
+struct SharedTierServerLossTests {
+    /// A live query keeps its last result and goes on once the instance has reconnected and caught up (trial91 #1:
+    /// the first rerun during an outage or a stall ended the stream for good).
+    @Test(.timeLimit(.minutes(5)), arguments: [FetchOptions.Scope.shared, .local])
+    func aLiveQueryOutlivesAnOutage(scope: FetchOptions.Scope) async throws {
+        let server = try await RedisTestServer.started()
+        defer { server.stop() }
+        let namespace = "outage-\(scope)"
+        let a = try await sharedStore(server.configuration(namespace: namespace))
+        var tier = server.configuration(namespace: namespace)
+        tier.maxStaleness = .seconds(1)
+        let clock = VirtualClock()
+        let b = try await sharedStore(tier, clock: clock)
+        // The server expires `x` by its own clock: a minute, long enough for a loaded machine.
+        try await b.save(StressRecord.make(id: "x", sequence: 1), expiration: .seconds(60))
+        let results = Mutex<[[String]]>([])
+        let ending = Mutex<String?>(nil)
+        let watching = Task {
+            do {
+                for try await rows in b.updates(of: StressRecord.self, options: FetchOptions(scope: scope)) {
+                    results.withLock { $0.append(rows.map(\.id).sorted()) }
+                }
+                ending.withLock { $0 = "finished" }
+            } catch {
+                ending.withLock { $0 = "\(error)" }
+            }
+        }
+        defer { watching.cancel() }
+        #expect(try await waitUntil { results.withLock { $0.last } == ["x"] }, "first")
+
+        await server.killOffThePool()
+        #expect(try await waitUntil { b.sharedTier?.phase == .down }, "down")
+        // `x` expires and the query reruns, long after the instance last heard from the server: the rerun fails.
+        clock.advance(by: .seconds(61))
+        #expect(
+            try await waitUntil {
+                b.core.liveQueries.suspensionCount >= 1 || ending.withLock { $0 != nil }
+            }, "suspended")
+        #expect(ending.withLock { $0 } == nil)
+
+        try await server.restart()
+        try await a.save(StressRecord.make(id: "y", sequence: 1))
+        // The instance reconnects (its delays run on its clock), catches up, and the query reruns.
+        #expect(
+            try await waitUntil {
+                clock.advance(by: .milliseconds(100))
+                return results.withLock { $0.last?.contains("y") == true } || ending.withLock { $0 != nil }
+            },
+            """
+            results \(results.withLock { $0 }), phase \(String(describing: b.sharedTier?.phase)), \
+            suspensions \(b.core.liveQueries.suspensionCount), reruns \(b.core.liveQueries.rerunCount)
+            """)
+        #expect(ending.withLock { $0 } == nil)
+        #expect(results.withLock { $0.last?.contains("y") } == true)
+    }
+
+    /// A load whose lease the server lost with its data (`FLUSHALL`) while the loader ran, and which finds no record
+    /// there either, returns what the loader returned (its callers got nil: trial91 #2).
+    @Test(.timeLimit(.minutes(5))) func aLoadWhoseLeaseTheServerLostReturnsItsValue() async throws {
+        let server = try await RedisTestServer.started()
+        defer { server.stop() }
+        let storage = try await sharedStore(server.configuration(namespace: "lost"))
+        let gate = LoadGate()
+        let caller = Task {
+            try await storage.fetch(Product.self, id: "sku_lost", policy: LoadPolicy(loadTimeout: .seconds(600))) {
+                id in
+                await gate.pass()
+                return Product(id: id, title: "loaded", category: "books", price: 1, rating: 1)
+            }
+        }
+        try await gate.waitForLoad()
+        try await offThePool { try server.flushAll() }
+        gate.open()
+        #expect(try await caller.value?.title == "loaded")
+    }
+}
