@@ -82,9 +82,9 @@ public struct SharedTierConfiguration: Sendable, Hashable {
         }
         let scheme = components.scheme?.lowercased() ?? ""
         guard ["redis", "valkey"].contains(scheme) else {
+            let note = ["rediss", "valkeys"].contains(scheme) ? " (TLS is not supported)" : ""
             throw .sharedTierUnavailable(
-                "the shared tier URL \(redactedURL) must start with redis:// (TLS is not "
-                    + "supported)")
+                "the shared tier URL \(redactedURL) must start with redis:// or valkey://" + note)
         }
         guard let host = components.host, !host.isEmpty else {
             throw .sharedTierUnavailable("the shared tier URL \(redactedURL) names no host")

@@ -47,4 +47,16 @@ import Testing
         let (what, change) = Self.unworkable[index]
         #expect(throws: LocalStorageError.self, "\(what)") { try Self.configuration(change).endpoint() }
     }
+
+    /// A URL of another scheme names the two the tier takes; TLS is mentioned for a TLS scheme only (trial91 #5: an
+    /// `http://` URL was refused "(TLS is not supported)").
+    @Test(arguments: [("rediss", true), ("valkeys", true), ("http", false), ("unix", false)])
+    func anotherSchemeIsRefusedSayingWhichItTakes(scheme: String, tls: Bool) throws {
+        let error = #expect(throws: LocalStorageError.self) {
+            try Self.configuration { $0.url = URL(string: "\(scheme)://127.0.0.1:6379")! }.endpoint()
+        }
+        let message = try #require(error).localizedDescription
+        #expect(message.contains("must start with redis:// or valkey://"), "\(message)")
+        #expect(message.contains("TLS") == tls, "\(message)")
+    }
 }
