@@ -60,7 +60,6 @@ final class LiveQueryCenter: CommitListener {
     private let state = Mutex(State())
     private let externalChanges = Atomic<Int>(0)
     private let reruns = Atomic<Int>(0)
-    private let suspensions = Atomic<Int>(0)
     private let invalidations = Atomic<Int>(0)
 
     /// How many times live queries of this store reran after their first result (tests read it).
@@ -68,13 +67,6 @@ final class LiveQueryCenter: CommitListener {
 
     /// Counts one rerun of a live query.
     func noteRerun() { reruns.add(1, ordering: .relaxed) }
-
-    /// How many times a live query's rerun found the shared tier unavailable and waited for it (tests read it).
-    var suspensionCount: Int { suspensions.load(ordering: .relaxed) }
-
-    /// Counts one live query waiting for the shared tier.
-    func noteSuspension() { suspensions.add(1, ordering: .relaxed) }
-
     /// How many commits marked a live query of this store stale (counted on the writer thread before the
     /// commit's callers resume, so a test reads it right after a save returns).
     var invalidationCount: Int { invalidations.load(ordering: .relaxed) }

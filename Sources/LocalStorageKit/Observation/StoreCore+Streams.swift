@@ -156,12 +156,7 @@ extension StoreCore {
             await live.run(
                 emittingTo: continuation, query: query,
                 nextExpiry: { core.nextExpiry(of: T.self, after: $0) },
-                recovering: recovering.map { recovering in
-                    {
-                        core.liveQueries.noteSuspension()
-                        return await recovering()
-                    }
-                },
+                recovering: recovering,
                 onRerun: { core.liveQueries.noteRerun() })
         }
         continuation.onTermination = { [core] _ in

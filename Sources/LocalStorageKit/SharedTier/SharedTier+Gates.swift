@@ -54,6 +54,7 @@ extension SharedTier {
     /// Returns true once local records may be served again (the instance has reconnected and caught up), trying after
     /// each attempt to reach the server ends; false when the tier stops (the store closes) or the task is cancelled.
     nonisolated(nonsending) func awaitServable() async -> Bool {
+        state.withLock { $0.servableWaits += 1 }
         while true {
             do {
                 try await awaitSettled()

@@ -21,6 +21,7 @@ struct SharedTierServerLossTests {
         tier.maxStaleness = .seconds(1)
         let clock = VirtualClock()
         let b = try await sharedStore(tier, clock: clock)
+        let bTier = try #require(b.sharedTier)
         // The server expires `x` by its own clock: a minute, long enough for a loaded machine.
         try await b.save(StressRecord.make(id: "x", sequence: 1), expiration: .seconds(60))
         let results = Mutex<[[String]]>([])
@@ -44,7 +45,7 @@ struct SharedTierServerLossTests {
         clock.advance(by: .seconds(61))
         #expect(
             try await waitUntil {
-                b.core.liveQueries.suspensionCount >= 1 || ending.withLock { $0 != nil }
+                (bTier.state.withLock { $0.servableWaits }) >= 1 || ending.withLock { $0 != nil }
             }, "suspended")
         #expect(ending.withLock { $0 } == nil)
 
@@ -58,7 +59,7 @@ struct SharedTierServerLossTests {
             },
             """
             results \(results.withLock { $0 }), phase \(String(describing: b.sharedTier?.phase)), \
-            suspensions \(b.core.liveQueries.suspensionCount), reruns \(b.core.liveQueries.rerunCount)
+            waits \(bTier.state.withLock { $0.servableWaits }), reruns \(b.core.liveQueries.rerunCount)
             """)
         #expect(ending.withLock { $0 } == nil)
         #expect(results.withLock { $0.last?.contains("y") } == true)
