@@ -53,9 +53,16 @@ extension SharedTier {
 
     /// Returns true once local records may be served again (the instance has reconnected and caught up), trying after
     /// each attempt to reach the server ends; false when the tier stops (the store closes) or the task is cancelled.
+    ///
+    /// It waits for the next outcome (a heartbeat's reply, a reconnection, a commit of the server's changes) before
+    /// each try, the first included: a failure the server's answers do not cure (keys of another kind, changed by
+    /// hand) is tried again at that pace, not in a loop.
     nonisolated(nonsending) func awaitServable() async -> Bool {
         state.withLock { $0.servableWaits += 1 }
         while true {
+            let mark = state.withLock { $0.outcomes }
+            await waitUnlessCancelled { $0.outcomes > mark }
+            if Task.isCancelled || state.withLock({ $0.isStopped }) { return false }
             do {
                 try await awaitSettled()
                 return true
@@ -63,9 +70,6 @@ extension SharedTier {
                 // Not heard from for longer than `maxStaleness`, and the server cannot be reached now: wait for the
                 // next attempt's outcome.
             }
-            let mark = state.withLock { $0.outcomes }
-            await waitUnlessCancelled { $0.outcomes > mark }
-            if Task.isCancelled || state.withLock({ $0.isStopped }) { return false }
         }
     }
 
