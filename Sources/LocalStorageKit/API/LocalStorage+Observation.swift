@@ -98,9 +98,9 @@ extension LocalStorage {
         buffering: AsyncThrowingStream<[T], Error>.Continuation.BufferingPolicy = .bufferingNewest(1),
         _ query: @escaping @Sendable (LocalStorage) async throws -> [T]
     ) -> AsyncThrowingStream<[T], Error> {
-        var recovering: (@Sendable () async -> Bool)?
+        var recovering: (@Sendable (LocalStorageError) async -> Bool)?
         if let tier = sharedTier {
-            recovering = { await tier.awaitServable() }
+            recovering = { await tier.awaitServable(after: $0) }
         }
         return core.liveQuery(
             of: T.self, matching: filters, coalescing: configuration.liveQueryCoalescing,

@@ -105,8 +105,9 @@ final class LiveQuery<T: LocalStorable>: Sendable {
 
     /// Emits the current result, then a fresh one after each coalesced burst of invalidations, until
     /// the task is cancelled or ``stop()`` is called. A query error ends `output` with that error, but for a rerun
-    /// that finds the shared tier unavailable when there is `recovering`: the query keeps its last result, awaits
-    /// `recovering` (true once the instance may serve again, false when the store closes) and reruns.
+    /// that finds the shared tier unavailable when there is `recovering`: the query keeps its last result and awaits
+    /// `recovering` with the error (true once the instance may serve again, false for a failure waiting does not
+    /// cure or when the store closes), then reruns.
     ///
     /// After each run, `nextExpiry` tells when the soonest record of the type expires after the moment the
     /// run started (read before the query, so a row that expires while the query runs still gets its rerun):
@@ -114,7 +115,7 @@ final class LiveQuery<T: LocalStorable>: Sendable {
     func run(
         emittingTo output: AsyncThrowingStream<[T], Error>.Continuation,
         query: () async throws -> [T], nextExpiry: (_ after: Int64) -> Int64? = { _ in nil },
-        recovering: (() async -> Bool)? = nil, onRerun: () -> Void = {}
+        recovering: ((LocalStorageError) async -> Bool)? = nil, onRerun: () -> Void = {}
     ) async {
         var seen = (writes: generation.load(ordering: .acquiring), expiries: expiries.load(ordering: .acquiring))
         var lastEmitted: Fingerprint?
@@ -162,11 +163,11 @@ final class LiveQuery<T: LocalStorable>: Sendable {
                 let fingerprint: Fingerprint?
                 do {
                     (result, fingerprint) = try await run()
-                } catch LocalStorageError.sharedTierUnavailable(let reason) where recovering != nil {
+                } catch let error as LocalStorageError {
                     // An outage or a stall of the server: the result emitted last stands until the instance has
                     // reconnected and caught up, then the query reruns (trial91 #1: the stream ended for good).
-                    guard let recovering, await recovering() else {
-                        throw LocalStorageError.sharedTierUnavailable(reason)
+                    guard case .sharedTierUnavailable = error, let recovering, await recovering(error) else {
+                        throw error
                     }
                     try Task.checkCancellation()
                     invalidate()

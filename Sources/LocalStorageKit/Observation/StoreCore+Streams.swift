@@ -131,7 +131,7 @@ extension StoreCore {
     func liveQuery<T: LocalStorable>(
         of type: T.Type, matching filters: [StorageIndexFilter], coalescing: Duration, firstDesign: Bool,
         buffering: AsyncThrowingStream<[T], Error>.Continuation.BufferingPolicy,
-        recovering: (@Sendable () async -> Bool)? = nil,
+        recovering: (@Sendable (LocalStorageError) async -> Bool)? = nil,
         _ query: @escaping @Sendable () async throws -> [T]
     ) -> AsyncThrowingStream<[T], Error> {
         let (stream, continuation) = AsyncThrowingStream.makeStream(

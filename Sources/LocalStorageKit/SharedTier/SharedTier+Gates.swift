@@ -51,18 +51,24 @@ extension SharedTier {
         }
     }
 
-    /// Returns true once local records may be served again (the instance has reconnected and caught up), trying after
-    /// each attempt to reach the server ends; false when the tier stops (the store closes) or the task is cancelled.
+    /// After `failure`, returns true once local records may be served again (the instance has reconnected and caught
+    /// up); false at once when `failure` is the server's answer rather than its silence (``isOutage(_:)``: a refusal
+    /// that waiting would not cure), and when the tier stops (the store closes) or the task is cancelled.
     ///
     /// It waits for the next outcome (a heartbeat's reply, a reconnection, a commit of the server's changes) before
-    /// each try, the first included: a failure the server's answers do not cure (keys of another kind, changed by
-    /// hand) is tried again at that pace, not in a loop.
-    nonisolated(nonsending) func awaitServable() async -> Bool {
-        state.withLock { $0.servableWaits += 1 }
+    /// each try, the first included, so a request that keeps failing is tried again at that pace, never in a loop.
+    nonisolated(nonsending) func awaitServable(after failure: LocalStorageError) async -> Bool {
+        guard isOutage(failure) else { return false }
+        var mark = state.withLock { state -> Int in
+            state.servableWaits += 1
+            return state.outcomes
+        }
         while true {
-            let mark = state.withLock { $0.outcomes }
-            await waitUnlessCancelled { $0.outcomes > mark }
+            let seen = mark
+            await waitUnlessCancelled { $0.outcomes > seen }
             if Task.isCancelled || state.withLock({ $0.isStopped }) { return false }
+            // Read before the try: an outcome during or after it ends the next wait at once.
+            mark = state.withLock { $0.outcomes }
             do {
                 try await awaitSettled()
                 return true
@@ -71,6 +77,15 @@ extension SharedTier {
                 // next attempt's outcome.
             }
         }
+    }
+
+    /// Whether `error` says the server did not answer (it could not be reached, a request went out and no reply
+    /// came, or this instance has not heard from it lately) rather than that it answered with a refusal (an error
+    /// reply: a permission, a key of another kind).
+    func isOutage(_ error: LocalStorageError) -> Bool {
+        guard case .sharedTierUnavailable(let reason) = error else { return false }
+        if RESPConnection.mayHaveBeenApplied(error) || state.withLock({ $0.phase != .live }) { return true }
+        return ["connecting to ", "no word from ", "not yet in sync "].contains { reason.hasPrefix($0) }
     }
 
     /// The rule: in sync and heard from within `maxStaleness` (or disconnected less than that ago): serve.

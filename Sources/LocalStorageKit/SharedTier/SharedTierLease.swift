@@ -51,7 +51,7 @@ struct SharedTierLease: Sendable, Equatable {
 /// The lease a load's record write was made under was voided (a write of the id by some instance came
 /// first, or it expired): nothing was written.
 struct SharedTierLeaseLost: Error {
-    /// The server held nothing under the lease's key: a put of the id ended it, it expired, or the server lost its
-    /// data (`FLUSHALL`, a restart without it, an eviction); otherwise a delete's marker or another lease was there.
+    /// The server lost its data (`FLUSHALL`, a restart without it): neither the lease nor the namespace's sequence is
+    /// there; otherwise a write of the id ended or voided the lease.
     var gone = false
 }

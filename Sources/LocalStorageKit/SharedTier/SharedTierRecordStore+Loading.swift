@@ -148,8 +148,8 @@ extension SharedTierRecordStore: LoadCoordinator {
                 // A write of the id by some instance came first: it wins.
                 await request.giveBack()
                 let current = try await fetch(T.self, id: name, schema: schema)
-                // Unless the server lost the lease with its data and holds no record either: the source's value is
-                // the answer, not stored (trial91 #2: the callers got nil).
+                // Unless the server lost its data, the lease with it, and holds no record: the source's value is the
+                // answer, not stored (trial91 #2: the callers got nil).
                 if current == nil, lost.gone { return value }
                 return current
             }

@@ -75,15 +75,16 @@ extension SharedTierScripts {
 
     /// The start of a script that runs only under a load's lease: takes the last two arguments, the lease key and
     /// the value it must still hold, and stops with `LEASELOST` (before anything is written) when it does not:
-    /// `LEASELOST gone` when the key holds nothing (a put of the id ended the lease, it expired, or the server lost
-    /// its data), `LEASELOST voided` when it holds another value (a delete's marker, another load's lease).
+    /// `LEASELOST gone` when the key holds nothing and neither does the namespace's sequence (the server lost its
+    /// data: `FLUSHALL`, a restart without it), `LEASELOST voided` otherwise (a write of the id ended or voided the
+    /// lease: a put deletes it, so a put and then a delete leave nothing either).
     private static let leaseHeld = """
         local leaseValue = table.remove(ARGV)
         local leaseKey = table.remove(ARGV)
         local held = redis.call('GET', leaseKey)
         if held ~= leaseValue then
-          if not held then
-            return redis.error_reply('LEASELOST gone: a put ended the lease, or it expired, or the server lost it')
+          if not held and redis.call('EXISTS', ARGV[1] .. 'seq') == 0 then
+            return redis.error_reply('LEASELOST gone: the server lost its data, and the lease with it')
           end
           return redis.error_reply('LEASELOST voided: a write of the id voided the lease')
         end

@@ -303,6 +303,31 @@ struct SharedTierLoadThroughTests {
         #expect(try await a.fetch(Product.self, id: "sku_thrown")?.title == "saved on B")
     }
 
+    /// A save and then a delete of the id during a load win over it: the save's put ends the lease (it deletes the
+    /// key), the delete finds no lease to mark, and the load's result is not what its callers get (review-92 F2: an
+    /// empty lease key was taken for a server that lost its data, and the loaded value came back).
+    /// A's notices are held, so the load ends before A's store hears of the writes and its leased put finds the key
+    /// empty.
+    @Test func aSaveThenADeleteOnAnotherInstanceWinOverALoad() async throws {
+        let a = try await instance()
+        let b = try await instance()
+        let aTier = try #require(a.sharedTier)
+        let notices = SharedTierOwnWriteTests.NoticeGate()
+        aTier.beforeNotice.withLock { $0 = { await notices.pass() } }
+        defer {
+            aTier.beforeNotice.withLock { $0 = nil }
+            notices.release(1_000)
+        }
+        let gate = LoadGate()
+        let onA = Self.callers(3, of: a, id: "sku_gone", title: "loaded", gate: gate)
+        try await gate.waitForLoad()
+        try await b.save(Self.product("sku_gone", "saved on B"))
+        try await b.delete(Product.self, id: "sku_gone")
+        gate.open()
+        for caller in onA { #expect(try await caller.value == nil) }
+        #expect(gate.loads == 1)
+    }
+
     @Test func aDeleteAllOnAnotherInstanceWinsOverALoad() async throws {
         let a = try await instance()
         let b = try await instance()

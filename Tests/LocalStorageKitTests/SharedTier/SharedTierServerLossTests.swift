@@ -84,4 +84,39 @@ struct SharedTierServerLossTests {
         gate.open()
         #expect(try await caller.value?.title == "loaded")
     }
+
+    /// A rerun the server refuses (an error reply: here a key of the namespace turned into another kind by hand) is
+    /// no outage: waiting would not cure it, so the stream ends with the server's message, as before (review-92 F1:
+    /// it was retried for the life of the stream, and the app never learnt why its result was frozen).
+    @Test(.timeLimit(.minutes(5))) func aLiveQueryTheServerRefusesEndsWithItsMessage() async throws {
+        let server = try await RedisTestServer.started()
+        defer { server.stop() }
+        let clock = VirtualClock()
+        let storage = try await sharedStore(server.configuration(namespace: "refused"), clock: clock)
+        try await storage.save(StressRecord.make(id: "x", sequence: 1), expiration: .seconds(60))
+        let results = Mutex(0)
+        let ending = Mutex<String?>(nil)
+        let watching = Task {
+            do {
+                for try await _ in storage.updates(of: StressRecord.self) { results.withLock { $0 += 1 } }
+                ending.withLock { $0 = "finished" }
+            } catch {
+                ending.withLock { $0 = "\(error)" }
+            }
+        }
+        defer { watching.cancel() }
+        #expect(try await waitUntil { results.withLock { $0 } == 1 })
+        // The expiry index every shared query sweeps first, made a string behind the library's back.
+        try await offThePool {
+            let endpoint = RESPEndpoint(
+                host: "127.0.0.1", port: server.port, username: nil, password: nil, database: 0,
+                connectTimeout: .seconds(30), readTimeout: .seconds(30))
+            let session = try RESPSession(endpoint: endpoint, clock: SystemClock())
+            defer { session.close() }
+            _ = try session.roundTrip([.command("SET", "refused:e", "not a sorted set")])
+        }
+        clock.advance(by: .seconds(61))  // `x` expires: the query reruns, and its sweep meets the string.
+        #expect(try await waitUntil { ending.withLock { $0 } != nil })
+        #expect(ending.withLock { $0 }?.contains("WRONGTYPE") == true, "\(ending.withLock { $0 } ?? "")")
+    }
 }
