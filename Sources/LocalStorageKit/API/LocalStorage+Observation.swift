@@ -74,9 +74,9 @@ extension LocalStorage {
     /// with no write needed.
     ///
     /// - Throws: through the stream, and ending it: whatever the query throws, such as
-    ///   `unknownIndex`, `invalidQuery` or `decodingFailed`. With a shared tier, a rerun that finds it unavailable
-    ///   keeps the last result and reruns once the instance has reconnected and caught up; only the first result
-    ///   throws `sharedTierUnavailable`.
+    ///   `unknownIndex`, `invalidQuery` or `decodingFailed`. With a shared tier, a rerun that cannot reach it (or
+    ///   has not heard from it for `maxStaleness`) keeps the last result and reruns once the instance has reconnected
+    ///   and caught up; the first result, and a rerun the server refuses, throw `sharedTierUnavailable`.
     public func updates<T: LocalStorable>(
         of type: T.Type, matching filters: [StorageIndexFilter] = [], orderedBy sort: StorageIndexSort? = nil,
         options: FetchOptions = FetchOptions()

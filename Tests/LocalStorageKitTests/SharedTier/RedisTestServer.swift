@@ -79,7 +79,10 @@ final class RedisTestServer: Sendable {
             let answering = try? processAnswering(port: port, password: password)
             if answering == server.processIdentifier { return server }
             guard server.isRunning else {
-                if answering != nil { throw SharedTestError.portTaken(port) }
+                // Another server answers there, or (under a password, or too slow to answer) its log says so.
+                let logFile = directory.appendingPathComponent("redis.log")
+                let log = (try? String(contentsOf: logFile, encoding: .utf8)) ?? ""
+                if answering != nil || log.contains("Address already in use") { throw SharedTestError.portTaken(port) }
                 break
             }
             Thread.sleep(forTimeInterval: 0.01)

@@ -83,6 +83,8 @@ struct SharedTierServerLossTests {
         try await offThePool { try server.flushAll() }
         gate.open()
         #expect(try await caller.value?.title == "loaded")
+        // Not stored: its lease went with the server's data.
+        #expect(try await storage.fetch(Product.self, id: "sku_lost") == nil)
     }
 
     /// A rerun the server refuses (an error reply: here a key of the namespace turned into another kind by hand) is
