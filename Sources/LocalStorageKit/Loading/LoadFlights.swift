@@ -70,14 +70,20 @@ final class LoadFlights: Sendable {
     /// Joins the flight of `key`, starting one that runs `work` when none is under way, and returns its
     /// outcome.
     ///
-    /// - Parameter deadline: the caller's own, on `clock`'s uptime: its call's start plus its `loadTimeout`, the
-    ///   same however many flights it joins in turn.
+    /// - Parameters:
+    ///   - deadline: the caller's own, on `clock`'s uptime: its call's start plus its `loadTimeout`, the same however
+    ///     many flights it joins in turn.
+    ///   - timeout: the caller's `loadTimeout`: a flight it starts with less than that left (a caller whose first
+    ///     flight a write overtook) is given up that long after its start, not at the caller's deadline, and the
+    ///     caller stops waiting at its own (review-92 F3: the load was cancelled with the caller, and the callers
+    ///     that had joined it loaded again).
     /// - Throws: what `work` throws; `loadTimedOut(id:)` when `deadline` passes first (the caller's own,
     ///   whoever started the flight: a flight given up at an earlier deadline is followed by one this caller
     ///   starts), and at once when the caller runs inside the work of `key`'s flight (it would wait on itself);
     ///   `CancellationError` when the calling task is cancelled (the flight goes on for the others).
     func join(
-        _ key: Key, id: String, until deadline: Duration, clock: any StorageClock, work: @escaping Work
+        _ key: Key, id: String, until deadline: Duration, timeout: Duration, clock: any StorageClock,
+        work: @escaping Work
     ) async throws -> (any Sendable)? {
         if Self.enclosing.contains(Enclosing(flights: ObjectIdentifier(self), key: key)) {
             throw LocalStorageError.loadTimedOut(id: id)
@@ -85,16 +91,17 @@ final class LoadFlights: Sendable {
         while true {
             guard clock.uptime() < deadline else { throw LocalStorageError.loadTimedOut(id: id) }
             do {
-                return try await wait(key, id: id, deadline: deadline, clock: clock, work: work)
+                return try await wait(key, id: id, deadline: deadline, timeout: timeout, clock: clock, work: work)
             } catch is GivenUpBeforeThisCaller {
                 continue
             }
         }
     }
 
-    /// Joins or starts the flight of `key` once, as a caller whose deadline is `deadline`.
+    /// Joins or starts the flight of `key` once, as a caller whose deadline is `deadline` (and whose `loadTimeout` is
+    /// `timeout`).
     private func wait(
-        _ key: Key, id: String, deadline: Duration, clock: any StorageClock, work: @escaping Work
+        _ key: Key, id: String, deadline: Duration, timeout: Duration, clock: any StorageClock, work: @escaping Work
     ) async throws -> (any Sendable)? {
         let waiter = state.withLock { state -> UInt64 in
             state.nextNumber += 1
@@ -111,10 +118,15 @@ final class LoadFlights: Sendable {
                         }
                     } else {
                         state.nextNumber += 1
-                        state.flights[key] = Flight(number: state.nextNumber, deadline: deadline)
+                        let flightDeadline = max(deadline, clock.uptime() + timeout)
+                        state.flights[key] = Flight(number: state.nextNumber, deadline: flightDeadline)
                         start(
-                            key, id: id, number: state.nextNumber, deadline: deadline, clock: clock, work: work,
+                            key, id: id, number: state.nextNumber, deadline: flightDeadline, clock: clock, work: work,
                             &state)
+                        if deadline < flightDeadline - Self.deadlineSlack {
+                            state.flights[key]?.waiterTimers[waiter] = waiterTimer(
+                                waiter, of: key, number: state.nextNumber, id: id, deadline: deadline, clock: clock)
+                        }
                     }
                     state.flights[key]?.waiters[waiter] = continuation
                     state.flights[key]?.waiterDeadlines[waiter] = deadline

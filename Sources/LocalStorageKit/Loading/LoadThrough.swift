@@ -46,7 +46,9 @@ struct LoadThrough: Sendable {
         var loaded: (any Sendable)?
         while true {
             do {
-                loaded = try await core.loads.join(flight, id: name, until: deadline, clock: core.clock) {
+                loaded = try await core.loads.join(
+                    flight, id: name, until: deadline, timeout: policy.loadTimeout, clock: core.clock
+                ) {
                     givenUpAt in
                     try await self.loadOnce(
                         T.self, id: id, name: name, key: key, schema: schema, policy: policy, refreshing: nil,

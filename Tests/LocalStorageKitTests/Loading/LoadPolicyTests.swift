@@ -191,8 +191,11 @@ import Testing
         }
         await #expect(throws: LocalStorageError.loadTimedOut(id: old.id)) { try await caller.value }
         #expect(gate.loads == 1)  // The refresh did not load.
+        // The caller's flight goes on for a whole `loadTimeout` from its start (review-92 F3: it was given up with the
+        // caller, and callers that had joined it loaded again): its value is stored.
         gate.open()
         try await eventually("the loads to end") { storage.core.loads.count == 0 }
+        #expect(try await storage.fetch(Product.self, id: old.id)?.title == "loaded")
     }
 
     /// A refresh that waited on another process's load of the id, which found nothing, gives its callers that nil:
