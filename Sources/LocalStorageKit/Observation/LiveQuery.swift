@@ -166,10 +166,10 @@ final class LiveQuery<T: LocalStorable>: Sendable {
                 } catch let error as LocalStorageError {
                     // An outage or a stall of the server: the result emitted last stands until the instance has
                     // reconnected and caught up, then the query reruns (trial91 #1: the stream ended for good).
-                    guard case .sharedTierUnavailable = error, let recovering, await recovering(error) else {
-                        throw error
-                    }
-                    try Task.checkCancellation()
+                    guard case .sharedTierUnavailable = error, let recovering else { throw error }
+                    let recovered = await recovering(error)
+                    try Task.checkCancellation()  // A consumer that left ends the stream as it always does.
+                    guard recovered else { throw error }
                     invalidate()
                     continue
                 }
