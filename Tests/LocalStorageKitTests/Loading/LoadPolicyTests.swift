@@ -147,9 +147,22 @@ import Testing
         }
     }
 
+    /// Puts another host's entry (token 7) for `id`'s load, until `deadline` (ns since 1970): a lease of its load
+    /// under way, or the ended marker of the nil it found.
+    private func putForeignLease(
+        _ kind: LeaseEntry.Kind, of id: String, until deadline: Int64, in storage: LocalStorage
+    ) async throws {
+        let schema = try await storage.core.schema(for: Product.self)
+        let leases = try storage.local.leaseBook()
+        let elsewhere = ProcessIdentity(host: ProcessIdentity.current.host &+ 1, pid: 1, started: 0)
+        let entry = LeaseEntry(kind: kind, owner: elsewhere, token: 7, deadline: deadline)
+        let key = LeaseBook.key(type: schema.number, id: Array(id.utf8))
+        try storage.core.environment.write { try leases.put(entry, key: key, txn: $0) }
+    }
+
     /// A caller that joined a background refresh which then found the record gone waits no longer than its own
-    /// `loadTimeout` in all: the flight it starts next ends at the deadline its call began with (review-91 R2: it
-    /// had a whole new `loadTimeout` from the moment the refresh ended).
+    /// `loadTimeout` in all: it stops waiting at the deadline its call began with (review-91 R2: it had a whole new
+    /// `loadTimeout` from the moment the refresh ended).
     @Test(.timeLimit(.minutes(5))) func aCallerAfterAnOvertakenRefreshKeepsItsDeadline() async throws {
         let clock = VirtualClock()
         let storage = try store(clock)
@@ -158,14 +171,7 @@ import Testing
         clock.advance(by: .seconds(61))
         // Another host's load of the id holds a lease for 30 s more: the refresh waits for it, and nothing but
         // the clock ends that wait (an expiry wakes nothing).
-        let schema = try await storage.core.schema(for: Product.self)
-        let leases = try storage.local.leaseBook()
-        let elsewhere = ProcessIdentity(host: ProcessIdentity.current.host &+ 1, pid: 1, started: 0)
-        let foreign = LeaseEntry(
-            kind: .lease, owner: elsewhere, token: 7, deadline: clock.wallNanoseconds() + 30_000_000_000)
-        try storage.core.environment.write { txn in
-            try leases.put(foreign, key: LeaseBook.key(type: schema.number, id: Array(old.id.utf8)), txn: txn)
-        }
+        try await putForeignLease(.lease, of: old.id, until: clock.wallNanoseconds() + 30_000_000_000, in: storage)
         let gate = LoadGate()
         @Sendable func load(_ id: String) async -> Product? {
             await gate.pass()
@@ -206,13 +212,7 @@ import Testing
         let old = Product.sample(7)
         try await storage.save(old, expiration: .seconds(70))
         clock.advance(by: .seconds(61))
-        let schema = try await storage.core.schema(for: Product.self)
-        let leases = try storage.local.leaseBook()
-        let leaseKey = LeaseBook.key(type: schema.number, id: Array(old.id.utf8))
-        let elsewhere = ProcessIdentity(host: ProcessIdentity.current.host &+ 1, pid: 1, started: 0)
-        var entry = LeaseEntry(
-            kind: .lease, owner: elsewhere, token: 7, deadline: clock.wallNanoseconds() + 30_000_000_000)
-        try storage.core.environment.write { try leases.put(entry, key: leaseKey, txn: $0) }
+        try await putForeignLease(.lease, of: old.id, until: clock.wallNanoseconds() + 30_000_000_000, in: storage)
         let loads = Atomic(0)
         @Sendable func load(_ id: String) -> Product? {
             loads.add(1, ordering: .relaxed)
@@ -227,9 +227,7 @@ import Testing
         let caller = Task { try await storage.fetch(Product.self, id: old.id, policy: policy, load: load) }
         try await eventually("the caller to join the refresh") { storage.core.loads.waiterCount == 1 }
         // The other process's load found nothing: its lease becomes an ended marker of the nil.
-        entry.kind = .absent
-        entry.deadline = clock.wallNanoseconds()
-        try storage.core.environment.write { try leases.put(entry, key: leaseKey, txn: $0) }
+        try await putForeignLease(.absent, of: old.id, until: clock.wallNanoseconds(), in: storage)
         clock.advance(by: .seconds(16))  // The refresh's wait for the lease ends.
         #expect(try await caller.value == nil)
         #expect(loads.load(ordering: .relaxed) == 0)
