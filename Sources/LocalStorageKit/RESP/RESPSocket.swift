@@ -44,6 +44,15 @@ final class RESPSocket {
         #endif
     }
 
+    /// How the reason of a failure to connect begins (``isConnectionFailure(_:)``).
+    private static let connectingTo = "connecting to"
+
+    /// Whether `error` is a failure to connect: no server answered.
+    static func isConnectionFailure(_ error: LocalStorageError) -> Bool {
+        guard case .sharedTierUnavailable(let reason) = error else { return false }
+        return reason.hasPrefix(connectingTo + " ")
+    }
+
     private static func failure(_ what: String, _ label: String, code: Int32 = errno) -> LocalStorageError {
         .sharedTierUnavailable("\(what) \(label) failed: \(String(cString: strerror(code))) (errno \(code))")
     }
@@ -68,7 +77,7 @@ final class RESPSocket {
             entry = current.pointee.ai_next
             let left = deadline - ContinuousClock.now
             guard left > .zero else {
-                throw .sharedTierUnavailable("connecting to \(label) timed out after \(timeout)")
+                throw .sharedTierUnavailable("\(connectingTo) \(label) timed out after \(timeout)")
             }
             let fd = socket(current.pointee.ai_family, streamType | closeOnExec, 0)
             guard fd >= 0 else {
@@ -111,16 +120,16 @@ final class RESPSocket {
         let result = Darwin.connect(descriptor, address, length)
         #endif
         if result == 0 { return }
-        guard errno == EINPROGRESS else { throw RESPSocket.failure("connecting to", label) }
+        guard errno == EINPROGRESS else { throw RESPSocket.failure(Self.connectingTo, label) }
         guard try wait(for: Int16(POLLOUT), until: .now + timeout) else {
-            throw .sharedTierUnavailable("connecting to \(label) timed out after \(timeout)")
+            throw .sharedTierUnavailable("\(Self.connectingTo) \(label) timed out after \(timeout)")
         }
         var code: Int32 = 0
         var size = socklen_t(MemoryLayout<Int32>.size)
         guard getsockopt(descriptor, SOL_SOCKET, SO_ERROR, &code, &size) == 0 else {
             throw RESPSocket.failure("getsockopt(SO_ERROR) after connecting to", label)
         }
-        if code != 0 { throw RESPSocket.failure("connecting to", label, code: code) }
+        if code != 0 { throw RESPSocket.failure(Self.connectingTo, label, code: code) }
     }
 
     /// Whether the connection can no longer carry a request: closed, or readable while no request is out (the

@@ -84,8 +84,8 @@ extension SharedTier {
     /// reply: a permission, a key of another kind).
     func isOutage(_ error: LocalStorageError) -> Bool {
         guard case .sharedTierUnavailable(let reason) = error else { return false }
-        if RESPConnection.mayHaveBeenApplied(error) || state.withLock({ $0.phase != .live }) { return true }
-        return ["connecting to ", "no word from ", "not yet in sync "].contains { reason.hasPrefix($0) }
+        if RESPConnection.mayHaveBeenApplied(error) || RESPSocket.isConnectionFailure(error) { return true }
+        return state.withLock { $0.phase != .live } || Self.staleReasons.contains { reason.hasPrefix($0) }
     }
 
     /// The rule: in sync and heard from within `maxStaleness` (or disconnected less than that ago): serve.
@@ -121,14 +121,16 @@ extension SharedTier {
     /// How many outcomes a read waits for on a live but quiet connection before it gives up.
     static let liveAttempts = 4
 
+    /// How the reasons ``staleness(_:now:)`` gives begin: never in sync, not heard from for too long.
+    private static let staleReasons = ["not yet in sync with the shared tier", "no word from the shared tier"]
+
     /// Why local records cannot be served: never in sync, or not heard from for too long, and the last error.
     private func staleness(_ state: State, now: Duration) -> String {
         let cause = state.lastError.map { ": " + RESPConnection.reason(of: $0) } ?? ""
         guard let heard = state.lastHeard else {
-            return "not yet in sync with the shared tier at \(endpoint.label), so no local record can be trusted"
-                + cause
+            return "\(Self.staleReasons[0]) at \(endpoint.label), so no local record can be trusted" + cause
         }
-        return "no word from the shared tier at \(endpoint.label) for \(now - heard) (maxStaleness "
+        return "\(Self.staleReasons[1]) at \(endpoint.label) for \(now - heard) (maxStaleness "
             + "\(settings.maxStaleness)), so local records may be out of date" + cause
     }
 

@@ -122,7 +122,7 @@ final class SharedTier: Sendable {
         /// The namespace's key check value matched this store's keys (``SharedTier/checkNamespaceKey()``).
         var namespaceKeyChecked = false
         var catchUps = 0
-        /// Calls of ``SharedTier/awaitServable()``: live queries whose rerun found the tier unavailable (tests read it).
+        /// Calls of ``SharedTier/awaitServable(after:)`` that waited: live queries whose rerun found the tier unavailable (tests read it).
         var servableWaits = 0
         var drops = 0
         var schemasByName: [ExactName: TypeSchema] = [:]
