@@ -10,6 +10,16 @@ extension Duration {
     }
 }
 
+extension Duration {
+    /// The duration to the nearest millisecond, for messages: a measured one prints as `1.5 seconds`, not as
+    /// `1.499778157 seconds`.
+    var roundedToMilliseconds: Duration {
+        let (seconds, attoseconds) = components
+        let milliseconds = (Double(attoseconds) / 1e15).rounded()
+        return .seconds(seconds) + .milliseconds(Int64(milliseconds))
+    }
+}
+
 extension Int64 {
     /// The moment `duration` after this one (nanoseconds since 1970), held at `Int64.max` (or `.min`)
     /// instead of wrapping.

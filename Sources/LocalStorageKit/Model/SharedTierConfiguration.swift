@@ -138,8 +138,8 @@ struct RESPEndpoint: Sendable, Hashable {
     let connectTimeout: Duration
     let readTimeout: Duration
 
-    /// `host:port/database`, for messages (never the password).
-    var label: String { "\(host):\(port)/\(database)" }
+    /// `host:port/database`, for messages (never the password); an IPv6 address in brackets, as a URL has it.
+    var label: String { host.contains(":") ? "[\(host)]:\(port)/\(database)" : "\(host):\(port)/\(database)" }
 }
 
 extension Duration {

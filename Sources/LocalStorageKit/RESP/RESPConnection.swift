@@ -8,7 +8,9 @@ import Synchronization
 /// with `sharedTierUnavailable` (saying the outcome is unknown when the request had been sent); the next
 /// request reconnects at once, and after a failed attempt later ones fail fast until the backoff delay
 /// (doubling up to the configured maximum, measured on `clock`) has passed, so a write during an outage throws
-/// at once instead of waiting for a connect timeout. ``retrySoon()`` lifts the backoff.
+/// at once instead of waiting for a connect timeout. ``retrySoon()`` lifts the backoff. A server that stays silent
+/// for `readTimeout` fails the requests queued behind the one it did not answer, unsent, so that no caller waits
+/// for more than one `readTimeout` of silence (the next request tries again at once).
 final class RESPConnection: @unchecked Sendable {
     // @unchecked: `retryNow` and `dropSession` are only touched under the worker's lock (the queue lives in the
     // worker); `session`, `nextAttempt`, `delay` and `lastFailure` only on the worker's thread.
@@ -17,6 +19,8 @@ final class RESPConnection: @unchecked Sendable {
         /// How much longer than `readTimeout` the server may take before it answers (a script writing many
         /// records runs that long before its reply's first byte).
         var extraTime: Duration = .zero
+        /// How many silences (``RESPConnection/silences``) the connection had met when the request was queued.
+        var silencesBefore = 0
         let finish: @Sendable (Result<[RESPValue], LocalStorageError>) -> Void
     }
 
@@ -28,6 +32,11 @@ final class RESPConnection: @unchecked Sendable {
     private let worker: SerialWorker<Request>
     private var retryNow = false
     private var dropSession = false
+    /// How many pipelines the server left unanswered for their whole timeout; a request queued before the last
+    /// of them fails unsent (``queuedBehindSilence(_:)``).
+    private var silences = 0
+    /// What the server did not answer last (for the reason of the requests failed unsent behind it).
+    private var lastSilence = ""
 
     private var session: RESPSession?
     private var nextAttempt = Duration.zero
@@ -64,6 +73,9 @@ final class RESPConnection: @unchecked Sendable {
 
     /// How many requests were written to the server and wait for their replies (tests wait for one to be).
     var requestsAwaitingReply: Int { awaiting.withLock { $0 } }
+
+    /// How many requests are queued and not yet taken for a pipeline (tests wait for one to be).
+    var requestsQueued: Int { worker.queuedCount }
 
     /// Lets the next request try to connect at once, whatever the backoff says (a read is waiting).
     func retrySoon() {
@@ -159,6 +171,8 @@ final class RESPConnection: @unchecked Sendable {
     }
 
     private func enqueue(_ request: Request) {
+        var request = request
+        request.silencesBefore = worker.locked { silences }
         guard !worker.submit(request) else { return }
         request.finish(.failure(.sharedTierUnavailable("the store is closing")))
     }
@@ -190,6 +204,11 @@ final class RESPConnection: @unchecked Sendable {
     }
 
     private func process(_ batch: [Request]) {
+        let (behindSilence, batch) = queuedBehindSilence(batch)
+        for request in behindSilence {
+            request.finish(.failure(.sharedTierUnavailable(Self.notSentAfterSilence + lastSilence)))
+        }
+        guard !batch.isEmpty else { return }
         let session: RESPSession
         do {
             session = try openSession()
@@ -197,12 +216,13 @@ final class RESPConnection: @unchecked Sendable {
             for request in batch { request.finish(.failure(error)) }
             return
         }
+        let timeout = endpoint.readTimeout + batch.reduce(.zero) { $0 + $1.extraTime }
         do {
             let commands = batch.flatMap(\.commands)
             var wasSent = false
             defer { if wasSent { awaiting.withLock { $0 -= batch.count } } }
             let replies = try session.roundTrip(
-                commands, timeout: endpoint.readTimeout + batch.reduce(.zero) { $0 + $1.extraTime },
+                commands, timeout: timeout,
                 sent: {
                     wasSent = true
                     awaiting.withLock { $0 += batch.count }
@@ -218,8 +238,35 @@ final class RESPConnection: @unchecked Sendable {
             session.close()
             self.session = nil
             nextAttempt = clock.uptime()
+            if RESPSession.isSilence(error) {
+                lastSilence = "\(endpoint.label) did not reply to the request before it within \(timeout)"
+                worker.locked { silences += 1 }
+            }
             for request in batch { request.finish(.failure(error)) }
         }
+    }
+
+    /// How the reason of a request failed unsent begins, because the server did not answer the request before
+    /// it for its whole timeout while it waited in the queue.
+    static let notSentAfterSilence = "not sent, since "
+
+    /// Whether `error` failed a request unsent behind one the server did not answer (``notSentAfterSilence``).
+    static func wasQueuedBehindSilence(_ error: LocalStorageError) -> Bool {
+        guard case .sharedTierUnavailable(let reason) = error else { return false }
+        return reason.hasPrefix(notSentAfterSilence)
+    }
+
+    /// `batch` parted into the requests queued before the server's last silence, which have waited for it
+    /// already and fail unsent, and the rest, which get a round trip of their own.
+    private func queuedBehindSilence(_ batch: [Request]) -> (failed: [Request], kept: [Request]) {
+        let silences = worker.locked { self.silences }
+        guard batch.contains(where: { $0.silencesBefore < silences }) else { return ([], batch) }
+        var failed: [Request] = []
+        var kept: [Request] = []
+        for request in batch {
+            if request.silencesBefore < silences { failed.append(request) } else { kept.append(request) }
+        }
+        return (failed, kept)
     }
 
     private func openSession() throws(LocalStorageError) -> RESPSession {
@@ -232,7 +279,8 @@ final class RESPConnection: @unchecked Sendable {
         }
         let now = clock.uptime()
         if now < nextAttempt, let lastFailure {
-            throw .sharedTierUnavailable("\(Self.reason(of: lastFailure)) (next attempt in \(nextAttempt - now))")
+            let wait = (nextAttempt - now).roundedToMilliseconds
+            throw .sharedTierUnavailable("\(Self.reason(of: lastFailure)) (next attempt in \(wait))")
         }
         do {
             let opened = try RESPSession(endpoint: endpoint, clock: clock)

@@ -11,6 +11,15 @@ final class RESPSession {
     private static let slice = Duration.milliseconds(50)
     /// What a failure after the request went out adds to its reason: the server may have applied it.
     static let unknownOutcome = "; the request was sent, so its outcome is unknown (it may have been applied)"
+    /// What the reason of a reply that did not come in time says after the timeout.
+    private static let nothingCame = "(nothing came for that long)"
+
+    /// Whether `error` is a round trip's failure because the server sent nothing for its whole timeout (a stall),
+    /// not a closed or refused connection.
+    static func isSilence(_ error: LocalStorageError) -> Bool {
+        guard case .sharedTierUnavailable(let reason) = error else { return false }
+        return reason.hasSuffix(nothingCame + unknownOutcome)
+    }
 
     /// Connects, authenticates and selects the database, all within the endpoint's connect timeout.
     ///
@@ -103,7 +112,7 @@ final class RESPSession {
             let left = deadline - clock.uptime()
             guard left > .zero else {
                 throw .sharedTierUnavailable(
-                    "\(endpoint.label) did not reply within \(timeout) (nothing came for that long)")
+                    "\(endpoint.label) did not reply within \(timeout) \(Self.nothingCame)")
             }
             if try socket.read(into: &parser, milliseconds: min(left, Self.slice).pollMilliseconds) {
                 deadline = clock.uptime() + timeout

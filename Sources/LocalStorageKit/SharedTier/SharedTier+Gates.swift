@@ -84,7 +84,11 @@ extension SharedTier {
     /// reply: a permission, a key of another kind).
     func isOutage(_ error: LocalStorageError) -> Bool {
         guard case .sharedTierUnavailable(let reason) = error else { return false }
-        if RESPConnection.mayHaveBeenApplied(error) || RESPSocket.isConnectionFailure(error) { return true }
+        if RESPConnection.mayHaveBeenApplied(error) || RESPSocket.isConnectionFailure(error)
+            || RESPConnection.wasQueuedBehindSilence(error)
+        {
+            return true
+        }
         return state.withLock { $0.phase != .live } || Self.staleReasons.contains { reason.hasPrefix($0) }
     }
 
@@ -130,7 +134,7 @@ extension SharedTier {
         guard let heard = state.lastHeard else {
             return "\(Self.staleReasons[0]) at \(endpoint.label), so no local record can be trusted" + cause
         }
-        return "\(Self.staleReasons[1]) at \(endpoint.label) for \(now - heard) (maxStaleness "
+        return "\(Self.staleReasons[1]) at \(endpoint.label) for \((now - heard).roundedToMilliseconds) (maxStaleness "
             + "\(settings.maxStaleness)), so local records may be out of date" + cause
     }
 

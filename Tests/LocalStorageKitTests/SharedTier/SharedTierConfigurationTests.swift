@@ -21,6 +21,22 @@ import Testing
         #expect(endpoint.username == "app")
     }
 
+    /// An IPv6 address is printed in brackets, as a URL writes it (`::1:6379` read as a longer address).
+    @Test func anIPv6HostIsLabelledInBrackets() throws {
+        let endpoint = try Self.configuration { $0.url = URL(string: "redis://[::1]:6380/2")! }.endpoint()
+        #expect(endpoint.host == "::1")
+        #expect(endpoint.label == "[::1]:6380/2")
+    }
+
+    /// Measured durations in messages (time since the server was heard from, until the next attempt) print to the
+    /// millisecond, not to the nanosecond.
+    @Test func measuredDurationsAreRoundedToTheMillisecond() {
+        let measured = Duration.seconds(1) + .nanoseconds(499_778_157)
+        #expect("\(measured.roundedToMilliseconds)" == "1.5 seconds")
+        #expect(Duration.nanoseconds(999_600_000).roundedToMilliseconds == .seconds(1))
+        #expect(Duration.nanoseconds(-1_250_400_000).roundedToMilliseconds == .milliseconds(-1_250))
+    }
+
     /// `URLComponents` decodes the URL's user and password once; a second decode turned `%41` into `A`.
     @Test func theURLsCredentialsAreDecodedOnce() throws {
         let endpoint = try Self.configuration {
