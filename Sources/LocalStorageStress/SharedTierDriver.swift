@@ -25,7 +25,11 @@ enum SharedTierDriver {
         var tier = SharedTierConfiguration(url: url, namespace: namespace)
         tier.reconnectDelay = .milliseconds(20)
         tier.maxReconnectDelay = .milliseconds(200)
-        tier.readTimeout = .seconds(5)
+        // Far longer than a loaded test machine's stalls: the default 1 s `maxStaleness` refused local reads when
+        // three helpers and the test's own work delayed heartbeats (none of its tests is about staleness).
+        tier.readTimeout = .seconds(30)
+        tier.connectTimeout = .seconds(30)
+        tier.maxStaleness = .seconds(30)
         configuration.sharedTier = tier
         let storage = try LocalStorage(configuration: configuration)
         let latest = LatestResult()

@@ -44,8 +44,8 @@ final class RESPConnection: @unchecked Sendable {
     private var lastFailure: LocalStorageError?
     /// Counts connections opened, so tests and logs can see reconnects.
     private let connectionsOpened = Mutex(0)
-    /// Requests written to the server whose replies have not come yet.
-    private let awaiting = Mutex(0)
+    /// Requests written to the server whose replies have not come yet, and how long their pipeline may wait.
+    private let awaiting = Mutex((count: 0, timeout: Duration.zero))
 
     init(
         endpoint: RESPEndpoint, reconnectDelay: Duration, maxReconnectDelay: Duration,
@@ -72,7 +72,11 @@ final class RESPConnection: @unchecked Sendable {
     var connectionCount: Int { connectionsOpened.withLock { $0 } }
 
     /// How many requests were written to the server and wait for their replies (tests wait for one to be).
-    var requestsAwaitingReply: Int { awaiting.withLock { $0 } }
+    var requestsAwaitingReply: Int { awaiting.withLock { $0.count } }
+
+    /// How long the pipeline written to the server may wait for its reply, while one waits (tests see a script's
+    /// allowance in it).
+    var timeoutAwaitingReply: Duration? { awaiting.withLock { $0.count > 0 ? $0.timeout : nil } }
 
     /// How many requests are queued and not yet taken for a pipeline (tests wait for one to be).
     var requestsQueued: Int { worker.queuedCount }
@@ -220,12 +224,12 @@ final class RESPConnection: @unchecked Sendable {
         do {
             let commands = batch.flatMap(\.commands)
             var wasSent = false
-            defer { if wasSent { awaiting.withLock { $0 -= batch.count } } }
+            defer { if wasSent { awaiting.withLock { $0.count -= batch.count } } }
             let replies = try session.roundTrip(
                 commands, timeout: timeout,
                 sent: {
                     wasSent = true
-                    awaiting.withLock { $0 += batch.count }
+                    awaiting.withLock { $0 = ($0.count + batch.count, timeout) }
                 })
             var offset = 0
             for request in batch {

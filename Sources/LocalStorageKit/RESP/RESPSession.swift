@@ -111,6 +111,12 @@ final class RESPSession {
             }
             let left = deadline - clock.uptime()
             guard left > .zero else {
+                // The reply may have come while this thread was not running (a loaded machine): what the socket
+                // holds is read before the server is called silent.
+                if try socket.read(into: &parser, milliseconds: 0) {
+                    deadline = clock.uptime() + timeout
+                    continue
+                }
                 throw .sharedTierUnavailable(
                     "\(endpoint.label) did not reply within \(timeout) \(Self.nothingCame)")
             }

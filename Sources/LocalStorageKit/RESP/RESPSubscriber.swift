@@ -136,20 +136,29 @@ final class RESPSubscriber: @unchecked Sendable {
         var pingSent: Duration?
         while !stopping {
             let now = clock.uptime()
+            // A deadline passed: the reply may have come while this thread was not running (a loaded machine),
+            // so what the socket holds is read before the server is called silent.
+            var arrived: RESPValue?
             if !confirmed, now >= subscribeDeadline {
-                throw LocalStorageError.sharedTierUnavailable("SUBSCRIBE at \(endpoint.label) got no reply")
+                arrived = try session.nextReply(milliseconds: 0)
+                guard arrived != nil else {
+                    throw LocalStorageError.sharedTierUnavailable("SUBSCRIBE at \(endpoint.label) got no reply")
+                }
             }
-            if let sent = pingSent, now - sent >= endpoint.readTimeout {
-                throw LocalStorageError.sharedTierUnavailable(
-                    "\(endpoint.label) did not answer PING within \(endpoint.readTimeout)")
+            if arrived == nil, let sent = pingSent, now - sent >= endpoint.readTimeout {
+                arrived = try session.nextReply(milliseconds: 0)
+                guard arrived != nil else {
+                    throw LocalStorageError.sharedTierUnavailable(
+                        "\(endpoint.label) did not answer PING within \(endpoint.readTimeout)")
+                }
             }
-            if confirmed, pingSent == nil,
+            if arrived == nil, confirmed, pingSent == nil,
                 takeKick() || heartbeat.map({ now - lastAnswered >= $0 }) == true
             {
                 try session.write([[Array("PING".utf8)]])
                 pingSent = now
             }
-            guard let reply = try session.nextReply(milliseconds: 50) else { continue }
+            guard let reply = try arrived ?? session.nextReply(milliseconds: 50) else { continue }
             guard let parts = reply.elements, parts.count >= 2, let kind = parts[0].text else {
                 if case .error(let message) = reply {
                     throw LocalStorageError.sharedTierUnavailable("SUBSCRIBE at \(endpoint.label) failed: \(message)")

@@ -58,8 +58,10 @@ import Testing
         var configuration = diskConfiguration(temporaryDirectory())
         configuration.changeLogRetention = 10
         // The data file's watch polls at each commit; timed polls count towards skipping an own commit the writer
-        // has not published (20 of them), which a writer descheduled that long on a loaded machine would see.
+        // has not published (20 of them), which a writer descheduled for 20 intervals on a loaded machine would
+        // see: on a clock nobody advances, only the watch's polls run.
         configuration.externalChangePollInterval = .milliseconds(50)
+        configuration.clock = VirtualClock()
         let storage = try LocalStorage(configuration: configuration)
         let (seen, watcher) = try await SequenceWatch.start(storage, id: "b50")
         defer { watcher.cancel() }

@@ -68,10 +68,12 @@ import Testing
 
 @Suite(.enabled(if: SharedTestServer.isAvailable, SharedTestServer.skipReason))
 struct RESPConnectionTests {
+    /// Timeouts far longer than a loaded machine's stalls: none of these tests is about a timeout (a server
+    /// that fsyncs every write for other suites, or this process descheduled, took seconds to answer).
     func endpoint(port: Int? = SharedTestServer.port, password: String? = nil, database: Int = 0) -> RESPEndpoint {
         RESPEndpoint(
             host: "127.0.0.1", port: port ?? 1, username: nil, password: password, database: database,
-            connectTimeout: .seconds(1), readTimeout: .seconds(2))
+            connectTimeout: .seconds(30), readTimeout: .seconds(30))
     }
 
     @Test func pipelinesConcurrentRequestsAndAnswersEachInOrder() async throws {
@@ -319,12 +321,12 @@ struct RESPConnectionTests {
 /// arriving more slowly than `readTimeout` in all was refused, and the catch-up retried the same request forever.
 @Suite struct RESPSlowReplyTests {
     /// A loopback server that answers `SELECT` at once, then answers the next request with one bulk string of
-    /// `size` bytes sent 1 KiB at a time, every 25 ms.
+    /// `size` bytes sent 1 KiB at a time, each part 25 ms of `clock` after the one before.
     final class SlowReplyServer: @unchecked Sendable {
         let listener: Int32
         let port: Int
 
-        init(size: Int) throws {
+        init(size: Int, clock: VirtualClock) throws {
             let (listener, port) = try loopbackListener()
             self.listener = listener
             self.port = port
@@ -339,9 +341,9 @@ struct RESPConnectionTests {
                 guard recv(connection, &buffer, buffer.count, 0) > 0 else { return }  // the request
                 var reply = Array("$\(size)\r\n".utf8) + [UInt8](repeating: 0x61, count: size) + Array("\r\n".utf8)
                 while !reply.isEmpty {
+                    clock.advance(by: .milliseconds(25))
                     put(Array(reply.prefix(1024)))
                     reply.removeFirst(min(1024, reply.count))
-                    usleep(25_000)
                 }
                 _ = recv(connection, &buffer, buffer.count, 0)  // Until the client closes.
             }
@@ -351,12 +353,15 @@ struct RESPConnectionTests {
     }
 
     @Test(.timeLimit(.minutes(5))) func aLargeReplyThatKeepsComingIsNotTimedOut() throws {
-        let size = 128 * 1024  // 128 parts 25 ms apart: over 3 s in all, against a 1 s timeout.
-        let server = try SlowReplyServer(size: size)
+        // 128 parts 25 ms of the virtual clock apart: over 3 s in all, against a 1 s timeout (real time plays no
+        // part: a client descheduled for a while finds the parts waiting).
+        let size = 128 * 1024
+        let clock = VirtualClock()
+        let server = try SlowReplyServer(size: size, clock: clock)
         let endpoint = RESPEndpoint(
             host: "127.0.0.1", port: server.port, username: nil, password: nil, database: 0,
-            connectTimeout: .seconds(5), readTimeout: .seconds(1))
-        let session = try RESPSession(endpoint: endpoint, clock: SystemClock())
+            connectTimeout: .seconds(30), readTimeout: .seconds(1))
+        let session = try RESPSession(endpoint: endpoint, clock: clock)
         defer { session.close() }
         let replies = try session.roundTrip([.command("GET", "big")])
         #expect(replies.first?.bytes?.count == size)

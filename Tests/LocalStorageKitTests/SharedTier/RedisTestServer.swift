@@ -125,7 +125,7 @@ final class RedisTestServer: Sendable {
     func flushAll() throws {
         let endpoint = RESPEndpoint(
             host: "127.0.0.1", port: port, username: nil, password: password, database: 0,
-            connectTimeout: .seconds(5), readTimeout: .seconds(30))
+            connectTimeout: .seconds(30), readTimeout: .seconds(30))
         let session = try RESPSession(endpoint: endpoint, clock: SystemClock())
         defer { session.close() }
         let reply = try session.roundTrip([.command("FLUSHALL")]).first

@@ -43,13 +43,14 @@ struct SharedTierLoadMultiProcessTests {
     @Test func aLoaderKilledMidLoadIsTakenOverByAnotherInstance() async throws {
         let loadFile = temporaryDirectory().appendingPathComponent("loads.txt")
         let storage = try await diskSharedStore(SharedTestServer.configuration(namespace: namespace))
-        // The helper's lease lives five seconds on the server; its loader checks that it holds one.
-        let helper = try HelperProcess(loader("r-killed", callers: 5, file: loadFile, delay: "hang", timeout: 5000))
+        // The helper's lease lives fifteen seconds on the server (its loader checks that it holds one, which a
+        // helper stalled past the lease's end on a loaded machine would not); this test's callers wait that out.
+        let helper = try HelperProcess(loader("r-killed", callers: 5, file: loadFile, delay: "hang", timeout: 15_000))
         let loading = try await helper.waitForLine("loading") { $0.hasPrefix("loading") }
         #expect(loading == "loading")
         await helper.kill()
         // The helper loaded at least once before it died: more than once when this machine held it past its
-        // lease's five seconds, and another of its callers took over (a full run under load did), which no
+        // lease's fifteen seconds, and another of its callers took over (a full run under load did), which no
         // clock here can rule out. One load per id in a process is `twoProcessesOnTwoStoresLoadOnceInAll`'s.
         // Whatever the helper wrote by now is all it ever writes.
         let loadedByTheHelper = loads(in: loadFile).count

@@ -17,7 +17,10 @@ struct SharedTierStalenessTests {
     @Test func aRecordTheInstanceHoldsIsServedRightAfterTheServerStops() async throws {
         let server = try await RedisTestServer.started()
         defer { server.stop() }
-        let tier = server.configuration(namespace: "held")
+        var tier = server.configuration(namespace: "held")
+        // Local records are served for `maxStaleness` after the last heartbeat (every half of it): long enough
+        // for what follows the kill on a loaded machine, on this real clock.
+        tier.maxStaleness = .seconds(300)
         let a = try await sharedStore(tier)
         try await a.save(StressRecord.make(id: "x", sequence: 1))
         let b = try await sharedStore(tier)  // B's near cache starts empty
@@ -331,7 +334,9 @@ struct SharedTierStalenessTests {
         }
         var tier = server.configuration(namespace: "unknown")
         tier.readTimeout = .seconds(2)
-        tier.connectTimeout = .seconds(2)
+        // Real time (a handshake's deadline is not the store's clock): long enough for a loaded machine's first
+        // connection, whose failure would leave the instance in a backoff this clock never ends.
+        tier.connectTimeout = .seconds(30)
         tier.maxStaleness = .seconds(2)
         let clock = VirtualClock()
         let a = try await sharedStore(tier, clock: clock)
@@ -444,20 +449,35 @@ struct SharedTierStalenessTests {
     /// `save(contentsOf:)` writes its records in one script, which the server runs before its reply's first
     /// byte: for thousands of records that took longer than `readTimeout`, so the save failed as "outcome
     /// unknown" though it was written. A script has time in proportion to its records.
+    ///
+    /// On a virtual clock: the server is stopped while the batch's request waits with its allowance, the clock
+    /// moves past `readTimeout` but not past the allowance, and the server goes on (a real-clock version with a
+    /// 300 ms `readTimeout` failed when a loaded machine delayed any other command that long).
     @Test(.timeLimit(.minutes(5))) func aLargeBatchIsNotTimedOutWhileTheServerWritesIt() async throws {
         let server = try await RedisTestServer.started()
-        defer { server.stop() }
+        defer {
+            server.resume()
+            server.stop()
+        }
         var tier = server.configuration(namespace: "batch")
-        // Long enough for every other command on a loaded machine; the script below runs for over a second.
-        tier.readTimeout = .milliseconds(300)
-        let a = try await sharedStore(tier)
-        // Ten times the default allowance a record: the script runs for seconds here, longer on a loaded machine,
-        // and without an allowance (the defect) it gets 300 ms whatever the allowance says.
-        a.sharedTier?.scriptTimePerRecord.withLock { $0 = .milliseconds(5) }
-        let records = (0..<40_000).map { StressRecord.make(id: "r\($0)", sequence: $0) }
-        try await a.save(contentsOf: records)
-        #expect(try await a.count(StressRecord.self, matching: [], options: .nearCache) == records.count)
-        #expect(try await a.fetch(StressRecord.self, id: "r39999")?.sequence == 39_999)
+        tier.readTimeout = .seconds(1)
+        tier.maxStaleness = .seconds(3_600)
+        let clock = VirtualClock()
+        let a = try await sharedStore(tier, clock: clock)
+        let aTier = try #require(a.sharedTier)
+        try await a.save(StressRecord.make(id: "warm", sequence: 0))  // The server knows the script now.
+        // 1,000 records at 5 ms each beyond the first: about 5 s of allowance beyond `readTimeout`.
+        aTier.scriptTimePerRecord.withLock { $0 = .milliseconds(5) }
+        let records = (0..<1_000).map { StressRecord.make(id: "r\($0)", sequence: $0) }
+        server.pause()
+        let save = Task { try await a.save(contentsOf: records) }
+        #expect(try await waitUntil { aTier.connection.requestsAwaitingReply > 0 })
+        #expect(aTier.connection.timeoutAwaitingReply == .seconds(1) + .milliseconds(5) * 999)
+        clock.advance(by: .seconds(4))
+        server.resume()
+        try await save.value
+        #expect(try await a.count(StressRecord.self, matching: [], options: .nearCache) == records.count + 1)
+        #expect(try await a.fetch(StressRecord.self, id: "r999")?.sequence == 999)
     }
 
     /// `fetch(_:ids:)` read each local miss from the server in a round trip of its own (and each at another
