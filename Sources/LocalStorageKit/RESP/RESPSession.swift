@@ -98,7 +98,7 @@ final class RESPSession {
     /// Reads `count` replies, waiting at most `timeout` of the clock for each part of them: a large reply (a
     /// catch-up's records) may take longer than `timeout` as long as its bytes keep coming; a server that
     /// sends nothing for that long has not replied.
-    private func replies(
+    func replies(
         count: Int, timeout: Duration, deadline: Duration? = nil
     ) throws(LocalStorageError) -> [RESPValue] {
         var deadline = deadline ?? clock.uptime() + timeout

@@ -117,4 +117,60 @@ import Testing
         }
         #expect(RESPConnection.mayHaveBeenApplied(laterError), "\(laterError)")
     }
+
+    /// A loopback server that answers `SELECT`, then answers each later request with `+PONG` and signals
+    /// `answered` once the answer is written (on loopback it is then in the client's socket).
+    final class AnsweringServer: @unchecked Sendable {
+        let listener: Int32
+        let port: Int
+        let answered = DispatchSemaphore(value: 0)
+
+        init() throws {
+            let (listener, port) = try loopbackListener()
+            self.listener = listener
+            self.port = port
+            Thread.detachNewThread { [answered] in
+                let connection = accept(listener, nil, nil)
+                guard connection >= 0 else { return }
+                defer { close(connection) }
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                func put(_ text: String) {
+                    _ = Array(text.utf8).withUnsafeBytes { write(connection, $0.baseAddress, $0.count) }
+                }
+                guard recv(connection, &buffer, buffer.count, 0) > 0 else { return }  // SELECT
+                put("+OK\r\n")
+                while recv(connection, &buffer, buffer.count, 0) > 0 {
+                    put("+PONG\r\n")
+                    answered.signal()
+                }
+            }
+        }
+
+        deinit {
+            shutdown(listener, Int32(SHUT_RDWR))
+            close(listener)
+        }
+    }
+
+    /// A reply that came while the reading thread was not running (a loaded machine) is read, though the
+    /// deadline passed meanwhile: the server answered. Before, the deadline was looked at first, and the server
+    /// was called silent with its reply waiting in the socket.
+    @Test(.timeLimit(.minutes(5))) func aReplyWaitingWhenTheDeadlinePassedIsRead() throws {
+        let server = try AnsweringServer()
+        let clock = VirtualClock()
+        let endpoint = RESPEndpoint(
+            host: "127.0.0.1", port: server.port, username: nil, password: nil, database: 0,
+            connectTimeout: .seconds(60), readTimeout: .seconds(1))
+        let session = try RESPSession(endpoint: endpoint, clock: clock)
+        defer { session.close() }
+        try session.write([.command("PING")])
+        server.answered.wait()
+        clock.advance(by: .seconds(2))
+        let replies = try session.replies(count: 1, timeout: .seconds(1), deadline: .seconds(1))
+        #expect(replies == [.simple("PONG")])
+        // Nothing waiting when the deadline has passed: the server is silent.
+        #expect(throws: LocalStorageError.self) {
+            try session.replies(count: 1, timeout: .seconds(1), deadline: .seconds(1))
+        }
+    }
 }
