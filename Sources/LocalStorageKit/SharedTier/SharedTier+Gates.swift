@@ -63,6 +63,9 @@ extension SharedTier {
             state.servableWaits += 1
             return state.outcomes
         }
+        logger?.log(
+            level: .warning, message: "A live query keeps its last result until the shared tier can be read again",
+            metadata: ["server": settings.redactedURL, "error": "\(failure)"])
         while true {
             let seen = mark
             await waitUnlessCancelled { $0.outcomes > seen }
@@ -71,6 +74,9 @@ extension SharedTier {
             mark = state.withLock { $0.outcomes }
             do {
                 try await awaitSettled()
+                logger?.log(
+                    level: .info, message: "A live query runs again: the shared tier can be read",
+                    metadata: ["server": settings.redactedURL])
                 return true
             } catch {
                 // Not heard from for longer than `maxStaleness`, and the server cannot be reached now: wait for the

@@ -20,7 +20,8 @@ struct SharedTierServerLossTests {
         var tier = server.configuration(namespace: namespace)
         tier.maxStaleness = .seconds(1)
         let clock = VirtualClock()
-        let b = try await sharedStore(tier, clock: clock)
+        let logger = CapturingLogger()
+        let b = try await sharedStore(tier, logger: logger, clock: clock)
         let bTier = try #require(b.sharedTier)
         // The server expires `x` by its own clock: a minute, long enough for a loaded machine.
         try await b.save(StressRecord.make(id: "x", sequence: 1), expiration: .seconds(60))
@@ -63,6 +64,10 @@ struct SharedTierServerLossTests {
             """)
         #expect(ending.withLock { $0 } == nil)
         #expect(results.withLock { $0.last?.contains("y") } == true)
+        // The wait and the end of it are logged (a stream that merely stops changing says nothing).
+        let lines = logger.all
+        #expect(lines.contains { $0.hasPrefix("warning A live query keeps its last result") }, "\(lines)")
+        #expect(lines.contains { $0.hasPrefix("info A live query runs again") }, "\(lines)")
     }
 
     /// A load whose lease the server lost with its data (`FLUSHALL`) while the loader ran, and which finds no record
