@@ -84,13 +84,13 @@ struct AccessIndex {
     /// The least recently used record of a type that still exists and is not skipped, with its clock. Uses
     /// of records deleted behind the index's back (by a process that does not track them) are dropped.
     func oldest(
-        type: UInt32, records: Database, skipping: Set<[UInt8]>,
+        type: UInt32, records: Database, skipping: Set<[UInt8]>, marks: ClockOrderedWalk.Marks? = nil,
         txn: Transaction
     ) throws -> (key: [UInt8], clock: UInt64)? {
         var prefix: [UInt8] = []
         prefix.appendBigEndian(type)
         let (found, stale) = try ClockOrderedWalk.oldest(
-            under: prefix, in: byClock, records: records, skipping: skipping, txn: txn)
+            under: prefix, in: byClock, records: records, skipping: skipping, marks: marks, txn: txn)
         for key in stale { try remove(type: type, key: key, txn: txn) }
         return found
     }

@@ -12,17 +12,37 @@ final class AccessNotes: Sendable {
     static let capacity = 65_536
     /// The pending reads that ask the writer for a commit that folds them.
     static let foldThreshold = 4_096
-    private let pending = Mutex<[(type: UInt32, key: [UInt8])]>([])
+    /// The pending reads, and whether a commit was asked for that has not taken them yet.
+    private let pending = Mutex((notes: [(type: UInt32, key: [UInt8])](), asked: false))
     private let full = Mutex<(@Sendable () -> Void)?>(nil)
 
     func note(type: UInt32, key: UnsafeRawBufferPointer) {
         let key = Array(key)
-        let reachedThreshold = pending.withLock { notes in
-            if notes.count >= AccessNotes.capacity { notes.removeFirst(AccessNotes.capacity / 2) }
-            notes.append((type, key))
-            return notes.count == AccessNotes.foldThreshold
+        let asks = pending.withLock { pending in
+            if pending.notes.count >= AccessNotes.capacity { pending.notes.removeFirst(AccessNotes.capacity / 2) }
+            pending.notes.append((type, key))
+            // At the threshold or past it (a fold that failed left more): once until a commit takes them.
+            guard pending.notes.count >= AccessNotes.foldThreshold, !pending.asked else { return false }
+            pending.asked = true
+            return true
         }
-        if reachedThreshold, let action = full.withLock({ $0 }) { action() }
+        if asks, let action = full.withLock({ $0 }) { action() }
+    }
+
+    /// Lets the next note ask for a commit again: the one asked for failed before it took the notes.
+    func foldFailed() {
+        pending.withLock { $0.asked = false }
+    }
+
+    /// Puts back notes ``take()`` gave to a transaction that did not commit, before the ones noted since (at most
+    /// ``capacity`` in all, the newest kept), for the next commit (review-94 #3: they were lost).
+    func giveBack(_ taken: [(type: UInt32, key: [UInt8])]) {
+        guard !taken.isEmpty else { return }
+        pending.withLock { pending in
+            let room = max(0, AccessNotes.capacity - pending.notes.count)
+            pending.notes.insert(contentsOf: taken.suffix(room), at: 0)
+            pending.asked = false
+        }
     }
 
     /// Sets what runs when the pending reads reach ``foldThreshold`` (the store hands its writer a commit).
@@ -32,18 +52,35 @@ final class AccessNotes: Sendable {
 
     /// The notes so far, oldest first, leaving none.
     func take() -> [(type: UInt32, key: [UInt8])] {
-        pending.withLock { notes in
-            defer { notes.removeAll(keepingCapacity: true) }
-            return notes
+        pending.withLock { pending in
+            defer {
+                pending.notes.removeAll(keepingCapacity: true)
+                pending.asked = false
+            }
+            return pending.notes
         }
     }
 
-    var isEmpty: Bool { pending.withLock { $0.isEmpty } }
+    var isEmpty: Bool { pending.withLock { $0.notes.isEmpty } }
+
+    /// How many reads are pending.
+    var count: Int { pending.withLock { $0.notes.count } }
 }
 
 /// Evictions since the store opened, by type name (compared by bytes, as the store keys types).
 final class EvictionTally: Sendable {
     private let counts = Mutex<[ExactName: Int]>([:])
+    private let walkedEntries = Mutex(0)
+
+    /// Notes `count` entries an eviction run's walks passed over without taking them.
+    func walked(_ count: Int) {
+        guard count > 0 else { return }
+        walkedEntries.withLock { $0 += count }
+    }
+
+    /// How many entries eviction walks passed over since the store opened (tests see eviction stay linear in
+    /// the records a commit writes).
+    var walked: Int { walkedEntries.withLock { $0 } }
 
     func add(_ typeName: String, _ count: Int = 1) {
         counts.withLock { $0[ExactName(typeName), default: 0] += count }

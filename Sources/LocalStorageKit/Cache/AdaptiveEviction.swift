@@ -127,9 +127,11 @@ final class AdaptiveEviction {
     /// The next record to evict from `scope`, which holds `total` records and is over a limit, among
     /// the records not in `excluded` (when `skipping`) or among all of them; nil when the queues hold
     /// none (records written by a process without limits are in no queue). `ghostsHeld`, the records the whole
-    /// store holds, bounds the ghost lists (``AdaptiveGhosts/add(type:key:to:held:)``).
+    /// store holds, bounds the ghost lists (``AdaptiveGhosts/add(type:key:to:held:)``). `marks` are the eviction
+    /// run's, for the walks that skip `excluded`.
     func victim(
-        in scope: [TypeSchema], excluded: [UInt32: Set<[UInt8]>], total: Int, skipping: Bool, ghostsHeld: Int?
+        in scope: [TypeSchema], excluded: [UInt32: Set<[UInt8]>], total: Int, skipping: Bool, ghostsHeld: Int?,
+        marks: ClockOrderedWalk.Marks? = nil
     ) throws -> (TypeSchema, [UInt8])? {
         // The ghost lists are the store's: they are bounded by what the whole store holds.
         let held = ghostsHeld ?? .max
@@ -139,7 +141,8 @@ final class AdaptiveEviction {
                 let mine = skipping ? excluded[schema.number] ?? [] : []
                 guard
                     let found = try queues.oldest(
-                        type: schema.number, queue, records: schema.records, skipping: mine)
+                        type: schema.number, queue, records: schema.records, skipping: mine,
+                        marks: skipping ? marks : nil)
                 else { continue }
                 if let current = best, current.clock <= found.clock { continue }
                 best = (schema, found.key, found.clock)

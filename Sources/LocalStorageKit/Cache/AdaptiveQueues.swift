@@ -104,13 +104,13 @@ final class AdaptiveQueues {
     /// The least recently placed record of a type's queue that still exists and is not skipped, with its
     /// clock. Entries of records deleted behind the queues' back (by a process without limits) are dropped.
     func oldest(
-        type: UInt32, _ queue: Queue, records: Database, skipping: Set<[UInt8]>
+        type: UInt32, _ queue: Queue, records: Database, skipping: Set<[UInt8]>, marks: ClockOrderedWalk.Marks? = nil
     ) throws -> (key: [UInt8], clock: UInt64)? {
         var prefix: [UInt8] = []
         prefix.appendBigEndian(type)
         prefix.append(queue.rawValue)
         let (found, stale) = try ClockOrderedWalk.oldest(
-            under: prefix, in: byClock, records: records, skipping: skipping, txn: txn)
+            under: prefix, in: byClock, records: records, skipping: skipping, marks: marks, txn: txn)
         for key in stale { try remove(type: type, key: key) }
         return found
     }

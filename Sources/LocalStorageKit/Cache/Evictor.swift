@@ -134,7 +134,10 @@ final class Evictor {
             clock = next
             return next
         }
-        for (type, key) in notes.take() where book.tracksRecency(ofType: type) {
+        let taken = notes.take()
+        // A transaction that does not commit (a full map, a peer that threw) leaves them for the next one.
+        if !taken.isEmpty { context.onAbort { [notes] in notes.giveBack(taken) } }
+        for (type, key) in taken where book.tracksRecency(ofType: type) {
             guard let schema = try schema(type, context: context), try txn.get(schema.records, key: key) != nil else {
                 continue
             }
@@ -193,6 +196,10 @@ final class Evictor {
         // The adaptive ghost lists are the store's: they are bounded by what the whole store holds, counted once
         // for a type's own scope.
         var storeHeld: Int?
+        // One run's walks past the records this commit wrote (see ``ClockOrderedWalk/Marks``), and whether the
+        // scope was found to hold no other record to evict: a run only removes records, so it never will again.
+        let marks = ClockOrderedWalk.Marks()
+        var ownOnly = false
         while isOver() {
             if adaptive != nil, !storeWide, storeHeld == nil {
                 storeHeld = try allSchemas(context).values.reduce(0) { $0 + (try txn.entryCount($1.records)) }
@@ -200,7 +207,8 @@ final class Evictor {
             guard
                 let (schema, key) = try victim(
                     in: scope, excluded: excluded, access: access, adaptive: adaptive, total: records,
-                    ghostsHeld: storeWide ? records : storeHeld, now: context.now, txn: txn)
+                    ghostsHeld: storeWide ? records : storeHeld, now: context.now, marks: marks, ownOnly: &ownOnly,
+                    txn: txn)
             else {
                 throw LocalStorageError.decodingFailed(
                     reason: "the store is over its limits (\(limits)) but holds no record to evict; "
@@ -229,6 +237,7 @@ final class Evictor {
             records -= 1
             bytes -= size
         }
+        evictions.walked(marks.passed)
         if !evicted.isEmpty {
             // Counted when the commit lands: a transaction that fails (a full map, its replay) evicted nothing.
             let tally = evictions
@@ -238,10 +247,13 @@ final class Evictor {
     }
 
     /// The next record to evict from `scope`: the soonest expired, else the policy's first among records
-    /// this commit did not write, else the policy's first of this commit's.
+    /// this commit did not write, else the policy's first of this commit's. `marks` and `ownOnly` carry what the
+    /// run's earlier calls learnt: where the walks past this commit's records may start, and that no other record
+    /// is left (set here once a look for one finds none).
     private func victim(
         in scope: [TypeSchema], excluded: [UInt32: Set<[UInt8]>], access: AccessIndex,
-        adaptive: AdaptiveEviction?, total: Int, ghostsHeld: Int?, now: Int64, txn: Transaction
+        adaptive: AdaptiveEviction?, total: Int, ghostsHeld: Int?, now: Int64, marks: ClockOrderedWalk.Marks,
+        ownOnly: inout Bool, txn: Transaction
     ) throws -> (TypeSchema, [UInt8])? {
         var best: (schema: TypeSchema, key: [UInt8], rank: Rank)?
         func consider(_ schema: TypeSchema, _ found: (key: [UInt8], rank: Rank)?) {
@@ -251,19 +263,24 @@ final class Evictor {
         }
         for schema in scope { consider(schema, try expiredHead(schema, now: now, txn: txn)) }
         if let best { return (best.schema, best.key) }
-        for skipping in [true, false] {
+        for skipping in ownOnly ? [false] : [true, false] {
             if let adaptive,
                 let found = try adaptive.victim(
                     in: scope, excluded: excluded, total: total, skipping: skipping,
-                    ghostsHeld: ghostsHeld)
+                    ghostsHeld: ghostsHeld, marks: marks)
             {
                 return found
             }
             for schema in scope {
                 let mine = skipping ? excluded[schema.number] ?? [] : []
-                consider(schema, try policyHead(schema, skipping: mine, access: access, adaptive: adaptive, txn: txn))
+                consider(
+                    schema,
+                    try policyHead(
+                        schema, skipping: mine, marks: skipping ? marks : nil, access: access, adaptive: adaptive,
+                        txn: txn))
             }
             if let best { return (best.schema, best.key) }
+            if skipping { ownOnly = true }
         }
         return nil
     }
@@ -287,41 +304,42 @@ final class Evictor {
     }
 
     private func policyHead(
-        _ schema: TypeSchema, skipping: Set<[UInt8]>, access: AccessIndex, adaptive: AdaptiveEviction?,
-        txn: Transaction
+        _ schema: TypeSchema, skipping: Set<[UInt8]>, marks: ClockOrderedWalk.Marks?, access: AccessIndex,
+        adaptive: AdaptiveEviction?, txn: Transaction
     ) throws -> ([UInt8], Rank)? {
         switch book.policy {
         case .adaptive:
             // Records in no queue (written by a process without this limit): by update time.
-            return try firstEntry(schema.updated, skipping: skipping, txn: txn, group: 2) { key in
+            return try firstEntry(schema.updated, skipping: skipping, marks: marks, txn: txn, group: 2) { key in
                 try adaptive?.queues.queue(type: schema.number, key: key) == nil
             }
         case .leastRecentlyUsed:
             if let found = try access.oldest(
-                type: schema.number, records: schema.records, skipping: skipping,
-                txn: txn)
+                type: schema.number, records: schema.records, skipping: skipping, marks: marks, txn: txn)
             {
                 return (found.key, Rank(group: 1, value: found.clock))
             }
             // Records no tracking process has used since tracking began (written by a process without this
             // limit): by update time, after every tracked one.
-            return try firstEntry(schema.updated, skipping: skipping, txn: txn, group: 2) { key in
+            return try firstEntry(schema.updated, skipping: skipping, marks: marks, txn: txn, group: 2) { key in
                 try access.clock(type: schema.number, key: key, txn: txn) == nil
             }
         case .leastRecentlyUpdated:
-            return try firstEntry(schema.updated, skipping: skipping, txn: txn, group: 1) { _ in true }
+            return try firstEntry(schema.updated, skipping: skipping, marks: marks, txn: txn, group: 1) { _ in true }
         case .soonestExpiring:
-            if let found = try firstEntry(schema.expiry, skipping: skipping, txn: txn, group: 1, { _ in true }) {
+            if let found = try firstEntry(
+                schema.expiry, skipping: skipping, marks: marks, txn: txn, group: 1, { _ in true })
+            {
                 return found
             }
-            return try firstEntry(schema.updated, skipping: skipping, txn: txn, group: 2) { _ in true }
+            return try firstEntry(schema.updated, skipping: skipping, marks: marks, txn: txn, group: 2) { _ in true }
         }
     }
 
     /// The first entry of a time-keyed database (8-byte big-endian time → record key) whose record is not
     /// skipped and passes `accept`.
     private func firstEntry(
-        _ database: Database, skipping: Set<[UInt8]>, txn: Transaction, group: Int,
+        _ database: Database, skipping: Set<[UInt8]>, marks: ClockOrderedWalk.Marks?, txn: Transaction, group: Int,
         _ accept: ([UInt8]) throws -> Bool
     ) throws -> ([UInt8], Rank)? {
         try txn.withCursor(database) { cursor in
@@ -333,6 +351,7 @@ final class Evictor {
                         key, Rank(group: group, value: UInt64(bigEndian: current.key.loadUnaligned(as: UInt64.self)))
                     )
                 }
+                marks?.pass()
                 entry = try cursor.move(.next)
             }
             return nil

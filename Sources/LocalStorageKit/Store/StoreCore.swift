@@ -249,10 +249,12 @@ extension CommitQueue {
     /// Queues an empty commit, whose eviction step folds the reads noted for eviction into the store.
     func foldNotedReads() {
         let logger = self.logger
+        let notes = evictor?.notes
         queueForNextCommit(
             { _ in },
             finish: { error in
                 guard let error else { return }
+                notes?.foldFailed()
                 logger?.log(
                     level: .warning, message: "Could not fold the reads noted for eviction",
                     metadata: ["error": "\(LocalStorageError.wrapping(error))"])
