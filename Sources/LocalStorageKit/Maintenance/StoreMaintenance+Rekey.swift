@@ -26,7 +26,7 @@ extension StoreMaintenance {
                 var after: [UInt8]?
                 while true {
                     let batch = try writer.transact { context in
-                        try StoreMaintenance.resealBatch(schema: schema, after: after, txn: context.txn)
+                        try StoreMaintenance.resealBatch(schema: schema, after: after, context: context)
                     }
                     resealed += batch.resealed
                     failed += batch.failed
@@ -48,7 +48,7 @@ extension StoreMaintenance {
                     repeat {
                         // Records that fail to open were counted by the pass.
                         let batch = try StoreMaintenance.resealBatch(
-                            schema: schema, after: after, laggingOnly: true, txn: context.txn)
+                            schema: schema, after: after, laggingOnly: true, context: context)
                         late += batch.resealed
                         after = batch.last
                     } while after != nil
@@ -72,11 +72,14 @@ extension StoreMaintenance {
     /// Reseals up to ``rekeyBatchSize`` records of `schema` after the key `after`: those not sealed with the
     /// current key, or with `laggingOnly` those not sealed or whose seal names another key (a sealed record
     /// naming the current key is not opened: ``PayloadSealing/mayNeedResealing(_:)``). A payload is resealed
-    /// as it is inside its seal (a compressed one stays compressed); its header and entries stay.
+    /// as it is inside its seal (a compressed one stays compressed); its header and entries stay. A batch that
+    /// changes the type's payload bytes has the commit keep its byte limits (review-94 #5: sealing a plain store
+    /// grew every payload, and a store at its `maxBytes` stayed over it until its next save).
     private static func resealBatch(
-        schema: TypeSchema, after: [UInt8]?, laggingOnly: Bool = false, txn: Transaction
+        schema: TypeSchema, after: [UInt8]?, laggingOnly: Bool = false, context: CommitQueue.Context
     ) throws -> (resealed: Int, failed: Int, visited: Int, last: [UInt8]?) {
         guard let sealing = schema.sealing else { return (0, 0, 0, nil) }
+        let txn = context.txn
         var rewrites: [(key: [UInt8], bytes: [UInt8])] = []
         var payloadBytes = 0
         var (failed, visited) = (0, 0)
@@ -111,6 +114,7 @@ extension StoreMaintenance {
         }
         for rewrite in rewrites { try txn.put(schema.records, key: rewrite.key, value: rewrite.bytes) }
         try CountTree.addPayloadBytes(payloadBytes, schema: schema, txn: txn)
+        if payloadBytes != 0 { context.resizedTypes.insert(schema.number) }
         return (rewrites.count, failed, visited, visited == 0 ? nil : last)
     }
 }
