@@ -71,6 +71,17 @@ final class AccessNotes: Sendable {
 final class EvictionTally: Sendable {
     private let counts = Mutex<[ExactName: Int]>([:])
     private let walkedEntries = Mutex(0)
+    private let foldedReads = Mutex((reads: 0, placed: 0))
+
+    /// Notes a fold of `reads` noted reads that placed `placed` records in the eviction order.
+    func folded(reads: Int, placed: Int) {
+        guard reads > 0 else { return }
+        foldedReads.withLock { $0 = ($0.reads + reads, $0.placed + placed) }
+    }
+
+    /// The noted reads folded since the store opened, and the records they placed (tests see repeated reads of
+    /// a record placed once).
+    var folds: (reads: Int, placed: Int) { foldedReads.withLock { $0 } }
 
     /// Notes `count` entries an eviction run's walks passed over without taking them.
     func walked(_ count: Int) {

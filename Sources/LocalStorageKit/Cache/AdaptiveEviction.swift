@@ -82,11 +82,11 @@ final class AdaptiveEviction {
         return min(max(quarters, smallest), max(smallest, capacity * 4 * 99 / 100))
     }
 
-    /// Counts a read or a write of a record and moves it as W-TinyLFU does: a new record into the
-    /// window, a record in probation into protected, any other to the recent end of its queue.
-    func use(type: UInt32, key: [UInt8], as use: Use) throws {
+    /// Counts a read or a write of a record (`times` reads of it in a row) and moves it as W-TinyLFU does: a new
+    /// record into the window, a record in probation into protected, any other to the recent end of its queue.
+    func use(type: UInt32, key: [UInt8], as use: Use, times: Int = 1) throws {
         if use == .insert { try adjustWindow(returning: type, key: key) }
-        try sketch.increment(type: type, key: key)
+        for _ in 0..<max(1, times) { try sketch.increment(type: type, key: key) }
         let position = try queues.position(type: type, key: key)
         switch position?.queue {
         case nil, .window:

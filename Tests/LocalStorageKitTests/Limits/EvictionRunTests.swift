@@ -63,3 +63,29 @@ import Testing
         #expect(try await ids(of: storage) == expected)
     }
 }
+
+/// Reads noted for eviction place each record once per fold, at its last read (review-94 #2: a record read 4,096
+/// times between folds was moved in the eviction order 4,096 times).
+@Suite struct FoldedReadTests {
+    @Test(arguments: [StorageEvictionPolicy.leastRecentlyUsed, .adaptive])
+    func repeatedReadsPlaceARecordOnce(policy: StorageEvictionPolicy) async throws {
+        var configuration = LocalStorageConfiguration.inMemory
+        configuration.limits = StorageLimits(maxRecords: 10)
+        configuration.evictionPolicy = policy
+        let storage = try LocalStorage(configuration: configuration)
+        for n in 0..<10 { try await storage.save(StressRecord.make(id: "r\(n)", sequence: n)) }
+        let before = storage.core.evictions.folds
+        // Every record but r2, read three times over.
+        let read = (0..<10).filter { $0 != 2 }
+        for _ in 0..<3 {
+            for n in read { #expect(try await storage.fetch(StressRecord.self, id: "r\(n)") != nil) }
+        }
+        try await storage.save(StressRecord.make(id: "r10", sequence: 10))
+        let folds = storage.core.evictions.folds
+        #expect(folds.reads - before.reads == 3 * read.count)
+        #expect(folds.placed - before.placed == read.count)
+        // The record nobody read is the one evicted, under either policy.
+        let ids = Set(try await storage.fetch(StressRecord.self).map(\.id))
+        #expect(ids == Set((0...10).filter { $0 != 2 }.map { "r\($0)" }))
+    }
+}
