@@ -5,6 +5,8 @@ struct RecordLook<T> {
     var updatedAt: Int64 = 0
     /// When the live record expires (0: never).
     var expiresAt: Int64 = 0
+    /// The digest of its stored payload (``PayloadDigest``; 0 when not read from this store).
+    var payloadDigest: UInt64 = 0
     var entry: LeaseEntry?
 }
 
@@ -29,6 +31,7 @@ extension LocalRecordStore {
             look.value = try RecordDecoding.decode(T.self, view: view, id: id, session: session)
             look.updatedAt = view.updatedAt
             look.expiresAt = view.expiresAt
+            look.payloadDigest = PayloadDigest.of(view.payload)
             if schema.tracksRecency {
                 key.withUnsafeBytes { core.accessNotes.note(type: schema.number, key: $0) }
             }

@@ -20,7 +20,9 @@ extension LocalRecordStore {
                 // Listening starts before the first read, so that no change after it is missed.
                 let watch = RecordWatch(core: core, typeName: schema.name, id: name)
                 defer { watch.end() }
-                var last: (isPresent: Bool, updatedAt: Int64)?
+                // What tells a new value: the update time, and the stored payload's digest (an import that keeps
+                // the update time changes the value: trial93 #1).
+                var last: (isPresent: Bool, updatedAt: Int64, payload: UInt64)?
                 while !Task.isCancelled {
                     try await settle?()
                     var current = try await look(T.self, id: name, key: key, schema: schema)
@@ -36,9 +38,13 @@ extension LocalRecordStore {
                         } else {
                             current.updatedAt = found.updatedAt
                             current.expiresAt = found.expiresAt
+                            current.payloadDigest = 0
                         }
                     }
-                    let state = (isPresent: value != nil, updatedAt: value == nil ? 0 : current.updatedAt)
+                    let state = (
+                        isPresent: value != nil, updatedAt: value == nil ? 0 : current.updatedAt,
+                        payload: value == nil ? 0 : current.payloadDigest
+                    )
                     if last.map({ $0 != state }) ?? true {
                         continuation.yield(value)
                         last = state

@@ -50,7 +50,7 @@ final class DecodeSession {
         let id = String(decoding: id, as: UTF8.self)
         let view = try RecordDecoding.view(of: bytes, T.self, id: id, fixedPartOnly: true)
         let value = try RecordDecoding.decode(T.self, view: view, id: id, session: self)
-        RowVersions.current?.note(id: key, updatedAt: view.updatedAt)
+        RowVersions.current?.note(id: key, updatedAt: view.updatedAt, payload: view.payload)
         noteUse?(key)
         return value
     }

@@ -14,6 +14,31 @@ import Testing
         return (directory, try LocalStorage(configuration: configuration))
     }
 
+    /// An import that changes a record's value and keeps its update time (`localstorage import` of an edited
+    /// export, in another process) reaches the record's stream and a live query: they compared update times alone
+    /// and stayed on the old value (trial93 #1), while fetches and change streams had the new one.
+    @Test func anImportThatKeepsTheUpdateTimeStillUpdatesTheStreams() async throws {
+        let store = try await IntegrityStore { try await $0.save(Note(id: "n", text: "original")) }
+        let storage = store.storage
+        let record = Recorder(storage.updates(of: Note.self, id: "n"))
+        let query = Recorder(storage.updates(of: Note.self))
+        defer {
+            record.cancel()
+            query.cancel()
+        }
+        #expect(await record.eventually { $0.last??.text == "original" })
+        #expect(await query.eventually { $0.last?.first?.text == "original" })
+        let exported = try await store.run(["export"])
+        #expect(exported.stdout.contains("\"original\""), "\(exported.stderr)")
+        let file = store.directory.appendingPathComponent("edited.jsonl")
+        try Data(exported.stdout.replacingOccurrences(of: "\"original\"", with: "\"EDITED\"").utf8).write(to: file)
+        let imported = try await store.run(["import", file.path])
+        #expect(imported.status == 0, "\(imported.stderr)")
+        #expect(try await storage.fetch(Note.self, id: "n")?.text == "EDITED")
+        #expect(await record.eventually { $0.last??.text == "EDITED" }, "\(record.values)")
+        #expect(await query.eventually { $0.last?.first?.text == "EDITED" }, "\(query.values)")
+    }
+
     @Test func updatesSeeAnotherProcessesWriteAndDelete() async throws {
         let (directory, storage) = try Self.pollingStore()
         try await storage.save(StressRecord.make(id: "watched", sequence: 1))
