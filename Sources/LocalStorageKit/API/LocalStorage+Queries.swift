@@ -60,7 +60,9 @@ extension LocalStorage {
     /// One page of the records of `T` matching every filter, with the totals to page on.
     ///
     /// Pages count from 1. A page past the end has no items but true totals; nothing matching gives
-    /// `totalPages == 0`. Items and totals come from one consistent snapshot.
+    /// `totalPages == 0`. Items and totals come from one consistent snapshot, the call's own: pages read in separate
+    /// calls while other writers insert or delete can repeat or skip a record that did not change (pages are
+    /// positions, not cursors); read them all inside one ``read(_:)`` transaction for one snapshot.
     /// - Throws: `invalidQuery` when `page` or `pageSize` is below 1; `unknownIndex`.
     nonisolated(nonsending) public func page<T: LocalStorable>(
         _ type: T.Type, matching filters: [StorageIndexFilter] = [], orderedBy sort: StorageIndexSort? = nil,

@@ -61,7 +61,7 @@ public enum LocalStorageError: Error, Sendable, CustomStringConvertible, Equatab
         case .invalidId(let reason): "Invalid id: \(reason)"
         case .invalidDeclaration(let reason): "Invalid declaration: \(reason)"
         case .changeTokenExpired:
-            "The change token is older than the change log keeps, or is not from this store: reload in full and take a new token"
+            "The change token is older than the change log keeps, ahead of this store's changes, or not from this store: reload in full and take a new token"
         case .storageFull:
             "The store is full: either its memory map reached maxMapSize or the disk holding it has no space "
                 + "left. Delete or purge records, raise maxMapSize, or free disk space"
