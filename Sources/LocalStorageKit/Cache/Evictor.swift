@@ -137,26 +137,39 @@ final class Evictor {
         let taken = notes.take()
         // A transaction that does not commit (a full map, a peer that threw) leaves them for the next one.
         if !taken.isEmpty { context.onAbort { [notes] in notes.giveBack(taken) } }
-        // A record read several times since the last fold is placed once, at its last read, which is where the
-        // reads before would have left it (review-94 #2: a hot record read 4,096 times was moved 4,096 times);
-        // the adaptive policy's sketch still counts every read.
-        var lastRead: [NotedRead: (index: Int, reads: Int)] = [:]
-        lastRead.reserveCapacity(taken.count)
-        for (index, note) in taken.enumerated() {
-            lastRead[NotedRead(type: note.type, key: note.key), default: (index, 0)].index = index
-            lastRead[NotedRead(type: note.type, key: note.key)]?.reads += 1
-        }
+        // A record read several times since the last fold is placed once (review-94 #2: a hot record read 4,096
+        // times was moved 4,096 times). Least recently used: at its last read, which is where the reads before would
+        // have left it. Adaptive: a run of reads of one record in a row, its sketch still counting each; reads of
+        // other records between two of its reads change where the queues leave it, so those stay apart (the
+        // policy's reference model takes every read in order).
         var placed = 0
-        for (index, (type, key)) in taken.enumerated() where book.tracksRecency(ofType: type) {
-            guard let read = lastRead[NotedRead(type: type, key: key)], read.index == index,
-                let schema = try schema(type, context: context), try txn.get(schema.records, key: key) != nil
-            else { continue }
-            placed += 1
-            if let adaptive {
-                try adaptive.use(type: type, key: key, as: .read, times: read.reads)
-                continue
+        func exists(_ type: UInt32, _ key: [UInt8]) throws -> Bool {
+            guard book.tracksRecency(ofType: type), let schema = try schema(type, context: context) else {
+                return false
             }
-            try access.set(type: type, key: key, clock: try tick(), txn: txn)
+            return try txn.get(schema.records, key: key) != nil
+        }
+        if let adaptive {
+            var start = 0
+            while start < taken.count {
+                let (type, key) = taken[start]
+                var end = start + 1
+                while end < taken.count, taken[end].type == type, taken[end].key == key { end += 1 }
+                if try exists(type, key) {
+                    placed += 1
+                    try adaptive.use(type: type, key: key, as: .read, times: end - start)
+                }
+                start = end
+            }
+        } else {
+            var lastRead: [NotedRead: Int] = [:]
+            lastRead.reserveCapacity(taken.count)
+            for (index, note) in taken.enumerated() { lastRead[NotedRead(type: note.type, key: note.key)] = index }
+            for (index, (type, key)) in taken.enumerated() where lastRead[NotedRead(type: type, key: key)] == index {
+                guard try exists(type, key) else { continue }
+                placed += 1
+                try access.set(type: type, key: key, clock: try tick(), txn: txn)
+            }
         }
         evictions.folded(reads: taken.count, placed: placed)
         for change in written {
@@ -256,118 +269,6 @@ final class Evictor {
             context.onCommit { for (name, count) in evicted { tally.add(name.name, count) } }
         }
         try adaptive?.settle(scope, total: records)
-    }
-
-    /// The next record to evict from `scope`: the soonest expired, else the policy's first among records
-    /// this commit did not write, else the policy's first of this commit's. `marks` and `ownOnly` carry what the
-    /// run's earlier calls learnt: where the walks past this commit's records may start, and that no other record
-    /// is left (set here once a look for one finds none).
-    private func victim(
-        in scope: [TypeSchema], excluded: [UInt32: Set<[UInt8]>], access: AccessIndex,
-        adaptive: AdaptiveEviction?, total: Int, ghostsHeld: Int?, now: Int64, marks: ClockOrderedWalk.Marks,
-        ownOnly: inout Bool, txn: Transaction
-    ) throws -> (TypeSchema, [UInt8])? {
-        var best: (schema: TypeSchema, key: [UInt8], rank: Rank)?
-        func consider(_ schema: TypeSchema, _ found: (key: [UInt8], rank: Rank)?) {
-            guard let found else { return }
-            if let current = best, current.rank <= found.rank { return }
-            best = (schema, found.key, found.rank)
-        }
-        for schema in scope { consider(schema, try expiredHead(schema, now: now, txn: txn)) }
-        if let best { return (best.schema, best.key) }
-        for skipping in ownOnly ? [false] : [true, false] {
-            if let adaptive,
-                let found = try adaptive.victim(
-                    in: scope, excluded: excluded, total: total, skipping: skipping,
-                    ghostsHeld: ghostsHeld, marks: marks)
-            {
-                return found
-            }
-            for schema in scope {
-                let mine = skipping ? excluded[schema.number] ?? [] : []
-                consider(
-                    schema,
-                    try policyHead(
-                        schema, skipping: mine, marks: skipping ? marks : nil, access: access, adaptive: adaptive,
-                        txn: txn))
-            }
-            if let best { return (best.schema, best.key) }
-            if skipping { ownOnly = true }
-        }
-        return nil
-    }
-
-    /// Victims compare by this: a group (records first ranked by the policy's index, then those the index
-    /// misses), then the index's value.
-    struct Rank: Comparable {
-        let group: Int
-        let value: UInt64
-
-        static func < (a: Rank, b: Rank) -> Bool { (a.group, a.value) < (b.group, b.value) }
-    }
-
-    private func expiredHead(_ schema: TypeSchema, now: Int64, txn: Transaction) throws -> ([UInt8], Rank)? {
-        var found: ([UInt8], Rank)?
-        try RecordReader.forEachExpired(schema: schema, now: now, txn: txn) { time, key in
-            found = (Array(key), Rank(group: 0, value: UInt64(bigEndian: time.loadUnaligned(as: UInt64.self))))
-            return false
-        }
-        return found
-    }
-
-    private func policyHead(
-        _ schema: TypeSchema, skipping: Set<[UInt8]>, marks: ClockOrderedWalk.Marks?, access: AccessIndex,
-        adaptive: AdaptiveEviction?, txn: Transaction
-    ) throws -> ([UInt8], Rank)? {
-        switch book.policy {
-        case .adaptive:
-            // Records in no queue (written by a process without this limit): by update time.
-            return try firstEntry(schema.updated, skipping: skipping, marks: marks, txn: txn, group: 2) { key in
-                try adaptive?.queues.queue(type: schema.number, key: key) == nil
-            }
-        case .leastRecentlyUsed:
-            if let found = try access.oldest(
-                type: schema.number, records: schema.records, skipping: skipping, marks: marks, txn: txn)
-            {
-                return (found.key, Rank(group: 1, value: found.clock))
-            }
-            // Records no tracking process has used since tracking began (written by a process without this
-            // limit): by update time, after every tracked one.
-            return try firstEntry(schema.updated, skipping: skipping, marks: marks, txn: txn, group: 2) { key in
-                try access.clock(type: schema.number, key: key, txn: txn) == nil
-            }
-        case .leastRecentlyUpdated:
-            return try firstEntry(schema.updated, skipping: skipping, marks: marks, txn: txn, group: 1) { _ in true }
-        case .soonestExpiring:
-            if let found = try firstEntry(
-                schema.expiry, skipping: skipping, marks: marks, txn: txn, group: 1, { _ in true })
-            {
-                return found
-            }
-            return try firstEntry(schema.updated, skipping: skipping, marks: marks, txn: txn, group: 2) { _ in true }
-        }
-    }
-
-    /// The first entry of a time-keyed database (8-byte big-endian time → record key) whose record is not
-    /// skipped and passes `accept`.
-    private func firstEntry(
-        _ database: Database, skipping: Set<[UInt8]>, marks: ClockOrderedWalk.Marks?, txn: Transaction, group: Int,
-        _ accept: ([UInt8]) throws -> Bool
-    ) throws -> ([UInt8], Rank)? {
-        try txn.withCursor(database) { cursor in
-            var entry = try cursor.move(.first)
-            while let current = entry {
-                let key = Array(current.value)
-                if current.key.count == 8, !skipping.contains(key), try accept(key) {
-                    return (
-                        key, Rank(group: group, value: UInt64(bigEndian: current.key.loadUnaligned(as: UInt64.self)))
-                    )
-                }
-                marks?.pass()
-                entry = try cursor.move(.next)
-            }
-            return nil
-        }
     }
 
     // MARK: - Schemas
