@@ -134,7 +134,8 @@ final class Evictor {
             clock = next
             return next
         }
-        let taken = notes.take()
+        // A commit in the map's reserve leaves them for a later one: its writes may not grow the store.
+        let taken = context.inReserve ? [] : notes.take()
         // A transaction that does not commit (a full map, a peer that threw) leaves them for the next one.
         if !taken.isEmpty { context.onAbort { [notes] in notes.giveBack(taken) } }
         // A record read several times since the last fold is placed once (review-94 #2: a hot record read 4,096

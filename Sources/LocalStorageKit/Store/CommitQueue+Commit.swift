@@ -15,6 +15,7 @@ extension CommitQueue {
                 let now = nextTimestamp()
                 let context = try countedWrite(reserve: reserve) { txn in
                     let context = Context(txn: txn, now: now, environment: environment, hub: hub)
+                    context.inReserve = reserve
                     attempt = context
                     context.storeMaxBytes = evictor?.book.store?.maxBytes
                     context.leases = changeLog?.leases
@@ -85,6 +86,7 @@ extension CommitQueue {
                 let now = nextTimestamp()
                 let (value, context) = try countedWrite(reserve: reserve) { txn in
                     let context = Context(txn: txn, now: now, environment: environment, hub: hub)
+                    context.inReserve = reserve
                     attempt = context
                     context.storeMaxBytes = evictor?.book.store?.maxBytes
                     context.leases = changeLog?.leases
@@ -144,6 +146,7 @@ extension CommitQueue {
         do {
             let (context, results) = try countedWrite(reserve: reserve) { txn -> (Context, [Outcome]) in
                 let context = Context(txn: txn, now: now, environment: environment, hub: hub)
+                context.inReserve = reserve
                 attempt = context
                 context.storeMaxBytes = evictor?.book.store?.maxBytes
                 context.mapGrewForReplay = mapGrew

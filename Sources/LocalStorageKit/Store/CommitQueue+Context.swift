@@ -24,6 +24,9 @@ extension CommitQueue {
         /// Whether this transaction replays requests after the map grew for them below `maxMapSize` (never in the
         /// map's reserve), the one replay in which a `write { }` body runs again (``WriteBodyRun``).
         var mapGrewForReplay = false
+        /// Whether this transaction runs in the map's reserve (it may commit only if the store does not grow): work
+        /// that can wait, as folding the reads noted for eviction, waits for a later commit.
+        var inReserve = false
         /// Another error of LMDB a closure met (and may have caught): the transaction is aborted, not committed.
         var storeError: LMDBError?
         /// The numbers of the types whose payloads this commit resized without a save (migration write-backs):
@@ -136,6 +139,7 @@ extension CommitQueue {
             let child = Context(txn: child, now: now, environment: environment, hub: hub)
             child.storeMaxBytes = storeMaxBytes
             child.mapGrewForReplay = mapGrewForReplay
+            child.inReserve = inReserve
             child.leases = leases
             return child
         }
