@@ -64,6 +64,20 @@ import Testing
         }
     }
 
+    /// Moves `clock` by `duration` (past the request's timeout) and returns the failure the request ended with; nil,
+    /// recorded as an issue, when it did not fail.
+    static func failure(
+        of task: Task<Void, Never>, _ reply: Reply, after duration: Duration, of clock: VirtualClock
+    ) async -> LocalStorageError? {
+        clock.advance(by: duration)
+        await task.value
+        guard case .failure(let error)? = reply.value else {
+            Issue.record("the unanswered request did not fail: \(String(describing: reply.value))")
+            return nil
+        }
+        return error
+    }
+
     @Test(.timeLimit(.minutes(5))) func requestsQueuedBehindAnUnansweredOneFailUnsent() async throws {
         let server = try SilentServer()
         defer { server.stop() }
@@ -82,12 +96,7 @@ import Testing
         let queued = Reply()
         let queuedTask = Self.send([.command("GET", "a")], on: connection, into: queued)
         try await waitUntil("the second request is queued") { connection.requestsQueued == 1 }
-        clock.advance(by: .seconds(11))
-        await firstTask.value
-        guard case .failure(let error)? = first.value else {
-            Issue.record("the unanswered request did not fail: \(String(describing: first.value))")
-            return
-        }
+        guard let error = await Self.failure(of: firstTask, first, after: .seconds(11), of: clock) else { return }
         #expect(RESPConnection.mayHaveBeenApplied(error), "\(error)")
 
         // The request behind it fails unsent at once; before, it went out on a new connection and waited there.
@@ -109,12 +118,7 @@ import Testing
         let laterTask = Self.send([.command("PING")], on: connection, into: later)
         try await waitUntil("the later request is out") { connection.requestsAwaitingReply == 1 }
         #expect(server.connections == 2)
-        clock.advance(by: .seconds(11))
-        await laterTask.value
-        guard case .failure(let laterError)? = later.value else {
-            Issue.record("the later request did not fail: \(String(describing: later.value))")
-            return
-        }
+        guard let laterError = await Self.failure(of: laterTask, later, after: .seconds(11), of: clock) else { return }
         #expect(RESPConnection.mayHaveBeenApplied(laterError), "\(laterError)")
     }
 
