@@ -63,8 +63,6 @@ final class AccessNotes: Sendable {
 
     var isEmpty: Bool { pending.withLock { $0.notes.isEmpty } }
 
-    /// How many reads are pending.
-    var count: Int { pending.withLock { $0.notes.count } }
 }
 
 /// Evictions since the store opened, by type name (compared by bytes, as the store keys types).

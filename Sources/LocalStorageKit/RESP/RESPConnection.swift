@@ -12,8 +12,8 @@ import Synchronization
 /// for `readTimeout` fails the requests queued behind the one it did not answer, unsent, so that no caller waits
 /// for more than one `readTimeout` of silence (the next request tries again at once).
 final class RESPConnection: @unchecked Sendable {
-    // @unchecked: `retryNow` and `dropSession` are only touched under the worker's lock (the queue lives in the
-    // worker); `session`, `nextAttempt`, `delay` and `lastFailure` only on the worker's thread.
+    // @unchecked: `retryNow`, `dropSession` and `silences` are only touched under the worker's lock (the queue lives
+    // in the worker); `session`, `nextAttempt`, `delay`, `lastFailure` and `lastSilence` only on the worker's thread.
     private struct Request {
         let commands: [[[UInt8]]]
         /// How much longer than `readTimeout` the server may take before it answers (a script writing many
@@ -264,13 +264,8 @@ final class RESPConnection: @unchecked Sendable {
     /// already and fail unsent, and the rest, which get a round trip of their own.
     private func queuedBehindSilence(_ batch: [Request]) -> (failed: [Request], kept: [Request]) {
         let silences = worker.locked { self.silences }
-        guard batch.contains(where: { $0.silencesBefore < silences }) else { return ([], batch) }
-        var failed: [Request] = []
-        var kept: [Request] = []
-        for request in batch {
-            if request.silencesBefore < silences { failed.append(request) } else { kept.append(request) }
-        }
-        return (failed, kept)
+        let failed = batch.filter { $0.silencesBefore < silences }
+        return failed.isEmpty ? ([], batch) : (failed, batch.filter { $0.silencesBefore >= silences })
     }
 
     private func openSession() throws(LocalStorageError) -> RESPSession {
