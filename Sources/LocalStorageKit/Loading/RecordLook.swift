@@ -5,15 +5,16 @@ struct RecordLook<T> {
     var updatedAt: Int64 = 0
     /// When the live record expires (0: never).
     var expiresAt: Int64 = 0
-    /// The digest of its stored payload (``PayloadDigest``; 0 when not read from this store).
+    /// The digest of its stored payload (``PayloadDigest``; 0 when not asked for or not read from this store).
     var payloadDigest: UInt64 = 0
     var entry: LeaseEntry?
 }
 
 extension LocalRecordStore {
-    /// Reads the live record with `key` and its lease entry from one snapshot.
+    /// Reads the live record with `key` and its lease entry from one snapshot; with `digesting`, also its payload's
+    /// digest (a record's stream tells values by it; a load through the cache has no use for it).
     nonisolated(nonsending) func look<T: LocalStorable>(
-        _ type: T.Type, id: String, key: [UInt8], schema: TypeSchema
+        _ type: T.Type, id: String, key: [UInt8], schema: TypeSchema, digesting: Bool = false
     ) async throws -> RecordLook<T> {
         let leases = try leaseBook()
         let now = core.clock.wallNanoseconds()
@@ -31,7 +32,7 @@ extension LocalRecordStore {
             look.value = try RecordDecoding.decode(T.self, view: view, id: id, session: session)
             look.updatedAt = view.updatedAt
             look.expiresAt = view.expiresAt
-            look.payloadDigest = PayloadDigest.of(view.payload)
+            if digesting { look.payloadDigest = PayloadDigest.of(view.payload) }
             if schema.tracksRecency {
                 key.withUnsafeBytes { core.accessNotes.note(type: schema.number, key: $0) }
             }

@@ -25,14 +25,14 @@ extension LocalRecordStore {
                 var last: (isPresent: Bool, updatedAt: Int64, payload: UInt64)?
                 while !Task.isCancelled {
                     try await settle?()
-                    var current = try await look(T.self, id: name, key: key, schema: schema)
+                    var current = try await look(T.self, id: name, key: key, schema: schema, digesting: true)
                     var value = current.value
                     if value == nil, let missing, let found = try await missing(name, schema) {
                         // The tier's read keeps the record here too: its state is read back from this store. One
                         // this store cannot keep (over its byte limit) goes by the server's times: without them each
                         // later version looked like the first one served, and the stream missed it (trial82 #3).
                         value = found.value
-                        let kept = try await look(T.self, id: name, key: key, schema: schema)
+                        let kept = try await look(T.self, id: name, key: key, schema: schema, digesting: true)
                         if kept.value != nil {
                             current = kept
                         } else {
