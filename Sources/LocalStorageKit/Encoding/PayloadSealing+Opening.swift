@@ -13,7 +13,7 @@ extension PayloadSealing {
     ///
     /// - Throws: `openFailed` for a key of the wrong length, an encrypted store opened without a key, a
     ///   key that is not the store's, or a key given to a store whose records are not encrypted; nothing else
-    ///   is read.
+    ///   is read. ``WriteNeeded`` when `txn` is a read transaction and the open writes (unless `readOnly`).
     static func open(
         encryption: StorageEncryption?, compression: StorageCompression, meta: Database, txn: Transaction,
         path: String, readOnly: Bool = false, sealingPlainStore: Bool = false, holdsRecords: () throws -> Bool,
@@ -50,15 +50,23 @@ extension PayloadSealing {
         // its key check value (``sealStaleDictionaries(meta:txn:keys:)``): until then an app without the key
         // still opens the store, and its compressed records need them.
         guard stored != nil || writesCheck else { return sealing }
+        let restaled = opened.filter { stale.contains($0.key) }
+        let opener = stored.flatMap { check in check.withUnsafeBytes { openCheck($0, keys: keys) } }
+        let movesCheck = opener?.bytes != current.bytes
+        guard movesCheck || !restaled.isEmpty else { return sealing }
+        if txn.isReadOnly { throw WriteNeeded() }
         // Dictionaries stored plain or under a previous key are sealed with the current one.
-        for entry in opened where stale.contains(entry.key) {
+        for entry in restaled {
             try txn.put(meta, key: entry.key, value: try sealDictionary(entry.value, at: entry.key, key: current))
         }
-        let opener = stored.flatMap { check in check.withUnsafeBytes { openCheck($0, keys: keys) } }
-        if opener?.bytes == current.bytes { return sealing }
-        try writeCheck(with: current, meta: meta, txn: txn)
+        if movesCheck { try writeCheck(with: current, meta: meta, txn: txn) }
         return sealing
     }
+
+    /// Thrown by ``open(encryption:compression:meta:txn:path:readOnly:sealingPlainStore:holdsRecords:storedDictionary:)``
+    /// in a read transaction when the open writes in `meta` (a key check value to write or move to the current key,
+    /// dictionaries to seal with it): the store's open then runs it again in a write transaction.
+    struct WriteNeeded: Error {}
 
     /// Loads the dictionary a compressed payload names when this process does not have it (another process
     /// trained it since this one loaded the store's): read from `meta` and opened with the store's keys. Returns

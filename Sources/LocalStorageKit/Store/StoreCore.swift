@@ -99,38 +99,10 @@ final class StoreCore: Sendable {
             throw LocalStorageError.openFailed(path: directory.path, reason: reason)
         }
         do {
-            let environment = self.environment
-            (meta, changeLog, sealing, writesCompactHeaders) = try environment.write { txn in
-                try TypeRegistry.refuseForeignEnvironment(txn: txn)
-                if configuration.requiresExistingStore,
-                    try txn.openDatabase(TypeRegistry.metaName, create: false) == nil
-                {
-                    throw TypeRegistry.emptyEnvironmentRefusal
-                }
-                guard let dbi = try txn.openDatabase(TypeRegistry.metaName, create: true),
-                    let changes = try ChangeLog.open(in: txn), let leases = try LeaseBook.open(in: txn)
-                else {
-                    throw LMDBError.notFound("mdb_dbi_open")
-                }
-                let layout = try TypeRegistry.checkLayout(
-                    meta: dbi, txn: txn, countTree: !configuration.withoutCountTree,
-                    upgradeTo: configuration.upgradesLayoutAtMostTo ?? TypeRegistry.layout,
-                    mayUpgrade: { !configuration.keepsLayout && !environment.othersHaveItOpen() })
-                let store = try ChangeLog.identity(meta: dbi, txn: txn)
-                // The key is checked before any record is read.
-                let sealing = try PayloadSealing.open(
-                    encryption: configuration.encryption, compression: configuration.compression, meta: dbi,
-                    txn: txn, path: directory.path, readOnly: configuration.keepsKeyCheck,
-                    sealingPlainStore: configuration.sealsPlainStore,
-                    holdsRecords: { try TypeRegistry.holdsRecords(txn: txn) },
-                    storedDictionary: { id in try PayloadDictionaries.stored(id, meta: dbi, in: environment) })
-                return (
-                    dbi,
-                    ChangeLog(
-                        database: changes, retention: configuration.changeLogRetention, store: store, leases: leases),
-                    sealing, layout >= TypeRegistry.compactHeadersLayout
-                )
-            }
+            let opened = try StoreCore.openState(environment, configuration: configuration, path: directory.path)
+            (meta, changeLog, sealing, writesCompactHeaders) = (
+                opened.meta, opened.changeLog, opened.sealing, opened.writesCompactHeaders
+            )
         } catch {
             // Another program's environment is left as it was found: without the lock file this open made.
             if TypeRegistry.isForeignStoreRefusal(error) { environment.removeCreatedOpenLockFile() }

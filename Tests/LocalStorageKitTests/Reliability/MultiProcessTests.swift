@@ -153,3 +153,42 @@ struct MultiProcessTests {
         environment.close()
     }
 }
+
+extension MultiProcessTests {
+    /// An open reads the store's state in a read transaction when nothing needs writing: it took LMDB's write lock,
+    /// and so waited for another process's whole write transaction (a batch, an import, a rekey) before it
+    /// returned (trial93 #4). The other process stays inside its write until the open and a read are done, or a
+    /// minute has passed; then it is killed, which releases its write lock.
+    @Test func aStoreOpensAndReadsWhileAnotherProcessIsInsideAWrite() async throws {
+        let directory = temporaryDirectory()
+        let writer = try HelperProcess(["long-write", directory.path])
+        try await writer.waitForLine("the other process's write") { $0 == "inside" }
+        // The helper's settings (LocalStorageStress.configuration), which an open beside it must share.
+        var configuration = diskConfiguration(directory, durability: .full)
+        configuration.mapSize = 1 << 20
+        configuration.maxMapSize = 1 << 30
+        let besideTheWrite = configuration
+        let done = CallCounter()
+        let reading = Task { () throws -> (StressRecord?, Int) in
+            let storage = try await offThePool { try LocalStorage(configuration: besideTheWrite) }
+            let record = try await storage.fetch(StressRecord.self, id: "before")
+            let count = try await storage.count(StressRecord.self)
+            done.increment()
+            return (record, count)
+        }
+        var finishedBeside = true
+        do {
+            try await waitUntil("the open and the read beside the other process's write", seconds: 60) {
+                done.value > 0
+            }
+        } catch is WaitTimedOut {
+            finishedBeside = false
+        }
+        await writer.kill()
+        let (record, count) = try await reading.value
+        #expect(finishedBeside, "the open waited for another process's write transaction")
+        #expect(record?.id == "before")
+        // The other process's 2,000 uncommitted records are not seen.
+        #expect(count == 1)
+    }
+}
