@@ -368,3 +368,32 @@ func txnDeleteAll(pointingAt id: String, in database: Database, txn: Transaction
         try txn.delete(database, key: entry.key, value: entry.id)
     }
 }
+
+extension NewerStoreTests {
+    /// A store without its identity in `meta` (written by an open that was killed before the identity existed, or
+    /// one whose entry was removed) gets one at its next open, which every later open reads: an open that needs
+    /// nothing written reads its state in a read transaction, and one that did so here would make up an identity
+    /// each time, so that change tokens of one open were another store's to the next.
+    @Test func aStoreWithoutItsIdentityGetsOneThatLaterOpensKeep() async throws {
+        let directory = temporaryDirectory()
+        do {
+            let storage = try LocalStorage(configuration: diskConfiguration(directory))
+            try await storage.save(Note(id: "a", text: "one"))
+            let metaDBI = storage.core.meta
+            let removed = try await storage.core.writer.perform { context in
+                try context.txn.delete(metaDBI, key: ChangeLog.identityKey)
+            }
+            #expect(removed)
+        }
+        var identities: [UInt64] = []
+        for _ in 0..<2 {
+            let storage = try LocalStorage(configuration: diskConfiguration(directory))
+            identities.append(storage.core.changeLog.store)
+            let stored = try storage.core.environment.read { txn in
+                try txn.get(storage.core.meta, key: ChangeLog.identityKey).map { Array($0) }
+            }
+            #expect(stored?.count == 8)
+        }
+        #expect(identities[0] == identities[1])
+    }
+}
