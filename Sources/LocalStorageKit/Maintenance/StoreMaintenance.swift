@@ -235,9 +235,24 @@ import Darwin
         let sealing = self.sealing
         let loaded: Catalog
         if let core {
-            loaded = try await core.writer.performExclusive { writer in
-                try writer.transact { context in
-                    try StoreMaintenance.loadCatalog(meta: meta, txn: context.txn, sealing: sealing)
+            // Read in place, so that a command that only reads does not wait for another process's write
+            // transaction; on the writer when another transaction of this process is opening handles, or when a
+            // type's databases are missing (the writer creates them) or the read fails (the writer reports it).
+            let read: Catalog?
+            do {
+                read = try environment.readOpeningHandles { txn in
+                    try StoreMaintenance.loadCatalog(meta: meta, txn: txn, sealing: sealing)
+                }
+            } catch {
+                read = nil
+            }
+            if let read {
+                loaded = read
+            } else {
+                loaded = try await core.writer.performExclusive { writer in
+                    try writer.transact { context in
+                        try StoreMaintenance.loadCatalog(meta: meta, txn: context.txn, sealing: sealing)
+                    }
                 }
             }
         } else {
