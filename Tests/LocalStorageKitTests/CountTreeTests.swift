@@ -142,13 +142,19 @@ import Testing
         }
         let pageSize = 1 + random.below(12)
         let pageNumber = 1 + random.below(max(1, matching.count / pageSize + 2))
+        // Descending: the index's order reversed, ids of one value too (pages jump through the count tree both ways).
+        let descending = random.below(2) == 0
         let page = try await storage.page(
             Gauge.self, matching: [.between("reading", range)],
-            orderedBy: .ascending("reading"), page: pageNumber, pageSize: pageSize)
-        let start = min(matching.count, (pageNumber - 1) * pageSize)
-        let expected = matching[start..<min(matching.count, start + pageSize)].map(\.id)
+            orderedBy: descending ? .descending("reading") : .ascending("reading"), page: pageNumber,
+            pageSize: pageSize)
+        let ordered = descending ? Array(matching.reversed()) : matching
+        let start = min(ordered.count, (pageNumber - 1) * pageSize)
+        let expected = ordered[start..<min(ordered.count, start + pageSize)].map(\.id)
         #expect(page.totalCount == matching.count, "step \(step): total of \(range)")
-        #expect(page.items.map(\.id) == expected, "step \(step): page \(pageNumber) × \(pageSize) of \(range)")
+        #expect(
+            page.items.map(\.id) == expected,
+            "step \(step): page \(pageNumber) × \(pageSize) of \(range)\(descending ? ", descending" : "")")
     }
 
     /// A range count from the level where its two bounds' groups part equals a walk of the index's entries, for
@@ -470,5 +476,46 @@ extension CountTreeTests {
             }
         }
         #expect(observed == steps.map(\.expected))
+    }
+}
+
+extension CountTreeTests {
+    /// Pages of a number range jump through the count tree in either order: a descending page is the ascending
+    /// slice that ends where it begins, reversed, ids of one value too. Against a model, random ranges, page
+    /// sizes and pages (past the end as well), on many duplicate values; a descending page walked every entry
+    /// before it (all pages of n records cost n²/2pageSize visits), and now visits none of the index through the
+    /// query's walk, as an ascending one.
+    @Test func descendingPagesJumpThroughTheCountTreeAsAscendingOnesDo() async throws {
+        let storage = try LocalStorage(configuration: diskConfiguration())
+        var random = SplitMix64(seed: 0xDE5C)
+        var model: [Gauge] = []
+        for n in 0..<1_500 {
+            model.append(Gauge(id: "g\(n)", reading: Double(random.below(120)) - 40, label: "l"))
+        }
+        try await storage.save(contentsOf: model)
+        let runtime = try await storage.core.schema(for: Gauge.self).runtime
+        for step in 0..<120 {
+            let (a, b) = (Double(random.below(140)) - 50, Double(random.below(140)) - 50)
+            let range = min(a, b)...max(a, b)
+            let ascending = model.filter { $0.reading.map(range.contains) ?? false }.sorted { x, y in
+                let (p, q) = (x.reading ?? 0, y.reading ?? 0)
+                return p != q ? p < q : x.id.utf8.lexicographicallyPrecedes(y.id.utf8)
+            }
+            let descending = random.below(2) == 0
+            let ordered = descending ? Array(ascending.reversed()) : ascending
+            let pageSize = 1 + random.below(25)
+            let pageNumber = 1 + random.below(ordered.count / pageSize + 2)
+            let before = runtime.entriesVisited.load(ordering: .relaxed)
+            let page = try await storage.page(
+                Gauge.self, matching: [.between("reading", range)],
+                orderedBy: descending ? .descending("reading") : .ascending("reading"), page: pageNumber,
+                pageSize: pageSize)
+            let visited = runtime.entriesVisited.load(ordering: .relaxed) - before
+            let start = min(ordered.count, (pageNumber - 1) * pageSize)
+            let what = "step \(step): page \(pageNumber) × \(pageSize) of \(range)\(descending ? ", descending" : "")"
+            #expect(page.totalCount == ordered.count, "\(what)")
+            #expect(page.items.map(\.id) == ordered[start..<min(ordered.count, start + pageSize)].map(\.id), "\(what)")
+            #expect(visited == 0, "\(what): \(visited) entries walked")
+        }
     }
 }

@@ -1,10 +1,10 @@
 /// Pages of a query: one walk, or a jump through the count tree.
 extension QueryExecutor {
-    /// A page of a query whose one condition is a range on a number sort index, ascending, with nothing
-    /// expired: one walk counts the range and collects the page's ids on the way. Nil for any other
-    /// shape (the caller counts, then walks to the page).
+    /// A page of a query whose one condition is a range on a number sort index, with nothing expired: from the
+    /// count tree in either order, or, without one, in one walk that counts the range and collects the page's ids
+    /// on the way (ascending only). Nil for any other shape (the caller counts, then walks to the page).
     func pageInOneWalk(options: FetchOptions) throws -> (total: Int, ids: [[UInt8]])? {
-        guard expired.isEmpty, !plan.isDescending, let sortIndex = plan.sortIndex, sortIndex.kind == .number,
+        guard expired.isEmpty, let sortIndex = plan.sortIndex, sortIndex.kind == .number,
             plan.constraints.count == 1, let only = plan.constraints.first, only.index.name == sortIndex.name,
             only.conditions.count == 1,
             case .range(let lower, let lowerInclusive, let upper, let upperInclusive) = only.conditions[0].test
@@ -14,8 +14,10 @@ extension QueryExecutor {
         if let counts = schema.counts {
             return try pageByRank(
                 sortIndex, counts: counts, options: options, start: start,
-                startInclusive: !excludingLower, upper: upper?.key, upperInclusive: upperInclusive)
+                startInclusive: !excludingLower, upper: upper?.key, upperInclusive: upperInclusive,
+                descending: plan.isDescending)
         }
+        guard !plan.isDescending else { return nil }
         let end = options.end
         var position = 0
         var ids: [[UInt8]] = []
@@ -44,10 +46,11 @@ extension QueryExecutor {
 
     /// The page of a number range from the count tree: the total from two ranks, then a jump straight to
     /// the page's first entry (``CountTree/locate(rank:index:counts:txn:)``) and a walk of the page alone,
-    /// so page 500 costs what page 1 does.
+    /// so page 500 costs what page 1 does. A descending page is the ascending slice that ends where it begins,
+    /// reversed: a descending walk visits the index's entries, duplicates too, in exactly the reverse order.
     private func pageByRank(
         _ index: TypeSchema.Index, counts: Database, options: FetchOptions, start: [UInt8],
-        startInclusive: Bool, upper: [UInt8]?, upperInclusive: Bool
+        startInclusive: Bool, upper: [UInt8]?, upperInclusive: Bool, descending: Bool
     ) throws
         -> (total: Int, ids: [[UInt8]])
     {
@@ -59,8 +62,11 @@ extension QueryExecutor {
         schema.runtime.countsFromTree.add(1, ordering: .relaxed)
         let wanted = min(options.end, total) - options.offset
         guard wanted > 0 else { return (total, []) }
+        // Ascending, the page starts `offset` entries into the range; descending, `wanted` entries before the
+        // range's last `offset`.
+        let first = descending ? total - options.offset - wanted : options.offset
         guard
-            let (groupStart, skip) = try locate(rank: below + options.offset, index: index, counts: counts)
+            let (groupStart, skip) = try locate(rank: below + first, index: index, counts: counts)
         else { return (total, []) }
         var ids: [[UInt8]] = []
         ids.reserveCapacity(wanted)
@@ -82,6 +88,7 @@ extension QueryExecutor {
                 entry = try cursor.move(.next)
             }
         }
+        if descending { ids.reverse() }
         return (total, ids)
     }
 }
