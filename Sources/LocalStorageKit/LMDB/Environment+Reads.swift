@@ -75,28 +75,40 @@ extension Environment {
     }
 
     /// Runs `body` in a fresh read transaction that is committed, so the database handles it opened stay
-    /// valid for every transaction afterwards (aborted when `body` throws). Returns nil without running `body` while another transaction of this process may be opening
-    /// handles (a write transaction, or another call of this method, is under way): the caller then does its
-    /// work on the writer.
+    /// valid for every transaction afterwards (aborted when `body` throws). Returns nil without running `body`
+    /// while another transaction of this process may be opening handles (a write transaction, or another call of
+    /// this method, is under way), or when the reader table has no free slot (a write transaction needs none):
+    /// the caller then does its work in a write transaction. A map another process grew is adopted first.
     ///
     /// How a type already described in `meta` is registered at its first use without a hop to the writer
-    /// thread.
+    /// thread, and how an open that writes nothing reads the store's state.
     func readOpeningHandles<R>(_ body: (Transaction) throws -> R?) throws -> R? {
         try checkProcess()
-        return try handleOpening.withLockIfAvailable {
-            try gate.withShared {
-                var raw: OpaquePointer?
-                var code = mdb_txn_begin(handle, nil, UInt32(MDB_RDONLY), &raw)
-                if code == MDB_READERS_FULL {
-                    clearStaleReaders()
-                    code = mdb_txn_begin(handle, nil, UInt32(MDB_RDONLY), &raw)
+        while true {
+            var resized = false
+            let result = try handleOpening.withLockIfAvailable { () throws -> R? in
+                try gate.withShared { () throws -> R? in
+                    var raw: OpaquePointer?
+                    var code = mdb_txn_begin(handle, nil, UInt32(MDB_RDONLY), &raw)
+                    if code == MDB_READERS_FULL {
+                        clearStaleReaders()
+                        code = mdb_txn_begin(handle, nil, UInt32(MDB_RDONLY), &raw)
+                    }
+                    if code == MDB_READERS_FULL { return nil }
+                    if code == MDB_MAP_RESIZED {
+                        resized = true
+                        return nil
+                    }
+                    try check(code, "mdb_txn_begin")
+                    guard let txn = raw else {
+                        throw LMDBError(code: EINVAL, call: "mdb_txn_begin", caller: #function)
+                    }
+                    return try commit(txn, readOnly: true, running: body)
                 }
-                // A map another process grew is adopted by the next read; the writer registers this time.
-                if code == MDB_MAP_RESIZED { return nil }
-                try check(code, "mdb_txn_begin")
-                guard let txn = raw else { throw LMDBError(code: EINVAL, call: "mdb_txn_begin", caller: #function) }
-                return try commit(txn, readOnly: true, running: body)
             }
+            // Adopted outside the handle lock and the gate, which a resize takes alone.
+            guard resized else { return result }
+            try adoptMapSize()
         }
     }
 }

@@ -39,6 +39,8 @@ extension StoreCore {
     ) throws -> OpenState? {
         try TypeRegistry.refuseForeignEnvironment(txn: txn)
         let existing = try txn.openDatabase(TypeRegistry.metaName, create: false)
+        // A store another process is creating has no `meta` until its commit, which the write waits for.
+        if txn.isReadOnly, existing == nil { return nil }
         if configuration.requiresExistingStore, existing == nil { throw TypeRegistry.emptyEnvironmentRefusal }
         guard let meta = try existing ?? txn.openDatabase(TypeRegistry.metaName, create: !txn.isReadOnly),
             let changes = try ChangeLog.open(in: txn), let leases = try LeaseBook.open(in: txn)
@@ -49,10 +51,12 @@ extension StoreCore {
         let target = configuration.upgradesLayoutAtMostTo ?? TypeRegistry.layout
         let mayUpgrade = { !configuration.keepsLayout && !environment.othersHaveItOpen() }
         if txn.isReadOnly {
-            let writesLayout = try TypeRegistry.layoutNeedsWrite(
-                meta: meta, txn: txn, upgradeTo: target, mayUpgrade: mayUpgrade)
+            // An older layout, also one this open may not upgrade, is read in the write transaction: another
+            // process may be upgrading it right now, and an open that read it before that commit would write
+            // without what the upgrade brings (the count tree, the declaration counters).
+            let layoutIsCurrent = try TypeRegistry.layoutIsCurrent(meta: meta, txn: txn)
             let hasIdentity = try txn.get(meta, key: ChangeLog.identityKey) != nil
-            if writesLayout || !hasIdentity { return nil }
+            if !layoutIsCurrent || !hasIdentity { return nil }
         }
         let layout = try TypeRegistry.checkLayout(
             meta: meta, txn: txn, countTree: !configuration.withoutCountTree, upgradeTo: target,

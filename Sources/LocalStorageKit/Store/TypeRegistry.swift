@@ -47,7 +47,7 @@ enum TypeRegistry {
     ) throws -> Int {
         if let stored = try txn.get(meta, key: layoutKey) {
             let found = try markedLayout(Array(stored)).get()
-            var target = upgradeTarget(target)
+            var target = min(max(target, countTreeLayout), layout)
             guard found < target && !txn.isReadOnly && mayUpgrade() else { return found }
             // A type it cannot read keeps the store at layout 2 (counts by walking), as review-68 #1 keeps 3 and 4.
             if found < countTreeLayout, try !upgradeToCountTree(meta: meta, txn: txn) { return found }
@@ -79,15 +79,12 @@ enum TypeRegistry {
     /// The layout an open asking for `target` upgrades an older store to.
     private static func upgradeTarget(_ target: Int) -> Int { min(max(target, countTreeLayout), layout) }
 
-    /// Whether ``checkLayout(meta:txn:countTree:upgradeTo:mayUpgrade:)`` would write in a write transaction: the
-    /// store has no layout marker (a new store, or another program's environment, which it refuses), or an older
-    /// layout it may upgrade. A marker it refuses needs no write: the check throws in any transaction.
-    static func layoutNeedsWrite(
-        meta: Database, txn: Transaction, upgradeTo target: Int, mayUpgrade: () -> Bool
-    ) throws -> Bool {
-        guard let stored = try txn.get(meta, key: layoutKey) else { return true }
-        guard case .success(let found) = markedLayout(Array(stored)) else { return false }
-        return found < upgradeTarget(target) && mayUpgrade()
+    /// Whether the store has this version's layout, or a marker ``checkLayout(meta:txn:countTree:upgradeTo:mayUpgrade:)``
+    /// refuses in any transaction: false for a new store (no marker) and for an older layout.
+    static func layoutIsCurrent(meta: Database, txn: Transaction) throws -> Bool {
+        guard let stored = try txn.get(meta, key: layoutKey) else { return false }
+        guard case .success(let found) = markedLayout(Array(stored)) else { return true }
+        return found >= layout
     }
 
     /// The layout a stored marker names, or why this version refuses the store: a damaged marker, a newer
