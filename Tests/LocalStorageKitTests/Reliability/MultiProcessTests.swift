@@ -167,12 +167,26 @@ extension MultiProcessTests {
         var configuration = diskConfiguration(directory, durability: .full)
         configuration.mapSize = 1 << 20
         configuration.maxMapSize = 1 << 30
+        configuration.expirySweepInterval = nil
         let besideTheWrite = configuration
         let done = CallCounter()
         let reading = Task { () throws -> (StressRecord?, Int) in
             let storage = try await offThePool { try LocalStorage(configuration: besideTheWrite) }
-            let record = try await storage.fetch(StressRecord.self, id: "before")
-            let count = try await storage.count(StressRecord.self)
+            // Several first uses of the type at once: each registers it in place (one went through the writer,
+            // which waited for the other process's write: trial94 #1).
+            let (record, count) = try await withThrowingTaskGroup(of: (StressRecord?, Int?).self) { group in
+                group.addTask { (try await storage.fetch(StressRecord.self, id: "before"), nil) }
+                group.addTask { (nil, try await storage.count(StressRecord.self)) }
+                for _ in 0..<4 {
+                    group.addTask { (nil, try await storage.fetch(StressRecord.self, ids: ["before"]).count) }
+                }
+                var found: (StressRecord?, Int) = (nil, -1)
+                for try await (record, count) in group {
+                    if let record { found.0 = record }
+                    if let count, found.1 == -1 { found.1 = count }
+                }
+                return found
+            }
             done.increment()
             return (record, count)
         }
