@@ -13,8 +13,9 @@ enum RekeyCommand: Command {
         keys while records sealed with OLD remain), no longer with OLD alone. Records are resealed in
         bounded transactions: a rekey that is interrupted (even killed) is finished by running it again
         with the same two files. Afterwards NEW alone opens the store and reads every record (records an
-        app still running with OLD as its key wrote during the rekey included; such an app goes on sealing
-        with OLD until it is reopened with NEW, so reopen apps before dropping OLD). Only the
+        app still running with OLD as its key committed before the rekey's last transaction included; such
+        an app goes on sealing with OLD until it is reopened with NEW, and a rekey run again reseals what it
+        committed after that, so reopen apps before dropping OLD). Only the
         seal changes: compressed payloads stay compressed. Without --key-file, rekey seals the
         records of a store that was not encrypted yet, and records NEW as its key when every record is
         sealed (until then an app given a key is refused at open). The old bytes (plaintext, or sealed with OLD)
