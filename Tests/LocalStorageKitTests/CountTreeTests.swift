@@ -497,7 +497,9 @@ extension CountTreeTests {
         var random = SplitMix64(seed: 0xDE5C + UInt64(expiredRecords))
         var model: [Gauge] = []
         for n in 0..<1_500 {
-            model.append(Gauge(id: "g\(n)", reading: Double(random.below(120)) - 40, label: "l"))
+            // One in twenty without a reading: under the index's missing-value key, in no range.
+            let reading = random.below(20) == 0 ? nil : Double(random.below(120)) - 40
+            model.append(Gauge(id: "g\(n)", reading: reading, label: "l"))
         }
         try await storage.save(contentsOf: model)
         // Expired records among the live ones' values and ids (before, between and after them in each key).
@@ -510,7 +512,16 @@ extension CountTreeTests {
         for step in 0..<120 {
             let (a, b) = (Double(random.below(140)) - 50, Double(random.below(140)) - 50)
             let range = min(a, b)...max(a, b)
-            let ascending = model.filter { $0.reading.map(range.contains) ?? false }.sorted { x, y in
+            // Closed, half-open and open-ended ranges, with bounds on stored values and between them.
+            let (filter, test): (StorageIndexFilter, (Double) -> Bool)
+            switch random.below(5) {
+            case 0: (filter, test) = (.atLeast("reading", a), { $0 >= a })
+            case 1: (filter, test) = (.greaterThan("reading", a), { $0 > a })
+            case 2: (filter, test) = (.atMost("reading", a), { $0 <= a })
+            case 3: (filter, test) = (.lessThan("reading", a), { $0 < a })
+            default: (filter, test) = (.between("reading", range), { range.contains($0) })
+            }
+            let ascending = model.filter { $0.reading.map(test) ?? false }.sorted { x, y in
                 let (p, q) = (x.reading ?? 0, y.reading ?? 0)
                 return p != q ? p < q : x.id.utf8.lexicographicallyPrecedes(y.id.utf8)
             }
@@ -520,12 +531,12 @@ extension CountTreeTests {
             let pageNumber = 1 + random.below(ordered.count / pageSize + 2)
             let before = runtime.entriesVisited.load(ordering: .relaxed)
             let page = try await storage.page(
-                Gauge.self, matching: [.between("reading", range)],
+                Gauge.self, matching: [filter],
                 orderedBy: descending ? .descending("reading") : .ascending("reading"), page: pageNumber,
                 pageSize: pageSize)
             let visited = runtime.entriesVisited.load(ordering: .relaxed) - before
             let start = min(ordered.count, (pageNumber - 1) * pageSize)
-            let what = "step \(step): page \(pageNumber) × \(pageSize) of \(range)\(descending ? ", descending" : "")"
+            let what = "step \(step): page \(pageNumber) × \(pageSize) of \(filter)\(descending ? ", descending" : "")"
             #expect(page.totalCount == ordered.count, "\(what)")
             #expect(page.items.map(\.id) == ordered[start..<min(ordered.count, start + pageSize)].map(\.id), "\(what)")
             if expiredRecords <= QueryExecutor.expiredPlacedAtMost {
