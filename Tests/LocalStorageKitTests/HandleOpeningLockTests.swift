@@ -23,6 +23,10 @@ import Testing
             }
         }
         try await waitUntil("the first read holds the lock", seconds: 60) { entered.value == 1 }
+        // A read inside a transaction of the store (it holds the resize gate) does not wait.
+        let inside = try await onThread { lock.withLockIfAvailable(waitingForReads: false) { () -> String? in "no" } }
+            .value
+        #expect(inside == nil)
         let second = onThread { lock.withLockIfAvailable { () -> String? in "second" } }
         try await waitUntil("the second read waits for the first", seconds: 60) { lock.waits.reads == 1 }
         release.signal()

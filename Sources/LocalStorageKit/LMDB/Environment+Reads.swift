@@ -86,7 +86,8 @@ extension Environment {
         try checkProcess()
         while true {
             var resized = false
-            let result = try handleOpening.withLockIfAvailable { () throws -> R? in
+            let waits = !ResizeGate.isHeldByThisThread
+            let result = try handleOpening.withLockIfAvailable(waitingForReads: waits) { () throws -> R? in
                 try gate.withShared { () throws -> R? in
                     var raw: OpaquePointer?
                     var code = mdb_txn_begin(handle, nil, UInt32(MDB_RDONLY), &raw)

@@ -49,10 +49,11 @@ final class HandleOpeningLock: Sendable {
     }
 
     /// Runs `body` holding the lock unless a write holds it or waits for it (then returns nil without running
-    /// it); waits while another read holds it.
-    func withLockIfAvailable<R>(_ body: () throws -> R?) rethrows -> R? {
+    /// it); waits while another read holds it, if `waitingForReads` (a thread inside a transaction of the store
+    /// does not wait: it holds the resize gate, which the holder may need while a resize waits for it).
+    func withLockIfAvailable<R>(waitingForReads: Bool = true, _ body: () throws -> R?) rethrows -> R? {
         condition.lock()
-        while state.holder == .read, state.writesWaiting == 0,
+        while waitingForReads, state.holder == .read, state.writesWaiting == 0,
             let thread = state.readingThread, pthread_equal(thread, pthread_self()) == 0
         {
             state.readsWaited += 1
