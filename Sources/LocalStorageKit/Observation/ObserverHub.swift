@@ -11,6 +11,8 @@ final class ObserverHub: Sendable {
     private struct State {
         /// By type name, compared by bytes (``ExactName``) as the store keys types.
         var subscribers: [ExactName: [UInt64: Subscriber]] = [:]
+        /// The tokens of subscribers that read each change's record (change streams): called after the others.
+        var reading: Set<UInt64> = []
         var nextToken: UInt64 = 0
     }
 
@@ -30,11 +32,15 @@ final class ObserverHub: Sendable {
     /// The number of subscribers across all types (tests check that ended streams free theirs).
     var subscriberCount: Int { state.withLock { $0.subscribers.values.reduce(0) { $0 + $1.count } } }
 
-    /// Adds a subscriber for `typeName`; returns the token that removes it.
-    func subscribe(_ typeName: String, _ subscriber: @escaping Subscriber) -> UInt64 {
+    /// Adds a subscriber for `typeName`; returns the token that removes it. A subscriber that `readsRecords`
+    /// (a change stream, which reads and decodes the record of each change another process made) is called after
+    /// those that only note the changes (live queries, a record's watch), so that another process's large commit
+    /// does not hold a live query's rerun back until a stream has decoded all of it (trial94 #5).
+    func subscribe(_ typeName: String, readsRecords: Bool = false, _ subscriber: @escaping Subscriber) -> UInt64 {
         state.withLock { state in
             state.nextToken += 1
             state.subscribers[ExactName(typeName), default: [:]][state.nextToken] = subscriber
+            if readsRecords { state.reading.insert(state.nextToken) }
             return state.nextToken
         }
     }
@@ -44,6 +50,7 @@ final class ObserverHub: Sendable {
         state.withLock { state in
             let name = ExactName(typeName)
             state.subscribers[name]?[token] = nil
+            state.reading.remove(token)
             if state.subscribers[name]?.isEmpty == true { state.subscribers[name] = nil }
         }
     }
@@ -52,14 +59,21 @@ final class ObserverHub: Sendable {
     func publish(_ changes: [PublishedChange]) {
         guard !changes.isEmpty else { return }
         let byType = Dictionary(grouping: changes) { ExactName($0.typeName) }
-        let targets = state.withLock { state in
-            byType.compactMap { name, changes in
-                state.subscribers[name].map { (Array($0.values), changes) }
+        let (noting, reading) = state.withLock { state in
+            var noting: [(Subscriber, [PublishedChange])] = []
+            var reading: [(Subscriber, [PublishedChange])] = []
+            for (name, changes) in byType {
+                for (token, subscriber) in state.subscribers[name] ?? [:] {
+                    if state.reading.contains(token) {
+                        reading.append((subscriber, changes))
+                    } else {
+                        noting.append((subscriber, changes))
+                    }
+                }
             }
+            return (noting, reading)
         }
-        for (subscribers, changes) in targets {
-            for subscriber in subscribers { subscriber(changes) }
-        }
+        for (subscriber, changes) in noting + reading { subscriber(changes) }
     }
 
     /// Tells every subscriber of `typeNames` that something changed outside this process: each is

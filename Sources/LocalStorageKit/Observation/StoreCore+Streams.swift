@@ -25,7 +25,7 @@ extension StoreCore {
                     metadata: ["type": name, "error": "\(error)"])
             }
         }
-        let token = core.hub.subscribe(name) { changes in
+        let token = core.hub.subscribe(name, readsRecords: true) { changes in
             for change in changes {
                 guard let typed = change.typed(as: T.self) ?? core.outsideChange(change, T.self)
                 else { continue }
