@@ -10,10 +10,14 @@ final class ObserverHub: Sendable {
 
     private struct State {
         /// By type name, compared by bytes (``ExactName``) as the store keys types.
-        var subscribers: [ExactName: [UInt64: Subscriber]] = [:]
-        /// The tokens of subscribers that read each change's record (change streams): called after the others.
-        var reading: Set<UInt64> = []
+        var subscribers: [ExactName: [UInt64: Entry]] = [:]
         var nextToken: UInt64 = 0
+    }
+
+    private struct Entry {
+        let subscriber: Subscriber
+        /// Whether it reads each change's record (a change stream): called after the others.
+        let readsRecords: Bool
     }
 
     private let state = Mutex(State())
@@ -39,8 +43,8 @@ final class ObserverHub: Sendable {
     func subscribe(_ typeName: String, readsRecords: Bool = false, _ subscriber: @escaping Subscriber) -> UInt64 {
         state.withLock { state in
             state.nextToken += 1
-            state.subscribers[ExactName(typeName), default: [:]][state.nextToken] = subscriber
-            if readsRecords { state.reading.insert(state.nextToken) }
+            state.subscribers[ExactName(typeName), default: [:]][state.nextToken] = Entry(
+                subscriber: subscriber, readsRecords: readsRecords)
             return state.nextToken
         }
     }
@@ -50,7 +54,6 @@ final class ObserverHub: Sendable {
         state.withLock { state in
             let name = ExactName(typeName)
             state.subscribers[name]?[token] = nil
-            state.reading.remove(token)
             if state.subscribers[name]?.isEmpty == true { state.subscribers[name] = nil }
         }
     }
@@ -59,21 +62,12 @@ final class ObserverHub: Sendable {
     func publish(_ changes: [PublishedChange]) {
         guard !changes.isEmpty else { return }
         let byType = Dictionary(grouping: changes) { ExactName($0.typeName) }
-        let (noting, reading) = state.withLock { state in
-            var noting: [(Subscriber, [PublishedChange])] = []
-            var reading: [(Subscriber, [PublishedChange])] = []
-            for (name, changes) in byType {
-                for (token, subscriber) in state.subscribers[name] ?? [:] {
-                    if state.reading.contains(token) {
-                        reading.append((subscriber, changes))
-                    } else {
-                        noting.append((subscriber, changes))
-                    }
-                }
-            }
-            return (noting, reading)
+        let targets = state.withLock { state in
+            byType.flatMap { name, changes in (state.subscribers[name] ?? [:]).values.map { ($0, changes) } }
         }
-        for (subscriber, changes) in noting + reading { subscriber(changes) }
+        // Those that only note the changes first (see `subscribe`).
+        for (entry, changes) in targets where !entry.readsRecords { entry.subscriber(changes) }
+        for (entry, changes) in targets where entry.readsRecords { entry.subscriber(changes) }
     }
 
     /// Tells every subscriber of `typeNames` that something changed outside this process: each is
@@ -82,6 +76,6 @@ final class ObserverHub: Sendable {
         let subscribers = state.withLock { state in
             typeNames.flatMap { state.subscribers[ExactName($0)].map { Array($0.values) } ?? [] }
         }
-        for subscriber in subscribers { subscriber([]) }
+        for entry in subscribers { entry.subscriber([]) }
     }
 }

@@ -76,9 +76,6 @@ enum TypeRegistry {
         return layout
     }
 
-    /// The layout an open asking for `target` upgrades an older store to.
-    private static func upgradeTarget(_ target: Int) -> Int { min(max(target, countTreeLayout), layout) }
-
     /// Whether the store has this version's layout, or a marker ``checkLayout(meta:txn:countTree:upgradeTo:mayUpgrade:)``
     /// refuses in any transaction: false for a new store (no marker) and for an older layout.
     static func layoutIsCurrent(meta: Database, txn: Transaction) throws -> Bool {
