@@ -76,10 +76,11 @@ extension Transaction {
     /// none). O(log n).
     func pagesFreed(byTransaction id: Int) throws -> Int {
         try withCursor(.freePages) { cursor in
-            guard let last = try cursor.move(MDB_LAST), last.key.count == MemoryLayout<Int>.size,
-                last.key.loadUnaligned(as: Int.self) == id, last.value.count >= MemoryLayout<Int>.size
+            // The free-list database's keys are transaction ids in the machine's own `size_t`.
+            guard let pages = try withUnsafeBytes(of: id, { try cursor.find($0) }),
+                pages.count >= MemoryLayout<Int>.size
             else { return 0 }
-            return last.value.loadUnaligned(as: Int.self)
+            return pages.loadUnaligned(as: Int.self)
         }
     }
 }

@@ -274,6 +274,12 @@ final class Environment: @unchecked Sendable {
         openLock.release(unlocking: !forked)
     }
 
+    /// Whether the environment was opened read-only (`MDB_RDONLY`).
+    var isReadOnly: Bool {
+        var flags: UInt32 = 0
+        return mdb_env_get_flags(handle, &flags) == MDB_SUCCESS && flags & UInt32(MDB_RDONLY) != 0
+    }
+
     /// The current size of the memory map in bytes.
     var currentMapSize: Int { mapSize.withLock { $0 } }
 

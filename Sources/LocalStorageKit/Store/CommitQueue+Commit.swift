@@ -40,6 +40,7 @@ extension CommitQueue {
                 for hook in context.afterCommit { hook() }
                 hub.publish(context.changesAfterCommit(), logged: context.loggedSequences)
                 for (_, finish) in pending { finish(nil) }
+                if context.mayHaveFreedMany { committedMany = true }
                 return
             } catch let failure as RequestFailure {
                 // The transaction is aborted, so the failed request left nothing behind; the others
@@ -205,6 +206,7 @@ extension CommitQueue {
             }
             for hook in context.afterCommit { hook() }
             hub.publish(context.changesAfterCommit(), logged: context.loggedSequences)
+            if context.mayHaveFreedMany { committedMany = true }
             outcomes = results
         } catch let error as LMDBError where error.isMapFull {
             attempt?.rollBack()
@@ -255,7 +257,7 @@ extension CommitQueue {
     /// Grows the map before a batch of closure requests when less than ``closureHeadroom`` of it (at least
     /// 1 MiB) lies past the data file's last page: a closure runs once, and a map that must grow under it makes
     /// it run again. Only a batch whose writes need more than that room still does. At `maxMapSize` it makes the
-    /// pages the last commit freed reusable instead (``reclaimFreedPages()``) and returns true: the map is at its
+    /// pages the last commit freed reusable instead (``reclaimFreedPages(threshold:inReserve:)``) and returns true: the map is at its
     /// limit with little room left. A failure here is left to the commit, which grows the map itself.
     private func keepHeadroomForClosures() -> Bool {
         do {

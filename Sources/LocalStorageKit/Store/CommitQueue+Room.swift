@@ -62,36 +62,64 @@ extension CommitQueue {
         return true
     }
 
-    /// Commits one small write (a counter in `meta`) when the last commit freed at least
-    /// ``reclaimThreshold`` pages, so that they can be reused: LMDB keeps them for the snapshot before it until
-    /// one more commit, so right after a store was emptied a write would otherwise not fit. The commit may use
-    /// the map's reserve for its few pages when no older page is free. It frees fewer pages than the threshold
-    /// itself, so it never makes a second one follow (in this process or another) without a real delete in
-    /// between. False when there was nothing to reclaim.
+    /// Commits one small write (a counter in `meta`) when the last commit freed at least `threshold` pages, so
+    /// that the next commit can reuse them: LMDB keeps a commit's freed pages for the snapshot before it until
+    /// one more commit. Right after a store was emptied at `maxMapSize` a write would otherwise not fit
+    /// (`inReserve`: the small commit may then use the map's reserve for its few pages when no older page is
+    /// free), and after every large commit the next one would otherwise take new pages at the end of the file
+    /// for what it rewrites, so that a store saved in batches ends one batch's rewritten pages larger
+    /// (``reclaimAfterLargeCommit()``). The small commit frees fewer pages than ``reclaimThreshold`` itself,
+    /// so it never makes a second one follow (in this process or another) without a real write in between.
+    /// False when there was nothing to reclaim.
     ///
     /// - Throws: What the reads and the commit throw.
-    func reclaimFreedPages() throws -> Bool {
+    func reclaimFreedPages(threshold: Int = CommitQueue.reclaimThreshold, inReserve: Bool = true) throws -> Bool {
         let last = environment.lastTransactionID
         let freedByLast = try environment.read { txn in try txn.pagesFreed(byTransaction: last) }
-        guard freedByLast >= CommitQueue.reclaimThreshold else { return false }
-        _ = try environment.growMap(intoReserve: true)
-        try environment.write(reserve: true) { txn in
+        guard freedByLast >= threshold else { return false }
+        if inReserve { _ = try environment.growMap(intoReserve: true) }
+        // Counted as this process's commit, so that live queries do not read the change log for another's.
+        try countedWrite(reserve: inReserve) { txn in
             guard let meta = try txn.openDatabase(TypeRegistry.metaName, create: false) else { return }
             try withUnsafeBytes(of: UInt64(last).littleEndian) {
                 try txn.put(meta, key: CommitQueue.reclaimKey, value: Array($0))
             }
         }
         logger?.log(
-            level: .info, message: "Committed once so that the pages the last commit freed can be reused",
+            level: inReserve ? .info : .debug,
+            message: "Committed once so that the pages the last commit freed can be reused",
             metadata: ["pages": "\(freedByLast)"])
         return true
     }
 
-    /// How many pages the last commit must have freed for ``reclaimFreedPages()`` to commit: more than the
-    /// few its own commit frees.
+    /// After work that may have rewritten many pages (a commit of many records, an exclusive request), makes the
+    /// pages it freed reusable by the next commit (``reclaimFreedPages(threshold:inReserve:)``) when they are at
+    /// least ``largeCommitPages``. An optimization of the file's size only: a failure is logged, not thrown (the
+    /// callers already have their answers).
+    func reclaimAfterLargeCommit() {
+        guard !environment.isReadOnly else { return }
+        do {
+            _ = try reclaimFreedPages(threshold: CommitQueue.largeCommitPages, inReserve: false)
+        } catch {
+            logger?.log(
+                level: .warning, message: "Could not make the pages a large commit freed reusable",
+                metadata: ["error": "\(LocalStorageError.wrapping(error))"])
+        }
+    }
+
+    /// How many pages the last commit must have freed for ``reclaimFreedPages(threshold:inReserve:)`` to commit: more
+    /// than the few its own commit frees.
     static let reclaimThreshold = 64
 
-    /// Where ``reclaimFreedPages()`` writes in `meta`.
+    /// How many pages (1 MiB at 4 KiB a page) a commit must have freed for ``reclaimAfterLargeCommit()`` to commit
+    /// once more: a commit that rewrote that much costs more than the small one, durable or not.
+    static let largeCommitPages = 256
+
+    /// How many changes a commit must log for ``reclaimAfterLargeCommit()`` to ask how many pages it freed: fewer
+    /// records rarely free ``largeCommitPages``, and a single save does not pay for the question.
+    static let largeCommitChanges = 64
+
+    /// Where ``reclaimFreedPages(threshold:inReserve:)`` writes in `meta`.
     static let reclaimKey = Array("store.reclaim".utf8)
 
     /// Logs a write that does not fit in `maxMapSize`.

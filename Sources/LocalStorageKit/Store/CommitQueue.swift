@@ -36,6 +36,9 @@ final class CommitQueue: @unchecked Sendable {
     /// The writer's thread and queue.
     private let worker = SerialWorker<Work>(name: "LocalStorageKit.writer")
     var lastTimestamp: Int64 = 0
+    /// Set by a commit that may have freed many pages (``Context/mayHaveFreedMany``), once its callers have their answers:
+    /// the work then ends with ``reclaimAfterLargeCommit()``.
+    var committedMany = false
     private let commits = Atomic<Int>(0)
     /// Odd while a write transaction is under way (a seqlock for ``readWhileIdle(_:)``).
     private let writeEpoch = Atomic<UInt64>(0)
@@ -189,6 +192,8 @@ final class CommitQueue: @unchecked Sendable {
             } catch {
                 finish(CommitQueue.outgoing(error))
             }
+            // Re-indexing, purges, migrations and maintenance commit many records at a time.
+            reclaimAfterLargeCommit()
             return
         }
         // Requests over prepared values first, in one transaction; then the ones that run a caller's
@@ -204,6 +209,10 @@ final class CommitQueue: @unchecked Sendable {
         }
         if !plain.isEmpty { commit(plain) }
         if !once.isEmpty { commitOnce(once) }
+        if committedMany {
+            committedMany = false
+            reclaimAfterLargeCommit()
+        }
     }
 
     func nextTimestamp() -> Int64 {

@@ -1,0 +1,79 @@
+import Foundation
+import LocalStorageTestSupport
+import Testing
+
+@testable import LocalStorageKit
+
+/// LMDB keeps the pages a commit frees for the snapshot before it until one more commit: a store written in
+/// large batches would take new pages at the end of its file for each batch's rewrites, and end one batch's
+/// rewritten pages larger than it needs. After a commit that freed many pages the writer commits once more, so
+/// that the next batch reuses them.
+@Suite struct FreedPagesReuseTests {
+    /// Re-saving every product with new random prices and ratings rewrites nearly every page of the records and of
+    /// both indexes, round after round. Once the rounds are under way, the store's free list holds no more than the
+    /// last round freed (without the small commit it held that and the round before, so the file grew by one more
+    /// round's pages), the file grows only by what the store holds more, and every record reads back as last saved.
+    @Test func batchesReuseThePagesTheBatchBeforeFreed() async throws {
+        let storage = try LocalStorage(configuration: diskConfiguration())
+        var generator = SplitMix64(seed: 71)
+        var products = (0..<20_000).map { n in
+            Product(
+                id: "p\(n)", title: String(repeating: "t", count: 100 + n % 50), category: "c\(n % 7)",
+                price: Double(generator.below(1_000_000)), rating: Double(generator.below(1_000_000)))
+        }
+        let environment = storage.core.environment
+        var lastPages: [Int] = []
+        var freed = 0
+        for _ in 0..<6 {
+            for index in products.indices {
+                products[index].price = Double(generator.below(1_000_000))
+                products[index].rating = Double(generator.below(1_000_000))
+            }
+            let before = environment.lastTransactionID
+            try await storage.save(contentsOf: products)
+            let batch = before + 1
+            let (freedByBatch, free) = try environment.read { txn in
+                (try txn.pagesFreed(byTransaction: batch), try txn.freePageCount())
+            }
+            lastPages.append(environment.info().lastPage)
+            // The round's precondition: it freed enough pages to be followed by the small commit.
+            guard lastPages.count > 1 else { continue }
+            try #require(freedByBatch >= CommitQueue.largeCommitPages)
+            freed = freedByBatch
+            #expect(environment.lastTransactionID == batch + 1, "one small commit after the batch")
+            #expect(free <= freedByBatch + freedByBatch / 4, "free pages \(free), the batch freed \(freedByBatch)")
+        }
+        // Rounds 4 to 6 rewrite as much as round 3 did, in the pages the round before each freed: the file grows
+        // only by what the store holds more (the change log's entries, until it is trimmed).
+        #expect((lastPages[5] - lastPages[2]) * 3 <= freed, "last pages \(lastPages), a round freed \(freed)")
+        let stored = try await storage.fetch(Product.self, ids: products.map(\.id))
+        #expect(stored.count == products.count)
+        #expect(products.allSatisfy { stored[$0.id] == $0 })
+    }
+
+    /// A commit of a few records frees a few pages: it is not followed by another.
+    @Test func aSmallSaveCommitsOnce() async throws {
+        let storage = try LocalStorage(configuration: diskConfiguration())
+        try await storage.save(contentsOf: (0..<5_000).map(Product.sample))
+        let before = storage.core.environment.lastTransactionID
+        try await storage.save(Product.sample(1))
+        try await storage.save(contentsOf: (10_000..<10_010).map(Product.sample))
+        #expect(storage.core.environment.lastTransactionID == before + 2)
+    }
+
+    /// Emptying a type frees every page of its trees, whatever number of changes it logs: the next commit
+    /// reuses them, and refilling the type takes no new pages at the end of the file.
+    @Test func refillingAnEmptiedTypeReusesItsPages() async throws {
+        let storage = try LocalStorage(configuration: diskConfiguration())
+        let products = (0..<20_000).map(Product.sample)
+        try await storage.save(contentsOf: products)
+        let environment = storage.core.environment
+        try await storage.deleteAll(Product.self)
+        let emptied = environment.info().lastPage
+        try await storage.save(contentsOf: products)
+        // The refill takes new pages for its change-log entries only (the emptied store's log stays).
+        let grown = environment.info().lastPage - emptied
+        #expect(grown * 4 <= emptied, "the refill took \(grown) new pages, the store had \(emptied)")
+        #expect(try await storage.count(Product.self) == products.count)
+    }
+}
