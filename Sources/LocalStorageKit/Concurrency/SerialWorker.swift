@@ -34,15 +34,18 @@ final class SerialWorker<Job>: @unchecked Sendable {
     }
 
     /// Prepares the thread that runs queued jobs: `take` picks the next ones from the queue (never empty) under
-    /// the lock, `run` runs them outside it. When the worker stops, the jobs still queued run first, or, when
-    /// `leftOver` is given, it gets them instead; `atEnd` runs last on the thread.
+    /// the lock, `run` runs them outside it, and `afterRun`, when given, runs once the thread has let go of them
+    /// (an owner whose callers resume as their jobs are released does its own work there, after they did). When
+    /// the worker stops, the jobs still queued run first, or, when `leftOver` is given, it gets them instead;
+    /// `atEnd` runs last on the thread.
     ///
     /// The thread is made when the first job is queued (at once if jobs are queued already): a store opened only to be read never makes its
     /// writer's thread (making one and ending it took about a tenth of opening a store and reading a record).
     /// A worker stopped before any job runs `atEnd` on the thread that stops it.
     func start(
         take: @escaping @Sendable (inout [Job]) -> [Job], run: @escaping @Sendable ([Job]) -> Void,
-        leftOver: (@Sendable ([Job]) -> Void)? = nil, atEnd: (@Sendable () -> Void)? = nil
+        afterRun: (@Sendable () -> Void)? = nil, leftOver: (@Sendable ([Job]) -> Void)? = nil,
+        atEnd: (@Sendable () -> Void)? = nil
     ) {
         let body: @Sendable () -> Void = { [self] in
             while true {
@@ -55,9 +58,13 @@ final class SerialWorker<Job>: @unchecked Sendable {
                     if !left.isEmpty { leftOver?(left) }
                     break
                 }
-                let jobs = take(&queue)
-                condition.unlock()
-                run(jobs)
+                do {
+                    // The jobs are released at the end of this scope, before `afterRun`.
+                    let jobs = take(&queue)
+                    condition.unlock()
+                    run(jobs)
+                }
+                afterRun?()
             }
             atEnd?()
         }

@@ -40,7 +40,6 @@ extension CommitQueue {
                 for hook in context.afterCommit { hook() }
                 hub.publish(context.changesAfterCommit(), logged: context.loggedSequences)
                 for (_, finish) in pending { finish(nil) }
-                if context.mayHaveFreedMany { committedMany = true }
                 return
             } catch let failure as RequestFailure {
                 // The transaction is aborted, so the failed request left nothing behind; the others
@@ -99,6 +98,9 @@ extension CommitQueue {
                 }
                 for hook in context.afterCommit { hook() }
                 hub.publish(context.changesAfterCommit(), logged: context.loggedSequences)
+                // Purges, re-indexing and migrations commit batch after batch here: each reuses the pages the
+                // one before freed.
+                reclaimAfterLargeCommit()
                 return value
             } catch {
                 attempt?.rollBack()
@@ -206,7 +208,6 @@ extension CommitQueue {
             }
             for hook in context.afterCommit { hook() }
             hub.publish(context.changesAfterCommit(), logged: context.loggedSequences)
-            if context.mayHaveFreedMany { committedMany = true }
             outcomes = results
         } catch let error as LMDBError where error.isMapFull {
             attempt?.rollBack()
@@ -261,12 +262,7 @@ extension CommitQueue {
     /// limit with little room left. A failure here is left to the commit, which grows the map itself.
     private func keepHeadroomForClosures() -> Bool {
         do {
-            var pageSize = knownPageSize.load(ordering: .relaxed)
-            if pageSize == 0 {
-                // An environment's page size never changes: read once.
-                pageSize = try environment.mainStatistics().pageSize
-                knownPageSize.store(pageSize, ordering: .relaxed)
-            }
+            let pageSize = try pageSize()
             for _ in 0..<4 {
                 let info = environment.info()
                 // The map a closure runs in: a commit in the reserve left it larger, and the next shrinks it back.

@@ -67,12 +67,6 @@ extension CommitQueue {
             return answer
         }
 
-        /// Whether this transaction wrote enough to have freed many pages (``CommitQueue/reclaimAfterLargeCommit()``
-        /// asks): at least ``CommitQueue/largeCommitChanges`` changes logged, or a type cleared.
-        var mayHaveFreedMany: Bool {
-            logged.count >= CommitQueue.largeCommitChanges || logged.contains { $0.kind == .cleared }
-        }
-
         /// Records a change to publish after the commit.
         func publish(_ change: PublishedChange) { changes.append(change) }
 

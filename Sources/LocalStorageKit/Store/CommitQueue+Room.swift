@@ -77,8 +77,9 @@ extension CommitQueue {
         let last = environment.lastTransactionID
         let freedByLast = try environment.read { txn in try txn.pagesFreed(byTransaction: last) }
         guard freedByLast >= threshold else { return false }
+        beforeReclaim.withLock { $0 }?()
         if inReserve { _ = try environment.growMap(intoReserve: true) }
-        // Counted as this process's commit, so that live queries do not read the change log for another's.
+        // Counted, so that `commitCount` stays the number of this writer's commits.
         try countedWrite(reserve: inReserve) { txn in
             guard let meta = try txn.openDatabase(TypeRegistry.metaName, create: false) else { return }
             try withUnsafeBytes(of: UInt64(last).littleEndian) {
@@ -92,14 +93,21 @@ extension CommitQueue {
         return true
     }
 
-    /// After work that may have rewritten many pages (a commit of many records, an exclusive request), makes the
-    /// pages it freed reusable by the next commit (``reclaimFreedPages(threshold:inReserve:)``) when they are at
-    /// least ``largeCommitPages``. An optimization of the file's size only: a failure is logged, not thrown (the
-    /// callers already have their answers).
+    /// After each batch of work (once its callers have their answers) and after each commit of an exclusive
+    /// request's (purges, re-indexing and migrations commit batch after batch), makes the pages the last commit
+    /// freed reusable by the next one (``reclaimFreedPages(threshold:inReserve:)``) when they are at least
+    /// ``largeCommitBytes``; asking costs a seek in LMDB's free list. An optimization of the file's size only: a
+    /// failure is logged, not thrown, and a map at `maxMapSize` without room for the small commit is left to the
+    /// next write, which reclaims in the map's reserve when it needs the pages (``makeRoom(reserve:grew:)``).
     func reclaimAfterLargeCommit() {
-        guard !environment.isReadOnly else { return }
+        guard reclaimsAfterLargeCommits, !environment.isReadOnly else { return }
         do {
-            _ = try reclaimFreedPages(threshold: CommitQueue.largeCommitPages, inReserve: false)
+            let pages = max(CommitQueue.reclaimThreshold, CommitQueue.largeCommitBytes / (try pageSize()))
+            _ = try reclaimFreedPages(threshold: pages, inReserve: false)
+        } catch let error as LMDBError where error.isMapFull {
+            logger?.log(
+                level: .debug, message: "No room at maxMapSize to make the pages a large commit freed reusable now",
+                metadata: ["error": "\(error)"])
         } catch {
             logger?.log(
                 level: .warning, message: "Could not make the pages a large commit freed reusable",
@@ -107,17 +115,25 @@ extension CommitQueue {
         }
     }
 
+    /// The environment's page size, read once (it never changes).
+    ///
+    /// - Throws: What `mdb_env_stat` throws.
+    func pageSize() throws -> Int {
+        var pageSize = knownPageSize.load(ordering: .relaxed)
+        if pageSize == 0 {
+            pageSize = try environment.mainStatistics().pageSize
+            knownPageSize.store(pageSize, ordering: .relaxed)
+        }
+        return pageSize
+    }
+
     /// How many pages the last commit must have freed for ``reclaimFreedPages(threshold:inReserve:)`` to commit: more
     /// than the few its own commit frees.
     static let reclaimThreshold = 64
 
-    /// How many pages (1 MiB at 4 KiB a page) a commit must have freed for ``reclaimAfterLargeCommit()`` to commit
-    /// once more: a commit that rewrote that much costs more than the small one, durable or not.
-    static let largeCommitPages = 256
-
-    /// How many changes a commit must log for ``reclaimAfterLargeCommit()`` to ask how many pages it freed: fewer
-    /// records rarely free ``largeCommitPages``, and a single save does not pay for the question.
-    static let largeCommitChanges = 64
+    /// How many bytes of pages a commit must have freed for ``reclaimAfterLargeCommit()`` to commit once more: a
+    /// commit that rewrote that much costs more than the small one, durable or not.
+    static let largeCommitBytes = 1 << 20
 
     /// Where ``reclaimFreedPages(threshold:inReserve:)`` writes in `meta`.
     static let reclaimKey = Array("store.reclaim".utf8)

@@ -36,9 +36,11 @@ final class CommitQueue: @unchecked Sendable {
     /// The writer's thread and queue.
     private let worker = SerialWorker<Work>(name: "LocalStorageKit.writer")
     var lastTimestamp: Int64 = 0
-    /// Set by a commit that may have freed many pages (``Context/mayHaveFreedMany``), once its callers have their answers:
-    /// the work then ends with ``reclaimAfterLargeCommit()``.
-    var committedMany = false
+    /// Whether a commit that freed many pages is followed by a small one (``reclaimAfterLargeCommit()``): not for
+    /// the maintenance tool's commands that only read, which write nothing of their own.
+    let reclaimsAfterLargeCommits: Bool
+    /// Tests: runs on the writer's thread just before the small commit of ``reclaimFreedPages(threshold:inReserve:)``.
+    let beforeReclaim = Mutex<(@Sendable () -> Void)?>(nil)
     private let commits = Atomic<Int>(0)
     /// Odd while a write transaction is under way (a seqlock for ``readWhileIdle(_:)``).
     private let writeEpoch = Atomic<UInt64>(0)
@@ -88,7 +90,7 @@ final class CommitQueue: @unchecked Sendable {
     /// it off to reach the replay of a batch whose own pages meet the end of the map.
     let growsAheadOfClosures = Atomic<Bool>(true)
 
-    /// The environment's page size once ``keepHeadroomForClosures()`` read it (0 before).
+    /// The environment's page size once ``pageSize()`` read it (0 before).
     let knownPageSize = Atomic<Int>(0)
 
     /// The store's clock, which every batch's timestamp comes from.
@@ -99,7 +101,8 @@ final class CommitQueue: @unchecked Sendable {
 
     init(
         environment: Environment, hub: any CommitListener, logger: (any StorageLogger)?,
-        changeLog: ChangeLog? = nil, evictor: Evictor? = nil, clock: any StorageClock
+        changeLog: ChangeLog? = nil, evictor: Evictor? = nil, clock: any StorageClock,
+        reclaimsAfterLargeCommits: Bool = true
     ) {
         self.environment = environment
         self.clock = clock
@@ -107,7 +110,12 @@ final class CommitQueue: @unchecked Sendable {
         self.changeLog = changeLog
         self.hub = hub
         self.logger = logger
-        worker.start(take: CommitQueue.nextBatch, run: { [self] work in process(work) })
+        self.reclaimsAfterLargeCommits = reclaimsAfterLargeCommits
+        // The reclaim after a batch runs once its callers have their answers (they resume as the batch's requests
+        // are let go).
+        worker.start(
+            take: CommitQueue.nextBatch, run: { [self] work in process(work) },
+            afterRun: { [self] in reclaimAfterLargeCommit() })
     }
 
     /// Finishes the queued work, then ends the thread, then runs `last` (closing the environment), when the
@@ -192,8 +200,6 @@ final class CommitQueue: @unchecked Sendable {
             } catch {
                 finish(CommitQueue.outgoing(error))
             }
-            // Re-indexing, purges, migrations and maintenance commit many records at a time.
-            reclaimAfterLargeCommit()
             return
         }
         // Requests over prepared values first, in one transaction; then the ones that run a caller's
@@ -209,10 +215,6 @@ final class CommitQueue: @unchecked Sendable {
         }
         if !plain.isEmpty { commit(plain) }
         if !once.isEmpty { commitOnce(once) }
-        if committedMany {
-            committedMany = false
-            reclaimAfterLargeCommit()
-        }
     }
 
     func nextTimestamp() -> Int64 {

@@ -125,7 +125,7 @@ final class StoreCore: Sendable {
         // The writer reports its commits to the center, which delivers other processes' earlier ones first.
         let writer = CommitQueue(
             environment: environment, hub: liveQueries, logger: configuration.logger, changeLog: changeLog,
-            evictor: evictor, clock: configuration.clock)
+            evictor: evictor, clock: configuration.clock, reclaimsAfterLargeCommits: !configuration.keepsLayout)
         self.writer = writer
         // Enough reads are pending: an empty commit folds them (the store counts a reading process's uses).
         accessNotes.whenFull { [weak writer] in writer?.foldNotedReads() }
