@@ -20,14 +20,14 @@ final class SerialWorker<Job>: @unchecked Sendable {
     private var queue: [Job] = []
     private var stopping = false
     private var thread: Thread?
-    /// The body of a thread not made yet: ``start(take:run:leftOver:atEnd:)`` makes it at the first job.
+    /// The body of a thread not made yet: ``start(take:run:afterRun:leftOver:atEnd:)`` makes it at the first job.
     private var deferredBody: (@Sendable () -> Void)?
     /// What ``stop(then:)`` called on the worker's own thread leaves for the thread's very end.
     private var afterEnd: (@Sendable () -> Void)?
     private let finished = DispatchSemaphore(value: 0)
     private let name: String
 
-    /// A worker whose thread will bear `name`; it starts with ``start(take:run:leftOver:atEnd:)`` or
+    /// A worker whose thread will bear `name`; it starts with ``start(take:run:afterRun:leftOver:atEnd:)`` or
     /// ``start(_:)``.
     init(name: String) {
         self.name = name

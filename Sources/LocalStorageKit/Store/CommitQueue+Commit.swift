@@ -98,9 +98,6 @@ extension CommitQueue {
                 }
                 for hook in context.afterCommit { hook() }
                 hub.publish(context.changesAfterCommit(), logged: context.loggedSequences)
-                // Purges, re-indexing and migrations commit batch after batch here: each reuses the pages the
-                // one before freed.
-                reclaimAfterLargeCommit()
                 return value
             } catch {
                 attempt?.rollBack()

@@ -93,12 +93,15 @@ extension CommitQueue {
         return true
     }
 
-    /// After each batch of work (once its callers have their answers) and after each commit of an exclusive
-    /// request's (purges, re-indexing and migrations commit batch after batch), makes the pages the last commit
-    /// freed reusable by the next one (``reclaimFreedPages(threshold:inReserve:)``) when they are at least
-    /// ``largeCommitBytes``; asking costs a seek in LMDB's free list. An optimization of the file's size only: a
-    /// failure is logged, not thrown, and a map at `maxMapSize` without room for the small commit is left to the
-    /// next write, which reclaims in the map's reserve when it needs the pages (``makeRoom(reserve:grew:)``).
+    /// After each piece of work (a batch, once its callers have their answers; an exclusive request, once it
+    /// ended), makes the pages the last commit freed reusable by the next one
+    /// (``reclaimFreedPages(threshold:inReserve:)``) when they are at least ``largeCommitBytes``; asking costs a
+    /// seek in LMDB's free list. Not between the batches of an exclusive request (a purge, a re-index, a migration):
+    /// there each commit reuses the pages of the one two before, so the request's file grows by one batch's rewrite
+    /// once, where a small commit per batch would add LMDB's two syncs to each on a durable store. An optimization of
+    /// the file's size only: a failure is logged, not thrown, and a map at `maxMapSize` without room for the small
+    /// commit is left to the next write, which reclaims in the map's reserve when it needs the pages
+    /// (``makeRoom(reserve:grew:)``).
     func reclaimAfterLargeCommit() {
         guard reclaimsAfterLargeCommits, !environment.isReadOnly else { return }
         do {

@@ -31,6 +31,8 @@ import Testing
             }
             let before = environment.lastTransactionID
             try await storage.save(contentsOf: products)
+            // The small commit runs once the save has returned: an empty request queued now runs after it.
+            try await storage.waitForQueuedWrites()
             let batch = before + 1
             let (freedByBatch, free) = try environment.read { txn in
                 (try txn.pagesFreed(byTransaction: batch), try txn.freePageCount())
@@ -94,6 +96,7 @@ import Testing
         let before = storage.core.environment.lastTransactionID
         try await storage.save(Product.sample(1))
         try await storage.save(contentsOf: (10_000..<10_010).map(Product.sample))
+        try await storage.waitForQueuedWrites()
         #expect(storage.core.environment.lastTransactionID == before + 2)
     }
 
@@ -105,8 +108,10 @@ import Testing
         try await storage.save(contentsOf: products)
         let environment = storage.core.environment
         try await storage.deleteAll(Product.self)
+        try await storage.waitForQueuedWrites()
         let emptied = environment.info().lastPage
         try await storage.save(contentsOf: products)
+        try await storage.waitForQueuedWrites()
         // The refill takes new pages for its change-log entries only (the emptied store's log stays).
         let grown = environment.info().lastPage - emptied
         #expect(grown * 4 <= emptied, "the refill took \(grown) new pages, the store had \(emptied)")
