@@ -33,7 +33,8 @@ extension Workloads {
                 run: { _ in try await probe.misses(operations) }),
             Contender(
                 name: sharedSave, operations: operations, isComparable: false,
-                prepare: { _ in try await probe.prepare() }, run: { batch in try await probe.saves(operations, batch) }),
+                prepare: { _ in try await probe.prepareAlone() },
+                run: { batch in try await probe.saves(operations, batch) }),
             Contender(
                 name: sharedVisible, operations: operations / 4, isComparable: false,
                 prepare: { _ in try await probe.prepareFollower() },
@@ -43,7 +44,7 @@ extension Workloads {
                 prepare: { _ in try await probe.prepare() }, run: { _ in try await probe.rawGets(operations) }),
             Contender(
                 name: rawSET, operations: operations, isComparable: false,
-                prepare: { _ in try await probe.prepare() },
+                prepare: { _ in try await probe.prepareAlone() },
                 run: { batch in try await probe.rawSets(operations, batch) }),
         ]
         return Workload(
@@ -196,8 +197,20 @@ final class SharedTierProbe: @unchecked Sendable {
         cursor = 0
     }
 
+    /// The writer alone on this host: the misses' reader store closed and the follower process ended (started again
+    /// for the next batch of `visible`). Each replicated every save on the same two cores, as instances on other
+    /// hosts do on theirs (`prepareMisses` keeps the reader until its next batch), so a save's time included two
+    /// other instances' work on the one it was measured on.
+    func prepareAlone() async throws {
+        try await prepare()
+        reader = nil
+        follower = nil
+    }
+
+    /// The writer and the follower process only (the misses' reader store closed: see ``prepareAlone()``).
     func prepareFollower() async throws {
         try await prepare()
+        reader = nil
         if follower == nil { follower = try await FollowerProcess.start(port: server.port, namespace: namespace) }
     }
 
