@@ -139,8 +139,8 @@ import Testing
             return try header.bytes()
         }
         let compactLength = try bytes.withUnsafeBytes { try RecordView($0).headerLength }
-        // As OnDiskFormat.md has it: category "books", price and rating.
-        #expect(compactLength == 47 && named.count == 100, "compact \(compactLength) bytes, named \(named.count)")
+        // As OnDiskFormat.md has it: category "books", price and rating (the creation time's distance in 7 bytes).
+        #expect(compactLength == 53 && named.count == 100, "compact \(compactLength) bytes, named \(named.count)")
 
         let cheap = model.values.filter { $0.price >= 50 && $0.price <= 120 }
         let found = try await storage.fetch(

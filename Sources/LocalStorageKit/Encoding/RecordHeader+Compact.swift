@@ -39,7 +39,9 @@ extension RecordHeader {
         out.appendLittleEndian(UInt16(0))
         out.appendLittleEndian(updatedAt)
         out.appendVarint(expiryCode)
-        out.appendVarint(RecordHeader.zigzag(updatedAt &- createdAt))
+        // At a fixed width, so that a record saved again (whose creation time is then before its update time) keeps
+        // its size: a batch save fills its pages to the brim, and records that grew split every one of them.
+        out.appendVarint(RecordHeader.zigzag(updatedAt &- createdAt), minimumBytes: RecordHeader.creationDistanceBytes)
         out.appendVarint(UInt64(version))
         out.appendVarint(UInt64(declarationNumber))
         for value in indexValues {
@@ -60,6 +62,10 @@ extension RecordHeader {
         out[3] = UInt8(truncatingIfNeeded: length >> 8)
         return out
     }
+
+    /// The bytes the distance from the update time back to the creation time takes at least: seven varint bytes hold
+    /// 49 bits, a zigzag code of up to 2^48 ns (3.2 days). A longer distance takes more.
+    static let creationDistanceBytes = 7
 
     /// `value`'s zigzag code: small magnitudes of either sign take few varint bytes.
     @inline(__always)
@@ -82,6 +88,20 @@ extension Array where Element == UInt8 {
         while rest >= 0x80 {
             append(UInt8(truncatingIfNeeded: rest) | 0x80)
             rest >>= 7
+        }
+        append(UInt8(rest))
+    }
+
+    /// Appends `value` as an LEB128 varint of at least `minimumBytes` bytes: high groups of zero bits carry the
+    /// continuation bit, which every LEB128 reader takes as the same value.
+    @inline(__always)
+    mutating func appendVarint(_ value: UInt64, minimumBytes: Int) {
+        var rest = value
+        var written = 1
+        while rest >= 0x80 || written < minimumBytes {
+            append(UInt8(truncatingIfNeeded: rest & 0x7F) | 0x80)
+            rest >>= 7
+            written += 1
         }
         append(UInt8(rest))
     }

@@ -89,6 +89,26 @@ import Testing
         storage.core.writer.beforeReclaim.withLock { $0 = nil }
     }
 
+    /// A batch save fills the records tree's leaves to the brim. Saving the same records again (their creation time
+    /// now before their update time) keeps each record's size, so the leaves do not split: before the creation
+    /// time's distance took a fixed width, it grew from one byte to four or more and the tree doubled (trial97 #2).
+    @Test func savingRecordsAgainKeepsTheLeavesABatchFilled() async throws {
+        let storage = try LocalStorage(configuration: diskConfiguration())
+        let products = (0..<20_000).map(Product.sample)
+        try await storage.save(contentsOf: products)
+        let schema = try await storage.core.schema(for: Product.self)
+        let environment = storage.core.environment
+        let before = try environment.read { txn in try txn.statistics(schema.records) }
+        for start in stride(from: 0, to: products.count, by: 5_000) {
+            try await storage.save(contentsOf: Array(products[start..<(start + 5_000)]))
+        }
+        let after = try environment.read { txn in try txn.statistics(schema.records) }
+        #expect(after.entries == before.entries)
+        #expect(after.leafPages * 20 <= before.leafPages * 21, "leaves \(before.leafPages) → \(after.leafPages)")
+        let stored = try await storage.fetch(Product.self, ids: products.map(\.id))
+        #expect(products.allSatisfy { stored[$0.id] == $0 })
+    }
+
     /// A commit of a few records frees a few pages: it is not followed by another.
     @Test func aSmallSaveCommitsOnce() async throws {
         let storage = try LocalStorage(configuration: diskConfiguration())

@@ -76,7 +76,15 @@ struct SharedTierDamagedRecordTests {
             if minimal {
                 header.indexValues = []
                 header.declarationNumber = 0
-                return try header.serialized(payload: [])
+                header.createdAt = header.updatedAt
+                header.expiresAt = 0
+                // The shortest compact header there is, as versions before the creation distance's fixed width
+                // wrote it: that distance in one byte instead of seven (right after the one-byte expiry code).
+                var bytes = try header.serialized(payload: [])
+                bytes.removeSubrange(13..<(13 + RecordHeader.creationDistanceBytes - 1))
+                bytes[2] = UInt8(bytes.count)
+                bytes[3] = 0
+                return bytes
             }
             return try header.laidOut(for: schema).serialized(payload: Array(view.payload))
         }
