@@ -155,19 +155,32 @@ struct SharedTierLoadThroughTests {
     @Test func aHolderThatNeverFinishesIsTakenOverWhenItsLeaseEnds() async throws {
         let a = try await instance()
         let b = try await instance()
+        // Each instance's first use of the type (its description, its databases, the namespace's key check) comes
+        // first: A's ten seconds below start with its load, not with that work on a machine the whole suite loads.
+        #expect(try await a.fetch(Product.self, id: "sku_warm") == nil)
+        #expect(try await b.fetch(Product.self, id: "sku_warm") == nil)
         let stuck = LoadGate()  // never opened while B runs: A's load never completes
         // A's lease lives ten seconds on the server's clock, which a loaded machine does not slow: A's loader
         // reads it at once, before anything else can run late. A's own caller gives up then.
         let heldByA = Noted<SharedTierLease?>(nil)
+        let aEnded = Noted<Bool>(false)
         let onA = Task {
-            try await a.fetch(Product.self, id: "sku_stuck", policy: LoadPolicy(loadTimeout: .seconds(10))) { id in
+            defer { aEnded.value.withLock { $0 = true } }
+            return try await a.fetch(
+                Product.self, id: "sku_stuck", policy: LoadPolicy(loadTimeout: .seconds(10))
+            ) { id in
                 let lease = try await Self.serverLease(a, id: id)
                 heldByA.value.withLock { $0 = lease }
                 await stuck.pass()
                 return Self.product(id, "from A")
             }
         }
-        try await stuck.waitForLoad()
+        // A fetch that ended before its load started fails here with what it threw, not after a long wait.
+        try await eventually("A's load to start") { stuck.loads > 0 || aEnded.value.withLock { $0 } }
+        if stuck.loads == 0 {
+            let outcome = await onA.result
+            try #require(stuck.loads > 0, "A's fetch ended before its load started: \(outcome)")
+        }
         let held = try #require(heldByA.value.withLock { $0 })
         #expect(held.kind == .lease)
         let seen = Noted<SharedTierLease?>(nil)
