@@ -20,32 +20,29 @@ final class SerialWorker<Job>: @unchecked Sendable {
     private var queue: [Job] = []
     private var stopping = false
     private var thread: Thread?
-    /// The body of a thread not made yet: ``start(take:run:afterRun:leftOver:atEnd:)`` makes it at the first job.
+    /// The body of a thread not made yet: ``start(take:run:leftOver:atEnd:)`` makes it at the first job.
     private var deferredBody: (@Sendable () -> Void)?
     /// What ``stop(then:)`` called on the worker's own thread leaves for the thread's very end.
     private var afterEnd: (@Sendable () -> Void)?
     private let finished = DispatchSemaphore(value: 0)
     private let name: String
 
-    /// A worker whose thread will bear `name`; it starts with ``start(take:run:afterRun:leftOver:atEnd:)`` or
+    /// A worker whose thread will bear `name`; it starts with ``start(take:run:leftOver:atEnd:)`` or
     /// ``start(_:)``.
     init(name: String) {
         self.name = name
     }
 
     /// Prepares the thread that runs queued jobs: `take` picks the next ones from the queue (never empty) under
-    /// the lock, `run` runs them outside it, and `afterRun`, when given, runs once the thread has let go of them
-    /// (an owner whose callers resume as their jobs are released does its own work there, after they did). When
-    /// the worker stops, the jobs still queued run first, or, when `leftOver` is given, it gets them instead;
-    /// `atEnd` runs last on the thread.
+    /// the lock, `run` runs them outside it. When the worker stops, the jobs still queued run first, or, when
+    /// `leftOver` is given, it gets them instead; `atEnd` runs last on the thread.
     ///
     /// The thread is made when the first job is queued (at once if jobs are queued already): a store opened only to be read never makes its
     /// writer's thread (making one and ending it took about a tenth of opening a store and reading a record).
     /// A worker stopped before any job runs `atEnd` on the thread that stops it.
     func start(
         take: @escaping @Sendable (inout [Job]) -> [Job], run: @escaping @Sendable ([Job]) -> Void,
-        afterRun: (@Sendable () -> Void)? = nil, leftOver: (@Sendable ([Job]) -> Void)? = nil,
-        atEnd: (@Sendable () -> Void)? = nil
+        leftOver: (@Sendable ([Job]) -> Void)? = nil, atEnd: (@Sendable () -> Void)? = nil
     ) {
         let body: @Sendable () -> Void = { [self] in
             while true {
@@ -58,13 +55,9 @@ final class SerialWorker<Job>: @unchecked Sendable {
                     if !left.isEmpty { leftOver?(left) }
                     break
                 }
-                do {
-                    // The jobs are released at the end of this scope, before `afterRun`.
-                    let jobs = take(&queue)
-                    condition.unlock()
-                    run(jobs)
-                }
-                afterRun?()
+                let jobs = take(&queue)
+                condition.unlock()
+                run(jobs)
             }
             atEnd?()
         }

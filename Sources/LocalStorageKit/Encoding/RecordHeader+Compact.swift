@@ -11,7 +11,8 @@ enum RecordLayout: Sendable, Equatable {
 
 extension RecordHeader {
     static let compactMagic: UInt8 = 0xA8
-    /// The shortest compact header: magic, format, length, update time, four one-byte varints.
+    /// The shortest compact header a reader takes: magic, format, length, update time, four one-byte varints (this
+    /// version writes the creation distance in ``creationDistanceBytes``, so its shortest is 22 bytes).
     static let compactFixedLength = 16
 
     /// The compact header's bytes, or nil when the header cannot take that layout (no declaration number, an index
@@ -33,7 +34,9 @@ extension RecordHeader {
             expiryCode = zigzag + 1
         }
         var out: [UInt8] = []
-        out.reserveCapacity(RecordHeader.compactFixedLength + 4 + indexValues.count * 14 + payloadCount)
+        out.reserveCapacity(
+            RecordHeader.compactFixedLength + RecordHeader.creationDistanceBytes + 3 + indexValues.count * 14
+                + payloadCount)
         out.append(RecordHeader.compactMagic)
         out.append(format.rawValue | envelope.rawValue)
         out.appendLittleEndian(UInt16(0))
@@ -64,7 +67,8 @@ extension RecordHeader {
     }
 
     /// The bytes the distance from the update time back to the creation time takes at least: seven varint bytes hold
-    /// 49 bits, a zigzag code of up to 2^48 ns (3.2 days). A longer distance takes more.
+    /// 49 bits, a zigzag code of distances below 2^48 ns (3.2 days). A longer distance takes more. At most 10, the
+    /// longest varint `RecordView` reads.
     static let creationDistanceBytes = 7
 
     /// `value`'s zigzag code: small magnitudes of either sign take few varint bytes.

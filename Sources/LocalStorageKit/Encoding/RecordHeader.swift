@@ -24,7 +24,7 @@
 /// 2  UInt16  header length: where the payload starts
 /// 4  Int64   updatedAt, ns since 1970
 /// 12 varint  expiry: 0 = never, else zigzag(expiresAt − updatedAt) + 1
-/// …  varint  zigzag(updatedAt − createdAt)
+/// …  varint  zigzag(updatedAt − createdAt), written in at least ``creationDistanceBytes`` bytes
 /// …  varint  schema version
 /// …  varint  number of the index declaration in the type's description (``TypeInfo/declarations``)
 /// …  to the header's end, each index value: varint (slot number << 1 | 1 for a number), then a string's

@@ -118,9 +118,6 @@ extension LocalRecordStore {
         let environment = core.environment
         try await core.writer.performExclusive { writer in
             let outcome = try reindexer.run(schema: schema, writer: writer)
-            // The small commit after a large re-index comes first, so that the snapshot noted is the one the next
-            // read sees (after it, a re-index that left records it cannot re-index would run once more for nothing).
-            writer.reclaimAfterLargeCommit()
             schema.runtime.noteReindex(outcome, at: environment.lastTransactionID)
         }
     }

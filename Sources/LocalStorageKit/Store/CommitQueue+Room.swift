@@ -77,7 +77,6 @@ extension CommitQueue {
         let last = environment.lastTransactionID
         let freedByLast = try environment.read { txn in try txn.pagesFreed(byTransaction: last) }
         guard freedByLast >= threshold else { return false }
-        beforeReclaim.withLock { $0 }?()
         if inReserve { _ = try environment.growMap(intoReserve: true) }
         // Counted, so that `commitCount` stays the number of this writer's commits.
         try countedWrite(reserve: inReserve) { txn in
@@ -93,8 +92,8 @@ extension CommitQueue {
         return true
     }
 
-    /// After each piece of work (a batch, once its callers have their answers; an exclusive request, once it
-    /// ended), makes the pages the last commit freed reusable by the next one
+    /// After each piece of work (a batch, an exclusive request), before the writer lets go of its requests (their
+    /// callers wait for it), makes the pages the last commit freed reusable by the next one
     /// (``reclaimFreedPages(threshold:inReserve:)``) when they are at least ``largeCommitBytes``; asking costs a
     /// seek in LMDB's free list. Not between the batches of an exclusive request (a purge, a re-index, a migration):
     /// there each commit reuses the pages of the one two before, so the request's file grows by one batch's rewrite

@@ -39,8 +39,6 @@ final class CommitQueue: @unchecked Sendable {
     /// Whether a commit that freed many pages is followed by a small one (``reclaimAfterLargeCommit()``): not for
     /// the maintenance tool's commands that only read, which write nothing of their own.
     let reclaimsAfterLargeCommits: Bool
-    /// Tests: runs on the writer's thread just before the small commit of ``reclaimFreedPages(threshold:inReserve:)``.
-    let beforeReclaim = Mutex<(@Sendable () -> Void)?>(nil)
     private let commits = Atomic<Int>(0)
     /// Odd while a write transaction is under way (a seqlock for ``readWhileIdle(_:)``).
     private let writeEpoch = Atomic<UInt64>(0)
@@ -111,11 +109,7 @@ final class CommitQueue: @unchecked Sendable {
         self.hub = hub
         self.logger = logger
         self.reclaimsAfterLargeCommits = reclaimsAfterLargeCommits
-        // The reclaim after a batch runs once its callers have their answers (they resume as the batch's requests
-        // are let go).
-        worker.start(
-            take: CommitQueue.nextBatch, run: { [self] work in process(work) },
-            afterRun: { [self] in reclaimAfterLargeCommit() })
+        worker.start(take: CommitQueue.nextBatch, run: { [self] work in process(work) })
     }
 
     /// Finishes the queued work, then ends the thread, then runs `last` (closing the environment), when the
@@ -200,6 +194,7 @@ final class CommitQueue: @unchecked Sendable {
             } catch {
                 finish(CommitQueue.outgoing(error))
             }
+            reclaimAfterLargeCommit()
             return
         }
         // Requests over prepared values first, in one transaction; then the ones that run a caller's
@@ -215,6 +210,7 @@ final class CommitQueue: @unchecked Sendable {
         }
         if !plain.isEmpty { commit(plain) }
         if !once.isEmpty { commitOnce(once) }
+        reclaimAfterLargeCommit()
     }
 
     func nextTimestamp() -> Int64 {

@@ -53,42 +53,6 @@ import Testing
         #expect(products.allSatisfy { stored[$0.id] == $0 })
     }
 
-    /// The small commit runs once the batch's callers have their answers: a save does not wait for it (on a durable
-    /// store, two more syncs). The small commit is held here until the save has returned; had the save waited for it,
-    /// the hold would have run out (after two minutes) and the test fails.
-    @Test func aSaveReturnsBeforeTheSmallCommitAfterIt() async throws {
-        let storage = try LocalStorage(configuration: diskConfiguration())
-        var generator = SplitMix64(seed: 72)
-        var products = (0..<20_000).map(Product.sample)
-        try await storage.save(contentsOf: products)
-        let entered = CallCounter()
-        let ranOut = CallCounter()
-        let release = DispatchSemaphore(value: 0)
-        storage.core.writer.beforeReclaim.withLock {
-            $0 = {
-                entered.increment()
-                if release.wait(timeout: .now() + 120) == .timedOut { ranOut.increment() }
-            }
-        }
-        for index in products.indices { products[index].price = Double(generator.below(1_000_000)) }
-        let before = storage.core.environment.lastTransactionID
-        try await storage.save(contentsOf: products)
-        try await waitUntil("the small commit is about to run") { entered.value == 1 }
-        #expect(ranOut.value == 0, "the save returned only once the small commit's hold ran out")
-        #expect(storage.core.environment.lastTransactionID == before + 1)
-        release.signal()
-        try await storage.waitForQueuedWrites()
-        // The small commit wrote the id of the commit whose pages it made reusable: the save's.
-        let reclaimed = try storage.core.environment.read { txn -> UInt64? in
-            guard let meta = try txn.openDatabase(TypeRegistry.metaName, create: false),
-                let bytes = try txn.get(meta, key: CommitQueue.reclaimKey), bytes.count == 8
-            else { return nil }
-            return UInt64(littleEndian: bytes.loadUnaligned(as: UInt64.self))
-        }
-        #expect(reclaimed == UInt64(before + 1))
-        storage.core.writer.beforeReclaim.withLock { $0 = nil }
-    }
-
     /// A batch save fills the records tree's leaves to the brim. Saving the same records again (their creation time
     /// now before their update time) keeps each record's size, so the leaves do not split: before the creation
     /// time's distance took a fixed width, it grew from one byte to four or more and the tree doubled (trial97 #2).
