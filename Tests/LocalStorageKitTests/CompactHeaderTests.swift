@@ -91,6 +91,50 @@ import Testing
         #expect(compact > 1_800)
     }
 
+    /// The creation distance takes seven bytes up to a zigzag code of 2^49 − 1 (a record saved again up to 3.2 days
+    /// after its creation keeps its size), one byte more past it, and reads back at every width, negative distances
+    /// (a clock set back, an import) and Int64's extremes included.
+    @Test func theCreationDistanceTakesSevenBytesUntilItNeedsMore() throws {
+        #expect(RecordHeader.creationDistanceBytes == 7)
+        let updatedAt: Int64 = 1_700_000_000_000_000_000
+        let cases: [(distance: Int64, bytes: Int)] = [
+            (0, 7), (1, 7), (-1, 7), ((1 << 48) - 1, 7), (-(1 << 48), 7), (1 << 48, 8), (-(1 << 48) - 1, 8),
+            (1 << 55 - 1, 8), (1 << 55, 9), (Int64.max, 10), (Int64.min, 10),
+        ]
+        for (distance, width) in cases {
+            var varint: [UInt8] = []
+            varint.appendVarint(RecordHeader.zigzag(distance), minimumBytes: RecordHeader.creationDistanceBytes)
+            #expect(varint.count == width, "distance \(distance)")
+            #expect(varint.dropLast().allSatisfy { $0 & 0x80 != 0 } && varint.last.map { $0 & 0x80 == 0 } == true)
+            let header = RecordHeader(
+                format: .binary, version: 1, createdAt: updatedAt &- distance, updatedAt: updatedAt, expiresAt: 0,
+                signature: 1, indexValues: [], envelope: [], layout: .compact, declarationNumber: 0)
+            let bytes = try header.serialized(payload: [1, 2, 3])
+            #expect(bytes[0] == RecordHeader.compactMagic)
+            // Magic, format, length, update time, expiry, the distance, version and declaration.
+            #expect(bytes.count == 4 + 8 + 1 + width + 1 + 1 + 3, "distance \(distance)")
+            try bytes.withUnsafeBytes { buffer in
+                let view = try RecordView(buffer)
+                #expect(view.createdAt == header.createdAt && view.updatedAt == updatedAt)
+                #expect(Array(view.payload) == [1, 2, 3])
+            }
+        }
+        // The distance without padding (what records written before hold) reads as the same time.
+        let header = RecordHeader(
+            format: .binary, version: 1, createdAt: updatedAt + 5, updatedAt: updatedAt, expiresAt: 0,
+            signature: 1, indexValues: [], envelope: [], layout: .compact, declarationNumber: 0)
+        var bytes = try header.serialized(payload: [9])
+        var minimal: [UInt8] = []
+        minimal.appendVarint(RecordHeader.zigzag(-5))
+        #expect(minimal.count == 1)
+        bytes.replaceSubrange(13..<20, with: minimal)
+        bytes[2] = UInt8(bytes.count - 1)  // The header's length: all but the payload's one byte.
+        try bytes.withUnsafeBytes { buffer in
+            let view = try RecordView(buffer)
+            #expect(view.createdAt == updatedAt + 5 && Array(view.payload) == [9])
+        }
+    }
+
     @Test func aValueWithoutItsSlotOrANumberOfAnotherLengthIsWrittenNamed() throws {
         let base = RecordHeader(
             format: .binary, version: 1, createdAt: 5, updatedAt: 5, expiresAt: 0, signature: 9,

@@ -85,25 +85,14 @@ extension RecordHeader {
 }
 
 extension Array where Element == UInt8 {
-    /// Appends `value` as an LEB128 varint (7 bits a byte, low bits first).
+    /// Appends `value` as an LEB128 varint (7 bits a byte, low bits first) of at least `minimumBytes` bytes: high
+    /// groups of zero bits carry the continuation bit, which every LEB128 reader takes as the same value.
     @inline(__always)
-    mutating func appendVarint(_ value: UInt64) {
-        var rest = value
-        while rest >= 0x80 {
-            append(UInt8(truncatingIfNeeded: rest) | 0x80)
-            rest >>= 7
-        }
-        append(UInt8(rest))
-    }
-
-    /// Appends `value` as an LEB128 varint of at least `minimumBytes` bytes: high groups of zero bits carry the
-    /// continuation bit, which every LEB128 reader takes as the same value.
-    @inline(__always)
-    mutating func appendVarint(_ value: UInt64, minimumBytes: Int) {
+    mutating func appendVarint(_ value: UInt64, minimumBytes: Int = 1) {
         var rest = value
         var written = 1
         while rest >= 0x80 || written < minimumBytes {
-            append(UInt8(truncatingIfNeeded: rest & 0x7F) | 0x80)
+            append(UInt8(truncatingIfNeeded: rest) | 0x80)
             rest >>= 7
             written += 1
         }

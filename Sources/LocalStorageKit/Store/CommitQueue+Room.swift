@@ -68,7 +68,7 @@ extension CommitQueue {
     /// (`inReserve`: the small commit may then use the map's reserve for its few pages when no older page is
     /// free), and after every large commit the next one would otherwise take new pages at the end of the file
     /// for what it rewrites, so that a store saved in batches ends one batch's rewritten pages larger
-    /// (``reclaimAfterLargeCommit()``). The small commit frees fewer pages than ``reclaimThreshold`` itself,
+    /// (``reclaimBeforeWork()``). The small commit frees fewer pages than ``reclaimThreshold`` itself,
     /// so it never makes a second one follow (in this process or another) without a real write in between.
     /// False when there was nothing to reclaim.
     ///
@@ -92,20 +92,36 @@ extension CommitQueue {
         return true
     }
 
-    /// After each piece of work (a batch, an exclusive request), before the writer lets go of its requests (their
-    /// callers wait for it), makes the pages the last commit freed reusable by the next one
+    /// Before each piece of work (a batch, an exclusive request), when the last commit is still the one that ended
+    /// the writer's previous piece of work, makes the pages that commit freed reusable by this work's commits
     /// (``reclaimFreedPages(threshold:inReserve:)``) when they are at least ``largeCommitBytes``; asking costs a
-    /// seek in LMDB's free list. Not between the batches of an exclusive request (a purge, a re-index, a migration):
-    /// there each commit reuses the pages of the one two before, so the request's file grows by one batch's rewrite
-    /// once, where a small commit per batch would add LMDB's two syncs to each on a durable store. An optimization of
-    /// the file's size only: a failure is logged, not thrown, and a map at `maxMapSize` without room for the small
-    /// commit is left to the next write, which reclaims in the map's reserve when it needs the pages
+    /// seek in LMDB's free list. Before the next work rather than right after the large commit: the large commit's
+    /// callers do not wait for a second write transaction, which must take LMDB's lock across processes and so
+    /// could wait for another process's whole write (an import, a stopped process), and when another process
+    /// committed in between, its commit already made the pages reusable and nothing is committed. Not between the
+    /// batches of an exclusive request (a purge, a re-index, a migration): there each commit reuses the pages of the
+    /// one two before, so the request's file grows by one batch's rewrite once, where a small commit per batch
+    /// would add LMDB's two syncs to each on a durable store. An optimization of the file's size only: a failure
+    /// is logged, not thrown; a full map grows first, and a map at `maxMapSize` without room for the small commit
+    /// is left to the work, which reclaims in the map's reserve when it needs the pages
     /// (``makeRoom(reserve:grew:)``).
-    func reclaimAfterLargeCommit() {
-        guard reclaimsAfterLargeCommits, !environment.isReadOnly else { return }
+    func reclaimBeforeWork() {
+        guard let previous = lastCommitOfWork else { return }
+        lastCommitOfWork = nil
+        guard reclaimsAfterLargeCommits, !environment.isReadOnly, environment.lastTransactionID == previous else {
+            return
+        }
         do {
             let pages = max(CommitQueue.reclaimThreshold, CommitQueue.largeCommitBytes / (try pageSize()))
-            _ = try reclaimFreedPages(threshold: pages, inReserve: false)
+            do {
+                _ = try reclaimFreedPages(threshold: pages, inReserve: false)
+            } catch let error as LMDBError where error.isMapFull {
+                guard try environment.growMap() else { throw error }
+                logger?.log(
+                    level: .info, message: "Grew the memory map",
+                    metadata: ["bytes": "\(environment.currentMapSize)"])
+                _ = try reclaimFreedPages(threshold: pages, inReserve: false)
+            }
         } catch let error as LMDBError where error.isMapFull {
             logger?.log(
                 level: .debug, message: "No room at maxMapSize to make the pages a large commit freed reusable now",
@@ -133,7 +149,7 @@ extension CommitQueue {
     /// than the few its own commit frees.
     static let reclaimThreshold = 64
 
-    /// How many bytes of pages a commit must have freed for ``reclaimAfterLargeCommit()`` to commit once more: a
+    /// How many bytes of pages a commit must have freed for ``reclaimBeforeWork()`` to commit once more: a
     /// commit that rewrote that much costs more than the small one, durable or not.
     static let largeCommitBytes = 1 << 20
 

@@ -36,9 +36,13 @@ final class CommitQueue: @unchecked Sendable {
     /// The writer's thread and queue.
     private let worker = SerialWorker<Work>(name: "LocalStorageKit.writer")
     var lastTimestamp: Int64 = 0
-    /// Whether a commit that freed many pages is followed by a small one (``reclaimAfterLargeCommit()``): not for
-    /// the maintenance tool's commands that only read, which write nothing of their own.
+    /// Whether a commit that freed many pages is followed by a small one before the next piece of work
+    /// (``reclaimBeforeWork()``): not for the maintenance tool's commands that only read, which write nothing of
+    /// their own.
     let reclaimsAfterLargeCommits: Bool
+    /// LMDB's last transaction id when the writer ended its last piece of work (nil before the first, and once
+    /// ``reclaimBeforeWork()`` looked at it). Only the writer's thread touches it.
+    var lastCommitOfWork: Int?
     private let commits = Atomic<Int>(0)
     /// Odd while a write transaction is under way (a seqlock for ``readWhileIdle(_:)``).
     private let writeEpoch = Atomic<UInt64>(0)
@@ -187,6 +191,8 @@ final class CommitQueue: @unchecked Sendable {
     }
 
     private func process(_ work: [Work]) {
+        reclaimBeforeWork()
+        defer { lastCommitOfWork = environment.lastTransactionID }
         if work.count == 1, case .exclusive(let body, let finish) = work[0] {
             do {
                 try body(self)
@@ -194,7 +200,6 @@ final class CommitQueue: @unchecked Sendable {
             } catch {
                 finish(CommitQueue.outgoing(error))
             }
-            reclaimAfterLargeCommit()
             return
         }
         // Requests over prepared values first, in one transaction; then the ones that run a caller's
@@ -210,7 +215,6 @@ final class CommitQueue: @unchecked Sendable {
         }
         if !plain.isEmpty { commit(plain) }
         if !once.isEmpty { commitOnce(once) }
-        reclaimAfterLargeCommit()
     }
 
     func nextTimestamp() -> Int64 {
