@@ -32,11 +32,13 @@ enum IdentifierArgument {
 
     /// `id` for a line of text output: as it is, or as a quoted JSON string when it holds a control
     /// character or an invisible format character (bidirectional overrides, a byte order mark …; see
-    /// ``InvisibleCharacters``), so that it cannot disguise itself or the output around it.
+    /// ``InvisibleCharacters``), or begins or ends with white space (which the columns' padding would hide), so
+    /// that it cannot disguise itself or the output around it.
     static func displayed(_ id: String) -> String {
         // An id that begins with a quote is quoted and escaped too: as it is, `"a\u0000"` would read like the
         // escaped form of another id (`a` and `0x00`).
-        guard InvisibleCharacters.occur(in: id) || id.hasPrefix("\"") else { return id }
+        let padded = id.first?.isWhitespace == true || id.last?.isWhitespace == true
+        guard InvisibleCharacters.occur(in: id) || id.hasPrefix("\"") || padded else { return id }
         return quoted(id)
     }
 

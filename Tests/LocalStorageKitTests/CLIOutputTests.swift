@@ -232,6 +232,22 @@ import Darwin
         #expect(list.stdout.contains(#""line\nbreak"  DAMAGED"#), "\(list.stdout)")
     }
 
+    /// An id that begins or ends with white space is listed quoted: the column's padding hid the space, so
+    /// `" lead"`, `"trail "` and `"mid dle"` looked like `lead`, `trail` and an id with a space (trial98 D3).
+    @Test func anIdPaddedWithSpaceIsListedQuoted() async throws {
+        let store = try await IntegrityStore { storage in
+            for id in [" lead", "trail ", "mid dle"] { try await storage.save(Note(id: id, text: "t")) }
+        }
+        let list = try await store.run(["list", "Note"])
+        #expect(list.status == 0, "\(list.stderr)")
+        let lines = list.stdout.split(separator: "\n")
+        #expect(lines.contains { $0.hasPrefix(#"" lead"  "#) }, "\(list.stdout)")
+        #expect(lines.contains { $0.hasPrefix(#""trail "  "#) }, "\(list.stdout)")
+        #expect(lines.contains { $0.hasPrefix("mid dle  ") }, "\(list.stdout)")
+        let get = try await store.run(["get", "Note", " lead"])
+        #expect(get.status == 0 && get.stdout.contains("\"text\""), "\(get.stdout)\(get.stderr)")
+    }
+
     /// `list` prints one line per record: a line break in an indexed value split a record over two lines.
     @Test func aLineBreakInAnIndexedValueIsListedOnOneLine() async throws {
         let store = try await IntegrityStore { storage in

@@ -39,7 +39,7 @@ import Testing
         let plain = try await CLIResult.run(["stats", "--store", store], environment: nil)
         #expect(plain.status == 0)
         #expect(plain.stdout.contains("Total     55 records"))
-        #expect(plain.stdout.contains("a compact would give back"))
+        #expect(plain.stdout.contains("the least a compact gives back"))
 
         let copy = directory.appendingPathComponent("compacted")
         let compact = try await CLIResult.run(

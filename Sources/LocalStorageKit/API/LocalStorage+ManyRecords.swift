@@ -34,8 +34,16 @@ extension LocalStorage {
     /// a `.deleted(id:)` for each record; loads of those ids under way lose to the delete. With a shared
     /// tier, the query runs on the server, then the records it found are deleted there in one script and here
     /// in one commit: a matching record another instance saves between the two is not deleted.
+    ///
+    /// One commit rewrites every page the deleted records are on, and LMDB reuses none of the pages a commit
+    /// frees in that commit: a delete spread over the store (every other record) takes about as many new pages
+    /// as the store holds, so the data file may grow by that much (later writes reuse the pages; compaction gives
+    /// them back). When that does not fit in ``LocalStorageConfiguration/maxMapSize`` (or on the disk), the
+    /// records are deleted in parts instead, each a commit of its own (change streams get each part's
+    /// `.deleted(id:)` as it commits), rather than failing with `storageFull`.
     /// Complexity: the query's walk, plus one delete per record matched.
-    /// - Throws: `unknownIndex` or `invalidQuery` for a filter the type's indexes cannot answer.
+    /// - Throws: `unknownIndex` or `invalidQuery` for a filter the type's indexes cannot answer; `storageFull`
+    ///   when not even one record's delete fits.
     @discardableResult
     nonisolated(nonsending) public func delete<T: LocalStorable>(
         _ type: T.Type, matching filters: [StorageIndexFilter]
@@ -44,12 +52,48 @@ extension LocalStorage {
             let schema = try await core.schema(for: T.self)
             return try await tiers.delete(T.self, matching: filters, schema: schema) {
                 try await local.migrateIfPending(T.self, schema: schema)
-                return try await core.writer.performOnce { context in
-                    let transaction = StorageWriteTransaction(storage: self, context: context)
-                    defer { transaction.close() }
-                    return try transaction.delete(T.self, matching: filters)
+                do {
+                    return try await deletePart(T.self, matching: filters, atMost: .max).deleted
+                } catch LocalStorageError.storageFull {
+                    return try await deleteInParts(T.self, matching: filters)
                 }
             }
+        }
+    }
+
+    /// Deletes what ``delete(_:matching:)`` matches in several commits, when one does not fit: a delete spread
+    /// over a store rewrites about every page it touches, and LMDB reuses none of the pages a commit frees in
+    /// that commit, so one commit needs about as many new pages as the store holds. Parts start at 1,000
+    /// records, halve when one does not fit either and double (up to 10,000) after one that did, the way
+    /// `purgeExpired()` gets through a full store; each part is a commit of its own, which change streams get
+    /// as such. Throws `storageFull` only when a part of one record does not fit.
+    private nonisolated(nonsending) func deleteInParts<T: LocalStorable>(
+        _ type: T.Type, matching filters: [StorageIndexFilter]
+    ) async throws -> Int {
+        var total = 0
+        var part = 1_000
+        while true {
+            let outcome: (deleted: Int, matched: Int)
+            do {
+                outcome = try await deletePart(T.self, matching: filters, atMost: part)
+            } catch LocalStorageError.storageFull where part > 1 {
+                part /= 2
+                continue
+            }
+            total += outcome.deleted
+            if outcome.deleted == outcome.matched { return total }
+            part = min(part * 2, 10_000)
+        }
+    }
+
+    /// One commit of ``delete(_:matching:)``: the first `limit` records matched.
+    private nonisolated(nonsending) func deletePart<T: LocalStorable>(
+        _ type: T.Type, matching filters: [StorageIndexFilter], atMost limit: Int
+    ) async throws -> (deleted: Int, matched: Int) {
+        try await core.writer.performOnce { context in
+            let transaction = StorageWriteTransaction(storage: self, context: context)
+            defer { transaction.close() }
+            return try transaction.delete(T.self, matching: filters, atMost: limit)
         }
     }
 }

@@ -27,13 +27,22 @@ extension StorageWriteTransaction {
     /// - Throws: `unknownIndex` or `invalidQuery` for a filter the type's indexes cannot answer.
     @discardableResult
     public func delete<T: LocalStorable>(_ type: T.Type, matching filters: [StorageIndexFilter]) throws -> Int {
+        try delete(T.self, matching: filters, atMost: .max).deleted
+    }
+
+    /// Deletes the first `limit` of the live records of `T` the filters match (in key order with no filters, else
+    /// in the query's order); returns how many it deleted and how many matched.
+    func delete<T: LocalStorable>(
+        _ type: T.Type, matching filters: [StorageIndexFilter], atMost limit: Int
+    ) throws -> (deleted: Int, matched: Int) {
         try run {
             let schema = try schema(T.self)
             let plan = try QueryPlan(filters: filters, sort: nil, schema: schema)
             if QueryRunner.usesIndexes(plan) { try prepareIndexedRead(T.self, schema: schema) }
             let keys = try QueryRunner.matchingKeys(plan: plan, schema: schema, now: now, txn: txn)
-            try atomically { context in try RecordWriter.deleteMany(keys: keys, schema: schema, context: context) }
-            return keys.count
+            let deleted = keys.count <= limit ? keys : Array(keys.prefix(limit))
+            try atomically { context in try RecordWriter.deleteMany(keys: deleted, schema: schema, context: context) }
+            return (deleted.count, keys.count)
         }
     }
 }

@@ -38,7 +38,7 @@ enum StatsCommand: Command {
                 + " \(pages.branch) branch, \(pages.leaf) leaf, \(pages.overflow) overflow")
         output.line(
             "File      \(Output.bytes(stats.fileBytes)) on disk; \(Output.bytes(stats.reclaimableBytes)) in"
-                + " free pages (\(pages.free) pages) a compact would give back")
+                + " free pages (\(pages.free) pages), the least a compact gives back (it also packs part-filled pages)")
         output.line(
             "Free      \(percent(stats.freeFraction)) of the file is free pages (free fraction"
                 + " \(String(format: "%.3f", stats.freeFraction)), what compaction at open compares with its threshold)"

@@ -180,6 +180,49 @@ import Testing
         #expect(try await storage.count(Note.self) == 0)
     }
 
+    /// A note in one of two halves, by an index.
+    struct HalfNote: LocalStorageIndexed, Equatable {
+        let id: String
+        var text: String
+        var half: String
+        static var storageIndexes: [StorageIndex<HalfNote>] { [StorageIndex("half", \.half)] }
+    }
+
+    /// `delete(_:matching:)` of every other record of a full store: one commit would rewrite every page and not fit
+    /// (LMDB reuses no page a commit frees in that commit), so the records go in parts, and the store holds the
+    /// other half, whole (trial98 D1: it threw `storageFull`, the error whose advice is to delete records).
+    @Test func deleteMatchingEveryOtherRecordOfAFullStoreGetsThrough() async throws {
+        let storage = try LocalStorage(configuration: Self.configuration())
+        var saved: [HalfNote] = []
+        filling: while saved.count < 100_000 {
+            let batch = (saved.count..<saved.count + 50).map {
+                HalfNote(id: String(format: "n%06d", $0), text: Self.text, half: $0 % 2 == 0 ? "a" : "b")
+            }
+            do {
+                try await storage.save(contentsOf: batch)
+                saved += batch
+            } catch LocalStorageError.storageFull {
+                break filling
+            }
+        }
+        try #require(saved.count > 1_000)
+        let changes = storage.changes(of: HalfNote.self)
+        let deleted = try await storage.delete(HalfNote.self, matching: [.equals("half", "a")])
+        let kept = saved.filter { $0.half == "b" }
+        #expect(deleted == saved.count - kept.count)
+        #expect(try await storage.count(HalfNote.self) == kept.count)
+        #expect(try await storage.count(HalfNote.self, matching: [.equals("half", "a")]) == 0)
+        let stored = try await storage.fetch(HalfNote.self, ids: saved.map(\.id))
+        #expect(stored.count == kept.count && kept.allSatisfy { stored[$0.id] == $0 })
+        var seen = Set<String>()
+        for await change in changes {
+            guard case .deleted(let id) = change else { continue }
+            seen.insert(id)
+            if seen.count == deleted { break }
+        }
+        #expect(seen == Set(saved.filter { $0.half == "a" }.map(\.id)))
+    }
+
     struct Refused: Error {}
 
     /// A `write` body whose writes meet the end of the map at `maxMapSize` runs exactly once, as API.md says, and
