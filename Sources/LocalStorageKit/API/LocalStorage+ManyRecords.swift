@@ -24,7 +24,7 @@ extension LocalStorage {
         }
     }
 
-    /// Deletes every live record of `T` the filters match, in one commit, and returns how many.
+    /// Deletes every live record of `T` the filters match, in one commit when it fits, and returns how many.
     ///
     /// ```swift
     /// let gone = try await storage.delete(Product.self, matching: [.equals("category", "books")])
@@ -38,9 +38,11 @@ extension LocalStorage {
     /// One commit rewrites every page the deleted records are on, and LMDB reuses none of the pages a commit
     /// frees in that commit: a delete spread over the store (every other record) takes about as many new pages
     /// as the store holds, so the data file may grow by that much (later writes reuse the pages; compaction gives
-    /// them back). When that does not fit in ``LocalStorageConfiguration/maxMapSize`` (or on the disk), the
-    /// records are deleted in parts instead, each a commit of its own (change streams get each part's
-    /// `.deleted(id:)` as it commits), rather than failing with `storageFull`.
+    /// them back). When that does not fit in ``LocalStorageConfiguration/maxMapSize`` (or on the disk), a store
+    /// without a shared tier deletes the records in parts instead, each a commit of its own that runs the query
+    /// again (change streams get each part's `.deleted(id:)` as it commits; a matching record saved meanwhile is
+    /// deleted too), rather than failing with `storageFull`. An error in a later part leaves the earlier parts
+    /// deleted. With a shared tier the local commit stays one, and throws `storageFull` when it does not fit.
     /// Complexity: the query's walk, plus one delete per record matched.
     /// - Throws: `unknownIndex` or `invalidQuery` for a filter the type's indexes cannot answer; `storageFull`
     ///   when not even one record's delete fits.
@@ -53,7 +55,11 @@ extension LocalStorage {
             return try await tiers.delete(T.self, matching: filters, schema: schema) {
                 try await local.migrateIfPending(T.self, schema: schema)
                 do {
-                    return try await deletePart(T.self, matching: filters, atMost: .max).deleted
+                    return try await core.writer.performOnce { context in
+                        let transaction = StorageWriteTransaction(storage: self, context: context)
+                        defer { transaction.close() }
+                        return try transaction.delete(T.self, matching: filters)
+                    }
                 } catch LocalStorageError.storageFull {
                     return try await deleteInParts(T.self, matching: filters)
                 }
@@ -66,34 +72,31 @@ extension LocalStorage {
     /// that commit, so one commit needs about as many new pages as the store holds. Parts start at 1,000
     /// records, halve when one does not fit either and double (up to 10,000) after one that did, the way
     /// `purgeExpired()` gets through a full store; each part is a commit of its own, which change streams get
-    /// as such. Throws `storageFull` only when a part of one record does not fit.
+    /// as such, and runs the query again at its snapshot (stopping after the part's records). Ends when nothing
+    /// more matches, or when a part found only index entries whose records are gone (a damaged store's, which
+    /// `localstorage verify --repair` removes); throws `storageFull` only when a part of one record does not
+    /// fit, leaving the parts before it deleted.
     private nonisolated(nonsending) func deleteInParts<T: LocalStorable>(
         _ type: T.Type, matching filters: [StorageIndexFilter]
     ) async throws -> Int {
         var total = 0
         var part = 1_000
         while true {
-            let outcome: (deleted: Int, matched: Int)
+            try Task.checkCancellation()
+            let outcome: (deleted: Int, more: Bool)
             do {
-                outcome = try await deletePart(T.self, matching: filters, atMost: part)
+                outcome = try await core.writer.performOnce { [part] context in
+                    let transaction = StorageWriteTransaction(storage: self, context: context)
+                    defer { transaction.close() }
+                    return try transaction.delete(T.self, matching: filters, atMost: part)
+                }
             } catch LocalStorageError.storageFull where part > 1 {
                 part /= 2
                 continue
             }
             total += outcome.deleted
-            if outcome.deleted == outcome.matched { return total }
+            guard outcome.more, outcome.deleted > 0 else { return total }
             part = min(part * 2, 10_000)
-        }
-    }
-
-    /// One commit of ``delete(_:matching:)``: the first `limit` records matched.
-    private nonisolated(nonsending) func deletePart<T: LocalStorable>(
-        _ type: T.Type, matching filters: [StorageIndexFilter], atMost limit: Int
-    ) async throws -> (deleted: Int, matched: Int) {
-        try await core.writer.performOnce { context in
-            let transaction = StorageWriteTransaction(storage: self, context: context)
-            defer { transaction.close() }
-            return try transaction.delete(T.self, matching: filters, atMost: limit)
         }
     }
 }
@@ -104,7 +107,7 @@ extension LocalRepository {
         try await storage.fetch(T.self, ids: ids)
     }
 
-    /// Deletes every live record the filters match in one commit; returns how many (see
+    /// Deletes every live record the filters match, in one commit when it fits; returns how many (see
     /// ``LocalStorage/delete(_:matching:)``).
     @discardableResult
     nonisolated(nonsending) public func delete(matching filters: [StorageIndexFilter]) async throws -> Int {

@@ -27,22 +27,35 @@ extension StorageWriteTransaction {
     /// - Throws: `unknownIndex` or `invalidQuery` for a filter the type's indexes cannot answer.
     @discardableResult
     public func delete<T: LocalStorable>(_ type: T.Type, matching filters: [StorageIndexFilter]) throws -> Int {
-        try delete(T.self, matching: filters, atMost: .max).deleted
-    }
-
-    /// Deletes the first `limit` of the live records of `T` the filters match (in key order with no filters, else
-    /// in the query's order); returns how many it deleted and how many matched.
-    func delete<T: LocalStorable>(
-        _ type: T.Type, matching filters: [StorageIndexFilter], atMost limit: Int
-    ) throws -> (deleted: Int, matched: Int) {
         try run {
             let schema = try schema(T.self)
             let plan = try QueryPlan(filters: filters, sort: nil, schema: schema)
             if QueryRunner.usesIndexes(plan) { try prepareIndexedRead(T.self, schema: schema) }
             let keys = try QueryRunner.matchingKeys(plan: plan, schema: schema, now: now, txn: txn)
-            let deleted = keys.count <= limit ? keys : Array(keys.prefix(limit))
-            try atomically { context in try RecordWriter.deleteMany(keys: deleted, schema: schema, context: context) }
-            return (deleted.count, keys.count)
+            try atomically { context in try RecordWriter.deleteMany(keys: keys, schema: schema, context: context) }
+            return keys.count
+        }
+    }
+
+    /// Deletes the first `limit` of the live records of `T` the filters match (in key order with no filters, else
+    /// in the query's order); returns how many records it deleted (an index entry whose record is gone, which a
+    /// damaged store may hold, is not one) and whether more match. The query stops after `limit + 1` matches.
+    func delete<T: LocalStorable>(
+        _ type: T.Type, matching filters: [StorageIndexFilter], atMost limit: Int
+    ) throws -> (deleted: Int, more: Bool) {
+        try run {
+            let schema = try schema(T.self)
+            let plan = try QueryPlan(filters: filters, sort: nil, schema: schema)
+            if QueryRunner.usesIndexes(plan) { try prepareIndexedRead(T.self, schema: schema) }
+            let scan = limit < .max ? limit + 1 : .max
+            var keys = try QueryRunner.matchingKeys(plan: plan, schema: schema, now: now, txn: txn, limit: scan)
+            let more = keys.count > limit
+            if more { keys.removeLast(keys.count - limit) }
+            let present = try keys.reduce(0) { count, key in
+                try txn.get(schema.records, key: key) == nil ? count : count + 1
+            }
+            try atomically { context in try RecordWriter.deleteMany(keys: keys, schema: schema, context: context) }
+            return (present, more)
         }
     }
 }
@@ -50,14 +63,18 @@ extension StorageWriteTransaction {
 extension QueryRunner {
     /// The keys of every live record `plan` matches, in key order for a plain listing, else in the
     /// plan's order.
-    static func matchingKeys(plan: QueryPlan, schema: TypeSchema, now: Int64, txn: Transaction) throws -> [[UInt8]] {
+    static func matchingKeys(
+        plan: QueryPlan, schema: TypeSchema, now: Int64, txn: Transaction, limit: Int = .max
+    ) throws -> [[UInt8]] {
         guard plan.isUnconstrained else {
-            return try QueryExecutor(schema: schema, plan: plan, txn: txn, now: now).orderedIDs(options: FetchOptions())
+            var options = FetchOptions()
+            if limit < .max { options.limit = limit }
+            return try QueryExecutor(schema: schema, plan: plan, txn: txn, now: now).orderedIDs(options: options)
         }
         var keys: [[UInt8]] = []
         try txn.withCursor(schema.records) { cursor in
             var entry = try cursor.move(.first)
-            while let current = entry {
+            while let current = entry, keys.count < limit {
                 let isLive: Bool
                 do {
                     isLive = !(try RecordView(fixedPartOf: current.value)).isExpired(at: now)

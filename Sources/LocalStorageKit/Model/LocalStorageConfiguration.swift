@@ -36,7 +36,9 @@ public struct LocalStorageConfiguration: Sendable {
     public var mapSize: Int = 64 << 20
     /// The largest the memory map may grow to; saves past it throw ``LocalStorageError/storageFull``. At least
     /// 1 MiB: a smaller one makes the open throw ``LocalStorageError/openFailed(path:reason:)``. Below
-    /// ``mapSize`` it is still the limit: the map starts at `maxMapSize` then.
+    /// ``mapSize`` it is still the limit: the map starts at `maxMapSize` then. A store whose data file is already
+    /// larger (it grew under a larger limit) opens and reads: its map is then the file plus the reserve kept for
+    /// deletes, saves fit only in the pages it has free, and deletes bring it back under the limit.
     public var maxMapSize: Int = 64 << 30
     /// Bounds on the whole store (nil, the default: none). Every commit leaves them satisfied by evicting
     /// expired records, then ``evictionPolicy``'s victims. Belongs to the environment: every store on one

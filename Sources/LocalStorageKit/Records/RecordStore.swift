@@ -86,8 +86,8 @@ protocol RecordStore: Sendable {
     nonisolated(nonsending) func deleteAll(schema: TypeSchema) async throws
 
     /// Deletes every live record of `T` the filters match; returns how many. `locally` is the local store's
-    /// deletion, in one commit (a write transaction's `delete(_:matching:)`, which the writer runs with the
-    /// public types); a shared tier replaces it by deletes through the server.
+    /// deletion, in one commit when it fits, else in parts (``LocalStorage/delete(_:matching:)``, which the writer
+    /// runs with the public types); a shared tier replaces it by deletes through the server, in one local commit.
     nonisolated(nonsending) func delete<T: LocalStorable>(
         _ type: T.Type, matching filters: [StorageIndexFilter], schema: TypeSchema,
         locally: () async throws -> Int
