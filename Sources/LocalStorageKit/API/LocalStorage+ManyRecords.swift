@@ -42,7 +42,8 @@ extension LocalStorage {
     /// without a shared tier deletes the records in parts instead, each a commit of its own that runs the query
     /// again (change streams get each part's `.deleted(id:)` as it commits; a matching record saved meanwhile is
     /// deleted too), rather than failing with `storageFull`. An error in a later part leaves the earlier parts
-    /// deleted. With a shared tier the local commit stays one, and throws `storageFull` when it does not fit.
+    /// deleted, and so does cancelling the task, which stops it between parts with `CancellationError`. With a
+    /// shared tier the local commit stays one, and throws `storageFull` when it does not fit.
     /// Complexity: the query's walk, plus one delete per record matched.
     /// - Throws: `unknownIndex` or `invalidQuery` for a filter the type's indexes cannot answer; `storageFull`
     ///   when not even one record's delete fits.
@@ -50,7 +51,8 @@ extension LocalStorage {
     nonisolated(nonsending) public func delete<T: LocalStorable>(
         _ type: T.Type, matching filters: [StorageIndexFilter]
     ) async throws -> Int {
-        try await operation("delete(matching:)") {
+        // A cancellation between parts comes out as Swift's `CancellationError`, not wrapped.
+        try await operationPassingCallerErrors("delete(matching:)") {
             let schema = try await core.schema(for: T.self)
             return try await tiers.delete(T.self, matching: filters, schema: schema) {
                 try await local.migrateIfPending(T.self, schema: schema)
@@ -69,9 +71,9 @@ extension LocalStorage {
 
     /// Deletes what ``delete(_:matching:)`` matches in several commits, when one does not fit: a delete spread
     /// over a store rewrites about every page it touches, and LMDB reuses none of the pages a commit frees in
-    /// that commit, so one commit needs about as many new pages as the store holds. Parts start at 1,000
-    /// records, halve when one does not fit either and double (up to 10,000) after one that did, the way
-    /// `purgeExpired()` gets through a full store; each part is a commit of its own, which change streams get
+    /// that commit, so one commit needs about as many new pages as the store holds. Parts start at 5,000
+    /// records, halve when one does not fit either and double (up to 10,000) after one that did (``PartSize``, as
+    /// `purgeExpired()`'s batches do); each part is a commit of its own, which change streams get
     /// as such, and runs the query again at its snapshot (stopping after the part's records). Ends when nothing
     /// more matches, or when a part found only index entries whose records are gone (a damaged store's, which
     /// `localstorage verify --repair` removes); throws `storageFull` only when a part of one record does not
@@ -80,23 +82,24 @@ extension LocalStorage {
         _ type: T.Type, matching filters: [StorageIndexFilter]
     ) async throws -> Int {
         var total = 0
-        var part = 1_000
+        var size = PartSize(largest: 10_000)
+        _ = size.shrink()  // 5,000 to start with: the one commit of them all did not fit.
         while true {
             try Task.checkCancellation()
+            let part = size.current
             let outcome: (deleted: Int, more: Bool)
             do {
-                outcome = try await core.writer.performOnce { [part] context in
+                outcome = try await core.writer.performOnce { context in
                     let transaction = StorageWriteTransaction(storage: self, context: context)
                     defer { transaction.close() }
                     return try transaction.delete(T.self, matching: filters, atMost: part)
                 }
-            } catch LocalStorageError.storageFull where part > 1 {
-                part /= 2
+            } catch LocalStorageError.storageFull where size.shrink() {
                 continue
             }
             total += outcome.deleted
             guard outcome.more, outcome.deleted > 0 else { return total }
-            part = min(part * 2, 10_000)
+            size.grow()
         }
     }
 }

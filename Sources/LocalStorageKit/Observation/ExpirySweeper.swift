@@ -51,15 +51,23 @@ final class ExpirySweeper: Sendable {
     static func sweep(writer: CommitQueue, meta: Database, batchSize: Int) async throws -> Int {
         var total = 0
         var removingEndedLeases = true
+        var size = PartSize(largest: batchSize)
         while !Task.isCancelled {
             let removing = removingEndedLeases
-            let batch = try await writer.performExclusive { writer in
-                try RecordWriter.purgeExpiredBatch(
-                    meta: meta, writer: writer, limit: batchSize, removingEndedLeases: removing)
+            let limit = size.current
+            let batch: (purged: Int, examined: Int, moreEndedLeases: Bool)
+            do {
+                batch = try await writer.performExclusive { writer in
+                    try RecordWriter.purgeExpiredBatch(
+                        meta: meta, writer: writer, limit: limit, removingEndedLeases: removing)
+                }
+            } catch LocalStorageError.storageFull where size.shrink() {
+                continue
             }
+            size.grow()
             removingEndedLeases = batch.moreEndedLeases
             total += batch.purged
-            if batch.examined < batchSize && !batch.moreEndedLeases { break }
+            if batch.examined < limit && !batch.moreEndedLeases { break }
         }
         return total
     }

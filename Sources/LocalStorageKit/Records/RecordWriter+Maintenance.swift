@@ -4,12 +4,20 @@ extension RecordWriter {
     static func purgeAllExpired(meta: Database, writer: CommitQueue) throws -> Int {
         var total = 0
         var removingEndedLeases = true
+        var size = PartSize(largest: 10_000)
         while true {
-            let batch = try purgeExpiredBatch(
-                meta: meta, writer: writer, limit: 10_000, removingEndedLeases: removingEndedLeases)
+            let limit = size.current
+            let batch: (purged: Int, examined: Int, moreEndedLeases: Bool)
+            do {
+                batch = try purgeExpiredBatch(
+                    meta: meta, writer: writer, limit: limit, removingEndedLeases: removingEndedLeases)
+            } catch LocalStorageError.storageFull where size.shrink() {
+                continue  // Expired records spread over a full store: a smaller batch rewrites fewer pages.
+            }
+            size.grow()
             removingEndedLeases = batch.moreEndedLeases
             total += batch.purged
-            if batch.examined < 10_000 && !batch.moreEndedLeases { return total }
+            if batch.examined < limit && !batch.moreEndedLeases { return total }
         }
     }
 

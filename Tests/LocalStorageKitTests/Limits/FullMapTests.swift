@@ -191,21 +191,33 @@ import Testing
     /// `delete(_:matching:)` of every other record of a full store: one commit would rewrite every page and not fit
     /// (LMDB reuses no page a commit frees in that commit), so the records go in parts, and the store holds the
     /// other half, whole (trial98 D1: it threw `storageFull`, the error whose advice is to delete records).
-    @Test(.timeLimit(.minutes(5))) func deleteMatchingEveryOtherRecordOfAFullStoreGetsThrough() async throws {
-        let storage = try LocalStorage(configuration: Self.configuration())
+    /// Saves notes until the map is full, in batches of 50 whose even ids are in half "a" and odd ids in half "b";
+    /// with `expiring`, the "a" notes expire after a second. Returns them.
+    static func fillHalves(_ storage: LocalStorage, expiring: Bool = false) async throws -> [HalfNote] {
         var saved: [HalfNote] = []
         filling: while saved.count < 100_000 {
             let batch = (saved.count..<saved.count + 50).map {
                 HalfNote(id: String(format: "n%06d", $0), text: Self.text, half: $0 % 2 == 0 ? "a" : "b")
             }
             do {
-                try await storage.save(contentsOf: batch)
+                if expiring {
+                    try await storage.save(contentsOf: batch.filter { $0.half == "a" }, expiration: .seconds(1))
+                    try await storage.save(contentsOf: batch.filter { $0.half == "b" })
+                } else {
+                    try await storage.save(contentsOf: batch)
+                }
                 saved += batch
             } catch LocalStorageError.storageFull {
                 break filling
             }
         }
         try #require(saved.count > 1_000)
+        return saved
+    }
+
+    @Test(.timeLimit(.minutes(5))) func deleteMatchingEveryOtherRecordOfAFullStoreGetsThrough() async throws {
+        let storage = try LocalStorage(configuration: Self.configuration())
+        let saved = try await Self.fillHalves(storage)
         let changes = storage.changes(of: HalfNote.self)
         let commits = storage.core.writer.commitCount
         let deleted = try await storage.delete(HalfNote.self, matching: [.equals("half", "a")])
@@ -223,6 +235,35 @@ import Testing
             if seen.count == deleted { break }
         }
         #expect(seen == Set(saved.filter { $0.half == "a" }.map(\.id)))
+    }
+
+    /// A task cancelled while `delete(_:matching:)` goes in parts stops between them with Swift's own
+    /// `CancellationError` (trial99 #2: a `storageError` wrapping it), and what it had not deleted stays.
+    @Test func aDeleteInPartsStopsWithCancellationErrorWhenItsTaskIsCancelled() async throws {
+        let storage = try LocalStorage(configuration: Self.configuration())
+        let saved = try await Self.fillHalves(storage)
+        let outcome = await Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await storage.delete(HalfNote.self, matching: [.equals("half", "a")])
+        }.result
+        #expect(throws: CancellationError.self) { try outcome.get() }
+        // The one commit did not fit and the first part never started.
+        #expect(try await storage.count(HalfNote.self) == saved.count)
+    }
+
+    /// `purgeExpired()` of every other record of a full store: a batch of 10,000 scattered deletes does not fit
+    /// either, so batches halve until one does (trial99 #1: it threw `storageFull` and purged nothing).
+    @Test func purgeExpiredOfEveryOtherRecordOfAFullStoreGetsThrough() async throws {
+        let clock = VirtualClock()
+        let storage = try LocalStorage(configuration: Self.configuration(clock: clock))
+        let saved = try await Self.fillHalves(storage, expiring: true)
+        clock.advance(by: .seconds(2))
+        let expired = saved.filter { $0.half == "a" }
+        #expect(try await storage.purgeExpired() == expired.count)
+        let kept = saved.filter { $0.half == "b" }
+        #expect(try await storage.count(HalfNote.self) == kept.count)
+        let stored = try await storage.fetch(HalfNote.self, ids: saved.map(\.id))
+        #expect(stored.count == kept.count && kept.allSatisfy { stored[$0.id] == $0 })
     }
 
     struct Refused: Error {}
