@@ -27,14 +27,7 @@ extension StorageWriteTransaction {
     /// - Throws: `unknownIndex` or `invalidQuery` for a filter the type's indexes cannot answer.
     @discardableResult
     public func delete<T: LocalStorable>(_ type: T.Type, matching filters: [StorageIndexFilter]) throws -> Int {
-        try run {
-            let schema = try schema(T.self)
-            let plan = try QueryPlan(filters: filters, sort: nil, schema: schema)
-            if QueryRunner.usesIndexes(plan) { try prepareIndexedRead(T.self, schema: schema) }
-            let keys = try QueryRunner.matchingKeys(plan: plan, schema: schema, now: now, txn: txn)
-            try atomically { context in try RecordWriter.deleteMany(keys: keys, schema: schema, context: context) }
-            return keys.count
-        }
+        try run { try deleteMatching(T.self, filters, limit: .max).keys }
     }
 
     /// Deletes the first `limit` of the live records of `T` the filters match (in key order with no filters, else
@@ -44,19 +37,27 @@ extension StorageWriteTransaction {
         _ type: T.Type, matching filters: [StorageIndexFilter], atMost limit: Int
     ) throws -> (deleted: Int, more: Bool) {
         try run {
-            let schema = try schema(T.self)
-            let plan = try QueryPlan(filters: filters, sort: nil, schema: schema)
-            if QueryRunner.usesIndexes(plan) { try prepareIndexedRead(T.self, schema: schema) }
-            let scan = limit < .max ? limit + 1 : .max
-            var keys = try QueryRunner.matchingKeys(plan: plan, schema: schema, now: now, txn: txn, limit: scan)
-            let more = keys.count > limit
-            if more { keys.removeLast(keys.count - limit) }
-            let present = try keys.reduce(0) { count, key in
-                try txn.get(schema.records, key: key) == nil ? count : count + 1
-            }
-            try atomically { context in try RecordWriter.deleteMany(keys: keys, schema: schema, context: context) }
-            return (present, more)
+            let outcome = try deleteMatching(T.self, filters, limit: limit)
+            return (outcome.removed, outcome.more)
         }
+    }
+
+    /// The query of both deletes: deletes the first `limit` keys matched; returns how many keys, how many of them
+    /// held a record, and whether more matched.
+    private func deleteMatching<T: LocalStorable>(
+        _ type: T.Type, _ filters: [StorageIndexFilter], limit: Int
+    ) throws -> (keys: Int, removed: Int, more: Bool) {
+        let schema = try schema(T.self)
+        let plan = try QueryPlan(filters: filters, sort: nil, schema: schema)
+        if QueryRunner.usesIndexes(plan) { try prepareIndexedRead(T.self, schema: schema) }
+        let scan = limit < .max ? limit + 1 : .max
+        var keys = try QueryRunner.matchingKeys(plan: plan, schema: schema, now: now, txn: txn, limit: scan)
+        let more = keys.count > limit
+        if more { keys.removeLast(keys.count - limit) }
+        let removed = try atomically { context in
+            try RecordWriter.deleteMany(keys: keys, schema: schema, context: context)
+        }
+        return (keys.count, removed, more)
     }
 }
 

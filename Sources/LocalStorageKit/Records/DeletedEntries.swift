@@ -26,14 +26,19 @@ final class DeletedEntries {
 
 extension RecordWriter {
     /// Deletes the records under `keys` (each once) as ``delete(id:key:schema:context:deferred:)`` deletes one
-    /// (entries, change log, `.deleted(id:)`), with the count tree changed once for the batch.
-    static func deleteMany(keys: [[UInt8]], schema: TypeSchema, context: CommitQueue.Context) throws {
+    /// (entries, change log, `.deleted(id:)`), with the count tree changed once for the batch. Returns how many
+    /// records it removed (a key without a record, such as a damaged store's stray index entry, is none).
+    @discardableResult
+    static func deleteMany(keys: [[UInt8]], schema: TypeSchema, context: CommitQueue.Context) throws -> Int {
         let deferred = DeletedEntries()
+        var removed = 0
         for key in keys {
-            try delete(
+            let found = try delete(
                 id: String(decoding: key, as: UTF8.self), key: key, schema: schema, context: context,
                 deferred: deferred)
+            if found { removed += 1 }
         }
         try deferred.finish(schema: schema, txn: context.txn)
+        return removed
     }
 }
