@@ -367,6 +367,7 @@ extension CountTreeTests {
             try await storage.save(contentsOf: gauges)
             let meta = storage.core.meta
             try await storage.core.writer.perform { context in
+                try OlderLayouts.keepEveryUpdateOrder(meta: meta, txn: context.txn)
                 try context.txn.put(meta, key: TypeRegistry.layoutKey, value: Array("2".utf8))
             }
         }
@@ -416,6 +417,7 @@ extension CountTreeTests {
             try await storage.save(contentsOf: (0..<20).map { Gauge(id: "g\($0)", reading: Double($0), label: "l") })
             let meta = storage.core.meta
             try await storage.core.writer.perform { context in
+                try OlderLayouts.keepEveryUpdateOrder(meta: meta, txn: context.txn)
                 try context.txn.put(meta, key: TypeRegistry.layoutKey, value: Array("2".utf8))
             }
         }

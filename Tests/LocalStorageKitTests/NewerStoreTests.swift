@@ -154,6 +154,7 @@ struct Sheet3Pages: LocalStorageVersioned, LocalStorageIndexed, Equatable {
         let directory = temporaryDirectory()
         let storage = try LocalStorage(configuration: diskConfiguration(directory))
         try await storage.save(contentsOf: [Note(id: "n1", text: "one"), Note(id: "n2", text: "two")])
+        try await keepUpdateOrder(Note.self, in: storage)
         var newer = try await EncryptionTests.storedNote("n1", in: storage)
         if change == "format" {
             newer[1] = (newer[1] & PayloadEnvelope.mask) | 0x0F
@@ -201,6 +202,7 @@ struct Sheet3Pages: LocalStorageVersioned, LocalStorageIndexed, Equatable {
     @Test func aRepairGoesOnPastADamagedRecordItCannotName() async throws {
         let storage = try LocalStorage(configuration: diskConfiguration(temporaryDirectory()))
         try await storage.save(contentsOf: [Note(id: "n1", text: "one"), Note(id: "n2", text: "two")])
+        try await keepUpdateOrder(Note.self, in: storage)
         let schema = try await storage.core.schema(for: Note.self)
         try await storage.core.writer.perform { context in
             try context.txn.put(schema.records, key: [0x6E, 0xFF], value: [0xDE, 0xAD])

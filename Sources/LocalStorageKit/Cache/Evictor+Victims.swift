@@ -62,6 +62,9 @@ extension Evictor {
         _ schema: TypeSchema, skipping: Set<[UInt8]>, marks: ClockOrderedWalk.Marks?, access: AccessIndex,
         adaptive: AdaptiveEviction?, txn: Transaction
     ) throws -> ([UInt8], Rank)? {
+        // Every policy falls back to the update order (records no queue or access note names), which a type keeps
+        // once something asks for it: the first eviction that looks here builds it.
+        try UpdateOrder.keep(schema, txn: txn)
         switch book.policy {
         case .adaptive:
             // Records in no queue (written by a process without this limit): by update time.

@@ -157,6 +157,11 @@ struct Reindexer<T: LocalStorable>: Sendable {
         schema: TypeSchema, after: [UInt8]?, context: CommitQueue.Context
     ) throws -> Batch {
         let txn = context.txn
+        // A type two declarations write keeps its update order (``UpdateOrder``), from which the next re-index finds
+        // the other's few new records; building it reads every header once.
+        if try UpdateOrder.keep(schema, txn: txn) {
+            schema.runtime.reindexHeadersRead.add(try txn.entryCount(schema.records), ordering: .relaxed)
+        }
         let counters = try CountTree.declarationCounts(schema: schema, txn: txn)
         let counted = counters.reduce(0) { $1.signature == schema.signature ? $0 : $0 + $1.count }
         // The counters are trusted to stop the walk early only when they add up to the type's records (with those
@@ -227,6 +232,8 @@ struct Reindexer<T: LocalStorable>: Sendable {
     private func staleByRecency(
         schema: TypeSchema, counted: Int, txn: Transaction
     ) throws -> [(key: [UInt8], signature: UInt64)]? {
+        // A type without its update order (``UpdateOrder``; a read-only store's) has no newest records to start from.
+        guard try schema.keepsUpdateOrder(txn) else { return nil }
         var stale: [(key: [UInt8], signature: UInt64)] = []
         var met: Set<[UInt8]> = []
         // Stale records older than most are better found by walking the records: the walk gives up after a bound.

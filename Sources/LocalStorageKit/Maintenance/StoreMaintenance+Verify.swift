@@ -240,6 +240,7 @@ private struct Checker {
     mutating func checkRecords(of type: StoreMaintenance.StoredType) throws {
         let schema = type.schema
         let info = try described(type)
+        let keepsUpdateOrder = try schema.keepsUpdateOrder(txn)
         try txn.withCursor(schema.records) { cursor in
             var entry = try cursor.move(.first)
             while let current = entry {
@@ -253,7 +254,8 @@ private struct Checker {
                     let header = try view.header(describedBy: info)
                     try checkPayload(of: view, schema: schema, id: id)
                     try checkEntriesExist(
-                        for: view, signature: header.signature, key: key, id: id, type: type, info: info)
+                        for: view, signature: header.signature, key: key, id: id, type: type, info: info,
+                        keepsUpdateOrder: keepsUpdateOrder)
                 } catch let error as LocalStorageError {
                     let kind: VerifyProblem.Kind =
                         RecordView.newerLayout(of: current.value) == nil ? .damagedRecord : .newerRecord
@@ -281,10 +283,10 @@ private struct Checker {
 
     private mutating func checkEntriesExist(
         for view: RecordView, signature: UInt64, key: [UInt8], id: String,
-        type: StoreMaintenance.StoredType, info: TypeInfo
+        type: StoreMaintenance.StoredType, info: TypeInfo, keepsUpdateOrder: Bool
     ) throws {
         let schema = type.schema
-        if try !hasEntry(RecordWriter.timeKey(view.updatedAt), key, in: schema.updated) {
+        if keepsUpdateOrder, try !hasEntry(RecordWriter.timeKey(view.updatedAt), key, in: schema.updated) {
             report(schema, id, .missingEntry, "no update-time entry for \(view.updatedAt)")
         }
         if view.expiresAt != 0, try !hasEntry(RecordWriter.timeKey(view.expiresAt), key, in: schema.expiry) {
@@ -326,6 +328,8 @@ private struct Checker {
     ) throws {
         let schema = type.schema
         let info = try described(type)
+        var unordered = false
+        if case .updated = database.database { unordered = try !schema.keepsUpdateOrder(txn) }
         try txn.withCursor(database.dbi) { cursor in
             var entry = try cursor.move(.first)
             while let current = entry {
@@ -333,7 +337,9 @@ private struct Checker {
                 step()
                 let id = StoreMaintenance.id(of: current.value)
                 let name = Self.name(of: database.database)
-                if let bytes = try txn.get(schema.records, key: current.value) {
+                if unordered {
+                    report(schema, id, .mismatchedEntry, "\(name) entry, but the type keeps no update order")
+                } else if let bytes = try txn.get(schema.records, key: current.value) {
                     // A damaged record (a compact header naming slots the type lacks included) is reported once, by
                     // checkRecords.
                     if case .readable(let view, let header) = try StoredRecord(bytes).header({

@@ -11,6 +11,7 @@ extension LocalRecordStore {
         _ type: T.Type, plan: QueryPlan, options: FetchOptions, schema: TypeSchema
     ) async throws -> [T] {
         guard options.scope == .local else { throw Self.noSharedTier }
+        try await keepUpdateOrder(for: options.sort, plan: plan, schema: schema)
         guard QueryRunner.usesIndexes(plan) else { return try list(T.self, options: options, schema: schema) }
         try await migrateIfPending(T.self, schema: schema)
         let now = core.clock.wallNanoseconds()
@@ -52,6 +53,7 @@ extension LocalRecordStore {
         _ type: T.Type, plan: QueryPlan, page: Int, pageSize: Int, options: FetchOptions, schema: TypeSchema
     ) async throws -> StoragePage<T> {
         guard options.scope == .local else { throw Self.noSharedTier }
+        try await keepUpdateOrder(for: options.sort, plan: plan, schema: schema)
         try await migrateIfPending(T.self, schema: schema)
         let now = core.clock.wallNanoseconds()
         let session = makeDecodeSession(for: schema)
@@ -62,6 +64,26 @@ extension LocalRecordStore {
         }
         afterRead(session: session, expired: [], purge: false, schema: schema)
         return result
+    }
+
+    /// Builds the type's update order (``UpdateOrder``) on the writer before a query sorted by update time, when the
+    /// type keeps none yet: once, O(records). A store that cannot write it (opened read-only, or whose map is full)
+    /// answers by sorting the type's headers instead, as a synchronous read transaction does.
+    nonisolated(nonsending) func keepUpdateOrder(
+        for sort: FetchOptions.Sort, plan: QueryPlan, schema: TypeSchema
+    ) async throws {
+        guard sort != .id, plan.sortIndex == nil, schema.unorderedMarker != nil,
+            !schema.runtime.keepsUpdateOrder.load(ordering: .relaxed), !core.environment.isReadOnly
+        else { return }
+        if try core.environment.read({ txn in try schema.keepsUpdateOrder(txn) }) { return }
+        do {
+            try await core.writer.perform { context in _ = try UpdateOrder.keep(schema, txn: context.txn) }
+        } catch LocalStorageError.storageFull {
+            core.logger?.log(
+                level: .warning,
+                message: "The store is full: queries of \(schema.name) by update time sort its records each time",
+                metadata: [:])
+        }
     }
 
     /// Runs an indexed read in one snapshot, after re-indexing the records of `T` that another declaration

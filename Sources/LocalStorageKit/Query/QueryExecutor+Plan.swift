@@ -166,8 +166,10 @@ extension QueryExecutor {
                 }
             }
         case .newestFirst, .oldestFirst:
-            let everything = [KeyInterval(lower: [], upper: nil, prefix: nil)]
-            try walk(schema.updated, everything, descending: options.sort == .newestFirst) { _, id in
+            var visited = 0
+            defer { schema.runtime.entriesVisited.add(visited, ordering: .relaxed) }
+            try UpdateOrder.forEach(schema: schema, descending: options.sort == .newestFirst, txn: txn) { id in
+                visited += 1
                 guard !isExpired(id), let view = try view(of: id), !view.isExpired(at: now), matches(view) else {
                     return true
                 }

@@ -66,21 +66,17 @@ enum RecordReader {
             }
         case .newestFirst, .oldestFirst:
             let expired = try expiredKeys(schema: schema, now: now, txn: txn)
-            let newestFirst = options.sort == .newestFirst
-            try txn.withCursor(schema.updated) { cursor in
-                var entry = try cursor.move(newestFirst ? .last : .first)
-                while let current = entry, position < end {
-                    let key = Array(current.value)
-                    if expired.contains(key) {
-                        expiredMet.append(key)
-                    } else {
-                        if position >= options.offset, let bytes = try txn.get(schema.records, key: key) {
-                            items.append(try session.decodeRow(T.self, bytes: bytes, id: current.value))
-                        }
-                        position += 1
+            try UpdateOrder.forEach(schema: schema, descending: options.sort == .newestFirst, txn: txn) { id in
+                let key = Array(id)
+                if expired.contains(key) {
+                    expiredMet.append(key)
+                } else {
+                    if position >= options.offset, let bytes = try txn.get(schema.records, key: key) {
+                        items.append(try session.decodeRow(T.self, bytes: bytes, id: id))
                     }
-                    entry = try cursor.move(newestFirst ? .previous : .next)
+                    position += 1
                 }
+                return position < end
             }
         }
         return (items, expiredMet)

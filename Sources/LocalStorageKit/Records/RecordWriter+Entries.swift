@@ -4,7 +4,7 @@ extension RecordWriter {
     /// Adds the update-time, expiry, declaration and index entries of a record: index entries in the indexes
     /// of the declaration its header names (this schema's, but for imported records).
     static func addEntries(of header: RecordHeader, key: [UInt8], schema: TypeSchema, txn: Transaction) throws {
-        try txn.put(schema.updated, key: timeKey(header.updatedAt), value: key)
+        if try schema.keepsUpdateOrder(txn) { try txn.put(schema.updated, key: timeKey(header.updatedAt), value: key) }
         if header.expiresAt != 0 {
             try txn.put(schema.expiry, key: timeKey(header.expiresAt), value: key)
         }
@@ -33,12 +33,15 @@ extension RecordWriter {
 
     /// Removes the update-time, expiry, declaration and index entries of a record, from every index the
     /// record may be in whatever declaration it was indexed with (removing an absent pair does nothing). With
-    /// `deferred`, the removed index entries are noted there instead of uncounted one by one.
+    /// `deferred`, the removed index entries are noted there instead of uncounted one by one. `keepsUpdateOrder`:
+    /// ``TypeSchema/keepsUpdateOrder(_:)``, when the caller asked it once for many records.
     static func removeEntries(
         of header: RecordHeader, key: [UInt8], schema: TypeSchema,
-        txn: Transaction, deferred: DeletedEntries? = nil
+        txn: Transaction, deferred: DeletedEntries? = nil, keepsUpdateOrder: Bool? = nil
     ) throws {
-        try txn.delete(schema.updated, key: timeKey(header.updatedAt), value: key)
+        if try keepsUpdateOrder ?? schema.keepsUpdateOrder(txn) {
+            try txn.delete(schema.updated, key: timeKey(header.updatedAt), value: key)
+        }
         if header.expiresAt != 0 {
             try txn.delete(schema.expiry, key: timeKey(header.expiresAt), value: key)
         }
@@ -65,7 +68,9 @@ extension RecordWriter {
             try addEntries(of: new, key: key, schema: schema, txn: txn)
             return
         }
-        try replacePair(in: schema.updated, timeKey(old.updatedAt), with: timeKey(new.updatedAt), id: key, txn: txn)
+        if try schema.keepsUpdateOrder(txn) {
+            try replacePair(in: schema.updated, timeKey(old.updatedAt), with: timeKey(new.updatedAt), id: key, txn: txn)
+        }
         if old.expiresAt != new.expiresAt {
             if old.expiresAt != 0 { try txn.delete(schema.expiry, key: timeKey(old.expiresAt), value: key) }
             if new.expiresAt != 0 { try txn.put(schema.expiry, key: timeKey(new.expiresAt), value: key) }

@@ -122,8 +122,8 @@ extension RecordWriter {
         guard !newer.isEmpty else { return [] }
         var kept: [(database: Database, key: [UInt8], id: [UInt8], index: TypeSchema.Index?)] = []
         let databases: [(Database, TypeSchema.Index?)] =
-            [(current.updated, nil), (current.expiry, nil), (current.signatures, nil)]
-            + current.allIndexes.map { ($0.dbi, $0) }
+            (try current.keepsUpdateOrder(txn) ? [(current.updated, nil)] : [])
+            + [(current.expiry, nil), (current.signatures, nil)] + current.allIndexes.map { ($0.dbi, $0) }
         for (database, index) in databases {
             for entry in try entries(of: database, pointingAt: { newer.contains(Array($0)) }, txn: txn) {
                 kept.append((database, entry.key, entry.id, index))

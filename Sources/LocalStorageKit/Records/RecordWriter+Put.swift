@@ -39,6 +39,7 @@ extension RecordWriter {
         var replacedDamaged = false
         // Asked once for the batch (by name: a hash and a comparison of the type's name).
         let isObserved = context.isObserved(schema.name)
+        let keepsUpdateOrder = try schema.keepsUpdateOrder(context.txn)
         // Each index's name and kind, taken out once: the loop copies no index (two array retains each) and makes
         // no key array (``EntryBatch/append(kind:stored:id:)`` writes the key into the batch's arena).
         let indexes = schema.indexes.map { (name: $0.name, kind: $0.kind) }
@@ -49,7 +50,10 @@ extension RecordWriter {
                     payloadBytes: &payloadBytes, replacedDamaged: &replacedDamaged, isObserved: isObserved,
                     appending: appending == true)
                 let key = records[position].key
-                if let replaced { try removeEntries(of: replaced, key: key, schema: schema, txn: context.txn) }
+                if let replaced {
+                    try removeEntries(
+                        of: replaced, key: key, schema: schema, txn: context.txn, keepsUpdateOrder: keepsUpdateOrder)
+                }
                 for slot in indexes.indices {
                     let (name, kind) = indexes[slot]
                     if let found = indexValuePosition(in: header, name: name, kind: kind) {
@@ -67,7 +71,8 @@ extension RecordWriter {
         // already sorted.
         // Each run is in (key, id) order: it goes in at the end of its database when it sorts after it.
         // (From layout 5 on, the declaration is counted once for the batch, at the end.)
-        var runs = [(schema.updated, timeKey(context.now))]
+        var runs: [(Database, [UInt8])] = []
+        if keepsUpdateOrder { runs.append((schema.updated, timeKey(context.now))) }
         if !schema.countsDeclarations { runs.append((schema.signatures, schema.signatureKey)) }
         if expiresAt != 0 { runs.append((schema.expiry, timeKey(expiresAt))) }
         // Read in place: copying a record retains its five buffers, each a cache miss in a batch of thousands.

@@ -11,8 +11,12 @@ enum TypeRegistry {
     /// header (``RecordLayout/compact``, which a version of layout 3 cannot read), 5 the declaration counters
     /// in place of a signature entry per record. Layout 2 is read (read-only stores count by walking) and
     /// upgraded when opened for writing; so are layouts 3 and 4 (the marker, and the signature entries turned
-    /// into counters; records keep their headers until rewritten).
-    static let layout = 5
+    /// into counters; records keep their headers until rewritten), 6 the update order kept only for the types that
+    /// ask for it (``UpdateOrder``; an older version would miss records of a type without one). Upgrading 5 to 6
+    /// changes no data: the types a store already has keep their order.
+    static let layout = 6
+    /// The first layout whose types keep their update order only once asked for it (``UpdateOrder``).
+    static let updateOrderOnDemandLayout = 6
     /// The first layout whose stores may hold compact record headers.
     static let compactHeadersLayout = 4
     /// The first layout that counts the records of each declaration (``CountTree/addRecords(_:indexedWith:schema:txn:)``)
@@ -51,7 +55,9 @@ enum TypeRegistry {
             guard found < target && !txn.isReadOnly && mayUpgrade() else { return found }
             // A type it cannot read keeps the store at layout 2 (counts by walking), as review-68 #1 keeps 3 and 4.
             if found < countTreeLayout, try !upgradeToCountTree(meta: meta, txn: txn) { return found }
-            if target >= declarationCountsLayout, try !upgradeToDeclarationCounts(meta: meta, txn: txn) {
+            if found < declarationCountsLayout, target >= declarationCountsLayout,
+                try !upgradeToDeclarationCounts(meta: meta, txn: txn)
+            {
                 // A type it cannot convert keeps the store at the layout before (its reads fail as they did).
                 target = declarationCountsLayout - 1
                 guard found < target else { return found }
@@ -249,7 +255,7 @@ enum TypeRegistry {
             declaration,
             in: try previous
                 ?? TypeInfo(
-                    name: name, number: try allocateTypeNumber(meta: meta, txn: txn), indexes: [],
+                    name: name, number: try newTypeNumber(meta: meta, txn: txn), indexes: [],
                     signature: declaration.signature, version: version, slots: [], declarations: []))
         if info != previous { try put(info, meta: meta, txn: txn) }
         return (info, previous)
@@ -304,6 +310,13 @@ enum TypeRegistry {
             }
             return (infos, unreadable)
         }
+    }
+
+    /// A number for a type registered now, which keeps no update order yet (``UpdateOrder``).
+    private static func newTypeNumber(meta: Database, txn: Transaction) throws -> UInt32 {
+        let number = try allocateTypeNumber(meta: meta, txn: txn)
+        try UpdateOrder.markNewType(number, meta: meta, txn: txn)
+        return number
     }
 
     private static func allocateTypeNumber(meta: Database, txn: Transaction) throws -> UInt32 {

@@ -111,6 +111,9 @@ struct TypeSchema: Sendable {
     /// Whether the store counts the type's records by declaration in the count tree (layout 5,
     /// ``CountTree/addRecords(_:indexedWith:schema:txn:)``) instead of keeping a signature entry per record.
     var countsDeclarations = false
+    /// Where `meta` says whether the type keeps its update order (``UpdateOrder``): nil in a store of a layout before
+    /// 6, whose types all keep it.
+    var unorderedMarker: (meta: Database, key: [UInt8])? = nil
 
     var signature: UInt64 { opened.signature }
     /// ``signature``'s key in the signature database.
@@ -193,11 +196,25 @@ struct TypeSchema: Sendable {
             indexes: indexes, allIndexes: all,
             declarationSignatures: info.declarations.map(\.signature), declaration: declaration,
             version: version, runtime: SchemaRuntime())
-        if counts != nil, let meta = try txn.openDatabase(TypeRegistry.metaName, create: false) {
-            schema.countsDeclarations =
-                (try TypeRegistry.storedLayout(meta: meta, txn: txn) ?? 0) >= TypeRegistry.declarationCountsLayout
+        if let meta = try txn.openDatabase(TypeRegistry.metaName, create: false) {
+            let layout = try TypeRegistry.storedLayout(meta: meta, txn: txn) ?? 0
+            schema.countsDeclarations = counts != nil && layout >= TypeRegistry.declarationCountsLayout
+            if layout >= TypeRegistry.updateOrderOnDemandLayout {
+                schema.unorderedMarker = (meta, UpdateOrder.markerKey(type: n))
+            }
         }
         return schema
+    }
+
+    /// Whether the type keeps its update order (``UpdateOrder``) in `txn`'s snapshot. A read asks `meta` each time (a
+    /// snapshot from before the order was built must not walk it); a write trusts a read that found it kept, as a
+    /// type never stops keeping it.
+    func keepsUpdateOrder(_ txn: Transaction) throws -> Bool {
+        guard let marker = unorderedMarker else { return true }
+        if !txn.isReadOnly, runtime.keepsUpdateOrder.load(ordering: .relaxed) { return true }
+        let kept = try txn.get(marker.meta, key: marker.key) == nil
+        if kept, txn.isReadOnly { runtime.keepsUpdateOrder.store(true, ordering: .relaxed) }
+        return kept
     }
 
     /// Opens the databases of a type known only from `meta` (purges, maintenance), with the declaration
@@ -320,6 +337,9 @@ final class SchemaRuntime: Sendable {
     let reindexHeadersRead = Atomic<Int>(0)
     /// Walks of every record that set the declaration counters after a damaged record was removed or replaced.
     let declarationRecounts = Atomic<Int>(0)
+    /// Whether a read found the type keeping its update order (``TypeSchema/keepsUpdateOrder(_:)``), which it then
+    /// does for good.
+    let keepsUpdateOrder = Atomic<Bool>(false)
     /// The type's description as last read from `meta` by ``TypeSchema/current(in:)``, with its bytes.
     private let lastDescription = Mutex<(bytes: [UInt8], info: TypeInfo)?>(nil)
     /// Descriptions ``TypeSchema/current(in:)`` decoded, so tests can tell the memo works.

@@ -1,0 +1,91 @@
+/// A type's records in the order of their update times, for `.newestFirst` and `.oldestFirst` and for the eviction
+/// policies that take the least recently updated record.
+///
+/// The order is a sorted-duplicates database, `u.<type#>` (update time → id). From layout 6 on a type keeps it only
+/// once something asked for it: an entry per record costs about 19 bytes on disk and a page written by every save,
+/// for a sort most types never use. A type registered in a store of layout 6 starts without it (`meta` holds its
+/// marker, ``markerKey(type:)``); the first query sorted by update time, or an eviction that walks the order, builds
+/// it from the records' headers in one commit and removes the marker, and from then on every write keeps it. A type
+/// never goes back. A store of an older layout keeps the order for every type, as do the types a store upgraded to
+/// layout 6 already had.
+///
+/// Without it, ``forEach(schema:descending:txn:_:)`` sorts the type's headers: a read-only store, a synchronous
+/// read transaction, or a query whose build failed still answer, in O(records).
+enum UpdateOrder {
+    /// The `meta` key whose presence says type `number` keeps no update order.
+    static func markerKey(type number: UInt32) -> [UInt8] { Array("unordered.\(number)".utf8) }
+
+    /// Marks a type registered just now as keeping no update order, in a store of layout 6 or later.
+    static func markNewType(_ number: UInt32, meta: Database, txn: Transaction) throws {
+        guard try (TypeRegistry.storedLayout(meta: meta, txn: txn) ?? 0) >= TypeRegistry.updateOrderOnDemandLayout
+        else { return }
+        try txn.put(meta, key: markerKey(type: number), value: [1])
+    }
+
+    /// Starts keeping the type's update order if it keeps none: an entry for every record, appended in order (a
+    /// record whose header cannot be read under time 0, where replacing or deleting it finds it by walking, as it
+    /// finds a damaged record's other entries), then the marker removed. O(records log records), once. Returns
+    /// whether it built.
+    @discardableResult
+    static func keep(_ schema: TypeSchema, txn: Transaction) throws -> Bool {
+        guard try !schema.keepsUpdateOrder(txn), let marker = schema.unorderedMarker else { return false }
+        try txn.empty(schema.updated)
+        var run = SortedAppend(schema.updated)
+        for place in try places(schema: schema, txn: txn).sorted(by: { precedes($0, $1, descending: false) }) {
+            try run.add(key: RecordWriter.timeKey(Int64(bitPattern: place.time)), value: place.id, txn: txn)
+        }
+        try txn.delete(marker.meta, key: marker.key)
+        return true
+    }
+
+    /// Calls `body` with the id of each of the type's records in update-time order (oldest first, newest first when
+    /// `descending`; records of one time by id, as the database's duplicates are), until it returns false. From the
+    /// order when the type keeps one; otherwise from every record's header, sorted the same way.
+    static func forEach(
+        schema: TypeSchema, descending: Bool, txn: Transaction, _ body: (UnsafeRawBufferPointer) throws -> Bool
+    ) throws {
+        if try schema.keepsUpdateOrder(txn) {
+            try txn.withCursor(schema.updated) { cursor in
+                var entry = try cursor.move(descending ? .last : .first)
+                while let current = entry, try body(current.value) {
+                    entry = try cursor.move(descending ? .previous : .next)
+                }
+            }
+            return
+        }
+        for place in try places(schema: schema, txn: txn).sorted(by: { precedes($0, $1, descending: descending) }) {
+            guard try place.id.withUnsafeBytes(body) else { return }
+        }
+    }
+
+    /// A record's place in the order: its update time as the order's key sorts it (the time's bits, big-endian); 0,
+    /// the oldest, for a header that cannot be read (a damaged record, or a newer version's), so that a walk meets it
+    /// and its read says so instead of leaving it out.
+    private typealias Place = (time: UInt64, id: [UInt8])
+
+    /// Each record's place.
+    private static func places(schema: TypeSchema, txn: Transaction) throws -> [Place] {
+        var places: [Place] = []
+        places.reserveCapacity(try txn.entryCount(schema.records))
+        try txn.withCursor(schema.records) { cursor in
+            var entry = try cursor.move(.first)
+            while let current = entry {
+                let time: UInt64
+                do {
+                    time = UInt64(bitPattern: try RecordView(fixedPartOf: current.value).updatedAt)
+                } catch {
+                    time = 0  // The oldest: a walk's read of it reports the damage.
+                }
+                places.append((time, Array(current.key)))
+                entry = try cursor.move(.next)
+            }
+        }
+        return places
+    }
+
+    /// Whether `a` comes before `b` in the order's direction: by time, then by id.
+    private static func precedes(_ a: Place, _ b: Place, descending: Bool) -> Bool {
+        if a.time != b.time { return descending ? a.time > b.time : a.time < b.time }
+        return descending ? b.id.lexicographicallyPrecedes(a.id) : a.id.lexicographicallyPrecedes(b.id)
+    }
+}

@@ -1,0 +1,156 @@
+import Foundation
+import LocalStorageTestSupport
+import Testing
+
+@_spi(Maintenance) @_spi(Testing) @testable import LocalStorageKit
+
+/// A type keeps its update order (`u.<type#>`, an entry per record) only once something asks for it (``UpdateOrder``):
+/// until then a query sorted by update time sorts the headers, the first such query builds it, and every write after
+/// keeps it. Checked against a model on random writes, expirations and deletes, before and after.
+@Suite struct UpdateOrderTests {
+    typealias Gauge = CountTreeTests.Gauge
+
+    /// What the model knows of a record: the commit that last wrote it (the writer gives each commit a later time
+    /// than the one before, also when the clock stands still, and every record of a batch the same) and its expiry in
+    /// the clock's nanoseconds (0: none).
+    struct Held {
+        var commit: Int
+        var expiresAt: Int64
+    }
+
+    /// Random saves (single and batches, some at one time, some expiring) and deletes at moving virtual times.
+    static func write(
+        _ count: Int, into storage: LocalStorage, model: inout [String: Held], clock: VirtualClock,
+        random: inout SplitMix64
+    ) async throws {
+        for _ in 0..<count {
+            // A step no small multiple of which comes within milliseconds of an expiry; now and then none.
+            if random.below(4) != 0 { clock.advance(by: .nanoseconds(271_828_183)) }
+            let now = clock.wallNanoseconds()
+            let commit = (model.values.map(\.commit).max() ?? 0) + 1
+            switch random.below(10) {
+            case 0..<2:
+                let ids = Set((0..<(1 + random.below(20))).map { _ in "g\(random.below(300))" }).sorted()
+                try await storage.save(
+                    contentsOf: ids.map { Gauge(id: $0, reading: Double(random.below(50)), label: "b") })
+                for id in ids { model[id] = Held(commit: commit, expiresAt: 0) }
+            case 2..<4:
+                let id = "g\(random.below(300))"
+                try await storage.save(Gauge(id: id, reading: nil, label: "d"))
+                try await storage.delete(Gauge.self, id: id)
+                model[id] = nil
+            case 4:
+                let id = "g\(random.below(300))"
+                let seconds = 1 + random.below(3)
+                try await storage.save(
+                    Gauge(id: id, reading: 1, label: "e"), expiration: .seconds(TimeInterval(seconds)))
+                model[id] = Held(commit: commit, expiresAt: now + Int64(seconds) * 1_000_000_000)
+            default:
+                let id = "g\(random.below(300))"
+                try await storage.save(Gauge(id: id, reading: Double(random.below(50)), label: "s"))
+                model[id] = Held(commit: commit, expiresAt: 0)
+            }
+        }
+    }
+
+    /// The live ids in the model's update order: by commit, then by id (newest first reverses both).
+    static func expected(_ model: [String: Held], now: Int64, newestFirst: Bool) -> [String] {
+        let live = model.filter { $0.value.expiresAt == 0 || $0.value.expiresAt > now }
+        let ascending = live.sorted { a, b in
+            a.value.commit != b.value.commit
+                ? a.value.commit < b.value.commit : Array(a.key.utf8).lexicographicallyPrecedes(Array(b.key.utf8))
+        }.map(\.key)
+        return newestFirst ? ascending.reversed() : ascending
+    }
+
+    /// Every read sorted by update time against the model: listings and a query with a condition, through a
+    /// synchronous read transaction (which never builds the order) and, with `asynchronous`, through the store.
+    static func check(
+        _ storage: LocalStorage, model: [String: Held], clock: VirtualClock, random: inout SplitMix64,
+        asynchronous: Bool
+    ) async throws {
+        let now = clock.wallNanoseconds()
+        for sort in [FetchOptions.Sort.newestFirst, .oldestFirst] {
+            let all = expected(model, now: now, newestFirst: sort == .newestFirst)
+            let (offset, limit) = (random.below(20), 1 + random.below(60))
+            let page = Array(all.dropFirst(offset).prefix(limit))
+            let options = FetchOptions(limit: limit, offset: offset, sort: sort)
+            let inTransaction = try await storage.read { try $0.fetch(Gauge.self, options: options) }
+            #expect(inTransaction.map { $0.id } == page, "\(sort) in a read transaction")
+            // A condition every record meets: the query's plan walks the order too.
+            let matching = try await storage.read { transaction in
+                try transaction.fetch(Gauge.self, matching: [.greaterThan("label", "a")], options: options)
+            }
+            #expect(matching.map { $0.id } == page, "\(sort) matching, in a read transaction")
+            guard asynchronous else { continue }
+            #expect(try await storage.fetch(Gauge.self, options: options).map { $0.id } == page, "\(sort)")
+            let queried = try await storage.fetch(Gauge.self, matching: [.greaterThan("label", "a")], options: options)
+            #expect(queried.map { $0.id } == page, "\(sort) matching")
+        }
+    }
+
+    static func updateEntries(_ storage: LocalStorage) async throws -> Int {
+        let schema = try await storage.core.schema(for: Gauge.self)
+        return try storage.core.environment.read { txn in try txn.entryCount(schema.updated) }
+    }
+
+    static func records(_ storage: LocalStorage) async throws -> Int {
+        let schema = try await storage.core.schema(for: Gauge.self)
+        return try storage.core.environment.read { txn in try txn.entryCount(schema.records) }
+    }
+
+    @Test func theOrderIsBuiltByTheFirstQuerySortedByUpdateTimeAndKeptAfter() async throws {
+        let clock = VirtualClock()
+        var configuration = diskConfiguration()
+        configuration.clock = clock
+        configuration.expirySweepInterval = nil
+        let storage = try LocalStorage(configuration: configuration)
+        var random = SplitMix64(seed: 0x0DE7)
+        var model: [String: Held] = [:]
+
+        try await Self.write(200, into: storage, model: &model, clock: clock, random: &random)
+        #expect(try await Self.updateEntries(storage) == 0, "no entry before anything asks for the order")
+        for _ in 0..<3 {
+            try await Self.check(storage, model: model, clock: clock, random: &random, asynchronous: false)
+        }
+        #expect(try await Self.updateEntries(storage) == 0, "a read transaction sorts the headers, it builds nothing")
+
+        try await Self.check(storage, model: model, clock: clock, random: &random, asynchronous: true)
+        // Expired records not purged yet are in the order too, as every record is.
+        #expect(try await Self.updateEntries(storage) == (try await Self.records(storage)))
+
+        for _ in 0..<4 {
+            try await Self.write(60, into: storage, model: &model, clock: clock, random: &random)
+            try await Self.check(storage, model: model, clock: clock, random: &random, asynchronous: true)
+            #expect(try await Self.updateEntries(storage) == (try await Self.records(storage)))
+        }
+        #expect(try await verifyProblems(storage) == [])
+    }
+
+    /// A store of layout 5 kept every type's order: opened by this version it becomes layout 6 without a write to
+    /// its types, which keep their orders; a type registered after starts without one.
+    @Test func aLayoutFiveStoreKeepsItsTypesOrdersAndNewTypesStartWithout() async throws {
+        let directory = temporaryDirectory()
+        let clock = VirtualClock()
+        var configuration = diskConfiguration(directory)
+        configuration.clock = clock
+        configuration.expirySweepInterval = nil
+        var random = SplitMix64(seed: 0x0DE5)
+        var model: [String: Held] = [:]
+        try await withStore(configuration) { storage async throws in
+            try await Self.write(120, into: storage, model: &model, clock: clock, random: &random)
+            try await OlderLayouts.make(storage, layout: 5)
+        }
+        try await withStore(configuration) { storage async throws in
+            #expect(try CountTreeTests.layout(storage) == "\(TypeRegistry.layout)")
+            #expect(try await Self.updateEntries(storage) == (try await Self.records(storage)))
+            try await Self.write(60, into: storage, model: &model, clock: clock, random: &random)
+            #expect(try await Self.updateEntries(storage) == (try await Self.records(storage)))
+            try await Self.check(storage, model: model, clock: clock, random: &random, asynchronous: false)
+            try await storage.save(Note(id: "n1", text: "new"))
+            let notes = try await storage.core.schema(for: Note.self)
+            #expect(try storage.core.environment.read { txn in try txn.entryCount(notes.updated) } == 0)
+            #expect(try await verifyProblems(storage) == [])
+        }
+    }
+}
