@@ -156,7 +156,7 @@ import Testing
         let schema = try await storage.core.schema(for: Tile.self)
         try await storage.core.writer.perform { context in
             // Sorts before every real entry: the first victim of each policy (in an order the type keeps now).
-            try UpdateOrder.keep(schema, txn: context.txn)
+            try UpdateOrder.keep(schema, context: context)
             try context.txn.put(schema.updated, key: RecordWriter.timeKey(1), value: Array("ghost".utf8))
             try context.txn.put(schema.expiry, key: RecordWriter.timeKey(1), value: Array("ghost".utf8))
         }

@@ -208,7 +208,7 @@ import Testing
             try await OlderLayouts.make(storage, layout: 3)
         }
         try await withStore(diskConfiguration(directory)) { storage async throws in
-            #expect(try CountTreeTests.layout(storage) == "\(TypeRegistry.layout)")
+            #expect(try CountTreeTests.layout(storage) == "\(TypeRegistry.declarationCountsLayout)")
             var model = Dictionary(uniqueKeysWithValues: products.map { ($0.id, $0) })
             for n in stride(from: 0, to: 120, by: 3) {
                 let changed = Product(id: "sku_\(n)", title: "t", category: "garden", price: Double(n % 17), rating: 1)
@@ -377,7 +377,7 @@ import Testing
         }
         await holder.kill()
         try await withStore(configuration) { storage async throws in
-            #expect(try CountTreeTests.layout(storage) == "\(TypeRegistry.layout)")
+            #expect(try CountTreeTests.layout(storage) == "\(TypeRegistry.declarationCountsLayout)")
             try await storage.save(Product.sample(3))
             #expect(try await firstByte(of: "sku_3", in: storage) == RecordHeader.compactMagic)
             #expect(try await storage.count(Product.self, matching: [.atLeast("price", 0.0)]) == 3)

@@ -336,7 +336,7 @@ import Testing
             try await OlderLayouts.make(storage, layout: 2)
         }
         try await withStore(diskConfiguration(directory)) { storage async throws in
-            #expect(try Self.layout(storage) == "\(TypeRegistry.layout)")
+            #expect(try Self.layout(storage) == "\(TypeRegistry.declarationCountsLayout)")
             let expected = gauges.filter { ($0.reading ?? 0) >= 40 }.count
             #expect(try await storage.count(Gauge.self, matching: [.atLeast("reading", 40.0)]) == expected)
             let prefixed = gauges.filter { $0.label.hasPrefix("l1") }.count
@@ -367,7 +367,7 @@ extension CountTreeTests {
             try await storage.save(contentsOf: gauges)
             let meta = storage.core.meta
             try await storage.core.writer.perform { context in
-                try OlderLayouts.keepEveryUpdateOrder(meta: meta, txn: context.txn)
+                try OlderLayouts.keepEveryUpdateOrder(meta: meta, context: context)
                 try context.txn.put(meta, key: TypeRegistry.layoutKey, value: Array("2".utf8))
             }
         }
@@ -385,7 +385,7 @@ extension CountTreeTests {
         }
         await holder.kill()
         try await withStore(diskConfiguration(directory)) { storage async throws in
-            #expect(try Self.layout(storage) == "\(TypeRegistry.layout)")
+            #expect(try Self.layout(storage) == "\(TypeRegistry.declarationCountsLayout)")
             #expect(try await storage.core.schema(for: Gauge.self).counts != nil)
             #expect(try await storage.count(Gauge.self, matching: [.atLeast("reading", 40.0)]) == expected + 1)
         }
@@ -417,7 +417,7 @@ extension CountTreeTests {
             try await storage.save(contentsOf: (0..<20).map { Gauge(id: "g\($0)", reading: Double($0), label: "l") })
             let meta = storage.core.meta
             try await storage.core.writer.perform { context in
-                try OlderLayouts.keepEveryUpdateOrder(meta: meta, txn: context.txn)
+                try OlderLayouts.keepEveryUpdateOrder(meta: meta, context: context)
                 try context.txn.put(meta, key: TypeRegistry.layoutKey, value: Array("2".utf8))
             }
         }
@@ -443,7 +443,7 @@ extension CountTreeTests {
             #expect(try Self.layout(ofStoreIn: store) == "3", "\(command) upgraded the store to compact headers")
         }
         try await withStore(diskConfiguration(directory)) { storage async throws in
-            #expect(try Self.layout(storage) == "\(TypeRegistry.layout)")
+            #expect(try Self.layout(storage) == "\(TypeRegistry.declarationCountsLayout)")
         }
     }
 }

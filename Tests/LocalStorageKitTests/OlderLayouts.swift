@@ -13,7 +13,7 @@ enum OlderLayouts {
         let meta = storage.core.meta
         try await storage.core.writer.perform { context in
             let txn = context.txn
-            try keepEveryUpdateOrder(meta: meta, txn: txn)
+            try keepEveryUpdateOrder(meta: meta, context: context)
             for info in try TypeRegistry.all(meta: meta, txn: txn).infos {
                 let schema = try TypeSchema.open(info, in: txn)
                 guard layout < TypeRegistry.declarationCountsLayout else { continue }
@@ -50,9 +50,9 @@ enum OlderLayouts {
     }
 
     /// Builds every type's update order, as a store of a layout before 6 keeps them all.
-    static func keepEveryUpdateOrder(meta: Database, txn: Transaction) throws {
-        for info in try TypeRegistry.all(meta: meta, txn: txn).infos {
-            try UpdateOrder.keep(try TypeSchema.open(info, in: txn), txn: txn)
+    static func keepEveryUpdateOrder(meta: Database, context: CommitQueue.Context) throws {
+        for info in try TypeRegistry.all(meta: meta, txn: context.txn).infos {
+            try UpdateOrder.keep(try TypeSchema.open(info, in: context.txn), context: context)
         }
     }
 }

@@ -132,5 +132,5 @@ func expectRefusedWithoutCompaction(_ directory: URL) throws {
 /// Builds `type`'s update order (``UpdateOrder``), as the first query sorted by update time does.
 func keepUpdateOrder<T: LocalStorable>(_ type: T.Type, in storage: LocalStorage) async throws {
     let schema = try await storage.core.schema(for: T.self)
-    try await storage.core.writer.perform { context in _ = try UpdateOrder.keep(schema, txn: context.txn) }
+    try await storage.core.writer.perform { context in _ = try UpdateOrder.keep(schema, context: context) }
 }

@@ -127,8 +127,33 @@ import Testing
         #expect(try await verifyProblems(storage) == [])
     }
 
-    /// A store of layout 5 kept every type's order: opened by this version it becomes layout 6 without a write to
-    /// its types, which keep their orders; a type registered after starts without one.
+    /// A query whose plan never walks the order (an equality on a selective index, sorted by its records' headers)
+    /// builds none (review-102 #4: issue 26's own query shape built the order for good).
+    @Test func aQueryThatSortsAnIndexsFewMatchesBuildsNoOrder() async throws {
+        let clock = VirtualClock()
+        var configuration = diskConfiguration()
+        configuration.clock = clock
+        let storage = try LocalStorage(configuration: configuration)
+        var random = SplitMix64(seed: 0x0DE6)
+        var model: [String: Held] = [:]
+        try await Self.write(300, into: storage, model: &model, clock: clock, random: &random)
+        try await storage.save(contentsOf: (0..<500).map { Gauge(id: "z\($0)", reading: 0, label: "many") })
+        let singles = model.filter { $0.value.expiresAt == 0 }
+        let rows = try await storage.fetch(
+            Gauge.self, matching: [.equals("label", "s")], options: FetchOptions(sort: .newestFirst))
+        let labelled = try await storage.read { transaction in
+            try transaction.fetch(Gauge.self, matching: [.equals("label", "s")], options: FetchOptions())
+        }
+        let expected = Self.expected(
+            singles.filter { id, _ in labelled.contains { $0.id == id } }, now: clock.wallNanoseconds(),
+            newestFirst: true)
+        #expect(rows.map { $0.id } == expected)
+        #expect(try await Self.updateEntries(storage) == 0)
+    }
+
+    /// A store of layout 5 kept every type's order: opened by this version it stays at 5 (a version of layout 5 still
+    /// opens it), its types keep their orders, and the first new type an app registers raises it to 6 and starts
+    /// without one.
     @Test func aLayoutFiveStoreKeepsItsTypesOrdersAndNewTypesStartWithout() async throws {
         let directory = temporaryDirectory()
         let clock = VirtualClock()
@@ -142,12 +167,13 @@ import Testing
             try await OlderLayouts.make(storage, layout: 5)
         }
         try await withStore(configuration) { storage async throws in
-            #expect(try CountTreeTests.layout(storage) == "\(TypeRegistry.layout)")
+            #expect(try CountTreeTests.layout(storage) == "5")
             #expect(try await Self.updateEntries(storage) == (try await Self.records(storage)))
             try await Self.write(60, into: storage, model: &model, clock: clock, random: &random)
             #expect(try await Self.updateEntries(storage) == (try await Self.records(storage)))
             try await Self.check(storage, model: model, clock: clock, random: &random, asynchronous: false)
             try await storage.save(Note(id: "n1", text: "new"))
+            #expect(try CountTreeTests.layout(storage) == "\(TypeRegistry.layout)")
             let notes = try await storage.core.schema(for: Note.self)
             #expect(try storage.core.environment.read { txn in try txn.entryCount(notes.updated) } == 0)
             #expect(try await verifyProblems(storage) == [])

@@ -8,8 +8,9 @@ extension Evictor {
     func victim(
         in scope: [TypeSchema], excluded: [UInt32: Set<[UInt8]>], access: AccessIndex,
         adaptive: AdaptiveEviction?, total: Int, ghostsHeld: Int?, now: Int64, marks: ClockOrderedWalk.Marks,
-        ownOnly: inout Bool, txn: Transaction
+        ownOnly: inout Bool, context: CommitQueue.Context
     ) throws -> (TypeSchema, [UInt8])? {
+        let txn = context.txn
         var best: (schema: TypeSchema, key: [UInt8], rank: Rank)?
         func consider(_ schema: TypeSchema, _ found: (key: [UInt8], rank: Rank)?) {
             guard let found else { return }
@@ -32,7 +33,7 @@ extension Evictor {
                     schema,
                     try policyHead(
                         schema, skipping: mine, marks: skipping ? marks : nil, access: access, adaptive: adaptive,
-                        txn: txn))
+                        context: context))
             }
             if let best { return (best.schema, best.key) }
             if skipping { ownOnly = true }
@@ -60,15 +61,13 @@ extension Evictor {
 
     private func policyHead(
         _ schema: TypeSchema, skipping: Set<[UInt8]>, marks: ClockOrderedWalk.Marks?, access: AccessIndex,
-        adaptive: AdaptiveEviction?, txn: Transaction
+        adaptive: AdaptiveEviction?, context: CommitQueue.Context
     ) throws -> ([UInt8], Rank)? {
-        // Every policy falls back to the update order (records no queue or access note names), which a type keeps
-        // once something asks for it: the first eviction that looks here builds it.
-        try UpdateOrder.keep(schema, txn: txn)
+        let txn = context.txn
         switch book.policy {
         case .adaptive:
             // Records in no queue (written by a process without this limit): by update time.
-            return try firstEntry(schema.updated, skipping: skipping, marks: marks, txn: txn, group: 2) { key in
+            return try firstUpdated(schema, skipping: skipping, marks: marks, context: context, group: 2) { key in
                 try adaptive?.queues.queue(type: schema.number, key: key) == nil
             }
         case .leastRecentlyUsed:
@@ -79,19 +78,40 @@ extension Evictor {
             }
             // Records no tracking process has used since tracking began (written by a process without this
             // limit): by update time, after every tracked one.
-            return try firstEntry(schema.updated, skipping: skipping, marks: marks, txn: txn, group: 2) { key in
+            return try firstUpdated(schema, skipping: skipping, marks: marks, context: context, group: 2) { key in
                 try access.clock(type: schema.number, key: key, txn: txn) == nil
             }
         case .leastRecentlyUpdated:
-            return try firstEntry(schema.updated, skipping: skipping, marks: marks, txn: txn, group: 1) { _ in true }
+            return try firstUpdated(schema, skipping: skipping, marks: marks, context: context, group: 1) { _ in true }
         case .soonestExpiring:
             if let found = try firstEntry(
                 schema.expiry, skipping: skipping, marks: marks, txn: txn, group: 1, { _ in true })
             {
                 return found
             }
-            return try firstEntry(schema.updated, skipping: skipping, marks: marks, txn: txn, group: 2) { _ in true }
+            return try firstUpdated(schema, skipping: skipping, marks: marks, context: context, group: 2) { _ in true }
         }
+    }
+
+    /// The least recently updated record of `schema` that is not skipped and passes `accept`, by the type's update
+    /// order (``UpdateOrder``), which the first eviction that looks here builds; in the map's reserve, where no
+    /// order is built, by sorting the type's headers.
+    private func firstUpdated(
+        _ schema: TypeSchema, skipping: Set<[UInt8]>, marks: ClockOrderedWalk.Marks?, context: CommitQueue.Context,
+        group: Int, _ accept: ([UInt8]) throws -> Bool
+    ) throws -> ([UInt8], Rank)? {
+        if try UpdateOrder.keep(schema, context: context) {
+            return try firstEntry(
+                schema.updated, skipping: skipping, marks: marks, txn: context.txn, group: group, accept)
+        }
+        var found: ([UInt8], Rank)?
+        try UpdateOrder.forEach(schema: schema, descending: false, txn: context.txn) { time, id in
+            let key = Array(id)
+            guard !skipping.contains(key), try accept(key) else { return true }
+            found = (key, Rank(group: group, value: time))
+            return false
+        }
+        return found
     }
 
     /// The first entry of a time-keyed database (8-byte big-endian time → record key) whose record is not

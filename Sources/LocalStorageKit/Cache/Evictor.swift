@@ -234,7 +234,7 @@ final class Evictor {
                 let (schema, key) = try victim(
                     in: scope, excluded: excluded, access: access, adaptive: adaptive, total: records,
                     ghostsHeld: storeWide ? records : storeHeld, now: context.now, marks: marks, ownOnly: &ownOnly,
-                    txn: txn)
+                    context: context)
             else {
                 throw LocalStorageError.decodingFailed(
                     reason: "the store is over its limits (\(limits)) but holds no record to evict; "

@@ -157,11 +157,6 @@ struct Reindexer<T: LocalStorable>: Sendable {
         schema: TypeSchema, after: [UInt8]?, context: CommitQueue.Context
     ) throws -> Batch {
         let txn = context.txn
-        // A type two declarations write keeps its update order (``UpdateOrder``), from which the next re-index finds
-        // the other's few new records; building it reads every header once.
-        if try UpdateOrder.keep(schema, txn: txn) {
-            schema.runtime.reindexHeadersRead.add(try txn.entryCount(schema.records), ordering: .relaxed)
-        }
         let counters = try CountTree.declarationCounts(schema: schema, txn: txn)
         let counted = counters.reduce(0) { $1.signature == schema.signature ? $0 : $0 + $1.count }
         // The counters are trusted to stop the walk early only when they add up to the type's records (with those
@@ -177,7 +172,7 @@ struct Reindexer<T: LocalStorable>: Sendable {
         // Records another declaration wrote since this one last re-indexed are the newest: when the counters can be
         // trusted and one batch holds them all, they are looked for from the newest update time back (a query after
         // another process saved a few records reads a few headers, not the type's).
-        if stopsEarly, counted <= Reindexer.batchSize,
+        if stopsEarly, counted <= Reindexer.batchSize, try keepsUpdateOrder(schema, context: context),
             let recent = try staleByRecency(schema: schema, counted: counted, txn: txn)
         {
             stale = recent
@@ -226,14 +221,22 @@ struct Reindexer<T: LocalStorable>: Sendable {
         return batch
     }
 
+    /// Whether the type keeps its update order (``UpdateOrder``), built now if it kept none (a type two declarations
+    /// write at once: the next re-index finds the other's few new records from it); building it reads every header
+    /// once, counted as the re-index's.
+    private func keepsUpdateOrder(_ schema: TypeSchema, context: CommitQueue.Context) throws -> Bool {
+        if try schema.keepsUpdateOrder(context.txn) { return true }
+        guard try UpdateOrder.keep(schema, context: context) else { return false }
+        schema.runtime.reindexHeadersRead.add(try context.txn.entryCount(schema.records), ordering: .relaxed)
+        return true
+    }
+
     /// The `counted` records indexed with another declaration, found by walking the update-time entries from the
     /// newest back and reading each record's header; nil when the walk ends before it met them all (an entry
     /// missing, or stale records older than `4 × counted + batchSize` others): the caller walks the records instead.
     private func staleByRecency(
         schema: TypeSchema, counted: Int, txn: Transaction
     ) throws -> [(key: [UInt8], signature: UInt64)]? {
-        // A type without its update order (``UpdateOrder``; a read-only store's) has no newest records to start from.
-        guard try schema.keepsUpdateOrder(txn) else { return nil }
         var stale: [(key: [UInt8], signature: UInt64)] = []
         var met: Set<[UInt8]> = []
         // Stale records older than most are better found by walking the records: the walk gives up after a bound.

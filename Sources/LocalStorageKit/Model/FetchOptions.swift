@@ -10,9 +10,17 @@ public struct FetchOptions: Sendable, Hashable {
         /// string it is stored under, so `10` comes before `9` and `-5` before both. For a numeric order,
         /// declare the number as an index and use `orderedBy`.
         case id
-        /// Most recently updated first.
+        /// Most recently updated first; records updated in one commit (a batch) by id, descending.
+        ///
+        /// A type keeps the order of its update times on disk only once something walks it (most types never do, and
+        /// it costs about 19 bytes a record): the first query of a type that walks it, through the store, answers by
+        /// sorting every record's header and then builds the order in one commit; every write keeps it from then on,
+        /// and later queries walk it and stop at `offset + limit`. A query that sorts a few matches of an index by
+        /// their headers' times never needs it. Inside a ``StorageReadTransaction``, or in a store opened
+        /// read-only, a read that needs it before it exists sorts the headers, in O(records).
         case newestFirst
-        /// Least recently updated first.
+        /// Least recently updated first; records updated in one commit by id. As ``newestFirst``, the first query
+        /// of a type sorted this way builds the order.
         case oldestFirst
     }
 

@@ -11,8 +11,11 @@ extension LocalRecordStore {
         _ type: T.Type, plan: QueryPlan, options: FetchOptions, schema: TypeSchema
     ) async throws -> [T] {
         guard options.scope == .local else { throw Self.noSharedTier }
-        try await keepUpdateOrder(for: options.sort, plan: plan, schema: schema)
-        guard QueryRunner.usesIndexes(plan) else { return try list(T.self, options: options, schema: schema) }
+        guard QueryRunner.usesIndexes(plan) else {
+            let items = try list(T.self, options: options, schema: schema)
+            try await buildUpdateOrderIfWanted(schema)
+            return items
+        }
         try await migrateIfPending(T.self, schema: schema)
         let now = core.clock.wallNanoseconds()
         let session = makeDecodeSession(for: schema)
@@ -22,6 +25,7 @@ extension LocalRecordStore {
                 session: session)
         }
         afterRead(session: session, expired: expired, purge: options.purgeExpired, schema: schema)
+        try await buildUpdateOrderIfWanted(schema)
         return items
     }
 
@@ -53,7 +57,6 @@ extension LocalRecordStore {
         _ type: T.Type, plan: QueryPlan, page: Int, pageSize: Int, options: FetchOptions, schema: TypeSchema
     ) async throws -> StoragePage<T> {
         guard options.scope == .local else { throw Self.noSharedTier }
-        try await keepUpdateOrder(for: options.sort, plan: plan, schema: schema)
         try await migrateIfPending(T.self, schema: schema)
         let now = core.clock.wallNanoseconds()
         let session = makeDecodeSession(for: schema)
@@ -63,22 +66,29 @@ extension LocalRecordStore {
                 txn: txn, session: session)
         }
         afterRead(session: session, expired: [], purge: false, schema: schema)
+        try await buildUpdateOrderIfWanted(schema)
         return result
     }
 
-    /// Builds the type's update order (``UpdateOrder``) on the writer before a query sorted by update time, when the
-    /// type keeps none yet: once, O(records). A store that cannot write it (opened read-only, or whose map is full)
-    /// answers by sorting the type's headers instead, as a synchronous read transaction does.
-    nonisolated(nonsending) func keepUpdateOrder(
-        for sort: FetchOptions.Sort, plan: QueryPlan, schema: TypeSchema
-    ) async throws {
-        guard sort != .id, plan.sortIndex == nil, schema.unorderedMarker != nil,
-            !schema.runtime.keepsUpdateOrder.load(ordering: .relaxed), !core.environment.isReadOnly
+    /// Builds the type's update order (``UpdateOrder``) on the writer after a read that sorted the type's headers
+    /// for want of it (this query's, or a read transaction's before it): once, O(records), so that the next
+    /// queries sorted by update time walk it. A store that cannot write it (opened read-only, or whose map is full:
+    /// then never again in this process) goes on sorting the headers.
+    nonisolated(nonsending) func buildUpdateOrderIfWanted(_ schema: TypeSchema) async throws {
+        let runtime = schema.runtime
+        guard runtime.updateOrderWanted.load(ordering: .relaxed),
+            !runtime.updateOrderDidNotFit.load(ordering: .relaxed),
+            !core.environment.isReadOnly
         else { return }
-        if try core.environment.read({ txn in try schema.keepsUpdateOrder(txn) }) { return }
+        runtime.updateOrderWanted.store(false, ordering: .relaxed)
+        let built: Bool
         do {
-            try await core.writer.perform { context in _ = try UpdateOrder.keep(schema, txn: context.txn) }
+            built = try await core.writer.perform { context in try UpdateOrder.keep(schema, context: context) }
         } catch LocalStorageError.storageFull {
+            built = false
+        }
+        if !built {
+            runtime.updateOrderDidNotFit.store(true, ordering: .relaxed)
             core.logger?.log(
                 level: .warning,
                 message: "The store is full: queries of \(schema.name) by update time sort its records each time",

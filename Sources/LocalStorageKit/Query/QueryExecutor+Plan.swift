@@ -42,7 +42,9 @@ extension QueryExecutor {
         if options.sort == .id, case .points(let points) = cheapest.condition.test, points.count == 1 {
             return try equalityInIDOrder(driving: cheapest.constraint, condition: cheapest.condition, options: options)
         }
-        if Self.isBounded(try txn.entryCount(schema.records), by: cheapest.estimate, options) {
+        // Without the type's update order, a walk by update time sorts every header first: it never stops early.
+        let walkStopsEarly = try options.sort == .id || schema.keepsUpdateOrder(txn)
+        if walkStopsEarly, Self.isBounded(try txn.entryCount(schema.records), by: cheapest.estimate, options) {
             return try walkAll(options: options)
         }
         return try collectAndSort(driving: cheapest.constraint, condition: cheapest.condition, options: options)
@@ -168,7 +170,7 @@ extension QueryExecutor {
         case .newestFirst, .oldestFirst:
             var visited = 0
             defer { schema.runtime.entriesVisited.add(visited, ordering: .relaxed) }
-            try UpdateOrder.forEach(schema: schema, descending: options.sort == .newestFirst, txn: txn) { id in
+            try UpdateOrder.forEach(schema: schema, descending: options.sort == .newestFirst, txn: txn) { _, id in
                 visited += 1
                 guard !isExpired(id), let view = try view(of: id), !view.isExpired(at: now), matches(view) else {
                     return true

@@ -66,7 +66,7 @@ enum RecordReader {
             }
         case .newestFirst, .oldestFirst:
             let expired = try expiredKeys(schema: schema, now: now, txn: txn)
-            try UpdateOrder.forEach(schema: schema, descending: options.sort == .newestFirst, txn: txn) { id in
+            try UpdateOrder.forEach(schema: schema, descending: options.sort == .newestFirst, txn: txn) { _, id in
                 let key = Array(id)
                 if expired.contains(key) {
                     expiredMet.append(key)

@@ -91,6 +91,7 @@ extension StoreCore {
             let meta = self.meta
             logMigrationProblems(T.self, name: name)
             let writer = self.writer
+            let mayRaiseLayout = self.mayRaiseLayout
             // The schema computes index values with this caller's reading, whose declaration it registers; the
             // callers waiting on the registration read the declaration at other moments (review-75 #2).
             let task = Task {
@@ -98,7 +99,7 @@ extension StoreCore {
                     try writer.transact { context in
                         try StoreCore.register(
                             name, declaration: declaration, version: version, meta: meta,
-                            txn: context.txn)
+                            txn: context.txn, mayRaiseLayout: mayRaiseLayout)
                     }
                 }
                 registered.0.runtime.use(indexValues, for: T.self)
@@ -203,7 +204,7 @@ extension StoreCore {
         let (registered, migrationPending) = try StoreCore.register(
             name, declaration: declaration,
             version: T.storageVersion, meta: meta,
-            txn: context.txn)
+            txn: context.txn, mayRaiseLayout: mayRaiseLayout)
         let schema = limited(registered, T.self, indexValues: indexValues)
         // Known at once, so that an indexed read in this same transaction migrates first (should the
         // transaction abort, a pass that finds nothing to do only ends it).
@@ -246,11 +247,11 @@ extension StoreCore {
     /// app and its extension) may go on writing them.
     private static func register(
         _ name: String, declaration: IndexDeclaration, version: Int, meta: Database,
-        txn: Transaction
+        txn: Transaction, mayRaiseLayout: Bool
     ) throws -> (TypeSchema, Bool) {
         let (info, _) = try TypeRegistry.register(
             name, declaration: declaration, version: version, meta: meta,
-            txn: txn)
+            txn: txn, mayRaiseLayout: mayRaiseLayout)
         let schema = try TypeSchema.open(info, declaration: declaration, version: version, in: txn, create: true)
         // The stored version moves only once every record is migrated (see `markMigrated`).
         return (schema, info.version < version)
@@ -307,5 +308,14 @@ extension StoreCore {
     /// declaration registered last; in a read-only transaction nothing is created.
     static func schema(for info: TypeInfo, in txn: Transaction) throws -> TypeSchema {
         try TypeSchema.open(info, in: txn)
+    }
+}
+
+extension StoreCore {
+    /// Whether registering a new type may raise a store of layout 5 to 6 (``UpdateOrder``): an app's store may, the
+    /// maintenance tool's (which keeps a store's layout, or upgrades it to the count tree's at most) may not.
+    var mayRaiseLayout: Bool {
+        !configuration.keepsLayout
+            && (configuration.upgradesLayoutAtMostTo ?? TypeRegistry.layout) >= TypeRegistry.updateOrderOnDemandLayout
     }
 }

@@ -12,8 +12,9 @@ enum TypeRegistry {
     /// in place of a signature entry per record. Layout 2 is read (read-only stores count by walking) and
     /// upgraded when opened for writing; so are layouts 3 and 4 (the marker, and the signature entries turned
     /// into counters; records keep their headers until rewritten), 6 the update order kept only for the types that
-    /// ask for it (``UpdateOrder``; an older version would miss records of a type without one). Upgrading 5 to 6
-    /// changes no data: the types a store already has keep their order.
+    /// ask for it (``UpdateOrder``; an older version would miss records of a type without one). A store of layout 5
+    /// becomes 6 when an app registers a new type in it, not at an open: its types keep their order, and a version
+    /// of layout 5 keeps opening it until then.
     static let layout = 6
     /// The first layout whose types keep their update order only once asked for it (``UpdateOrder``).
     static let updateOrderOnDemandLayout = 6
@@ -51,7 +52,8 @@ enum TypeRegistry {
     ) throws -> Int {
         if let stored = try txn.get(meta, key: layoutKey) {
             let found = try markedLayout(Array(stored)).get()
-            var target = min(max(target, countTreeLayout), layout)
+            // No open raises a store to layout 6: the first type registered in it does (``UpdateOrder``).
+            var target = min(max(target, countTreeLayout), declarationCountsLayout)
             guard found < target && !txn.isReadOnly && mayUpgrade() else { return found }
             // A type it cannot read keeps the store at layout 2 (counts by walking), as review-68 #1 keeps 3 and 4.
             if found < countTreeLayout, try !upgradeToCountTree(meta: meta, txn: txn) { return found }
@@ -87,7 +89,8 @@ enum TypeRegistry {
     static func layoutIsCurrent(meta: Database, txn: Transaction) throws -> Bool {
         guard let stored = try txn.get(meta, key: layoutKey) else { return false }
         guard case .success(let found) = markedLayout(Array(stored)) else { return true }
-        return found >= layout
+        // An open upgrades a store to layout 5 at most (6 comes with a new type's registration).
+        return found >= declarationCountsLayout
     }
 
     /// The layout a stored marker names, or why this version refuses the store: a damaged marker, a newer
@@ -246,16 +249,20 @@ enum TypeRegistry {
     /// declaration as the one the CLI shows. Writes `meta` only when something changed.
     ///
     /// - Returns: The description now in `meta`, and the one before (nil for a new type).
+    ///
+    /// A new type keeps no update order (``UpdateOrder``) in a store of layout 6, or of layout 5 when
+    /// `mayRaiseLayout`, which raises it to 6 (an app's registration, not the maintenance tool's).
     static func register(
         _ name: String, declaration: IndexDeclaration, version: Int, meta: Database,
-        txn: Transaction
+        txn: Transaction, mayRaiseLayout: Bool
     ) throws -> (info: TypeInfo, previous: TypeInfo?) {
         let previous = try info(named: name, meta: meta, txn: txn)
         let info = registering(
             declaration,
             in: try previous
                 ?? TypeInfo(
-                    name: name, number: try newTypeNumber(meta: meta, txn: txn), indexes: [],
+                    name: name, number: try newTypeNumber(meta: meta, txn: txn, mayRaiseLayout: mayRaiseLayout),
+                    indexes: [],
                     signature: declaration.signature, version: version, slots: [], declarations: []))
         if info != previous { try put(info, meta: meta, txn: txn) }
         return (info, previous)
@@ -313,9 +320,9 @@ enum TypeRegistry {
     }
 
     /// A number for a type registered now, which keeps no update order yet (``UpdateOrder``).
-    private static func newTypeNumber(meta: Database, txn: Transaction) throws -> UInt32 {
+    private static func newTypeNumber(meta: Database, txn: Transaction, mayRaiseLayout: Bool) throws -> UInt32 {
         let number = try allocateTypeNumber(meta: meta, txn: txn)
-        try UpdateOrder.markNewType(number, meta: meta, txn: txn)
+        try UpdateOrder.markNewType(number, meta: meta, txn: txn, mayRaiseLayout: mayRaiseLayout)
         return number
     }
 

@@ -207,8 +207,8 @@ struct TypeSchema: Sendable {
     }
 
     /// Whether the type keeps its update order (``UpdateOrder``) in `txn`'s snapshot. A read asks `meta` each time (a
-    /// snapshot from before the order was built must not walk it); a write trusts a read that found it kept, as a
-    /// type never stops keeping it.
+    /// snapshot from before the order was built must not walk it); a write trusts a read, or a committed build, that
+    /// found it kept, as a type never stops keeping it.
     func keepsUpdateOrder(_ txn: Transaction) throws -> Bool {
         guard let marker = unorderedMarker else { return true }
         if !txn.isReadOnly, runtime.keepsUpdateOrder.load(ordering: .relaxed) { return true }
@@ -340,6 +340,12 @@ final class SchemaRuntime: Sendable {
     /// Whether a read found the type keeping its update order (``TypeSchema/keepsUpdateOrder(_:)``), which it then
     /// does for good.
     let keepsUpdateOrder = Atomic<Bool>(false)
+    /// Whether a read sorted the type's headers for want of its update order (``UpdateOrder``): the next query
+    /// through the store builds it.
+    let updateOrderWanted = Atomic<Bool>(false)
+    /// Whether a build of the order met a full map in this process: none is tried again (each would read every
+    /// header and fail the same way), and reads go on sorting the headers.
+    let updateOrderDidNotFit = Atomic<Bool>(false)
     /// The type's description as last read from `meta` by ``TypeSchema/current(in:)``, with its bytes.
     private let lastDescription = Mutex<(bytes: [UInt8], info: TypeInfo)?>(nil)
     /// Descriptions ``TypeSchema/current(in:)`` decoded, so tests can tell the memo works.

@@ -56,6 +56,26 @@ import Testing
         return saved
     }
 
+    /// The first query of a type sorted by update time builds the type's order (``UpdateOrder``), but never in the
+    /// map's reserve, which is the deletes': on a full store the query sorts the headers, builds nothing, and every
+    /// other record can be deleted after it (review-102 #1: the build went into the reserve).
+    @Test(.timeLimit(.minutes(5))) func aQueryByUpdateTimeOnAFullStoreBuildsNothingInTheReserve() async throws {
+        let storage = try LocalStorage(configuration: Self.configuration())
+        let saved = try await Self.fill(storage)
+        let schema = try await storage.core.schema(for: Note.self)
+        let oldest = try await storage.fetch(Note.self, options: FetchOptions(limit: 60, sort: .oldestFirst))
+        // The first two batches, one update time each, each by id.
+        let byID = { (a: String, b: String) in Array(a.utf8).lexicographicallyPrecedes(Array(b.utf8)) }
+        let expected = saved.prefix(50).sorted(by: byID) + saved.dropFirst(50).prefix(50).sorted(by: byID)
+        #expect(oldest.map(\.id) == Array(expected.prefix(60)))
+        #expect(try storage.core.environment.read { txn in try txn.entryCount(schema.updated) } == 0)
+        let didNotFit = schema.runtime.updateOrderDidNotFit.load(ordering: .relaxed)
+        #expect(didNotFit)
+        let halved = saved.enumerated().filter { $0.offset % 2 == 0 }.map(\.element)
+        for id in halved { try await storage.delete(Note.self, id: id) }
+        #expect(try await storage.count(Note.self) == saved.count - halved.count)
+    }
+
     /// LMDB keeps the pages a commit freed for the snapshot before it until one more commit: right after a
     /// full store was emptied, the next save must still fit (the store commits once more to reuse them).
     @Test func aSaveRightAfterAFullStoreWasEmptiedFits() async throws {
