@@ -179,4 +179,41 @@ import Testing
             #expect(try await verifyProblems(storage) == [])
         }
     }
+
+    /// A new type registered while another process has a store of layout 5 open (it may be a version of layout 5,
+    /// which would go on writing the type's update-time entries and miss its records in a sort: trial100 D1) keeps its
+    /// order, and the store stays at 5; registered once the store is alone, the next new type raises it to 6 and
+    /// starts without one. `stats` says which types keep none.
+    @Test func aStoreOfLayoutFiveIsRaisedOnlyWhileNoOtherProcessHasItOpen() async throws {
+        let directory = temporaryDirectory()
+        let configuration = diskConfiguration(directory)
+        try await withStore(configuration) { storage async throws in
+            try await storage.save(contentsOf: (0..<20).map { Gauge(id: "g\($0)", reading: Double($0), label: "l") })
+            try await OlderLayouts.make(storage, layout: 5)
+        }
+        let holder = try HelperProcess([
+            "hold-lock", configuration.storeDirectory.appendingPathComponent("lock.mdb").path,
+        ])
+        try await holder.waitForLine("locked") { $0 == "locked" }
+        try await withStore(configuration) { storage async throws in
+            try await storage.save(Note(id: "n1", text: "with another process"))
+            #expect(try CountTreeTests.layout(storage) == "5")
+            let notes = try await storage.core.schema(for: Note.self)
+            #expect(try storage.core.environment.read { txn in try txn.entryCount(notes.updated) } == 1)
+        }
+        await holder.kill()
+        try await withStore(configuration) { storage async throws in
+            try await storage.save(BoundedCacheTests.Tile(id: "t1", weight: 1))
+            #expect(try CountTreeTests.layout(storage) == "\(TypeRegistry.layout)")
+            let tiles = try await storage.core.schema(for: BoundedCacheTests.Tile.self)
+            #expect(try storage.core.environment.read { txn in try txn.entryCount(tiles.updated) } == 0)
+            try await storage.save(Note(id: "n2", text: "alone"))
+            let notes = try await storage.core.schema(for: Note.self)
+            #expect(try storage.core.environment.read { txn in try txn.entryCount(notes.updated) } == 2)
+            let types = try await StoreMaintenance(directory: storage.core.directory).statistics().types
+            let keeping = Dictionary(uniqueKeysWithValues: types.map { ($0.name, $0.keepsUpdateOrder) })
+            #expect(keeping == ["Gauge": true, "Note": true, "Tile": false], "\(keeping)")
+            #expect(try await verifyProblems(storage) == [])
+        }
+    }
 }

@@ -222,7 +222,7 @@ struct ImportParser {
                 if try TypeRegistry.info(named: info.name, meta: meta, txn: txn) == nil {
                     _ = try TypeRegistry.register(
                         info.name, declaration: IndexDeclaration(entries: info.indexes),
-                        version: info.version, meta: meta, txn: txn, mayRaiseLayout: false)
+                        version: info.version, meta: meta, txn: txn, mayRaiseLayout: { false })
                 }
             case .record(let type, let key, let header, let payload):
                 let schema = try schema(type)

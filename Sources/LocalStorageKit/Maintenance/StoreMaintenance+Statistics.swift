@@ -114,6 +114,7 @@ extension StoreMaintenance {
                         pages: typePages, updateEntries: try txn.entryCount(schema.updated),
                         expiryEntries: try txn.entryCount(schema.expiry),
                         indexes: try Self.indexStatistics(of: schema, txn: txn)))
+                types[types.count - 1].keepsUpdateOrder = try schema.keepsUpdateOrder(txn)
             }
             var statistics = StoreStatistics(
                 path: directory.path, mapSize: info.mapSize,

@@ -90,6 +90,9 @@
         public var pages: Int
         /// Entries of the update-time index.
         public var updateEntries: Int
+        /// Whether the type keeps its update-time index: from layout 6 on, only once a query sorted by update time,
+        /// an eviction or a re-index walked it (``FetchOptions/Sort/newestFirst``).
+        public var keepsUpdateOrder: Bool = true
         /// Entries of the expiry index.
         public var expiryEntries: Int
         /// The declared indexes.

@@ -15,11 +15,14 @@ enum UpdateOrder {
     static func markerKey(type number: UInt32) -> [UInt8] { Array("unordered.\(number)".utf8) }
 
     /// Marks a type registered just now as keeping no update order, in a store of layout 6, or of layout 5 when
-    /// `mayRaiseLayout` (which then becomes 6: a version of layout 5 would miss the type's records in such a sort).
-    /// Elsewhere the type keeps its order, as every type of the older layouts does.
-    static func markNewType(_ number: UInt32, meta: Database, txn: Transaction, mayRaiseLayout: Bool) throws {
+    /// `mayRaiseLayout()` allows it (which then becomes 6: a version of layout 5 would miss the type's records in such
+    /// a sort, so an app raises it only while no other process has the store open, and a version of layout 5 that
+    /// opens it after is refused). Elsewhere the type keeps its order, as every type of the older layouts does.
+    static func markNewType(
+        _ number: UInt32, meta: Database, txn: Transaction, mayRaiseLayout: () -> Bool
+    ) throws {
         let layout = try TypeRegistry.storedLayout(meta: meta, txn: txn) ?? 0
-        if layout == TypeRegistry.updateOrderOnDemandLayout - 1, mayRaiseLayout {
+        if layout == TypeRegistry.updateOrderOnDemandLayout - 1, mayRaiseLayout() {
             try txn.put(
                 meta, key: TypeRegistry.layoutKey, value: Array("\(TypeRegistry.updateOrderOnDemandLayout)".utf8))
         } else if layout < TypeRegistry.updateOrderOnDemandLayout {

@@ -247,7 +247,7 @@ extension StoreCore {
     /// app and its extension) may go on writing them.
     private static func register(
         _ name: String, declaration: IndexDeclaration, version: Int, meta: Database,
-        txn: Transaction, mayRaiseLayout: Bool
+        txn: Transaction, mayRaiseLayout: () -> Bool
     ) throws -> (TypeSchema, Bool) {
         let (info, _) = try TypeRegistry.register(
             name, declaration: declaration, version: version, meta: meta,
@@ -312,10 +312,15 @@ extension StoreCore {
 }
 
 extension StoreCore {
-    /// Whether registering a new type may raise a store of layout 5 to 6 (``UpdateOrder``): an app's store may, the
-    /// maintenance tool's (which keeps a store's layout, or upgrades it to the count tree's at most) may not.
-    var mayRaiseLayout: Bool {
-        !configuration.keepsLayout
+    /// Whether registering a new type may raise a store of layout 5 to 6 (``UpdateOrder``), asked inside the
+    /// registration's write transaction: an app's store may while no other process has it open (one of an older
+    /// version that has it open would go on writing it as layout 5); the maintenance tool's (which keeps a store's
+    /// layout, or upgrades it to the count tree's at most) may not.
+    var mayRaiseLayout: @Sendable () -> Bool {
+        let allowed =
+            !configuration.keepsLayout
             && (configuration.upgradesLayoutAtMostTo ?? TypeRegistry.layout) >= TypeRegistry.updateOrderOnDemandLayout
+        let environment = self.environment
+        return { allowed && !environment.othersHaveItOpen() }
     }
 }

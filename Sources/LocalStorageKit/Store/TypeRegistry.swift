@@ -251,10 +251,11 @@ enum TypeRegistry {
     /// - Returns: The description now in `meta`, and the one before (nil for a new type).
     ///
     /// A new type keeps no update order (``UpdateOrder``) in a store of layout 6, or of layout 5 when
-    /// `mayRaiseLayout`, which raises it to 6 (an app's registration, not the maintenance tool's).
+    /// `mayRaiseLayout()` allows raising it to 6 (an app's registration while no other process has the store open,
+    /// never the maintenance tool's).
     static func register(
         _ name: String, declaration: IndexDeclaration, version: Int, meta: Database,
-        txn: Transaction, mayRaiseLayout: Bool
+        txn: Transaction, mayRaiseLayout: () -> Bool
     ) throws -> (info: TypeInfo, previous: TypeInfo?) {
         let previous = try info(named: name, meta: meta, txn: txn)
         let info = registering(
@@ -320,7 +321,9 @@ enum TypeRegistry {
     }
 
     /// A number for a type registered now, which keeps no update order yet (``UpdateOrder``).
-    private static func newTypeNumber(meta: Database, txn: Transaction, mayRaiseLayout: Bool) throws -> UInt32 {
+    private static func newTypeNumber(
+        meta: Database, txn: Transaction, mayRaiseLayout: () -> Bool
+    ) throws -> UInt32 {
         let number = try allocateTypeNumber(meta: meta, txn: txn)
         try UpdateOrder.markNewType(number, meta: meta, txn: txn, mayRaiseLayout: mayRaiseLayout)
         return number

@@ -79,7 +79,9 @@ enum StatsCommand: Command {
                         + "version or extension, or an import): the app re-indexes them at its first indexed query of "
                         + "the type; until then indexes that declaration lacks leave them out")
             }
-            output.line("  update-time entries \(type.updateEntries), expiry entries \(type.expiryEntries)")
+            let order = type.keepsUpdateOrder ? "" : " (none kept until a query sorts by update time)"
+            output.line(
+                "  update-time entries \(type.updateEntries)\(order), expiry entries \(type.expiryEntries)")
             for index in type.indexes {
                 output.line(
                     "  index \(TypeArgument.displayed(index.name)) (\(index.kind)): \(index.entries) entries"
