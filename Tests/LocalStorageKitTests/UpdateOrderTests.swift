@@ -216,4 +216,21 @@ import Testing
             #expect(try await verifyProblems(storage) == [])
         }
     }
+
+    /// A type whose evictions take the least recently updated records keeps its order from its registration (built in
+    /// a commit of its own, not in a save that evicts); under the least recently used policy it keeps none until a
+    /// walk needs it (review-103 #1).
+    @Test(arguments: [StorageEvictionPolicy.leastRecentlyUpdated, .soonestExpiring, .leastRecentlyUsed])
+    func aTypeWhoseEvictionsWalkTheOrderKeepsItFromItsRegistration(policy: StorageEvictionPolicy) async throws {
+        var configuration = diskConfiguration()
+        configuration.limits = StorageLimits(maxRecords: 50)
+        configuration.evictionPolicy = policy
+        let storage = try LocalStorage(configuration: configuration)
+        try await storage.save(contentsOf: (0..<30).map { Gauge(id: "g\($0)", reading: 1, label: "l") })
+        let kept = policy != .leastRecentlyUsed
+        #expect(try await Self.updateEntries(storage) == (kept ? 30 : 0))
+        try await storage.save(contentsOf: (30..<80).map { Gauge(id: "g\($0)", reading: 1, label: "l") })
+        #expect(try await storage.count(Gauge.self) == 50)
+        #expect(try await verifyProblems(storage) == [])
+    }
 }

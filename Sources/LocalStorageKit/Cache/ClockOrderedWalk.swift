@@ -17,6 +17,11 @@ enum ClockOrderedWalk {
         /// Counts `count` entries a walk passed over.
         func pass(_ count: Int = 1) { passed += count }
 
+        /// The headers of each type without its update order (``UpdateOrder``) that the run sorted, oldest first, and
+        /// the position of the first whose record may still be stored: sorted once a run (after the commit's own
+        /// writes, which come before its evictions), and walked on from there as victims go.
+        var sortedHeaders: [UInt32: (places: [(time: UInt64, id: [UInt8])], start: Int)] = [:]
+
         fileprivate func start(_ database: Database, _ prefix: [UInt8]) -> [UInt8] {
             starts[database]?[prefix] ?? prefix
         }

@@ -32,8 +32,8 @@ extension Evictor {
                 consider(
                     schema,
                     try policyHead(
-                        schema, skipping: mine, marks: skipping ? marks : nil, access: access, adaptive: adaptive,
-                        context: context))
+                        schema, skipping: mine, marks: skipping ? marks : nil, runMarks: marks, access: access,
+                        adaptive: adaptive, context: context))
             }
             if let best { return (best.schema, best.key) }
             if skipping { ownOnly = true }
@@ -60,14 +60,16 @@ extension Evictor {
     }
 
     private func policyHead(
-        _ schema: TypeSchema, skipping: Set<[UInt8]>, marks: ClockOrderedWalk.Marks?, access: AccessIndex,
-        adaptive: AdaptiveEviction?, context: CommitQueue.Context
+        _ schema: TypeSchema, skipping: Set<[UInt8]>, marks: ClockOrderedWalk.Marks?, runMarks: ClockOrderedWalk.Marks,
+        access: AccessIndex, adaptive: AdaptiveEviction?, context: CommitQueue.Context
     ) throws -> ([UInt8], Rank)? {
         let txn = context.txn
         switch book.policy {
         case .adaptive:
             // Records in no queue (written by a process without this limit): by update time.
-            return try firstUpdated(schema, skipping: skipping, marks: marks, context: context, group: 2) { key in
+            return try firstUpdated(
+                schema, skipping: skipping, marks: marks, runMarks: runMarks, context: context, group: 2
+            ) { key in
                 try adaptive?.queues.queue(type: schema.number, key: key) == nil
             }
         case .leastRecentlyUsed:
@@ -78,40 +80,57 @@ extension Evictor {
             }
             // Records no tracking process has used since tracking began (written by a process without this
             // limit): by update time, after every tracked one.
-            return try firstUpdated(schema, skipping: skipping, marks: marks, context: context, group: 2) { key in
+            return try firstUpdated(
+                schema, skipping: skipping, marks: marks, runMarks: runMarks, context: context, group: 2
+            ) { key in
                 try access.clock(type: schema.number, key: key, txn: txn) == nil
             }
         case .leastRecentlyUpdated:
-            return try firstUpdated(schema, skipping: skipping, marks: marks, context: context, group: 1) { _ in true }
+            return try firstUpdated(
+                schema, skipping: skipping, marks: marks, runMarks: runMarks, context: context, group: 1
+            ) { _ in true }
         case .soonestExpiring:
             if let found = try firstEntry(
                 schema.expiry, skipping: skipping, marks: marks, txn: txn, group: 1, { _ in true })
             {
                 return found
             }
-            return try firstUpdated(schema, skipping: skipping, marks: marks, context: context, group: 2) { _ in true }
+            return try firstUpdated(
+                schema, skipping: skipping, marks: marks, runMarks: runMarks, context: context, group: 2
+            ) { _ in true }
         }
     }
 
     /// The least recently updated record of `schema` that is not skipped and passes `accept`, by the type's update
-    /// order (``UpdateOrder``), which the first eviction that looks here builds; in the map's reserve, where no
-    /// order is built, by sorting the type's headers.
+    /// order (``UpdateOrder``), which the first eviction that looks here builds. In the map's reserve, where no order
+    /// is built, by the type's headers, sorted once for the run (`runMarks`) and walked on from the first record still
+    /// stored, so that a run of k victims costs one sort, not k.
     private func firstUpdated(
-        _ schema: TypeSchema, skipping: Set<[UInt8]>, marks: ClockOrderedWalk.Marks?, context: CommitQueue.Context,
-        group: Int, _ accept: ([UInt8]) throws -> Bool
+        _ schema: TypeSchema, skipping: Set<[UInt8]>, marks: ClockOrderedWalk.Marks?, runMarks: ClockOrderedWalk.Marks,
+        context: CommitQueue.Context, group: Int, _ accept: ([UInt8]) throws -> Bool
     ) throws -> ([UInt8], Rank)? {
+        let txn = context.txn
         if try UpdateOrder.keep(schema, context: context) {
-            return try firstEntry(
-                schema.updated, skipping: skipping, marks: marks, txn: context.txn, group: group, accept)
+            return try firstEntry(schema.updated, skipping: skipping, marks: marks, txn: txn, group: group, accept)
         }
-        var found: ([UInt8], Rank)?
-        try UpdateOrder.forEach(schema: schema, descending: false, txn: context.txn) { time, id in
-            let key = Array(id)
-            guard !skipping.contains(key), try accept(key) else { return true }
-            found = (key, Rank(group: group, value: time))
-            return false
+        let sorted =
+            try runMarks.sortedHeaders[schema.number]
+            ?? (UpdateOrder.sortedPlaces(schema: schema, txn: txn), 0)
+        var start = sorted.start
+        defer { runMarks.sortedHeaders[schema.number] = (sorted.places, start) }
+        var position = start
+        while position < sorted.places.count {
+            let (time, key) = sorted.places[position]
+            position += 1
+            guard try txn.get(schema.records, key: key) != nil else {
+                // Gone for the rest of the run (it only removes records): later walks start past it.
+                if position - 1 == start { start = position }
+                continue
+            }
+            if !skipping.contains(key), try accept(key) { return (key, Rank(group: group, value: time)) }
+            marks?.pass()
         }
-        return found
+        return nil
     }
 
     /// The first entry of a time-keyed database (8-byte big-endian time → record key) whose record is not

@@ -86,6 +86,12 @@ extension LocalRecordStore {
             built = try await core.writer.perform { context in try UpdateOrder.keep(schema, context: context) }
         } catch LocalStorageError.storageFull {
             built = false
+        } catch {
+            // The query has its rows; the build is tried again at the next one.
+            runtime.updateOrderWanted.store(true, ordering: .relaxed)
+            core.logger?.log(
+                level: .warning, message: "Building the update order of \(schema.name) failed: \(error)", metadata: [:])
+            return
         }
         if !built {
             runtime.updateOrderDidNotFit.store(true, ordering: .relaxed)

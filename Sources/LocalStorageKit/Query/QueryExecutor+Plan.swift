@@ -42,9 +42,14 @@ extension QueryExecutor {
         if options.sort == .id, case .points(let points) = cheapest.condition.test, points.count == 1 {
             return try equalityInIDOrder(driving: cheapest.constraint, condition: cheapest.condition, options: options)
         }
-        // Without the type's update order, a walk by update time sorts every header first: it never stops early.
-        let walkStopsEarly = try options.sort == .id || schema.keepsUpdateOrder(txn)
-        if walkStopsEarly, Self.isBounded(try txn.entryCount(schema.records), by: cheapest.estimate, options) {
+        if Self.isBounded(try txn.entryCount(schema.records), by: cheapest.estimate, options) {
+            // Without the type's update order, a walk by update time sorts every header first and never stops early:
+            // the matches are collected instead, and the order is noted as wanted, for the next query through the
+            // store to build.
+            guard try options.sort == .id || schema.keepsUpdateOrder(txn) else {
+                schema.runtime.updateOrderWanted.store(true, ordering: .relaxed)
+                return try collectAndSort(driving: cheapest.constraint, condition: cheapest.condition, options: options)
+            }
             return try walkAll(options: options)
         }
         return try collectAndSort(driving: cheapest.constraint, condition: cheapest.condition, options: options)

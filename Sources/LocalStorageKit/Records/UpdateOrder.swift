@@ -82,6 +82,12 @@ enum UpdateOrder {
         }
     }
 
+    /// Every record of the type in the order's sense (oldest first), from its header: what a walk of the order would
+    /// give, for a type without one.
+    static func sortedPlaces(schema: TypeSchema, txn: Transaction) throws -> [(time: UInt64, id: [UInt8])] {
+        try places(schema: schema, txn: txn).sorted { precedes($0, $1, descending: false) }
+    }
+
     /// A record's place in the order: its update time as the order's key sorts it (the time's bits, big-endian); 0,
     /// the oldest, for a header that cannot be read (a damaged record, or a newer version's), so that a walk meets it
     /// and its read says so instead of leaving it out.

@@ -92,14 +92,17 @@ extension StoreCore {
             logMigrationProblems(T.self, name: name)
             let writer = self.writer
             let mayRaiseLayout = self.mayRaiseLayout
+            let keepsUpdateOrder = evictionWalksUpdateOrder(of: T.self)
             // The schema computes index values with this caller's reading, whose declaration it registers; the
             // callers waiting on the registration read the declaration at other moments (review-75 #2).
             let task = Task {
                 let registered = try await writer.performExclusive { writer in
                     try writer.transact { context in
-                        try StoreCore.register(
+                        let registered = try StoreCore.register(
                             name, declaration: declaration, version: version, meta: meta,
                             txn: context.txn, mayRaiseLayout: mayRaiseLayout)
+                        if keepsUpdateOrder { try UpdateOrder.keep(registered.0, context: context) }
+                        return registered
                     }
                 }
                 registered.0.runtime.use(indexValues, for: T.self)
@@ -205,6 +208,7 @@ extension StoreCore {
             name, declaration: declaration,
             version: T.storageVersion, meta: meta,
             txn: context.txn, mayRaiseLayout: mayRaiseLayout)
+        if evictionWalksUpdateOrder(of: T.self) { try UpdateOrder.keep(registered, context: context) }
         let schema = limited(registered, T.self, indexValues: indexValues)
         // Known at once, so that an indexed read in this same transaction migrates first (should the
         // transaction abort, a pass that finds nothing to do only ends it).
@@ -312,6 +316,15 @@ extension StoreCore {
 }
 
 extension StoreCore {
+    /// Whether this process's evictions of `T` walk its update order (``UpdateOrder``): under a limit (its own or the
+    /// store's) with the `.leastRecentlyUpdated` or `.soonestExpiring` policy, whose victims come from it. Such a type
+    /// gets its order when it registers, in a commit of its own, rather than in the commit of the first save that
+    /// evicts (which the build could push past a full map).
+    func evictionWalksUpdateOrder<T: LocalStorable>(of type: T.Type) -> Bool {
+        guard T.storageLimits != nil || configuration.limits != nil else { return false }
+        return configuration.evictionPolicy == .leastRecentlyUpdated || configuration.evictionPolicy == .soonestExpiring
+    }
+
     /// Whether registering a new type may raise a store of layout 5 to 6 (``UpdateOrder``), asked inside the
     /// registration's write transaction: an app's store may while no other process has it open (one of an older
     /// version that has it open would go on writing it as layout 5); the maintenance tool's (which keeps a store's
