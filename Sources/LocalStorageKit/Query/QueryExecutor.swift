@@ -231,7 +231,9 @@ final class QueryExecutor {
                     if order != 0 { return order < 0 }
                 }
             } else if options.sort != .id, a.time != b.time {
-                return a.time < b.time
+                // As the update-time order's keys sort them (the time's bits, big-endian), which differs from the
+                // times' own order only before 1970: both plans give one order.
+                return UInt64(bitPattern: a.time) < UInt64(bitPattern: b.time)
             }
             return a.id.lexicographicallyPrecedes(b.id)
         }
