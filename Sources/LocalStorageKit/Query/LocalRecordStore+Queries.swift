@@ -72,14 +72,16 @@ extension LocalRecordStore {
 
     /// Builds the type's update order (``UpdateOrder``) on the writer after a read that sorted the type's headers
     /// for want of it (this query's, or a read transaction's before it): once, O(records), so that the next
-    /// queries sorted by update time walk it. A store that cannot write it (opened read-only, or whose map is full:
-    /// then never again in this process) goes on sorting the headers.
+    /// queries sorted by update time walk it. A store that cannot write it (opened read-only, or whose map is full)
+    /// goes on sorting the headers; after a full map, the build is tried again no sooner than
+    /// ``updateOrderRetryInterval`` later (each try reads every header), by which time deletes may have made room.
     nonisolated(nonsending) func buildUpdateOrderIfWanted(_ schema: TypeSchema) async throws {
         let runtime = schema.runtime
-        guard runtime.updateOrderWanted.load(ordering: .relaxed),
-            !runtime.updateOrderDidNotFit.load(ordering: .relaxed),
-            !core.environment.isReadOnly
-        else { return }
+        let now = core.clock.uptime()
+        guard runtime.updateOrderWanted.load(ordering: .relaxed), !core.environment.isReadOnly else { return }
+        if let failed = runtime.updateOrderDidNotFitAt.withLock({ $0 }), now - failed < Self.updateOrderRetryInterval {
+            return
+        }
         runtime.updateOrderWanted.store(false, ordering: .relaxed)
         let built: Bool
         do {
@@ -93,14 +95,19 @@ extension LocalRecordStore {
                 level: .warning, message: "Building the update order of \(schema.name) failed: \(error)", metadata: [:])
             return
         }
+        runtime.updateOrderDidNotFitAt.withLock { $0 = built ? nil : now }
         if !built {
-            runtime.updateOrderDidNotFit.store(true, ordering: .relaxed)
+            runtime.updateOrderWanted.store(true, ordering: .relaxed)
             core.logger?.log(
                 level: .warning,
-                message: "The store is full: queries of \(schema.name) by update time sort its records each time",
+                message: "The store is full: queries of \(schema.name) by update time sort its records until its "
+                    + "update order fits (tried again in a minute at the soonest)",
                 metadata: [:])
         }
     }
+
+    /// How long after a build of an update order met a full map the next query may try again.
+    static let updateOrderRetryInterval = Duration.seconds(60)
 
     /// Runs an indexed read in one snapshot, after re-indexing the records of `T` that another declaration
     /// of the type indexed (an older or newer app version, or another process's type of the same name).

@@ -343,9 +343,9 @@ final class SchemaRuntime: Sendable {
     /// Whether a read sorted the type's headers for want of its update order (``UpdateOrder``): the next query
     /// through the store builds it.
     let updateOrderWanted = Atomic<Bool>(false)
-    /// Whether a build of the order met a full map in this process: none is tried again (each would read every
-    /// header and fail the same way), and reads go on sorting the headers.
-    let updateOrderDidNotFit = Atomic<Bool>(false)
+    /// When (the store clock's uptime) a build of the order last met a full map in this process: the next is tried
+    /// no sooner than a minute later (each reads every header), and reads go on sorting the headers meanwhile.
+    let updateOrderDidNotFitAt = Mutex<Duration?>(nil)
     /// The type's description as last read from `meta` by ``TypeSchema/current(in:)``, with its bytes.
     private let lastDescription = Mutex<(bytes: [UInt8], info: TypeInfo)?>(nil)
     /// Descriptions ``TypeSchema/current(in:)`` decoded, so tests can tell the memo works.
