@@ -210,7 +210,9 @@ import Testing
             try await storage.save(Note(id: "n2", text: "alone"))
             let notes = try await storage.core.schema(for: Note.self)
             #expect(try storage.core.environment.read { txn in try txn.entryCount(notes.updated) } == 2)
-            let types = try await StoreMaintenance(directory: storage.core.directory).statistics().types
+            let statistics = try await StoreMaintenance(directory: storage.core.directory).statistics()
+            #expect(statistics.layout == TypeRegistry.layout)
+            let types = statistics.types
             let keeping = Dictionary(uniqueKeysWithValues: types.map { ($0.name, $0.keepsUpdateOrder) })
             #expect(keeping == ["Gauge": true, "Note": true, "Tile": false], "\(keeping)")
             #expect(try await verifyProblems(storage) == [])

@@ -121,6 +121,7 @@ extension StoreMaintenance {
                 usedBytes: (info.lastPage + 1) * main.pageSize,
                 pageSize: main.pageSize, pages: pages, readersInUse: try environment.readersInUse(),
                 maxReaders: info.maxReaders, lastTransactionID: info.lastTransactionID, types: types)
+            statistics.layout = try TypeRegistry.storedLayout(meta: meta, txn: txn)
             statistics.addTotals(fileBytes: fileBytes)
             statistics.databases = databases.sorted { ($0.pages, $1.name) > ($1.pages, $0.name) }
             return statistics

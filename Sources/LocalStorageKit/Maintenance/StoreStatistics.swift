@@ -115,6 +115,9 @@
     public var maxReaders: Int
     /// The id of the last committed transaction.
     public var lastTransactionID: Int
+    /// The store's on-disk layout (docs: On-Disk Format): a version of LocalStorageKit opens a store of its own
+    /// layout or an older one. Nil for a store without a layout marker.
+    public var layout: Int? = nil
     /// Every stored type, in name order.
     public var types: [TypeStatistics]
 
