@@ -46,7 +46,8 @@ enum StatsCommand: Command {
         output.line("Readers   \(stats.readersInUse) in use of \(stats.maxReaders)")
         output.line("Last txn  \(stats.lastTransactionID)")
         if let layout = stats.layout {
-            output.line("Layout    \(layout) (a version of LocalStorageKit opens a store of its own layout or an older one)")
+            output.line(
+                "Layout    \(layout) (a version of LocalStorageKit opens a store of its own layout or an older one)")
         }
         output.line(
             "Total     \(stats.records) records, payloads \(Output.bytes(stats.payloadBytes)),"
