@@ -77,8 +77,9 @@ extension LocalRecordStore {
     /// ``updateOrderRetryInterval`` later (each try reads every header), by which time deletes may have made room.
     nonisolated(nonsending) func buildUpdateOrderIfWanted(_ schema: TypeSchema) async throws {
         let runtime = schema.runtime
-        let now = core.clock.uptime()
+        // Asked after every query sorted by update time: one atomic load when nothing is wanted.
         guard runtime.updateOrderWanted.load(ordering: .relaxed), !core.environment.isReadOnly else { return }
+        let now = core.clock.uptime()
         if let failed = runtime.updateOrderDidNotFitAt.withLock({ $0 }), now - failed < Self.updateOrderRetryInterval {
             return
         }

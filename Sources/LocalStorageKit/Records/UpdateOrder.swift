@@ -43,7 +43,7 @@ enum UpdateOrder {
         guard !context.inReserve else { return false }
         try txn.empty(schema.updated)
         var run = SortedAppend(schema.updated)
-        for place in try places(schema: schema, txn: txn).sorted(by: { precedes($0, $1, descending: false) }) {
+        for place in try sortedPlaces(schema: schema, txn: txn) {
             try run.add(key: RecordWriter.timeKey(Int64(bitPattern: place.time)), value: place.id, txn: txn)
         }
         try txn.delete(marker.meta, key: marker.key)
@@ -77,15 +77,17 @@ enum UpdateOrder {
             return
         }
         schema.runtime.updateOrderWanted.store(true, ordering: .relaxed)
-        for place in try places(schema: schema, txn: txn).sorted(by: { precedes($0, $1, descending: descending) }) {
+        for place in try sortedPlaces(schema: schema, txn: txn, descending: descending) {
             guard try place.id.withUnsafeBytes({ try body(place.time, $0) }) else { return }
         }
     }
 
-    /// Every record of the type in the order's sense (oldest first), from its header: what a walk of the order would
-    /// give, for a type without one.
-    static func sortedPlaces(schema: TypeSchema, txn: Transaction) throws -> [(time: UInt64, id: [UInt8])] {
-        try places(schema: schema, txn: txn).sorted { precedes($0, $1, descending: false) }
+    /// Every record of the type in the order's sense (oldest first, or newest first when `descending`), from its
+    /// header: what a walk of the order would give, for a type without one.
+    static func sortedPlaces(
+        schema: TypeSchema, txn: Transaction, descending: Bool = false
+    ) throws -> [(time: UInt64, id: [UInt8])] {
+        try places(schema: schema, txn: txn).sorted { precedes($0, $1, descending: descending) }
     }
 
     /// A record's place in the order: its update time as the order's key sorts it (the time's bits, big-endian); 0,
