@@ -182,6 +182,10 @@ extension LocalStorage {
     /// `values` encoded for saving, in their order. A large batch is encoded in chunks by child tasks, one per
     /// processor: encoding is most of a bulk save's work before the writer's, and it needs no order. When
     /// records fail to encode, the error of the first of them in `values` is thrown, as one task would.
+    ///
+    /// The tasks encode into one buffer, each its own range, and the result takes the records over by moving
+    /// them: joining per-task arrays copied every record (a retain of each of its buffers) and then released
+    /// the copies, about 5% of a bulk save of 100,000 products.
     func prepareAll<T: LocalStorable>(_ values: [T], schema: TypeSchema) async throws -> [PreparedRecord] {
         let tasks = min(ProcessInfo.processInfo.activeProcessorCount, values.count / Self.preparationChunk)
         guard tasks > 1 else {
@@ -189,25 +193,29 @@ extension LocalStorage {
             return try values.map { try prepare($0, schema: schema, indexValues: indexValues) }
         }
         let chunk = (values.count + tasks - 1) / tasks
-        let chunks = await withTaskGroup(of: (Int, Result<[PreparedRecord], any Error>).self) { group in
+        let buffer = PreparationBuffer(capacity: values.count)
+        defer { buffer.deallocate() }
+        // Each task reports the end of what it initialized and, when a record failed, its error.
+        let parts = await withTaskGroup(of: PreparationBuffer.Part.self) { group in
             for start in stride(from: 0, to: values.count, by: chunk) {
-                let slice = values[start..<min(values.count, start + chunk)]
                 group.addTask {
                     let indexValues = schema.runtime.indexValueComputer(for: T.self)
-                    return (
-                        start,
-                        Result { try slice.map { try self.prepare($0, schema: schema, indexValues: indexValues) } }
-                    )
+                    return values.withUnsafeBufferPointer { values in
+                        buffer.fill(start..<min(values.count, start + chunk)) { position in
+                            try self.prepare(values[position], schema: schema, indexValues: indexValues)
+                        }
+                    }
                 }
             }
-            var chunks: [(Int, Result<[PreparedRecord], any Error>)] = []
-            for await done in group { chunks.append(done) }
-            return chunks.sorted { $0.0 < $1.0 }.map(\.1)
+            var parts: [PreparationBuffer.Part] = []
+            for await part in group { parts.append(part) }
+            return parts.sorted { $0.start < $1.start }
         }
-        var records: [PreparedRecord] = []
-        records.reserveCapacity(values.count)
-        for chunk in chunks { records += try chunk.get() }
-        return records
+        if let failed = parts.first(where: { $0.error != nil }), let error = failed.error {
+            for part in parts { buffer.deinitialize(part.start..<part.end) }
+            throw error
+        }
+        return buffer.moveAll(count: values.count)
     }
 
     /// A decode session for one read (``LocalRecordStore/makeDecodeSession(for:)``).

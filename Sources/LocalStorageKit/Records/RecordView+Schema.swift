@@ -152,24 +152,9 @@ extension RecordHeader {
             return header
         }
         header.declarationNumber = UInt32(position)
-        let declared = schema.indexes
-        for position in header.indexValues.indices where header.indexValues[position].slot == nil {
-            let value = header.indexValues[position]
-            // Values computed from the model come in the declaration's order.
-            if position < declared.count, declared[position].kind == value.kind, declared[position].name == value.name {
-                header.indexValues[position].slot = declared[position].slot
-                continue
-            }
-            guard
-                let index = schema.allIndexes.first(where: {
-                    $0.kind == value.kind && $0.name.utf8.elementsEqual(value.name.utf8)
-                })
-            else {
-                header.layout = .named
-                return header
-            }
-            header.indexValues[position].slot = index.slot
-        }
+        // Values prepared off the writer have their slots already (``TypeSchema/assignSlots(_:)``): the array,
+        // shared with the prepared record, is then not copied here.
+        if !schema.assignSlots(&header.indexValues) { header.layout = .named }
         return header
     }
 }
@@ -202,5 +187,28 @@ extension StoredRecord {
                 return .damaged(error)
             }
         }
+    }
+}
+
+extension TypeSchema {
+    /// Gives each of `values` without a slot the slot of its index in this type's description; false when some
+    /// value names an index the type never declared (its header must then be named). Values computed from the
+    /// model come in the declaration's order, so most are matched by position.
+    func assignSlots(_ values: inout [StoredIndexValue]) -> Bool {
+        let declared = indexes
+        for position in values.indices where values[position].slot == nil {
+            let value = values[position]
+            if position < declared.count, declared[position].kind == value.kind, declared[position].name == value.name {
+                values[position].slot = declared[position].slot
+                continue
+            }
+            guard
+                let index = allIndexes.first(where: {
+                    $0.kind == value.kind && $0.name.utf8.elementsEqual(value.name.utf8)
+                })
+            else { return false }
+            values[position].slot = index.slot
+        }
+        return true
     }
 }
