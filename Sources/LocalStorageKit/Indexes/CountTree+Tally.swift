@@ -40,7 +40,14 @@ extension CountTree {
         mutating func note(_ key: UnsafeRawBufferPointer, count: Int, txn: Transaction) throws {
             if hasPrevious {
                 // The first level whose group differs from the previous key's; deeper ones differ too.
-                let common = zip(previous, key).prefix { $0 == $1 }.count
+                // (Compared in place: `zip(…).prefix(while:)` built an array of byte pairs for every entry, a
+                // fifth of a bulk save's writer time.)
+                let common = previous.withUnsafeBytes { previous in
+                    let limit = min(previous.count, key.count)
+                    var common = 0
+                    while common < limit, previous[common] == key[common] { common += 1 }
+                    return common
+                }
                 var position = 0
                 while position < levels.count {
                     let length = min(levels[position], previous.count)

@@ -1,3 +1,4 @@
+import CLMDB
 import Foundation
 
 /// The store's change log: every commit's changes (type number, record id, kind) under increasing
@@ -104,7 +105,7 @@ final class ChangeLog: Sendable {
     ) throws -> ClosedRange<UInt64>? {
         guard !changes.isEmpty else { return nil }
         try leases?.void(changes, now: now, txn: txn, sparing: sparing)
-        var sequence = try lastSequence(in: txn)
+        var (sequence, appends) = try lastSequenceForAppending(in: txn)
         // 2⁶⁴ commits are never reached: a last key that close to it is a damaged change log.
         guard sequence <= UInt64.max - UInt64(changes.count) else {
             throw LocalStorageError.decodingFailed(
@@ -119,28 +120,38 @@ final class ChangeLog: Sendable {
             let keepFrom = logged.upperBound - UInt64(retention) + 1
             try removeEntries(before: keepFrom, txn: txn)
             sequence = keepFrom - 1
+            // Nothing but the watermark (key 0) is left before the new entries.
+            appends = true
             for change in changes.suffix(retention) {
                 sequence += 1
-                try put(change, at: sequence, txn: txn)
+                try put(change, at: sequence, appending: appends, txn: txn)
             }
             return logged
         }
         for change in changes {
             sequence += 1
-            try put(change, at: sequence, txn: txn)
+            try put(change, at: sequence, appending: appends, txn: txn)
         }
         try trim(last: sequence, budget: changes.count + 10_000, txn: txn)
         return logged
     }
 
-    private func put(_ change: Pending, at sequence: UInt64, txn: Transaction) throws {
-        var value: [UInt8] = []
-        value.reserveCapacity(13 + change.id.count)
-        value.appendLittleEndian(writer)
-        value.appendLittleEndian(change.type)
-        value.append(change.kind.rawValue)
-        value.append(contentsOf: change.id)
-        try txn.put(database, key: ChangeLog.key(sequence), value: value)
+    /// Writes `change` as entry `sequence`; with `appending`, at the end of the database (`MDB_APPEND`: no search
+    /// for its place), which needs every key there to sort before it. Key and value are made on the stack.
+    private func put(_ change: Pending, at sequence: UInt64, appending: Bool, txn: Transaction) throws {
+        let valueLength = 13 + change.id.count
+        try withUnsafeTemporaryAllocation(byteCount: 8 + valueLength, alignment: 8) { buffer in
+            buffer.storeBytes(of: sequence.bigEndian, toByteOffset: 0, as: UInt64.self)
+            buffer.storeBytes(of: writer.littleEndian, toByteOffset: 8, as: UInt64.self)
+            buffer.storeBytes(of: change.type.littleEndian, toByteOffset: 16, as: UInt32.self)
+            buffer[20] = change.kind.rawValue
+            change.id.withUnsafeBytes { id in
+                UnsafeMutableRawBufferPointer(rebasing: buffer[21...]).copyMemory(from: id)
+            }
+            try txn.put(
+                database, key: UnsafeRawBufferPointer(rebasing: buffer[..<8]),
+                value: UnsafeRawBufferPointer(rebasing: buffer[8...]), flags: appending ? UInt32(MDB_APPEND) : 0)
+        }
     }
 
     /// Deletes every entry before `sequence` and marks the log trimmed through the one before it.
@@ -178,6 +189,16 @@ final class ChangeLog: Sendable {
     }
 
     // MARK: - Reading
+
+    /// The sequence of the newest entry (0 when the log is empty), and whether entries after it may be appended:
+    /// false when the database's last key is not a sequence (damage), which a new entry might not sort after.
+    private func lastSequenceForAppending(in txn: Transaction) throws -> (sequence: UInt64, appends: Bool) {
+        try txn.withCursor(database) { cursor in
+            guard let last = try cursor.move(.last) else { return (0, true) }
+            guard last.key.count == 8 else { return (0, false) }
+            return (UInt64(bigEndian: last.key.loadUnaligned(as: UInt64.self)), true)
+        }
+    }
 
     /// The sequence of the newest entry, or 0 when the log is empty.
     func lastSequence(in txn: Transaction) throws -> UInt64 {

@@ -116,6 +116,22 @@ import Testing
         }
     }
 
+    /// A key of another length after the change log's sequences (damage): new entries cannot go in at the end
+    /// (`MDB_APPEND` would refuse them), so they are put in their place and the writes go on.
+    @Test func aForeignKeyAtTheEndOfTheChangeLogDoesNotStopWrites() async throws {
+        try await withStore(diskConfiguration()) { storage async throws in
+            try await storage.save(Product.sample(1))
+            let changes = storage.core.changeLog.database
+            try await storage.core.writer.perform { context in
+                try context.txn.put(changes, key: [UInt8](repeating: 0xFF, count: 9), value: [0])
+            }
+            try await storage.save(Product.sample(2))
+            try await storage.save(contentsOf: (3..<40).map(Product.sample))
+            #expect(try await storage.count(Product.self) == 39)
+            #expect(try await storage.fetch(Product.self, id: "sku_2") == Product.sample(2))
+        }
+    }
+
     /// A damaged type description whose largest slot number is UInt32.max: a new index gets a number that
     /// no slot has, instead of a trap adding one.
     @Test func aNewSlotAfterTheLargestPossibleNumberIsStillNew() {

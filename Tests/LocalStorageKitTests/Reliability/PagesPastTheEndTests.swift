@@ -27,13 +27,14 @@ import Darwin
         do {
             let storage = try LocalStorage(configuration: diskConfiguration(directory))
             let text = String(repeating: "p", count: 1_200)
-            let notes = (0..<400).map { Note(id: "n\($0)", text: text) }
+            // Ids in the order they sort: the deleted records are the last ones written, at the end of the file.
+            let notes = (0..<400).map { Note(id: "n\(1_000 + $0)", text: text) }
             try await storage.save(contentsOf: notes)
             for note in notes { model[note.id] = note }
             // The newest records go, in several commits: the pages at the end of the file become free.
             for n in stride(from: 399, through: 100, by: -1) {
-                try await storage.delete(Note.self, id: "n\(n)")
-                model["n\(n)"] = nil
+                try await storage.delete(Note.self, id: "n\(1_000 + n)")
+                model["n\(1_000 + n)"] = nil
             }
         }
         let path = storeFilesDirectory(directory).appendingPathComponent("data.mdb").path
