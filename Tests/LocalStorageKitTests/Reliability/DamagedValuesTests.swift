@@ -102,14 +102,19 @@ import Testing
         }
     }
 
+    /// Saves `sku_1`, then puts a key of `length` 0xFF bytes after every entry of the change log (damage).
+    private static func saveOneAndEndTheChangeLog(_ storage: LocalStorage, withKeyOf length: Int) async throws {
+        try await storage.save(Product.sample(1))
+        let changes = storage.core.changeLog.database
+        try await storage.core.writer.perform { context in
+            try context.txn.put(changes, key: [UInt8](repeating: 0xFF, count: length), value: [0])
+        }
+    }
+
     /// The last sequence of the change log at 2⁶⁴ − 1 (a damaged key) made every commit trap adding one.
     @Test func aDamagedChangeLogSequenceFailsWritesWithAnError() async throws {
         try await withStore(diskConfiguration()) { storage async throws in
-            try await storage.save(Product.sample(1))
-            let changes = storage.core.changeLog.database
-            try await storage.core.writer.perform { context in
-                try context.txn.put(changes, key: [UInt8](repeating: 0xFF, count: 8), value: [0])
-            }
+            try await Self.saveOneAndEndTheChangeLog(storage, withKeyOf: 8)
             let reason = await decodingFailure { try await storage.save(Product.sample(2)) }
             #expect(reason?.contains("change log") == true, "\(reason ?? "no error")")
             #expect(try await storage.fetch(Product.self, id: "sku_1") == Product.sample(1))
@@ -120,11 +125,7 @@ import Testing
     /// (`MDB_APPEND` would refuse them), so they are put in their place and the writes go on.
     @Test func aForeignKeyAtTheEndOfTheChangeLogDoesNotStopWrites() async throws {
         try await withStore(diskConfiguration()) { storage async throws in
-            try await storage.save(Product.sample(1))
-            let changes = storage.core.changeLog.database
-            try await storage.core.writer.perform { context in
-                try context.txn.put(changes, key: [UInt8](repeating: 0xFF, count: 9), value: [0])
-            }
+            try await Self.saveOneAndEndTheChangeLog(storage, withKeyOf: 9)
             try await storage.save(Product.sample(2))
             try await storage.save(contentsOf: (3..<40).map(Product.sample))
             #expect(try await storage.count(Product.self) == 39)
