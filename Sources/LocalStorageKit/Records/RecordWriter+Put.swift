@@ -78,8 +78,9 @@ extension RecordWriter {
         // Read in place: copying a record retains its five buffers, each a cache miss in a batch of thousands.
         let idsAscending = try records.withUnsafeBufferPointer { records in
             for (database, key) in runs {
-                var run = SortedAppend(database)
-                for position in records.indices { try run.add(key: key, value: records[position].key, txn: txn) }
+                try SortedAppend.run(into: database, txn: txn) { run in
+                    for position in records.indices { try run.add(key: key, value: records[position].key, txn: txn) }
+                }
             }
             // `sortByKey` hands the records over in id order, each id once; checked, as the index entries' sort
             // relies on it to leave entries of one key in the order they came in.
@@ -92,16 +93,20 @@ extension RecordWriter {
         var counterRuns: [CountTree.LevelRuns] = []
         for (position, index) in schema.indexes.enumerated() {
             indexEntries[position].sort(idsAscending: idsAscending)
-            var run = SortedAppend(index.dbi)
+            let entries = indexEntries[position]
             guard let counts = schema.counts else {
-                try indexEntries[position].forEach { key, id in _ = try run.add(key: key, value: id, txn: txn) }
+                try SortedAppend.run(into: index.dbi, txn: txn) { run in
+                    try entries.forEach { key, id in _ = try run.add(key: key, value: id, txn: txn) }
+                }
                 continue
             }
             // The counters are written after every index's entries, in key order (appended on a first load).
             let counters = CountTree.LevelRuns(index: index)
             var tally = counters.tally(counts: counts)
-            try indexEntries[position].forEach { key, id in
-                if try run.add(key: key, value: id, txn: txn) { try tally.note(key, count: 1, txn: txn) }
+            try SortedAppend.run(into: index.dbi, txn: txn) { run in
+                try entries.forEach { key, id in
+                    if try run.add(key: key, value: id, txn: txn) { try tally.note(key, count: 1, txn: txn) }
+                }
             }
             try tally.finish(txn: txn)
             counterRuns.append(counters)

@@ -42,9 +42,11 @@ enum UpdateOrder {
         guard try !schema.keepsUpdateOrder(txn), let marker = schema.unorderedMarker else { return true }
         guard !context.inReserve else { return false }
         try txn.empty(schema.updated)
-        var run = SortedAppend(schema.updated)
-        for place in try sortedPlaces(schema: schema, txn: txn) {
-            try run.add(key: RecordWriter.timeKey(Int64(bitPattern: place.time)), value: place.id, txn: txn)
+        let places = try sortedPlaces(schema: schema, txn: txn)
+        try SortedAppend.run(into: schema.updated, txn: txn) { run in
+            for place in places {
+                try run.add(key: RecordWriter.timeKey(Int64(bitPattern: place.time)), value: place.id, txn: txn)
+            }
         }
         try txn.delete(marker.meta, key: marker.key)
         let runtime = schema.runtime
