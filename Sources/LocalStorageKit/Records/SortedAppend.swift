@@ -29,7 +29,8 @@ struct SortedAppend {
     }
 
     /// Runs `body` with a run into `database`, its cursor open until `body` returns.
-    static func run<R>(into database: Database, txn: Transaction, _ body: (inout SortedAppend) throws -> R) throws -> R {
+    static func run<R>(into database: Database, txn: Transaction, _ body: (inout SortedAppend) throws -> R) throws -> R
+    {
         try txn.withCursor(database) { cursor in
             var run = SortedAppend(database, cursor: cursor)
             return try body(&run)
