@@ -384,3 +384,18 @@ import Testing
         }
     }
 }
+
+extension Array where Element == UInt8 {
+    /// Appends `value` as an LEB128 varint of at least `minimumBytes` bytes: the reference the header writer's own
+    /// varints are checked against.
+    fileprivate mutating func appendVarint(_ value: UInt64, minimumBytes: Int = 1) {
+        var rest = value
+        var written = 1
+        while rest >= 0x80 || written < minimumBytes {
+            append(UInt8(truncatingIfNeeded: rest) | 0x80)
+            rest >>= 7
+            written += 1
+        }
+        append(UInt8(rest))
+    }
+}

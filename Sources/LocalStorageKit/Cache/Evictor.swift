@@ -105,7 +105,12 @@ final class Evictor {
     /// The most payload bytes one record of `schema` may have: the smaller of its type's and the store's
     /// `maxBytes`, nil when neither is set.
     static func byteLimit(of schema: TypeSchema, storeMaxBytes: Int?) -> Int? {
-        [schema.limits?.maxBytes, storeMaxBytes].compactMap { $0 }.min()
+        // Asked for every record written: no array made for two optionals.
+        switch (schema.limits?.maxBytes, storeMaxBytes) {
+        case (let type?, let store?): min(type, store)
+        case (let type?, nil): type
+        case (nil, let store): store
+        }
     }
 
     /// The adaptive policy's state for this transaction, or nil under another policy.

@@ -23,7 +23,14 @@ extension RecordHeader {
         guard version >= 0, version <= Int(UInt32.max), let declarationNumber else { return nil }
         // Nothing the named layout could not hold: an export, the shared tier or a rewrite that falls back to it
         // must be able to write the record too.
-        let namedLength = indexValues.reduce(RecordHeader.fixedLength) { $0 + 4 + $1.name.utf8.count + $1.bytes.count }
+        var namedLength = RecordHeader.fixedLength
+        var valueBytes = 0
+        for value in indexValues {
+            guard value.slot != nil else { return nil }
+            if value.kind == .number, value.bytes.count != OrderedKey.numberLength { return nil }
+            namedLength += 4 + value.name.utf8.count + value.bytes.count
+            valueBytes += value.bytes.count
+        }
         guard namedLength <= Int(UInt16.max) else { return nil }
         let expiryCode: UInt64
         if expiresAt == 0 {
@@ -33,31 +40,35 @@ extension RecordHeader {
             guard zigzag != UInt64.max else { return nil }
             expiryCode = zigzag + 1
         }
-        var out: [UInt8] = []
-        out.reserveCapacity(
-            RecordHeader.compactFixedLength + RecordHeader.creationDistanceBytes + 3 + indexValues.count * 14
-                + payloadCount)
-        out.append(RecordHeader.compactMagic)
-        out.append(format.rawValue | envelope.rawValue)
-        out.appendLittleEndian(UInt16(0))
-        out.appendLittleEndian(updatedAt)
-        out.appendVarint(expiryCode)
-        // At a fixed width, so that a record saved again (whose creation time is then before its update time) keeps
-        // its size: a batch save fills its pages to the brim, and records that grew split every one of them.
-        out.appendVarint(RecordHeader.zigzag(updatedAt &- createdAt), minimumBytes: RecordHeader.creationDistanceBytes)
-        out.appendVarint(UInt64(version))
-        out.appendVarint(UInt64(declarationNumber))
-        for value in indexValues {
-            guard let slot = value.slot else { return nil }
-            switch value.kind {
-            case .number:
-                guard value.bytes.count == OrderedKey.numberLength else { return nil }
-                out.appendVarint(UInt64(slot) << 1 | 1)
-            case .string:
-                out.appendVarint(UInt64(slot) << 1)
-                out.appendVarint(UInt64(value.bytes.count))
+        // Written through a pointer into the array's storage (a header is written for every record saved; an
+        // append per field checked the array's capacity and uniqueness each time). The most it can take: the
+        // fixed fields, five varints of at most 10 bytes, and per value two and its bytes.
+        let most = RecordHeader.compactFixedLength + 50 + indexValues.count * 20 + valueBytes
+        var out = [UInt8](unsafeUninitializedCapacity: most + payloadCount) { buffer, count in
+            var writer = CompactHeaderWriter(buffer)
+            writer.byte(RecordHeader.compactMagic)
+            writer.byte(format.rawValue | envelope.rawValue)
+            writer.littleEndian(UInt16(0))
+            writer.littleEndian(updatedAt)
+            writer.varint(expiryCode)
+            // At a fixed width, so that a record saved again (whose creation time is then before its update time)
+            // keeps its size: a batch save fills its pages to the brim, and records that grew split every one.
+            writer.varint(
+                RecordHeader.zigzag(updatedAt &- createdAt), minimumBytes: RecordHeader.creationDistanceBytes)
+            writer.varint(UInt64(version))
+            writer.varint(UInt64(declarationNumber))
+            for value in indexValues {
+                let slot = UInt64(value.slot ?? 0)
+                switch value.kind {
+                case .number:
+                    writer.varint(slot << 1 | 1)
+                case .string:
+                    writer.varint(slot << 1)
+                    writer.varint(UInt64(value.bytes.count))
+                }
+                value.bytes.withUnsafeBytes { writer.bytes($0) }
             }
-            out.append(contentsOf: value.bytes)
+            count = writer.position
         }
         guard out.count <= Int(UInt16.max) else { return nil }
         let length = UInt16(out.count)
@@ -84,18 +95,42 @@ extension RecordHeader {
     }
 }
 
-extension Array where Element == UInt8 {
-    /// Appends `value` as an LEB128 varint (7 bits a byte, low bits first) of at least `minimumBytes` bytes: high
-    /// groups of zero bits carry the continuation bit, which every LEB128 reader takes as the same value.
+/// Writes a compact header into memory sized for it (``RecordHeader/compactBytes(reserving:)``).
+private struct CompactHeaderWriter {
+    let buffer: UnsafeMutableBufferPointer<UInt8>
+    private(set) var position = 0
+
+    init(_ buffer: UnsafeMutableBufferPointer<UInt8>) { self.buffer = buffer }
+
     @inline(__always)
-    mutating func appendVarint(_ value: UInt64, minimumBytes: Int = 1) {
+    mutating func byte(_ value: UInt8) {
+        buffer[position] = value
+        position += 1
+    }
+
+    @inline(__always)
+    mutating func littleEndian<I: FixedWidthInteger>(_ value: I) {
+        withUnsafeBytes(of: value.littleEndian) { bytes($0) }
+    }
+
+    /// `value` as an LEB128 varint (7 bits a byte, low bits first) of at least `minimumBytes` bytes: high groups of
+    /// zero bits carry the continuation bit, which every LEB128 reader takes as the same value.
+    @inline(__always)
+    mutating func varint(_ value: UInt64, minimumBytes: Int = 1) {
         var rest = value
         var written = 1
         while rest >= 0x80 || written < minimumBytes {
-            append(UInt8(truncatingIfNeeded: rest) | 0x80)
+            byte(UInt8(truncatingIfNeeded: rest) | 0x80)
             rest >>= 7
             written += 1
         }
-        append(UInt8(rest))
+        byte(UInt8(rest))
+    }
+
+    @inline(__always)
+    mutating func bytes(_ source: UnsafeRawBufferPointer) {
+        guard let base = buffer.baseAddress, let from = source.baseAddress else { return }
+        UnsafeMutableRawPointer(base + position).copyMemory(from: from, byteCount: source.count)
+        position += source.count
     }
 }
