@@ -105,7 +105,9 @@ final class ChangeLog: Sendable {
     ) throws -> ClosedRange<UInt64>? {
         guard !changes.isEmpty else { return nil }
         try leases?.void(changes, now: now, txn: txn, sparing: sparing)
-        var (sequence, appends) = try lastSequenceForAppending(in: txn)
+        var sequence: UInt64
+        let appends: Bool
+        (sequence, appends) = try lastSequenceForAppending(in: txn)
         // 2⁶⁴ commits are never reached: a last key that close to it is a damaged change log.
         guard sequence <= UInt64.max - UInt64(changes.count) else {
             throw LocalStorageError.decodingFailed(
@@ -119,9 +121,9 @@ final class ChangeLog: Sendable {
             // ones all go, as the trim would have them go.
             let keepFrom = logged.upperBound - UInt64(retention) + 1
             try removeEntries(before: keepFrom, txn: txn)
+            // The new entries still sort after every sequence left (`appends` stays as found: a foreign key at the
+            // end is not one the removal takes).
             sequence = keepFrom - 1
-            // Nothing but the watermark (key 0) is left before the new entries.
-            appends = true
             for change in changes.suffix(retention) {
                 sequence += 1
                 try put(change, at: sequence, appending: appends, txn: txn)

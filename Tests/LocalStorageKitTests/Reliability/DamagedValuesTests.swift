@@ -123,8 +123,12 @@ import Testing
 
     /// A key of another length after the change log's sequences (damage): new entries cannot go in at the end
     /// (`MDB_APPEND` would refuse them), so they are put in their place and the writes go on.
-    @Test func aForeignKeyAtTheEndOfTheChangeLogDoesNotStopWrites() async throws {
-        try await withStore(diskConfiguration()) { storage async throws in
+    /// Also for a batch of more changes than the log keeps, whose older entries go before it writes its own.
+    @Test(arguments: [nil, 10])
+    func aForeignKeyAtTheEndOfTheChangeLogDoesNotStopWrites(retention: Int?) async throws {
+        var configuration = diskConfiguration()
+        if let retention { configuration.changeLogRetention = retention }
+        try await withStore(configuration) { storage async throws in
             try await Self.saveOneAndEndTheChangeLog(storage, withKeyOf: 9)
             try await storage.save(Product.sample(2))
             try await storage.save(contentsOf: (3..<40).map(Product.sample))
