@@ -41,6 +41,40 @@ import Testing
             declarationNumber: UInt32(random.next() % 1_000))
     }
 
+    /// Every field at its widest (10-byte varints, the largest version, declaration and slot numbers, string values
+    /// whose lengths take two and three bytes): the writer's bound holds it (the debug build checks every byte it
+    /// writes), and it reads back.
+    @Test func aCompactHeaderAtItsLargestReadsBack() throws {
+        var values: [StoredIndexValue] = []
+        for position in 0..<8 {
+            let isString = position % 2 == 0
+            let count = isString ? (position == 6 ? 20_000 : 300) : OrderedKey.numberLength
+            let bytes = [UInt8](repeating: isString ? UInt8(position) : 0xFF, count: count)
+            let slot = UInt32.max - UInt32(position)
+            values.append(
+                StoredIndexValue(name: "index\(position)", kind: isString ? .string : .number, bytes: bytes, slot: slot))
+        }
+        let header = RecordHeader(
+            format: .binary, version: Int(UInt32.max), createdAt: Int64.min, updatedAt: Int64.max,
+            expiresAt: Int64.max &+ Int64.max, signature: .max, indexValues: values, envelope: [], layout: .compact,
+            declarationNumber: .max)
+        let bytes = try header.serialized(payload: [7])
+        #expect(bytes[0] == RecordHeader.compactMagic)
+        try bytes.withUnsafeBytes { buffer in
+            let view = try RecordView(buffer)
+            #expect(view.version == Int(UInt32.max) && view.declaration == .number(.max))
+            #expect(view.createdAt == Int64.min && view.updatedAt == Int64.max && view.expiresAt == header.expiresAt)
+            var read: [(UInt32?, [UInt8])] = []
+            view.forEachIndexValue { tag, _, value in
+                if case .slot(let slot) = tag { read.append((slot, Array(value))) }
+                return true
+            }
+            #expect(read.map(\.0) == values.map(\.slot))
+            #expect(read.map(\.1) == values.map(\.bytes))
+            #expect(Array(view.payload) == [7])
+        }
+    }
+
     @Test func compactHeadersReadBackAsTheHeaderTheyWereMadeFrom() throws {
         var random = SplitMix64(seed: 26)
         var compact = 0

@@ -130,6 +130,7 @@ private struct CompactHeaderWriter {
     @inline(__always)
     mutating func bytes(_ source: UnsafeRawBufferPointer) {
         guard let base = buffer.baseAddress, let from = source.baseAddress else { return }
+        assert(position + source.count <= buffer.count, "the compact header's bound is too small")
         UnsafeMutableRawPointer(base + position).copyMemory(from: from, byteCount: source.count)
         position += source.count
     }

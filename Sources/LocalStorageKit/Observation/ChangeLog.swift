@@ -192,22 +192,33 @@ final class ChangeLog: Sendable {
 
     // MARK: - Reading
 
-    /// The sequence of the newest entry (0 when the log is empty), and whether entries after it may be appended:
+    /// The sequence of the newest entry (0 when the log has none), and whether entries after it may be appended:
     /// false when the database's last key is not a sequence (damage), which a new entry might not sort after.
     private func lastSequenceForAppending(in txn: Transaction) throws -> (sequence: UInt64, appends: Bool) {
         try txn.withCursor(database) { cursor in
             guard let last = try cursor.move(.last) else { return (0, true) }
-            guard last.key.count == 8 else { return (0, false) }
-            return (UInt64(bigEndian: last.key.loadUnaligned(as: UInt64.self)), true)
+            if last.key.count == 8 { return (UInt64(bigEndian: last.key.loadUnaligned(as: UInt64.self)), true) }
+            return (try Self.sequence(before: &cursor), false)
         }
     }
 
-    /// The sequence of the newest entry, or 0 when the log is empty.
+    /// The sequence of the newest entry, or 0 when the log has none. Keys of another length after the entries
+    /// (damage) are stepped over: taking 0 for the last sequence made the next commit write its entries over the
+    /// oldest ones, which readers then took for changes they had seen.
     func lastSequence(in txn: Transaction) throws -> UInt64 {
         try txn.withCursor(database) { cursor in
-            guard let last = try cursor.move(.last), last.key.count == 8 else { return 0 }
-            return UInt64(bigEndian: last.key.loadUnaligned(as: UInt64.self))
+            guard let last = try cursor.move(.last) else { return 0 }
+            if last.key.count == 8 { return UInt64(bigEndian: last.key.loadUnaligned(as: UInt64.self)) }
+            return try Self.sequence(before: &cursor)
         }
+    }
+
+    /// The sequence of the last 8-byte key before the cursor's, or 0 when there is none.
+    private static func sequence(before cursor: inout Cursor) throws -> UInt64 {
+        while let entry = try cursor.move(.previous) {
+            if entry.key.count == 8 { return UInt64(bigEndian: entry.key.loadUnaligned(as: UInt64.self)) }
+        }
+        return 0
     }
 
     /// The sequence of the oldest entry kept, or nil when there is none.

@@ -130,7 +130,12 @@ import Testing
         if let retention { configuration.changeLogRetention = retention }
         try await withStore(configuration) { storage async throws in
             try await Self.saveOneAndEndTheChangeLog(storage, withKeyOf: 9)
+            let log = storage.core.changeLog
+            let before = try storage.core.environment.read { try log.lastSequence(in: $0) }
             try await storage.save(Product.sample(2))
+            // The sequences go on after the foreign key: the next commit's entry is not written over the first.
+            #expect(before > 0)
+            #expect(try storage.core.environment.read { try log.lastSequence(in: $0) } == before + 1)
             try await storage.save(contentsOf: (3..<40).map(Product.sample))
             #expect(try await storage.count(Product.self) == 39)
             #expect(try await storage.fetch(Product.self, id: "sku_2") == Product.sample(2))
