@@ -52,7 +52,8 @@ import Testing
             let bytes = [UInt8](repeating: isString ? UInt8(position) : 0xFF, count: count)
             let slot = UInt32.max - UInt32(position)
             values.append(
-                StoredIndexValue(name: "index\(position)", kind: isString ? .string : .number, bytes: bytes, slot: slot))
+                StoredIndexValue(name: "index\(position)", kind: isString ? .string : .number, bytes: bytes, slot: slot)
+            )
         }
         let header = RecordHeader(
             format: .binary, version: Int(UInt32.max), createdAt: Int64.min, updatedAt: Int64.max,
