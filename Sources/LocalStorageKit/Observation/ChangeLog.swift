@@ -105,9 +105,9 @@ final class ChangeLog: Sendable {
     ) throws -> ClosedRange<UInt64>? {
         guard !changes.isEmpty else { return nil }
         try leases?.void(changes, now: now, txn: txn, sparing: sparing)
-        var sequence: UInt64
-        let appends: Bool
-        (sequence, appends) = try lastSequenceForAppending(in: txn)
+        let last = try lastEntry(in: txn)
+        var sequence = last.sequence
+        let appends = last.endsWithSequence
         // 2⁶⁴ commits are never reached: a last key that close to it is a damaged change log.
         guard sequence <= UInt64.max - UInt64(changes.count) else {
             throw LocalStorageError.decodingFailed(
@@ -192,33 +192,26 @@ final class ChangeLog: Sendable {
 
     // MARK: - Reading
 
-    /// The sequence of the newest entry (0 when the log has none), and whether entries after it may be appended:
-    /// false when the database's last key is not a sequence (damage), which a new entry might not sort after.
-    private func lastSequenceForAppending(in txn: Transaction) throws -> (sequence: UInt64, appends: Bool) {
-        try txn.withCursor(database) { cursor in
-            guard let last = try cursor.move(.last) else { return (0, true) }
-            if last.key.count == 8 { return (UInt64(bigEndian: last.key.loadUnaligned(as: UInt64.self)), true) }
-            return (try Self.sequence(before: &cursor), false)
-        }
-    }
-
     /// The sequence of the newest entry, or 0 when the log has none. Keys of another length after the entries
     /// (damage) are stepped over: taking 0 for the last sequence made the next commit write its entries over the
     /// oldest ones, which readers then took for changes they had seen.
-    func lastSequence(in txn: Transaction) throws -> UInt64 {
-        try txn.withCursor(database) { cursor in
-            guard let last = try cursor.move(.last) else { return 0 }
-            if last.key.count == 8 { return UInt64(bigEndian: last.key.loadUnaligned(as: UInt64.self)) }
-            return try Self.sequence(before: &cursor)
-        }
-    }
+    func lastSequence(in txn: Transaction) throws -> UInt64 { try lastEntry(in: txn).sequence }
 
-    /// The sequence of the last 8-byte key before the cursor's, or 0 when there is none.
-    private static func sequence(before cursor: inout Cursor) throws -> UInt64 {
-        while let entry = try cursor.move(.previous) {
-            if entry.key.count == 8 { return UInt64(bigEndian: entry.key.loadUnaligned(as: UInt64.self)) }
+    /// The newest entry's sequence (0 when the log has none), and whether the database ends with it: only then may
+    /// new entries go in with `MDB_APPEND` (a foreign key at the end, which is damage, might sort after them).
+    private func lastEntry(in txn: Transaction) throws -> (sequence: UInt64, endsWithSequence: Bool) {
+        try txn.withCursor(database) { cursor in
+            var entry = try cursor.move(.last)
+            var endsWithSequence = true
+            while let current = entry {
+                if current.key.count == 8 {
+                    return (UInt64(bigEndian: current.key.loadUnaligned(as: UInt64.self)), endsWithSequence)
+                }
+                endsWithSequence = false
+                entry = try cursor.move(.previous)
+            }
+            return (0, endsWithSequence)
         }
-        return 0
     }
 
     /// The sequence of the oldest entry kept, or nil when there is none.

@@ -94,22 +94,16 @@ extension RecordWriter {
         for (position, index) in schema.indexes.enumerated() {
             indexEntries[position].sort(idsAscending: idsAscending)
             let entries = indexEntries[position]
-            guard let counts = schema.counts else {
-                try SortedAppend.run(into: index.dbi, txn: txn) { run in
-                    try entries.forEach { key, id in _ = try run.add(key: key, value: id, txn: txn) }
-                }
-                continue
-            }
             // The counters are written after every index's entries, in key order (appended on a first load).
-            let counters = CountTree.LevelRuns(index: index)
-            var tally = counters.tally(counts: counts)
+            let counters = schema.counts.map { (runs: CountTree.LevelRuns(index: index), counts: $0) }
+            var tally = counters.map { $0.runs.tally(counts: $0.counts) }
             try SortedAppend.run(into: index.dbi, txn: txn) { run in
                 try entries.forEach { key, id in
-                    if try run.add(key: key, value: id, txn: txn) { try tally.note(key, count: 1, txn: txn) }
+                    if try run.add(key: key, value: id, txn: txn) { try tally?.note(key, count: 1, txn: txn) }
                 }
             }
-            try tally.finish(txn: txn)
-            counterRuns.append(counters)
+            try tally?.finish(txn: txn)
+            if let counters { counterRuns.append(counters.runs) }
         }
         if let counts = schema.counts { try CountTree.write(counterRuns, counts: counts, txn: txn) }
         // After the index counters: the payload-bytes counter sorts after them, and the declaration's after it.
