@@ -5,6 +5,11 @@ import Foundation
 /// An expired record is invisible to every read except ``LocalStorage/metadata(_:id:)-(_,String)``, whether or
 /// not it has been purged yet.
 ///
+/// A lifetime counts from the commit that writes the record (the moment its transaction starts on the
+/// store's writer), not from the call or from the moment the call returns: every record of one
+/// ``LocalStorage/save(contentsOf:expiration:)`` expires at the same moment, and a batch whose commit takes
+/// longer than its lifetime is already expired when the call returns.
+///
 /// A lifetime of zero or less (`.seconds(-1)`), or a date already past, saves the record already expired.
 /// A value that is not finite (`.seconds(.nan)`, `.seconds(.infinity)`) or a moment outside what the store
 /// keeps (before 1677-09-21 or after 2262-04-11, such as `.seconds(-1e300)` or `.date(.distantFuture)`)
