@@ -20,18 +20,24 @@ struct ProcessIdentity: Sendable, Hashable {
         host: hostHash(), pid: getpid(), started: startTime(of: getpid()) ?? 0)
 
     /// Whether this identity's process is known to be gone: it ran on this host and either no process
-    /// has its pid any more or the one that has it started at another time. False when it cannot tell
-    /// (another host).
+    /// has its pid any more, or the one that has it started at another time, or it has ended and waits for its
+    /// parent to reap it (a zombie: killed with SIGKILL, its pid stays until `waitpid`). False when it cannot
+    /// tell (another host).
     var isGone: Bool {
         guard host == ProcessIdentity.current.host, pid > 0 else { return false }
         if kill(pid, 0) != 0 && errno == ESRCH { return true }
-        guard started != 0, let now = ProcessIdentity.startTime(of: pid) else { return false }
-        return now != started
+        guard let status = ProcessIdentity.status(of: pid) else { return false }
+        if status.hasEnded { return true }
+        return started != 0 && status.started != started
     }
 
     /// The start time of process `pid` (field 22 of `/proc/PID/stat`), or nil where the system has no
     /// such file.
-    static func startTime(of pid: Int32) -> UInt64? {
+    static func startTime(of pid: Int32) -> UInt64? { status(of: pid)?.started }
+
+    /// The start time of process `pid` and whether it has ended (state `Z` or `X`, fields 22 and 3 of
+    /// `/proc/PID/stat`), or nil where the system has no such file.
+    private static func status(of pid: Int32) -> (started: UInt64, hasEnded: Bool)? {
         #if os(Linux)
         // No such file: no such process, or a system without /proc; either way the time is unknown.
         guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/stat") else { return nil }
@@ -39,8 +45,8 @@ struct ProcessIdentity: Sendable, Hashable {
         guard let close = text.lastIndex(of: ")") else { return nil }
         // Fields after the command name (which may hold spaces) start at field 3.
         let fields = text[text.index(after: close)...].split(separator: " ")
-        guard fields.count > 19 else { return nil }
-        return UInt64(fields[19])
+        guard fields.count > 19, let started = UInt64(fields[19]) else { return nil }
+        return (started, fields[0] == "Z" || fields[0] == "X")
         #else
         return nil
         #endif

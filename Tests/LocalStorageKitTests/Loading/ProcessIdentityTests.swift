@@ -1,0 +1,50 @@
+import Foundation
+import Testing
+
+@testable import LocalStorageKit
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// How a lease's holder is found gone, which lets a waiter take over before the lease's deadline.
+@Suite struct ProcessIdentityTests {
+    @Test func aLiveProcessIsNotGone() {
+        #expect(!ProcessIdentity.current.isGone)
+        let recycled = ProcessIdentity(
+            host: ProcessIdentity.current.host, pid: getpid(), started: ProcessIdentity.current.started &+ 1)
+        #if os(Linux)
+        #expect(recycled.isGone, "a process with the holder's pid that started at another time is another process")
+        #endif
+    }
+
+    #if os(Linux)
+    /// A holder killed with SIGKILL whose parent has not reaped it yet is a zombie: its pid still answers `kill(pid, 0)`
+    /// and its start time is unchanged, so it read as alive and waiters on its lease waited for the deadline
+    /// (review-105 F5).
+    @Test func anEndedProcessNotYetReapedIsGone() async throws {
+        var pid: pid_t = 0
+        let arguments: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/true"), nil]
+        defer { for argument in arguments { free(argument) } }
+        try #require(posix_spawn(&pid, "/bin/true", nil, nil, arguments, environ) == 0)
+        defer {
+            var status: Int32 = 0
+            _ = waitpid(pid, &status, 0)
+        }
+        let started = try #require(ProcessIdentity.startTime(of: pid))
+        let holder = ProcessIdentity(host: ProcessIdentity.current.host, pid: pid, started: started)
+        // The child exits at once; until this test reaps it, its pid is a zombie's.
+        #expect(await eventually { Self.state(of: pid) == "Z" })
+        #expect(kill(pid, 0) == 0, "a zombie's pid is still taken")
+        #expect(holder.isGone)
+    }
+
+    /// The state letter of process `pid` (field 3 of `/proc/PID/stat`).
+    private static func state(of pid: pid_t) -> Character? {
+        guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/stat") else { return nil }
+        let text = String(decoding: data, as: UTF8.self)
+        guard let close = text.lastIndex(of: ")") else { return nil }
+        return text[text.index(after: close)...].split(separator: " ").first?.first
+    }
+    #endif
+}
