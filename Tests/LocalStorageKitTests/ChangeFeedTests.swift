@@ -2,7 +2,7 @@ import Foundation
 import LocalStorageTestSupport
 import Testing
 
-@testable import LocalStorageKit
+@_spi(Testing) @testable import LocalStorageKit
 
 /// The change log: tokens, `changes(of:since:)`, retention, and other processes' writes in change streams.
 @Suite struct ChangeFeedTests {
@@ -242,6 +242,36 @@ import Testing
             #expect(deleted, "\(after)")
             #expect(deletes.values == [.deleted(id: "child-2")])
             deletes.cancel()
+        }
+    }
+
+    /// A commit's meta page is written before new read transactions see the commit. A follower that started in
+    /// between (its first snapshot a commit behind the meta page, as `startLagForTests` makes it) took that commit for
+    /// read, and every later poll skipped it until another commit came: the change never reached the stream
+    /// (review-105 F1). No timed poll runs (a virtual clock): the data file's watch must find it.
+    @Test func aStreamStartedWhileACommitIsBeingPublishedGetsThatCommit() async throws {
+        let directory = temporaryDirectory()
+        var configuration = diskConfiguration(directory)
+        configuration.clock = VirtualClock()
+        try await withStore(configuration) { storage async throws in
+            try await storage.save(StressRecord.make(id: "watched", sequence: 1))
+            let writer = try HelperProcess(["overwrite", directory.path], withInput: true)
+            try await writer.waitForLine("ready") { $0 == "ready" }
+            #expect(try await writer.ask("save watched 2") == "ok")  // one commit, one change
+            let center = storage.core.liveQueries
+            center.startLagForTests.store(1, ordering: .relaxed)
+            let events = Recorder(storage.changes(of: StressRecord.self))
+            #expect(await eventually { center.startLagForTests.load(ordering: .relaxed) == 0 }, "the follower started")
+            let arrived = await events.eventually(within: .seconds(120)) { !$0.isEmpty }
+            #expect(arrived, "position \(String(describing: center.followedPosition)), \(events.values)")
+            let updated = events.values.compactMap { change -> Int? in
+                if case .updated(let record) = change, record.id == "watched" { return record.sequence }
+                return nil
+            }
+            #expect(updated == [2], "\(events.values)")
+            events.cancel()
+            writer.closeInput()
+            await writer.waitForExit()
         }
     }
 
