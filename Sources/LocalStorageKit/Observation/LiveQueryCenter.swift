@@ -60,8 +60,9 @@ final class LiveQueryCenter: CommitListener {
     private let clock: any StorageClock
     let state = Mutex(State())
     let externalChanges = Atomic<Int>(0)
-    /// How many commits (of one change each) the next follower's first snapshot is taken to be behind the meta
-    /// page, once (tests): as if those commits had written their meta page and not yet let new readers see them.
+    /// When not 0, the next follower takes its first snapshot for one commit older, as if the last commit, which
+    /// wrote the last this many change-log entries, had written its meta page and not let new readers see it yet
+    /// (tests; once).
     let startLagForTests = Atomic<Int>(0)
     private let reruns = Atomic<Int>(0)
     private let invalidations = Atomic<Int>(0)
@@ -108,7 +109,7 @@ final class LiveQueryCenter: CommitListener {
             var isBehind = false
             do {
                 let (position, snapshot) = try environment.read { txn in
-                    (try changeLog.lastSequence(in: txn) - UInt64(lag), txn.id - lag)
+                    (try changeLog.lastSequence(in: txn) - UInt64(lag), txn.id - (lag > 0 ? 1 : 0))
                 }
                 state.position = position
                 state.lastTransaction = min(snapshot, transaction)

@@ -6,35 +6,55 @@ extension StoreCore {
     /// Every change committed to records of `T` from now on, in commit order, keeping the newest `capacity`
     /// events for a consumer that falls behind (`logger` hears of it once). `owner` stays alive while the
     /// stream is active.
+    ///
+    /// The subscriber only queues the changes (the writer or the follower of other processes' commits calls it,
+    /// and must not wait for decodes); the stream's own task reads the records of other processes' changes, in
+    /// order, once the type is registered here: a decode on the delivering thread held this process's writer and
+    /// every later delivery (live queries, record watches) back until a large commit was decoded, and a change
+    /// that came before the registration was dropped (review-105 F2, F3).
     func changeStream<T: LocalStorable>(
         of type: T.Type, capacity: Int, logger: (any StorageLogger)?, keepingOpen owner: some AnyObject & Sendable
     ) -> AsyncStream<StorageChange<T>> {
         let (stream, continuation) = AsyncStream.makeStream(
             of: StorageChange<T>.self,
             bufferingPolicy: .bufferingNewest(capacity))
+        // What the task has not read yet: as many changes as the stream keeps, so that a consumer (or a task)
+        // that falls behind costs no more memory than the stream's own buffer.
+        let (pending, queue) = AsyncStream.makeStream(
+            of: PublishedChange.self, bufferingPolicy: .bufferingNewest(capacity))
         let name = T.storageName
         let hasWarned = Atomic<Bool>(false)
+        let warnOfDrop: @Sendable () -> Void = {
+            guard !hasWarned.exchange(true, ordering: .relaxed) else { return }
+            logger?.log(
+                level: .warning, message: "A change stream fell behind; dropping its oldest events",
+                metadata: ["type": name, "buffer": "\(capacity)"])
+        }
         let core = self
-        // Another process's inserts and updates arrive as ids; the value is read from the store.
-        Task {
+        let reader = Task {
+            // Another process's inserts and updates arrive as ids; the value is read from the store, with the
+            // type's databases, so the changes wait here until the type is registered.
+            var schema: TypeSchema?
             do {
-                _ = try await core.schema(for: T.self)
+                schema = try await core.schema(for: T.self)
             } catch {
                 logger?.log(
                     level: .warning, message: "A change stream's type cannot be registered",
                     metadata: ["type": name, "error": "\(error)"])
             }
+            var read = 0
+            for await change in pending {
+                guard let typed = change.typed(as: T.self) ?? core.outsideChange(change, T.self, schema: schema)
+                else { continue }
+                if case .dropped = continuation.yield(typed) { warnOfDrop() }
+                read += 1
+                // A long run of decodes leaves the other tasks of the pool their turn.
+                if read % 256 == 0 { await Task.yield() }
+            }
         }
         let token = core.hub.subscribe(name, readsRecords: true) { changes in
             for change in changes {
-                guard let typed = change.typed(as: T.self) ?? core.outsideChange(change, T.self)
-                else { continue }
-                guard case .dropped = continuation.yield(typed) else { continue }
-                if !hasWarned.exchange(true, ordering: .relaxed) {
-                    logger?.log(
-                        level: .warning, message: "A change stream fell behind; dropping its oldest events",
-                        metadata: ["type": name, "buffer": "\(capacity)"])
-                }
+                if case .dropped = queue.yield(change) { warnOfDrop() }
             }
         }
         // Holding `owner` keeps the store open while the stream is active; ending it breaks the cycle.
@@ -43,6 +63,8 @@ extension StoreCore {
             withExtendedLifetime(owner) {
                 core.hub.unsubscribe(name, token: token)
                 core.liveQueries.endObserving()
+                queue.finish()
+                reader.cancel()
             }
         }
         return stream
@@ -51,7 +73,9 @@ extension StoreCore {
     /// The change another process made, or this one through another Swift type stored under `T`'s name,
     /// typed: its value read from the store now (nil when the record is gone or does not decode; a later change
     /// in the log says what happened to it).
-    func outsideChange<T: LocalStorable>(_ change: PublishedChange, _ type: T.Type) -> StorageChange<T>? {
+    func outsideChange<T: LocalStorable>(
+        _ change: PublishedChange, _ type: T.Type, schema registered: TypeSchema?
+    ) -> StorageChange<T>? {
         let (id, inserted): (String, Bool)
         switch change.kind {
         case .externalInserted(let value): (id, inserted) = (value, true)
@@ -63,10 +87,9 @@ extension StoreCore {
             if case .inserted = change.kind { (id, inserted) = (name, true) } else { (id, inserted) = (name, false) }
         default: return nil
         }
-        // Until the stream's own registration is done, the type's databases are opened in place when `meta`
-        // already describes this declaration.
+        // A stream whose registration failed still reads with the databases `meta` describes, when it can.
         guard
-            let schema = cachedSchema(for: T.self)
+            let schema = registered ?? cachedSchema(for: T.self)
                 ?? registeredInPlace(T.self, name: T.storageName)
         else {
             logger?.log(
