@@ -94,8 +94,10 @@ extension LoadThrough {
     /// its lease in this store meanwhile (with a shared tier too: another instance's write of the id reaches this
     /// store, and voids the lease, before its notice is answered): returns the load's outcome, or `.voided` as soon as a write of the id has voided the
     /// lease (the load is then cancelled, and its outcome dropped whenever it comes), or before the load failed.
-    /// When this task is cancelled (the flight given up), so is the load, whose outcome is still awaited (one
-    /// that ignores the cancellation and returns a value finds its lease ended, and stores nothing).
+    /// When this task is cancelled (the flight given up, or left by its callers), so is the load, whose outcome is
+    /// no longer awaited: it ends as a `CancellationError`, and the lease goes back. A loader that ignores the
+    /// cancellation held the flight, its watches and so the store open for as long as it ran (review-105 F4); what
+    /// it returns is dropped.
     func loadUnlessVoided<T: LocalStorable>(_ request: LeasedLoad<T>) async -> LoadEnd<T> {
         let end = FirstOutcome<LoadEnd<T>>()
         // The loader's task holds the caller's closure and nothing of the store: after a write voided the lease it
@@ -115,6 +117,7 @@ extension LoadThrough {
             await end.value()
         } onCancel: {
             loader.cancel()
+            end.offer(.loaded(.failure(CancellationError())))
         }
         loader.cancel()
         watcher.cancel()
