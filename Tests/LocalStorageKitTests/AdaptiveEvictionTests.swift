@@ -233,6 +233,24 @@ import Testing
         #expect(kept.count >= 55, "the scan flushed \(60 - kept.count) of 60 queried records")
     }
 
+    /// A batch that writes the records in use again with as many records the store had evicted keeps the ones in use
+    /// (read three times, written twice) and evicts the others (written twice, never read), as every other policy does:
+    /// among a commit's own records the window's candidates went unweighed, and probation's reused records were
+    /// evicted before the window's new ones (trial103 D1).
+    @Test(arguments: [10, 100])
+    func aBatchRewritingTheRecordsInUseKeepsThem(limit: Int) async throws {
+        let storage = try LocalStorage(configuration: Self.configuration(StorageLimits(maxRecords: limit)))
+        let ids = (0..<(2 * limit)).map { "k" + String(repeating: "0", count: 4 - String($0).count) + String($0) }
+        let batch = ids.map { Tile(id: $0, weight: 1) }
+        try await storage.save(contentsOf: batch)
+        let inUse = Array(ids.suffix(limit))  // batches age in id order: the last ids stay
+        #expect(try await Self.held(ids, storage) == Set(inUse))
+        for _ in 0..<3 { for id in inUse { _ = try await storage.fetch(Tile.self, id: id) } }
+        try await storage.save(contentsOf: batch)
+        let kept = try await Self.held(ids, storage)
+        #expect(kept == Set(inUse), "evicted \(Set(inUse).subtracting(kept).sorted().prefix(5)) of those in use")
+    }
+
     /// 10,000 saves (single and batched, new and repeated ids, with reads between) into a store of at most
     /// 1,000 records: after every commit the store holds at most 1,000, including every record the commit wrote.
     @Test func aRecordLimitHoldsAfterEveryCommit() async throws {

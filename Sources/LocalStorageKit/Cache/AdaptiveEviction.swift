@@ -149,7 +149,10 @@ final class AdaptiveEviction {
             }
             return best
         }
-        if skipping, try windowExcess(scope, total: total) > 0, let candidate = try oldest(.window) {
+        // The window's candidate meets probation's victim also among a commit's own records, once nothing else is
+        // left (a batch that rewrites the records in use with as many new ones): without the duel, probation's
+        // reused records went before the window's new ones (trial103 D1).
+        if try windowExcess(scope, total: total) > 0, let candidate = try oldest(.window) {
             guard let victim = try oldest(.probation) ?? oldest(.protected) else {
                 return (candidate.schema, candidate.key)
             }
