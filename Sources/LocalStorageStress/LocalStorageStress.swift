@@ -42,6 +42,7 @@ import Darwin
 /// LocalStorageStress load DIR ID CALLERS LOADFILE MILLIS|hang [PORT NAMESPACE TIMEOUT_MS]   CALLERS tasks
 ///                                      fetch ID through the cache at once; the loader appends a line to
 ///                                      LOADFILE (see LoadDriver); with a shared tier on PORT when given
+/// LocalStorageStress main-thread-exit  prints `ready` and ends its main thread while another thread sleeps
 /// LocalStorageStress in-memory hold|exit                                opens an in-memory store, prints the
 ///                                                                       directory of its open files, then
 ///                                                                       sleeps until killed or exits with the
@@ -64,6 +65,8 @@ struct LocalStorageStress {
                 try holdReaders(directory: arguments[1], count: arguments.count == 3 ? Int(arguments[2]) ?? 1 : Int.max)
             case "hold-lock" where arguments.count == 2:
                 try holdLock(file: arguments[1])
+            case "main-thread-exit" where arguments.count == 1:
+                endMainThread()
             case "adopt-map" where arguments.count == 2:
                 try await adoptMap(directory: arguments[1])
             case "address-space" where arguments.count == 2 || arguments.count == 3:
@@ -281,6 +284,15 @@ struct LocalStorageStress {
     }
 
     /// Holds a shared `fcntl` lock on byte 0 of `file`, as a process using that LMDB lock file would.
+    /// Starts a thread that sleeps until the process is killed, prints `ready`, and ends the main thread: the process
+    /// lives on, and Linux shows it as a zombie (state `Z`) with more than one thread.
+    static func endMainThread() -> Never {
+        let sleeper = Thread { while true { sleep(60) } }
+        sleeper.start()
+        say("ready")
+        pthread_exit(nil)
+    }
+
     static func holdLock(file: String) throws {
         let descriptor = Foundation.open(file, O_RDWR)
         guard descriptor >= 0 else { throw StressError(description: "cannot open \(file)") }

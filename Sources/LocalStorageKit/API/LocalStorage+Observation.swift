@@ -38,7 +38,9 @@ extension LocalStorage {
     /// removes its observer. While the stream is active it keeps the store open.
     public func changes<T: LocalStorable>(of type: T.Type) -> AsyncStream<StorageChange<T>> {
         core.changeStream(
-            of: T.self, capacity: max(1, configuration.changeStreamBufferSize), logger: logger, keepingOpen: self)
+            of: T.self, capacity: max(1, configuration.changeStreamBufferSize),
+            backlog: max(1, configuration.changeStreamBufferSize, configuration.changeLogRetention), logger: logger,
+            keepingOpen: self)
     }
 
     /// The records of `T` that match a query: the current result first, then a new result after each

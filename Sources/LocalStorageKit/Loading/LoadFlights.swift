@@ -45,8 +45,6 @@ final class LoadFlights: Sendable {
         var waiterTimers: [UInt64: Task<Void, Never>] = [:]
         var task: Task<Void, Never>?
         var timer: Task<Void, Never>?
-        /// A background refresh (``startIfIdle(_:id:timeout:clock:work:)``), which goes on with no caller waiting.
-        var isBackground = false
     }
 
     private struct State {
@@ -82,8 +80,7 @@ final class LoadFlights: Sendable {
     /// - Throws: what `work` throws; `loadTimedOut(id:)` when `deadline` passes first (the caller's own,
     ///   whoever started the flight: a flight given up at an earlier deadline is followed by one this caller
     ///   starts), and at once when the caller runs inside the work of `key`'s flight (it would wait on itself);
-    ///   `CancellationError` when the calling task is cancelled (the flight goes on for the others, and is cancelled
-    ///   when none is left).
+    ///   `CancellationError` when the calling task is cancelled (the flight goes on for the others).
     func join(
         _ key: Key, id: String, until deadline: Duration, timeout: Duration, clock: any StorageClock,
         work: @escaping Work
@@ -138,25 +135,12 @@ final class LoadFlights: Sendable {
                 if cancelled { continuation.resume(throwing: CancellationError()) }
             }
         } onCancel: {
-            let (continuation, abandoned) = state.withLock {
-                state -> (CheckedContinuation<(any Sendable)?, any Error>?, Flight?) in
+            let continuation = state.withLock { state in
                 state.flights[key]?.waiterTimers.removeValue(forKey: waiter)?.cancel()
                 state.flights[key]?.waiterDeadlines[waiter] = nil
-                let continuation = state.flights[key]?.waiters.removeValue(forKey: waiter)
-                // The last caller left: nobody waits for the load, which would go on until its deadline and might
-                // still run the loader (review-105 F4). A background refresh goes on.
-                guard continuation != nil, let flight = state.flights[key], !flight.isBackground,
-                    flight.waiters.isEmpty
-                else { return (continuation, nil) }
-                state.flights[key] = nil
-                return (continuation, flight)
+                return state.flights[key]?.waiters.removeValue(forKey: waiter)
             }
             continuation?.resume(throwing: CancellationError())
-            if let abandoned {
-                abandoned.task?.cancel()
-                abandoned.timer?.cancel()
-                for timer in abandoned.waiterTimers.values { timer.cancel() }
-            }
         }
     }
 
@@ -195,7 +179,7 @@ final class LoadFlights: Sendable {
             guard state.flights[key] == nil else { return false }
             state.nextNumber += 1
             let deadline = clock.uptime() + timeout
-            state.flights[key] = Flight(number: state.nextNumber, deadline: deadline, isBackground: true)
+            state.flights[key] = Flight(number: state.nextNumber, deadline: deadline)
             start(key, id: id, number: state.nextNumber, deadline: deadline, clock: clock, work: work, &state)
             return true
         }

@@ -35,8 +35,8 @@ struct ProcessIdentity: Sendable, Hashable {
     /// such file.
     static func startTime(of pid: Int32) -> UInt64? { status(of: pid)?.started }
 
-    /// The start time of process `pid` and whether it has ended (state `Z` or `X`, fields 22 and 3 of
-    /// `/proc/PID/stat`), or nil where the system has no such file.
+    /// The start time of process `pid` and whether it has ended (fields 22, 3 and 20 of `/proc/PID/stat`: state `X`,
+    /// or `Z` with one thread left), or nil where the system has no such file.
     private static func status(of pid: Int32) -> (started: UInt64, hasEnded: Bool)? {
         #if os(Linux)
         // No such file: no such process, or a system without /proc; either way the time is unknown.
@@ -46,7 +46,10 @@ struct ProcessIdentity: Sendable, Hashable {
         // Fields after the command name (which may hold spaces) start at field 3.
         let fields = text[text.index(after: close)...].split(separator: " ")
         guard fields.count > 19, let started = UInt64(fields[19]) else { return nil }
-        return (started, fields[0] == "Z" || fields[0] == "X")
+        // A process whose main thread ended while others run shows `Z` too, with more than one thread (field 20):
+        // it is alive (review-106 R3).
+        let threads = Int(fields[17]) ?? 1
+        return (started, fields[0] == "X" || (fields[0] == "Z" && threads <= 1))
         #else
         return nil
         #endif

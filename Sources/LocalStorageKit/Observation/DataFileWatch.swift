@@ -66,7 +66,7 @@ final class DataFileWatch: Sendable {
             watch.run(onChange: onChange)
         }
         thread.name = "LocalStorageKit data file watch"
-        // Change streams' subscribers decode records (and run migrations) on this thread: the stack of a
+        // Subscribers run on this thread (live queries' reruns are started, change streams queue ids): the stack of a
         // thread the system would make (8 MiB is virtual until used).
         thread.stackSize = 8 << 20
         thread.start()

@@ -103,17 +103,17 @@ final class LiveQueryCenter: CommitListener {
             // A commit's meta page (which `lastTransactionID` reads) is written before new read transactions see
             // the commit: a snapshot read in between is older. The position is then the snapshot's, and so must be
             // the transaction the polls compare with, or they would take that commit for read and skip it until
-            // the next one (review-105 F1); the watch polls at once, until the snapshot holds it.
+            // the next one (review-105 F1). The watch polls once as it starts, for such a commit and for any between
+            // this read and the watch (review-106 R7).
             let transaction = environment.lastTransactionID
             let lag = startLagForTests.exchange(0, ordering: .relaxed)
-            var isBehind = false
             do {
                 let (position, snapshot) = try environment.read { txn in
-                    (try changeLog.lastSequence(in: txn) - UInt64(lag), txn.id - (lag > 0 ? 1 : 0))
+                    let last = try changeLog.lastSequence(in: txn)
+                    return (last - min(last, UInt64(lag)), txn.id - (lag > 0 ? 1 : 0))
                 }
                 state.position = position
                 state.lastTransaction = min(snapshot, transaction)
-                isBehind = snapshot < transaction
             } catch {
                 state.position = nil  // read at the first poll, which reruns every observer then
                 state.lastTransaction = -1
@@ -132,7 +132,7 @@ final class LiveQueryCenter: CommitListener {
                     guard let self, self.poll() else { return }
                 }
             }
-            state.watch = DataFileWatch.start(path: dataFilePath, changedBeforeStart: isBehind) { [weak self] in
+            state.watch = DataFileWatch.start(path: dataFilePath, changedBeforeStart: true) { [weak self] in
                 self?.pollAfterWrite()
             }
         }

@@ -37,9 +37,9 @@ final class ObserverHub: Sendable {
     var subscriberCount: Int { state.withLock { $0.subscribers.values.reduce(0) { $0 + $1.count } } }
 
     /// Adds a subscriber for `typeName`; returns the token that removes it. A subscriber that `readsRecords`
-    /// (a change stream, which reads and decodes the record of each change another process made) is called after
-    /// those that only note the changes (live queries, a record's watch), so that another process's large commit
-    /// does not hold a live query's rerun back until a stream has decoded all of it (trial94 #5).
+    /// (a change stream: it queues other processes' changes for its own task to read, and reads at once what this
+    /// process saved through another Swift type) is called after those that only note the changes (live queries, a
+    /// record's watch), which then never wait for a read (trial94 #5).
     func subscribe(_ typeName: String, readsRecords: Bool = false, _ subscriber: @escaping Subscriber) -> UInt64 {
         state.withLock { state in
             state.nextToken += 1

@@ -4,7 +4,9 @@ import Synchronization
 /// read from the store as they arrive through the change log) and live queries (`updates(of:matching:…)`).
 extension StoreCore {
     /// Every change committed to records of `T` from now on, in commit order, keeping the newest `capacity`
-    /// events for a consumer that falls behind (`logger` hears of it once). `owner` stays alive while the
+    /// events for a consumer that falls behind (`logger` hears of it once), and the newest `backlog` changes its task
+    /// has not read yet (at least the change log's retention: another process's batch as large as the log keeps is
+    /// queued whole, however much faster it arrives than it decodes; review-106 R1). `owner` stays alive while the
     /// stream is active.
     ///
     /// The subscriber only queues the changes (the writer or the follower of other processes' commits calls it,
@@ -13,15 +15,18 @@ extension StoreCore {
     /// every later delivery (live queries, record watches) back until a large commit was decoded, and a change
     /// that came before the registration was dropped (review-105 F2, F3).
     func changeStream<T: LocalStorable>(
-        of type: T.Type, capacity: Int, logger: (any StorageLogger)?, keepingOpen owner: some AnyObject & Sendable
+        of type: T.Type, capacity: Int, backlog: Int, logger: (any StorageLogger)?,
+        keepingOpen owner: some AnyObject & Sendable
     ) -> AsyncStream<StorageChange<T>> {
         let (stream, continuation) = AsyncStream.makeStream(
             of: StorageChange<T>.self,
             bufferingPolicy: .bufferingNewest(capacity))
-        // What the task has not read yet: as many changes as the stream keeps, so that a consumer (or a task)
-        // that falls behind costs no more memory than the stream's own buffer.
+        // What the task has not read yet: mostly ids, each read and decoded by the task in turn. While it holds
+        // nothing, this process's own changes (which carry their values) go to the stream at once, as they are
+        // published, so that the stream's buffer holds them when the save returns.
         let (pending, queue) = AsyncStream.makeStream(
-            of: PublishedChange.self, bufferingPolicy: .bufferingNewest(capacity))
+            of: QueuedChange<T>.self, bufferingPolicy: .bufferingNewest(backlog))
+        let outstanding = OutstandingCount()
         let name = T.storageName
         let hasWarned = Atomic<Bool>(false)
         let warnOfDrop: @Sendable () -> Void = {
@@ -43,18 +48,48 @@ extension StoreCore {
                     metadata: ["type": name, "error": "\(error)"])
             }
             var read = 0
-            for await change in pending {
-                guard let typed = change.typed(as: T.self) ?? core.outsideChange(change, T.self, schema: schema)
-                else { continue }
-                if case .dropped = continuation.yield(typed) { warnOfDrop() }
+            for await queued in pending {
+                // A stream that ended reads nothing it had queued (the queue hands its buffer to a cancelled reader).
+                if Task.isCancelled { return }
+                let change: StorageChange<T>?
+                switch queued {
+                case .typed(let typed): change = typed
+                case .outside(let outside): change = core.outsideChange(outside, T.self, schema: schema)
+                }
+                if let typed = change, case .dropped = continuation.yield(typed) { warnOfDrop() }
+                // After the yield: a change published once the count is 0 comes after this one.
+                outstanding.remove(1)
                 read += 1
-                // A long run of decodes leaves the other tasks of the pool their turn.
-                if read % 256 == 0 { await Task.yield() }
+                // A long run of reads and decodes (unsealing, migrations) leaves the other tasks of the pool their turn.
+                if read % 16 == 0 { await Task.yield() }
             }
         }
         let token = core.hub.subscribe(name, readsRecords: true) { changes in
             for change in changes {
-                if case .dropped = queue.yield(change) { warnOfDrop() }
+                let queued: QueuedChange<T>
+                if let typed = change.typed(as: T.self) {
+                    queued = .typed(typed)
+                } else if change.isOwnValue, let schema = core.cachedSchema(for: T.self) {
+                    // This process's write through another Swift type stored under `T`'s name: read as `T` now, in its
+                    // commit's state, as the writer delivers it (a later read could find the next commit's).
+                    guard let typed = core.outsideChange(change, T.self, schema: schema) else { continue }
+                    queued = .typed(typed)
+                } else {
+                    queued = .outside(change)
+                }
+                if case .typed(let typed) = queued, outstanding.isZero {
+                    if case .dropped = continuation.yield(typed) { warnOfDrop() }
+                    continue
+                }
+                outstanding.add(1)
+                switch queue.yield(queued) {
+                case .enqueued: break
+                case .dropped:
+                    outstanding.remove(1)  // the oldest, which the task will never read
+                    warnOfDrop()
+                case .terminated: outstanding.remove(1)
+                @unknown default: break
+                }
             }
         }
         // Holding `owner` keeps the store open while the stream is active; ending it breaks the cycle.
@@ -93,7 +128,7 @@ extension StoreCore {
                 ?? registeredInPlace(T.self, name: T.storageName)
         else {
             logger?.log(
-                level: .warning, message: "A change stream missed a change: its type is not registered yet",
+                level: .warning, message: "A change stream missed a change: its type could not be registered",
                 metadata: ["type": T.storageName, "id": id])
             return nil
         }
@@ -189,5 +224,31 @@ extension StoreCore {
             core.liveQueries.endObserving()
         }
         return stream
+    }
+}
+
+/// How many changes a stream's task has queued and not delivered yet.
+private final class OutstandingCount: Sendable {
+    private let count = Atomic<Int>(0)
+
+    var isZero: Bool { count.load(ordering: .sequentiallyConsistent) == 0 }
+    func add(_ number: Int) { count.add(number, ordering: .sequentiallyConsistent) }
+    func remove(_ number: Int) { count.subtract(number, ordering: .sequentiallyConsistent) }
+}
+
+/// A change a stream has queued for its task: ready to deliver, or to be read from the store first (another process's,
+/// or one of this process whose type was not registered here yet).
+private enum QueuedChange<T: Sendable>: Sendable {
+    case typed(StorageChange<T>)
+    case outside(PublishedChange)
+}
+
+extension PublishedChange {
+    /// Whether the change carries the value this process wrote (an insert or an update, of any Swift type).
+    fileprivate var isOwnValue: Bool {
+        switch kind {
+        case .inserted, .updated: true
+        default: false
+        }
     }
 }

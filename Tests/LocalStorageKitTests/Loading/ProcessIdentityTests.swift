@@ -39,6 +39,19 @@ import Glibc
         #expect(holder.isGone)
     }
 
+    /// A process whose main thread ended while another thread runs shows state `Z` too, and is alive: a holder in that
+    /// state must keep its lease (review-106 R3: it was taken for gone).
+    @Test func aProcessWhoseMainThreadEndedIsNotGone() async throws {
+        let helper = try HelperProcess(["main-thread-exit"])
+        try await helper.waitForLine("ready") { $0 == "ready" }
+        let pid = helper.processIdentifier
+        let started = try #require(ProcessIdentity.startTime(of: pid))
+        let holder = ProcessIdentity(host: ProcessIdentity.current.host, pid: pid, started: started)
+        #expect(await eventually { Self.state(of: pid) == "Z" }, "the main thread ended")
+        #expect(!holder.isGone)
+        await helper.kill()
+    }
+
     /// The state letter of process `pid` (field 3 of `/proc/PID/stat`).
     private static func state(of pid: pid_t) -> Character? {
         guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/stat") else { return nil }
