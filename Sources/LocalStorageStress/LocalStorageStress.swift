@@ -283,7 +283,6 @@ struct LocalStorageStress {
         while true { sleep(60) }
     }
 
-    /// Holds a shared `fcntl` lock on byte 0 of `file`, as a process using that LMDB lock file would.
     /// Starts a thread that sleeps until the process is killed, prints `ready`, and ends the main thread: the process
     /// lives on, and Linux shows it as a zombie (state `Z`) with more than one thread.
     static func endMainThread() -> Never {
@@ -293,6 +292,7 @@ struct LocalStorageStress {
         pthread_exit(nil)
     }
 
+    /// Holds a shared `fcntl` lock on byte 0 of `file`, as a process using that LMDB lock file would.
     static func holdLock(file: String) throws {
         let descriptor = Foundation.open(file, O_RDWR)
         guard descriptor >= 0 else { throw StressError(description: "cannot open \(file)") }

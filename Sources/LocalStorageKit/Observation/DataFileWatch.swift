@@ -12,7 +12,7 @@ import Glibc
 /// A thread of its own waits in `poll(2)` on the inotify descriptor and a pipe that ``stop()`` writes to; each
 /// wake drains the pending events (one read gives many) and calls `onChange` once. The timed poll goes on
 /// beside it, for file systems that do not report writes (NFS) and platforms without inotify, where
-/// ``start(path:changedBeforeStart:onChange:)`` returns nil.
+/// ``start(path:onChange:)`` returns nil.
 final class DataFileWatch: Sendable {
     #if canImport(Glibc)
     private let inotify: Int32
@@ -41,12 +41,10 @@ final class DataFileWatch: Sendable {
         #endif
     }
 
-    /// Watches the file at `path` and calls `onChange` (on the watch's thread) after each burst of writes to
-    /// it, and once as it starts when `changedBeforeStart` (a write the caller knows of came before the watch);
-    /// nil when the platform or the file system cannot watch it (the timed poll still runs).
-    static func start(
-        path: String, changedBeforeStart: Bool = false, onChange: @escaping @Sendable () -> Void
-    ) -> DataFileWatch? {
+    /// Watches the file at `path` and calls `onChange` (on the watch's thread) once as it starts (for writes
+    /// before the watch existed) and after each burst of writes to it; nil when the platform or the file system
+    /// cannot watch it (the timed poll still runs).
+    static func start(path: String, onChange: @escaping @Sendable () -> Void) -> DataFileWatch? {
         #if canImport(Glibc)
         let inotify = inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK))
         guard inotify >= 0 else { return nil }
@@ -62,7 +60,7 @@ final class DataFileWatch: Sendable {
         for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
         let watch = DataFileWatch(inotify: inotify, stopPipe: (fds[0], fds[1]))
         let thread = Thread {
-            if changedBeforeStart { onChange() }
+            onChange()
             watch.run(onChange: onChange)
         }
         thread.name = "LocalStorageKit data file watch"

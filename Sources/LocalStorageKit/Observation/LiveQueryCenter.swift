@@ -132,7 +132,7 @@ final class LiveQueryCenter: CommitListener {
                     guard let self, self.poll() else { return }
                 }
             }
-            state.watch = DataFileWatch.start(path: dataFilePath, changedBeforeStart: true) { [weak self] in
+            state.watch = DataFileWatch.start(path: dataFilePath) { [weak self] in
                 self?.pollAfterWrite()
             }
         }

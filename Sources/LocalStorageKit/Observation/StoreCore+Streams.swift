@@ -58,7 +58,7 @@ extension StoreCore {
                 }
                 if let typed = change, case .dropped = continuation.yield(typed) { warnOfDrop() }
                 // After the yield: a change published once the count is 0 comes after this one.
-                outstanding.remove(1)
+                outstanding.remove()
                 read += 1
                 // A long run of reads and decodes (unsealing, migrations) leaves the other tasks of the pool their turn.
                 if read % 16 == 0 { await Task.yield() }
@@ -81,13 +81,13 @@ extension StoreCore {
                     if case .dropped = continuation.yield(typed) { warnOfDrop() }
                     continue
                 }
-                outstanding.add(1)
+                outstanding.add()
                 switch queue.yield(queued) {
                 case .enqueued: break
                 case .dropped:
-                    outstanding.remove(1)  // the oldest, which the task will never read
+                    outstanding.remove()  // the oldest, which the task will never read
                     warnOfDrop()
-                case .terminated: outstanding.remove(1)
+                case .terminated: outstanding.remove()
                 @unknown default: break
                 }
             }
@@ -232,8 +232,8 @@ private final class OutstandingCount: Sendable {
     private let count = Atomic<Int>(0)
 
     var isZero: Bool { count.load(ordering: .sequentiallyConsistent) == 0 }
-    func add(_ number: Int) { count.add(number, ordering: .sequentiallyConsistent) }
-    func remove(_ number: Int) { count.subtract(number, ordering: .sequentiallyConsistent) }
+    func add() { count.add(1, ordering: .sequentiallyConsistent) }
+    func remove() { count.subtract(1, ordering: .sequentiallyConsistent) }
 }
 
 /// A change a stream has queued for its task: ready to deliver, or to be read from the store first (another process's,
