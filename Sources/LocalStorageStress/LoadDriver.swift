@@ -9,11 +9,11 @@ import Glibc
 import Darwin
 #endif
 
-/// `LocalStorageStress load DIR ID CALLERS LOADFILE MILLIS|hang`: starts CALLERS tasks that all fetch
+/// `LocalStorageStress load DIR ID CALLERS LOADFILE MILLIS|hang|nil-on-input`: starts CALLERS tasks that all fetch
 /// StressRecord ID through the cache at once. The loader appends one line to LOADFILE (so a test can count
 /// the loads of every process), prints `loading`, then returns a record after MILLIS milliseconds, or never
-/// (`hang`, for a test that kills it mid-load). Prints `done N` with the number of callers that got a
-/// record, or `error: …`.
+/// (`hang`, for a test that kills it mid-load), or nil once a line comes on standard input (`nil-on-input`).
+/// Prints `done N` with the number of callers that got a record, or `error: …`.
 ///
 /// With `PORT NAMESPACE TIMEOUT_MS` after those, the store has a shared tier on the Redis server at that
 /// loopback port and namespace, and the callers' `loadTimeout` is TIMEOUT_MS (the lease's time on the server);
@@ -47,6 +47,7 @@ enum LoadDriver {
         let policy = LoadPolicy(loadTimeout: shared?.timeout ?? .seconds(120))
         let storage = try LocalStorage(configuration: configuration)
         let hang = delay == "hang"
+        let findsNothing = delay == "nil-on-input"
         let millis = Int(delay) ?? 0
         let raw = shared.map { RawRedisClient(port: $0.port) }
         let loader: @Sendable (String) async throws -> StressRecord? = { id in
@@ -60,6 +61,10 @@ enum LoadDriver {
             }
             if hang {
                 while true { try await Task.sleep(for: .seconds(3600)) }
+            }
+            if findsNothing {
+                await nextInputLine()
+                return nil
             }
             try await Task.sleep(for: .milliseconds(millis))
             return StressRecord.make(id: id, sequence: Int(getpid()))
@@ -77,6 +82,16 @@ enum LoadDriver {
             return found
         }
         LocalStorageStress.say("done \(found)")
+    }
+
+    /// Waits on a thread of its own (not one of the pool's) until a line, or the end, comes on standard input.
+    private static func nextInputLine() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            Thread.detachNewThread {
+                _ = readLine()
+                continuation.resume()
+            }
+        }
     }
 
     /// Appends `line` to `path` in one `write(2)` on a file opened with `O_APPEND`, so that lines of

@@ -39,7 +39,7 @@ import Darwin
 ///                                      PREFIX0… in one save), `expire ID SECONDS`, `delete ID`, `clear` from standard input on
 ///                                      StressRecord, replying `ok` once each write returned
 /// LocalStorageStress overwrite-retention DIR N   the same, with a change log that keeps N changes
-/// LocalStorageStress load DIR ID CALLERS LOADFILE MILLIS|hang [PORT NAMESPACE TIMEOUT_MS]   CALLERS tasks
+/// LocalStorageStress load DIR ID CALLERS LOADFILE MILLIS|hang|nil-on-input [PORT NAMESPACE TIMEOUT_MS]   CALLERS tasks
 ///                                      fetch ID through the cache at once; the loader appends a line to
 ///                                      LOADFILE (see LoadDriver); with a shared tier on PORT when given
 /// LocalStorageStress main-thread-exit  prints `ready` and ends its main thread while another thread sleeps

@@ -54,6 +54,19 @@ final class LoadFlights: Sendable {
 
     private let state = Mutex(State())
 
+    /// Runs once in the next caller that misses, after its first look and before it joins a flight (tests: another
+    /// process's load can end in that window).
+    let afterFirstLookForTests = Mutex<(@Sendable () async -> Void)?>(nil)
+
+    /// Runs the hook ``afterFirstLookForTests`` holds, if any, and clears it.
+    func pauseAfterFirstLookForTests() async {
+        let pause = afterFirstLookForTests.withLock { hook in
+            defer { hook = nil }
+            return hook
+        }
+        await pause?()
+    }
+
     /// How much earlier than the flight's a caller's deadline must be to get a timer of its own: callers with
     /// the flight's policy who arrive a moment later share the flight's timer.
     static let deadlineSlack = Duration.milliseconds(10)

@@ -39,6 +39,11 @@ struct LoadThrough: Sendable {
             return value
         }
         if look.entry?.remembersAbsence(at: now) == true { return nil }
+        // The lease another load held at this look: if that load finds nothing before this caller's flight looks
+        // again, the caller gets its nil, as the callers waiting on it do, and loads nothing (review-105 F9: the nil
+        // of a load without `absentFor` ends as it is written, and the flight's look took it for an old one).
+        let awaited = look.entry.flatMap { $0.holds(at: now) ? $0.token : nil }
+        await core.loads.pauseAfterFirstLookForTests()
         let flight = LoadFlights.Key(type: schema.number, id: key)
         // One deadline for the whole call, however many flights it joins (review-91 R2: a caller that joined a
         // refresh a write then overtook waited a whole new `loadTimeout` in the flight it started next).
@@ -52,7 +57,7 @@ struct LoadThrough: Sendable {
                     givenUpAt in
                     try await self.loadOnce(
                         T.self, id: id, name: name, key: key, schema: schema, policy: policy, refreshing: nil,
-                        givenUpAt: givenUpAt, load: load)
+                        awaiting: awaited, givenUpAt: givenUpAt, load: load)
                 }
                 break
             } catch is RefreshOvertaken {
@@ -78,7 +83,7 @@ struct LoadThrough: Sendable {
             do {
                 return try await self.loadOnce(
                     T.self, id: id, name: name, key: key, schema: schema, policy: policy, refreshing: served,
-                    givenUpAt: givenUpAt, load: load)
+                    awaiting: nil, givenUpAt: givenUpAt, load: load)
             } catch let error as RefreshOvertaken {
                 throw error  // Not a failure: the record it served is gone or changed.
             } catch {
@@ -95,12 +100,13 @@ struct LoadThrough: Sendable {
     /// process holding it, then looks again), runs `load` (through the coordinator, when there is one),
     /// and stores its result while the lease holds. With `refreshing`, the live record served stale with that
     /// update time and expiry is reloaded, unless a write of the id (or its expiry) came first: then it throws
-    /// ``RefreshOvertaken`` without loading. The flight running this is given up at `givenUpAt` (the
+    /// ``RefreshOvertaken`` without loading. `awaiting` is the token of the lease the caller saw held before the
+    /// flight began: a nil that load remembers answers it too. The flight running this is given up at `givenUpAt` (the
     /// clock's uptime): a lease taken later (after waiting on another process's, or on the writer) ends then
     /// too, not a whole `loadTimeout` after it was taken.
     private func loadOnce<T: LocalStorable>(
         _ type: T.Type, id: T.ID, name: String, key: [UInt8], schema: TypeSchema, policy: LoadPolicy,
-        refreshing: RefreshedRecordStamp?, givenUpAt: Duration,
+        refreshing: RefreshedRecordStamp?, awaiting: UInt64?, givenUpAt: Duration,
         load: @escaping @Sendable (T.ID) async throws -> T?
     ) async throws -> T? {
         let waiter = RecordWatch(core: core, typeName: schema.name, id: name)
@@ -136,7 +142,7 @@ struct LoadThrough: Sendable {
                     continue
                 }
                 if refreshing == nil, entry.remembersAbsence(at: now) { return nil }
-                if entry.kind == .absent, entry.token == awaited { return nil }
+                if entry.kind == .absent, entry.token == awaited || entry.token == awaiting { return nil }
             }
             let token = UInt64.random(in: 1...UInt64.max)
             switch try await takeLease(

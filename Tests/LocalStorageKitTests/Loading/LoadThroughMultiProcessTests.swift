@@ -1,5 +1,6 @@
 import Foundation
 import LocalStorageTestSupport
+import Synchronization
 import Testing
 
 @_spi(Testing) @testable import LocalStorageKit
@@ -129,6 +130,39 @@ import Darwin
         #expect(gate.loads == 0)
         await helper.kill()
         #expect(try await storage.count(StressRecord.self) == 0)
+    }
+
+    /// A caller that saw another process's lease held gets that load's nil, also when the load ended (a nil without
+    /// `absentFor`, which ends as it is written) before the caller's flight looked again (review-105 F9: it loaded).
+    @Test func aCallerWhoSawAnotherProcesssLeaseGetsItsNilWhenItEndsBeforeTheFlightLooks() async throws {
+        let directory = temporaryDirectory()
+        let loadFile = directory.appendingPathComponent("loads.txt")
+        let storage = try LocalStorage(configuration: configuration(directory))
+        let helper = try HelperProcess(
+            ["load", directory.path, "r-5", "1", loadFile.path, "nil-on-input"], withInput: true)
+        try await helper.waitForLine("loading") { $0 == "loading" }
+        let finished = Mutex<String?>(nil)
+        storage.core.loads.afterFirstLookForTests.withLock {
+            $0 = {
+                do {
+                    let reply = try await helper.ask("finish")
+                    finished.withLock { $0 = reply }
+                } catch {
+                    Issue.record(error)
+                }
+            }
+        }
+        let gate = LoadGate(open: true)
+        let policy = LoadPolicy(loadTimeout: .seconds(600))
+        let found = try await storage.fetch(StressRecord.self, id: "r-5", policy: policy) { id in
+            await gate.pass()
+            return StressRecord.make(id: id, sequence: 7)
+        }
+        #expect(finished.withLock { $0 } == "done 0")
+        #expect(found == nil)
+        #expect(gate.loads == 0)
+        #expect(loads(in: loadFile).count == 1)
+        await helper.waitForExit()
     }
 
     @Test func aWriteByAnotherProcessVoidsTheLease() async throws {
