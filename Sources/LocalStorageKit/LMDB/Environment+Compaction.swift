@@ -86,6 +86,12 @@ extension Environment {
     static func otherReaderProcesses(_ raw: OpaquePointer) throws -> Set<Int32> {
         var dead: Int32 = 0
         try check(mdb_reader_check(raw, &dead), "mdb_reader_check")
+        let me = getpid()
+        return Set(try readerSlotOwners(raw).filter { $0 != me })
+    }
+
+    /// The process of each slot in use in the reader table of `raw` (`mdb_reader_list`), dead ones included.
+    static func readerSlotOwners(_ raw: OpaquePointer) throws -> [Int32] {
         var lines: [String] = []
         let code = withUnsafeMutablePointer(to: &lines) { collected in
             mdb_reader_list(
@@ -98,13 +104,7 @@ extension Environment {
         }
         try check(code, "mdb_reader_list")
         // A header line ("pid thread txnid"), then one line per slot starting with its pid.
-        let me = getpid()
-        var pids: Set<Int32> = []
-        for line in lines {
-            guard let first = line.split(separator: " ").first, let pid = Int32(first), pid != me else { continue }
-            pids.insert(pid)
-        }
-        return pids
+        return lines.compactMap { line in line.split(separator: " ").first.flatMap { Int32($0) } }
     }
 
     /// Opens the store with `open` while this process holds the store's lock exclusively, compacting it

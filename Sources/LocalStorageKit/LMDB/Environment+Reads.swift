@@ -47,7 +47,7 @@ extension Environment {
     }
 
     private func takeReadTransaction() throws -> OpaquePointer {
-        if let pooled = readPool.withLock({ $0.popLast() })?.handle {
+        if let pooled = readPool.withLock({ $0.take() })?.handle {
             let code = mdb_txn_renew(pooled)
             if code == MDB_SUCCESS { return pooled }
             mdb_txn_abort(pooled)
@@ -66,12 +66,9 @@ extension Environment {
 
     private func returnReadTransaction(_ txn: OpaquePointer) {
         mdb_txn_reset(txn)
-        let kept = readPool.withLock { pool -> Bool in
-            guard pool.count < 32 else { return false }
-            pool.append(ReadHandle(handle: txn))
-            return true
-        }
-        if !kept { mdb_txn_abort(txn) }
+        var surplus: [ReadHandle] = []
+        readPool.withLock { $0.put(ReadHandle(handle: txn), surplus: &surplus) }
+        for handle in surplus { mdb_txn_abort(handle.handle) }
     }
 
     /// Runs `body` in a fresh read transaction that is committed, so the database handles it opened stay

@@ -40,7 +40,7 @@ final class Environment: @unchecked Sendable {
     let gate = ResizeGate()
     /// Held by each write transaction and by ``readOpeningHandles(_:)`` (see ``HandleOpeningLock``).
     let handleOpening = HandleOpeningLock()
-    let readPool = Mutex<[ReadHandle]>([])
+    let readPool = Mutex(ReadPool())
     let mapSize: Mutex<Int>
     private let openedForkGeneration = ForkWatch.generation
 
@@ -261,10 +261,7 @@ final class Environment: @unchecked Sendable {
         // descriptor shares the parent's lock: neither is given up here (aborting cleared the parent's slots, and
         // unlocking dropped the parent's shared lock).
         let forked = ForkWatch.generation != openedForkGeneration
-        for txn in readPool.withLock({ pool in
-            defer { pool = [] }
-            return pool
-        }) where !forked { mdb_txn_abort(txn.handle) }
+        for txn in readPool.withLock({ $0.removeAll() }) where !forked { mdb_txn_abort(txn.handle) }
         if let checks = mdb_env_get_userctx(handle) {
             mdb_env_set_userctx(handle, nil)
             Unmanaged<TypeRootChecks>.fromOpaque(checks).release()
