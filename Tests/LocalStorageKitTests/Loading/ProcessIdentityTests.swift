@@ -18,7 +18,38 @@ import Glibc
         #endif
     }
 
+    /// `/proc/PID/stat` is read as bytes: the command name may hold spaces and parentheses, the state is field 3, the
+    /// thread count field 20, the start time field 22.
+    @Test(arguments: [
+        ("1234 (app) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 3 0 98765 1000 5", 98_765, false),
+        ("1234 (my (odd) app) R 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 1 0 42 1000 5\n", 42, false),
+        ("99 (gone) X 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 1 0 7 0 0", 7, true),
+        ("99 (zombie) Z 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 1 0 8 0 0", 8, true),
+        ("99 (threads) Z 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 3 0 9 0 0", 9, false),
+    ])
+    func statusIsReadFromTheStatText(line: String, started: Int, hasEnded: Bool) throws {
+        let status = try #require(Array(line.utf8).withUnsafeBufferPointer { ProcessIdentity.parseStat($0) })
+        #expect(status.started == UInt64(started))
+        #expect(status.hasEnded == hasEnded)
+    }
+
+    @Test(arguments: [
+        "", "1234 (app", "1234 (app) S 1 2 3", "1234 (app) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 1 0 x",
+    ])
+    func aStatTextCutShortOrMalformedGivesNoStatus(line: String) {
+        #expect(Array(line.utf8).withUnsafeBufferPointer { ProcessIdentity.parseStat($0) } == nil)
+    }
+
     #if os(Linux)
+    /// The start time read as bytes is the one a plain reading of this process's `/proc/self/stat` finds.
+    @Test func thisProcesssStartTimeIsTheOneTheStatFileGives() throws {
+        let text = try String(contentsOfFile: "/proc/self/stat", encoding: .utf8)
+        let close = try #require(text.lastIndex(of: ")"))
+        let fields = text[text.index(after: close)...].split(separator: " ")
+        #expect(ProcessIdentity.startTime(of: getpid()) == UInt64(fields[19]))
+        #expect(ProcessIdentity.current.started == UInt64(fields[19]))
+    }
+
     /// A holder killed with SIGKILL whose parent has not reaped it yet is a zombie: its pid still answers `kill(pid, 0)`
     /// and its start time is unchanged, so it read as alive and waiters on its lease waited for the deadline
     /// (review-105 F5).
