@@ -124,11 +124,12 @@ import Testing
         #expect(await changes.next() == .deleted(id: "a"))
     }
 
-    /// The watch's thread ends with the last observer and closes its descriptors: streams started and ended over
-    /// and over each get a watch of their own, and every one of them ends (checked on the watches themselves, not on
-    /// the process's descriptors, which the tests running beside this one open and close).
+    /// Without a linger, the watch's thread ends with the last observer and closes its descriptors: streams started
+    /// and ended over and over each get a watch of their own, and every one of them ends (checked on the watches
+    /// themselves, not on the process's descriptors, which the tests running beside this one open and close).
     @Test(.enabled(if: DataFileWatch.isAvailable)) func theWatchEndsWithItsLastObserver() async throws {
         let storage = try LocalStorage(configuration: diskConfiguration())
+        storage.core.liveQueries.watchLingerForTests.withLock { $0 = .zero }
         try await storage.save(Note(id: "a", text: "1"))
         var watches: [DataFileWatch] = []
         for round in 0..<20 {
@@ -144,6 +145,53 @@ import Testing
         #expect(storage.core.liveQueries.watch == nil)
         // Each thread closes its descriptors as it ends, just after its stream did.
         #expect(await eventually { watches.allSatisfy(\.hasEnded) })
+    }
+
+    /// The watch outlives its last observer a while, and the next observer takes it over: streams started and ended
+    /// one after another share one watch (review-105 F11: each started and stopped a thread), and it still brings
+    /// each of them another process's commit (the store's clock never moves: no timed poll runs). Once the linger
+    /// has passed, the watch ends.
+    @Test(.enabled(if: DataFileWatch.isAvailable), .timeLimit(.minutes(5)))
+    func aWatchOutlivesItsLastObserverForTheNext() async throws {
+        var configuration = diskConfiguration()
+        configuration.clock = VirtualClock()
+        configuration.expirySweepInterval = nil
+        let storage = try LocalStorage(configuration: configuration)
+        let center = storage.core.liveQueries
+        center.watchLingerForTests.withLock { $0 = .seconds(600) }
+        for round in 0..<5 {
+            try await storage.save(Note(id: "n\(round)", text: ""))
+            do {
+                let stream = storage.changes(of: Note.self)
+                let task = Task { for await change in stream where change == .deleted(id: "n\(round)") { return } }
+                let result = try await CLIResult.run(
+                    ["delete", "Note", "n\(round)", "--store", configuration.storeDirectory.path], environment: nil)
+                #expect(result.status == 0, "\(result.stderr)")
+                await task.value
+            }
+            #expect(await eventually { center.observerCount == 0 }, "round \(round): the stream ended")
+        }
+        #expect(center.watchStarts == 1)
+        let watch = try #require(center.watch)
+        #expect(!watch.hasEnded)
+        center.watchLingerForTests.withLock { $0 = .milliseconds(1) }
+        #expect(await eventually { watch.hasEnded && center.watch == nil })
+    }
+
+    /// Loads through the cache that miss one after another share one watch: each has observers of its own (its record
+    /// watch, and its lease's), which started and stopped the watch's thread at every miss (review-105 F11).
+    @Test(.enabled(if: DataFileWatch.isAvailable)) func loadsThatMissOneAfterAnotherShareOneWatch() async throws {
+        var configuration = diskConfiguration()
+        configuration.clock = VirtualClock()
+        let storage = try LocalStorage(configuration: configuration)
+        let center = storage.core.liveQueries
+        center.watchLingerForTests.withLock { $0 = .seconds(600) }
+        for index in 0..<20 {
+            let loaded = try await storage.fetch(Note.self, id: "miss-\(index)") { id in Note(id: id, text: "loaded") }
+            #expect(loaded?.text == "loaded")
+        }
+        #expect(center.observerCount == 0)
+        #expect(center.watchStarts == 1)
     }
 
     /// While a stream is active, the writer moves the poller's position past its own commits (the next commit

@@ -9,8 +9,10 @@ import Glibc
 /// written, instead of at its next poll: LMDB writes every commit's pages and meta page with `pwrite`, which
 /// the kernel reports as `IN_MODIFY` to an inotify watch on `data.mdb`, whichever process wrote.
 ///
-/// A thread of its own waits in `poll(2)` on the inotify descriptor and a pipe that ``stop()`` writes to; each
-/// wake drains the pending events (one read gives many) and calls `onChange` once. The timed poll goes on
+/// A thread of its own waits in `poll(2)` on the inotify descriptor and a pipe that ``stop()`` and ``wake()`` write
+/// to; each wake drains the pending events (one read gives many) and calls `onChange` once. Every
+/// ``idleCheckInterval`` without a wake, and after each `onChange`, it asks `endsIdle` whether to end (the follower
+/// keeps it a while after its last observer, for the next). The timed poll goes on
 /// beside it, for file systems that do not report writes (NFS) and platforms without inotify, where
 /// ``start(path:onChange:)`` returns nil.
 final class DataFileWatch: Sendable {
@@ -41,10 +43,17 @@ final class DataFileWatch: Sendable {
         #endif
     }
 
+    /// How long the thread waits without a wake before it asks whether to end.
+    static let idleCheckInterval = Duration.seconds(1)
+
     /// Watches the file at `path` and calls `onChange` (on the watch's thread) once as it starts (for writes
-    /// before the watch existed) and after each burst of writes to it; nil when the platform or the file system
-    /// cannot watch it (the timed poll still runs).
-    static func start(path: String, onChange: @escaping @Sendable () -> Void) -> DataFileWatch? {
+    /// before the watch existed), after each burst of writes to it and at each ``wake()``; nil when the platform or
+    /// the file system cannot watch it (the timed poll still runs). The thread ends at ``stop()``, or when
+    /// `endsIdle` says so.
+    static func start(
+        path: String, onChange: @escaping @Sendable () -> Void,
+        endsIdle: @escaping @Sendable (DataFileWatch) -> Bool
+    ) -> DataFileWatch? {
         #if canImport(Glibc)
         let inotify = inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK))
         guard inotify >= 0 else { return nil }
@@ -61,7 +70,7 @@ final class DataFileWatch: Sendable {
         let watch = DataFileWatch(inotify: inotify, stopPipe: (fds[0], fds[1]))
         let thread = Thread {
             onChange()
-            watch.run(onChange: onChange)
+            watch.run(onChange: onChange, endsIdle: endsIdle)
         }
         thread.name = "LocalStorageKit data file watch"
         // Subscribers run on this thread (live queries' reruns are started, change streams queue ids): the stack of a
@@ -85,18 +94,27 @@ final class DataFileWatch: Sendable {
 
     /// Ends the thread without waiting for it (it may be in `onChange`, which takes locks the caller holds);
     /// the thread closes the descriptors as it ends.
-    func stop() {
+    func stop() { send(Self.stopByte) }
+
+    /// Makes the thread call `onChange` once, as if the file had been written.
+    func wake() { send(Self.wakeByte) }
+
+    private static let stopByte: UInt8 = 1
+    private static let wakeByte: UInt8 = 2
+
+    /// Writes `byte` to the thread's pipe unless it has ended.
+    private func send(_ byte: UInt8) {
         #if canImport(Glibc)
         ended.withLock { ended in
             guard !ended else { return }
-            var byte: UInt8 = 1
+            var byte = byte
             while write(stopPipe.write, &byte, 1) < 0 && errno == EINTR {}
         }
         #endif
     }
 
     #if canImport(Glibc)
-    private func run(onChange: @Sendable () -> Void) {
+    private func run(onChange: @Sendable () -> Void, endsIdle: @Sendable (DataFileWatch) -> Bool) {
         defer {
             ended.withLock { ended in
                 ended = true
@@ -110,22 +128,34 @@ final class DataFileWatch: Sendable {
             pollfd(fd: stopPipe.read, events: Int16(POLLIN), revents: 0),
         ]
         var buffer = [UInt8](repeating: 0, count: 4096)
+        let idleCheck = Int32(Self.idleCheckInterval.components.seconds * 1000)
         while true {
             entries[0].revents = 0
             entries[1].revents = 0
-            let ready = poll(&entries, 2, -1)
+            let ready = poll(&entries, 2, idleCheck)
             if ready < 0 {
                 if errno == EINTR { continue }
                 return  // The watch ends; the timed poll goes on.
             }
-            if entries[1].revents != 0 { return }
-            guard entries[0].revents & Int16(POLLIN) != 0 else {
-                if entries[0].revents != 0 { return }  // POLLERR / POLLHUP: nothing more will come.
+            if ready == 0 {
+                if endsIdle(self) { return }
                 continue
+            }
+            var woken = false
+            if entries[1].revents != 0 {
+                var byte: UInt8 = 0
+                let count = read(stopPipe.read, &byte, 1)
+                if count < 0 && errno == EINTR { continue }
+                // A stop, or the pipe's end (nothing can write to it any more).
+                guard count == 1, byte == Self.wakeByte else { return }
+                woken = true
+            }
+            if entries[0].revents != 0 && entries[0].revents & Int16(POLLIN) == 0 {
+                return  // POLLERR / POLLHUP: nothing more will come.
             }
             // Drain every event queued so far: one wake for a burst of writes.
             var drained = false
-            while true {
+            while entries[0].revents & Int16(POLLIN) != 0 {
                 let count = buffer.withUnsafeMutableBytes { read(inotify, $0.baseAddress, $0.count) }
                 if count > 0 {
                     drained = true
@@ -134,7 +164,10 @@ final class DataFileWatch: Sendable {
                 if count < 0 && errno == EINTR { continue }
                 break
             }
-            if drained { onChange() }
+            if drained || woken {
+                onChange()
+                if endsIdle(self) { return }
+            }
         }
     }
     #endif

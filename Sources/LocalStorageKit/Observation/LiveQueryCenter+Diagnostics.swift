@@ -20,8 +20,11 @@ extension LiveQueryCenter {
     /// The change-log position the poller has read up to.
     var followedPosition: UInt64? { state.withLock { $0.position } }
 
-    /// The watch of the data file while an observer is active (tests).
+    /// The watch of the data file while an observer is active, and ``watchLinger`` after the last one (tests).
     var watch: DataFileWatch? { state.withLock { $0.watch } }
+
+    /// How many times a watch of the data file started (tests).
+    var watchStarts: Int { state.withLock { $0.watchStarts } }
 
     /// Whether the poller runs (it runs exactly while a live query is active).
     var isPolling: Bool { state.withLock { $0.poller != nil } }

@@ -26,8 +26,13 @@ final class LiveQueryCenter: CommitListener {
     struct State {
         var observers = 0
         var poller: Task<Void, Never>?
-        /// Wakes a poll as soon as the data file is written (another process's commit), between timed polls.
+        /// Wakes a poll as soon as the data file is written (another process's commit), between timed polls. It
+        /// outlives the last observer by ``watchLinger`` (``watchIdleSince``), for the next one.
         var watch: DataFileWatch?
+        /// When the last observer ended, while the watch waits for the next one.
+        var watchIdleSince: ContinuousClock.Instant?
+        /// How many times a watch started (tests).
+        var watchStarts = 0
         var isStopped = false
         /// The last change-log sequence read; nil until it could be read.
         var position: UInt64?
@@ -52,7 +57,7 @@ final class LiveQueryCenter: CommitListener {
     }
 
     private let environment: Environment
-    private let hub: ObserverHub
+    let hub: ObserverHub
     private let changeLog: ChangeLog
     private let meta: Database
     private let pollInterval: Duration
@@ -64,6 +69,13 @@ final class LiveQueryCenter: CommitListener {
     /// wrote the last this many change-log entries, had written its meta page and not let new readers see it yet
     /// (tests; once).
     let startLagForTests = Atomic<Int>(0)
+    /// How long the watch of the data file outlives the last observer, in real time (it is an OS thread, not something
+    /// the store's clock times). Each load through the cache that misses has observers of its own: one started and
+    /// stopped the watch's thread (and its inotify instance, whose close waits for the kernel) at every miss, most of
+    /// a miss's CPU time (review-105 F11).
+    static let watchLinger = Duration.seconds(1)
+    /// When set, used instead of ``watchLinger`` (tests; `.zero` ends the watch with the last observer).
+    let watchLingerForTests = Mutex<Duration?>(nil)
     private let reruns = Atomic<Int>(0)
     private let invalidations = Atomic<Int>(0)
 
@@ -98,6 +110,7 @@ final class LiveQueryCenter: CommitListener {
         state.withLock { state in
             guard !state.isStopped else { return }
             state.observers += 1
+            state.watchIdleSince = nil
             guard state.poller == nil else { return }
             let changeLog = self.changeLog
             // A commit's meta page (which `lastTransactionID` reads) is written before new read transactions see
@@ -132,8 +145,13 @@ final class LiveQueryCenter: CommitListener {
                     guard let self, self.poll() else { return }
                 }
             }
-            state.watch = DataFileWatch.start(path: dataFilePath) { [weak self] in
-                self?.pollAfterWrite()
+            if let watch = state.watch, !watch.hasEnded {
+                watch.wake()  // It polls once, as a new one does as it starts.
+            } else {
+                state.watchStarts += 1
+                state.watch = DataFileWatch.start(
+                    path: dataFilePath, onChange: { [weak self] in self?.pollAfterWrite() },
+                    endsIdle: { [weak self] watch in self?.watchEndsIdle(watch) ?? true })
             }
         }
     }
@@ -143,16 +161,35 @@ final class LiveQueryCenter: CommitListener {
         environment.path.hasSuffix("/") ? environment.path + "data.mdb" : environment.path + "/data.mdb"
     }
 
-    /// Unregisters a live query; the last one stops the poller.
+    /// Unregisters an observer; the last one stops the poller, and the watch ``watchLinger`` later.
     func endObserving() {
+        let linger = watchLingerForTests.withLock { $0 } ?? Self.watchLinger
         state.withLock { state in
             state.observers = max(0, state.observers - 1)
             if state.observers == 0 {
                 state.poller?.cancel()
                 state.poller = nil
-                state.watch?.stop()
-                state.watch = nil
+                if linger > .zero {
+                    state.watchIdleSince = .now
+                } else {
+                    state.watch?.stop()
+                    state.watch = nil
+                }
             }
+        }
+    }
+
+    /// Whether `watch` ends now, asked by its thread when it has been idle a while: it does once no observer has
+    /// wanted it for ``watchLinger``, or when it is not the store's watch any more.
+    private func watchEndsIdle(_ watch: DataFileWatch) -> Bool {
+        let linger = watchLingerForTests.withLock { $0 } ?? Self.watchLinger
+        return state.withLock { state in
+            guard !state.isStopped, state.watch === watch else { return true }
+            guard state.observers == 0, let since = state.watchIdleSince, since.duration(to: .now) >= linger else {
+                return false
+            }
+            state.watch = nil
+            return true
         }
     }
 
@@ -207,41 +244,6 @@ final class LiveQueryCenter: CommitListener {
         }
         // The commit's own entries need no reading: observers get its changes from the writer.
         if state.position == logged.lowerBound - 1 { state.position = logged.upperBound }
-    }
-
-    /// What the queue delivers next.
-    enum Delivery {
-        /// Changes of one or more commits, in commit order.
-        case changes([PublishedChange])
-        /// Something changed that the log could not say: every observed type's live queries rerun.
-        case everyObservedType
-    }
-
-    /// Makes the caller the one delivering the queue, unless another thread is or the queue is empty.
-    private static func claimDelivery(_ state: inout State) -> Bool {
-        guard !state.isDelivering, !state.queue.isEmpty else { return false }
-        state.isDelivering = true
-        return true
-    }
-
-    /// Delivers the queue in order until it is empty, calling subscribers with no lock held: a subscriber
-    /// that ends the store's last reference (and so waits for the writer) never blocks a delivery, and the
-    /// writer never waits for another thread's subscribers.
-    private func deliverQueue() {
-        while true {
-            let next = state.withLock { state -> Delivery? in
-                guard !state.queue.isEmpty else {
-                    state.isDelivering = false
-                    return nil
-                }
-                return state.queue.removeFirst()
-            }
-            switch next {
-            case nil: return
-            case .changes(let changes): hub.publish(changes)
-            case .everyObservedType: hub.publishExternalChange(typeNames: hub.observedTypeNames)
-            }
-        }
     }
 
     /// Reads the other processes' changes since the last poll and delivers them; false when polling should end.
