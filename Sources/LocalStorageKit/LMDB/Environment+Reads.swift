@@ -71,6 +71,21 @@ extension Environment {
         for handle in surplus { mdb_txn_abort(handle.handle) }
     }
 
+    /// Gives back the pooled read transactions (and their reader slots) that no read needed since the last time;
+    /// nothing once the environment is closed or in a child after `fork()` (see ``close()``). Called from a timer,
+    /// beside a close on the writer thread: the aborts run under the lock ``close()`` sets `isClosed` with.
+    func giveBackIdleReads() {
+        guard ForkWatch.generation == openedForkGeneration else { return }
+        gate.withShared {
+            isClosed.withLock { closed in
+                guard !closed else { return }
+                var surplus: [ReadHandle] = []
+                readPool.withLock { $0.trimIdle(surplus: &surplus) }
+                for handle in surplus { mdb_txn_abort(handle.handle) }
+            }
+        }
+    }
+
     /// Runs `body` in a fresh read transaction that is committed, so the database handles it opened stay
     /// valid for every transaction afterwards (aborted when `body` throws). Returns nil without running `body`
     /// while another transaction of this process may be opening handles (a write transaction, or another call of

@@ -42,7 +42,7 @@ final class Environment: @unchecked Sendable {
     let handleOpening = HandleOpeningLock()
     let readPool = Mutex(ReadPool())
     let mapSize: Mutex<Int>
-    private let openedForkGeneration = ForkWatch.generation
+    let openedForkGeneration = ForkWatch.generation
 
     /// Whether opening found the data file of a store whose creation never finished (the disk filled up
     /// while LMDB wrote its first meta pages) and started it afresh.
@@ -229,7 +229,7 @@ final class Environment: @unchecked Sendable {
         UInt64(info.f_bavail) * UInt64(info.f_frsize) < 1 << 20
     }
 
-    private let isClosed = Mutex(false)
+    let isClosed = Mutex(false)
 
     /// How durable each commit is now.
     var durability: StorageDurability { durabilityState.withLock { $0 } }

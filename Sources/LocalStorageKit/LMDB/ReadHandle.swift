@@ -20,7 +20,8 @@ struct ReadHandle: @unchecked Sendable {
 /// Each keeps its slot in the reader table, which every process on the store shares (512 slots), so the pool is
 /// small and gives back what goes unused (review-105 F10: with 32 kept for good, 16 processes that had each once
 /// read 32 at a time held every slot, and a 17th could read nothing): it keeps at most ``capacity``, and every
-/// ``trimInterval`` returns it gives up the handles that no read of that while needed (the fewest it held idle).
+/// ``trimInterval`` returns, and at every expiry sweep (``trimIdle(surplus:)``, for a process that stopped reading),
+/// it gives up the handles that no read of that while needed (the fewest it held idle).
 struct ReadPool {
     /// At most this many are kept: the processors, from 4 to 16.
     static let capacity = max(4, min(16, ProcessInfo.processInfo.activeProcessorCount))
@@ -54,7 +55,11 @@ struct ReadPool {
             surplus.append(handle)
         }
         returns += 1
-        guard returns >= Self.trimInterval else { return }
+        if returns >= Self.trimInterval { trimIdle(surplus: &surplus) }
+    }
+
+    /// Adds to `surplus` the oldest handles that no read needed since the last trim, and starts a new while.
+    mutating func trimIdle(surplus: inout [ReadHandle]) {
         let idle = min(lowWater, handles.count)
         if idle > 0 {
             surplus.append(contentsOf: handles[..<idle])

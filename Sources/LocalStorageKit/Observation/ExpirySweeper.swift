@@ -28,6 +28,8 @@ final class ExpirySweeper: Sendable {
                     return  // Cancelled: the store closed.
                 }
                 guard let writer else { return }
+                // A process that stopped reading gives back the reader slots its pool kept (review-107 B1).
+                writer.environment.giveBackIdleReads()
                 do {
                     let purged = try await ExpirySweeper.sweep(
                         writer: writer, meta: meta,

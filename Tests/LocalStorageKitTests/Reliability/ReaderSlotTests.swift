@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 
-@testable import LocalStorageKit
+@_spi(Testing) @testable import LocalStorageKit
 
 #if canImport(Glibc)
 import Glibc
@@ -58,5 +58,45 @@ import Darwin
         // A burst again fills the pool again.
         try await readAtOnce(8, in: environment)
         #expect(try slotsHeld(environment) == min(8, ReadPool.capacity))
+    }
+
+    /// A process that stopped reading gives its pool's slots back at the expiry sweeps (review-107 B1: only reads
+    /// trimmed the pool): what no read took between two sweeps goes.
+    @Test func aPoolNoReadTakesFromIsGivenBackAtTheSweeps() async throws {
+        let directory = temporaryDirectory()
+        let environment = try Environment(
+            directory: directory.path, mapSize: 1 << 20, maxMapSize: 1 << 20, durability: .none)
+        defer { environment.close() }
+        try await readAtOnce(16, in: environment)
+        #expect(try slotsHeld(environment) == ReadPool.capacity)
+        environment.giveBackIdleReads()  // The burst took every handle: none was idle since the last trim.
+        #expect(try slotsHeld(environment) == ReadPool.capacity)
+        try environment.read { _ in }
+        environment.giveBackIdleReads()  // One read took one handle: the others go.
+        #expect(try slotsHeld(environment) == 1)
+        environment.giveBackIdleReads()
+        #expect(try slotsHeld(environment) == 0)
+        try environment.read { _ in }
+        #expect(try slotsHeld(environment) == 1)
+    }
+
+    /// The store's expiry sweep gives the idle pool back: with the sweep every second of a virtual clock, a store
+    /// whose burst of reads is over keeps at most the one slot its sweeps read with, after a few sweeps.
+    @Test func theExpirySweepGivesBackAnIdlePool() async throws {
+        let clock = VirtualClock()
+        var configuration = diskConfiguration()
+        configuration.clock = clock
+        configuration.expirySweepInterval = .seconds(1)
+        let storage = try LocalStorage(configuration: configuration)
+        try await storage.save(Note(id: "a", text: "1"))
+        let environment = storage.core.environment
+        try await readAtOnce(16, in: environment)
+        #expect(try slotsHeld(environment) == ReadPool.capacity)
+        for _ in 0..<3 {
+            await clock.waitForSleepers(1)
+            clock.advance(by: .seconds(1))
+        }
+        await clock.waitForSleepers(1)  // The third sweep is done: the sweeper sleeps again.
+        #expect(try slotsHeld(environment) <= 1)
     }
 }
