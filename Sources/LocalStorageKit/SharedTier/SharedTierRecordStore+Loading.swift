@@ -75,7 +75,18 @@ extension SharedTierRecordStore: LoadCoordinator {
                 let now = core.clock.wallNanoseconds()
                 if holder.kind == .absent {
                     if (request.refreshing == nil && holder.remembersAbsence(at: now)) || holder.token == awaited {
-                        await request.giveBack()
+                        if request.refreshing != nil {
+                            await request.giveBack()
+                            return nil
+                        }
+                        // The nil answers the processes on this store waiting on this one's lease too: it stays as
+                        // this lease's remembered nil (review-107 A1: given back, they found no entry and loaded).
+                        do {
+                            try await request.through.rememberAbsence(request, refreshing: false)
+                        } catch {
+                            await request.giveBack()
+                            throw error
+                        }
                         return nil
                     }
                     // A nil no longer remembered: out of the way (unless something replaced it meanwhile).

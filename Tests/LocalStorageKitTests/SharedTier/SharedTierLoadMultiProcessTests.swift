@@ -40,6 +40,52 @@ struct SharedTierLoadMultiProcessTests {
         #expect(loads(in: loadFile).count == 1)
     }
 
+    /// Two processes on one store, one holding the store's lease while it waits on another instance's lease on the
+    /// server, the other waiting on the first: when the other instance's load finds nothing, both get nil and nobody
+    /// loads again (review-107 A1: the first gave its lease back without remembering the nil, so the second found no
+    /// entry, and loaded).
+    @Test func aNilFromAnotherInstanceAnswersTheProcessesWaitingOnThisStoresLease() async throws {
+        let loadFile = temporaryDirectory().appendingPathComponent("loads.txt")
+        let other = try HelperProcess(
+            loader("r-nil", callers: 1, file: loadFile, delay: "nil-on-input", timeout: 600_000), withInput: true)
+        try await other.waitForLine("the other instance loading") { $0.hasPrefix("loading") }
+        let directory = temporaryDirectory()
+        let port = try #require(SharedTestServer.port)
+        let holder = try HelperProcess([
+            "load", directory.path, "r-nil", "1", loadFile.path, "0", "\(port)", namespace, "600000",
+        ])
+        try await holder.waitForLine("ready") { $0 == "ready" }
+        let storage = try await diskSharedStore(
+            SharedTestServer.configuration(namespace: namespace), directory: directory)
+        // The helper on this store holds its lease (and waits on the other instance's on the server).
+        let schema = try await storage.core.schema(for: StressRecord.self)
+        let leases = try storage.local.leaseBook()
+        let leaseKey = LeaseBook.key(type: schema.number, id: Array("r-nil".utf8))
+        let leaseTaken = await eventually {
+            try storage.core.environment.read { try leases.entry(leaseKey, txn: $0) }?.owner.pid
+                == holder.processIdentifier
+        }
+        try #require(leaseTaken, "the helper's lease on this store")
+        let gate = LoadGate(open: true)
+        let policy = LoadPolicy(loadTimeout: .seconds(600))
+        let caller = Task {
+            try await storage.fetch(StressRecord.self, id: "r-nil", policy: policy) { id in
+                await gate.pass()
+                return StressRecord.make(id: id, sequence: 7)
+            }
+        }
+        try await eventually("the caller waiting on the helper's lease") {
+            storage.core.leaseWaits.load(ordering: .relaxed) >= 1
+        }
+        #expect(try await other.ask("finish") == "done 0")
+        #expect(try await caller.value == nil)
+        #expect(gate.loads == 0)
+        #expect(try await holder.waitForLine("done") { $0.hasPrefix("done") || $0.hasPrefix("error") } == "done 0")
+        #expect(loads(in: loadFile).count == 1)
+        await other.waitForExit()
+        await holder.waitForExit()
+    }
+
     @Test func aLoaderKilledMidLoadIsTakenOverByAnotherInstance() async throws {
         let loadFile = temporaryDirectory().appendingPathComponent("loads.txt")
         let storage = try await diskSharedStore(SharedTestServer.configuration(namespace: namespace))

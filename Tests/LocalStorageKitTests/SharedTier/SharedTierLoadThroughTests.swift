@@ -596,8 +596,10 @@ struct SharedTierLoadThroughTests {
 }
 
 /// A store on disk in a fresh directory whose shared tier is `tier`, once it is in sync.
-func diskSharedStore(_ tier: SharedTierConfiguration, clock: VirtualClock? = nil) async throws -> LocalStorage {
-    var configuration = diskConfiguration()
+func diskSharedStore(
+    _ tier: SharedTierConfiguration, clock: VirtualClock? = nil, directory: URL = temporaryDirectory()
+) async throws -> LocalStorage {
+    var configuration = diskConfiguration(directory)
     if let clock { configuration.clock = clock }
     var tier = tier
     tier.maxStaleness = .seconds(30)  // a loaded machine must not make it stale (not what these tests check)
