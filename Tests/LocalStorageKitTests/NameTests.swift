@@ -182,6 +182,21 @@ struct LongName: LocalStorable {
         #expect(try storage.core.storedTypeInfos().isEmpty)
     }
 
+    /// A change stream of a type the store cannot hold ends at once: it waited for ever (trial104 D1), while every
+    /// other use of the type throws `invalidDeclaration`.
+    @Test(.timeLimit(.minutes(1))) func aChangeStreamOfADeclarationTheStoreCannotHoldEnds() async throws {
+        let storage = try LocalStorage(configuration: .inMemory)
+        var events = 0
+        for await _ in storage.changes(of: EmptyName.self) { events += 1 }
+        for await _ in storage.changes(of: TwoIndexesOneName.self) { events += 1 }
+        #expect(events == 0)
+        #expect(await eventually { storage.core.liveQueries.observerCount == 0 })
+        // The store goes on: a valid type's stream gets its changes.
+        var changes = storage.changes(of: Note.self).makeAsyncIterator()
+        try await storage.save(Note(id: "a", text: "1"))
+        #expect(await changes.next() == .inserted(Note(id: "a", text: "1")))
+    }
+
     struct SixteenSaver: LevelVisitor {
         let storage: LocalStorage
         var saved = 0

@@ -39,13 +39,18 @@ extension StoreCore {
         let reader = Task {
             // Another process's inserts and updates arrive as ids; the value is read from the store, with the
             // type's databases, so the changes wait here until the type is registered.
-            var schema: TypeSchema?
+            let schema: TypeSchema
             do {
                 schema = try await core.schema(for: T.self)
             } catch {
+                // A declaration the store cannot hold (`invalidDeclaration`), or a closed store: nothing of the type
+                // can be saved or read, so the stream ends, as a loop over it expects, instead of waiting for ever
+                // (trial104 D1).
                 logger?.log(
-                    level: .warning, message: "A change stream's type cannot be registered",
-                    metadata: ["type": name, "error": "\(error)"])
+                    level: .error, message: "A change stream's type cannot be registered; the stream ends",
+                    metadata: ["type": name, "error": "\(LocalStorageError.wrapping(error))"])
+                continuation.finish()
+                return
             }
             var read = 0
             for await queued in pending {
@@ -65,6 +70,15 @@ extension StoreCore {
             }
         }
         let token = core.hub.subscribe(name, readsRecords: true) { changes in
+            if changes.isEmpty {
+                // Something changed that the change log cannot name: entries another process's batch larger than the
+                // log's retention trimmed at once, or a read of the log that failed (trial104: nothing said so).
+                logger?.log(
+                    level: .warning,
+                    message: "A change stream missed other processes' changes the change log no longer names "
+                        + "(a batch larger than changeLogRetention?); read the records again to catch up",
+                    metadata: ["type": name])
+            }
             for change in changes {
                 let queued: QueuedChange<T>
                 if let typed = change.typed(as: T.self) {
