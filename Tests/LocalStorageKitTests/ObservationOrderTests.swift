@@ -178,6 +178,31 @@ import Testing
         #expect(await eventually { watch.hasEnded && center.watch == nil })
     }
 
+    /// Wakes of a watch whose thread is busy never block the caller (they are sent under the follower's lock) and come
+    /// to the thread as a few calls, however many pile up (review-108 R6: a full pipe blocked the writer for good).
+    @Test(.enabled(if: DataFileWatch.isAvailable), .timeLimit(.minutes(5)))
+    func wakesOfABusyWatchNeitherBlockNorPileUp() async throws {
+        let file = temporaryDirectory().appendingPathComponent("watched")
+        try FileManager.default.createDirectory(
+            at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Data([1]).write(to: file)
+        let busy = DispatchSemaphore(value: 0)
+        let calls = Atomic<Int>(0)
+        let started = DataFileWatch.start(
+            path: file.path,
+            onChange: { if calls.add(1, ordering: .sequentiallyConsistent).newValue == 1 { busy.wait() } },
+            endsIdle: { _ in false })
+        let watch = try #require(started)
+        #expect(await eventually { calls.load(ordering: .sequentiallyConsistent) == 1 })
+        // More wakes than a pipe holds, while the thread is inside its first call.
+        for _ in 0..<100_000 { #expect(watch.wake()) }
+        busy.signal()
+        #expect(await eventually { calls.load(ordering: .sequentiallyConsistent) > 1 })
+        watch.stop()
+        #expect(await eventually { watch.hasEnded })
+        #expect(calls.load(ordering: .sequentiallyConsistent) < 100)
+    }
+
     /// Loads through the cache that miss one after another share one watch: each has observers of its own (its record
     /// watch, and its lease's), which started and stopped the watch's thread at every miss (review-105 F11).
     @Test(.enabled(if: DataFileWatch.isAvailable)) func loadsThatMissOneAfterAnotherShareOneWatch() async throws {

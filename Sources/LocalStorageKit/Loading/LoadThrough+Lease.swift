@@ -214,8 +214,11 @@ extension LoadThrough {
     }
 
     /// Records that the request's load found nothing: a nil remembered for `policy.absentFor` (or only for
-    /// the callers that waited on this load), or, for a refresh (`refreshing`), the stale record deleted.
-    func rememberAbsence<T: LocalStorable>(_ request: LeasedLoad<T>, refreshing: Bool) async throws {
+    /// the callers that waited on this load), no later than `until` (ns since 1970: another instance's nil, which
+    /// this store's must not outlive), or, for a refresh (`refreshing`), the stale record deleted.
+    func rememberAbsence<T: LocalStorable>(
+        _ request: LeasedLoad<T>, refreshing: Bool, until: Int64 = .max
+    ) async throws {
         let leases = try store.leaseBook()
         let clock = core.clock
         let (leaseKey, token, key, name, schema) = (
@@ -236,7 +239,7 @@ extension LoadThrough {
             let now = clock.wallNanoseconds()
             let marker = LeaseEntry(
                 kind: .absent, owner: .current, token: token,
-                deadline: absentFor.map { now.advanced(saturatingBy: $0) } ?? now)
+                deadline: min(absentFor.map { now.advanced(saturatingBy: $0) } ?? now, max(now, until)))
             try leases.put(marker, key: leaseKey, context: context)
             try leases.sweep(now: now, txn: context.txn)
             // Wakes the callers other processes have waiting on this load (no record changed).

@@ -22,6 +22,9 @@ final class DataFileWatch: Sendable {
     /// Whether the thread has ended and closed the descriptors: ``stop()`` writes to the pipe only before, under
     /// this lock, so it never writes to a descriptor number that was closed (and maybe reused).
     private let ended = Mutex(false)
+    /// The fork generation it was started in: a child after `fork()` shares the pipe, and must not stop or wake the
+    /// parent's thread through it.
+    private let forkGeneration = ForkWatch.generation
     #endif
 
     #if canImport(Glibc)
@@ -66,7 +69,12 @@ final class DataFileWatch: Sendable {
             close(inotify)
             return nil
         }
-        for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        for fd in fds {
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            // A full pipe already holds a wake for the thread: a write must not block (it runs under the follower's
+            // lock), and the thread reads every byte waiting at once.
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        }
         let watch = DataFileWatch(inotify: inotify, stopPipe: (fds[0], fds[1]))
         let thread = Thread {
             onChange()
@@ -96,20 +104,26 @@ final class DataFileWatch: Sendable {
     /// the thread closes the descriptors as it ends.
     func stop() { send(Self.stopByte) }
 
-    /// Makes the thread call `onChange` once, as if the file had been written.
-    func wake() { send(Self.wakeByte) }
+    /// Makes the thread call `onChange` once, as if the file had been written; false when the thread has ended.
+    @discardableResult
+    func wake() -> Bool { send(Self.wakeByte) }
 
     private static let stopByte: UInt8 = 1
     private static let wakeByte: UInt8 = 2
 
-    /// Writes `byte` to the thread's pipe unless it has ended.
-    private func send(_ byte: UInt8) {
+    /// Writes `byte` to the thread's pipe unless it has ended (or this is a child after `fork()`); whether it had not.
+    @discardableResult
+    private func send(_ byte: UInt8) -> Bool {
         #if canImport(Glibc)
-        ended.withLock { ended in
-            guard !ended else { return }
+        guard ForkWatch.generation == forkGeneration else { return false }
+        return ended.withLock { ended in
+            guard !ended else { return false }
             var byte = byte
             while write(stopPipe.write, &byte, 1) < 0 && errno == EINTR {}
+            return true
         }
+        #else
+        return false
         #endif
     }
 
@@ -143,11 +157,11 @@ final class DataFileWatch: Sendable {
             }
             var woken = false
             if entries[1].revents != 0 {
-                var byte: UInt8 = 0
-                let count = read(stopPipe.read, &byte, 1)
-                if count < 0 && errno == EINTR { continue }
+                // Every byte waiting: wakes come as one, a stop among them ends the thread.
+                let count = buffer.withUnsafeMutableBytes { read(stopPipe.read, $0.baseAddress, $0.count) }
+                if count < 0 && (errno == EINTR || errno == EAGAIN) { continue }
                 // A stop, or the pipe's end (nothing can write to it any more).
-                guard count == 1, byte == Self.wakeByte else { return }
+                guard count > 0, !buffer[..<count].contains(Self.stopByte) else { return }
                 woken = true
             }
             if entries[0].revents != 0 && entries[0].revents & Int16(POLLIN) == 0 {

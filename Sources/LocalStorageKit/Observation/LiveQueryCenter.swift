@@ -145,9 +145,8 @@ final class LiveQueryCenter: CommitListener {
                     guard let self, self.poll() else { return }
                 }
             }
-            if let watch = state.watch, !watch.hasEnded {
-                watch.wake()  // It polls once, as a new one does as it starts.
-            } else {
+            // The watch left from the last observer polls once, as a new one does as it starts.
+            if state.watch?.wake() != true {
                 state.watchStarts += 1
                 state.watch = DataFileWatch.start(
                     path: dataFilePath, onChange: { [weak self] in self?.pollAfterWrite() },

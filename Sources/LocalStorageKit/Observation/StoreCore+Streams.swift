@@ -29,6 +29,7 @@ extension StoreCore {
         let outstanding = OutstandingCount()
         let name = T.storageName
         let hasWarned = Atomic<Bool>(false)
+        let lostReads = Atomic<Int>(liveQueries.lostReadCount)
         let warnOfDrop: @Sendable () -> Void = {
             guard !hasWarned.exchange(true, ordering: .relaxed) else { return }
             logger?.log(
@@ -36,48 +37,64 @@ extension StoreCore {
                 metadata: ["type": name, "buffer": "\(capacity)"])
         }
         let core = self
-        let reader = Task {
-            // Another process's inserts and updates arrive as ids; the value is read from the store, with the
-            // type's databases, so the changes wait here until the type is registered.
-            let schema: TypeSchema
-            do {
-                schema = try await core.schema(for: T.self)
-            } catch {
-                // A declaration the store cannot hold (`invalidDeclaration`), or a closed store: nothing of the type
-                // can be saved or read, so the stream ends, as a loop over it expects, instead of waiting for ever
-                // (trial104 D1).
-                logger?.log(
-                    level: .error, message: "A change stream's type cannot be registered; the stream ends",
-                    metadata: ["type": name, "error": "\(LocalStorageError.wrapping(error))"])
-                continuation.finish()
-                return
-            }
-            var read = 0
-            for await queued in pending {
-                // A stream that ended reads nothing it had queued (the queue hands its buffer to a cancelled reader).
-                if Task.isCancelled { return }
-                let change: StorageChange<T>?
-                switch queued {
-                case .typed(let typed): change = typed
-                case .outside(let outside): change = core.outsideChange(outside, T.self, schema: schema)
+        let reader = StreamReader()
+        // Started once the stream's termination handler is set (below): a reader that ends the stream at once (its
+        // type cannot be registered) must find it set, or the stream's observer and subscription stayed for good.
+        let startReader = { @Sendable in
+            Task {
+                // Another process's inserts and updates arrive as ids; the value is read from the store, with the
+                // type's databases, so the changes wait here until the type is registered.
+                var schema: TypeSchema?
+                do {
+                    schema = try await core.schema(for: T.self)
+                } catch {
+                    let error = LocalStorageError.wrapping(error)
+                    if case .invalidDeclaration = error {
+                        // A declaration the store cannot hold: nothing of the type can be saved or read, so the stream
+                        // ends, as a loop over it expects, instead of waiting for ever (trial104 D1).
+                        logger?.log(
+                            level: .error, message: "A change stream's type cannot be registered; the stream ends",
+                            metadata: ["type": name, "error": "\(error)"])
+                        continuation.finish()
+                        return
+                    }
+                    // Another failure (a full store, say): the stream waits; other processes' changes of the type
+                    // cannot be read here until it is registered.
+                    logger?.log(
+                        level: .warning, message: "A change stream's type cannot be registered",
+                        metadata: ["type": name, "error": "\(error)"])
                 }
-                if let typed = change, case .dropped = continuation.yield(typed) { warnOfDrop() }
-                // After the yield: a change published once the count is 0 comes after this one.
-                outstanding.remove()
-                read += 1
-                // A long run of reads and decodes (unsealing, migrations) leaves the other tasks of the pool their turn.
-                if read % 16 == 0 { await Task.yield() }
+                var read = 0
+                for await queued in pending {
+                    // A stream that ended reads nothing it had queued (the queue hands its buffer to a cancelled reader).
+                    if Task.isCancelled { return }
+                    let change: StorageChange<T>?
+                    switch queued {
+                    case .typed(let typed): change = typed
+                    case .outside(let outside): change = core.outsideChange(outside, T.self, schema: schema)
+                    }
+                    if let typed = change, case .dropped = continuation.yield(typed) { warnOfDrop() }
+                    // After the yield: a change published once the count is 0 comes after this one.
+                    outstanding.remove()
+                    read += 1
+                    // A long run of reads and decodes (unsealing, migrations) leaves the other tasks of the pool their turn.
+                    if read % 16 == 0 { await Task.yield() }
+                }
             }
         }
         let token = core.hub.subscribe(name, readsRecords: true) { changes in
+            // Entries of other processes' changes trimmed before they were read (a batch larger than the log's
+            // retention): the follower cannot name those records, and says so with an empty list (trial104: nothing
+            // was logged). An empty list also follows a failed read of the log, which is read again: no warning then.
             if changes.isEmpty {
-                // Something changed that the change log cannot name: entries another process's batch larger than the
-                // log's retention trimmed at once, or a read of the log that failed (trial104: nothing said so).
-                logger?.log(
-                    level: .warning,
-                    message: "A change stream missed other processes' changes the change log no longer names "
-                        + "(a batch larger than changeLogRetention?); read the records again to catch up",
-                    metadata: ["type": name])
+                let lost = core.liveQueries.lostReadCount
+                if lost > lostReads.exchange(lost, ordering: .relaxed) {
+                    logger?.log(
+                        level: .warning,
+                        message: "A change stream missed other processes' changes the change log no longer names "
+                            + "(a batch larger than changeLogRetention?); read the records again to catch up",
+                        metadata: ["type": name])
+                }
             }
             for change in changes {
                 let queued: QueuedChange<T>
@@ -116,6 +133,7 @@ extension StoreCore {
                 reader.cancel()
             }
         }
+        reader.start(startReader)
         return stream
     }
 
@@ -242,6 +260,26 @@ extension StoreCore {
 }
 
 /// How many changes a stream's task has queued and not delivered yet.
+/// The task that reads a change stream's queue, cancelled when the stream ends (also before it started: it then does
+/// not start).
+private final class StreamReader: Sendable {
+    private let task = Mutex<(task: Task<Void, Never>?, isCancelled: Bool)>((nil, false))
+
+    func start(_ make: () -> Task<Void, Never>) {
+        task.withLock { state in
+            guard !state.isCancelled else { return }
+            state.task = make()
+        }
+    }
+
+    func cancel() {
+        task.withLock { state in
+            state.isCancelled = true
+            return state.task
+        }?.cancel()
+    }
+}
+
 private final class OutstandingCount: Sendable {
     private let count = Atomic<Int>(0)
 

@@ -80,14 +80,21 @@ extension SharedTierRecordStore: LoadCoordinator {
                             return nil
                         }
                         // The nil answers the processes on this store waiting on this one's lease too: it stays as
-                        // this lease's remembered nil (review-107 A1: given back, they found no entry and loaded).
+                        // this lease's remembered nil (review-107 A1: given back, they found no entry and loaded), for
+                        // no longer than the server remembers it (only for those waiters when it remembers it no more).
+                        let until = holder.remembersAbsence(at: now) ? holder.rememberUntil : now
                         do {
-                            try await request.through.rememberAbsence(request, refreshing: false)
+                            try await request.through.rememberAbsence(request, refreshing: false, until: until)
                         } catch {
+                            local.logger?.log(
+                                level: .warning,
+                                message: "Could not remember another instance's nil here; waiters on this store load",
+                                metadata: ["type": schema.name, "error": "\(LocalStorageError.wrapping(error))"])
                             await request.giveBack()
-                            throw error
+                            return nil
                         }
-                        return nil
+                        // A write of the id that voided the lease meanwhile wins: the callers get what it left.
+                        return try await local.look(T.self, id: name, key: key, schema: schema).value
                     }
                     // A nil no longer remembered: out of the way (unless something replaced it meanwhile).
                     do {
