@@ -54,17 +54,23 @@ final class LoadFlights: Sendable {
 
     private let state = Mutex(State())
 
-    /// Runs once in the next caller that misses, after its first look and before it joins a flight (tests: another
-    /// process's load can end in that window).
-    let afterFirstLookForTests = Mutex<(@Sendable () async -> Void)?>(nil)
+    /// The steps of a load through the cache where a test can hold it (another process's load can start or end there).
+    enum Step: Sendable {
+        /// After the caller's first look, before it joins a flight.
+        case afterFirstLook
+        /// In the flight, after a look found no record and no lease held, before it takes the lease.
+        case beforeTakingLease
+        /// In the flight, after another lease (or a live record) refused it one.
+        case afterRefusal
+    }
 
-    /// Runs the hook ``afterFirstLookForTests`` holds, if any, and clears it.
-    func pauseAfterFirstLookForTests() async {
-        let pause = afterFirstLookForTests.withLock { hook in
-            defer { hook = nil }
-            return hook
-        }
-        await pause?()
+    /// Runs at each ``Step`` of every load through this store while set (tests).
+    let stepsForTests = Mutex<(@Sendable (Step) async -> Void)?>(nil)
+
+    /// Runs the hook ``stepsForTests`` holds, if any, at `step`.
+    func pauseForTests(at step: Step) async {
+        guard let pause = stepsForTests.withLock({ $0 }) else { return }
+        await pause(step)
     }
 
     /// How much earlier than the flight's a caller's deadline must be to get a timer of its own: callers with

@@ -5,8 +5,8 @@ extension LoadThrough {
     /// What taking a load's lease came to.
     enum LeaseTake {
         case taken
-        /// The record is live (a load of a missing record needs none), or another live lease holds it.
-        case refused
+        /// The record is live (a load of a missing record needs none: nil), or another live lease holds it (its token).
+        case refused(by: UInt64?)
         /// For a refresh: the record it served stale is gone or changed (see ``RefreshOvertaken``).
         case overtaken
     }
@@ -31,10 +31,12 @@ extension LoadThrough {
                     return .overtaken
                 }
             } else if live != nil {
-                return .refused
+                return .refused(by: nil)
             }
             let now = clock.wallNanoseconds()
-            if let entry = try leases.entry(leaseKey, txn: txn), entry.holds(at: now) { return .refused }
+            if let entry = try leases.entry(leaseKey, txn: txn), entry.holds(at: now) {
+                return .refused(by: entry.token)
+            }
             let left = max(.milliseconds(1), givenUpAt - clock.uptime())
             let lease = LeaseEntry(
                 kind: .lease, owner: .current, token: token, deadline: now.advanced(saturatingBy: left))

@@ -43,7 +43,7 @@ struct LoadThrough: Sendable {
         // again, the caller gets its nil, as the callers waiting on it do, and loads nothing (review-105 F9: the nil
         // of a load without `absentFor` ends as it is written, and the flight's look took it for an old one).
         let awaited = look.entry.flatMap { $0.holds(at: now) ? $0.token : nil }
-        await core.loads.pauseAfterFirstLookForTests()
+        await core.loads.pauseForTests(at: .afterFirstLook)
         let flight = LoadFlights.Key(type: schema.number, id: key)
         // One deadline for the whole call, however many flights it joins (review-91 R2: a caller that joined a
         // refresh a write then overtook waited a whole new `loadTimeout` in the flight it started next).
@@ -113,6 +113,8 @@ struct LoadThrough: Sendable {
         defer { waiter.end() }
         let leaseKey = LeaseBook.key(type: schema.number, id: key)
         var awaited: UInt64?
+        // The lease that refused this flight one: its load's nil answers this caller too (review-107 A2).
+        var refusedBy: UInt64?
         while true {
             try Task.checkCancellation()
             let look = try await store.look(T.self, id: name, key: key, schema: schema)
@@ -123,7 +125,9 @@ struct LoadThrough: Sendable {
                 guard let value = look.value else {
                     // Unless the load it waited on (another process's refresh) found nothing: its callers get that
                     // nil, as after any load they waited on (review-91 R3: they loaded once more).
-                    if let entry = look.entry, entry.kind == .absent, entry.token == awaited { return nil }
+                    if let entry = look.entry, entry.kind == .absent, [awaited, refusedBy].contains(entry.token) {
+                        return nil
+                    }
                     throw RefreshOvertaken()
                 }
                 if look.updatedAt != refreshing.updatedAt || look.expiresAt != refreshing.expiresAt { return value }
@@ -142,14 +146,18 @@ struct LoadThrough: Sendable {
                     continue
                 }
                 if refreshing == nil, entry.remembersAbsence(at: now) { return nil }
-                if entry.kind == .absent, entry.token == awaited || entry.token == awaiting { return nil }
+                if entry.kind == .absent, [awaited, awaiting, refusedBy].contains(entry.token) { return nil }
             }
+            await core.loads.pauseForTests(at: .beforeTakingLease)
             let token = UInt64.random(in: 1...UInt64.max)
             switch try await takeLease(
                 leaseKey, token: token, refreshing: refreshing, key: key, schema: schema, givenUpAt: givenUpAt)
             {
             case .taken: break
-            case .refused: continue
+            case .refused(let holder):
+                refusedBy = holder ?? refusedBy
+                await core.loads.pauseForTests(at: .afterRefusal)
+                continue
             // Told by the lease's commit, whose clock may be ahead of the look's (the look could see the record live
             // again, and the refresh would go round without end: review-91 D1).
             case .overtaken: throw RefreshOvertaken()

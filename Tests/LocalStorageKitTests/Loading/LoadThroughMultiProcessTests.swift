@@ -142,8 +142,9 @@ import Darwin
             ["load", directory.path, "r-5", "1", loadFile.path, "nil-on-input"], withInput: true)
         try await helper.waitForLine("loading") { $0 == "loading" }
         let finished = Mutex<String?>(nil)
-        storage.core.loads.afterFirstLookForTests.withLock {
-            $0 = {
+        storage.core.loads.stepsForTests.withLock {
+            $0 = { step in
+                guard step == .afterFirstLook, finished.withLock({ $0 }) == nil else { return }
                 do {
                     let reply = try await helper.ask("finish")
                     finished.withLock { $0 = reply }
@@ -163,6 +164,49 @@ import Darwin
         #expect(gate.loads == 0)
         #expect(loads(in: loadFile).count == 1)
         await helper.waitForExit()
+    }
+
+    /// A flight refused a lease because another process had just taken it gets that load's nil, also when the load
+    /// (without `absentFor`) ended before the flight looked again (review-107 A2: the flight had never seen the lease
+    /// held in a look, took the ended nil for an old one, and loaded).
+    @Test func aFlightRefusedByAnotherProcesssLeaseGetsItsNil() async throws {
+        let directory = temporaryDirectory()
+        let loadFile = directory.appendingPathComponent("loads.txt")
+        let storage = try LocalStorage(configuration: configuration(directory))
+        let helper = Mutex<HelperProcess?>(nil)
+        let finished = Mutex<String?>(nil)
+        storage.core.loads.stepsForTests.withLock {
+            $0 = { step in
+                do {
+                    switch step {
+                    case .beforeTakingLease where helper.withLock({ $0 }) == nil:
+                        // The other process takes the lease between this flight's look and its lease.
+                        let other = try HelperProcess(
+                            ["load", directory.path, "r-6", "1", loadFile.path, "nil-on-input"], withInput: true)
+                        helper.withLock { $0 = other }
+                        try await other.waitForLine("loading") { $0 == "loading" }
+                    case .afterRefusal where finished.withLock({ $0 }) == nil:
+                        // And its load finds nothing before this flight looks again.
+                        let other = try #require(helper.withLock { $0 })
+                        let reply = try await other.ask("finish")
+                        finished.withLock { $0 = reply }
+                    default: break
+                    }
+                } catch {
+                    Issue.record(error)
+                }
+            }
+        }
+        let gate = LoadGate(open: true)
+        let policy = LoadPolicy(loadTimeout: .seconds(600))
+        let found = try await storage.fetch(StressRecord.self, id: "r-6", policy: policy) { id in
+            await gate.pass()
+            return StressRecord.make(id: id, sequence: 7)
+        }
+        #expect(finished.withLock { $0 } == "done 0")
+        #expect(found == nil)
+        #expect(gate.loads == 0)
+        await helper.withLock { $0 }?.waitForExit()
     }
 
     @Test func aWriteByAnotherProcessVoidsTheLease() async throws {
