@@ -112,9 +112,11 @@ struct LoadThrough: Sendable {
         let waiter = RecordWatch(core: core, typeName: schema.name, id: name)
         defer { waiter.end() }
         let leaseKey = LeaseBook.key(type: schema.number, id: key)
+        // The lease waited on last (each new one counts once in `leaseWaits`).
         var awaited: UInt64?
-        // The lease that refused this flight one: its load's nil answers this caller too (review-107 A2).
-        var refusedBy: UInt64?
+        // The loads whose nil answers this caller: the one it saw before the flight (review-105 F9), each it waited on,
+        // and each whose lease refused the flight one (review-107 A2).
+        var answering: Set<UInt64> = awaiting.map { [$0] } ?? []
         while true {
             try Task.checkCancellation()
             let look = try await store.look(T.self, id: name, key: key, schema: schema)
@@ -125,9 +127,7 @@ struct LoadThrough: Sendable {
                 guard let value = look.value else {
                     // Unless the load it waited on (another process's refresh) found nothing: its callers get that
                     // nil, as after any load they waited on (review-91 R3: they loaded once more).
-                    if let entry = look.entry, entry.kind == .absent, [awaited, refusedBy].contains(entry.token) {
-                        return nil
-                    }
+                    if let entry = look.entry, entry.kind == .absent, answering.contains(entry.token) { return nil }
                     throw RefreshOvertaken()
                 }
                 if look.updatedAt != refreshing.updatedAt || look.expiresAt != refreshing.expiresAt { return value }
@@ -139,6 +139,7 @@ struct LoadThrough: Sendable {
                 if entry.holds(at: now) {
                     if awaited != entry.token { core.leaseWaits.add(1, ordering: .relaxed) }
                     awaited = entry.token
+                    answering.insert(entry.token)
                     // The holder's own host can tell sooner that it died: look again every 50 ms.
                     let left = Duration.nanoseconds(entry.deadline &- now)
                     let same = entry.owner.host == ProcessIdentity.current.host
@@ -146,7 +147,7 @@ struct LoadThrough: Sendable {
                     continue
                 }
                 if refreshing == nil, entry.remembersAbsence(at: now) { return nil }
-                if entry.kind == .absent, [awaited, awaiting, refusedBy].contains(entry.token) { return nil }
+                if entry.kind == .absent, answering.contains(entry.token) { return nil }
             }
             await core.loads.pauseForTests(at: .beforeTakingLease)
             let token = UInt64.random(in: 1...UInt64.max)
@@ -155,7 +156,7 @@ struct LoadThrough: Sendable {
             {
             case .taken: break
             case .refused(let holder):
-                refusedBy = holder ?? refusedBy
+                if let holder { answering.insert(holder) }
                 await core.loads.pauseForTests(at: .afterRefusal)
                 continue
             // Told by the lease's commit, whose clock may be ahead of the look's (the look could see the record live

@@ -14,11 +14,11 @@ import Glibc
 /// ``idleCheckInterval`` without a wake, and after each `onChange`, it asks `endsIdle` whether to end (the follower
 /// keeps it a while after its last observer, for the next). The timed poll goes on
 /// beside it, for file systems that do not report writes (NFS) and platforms without inotify, where
-/// ``start(path:onChange:)`` returns nil.
+/// ``start(path:onChange:endsIdle:)`` returns nil.
 final class DataFileWatch: Sendable {
     #if canImport(Glibc)
     private let inotify: Int32
-    private let stopPipe: (read: Int32, write: Int32)
+    private let controlPipe: (read: Int32, write: Int32)
     /// Whether the thread has ended and closed the descriptors: ``stop()`` writes to the pipe only before, under
     /// this lock, so it never writes to a descriptor number that was closed (and maybe reused).
     private let ended = Mutex(false)
@@ -28,9 +28,9 @@ final class DataFileWatch: Sendable {
     #endif
 
     #if canImport(Glibc)
-    private init(inotify: Int32, stopPipe: (read: Int32, write: Int32)) {
+    private init(inotify: Int32, controlPipe: (read: Int32, write: Int32)) {
         self.inotify = inotify
-        self.stopPipe = stopPipe
+        self.controlPipe = controlPipe
     }
     #endif
 
@@ -75,7 +75,7 @@ final class DataFileWatch: Sendable {
             // lock), and the thread reads every byte waiting at once.
             _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
         }
-        let watch = DataFileWatch(inotify: inotify, stopPipe: (fds[0], fds[1]))
+        let watch = DataFileWatch(inotify: inotify, controlPipe: (fds[0], fds[1]))
         let thread = Thread {
             onChange()
             watch.run(onChange: onChange, endsIdle: endsIdle)
@@ -119,7 +119,7 @@ final class DataFileWatch: Sendable {
         return ended.withLock { ended in
             guard !ended else { return false }
             var byte = byte
-            while write(stopPipe.write, &byte, 1) < 0 && errno == EINTR {}
+            while write(controlPipe.write, &byte, 1) < 0 && errno == EINTR {}
             return true
         }
         #else
@@ -133,13 +133,13 @@ final class DataFileWatch: Sendable {
             ended.withLock { ended in
                 ended = true
                 close(inotify)
-                close(stopPipe.read)
-                close(stopPipe.write)
+                close(controlPipe.read)
+                close(controlPipe.write)
             }
         }
         var entries = [
             pollfd(fd: inotify, events: Int16(POLLIN), revents: 0),
-            pollfd(fd: stopPipe.read, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: controlPipe.read, events: Int16(POLLIN), revents: 0),
         ]
         var buffer = [UInt8](repeating: 0, count: 4096)
         let idleCheck = Int32(Self.idleCheckInterval.components.seconds * 1000)
@@ -158,7 +158,7 @@ final class DataFileWatch: Sendable {
             var woken = false
             if entries[1].revents != 0 {
                 // Every byte waiting: wakes come as one, a stop among them ends the thread.
-                let count = buffer.withUnsafeMutableBytes { read(stopPipe.read, $0.baseAddress, $0.count) }
+                let count = buffer.withUnsafeMutableBytes { read(controlPipe.read, $0.baseAddress, $0.count) }
                 if count < 0 && (errno == EINTR || errno == EAGAIN) { continue }
                 // A stop, or the pipe's end (nothing can write to it any more).
                 guard count > 0, !buffer[..<count].contains(Self.stopByte) else { return }

@@ -259,7 +259,6 @@ extension StoreCore {
     }
 }
 
-/// How many changes a stream's task has queued and not delivered yet.
 /// The task that reads a change stream's queue, cancelled when the stream ends (also before it started: it then does
 /// not start).
 private final class StreamReader: Sendable {
@@ -280,6 +279,7 @@ private final class StreamReader: Sendable {
     }
 }
 
+/// How many changes a stream's task has queued and not delivered yet.
 private final class OutstandingCount: Sendable {
     private let count = Atomic<Int>(0)
 

@@ -25,6 +25,20 @@ import Darwin
         return configuration
     }
 
+    /// Fetches `id` through the cache (a long `loadTimeout`: only the other process's outcome may answer), with a
+    /// loader that returns a record; returns what the fetch got and how many times the loader ran.
+    private func fetchLoadingIfAsked(
+        _ id: String, from storage: LocalStorage
+    ) async throws -> (found: StressRecord?, loads: Int) {
+        let gate = LoadGate(open: true)
+        let found = try await storage.fetch(StressRecord.self, id: id, policy: LoadPolicy(loadTimeout: .seconds(600))) {
+            id in
+            await gate.pass()
+            return StressRecord.make(id: id, sequence: 7)
+        }
+        return (found, gate.loads)
+    }
+
     @Test func fourProcessesOf250CallersLoadOnceInAll() async throws {
         let directory = temporaryDirectory()
         let loadFile = directory.appendingPathComponent("loads.txt")
@@ -153,15 +167,10 @@ import Darwin
                 }
             }
         }
-        let gate = LoadGate(open: true)
-        let policy = LoadPolicy(loadTimeout: .seconds(600))
-        let found = try await storage.fetch(StressRecord.self, id: "r-5", policy: policy) { id in
-            await gate.pass()
-            return StressRecord.make(id: id, sequence: 7)
-        }
+        let (found, loaderRuns) = try await fetchLoadingIfAsked("r-5", from: storage)
         #expect(finished.withLock { $0 } == "done 0")
         #expect(found == nil)
-        #expect(gate.loads == 0)
+        #expect(loaderRuns == 0)
         #expect(loads(in: loadFile).count == 1)
         await helper.waitForExit()
     }
@@ -197,15 +206,10 @@ import Darwin
                 }
             }
         }
-        let gate = LoadGate(open: true)
-        let policy = LoadPolicy(loadTimeout: .seconds(600))
-        let found = try await storage.fetch(StressRecord.self, id: "r-6", policy: policy) { id in
-            await gate.pass()
-            return StressRecord.make(id: id, sequence: 7)
-        }
+        let (found, loaderRuns) = try await fetchLoadingIfAsked("r-6", from: storage)
         #expect(finished.withLock { $0 } == "done 0")
         #expect(found == nil)
-        #expect(gate.loads == 0)
+        #expect(loaderRuns == 0)
         await helper.withLock { $0 }?.waitForExit()
     }
 

@@ -18,9 +18,24 @@ import Darwin
         try Environment.readerSlotOwners(environment.handle).filter { $0 == getpid() }.count
     }
 
-    /// Runs `count` reads on threads of their own, all inside their transactions at once before any ends.
+    /// A store's environment of its own in a new directory (a `LocalStorage` on the same files in this process would
+    /// be a second environment on them, which LMDB forbids).
+    private func freshEnvironment() throws -> Environment {
+        try Environment(directory: temporaryDirectory().path, mapSize: 1 << 20, maxMapSize: 1 << 20, durability: .none)
+    }
+
+    /// Runs `count` reads on threads of their own, all inside their transactions at once before any ends: the last
+    /// to arrive lets the others go.
     private func readAtOnce(_ count: Int, in environment: Environment) async throws {
-        let inside = Atomic<Int>(0)
+        let arrived = Atomic<Int>(0)
+        let allInside = DispatchSemaphore(value: 0)
+        let arrive: @Sendable () -> Bool = {
+            if arrived.add(1, ordering: .sequentiallyConsistent).newValue == count {
+                for _ in 1..<count { allInside.signal() }
+                return true
+            }
+            return false
+        }
         let failures = Mutex<[String]>([])
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
             let finished = Atomic<Int>(0)
@@ -28,12 +43,11 @@ import Darwin
                 Thread.detachNewThread {
                     do {
                         try environment.read { _ in
-                            inside.add(1, ordering: .sequentiallyConsistent)
-                            while inside.load(ordering: .sequentiallyConsistent) < count { usleep(1_000) }
+                            if !arrive() { allInside.wait() }
                         }
                     } catch {
                         failures.withLock { $0.append("\(error)") }
-                        inside.add(1, ordering: .sequentiallyConsistent)
+                        _ = arrive()
                     }
                     if finished.add(1, ordering: .sequentiallyConsistent).newValue == count { done.resume() }
                 }
@@ -43,9 +57,7 @@ import Darwin
     }
 
     @Test func readsAtOnceLeaveNoMoreSlotsThanThePoolKeepsAndUnusedOnesAreGivenBack() async throws {
-        let directory = temporaryDirectory()
-        let environment = try Environment(
-            directory: directory.path, mapSize: 1 << 20, maxMapSize: 1 << 20, durability: .none)
+        let environment = try freshEnvironment()
         defer { environment.close() }
         try await readAtOnce(64, in: environment)
         let afterBurst = try slotsHeld(environment)
@@ -63,9 +75,7 @@ import Darwin
     /// A process that stopped reading gives its pool's slots back at the expiry sweeps (review-107 B1: only reads
     /// trimmed the pool): what no read took between two sweeps goes.
     @Test func aPoolNoReadTakesFromIsGivenBackAtTheSweeps() async throws {
-        let directory = temporaryDirectory()
-        let environment = try Environment(
-            directory: directory.path, mapSize: 1 << 20, maxMapSize: 1 << 20, durability: .none)
+        let environment = try freshEnvironment()
         defer { environment.close() }
         try await readAtOnce(16, in: environment)
         #expect(try slotsHeld(environment) == ReadPool.capacity)
