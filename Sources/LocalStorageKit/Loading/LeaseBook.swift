@@ -89,11 +89,12 @@ final class LeaseBook: Sendable {
     /// Expiry, new expirations and evictions (the store making room: a load of the evicted id is newer than
     /// what was evicted) leave them alone. Costs nothing while no entry exists.
     ///
-    /// A voided lease becomes a remembered nil that has already ended when it is written, under the lease's token,
-    /// which answers only the callers of other processes waiting on that load: after a delete or clear they get
-    /// nil, what the store holds after the write, where without it they would find no record and no lease and
-    /// load again (trial86 #1); after an insert or update they find the record first, and the marker is there for
-    /// a delete later in the same commit (review-86 #10). A remembered nil still in force goes.
+    /// A voided lease becomes a marker that has already ended when it is written, under the lease's token, which
+    /// answers only the callers of other processes waiting on that load: after a delete or clear a nil, what the
+    /// store holds after the write, where without it they would find no record and no lease and load again
+    /// (trial86 #1); after an insert or update a ``LeaseEntry/Kind/written`` mark: they find the record, or load
+    /// again when it was evicted or expired since (review-107 A4), and a delete later in the same commit turns it
+    /// into the nil (review-86 #10). A remembered nil still in force goes.
     ///
     /// An entry the same commit put after a change (`sparing`: its key → the number of changes logged before
     /// it) is left alone by that change: a delete of an expired record, or a clear of its type, followed in
@@ -107,7 +108,7 @@ final class LeaseBook: Sendable {
             case .inserted, .updated, .deleted:
                 let key = LeaseBook.key(type: change.type, id: change.id)
                 if let put = sparing[key], put > position { continue }
-                _ = try void(key, now: now, txn: txn)
+                _ = try void(key, now: now, txn: txn, leavesRecord: change.kind != .deleted)
             case .cleared:
                 var voided: [([UInt8], LeaseEntry?)] = []
                 try forEach(type: change.type, txn: txn) { key, value in
@@ -116,7 +117,7 @@ final class LeaseBook: Sendable {
                 }
                 for (key, entry) in voided {
                     if let entry {
-                        try void(entry, key: key, now: now, txn: txn)
+                        try void(entry, key: key, now: now, txn: txn, leavesRecord: false)
                     } else {
                         try txn.delete(database, key: key)
                     }
@@ -127,31 +128,29 @@ final class LeaseBook: Sendable {
         }
     }
 
-    /// Voids the entry on `key`, if any, for a write of its id, as ``void(_:now:txn:sparing:)`` does; returns
-    /// whether there was a lease to void (whose waiters must be woken when no record changed).
-    func void(_ key: [UInt8], now: Int64, txn: Transaction) throws -> Bool {
+    /// Voids the entry on `key`, if any, for a write of its id, as ``void(_:now:txn:sparing:)`` does (`leavesRecord`:
+    /// the write leaves a record of the id, a delete none); returns whether there was a lease to void (whose waiters
+    /// must be woken when no record changed).
+    func void(_ key: [UInt8], now: Int64, txn: Transaction, leavesRecord: Bool) throws -> Bool {
         guard let entry = try entry(key, txn: txn) else { return false }
-        try void(entry, key: key, now: now, txn: txn)
+        try void(entry, key: key, now: now, txn: txn, leavesRecord: leavesRecord)
         return entry.kind == .lease
     }
 
-    /// Voids `entry` on `key` for a write of its id (see ``void(_:now:txn:sparing:)``): a lease becomes the ended
-    /// marker, a remembered nil still in force goes; an ended one stays for its waiters (a marker an earlier
-    /// request of the same commit wrote, whose waiters would otherwise load again: review-86 #1).
-    private func void(_ entry: LeaseEntry, key: [UInt8], now: Int64, txn: Transaction) throws {
-        guard entry.kind == .lease else {
+    /// Voids `entry` on `key` for a write of its id (see ``void(_:now:txn:sparing:)``): a lease becomes an ended
+    /// marker under its token, ``LeaseEntry/Kind/written`` when the write leaves a record (whose waiters read it, or
+    /// load again when it is gone by then: review-107 A4) and a nil when it leaves none; a written mark becomes the
+    /// nil at a delete; a remembered nil still in force goes; an ended one stays for its waiters (a marker an
+    /// earlier request of the same commit wrote, whose waiters would otherwise load again: review-86 #1).
+    private func void(_ entry: LeaseEntry, key: [UInt8], now: Int64, txn: Transaction, leavesRecord: Bool) throws {
+        switch entry.kind {
+        case .absent:
             if entry.remembersAbsence(at: now) { try txn.delete(database, key: key) }
-            return
+        case .written:
+            if !leavesRecord { try put(entry.ended(as: .absent, now: now), key: key, txn: txn) }
+        case .lease:
+            try put(entry.ended(as: leavesRecord ? .written : .absent, now: now), key: key, txn: txn)
         }
-        let marker = LeaseEntry(kind: .absent, owner: entry.owner, token: entry.token, deadline: Self.ended(now))
-        try put(marker, key: key, txn: txn)
-    }
-
-    /// The deadline of a marker that has ended at `now`: half the sweep's grace earlier, so that it stays ended
-    /// however far a commit's time runs ahead of the clock (each commit is at least a nanosecond after the last,
-    /// and the clock may step back), and is swept about half a minute after it was written (review-86 #5).
-    private static func ended(_ now: Int64) -> Int64 {
-        now > Int64.min + sweepGrace / 2 ? now - sweepGrace / 2 : Int64.min
     }
 
     /// Puts `entry` on `key` in the commit of `context`, noting it so that the changes the commit logged

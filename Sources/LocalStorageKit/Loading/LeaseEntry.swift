@@ -1,5 +1,5 @@
-/// What the `leases` database holds for one (type, id): a load under way, or the remembered nil of a
-/// finished one.
+/// What the `leases` database holds for one (type, id): a load under way, the remembered nil of a
+/// finished one, or the mark of a load a write ended.
 ///
 /// Value layout (little-endian, 37 bytes): kind (1), owner host (8), owner pid (4), owner start time (8),
 /// token (8), deadline in ns since 1970 (8).
@@ -10,6 +10,11 @@ struct LeaseEntry: Sendable, Equatable {
         /// The load under `token` found nothing: calls until `deadline` return nil without loading (a
         /// deadline at or before the moment it was written only answers the callers that waited on it).
         case absent = 2
+        /// A write of the id that stored a record (the load's own result, or a save or update that won over it)
+        /// ended the load under `token`: its waiters read that record, and when it is gone by then (evicted,
+        /// expired) they load again; nil answers only what a load found or a delete left (review-107 A4). A
+        /// version that cannot read this kind sees no entry, and does the same.
+        case written = 3
     }
 
     static let size = 37
@@ -28,6 +33,16 @@ struct LeaseEntry: Sendable, Equatable {
     /// Whether this is a remembered nil still in force at `now`.
     func remembersAbsence(at now: Int64) -> Bool {
         kind == .absent && deadline > now
+    }
+
+    /// The marker of `kind` this entry becomes when a write ends it at `now`, under the same owner and token; its
+    /// deadline is half the sweep's grace earlier, so that it stays ended however far a commit's time runs ahead of
+    /// the clock (each commit is at least a nanosecond after the last, and the clock may step back), and it is
+    /// swept about half a minute after it was written (review-86 #5).
+    func ended(as kind: Kind, now: Int64) -> LeaseEntry {
+        let grace = LeaseBook.sweepGrace / 2
+        return LeaseEntry(
+            kind: kind, owner: owner, token: token, deadline: now > Int64.min + grace ? now - grace : .min)
     }
 
     var bytes: [UInt8] {

@@ -106,7 +106,7 @@ extension RecordWriter {
             // A new time to live (`setExpiration` on any instance) is no update, as in a store without a shared
             // tier: live queries rerun, change streams stay silent. Like any write of the id it voids a load of it
             // under way (a refresh), as the server's put voided the server's lease.
-            _ = try context.voidLease(schema, id: key)
+            _ = try context.voidLease(schema, id: key, leavesRecord: true)
             context.touch(schema, id: key)
             return true
         }

@@ -241,7 +241,9 @@ extension RecordWriter {
         else {
             // No record, but a load of the id under way must still lose to this delete; its callers, here and
             // in other processes, wake to the void (no record changed).
-            if !keepsLease, try context.voidLease(schema, id: key) { context.touch(schema, id: key) }
+            if !keepsLease, try context.voidLease(schema, id: key, leavesRecord: false) {
+                context.touch(schema, id: key)
+            }
             return false
         }
         context.log(schema, .deleted, id: key, keepsLease: keepsLease)
@@ -280,7 +282,7 @@ extension RecordWriter {
         var header = try view.header(in: schema, txn: context.txn)
         header.expiresAt = try expiration.expiresAt(now: context.now)
         try replaceHeader(of: view, with: header, key: key, schema: schema, txn: context.txn)
-        _ = try context.voidLease(schema, id: key)
+        _ = try context.voidLease(schema, id: key, leavesRecord: true)
         context.touch(schema, id: key)
     }
 

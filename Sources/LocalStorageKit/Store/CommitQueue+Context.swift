@@ -93,9 +93,11 @@ extension CommitQueue {
         }
 
         /// Voids a load of the record `id` of `schema` under way, for a write of that id no logged change names
-        /// (``LeaseBook/void(_:now:txn:)``); returns whether there was a lease to void.
-        func voidLease(_ schema: TypeSchema, id: [UInt8]) throws -> Bool {
-            try leases?.void(LeaseBook.key(type: schema.number, id: id), now: now, txn: txn) == true
+        /// (``LeaseBook/void(_:now:txn:leavesRecord:)``; `leavesRecord`: a record of the id stays, as after a new
+        /// expiry, where a delete of a missing record leaves none); returns whether there was a lease to void.
+        func voidLease(_ schema: TypeSchema, id: [UInt8], leavesRecord: Bool) throws -> Bool {
+            try leases?.void(LeaseBook.key(type: schema.number, id: id), now: now, txn: txn, leavesRecord: leavesRecord)
+                == true
         }
 
         /// Records that records of `schema` changed in a way no change stream describes (a new expiry, a record that

@@ -11,6 +11,21 @@ import Testing
         return try LocalStorage(configuration: configuration)
     }
 
+    /// Puts another host's lease (token 7) on the product `id`, 20 s from its deadline on the store's clock; returns
+    /// the lease book and the lease's key.
+    private func anotherHostsLease(on id: String, in storage: LocalStorage) async throws -> (LeaseBook, [UInt8]) {
+        let schema = try await storage.core.schema(for: Product.self)
+        let leases = try storage.local.leaseBook()
+        let leaseKey = LeaseBook.key(type: schema.number, id: Array(id.utf8))
+        let deadline = storage.core.clock.wallNanoseconds() + 20_000_000_000
+        let other = ProcessIdentity(host: ProcessIdentity.current.host &+ 1, pid: 1, started: 1)
+        try await storage.core.writer.perform { context in
+            try leases.put(
+                LeaseEntry(kind: .lease, owner: other, token: 7, deadline: deadline), key: leaseKey, txn: context.txn)
+        }
+        return (leases, leaseKey)
+    }
+
     @Test func defaultsAreTheContractsOnes() {
         let policy = LoadPolicy()
         #expect(policy.expiration == .never)
@@ -465,17 +480,8 @@ import Testing
     @Test func aLeaseTakenAfterWaitingEndsWithItsLoad() async throws {
         let clock = VirtualClock()
         let storage = try store(clock)
-        let schema = try await storage.core.schema(for: Product.self)
-        let leases = try storage.local.leaseBook()
-        let leaseKey = LeaseBook.key(type: schema.number, id: Array("held".utf8))
+        let (leases, leaseKey) = try await anotherHostsLease(on: "held", in: storage)
         let start = clock.wallNanoseconds()
-        // Another host's load of the id, 20 s from its deadline.
-        let other = ProcessIdentity(host: ProcessIdentity.current.host &+ 1, pid: 1, started: 1)
-        try await storage.core.writer.perform { context in
-            try leases.put(
-                LeaseEntry(kind: .lease, owner: other, token: 7, deadline: start + 20_000_000_000), key: leaseKey,
-                txn: context.txn)
-        }
         let gate = LoadGate()
         let caller = Task {
             try await storage.fetch(Product.self, id: "held", policy: LoadPolicy(loadTimeout: .seconds(30))) { _ in
@@ -491,6 +497,46 @@ import Testing
         #expect(lease.deadline <= start + 30_000_000_000, "\(Double(lease.deadline - start) / 1e9) s after the start")
         gate.open()
         #expect(try await caller.value == nil)
+    }
+
+    /// A caller waiting on another process's load whose lease a write of the id ended (the load's own result, or a
+    /// save that won over it) reads that record; when it is gone by the time the caller looks (expired, evicted), the
+    /// caller loads, where the ended lease's marker answered it nil as if that load had found nothing (review-107 A4).
+    @Test(arguments: [false, true])
+    func aCallerWhoseAwaitedLoadEndedInARecordGoneSinceLoads(deletedAfter: Bool) async throws {
+        let clock = VirtualClock()
+        let storage = try store(clock)
+        _ = try await anotherHostsLease(on: "held", in: storage)
+        let start = clock.wallNanoseconds()
+        let gate = LoadGate(open: true)
+        let fresh = Product(id: "held", title: "loaded here", category: "books", price: 1.5, rating: 2)
+        let caller = Task {
+            try await storage.fetch(Product.self, id: "held", policy: LoadPolicy(loadTimeout: .seconds(30))) { _ in
+                await gate.pass()
+                return fresh
+            }
+        }
+        await clock.waitForSleepers(2)  // The flight's timer, and the wait on the other host's lease.
+        // The other load's record, stored with an expiry already past: it ends the lease, and is gone at once.
+        let stored = Product(id: "held", title: "stored by the other load", category: "books", price: 1.5, rating: 2)
+        let past = Date(timeIntervalSince1970: Double(start) / 1e9 - 60)
+        if deletedAfter {
+            try await storage.write { transaction in
+                try transaction.save(stored, expiration: .date(past))
+                try transaction.delete(Product.self, id: "held")
+            }
+        } else {
+            try await storage.save(stored, expiration: .date(past))
+        }
+        let answer = try await caller.value
+        if deletedAfter {
+            // Deleted in the commit that ended the load: nil, what the store holds, and no load (review-86 #10).
+            #expect(answer == nil)
+            #expect(gate.loads == 0)
+        } else {
+            #expect(answer == fresh)
+            #expect(gate.loads == 1)
+        }
     }
 
     @Test func aSaveEndsARememberedNil() async throws {
