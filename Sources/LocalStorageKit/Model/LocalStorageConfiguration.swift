@@ -68,6 +68,10 @@ public struct LocalStorageConfiguration: Sendable {
     /// Whether the open leaves an older layout as it is instead of upgrading it (the maintenance tool's commands that
     /// only read: an upgrade locks out the older version that wrote the store).
     var keepsLayout = false
+    /// With ``expirySweepInterval`` nil, how often (in real time) the pooled read transactions no read took since the
+    /// last time give their reader slots back (review-108 R10: otherwise only reads trimmed the pool, and an idle
+    /// process kept its slots). Tests shorten it.
+    var idleReadsGiveBackInterval: Duration = .seconds(60)
     /// The newest layout the open upgrades an older store to, nil for this version's (``TypeRegistry/layout``).
     /// Maintenance writes no compact record header, so it upgrades a store to the count tree's layout at most:
     /// moving it to layout 4 would lock out the version that wrote it for nothing.
@@ -82,7 +86,9 @@ public struct LocalStorageConfiguration: Sendable {
     /// faster to decode than JSON); records written as JSON keep reading either way.
     public var codec: StorageCodec = .binary
     /// How often the background sweep purges expired records; nil turns it off. Off by default for
-    /// in-memory stores. Stores sharing a directory share one sweep, set by the first to open it.
+    /// in-memory stores. Stores sharing a directory share one sweep, set by the first to open it. Each sweep also
+    /// gives back the reader slots of read transactions the store kept and no read needed since; with the sweep
+    /// off, that happens once a minute.
     public var expirySweepInterval: Duration? = .seconds(60)
     /// How often live queries check for writes by other processes (set by the first store to open a
     /// directory, for every store sharing it). On Linux a watch of the data file checks as soon as another

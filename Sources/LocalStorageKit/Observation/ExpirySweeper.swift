@@ -9,27 +9,31 @@ final class ExpirySweeper: Sendable {
     /// The most records one sweep transaction deletes.
     static let batchSize = 1_000
 
-    private let task: Task<Void, Never>?
+    private let task: Task<Void, Never>
 
-    /// Starts sweeping every `interval` of `clock`'s time; does nothing when `interval` is nil.
+    /// Starts sweeping every `interval` of `clock`'s time. When `interval` is nil it sweeps nothing, and only gives
+    /// back the idle read pool's reader slots every `idleReadsInterval` of real time (review-108 R10: a process that
+    /// stopped reading kept them, and with many such processes the table of 512 filled).
     init(
-        writer: CommitQueue, meta: Database, interval: Duration?, logger: (any StorageLogger)?, clock: any StorageClock
+        writer: CommitQueue, meta: Database, interval: Duration?, idleReadsInterval: Duration,
+        logger: (any StorageLogger)?, clock: any StorageClock
     ) {
-        guard let interval else {
-            task = nil
-            return
-        }
-        let period = max(interval, .milliseconds(1))
+        let period = interval.map { max($0, .milliseconds(1)) }
         task = Task.detached(priority: .background) { [weak writer] in
             while true {
                 do {
-                    try await clock.sleep(for: period)
+                    if let period {
+                        try await clock.sleep(for: period)
+                    } else {
+                        try await Task.sleep(for: idleReadsInterval)
+                    }
                 } catch {
                     return  // Cancelled: the store closed.
                 }
                 guard let writer else { return }
                 // A process that stopped reading gives back the reader slots its pool kept (review-107 B1).
                 writer.environment.giveBackIdleReads()
+                guard period != nil else { continue }
                 do {
                     let purged = try await ExpirySweeper.sweep(
                         writer: writer, meta: meta,
@@ -46,7 +50,7 @@ final class ExpirySweeper: Sendable {
     }
 
     /// Ends the sweep; a batch already queued still completes.
-    func stop() { task?.cancel() }
+    func stop() { task.cancel() }
 
     /// Purges every expired record now, in batches of `batchSize`, and the entries of loads that ended; returns
     /// how many records it purged.

@@ -94,13 +94,10 @@ import Darwin
     /// whose burst of reads is over keeps at most the one slot its sweeps read with, after a few sweeps.
     @Test func theExpirySweepGivesBackAnIdlePool() async throws {
         let clock = VirtualClock()
-        var configuration = diskConfiguration()
-        configuration.clock = clock
-        configuration.expirySweepInterval = .seconds(1)
-        let storage = try LocalStorage(configuration: configuration)
-        try await storage.save(Note(id: "a", text: "1"))
-        let environment = storage.core.environment
-        try await readAtOnce(16, in: environment)
+        let (storage, environment) = try await storeAfterABurstOfReads {
+            $0.clock = clock
+            $0.expirySweepInterval = .seconds(1)
+        }
         #expect(try slotsHeld(environment) == ReadPool.capacity)
         for _ in 0..<3 {
             await clock.waitForSleepers(1)
@@ -108,5 +105,33 @@ import Darwin
         }
         await clock.waitForSleepers(1)  // The third sweep is done: the sweeper sleeps again.
         #expect(try slotsHeld(environment) <= 1)
+        withExtendedLifetime(storage) {}
+    }
+
+    /// Without the expiry sweep, the idle pool is given back all the same, on a timer of real time (review-108 R10:
+    /// only reads trimmed it, so an idle process kept its slots). Waits for it, however loaded the machine.
+    @Test func withoutTheSweepAnIdlePoolIsGivenBackAllTheSame() async throws {
+        let (storage, environment) = try await storeAfterABurstOfReads {
+            $0.expirySweepInterval = nil
+            $0.idleReadsGiveBackInterval = .milliseconds(5)
+        }
+        let giveUp = ContinuousClock.now + .seconds(30)
+        while try slotsHeld(environment) > 0, ContinuousClock.now < giveUp {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(try slotsHeld(environment) == 0)
+        withExtendedLifetime(storage) {}
+    }
+
+    /// A store configured by `configure` after a burst of reads that filled its pool, and its environment.
+    private func storeAfterABurstOfReads(
+        _ configure: (inout LocalStorageConfiguration) -> Void
+    ) async throws -> (LocalStorage, Environment) {
+        var configuration = diskConfiguration()
+        configure(&configuration)
+        let storage = try LocalStorage(configuration: configuration)
+        try await storage.save(Note(id: "a", text: "1"))
+        try await readAtOnce(16, in: storage.core.environment)
+        return (storage, storage.core.environment)
     }
 }
