@@ -1,7 +1,7 @@
 import Synchronization
 
-/// The `leases` database: one entry per (type number, id) that is being loaded through the cache, or
-/// whose last load found nothing (see ``LeaseEntry``). No read of records ever looks here, so an absent
+/// The `leases` database: one entry per (type number, id) that is being loaded through the cache, whose
+/// last load found nothing, or whose last load a write ended (see ``LeaseEntry``). No read of records ever looks here, so an absent
 /// marker is no record for counts, queries, metadata, exports or statistics.
 ///
 /// Key: type number (UInt32 big-endian) ‖ the id's UTF-8 (``TypedKey``). Every commit voids the entries of the ids it
@@ -108,7 +108,9 @@ final class LeaseBook: Sendable {
             case .inserted, .updated, .deleted:
                 let key = LeaseBook.key(type: change.type, id: change.id)
                 if let put = sparing[key], put > position { continue }
-                _ = try void(key, now: now, txn: txn, leavesRecord: change.kind != .deleted)
+                // A delete a fill's newer copy outlived (the shared tier) leaves the record.
+                let leavesRecord = change.kind != .deleted || change.recordStays
+                _ = try void(key, now: now, txn: txn, leavesRecord: leavesRecord)
             case .cleared:
                 var voided: [([UInt8], LeaseEntry?)] = []
                 try forEach(type: change.type, txn: txn) { key, value in
@@ -139,13 +141,19 @@ final class LeaseBook: Sendable {
 
     /// Voids `entry` on `key` for a write of its id (see ``void(_:now:txn:sparing:)``): a lease becomes an ended
     /// marker under its token, ``LeaseEntry/Kind/written`` when the write leaves a record (whose waiters read it, or
-    /// load again when it is gone by then: review-107 A4) and a nil when it leaves none; a written mark becomes the
-    /// nil at a delete; a remembered nil still in force goes; an ended one stays for its waiters (a marker an
-    /// earlier request of the same commit wrote, whose waiters would otherwise load again: review-86 #1).
+    /// load again when it is gone by then: review-107 A4) and a nil when it leaves none. An ended marker stays for
+    /// the waiters of its load (one an earlier request of the same commit wrote, whose waiters would otherwise load
+    /// again: review-86 #1), and follows the writes: the nil at a delete, the written mark at a write that leaves a
+    /// record (review-109 #1: a delete and then a save left a nil over the record). A remembered nil still in force
+    /// goes.
     private func void(_ entry: LeaseEntry, key: [UInt8], now: Int64, txn: Transaction, leavesRecord: Bool) throws {
         switch entry.kind {
         case .absent:
-            if entry.remembersAbsence(at: now) { try txn.delete(database, key: key) }
+            if entry.remembersAbsence(at: now) {
+                try txn.delete(database, key: key)
+            } else if leavesRecord {
+                try put(entry.ended(as: .written, now: now), key: key, txn: txn)
+            }
         case .written:
             if !leavesRecord { try put(entry.ended(as: .absent, now: now), key: key, txn: txn) }
         case .lease:

@@ -12,8 +12,8 @@ struct LeaseEntry: Sendable, Equatable {
         case absent = 2
         /// A write of the id that stored a record (the load's own result, or a save or update that won over it)
         /// ended the load under `token`: its waiters read that record, and when it is gone by then (evicted,
-        /// expired) they load again; nil answers only what a load found or a delete left (review-107 A4). A
-        /// version that cannot read this kind sees no entry, and does the same.
+        /// expired) they load again; nil answers only what a load found or a delete left (review-107 A4). Its
+        /// waiters in a version that cannot read this kind see no entry, and do the same.
         case written = 3
     }
 

@@ -156,7 +156,7 @@ extension LoadThrough {
     private enum LeaseStanding {
         /// Still the load's own.
         case held
-        /// A write of the id voided it: no entry, or a remembered nil, where the lease was.
+        /// A write of the id voided it: no entry, or a marker, where the lease was.
         case voided
         /// Another load took it (its deadline passed: review-86 #4), or it could not be read (logged).
         case unknown

@@ -11,21 +11,6 @@ import Testing
         return try LocalStorage(configuration: configuration)
     }
 
-    /// Puts another host's lease (token 7) on the product `id`, 20 s from its deadline on the store's clock; returns
-    /// the lease book and the lease's key.
-    private func anotherHostsLease(on id: String, in storage: LocalStorage) async throws -> (LeaseBook, [UInt8]) {
-        let schema = try await storage.core.schema(for: Product.self)
-        let leases = try storage.local.leaseBook()
-        let leaseKey = LeaseBook.key(type: schema.number, id: Array(id.utf8))
-        let deadline = storage.core.clock.wallNanoseconds() + 20_000_000_000
-        let other = ProcessIdentity(host: ProcessIdentity.current.host &+ 1, pid: 1, started: 1)
-        try await storage.core.writer.perform { context in
-            try leases.put(
-                LeaseEntry(kind: .lease, owner: other, token: 7, deadline: deadline), key: leaseKey, txn: context.txn)
-        }
-        return (leases, leaseKey)
-    }
-
     @Test func defaultsAreTheContractsOnes() {
         let policy = LoadPolicy()
         #expect(policy.expiration == .never)
@@ -164,15 +149,17 @@ import Testing
 
     /// Puts another host's entry (token 7) for `id`'s load, until `deadline` (ns since 1970): a lease of its load
     /// under way, or the ended marker of the nil it found.
+    @discardableResult
     private func putForeignLease(
         _ kind: LeaseEntry.Kind, of id: String, until deadline: Int64, in storage: LocalStorage
-    ) async throws {
+    ) async throws -> (LeaseBook, [UInt8]) {
         let schema = try await storage.core.schema(for: Product.self)
         let leases = try storage.local.leaseBook()
         let elsewhere = ProcessIdentity(host: ProcessIdentity.current.host &+ 1, pid: 1, started: 0)
         let entry = LeaseEntry(kind: kind, owner: elsewhere, token: 7, deadline: deadline)
         let key = LeaseBook.key(type: schema.number, id: Array(id.utf8))
         try storage.core.environment.write { try leases.put(entry, key: key, txn: $0) }
+        return (leases, key)
     }
 
     /// A caller that joined a background refresh which then found the record gone waits no longer than its own
@@ -480,8 +467,10 @@ import Testing
     @Test func aLeaseTakenAfterWaitingEndsWithItsLoad() async throws {
         let clock = VirtualClock()
         let storage = try store(clock)
-        let (leases, leaseKey) = try await anotherHostsLease(on: "held", in: storage)
         let start = clock.wallNanoseconds()
+        // Another host's load of the id, 20 s from its deadline.
+        let (leases, leaseKey) = try await putForeignLease(
+            .lease, of: "held", until: start + 20_000_000_000, in: storage)
         let gate = LoadGate()
         let caller = Task {
             try await storage.fetch(Product.self, id: "held", policy: LoadPolicy(loadTimeout: .seconds(30))) { _ in
@@ -499,15 +488,26 @@ import Testing
         #expect(try await caller.value == nil)
     }
 
+    /// How a commit ends another process's load in ``aCallerWhoseAwaitedLoadEndedInARecordGoneSinceLoads(_:)``.
+    enum LoadEndingCommit: CaseIterable, Sendable {
+        /// Saves the record, already expired.
+        case save
+        /// Saves the record, already expired, and deletes it.
+        case saveThenDelete
+        /// Deletes the (missing) record, then saves it, already expired (review-109 #1).
+        case deleteThenSave
+    }
+
     /// A caller waiting on another process's load whose lease a write of the id ended (the load's own result, or a
     /// save that won over it) reads that record; when it is gone by the time the caller looks (expired, evicted), the
     /// caller loads, where the ended lease's marker answered it nil as if that load had found nothing (review-107 A4).
-    @Test(arguments: [false, true])
-    func aCallerWhoseAwaitedLoadEndedInARecordGoneSinceLoads(deletedAfter: Bool) async throws {
+    /// A delete in that commit after the save answers nil: what the store holds, and no load (review-86 #10).
+    @Test(arguments: LoadEndingCommit.allCases)
+    func aCallerWhoseAwaitedLoadEndedInARecordGoneSinceLoads(_ commit: LoadEndingCommit) async throws {
         let clock = VirtualClock()
         let storage = try store(clock)
-        _ = try await anotherHostsLease(on: "held", in: storage)
         let start = clock.wallNanoseconds()
+        try await putForeignLease(.lease, of: "held", until: start + 20_000_000_000, in: storage)
         let gate = LoadGate(open: true)
         let fresh = Product(id: "held", title: "loaded here", category: "books", price: 1.5, rating: 2)
         let caller = Task {
@@ -519,24 +519,15 @@ import Testing
         await clock.waitForSleepers(2)  // The flight's timer, and the wait on the other host's lease.
         // The other load's record, stored with an expiry already past: it ends the lease, and is gone at once.
         let stored = Product(id: "held", title: "stored by the other load", category: "books", price: 1.5, rating: 2)
-        let past = Date(timeIntervalSince1970: Double(start) / 1e9 - 60)
-        if deletedAfter {
-            try await storage.write { transaction in
-                try transaction.save(stored, expiration: .date(past))
-                try transaction.delete(Product.self, id: "held")
-            }
-        } else {
-            try await storage.save(stored, expiration: .date(past))
+        let past = CacheExpiration.date(Date(timeIntervalSince1970: Double(start) / 1e9 - 60))
+        try await storage.write { transaction in
+            if commit == .deleteThenSave { try transaction.delete(Product.self, id: "held") }
+            try transaction.save(stored, expiration: past)
+            if commit == .saveThenDelete { try transaction.delete(Product.self, id: "held") }
         }
         let answer = try await caller.value
-        if deletedAfter {
-            // Deleted in the commit that ended the load: nil, what the store holds, and no load (review-86 #10).
-            #expect(answer == nil)
-            #expect(gate.loads == 0)
-        } else {
-            #expect(answer == fresh)
-            #expect(gate.loads == 1)
-        }
+        #expect(answer == (commit == .saveThenDelete ? nil : fresh))
+        #expect(gate.loads == (commit == .saveThenDelete ? 0 : 1))
     }
 
     @Test func aSaveEndsARememberedNil() async throws {
