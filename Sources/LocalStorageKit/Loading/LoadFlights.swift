@@ -27,8 +27,23 @@ final class LoadFlights: Sendable {
     }
 
     typealias Outcome = Result<(any Sendable)?, any Error>
-    /// A flight's work, given the flight's deadline (on the clock's uptime), when it is given up.
-    typealias Work = @Sendable (_ givenUpAt: Duration) async throws -> (any Sendable)?
+    /// A flight's work, given the flight's deadline (on the clock's uptime), when it is given up, and the tokens of
+    /// the other processes' loads its callers saw under way before they joined it (``AwaitedLoads``).
+    typealias Work = @Sendable (_ givenUpAt: Duration, _ awaited: AwaitedLoads) async throws -> (any Sendable)?
+
+    /// The tokens of the loads (leases) of other processes that a flight's callers saw held at their first look,
+    /// before they joined it: a nil one of those loads remembers answers every caller of the flight, which then loads
+    /// nothing, whichever caller saw it (review-107 A3: only the starter's counted, and a joiner that had seen a lease
+    /// the starter had not got a second load's value).
+    final class AwaitedLoads: Sendable {
+        private let tokens: Mutex<Set<UInt64>>
+
+        init(_ token: UInt64?) { tokens = Mutex(token.map { [$0] } ?? []) }
+
+        func insert(_ token: UInt64) { _ = tokens.withLock { $0.insert(token) } }
+
+        func contains(_ token: UInt64) -> Bool { tokens.withLock { $0.contains(token) } }
+    }
 
     /// What a waiter whose own deadline is later than its flight's gets when the flight is given up: it
     /// starts a flight of its own.
@@ -38,6 +53,7 @@ final class LoadFlights: Sendable {
         let number: UInt64
         /// When the work is given up: the deadline of the caller that started it (its lease's).
         let deadline: Duration
+        let awaited: AwaitedLoads
         var waiters: [UInt64: CheckedContinuation<(any Sendable)?, any Error>] = [:]
         /// Each waiter's own deadline.
         var waiterDeadlines: [UInt64: Duration] = [:]
@@ -58,6 +74,8 @@ final class LoadFlights: Sendable {
     enum Step: Sendable {
         /// After the caller's first look, before it joins a flight.
         case afterFirstLook
+        /// In the flight, before each of its looks.
+        case beforeLook
         /// In the flight, after a look found no record and no lease held, before it takes the lease.
         case beforeTakingLease
         /// In the flight, after another lease (or a live record) refused it one.
@@ -96,13 +114,15 @@ final class LoadFlights: Sendable {
     ///     flight a write overtook) is given up that long after its start, not at the caller's deadline, and the
     ///     caller stops waiting at its own (review-92 F3: the load was cancelled with the caller, and the callers
     ///     that had joined it loaded again).
+    ///   - awaiting: the token of another process's load of the id the caller saw under way before it joined
+    ///     (``AwaitedLoads``).
     /// - Throws: what `work` throws; `loadTimedOut(id:)` when `deadline` passes first (the caller's own,
     ///   whoever started the flight: a flight given up at an earlier deadline is followed by one this caller
     ///   starts), and at once when the caller runs inside the work of `key`'s flight (it would wait on itself);
     ///   `CancellationError` when the calling task is cancelled (the flight goes on for the others).
     func join(
-        _ key: Key, id: String, until deadline: Duration, timeout: Duration, clock: any StorageClock,
-        work: @escaping Work
+        _ key: Key, id: String, until deadline: Duration, timeout: Duration, awaiting: UInt64?,
+        clock: any StorageClock, work: @escaping Work
     ) async throws -> (any Sendable)? {
         if Self.enclosing.contains(Enclosing(flights: ObjectIdentifier(self), key: key)) {
             throw LocalStorageError.loadTimedOut(id: id)
@@ -110,7 +130,8 @@ final class LoadFlights: Sendable {
         while true {
             guard clock.uptime() < deadline else { throw LocalStorageError.loadTimedOut(id: id) }
             do {
-                return try await wait(key, id: id, deadline: deadline, timeout: timeout, clock: clock, work: work)
+                return try await wait(
+                    key, id: id, deadline: deadline, timeout: timeout, awaiting: awaiting, clock: clock, work: work)
             } catch is GivenUpBeforeThisCaller {
                 continue
             }
@@ -118,9 +139,10 @@ final class LoadFlights: Sendable {
     }
 
     /// Joins or starts the flight of `key` once, as a caller whose deadline is `deadline` (and whose `loadTimeout` is
-    /// `timeout`).
+    /// `timeout`) and who saw the load `awaiting` under way.
     private func wait(
-        _ key: Key, id: String, deadline: Duration, timeout: Duration, clock: any StorageClock, work: @escaping Work
+        _ key: Key, id: String, deadline: Duration, timeout: Duration, awaiting: UInt64?, clock: any StorageClock,
+        work: @escaping Work
     ) async throws -> (any Sendable)? {
         let waiter = state.withLock { state -> UInt64 in
             state.nextNumber += 1
@@ -131,6 +153,7 @@ final class LoadFlights: Sendable {
                 let cancelled = state.withLock { state -> Bool in
                     if Task.isCancelled { return true }
                     if let flight = state.flights[key] {
+                        if let awaiting { flight.awaited.insert(awaiting) }
                         if deadline < flight.deadline - Self.deadlineSlack {
                             state.flights[key]?.waiterTimers[waiter] = waiterTimer(
                                 waiter, of: key, number: flight.number, id: id, deadline: deadline, clock: clock)
@@ -138,7 +161,8 @@ final class LoadFlights: Sendable {
                     } else {
                         state.nextNumber += 1
                         let flightDeadline = max(deadline, clock.uptime() + timeout)
-                        state.flights[key] = Flight(number: state.nextNumber, deadline: flightDeadline)
+                        state.flights[key] = Flight(
+                            number: state.nextNumber, deadline: flightDeadline, awaited: AwaitedLoads(awaiting))
                         start(
                             key, id: id, number: state.nextNumber, deadline: flightDeadline, clock: clock, work: work,
                             &state)
@@ -198,7 +222,7 @@ final class LoadFlights: Sendable {
             guard state.flights[key] == nil else { return false }
             state.nextNumber += 1
             let deadline = clock.uptime() + timeout
-            state.flights[key] = Flight(number: state.nextNumber, deadline: deadline)
+            state.flights[key] = Flight(number: state.nextNumber, deadline: deadline, awaited: AwaitedLoads(nil))
             start(key, id: id, number: state.nextNumber, deadline: deadline, clock: clock, work: work, &state)
             return true
         }
@@ -211,8 +235,11 @@ final class LoadFlights: Sendable {
     ) {
         let enclosing = Self.enclosing + [Enclosing(flights: ObjectIdentifier(self), key: key)]
         let held = HeldWork(work)
+        let awaited = state.flights[key]?.awaited ?? AwaitedLoads(nil)
         state.flights[key]?.task = Task {
-            let outcome = await Self.$enclosing.withValue(enclosing) { await held.run(givenUpAt: deadline) }
+            let outcome = await Self.$enclosing.withValue(enclosing) {
+                await held.run(givenUpAt: deadline, awaited: awaited)
+            }
             self.finish(key, number: number, with: outcome)
         }
         state.flights[key]?.timer = Task {
@@ -259,12 +286,12 @@ private final class HeldWork: Sendable {
     }
 
     /// Runs the work once and drops it; what it returned or threw.
-    func run(givenUpAt: Duration) async -> LoadFlights.Outcome {
+    func run(givenUpAt: Duration, awaited: LoadFlights.AwaitedLoads) async -> LoadFlights.Outcome {
         guard let work = self.work.withLock({ $0.take() }) else {
             return .failure(LocalStorageError.storageError(code: -1, message: "a load ran twice"))
         }
         do {
-            return .success(try await work(givenUpAt))
+            return .success(try await work(givenUpAt, awaited))
         } catch {
             return .failure(error)
         }

@@ -52,12 +52,11 @@ struct LoadThrough: Sendable {
         while true {
             do {
                 loaded = try await core.loads.join(
-                    flight, id: name, until: deadline, timeout: policy.loadTimeout, clock: core.clock
-                ) {
-                    givenUpAt in
+                    flight, id: name, until: deadline, timeout: policy.loadTimeout, awaiting: awaited, clock: core.clock
+                ) { givenUpAt, awaited in
                     try await self.loadOnce(
                         T.self, id: id, name: name, key: key, schema: schema, policy: policy, refreshing: nil,
-                        awaiting: awaited, givenUpAt: givenUpAt, load: load)
+                        awaited: awaited, givenUpAt: givenUpAt, load: load)
                 }
                 break
             } catch is RefreshOvertaken {
@@ -79,11 +78,11 @@ struct LoadThrough: Sendable {
     ) {
         let flight = LoadFlights.Key(type: schema.number, id: key)
         let logger = store.logger
-        core.loads.startIfIdle(flight, id: name, timeout: policy.loadTimeout, clock: core.clock) { givenUpAt in
+        core.loads.startIfIdle(flight, id: name, timeout: policy.loadTimeout, clock: core.clock) { givenUpAt, awaited in
             do {
                 return try await self.loadOnce(
                     T.self, id: id, name: name, key: key, schema: schema, policy: policy, refreshing: served,
-                    awaiting: nil, givenUpAt: givenUpAt, load: load)
+                    awaited: awaited, givenUpAt: givenUpAt, load: load)
             } catch let error as RefreshOvertaken {
                 throw error  // Not a failure: the record it served is gone or changed.
             } catch {
@@ -100,13 +99,13 @@ struct LoadThrough: Sendable {
     /// process holding it, then looks again), runs `load` (through the coordinator, when there is one),
     /// and stores its result while the lease holds. With `refreshing`, the live record served stale with that
     /// update time and expiry is reloaded, unless a write of the id (or its expiry) came first: then it throws
-    /// ``RefreshOvertaken`` without loading. `awaiting` is the token of the lease the caller saw held before the
-    /// flight began: a nil that load remembers answers it too. The flight running this is given up at `givenUpAt` (the
+    /// ``RefreshOvertaken`` without loading. `awaited` holds the tokens of the leases the flight's callers saw held
+    /// before they joined it: a nil those loads remember answers them too. The flight running this is given up at `givenUpAt` (the
     /// clock's uptime): a lease taken later (after waiting on another process's, or on the writer) ends then
     /// too, not a whole `loadTimeout` after it was taken.
     private func loadOnce<T: LocalStorable>(
         _ type: T.Type, id: T.ID, name: String, key: [UInt8], schema: TypeSchema, policy: LoadPolicy,
-        refreshing: RefreshedRecordStamp?, awaiting: UInt64?, givenUpAt: Duration,
+        refreshing: RefreshedRecordStamp?, awaited answering: LoadFlights.AwaitedLoads, givenUpAt: Duration,
         load: @escaping @Sendable (T.ID) async throws -> T?
     ) async throws -> T? {
         let waiter = RecordWatch(core: core, typeName: schema.name, id: name)
@@ -114,11 +113,11 @@ struct LoadThrough: Sendable {
         let leaseKey = LeaseBook.key(type: schema.number, id: key)
         // The lease waited on last (each new one counts once in `leaseWaits`).
         var awaited: UInt64?
-        // The loads whose nil answers this caller: the one it saw before the flight (review-105 F9), each it waited on,
-        // and each whose lease refused the flight one (review-107 A2).
-        var answering: Set<UInt64> = awaiting.map { [$0] } ?? []
+        // The loads whose nil answers the flight's callers: each one of them saw before the flight (review-105 F9,
+        // review-107 A3), each it waited on, and each whose lease refused the flight one (review-107 A2).
         while true {
             try Task.checkCancellation()
+            await core.loads.pauseForTests(at: .beforeLook)
             let look = try await store.look(T.self, id: name, key: key, schema: schema)
             if let refreshing {
                 // A write of the id since the record was served stale overtakes the refresh, as one while it loads

@@ -530,6 +530,44 @@ import Testing
         #expect(gate.loads == (commit == .saveThenDelete ? 0 : 1))
     }
 
+    /// A caller that saw another process's lease held and joined a flight started before that lease was taken gets
+    /// that load's nil, as the flight's starter does, when the load ended before the flight looked (review-107 A3:
+    /// only the starter's first look counted, and the flight loaded once more).
+    @Test func aJoinerWhoSawAnotherProcesssLeaseGetsItsNilInAFlightStartedBefore() async throws {
+        let clock = VirtualClock()
+        let storage = try store(clock)
+        _ = try await storage.core.schema(for: Product.self)
+        // The flight's first look waits here until the other process's load has come and gone.
+        let firstLook = LoadGate()
+        let held = Atomic(false)
+        storage.core.loads.stepsForTests.withLock {
+            $0 = { step in
+                guard step == .beforeLook, !held.exchange(true, ordering: .sequentiallyConsistent) else { return }
+                await firstLook.pass()
+            }
+        }
+        let gate = LoadGate(open: true)
+        @Sendable func fetch() async throws -> Product? {
+            try await storage.fetch(Product.self, id: "held", policy: LoadPolicy(loadTimeout: .seconds(30))) { id in
+                await gate.pass()
+                return Product(id: id, title: "loaded here", category: "books", price: 1.5, rating: 2)
+            }
+        }
+        let starter = Task { try await fetch() }
+        try await firstLook.waitForLoad()
+        // Another process takes the lease; a second caller sees it held and joins the flight.
+        let now = clock.wallNanoseconds()
+        try await putForeignLease(.lease, of: "held", until: now + 20_000_000_000, in: storage)
+        let joiner = Task { try await fetch() }
+        try await eventually("the second caller to join the flight") { storage.core.loads.waiterCount == 2 }
+        // That load finds nothing (a nil without `absentFor`, ended as it is written) before the flight looks.
+        try await putForeignLease(.absent, of: "held", until: now - 1, in: storage)
+        firstLook.open()
+        #expect(try await joiner.value == nil)
+        #expect(try await starter.value == nil)
+        #expect(gate.loads == 0)
+    }
+
     @Test func aSaveEndsARememberedNil() async throws {
         let storage = try store(VirtualClock())  // No timeout a loaded machine could reach.
         let policy = LoadPolicy(absentFor: .seconds(300))
