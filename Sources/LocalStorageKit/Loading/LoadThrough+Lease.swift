@@ -52,9 +52,9 @@ extension LoadThrough {
     /// throws then is dropped), as the callers other processes have waiting on the load get it (trial86 #5).
     ///
     /// - Throws: the loader's own error as a ``CallerError``; what storing its result threw (`invalidId`,
-    ///   `recordTooLarge`, `storageFull`, …). The lease is given back first either way.
+    ///   `recordTooLarge`, `storageFull`, …). The lease is given back first either way. ``LookAgain`` when the write
+    ///   that won left a record that is gone by now.
     func runLoad<T: LocalStorable>(_ request: LeasedLoad<T>) async throws -> T? {
-        let (name, key, schema) = (request.name, request.key, request.schema)
         if Task.isCancelled {
             // The flight was given up (its timeout passed while the lease's commit waited for the writer): its
             // callers have their answer, and a result could not be stored; the source is not asked.
@@ -64,7 +64,7 @@ extension LoadThrough {
         let loaded: T?
         switch await loadUnlessVoided(request) {
         case .voided:
-            return try await store.look(T.self, id: name, key: key, schema: schema).value
+            return try await holding(after: request)
         case .loaded(.failure(let error)):
             await request.giveBack()
             throw CallerError(underlying: error)
@@ -74,7 +74,7 @@ extension LoadThrough {
         do {
             guard let value = loaded else {
                 try await rememberAbsence(request, refreshing: request.refreshing != nil)
-                return try await store.look(T.self, id: name, key: key, schema: schema).value
+                return try await holding(after: request)
             }
             if try await storeLoaded(value, for: request) { return value }
         } catch {
@@ -83,7 +83,26 @@ extension LoadThrough {
             await request.giveBack()
             throw error
         }
-        return try await store.look(T.self, id: name, key: key, schema: schema).value
+        return try await holding(after: request)
+    }
+
+    /// A load whose lease a write that left a record voided, when that record is gone by the time the flight looks
+    /// (evicted, expired): the flight looks again and loads, as the callers other processes have waiting on the load
+    /// do (review-109 #2: its own callers got nil).
+    struct LookAgain: Error {}
+
+    /// What the store holds after the request's load ended (the nil it remembered, or a write that won over it).
+    ///
+    /// - Throws: ``LookAgain`` when a write of a record ended the load and the record is gone (not for a refresh,
+    ///   which a write overtakes).
+    private func holding<T: LocalStorable>(after request: LeasedLoad<T>) async throws -> T? {
+        let look = try await store.look(T.self, id: request.name, key: request.key, schema: request.schema)
+        if look.value == nil, request.refreshing == nil, let entry = look.entry, entry.kind == .written,
+            entry.token == request.token
+        {
+            throw LookAgain()
+        }
+        return look.value
     }
 
     /// What ended the wait for a load: its outcome, or a write that voided its lease first.

@@ -166,7 +166,11 @@ struct LoadThrough: Sendable {
                 through: self, id: id, name: name, key: key, leaseKey: leaseKey, token: token, schema: schema,
                 policy: policy, refreshing: refreshing, givenUpAt: givenUpAt, load: load)
             if let coordinator { return try await coordinator.load(request) }
-            return try await runLoad(request)
+            do {
+                return try await runLoad(request)
+            } catch is LookAgain {
+                continue
+            }
         }
     }
 }

@@ -568,6 +568,29 @@ import Testing
         #expect(gate.loads == 0)
     }
 
+    /// A load a save won over, when the saved record is gone by the time the flight looks (expired, evicted), loads
+    /// again for its callers, as other processes' callers waiting on it do (review-109 #2: they got nil).
+    @Test func aLoadASaveWonOverLoadsAgainWhenTheSavedRecordIsGone() async throws {
+        let clock = VirtualClock()
+        let storage = try store(clock)
+        let gate = LoadGate()
+        let loaded = Product(id: "held", title: "loaded here", category: "books", price: 1.5, rating: 2)
+        let caller = Task {
+            try await storage.fetch(Product.self, id: "held", policy: LoadPolicy(loadTimeout: .seconds(30))) { _ in
+                await gate.pass()
+                return loaded
+            }
+        }
+        try await gate.waitForLoad()
+        let saved = Product(id: "held", title: "saved meanwhile", category: "books", price: 1.5, rating: 2)
+        let past = Date(timeIntervalSince1970: Double(clock.wallNanoseconds()) / 1e9 - 60)
+        try await storage.save(saved, expiration: .date(past))
+        gate.open()
+        #expect(try await caller.value == loaded)
+        #expect(gate.loads == 2)
+        #expect(try await storage.fetch(Product.self, id: "held") == loaded)
+    }
+
     @Test func aSaveEndsARememberedNil() async throws {
         let storage = try store(VirtualClock())  // No timeout a loaded machine could reach.
         let policy = LoadPolicy(absentFor: .seconds(300))
