@@ -83,23 +83,25 @@ enum Report {
         }
     }
 
-    /// The scaling table: µs per operation of LocalStorageKit and SQLite at each store size.
+    /// The scaling table: µs per operation of LocalStorageKit and SQLite at each store size (and of a bare `mdb_get`).
     static func printScaling(_ table: [(size: Int, medians: [String: [String: Double]])]) {
+        // The bare `mdb_get` of the fetch row, alone: what of a fetch's growth with the store is LMDB's own (a deeper
+        // tree, a map larger than the processor's caches).
         let columns = [
-            ("fetch", "fetch(id)"), ("range", "range, limit 20"), ("count", "count 10%"),
-            ("page", "page 50 × 20"), ("range-unordered", "between, ~1,000 rows, no order"),
+            ("fetch", "fetch(id)"), ("fetch-raw-get", "mdb_get alone"), ("range", "range, limit 20"),
+            ("count", "count 10%"), ("page", "page 50 × 20"), ("range-unordered", "between, ~1,000 rows, no order"),
             ("range-unordered-limit", "between, limit 20, no order"), ("equals-price", "equals(price)"),
         ]
-        emit("µs per operation (CPU time), LocalStorageKit / SQLite, at each number of records.\n")
+        emit("µs per operation (CPU time), LocalStorageKit / SQLite (mdb_get: raw LMDB), at each number of records.\n")
         emit("| records | " + columns.map(\.1).joined(separator: " | ") + " |")
         emit("|---:|" + columns.map { _ in "---:|" }.joined())
         for (size, medians) in table {
             let cells = columns.map { column -> String in
-                let figures = medians[column.0] ?? [:]
-                func micro(_ name: String) -> String {
-                    figures[name].map { String(format: "%.1f", $0 / 1000) } ?? "–"
+                func micro(_ workload: String, _ name: String) -> String {
+                    medians[workload]?[name].map { String(format: "%.1f", $0 / 1000) } ?? "–"
                 }
-                return micro(Workloads.Name.localStorageKit) + " / " + micro(Workloads.Name.sqlite)
+                if column.0 == "fetch-raw-get" { return micro("fetch", Workloads.Name.rawGet) }
+                return micro(column.0, Workloads.Name.localStorageKit) + " / " + micro(column.0, Workloads.Name.sqlite)
             }
             emit("| \(grouped(Double(size))) | " + cells.joined(separator: " | ") + " |")
         }
