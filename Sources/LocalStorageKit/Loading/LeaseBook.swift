@@ -94,7 +94,9 @@ final class LeaseBook: Sendable {
     /// store holds after the write, where without it they would find no record and no lease and load again
     /// (trial86 #1); after an insert or update a ``LeaseEntry/Kind/written`` mark: they find the record, or load
     /// again when it was evicted or expired since (review-107 A4), and a delete later in the same commit turns it
-    /// into the nil (review-86 #10). A remembered nil still in force goes.
+    /// into the nil (review-86 #10), as a write that leaves a record after a delete turns the nil into the mark
+    /// (review-109 #1; a shared-tier delete that a fill's newer copy outlived, `recordStays`, leaves the record). A
+    /// remembered nil still in force goes.
     ///
     /// An entry the same commit put after a change (`sparing`: its key → the number of changes logged before
     /// it) is left alone by that change: a delete of an expired record, or a clear of its type, followed in

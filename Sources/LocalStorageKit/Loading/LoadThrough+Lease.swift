@@ -72,11 +72,11 @@ extension LoadThrough {
             loaded = value
         }
         do {
-            guard let value = loaded else {
+            if let value = loaded {
+                if try await storeLoaded(value, for: request) { return value }
+            } else {
                 try await rememberAbsence(request, refreshing: request.refreshing != nil)
-                return try await holding(after: request)
             }
-            if try await storeLoaded(value, for: request) { return value }
         } catch {
             // Nothing was stored (the record does not fit, the store is full, the id is not the one asked
             // for): the lease goes back at once, so the next caller loads instead of waiting out its deadline.
@@ -87,22 +87,23 @@ extension LoadThrough {
     }
 
     /// A load whose lease a write that left a record voided, when that record is gone by the time the flight looks
-    /// (evicted, expired): the flight looks again and loads, as the callers other processes have waiting on the load
-    /// do (review-109 #2: its own callers got nil).
+    /// (evicted, expired), or another caller's load of the id has begun since: the flight looks again, and loads or
+    /// waits on that load, as the callers other processes have waiting on it do (review-109 #2, review-110 #1: its own
+    /// callers got nil). The loader it ran may still be running meanwhile (cancelled, its result dropped).
     struct LookAgain: Error {}
 
     /// What the store holds after the request's load ended (the nil it remembered, or a write that won over it).
     ///
-    /// - Throws: ``LookAgain`` when a write of a record ended the load and the record is gone (not for a refresh,
-    ///   which a write overtakes).
+    /// - Throws: ``LookAgain`` when there is no record and a write of one ended the load (a written mark under any
+    ///   token), or another caller's lease holds; for a refresh, ``RefreshOvertaken`` instead (a caller that joined it
+    ///   loads for itself, review-110 #4).
     private func holding<T: LocalStorable>(after request: LeasedLoad<T>) async throws -> T? {
         let look = try await store.look(T.self, id: request.name, key: request.key, schema: request.schema)
-        if look.value == nil, request.refreshing == nil, let entry = look.entry, entry.kind == .written,
-            entry.token == request.token
-        {
-            throw LookAgain()
-        }
-        return look.value
+        guard look.value == nil, let entry = look.entry else { return look.value }
+        let someoneElseLoads = entry.token != request.token && entry.holds(at: core.clock.wallNanoseconds())
+        guard entry.kind == .written || someoneElseLoads else { return nil }
+        if request.refreshing != nil { throw RefreshOvertaken() }
+        throw LookAgain()
     }
 
     /// What ended the wait for a load: its outcome, or a write that voided its lease first.

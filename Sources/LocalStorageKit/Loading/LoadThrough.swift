@@ -100,9 +100,11 @@ struct LoadThrough: Sendable {
     /// and stores its result while the lease holds. With `refreshing`, the live record served stale with that
     /// update time and expiry is reloaded, unless a write of the id (or its expiry) came first: then it throws
     /// ``RefreshOvertaken`` without loading. `awaited` holds the tokens of the leases the flight's callers saw held
-    /// before they joined it: a nil those loads remember answers them too. The flight running this is given up at `givenUpAt` (the
-    /// clock's uptime): a lease taken later (after waiting on another process's, or on the writer) ends then
-    /// too, not a whole `loadTimeout` after it was taken.
+    /// before they joined it: a nil those loads remember answers them too; the flight adds each lease it waits on, is
+    /// refused by or takes. When a write that won over the flight's load left a record that is gone by the time it
+    /// looks (or another caller's load has begun since), it goes round again (``LookAgain``). The flight running this
+    /// is given up at `givenUpAt` (the clock's uptime): a lease taken later (after waiting on another process's, or on
+    /// the writer) ends then too, not a whole `loadTimeout` after it was taken.
     private func loadOnce<T: LocalStorable>(
         _ type: T.Type, id: T.ID, name: String, key: [UInt8], schema: TypeSchema, policy: LoadPolicy,
         refreshing: RefreshedRecordStamp?, awaited answering: LoadFlights.AwaitedLoads, givenUpAt: Duration,
@@ -111,10 +113,10 @@ struct LoadThrough: Sendable {
         let waiter = RecordWatch(core: core, typeName: schema.name, id: name)
         defer { waiter.end() }
         let leaseKey = LeaseBook.key(type: schema.number, id: key)
-        // The lease waited on last (each new one counts once in `leaseWaits`).
+        // The lease waited on last (each new one counts once in `leaseWaits`). `answering` holds the loads whose nil
+        // answers the flight's callers: each one of them saw before the flight (review-105 F9, review-107 A3), each it
+        // waited on, each whose lease refused the flight one (review-107 A2), and its own.
         var awaited: UInt64?
-        // The loads whose nil answers the flight's callers: each one of them saw before the flight (review-105 F9,
-        // review-107 A3), each it waited on, and each whose lease refused the flight one (review-107 A2).
         while true {
             try Task.checkCancellation()
             await core.loads.pauseForTests(at: .beforeLook)
@@ -153,7 +155,9 @@ struct LoadThrough: Sendable {
             switch try await takeLease(
                 leaseKey, token: token, refreshing: refreshing, key: key, schema: schema, givenUpAt: givenUpAt)
             {
-            case .taken: break
+            case .taken:
+                // A delete that ends this load answers the flight nil, should the flight go round (``LookAgain``).
+                answering.insert(token)
             case .refused(let holder):
                 if let holder { answering.insert(holder) }
                 await core.loads.pauseForTests(at: .afterRefusal)

@@ -3,8 +3,9 @@
 /// Every `interval` it hands the writer one batch of at most ``batchSize`` expired records (across all
 /// types) at a time, each batch its own transaction, so that saves queued meanwhile are committed
 /// between batches instead of waiting for the whole sweep. Each purged record is published as
-/// ``StorageChange/expired(id:)``. The sweeper holds the writer weakly: it never keeps the store open,
-/// and ``stop()`` (called when the store closes) ends it.
+/// ``StorageChange/expired(id:)``. Each time, first, the read transactions the store pooled and no read took since
+/// give their reader slots back; with no `interval` that alone runs, on a timer of real time. The sweeper holds the
+/// writer weakly: it never keeps the store open, and ``stop()`` (called when the store closes) ends it.
 final class ExpirySweeper: Sendable {
     /// The most records one sweep transaction deletes.
     static let batchSize = 1_000

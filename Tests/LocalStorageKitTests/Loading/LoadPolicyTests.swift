@@ -591,6 +591,36 @@ import Testing
         #expect(try await storage.fetch(Product.self, id: "held") == loaded)
     }
 
+    /// A load whose lease another caller took over meanwhile (its deadline passed, say) stores nothing, and when no
+    /// record is there by then, its callers wait on that caller's load and get its record (review-110 #1: they got nil).
+    @Test func aLoadWhoseLeaseWasTakenOverWaitsOnTheNewLoad() async throws {
+        let clock = VirtualClock()
+        let storage = try store(clock)
+        let gate = LoadGate()
+        let finished = Atomic(false)
+        let caller = Task {
+            defer { finished.store(true, ordering: .sequentiallyConsistent) }
+            return try await storage.fetch(
+                Product.self, id: "held", policy: LoadPolicy(loadTimeout: .seconds(30))
+            ) { id in
+                await gate.pass()
+                return Product(id: id, title: "loaded here", category: "books", price: 1.5, rating: 2)
+            }
+        }
+        try await gate.waitForLoad()
+        // Another host's load takes the lease over (no change logged: this load's watch sees no void).
+        try await putForeignLease(.lease, of: "held", until: clock.wallNanoseconds() + 20_000_000_000, in: storage)
+        gate.open()
+        try await eventually("the caller to wait on the other load, or to end") {
+            storage.core.leaseWaits.load(ordering: .relaxed) == 1 || finished.load(ordering: .sequentiallyConsistent)
+        }
+        // That load stores its record.
+        let theirs = Product(id: "held", title: "loaded there", category: "books", price: 1.5, rating: 2)
+        try await storage.save(theirs)
+        #expect(try await caller.value == theirs)
+        #expect(gate.loads == 1)
+    }
+
     @Test func aSaveEndsARememberedNil() async throws {
         let storage = try store(VirtualClock())  // No timeout a loaded machine could reach.
         let policy = LoadPolicy(absentFor: .seconds(300))

@@ -115,7 +115,7 @@ import Darwin
             $0.expirySweepInterval = nil
             $0.idleReadsGiveBackInterval = .milliseconds(5)
         }
-        let giveUp = ContinuousClock.now + .seconds(30)
+        let giveUp = ContinuousClock.now + .seconds(300)
         while try slotsHeld(environment) > 0, ContinuousClock.now < giveUp {
             try await Task.sleep(for: .milliseconds(5))
         }
