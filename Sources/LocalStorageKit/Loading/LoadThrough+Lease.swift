@@ -176,9 +176,11 @@ extension LoadThrough {
     private enum LeaseStanding {
         /// Still the load's own.
         case held
-        /// A write of the id voided it: no entry, or a marker, where the lease was.
+        /// A write of the id voided it (no entry, or a marker, where the lease was), or another caller's load took the
+        /// id over since (a write voided it first, or its deadline passed: review-86 #4): this load's result could not
+        /// be stored, and the flight waits on that load instead (trial105 D3: both loaded at once).
         case voided
-        /// Another load took it (its deadline passed: review-86 #4), or it could not be read (logged).
+        /// It could not be read (logged): the load's outcome decides.
         case unknown
     }
 
@@ -188,7 +190,7 @@ extension LoadThrough {
             let leases = try store.leaseBook()
             let entry = try core.environment.read { txn in try leases.entry(request.leaseKey, txn: txn) }
             guard let entry, entry.kind == .lease else { return .voided }
-            return entry.token == request.token ? .held : .unknown
+            return entry.token == request.token ? .held : .voided
         } catch {
             store.logger?.log(
                 level: .warning, message: "Could not read a load's lease; the load's outcome decides",

@@ -43,6 +43,9 @@ struct LoadThrough: Sendable {
         // again, the caller gets its nil, as the callers waiting on it do, and loads nothing (review-105 F9: the nil
         // of a load without `absentFor` ends as it is written, and the flight's look took it for an old one).
         let awaited = look.entry.flatMap { $0.holds(at: now) ? $0.token : nil }
+        // The nil of a load that had already ended at this look (a delete voided it, and its flight here had not
+        // finished yet): not an answer to this caller, who came after it (trial105 D2).
+        let endedBefore = look.entry.flatMap { $0.kind == .absent ? $0.token : nil }
         await core.loads.pauseForTests(at: .afterFirstLook)
         let flight = LoadFlights.Key(type: schema.number, id: key)
         // One deadline for the whole call, however many flights it joins (review-91 R2: a caller that joined a
@@ -58,11 +61,19 @@ struct LoadThrough: Sendable {
                         T.self, id: id, name: name, key: key, schema: schema, policy: policy, refreshing: nil,
                         awaited: awaited, givenUpAt: givenUpAt, load: load)
                 }
-                break
             } catch is RefreshOvertaken {
                 // The flight joined was a background refresh a write made pointless: this caller loads for itself.
                 continue
             }
+            // A nil that is still that ended load's, nothing newer in its place: this caller loads in a flight of its
+            // own (the one it joined has ended).
+            if loaded == nil, let endedBefore,
+                let entry = try await store.look(T.self, id: name, key: key, schema: schema).entry,
+                entry.kind == .absent, entry.token == endedBefore
+            {
+                continue
+            }
+            break
         }
         guard let loaded else { return nil }
         if let value = loaded as? T { return value }

@@ -149,6 +149,30 @@ import Testing
 
     /// Puts another host's entry (token 7) for `id`'s load, until `deadline` (ns since 1970): a lease of its load
     /// under way, or the ended marker of the nil it found.
+    /// Holds the `number`th look of the flights of `storage` (``LoadFlights/Step/beforeLook``) at the gate it returns,
+    /// until the test opens it.
+    private func holdingLook(_ number: Int, of storage: LocalStorage) -> LoadGate {
+        let gate = LoadGate()
+        let looks = Atomic(0)
+        storage.core.loads.stepsForTests.withLock {
+            $0 = { step in
+                guard step == .beforeLook, looks.add(1, ordering: .sequentiallyConsistent).newValue == number else {
+                    return
+                }
+                await gate.pass()
+            }
+        }
+        return gate
+    }
+
+    /// Fetches the product "held" through `gate`, loading one titled "loaded here" (30 s `loadTimeout`).
+    private func fetchHeld(from storage: LocalStorage, through gate: LoadGate) async throws -> Product? {
+        try await storage.fetch(Product.self, id: "held", policy: LoadPolicy(loadTimeout: .seconds(30))) { id in
+            await gate.pass()
+            return Product(id: id, title: "loaded here", category: "books", price: 1.5, rating: 2)
+        }
+    }
+
     @discardableResult
     private func putForeignLease(
         _ kind: LeaseEntry.Kind, of id: String, until deadline: Int64, in storage: LocalStorage
@@ -538,27 +562,14 @@ import Testing
         let storage = try store(clock)
         _ = try await storage.core.schema(for: Product.self)
         // The flight's first look waits here until the other process's load has come and gone.
-        let firstLook = LoadGate()
-        let held = Atomic(false)
-        storage.core.loads.stepsForTests.withLock {
-            $0 = { step in
-                guard step == .beforeLook, !held.exchange(true, ordering: .sequentiallyConsistent) else { return }
-                await firstLook.pass()
-            }
-        }
+        let firstLook = holdingLook(1, of: storage)
         let gate = LoadGate(open: true)
-        @Sendable func fetch() async throws -> Product? {
-            try await storage.fetch(Product.self, id: "held", policy: LoadPolicy(loadTimeout: .seconds(30))) { id in
-                await gate.pass()
-                return Product(id: id, title: "loaded here", category: "books", price: 1.5, rating: 2)
-            }
-        }
-        let starter = Task { try await fetch() }
+        let starter = Task { try await fetchHeld(from: storage, through: gate) }
         try await firstLook.waitForLoad()
         // Another process takes the lease; a second caller sees it held and joins the flight.
         let now = clock.wallNanoseconds()
         try await putForeignLease(.lease, of: "held", until: now + 20_000_000_000, in: storage)
-        let joiner = Task { try await fetch() }
+        let joiner = Task { try await fetchHeld(from: storage, through: gate) }
         try await eventually("the second caller to join the flight") { storage.core.loads.waiterCount == 2 }
         // That load finds nothing (a nil without `absentFor`, ended as it is written) before the flight looks.
         try await putForeignLease(.absent, of: "held", until: now - 1, in: storage)
@@ -618,6 +629,55 @@ import Testing
         let theirs = Product(id: "held", title: "loaded there", category: "books", price: 1.5, rating: 2)
         try await storage.save(theirs)
         #expect(try await caller.value == theirs)
+        #expect(gate.loads == 1)
+    }
+
+    /// A load whose lease another caller takes over while it runs (seen at the next change of the id) stops, and its
+    /// callers wait on that caller's load (trial105 D3: it ran on, and two loads of the id ran at once).
+    @Test func aLoadWhoseLeaseIsTakenOverStopsAndWaitsOnTheNewLoad() async throws {
+        let clock = VirtualClock()
+        let storage = try store(clock)
+        let schema = try await storage.core.schema(for: Product.self)
+        let gate = LoadGate()
+        let caller = Task {
+            try await storage.fetch(Product.self, id: "held", policy: LoadPolicy(loadTimeout: .seconds(30))) { id in
+                await gate.pass()
+                return Product(id: id, title: "loaded here", category: "books", price: 1.5, rating: 2)
+            }
+        }
+        try await gate.waitForLoad()
+        try await putForeignLease(.lease, of: "held", until: clock.wallNanoseconds() + 20_000_000_000, in: storage)
+        // A change of the id that voids nothing (a touch) makes the load look at its lease.
+        try await storage.core.writer.perform { context in context.touch(schema, id: Array("held".utf8)) }
+        // With its loader still held at the gate, the caller waits on the other load.
+        try await eventually("the caller to wait on the other load") {
+            storage.core.leaseWaits.load(ordering: .relaxed) == 1
+        }
+        let theirs = Product(id: "held", title: "loaded there", category: "books", price: 1.5, rating: 2)
+        try await storage.save(theirs)
+        #expect(try await caller.value == theirs)
+        gate.open()
+        #expect(gate.loads == 1)
+    }
+
+    /// A caller that comes after a delete ended a load, while that load's flight here is still finishing, loads for
+    /// itself: the delete's nil answers the callers that were waiting (trial105 D2: it joined the flight and got nil).
+    @Test func aCallerAfterADeleteEndedALoadLoadsForItself() async throws {
+        let clock = VirtualClock()
+        let storage = try store(clock)
+        try await putForeignLease(.lease, of: "held", until: clock.wallNanoseconds() + 20_000_000_000, in: storage)
+        // The flight's second look (after the delete woke it) waits until the second caller has joined it.
+        let secondLook = holdingLook(2, of: storage)
+        let gate = LoadGate(open: true)
+        let waiting = Task { try await fetchHeld(from: storage, through: gate) }
+        await clock.waitForSleepers(2)  // The flight's timer, and the wait on the other host's lease.
+        try await storage.delete(Product.self, id: "held")  // No record: it ends the other host's load with a nil.
+        try await secondLook.waitForLoad()
+        let later = Task { try await fetchHeld(from: storage, through: gate) }
+        try await eventually("the later caller to join the flight") { storage.core.loads.waiterCount == 2 }
+        secondLook.open()
+        #expect(try await waiting.value == nil)
+        #expect(try await later.value?.title == "loaded here")
         #expect(gate.loads == 1)
     }
 
