@@ -52,9 +52,17 @@ extension LocalStorageStress {
         }
     }
 
-    /// Limits the process's address space to what it maps now and `headroom` bytes more (Linux).
+    /// Limits the process's address space to what it maps now and `headroom` bytes more (Linux). Threads made later
+    /// share malloc's arenas: each new arena reserves 64 MiB of address space, and two threads the runtime made on a
+    /// loaded machine took the headroom the map's growth was to have (`adopt-map` failed its second read in a full
+    /// suite run with `ENOMEM`).
     static func limitAddressSpace(headroom: Int) throws {
         #if os(Linux)
+        // glibc's `mallopt(M_ARENA_MAX, 1)` (M_ARENA_MAX is -8), which the Glibc module does not bring in.
+        if let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "mallopt") {
+            typealias Mallopt = @convention(c) (Int32, Int32) -> Int32
+            _ = unsafeBitCast(symbol, to: Mallopt.self)(-8, 1)
+        }
         let pages = try String(contentsOfFile: "/proc/self/statm", encoding: .utf8).split(separator: " ").first
         let used = (pages.flatMap { Int($0) } ?? 0) * sysconf(Int32(_SC_PAGESIZE))
         var limit = rlimit(rlim_cur: rlim_t(used + headroom), rlim_max: rlim_t(used + headroom))

@@ -56,17 +56,7 @@ extension StoreMaintenance {
             if let changes = core?.changeLog.database {
                 databases.append(.init(name: ChangeLog.name, try txn.statistics(changes)))
             }
-            for (name, record) in walk?.records ?? [:] where TypeRegistry.storeWideNames.contains(name) {
-                guard name != TypeRegistry.metaName, name != ChangeLog.name else { continue }
-                let totals = walked?[name] ?? DataFileWalk.PageTotals()
-                databases.append(
-                    StoreStatistics.Database(
-                        name: name, depth: Int(record.depth),
-                        branchPages: DatabaseStatistics.plausible(totals.branch),
-                        leafPages: DatabaseStatistics.plausible(totals.leaf),
-                        overflowPages: DatabaseStatistics.plausible(totals.overflow),
-                        entries: DatabaseStatistics.plausible(record.entries)))
-            }
+            databases += try Self.storeWideDatabases(walk: walk, txn: txn)
             // The store-wide databases' pages count in the totals too (the main database's already do).
             for database in databases.dropFirst() {
                 pages.branch += database.branchPages
@@ -195,4 +185,41 @@ extension StoreMaintenance.Role {
         }
     }
 
+}
+
+extension StoreMaintenance {
+    /// The figures of the store-wide databases other than `meta` and the change log (counts, leases, the eviction
+    /// policies' state) in `txn`'s snapshot, from `walk` of it. Without one (other processes committed twice since
+    /// the snapshot began, so that neither meta page is its own: trial105 D4 left these databases out), from the
+    /// main database's record of each: `mdb_stat`'s figures, which leave out the sub-trees of sorted duplicates.
+    static func storeWideDatabases(
+        walk: (totals: [String: DataFileWalk.PageTotals], records: [String: DatabaseRecord])?, txn: Transaction
+    ) throws -> [StoreStatistics.Database] {
+        var databases: [StoreStatistics.Database] = []
+        for name in TypeRegistry.storeWideNames where name != TypeRegistry.metaName && name != ChangeLog.name {
+            let walkedRecord = walk?.records[name]
+            guard let record = try walkedRecord ?? databaseRecord(name, in: txn) else { continue }
+            let totals =
+                walk?.totals[name]
+                ?? DataFileWalk.PageTotals(
+                    branch: record.branchPages, leaf: record.leafPages, overflow: record.overflowPages)
+            databases.append(
+                StoreStatistics.Database(
+                    name: name, depth: Int(record.depth),
+                    branchPages: DatabaseStatistics.plausible(totals.branch),
+                    leafPages: DatabaseStatistics.plausible(totals.leaf),
+                    overflowPages: DatabaseStatistics.plausible(totals.overflow),
+                    entries: DatabaseStatistics.plausible(record.entries)))
+        }
+        return databases
+    }
+
+    /// The record the main database keeps of the named database `name` in `txn`'s snapshot (its `mdb_stat` figures),
+    /// or nil when the store has no such database.
+    fileprivate static func databaseRecord(_ name: String, in txn: Transaction) throws -> DatabaseRecord? {
+        guard let bytes = try txn.get(.main, key: Array(name.utf8)), bytes.count >= DatabaseRecord.size else {
+            return nil
+        }
+        return DatabaseRecord(Array(bytes), at: 0)
+    }
 }
