@@ -119,8 +119,11 @@ extension LoadThrough {
     /// When this task is cancelled (the flight given up, or left by its callers), so is the load, whose outcome is
     /// no longer awaited: it ends as a `CancellationError`, and the lease goes back. A loader that ignores the
     /// cancellation held the flight, its watches and so the store open for as long as it ran (review-105 F4); what
-    /// it returns is dropped.
-    func loadUnlessVoided<T: LocalStorable>(_ request: LeasedLoad<T>) async -> LoadEnd<T> {
+    /// it returns is dropped. With `stoppingWhenTakenOver`, another caller's lease in place of this load's counts as a
+    /// void too (trial105 D3); the shared tier's load, whose lease on the server still holds then, goes on.
+    func loadUnlessVoided<T: LocalStorable>(
+        _ request: LeasedLoad<T>, stoppingWhenTakenOver: Bool = true
+    ) async -> LoadEnd<T> {
         let end = FirstOutcome<LoadEnd<T>>()
         // The loader's task holds the caller's closure and nothing of the store: after a write voided the lease it
         // runs on for as long as the closure does, and must not keep the store open meanwhile.
@@ -133,7 +136,7 @@ extension LoadThrough {
             }
         }
         let watcher = Task {
-            if await self.leaseVoided(request) { end.offer(.voided) }
+            if await self.leaseVoided(request, stoppingWhenTakenOver: stoppingWhenTakenOver) { end.offer(.voided) }
         }
         let outcome = await withTaskCancellationHandler {
             await end.value()
@@ -149,7 +152,7 @@ extension LoadThrough {
         await watcher.value
         // A write that committed before a failure, which the watch had not heard of yet, wins all the same
         // (review-86 #3).
-        if case .loaded(.failure) = outcome, leaseStanding(request) == .voided { return .voided }
+        if case .loaded(.failure) = outcome, leaseStanding(request).isVoid(stoppingWhenTakenOver) { return .voided }
         return outcome
     }
 
@@ -157,17 +160,15 @@ extension LoadThrough {
     /// cancelled first (the load ended), or when the lease stands otherwise (see ``leaseStanding(_:)``: the
     /// load's outcome decides). The lease is read once the watch listens, so that a write between the lease's
     /// commit and the watch counts.
-    private func leaseVoided<T: LocalStorable>(_ request: LeasedLoad<T>) async -> Bool {
+    private func leaseVoided<T: LocalStorable>(_ request: LeasedLoad<T>, stoppingWhenTakenOver: Bool) async -> Bool {
         // The load may have ended before this task started: no watch to set up and take down (review-90 R3).
         guard !Task.isCancelled else { return false }
         let watch = RecordWatch(core: core, typeName: request.schema.name, id: request.name)
         defer { watch.end() }
         while !Task.isCancelled {
-            switch leaseStanding(request) {
-            case .held: await watch.waitForChange()
-            case .voided: return true
-            case .unknown: return false
-            }
+            let standing = leaseStanding(request)
+            guard standing == .held else { return standing.isVoid(stoppingWhenTakenOver) }
+            await watch.waitForChange()
         }
         return false
     }
@@ -176,12 +177,19 @@ extension LoadThrough {
     private enum LeaseStanding {
         /// Still the load's own.
         case held
-        /// A write of the id voided it (no entry, or a marker, where the lease was), or another caller's load took the
-        /// id over since (a write voided it first, or its deadline passed: review-86 #4): this load's result could not
-        /// be stored, and the flight waits on that load instead (trial105 D3: both loaded at once).
+        /// A write of the id voided it: no entry, or a marker, where the lease was.
         case voided
+        /// Another caller's load took the id over since (a write voided this one first, or its deadline passed:
+        /// review-86 #4): this load's result could not be stored, and the flight waits on that load instead (trial105
+        /// D3: both loaded at once).
+        case takenOver
         /// It could not be read (logged): the load's outcome decides.
         case unknown
+
+        /// Whether the load stops here (a takeover only when `stoppingWhenTakenOver`).
+        func isVoid(_ stoppingWhenTakenOver: Bool) -> Bool {
+            self == .voided || (self == .takenOver && stoppingWhenTakenOver)
+        }
     }
 
     /// How the request's lease in this store stands now.
@@ -190,7 +198,7 @@ extension LoadThrough {
             let leases = try store.leaseBook()
             let entry = try core.environment.read { txn in try leases.entry(request.leaseKey, txn: txn) }
             guard let entry, entry.kind == .lease else { return .voided }
-            return entry.token == request.token ? .held : .voided
+            return entry.token == request.token ? .held : .takenOver
         } catch {
             store.logger?.log(
                 level: .warning, message: "Could not read a load's lease; the load's outcome decides",

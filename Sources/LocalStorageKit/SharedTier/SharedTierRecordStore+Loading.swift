@@ -130,7 +130,7 @@ extension SharedTierRecordStore: LoadCoordinator {
             throw CancellationError()
         }
         let loaded: T?
-        switch await request.through.loadUnlessVoided(request) {
+        switch await request.through.loadUnlessVoided(request, stoppingWhenTakenOver: false) {
         case .voided:
             // A write of the id reached this store while the load ran: it wins, and the callers get it at once.
             await endSharedLease(lease, request: request)
