@@ -68,10 +68,11 @@ public struct LocalStorageConfiguration: Sendable {
     /// Whether the open leaves an older layout as it is instead of upgrading it (the maintenance tool's commands that
     /// only read: an upgrade locks out the older version that wrote the store).
     var keepsLayout = false
-    /// With ``expirySweepInterval`` nil, how often (in real time) the pooled read transactions no read took since the
-    /// last time give their reader slots back (review-108 R10: otherwise only reads trimmed the pool, and an idle
-    /// process kept its slots). Tests shorten it.
+    /// With ``expirySweepInterval`` nil, how often the pooled read transactions no read took since the last time give
+    /// their reader slots back (review-108 R10: otherwise only reads trimmed the pool, and an idle process kept its
+    /// slots), on `idleReadsClock`: real time, not ``clock`` (whose sleepers tests count). Tests set a virtual one.
     var idleReadsGiveBackInterval: Duration = .seconds(60)
+    var idleReadsClock: any StorageClock = SystemClock()
     /// The newest layout the open upgrades an older store to, nil for this version's (``TypeRegistry/layout``).
     /// Maintenance writes no compact record header, so it upgrades a store to the count tree's layout at most:
     /// moving it to layout 4 would lock out the version that wrote it for nothing.

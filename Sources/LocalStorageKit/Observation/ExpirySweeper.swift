@@ -13,28 +13,26 @@ final class ExpirySweeper: Sendable {
     private let task: Task<Void, Never>
 
     /// Starts sweeping every `interval` of `clock`'s time. When `interval` is nil it sweeps nothing, and only gives
-    /// back the idle read pool's reader slots every `idleReadsInterval` of real time (review-108 R10: a process that
-    /// stopped reading kept them, and with many such processes the table of 512 filled).
+    /// back the idle read pool's reader slots every `idleReads.interval` of `idleReads.clock` (real time; review-108
+    /// R10: a process that stopped reading kept them, and with many such processes the table of 512 filled).
     init(
-        writer: CommitQueue, meta: Database, interval: Duration?, idleReadsInterval: Duration,
-        logger: (any StorageLogger)?, clock: any StorageClock
+        writer: CommitQueue, meta: Database, interval: Duration?,
+        idleReads: (interval: Duration, clock: any StorageClock), logger: (any StorageLogger)?,
+        clock: any StorageClock
     ) {
-        let period = interval.map { max($0, .milliseconds(1)) }
+        let sweeps = interval != nil
+        let (period, timer) = interval.map { (max($0, .milliseconds(1)), clock) } ?? idleReads
         task = Task.detached(priority: .background) { [weak writer] in
             while true {
                 do {
-                    if let period {
-                        try await clock.sleep(for: period)
-                    } else {
-                        try await Task.sleep(for: idleReadsInterval)
-                    }
+                    try await timer.sleep(for: period)
                 } catch {
                     return  // Cancelled: the store closed.
                 }
                 guard let writer else { return }
                 // A process that stopped reading gives back the reader slots its pool kept (review-107 B1).
                 writer.environment.giveBackIdleReads()
-                guard period != nil else { continue }
+                guard sweeps else { continue }
                 do {
                     let purged = try await ExpirySweeper.sweep(
                         writer: writer, meta: meta,

@@ -162,7 +162,7 @@ final class LiveQueryCenter: CommitListener {
 
     /// Unregisters an observer; the last one stops the poller, and the watch ``watchLinger`` later.
     func endObserving() {
-        let linger = watchLingerForTests.withLock { $0 } ?? Self.watchLinger
+        let linger = currentWatchLinger
         state.withLock { state in
             state.observers = max(0, state.observers - 1)
             if state.observers == 0 {
@@ -178,10 +178,13 @@ final class LiveQueryCenter: CommitListener {
         }
     }
 
+    /// ``watchLinger``, or what a test set instead.
+    private var currentWatchLinger: Duration { watchLingerForTests.withLock { $0 } ?? Self.watchLinger }
+
     /// Whether `watch` ends now, asked by its thread when it has been idle a while: it does once no observer has
     /// wanted it for ``watchLinger``, or when it is not the store's watch any more.
     private func watchEndsIdle(_ watch: DataFileWatch) -> Bool {
-        let linger = watchLingerForTests.withLock { $0 } ?? Self.watchLinger
+        let linger = currentWatchLinger
         return state.withLock { state in
             guard !state.isStopped, state.watch === watch else { return true }
             guard state.observers == 0, let since = state.watchIdleSince, since.duration(to: .now) >= linger else {

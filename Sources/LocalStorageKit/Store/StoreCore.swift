@@ -131,7 +131,8 @@ final class StoreCore: Sendable {
         accessNotes.whenFull { [weak writer] in writer?.foldNotedReads() }
         sweeper = ExpirySweeper(
             writer: writer, meta: meta, interval: configuration.expirySweepInterval,
-            idleReadsInterval: configuration.idleReadsGiveBackInterval, logger: configuration.logger,
+            idleReads: (configuration.idleReadsGiveBackInterval, configuration.idleReadsClock),
+            logger: configuration.logger,
             clock: configuration.clock)
         logger?.log(level: .info, message: "Opened store", metadata: ["path": directory.path])
         if let outcome = environment.compactionOutcome { StoreCore.log(outcome, logger: logger, directory: directory) }

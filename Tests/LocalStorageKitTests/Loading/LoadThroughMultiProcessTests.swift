@@ -146,6 +146,21 @@ import Darwin
         #expect(try await storage.count(StressRecord.self) == 0)
     }
 
+    /// Runs `body` at each step of every load through `storage` (``LoadFlights/stepsForTests``); what it throws is
+    /// recorded as an issue.
+    private func onSteps(of storage: LocalStorage, _ body: @escaping @Sendable (LoadFlights.Step) async throws -> Void)
+    {
+        storage.core.loads.stepsForTests.withLock {
+            $0 = { step in
+                do {
+                    try await body(step)
+                } catch {
+                    Issue.record(error)
+                }
+            }
+        }
+    }
+
     /// A caller that saw another process's lease held gets that load's nil, also when the load ended (a nil without
     /// `absentFor`, which ends as it is written) before the caller's flight looked again (review-105 F9: it loaded).
     @Test func aCallerWhoSawAnotherProcesssLeaseGetsItsNilWhenItEndsBeforeTheFlightLooks() async throws {
@@ -156,16 +171,10 @@ import Darwin
             ["load", directory.path, "r-5", "1", loadFile.path, "nil-on-input"], withInput: true)
         try await helper.waitForLine("loading") { $0 == "loading" }
         let finished = Mutex<String?>(nil)
-        storage.core.loads.stepsForTests.withLock {
-            $0 = { step in
-                guard step == .afterFirstLook, finished.withLock({ $0 }) == nil else { return }
-                do {
-                    let reply = try await helper.ask("finish")
-                    finished.withLock { $0 = reply }
-                } catch {
-                    Issue.record(error)
-                }
-            }
+        onSteps(of: storage) { step in
+            guard step == .afterFirstLook, finished.withLock({ $0 }) == nil else { return }
+            let reply = try await helper.ask("finish")
+            finished.withLock { $0 = reply }
         }
         let (found, loaderRuns) = try await fetchLoadingIfAsked("r-5", from: storage)
         #expect(finished.withLock { $0 } == "done 0")
@@ -184,26 +193,20 @@ import Darwin
         let storage = try LocalStorage(configuration: configuration(directory))
         let helper = Mutex<HelperProcess?>(nil)
         let finished = Mutex<String?>(nil)
-        storage.core.loads.stepsForTests.withLock {
-            $0 = { step in
-                do {
-                    switch step {
-                    case .beforeTakingLease where helper.withLock({ $0 }) == nil:
-                        // The other process takes the lease between this flight's look and its lease.
-                        let other = try HelperProcess(
-                            ["load", directory.path, "r-6", "1", loadFile.path, "nil-on-input"], withInput: true)
-                        helper.withLock { $0 = other }
-                        try await other.waitForLine("loading") { $0 == "loading" }
-                    case .afterRefusal where finished.withLock({ $0 }) == nil:
-                        // And its load finds nothing before this flight looks again.
-                        let other = try #require(helper.withLock { $0 })
-                        let reply = try await other.ask("finish")
-                        finished.withLock { $0 = reply }
-                    default: break
-                    }
-                } catch {
-                    Issue.record(error)
-                }
+        onSteps(of: storage) { step in
+            switch step {
+            case .beforeTakingLease where helper.withLock({ $0 }) == nil:
+                // The other process takes the lease between this flight's look and its lease.
+                let other = try HelperProcess(
+                    ["load", directory.path, "r-6", "1", loadFile.path, "nil-on-input"], withInput: true)
+                helper.withLock { $0 = other }
+                try await other.waitForLine("loading") { $0 == "loading" }
+            case .afterRefusal where finished.withLock({ $0 }) == nil:
+                // And its load finds nothing before this flight looks again.
+                let other = try #require(helper.withLock { $0 })
+                let reply = try await other.ask("finish")
+                finished.withLock { $0 = reply }
+            default: break
             }
         }
         let (found, loaderRuns) = try await fetchLoadingIfAsked("r-6", from: storage)

@@ -108,17 +108,21 @@ import Darwin
         withExtendedLifetime(storage) {}
     }
 
-    /// Without the expiry sweep, the idle pool is given back all the same, on a timer of real time (review-108 R10:
-    /// only reads trimmed it, so an idle process kept its slots). Waits for it, however loaded the machine.
+    /// Without the expiry sweep, the idle pool is given back all the same, on a timer of its own (review-108 R10: only
+    /// reads trimmed it, so an idle process kept its slots): real time in an app, a virtual clock here.
     @Test func withoutTheSweepAnIdlePoolIsGivenBackAllTheSame() async throws {
+        let timer = VirtualClock()
         let (storage, environment) = try await storeAfterABurstOfReads {
             $0.expirySweepInterval = nil
-            $0.idleReadsGiveBackInterval = .milliseconds(5)
+            $0.idleReadsClock = timer
         }
-        let giveUp = ContinuousClock.now + .seconds(300)
-        while try slotsHeld(environment) > 0, ContinuousClock.now < giveUp {
-            try await Task.sleep(for: .milliseconds(5))
+        #expect(try slotsHeld(environment) == ReadPool.capacity)
+        // The first give-back finds every handle taken since the last trim (the burst); the second gives them back.
+        for _ in 0..<2 {
+            await timer.waitForSleepers(1)
+            timer.advance(by: .seconds(60))
         }
+        await timer.waitForSleepers(1)  // The second is done: the timer sleeps again.
         #expect(try slotsHeld(environment) == 0)
         withExtendedLifetime(storage) {}
     }
