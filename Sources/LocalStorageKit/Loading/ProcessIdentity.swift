@@ -15,9 +15,23 @@ struct ProcessIdentity: Sendable, Hashable {
     /// The process's start time as the system counts it (clock ticks since boot on Linux; 0 unknown).
     let started: UInt64
 
-    /// This process.
-    static let current = ProcessIdentity(
-        host: hostHash(), pid: getpid(), started: startTime(of: getpid()) ?? 0)
+    /// This process: in a child after `fork()`, the child, not the parent whose image it copied (review-105 F12: a
+    /// child's leases went under its parent's pid, and were taken over when the parent exited).
+    static var current: ProcessIdentity {
+        // The original process keeps the identity it computed first; a forked child (rare) finds its own each time,
+        // which takes no lock another thread of its parent might have held at the fork.
+        ForkWatch.generation == original.generation ? original.identity : ProcessIdentity.ofThisProcess()
+    }
+
+    /// The identity computed the first time it was asked for, and the fork generation it was computed in (reading
+    /// the generation first registers the fork handler, so a later fork is noticed).
+    private static let original = (generation: ForkWatch.generation, identity: ofThisProcess())
+
+    private static let hostOfThisBoot = hostHash()
+
+    private static func ofThisProcess() -> ProcessIdentity {
+        ProcessIdentity(host: hostOfThisBoot, pid: getpid(), started: startTime(of: getpid()) ?? 0)
+    }
 
     /// Whether this identity's process is known to be gone: it ran on this host and either no process
     /// has its pid any more, or the one that has it started at another time, or it has ended and waits for its

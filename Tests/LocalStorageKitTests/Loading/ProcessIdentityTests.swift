@@ -83,6 +83,38 @@ import Glibc
         await helper.kill()
     }
 
+    /// A child after `fork()` is a process of its own: the leases it takes go under its pid and start time (review-105
+    /// F12: the identity was computed once, so a forked child took leases under its parent's, and other processes took
+    /// them over as soon as the parent exited).
+    @Test func aForkedChildIsItsOwnProcess() throws {
+        let parent = ProcessIdentity.current
+        var ends: [Int32] = [-1, -1]
+        try #require(pipe(&ends) == 0)
+        let child = fork()
+        try #require(child >= 0)
+        if child == 0 {
+            // A child stuck on a lock another thread held at the fork ends here instead of hanging the suite.
+            alarm(60)
+            let identity = ProcessIdentity.current
+            var answer = (identity.host, identity.pid, identity.started)
+            let written = withUnsafeBytes(of: &answer) { write(ends[1], $0.baseAddress, $0.count) }
+            _exit(written == MemoryLayout.size(ofValue: answer) ? 0 : 1)
+        }
+        close(ends[1])
+        defer { close(ends[0]) }
+        var answer: (UInt64, Int32, UInt64) = (0, 0, 0)
+        let read = withUnsafeMutableBytes(of: &answer) { Glibc.read(ends[0], $0.baseAddress, $0.count) }
+        // The child is a zombie until it is reaped: its start time is still there to read.
+        let childStarted = ProcessIdentity.startTime(of: child)
+        var status: Int32 = 0
+        _ = waitpid(child, &status, 0)
+        try #require(read == MemoryLayout.size(ofValue: answer), "the child wrote its identity (status \(status))")
+        #expect(answer.0 == parent.host, "the same host")
+        #expect(answer.1 == child, "the child's pid, not its parent's \(parent.pid)")
+        #expect(answer.2 == childStarted && childStarted != nil)
+        #expect(ProcessIdentity.current == parent, "the parent is still itself")
+    }
+
     /// The state letter of process `pid` (field 3 of `/proc/PID/stat`).
     private static func state(of pid: pid_t) -> Character? {
         guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/stat") else { return nil }
