@@ -239,7 +239,8 @@ import Testing
         let schema = try await storage.core.schema(for: Note.self)
         _ = try storage.core.environment.write { txn in
             try storage.core.changeLog.append(
-                [ChangeLog.Pending(type: schema.number, kind: .touched, id: [])], now: 0, txn: txn)
+                [ChangeLog.Pending(type: schema.number, kind: .touched, id: [])], now: LeaseMoment(wall: 0, boot: 0),
+                txn: txn)
         }
         let result = try await CLIResult.run(
             ["delete", "Note", "a", "--store", configuration.storeDirectory.path], environment: nil)

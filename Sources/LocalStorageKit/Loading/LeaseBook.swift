@@ -26,9 +26,9 @@ final class LeaseBook: Sendable {
     /// stopped, and wrapping) whose deadline passed more than ``sweepGrace`` ago: remembered nils (of a load
     /// without `absentFor` above all, one per id a loader did not find) and the leases of loads that never
     /// finished would otherwise stay for good, outside every limit. Each call that adds an entry makes one.
-    func sweep(now: Int64, txn: Transaction) throws {
+    func sweep(now: LeaseMoment, txn: Transaction) throws {
         let start = sweepPosition.withLock { $0 }
-        let cutoff = LeaseBook.sweepCutoff(now: now)
+        let cutoff = now.earlier(by: LeaseBook.sweepGrace)
         var ended: [[UInt8]] = []
         var next: [UInt8]?
         try txn.withCursor(database) { cursor in
@@ -36,7 +36,9 @@ final class LeaseBook: Sendable {
             var looked = 0
             while let current = entry, looked < LeaseBook.sweepStep {
                 looked += 1
-                if let lease = LeaseEntry(current.value), lease.deadline < cutoff { ended.append(Array(current.key)) }
+                if let lease = LeaseEntry(current.value), lease.ended(before: cutoff) {
+                    ended.append(Array(current.key))
+                }
                 entry = try cursor.move(.next)
             }
             next = entry.map { Array($0.key) }
@@ -45,22 +47,17 @@ final class LeaseBook: Sendable {
         sweepPosition.withLock { $0 = next }
     }
 
-    /// The deadline before which an entry has ended for good at `now` (``sweepGrace`` ago).
-    private static func sweepCutoff(now: Int64) -> Int64 {
-        now < Int64.min + sweepGrace ? Int64.min : now - sweepGrace
-    }
-
     /// Removes up to `limit` entries (of the type numbered `type`, or of every type) whose deadline passed more
     /// than ``sweepGrace`` ago, and the leases whose holder is known to be gone (a process on this host that
     /// ended mid-load, whatever its `loadTimeout`), as ``sweep(now:txn:)`` does a few at a time: what
     /// `purgeExpired` does, batch by batch, for the leases and remembered nils a store that stopped loading would
     /// otherwise keep. Returns how many; nothing when the store has no `leases` database.
     @discardableResult
-    static func removeEnded(now: Int64, type: UInt32? = nil, limit: Int, txn: Transaction) throws -> Int {
+    static func removeEnded(now: LeaseMoment, type: UInt32? = nil, limit: Int, txn: Transaction) throws -> Int {
         guard let database = try txn.openDatabase(name, create: false) else { return 0 }
-        let cutoff = sweepCutoff(now: now)
+        let cutoff = now.earlier(by: sweepGrace)
         return try LeaseBook(database: database).remove(type: type, limit: limit, txn: txn) { _, value in
-            LeaseEntry(value).map { $0.deadline < cutoff || ($0.kind == .lease && $0.owner.isGone) } ?? false
+            LeaseEntry(value).map { $0.ended(before: cutoff) || ($0.kind == .lease && $0.owner.isGone) } ?? false
         }
     }
 
@@ -101,7 +98,9 @@ final class LeaseBook: Sendable {
     /// An entry the same commit put after a change (`sparing`: its key → the number of changes logged before
     /// it) is left alone by that change: a delete of an expired record, or a clear of its type, followed in
     /// one group commit by a load's lease, came before the load and does not void it.
-    func void(_ changes: [ChangeLog.Pending], now: Int64, txn: Transaction, sparing: [[UInt8]: Int] = [:]) throws {
+    func void(
+        _ changes: [ChangeLog.Pending], now: LeaseMoment, txn: Transaction, sparing: [[UInt8]: Int] = [:]
+    ) throws {
         guard !changes.isEmpty, try txn.entryCount(database) > 0 else { return }
         for (position, change) in changes.enumerated() {
             switch change.kind {
@@ -135,7 +134,7 @@ final class LeaseBook: Sendable {
     /// Voids the entry on `key`, if any, for a write of its id, as ``void(_:now:txn:sparing:)`` does (`leavesRecord`:
     /// the write leaves a record of the id, a delete none); returns whether there was a lease to void (whose waiters
     /// must be woken when no record changed).
-    func void(_ key: [UInt8], now: Int64, txn: Transaction, leavesRecord: Bool) throws -> Bool {
+    func void(_ key: [UInt8], now: LeaseMoment, txn: Transaction, leavesRecord: Bool) throws -> Bool {
         guard let entry = try entry(key, txn: txn) else { return false }
         try void(entry, key: key, now: now, txn: txn, leavesRecord: leavesRecord)
         return entry.kind == .lease
@@ -148,18 +147,20 @@ final class LeaseBook: Sendable {
     /// again: review-86 #1), and follows the writes: the nil at a delete, the written mark at a write that leaves a
     /// record (review-109 #1: a delete and then a save left a nil over the record). A remembered nil still in force
     /// goes.
-    private func void(_ entry: LeaseEntry, key: [UInt8], now: Int64, txn: Transaction, leavesRecord: Bool) throws {
+    private func void(
+        _ entry: LeaseEntry, key: [UInt8], now: LeaseMoment, txn: Transaction, leavesRecord: Bool
+    ) throws {
         switch entry.kind {
         case .absent:
             if entry.remembersAbsence(at: now) {
                 try txn.delete(database, key: key)
             } else if leavesRecord {
-                try put(entry.ended(as: .written, now: now), key: key, txn: txn)
+                try put(entry.ended(as: .written, now: now.wall), key: key, txn: txn)
             }
         case .written:
-            if !leavesRecord { try put(entry.ended(as: .absent, now: now), key: key, txn: txn) }
+            if !leavesRecord { try put(entry.ended(as: .absent, now: now.wall), key: key, txn: txn) }
         case .lease:
-            try put(entry.ended(as: leavesRecord ? .written : .absent, now: now), key: key, txn: txn)
+            try put(entry.ended(as: leavesRecord ? .written : .absent, now: now.wall), key: key, txn: txn)
         }
     }
 

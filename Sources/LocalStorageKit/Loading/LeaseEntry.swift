@@ -1,8 +1,9 @@
 /// What the `leases` database holds for one (type, id): a load under way, the remembered nil of a
 /// finished one, or the mark of a load a write ended.
 ///
-/// Value layout (little-endian, 37 bytes): kind (1), owner host (8), owner pid (4), owner start time (8),
-/// token (8), deadline in ns since 1970 (8).
+/// Value layout (little-endian, 45 bytes): kind (1), owner host (8), owner pid (4), owner start time (8),
+/// token (8), deadline in ns since 1970 (8), deadline in ns since the owner's host booted (8; 0: none). Versions
+/// before the boot deadline wrote 37 bytes, and read the first 37 of an entry.
 struct LeaseEntry: Sendable, Equatable {
     enum Kind: UInt8, Sendable {
         /// A load under way: `owner` runs it until `deadline`, under `token`.
@@ -17,22 +18,52 @@ struct LeaseEntry: Sendable, Equatable {
         case written = 3
     }
 
+    /// The size of an entry without its boot deadline (as earlier versions wrote it).
     static let size = 37
 
     var kind: Kind
     var owner: ProcessIdentity
     var token: UInt64
+    /// The deadline in wall time: what other hosts, and versions that kept no boot deadline, go by.
     var deadline: Int64
+    /// The deadline on the owner's host's boot clock (0: none), which the owner's host goes by: a step of the wall
+    /// clock (NTP, by hand) neither ends a live holder's lease early, so that two loads ran at once, nor keeps a
+    /// dead one's for longer (review-105 F6).
+    var bootDeadline: Int64 = 0
 
     /// Whether this is a lease that still holds at `now`: its deadline has not passed and its holder is
     /// not known to be gone.
-    func holds(at now: Int64) -> Bool {
-        kind == .lease && deadline > now && !owner.isGone
+    func holds(at now: LeaseMoment) -> Bool {
+        kind == .lease && isBeforeDeadline(now) && !owner.isGone
     }
 
     /// Whether this is a remembered nil still in force at `now`.
-    func remembersAbsence(at now: Int64) -> Bool {
-        kind == .absent && deadline > now
+    func remembersAbsence(at now: LeaseMoment) -> Bool {
+        kind == .absent && isBeforeDeadline(now)
+    }
+
+    /// Whether the deadline is still ahead at `now`: by the boot clock on the owner's host, else by wall time.
+    func isBeforeDeadline(_ now: LeaseMoment) -> Bool {
+        keepsBootTime ? bootDeadline > now.boot : deadline > now.wall
+    }
+
+    /// Whether the deadline had passed by `cutoff` (a moment some time ago), by the same clock as
+    /// ``isBeforeDeadline(_:)``.
+    func ended(before cutoff: LeaseMoment) -> Bool {
+        keepsBootTime ? bootDeadline < cutoff.boot : deadline < cutoff.wall
+    }
+
+    /// How long until the deadline, from `now` (negative once it has passed), by the same clock as
+    /// ``isBeforeDeadline(_:)``.
+    func timeLeft(at now: LeaseMoment) -> Duration {
+        .nanoseconds(
+            keepsBootTime ? bootDeadline.subtracting(saturating: now.boot) : deadline.subtracting(saturating: now.wall))
+    }
+
+    /// Whether the boot deadline is the one to go by: there is one, and this process runs on the owner's host and
+    /// boot (the host's identity includes the boot id).
+    private var keepsBootTime: Bool {
+        bootDeadline != 0 && owner.host == ProcessIdentity.current.host
     }
 
     /// The marker of `kind` this entry becomes when a write ends it at `now`, under the same owner and token; its
@@ -54,6 +85,7 @@ struct LeaseEntry: Sendable, Equatable {
         bytes.appendLittleEndian(owner.started)
         bytes.appendLittleEndian(token)
         bytes.appendLittleEndian(UInt64(bitPattern: deadline))
+        bytes.appendLittleEndian(UInt64(bitPattern: bootDeadline))
         return bytes
     }
 
@@ -67,12 +99,41 @@ struct LeaseEntry: Sendable, Equatable {
             started: UInt64(littleEndian: stored.loadUnaligned(fromByteOffset: 13, as: UInt64.self)))
         token = UInt64(littleEndian: stored.loadUnaligned(fromByteOffset: 21, as: UInt64.self))
         deadline = Int64(bitPattern: UInt64(littleEndian: stored.loadUnaligned(fromByteOffset: 29, as: UInt64.self)))
+        if stored.count >= LeaseEntry.size + 8 {
+            bootDeadline = Int64(
+                bitPattern: UInt64(littleEndian: stored.loadUnaligned(fromByteOffset: 37, as: UInt64.self)))
+        }
     }
 
-    init(kind: Kind, owner: ProcessIdentity, token: UInt64, deadline: Int64) {
+    init(kind: Kind, owner: ProcessIdentity, token: UInt64, deadline: Int64, bootDeadline: Int64 = 0) {
         self.kind = kind
         self.owner = owner
         self.token = token
         self.deadline = deadline
+        self.bootDeadline = bootDeadline
     }
+
+    /// An entry of this process whose deadline is `left` after `now`, on both clocks.
+    init(kind: Kind, token: UInt64, now: LeaseMoment, left: Duration) {
+        self.init(
+            kind: kind, owner: .current, token: token, deadline: now.wall.advanced(saturatingBy: left),
+            bootDeadline: max(1, now.boot.advanced(saturatingBy: left)))
+    }
+}
+
+/// A moment as leases tell it: wall time, the unit of the deadlines every host reads, and the host's boot time, which
+/// the processes of one host share and no step of the wall clock moves (review-105 F6).
+struct LeaseMoment: Sendable {
+    var wall: Int64
+    var boot: Int64
+
+    /// The moment `duration` before this one, on both clocks (saturating).
+    func earlier(by duration: Int64) -> LeaseMoment {
+        LeaseMoment(wall: wall.subtracting(saturating: duration), boot: boot.subtracting(saturating: duration))
+    }
+}
+
+extension StorageClock {
+    /// Now, as leases tell it.
+    func leaseMoment() -> LeaseMoment { LeaseMoment(wall: wallNanoseconds(), boot: bootNanoseconds()) }
 }

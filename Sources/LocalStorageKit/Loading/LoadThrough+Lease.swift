@@ -33,13 +33,12 @@ extension LoadThrough {
             } else if live != nil {
                 return .refused(by: nil)
             }
-            let now = clock.wallNanoseconds()
+            let now = clock.leaseMoment()
             if let entry = try leases.entry(leaseKey, txn: txn), entry.holds(at: now) {
                 return .refused(by: entry.token)
             }
             let left = max(.milliseconds(1), givenUpAt - clock.uptime())
-            let lease = LeaseEntry(
-                kind: .lease, owner: .current, token: token, deadline: now.advanced(saturatingBy: left))
+            let lease = LeaseEntry(kind: .lease, token: token, now: now, left: left)
             try leases.put(lease, key: leaseKey, context: context)
             try leases.sweep(now: now, txn: txn)
             return .taken
@@ -100,7 +99,7 @@ extension LoadThrough {
     private func holding<T: LocalStorable>(after request: LeasedLoad<T>) async throws -> T? {
         let look = try await store.look(T.self, id: request.name, key: request.key, schema: request.schema)
         guard look.value == nil, let entry = look.entry else { return look.value }
-        let someoneElseLoads = entry.token != request.token && entry.holds(at: core.clock.wallNanoseconds())
+        let someoneElseLoads = entry.token != request.token && entry.holds(at: core.clock.leaseMoment())
         guard entry.kind == .written || someoneElseLoads else { return nil }
         if request.refreshing != nil { throw RefreshOvertaken() }
         throw LookAgain()
@@ -268,10 +267,10 @@ extension LoadThrough {
                     id: name, key: key, schema: schema, context: context, keepsLease: absentFor != nil)
                 if deleted && absentFor == nil { return }
             }
-            let now = clock.wallNanoseconds()
+            let now = clock.leaseMoment()
+            let deadline = min(absentFor.map { now.wall.advanced(saturatingBy: $0) } ?? now.wall, max(now.wall, until))
             let marker = LeaseEntry(
-                kind: .absent, owner: .current, token: token,
-                deadline: min(absentFor.map { now.advanced(saturatingBy: $0) } ?? now, max(now, until)))
+                kind: .absent, token: token, now: now, left: .nanoseconds(deadline.subtracting(saturating: now.wall)))
             try leases.put(marker, key: leaseKey, context: context)
             try leases.sweep(now: now, txn: context.txn)
             // Wakes the callers other processes have waiting on this load (no record changed).
@@ -307,7 +306,7 @@ extension LeaseBook {
         _ leaseKey: [UInt8], token: UInt64, key: [UInt8], type: UInt32, context: CommitQueue.Context
     ) throws -> Bool {
         guard let entry = try entry(leaseKey, txn: context.txn), entry.kind == .lease, entry.token == token,
-            entry.holds(at: context.now)
+            entry.holds(at: context.leaseNow)
         else {
             return false
         }

@@ -29,9 +29,9 @@ struct LoadThrough: Sendable {
             }
         }
         let look = try await store.look(T.self, id: name, key: key, schema: schema)
-        let now = core.clock.wallNanoseconds()
+        let now = core.clock.leaseMoment()
         if let value = look.value {
-            if let refreshAfter = policy.refreshAfter, now &- look.updatedAt >= refreshAfter.nanoseconds {
+            if let refreshAfter = policy.refreshAfter, now.wall &- look.updatedAt >= refreshAfter.nanoseconds {
                 refreshInBackground(
                     T.self, id: id, name: name, key: key, schema: schema, policy: policy,
                     served: (look.updatedAt, look.expiresAt), load: load)
@@ -146,14 +146,14 @@ struct LoadThrough: Sendable {
             } else if let value = look.value {
                 return value
             }
-            let now = core.clock.wallNanoseconds()
+            let now = core.clock.leaseMoment()
             if let entry = look.entry {
                 if entry.holds(at: now) {
                     if awaited != entry.token { core.leaseWaits.add(1, ordering: .relaxed) }
                     awaited = entry.token
                     answering.insert(entry.token)
                     // The holder's own host can tell sooner that it died: look again every 50 ms.
-                    let left = Duration.nanoseconds(entry.deadline &- now)
+                    let left = entry.timeLeft(at: now)
                     let same = entry.owner.host == ProcessIdentity.current.host
                     await waiter.wait(for: same ? min(left, .milliseconds(50)) : left)
                     continue

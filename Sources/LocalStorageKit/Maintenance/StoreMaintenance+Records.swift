@@ -356,7 +356,7 @@ extension StoreMaintenance {
                         let endedLeases =
                             removing
                             ? try LeaseBook.removeEnded(
-                                now: context.now, type: schema.number, limit: StoreMaintenance.batchSize,
+                                now: context.leaseNow, type: schema.number, limit: StoreMaintenance.batchSize,
                                 txn: context.txn) : 0
                         let batch = try RecordWriter.purgeExpired(
                             schema: schema, now: context.now,

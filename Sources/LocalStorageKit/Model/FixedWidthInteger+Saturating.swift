@@ -6,4 +6,11 @@ extension FixedWidthInteger {
         guard overflow else { return sum }
         return other > 0 ? .max : .min
     }
+
+    /// `self - other`, or the type's largest (smallest) value where that overflows.
+    func subtracting(saturating other: Self) -> Self {
+        let (difference, overflow) = subtractingReportingOverflow(other)
+        guard overflow else { return difference }
+        return other > 0 ? .min : .max
+    }
 }

@@ -17,6 +17,9 @@ import Darwin
     func wallNanoseconds() -> Int64
     /// Monotonic time since an arbitrary origin, for deadlines, windows and backoff.
     func uptime() -> Duration
+    /// Nanoseconds since the host booted, the same in every process of the host and unmoved when the wall clock is
+    /// stepped (`CLOCK_BOOTTIME` on Linux): the deadlines of leases whose holder runs on this host.
+    func bootNanoseconds() -> Int64
     /// Suspends until ``uptime()`` reaches `deadline`; throws `CancellationError` when the task is cancelled.
     func sleep(until deadline: Duration) async throws
     /// Suspends until ``wallNanoseconds()`` reaches `wallDeadline` (for expiry: a record expires at a wall
@@ -49,6 +52,18 @@ struct SystemClock: StorageClock {
 
     func uptime() -> Duration { ContinuousClock.now - SystemClock.origin }
 
+    func bootNanoseconds() -> Int64 { SystemClock.bootNanoseconds() }
+
+    static func bootNanoseconds() -> Int64 {
+        var time = timespec()
+        #if os(Linux)
+        clock_gettime(CLOCK_BOOTTIME, &time)
+        #else
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        #endif
+        return Int64(time.tv_sec) &* 1_000_000_000 &+ Int64(time.tv_nsec)
+    }
+
     /// `Task.sleep` traps on an instant it cannot express (past 2⁶³ seconds), which a configured interval of
     /// `.seconds(Int64.max)` reaches: a deadline further away than a century waits a century.
     func sleep(until deadline: Duration) async throws {
@@ -67,9 +82,9 @@ struct SystemClock: StorageClock {
 /// clock.advance(by: .seconds(31))      // the record has expired; sleepers due by now wake up
 /// ```
 ///
-/// Wall time starts at `start` and moves with ``advance(by:)`` in step with ``uptime()``. A task that
-/// sleeps on this clock wakes when an advance reaches its deadline, never before; ``sleepers`` and
-/// ``waitForSleepers(_:)`` let a test wait until the code under test is waiting before it advances.
+/// Wall time starts at `start` and moves with ``advance(by:)`` in step with ``uptime()`` and the boot time (which
+/// starts at the host's). A task that sleeps on this clock wakes when an advance reaches its deadline, never before;
+/// ``sleepers`` and ``waitForSleepers(_:)`` let a test wait until the code under test is waiting before it advances.
 @_spi(Testing) public final class VirtualClock: StorageClock {
     private struct Sleeper {
         let deadline: Duration
@@ -84,6 +99,7 @@ struct SystemClock: StorageClock {
     }
 
     private let startNanoseconds: Int64
+    private let startBootNanoseconds = SystemClock.bootNanoseconds()
     private let state = Mutex(State())
 
     /// A clock whose wall time starts at `start` (by default the real time now, so that expirations
@@ -98,6 +114,12 @@ struct SystemClock: StorageClock {
     }
 
     public func uptime() -> Duration { state.withLock { $0.elapsed } }
+
+    /// The host's boot time when the clock was made, moved as wall time is.
+    public func bootNanoseconds() -> Int64 {
+        let elapsed = state.withLock { $0.elapsed }
+        return startBootNanoseconds.advanced(saturatingBy: elapsed)
+    }
 
     /// How many tasks are sleeping on this clock now.
     public var sleepers: Int { state.withLock { $0.sleepers.count } }

@@ -96,12 +96,12 @@ final class ChangeLog: Sendable {
 
     // MARK: - Writing (the writer's transaction)
 
-    /// Appends one commit's changes, made at `now` (ns since 1970), and trims past the retention; the leases they
+    /// Appends one commit's changes, made at `now`, and trims past the retention; the leases they
     /// write over are voided, but for those the commit put after them (`sparing`: lease key → changes logged
     /// before it).
     @discardableResult
     func append(
-        _ changes: [Pending], now: Int64, txn: Transaction, sparing: [[UInt8]: Int] = [:]
+        _ changes: [Pending], now: LeaseMoment, txn: Transaction, sparing: [[UInt8]: Int] = [:]
     ) throws -> ClosedRange<UInt64>? {
         guard !changes.isEmpty else { return nil }
         try leases?.void(changes, now: now, txn: txn, sparing: sparing)

@@ -30,7 +30,8 @@ extension RecordWriter {
     ) throws -> (purged: Int, examined: Int, moreEndedLeases: Bool) {
         try writer.transact { context in
             let endedLeases =
-                removingEndedLeases ? try LeaseBook.removeEnded(now: context.now, limit: limit, txn: context.txn) : 0
+                removingEndedLeases
+                ? try LeaseBook.removeEnded(now: context.leaseNow, limit: limit, txn: context.txn) : 0
             var (purged, examined) = (0, 0)
             let infos = try TypeRegistry.all(meta: meta, txn: context.txn).infos
             for schema in try TypeSchema.openUndamaged(infos, in: context.txn, logger: writer.logger)

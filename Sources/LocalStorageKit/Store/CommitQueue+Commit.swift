@@ -34,7 +34,7 @@ extension CommitQueue {
                     }
                     try evictor?.enforce(context)
                     context.loggedSequences = try changeLog?.append(
-                        context.logged, now: context.now, txn: txn, sparing: context.leasesPut)
+                        context.logged, now: context.leaseNow, txn: txn, sparing: context.leasesPut)
                     return context
                 }
                 for hook in context.afterCommit { hook() }
@@ -93,7 +93,7 @@ extension CommitQueue {
                     let value = try body(context)
                     try evictor?.enforce(context)
                     context.loggedSequences = try changeLog?.append(
-                        context.logged, now: context.now, txn: txn, sparing: context.leasesPut)
+                        context.logged, now: context.leaseNow, txn: txn, sparing: context.leasesPut)
                     return (value, context)
                 }
                 for hook in context.afterCommit { hook() }
@@ -200,7 +200,7 @@ extension CommitQueue {
                 ran = results
                 try evictor?.enforce(context)
                 context.loggedSequences = try changeLog?.append(
-                    context.logged, now: context.now, txn: txn, sparing: context.leasesPut)
+                    context.logged, now: context.leaseNow, txn: txn, sparing: context.leasesPut)
                 return (context, results)
             }
             for hook in context.afterCommit { hook() }

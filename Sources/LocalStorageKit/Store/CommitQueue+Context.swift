@@ -5,6 +5,8 @@ extension CommitQueue {
         var txn: Transaction
         /// The batch's timestamp in ns since 1970; strictly increasing from batch to batch.
         let now: Int64
+        /// The batch's moment as leases tell it: ``now`` and the host's boot time then.
+        let leaseNow: LeaseMoment
         let environment: Environment
         var changes: [PublishedChange] = []
         var afterCommit: [() -> Void] = []
@@ -45,9 +47,10 @@ extension CommitQueue {
         /// The types this transaction wrote while nobody observed them (see ``changesAfterCommit()``).
         private var unpublished: Set<ExactName> = []
 
-        init(txn: Transaction, now: Int64, environment: Environment, hub: any CommitListener) {
+        init(txn: Transaction, now: LeaseMoment, environment: Environment, hub: any CommitListener) {
             self.txn = txn
-            self.now = now
+            self.now = now.wall
+            leaseNow = now
             self.environment = environment
             self.hub = hub
         }
@@ -96,7 +99,8 @@ extension CommitQueue {
         /// (``LeaseBook/void(_:now:txn:leavesRecord:)``; `leavesRecord`: a record of the id stays, as after a new
         /// expiry, where a delete of a missing record leaves none); returns whether there was a lease to void.
         func voidLease(_ schema: TypeSchema, id: [UInt8], leavesRecord: Bool) throws -> Bool {
-            try leases?.void(LeaseBook.key(type: schema.number, id: id), now: now, txn: txn, leavesRecord: leavesRecord)
+            try leases?.void(
+                LeaseBook.key(type: schema.number, id: id), now: leaseNow, txn: txn, leavesRecord: leavesRecord)
                 == true
         }
 
@@ -138,7 +142,7 @@ extension CommitQueue {
 
         /// A context for a transaction nested in this one, with the same clock and observers.
         func nested(_ child: Transaction) -> Context {
-            let child = Context(txn: child, now: now, environment: environment, hub: hub)
+            let child = Context(txn: child, now: leaseNow, environment: environment, hub: hub)
             child.storeMaxBytes = storeMaxBytes
             child.mapGrewForReplay = mapGrewForReplay
             child.inReserve = inReserve

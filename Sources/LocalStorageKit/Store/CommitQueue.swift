@@ -217,10 +217,11 @@ final class CommitQueue: @unchecked Sendable {
         if !once.isEmpty { commitOnce(once) }
     }
 
-    func nextTimestamp() -> Int64 {
+    /// The next batch's moment: its timestamp, strictly after the last one's, and the host's boot time.
+    func nextTimestamp() -> LeaseMoment {
         let now = max(clock.wallNanoseconds(), lastTimestamp.adding(saturating: 1))
         lastTimestamp = now
-        return now
+        return LeaseMoment(wall: now, boot: clock.bootNanoseconds())
     }
 
 }
