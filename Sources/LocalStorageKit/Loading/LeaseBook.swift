@@ -155,12 +155,12 @@ final class LeaseBook: Sendable {
             if entry.remembersAbsence(at: now) {
                 try txn.delete(database, key: key)
             } else if leavesRecord {
-                try put(entry.ended(as: .written, now: now.wall), key: key, txn: txn)
+                try put(entry.ended(as: .written, now: now), key: key, txn: txn)
             }
         case .written:
-            if !leavesRecord { try put(entry.ended(as: .absent, now: now.wall), key: key, txn: txn) }
+            if !leavesRecord { try put(entry.ended(as: .absent, now: now), key: key, txn: txn) }
         case .lease:
-            try put(entry.ended(as: leavesRecord ? .written : .absent, now: now.wall), key: key, txn: txn)
+            try put(entry.ended(as: leavesRecord ? .written : .absent, now: now), key: key, txn: txn)
         }
     }
 

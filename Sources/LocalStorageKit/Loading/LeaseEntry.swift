@@ -60,20 +60,21 @@ struct LeaseEntry: Sendable, Equatable {
             keepsBootTime ? bootDeadline.subtracting(saturating: now.boot) : deadline.subtracting(saturating: now.wall))
     }
 
-    /// Whether the boot deadline is the one to go by: there is one, and this process runs on the owner's host and
-    /// boot (the host's identity includes the boot id).
+    /// Whether the boot deadline is the one to go by: there is one (only a host whose identity includes its boot id
+    /// writes one), and this process runs on the owner's host, in the same boot.
     private var keepsBootTime: Bool {
-        bootDeadline != 0 && owner.host == ProcessIdentity.current.host
+        bootDeadline != 0 && owner.host == ProcessIdentity.currentHost
     }
 
-    /// The marker of `kind` this entry becomes when a write ends it at `now`, under the same owner and token; its
-    /// deadline is half the sweep's grace earlier, so that it stays ended however far a commit's time runs ahead of
-    /// the clock (each commit is at least a nanosecond after the last, and the clock may step back), and it is
-    /// swept about half a minute after it was written (review-86 #5).
-    func ended(as kind: Kind, now: Int64) -> LeaseEntry {
-        let grace = LeaseBook.sweepGrace / 2
-        return LeaseEntry(
-            kind: kind, owner: owner, token: token, deadline: now > Int64.min + grace ? now - grace : .min)
+    /// The marker of `kind` this entry becomes when a write ends it at `now`, under the same token; its deadline is
+    /// half the sweep's grace earlier, so that it stays ended however far a commit's time runs ahead of the clock
+    /// (each commit is at least a nanosecond after the last, and the clock may step back), and it is swept about
+    /// half a minute after it was written (review-86 #5). Its owner is the process that writes it (a marker's owner
+    /// says only whose boot clock its deadline is on): on its host the boot deadline decides, so that a step of the
+    /// wall clock back does not make a delete's nil a remembered one, nor one forward sweep it before its waiters
+    /// read it (review-111 #2).
+    func ended(as kind: Kind, now: LeaseMoment) -> LeaseEntry {
+        LeaseEntry(kind: kind, token: token, now: now, left: .nanoseconds(-(LeaseBook.sweepGrace / 2)))
     }
 
     var bytes: [UInt8] {
@@ -113,11 +114,12 @@ struct LeaseEntry: Sendable, Equatable {
         self.bootDeadline = bootDeadline
     }
 
-    /// An entry of this process whose deadline is `left` after `now`, on both clocks.
+    /// An entry of this process whose deadline is `left` after `now` (before it, when negative), on both clocks (the
+    /// boot clock's only where the host's identity tells its boots apart).
     init(kind: Kind, token: UInt64, now: LeaseMoment, left: Duration) {
         self.init(
             kind: kind, owner: .current, token: token, deadline: now.wall.advanced(saturatingBy: left),
-            bootDeadline: max(1, now.boot.advanced(saturatingBy: left)))
+            bootDeadline: ProcessIdentity.hostIncludesBoot ? max(1, now.boot.advanced(saturatingBy: left)) : 0)
     }
 }
 

@@ -154,7 +154,7 @@ struct LoadThrough: Sendable {
                     answering.insert(entry.token)
                     // The holder's own host can tell sooner that it died: look again every 50 ms.
                     let left = entry.timeLeft(at: now)
-                    let same = entry.owner.host == ProcessIdentity.current.host
+                    let same = entry.owner.host == ProcessIdentity.currentHost
                     await waiter.wait(for: same ? min(left, .milliseconds(50)) : left)
                     continue
                 }

@@ -27,10 +27,17 @@ struct ProcessIdentity: Sendable, Hashable {
     /// the generation first registers the fork handler, so a later fork is noticed).
     private static let original = (generation: ForkWatch.generation, identity: ofThisProcess())
 
+    /// This process's host (the same in a forked child): what most questions about an entry's owner need.
+    static var currentHost: UInt64 { hostOfThisBoot.hash }
+
+    /// Whether ``currentHost`` tells this boot of the host from its others (Linux, with its boot id readable): only then
+    /// does the host's boot clock, which starts again at each boot, say when a lease of this host ends.
+    static var hostIncludesBoot: Bool { hostOfThisBoot.includesBoot }
+
     private static let hostOfThisBoot = hostHash()
 
     private static func ofThisProcess() -> ProcessIdentity {
-        ProcessIdentity(host: hostOfThisBoot, pid: getpid(), started: startTime(of: getpid()) ?? 0)
+        ProcessIdentity(host: hostOfThisBoot.hash, pid: getpid(), started: startTime(of: getpid()) ?? 0)
     }
 
     /// Whether this identity's process is known to be gone: it ran on this host and either no process
@@ -39,7 +46,9 @@ struct ProcessIdentity: Sendable, Hashable {
     /// tell (another host).
     var isGone: Bool {
         // This process is not gone (a load's own lease is checked at every look and at its commit).
-        guard host == ProcessIdentity.current.host, pid > 0, self != ProcessIdentity.current else { return false }
+        guard host == ProcessIdentity.currentHost, pid > 0 else { return false }
+        // (Only an owner with this process's pid needs this process's start time, which a forked child reads anew.)
+        if pid == getpid() && self == ProcessIdentity.current { return false }
         if kill(pid, 0) != 0 && errno == ESRCH { return true }
         guard let status = ProcessIdentity.status(of: pid) else { return false }
         if status.hasEnded { return true }
@@ -109,7 +118,7 @@ struct ProcessIdentity: Sendable, Hashable {
         return value
     }
 
-    private static func hostHash() -> UInt64 {
+    private static func hostHash() -> (hash: UInt64, includesBoot: Bool) {
         var name = [UInt8](repeating: 0, count: 256)
         let found = name.withUnsafeMutableBufferPointer { buffer in
             buffer.withMemoryRebound(to: CChar.self) { chars in
@@ -118,9 +127,12 @@ struct ProcessIdentity: Sendable, Hashable {
             }
         }
         var text = found ? String(decoding: name.prefix { $0 != 0 }, as: UTF8.self) : "unknown-host"
+        var includesBoot = false
         #if os(Linux)
         if let boot = FileManager.default.contents(atPath: "/proc/sys/kernel/random/boot_id") {
-            text += "/" + String(decoding: boot, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            let id = String(decoding: boot, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            text += "/" + id
+            includesBoot = !id.isEmpty
         }
         // Processes in another pid namespace (containers sharing a host name and a volume) have pids this one
         // cannot look up: they count as on another host, whose holders are never taken for gone.
@@ -135,6 +147,6 @@ struct ProcessIdentity: Sendable, Hashable {
             hash ^= UInt64(byte)
             hash &*= 0x100_0000_01b3
         }
-        return hash
+        return (hash, includesBoot)
     }
 }

@@ -93,7 +93,13 @@ import Glibc
         let child = fork()
         try #require(child >= 0)
         if child == 0 {
-            // A child stuck on a lock another thread held at the fork ends here instead of hanging the suite.
+            // A child stuck on a lock another thread held at the fork ends here instead of hanging the suite (the test's
+            // thread may block SIGALRM, and the child inherits its mask).
+            var alarmOnly = sigset_t()
+            sigemptyset(&alarmOnly)
+            sigaddset(&alarmOnly, SIGALRM)
+            pthread_sigmask(SIG_UNBLOCK, &alarmOnly, nil)
+            signal(SIGALRM, SIG_DFL)
             alarm(60)
             let identity = ProcessIdentity.current
             var answer = (identity.host, identity.pid, identity.started)
