@@ -19,7 +19,9 @@ public struct StorageStatistics: Sendable, Equatable, Codable {
     public var mapFreeBytes: Int
     /// The store's limits (``LocalStorageConfiguration/limits``).
     public var limits: StorageLimits?
-    /// Each type's figures, by storage name.
+    /// Each type's figures, by storage name. The keys compare as Swift strings do: two storage names that differ only
+    /// in Unicode normalization ("café" composed and decomposed), which the store keeps apart as it does any two names
+    /// whose bytes differ, share one entry that adds up both; ``LocalStorage/statistics(for:)`` gives each.
     public var types: [String: TypeStatistics]
 
     /// Statistics with the given figures.
