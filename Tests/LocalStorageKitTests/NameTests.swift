@@ -228,4 +228,41 @@ struct LongName: LocalStorable {
             #expect(try await storage.count(Sixteen<Level0>.self, matching: [.equals("i3", 3)]) == 1)
         }
     }
+
+    /// The room is the store's, not the process's: types other processes registered count, though this one never
+    /// opened their databases (trial107 A1: two processes registered 206 types of 16 indexes, and then no process, the
+    /// CLI's included, could open the store's every type again).
+    @Test func typesAnotherProcessRegisteredCountTowardsTheRoom() async throws {
+        let directory = temporaryDirectory()
+        try await withStore(diskConfiguration(directory)) { storage async throws in
+            // 203 types of 16 indexes registered the way another process's first use registers them.
+            let declaration = IndexDeclaration(entries: (0..<16).map { .init(name: "i\($0)", kind: .number) })
+            let meta = storage.core.meta
+            let created = try storage.core.environment.write { txn in
+                try (0..<203).flatMap { number in
+                    let (info, _) = try TypeRegistry.register(
+                        "elsewhere.\(number)", declaration: declaration, version: 1, meta: meta, txn: txn,
+                        mayRaiseLayout: { false })
+                    // Its databases, as that process's registration creates them.
+                    return try TypeSchema.databaseNames(of: info).compactMap { try txn.openDatabase($0, create: true) }
+                }
+            }
+            // This process never opened them: their handles go back once committed.
+            for database in created { storage.core.environment.closeDatabaseForTests(database) }
+            // 203 × 20 + 20 + 12 = 4,092 databases fit in 4,096; another 20 do not.
+            try await storage.save(Sixteen<Level0>(id: "r", value: 0))
+            let refused = await #expect(throws: LocalStorageError.self) {
+                try await storage.save(Sixteen<Deeper<Level0>>(id: "r", value: 1))
+            }
+            guard case .invalidDeclaration(let reason) = refused else {
+                Issue.record("expected invalidDeclaration, got \(String(describing: refused))")
+                return
+            }
+            #expect(reason.contains("sixteen.1") && reason.contains("20 databases"), "\(reason)")
+        }
+        // Every type the store holds opens in one process, as the CLI's commands open them.
+        let maintenance = try await StoreMaintenance(directory: storeFilesDirectory(directory))
+        #expect(maintenance.types().count == 204)
+        #expect(try maintenance.verify().problems.isEmpty)
+    }
 }

@@ -286,6 +286,10 @@ final class Environment: @unchecked Sendable {
     /// Environment information: map size, last page, readers.
     func info() -> EnvironmentInfo { EnvironmentInfo(rawInfo) }
 
+    /// Gives back this process's handle of `database` (`mdb_dbi_close`), committed and used by nothing any more: a
+    /// test standing in for another process's databases, which take no handles of this one's.
+    func closeDatabaseForTests(_ database: Database) { mdb_dbi_close(handle, database.handle) }
+
     /// `mdb_env_info`, which reads the meta pages in the map: under the gate, so that no resize of this process
     /// unmaps them meanwhile (a thread already inside a transaction holds it).
     private var rawInfo: MDB_envinfo {

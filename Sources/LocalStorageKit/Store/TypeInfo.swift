@@ -31,6 +31,9 @@ struct TypeInfo: Codable, Sendable, Equatable {
 
     static let keyPrefix: [UInt8] = Array("t.".utf8)
 
+    /// The databases the type has in a store: records, update times, signatures, expiries and one per slot.
+    var databaseCount: Int { 4 + slots.count }
+
     /// The `meta` key of the type called `name`: the prefix and the name's bytes, whatever they are.
     static func key(_ name: String) -> [UInt8] { keyPrefix + Array(name.utf8) }
 

@@ -265,8 +265,28 @@ enum TypeRegistry {
                     name: name, number: try newTypeNumber(meta: meta, txn: txn, mayRaiseLayout: mayRaiseLayout),
                     indexes: [],
                     signature: declaration.signature, version: version, slots: [], declarations: []))
+        if info.slots.count > previous?.slots.count ?? -1 {
+            try checkRoom(for: info, adding: info.databaseCount - (previous?.databaseCount ?? 0), txn: txn)
+        }
         if info != previous { try put(info, meta: meta, txn: txn) }
         return (info, previous)
+    }
+
+    /// Throws `invalidDeclaration` unless the databases of every type the store holds, with `info`'s (a new type, or
+    /// one with new index slots), fit in the databases a process can open on a store: the count of what this process
+    /// opened alone let two processes register more types than any process, the CLI's included, could open again
+    /// (trial107 A1).
+    ///
+    /// The types' databases are counted in the main database, which names every database of the store (a type's are
+    /// created in the transaction that registers it), less the store-wide ones; those have room kept for all of them.
+    private static func checkRoom(for info: TypeInfo, adding databases: Int, txn: Transaction) throws {
+        var storeWide = 0
+        for name in storeWideNames where try txn.get(.main, key: Array(name.utf8)) != nil { storeWide += 1 }
+        let typeDatabases = try txn.entryCount(.main) - storeWide
+        let needed = typeDatabases + databases + Environment.storeDatabases
+        guard needed <= Int(Environment.maxDatabases) else {
+            throw TypeSchema.noRoom(for: info.name, indexes: info.slots.count)
+        }
     }
 
     /// `info` with `declaration` registered: a slot for each (index, kind) pair it has none for, the
