@@ -29,15 +29,18 @@ struct LoadThrough: Sendable {
             }
         }
         let look = try await store.look(T.self, id: name, key: key, schema: schema)
-        let now = core.clock.leaseMoment()
         if let value = look.value {
-            if let refreshAfter = policy.refreshAfter, now.wall &- look.updatedAt >= refreshAfter.nanoseconds {
+            if let refreshAfter = policy.refreshAfter,
+                core.clock.wallNanoseconds() &- look.updatedAt >= refreshAfter.nanoseconds
+            {
                 refreshInBackground(
                     T.self, id: id, name: name, key: key, schema: schema, policy: policy,
                     served: (look.updatedAt, look.expiresAt), load: load)
             }
             return value
         }
+        // The lease entry's clocks are read only on a miss (a hit, the common case, needs neither).
+        let now = core.clock.leaseMoment()
         if look.entry?.remembersAbsence(at: now) == true { return nil }
         // The lease another load held at this look: if that load finds nothing before this caller's flight looks
         // again, the caller gets its nil, as the callers waiting on it do, and loads nothing (review-105 F9: the nil

@@ -4,7 +4,7 @@ extension CommitQueue {
     final class Context {
         var txn: Transaction
         /// The batch's timestamp in ns since 1970; strictly increasing from batch to batch.
-        let now: Int64
+        var now: Int64 { leaseNow.wall }
         /// The batch's moment as leases tell it: ``now`` and the host's boot time then.
         let leaseNow: LeaseMoment
         let environment: Environment
@@ -49,7 +49,6 @@ extension CommitQueue {
 
         init(txn: Transaction, now: LeaseMoment, environment: Environment, hub: any CommitListener) {
             self.txn = txn
-            self.now = now.wall
             leaseNow = now
             self.environment = environment
             self.hub = hub

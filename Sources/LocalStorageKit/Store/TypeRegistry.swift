@@ -265,9 +265,8 @@ enum TypeRegistry {
                     name: name, number: try newTypeNumber(meta: meta, txn: txn, mayRaiseLayout: mayRaiseLayout),
                     indexes: [],
                     signature: declaration.signature, version: version, slots: [], declarations: []))
-        if info.slots.count > previous?.slots.count ?? -1 {
-            try checkRoom(for: info, adding: info.databaseCount - (previous?.databaseCount ?? 0), txn: txn)
-        }
+        let added = info.databaseCount - (previous?.databaseCount ?? 0)
+        if added > 0 { try checkRoom(for: info, adding: added, txn: txn) }
         if info != previous { try put(info, meta: meta, txn: txn) }
         return (info, previous)
     }
@@ -285,7 +284,7 @@ enum TypeRegistry {
         let typeDatabases = try txn.entryCount(.main) - storeWide
         let needed = typeDatabases + databases + Environment.storeDatabases
         guard needed <= Int(Environment.maxDatabases) else {
-            throw TypeSchema.noRoom(for: info.name, indexes: info.slots.count)
+            throw TypeSchema.noRoom(for: info)
         }
     }
 

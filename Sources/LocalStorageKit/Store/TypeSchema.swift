@@ -140,14 +140,13 @@ struct TypeSchema: Sendable {
     /// The index called `name`, or nil.
     func index(named name: String) -> Index? { indexes.first { $0.name == name } }
 
-    /// The error for a type whose databases (`indexes` of them besides its four) do not fit beside the store's other
-    /// types'.
-    static func noRoom(for name: String, indexes: Int) -> LocalStorageError {
+    /// The error for a type whose databases do not fit beside the store's other types'.
+    static func noRoom(for info: TypeInfo) -> LocalStorageError {
         .invalidDeclaration(
-            "type \"\(name)\" needs \(4 + indexes) databases (4 + \(indexes) indexes), but a process can open at most "
-                + "\(Environment.maxDatabases) per store and the store's other types use the rest: at most "
-                + "\(Int(Environment.maxDatabases) - Environment.storeDatabases) in all, each type 4 + its indexes (for "
-                + "example \(Environment.typesOfSixteenIndexes) types of 16 indexes)")
+            "type \"\(info.name)\" needs \(info.databaseCount) databases (4 + \(info.slots.count) indexes), but a "
+                + "process can open at most \(Environment.maxDatabases) per store and the store's other types use "
+                + "the rest: at most \(Int(Environment.maxDatabases) - Environment.storeDatabases) in all, each "
+                + "type 4 + its indexes (for example \(Environment.typesOfSixteenIndexes) types of 16 indexes)")
     }
 
     /// Opens the databases of `info`'s type for `declaration`, whose slots `info` must hold.
@@ -166,7 +165,7 @@ struct TypeSchema: Sendable {
                 }
                 return dbi
             } catch let error as LMDBError where error.isDatabasesFull {
-                throw noRoom(for: info.name, indexes: info.slots.count)
+                throw noRoom(for: info)
             }
         }
         let n = info.number
